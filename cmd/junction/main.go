@@ -1,0 +1,20 @@
+// Command junction is an MCP hub: it serves tools from built-in packs,
+// upstream MCP servers and toolbox plugins to AI hosts over stdio and HTTP.
+// Run "junction help" for the commands.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/junction-mcp/junction/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(cli.ExitCode(err, os.Stderr))
+}

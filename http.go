@@ -1,0 +1,170 @@
+package junction
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPMode chooses how a view's Streamable HTTP endpoint keeps sessions.
+type HTTPMode int
+
+const (
+	// HTTPDual serves clients of the stateless protocol revision
+	// (2026-07-28 and later, which send an Mcp-Protocol-Version header of
+	// that revision) statelessly, and every older client with a stateful
+	// session. It is the default.
+	HTTPDual HTTPMode = iota
+	// HTTPStateful gives every client a session (Mcp-Session-Id); the
+	// stateless revision is refused, as go-sdk's stateful handler does.
+	HTTPStateful
+	// HTTPStateless keeps no sessions at all: every POST stands alone, so
+	// any replica behind a load balancer can answer it. Server-to-client
+	// requests (sampling, elicitation) are not possible.
+	HTTPStateless
+)
+
+// ParseHTTPMode parses "dual", "stateful" and "stateless".
+func ParseHTTPMode(s string) (HTTPMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "dual":
+		return HTTPDual, nil
+	case "stateful":
+		return HTTPStateful, nil
+	case "stateless":
+		return HTTPStateless, nil
+	}
+	return 0, fmt.Errorf("unknown HTTP mode %q (use dual, stateful or stateless)", s)
+}
+
+// HTTPOptions configure [View.HTTPHandler]. A nil *HTTPOptions is the same
+// as a zero one.
+type HTTPOptions struct {
+	Mode HTTPMode
+	// JSONResponse answers POSTs with application/json instead of an SSE
+	// stream. Notifications sent during a call (progress, logs) are then
+	// dropped, as the transport has nowhere to put them.
+	JSONResponse bool
+	// SessionTimeout closes stateful sessions idle for that long. Zero means
+	// [DefaultSessionTimeout]; negative means never.
+	SessionTimeout time.Duration
+	// MaxRequestBytes bounds a request body. Zero means
+	// [DefaultMaxRequestBytes].
+	MaxRequestBytes int64
+	Logger          *slog.Logger
+}
+
+// Defaults for [HTTPOptions].
+const (
+	DefaultSessionTimeout  = 30 * time.Minute
+	DefaultMaxRequestBytes = 4 << 20
+)
+
+// StatelessProtocolVersion is the first MCP revision without sessions.
+const StatelessProtocolVersion = "2026-07-28"
+
+// HTTPHandler returns the view's Streamable HTTP endpoint. It answers a
+// body that is not JSON with HTTP 400 and a JSON-RPC parse error (id null),
+// and leaves the session usable. It does no authentication and no Origin
+// checks: the caller wraps it (see internal/daemon).
+func (v *View) HTTPHandler(opts *HTTPOptions) http.Handler {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	} else if o.SessionTimeout < 0 {
+		o.SessionTimeout = 0
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	getServer := func(*http.Request) *mcp.Server { return v.server }
+	base := mcp.StreamableHTTPOptions{
+		JSONResponse:        o.JSONResponse,
+		Logger:              o.Logger,
+		MaxRequestBodyBytes: o.MaxRequestBytes,
+		// Host and Origin are checked by the daemon's middleware, which
+		// knows the configured public names; go-sdk's loopback-only rule
+		// would refuse them.
+		DisableLocalhostProtection: true,
+	}
+	stateful, stateless := base, base
+	stateful.SessionTimeout = o.SessionTimeout
+	stateless.Stateless = true
+	// A 2026-07-28 client's POST is the whole request lifecycle: cancel the
+	// handler when the client goes away.
+	stateless.PropagateRequestCancellation = true
+
+	var next http.Handler
+	switch o.Mode {
+	case HTTPStateful:
+		next = mcp.NewStreamableHTTPHandler(getServer, &stateful)
+	case HTTPStateless:
+		next = mcp.NewStreamableHTTPHandler(getServer, &stateless)
+	default:
+		sf := mcp.NewStreamableHTTPHandler(getServer, &stateful)
+		sl := mcp.NewStreamableHTTPHandler(getServer, &stateless)
+		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= StatelessProtocolVersion {
+				sl.ServeHTTP(w, r)
+				return
+			}
+			sf.ServeHTTP(w, r)
+		})
+	}
+	return checkJSONBody(next, o.MaxRequestBytes)
+}
+
+// SSEHandler returns the legacy HTTP+SSE endpoint (protocol 2024-11-05):
+// GET opens the event stream, whose first event names the URL to POST
+// messages to.
+func (v *View) SSEHandler(maxRequestBytes int64) http.Handler {
+	return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return v.server }, &mcp.SSEOptions{
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        maxRequestBytes,
+	})
+}
+
+// checkJSONBody answers a POST whose body is not JSON with 400 and a
+// JSON-RPC parse error, as JSON-RPC asks, rather than go-sdk's plain-text
+// 400.
+func checkJSONBody(next http.Handler, max int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		if err != nil {
+			if _, ok := err.(*http.MaxBytesError); ok {
+				WriteJSONRPCError(w, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("request body exceeds %d bytes", max))
+				return
+			}
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return
+		}
+		if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
+			WriteJSONRPCError(w, http.StatusBadRequest, -32700, "parse error: body is not valid JSON")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// WriteJSONRPCError writes a JSON-RPC error response with a null id.
+func WriteJSONRPCError(w http.ResponseWriter, status int, code int64, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%q}}`+"\n", code, message)
+}

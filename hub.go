@@ -1,0 +1,744 @@
+package junction
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// Options configure a [Hub]. A nil *Options is the same as a zero one.
+type Options struct {
+	// Name and Version identify the hub to hosts (serverInfo). Empty Name
+	// means "junction"; empty Version means "dev".
+	Name    string
+	Title   string
+	Version string
+
+	// Instructions are sent to hosts in the initialize result.
+	Instructions string
+
+	// Logger receives the hub's own log records. Nil discards them.
+	Logger *slog.Logger
+
+	// Observe, if non-nil, is called after every tool call the hub routes,
+	// from the goroutine that made the call. It must not block.
+	Observe func(CallInfo)
+
+	// PageSize is the page size of list results; zero means go-sdk's
+	// default (1000).
+	PageSize int
+
+	// KeepAlive, if positive, pings each host session at that interval and
+	// closes it when pings fail.
+	KeepAlive time.Duration
+}
+
+// CallInfo describes one finished tool call, for metrics.
+type CallInfo struct {
+	Source   string        // source name
+	Tool     string        // exposed tool name
+	Duration time.Duration // time spent in the source
+	// Outcome is "ok", "tool_error" (the tool returned isError),
+	// "protocol_error" (a JSON-RPC error) or one of the Code* values of a
+	// hub-made tool error, lower-cased.
+	Outcome string
+}
+
+// SourceOptions configure how a hub serves one source. A nil
+// *SourceOptions is the same as a zero one.
+type SourceOptions struct {
+	// Prefix chooses when the source's tool and prompt names get the
+	// "<Name>__" prefix. The zero value is [PrefixAlways].
+	Prefix PrefixMode
+
+	// Allow, if non-empty, lists the only source-local tool names served.
+	// Otherwise Deny lists source-local tool names never served.
+	Allow []string
+	Deny  []string
+
+	// Timeout bounds each tool call to the source. Zero means no bound
+	// beyond the host's own cancellation.
+	Timeout time.Duration
+}
+
+// A Hub aggregates [Source]s and serves them to MCP hosts through one or
+// more [View]s.
+//
+// A Hub is safe for concurrent use. Close it to stop its background work.
+type Hub struct {
+	opts   Options
+	logger *slog.Logger
+
+	mu         sync.RWMutex // guards the fields below
+	sources    []*sourceState
+	table      *table // nil until the first refresh
+	views      []*View
+	collisions []Collision
+
+	refreshMu sync.Mutex // serialises refresh
+
+	dirty   chan struct{} // a source changed; capacity 1
+	done    chan struct{} // closed by Close
+	wg      sync.WaitGroup
+	closeMu sync.Once
+}
+
+type sourceState struct {
+	name    string
+	src     Source
+	opts    SourceOptions
+	catalog *Catalog // last good catalog; guarded by Hub.mu
+	err     error    // last Catalog error; guarded by Hub.mu
+}
+
+// Collision reports a name that two sources both wanted to serve.
+type Collision struct {
+	Kind    string // "tool", "prompt", "resource" or "resource template"
+	Name    string // the exposed name or URI
+	Winner  string // the source that serves it
+	Loser   string // the source whose item is not served
+	Details string
+}
+
+func (c Collision) String() string {
+	return fmt.Sprintf("%s %q from source %q is hidden by source %q", c.Kind, c.Name, c.Loser, c.Winner)
+}
+
+// New returns a hub with no sources.
+func New(opts *Options) *Hub {
+	h := &Hub{dirty: make(chan struct{}, 1), done: make(chan struct{})}
+	if opts != nil {
+		h.opts = *opts
+	}
+	if h.opts.Name == "" {
+		h.opts.Name = "junction"
+	}
+	if h.opts.Version == "" {
+		h.opts.Version = "dev"
+	}
+	h.logger = h.opts.Logger
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	h.table = &table{}
+	h.wg.Add(1)
+	go h.refresher()
+	return h
+}
+
+// Close stops the hub's background work and closes every view's host
+// sessions. It does not close the sources: whoever created them does. Close
+// is idempotent.
+func (h *Hub) Close() error {
+	h.closeMu.Do(func() { close(h.done) })
+	h.wg.Wait()
+	h.mu.RLock()
+	views := slices.Clone(h.views)
+	h.mu.RUnlock()
+	for _, v := range views {
+		for ss := range v.server.Sessions() {
+			ss.Close()
+		}
+	}
+	return nil
+}
+
+// Add adds a source under name, reads its catalog and refreshes every view.
+// A catalog error is logged and the source serves nothing until it reports
+// a change; Add still succeeds. Name must be unique in the hub and must not
+// contain the name separator "__".
+func (h *Hub) Add(ctx context.Context, name string, src Source, opts *SourceOptions) error {
+	if name == "" || strings.Contains(name, NameSeparator) {
+		return fmt.Errorf("source name %q: must be non-empty and must not contain %q", name, NameSeparator)
+	}
+	st := &sourceState{name: name, src: src}
+	if opts != nil {
+		st.opts = *opts
+	}
+	h.mu.Lock()
+	if slices.ContainsFunc(h.sources, func(s *sourceState) bool { return s.name == name }) {
+		h.mu.Unlock()
+		return fmt.Errorf("source %q: %w", name, ErrDuplicateSource)
+	}
+	h.sources = append(h.sources, st)
+	h.mu.Unlock()
+	if n, ok := src.(Notifier); ok {
+		n.SetListener(&listener{h: h, name: name})
+	}
+	h.loadCatalog(ctx, st)
+	return h.rebuild()
+}
+
+// Remove removes the source called name; its tools disappear from every
+// view. Removing an unknown name does nothing.
+func (h *Hub) Remove(name string) error {
+	h.mu.Lock()
+	h.sources = slices.DeleteFunc(h.sources, func(s *sourceState) bool { return s.name == name })
+	h.mu.Unlock()
+	return h.rebuild()
+}
+
+// Refresh reads every source's catalog again and updates the views. Hosts
+// are sent list_changed notifications for what changed.
+func (h *Hub) Refresh(ctx context.Context) error {
+	h.mu.RLock()
+	sources := slices.Clone(h.sources)
+	h.mu.RUnlock()
+	for _, st := range sources {
+		h.loadCatalog(ctx, st)
+	}
+	return h.rebuild()
+}
+
+// Collisions returns the name clashes found by the last refresh.
+func (h *Hub) Collisions() []Collision {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return slices.Clone(h.collisions)
+}
+
+// SourceNames returns the names of the hub's sources, in the order added.
+func (h *Hub) SourceNames() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	names := make([]string, len(h.sources))
+	for i, s := range h.sources {
+		names[i] = s.name
+	}
+	return names
+}
+
+// ToolInfo describes one tool as the hub serves it.
+type ToolInfo struct {
+	Tool   *mcp.Tool // with the exposed name
+	Source string
+	Local  string // the source's own name for the tool
+}
+
+// Tools returns every tool the hub has, selected or not, in serving order:
+// sources in the order added, each source's tools in its own order.
+func (h *Hub) Tools() []ToolInfo {
+	h.mu.RLock()
+	t := h.table
+	h.mu.RUnlock()
+	out := make([]ToolInfo, 0, len(t.tools))
+	for _, e := range t.tools {
+		out = append(out, ToolInfo{Tool: e.tool, Source: e.source.name, Local: e.local})
+	}
+	return out
+}
+
+// Presets returns the merged presets of all sources, by exposed tool name.
+// Preset names are lower-cased.
+func (h *Hub) Presets() map[string][]string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[string][]string, len(h.table.presets))
+	for k, v := range h.table.presets {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// CheckSelection reports whether sel names only presets and tools the hub
+// has now, and selects at least one tool. The error is an
+// *[UnknownNameError] or [ErrEmptySelection].
+func (h *Hub) CheckSelection(sel Selection) error {
+	h.mu.RLock()
+	t := h.table
+	h.mu.RUnlock()
+	_, err := sel.resolve(t.toolNames(), t.presets)
+	return err
+}
+
+type listener struct {
+	h    *Hub
+	name string
+}
+
+func (l *listener) CatalogChanged() {
+	l.h.mu.Lock()
+	for _, s := range l.h.sources {
+		if s.name == l.name {
+			s.catalog = nil // force a re-read
+		}
+	}
+	l.h.mu.Unlock()
+	select {
+	case l.h.dirty <- struct{}{}:
+	default:
+	}
+}
+
+func (l *listener) ResourceUpdated(uri string) {
+	l.h.mu.RLock()
+	views := slices.Clone(l.h.views)
+	l.h.mu.RUnlock()
+	for _, v := range views {
+		// Best effort: a session that has gone away is not an error.
+		_ = v.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	}
+}
+
+// refresher re-reads the catalogs of sources that reported a change. It
+// runs until Close.
+func (h *Hub) refresher() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-h.dirty:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		h.mu.RLock()
+		var stale []*sourceState
+		for _, s := range h.sources {
+			if s.catalog == nil {
+				stale = append(stale, s)
+			}
+		}
+		h.mu.RUnlock()
+		for _, s := range stale {
+			h.loadCatalog(ctx, s)
+		}
+		cancel()
+		if err := h.rebuild(); err != nil {
+			h.logger.Warn("refresh failed", "error", err)
+		}
+	}
+}
+
+func (h *Hub) loadCatalog(ctx context.Context, st *sourceState) {
+	c, err := st.src.Catalog(ctx)
+	if err == nil && c == nil {
+		c = &Catalog{}
+	}
+	h.mu.Lock()
+	st.err = err
+	if err == nil {
+		st.catalog = c
+	}
+	h.mu.Unlock()
+	if err != nil {
+		h.logger.Warn("source catalog failed", LogKeySource, st.name, "error", err)
+	}
+}
+
+// rebuild recomputes the name table from the cached catalogs and brings
+// every view's server in line with it.
+func (h *Hub) rebuild() error {
+	h.refreshMu.Lock()
+	defer h.refreshMu.Unlock()
+	h.mu.RLock()
+	sources := slices.Clone(h.sources)
+	catalogs := make([]*Catalog, len(sources))
+	for i, s := range sources {
+		catalogs[i] = s.catalog
+	}
+	h.mu.RUnlock()
+
+	t, collisions := buildTable(sources, catalogs, h.logger)
+	for _, c := range collisions {
+		h.logger.Warn("name collision", "kind", c.Kind, "name", c.Name, "served_from", c.Winner, "hidden_from", c.Loser)
+	}
+	h.mu.Lock()
+	h.table = t
+	h.collisions = collisions
+	views := slices.Clone(h.views)
+	h.mu.Unlock()
+
+	var errs []error
+	for _, v := range views {
+		if err := v.sync(t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// table is an immutable snapshot of everything the hub serves, by exposed
+// name. A new one is built on every change.
+type table struct {
+	tools     []*toolEntry // serving order
+	toolIndex map[string]*toolEntry
+	prompts   []*promptEntry
+	promptIdx map[string]*promptEntry
+	resources []*resourceEntry
+	resIdx    map[string]*resourceEntry
+	templates []*templateEntry
+	presets   map[string][]string // lower-case preset name -> exposed tool names
+}
+
+type toolEntry struct {
+	name   string
+	local  string
+	tool   *mcp.Tool // copy with the exposed name
+	source *sourceState
+}
+
+type promptEntry struct {
+	name   string
+	local  string
+	prompt *mcp.Prompt
+	source *sourceState
+}
+
+type resourceEntry struct {
+	resource *mcp.Resource
+	source   *sourceState
+}
+
+type templateEntry struct {
+	template *mcp.ResourceTemplate
+	matcher  *uritemplate.Template
+	source   *sourceState
+}
+
+func (t *table) toolNames() []string {
+	names := make([]string, len(t.tools))
+	for i, e := range t.tools {
+		names[i] = e.name
+	}
+	return names
+}
+
+// ownerOf returns the source that serves uri, as a resource or through a
+// template.
+func (t *table) ownerOf(uri string) *sourceState {
+	if e, ok := t.resIdx[uri]; ok {
+		return e.source
+	}
+	for _, e := range t.templates {
+		if e.matcher.Match(uri) != nil {
+			return e.source
+		}
+	}
+	return nil
+}
+
+func buildTable(sources []*sourceState, catalogs []*Catalog, logger *slog.Logger) (*table, []Collision) {
+	t := &table{
+		toolIndex: make(map[string]*toolEntry),
+		promptIdx: make(map[string]*promptEntry),
+		resIdx:    make(map[string]*resourceEntry),
+		presets:   make(map[string][]string),
+	}
+	var collisions []Collision
+
+	// Count how many sources use each local name, for PrefixOnConflict.
+	toolUsers := make(map[string]int)
+	promptUsers := make(map[string]int)
+	for i, s := range sources {
+		c := catalogs[i]
+		if c == nil {
+			continue
+		}
+		seen := make(map[string]bool)
+		for _, tool := range c.Tools {
+			if served(s.opts, tool.Name) && !seen[tool.Name] {
+				seen[tool.Name] = true
+				toolUsers[tool.Name]++
+			}
+		}
+		seenP := make(map[string]bool)
+		for _, p := range c.Prompts {
+			if !seenP[p.Name] {
+				seenP[p.Name] = true
+				promptUsers[p.Name]++
+			}
+		}
+	}
+
+	for i, s := range sources {
+		c := catalogs[i]
+		if c == nil {
+			continue
+		}
+		localToExposed := make(map[string]string)
+		for _, tool := range c.Tools {
+			if tool == nil || !served(s.opts, tool.Name) {
+				continue
+			}
+			if err := checkToolSchema(tool); err != nil {
+				logger.Warn("tool skipped", LogKeySource, s.name, "error", err)
+				continue
+			}
+			name := exposedName(s.name, tool.Name, s.opts.Prefix, toolUsers[tool.Name] > 1)
+			if prev, ok := t.toolIndex[name]; ok {
+				collisions = append(collisions, Collision{Kind: "tool", Name: name, Winner: prev.source.name, Loser: s.name})
+				continue
+			}
+			tc := *tool
+			tc.Name = name
+			e := &toolEntry{name: name, local: tool.Name, tool: &tc, source: s}
+			t.tools = append(t.tools, e)
+			t.toolIndex[name] = e
+			localToExposed[tool.Name] = name
+		}
+		for preset, locals := range c.Presets {
+			key := normPreset(preset)
+			for _, l := range locals {
+				if n, ok := localToExposed[l]; ok && !slices.Contains(t.presets[key], n) {
+					t.presets[key] = append(t.presets[key], n)
+				}
+			}
+			if _, ok := t.presets[key]; !ok {
+				t.presets[key] = []string{} // a preset of filtered-out tools still exists
+			}
+		}
+		for _, p := range c.Prompts {
+			if p == nil || p.Name == "" {
+				continue
+			}
+			name := exposedName(s.name, p.Name, s.opts.Prefix, promptUsers[p.Name] > 1)
+			if prev, ok := t.promptIdx[name]; ok {
+				collisions = append(collisions, Collision{Kind: "prompt", Name: name, Winner: prev.source.name, Loser: s.name})
+				continue
+			}
+			pc := *p
+			pc.Name = name
+			e := &promptEntry{name: name, local: p.Name, prompt: &pc, source: s}
+			t.prompts = append(t.prompts, e)
+			t.promptIdx[name] = e
+		}
+		for _, r := range c.Resources {
+			if r == nil || r.URI == "" {
+				continue
+			}
+			if prev, ok := t.resIdx[r.URI]; ok {
+				collisions = append(collisions, Collision{Kind: "resource", Name: r.URI, Winner: prev.source.name, Loser: s.name})
+				continue
+			}
+			e := &resourceEntry{resource: r, source: s}
+			t.resources = append(t.resources, e)
+			t.resIdx[r.URI] = e
+		}
+		for _, rt := range c.ResourceTemplates {
+			if rt == nil {
+				continue
+			}
+			m, err := uritemplate.New(rt.URITemplate)
+			if err != nil {
+				logger.Warn("resource template skipped", LogKeySource, s.name, "template", rt.URITemplate, "error", err)
+				continue
+			}
+			if i := slices.IndexFunc(t.templates, func(e *templateEntry) bool { return e.template.URITemplate == rt.URITemplate }); i >= 0 {
+				collisions = append(collisions, Collision{Kind: "resource template", Name: rt.URITemplate, Winner: t.templates[i].source.name, Loser: s.name})
+				continue
+			}
+			t.templates = append(t.templates, &templateEntry{template: rt, matcher: m, source: s})
+		}
+	}
+	for _, names := range t.presets {
+		sort.Strings(names)
+	}
+	return t, collisions
+}
+
+func served(o SourceOptions, local string) bool {
+	if len(o.Allow) > 0 {
+		return slices.Contains(o.Allow, local)
+	}
+	return !slices.Contains(o.Deny, local)
+}
+
+// callTool routes a tools/call for the exposed name to its source.
+func (h *Hub) callTool(ctx context.Context, v *View, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	h.mu.RLock()
+	e := h.table.toolIndex[name]
+	h.mu.RUnlock()
+	if e == nil || !v.allows(name) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	params := *req.Params
+	params.Name = e.local
+	local := *req
+	local.Params = &params
+	if d := e.source.opts.Timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+
+	start := time.Now()
+	res, err := safeCall(ctx, e.source.src, &local)
+	info := CallInfo{Source: e.source.name, Tool: name, Duration: time.Since(start), Outcome: "ok"}
+	defer func() {
+		if h.opts.Observe != nil {
+			h.opts.Observe(info)
+		}
+	}()
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			info.Outcome = "protocol_error"
+			return nil, werr
+		}
+		if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+		}
+		te := asToolError(name, err)
+		info.Outcome = strings.ToLower(te.Code)
+		h.logger.Warn("tool call failed", LogKeySource, e.source.name, LogKeyTool, name, "code", te.Code, "error", err)
+		return te.Result(), nil
+	}
+	if res == nil {
+		te := &ToolError{Tool: name, Code: CodeInternal, Message: "source returned no result"}
+		info.Outcome = strings.ToLower(te.Code)
+		return te.Result(), nil
+	}
+	if res.IsError {
+		info.Outcome = "tool_error"
+	}
+	return res, nil
+}
+
+// safeCall calls src.CallTool and turns a panic into an error, so one
+// broken source cannot take the hub down.
+func safeCall(ctx context.Context, src Source, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = nil
+			err = &ToolError{Code: CodeInternal, Message: fmt.Sprintf("source panicked: %v", r), Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
+		}
+	}()
+	return src.CallTool(ctx, req)
+}
+
+func (h *Hub) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	h.mu.RLock()
+	owner := h.table.ownerOf(req.Params.URI)
+	h.mu.RUnlock()
+	if owner == nil {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	return owner.src.ReadResource(ctx, req)
+}
+
+func (h *Hub) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	h.mu.RLock()
+	e := h.table.promptIdx[req.Params.Name]
+	h.mu.RUnlock()
+	if e == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+	}
+	params := *req.Params
+	params.Name = e.local
+	local := *req
+	local.Params = &params
+	return e.source.src.GetPrompt(ctx, &local)
+}
+
+func (h *Hub) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	if req.Params == nil || req.Params.Ref == nil {
+		return empty, nil
+	}
+	params := *req.Params
+	ref := *params.Ref
+	params.Ref = &ref
+	var src Source
+	h.mu.RLock()
+	switch ref.Type {
+	case "ref/prompt":
+		if e := h.table.promptIdx[ref.Name]; e != nil {
+			src = e.source.src
+			ref.Name = e.local
+		}
+	case "ref/resource":
+		if owner := h.table.ownerOf(ref.URI); owner != nil {
+			src = owner.src
+		} else {
+			for _, e := range h.table.templates {
+				if e.template.URITemplate == ref.URI {
+					src = e.source.src
+				}
+			}
+		}
+	}
+	h.mu.RUnlock()
+	if src == nil {
+		return empty, nil
+	}
+	local := *req
+	local.Params = &params
+	res, err := src.Complete(ctx, &local)
+	if err == nil && res != nil && res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	return res, err
+}
+
+func (h *Hub) subscribe(ctx context.Context, uri string, on bool) error {
+	h.mu.RLock()
+	owner := h.table.ownerOf(uri)
+	h.mu.RUnlock()
+	if owner == nil {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	sub, ok := owner.src.(Subscriber)
+	if !ok {
+		return nil
+	}
+	if on {
+		return sub.Subscribe(ctx, uri)
+	}
+	return sub.Unsubscribe(ctx, uri)
+}
+
+// rawSchema returns s as JSON, for hashing and comparison.
+func rawSchema(s any) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	if r, ok := s.(json.RawMessage); ok {
+		return r
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Call calls the tool the hub serves as name, outside any host session and
+// selection: for packs that compose other tools (diagrams). The request's
+// Session is nil, so the source cannot send progress or ask the host
+// anything; sources must allow for that.
+func (h *Hub) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	h.mu.RLock()
+	e := h.table.toolIndex[name]
+	h.mu.RUnlock()
+	if e == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: e.local, Arguments: args}}
+	if d := e.source.opts.Timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := safeCall(ctx, e.source.src, req)
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return nil, err
+		}
+		return asToolError(name, err).Result(), nil
+	}
+	return res, nil
+}

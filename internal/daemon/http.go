@@ -1,0 +1,279 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/junction-mcp/junction"
+)
+
+// HTTPConfig configures [Daemon.ServeHTTP].
+type HTTPConfig struct {
+	// Addr is the listen address, host:port. Port 0 picks a free port; the
+	// chosen address is passed to Ready.
+	Addr string
+	// Tokens are the accepted API tokens (Authorization: Bearer or
+	// X-API-Key). At least one is required unless InsecureNoAuth.
+	Tokens []string
+	// InsecureNoAuth serves without authentication; refused unless Addr is
+	// a loopback address.
+	InsecureNoAuth bool
+	// AllowedHosts are extra Host header values accepted besides loopback
+	// names and the listen host (for a hub behind a reverse proxy).
+	AllowedHosts []string
+	// AllowedOrigins are extra Origin values accepted (scheme://host:port)
+	// besides http(s)://localhost and the hub's own address.
+	AllowedOrigins []string
+
+	MCP junction.HTTPOptions
+
+	// Ready, if non-nil, is called with the bound address once listening.
+	Ready func(addr net.Addr)
+	// ShutdownTimeout bounds how long in-flight requests may take to finish
+	// after ctx is done; zero means 10s.
+	ShutdownTimeout time.Duration
+}
+
+// Handler returns the hub's HTTP front:
+//
+//	/mcp       Streamable HTTP (stateful, stateless or both)
+//	/sse       legacy HTTP+SSE (protocol 2024-11-05); POSTs go to /sse?sessionid=…
+//	/healthz   liveness, no auth
+//	/metrics   Prometheus metrics
+//
+// Everything but /healthz requires a token unless cfg.InsecureNoAuth, and
+// every request's Host and Origin are checked against DNS rebinding.
+func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
+	mcpOpts := cfg.MCP
+	if mcpOpts.Logger == nil {
+		mcpOpts.Logger = d.logger
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", d.View.HTTPHandler(&mcpOpts))
+	sse := d.View.SSEHandler(mcpOpts.MaxRequestBytes)
+	mux.Handle("/sse", sse)
+	mux.Handle("/metrics", d.Metrics.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp   Streamable HTTP\nGET  /sse   legacy HTTP+SSE\nGET  /metrics\nGET  /healthz\n")
+	})
+
+	var protected http.Handler = mux
+	if !cfg.InsecureNoAuth {
+		protected = requireToken(protected, cfg.Tokens)
+	}
+	root := http.NewServeMux()
+	root.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"ok","tools":%d}`+"\n", len(d.View.ToolNames()))
+	})
+	root.Handle("/", protected)
+	return d.Metrics.countRequests(checkHostOrigin(root, listenHost, cfg.AllowedHosts, cfg.AllowedOrigins))
+}
+
+// ServeHTTP listens on cfg.Addr and serves [Daemon.Handler] until ctx is
+// done, then shuts down: new requests are refused, in-flight ones get
+// cfg.ShutdownTimeout to finish, and open sessions are closed.
+func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("-http %q: %v (want host:port, for example 127.0.0.1:8080)", cfg.Addr, err)
+	}
+	if cfg.InsecureNoAuth && !isLoopbackHost(host) {
+		return fmt.Errorf("-insecure-no-auth is only allowed on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
+	}
+	if !cfg.InsecureNoAuth && len(cfg.Tokens) == 0 {
+		return errors.New("HTTP needs at least one token (-token, -token-file or JUNCTION_TOKEN), or -insecure-no-auth on a loopback address")
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           d.Handler(cfg, host),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+	d.logger.Info("serving HTTP", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "auth", !cfg.InsecureNoAuth)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	timeout := cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	// Shutdown must finish even though ctx is done.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	// Close host sessions first: their hanging GET streams would otherwise
+	// keep Shutdown waiting until the timeout.
+	d.Hub.Close()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-errc
+	d.logger.Info("HTTP server stopped")
+	return nil
+}
+
+// requireToken accepts a request carrying one of tokens as a bearer token
+// or X-API-Key. Tokens are compared as SHA-256 digests in constant time, so
+// neither their content nor their length leaks through timing.
+func requireToken(next http.Handler, tokens []string) http.Handler {
+	digests := make([][32]byte, len(tokens))
+	for i, t := range tokens {
+		digests[i] = sha256.Sum256([]byte(t))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		presented := r.Header.Get("X-API-Key")
+		if a := r.Header.Get("Authorization"); presented == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			presented = strings.TrimSpace(a[7:])
+		}
+		if presented != "" {
+			got := sha256.Sum256([]byte(presented))
+			ok := 0
+			for i := range digests {
+				ok |= subtle.ConstantTimeCompare(got[:], digests[i][:])
+			}
+			if ok == 1 {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="junction"`)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		msg := "authentication required: send Authorization: Bearer <token> or X-API-Key: <token>"
+		if presented != "" {
+			msg = "invalid token"
+		}
+		fmt.Fprintf(w, `{"error":%q}`+"\n", msg)
+	})
+}
+
+// checkHostOrigin refuses requests whose Host is not one the hub answers
+// to, or whose Origin is a foreign site: the DNS-rebinding defence the MCP
+// specification asks of local servers.
+func checkHostOrigin(next http.Handler, listenHost string, extraHosts, extraOrigins []string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := hostOnly(r.Host)
+		if !hostAllowed(host, listenHost, extraHosts) {
+			http.Error(w, fmt.Sprintf("forbidden: Host %q is not allowed (see -allowed-host)", r.Host), http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, r.Host, extraOrigins) {
+			http.Error(w, fmt.Sprintf("forbidden: Origin %q is not allowed (see -allowed-origin)", origin), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return strings.Trim(h, "[]")
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func isLoopbackHost(h string) bool {
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func hostAllowed(host, listenHost string, extra []string) bool {
+	if isLoopbackHost(host) {
+		return true
+	}
+	if listenHost != "" && strings.EqualFold(host, strings.Trim(listenHost, "[]")) && !isUnspecified(listenHost) {
+		return true
+	}
+	for _, e := range extra {
+		if strings.EqualFold(host, e) || e == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func isUnspecified(h string) bool {
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return h == "" || (ip != nil && ip.IsUnspecified())
+}
+
+func originAllowed(origin, requestHost string, extra []string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if isLoopbackHost(u.Hostname()) || strings.EqualFold(u.Host, requestHost) {
+		return true
+	}
+	for _, e := range extra {
+		if strings.EqualFold(strings.TrimRight(e, "/"), origin) || e == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// countRequests counts requests by endpoint and status class.
+func (m *Metrics) countRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		endpoint := r.URL.Path
+		switch {
+		case endpoint == "/mcp", endpoint == "/sse", endpoint == "/metrics", endpoint == "/healthz", endpoint == "/":
+		case strings.HasPrefix(endpoint, "/mcp/"):
+			endpoint = "/mcp/*"
+		default:
+			endpoint = "other"
+		}
+		m.requests.WithLabelValues(endpoint, fmt.Sprintf("%dxx", rec.status/100)).Inc()
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets SSE streams through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

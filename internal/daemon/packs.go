@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/pack/core"
+)
+
+// PackDeps is what a pack constructor may use from the running process.
+type PackDeps struct {
+	// Hub is the hub the pack is being added to, for packs that call other
+	// tools (diagrams).
+	Hub *junction.Hub
+	// Getenv reads the process environment (os.Getenv in production, a map
+	// in tests).
+	Getenv func(string) string
+	// DataDir is where packs keep durable state.
+	DataDir string
+}
+
+// packInfo describes one built-in pack.
+type packInfo struct {
+	summary string
+	// defaultOn packs are served unless --no-default-packs is given.
+	defaultOn bool
+	build     func(PackDeps) (*junction.Pack, error)
+}
+
+// packs lists the built-in packs. Adding a pack means adding a line here.
+var packs = map[string]packInfo{
+	core.Name: {
+		summary:   "junction_version: the binary's version and build time",
+		defaultOn: true,
+		build:     func(PackDeps) (*junction.Pack, error) { return core.New(), nil },
+	},
+}
+
+// PackNames returns the names of the built-in packs, sorted.
+func PackNames() []string {
+	names := make([]string, 0, len(packs))
+	for n := range packs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PackSummary returns the one-line description of a built-in pack.
+func PackSummary(name string) string { return packs[name].summary }
+
+// DefaultPacks returns the packs served when none are named.
+func DefaultPacks() []string {
+	var names []string
+	for _, n := range PackNames() {
+		if packs[n].defaultOn {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// BuildPack constructs the built-in pack called name.
+func BuildPack(name string, deps PackDeps) (*junction.Pack, error) {
+	info, ok := packs[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown pack %q (known: %s)", name, strings.Join(PackNames(), ", "))
+	}
+	p, err := info.build(deps)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", name, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,272 @@
+package junction
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A View is what one kind of host sees of a hub: the hub's tools narrowed
+// by a [Selection], served by its own go-sdk *mcp.Server. The default view
+// serves stdio and /mcp; HTTP profiles are further views.
+type View struct {
+	hub    *Hub
+	name   string
+	sel    Selection
+	server *mcp.Server
+
+	mu        sync.RWMutex    // guards the fields below
+	active    map[string]bool // selected exposed tool names; nil means all
+	tools     map[string]*toolEntry
+	prompts   map[string]*promptEntry
+	resources map[string]*resourceEntry
+	templates map[string]*templateEntry
+}
+
+// NewView returns a view of h narrowed by sel. It fails, serving nothing,
+// if sel names a preset or tool the hub does not have (an
+// *[UnknownNameError]) or selects no tool at all.
+func (h *Hub) NewView(name string, sel Selection) (*View, error) {
+	h.mu.RLock()
+	t := h.table
+	h.mu.RUnlock()
+	if _, err := sel.resolve(t.toolNames(), t.presets); err != nil {
+		return nil, err
+	}
+	v := &View{
+		hub:       h,
+		name:      name,
+		sel:       sel,
+		tools:     make(map[string]*toolEntry),
+		prompts:   make(map[string]*promptEntry),
+		resources: make(map[string]*resourceEntry),
+		templates: make(map[string]*templateEntry),
+	}
+	impl := &mcp.Implementation{Name: h.opts.Name, Title: h.opts.Title, Version: h.opts.Version}
+	v.server = mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions: h.opts.Instructions,
+		Logger:       h.logger,
+		PageSize:     h.opts.PageSize,
+		KeepAlive:    h.opts.KeepAlive,
+		Capabilities: &mcp.ServerCapabilities{
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		},
+		CompletionHandler: h.complete,
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			return h.subscribe(ctx, req.Params.URI, true)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			return h.subscribe(ctx, req.Params.URI, false)
+		},
+	})
+	if err := v.sync(t); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.views = append(h.views, v)
+	h.mu.Unlock()
+	// A refresh may have happened between reading t and registering v.
+	h.mu.RLock()
+	latest := h.table
+	h.mu.RUnlock()
+	if latest != t {
+		if err := v.sync(latest); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// Server returns the go-sdk server of the view, for a transport to run.
+func (v *View) Server() *mcp.Server { return v.server }
+
+// Name returns the view's name ("" for the default view).
+func (v *View) Name() string { return v.name }
+
+// ToolNames returns the exposed names of the tools the view serves, in
+// serving order.
+func (v *View) ToolNames() []string {
+	v.hub.mu.RLock()
+	t := v.hub.table
+	v.hub.mu.RUnlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var names []string
+	for _, e := range t.tools {
+		if v.tools[e.name] == e {
+			names = append(names, e.name)
+		}
+	}
+	return names
+}
+
+func (v *View) allows(name string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.active == nil || v.active[name]
+}
+
+// sync registers on the view's server what t has and the selection allows,
+// and removes the rest. Selection names that t no longer has (an upstream
+// that went away) are dropped silently: the check for unknown names
+// happens once, in NewView.
+func (v *View) sync(t *table) error {
+	active, err := v.sel.resolve(t.toolNames(), t.presets)
+	if err != nil {
+		if _, unknown := err.(*UnknownNameError); !unknown && err != ErrEmptySelection {
+			return fmt.Errorf("view %q: %w", v.name, err)
+		}
+		active = v.lenientActive(t)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.active = active
+
+	var removeTools []string
+	for name, e := range v.tools {
+		if t.toolIndex[name] != e || (active != nil && !active[name]) {
+			removeTools = append(removeTools, name)
+			delete(v.tools, name)
+		}
+	}
+	if len(removeTools) > 0 {
+		v.server.RemoveTools(removeTools...)
+	}
+	for _, e := range t.tools {
+		if active != nil && !active[e.name] {
+			continue
+		}
+		if v.tools[e.name] == e {
+			continue
+		}
+		if err := v.addTool(e); err != nil {
+			v.hub.logger.Warn("tool skipped", LogKeySource, e.source.name, LogKeyTool, e.name, "error", err)
+			continue
+		}
+		v.tools[e.name] = e
+	}
+
+	var removePrompts []string
+	for name, e := range v.prompts {
+		if t.promptIdx[name] != e {
+			removePrompts = append(removePrompts, name)
+			delete(v.prompts, name)
+		}
+	}
+	if len(removePrompts) > 0 {
+		v.server.RemovePrompts(removePrompts...)
+	}
+	for _, e := range t.prompts {
+		if v.prompts[e.name] == e {
+			continue
+		}
+		v.server.AddPrompt(e.prompt, v.hub.getPrompt)
+		v.prompts[e.name] = e
+	}
+
+	var removeRes []string
+	for uri, e := range v.resources {
+		if t.resIdx[uri] != e {
+			removeRes = append(removeRes, uri)
+			delete(v.resources, uri)
+		}
+	}
+	if len(removeRes) > 0 {
+		v.server.RemoveResources(removeRes...)
+	}
+	for _, e := range t.resources {
+		if v.resources[e.resource.URI] == e {
+			continue
+		}
+		v.server.AddResource(e.resource, v.hub.readResource)
+		v.resources[e.resource.URI] = e
+	}
+
+	current := make(map[string]*templateEntry, len(t.templates))
+	for _, e := range t.templates {
+		current[e.template.URITemplate] = e
+	}
+	var removeTpl []string
+	for key, e := range v.templates {
+		if current[key] != e {
+			removeTpl = append(removeTpl, key)
+			delete(v.templates, key)
+		}
+	}
+	if len(removeTpl) > 0 {
+		v.server.RemoveResourceTemplates(removeTpl...)
+	}
+	for _, e := range t.templates {
+		if v.templates[e.template.URITemplate] == e {
+			continue
+		}
+		if err := v.addTemplate(e); err != nil {
+			v.hub.logger.Warn("resource template skipped", LogKeySource, e.source.name, "template", e.template.URITemplate, "error", err)
+			continue
+		}
+		v.templates[e.template.URITemplate] = e
+	}
+	return nil
+}
+
+// lenientActive resolves the selection ignoring names t does not have.
+func (v *View) lenientActive(t *table) map[string]bool {
+	has := make(map[string]bool, len(t.tools))
+	for _, e := range t.tools {
+		has[e.name] = true
+	}
+	var sel Selection
+	for _, p := range v.sel.Presets {
+		if _, ok := t.presets[normPreset(p)]; ok {
+			sel.Presets = append(sel.Presets, p)
+		}
+	}
+	for _, n := range v.sel.Tools {
+		if has[n] {
+			sel.Tools = append(sel.Tools, n)
+		}
+	}
+	for _, n := range v.sel.Deny {
+		if has[n] {
+			sel.Deny = append(sel.Deny, n)
+		}
+	}
+	if sel.IsZero() && !v.sel.IsZero() {
+		return map[string]bool{} // everything selected is gone: serve nothing
+	}
+	active, err := sel.resolve(t.toolNames(), t.presets)
+	if err != nil {
+		return map[string]bool{}
+	}
+	return active
+}
+
+// addTool registers e on the server, turning a go-sdk registration panic
+// (an odd upstream schema) into an error.
+func (v *View) addTool(e *toolEntry) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	v.server.AddTool(e.tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return v.hub.callTool(ctx, v, req)
+	})
+	return nil
+}
+
+func (v *View) addTemplate(e *templateEntry) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	v.server.AddResourceTemplate(e.template, v.hub.readResource)
+	return nil
+}
