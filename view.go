@@ -47,7 +47,7 @@ func (h *Hub) NewView(name string, sel Selection) (*View, error) {
 	impl := &mcp.Implementation{Name: h.opts.Name, Title: h.opts.Title, Version: h.opts.Version}
 	v.server = mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: h.opts.Instructions,
-		Logger:       h.logger,
+		Logger:       sdkLogger(h.logger),
 		PageSize:     h.opts.PageSize,
 		KeepAlive:    h.opts.KeepAlive,
 		Capabilities: &mcp.ServerCapabilities{
@@ -104,6 +104,22 @@ func (v *View) ToolNames() []string {
 		}
 	}
 	return names
+}
+
+// Tools returns the tools the view serves, in serving order.
+func (v *View) Tools() []ToolInfo {
+	v.hub.mu.RLock()
+	t := v.hub.table
+	v.hub.mu.RUnlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []ToolInfo
+	for _, e := range t.tools {
+		if v.tools[e.name] == e {
+			out = append(out, ToolInfo{Tool: e.tool, Source: e.source.name, Local: e.local})
+		}
+	}
+	return out
 }
 
 func (v *View) allows(name string) bool {

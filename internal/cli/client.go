@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// targetFlags choose the MCP server a client command talks to: a stdio
+// command after "--", a URL, or (neither) the hub the hub flags describe,
+// run in-process.
+type targetFlags struct {
+	url       string
+	transport string
+	headers   stringList
+	token     string
+	timeout   time.Duration
+	hub       hubFlags
+}
+
+func (f *targetFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.url, "url", "", "talk to the MCP server at `URL` (Streamable HTTP, or legacy SSE with -transport sse)")
+	fs.StringVar(&f.transport, "transport", "http", "`kind` of the -url server: http (Streamable HTTP) or sse (legacy HTTP+SSE)")
+	fs.Var(&f.headers, "header", "send this HTTP `header` (\"Name: value\"; repeatable)")
+	fs.StringVar(&f.token, "token", "", "send Authorization: Bearer `token` (default: $JUNCTION_TOKEN)")
+	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up after this long")
+	f.hub.register(fs)
+	// A client command's own hub should stay quiet unless asked.
+	fs.Lookup("log-level").DefValue = "warn"
+	f.hub.logLevel = "warn"
+}
+
+const targetAbout = `
+The server is one of:
+  -- COMMAND [ARGS...]   an MCP server run as a child process over stdio
+  -url URL              an MCP server over Streamable HTTP (or -transport sse)
+  (neither)             the hub that junction itself would serve with the
+                        same -pack/-preset/-tool flags, run in-process`
+
+// connect opens a client session to the target. args are the command's
+// positional arguments after flag parsing. The caller closes the session.
+func (f *targetFlags) connect(ctx context.Context, env *Env, args []string, dashDash bool) (*mcp.ClientSession, func(), error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "junction-cli", Version: buildinfo.Version()}, &mcp.ClientOptions{
+		// Show upstream log messages on stderr, as a human would want.
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			fmt.Fprintf(env.Stderr, "[%s] %v\n", req.Params.Level, req.Params.Data)
+		},
+	})
+	switch {
+	case dashDash && f.url != "":
+		return nil, nil, usageErrorf("give either -url or -- COMMAND, not both")
+	case dashDash:
+		if len(args) == 0 {
+			return nil, nil, usageErrorf("nothing after --: give the server command to run")
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stderr = env.Stderr
+		cmd.Env = env.Environ()
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to %s: %w", args[0], err)
+		}
+		return cs, func() { cs.Close() }, nil
+	case f.url != "":
+		u, err := url.Parse(f.url)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, nil, usageErrorf("-url %q: want an http:// or https:// URL", f.url)
+		}
+		hc, err := f.httpClient(env)
+		if err != nil {
+			return nil, nil, err
+		}
+		var t mcp.Transport
+		switch strings.ToLower(f.transport) {
+		case "http", "streamable", "streamable-http", "":
+			t = &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		case "sse":
+			t = &mcp.SSEClientTransport{Endpoint: f.url, HTTPClient: hc}
+		default:
+			return nil, nil, usageErrorf("-transport %q: use http or sse", f.transport)
+		}
+		cs, err := client.Connect(ctx, t, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to %s: %w", f.url, err)
+		}
+		return cs, func() { cs.Close() }, nil
+	default:
+		if len(args) > 0 {
+			return nil, nil, usageErrorf("unexpected arguments %q (put a server command after --)", args)
+		}
+		logger, err := f.hub.logger(env)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := f.hub.build(ctx, env, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := d.View.Server().Connect(ctx, st, nil)
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		cs, err := client.Connect(ctx, ct, nil)
+		if err != nil {
+			ss.Close()
+			d.Close()
+			return nil, nil, err
+		}
+		return cs, func() { cs.Close(); ss.Close(); d.Close() }, nil
+	}
+}
+
+// httpClient returns a client that adds -header and -token to every
+// request.
+func (f *targetFlags) httpClient(env *Env) (*http.Client, error) {
+	h := http.Header{}
+	for _, kv := range f.headers {
+		name, value, ok := strings.Cut(kv, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, usageErrorf("-header %q: want \"Name: value\"", kv)
+		}
+		h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	token := f.token
+	if token == "" {
+		if ts := strings.Split(env.Getenv(EnvToken), ","); len(ts) > 0 {
+			token = strings.TrimSpace(ts[0])
+		}
+	}
+	if token != "" && h.Get("Authorization") == "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, header: h}}, nil
+}
+
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.header) == 0 {
+		return t.base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}
+
+// splitDashDash splits args at the first "--", which flag parsing would
+// otherwise swallow.
+func splitDashDash(args []string) (before, after []string, found bool) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:], true
+		}
+	}
+	return args, nil, false
+}
+
+// clientRun is a connected client command.
+type clientRun struct {
+	ctx  context.Context // bounded by -timeout
+	cs   *mcp.ClientSession
+	args []string // positional arguments before "--"
+	json bool     // -json output
+	done func()
+}
+
+// clientCommand parses flags for a client command and connects to its
+// target. The caller calls run.done.
+func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, args []string, extra func(*flag.FlagSet)) (*clientRun, error) {
+	fs := newFlagSet(env, name, synopsis, strings.TrimSpace(about)+"\n"+targetAbout)
+	var tf targetFlags
+	tf.register(fs)
+	run := &clientRun{}
+	output := fs.String("output", "text", "output `format`: text, or json for scripts")
+	if extra != nil {
+		extra(fs)
+	} else {
+		fs.BoolVar(&run.json, "json", false, "shorthand for -output json")
+	}
+	before, after, dash := splitDashDash(args)
+	positional, err := parseInterspersed(env, fs, before)
+	if err != nil {
+		return nil, err
+	}
+	run.args = positional
+	switch *output {
+	case "json":
+		run.json = true
+	case "text", "":
+	default:
+		return nil, usageErrorf("-output %q: use text or json", *output)
+	}
+	ctx, cancel := context.WithTimeout(ctx, tf.timeout)
+	cs, closeFn, err := tf.connect(ctx, env, after, dash)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	run.ctx, run.cs = ctx, cs
+	run.done = func() { closeFn(); cancel() }
+	return run, nil
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// positional arguments ("tools call NAME -arg k=v"), returning the
+// positional ones.
+func parseInterspersed(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := parseFlags(env, fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+
+	"github.com/junction-mcp/junction"
+)
+
+// DefaultLockFile is where lock writes and selftest reads the manifest.
+const DefaultLockFile = "junction.lock.json"
+
+const lockAbout = `
+Write a lock file pinning every tool the hub would serve with these flags:
+its name, its source, and SHA-256 hashes of its description and its input
+and output schemas. Commit it; "junction selftest" then fails when a tool
+is added, removed, reordered or changed under the same name.`
+
+func runLock(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "lock", "[flags]", lockAbout)
+	var hf hubFlags
+	hf.register(fs)
+	out := fs.String("o", DefaultLockFile, "write the lock to `file`")
+	if err := parseFlags(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("lock takes no arguments, got %q", fs.Args())
+	}
+	logger, err := hf.logger(env)
+	if err != nil {
+		return err
+	}
+	d, err := hf.build(ctx, env, logger)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	m := junction.NewManifest(d.View.Tools())
+	if err := m.WriteFile(*out); err != nil {
+		return fmt.Errorf("write lock: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "locked %d tools in %s\n", len(m.Tools), *out)
+	return nil
+}
+
+const selftestAbout = `
+Compare the tools the hub would serve with these flags against the lock file
+written by "junction lock", and print every difference: added, removed,
+changed (description, input schema, output schema) and reordered tools.
+Exit status 0 when they match, 1 on drift, 2 on a usage error. Meant for CI.`
+
+func runSelftest(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "selftest", "[flags]", selftestAbout)
+	var hf hubFlags
+	hf.register(fs)
+	lockPath := fs.String("lock", DefaultLockFile, "compare against the lock `file`")
+	asJSON := fs.Bool("json", false, "print the drift as JSON")
+	if err := parseFlags(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("selftest takes no arguments, got %q", fs.Args())
+	}
+	locked, err := junction.LoadManifest(*lockPath)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return usageErrorf("no lock file %s: run \"junction lock\" first (or give -lock FILE)", *lockPath)
+	}
+	if err != nil {
+		return err
+	}
+	logger, err := hf.logger(env)
+	if err != nil {
+		return err
+	}
+	d, err := hf.build(ctx, env, logger)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	live := junction.NewManifest(d.View.Tools())
+	drift := locked.Compare(live)
+	if *asJSON {
+		if err := writeJSON(env.Stdout, map[string]any{
+			"ok": drift.Empty(), "added": drift.Added, "removed": drift.Removed,
+			"changed": drift.Changed, "reordered": drift.Reordered,
+		}); err != nil {
+			return err
+		}
+	} else if drift.Empty() {
+		fmt.Fprintf(env.Stdout, "ok: %d tools match %s\n", len(live.Tools), *lockPath)
+	} else {
+		fmt.Fprintf(env.Stdout, "drift against %s:\n%s", *lockPath, drift)
+	}
+	if !drift.Empty() {
+		return &ExitError{Code: 1, Err: fmt.Errorf("selftest: the served tools differ from %s", *lockPath)}
+	}
+	return nil
+}
