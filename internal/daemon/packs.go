@@ -7,6 +7,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/pack/core"
+	"github.com/junction-mcp/junction/internal/pack/diode"
 )
 
 // PackDeps is what a pack constructor may use from the running process.
@@ -36,6 +37,7 @@ var packs = map[string]packInfo{
 		defaultOn: true,
 		build:     func(PackDeps) (*junction.Pack, error) { return core.New(), nil },
 	},
+	diode.Name: {summary: "the six diode_* tools of `diode mcp`: version, identity, address lookup, file push/pull, deploy", build: buildDiode},
 }
 
 // PackNames returns the names of the built-in packs, sorted.
