@@ -55,6 +55,11 @@ func commands() []command {
 		{"prompts get", "render a prompt of an MCP server or of the hub", runPromptsGet},
 		{"lock", "pin the served tools (names, descriptions, schemas) in a lock file", runLock},
 		{"selftest", "compare the served tools with the lock file; exit 1 on drift", runSelftest},
+		{"mcp", "a drop-in for \"diode mcp\": the diode tools over stdio", runMCP},
+		{"files serve", "serve a directory with the diode files contract (PUT/GET/HEAD)", runFilesServe},
+		{"push", "upload a file to a file listener", runPush},
+		{"pull", "download a file from a file listener", runPull},
+		{"deploy-host", "accept PUT /<uuid>.tar.gz deploys, unpack them safely, write <uuid>.log", runDeployHost},
 		{"packs", "list the built-in packs", runPacks},
 		{"version", "print the version", runVersion},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -31,8 +32,8 @@ func MapPath(urlPath string) (string, error) {
 		return "", ErrInvalidPath
 	}
 	p = strings.TrimPrefix(p, "/")
-	if strings.HasPrefix(p, "/") || (len(p) >= 2 && p[1] == ':') {
-		return "", ErrEscapesRoot // "//etc/passwd", "C:/x": absolute after decoding
+	if strings.HasPrefix(p, "/") || filepath.VolumeName(filepath.FromSlash(p)) != "" {
+		return "", ErrEscapesRoot // "//etc/passwd", "C:/x" on Windows: absolute after decoding
 	}
 	p = path.Clean(p)
 	switch {

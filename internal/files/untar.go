@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -117,7 +118,7 @@ func entryName(name string) (string, error) {
 	if name == "" || strings.ContainsAny(name, "\\\x00") {
 		return "", errors.New("invalid name")
 	}
-	if strings.HasPrefix(name, "/") || (len(name) >= 2 && name[1] == ':') {
+	if strings.HasPrefix(name, "/") || filepath.VolumeName(filepath.FromSlash(name)) != "" {
 		return "", errors.New("absolute path")
 	}
 	n := path.Clean(name)
@@ -135,7 +136,7 @@ func checkLink(name, target string) error {
 	if target == "" || strings.ContainsAny(target, "\\\x00") {
 		return errors.New("invalid link target")
 	}
-	if strings.HasPrefix(target, "/") || (len(target) >= 2 && target[1] == ':') {
+	if strings.HasPrefix(target, "/") || filepath.VolumeName(filepath.FromSlash(target)) != "" {
 		return fmt.Errorf("absolute symbolic link to %q", target)
 	}
 	t := path.Clean(path.Join(path.Dir(name), target))
