@@ -1,0 +1,252 @@
+// Package config reads junction's configuration file: YAML or JSON, in
+// junction's own form or as the mcpServers / servers object that Claude
+// Desktop, Claude Code, Cursor and VS Code write.
+//
+//	cfg, err := config.Load("junction.yaml", os.Getenv)
+//	if err != nil {
+//		// err lists every problem, each as "file:line: path: message".
+//	}
+//	for name, s := range cfg.Servers { ... }
+//
+// # Order of work
+//
+// [Parse] is pure: it reads bytes, never files, the environment (only
+// through the getenv it is given), the clock or a logger. It applies, in
+// this order: defaults; a strict decode (an unknown key or a value of the
+// wrong type is an error naming its path and line); ${VAR} expansion of the
+// fields listed in docs/config.md; then [Config.Validate]. All problems are
+// reported together (see [Errors]).
+//
+// [Load] reads a file and calls Parse. [Watcher] re-reads a file when it
+// changes or on SIGHUP and hands over only configs that parse and validate;
+// [Compare] tells a reloading daemon which sources to start, stop, restart
+// or keep.
+package config
+
+import (
+	"crypto/sha256"
+	"time"
+)
+
+// Transport names for [Server.Transport].
+const (
+	TransportStdio = "stdio"
+	TransportSSE   = "sse"
+	TransportHTTP  = "http" // Streamable HTTP
+)
+
+// Drift policies for [Source.Drift].
+const (
+	DriftWarn   = "warn"
+	DriftBlock  = "block"
+	DriftAccept = "accept"
+)
+
+// Prefix modes for [Source.Prefix]; they are the names
+// junction.ParsePrefixMode accepts.
+const (
+	PrefixAlways     = "always"
+	PrefixOnConflict = "on-conflict"
+	PrefixNever      = "never"
+)
+
+// Shapes for [Config.Shape].
+const (
+	ShapeJunction   = "junction"   // junction's own keys
+	ShapeMCPServers = "mcpServers" // Claude Desktop, Claude Code, Cursor, Windsurf, Cline
+	ShapeVSCode     = "vscode"     // VS Code's .vscode/mcp.json
+)
+
+// Config is a parsed configuration file. The zero value is an empty,
+// valid configuration.
+type Config struct {
+	// Servers are the upstream MCP servers, by name, from "servers" and
+	// "mcpServers" (which may both appear; a name may not be in both).
+	Servers map[string]*Server
+	// Packs are the built-in packs to serve, by name. Nil means the
+	// daemon's default packs; an empty non-nil map means none.
+	Packs map[string]*Pack
+	// Plugins are toolbox plugins, by name.
+	Plugins map[string]*Plugin
+	// Presets are named tool sets, by the names the hub serves.
+	Presets map[string][]string
+	// Profiles are named subsets served on /mcp/p/<name>.
+	Profiles map[string]*Profile
+	HTTP     HTTP
+	Lock     Lock
+	Log      Log
+
+	// Shape says which form the file used (one of the Shape* constants).
+	// A junction file that also has an mcpServers object is ShapeJunction.
+	Shape string
+
+	// Warnings are keys that a host defines and junction accepts but does
+	// not act on (such as VS Code's "dev" or Claude Desktop's
+	// "globalShortcut"), sorted by line.
+	Warnings []Warning
+
+	// serverPaths maps a server name to its path in the file
+	// ("servers.x" or "mcpServers.x"); missing means "servers.x".
+	serverPaths map[string]string
+	// lines maps a field path to the line it was read from, for Validate.
+	lines map[string]int
+	// digest is the SHA-256 of the bytes Parse read; the Watcher uses it to
+	// skip writes that change nothing.
+	digest [sha256.Size]byte
+}
+
+// Source holds the settings that every kind of source (server, plugin,
+// pack) has: how the hub names, filters, bounds and pins its tools.
+type Source struct {
+	// Prefix is "always", "on-conflict" or "never". Default: "always" for
+	// servers and plugins, "never" for packs (their tools are already
+	// namespaced).
+	Prefix string
+	// Tools filters the source's own (unprefixed) tool names.
+	Tools ToolFilter
+	// Timeout bounds each call to the source; zero means the upstream
+	// package's default. Timeouts restart when the source reports progress.
+	Timeout time.Duration
+	// ToolTimeouts override Timeout for single tools, by unprefixed name.
+	ToolTimeouts map[string]time.Duration
+	// Drift is the policy when the source's tools differ from the lock
+	// file: "warn" (default), "block" or "accept".
+	Drift string
+	// Disabled sources are kept in the config but not started.
+	Disabled bool
+}
+
+// ToolFilter is an allow list or a deny list of unprefixed tool names;
+// never both.
+type ToolFilter struct {
+	Allow []string
+	Deny  []string
+}
+
+// Server is an upstream MCP server.
+type Server struct {
+	// Transport is "stdio", "sse" or "http" (Streamable HTTP). When the
+	// file does not say, it is "stdio" if Command is set and "http" if URL
+	// is set.
+	Transport string
+
+	// Stdio servers.
+	Command string
+	Args    []string
+	// Env is added to junction's own environment for the child.
+	Env map[string]string
+	// UnsetEnv are variables removed from the child's environment (VS
+	// Code's "env": {"NAME": null}).
+	UnsetEnv []string
+	Cwd      string
+	// EnvFile is a dotenv file (VS Code, Cursor) whose variables are added
+	// before Env when the server starts. Parse does not read it.
+	EnvFile string
+
+	// SSE and Streamable HTTP servers.
+	URL     string
+	Headers map[string]string
+	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
+	BearerToken string
+
+	Source
+}
+
+// Plugin is a toolbox plugin: a program junction spawns (Command) or a
+// Connect-RPC endpoint it dials (URL); exactly one of the two.
+type Plugin struct {
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+
+	URL         string
+	Headers     map[string]string
+	BearerToken string
+
+	Source
+}
+
+// Pack is a built-in pack and its settings.
+type Pack struct {
+	// Settings are passed to the pack, which validates them. String values
+	// have ${VAR} expanded.
+	Settings map[string]any
+
+	Source
+}
+
+// Profile is a named subset of the hub, served on HTTP at
+// /mcp/p/<name>. Its selection follows the hub's rule: the union of
+// Presets and Tools (or everything, if both are empty), limited to the
+// sources in Servers (all, if empty), minus Deny.
+type Profile struct {
+	// Servers names sources (servers, plugins or packs).
+	Servers []string
+	Tools   []string
+	Presets []string
+	Deny    []string
+}
+
+// HTTP configures the HTTP front (junction serve -http).
+type HTTP struct {
+	// Listen is host:port; empty means the HTTP front is off unless the
+	// command line asks for it.
+	Listen string
+	// Mode is "dual" (default), "stateful" or "stateless".
+	Mode         string
+	JSONResponse bool
+	// SessionTimeout closes idle sessions; zero means the hub's default,
+	// negative means never.
+	SessionTimeout time.Duration
+	// MaxRequestBytes bounds request bodies; zero means the hub's default.
+	MaxRequestBytes int64
+	// Tokens are accepted API tokens; TokenFile holds more, one a line.
+	Tokens    []string
+	TokenFile string
+	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
+	AllowedHosts   []string
+	AllowedOrigins []string
+	// InsecureNoAuth serves without a token; only allowed on a loopback
+	// Listen address.
+	InsecureNoAuth bool
+}
+
+// Lock names the manifest written by "junction lock".
+type Lock struct {
+	// Path of the lock file; relative paths are relative to the config
+	// file's directory (Load makes them absolute).
+	Path string
+}
+
+// Log configures logging on stderr.
+type Log struct {
+	Level  string // debug, info (default), warn, error
+	Format string // text (default), json
+}
+
+// Warning is a key that was accepted but is not acted on.
+type Warning struct {
+	Line int
+	Path string
+	Msg  string
+}
+
+func (w Warning) String() string {
+	if w.Line > 0 {
+		return lineString(w.Line) + w.Path + ": " + w.Msg
+	}
+	return w.Path + ": " + w.Msg
+}
+
+// Enabled returns the names of the servers that are not disabled, sorted.
+func (c *Config) Enabled() []string {
+	var names []string
+	for n, s := range c.Servers {
+		if !s.Disabled {
+			names = append(names, n)
+		}
+	}
+	sortStrings(names)
+	return names
+}

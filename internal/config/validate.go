@@ -1,0 +1,345 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Validate checks the config as a whole: names, required fields per
+// transport, references between sections. It returns an [Errors] listing
+// every problem, or nil. Parse and Load call it; call it again after
+// changing a Config in Go.
+func (c *Config) Validate() error {
+	ws := c.Warnings
+	errs := c.validate(nil)
+	c.Warnings = ws
+	return errs.err()
+}
+
+type validator struct {
+	c     *Config
+	skip  map[string]bool // entries that failed to decode
+	errs  Errors
+	warns []Warning
+}
+
+// validate returns the problems; warnings found on the way (unknown
+// profile presets) are added to c.Warnings.
+func (c *Config) validate(skip map[string]bool) Errors {
+	v := &validator{c: c, skip: skip}
+	owner := make(map[string]string) // source name → path of its entry
+	for _, name := range sortedKeys(c.Servers) {
+		p := c.serverPath(name)
+		v.sourceName(name, p, owner)
+		if !v.skip[p] {
+			v.server(c.Servers[name], p)
+		}
+	}
+	for _, name := range sortedKeys(c.Plugins) {
+		p := join("plugins", name)
+		v.sourceName(name, p, owner)
+		if !v.skip[p] {
+			v.plugin(c.Plugins[name], p)
+		}
+	}
+	for _, name := range sortedKeys(c.Packs) {
+		p := join("packs", name)
+		v.sourceName(name, p, owner)
+		if !v.skip[p] {
+			v.source(&c.Packs[name].Source, p)
+		}
+	}
+	for _, name := range sortedKeys(c.Presets) {
+		p := join("presets", name)
+		if strings.TrimSpace(name) == "" {
+			v.fail(p, "preset name must not be empty")
+		}
+		if len(c.Presets[name]) == 0 && !v.skip[p] {
+			v.fail(p, "must list at least one tool")
+		}
+		v.names(c.Presets[name], p)
+	}
+	for _, name := range sortedKeys(c.Profiles) {
+		p := join("profiles", name)
+		if msg := nameProblem(name); msg != "" {
+			v.fail(p, "profile %s", msg)
+		}
+		v.profile(c.Profiles[name], p, owner)
+	}
+	v.http(&c.HTTP)
+	v.log(&c.Log)
+	c.Warnings = append(c.Warnings, v.warns...)
+	sortWarnings(c.Warnings)
+	return v.errs
+}
+
+func (c *Config) serverPath(name string) string {
+	if p, ok := c.serverPaths[name]; ok {
+		return p
+	}
+	return join("servers", name)
+}
+
+// lineOf returns the line of path, or of its nearest ancestor that has one.
+func (v *validator) lineOf(path string) int {
+	for p := path; p != ""; {
+		if l, ok := v.c.lines[p]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i <= 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+func (v *validator) fail(path, format string, args ...any) {
+	if v.skip[path] {
+		return // already reported while decoding
+	}
+	v.errs = append(v.errs, &FieldError{Line: v.lineOf(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// nameProblem says what is wrong with a server, plugin, pack or profile
+// name, or "".
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "name must not be empty"
+	case strings.Contains(name, "__"):
+		return `name must not contain "__" (it separates the source name from the tool name)`
+	case len(name) > 64:
+		return "name must be at most 64 characters"
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Sprintf("name %q may use only letters, digits, \"_\", \"-\" and \".\" (it becomes part of tool names)", name)
+		}
+	}
+	return ""
+}
+
+func (v *validator) sourceName(name, path string, owner map[string]string) {
+	if msg := nameProblem(name); msg != "" {
+		v.fail(path, "%s", msg)
+	}
+	if prev, ok := owner[name]; ok {
+		v.fail(path, "name already used by %s", prev)
+		return
+	}
+	owner[name] = path
+}
+
+func (v *validator) server(s *Server, path string) {
+	v.source(&s.Source, path)
+	switch s.Transport {
+	case "":
+		if s.Command != "" && s.URL != "" {
+			v.fail(path, "has both command and url: set transport, or keep only one")
+		} else {
+			v.fail(path, "needs a command (for a stdio server) or a url (for an sse or http server)")
+		}
+	case TransportStdio:
+		if s.Command == "" {
+			v.fail(join(path, "command"), "must not be empty (a stdio server needs a command)")
+		}
+		v.notFor(path, "stdio", map[string]bool{"url": s.URL != "", "headers": len(s.Headers) > 0, "bearer_token": s.BearerToken != ""})
+	case TransportSSE, TransportHTTP:
+		v.url(s.URL, join(path, "url"), s.Transport+" server")
+		v.notFor(path, s.Transport, map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0,
+			"env": len(s.Env) > 0 || len(s.UnsetEnv) > 0, "cwd": s.Cwd != "", "env_file": s.EnvFile != ""})
+	}
+	v.headers(s.Headers, join(path, "headers"))
+}
+
+func (v *validator) notFor(path, transport string, set map[string]bool) {
+	for _, k := range sortedKeys(set) {
+		if set[k] {
+			v.fail(join(path, k), "not used by a %s server (remove it or change the transport)", transport)
+		}
+	}
+}
+
+func (v *validator) url(raw, path, what string) {
+	if raw == "" {
+		v.fail(path, "must not be empty (an %s needs a url)", what)
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.fail(path, "invalid URL %q: must be http:// or https:// with a host", raw)
+	}
+}
+
+func (v *validator) headers(h map[string]string, path string) {
+	for _, k := range sortedKeys(h) {
+		if k == "" || strings.ContainsAny(k, " :\r\n\t") {
+			v.fail(join(path, k), "invalid header name %q", k)
+		}
+		if strings.ContainsAny(h[k], "\r\n") {
+			v.fail(join(path, k), "header value must not contain line breaks")
+		}
+	}
+}
+
+func (v *validator) plugin(p *Plugin, path string) {
+	v.source(&p.Source, path)
+	switch {
+	case p.Command == "" && p.URL == "":
+		v.fail(path, "needs a command (a plugin program to run) or a url (a plugin to dial)")
+	case p.Command != "" && p.URL != "":
+		v.fail(path, "has both command and url; keep one")
+	case p.URL != "":
+		v.url(p.URL, join(path, "url"), "plugin")
+	}
+	v.headers(p.Headers, join(path, "headers"))
+}
+
+func (v *validator) source(s *Source, path string) {
+	switch s.Prefix {
+	case "", PrefixAlways, PrefixOnConflict, PrefixNever: // "" is the kind's default
+	case "conflict", "on_conflict":
+		s.Prefix = PrefixOnConflict
+	default:
+		v.fail(join(path, "prefix"), "unknown prefix mode %q (use always, on-conflict or never)", s.Prefix)
+	}
+	switch s.Drift {
+	case "", DriftWarn, DriftBlock, DriftAccept: // "" is warn
+	default:
+		v.fail(join(path, "drift"), "unknown drift policy %q (use warn, block or accept)", s.Drift)
+	}
+	if len(s.Tools.Allow) > 0 && len(s.Tools.Deny) > 0 {
+		v.fail(join(path, "tools"), "set allow or deny, not both")
+	}
+	v.names(s.Tools.Allow, join(join(path, "tools"), "allow"))
+	v.names(s.Tools.Deny, join(join(path, "tools"), "deny"))
+	if s.Timeout < 0 {
+		v.fail(join(path, "timeout"), "must not be negative")
+	}
+	for _, name := range sortedKeys(s.ToolTimeouts) {
+		p := join(join(path, "tool_timeouts"), name)
+		if strings.TrimSpace(name) == "" {
+			v.fail(p, "tool name must not be empty")
+		}
+		if s.ToolTimeouts[name] <= 0 {
+			v.fail(p, "must be positive")
+		}
+	}
+}
+
+// names checks a list of tool names for empty entries.
+func (v *validator) names(list []string, path string) {
+	for i, n := range list {
+		if strings.TrimSpace(n) == "" {
+			v.fail(index(path, i), "must not be empty")
+		}
+	}
+}
+
+func (v *validator) profile(pr *Profile, path string, owner map[string]string) {
+	known := sortedKeys(owner)
+	for i, s := range pr.Servers {
+		if _, ok := owner[s]; !ok {
+			v.fail(index(join(path, "servers"), i), "unknown source %q%s", s, suggest(s, known))
+		}
+	}
+	for i, p := range pr.Presets {
+		pp := index(join(path, "presets"), i)
+		if strings.TrimSpace(p) == "" {
+			v.fail(pp, "must not be empty")
+			continue
+		}
+		if !hasFold(v.c.Presets, p) {
+			v.warns = append(v.warns, Warning{Line: v.lineOf(pp), Path: pp,
+				Msg: fmt.Sprintf("preset %q is not in presets; it must come from a pack (checked when the hub starts)", p)})
+		}
+	}
+	v.names(pr.Tools, join(path, "tools"))
+	v.names(pr.Deny, join(path, "deny"))
+}
+
+func hasFold(m map[string][]string, key string) bool {
+	for k := range m {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) http(h *HTTP) {
+	if h.Listen != "" {
+		host, port, err := net.SplitHostPort(h.Listen)
+		if err != nil {
+			v.fail("http.listen", "invalid address %q: want host:port, such as 127.0.0.1:7331", h.Listen)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			v.fail("http.listen", "invalid port %q", port)
+		} else if h.InsecureNoAuth && !isLoopback(host) {
+			v.fail("http.insecure_no_auth", "only allowed when http.listen is a loopback address, not %q", host)
+		}
+	}
+	switch h.Mode {
+	case "", "dual", "stateful", "stateless":
+	default:
+		v.fail("http.mode", "unknown HTTP mode %q (use dual, stateful or stateless)", h.Mode)
+	}
+	if h.MaxRequestBytes < 0 {
+		v.fail("http.max_request_bytes", "must not be negative")
+	}
+	if h.InsecureNoAuth && (len(h.Tokens) > 0 || h.TokenFile != "") {
+		v.fail("http.insecure_no_auth", "contradicts http.tokens and http.token_file; keep one")
+	}
+	v.names(h.Tokens, "http.tokens")
+	for i, o := range h.AllowedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			v.fail(index("http.allowed_origins", i), "invalid origin %q: want scheme://host[:port]", o)
+		}
+	}
+	v.names(h.AllowedHosts, "http.allowed_hosts")
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) log(l *Log) {
+	switch l.Level {
+	case "", "debug", "info", "warn", "error":
+	default:
+		v.fail("log.level", "unknown level %q (use debug, info, warn or error)", l.Level)
+	}
+	switch l.Format {
+	case "", "text", "json":
+	default:
+		v.fail("log.format", "unknown format %q (use text or json)", l.Format)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortWarnings(ws []Warning) {
+	sort.SliceStable(ws, func(i, j int) bool {
+		if ws[i].Line != ws[j].Line {
+			return ws[i].Line < ws[j].Line
+		}
+		return ws[i].Path < ws[j].Path
+	})
+}
