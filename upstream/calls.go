@@ -1,0 +1,443 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// A call is one tools/call in flight to the upstream. It links the
+// upstream's side of the call (the progress token junction chose for it)
+// to the host's side (the host session and the host's own progress
+// token), so notifications and requests the upstream sends about the call
+// go back to the host that made it.
+type call struct {
+	token     string             // upstream progress token
+	host      *mcp.ServerSession // nil for calls made outside a host session
+	hostCtx   context.Context    // the host handler's context, for routing on HTTP
+	hostToken any                // the host's progress token; nil if it asked for none
+	timer     *time.Timer        // the no-progress timer; nil without a timeout
+	timeout   time.Duration
+}
+
+// reset restarts the call's no-progress timer.
+func (c *call) reset() {
+	if c.timer != nil {
+		c.timer.Reset(c.timeout)
+	}
+}
+
+// hold stops the no-progress timer while junction waits for the host (a
+// person answering an elicitation is not the upstream hanging); the
+// returned func restarts it.
+func (c *call) hold() func() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	return c.reset
+}
+
+type callKey struct{}
+
+// errNoProgress is the cause of a call's context when its no-progress timer
+// fires.
+var errNoProgress = errors.New("no progress")
+
+// Catalog implements [junction.Source]. It never waits for the upstream:
+// while the server is not connected the catalog is empty, and
+// CatalogChanged follows when it connects.
+func (s *Server) Catalog(context.Context) (*junction.Catalog, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.catalog == nil {
+		return &junction.Catalog{}, nil
+	}
+	return s.catalog, nil
+}
+
+// session returns the current session, connecting first if needed: a
+// call to a server that is down starts a connection attempt at once
+// (skipping any backoff) and waits for it, up to ctx and
+// Config.ConnectTimeout. The error wraps junction.ErrSourceDown.
+func (s *Server) session(ctx context.Context) (*session, error) {
+	s.mu.Lock()
+	sess, start, stopped := s.sess, s.attempts, s.state == StateStopped
+	s.mu.Unlock()
+	if sess != nil {
+		return sess, nil
+	}
+	if stopped || s.ctx.Err() != nil {
+		return nil, fmt.Errorf("upstream %q: closed: %w", s.name, junction.ErrSourceDown)
+	}
+	s.Reconnect()
+	timer := time.NewTimer(s.cfg.connectTimeout())
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		sess, attempts, err, ch := s.sess, s.attempts, s.lastErr, s.changed
+		s.mu.Unlock()
+		if sess != nil {
+			return sess, nil
+		}
+		// An attempt finished after we asked, and it did not connect.
+		if attempts > start {
+			return nil, fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err)
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return nil, fmt.Errorf("upstream %q: %w: still connecting", s.name, junction.ErrSourceDown)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("upstream %q: waiting for connection: %w", s.name, ctx.Err())
+		case <-s.ctx.Done():
+			return nil, fmt.Errorf("upstream %q: closed: %w", s.name, junction.ErrSourceDown)
+		}
+	}
+}
+
+// CallTool implements [junction.Source]. It forwards the call as it is:
+// raw arguments, _meta (with the progress token replaced by one of
+// junction's, mapped back to the host's), and the result unchanged. A
+// tool error stays a result with IsError set; a JSON-RPC error from the
+// upstream is returned as that *jsonrpc.Error. Cancelling ctx cancels the
+// upstream call (go-sdk sends notifications/cancelled with the upstream's
+// own request id). A call that makes no progress for the tool's timeout
+// fails with an error wrapping context.DeadlineExceeded; the session
+// stays up for other calls.
+func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req == nil || req.Params == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
+	}
+	name := req.Params.Name
+	if !s.cfg.allows(name) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	c := &call{host: req.Session, hostCtx: ctx}
+	hostToken := req.Params.GetProgressToken()
+	if hostToken != nil && req.Session != nil {
+		c.hostToken = hostToken
+	}
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := s.cfg.callTimeout(name)
+	if timeout > 0 {
+		c.timeout = timeout
+		c.timer = time.AfterFunc(timeout, func() { cancel(errNoProgress) })
+		defer c.timer.Stop()
+	}
+	s.mu.Lock()
+	s.nextToken++
+	c.token = "junction-" + strconv.FormatUint(s.nextToken, 10)
+	s.calls[c.token] = c
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.calls, c.token)
+		s.mu.Unlock()
+	}()
+	callCtx = context.WithValue(callCtx, callKey{}, c)
+
+	params := &mcp.CallToolParams{Name: name}
+	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
+		params.Arguments = req.Params.Arguments
+	}
+	if len(req.Params.Meta) > 0 {
+		params.Meta = make(mcp.Meta, len(req.Params.Meta))
+		for k, v := range req.Params.Meta {
+			params.Meta[k] = v
+		}
+	}
+	params.SetProgressToken(c.token)
+
+	res, err := sess.cs.CallTool(callCtx, params)
+	if err == nil {
+		return res, nil
+	}
+	return nil, s.callError(ctx, callCtx, sess, "tool "+strconv.Quote(name), timeout, err)
+}
+
+// callError classifies the failure of a request to the upstream.
+func (s *Server) callError(ctx, callCtx context.Context, sess *session, what string, timeout time.Duration, err error) error {
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr):
+		return werr
+	case errors.Is(context.Cause(callCtx), errNoProgress):
+		return fmt.Errorf("upstream %q: %s: no progress for %v: %w", s.name, what, timeout, context.DeadlineExceeded)
+	case ctx.Err() != nil:
+		return fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())
+	}
+	if s.sessionEnded(sess, err) {
+		s.Reconnect()
+		return fmt.Errorf("upstream %q: %s: %w: %v", s.name, what, junction.ErrSourceDown, err)
+	}
+	return fmt.Errorf("upstream %q: %s: %w", s.name, what, err)
+}
+
+// sessionEnded reports whether err means the session broke (rather than
+// the request failing on a live session).
+func (s *Server) sessionEnded(sess *session, err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	select {
+	case <-sess.done:
+		return true
+	case <-time.After(50 * time.Millisecond):
+		// The process may have died a moment before its pipe closed.
+		select {
+		case <-sess.done:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// requestTimeout bounds requests other than tool calls.
+func (s *Server) requestContext(ctx context.Context) (context.Context, context.CancelFunc, time.Duration) {
+	d := s.cfg.callTimeout("")
+	if d <= 0 {
+		c, cancel := context.WithCancelCause(ctx)
+		return c, func() { cancel(nil) }, 0
+	}
+	c, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(d, func() { cancel(errNoProgress) })
+	return c, func() { t.Stop(); cancel(nil) }, d
+}
+
+// ReadResource implements [junction.Source].
+func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel, d := s.requestContext(ctx)
+	defer cancel()
+	res, err := sess.cs.ReadResource(rctx, req.Params)
+	if err != nil {
+		return nil, s.callError(ctx, rctx, sess, "resource "+strconv.Quote(req.Params.URI), d, err)
+	}
+	return res, nil
+}
+
+// GetPrompt implements [junction.Source].
+func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel, d := s.requestContext(ctx)
+	defer cancel()
+	res, err := sess.cs.GetPrompt(rctx, req.Params)
+	if err != nil {
+		return nil, s.callError(ctx, rctx, sess, "prompt "+strconv.Quote(req.Params.Name), d, err)
+	}
+	return res, nil
+}
+
+// Complete implements [junction.Source]. An upstream without the
+// completions capability gives an empty result.
+func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if caps := sess.cs.InitializeResult().Capabilities; caps == nil || caps.Completions == nil {
+		return empty, nil
+	}
+	rctx, cancel, d := s.requestContext(ctx)
+	defer cancel()
+	res, err := sess.cs.Complete(rctx, req.Params)
+	if err != nil {
+		return nil, s.callError(ctx, rctx, sess, "completion", d, err)
+	}
+	return res, nil
+}
+
+// Subscribe implements [junction.Subscriber]. The subscription is kept
+// across reconnects. An upstream that does not support subscriptions
+// accepts it silently and never sends updates.
+func (s *Server) Subscribe(ctx context.Context, uri string) error {
+	return s.subscribe(ctx, uri, true)
+}
+
+// Unsubscribe implements [junction.Subscriber].
+func (s *Server) Unsubscribe(ctx context.Context, uri string) error {
+	return s.subscribe(ctx, uri, false)
+}
+
+func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
+	s.mu.Lock()
+	if on {
+		s.subs[uri] = true
+	} else {
+		delete(s.subs, uri)
+	}
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil {
+		return nil // applied on connect
+	}
+	caps := sess.cs.InitializeResult().Capabilities
+	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
+		return nil
+	}
+	var err error
+	if on {
+		err = sess.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	} else {
+		err = sess.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	}
+	if err != nil {
+		return fmt.Errorf("upstream %q: subscribe %q: %w", s.name, uri, err)
+	}
+	return nil
+}
+
+func (s *Server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	s.mu.Lock()
+	l := s.listener
+	s.mu.Unlock()
+	if l != nil && req.Params != nil {
+		l.ResourceUpdated(req.Params.URI)
+	}
+}
+
+// onProgress restarts the call's no-progress timer and forwards the
+// notification to the host that made the call, with the host's token.
+func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	token, _ := req.Params.ProgressToken.(string)
+	s.mu.Lock()
+	c := s.calls[token]
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.reset()
+	if c.hostToken == nil {
+		return
+	}
+	p := *req.Params
+	p.ProgressToken = c.hostToken
+	if err := c.host.NotifyProgress(c.hostCtx, &p); err != nil {
+		s.logger.Debug("forwarding progress failed", "error", err)
+	}
+}
+
+// onLog logs an upstream's notifications/message and forwards it to every
+// host session with a call in flight on this server (a log message names
+// no request, so those are the hosts it most likely concerns).
+func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+	if req.Params == nil {
+		return
+	}
+	level := slog.LevelInfo
+	switch req.Params.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "notice", "info":
+	case "warning":
+		level = slog.LevelWarn
+	default:
+		level = slog.LevelError
+	}
+	data, _ := json.Marshal(req.Params.Data)
+	s.logger.Log(context.Background(), level, "upstream log", "logger", req.Params.Logger, "data", string(data))
+	for _, c := range s.hostCalls() {
+		if err := c.host.Log(c.hostCtx, req.Params); err != nil {
+			s.logger.Debug("forwarding log message failed", "error", err)
+		}
+	}
+}
+
+// hostCalls returns one in-flight call per distinct host session.
+func (s *Server) hostCalls() []*call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*call
+	seen := make(map[*mcp.ServerSession]bool)
+	for _, c := range s.calls {
+		if c.host != nil && !seen[c.host] {
+			seen[c.host] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// routeRequest finds the host call that a sampling or elicitation request
+// from the upstream belongs to.
+//
+// Under protocol 2026-07-28 the request comes back inside the tool call's
+// own result (multi round-trip), and go-sdk calls our handler with the
+// call's context, which carries the call. Under older protocols the
+// upstream sends a server-to-client request that names no call; it is
+// routed to the host session that has calls in flight on this server,
+// and refused when there is none or more than one, rather than guessed.
+func (s *Server) routeRequest(ctx context.Context, method string) (*call, error) {
+	if c, ok := ctx.Value(callKey{}).(*call); ok && c.host != nil {
+		return c, nil
+	}
+	calls := s.hostCalls()
+	switch len(calls) {
+	case 1:
+		return calls[0], nil
+	case 0:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("%s: no host call in flight to route the request to", method)}
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("%s: calls from %d host sessions are in flight; cannot tell which one asked", method, len(calls))}
+}
+
+// hostContext returns a context for a request to the host: the host
+// handler's context (so HTTP fronts route it on the right stream),
+// cancelled also when the upstream's request is.
+func hostContext(upstreamCtx context.Context, c *call) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(c.hostCtx)
+	stop := context.AfterFunc(upstreamCtx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func (s *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	c, err := s.routeRequest(ctx, "sampling/createMessage")
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := hostContext(ctx, c)
+	defer cancel()
+	defer c.hold()()
+	return c.host.CreateMessage(hctx, req.Params)
+}
+
+func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	c, err := s.routeRequest(ctx, "elicitation/create")
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := hostContext(ctx, c)
+	defer cancel()
+	defer c.hold()()
+	return c.host.Elicit(hctx, req.Params)
+}

@@ -1,0 +1,214 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Transport names how a [Server] reaches its upstream.
+type Transport string
+
+const (
+	// TransportStdio runs Config.Command and speaks newline-delimited
+	// JSON-RPC over its stdin and stdout.
+	TransportStdio Transport = "stdio"
+	// TransportSSE is the legacy HTTP+SSE transport (protocol 2024-11-05):
+	// an event stream at Config.URL and POSTs to the endpoint it names.
+	TransportSSE Transport = "sse"
+	// TransportStreamableHTTP is the Streamable HTTP transport: one
+	// endpoint at Config.URL.
+	TransportStreamableHTTP Transport = "http"
+)
+
+// Defaults for the zero values of [Config] fields.
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultCallTimeout    = 60 * time.Second
+	DefaultStopTimeout    = 2 * time.Second
+)
+
+// Config describes one upstream MCP server. It is a plain value: the
+// package never reads files or the environment to fill it in. The zero
+// value of each field is documented; [Config.Validate] reports what is
+// missing or contradictory.
+type Config struct {
+	// Transport selects the transport. Empty means TransportStdio when
+	// Command is set and TransportStreamableHTTP when URL is set.
+	Transport Transport
+
+	// Command, Args, Env and Dir describe a stdio server. The process gets
+	// the parent's environment plus Env (Env wins), runs in Dir (empty: the
+	// current directory) and in its own process group.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+
+	// URL is the endpoint of an SSE or Streamable HTTP server.
+	URL string
+	// Headers are added to every HTTP request to the server.
+	Headers map[string]string
+	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
+	// It is never logged.
+	BearerToken string
+	// HTTPClient, if non-nil, is used for HTTP transports (its Transport is
+	// wrapped to add Headers and BearerToken). Nil means a client with no
+	// overall timeout, so event streams are not cut.
+	HTTPClient *http.Client
+
+	// ConnectTimeout bounds one connection attempt (spawn or dial,
+	// initialize, and listing the catalog). Zero means
+	// DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// CallTimeout bounds a tool call that makes no progress: the timer
+	// restarts whenever the upstream sends a progress notification for
+	// the call. Zero means DefaultCallTimeout; negative means no timeout.
+	CallTimeout time.Duration
+	// ToolTimeouts overrides CallTimeout for single tools, by the
+	// upstream's own tool name. Same meaning of zero and negative values.
+	ToolTimeouts map[string]time.Duration
+	// KeepAlive, if positive, pings the server at that interval; a failed
+	// ping ends the session and starts a reconnect. Protocol 2026-07-28
+	// has no ping, so sessions at that version ignore it.
+	KeepAlive time.Duration
+	// StopTimeout is how long each stage of stopping a stdio server may
+	// take: after stdin is closed, after SIGTERM to the process group, and
+	// after SIGKILL. Zero means DefaultStopTimeout.
+	StopTimeout time.Duration
+
+	// Allow, if non-empty, lists the only tools served (upstream names).
+	// Otherwise Deny lists tools never served. Setting both is an error.
+	Allow []string
+	Deny  []string
+}
+
+// TransportKind returns the transport c uses, resolving the empty value.
+func (c Config) TransportKind() Transport {
+	if c.Transport != "" {
+		return c.Transport
+	}
+	if c.Command == "" && c.URL != "" {
+		return TransportStreamableHTTP
+	}
+	return TransportStdio
+}
+
+// Validate reports the first few problems with c, each naming its field
+// ("command: must not be empty"). A nil error means c can be used.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch c.TransportKind() {
+	case TransportStdio:
+		if strings.TrimSpace(c.Command) == "" {
+			bad("command", "must not be empty")
+		}
+		if c.URL != "" {
+			bad("url", "must be empty for the stdio transport")
+		}
+	case TransportSSE, TransportStreamableHTTP:
+		if c.URL == "" {
+			bad("url", "must not be empty for the %s transport", c.TransportKind())
+		} else if u, err := url.Parse(c.URL); err != nil {
+			bad("url", "%v", err)
+		} else if u.Scheme != "http" && u.Scheme != "https" {
+			bad("url", "scheme %q: want http or https", u.Scheme)
+		} else if u.Host == "" {
+			bad("url", "has no host")
+		}
+		if c.Command != "" {
+			bad("command", "must be empty for the %s transport", c.TransportKind())
+		}
+	default:
+		bad("transport", "unknown transport %q (want stdio, sse or http)", c.Transport)
+	}
+	for k := range c.Headers {
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			bad("headers", "invalid header name %q", k)
+		}
+	}
+	if len(c.Allow) > 0 && len(c.Deny) > 0 {
+		bad("allow", "allow and deny are mutually exclusive")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"connect_timeout", c.ConnectTimeout}, {"keep_alive", c.KeepAlive}, {"stop_timeout", c.StopTimeout}} {
+		if d.v < 0 {
+			bad(d.field, "must not be negative")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Equal reports whether c and o describe the same server, so a reload can
+// keep a running server whose configuration did not change. HTTPClient is
+// compared by identity.
+func (c Config) Equal(o Config) bool {
+	return c.TransportKind() == o.TransportKind() &&
+		c.Command == o.Command && slices.Equal(c.Args, o.Args) &&
+		maps.Equal(c.Env, o.Env) && c.Dir == o.Dir &&
+		c.URL == o.URL && maps.Equal(c.Headers, o.Headers) &&
+		c.BearerToken == o.BearerToken && c.HTTPClient == o.HTTPClient &&
+		c.ConnectTimeout == o.ConnectTimeout && c.CallTimeout == o.CallTimeout &&
+		maps.Equal(c.ToolTimeouts, o.ToolTimeouts) &&
+		c.KeepAlive == o.KeepAlive && c.StopTimeout == o.StopTimeout &&
+		slices.Equal(c.Allow, o.Allow) && slices.Equal(c.Deny, o.Deny)
+}
+
+// allows reports whether the filters let tool through.
+func (c Config) allows(tool string) bool {
+	if len(c.Allow) > 0 {
+		return slices.Contains(c.Allow, tool)
+	}
+	return !slices.Contains(c.Deny, tool)
+}
+
+// callTimeout returns the no-progress timeout for tool; zero means none.
+func (c Config) callTimeout(tool string) time.Duration {
+	d, ok := c.ToolTimeouts[tool]
+	if !ok || d == 0 {
+		d = c.CallTimeout
+	}
+	switch {
+	case d == 0:
+		return DefaultCallTimeout
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+func (c Config) connectTimeout() time.Duration {
+	if c.ConnectTimeout > 0 {
+		return c.ConnectTimeout
+	}
+	return DefaultConnectTimeout
+}
+
+func (c Config) stopTimeout() time.Duration {
+	if c.StopTimeout > 0 {
+		return c.StopTimeout
+	}
+	return DefaultStopTimeout
+}
+
+// clone returns a deep copy of c, so a caller mutating its maps and slices
+// after Add cannot change a running server.
+func (c Config) clone() Config {
+	c.Args = slices.Clone(c.Args)
+	c.Env = maps.Clone(c.Env)
+	c.Headers = maps.Clone(c.Headers)
+	c.ToolTimeouts = maps.Clone(c.ToolTimeouts)
+	c.Allow = slices.Clone(c.Allow)
+	c.Deny = slices.Clone(c.Deny)
+	return c
+}

@@ -1,0 +1,271 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+)
+
+// The test binary doubles as the upstream servers the tests talk to: with
+// UPSTREAM_FAKE set, TestMain runs a fake MCP server instead of the tests.
+//
+//	UPSTREAM_FAKE=server   a go-sdk server with the tools below
+//	UPSTREAM_FAKE=raw      a hand-written server with odd tools and content
+//	UPSTREAM_FAKE=sleeper  sleeps; a grandchild for process-group tests
+//
+// Knobs (environment):
+//
+//	FAKE_FIX_FILE=path     exit at start unless path exists
+//	FAKE_JUNK=1            print non-JSON-RPC lines on stdout, often
+//	FAKE_MARK_DIR=dir      write marker files (e.g. "cancelled") there
+//	FAKE_CHILD_PIDFILE=f   start a sleeper grandchild; write "leader child" pids to f
+//	FAKE_STUBBORN=1        ignore SIGTERM and stdin EOF
+//	FAKE_MANY=n            add n extra tools (pagination)
+func TestMain(m *testing.M) {
+	switch os.Getenv("UPSTREAM_FAKE") {
+	case "":
+		goleak.VerifyTestMain(m)
+	case "server":
+		runFakeServer()
+	case "raw":
+		runRawServer()
+	case "sleeper":
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Hour)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown UPSTREAM_FAKE mode")
+		os.Exit(2)
+	}
+}
+
+func mark(name string) {
+	if dir := os.Getenv("FAKE_MARK_DIR"); dir != "" {
+		os.WriteFile(filepath.Join(dir, name), nil, 0o644)
+	}
+}
+
+// junkWriter prints a junk line before every message the server writes.
+type junkWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (j *junkWriter) Write(p []byte) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	fmt.Fprintln(j.w, "Loading plugins... [not json]")
+	fmt.Fprintln(j.w, `{"half": "a JSON object but not JSON-RPC"}`)
+	fmt.Fprintln(j.w, `{"jsonrpc": broken`)
+	fmt.Fprintln(j.w)
+	return j.w.Write(p)
+}
+
+func (j *junkWriter) Close() error { return j.w.Close() }
+
+func runFakeServer() {
+	if f := os.Getenv("FAKE_FIX_FILE"); f != "" {
+		if _, err := os.Stat(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fake: not fixed yet, exiting")
+			os.Exit(1)
+		}
+	}
+	if os.Getenv("FAKE_STUBBORN") != "" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if f := os.Getenv("FAKE_CHILD_PIDFILE"); f != "" {
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), "UPSTREAM_FAKE=sleeper")
+		// Like a wrapper's child, the grandchild shares stdout and stderr.
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "fake: start sleeper:", err)
+			os.Exit(1)
+		}
+		os.WriteFile(f+".tmp", fmt.Appendf(nil, "%d %d", os.Getpid(), child.Process.Pid), 0o644)
+		os.Rename(f+".tmp", f)
+	}
+	fmt.Fprintln(os.Stderr, "fake: starting")
+
+	var out io.WriteCloser = os.Stdout
+	if os.Getenv("FAKE_JUNK") != "" {
+		fmt.Fprintln(os.Stdout, "Server starting on stdio (this line is junk)")
+		out = &junkWriter{w: os.Stdout}
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "fake", Version: "1.0"}, &mcp.ServerOptions{
+		PageSize:           10,
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities: &mcp.ServerCapabilities{
+			Logging:   &mcp.LoggingCapabilities{},
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+	})
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	obj := map[string]any{"type": "object"}
+	server.AddTool(&mcp.Tool{
+		Name:        "echo",
+		Description: "echoes its raw arguments",
+		InputSchema: map[string]any{
+			"$schema":              "https://json-schema.org/draft/2020-12/schema",
+			"type":                 "object",
+			"properties":           map[string]any{"text": map[string]any{"$ref": "#/$defs/msg"}},
+			"$defs":                map[string]any{"msg": map[string]any{"type": "string"}},
+			"additionalProperties": false,
+			"x-vendor":             "kept",
+		},
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res := text(string(req.Params.Arguments))
+		res.Meta = mcp.Meta{"echoedMeta": req.Params.Meta}
+		return res, nil
+	})
+	server.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}}, nil
+	})
+	server.AddTool(&mcp.Tool{Name: "slow", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Steps   int `json:"steps"`
+			DelayMS int `json:"delay_ms"`
+		}
+		json.Unmarshal(req.Params.Arguments, &args)
+		for i := range args.Steps {
+			select {
+			case <-time.After(time.Duration(args.DelayMS) * time.Millisecond):
+			case <-ctx.Done():
+				mark("cancelled")
+				return nil, ctx.Err()
+			}
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: float64(args.Steps), Message: "step"})
+			}
+		}
+		return text("done"), nil
+	})
+	server.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		mark("cancelled")
+		return nil, ctx.Err()
+	})
+	server.AddTool(&mcp.Tool{Name: "die", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "fake: dying mid-call")
+		os.Exit(3)
+		return nil, nil
+	})
+	server.AddTool(&mcp.Tool{Name: "grow", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		server.AddTool(&mcp.Tool{Name: "extra", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("extra"), nil
+		})
+		return text("grown"), nil
+	})
+	server.AddTool(&mcp.Tool{Name: "sample", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+			MaxTokens: 10,
+			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return text("sampled: " + res.Content.(*mcp.TextContent).Text), nil
+	})
+	server.AddTool(&mcp.Tool{Name: "elicit", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+			Message:         "name?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return text(fmt.Sprintf("elicited: %s %v", res.Action, res.Content["name"])), nil
+	})
+	server.AddTool(&mcp.Tool{Name: "log", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "fake", Data: "hello from upstream"})
+		return text("logged"), nil
+	})
+	server.AddTool(&mcp.Tool{Name: "touch", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fake://r"})
+		return text("touched"), nil
+	})
+	n, _ := strconv.Atoi(os.Getenv("FAKE_MANY"))
+	for i := range n {
+		server.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%04d", i), InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("t"), nil
+		})
+	}
+	server.AddResource(&mcp.Resource{URI: "fake://r", Name: "r", MIMEType: "text/plain"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "resource body"}}}, nil
+	})
+	server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "fake://items/{id}", Name: "item"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "item"}}}, nil
+	})
+	server.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"]}}}}, nil
+	})
+
+	err := server.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: out})
+	if os.Getenv("FAKE_STUBBORN") != "" {
+		time.Sleep(time.Hour) // ignore stdin EOF too
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake: run:", err)
+	}
+	os.Exit(0)
+}
+
+// runRawServer speaks JSON-RPC by hand, to send what a go-sdk server
+// would refuse to: tools with odd schemas and content of unknown types.
+func runRawServer() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	reply := func(id json.RawMessage, result string) {
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
+	}
+	for in.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
+			continue
+		}
+		switch msg.Method {
+		case "initialize":
+			reply(msg.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"0"}}`)
+		case "tools/list":
+			reply(msg.ID, `{"tools":[{"name":"notype","inputSchema":{"properties":{"a":{"type":"string"}}}},{"name":"array","inputSchema":{"type":"array"}},{"name":"nullable","inputSchema":{"type":["object","null"]}},{"name":"noschema"},{"name":"","inputSchema":{"type":"object"}},{"name":"widget","inputSchema":{"type":"object"},"outputSchema":{"type":"string"}},{"name":"widget","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			reply(msg.ID, `{"content":[{"type":"text","text":"before"},{"type":"widget","spin":3}],"isError":false}`)
+		case "ping":
+			reply(msg.ID, `{}`)
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found: %s"}}`+"\n", msg.ID, strings.ReplaceAll(msg.Method, `"`, ""))
+		}
+	}
+}
+
+// fakeConfig returns a Config that runs the test binary as a fake server.
+func fakeConfig(t *testing.T, mode string, env map[string]string) Config {
+	t.Helper()
+	e := map[string]string{"UPSTREAM_FAKE": mode}
+	for k, v := range env {
+		e[k] = v
+	}
+	return Config{Command: os.Args[0], Env: e, StopTimeout: 500 * time.Millisecond}
+}

@@ -1,0 +1,640 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Server is one upstream MCP server: a supervised connection that
+// reconnects for as long as the Server is open, and a [junction.Source]
+// that serves the upstream's tools, resources, templates and prompts.
+//
+// A Server is safe for concurrent use. Close it to stop its goroutines and
+// its process.
+type Server struct {
+	name   string
+	cfg    Config
+	opts   Options
+	logger *slog.Logger
+	client *mcp.Client
+
+	ctx    context.Context // the supervisor's lifetime; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the supervisor and its session watchers
+	closed sync.Once
+
+	kick   chan struct{} // capacity 1: connect now, skipping the backoff
+	relist chan struct{} // capacity 1: the upstream announced a list change
+
+	mu           sync.Mutex // guards the fields below
+	state        State
+	lastErr      error
+	backoffUntil time.Time
+	sess         *session      // nil unless connected
+	changed      chan struct{} // closed and replaced on every state change
+	attempts     int           // finished connection attempts
+	catalog      *junction.Catalog
+	tools        []*mcp.Tool // the last tool list, unfiltered: the drift baseline
+	drift        DriftReport
+	listener     junction.Listener
+	subs         map[string]bool // resource URIs the hub subscribed to
+	connects     int
+	since        time.Time
+	info         *mcp.Implementation
+	calls        map[string]*call // in-flight calls by upstream progress token
+	nextToken    uint64
+}
+
+// session is one established connection.
+type session struct {
+	cs     *mcp.ClientSession
+	done   chan struct{} // closed when cs has ended
+	cancel context.CancelFunc
+}
+
+var (
+	_ junction.Source     = (*Server)(nil)
+	_ junction.Notifier   = (*Server)(nil)
+	_ junction.Subscriber = (*Server)(nil)
+)
+
+// New validates cfg and starts connecting to the server in the
+// background; it never waits for the upstream. Until the first session is
+// up, the server's catalog is empty and calls wait for the connection (up
+// to the call's context and Config.ConnectTimeout).
+func New(name string, cfg Config, opts *Options) (*Server, error) {
+	if name == "" {
+		return nil, errors.New("upstream: name must not be empty")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", name, err)
+	}
+	o := opts.withDefaults()
+	s := &Server{
+		name:    name,
+		cfg:     cfg.clone(),
+		opts:    o,
+		logger:  o.Logger.With(junction.LogKeySource, name),
+		kick:    make(chan struct{}, 1),
+		relist:  make(chan struct{}, 1),
+		changed: make(chan struct{}),
+		subs:    make(map[string]bool),
+		calls:   make(map[string]*call),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.client = mcp.NewClient(o.ClientInfo, s.clientOptions())
+	s.wg.Add(1)
+	go s.run()
+	return s, nil
+}
+
+// Name returns the server's name.
+func (s *Server) Name() string { return s.name }
+
+// Config returns a copy of the server's configuration.
+func (s *Server) Config() Config { return s.cfg.clone() }
+
+// Close stops the server: it ends the session, stops the process group of
+// a stdio server, and waits for every goroutine the server started. Calls
+// in flight fail. Close is idempotent.
+func (s *Server) Close() error {
+	s.closed.Do(func() {
+		s.cancel()
+	})
+	s.wg.Wait()
+	return nil
+}
+
+// SetListener implements [junction.Notifier].
+func (s *Server) SetListener(l junction.Listener) {
+	s.mu.Lock()
+	s.listener = l
+	s.mu.Unlock()
+}
+
+// Reconnect asks the server to connect now if it is not connected,
+// skipping any backoff wait. It does not wait.
+func (s *Server) Reconnect() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Snapshot returns the server's status.
+func (s *Server) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{
+		Name:      s.name,
+		Transport: s.cfg.TransportKind(),
+		State:     s.state,
+		Connects:  s.connects,
+		Drift:     DriftReport{Changes: slices.Clone(s.drift.Changes)},
+	}
+	if s.lastErr != nil {
+		snap.LastError = s.lastErr.Error()
+	}
+	if s.state == StateFailed {
+		snap.BackoffUntil = s.backoffUntil
+	}
+	if s.state == StateConnected {
+		snap.ConnectedSince = s.since
+	}
+	if s.info != nil {
+		info := *s.info
+		snap.ServerInfo = &info
+	}
+	if s.catalog != nil {
+		for _, t := range s.catalog.Tools {
+			snap.Tools = append(snap.Tools, t.Name)
+		}
+		sort.Strings(snap.Tools)
+	}
+	return snap
+}
+
+// Tools returns the tools served now (after filters), in the upstream's
+// order, with the upstream's names. Empty unless connected.
+func (s *Server) Tools() []*mcp.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.catalog == nil {
+		return nil
+	}
+	return slices.Clone(s.catalog.Tools)
+}
+
+// WaitReady waits until the server has finished its first connection
+// attempt (it is connected, or the attempt failed) or ctx is done. It
+// returns the connection error, if any.
+func (s *Server) WaitReady(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		st, err, ch := s.state, s.lastErr, s.changed
+		s.mu.Unlock()
+		switch st {
+		case StateConnected:
+			return nil
+		case StateFailed, StateDegraded, StateStopped:
+			if err == nil {
+				err = errors.New(st.String())
+			}
+			return fmt.Errorf("upstream %q: %w", s.name, err)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Server) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		Logger:                      s.logger,
+		KeepAlive:                   s.cfg.KeepAlive,
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.signalRelist() },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.signalRelist() },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.signalRelist() },
+		ResourceUpdatedHandler:      s.onResourceUpdated,
+		ProgressNotificationHandler: s.onProgress,
+		LoggingMessageHandler:       s.onLog,
+		CreateMessageHandler:        s.onCreateMessage,
+		ElicitationHandler:          s.onElicit,
+	}
+}
+
+func (s *Server) signalRelist() {
+	select {
+	case s.relist <- struct{}{}:
+	default:
+	}
+}
+
+// run is the supervisor: connect, serve until the session ends, reconnect;
+// until Close.
+func (s *Server) run() {
+	defer s.wg.Done()
+	defer s.setState(StateStopped, nil)
+	failures := 0
+	for s.ctx.Err() == nil {
+		sess, err := s.connect()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			failures++
+			delay := s.opts.backoff(failures)
+			s.mu.Lock()
+			s.backoffUntil = time.Now().Add(delay)
+			s.attempts++
+			s.mu.Unlock()
+			s.logger.Warn("upstream connection failed", "error", err, "retry_in", delay.Round(time.Millisecond))
+			s.setState(StateFailed, err)
+			if !s.sleep(delay) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		err = s.serve(sess)
+		s.endSession(sess)
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.logger.Warn("upstream session ended; reconnecting", "error", err)
+		s.setState(StateDegraded, err)
+	}
+}
+
+// sleep waits d, or less if a call kicks; it reports false if the server
+// is closing.
+func (s *Server) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.kick:
+	case <-s.ctx.Done():
+		return false
+	}
+	return true
+}
+
+// connect establishes a session and lists the catalog.
+func (s *Server) connect() (*session, error) {
+	sessCtx, sessCancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithTimeout(sessCtx, s.cfg.connectTimeout())
+	defer cancel()
+	cs, err := s.client.Connect(ctx, s.transport(sessCtx, sessCancel), nil)
+	if err != nil {
+		sessCancel()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	cat, tools, err := s.list(ctx, cs)
+	if err != nil {
+		cs.Close()
+		sessCancel()
+		return nil, err
+	}
+	sess := &session{cs: cs, done: make(chan struct{}), cancel: sessCancel}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		cs.Wait()
+		close(sess.done)
+	}()
+
+	// Upstreams send no log messages until asked; hosts filter further by
+	// their own level.
+	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+			s.logger.Debug("logging/setLevel failed", "error", err)
+		}
+	}
+
+	s.mu.Lock()
+	subs := make([]string, 0, len(s.subs))
+	for uri := range s.subs {
+		subs = append(subs, uri)
+	}
+	s.mu.Unlock()
+	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Resources != nil && caps.Resources.Subscribe {
+		for _, uri := range subs {
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				s.logger.Warn("resubscribe failed", "uri", uri, "error", err)
+			}
+		}
+	}
+
+	s.mu.Lock()
+	s.sess = sess
+	s.attempts++
+	s.connects++
+	s.since = time.Now()
+	s.backoffUntil = time.Time{}
+	s.info = cs.InitializeResult().ServerInfo
+	s.mu.Unlock()
+	s.install(cat, tools)
+	s.logger.Info("upstream connected", "tools", len(cat.Tools), "protocol", cs.InitializeResult().ProtocolVersion)
+	s.setState(StateConnected, nil)
+	return sess, nil
+}
+
+// serve waits for the session to end, re-listing the catalog when the
+// upstream says it changed.
+func (s *Server) serve(sess *session) error {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-sess.done:
+			return sessionEndError(sess.cs)
+		case <-s.kick:
+			// Already connected; nothing to do.
+		case <-s.relist:
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.connectTimeout())
+			cat, tools, err := s.list(ctx, sess.cs)
+			cancel()
+			if err != nil {
+				s.logger.Warn("relisting after list_changed failed", "error", err)
+				continue
+			}
+			s.install(cat, tools)
+		}
+	}
+}
+
+func sessionEndError(cs *mcp.ClientSession) error {
+	if err := cs.Wait(); err != nil {
+		return fmt.Errorf("session ended: %w", err)
+	}
+	return errors.New("session ended")
+}
+
+// endSession closes sess (stopping a stdio process) and clears the
+// catalog.
+func (s *Server) endSession(sess *session) {
+	sess.cs.Close()
+	<-sess.done
+	sess.cancel()
+	s.mu.Lock()
+	if s.sess == sess {
+		s.sess = nil
+	}
+	s.catalog = nil
+	l := s.listener
+	s.mu.Unlock()
+	s.emit(Event{Kind: EventCatalog})
+	if l != nil {
+		l.CatalogChanged()
+	}
+}
+
+// install makes cat the served catalog, reports drift against the
+// previous tool list, and tells the listener.
+func (s *Server) install(cat *junction.Catalog, tools []*mcp.Tool) {
+	s.mu.Lock()
+	prev := s.tools
+	hadBaseline := prev != nil
+	s.tools = tools
+	if s.tools == nil {
+		s.tools = []*mcp.Tool{}
+	}
+	s.catalog = cat
+	var drift DriftReport
+	if hadBaseline {
+		drift = CompareTools(prev, tools)
+		if !drift.Empty() {
+			s.drift = drift
+		}
+	}
+	l := s.listener
+	s.mu.Unlock()
+	if !drift.Empty() {
+		s.logger.Warn("upstream tool list drifted", "drift", drift.String())
+		s.emit(Event{Kind: EventDrift, Drift: drift})
+	}
+	s.emit(Event{Kind: EventCatalog})
+	if l != nil {
+		l.CatalogChanged()
+	}
+}
+
+func (s *Server) setState(st State, err error) {
+	s.mu.Lock()
+	changed := s.state != st
+	s.state = st
+	if err != nil {
+		s.lastErr = err
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	if changed {
+		s.emit(Event{Kind: EventState, State: st, Err: err})
+	}
+}
+
+func (s *Server) emit(e Event) {
+	if s.opts.OnEvent == nil {
+		return
+	}
+	e.Server = s.name
+	if e.Kind != EventState {
+		s.mu.Lock()
+		e.State = s.state
+		s.mu.Unlock()
+	}
+	s.opts.OnEvent(e)
+}
+
+// transport builds the go-sdk transport for one connection attempt. life
+// is the session's lifetime; cancel ends it.
+func (s *Server) transport(life context.Context, cancel context.CancelFunc) mcp.Transport {
+	switch s.cfg.TransportKind() {
+	case TransportSSE:
+		return &detachedTransport{
+			inner:  &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()},
+			life:   life,
+			cancel: cancel,
+		}
+	case TransportStreamableHTTP:
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}
+	}
+	return &commandTransport{cfg: s.cfg, logger: s.logger}
+}
+
+// detachedTransport connects with a context that lives as long as the
+// session rather than the connection attempt: go-sdk's SSE client ties
+// its event stream to the context given to Connect. A timeout of the
+// attempt still aborts a Connect in progress.
+type detachedTransport struct {
+	inner  mcp.Transport
+	life   context.Context
+	cancel context.CancelFunc
+}
+
+func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stop := context.AfterFunc(ctx, t.cancel)
+	defer stop()
+	return t.inner.Connect(t.life)
+}
+
+func (s *Server) httpClient() *http.Client {
+	base := s.cfg.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	if len(s.cfg.Headers) == 0 && s.cfg.BearerToken == "" {
+		return base
+	}
+	c := *base
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c.Transport = &headerTransport{base: rt, headers: s.cfg.Headers, token: s.cfg.BearerToken}
+	return &c
+}
+
+// headerTransport adds configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+	token   string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	return t.base.RoundTrip(req)
+}
+
+// list reads the whole catalog, walking every page.
+func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) (*junction.Catalog, []*mcp.Tool, error) {
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil {
+		caps = &mcp.ServerCapabilities{}
+	}
+	cat := &junction.Catalog{}
+	var tools []*mcp.Tool
+	var err error
+	// Some servers list tools without declaring the capability; ask anyway
+	// unless it declares other features only.
+	if caps.Tools != nil || (caps.Resources == nil && caps.Prompts == nil) {
+		if tools, err = collect(cs.Tools(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
+		}
+	}
+	if caps.Resources != nil {
+		if cat.Resources, err = collect(cs.Resources(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("resources/list: %w", err)
+		}
+		if cat.ResourceTemplates, err = collect(cs.ResourceTemplates(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("resources/templates/list: %w", err)
+		}
+	}
+	if caps.Prompts != nil {
+		if cat.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("prompts/list: %w", err)
+		}
+	}
+	seen := make(map[string]bool)
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		if !s.cfg.allows(t.Name) {
+			continue
+		}
+		if seen[t.Name] {
+			s.logger.Warn("duplicate tool skipped", junction.LogKeyTool, t.Name)
+			continue
+		}
+		st, err := servable(t)
+		if err != nil {
+			s.logger.Warn("tool skipped", junction.LogKeyTool, t.Name, "error", err)
+			continue
+		}
+		seen[t.Name] = true
+		cat.Tools = append(cat.Tools, st)
+	}
+	return cat, tools, nil
+}
+
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// servable returns t in a form a go-sdk server can register without
+// panicking, or an error saying why it cannot be served. The input schema
+// is kept as the upstream sent it ($schema, $defs, additionalProperties
+// and unknown keywords included), except that a schema with no "type"
+// gets "type":"object" and a missing schema or `true` becomes
+// {"type":"object"}. An output schema that is not an object schema is
+// dropped.
+func servable(t *mcp.Tool) (*mcp.Tool, error) {
+	if t.Name == "" {
+		return nil, errors.New("tool has no name")
+	}
+	c := *t
+	in, err := objectSchema(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	c.InputSchema = in
+	if t.OutputSchema != nil {
+		out, err := objectSchema(t.OutputSchema)
+		if err != nil || out == nil {
+			c.OutputSchema = nil
+		} else {
+			c.OutputSchema = out
+		}
+	}
+	return &c, nil
+}
+
+func objectSchema(v any) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return map[string]any{"type": "object"}, nil
+	case bool:
+		if x {
+			return map[string]any{"type": "object"}, nil
+		}
+		return nil, errors.New("schema is false: the tool accepts no input")
+	case map[string]any:
+		typ, ok := x["type"]
+		if !ok {
+			c := make(map[string]any, len(x)+1)
+			for k, v := range x {
+				c[k] = v
+			}
+			c["type"] = "object"
+			return c, nil
+		}
+		if typ != "object" {
+			return nil, fmt.Errorf("type is %v, want \"object\"", typ)
+		}
+		return x, nil
+	}
+	// Some other Go value (a *jsonschema.Schema from an in-process server):
+	// round-trip it through JSON.
+	b, err := CanonicalJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	var m any
+	if err := jsonUnmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if _, ok := m.(map[string]any); !ok {
+		return nil, fmt.Errorf("schema is %s, want a JSON object", preview(b))
+	}
+	return objectSchema(m)
+}

@@ -1,0 +1,427 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxLineLength bounds one line read from a stdio server. A longer line is
+// discarded (and logged) rather than buffered.
+const maxLineLength = 16 << 20
+
+// commandTransport is the client side of a stdio upstream. Unlike
+// go-sdk's mcp.CommandTransport it
+//   - runs the server in its own process group and stops the whole group
+//     (close stdin, wait, SIGTERM, wait, SIGKILL), so wrappers such as npx
+//     and uvx leave nothing behind;
+//   - logs and skips lines on stdout that are not JSON-RPC messages, where
+//     go-sdk's decoder ends the session on the first one;
+//   - sends the server's stderr to the logger line by line.
+type commandTransport struct {
+	cfg    Config
+	logger *slog.Logger
+}
+
+var _ mcp.Transport = (*commandTransport)(nil)
+
+// Connect starts the process. ctx only bounds the start: the process lives
+// until the returned connection is closed.
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(t.cfg.Command, t.cfg.Args...)
+	cmd.Dir = t.cfg.Dir
+	cmd.Env = mergeEnv(os.Environ(), t.cfg.Env)
+	setProcessGroup(cmd)
+
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	// The child gets its ends as *os.File, so exec starts no copying
+	// goroutines and Wait waits for the process only.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	err = cmd.Start()
+	stdinR.Close()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		stderrR.Close()
+		return nil, fmt.Errorf("spawn %q: %w", t.cfg.Command, err)
+	}
+	c := &stdioConn{
+		logger:   t.logger.With("pid", cmd.Process.Pid),
+		cmd:      cmd,
+		pgid:     cmd.Process.Pid,
+		stop:     t.cfg.stopTimeout(),
+		stdin:    stdinW,
+		stdout:   stdoutR,
+		stderr:   stderrR,
+		incoming: make(chan jsonrpc.Message),
+		closed:   make(chan struct{}),
+		exited:   make(chan struct{}),
+	}
+	c.wg.Add(3)
+	go c.readStdout()
+	go c.readStderr()
+	go c.wait()
+	return c, nil
+}
+
+// mergeEnv returns base with extra set on top, sorted by key for
+// deterministic output.
+func mergeEnv(base []string, extra map[string]string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := cutEnv(kv)
+		if _, override := extra[k]; !override {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+func cutEnv(kv string) (string, string, bool) {
+	for i := 1; i < len(kv); i++ { // a leading '=' belongs to the key (Windows)
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// stdioConn is a mcp.Connection to a child process. It owns three
+// goroutines (stdout reader, stderr reader, process waiter); Close stops
+// the process group and waits for all three.
+type stdioConn struct {
+	logger *slog.Logger
+	cmd    *exec.Cmd
+	pgid   int
+	stop   time.Duration
+
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+
+	writeMu sync.Mutex // serialises writes to stdin
+
+	incoming chan jsonrpc.Message // from readStdout; closed when it ends
+	closed   chan struct{}        // closed by Close
+	exited   chan struct{}        // closed by wait when the leader exits
+	waitErr  error                // set by wait before closing exited
+
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+}
+
+func (c *stdioConn) SessionID() string { return "" }
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case msg, ok := <-c.incoming:
+		if !ok {
+			return nil, c.exitError()
+		}
+		return msg, nil
+	case <-c.closed:
+		return nil, mcp.ErrConnectionClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// exitError describes why stdout ended.
+func (c *stdioConn) exitError() error {
+	select {
+	case <-c.exited:
+		if c.waitErr != nil {
+			return fmt.Errorf("server exited: %v: %w", c.waitErr, io.EOF)
+		}
+		return fmt.Errorf("server exited: %w", io.EOF)
+	default:
+		return fmt.Errorf("server closed stdout: %w", io.EOF)
+	}
+}
+
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	b = append(b, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	if _, err := c.stdin.Write(b); err != nil {
+		return fmt.Errorf("write to server: %w", err)
+	}
+	return nil
+}
+
+// readStdout decodes one JSON-RPC message per line. Lines that are not
+// JSON-RPC messages (a banner, a stray print) are logged and skipped.
+func (c *stdioConn) readStdout() {
+	defer c.wg.Done()
+	defer close(c.incoming)
+	r := bufio.NewReaderSize(c.stdout, 64<<10)
+	for {
+		line, tooLong, err := readLine(r, maxLineLength)
+		if tooLong {
+			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", maxLineLength)
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			msg, derr := decodeLine(line)
+			if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
+				if fixed, n := sanitizeContent(resp.Result); n > 0 {
+					c.logger.Warn("replaced content blocks of unknown type", "count", n)
+					resp.Result = fixed
+				}
+			}
+			if derr != nil {
+				c.logger.Warn("skipped non-JSON-RPC line on stdout", "line", preview(line), "error", derr)
+			} else {
+				select {
+				case c.incoming <- msg:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+				c.logger.Debug("stdout ended", "error", err)
+			}
+			return
+		}
+	}
+}
+
+// decodeLine decodes one line as a JSON-RPC message. go-sdk's decoder
+// accepts any JSON object, so a line must also look like JSON-RPC 2.0.
+func decodeLine(line []byte) (jsonrpc.Message, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	if !bytes.Contains(line, []byte(`"jsonrpc"`)) {
+		return nil, errors.New("no jsonrpc member")
+	}
+	return jsonrpc.DecodeMessage(line)
+}
+
+// readLine reads one line of at most limit bytes (without the newline). A
+// longer line is consumed and discarded, and tooLong is set. err is the
+// reader's error, returned with the last partial line.
+func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, isPrefix, err := r.ReadLine()
+		if !tooLong {
+			if len(buf)+len(chunk) > limit {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err != nil || !isPrefix {
+			if tooLong {
+				buf = nil
+			}
+			return buf, tooLong, err
+		}
+	}
+}
+
+func preview(b []byte) string {
+	const max = 200
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
+
+// readStderr logs the server's stderr line by line.
+func (c *stdioConn) readStderr() {
+	defer c.wg.Done()
+	r := bufio.NewReaderSize(c.stderr, 16<<10)
+	for {
+		line, tooLong, err := readLine(r, 64<<10)
+		if tooLong {
+			c.logger.Info("stderr: (over-long line skipped)")
+		} else if len(line) > 0 {
+			c.logger.Info("stderr: " + string(bytes.TrimRight(line, "\r")))
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// wait reaps the group leader. Once it has exited, the readers get a
+// short grace to drain what it wrote, then their pipes time out, so a
+// grandchild that keeps stdout open cannot keep a dead session alive.
+func (c *stdioConn) wait() {
+	defer c.wg.Done()
+	c.waitErr = c.cmd.Wait()
+	close(c.exited)
+	deadline := time.Now().Add(500 * time.Millisecond)
+	c.stdout.SetReadDeadline(deadline)
+	c.stderr.SetReadDeadline(deadline)
+}
+
+// Close stops the server: it closes stdin and waits, then sends SIGTERM
+// to the process group and waits, then SIGKILL, each wait bounded by the
+// configured stop timeout. It is safe to call more than once and
+// concurrently; later calls return the first call's result.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.writeMu.Lock()
+		close(c.closed)
+		c.stdin.Close()
+		c.writeMu.Unlock()
+		c.closeErr = c.terminate()
+		c.stdout.Close()
+		c.stderr.Close()
+		c.wg.Wait()
+	})
+	return c.closeErr
+}
+
+func (c *stdioConn) terminate() error {
+	// Stage 1: stdin is closed; a well-behaved server exits.
+	if c.waitGroupGone(c.stop) {
+		return nil
+	}
+	// Stage 2: SIGTERM to the whole group.
+	c.logger.Debug("server still running after stdin closed; sending SIGTERM to its process group")
+	signalGroup(c.pgid, sigTerm)
+	if c.waitGroupGone(c.stop) {
+		return nil
+	}
+	// Stage 3: SIGKILL.
+	c.logger.Warn("server ignored SIGTERM; killing its process group")
+	signalGroup(c.pgid, sigKill)
+	if c.waitGroupGone(c.stop) {
+		return nil
+	}
+	return errors.New("server process group did not exit after SIGKILL")
+}
+
+// waitGroupGone waits up to d for the leader to exit and the rest of its
+// process group to disappear. Processes that outlive the leader are no
+// longer our children, so their exit is polled.
+func (c *stdioConn) waitGroupGone(d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	select {
+	case <-c.exited:
+	case <-deadline.C:
+		return false
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for groupAlive(c.pgid) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return false
+		}
+	}
+	return true
+}
+
+// knownContent are the content block types go-sdk's client decodes.
+var knownContent = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
+
+// sanitizeContent replaces content blocks of a type go-sdk does not know
+// in a result's top-level "content" array with a text block naming the
+// type, because go-sdk fails the whole call on one such block. It returns
+// the new result and how many blocks it replaced; with none replaced the
+// result is returned unchanged.
+func sanitizeContent(result json.RawMessage) (json.RawMessage, int) {
+	if !bytes.Contains(result, []byte(`"content"`)) {
+		return result, 0
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(result, &top) != nil {
+		return result, 0
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(top["content"], &blocks) != nil {
+		return result, 0
+	}
+	n := 0
+	for i, b := range blocks {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(b, &head) != nil || knownContent[head.Type] {
+			continue
+		}
+		text, _ := json.Marshal(map[string]any{
+			"type":  "text",
+			"text":  fmt.Sprintf("[unsupported content type %q]", head.Type),
+			"_meta": map[string]any{"junction/original": b},
+		})
+		blocks[i] = text
+		n++
+	}
+	if n == 0 {
+		return result, 0
+	}
+	var err error
+	if top["content"], err = json.Marshal(blocks); err != nil {
+		return result, 0
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return result, 0
+	}
+	return out, n
+}
