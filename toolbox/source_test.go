@@ -350,8 +350,14 @@ func pidOf(t *testing.T, ctx context.Context, h *hubSession) int {
 }
 
 func TestPluginKilledMidCallRestarts(t *testing.T) {
+	testKilledMidCall(t, Command{Path: goPluginPath})
+}
+
+// testKilledMidCall kills the plugin during a call: the call ends as a
+// SOURCE_UNAVAILABLE tool error, and the next call reaches a new process.
+func testKilledMidCall(t *testing.T, cmd Command) {
 	logs := &logBuffer{}
-	src, err := NewPlugin(Command{Path: goPluginPath}, testOptions("crashy", logs))
+	src, err := NewPlugin(cmd, testOptions("crashy", logs))
 	if err != nil {
 		t.Fatal(err)
 	}
