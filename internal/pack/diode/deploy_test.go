@@ -211,4 +211,3 @@ func TestDeployLogPreview(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
