@@ -101,6 +101,9 @@ type sourceState struct {
 	opts    SourceOptions
 	catalog *Catalog // last good catalog; guarded by Hub.mu
 	err     error    // last Catalog error; guarded by Hub.mu
+	// stale means the source reported a change not yet read; the last
+	// catalog keeps being served meanwhile. Guarded by Hub.mu.
+	stale bool
 }
 
 // Collision reports a name that two sources both wanted to serve.
@@ -272,7 +275,7 @@ func (l *listener) CatalogChanged() {
 	l.h.mu.Lock()
 	for _, s := range l.h.sources {
 		if s.name == l.name {
-			s.catalog = nil // force a re-read
+			s.stale = true // re-read; serve the old catalog until then
 		}
 	}
 	l.h.mu.Unlock()
@@ -303,14 +306,15 @@ func (h *Hub) refresher() {
 		case <-h.dirty:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		h.mu.RLock()
+		h.mu.Lock()
 		var stale []*sourceState
 		for _, s := range h.sources {
-			if s.catalog == nil {
+			if s.stale || s.catalog == nil {
+				s.stale = false
 				stale = append(stale, s)
 			}
 		}
-		h.mu.RUnlock()
+		h.mu.Unlock()
 		for _, s := range stale {
 			h.loadCatalog(ctx, s)
 		}

@@ -147,7 +147,11 @@ func (v *View) sync(t *table) error {
 	var removeTools []string
 	for name, e := range v.tools {
 		if t.toolIndex[name] != e || (active != nil && !active[name]) {
-			removeTools = append(removeTools, name)
+			// A tool that stays is replaced in place below (AddTool
+			// replaces), so hosts never see it missing mid-refresh.
+			if t.toolIndex[name] == nil || (active != nil && !active[name]) {
+				removeTools = append(removeTools, name)
+			}
 			delete(v.tools, name)
 		}
 	}
@@ -171,7 +175,9 @@ func (v *View) sync(t *table) error {
 	var removePrompts []string
 	for name, e := range v.prompts {
 		if t.promptIdx[name] != e {
-			removePrompts = append(removePrompts, name)
+			if t.promptIdx[name] == nil {
+				removePrompts = append(removePrompts, name)
+			}
 			delete(v.prompts, name)
 		}
 	}
@@ -189,7 +195,9 @@ func (v *View) sync(t *table) error {
 	var removeRes []string
 	for uri, e := range v.resources {
 		if t.resIdx[uri] != e {
-			removeRes = append(removeRes, uri)
+			if t.resIdx[uri] == nil {
+				removeRes = append(removeRes, uri)
+			}
 			delete(v.resources, uri)
 		}
 	}
@@ -211,7 +219,9 @@ func (v *View) sync(t *table) error {
 	var removeTpl []string
 	for key, e := range v.templates {
 		if current[key] != e {
-			removeTpl = append(removeTpl, key)
+			if current[key] == nil {
+				removeTpl = append(removeTpl, key)
+			}
 			delete(v.templates, key)
 		}
 	}

@@ -95,7 +95,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 			continue
 		}
 		seen[n] = true
-		p, err := BuildPack(n, PackDeps{Hub: hub, Getenv: getenv, DataDir: spec.DataDir})
+		p, err := BuildPack(n, PackDeps{Hub: hub, Getenv: getenv, DataDir: spec.DataDir, Logger: logger, AddCloser: d.AddCloser})
 		if err != nil {
 			return nil, err
 		}

@@ -58,6 +58,8 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", d.View.HTTPHandler(&mcpOpts))
+	mux.Handle("/mcp/info", d.plainInfo(cfg))
+	mux.Handle("/mcp/messages", d.plainMessages(mcpOpts))
 	sse := d.View.SSEHandler(mcpOpts.MaxRequestBytes)
 	mux.Handle("/sse", sse)
 	mux.Handle("/metrics", d.Metrics.Handler())

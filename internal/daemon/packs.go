@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -20,6 +22,11 @@ type PackDeps struct {
 	Getenv func(string) string
 	// DataDir is where packs keep durable state.
 	DataDir string
+	// Logger is the daemon's logger, for packs that log.
+	Logger *slog.Logger
+	// AddCloser registers a pack's resources (background runs, open
+	// files) to be closed with the daemon.
+	AddCloser func(io.Closer)
 }
 
 // packInfo describes one built-in pack.
@@ -37,6 +44,7 @@ var packs = map[string]packInfo{
 		defaultOn: true,
 		build:     func(PackDeps) (*junction.Pack, error) { return core.New(), nil },
 	},
+	"diagram":  {summary: "run_diagram, run_backend, see_result, cancel_run, compile_diagram, search, fetch: workflows over the hub's tools", build: buildDiagramPack},
 	diode.Name: {summary: "the six diode_* tools of `diode mcp`: version, identity, address lookup, file push/pull, deploy", build: buildDiode},
 }
 

@@ -1,0 +1,398 @@
+package diagram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Caller calls a tool the hub serves, by its exposed name.
+// *junction.Hub is one.
+type Caller interface {
+	Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error)
+}
+
+// engine runs one diagram. Its zero value is not usable; see Pack.
+type engine struct {
+	caller         Caller
+	httpClient     *http.Client
+	allowCommands  bool
+	maxOutputBytes int
+	maxSteps       int
+}
+
+// stepFunc is told about every node that finished, so progress can be
+// saved while the run goes on.
+type stepFunc func(nodeID string, output any)
+
+// outcome is what a run produced.
+type outcome struct {
+	output   any            // the last endpoint's output
+	outputs  map[string]any // every node's latest output
+	executed []string       // node ids in the order they ran (repeats for loops)
+	err      error          // nil when completed
+}
+
+type edgeState int
+
+const (
+	edgePending edgeState = iota
+	edgeTaken
+	edgeDead
+)
+
+type nodeState int
+
+const (
+	nodePending nodeState = iota
+	nodeDone
+	nodeDead
+)
+
+type graphEdge struct {
+	*Edge
+	back bool // closes a loop (found by depth-first search from start)
+}
+
+// NodeError is a run failure at one node.
+type NodeError struct {
+	NodeID string
+	Type   string
+	Err    error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("node %q (%s): %v", e.NodeID, e.Type, e.Err) }
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// run executes d, which must have passed Validate. Nodes run one at a
+// time; a node runs once every forward edge into it is settled (taken, or
+// dead because its branch was not chosen) and at least one was taken. A
+// taken loop edge (one that goes back to an earlier node) runs its target
+// again, and everything after it.
+func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step stepFunc) *outcome {
+	if input == nil {
+		input = map[string]any{}
+	}
+	out := &outcome{outputs: map[string]any{}, executed: []string{}}
+	byID := make(map[string]*Node, len(d.Nodes))
+	var start *Node
+	for _, n := range d.Nodes {
+		byID[n.ID] = n
+		if n.Type == TypeStart && start == nil {
+			start = n
+		}
+	}
+	if start == nil {
+		out.err = errors.New("diagram has no start node")
+		return out
+	}
+	edges := make([]*graphEdge, len(d.Edges))
+	outEdges := make(map[string][]int)
+	inFwd := make(map[string][]int)
+	for i, ed := range d.Edges {
+		edges[i] = &graphEdge{Edge: ed}
+		outEdges[ed.From] = append(outEdges[ed.From], i)
+	}
+	markBackEdges(start.ID, edges, outEdges)
+	for i, ed := range edges {
+		if !ed.back {
+			inFwd[ed.To] = append(inFwd[ed.To], i)
+		}
+	}
+
+	es := make([]edgeState, len(edges))
+	ns := make(map[string]nodeState, len(d.Nodes))
+	data := map[string]any{"input": input}
+	var queue []string
+	var lastEndpoint *string
+	enqueue := func(id string) {
+		if !slices.Contains(queue, id) {
+			queue = append(queue, id)
+		}
+	}
+	var settle func(id string)
+	settle = func(id string) {
+		if ns[id] != nodePending || id == start.ID {
+			return
+		}
+		taken := false
+		for _, i := range inFwd[id] {
+			switch es[i] {
+			case edgePending:
+				return
+			case edgeTaken:
+				taken = true
+			}
+		}
+		if taken {
+			enqueue(id)
+			return
+		}
+		ns[id] = nodeDead
+		for _, i := range outEdges[id] {
+			if !edges[i].back {
+				es[i] = edgeDead
+				settle(edges[i].To)
+			}
+		}
+	}
+	loopBack := func(target string) {
+		fwd := make(map[string][]string)
+		for _, ed := range edges {
+			if !ed.back {
+				fwd[ed.From] = append(fwd[ed.From], ed.To)
+			}
+		}
+		reset := closure(target, fwd)
+		for id := range reset {
+			ns[id] = nodePending
+			for _, i := range outEdges[id] {
+				if !edges[i].back {
+					es[i] = edgePending
+				}
+			}
+		}
+		queue = slices.DeleteFunc(queue, func(id string) bool { return reset[id] })
+		enqueue(target)
+	}
+
+	queue = []string{start.ID}
+	steps := 0
+	for len(queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			out.err = context.Cause(ctx)
+			return out
+		}
+		id := queue[0]
+		queue = queue[1:]
+		n := byID[id]
+		steps++
+		if e.maxSteps > 0 && steps > e.maxSteps {
+			out.err = fmt.Errorf("stopped after %d node runs, the step limit (a loop that never ends?)", e.maxSteps)
+			return out
+		}
+		var incoming []string
+		for _, i := range inFwd[id] {
+			if es[i] == edgeTaken {
+				incoming = append(incoming, edges[i].From)
+			}
+		}
+		val, err := e.runNode(ctx, n, data, incoming, input)
+		if err == nil {
+			err = e.checkSize(val)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				out.err = context.Cause(ctx)
+			} else {
+				out.err = &NodeError{NodeID: id, Type: n.Type, Err: err}
+			}
+			return out
+		}
+		ns[id] = nodeDone
+		data[id] = val
+		out.outputs[id] = val
+		out.executed = append(out.executed, id)
+		if step != nil {
+			step(id, val)
+		}
+		if n.Type == TypeEndpoint {
+			lastEndpoint = &n.ID
+		}
+		// Forward edges first: a loop edge resets what they settled.
+		var loops []string
+		for _, i := range outEdges[id] {
+			ed := edges[i]
+			taken := true
+			if n.Type == TypeCondition {
+				taken = ed.Label == fmt.Sprint(val)
+			}
+			switch {
+			case ed.back:
+				if taken {
+					loops = append(loops, ed.To)
+				}
+			case taken:
+				es[i] = edgeTaken
+				settle(ed.To)
+			default:
+				es[i] = edgeDead
+				settle(ed.To)
+			}
+		}
+		for _, target := range loops {
+			loopBack(target)
+		}
+	}
+	if lastEndpoint == nil {
+		out.err = errors.New("the run ended without reaching an endpoint node")
+		return out
+	}
+	out.output = out.outputs[*lastEndpoint]
+	return out
+}
+
+// markBackEdges flags the edges that close a loop: those that lead to a
+// node still on the depth-first path from start.
+func markBackEdges(start string, edges []*graphEdge, outEdges map[string][]int) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var visit func(id string)
+	visit = func(id string) {
+		color[id] = grey
+		for _, i := range outEdges[id] {
+			switch color[edges[i].To] {
+			case grey:
+				edges[i].back = true
+			case white:
+				visit(edges[i].To)
+			}
+		}
+		color[id] = black
+	}
+	visit(start)
+}
+
+func (e *engine) checkSize(v any) error {
+	if e.maxOutputBytes <= 0 {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("output is not JSON: %v", err)
+	}
+	if len(b) > e.maxOutputBytes {
+		return fmt.Errorf("output is %d bytes, over the limit of %d", len(b), e.maxOutputBytes)
+	}
+	return nil
+}
+
+func nodeTimeout(n *Node, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(n.Timeout); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+func (e *engine) runNode(ctx context.Context, n *Node, data map[string]any, incoming []string, input map[string]any) (any, error) {
+	switch n.Type {
+	case TypeStart:
+		return input, nil
+	case TypeTool:
+		return e.runTool(ctx, n, data)
+	case TypeHTTP:
+		return e.runHTTP(ctx, n, data)
+	case TypeTemplate:
+		s, err := render(n.ID, n.Template, data)
+		if err != nil {
+			return nil, fmt.Errorf("template: %v", err)
+		}
+		if n.Format == "json" {
+			var v any
+			if err := json.Unmarshal([]byte(s), &v); err != nil {
+				return nil, fmt.Errorf("template: format is json, but the text is not JSON: %v", err)
+			}
+			return v, nil
+		}
+		return s, nil
+	case TypeCondition:
+		s, err := render(n.ID, n.If, data)
+		if err != nil {
+			return nil, fmt.Errorf("if: %v", err)
+		}
+		switch strings.TrimSpace(s) {
+		case "true":
+			return true, nil
+		case "false", "":
+			return false, nil
+		}
+		return nil, fmt.Errorf("if: rendered %q; a condition must render true or false", s)
+	case TypeEndpoint:
+		if n.Output != nil {
+			v, err := renderValue(n.ID, n.Output, data)
+			if err != nil {
+				return nil, fmt.Errorf("output: %v", err)
+			}
+			return v, nil
+		}
+		if len(incoming) == 1 {
+			return data[incoming[0]], nil
+		}
+		m := make(map[string]any, len(incoming))
+		for _, id := range incoming {
+			m[id] = data[id]
+		}
+		return m, nil
+	case TypeCommand:
+		if !e.allowCommands {
+			return nil, errors.New("command nodes are disabled on this hub")
+		}
+		return e.runCommand(ctx, n, data)
+	}
+	return nil, fmt.Errorf("unknown node type %q", n.Type)
+}
+
+// runTool calls a hub tool. Its output is the structured content when
+// there is some, else the text content (decoded when it is JSON).
+func (e *engine) runTool(ctx context.Context, n *Node, data map[string]any) (any, error) {
+	args := map[string]any{}
+	if n.Args != nil {
+		v, err := renderValue(n.ID+".args", n.Args, data)
+		if err != nil {
+			return nil, fmt.Errorf("args: %v", err)
+		}
+		args, _ = v.(map[string]any)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("args: %v", err)
+	}
+	if n.Timeout != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, nodeTimeout(n, 0))
+		defer cancel()
+	}
+	res, err := e.caller.Call(ctx, n.Tool, raw)
+	if err != nil {
+		return nil, fmt.Errorf("calling %s: %v", n.Tool, err)
+	}
+	text := contentText(res)
+	if res.IsError {
+		return nil, fmt.Errorf("tool %s failed: %s", n.Tool, text)
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err == nil {
+			var v any
+			if json.Unmarshal(b, &v) == nil {
+				return v, nil
+			}
+		}
+	}
+	var v any
+	if t := strings.TrimSpace(text); (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Unmarshal([]byte(t), &v) == nil {
+		return v, nil
+	}
+	return text, nil
+}
+
+func contentText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,568 @@
+package diagram
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/junction-mcp/junction"
+)
+
+// Name is the pack's source name.
+const Name = "diagram"
+
+// Defaults for [Options].
+const (
+	DefaultMaxConcurrentRuns = 8
+	DefaultTimeout           = 300 * time.Second
+	DefaultMaxTimeout        = time.Hour
+	DefaultMaxOutputBytes    = 1 << 20
+	DefaultMaxSteps          = 1000
+)
+
+// A Hub is what the pack needs from the hub it serves in: calling tools by
+// their exposed names, and knowing which exist. *junction.Hub is one.
+type Hub interface {
+	Caller
+	Tools() []junction.ToolInfo
+}
+
+// Options configure [New]. Zero values mean the defaults above.
+type Options struct {
+	// Hub runs the tool nodes. Required.
+	Hub Hub
+	// DataDir holds saved diagrams (DataDir/diagrams) and, unless Store is
+	// set, the run database (DataDir/diagram-runs.db). Required.
+	DataDir string
+	// Store keeps runs; nil means a [BoltStore] in DataDir. The pack closes
+	// it on Close.
+	Store Store
+	// AllowCommands enables command nodes, which run programs on this
+	// machine. Off by default.
+	AllowCommands bool
+	// MaxConcurrentRuns bounds runs in progress (synchronous and
+	// background); a run over the limit is refused, not queued.
+	MaxConcurrentRuns int
+	// DefaultTimeout bounds a run that asks for no timeout; MaxTimeout is
+	// the largest timeout a caller may ask for.
+	DefaultTimeout, MaxTimeout time.Duration
+	// MaxOutputBytes bounds each node's output (as JSON), HTTP bodies and
+	// command output.
+	MaxOutputBytes int
+	// MaxSteps bounds node runs per diagram run (loops).
+	MaxSteps int
+	// HTTPClient makes the http nodes' requests; nil means a client with
+	// no overall timeout (nodes set their own).
+	HTTPClient *http.Client
+	// Logger receives the pack's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Pack is the diagram pack: a [junction.Pack] with the diagram tools and
+// resources, plus the runs it owns. Close it to stop background runs.
+type Pack struct {
+	*junction.Pack
+
+	opts     Options
+	logger   *slog.Logger
+	lib      library
+	store    Store
+	owner    *ownerLock
+	ownerDir string
+	eng      engine
+	slots    chan struct{}
+
+	base     context.Context // parent of every run's context; cancelled by Close
+	stopRuns context.CancelCauseFunc
+	wg       sync.WaitGroup // every run in progress, sync or background
+
+	mu     sync.Mutex         // guards the fields below
+	active map[string]*active // runs in progress in this process
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// active is a run in progress in this process.
+type active struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the run's record is final
+}
+
+var (
+	errCancelled = errors.New("cancelled by cancel_run")
+	errShutdown  = errors.New("interrupted: the hub shut down before the run finished")
+)
+
+// New opens the run store, marks runs left "running" by a process that
+// is gone as failed, and returns the pack.
+func New(opts Options) (*Pack, error) {
+	if opts.Hub == nil {
+		return nil, errors.New("diagram pack: Options.Hub is required")
+	}
+	if opts.DataDir == "" {
+		return nil, errors.New("diagram pack: Options.DataDir is required")
+	}
+	if opts.MaxConcurrentRuns <= 0 {
+		opts.MaxConcurrentRuns = DefaultMaxConcurrentRuns
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = DefaultTimeout
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = DefaultMaxTimeout
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With(junction.LogKeySource, Name)
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("diagram pack: %w", err)
+	}
+	store := opts.Store
+	if store == nil {
+		bs, err := OpenBoltStore(filepath.Join(opts.DataDir, "diagram-runs.db"), 0)
+		if err != nil {
+			return nil, fmt.Errorf("diagram pack: %w", err)
+		}
+		store = bs
+	}
+	ownerDir := filepath.Join(opts.DataDir, "diagram-owners")
+	owner, err := acquireOwner(ownerDir, "own_"+randomHex(16))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("diagram pack: %w", err)
+	}
+	p := &Pack{
+		Pack:     junction.NewPack(Name),
+		opts:     opts,
+		logger:   logger,
+		lib:      library{dir: filepath.Join(opts.DataDir, "diagrams")},
+		store:    store,
+		owner:    owner,
+		ownerDir: ownerDir,
+		slots:    make(chan struct{}, opts.MaxConcurrentRuns),
+		active:   make(map[string]*active),
+		eng: engine{
+			caller:         opts.Hub,
+			httpClient:     opts.HTTPClient,
+			allowCommands:  opts.AllowCommands,
+			maxOutputBytes: opts.MaxOutputBytes,
+			maxSteps:       opts.MaxSteps,
+		},
+	}
+	p.base, p.stopRuns = context.WithCancelCause(context.Background())
+	if err := p.recover(context.Background()); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("diagram pack: %w", err)
+	}
+	p.addTools()
+	if err := p.addResources(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("diagram pack: %w", err)
+	}
+	return p, nil
+}
+
+// Close cancels the runs in progress (they are recorded as failed,
+// interrupted by the shutdown), waits for them, and releases the store.
+// Close is idempotent.
+func (p *Pack) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.stopRuns(errShutdown)
+		p.wg.Wait()
+		p.closeErr = errors.Join(p.owner.release(), p.store.Close())
+	})
+	return p.closeErr
+}
+
+// recover marks as failed the runs whose owning process is gone.
+func (p *Pack) recover(ctx context.Context) error {
+	runs, err := p.store.RunningRuns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if err := p.checkInterrupted(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkInterrupted marks r failed if it is running but its owner is gone.
+func (p *Pack) checkInterrupted(ctx context.Context, r *Run) error {
+	if r.Status != StatusRunning || r.Owner == p.owner.id || ownerAlive(p.ownerDir, r.Owner) {
+		return nil
+	}
+	now := time.Now().UTC()
+	r.Status = StatusFailed
+	r.Error = "interrupted: the junction process running it stopped (restart or crash) before it finished"
+	r.EndedAt = &now
+	p.logger.Warn("marking interrupted run failed", "run", r.SessionID, "diagram", r.Diagram)
+	return p.store.PutRun(ctx, r)
+}
+
+var sessionIDPattern = regexp.MustCompile(`^exec_[0-9a-f]{32}$`)
+
+// NewRunID returns a fresh run id, exec_ and 32 hex digits.
+func NewRunID() string { return "exec_" + randomHex(16) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// RunRequest asks for one run.
+type RunRequest struct {
+	// Diagram is the name of a saved diagram; Content is a diagram
+	// document. Exactly one is set.
+	Diagram string
+	Content []byte
+	// Input is the run's input, .input in templates and the start node's
+	// output.
+	Input map[string]any
+	// Timeout bounds the run; zero means Options.DefaultTimeout.
+	Timeout time.Duration
+	// ID, if set, is the run id to use (exec_ and 32 hex digits); the
+	// command line uses it to hand a background run to a child process.
+	ID string
+}
+
+// InvalidDiagramError is returned for a diagram that does not validate.
+type InvalidDiagramError struct {
+	Diagram  string
+	Problems Problems
+}
+
+func (e *InvalidDiagramError) Error() string {
+	return fmt.Sprintf("diagram %s is not valid: %v", e.Diagram, e.Problems)
+}
+
+// ErrTooManyRuns is returned when Options.MaxConcurrentRuns runs are in
+// progress.
+var ErrTooManyRuns = errors.New("too many diagram runs in progress")
+
+func (p *Pack) validateOptions() *ValidateOptions {
+	tools := p.opts.Hub.Tools()
+	names := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		names[t.Tool.Name] = true
+	}
+	return &ValidateOptions{HasTool: func(n string) bool { return names[n] }, AllowCommands: p.opts.AllowCommands}
+}
+
+// Check parses and validates a diagram document against this hub's tools.
+func (p *Pack) Check(src []byte) (*Diagram, Problems) {
+	d, ps := Parse(src)
+	if d == nil {
+		return nil, ps
+	}
+	return d, append(ps, Validate(d, p.validateOptions())...)
+}
+
+func (p *Pack) load(req RunRequest) (string, *Diagram, error) {
+	var name string
+	src := req.Content
+	switch {
+	case req.Diagram != "" && len(req.Content) > 0:
+		return "", nil, errors.New("give a diagram name or diagram content, not both")
+	case req.Diagram != "":
+		name = normName(req.Diagram)
+		b, err := p.lib.load(name)
+		if err != nil {
+			return name, nil, err
+		}
+		src = b
+	case len(req.Content) > 0:
+		name = "(inline)"
+	default:
+		return "", nil, errors.New("diagram parameter is required (a saved diagram's name, or diagram_content)")
+	}
+	d, ps := p.Check(src)
+	if errs := ps.Errors(); len(errs) > 0 {
+		return name, nil, &InvalidDiagramError{Diagram: name, Problems: errs}
+	}
+	if name == "(inline)" && d.Name != "" {
+		name = d.Name
+	}
+	return name, d, nil
+}
+
+// begin validates the request, takes a run slot and records the run as
+// running. The caller must call finish.
+func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, context.Context, *active, error) {
+	timeout := req.Timeout
+	if timeout == 0 {
+		timeout = p.opts.DefaultTimeout
+	}
+	if timeout < 0 || timeout > p.opts.MaxTimeout {
+		return nil, nil, nil, nil, fmt.Errorf("timeout must be between 1s and %s, not %s", p.opts.MaxTimeout, timeout)
+	}
+	if req.ID != "" && !sessionIDPattern.MatchString(req.ID) {
+		return nil, nil, nil, nil, fmt.Errorf("run id %q: want exec_ and 32 lower-case hex digits", req.ID)
+	}
+	name, d, err := p.load(req)
+	if err != nil {
+		return &Run{Diagram: name}, nil, nil, nil, err
+	}
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		return nil, nil, nil, nil, fmt.Errorf("%w: the limit is %d; try again when one finishes", ErrTooManyRuns, p.opts.MaxConcurrentRuns)
+	}
+	id := req.ID
+	if id == "" {
+		id = NewRunID()
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(p.base, func() { cancel(errShutdown) })
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("run timed out after %s", timeout))
+	a := &active{done: make(chan struct{}), cancel: func(cause error) {
+		cancel(cause)
+		cancelTimeout()
+		stop()
+	}}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		a.cancel(errShutdown)
+		<-p.slots
+		return nil, nil, nil, nil, errShutdown
+	}
+	p.wg.Add(1)
+	p.active[id] = a
+	p.mu.Unlock()
+
+	run := &Run{
+		SessionID:     id,
+		Diagram:       name,
+		Status:        StatusRunning,
+		ExecutedNodes: []string{},
+		NodeOutputs:   map[string]any{},
+		StartedAt:     time.Now().UTC(),
+		Owner:         p.owner.id,
+	}
+	if err := p.store.PutRun(ctx, run); err != nil {
+		p.end(id, a)
+		return nil, nil, nil, nil, err
+	}
+	p.logger.Info("run started", "run", id, "diagram", name)
+	return run, d, ctx, a, nil
+}
+
+func (p *Pack) end(id string, a *active) {
+	a.cancel(context.Canceled)
+	p.mu.Lock()
+	delete(p.active, id)
+	p.mu.Unlock()
+	close(a.done)
+	<-p.slots
+	p.wg.Done()
+}
+
+// execute runs d and records the result.
+func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[string]any, a *active, parent context.Context) *Run {
+	defer p.end(run.SessionID, a)
+	// Progress and the final record are written even after ctx is done.
+	wctx := context.WithoutCancel(ctx)
+	var mu sync.Mutex
+	out := p.eng.run(ctx, d, input, func(nodeID string, output any) {
+		mu.Lock()
+		defer mu.Unlock()
+		run.ExecutedNodes = append(run.ExecutedNodes, nodeID)
+		run.NodeOutputs[nodeID] = output
+		if err := p.store.PutRun(wctx, run); err != nil {
+			p.logger.Warn("saving run progress", "run", run.SessionID, "error", err)
+		}
+	})
+	now := time.Now().UTC()
+	run.EndedAt = &now
+	run.ExecutedNodes = out.executed
+	run.NodeOutputs = out.outputs
+	switch {
+	case out.err == nil:
+		run.Status = StatusCompleted
+		run.Output = out.output
+	case errors.Is(out.err, errCancelled):
+		run.Status, run.Error = StatusCancelled, errCancelled.Error()
+	case parent != nil && parent.Err() != nil && !errors.Is(out.err, errShutdown):
+		run.Status, run.Error = StatusCancelled, "the caller cancelled the request"
+	default:
+		run.Status, run.Error = StatusFailed, out.err.Error()
+	}
+	if err := p.store.PutRun(wctx, run); err != nil {
+		p.logger.Error("saving run result", "run", run.SessionID, "error", err)
+	}
+	p.logger.Info("run ended", "run", run.SessionID, "diagram", run.Diagram, "status", run.Status, "error", run.Error)
+	return run
+}
+
+// Run runs a diagram and waits for it. A run that fails is still a
+// result (Status failed); the error is for runs that could not start.
+func (p *Pack) Run(ctx context.Context, req RunRequest) (*Run, error) {
+	run, d, rctx, a, err := p.begin(ctx, req)
+	if err != nil {
+		return run, err
+	}
+	return p.execute(rctx, run, d, req.Input, a, ctx), nil
+}
+
+// Start starts a run in the background and returns its record at once.
+// The run belongs to the pack: Close cancels it.
+func (p *Pack) Start(req RunRequest) (*Run, error) {
+	run, d, rctx, a, err := p.begin(p.base, req)
+	if err != nil {
+		return run, err
+	}
+	snapshot := *run
+	snapshot.ExecutedNodes, snapshot.NodeOutputs = []string{}, map[string]any{}
+	go p.execute(rctx, run, d, req.Input, a, nil)
+	return &snapshot, nil
+}
+
+// Wait waits for the run id to finish if it is in progress in this
+// process.
+func (p *Pack) Wait(ctx context.Context, id string) error {
+	p.mu.Lock()
+	a := p.active[id]
+	p.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Result returns the record of run id. A run left "running" by a process
+// that is gone is marked failed first.
+func (p *Pack) Result(ctx context.Context, id string) (*Run, error) {
+	if !sessionIDPattern.MatchString(id) {
+		return nil, fmt.Errorf("Invalid session_id format: %s", id)
+	}
+	r, err := p.store.Run(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrRunNotFound) {
+			return nil, fmt.Errorf("Execution not found: %s: %w", id, ErrRunNotFound)
+		}
+		return nil, err
+	}
+	if err := p.checkInterrupted(ctx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Cancel cancels run id if it is in progress in this process, waits for
+// it to stop, and returns its final record.
+func (p *Pack) Cancel(ctx context.Context, id string) (*Run, error) {
+	r, err := p.Result(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	a := p.active[id]
+	p.mu.Unlock()
+	if a == nil {
+		if r.Status == StatusRunning {
+			return r, fmt.Errorf("run %s belongs to another junction process; cancel it there", id)
+		}
+		return r, nil
+	}
+	a.cancel(errCancelled)
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return p.store.Run(ctx, id)
+}
+
+// Compiled is the result of [Pack.Compile].
+type Compiled struct {
+	Valid     bool
+	Errors    Problems
+	Warnings  Problems
+	NodeCount int
+	EdgeCount int
+	PushedAs  string
+}
+
+// Compile validates src and, if it is valid and pushAs is not empty,
+// saves it under that name. A bad name is an error; a bad diagram is not
+// (its problems are in the result).
+func (p *Pack) Compile(src []byte, pushAs string) (*Compiled, error) {
+	name := normName(pushAs)
+	if pushAs != "" {
+		if err := checkName(name); err != nil {
+			return nil, err
+		}
+	}
+	d, ps := p.Check(src)
+	c := &Compiled{Errors: Problems{}, Warnings: Problems{}}
+	for _, pr := range ps {
+		if pr.Severity == "error" {
+			c.Errors = append(c.Errors, pr)
+		} else {
+			c.Warnings = append(c.Warnings, pr)
+		}
+	}
+	c.Valid = len(c.Errors) == 0
+	if d != nil {
+		c.NodeCount, c.EdgeCount = len(d.Nodes), len(d.Edges)
+	}
+	if !c.Valid || pushAs == "" {
+		return c, nil
+	}
+	if err := p.lib.save(name, src); err != nil {
+		return nil, err
+	}
+	p.addDiagramResource(name)
+	c.PushedAs = name
+	p.logger.Info("diagram saved", "diagram", name)
+	return c, nil
+}
+
+// Diagrams lists the saved diagrams by name.
+func (p *Pack) Diagrams() ([]string, error) { return p.lib.names() }
+
+// Source returns a saved diagram's document.
+func (p *Pack) Source(name string) ([]byte, error) { return p.lib.load(name) }
+
+// activeIDs returns the ids of runs in progress here, for tests.
+func (p *Pack) activeIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ids []string
+	for id := range p.active {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
