@@ -249,15 +249,15 @@ edges:
 		got = append(got, fmt.Sprintf("%v|%v", m["node_id"], m["field"]))
 	}
 	want := []string{
-		"a|nodes[0].tool",         // unknown tool
-		"b|nodes[1].type",         // unknown node type
-		"c|nodes[2].colour",       // field not for a template
-		"e|nodes[4].type",         // command nodes disabled
-		"<nil>|nodes",             // no start
-		"<nil>|nodes",             // no endpoint
-		"zz|edges[3].to",          // edge to nowhere
-		"c|edges",                 // cycle c → d → c without a condition
-		"a|nodes[0].args.text",    // .ghost is no node
+		"a|nodes[0].tool",      // unknown tool
+		"b|nodes[1].type",      // unknown node type
+		"c|nodes[2].colour",    // field not for a template
+		"e|nodes[4].type",      // command nodes disabled
+		"<nil>|nodes",          // no start
+		"<nil>|nodes",          // no endpoint
+		"zz|edges[3].to",       // edge to nowhere
+		"c|edges",              // cycle c → d → c without a condition
+		"a|nodes[0].args.text", // .ghost is no node
 	}
 	for _, w := range want {
 		found := false
