@@ -26,7 +26,8 @@ type Command struct {
 	// Path is the program to run (looked up in PATH when it has no slash).
 	Path string
 	Args []string
-	// Env is added to the hub's own environment.
+	// Env is the plugin's environment; nil means the hub's own. The hub
+	// adds the JUNCTION_TOOLBOX* variables either way.
 	Env []string
 	// Dir is the working directory; empty means the hub's.
 	Dir string
@@ -102,8 +103,11 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 	token := randomToken()
 	c := exec.Command(cmd.Path, cmd.Args...)
 	c.Dir = cmd.Dir
-	c.Env = append(os.Environ(), cmd.Env...)
-	c.Env = append(c.Env, plugin.EnvMagic+"=1", plugin.EnvToken+"="+token)
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	c.Env = append(append([]string(nil), env...), plugin.EnvMagic+"=1", plugin.EnvToken+"="+token)
 	var sockDir string
 	if s.opts.UnixSocket {
 		d, err := os.MkdirTemp("", "junction-toolbox-")

@@ -60,6 +60,7 @@ func commands() []command {
 		{"push", "upload a file to a file listener", runPush},
 		{"pull", "download a file from a file listener", runPull},
 		{"deploy-host", "accept PUT /<uuid>.tar.gz deploys, unpack them safely, write <uuid>.log", runDeployHost},
+		{"toolbox mcp", "serve one toolbox plugin (a program or a URL) as a stdio MCP server", runToolboxMCP},
 		{"config check", "validate a config file (junction, Claude Desktop, Cursor or VS Code form)", runConfigCheck},
 		{"packs", "list the built-in packs", runPacks},
 		{"version", "print the version", runVersion},
