@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -29,6 +31,8 @@ type call struct {
 	hostToken any                // the host's progress token; nil if it asked for none
 	timer     *time.Timer        // the no-progress timer; nil without a timeout
 	timeout   time.Duration
+	handled   atomic.Int64  // progress notifications handled
+	progress  chan struct{} // capacity 1; signalled on each one
 }
 
 // reset restarts the call's no-progress timer.
@@ -108,7 +112,9 @@ func (s *Server) session(ctx context.Context) (*session, error) {
 
 // CallTool implements [junction.Source]. It forwards the call as it is:
 // raw arguments, _meta (with the progress token replaced by one of
-// junction's, mapped back to the host's), and the result unchanged. A
+// junction's, mapped back to the host's), the input responses and request
+// state of a multi-round-trip retry, and the result unchanged (input
+// requests included). A
 // tool error stays a result with IsError set; a JSON-RPC error from the
 // upstream is returned as that *jsonrpc.Error. Cancelling ctx cancels the
 // upstream call (go-sdk sends notifications/cancelled with the upstream's
@@ -128,7 +134,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, err
 	}
 
-	c := &call{host: req.Session, hostCtx: ctx}
+	c := &call{host: req.Session, hostCtx: ctx, progress: make(chan struct{}, 1)}
 	hostToken := req.Params.GetProgressToken()
 	if hostToken != nil && req.Session != nil {
 		c.hostToken = hostToken
@@ -149,27 +155,84 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	defer func() {
 		s.mu.Lock()
 		delete(s.calls, c.token)
+		if c.host != nil {
+			// Log messages sent during the call may be handled just after
+			// its result: keep the host as a log destination for a moment.
+			s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: time.Now().Add(recentHostGrace)}
+		}
 		s.mu.Unlock()
 	}()
 	callCtx = context.WithValue(callCtx, callKey{}, c)
 
-	params := &mcp.CallToolParams{Name: name}
+	params := &mcp.CallToolParams{Name: name, InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}
 	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
 		params.Arguments = req.Params.Arguments
 	}
-	if len(req.Params.Meta) > 0 {
-		params.Meta = make(mcp.Meta, len(req.Params.Meta))
-		for k, v := range req.Params.Meta {
-			params.Meta[k] = v
+	params.Meta = hopMeta(req.Params.Meta)
+	params.SetProgressToken(c.token)
+	// Under 2026-07-28 the log level travels with each request; without
+	// one the upstream sends no log messages at all. The hosts' own levels
+	// still filter what they receive.
+	if v := sess.cs.InitializeResult().ProtocolVersion; v >= "2026-07-28" {
+		if _, ok := params.Meta[mcp.MetaKeyLogLevel]; !ok {
+			if params.Meta == nil {
+				params.Meta = mcp.Meta{}
+			}
+			params.Meta[mcp.MetaKeyLogLevel] = "info"
 		}
 	}
-	params.SetProgressToken(c.token)
 
 	res, err := sess.cs.CallTool(callCtx, params)
 	if err == nil {
+		s.drainProgress(sess, c)
 		return res, nil
 	}
 	return nil, s.callError(ctx, callCtx, sess, "tool "+strconv.Quote(name), timeout, err)
+}
+
+// hopMeta copies a host request's _meta for the upstream, without the
+// keys that describe the host's own connection under protocol 2026-07-28
+// (its protocol version, client info and capabilities): go-sdk fills in
+// junction's own, and would keep the host's if they were there.
+func hopMeta(m mcp.Meta) mcp.Meta {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(mcp.Meta, len(m))
+	for k, v := range m {
+		switch k {
+		case mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeySubscriptionID:
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// drainProgress waits, briefly, until the progress notifications the
+// upstream sent before its result have been forwarded, so the host sees
+// them before the result, as the upstream sent them. Only stdio
+// connections count what they read; on other transports a notification
+// handled after the result is dropped.
+func (s *Server) drainProgress(sess *session, c *call) {
+	conn := sess.stdio()
+	if conn == nil {
+		return
+	}
+	want := int64(conn.progressRead(c.token))
+	if c.handled.Load() >= want {
+		return
+	}
+	timer := time.NewTimer(time.Second)
+	defer timer.Stop()
+	for c.handled.Load() < want {
+		select {
+		case <-c.progress:
+		case <-timer.C:
+			s.logger.Debug("progress notifications not handled in time", "read", want, "handled", c.handled.Load())
+			return
+		}
+	}
 }
 
 // callError classifies the failure of a request to the upstream.
@@ -230,7 +293,9 @@ func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	rctx, cancel, d := s.requestContext(ctx)
 	defer cancel()
-	res, err := sess.cs.ReadResource(rctx, req.Params)
+	params := *req.Params
+	params.Meta = hopMeta(params.Meta)
+	res, err := sess.cs.ReadResource(rctx, &params)
 	if err != nil {
 		return nil, s.callError(ctx, rctx, sess, "resource "+strconv.Quote(req.Params.URI), d, err)
 	}
@@ -245,7 +310,9 @@ func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	}
 	rctx, cancel, d := s.requestContext(ctx)
 	defer cancel()
-	res, err := sess.cs.GetPrompt(rctx, req.Params)
+	params := *req.Params
+	params.Meta = hopMeta(params.Meta)
+	res, err := sess.cs.GetPrompt(rctx, &params)
 	if err != nil {
 		return nil, s.callError(ctx, rctx, sess, "prompt "+strconv.Quote(req.Params.Name), d, err)
 	}
@@ -265,7 +332,9 @@ func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	}
 	rctx, cancel, d := s.requestContext(ctx)
 	defer cancel()
-	res, err := sess.cs.Complete(rctx, req.Params)
+	params := *req.Params
+	params.Meta = hopMeta(params.Meta)
+	res, err := sess.cs.Complete(rctx, &params)
 	if err != nil {
 		return nil, s.callError(ctx, rctx, sess, "completion", d, err)
 	}
@@ -335,6 +404,13 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		return
 	}
 	c.reset()
+	defer func() {
+		c.handled.Add(1)
+		select {
+		case c.progress <- struct{}{}:
+		default:
+		}
+	}()
 	if c.hostToken == nil {
 		return
 	}
@@ -346,8 +422,9 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 }
 
 // onLog logs an upstream's notifications/message and forwards it to every
-// host session with a call in flight on this server (a log message names
-// no request, so those are the hosts it most likely concerns).
+// host session with a call in flight on this server, or one that just
+// ended (a log message names no request, so those are the hosts it most
+// likely concerns).
 func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	if req.Params == nil {
 		return
@@ -364,11 +441,39 @@ func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	}
 	data, _ := json.Marshal(req.Params.Data)
 	s.logger.Log(context.Background(), level, "upstream log", "logger", req.Params.Logger, "data", string(data))
-	for _, c := range s.hostCalls() {
+	for _, c := range s.logHosts() {
 		if err := c.host.Log(c.hostCtx, req.Params); err != nil {
 			s.logger.Debug("forwarding log message failed", "error", err)
 		}
 	}
+}
+
+// recentHostGrace is how long a host stays a destination for an
+// upstream's log messages after its last call on the server ended.
+const recentHostGrace = 2 * time.Second
+
+type recentHost struct {
+	ctx   context.Context
+	until time.Time
+}
+
+// logHosts returns the host sessions an upstream log message goes to:
+// those with a call in flight or one that ended a moment ago.
+func (s *Server) logHosts() []*call {
+	calls := s.hostCalls()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for h, r := range s.recent {
+		if now.After(r.until) {
+			delete(s.recent, h)
+			continue
+		}
+		if !slices.ContainsFunc(calls, func(c *call) bool { return c.host == h }) {
+			calls = append(calls, &call{host: h, hostCtx: r.ctx})
+		}
+	}
+	return calls
 }
 
 // hostCalls returns one in-flight call per distinct host session.
@@ -389,12 +494,13 @@ func (s *Server) hostCalls() []*call {
 // routeRequest finds the host call that a sampling or elicitation request
 // from the upstream belongs to.
 //
-// Under protocol 2026-07-28 the request comes back inside the tool call's
-// own result (multi round-trip), and go-sdk calls our handler with the
-// call's context, which carries the call. Under older protocols the
-// upstream sends a server-to-client request that names no call; it is
-// routed to the host session that has calls in flight on this server,
-// and refused when there is none or more than one, rather than guessed.
+// Under protocol 2026-07-28 such requests never get here: they come back
+// inside the tool call's result and go to the host with it. Under older
+// protocols the upstream sends a server-to-client request that names no
+// call. A request made with a call's context (a go-sdk in-process
+// client) is routed by that; otherwise it goes to the host session that
+// has calls in flight on this server, and is refused when there is none
+// or more than one, rather than guessed.
 func (s *Server) routeRequest(ctx context.Context, method string) (*call, error) {
 	if c, ok := ctx.Value(callKey{}).(*call); ok && c.host != nil {
 		return c, nil

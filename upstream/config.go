@@ -82,6 +82,11 @@ type Config struct {
 	// after SIGKILL. Zero means DefaultStopTimeout.
 	StopTimeout time.Duration
 
+	// ProtocolVersion, if set, is the MCP protocol version offered to the
+	// server (for example "2025-06-18" for a server that mishandles newer
+	// ones). Empty means the newest version go-sdk speaks.
+	ProtocolVersion string
+
 	// Allow, if non-empty, lists the only tools served (upstream names).
 	// Otherwise Deny lists tools never served. Setting both is an error.
 	Allow []string
@@ -161,6 +166,7 @@ func (c Config) Equal(o Config) bool {
 		c.ConnectTimeout == o.ConnectTimeout && c.CallTimeout == o.CallTimeout &&
 		maps.Equal(c.ToolTimeouts, o.ToolTimeouts) &&
 		c.KeepAlive == o.KeepAlive && c.StopTimeout == o.StopTimeout &&
+		c.ProtocolVersion == o.ProtocolVersion &&
 		slices.Equal(c.Allow, o.Allow) && slices.Equal(c.Deny, o.Deny)
 }
 

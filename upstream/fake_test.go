@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -175,23 +176,53 @@ func runFakeServer() {
 		})
 		return text("grown"), nil
 	})
+	// sample and elicit ask the client: by a server-to-client request
+	// before protocol 2026-07-28, by an input-required result after.
+	modern := func(req *mcp.CallToolRequest) bool {
+		p := req.Session.InitializeParams()
+		return p != nil && p.ProtocolVersion >= "2026-07-28"
+	}
+	sampleParams := &mcp.CreateMessageParams{
+		MaxTokens: 10,
+		Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}},
+	}
 	server.AddTool(&mcp.Tool{Name: "sample", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
-			MaxTokens: 10,
-			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}},
-		})
+		if r, ok := req.Params.InputResponses["s1"]; ok {
+			switch r := r.(type) {
+			case *mcp.CreateMessageResult:
+				return text("sampled: " + r.Content.(*mcp.TextContent).Text), nil
+			case *mcp.CreateMessageWithToolsResult:
+				return text("sampled: " + r.Content[0].(*mcp.TextContent).Text), nil
+			}
+			return nil, fmt.Errorf("unexpected input response %T", r)
+		}
+		if modern(req) {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"s1": sampleParams}}, nil
+		}
+		res, err := req.Session.CreateMessage(ctx, sampleParams)
 		if err != nil {
 			return nil, err
 		}
 		return text("sampled: " + res.Content.(*mcp.TextContent).Text), nil
 	})
+	elicitParams := &mcp.ElicitParams{
+		Message:         "name?",
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+	}
 	server.AddTool(&mcp.Tool{Name: "elicit", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
-			Message:         "name?",
-			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
-		})
-		if err != nil {
-			return nil, err
+		var res *mcp.ElicitResult
+		if r, ok := req.Params.InputResponses["e1"]; ok {
+			res, _ = r.(*mcp.ElicitResult)
+		} else if modern(req) {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"e1": elicitParams}}, nil
+		} else {
+			var err error
+			if res, err = req.Session.Elicit(ctx, elicitParams); err != nil {
+				return nil, err
+			}
+		}
+		if res == nil {
+			return nil, errors.New("no elicit result")
 		}
 		return text(fmt.Sprintf("elicited: %s %v", res.Action, res.Content["name"])), nil
 	})

@@ -53,14 +53,16 @@ type Server struct {
 	since        time.Time
 	info         *mcp.Implementation
 	calls        map[string]*call // in-flight calls by upstream progress token
+	recent       map[*mcp.ServerSession]recentHost
 	nextToken    uint64
 }
 
 // session is one established connection.
 type session struct {
-	cs     *mcp.ClientSession
-	done   chan struct{} // closed when cs has ended
-	cancel context.CancelFunc
+	cs        *mcp.ClientSession
+	transport mcp.Transport
+	done      chan struct{} // closed when cs has ended
+	cancel    context.CancelFunc
 }
 
 var (
@@ -91,6 +93,7 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 		changed: make(chan struct{}),
 		subs:    make(map[string]bool),
 		calls:   make(map[string]*call),
+		recent:  make(map[*mcp.ServerSession]recentHost),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = mcp.NewClient(o.ClientInfo, s.clientOptions())
@@ -203,8 +206,13 @@ func (s *Server) WaitReady(ctx context.Context) error {
 
 func (s *Server) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
-		Logger:                      s.logger,
-		KeepAlive:                   s.cfg.KeepAlive,
+		Logger:    s.logger,
+		KeepAlive: s.cfg.KeepAlive,
+		// Input requests (elicitation, sampling) of protocol 2026-07-28
+		// come back to the host inside the result, and the host's
+		// answers are forwarded on the retried call: junction does not
+		// answer them itself.
+		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.signalRelist() },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.signalRelist() },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.signalRelist() },
@@ -278,7 +286,12 @@ func (s *Server) connect() (*session, error) {
 	sessCtx, sessCancel := context.WithCancel(s.ctx)
 	ctx, cancel := context.WithTimeout(sessCtx, s.cfg.connectTimeout())
 	defer cancel()
-	cs, err := s.client.Connect(ctx, s.transport(sessCtx, sessCancel), nil)
+	var copts *mcp.ClientSessionOptions
+	if s.cfg.ProtocolVersion != "" {
+		copts = &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion}
+	}
+	transport := s.transport(sessCtx, sessCancel)
+	cs, err := s.client.Connect(ctx, transport, copts)
 	if err != nil {
 		sessCancel()
 		return nil, fmt.Errorf("connect: %w", err)
@@ -289,7 +302,7 @@ func (s *Server) connect() (*session, error) {
 		sessCancel()
 		return nil, err
 	}
-	sess := &session{cs: cs, done: make(chan struct{}), cancel: sessCancel}
+	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -455,6 +468,15 @@ func (s *Server) transport(life context.Context, cancel context.CancelFunc) mcp.
 		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}
 	}
 	return &commandTransport{cfg: s.cfg, logger: s.logger}
+}
+
+// stdio returns the session's stdio connection, or nil for other
+// transports.
+func (sess *session) stdio() *stdioConn {
+	if t, ok := sess.transport.(*commandTransport); ok {
+		return t.conn
+	}
+	return nil
 }
 
 // detachedTransport connects with a context that lives as long as the

@@ -34,6 +34,7 @@ const maxLineLength = 16 << 20
 type commandTransport struct {
 	cfg    Config
 	logger *slog.Logger
+	conn   *stdioConn // set by Connect
 }
 
 var _ mcp.Transport = (*commandTransport)(nil)
@@ -92,6 +93,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		closed:   make(chan struct{}),
 		exited:   make(chan struct{}),
 	}
+	t.conn = c
 	c.wg.Add(3)
 	go c.readStdout()
 	go c.readStderr()
@@ -151,6 +153,9 @@ type stdioConn struct {
 	closed   chan struct{}        // closed by Close
 	exited   chan struct{}        // closed by wait when the leader exits
 	waitErr  error                // set by wait before closing exited
+
+	progressMu sync.Mutex
+	progress   map[string]int // progress notifications read, by string token
 
 	closeOnce sync.Once
 	closeErr  error
@@ -223,6 +228,9 @@ func (c *stdioConn) readStdout() {
 					resp.Result = fixed
 				}
 			}
+			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/progress" {
+				c.countProgress(req.Params)
+			}
 			if derr != nil {
 				c.logger.Warn("skipped non-JSON-RPC line on stdout", "line", preview(line), "error", derr)
 			} else {
@@ -284,6 +292,39 @@ func preview(b []byte) string {
 		return string(b[:max]) + "…"
 	}
 	return string(b)
+}
+
+// countProgress counts a progress notification for its token, so a call
+// can wait until every notification read before its response has been
+// handled (go-sdk hands notifications to handlers after it has delivered
+// a response that followed them).
+func (c *stdioConn) countProgress(params json.RawMessage) {
+	var p struct {
+		Token any `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	tok, ok := p.Token.(string)
+	if !ok {
+		return
+	}
+	c.progressMu.Lock()
+	if c.progress == nil {
+		c.progress = make(map[string]int)
+	}
+	c.progress[tok]++
+	c.progressMu.Unlock()
+}
+
+// progressRead returns how many progress notifications for token have been
+// read, and forgets the token.
+func (c *stdioConn) progressRead(token string) int {
+	c.progressMu.Lock()
+	defer c.progressMu.Unlock()
+	n := c.progress[token]
+	delete(c.progress, token)
+	return n
 }
 
 // readStderr logs the server's stderr line by line.

@@ -1,0 +1,201 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// hostEvents records what the host (a go-sdk client talking to the hub)
+// receives.
+type hostEvents struct {
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+	logs     []*mcp.LoggingMessageParams
+	updated  []string
+}
+
+// TestThroughHub puts an upstream behind a real hub and drives it from a
+// go-sdk client, at the newest protocol and at 2025-11-25 (where the
+// upstream asks for sampling and elicitation by server-to-client
+// requests, which junction routes back to the host that made the call).
+func TestThroughHub(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{"", "2025-11-25"} {
+		name := version
+		if name == "" {
+			name = "latest"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testThroughHub(t, version)
+		})
+	}
+}
+
+func testThroughHub(t *testing.T, version string) {
+	marks := t.TempDir()
+	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": marks})
+	cfg.ProtocolVersion = version
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	ctx := ctxTimeout(t, 60*time.Second)
+	if err := hub.Add(ctx, "up", up, nil); err != nil {
+		t.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := view.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+
+	ev := &hostEvents{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			ev.mu.Lock()
+			ev.progress = append(ev.progress, req.Params)
+			ev.mu.Unlock()
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			ev.mu.Lock()
+			ev.logs = append(ev.logs, req.Params)
+			ev.mu.Unlock()
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			ev.mu.Lock()
+			ev.updated = append(ev.updated, req.Params.URI)
+			ev.mu.Unlock()
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "pong"}}, nil
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann"}}, nil
+		},
+	})
+	var sopts *mcp.ClientSessionOptions
+	if version != "" {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, ct, sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	for _, want := range []string{"up__echo", "up__slow", "up__hang", "up__sample"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("host tools %v lack %q", names, want)
+		}
+	}
+
+	callText := func(name string, args any, meta mcp.Meta) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+		if err != nil {
+			t.Fatalf("CallTool(%s) = %v", name, err)
+		}
+		return resultText(t, res)
+	}
+
+	// Progress reaches the host with the host's own token.
+	if got := callText("up__slow", map[string]any{"steps": 3, "delay_ms": 10}, mcp.Meta{"progressToken": "host-tok"}); got != "done" {
+		t.Errorf("slow = %q", got)
+	}
+	waitFor(t, "3 progress notifications", func() bool {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		return len(ev.progress) == 3
+	})
+	ev.mu.Lock()
+	for _, p := range ev.progress {
+		if p.ProgressToken != "host-tok" {
+			t.Errorf("progress token = %v, want host-tok", p.ProgressToken)
+		}
+	}
+	ev.mu.Unlock()
+
+	// Sampling and elicitation go back to this host.
+	if got := callText("up__sample", nil, nil); got != "sampled: pong" {
+		t.Errorf("sample = %q, want sampled: pong", got)
+	}
+	if got := callText("up__elicit", nil, nil); got != "elicited: accept ann" {
+		t.Errorf("elicit = %q, want elicited: accept ann", got)
+	}
+
+	// Logging: the host asks for warnings and up, the upstream logs one.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	// (Under 2026-07-28 the level travels in each request's _meta.)
+	callText("up__log", nil, mcp.Meta{mcp.MetaKeyLogLevel: "info"})
+	waitFor(t, "forwarded log message", func() bool {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		return len(ev.logs) > 0 && ev.logs[0].Data == "hello from upstream"
+	})
+
+	// Resource subscriptions and updates.
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fake://r"}); err != nil {
+		t.Fatal(err)
+	}
+	callText("up__touch", nil, nil)
+	waitFor(t, "resource update", func() bool {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		return slices.Contains(ev.updated, "fake://r")
+	})
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fake://r"})
+	if err != nil || rr.Contents[0].Text != "resource body" {
+		t.Errorf("ReadResource = %v, %v", rr, err)
+	}
+
+	// Cancelling the host's call cancels the upstream's.
+	callCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "up__hang"})
+		done <- err
+	}()
+	waitFor(t, "hang call in flight upstream", func() bool {
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		return len(up.calls) == 1
+	})
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("cancelled call returned no error")
+	}
+	waitFor(t, "upstream saw the cancellation", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "cancelled"))
+		return err == nil
+	})
+	// And the session is fine for the next call.
+	if got := callText("up__echo", json.RawMessage(`{"text":"after"}`), nil); !strings.Contains(got, "after") {
+		t.Errorf("echo after cancel = %q", got)
+	}
+}
