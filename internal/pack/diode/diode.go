@@ -24,6 +24,7 @@
 package diode
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -88,12 +89,12 @@ type pack struct {
 func New(opts *Options) *junction.Pack {
 	p := newPack(opts)
 	jp := junction.NewPack(Name)
-	junction.AddTool(jp, &mcp.Tool{Name: ToolGetVersion, Description: "Return the Diode client binary version and build timestamp."}, p.getVersion)
-	junction.AddTool(jp, &mcp.Tool{Name: ToolGetClientInfo, Description: "Return this client's address, fleet, optional BNS name, and last validated block from the Diode network."}, p.getClientInfo)
-	junction.AddTool(jp, &mcp.Tool{Name: ToolQueryAddress, Description: `Resolve a Diode address (JSON argument {"address":"0x..."}): account type when decodable, and device tickets from the network.`}, p.queryAddress)
-	junction.AddTool(jp, &mcp.Tool{Name: ToolFilePush, Description: "Upload bytes to a remote file listener (diode files): HTTP PUT to http://peer_host:port/remote_path. Provide exactly one of content_base64 or local_file_path."}, p.filePush)
-	junction.AddTool(jp, &mcp.Tool{Name: ToolFilePull, Description: "Download a file from a remote file listener (diode files): HTTP GET. If local_path is omitted, returns content_base64 when the file is at most max_inline_bytes (default 4MiB). If local_path is set, writes to that path (trailing slash or existing directory = place file using remote basename)."}, p.filePull)
-	junction.AddTool(jp, &mcp.Tool{Name: ToolDeploy, Description: deployDescription}, p.deploy)
+	junction.AddTool(jp, &mcp.Tool{Name: ToolGetVersion, Description: "Return the Diode client binary version and build timestamp."}, byValue(p.getVersion))
+	junction.AddTool(jp, &mcp.Tool{Name: ToolGetClientInfo, Description: "Return this client's address, fleet, optional BNS name, and last validated block from the Diode network."}, byValue(p.getClientInfo))
+	junction.AddTool(jp, &mcp.Tool{Name: ToolQueryAddress, Description: `Resolve a Diode address (JSON argument {"address":"0x..."}): account type when decodable, and device tickets from the network.`}, byValue(p.queryAddress))
+	junction.AddTool(jp, &mcp.Tool{Name: ToolFilePush, Description: "Upload bytes to a remote file listener (diode files): HTTP PUT to http://peer_host:port/remote_path. Provide exactly one of content_base64 or local_file_path."}, byValue(p.filePush))
+	junction.AddTool(jp, &mcp.Tool{Name: ToolFilePull, Description: "Download a file from a remote file listener (diode files): HTTP GET. If local_path is omitted, returns content_base64 when the file is at most max_inline_bytes (default 4MiB). If local_path is set, writes to that path (trailing slash or existing directory = place file using remote basename)."}, byValue(p.filePull))
+	junction.AddTool(jp, &mcp.Tool{Name: ToolDeploy, Description: deployDescription}, byValue(p.deploy))
 	for _, name := range []string{"minimal", "chain", "files", "deploy", "all", "full"} {
 		jp.SetPreset(name, Presets[name]...)
 	}
@@ -131,6 +132,20 @@ func newPack(opts *Options) *pack {
 	}
 	p.client = &files.Client{Dial: p.opts.Dialer.DialContext, Token: p.opts.Token}
 	return p
+}
+
+// byValue adapts a handler returning *Out to one returning Out, so the
+// output schema is inferred from the struct (type "object", as MCP
+// requires) rather than from a pointer (type ["null","object"]).
+func byValue[In, Out any](h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, *Out, error)) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil || out == nil {
+			var zero Out
+			return res, zero, err
+		}
+		return res, *out, nil
+	}
 }
 
 // errorf builds a tool error.
