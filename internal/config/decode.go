@@ -132,41 +132,19 @@ type decoder struct {
 	errs  Errors
 	warns []Warning
 	lines map[string]int
-	// bad holds the paths of entries (servers.x, plugins.y, ...) that had
-	// decode errors, so validation does not pile more errors on them.
+	// bad holds the paths that had decode errors, so validation does not
+	// report them a second time.
 	bad map[string]bool
 }
 
 func (d *decoder) fail(line int, path, format string, args ...any) {
 	d.errs = append(d.errs, &FieldError{Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
-	// Mark the path and its enclosing entry (two path elements deep) as
-	// bad, so validation adds nothing about them.
+	// Validation adds nothing more about this path.
 	d.bad[path] = true
-	if i := nthSep(path, 2); i > 0 {
-		d.bad[path[:i]] = true
-	}
 }
 
 func (d *decoder) warn(line int, path, msg string) {
 	d.warns = append(d.warns, Warning{Line: line, Path: path, Msg: msg})
-}
-
-// nthSep returns the index where the nth path element ends, or -1.
-func nthSep(path string, n int) int {
-	count := 0
-	inQuote := false
-	for i := 0; i < len(path); i++ {
-		switch c := path[i]; {
-		case c == '"' && (i == 0 || path[i-1] != '\\'):
-			inQuote = !inQuote
-		case !inQuote && (c == '.' || c == '[') && i > 0:
-			count++
-			if count == n {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -531,11 +509,14 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			d.unknown(e, path, append(serverKeys, "type"))
 		}
 	}
-	if s.Transport == "" {
+	if s.Transport == "" && seen["transport"] == "" {
+		// Infer from the keys present, even if their values were bad, so
+		// that a bad command is reported once, as itself.
+		hasCmd, hasURL := seen["command"] != "", seen["url"] != ""
 		switch {
-		case s.Command != "" && s.URL == "":
+		case hasCmd && !hasURL:
 			s.Transport = TransportStdio
-		case s.URL != "" && s.Command == "":
+		case hasURL && !hasCmd:
 			s.Transport = TransportHTTP
 		}
 	}

@@ -22,7 +22,7 @@ func (c *Config) Validate() error {
 
 type validator struct {
 	c     *Config
-	skip  map[string]bool // entries that failed to decode
+	skip  map[string]bool // paths that failed to decode
 	errs  Errors
 	warns []Warning
 }
@@ -35,30 +35,24 @@ func (c *Config) validate(skip map[string]bool) Errors {
 	for _, name := range sortedKeys(c.Servers) {
 		p := c.serverPath(name)
 		v.sourceName(name, p, owner)
-		if !v.skip[p] {
-			v.server(c.Servers[name], p)
-		}
+		v.server(c.Servers[name], p)
 	}
 	for _, name := range sortedKeys(c.Plugins) {
 		p := join("plugins", name)
 		v.sourceName(name, p, owner)
-		if !v.skip[p] {
-			v.plugin(c.Plugins[name], p)
-		}
+		v.plugin(c.Plugins[name], p)
 	}
 	for _, name := range sortedKeys(c.Packs) {
 		p := join("packs", name)
 		v.sourceName(name, p, owner)
-		if !v.skip[p] {
-			v.source(&c.Packs[name].Source, p)
-		}
+		v.source(&c.Packs[name].Source, p)
 	}
 	for _, name := range sortedKeys(c.Presets) {
 		p := join("presets", name)
 		if strings.TrimSpace(name) == "" {
 			v.fail(p, "preset name must not be empty")
 		}
-		if len(c.Presets[name]) == 0 && !v.skip[p] {
+		if len(c.Presets[name]) == 0 {
 			v.fail(p, "must list at least one tool")
 		}
 		v.names(c.Presets[name], p)
@@ -140,9 +134,13 @@ func (v *validator) server(s *Server, path string) {
 	v.source(&s.Source, path)
 	switch s.Transport {
 	case "":
-		if s.Command != "" && s.URL != "" {
+		switch {
+		case s.Command != "" && s.URL != "":
 			v.fail(path, "has both command and url: set transport, or keep only one")
-		} else {
+		case v.hasBad(path):
+			// A key of this server failed to decode (a misspelt "comand");
+			// that error says enough.
+		default:
 			v.fail(path, "needs a command (for a stdio server) or a url (for an sse or http server)")
 		}
 	case TransportStdio:
@@ -156,6 +154,16 @@ func (v *validator) server(s *Server, path string) {
 			"env": len(s.Env) > 0 || len(s.UnsetEnv) > 0, "cwd": s.Cwd != "", "env_file": s.EnvFile != ""})
 	}
 	v.headers(s.Headers, join(path, "headers"))
+}
+
+// hasBad reports whether a field under path failed to decode.
+func (v *validator) hasBad(path string) bool {
+	for p := range v.skip {
+		if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *validator) notFor(path, transport string, set map[string]bool) {
