@@ -155,6 +155,11 @@ func (s *Server) Snapshot() Snapshot {
 	if s.state == StateConnected {
 		snap.ConnectedSince = s.since
 	}
+	if s.sess != nil {
+		if c := s.sess.stdio(); c != nil {
+			snap.PID = c.pgid
+		}
+	}
 	if s.info != nil {
 		info := *s.info
 		snap.ServerInfo = &info

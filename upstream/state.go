@@ -57,6 +57,9 @@ type Snapshot struct {
 	// ServerInfo is what the upstream said about itself in its last
 	// initialize result.
 	ServerInfo *mcp.Implementation
+	// PID is the process id (and process group id) of a connected stdio
+	// server; zero otherwise.
+	PID int
 }
 
 // Options configure a [Registry] and the servers in it. A nil *Options is
