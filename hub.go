@@ -1,6 +1,7 @@
 package junction
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -354,7 +355,10 @@ func (h *Hub) rebuild() error {
 	}
 	h.mu.RUnlock()
 
-	t, collisions := buildTable(sources, catalogs, h.logger)
+	h.mu.RLock()
+	prev := h.table
+	h.mu.RUnlock()
+	t, collisions := buildTable(sources, catalogs, prev, h.logger)
 	for _, c := range collisions {
 		h.logger.Warn("name collision", "kind", c.Kind, "name", c.Name, "served_from", c.Winner, "hidden_from", c.Loser)
 	}
@@ -390,6 +394,7 @@ type toolEntry struct {
 	name   string
 	local  string
 	tool   *mcp.Tool // copy with the exposed name
+	orig   *mcp.Tool // as the source gave it
 	source *sourceState
 }
 
@@ -397,7 +402,18 @@ type promptEntry struct {
 	name   string
 	local  string
 	prompt *mcp.Prompt
+	orig   *mcp.Prompt
 	source *sourceState
+}
+
+// sameJSON reports whether a and b are the same pointer or encode the same.
+func sameJSON[T any](a, b *T) bool {
+	if a == b {
+		return true
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 type resourceEntry struct {
@@ -433,7 +449,10 @@ func (t *table) ownerOf(uri string) *sourceState {
 	return nil
 }
 
-func buildTable(sources []*sourceState, catalogs []*Catalog, logger *slog.Logger) (*table, []Collision) {
+// buildTable computes the name table from the sources' catalogs. Entries
+// of prev that did not change are reused, so views see the same pointers
+// and neither re-register them nor tell hosts the lists changed.
+func buildTable(sources []*sourceState, catalogs []*Catalog, prev *table, logger *slog.Logger) (*table, []Collision) {
 	t := &table{
 		toolIndex: make(map[string]*toolEntry),
 		promptIdx: make(map[string]*promptEntry),
@@ -485,9 +504,12 @@ func buildTable(sources []*sourceState, catalogs []*Catalog, logger *slog.Logger
 				collisions = append(collisions, Collision{Kind: "tool", Name: name, Winner: prev.source.name, Loser: s.name})
 				continue
 			}
-			tc := *tool
-			tc.Name = name
-			e := &toolEntry{name: name, local: tool.Name, tool: &tc, source: s}
+			e := prev.toolIndex[name]
+			if e == nil || e.source != s || e.local != tool.Name || !sameJSON(e.orig, tool) {
+				tc := *tool
+				tc.Name = name
+				e = &toolEntry{name: name, local: tool.Name, tool: &tc, orig: tool, source: s}
+			}
 			t.tools = append(t.tools, e)
 			t.toolIndex[name] = e
 			localToExposed[tool.Name] = name
@@ -512,9 +534,12 @@ func buildTable(sources []*sourceState, catalogs []*Catalog, logger *slog.Logger
 				collisions = append(collisions, Collision{Kind: "prompt", Name: name, Winner: prev.source.name, Loser: s.name})
 				continue
 			}
-			pc := *p
-			pc.Name = name
-			e := &promptEntry{name: name, local: p.Name, prompt: &pc, source: s}
+			e := prev.promptIdx[name]
+			if e == nil || e.source != s || e.local != p.Name || !sameJSON(e.orig, p) {
+				pc := *p
+				pc.Name = name
+				e = &promptEntry{name: name, local: p.Name, prompt: &pc, orig: p, source: s}
+			}
 			t.prompts = append(t.prompts, e)
 			t.promptIdx[name] = e
 		}

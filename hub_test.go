@@ -451,3 +451,21 @@ func TestHubCall(t *testing.T) {
 		t.Errorf("Call(missing) = %v, want ErrUnknownTool", err)
 	}
 }
+
+func TestRefreshWithoutChangeSendsNoListChanged(t *testing.T) {
+	h := newHub(t)
+	add(t, h, "p", newPack("p", "one"), junction.PrefixNever)
+	v, _ := h.NewView("", junction.Selection{})
+	changed := make(chan struct{}, 10)
+	connect(t, v, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if err := h.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+		t.Error("tools/list_changed sent after a refresh that changed nothing")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
