@@ -460,6 +460,18 @@ func TestRefreshWithoutChangeSendsNoListChanged(t *testing.T) {
 	connect(t, v, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		changed <- struct{}{}
 	}})
+	// First a real change, to know the client's subscription is live.
+	p := newPack("q", "two")
+	add(t, h, "q", p, junction.PrefixNever)
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools/list_changed after adding a source")
+	}
+	time.Sleep(50 * time.Millisecond) // let the debounced notification settle
+	for len(changed) > 0 {
+		<-changed
+	}
 	if err := h.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
