@@ -353,3 +353,24 @@ func TestInspectorCLIDiode(t *testing.T) {
 		t.Errorf("tools/call diode_deploy:\n%s", out)
 	}
 }
+
+// TestServeDiodePack checks the same pack inside "junction serve", with
+// the hub's own preset selection.
+func TestServeDiodePack(t *testing.T) {
+	t.Parallel()
+	cs := connectStdio(t, "-pack", "diode", "-preset", "minimal")
+	var names []string
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	if diff := cmp.Diff([]string{"diode_get_client_info", "diode_get_version"}, names); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "diode_get_client_info"})
+	if err != nil || !res.IsError || res.Content[0].(*mcp.TextContent).Text != "not connected to the Diode network" {
+		t.Errorf("diode_get_client_info = %v, %v", res, err)
+	}
+}
