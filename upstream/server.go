@@ -54,6 +54,8 @@ type Server struct {
 	info         *mcp.Implementation
 	calls        map[string]*call // in-flight calls by upstream progress token
 	recent       map[*mcp.ServerSession]recentHost
+	http         *http.Client    // built on first use
+	ownTransport *http.Transport // nil when Config.HTTPClient is set
 	nextToken    uint64
 }
 
@@ -116,6 +118,11 @@ func (s *Server) Close() error {
 		s.cancel()
 	})
 	s.wg.Wait()
+	s.mu.Lock()
+	if s.ownTransport != nil {
+		s.ownTransport.CloseIdleConnections()
+	}
+	s.mu.Unlock()
 	return nil
 }
 
@@ -500,21 +507,30 @@ func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	return t.inner.Connect(t.life)
 }
 
+// httpClient returns the client for HTTP transports: Config.HTTPClient,
+// or one of the server's own whose idle connections Close shuts, with the
+// configured headers added.
 func (s *Server) httpClient() *http.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.http != nil {
+		return s.http
+	}
 	base := s.cfg.HTTPClient
 	if base == nil {
-		base = &http.Client{}
-	}
-	if len(s.cfg.Headers) == 0 && s.cfg.BearerToken == "" {
-		return base
+		s.ownTransport = http.DefaultTransport.(*http.Transport).Clone()
+		base = &http.Client{Transport: s.ownTransport}
 	}
 	c := *base
-	rt := c.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
+	if len(s.cfg.Headers) > 0 || s.cfg.BearerToken != "" {
+		rt := c.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		c.Transport = &headerTransport{base: rt, headers: s.cfg.Headers, token: s.cfg.BearerToken}
 	}
-	c.Transport = &headerTransport{base: rt, headers: s.cfg.Headers, token: s.cfg.BearerToken}
-	return &c
+	s.http = &c
+	return s.http
 }
 
 // headerTransport adds configured headers to every request.
