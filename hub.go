@@ -44,6 +44,14 @@ type Options struct {
 	// KeepAlive, if positive, pings each host session at that interval and
 	// closes it when pings fail.
 	KeepAlive time.Duration
+
+	// Lock, if non-nil, is the manifest the sources' tools are checked
+	// against on every change; see [SourceOptions.Drift] and [Hub.Drift].
+	Lock *Manifest
+
+	// Presets are named tool sets by exposed tool name, merged with the
+	// presets sources define (for a config file's presets).
+	Presets map[string][]string
 }
 
 // CallInfo describes one finished tool call, for metrics.
@@ -72,6 +80,47 @@ type SourceOptions struct {
 	// Timeout bounds each tool call to the source. Zero means no bound
 	// beyond the host's own cancellation.
 	Timeout time.Duration
+
+	// Drift is what the hub does when the source's tools differ from the
+	// hub's lock manifest. The zero value is [DriftWarn].
+	Drift DriftPolicy
+}
+
+// DriftPolicy says what a hub does with tools that differ from its lock.
+type DriftPolicy int
+
+const (
+	// DriftWarn serves the tools as they are and reports the drift (log,
+	// [Hub.Drift], metrics).
+	DriftWarn DriftPolicy = iota
+	// DriftBlock withholds tools that are new or changed since the lock
+	// until the lock is renewed; pinned, unchanged tools are served.
+	DriftBlock
+	// DriftAccept serves the tools as they are and reports nothing.
+	DriftAccept
+)
+
+// ParseDriftPolicy parses "warn", "block" and "accept".
+func ParseDriftPolicy(s string) (DriftPolicy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "warn":
+		return DriftWarn, nil
+	case "block":
+		return DriftBlock, nil
+	case "accept":
+		return DriftAccept, nil
+	}
+	return 0, fmt.Errorf("unknown drift policy %q (use warn, block or accept)", s)
+}
+
+func (p DriftPolicy) String() string {
+	switch p {
+	case DriftBlock:
+		return "block"
+	case DriftAccept:
+		return "accept"
+	}
+	return "warn"
 }
 
 // A Hub aggregates [Source]s and serves them to MCP hosts through one or
@@ -87,6 +136,9 @@ type Hub struct {
 	table      *table // nil until the first refresh
 	views      []*View
 	collisions []Collision
+	lock       *Manifest           // see Options.Lock
+	presets    map[string][]string // see Options.Presets
+	drift      map[string]*Drift   // per source, from the last rebuild
 
 	refreshMu sync.Mutex // serialises refresh
 
@@ -137,6 +189,8 @@ func New(opts *Options) *Hub {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
 	h.table = &table{}
+	h.lock = h.opts.Lock
+	h.presets = h.opts.Presets
 	h.wg.Add(1)
 	go h.refresher()
 	return h
@@ -192,6 +246,90 @@ func (h *Hub) Remove(name string) error {
 	h.sources = slices.DeleteFunc(h.sources, func(s *sourceState) bool { return s.name == name })
 	h.mu.Unlock()
 	return h.rebuild()
+}
+
+// Replace puts src in the place of the source called name, keeping its
+// position, and refreshes; the new source's catalog is read before the
+// swap, so hosts never see the source's tools missing. The caller stops
+// the old source afterwards. Replacing an unknown name adds it.
+func (h *Hub) Replace(ctx context.Context, name string, src Source, opts *SourceOptions) error {
+	st := &sourceState{name: name, src: src}
+	if opts != nil {
+		st.opts = *opts
+	}
+	h.refreshMu.Lock()
+	h.mu.Lock()
+	i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name })
+	h.mu.Unlock()
+	h.refreshMu.Unlock()
+	if i < 0 {
+		return h.Add(ctx, name, src, opts)
+	}
+	if n, ok := src.(Notifier); ok {
+		n.SetListener(&listener{h: h, name: name})
+	}
+	h.loadCatalog(ctx, st)
+	h.refreshMu.Lock()
+	h.mu.Lock()
+	if i = slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
+		h.sources[i] = st
+	} else {
+		h.sources = append(h.sources, st)
+	}
+	h.mu.Unlock()
+	h.refreshMu.Unlock()
+	return h.rebuild()
+}
+
+// SetSourceOptions changes how the hub serves the source called name
+// (prefix, filters, timeout, drift policy) without touching the source.
+func (h *Hub) SetSourceOptions(name string, opts SourceOptions) error {
+	h.refreshMu.Lock()
+	h.mu.Lock()
+	found := false
+	for _, s := range h.sources {
+		if s.name == name {
+			s.opts = opts
+			found = true
+		}
+	}
+	h.mu.Unlock()
+	h.refreshMu.Unlock()
+	if !found {
+		return fmt.Errorf("source %q: not in the hub", name)
+	}
+	return h.rebuild()
+}
+
+// SetLock replaces the lock manifest that drift is measured against (nil:
+// no lock, no drift) and re-applies the drift policies.
+func (h *Hub) SetLock(m *Manifest) error {
+	h.mu.Lock()
+	h.lock = m
+	h.mu.Unlock()
+	return h.rebuild()
+}
+
+// SetPresets replaces the hub-level presets (see [Options.Presets]).
+func (h *Hub) SetPresets(p map[string][]string) error {
+	h.mu.Lock()
+	h.presets = p
+	h.mu.Unlock()
+	return h.rebuild()
+}
+
+// Drift returns, per source, how its tools differ from the lock manifest,
+// as of the last refresh. Sources without drift (or without a lock) are
+// absent.
+func (h *Hub) Drift() map[string]*Drift {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[string]*Drift, len(h.drift))
+	for k, v := range h.drift {
+		c := *v
+		out[k] = &c
+	}
+	return out
 }
 
 // Refresh reads every source's catalog again and updates the views. Hosts
@@ -357,13 +495,33 @@ func (h *Hub) rebuild() error {
 
 	h.mu.RLock()
 	prev := h.table
+	lock, presets, prevDrift := h.lock, h.presets, h.drift
 	h.mu.RUnlock()
 	t, collisions := buildTable(sources, catalogs, prev, h.logger)
 	for _, c := range collisions {
 		h.logger.Warn("name collision", "kind", c.Kind, "name", c.Name, "served_from", c.Winner, "hidden_from", c.Loser)
 	}
+	drift := applyLock(t, sources, lock)
+	for name, d := range drift {
+		if old := prevDrift[name]; old == nil || old.String() != d.String() {
+			h.logger.Warn("tool drift against the lock", LogKeySource, name, "drift", strings.TrimSpace(d.String()))
+		}
+	}
+	for name, tools := range presets {
+		key := normPreset(name)
+		for _, n := range tools {
+			if _, ok := t.toolIndex[n]; ok && !slices.Contains(t.presets[key], n) {
+				t.presets[key] = append(t.presets[key], n)
+			}
+		}
+		if _, ok := t.presets[key]; !ok {
+			t.presets[key] = []string{}
+		}
+		sort.Strings(t.presets[key])
+	}
 	h.mu.Lock()
 	h.table = t
+	h.drift = drift
 	h.collisions = collisions
 	views := slices.Clone(h.views)
 	h.mu.Unlock()
@@ -375,6 +533,61 @@ func (h *Hub) rebuild() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// applyLock compares each source's tools in t with the lock, removes the
+// tools that sources with [DriftBlock] may not serve, and returns the drift
+// of every source whose policy is not [DriftAccept].
+func applyLock(t *table, sources []*sourceState, lock *Manifest) map[string]*Drift {
+	out := make(map[string]*Drift)
+	if lock == nil {
+		return out
+	}
+	for _, s := range sources {
+		if s.opts.Drift == DriftAccept {
+			continue
+		}
+		locked := &Manifest{Version: ManifestVersion}
+		pins := make(map[string]ManifestTool)
+		for _, mt := range lock.Tools {
+			if mt.Source == s.name {
+				locked.Tools = append(locked.Tools, mt)
+				pins[mt.Name] = mt
+			}
+		}
+		live := &Manifest{Version: ManifestVersion}
+		for _, e := range t.tools {
+			if e.source == s {
+				live.Tools = append(live.Tools, PinTool(e.tool, s.name))
+			}
+		}
+		d := locked.Compare(live)
+		if d.Empty() {
+			continue
+		}
+		out[s.name] = d
+		if s.opts.Drift != DriftBlock {
+			continue
+		}
+		blocked := make(map[string]bool)
+		for _, n := range d.Added {
+			blocked[n] = true
+		}
+		for _, c := range d.Changed {
+			blocked[c.Name] = true
+		}
+		t.tools = slices.DeleteFunc(t.tools, func(e *toolEntry) bool {
+			if e.source == s && blocked[e.name] {
+				delete(t.toolIndex, e.name)
+				return true
+			}
+			return false
+		})
+		for k, names := range t.presets {
+			t.presets[k] = slices.DeleteFunc(names, func(n string) bool { _, ok := t.toolIndex[n]; return !ok })
+		}
+	}
+	return out
 }
 
 // table is an immutable snapshot of everything the hub serves, by exposed
@@ -589,6 +802,10 @@ func (h *Hub) callTool(ctx context.Context, v *View, req *mcp.CallToolRequest) (
 	name := req.Params.Name
 	h.mu.RLock()
 	e := h.table.toolIndex[name]
+	var timeout time.Duration
+	if e != nil {
+		timeout = e.source.opts.Timeout
+	}
 	h.mu.RUnlock()
 	if e == nil || !v.allows(name) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
@@ -597,7 +814,7 @@ func (h *Hub) callTool(ctx context.Context, v *View, req *mcp.CallToolRequest) (
 	params.Name = e.local
 	local := *req
 	local.Params = &params
-	if d := e.source.opts.Timeout; d > 0 {
+	if d := timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
@@ -751,12 +968,16 @@ func rawSchema(s any) json.RawMessage {
 func (h *Hub) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	h.mu.RLock()
 	e := h.table.toolIndex[name]
+	var timeout time.Duration
+	if e != nil {
+		timeout = e.source.opts.Timeout
+	}
 	h.mu.RUnlock()
 	if e == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: e.local, Arguments: args}}
-	if d := e.source.opts.Timeout; d > 0 {
+	if d := timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()

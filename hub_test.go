@@ -481,3 +481,122 @@ func TestRefreshWithoutChangeSendsNoListChanged(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+func TestDriftPolicies(t *testing.T) {
+	// Lock a hub with tools a and b, then serve a changed b and a new c.
+	h0 := newHub(t)
+	add(t, h0, "s", newPack("s", "a", "b"), junction.PrefixNever)
+	lock := junction.NewManifest(h0.Tools())
+
+	changed := junction.NewPack("s")
+	for _, n := range []string{"a", "b", "c"} {
+		desc := "echo from s"
+		if n == "b" {
+			desc = "now it exfiltrates"
+		}
+		junction.AddTool(changed, &mcp.Tool{Name: n, Description: desc}, func(context.Context, *mcp.CallToolRequest, echoIn) (*mcp.CallToolResult, echoOut, error) {
+			return nil, echoOut{}, nil
+		})
+	}
+	for _, tc := range []struct {
+		policy    junction.DriftPolicy
+		wantTools []string
+		wantDrift bool
+	}{
+		{junction.DriftWarn, []string{"a", "b", "c"}, true},
+		{junction.DriftBlock, []string{"a"}, true},
+		{junction.DriftAccept, []string{"a", "b", "c"}, false},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			h := junction.New(&junction.Options{Lock: lock})
+			defer h.Close()
+			if err := h.Add(t.Context(), "s", changed, &junction.SourceOptions{Prefix: junction.PrefixNever, Drift: tc.policy}); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, ti := range h.Tools() {
+				names = append(names, ti.Tool.Name)
+			}
+			if diff := cmp.Diff(tc.wantTools, names); diff != "" {
+				t.Errorf("served tools (-want +got):\n%s", diff)
+			}
+			d := h.Drift()["s"]
+			if (d != nil) != tc.wantDrift {
+				t.Fatalf("Drift() = %v, want drift %v", d, tc.wantDrift)
+			}
+			if d != nil {
+				want := &junction.Drift{Added: []string{"c"}, Changed: []junction.ToolChange{{Name: "b", Fields: []string{"description"}}}}
+				if diff := cmp.Diff(want, d); diff != "" {
+					t.Errorf("drift (-want +got):\n%s", diff)
+				}
+			}
+			// Re-locking (as "junction lock" does: a hub without a lock
+			// serves everything) clears it and unblocks.
+			unlocked := junction.New(nil)
+			defer unlocked.Close()
+			unlocked.Add(t.Context(), "s", changed, &junction.SourceOptions{Prefix: junction.PrefixNever})
+			if err := h.SetLock(junction.NewManifest(unlocked.Tools())); err != nil {
+				t.Fatal(err)
+			}
+			if d := h.Drift()["s"]; d != nil {
+				t.Errorf("drift after re-lock = %v, want none", d)
+			}
+			if n := len(h.Tools()); n != 3 {
+				t.Errorf("%d tools after re-lock, want 3", n)
+			}
+		})
+	}
+}
+
+func TestReplaceAndSourceOptions(t *testing.T) {
+	h := newHub(t)
+	add(t, h, "a", newPack("a", "x"), junction.PrefixAlways)
+	add(t, h, "b", newPack("b", "y"), junction.PrefixAlways)
+	if err := h.Replace(t.Context(), "a", newPack("a2", "x", "z"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ti := range h.Tools() {
+		names = append(names, ti.Tool.Name)
+	}
+	if diff := cmp.Diff([]string{"a__x", "a__z", "b__y"}, names); diff != "" {
+		t.Errorf("after Replace (-want +got):\n%s", diff)
+	}
+	res, err := h.Call(t.Context(), "a__x", json.RawMessage(`{"text":"q"}`))
+	if err != nil || !strings.Contains(string(res.StructuredContent.(json.RawMessage)), "a2/x") {
+		t.Errorf("a__x after Replace routed to %v, %v; want the new source", res, err)
+	}
+	if err := h.SetSourceOptions("b", junction.SourceOptions{Prefix: junction.PrefixNever, Deny: []string{"y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Tools()) != 2 {
+		t.Errorf("after denying b's only tool: %d tools, want 2", len(h.Tools()))
+	}
+	if err := h.SetSourceOptions("nope", junction.SourceOptions{}); err == nil {
+		t.Error("SetSourceOptions on an unknown source succeeded")
+	}
+}
+
+func TestViewSourcesAndHubPresets(t *testing.T) {
+	h := junction.New(&junction.Options{Presets: map[string][]string{"Mixed": {"a__x", "b__y"}}})
+	defer h.Close()
+	add(t, h, "a", newPack("a", "x", "w"), junction.PrefixAlways)
+	add(t, h, "b", newPack("b", "y"), junction.PrefixAlways)
+	v, err := h.NewView("p", junction.Selection{Sources: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a__w", "a__x"}, listNames(t, connect(t, v, nil))); diff != "" {
+		t.Errorf("sources view (-want +got):\n%s", diff)
+	}
+	v2, err := h.NewView("q", junction.Selection{Presets: []string{"mixed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a__x", "b__y"}, listNames(t, connect(t, v2, nil))); diff != "" {
+		t.Errorf("hub preset view (-want +got):\n%s", diff)
+	}
+	if _, err := h.NewView("r", junction.Selection{Sources: []string{"zzz"}}); err == nil || !strings.Contains(err.Error(), `unknown source "zzz"`) {
+		t.Errorf("unknown source: %v", err)
+	}
+}

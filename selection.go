@@ -18,11 +18,14 @@ type Selection struct {
 	Presets []string
 	Tools   []string
 	Deny    []string
+	// Sources, if non-empty, limits the view to these sources: their
+	// tools (narrowed further by the fields above), prompts and resources.
+	Sources []string
 }
 
 // IsZero reports whether s selects every tool.
 func (s Selection) IsZero() bool {
-	return len(s.Presets) == 0 && len(s.Tools) == 0 && len(s.Deny) == 0
+	return len(s.Presets) == 0 && len(s.Tools) == 0 && len(s.Deny) == 0 && len(s.Sources) == 0
 }
 
 // Union returns the selection of both s and o.
@@ -31,6 +34,7 @@ func (s Selection) Union(o Selection) Selection {
 		Presets: append(slices.Clone(s.Presets), o.Presets...),
 		Tools:   append(slices.Clone(s.Tools), o.Tools...),
 		Deny:    append(slices.Clone(s.Deny), o.Deny...),
+		Sources: append(slices.Clone(s.Sources), o.Sources...),
 	}
 }
 
@@ -119,3 +123,9 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // normPreset is the key a preset name is stored under.
 func normPreset(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+
+func sortedCopy(in []string) []string {
+	out := slices.Clone(in)
+	sort.Strings(out)
+	return out
+}

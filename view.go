@@ -3,6 +3,7 @@ package junction
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,14 @@ func (h *Hub) NewView(name string, sel Selection) (*View, error) {
 	h.mu.RUnlock()
 	if _, err := sel.resolve(t.toolNames(), t.presets); err != nil {
 		return nil, err
+	}
+	if len(sel.Sources) > 0 {
+		names := h.SourceNames()
+		for _, s := range sel.Sources {
+			if !slices.Contains(names, s) {
+				return nil, &UnknownNameError{Kind: "source", Name: s, Known: sortedCopy(names)}
+			}
+		}
 	}
 	v := &View{
 		hub:       h,
@@ -140,6 +149,15 @@ func (v *View) sync(t *table) error {
 		}
 		active = v.lenientActive(t)
 	}
+	if len(v.sel.Sources) > 0 {
+		narrowed := make(map[string]bool)
+		for _, e := range t.tools {
+			if slices.Contains(v.sel.Sources, e.source.name) && (active == nil || active[e.name]) {
+				narrowed[e.name] = true
+			}
+		}
+		active = narrowed
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.active = active
@@ -185,6 +203,9 @@ func (v *View) sync(t *table) error {
 		v.server.RemovePrompts(removePrompts...)
 	}
 	for _, e := range t.prompts {
+		if !v.fromSource(e.source) {
+			continue
+		}
 		if v.prompts[e.name] == e {
 			continue
 		}
@@ -205,6 +226,9 @@ func (v *View) sync(t *table) error {
 		v.server.RemoveResources(removeRes...)
 	}
 	for _, e := range t.resources {
+		if !v.fromSource(e.source) {
+			continue
+		}
 		if v.resources[e.resource.URI] == e {
 			continue
 		}
@@ -229,6 +253,9 @@ func (v *View) sync(t *table) error {
 		v.server.RemoveResourceTemplates(removeTpl...)
 	}
 	for _, e := range t.templates {
+		if !v.fromSource(e.source) {
+			continue
+		}
 		if v.templates[e.template.URITemplate] == e {
 			continue
 		}
@@ -239,6 +266,11 @@ func (v *View) sync(t *table) error {
 		v.templates[e.template.URITemplate] = e
 	}
 	return nil
+}
+
+// fromSource reports whether the view serves what source s offers.
+func (v *View) fromSource(s *sourceState) bool {
+	return len(v.sel.Sources) == 0 || slices.Contains(v.sel.Sources, s.name)
 }
 
 // lenientActive resolves the selection ignoring names t does not have.
