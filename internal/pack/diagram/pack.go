@@ -241,6 +241,9 @@ type RunRequest struct {
 	// document. Exactly one is set.
 	Diagram string
 	Content []byte
+	// Name labels a Content run in results; empty means the document's
+	// own name, or "(inline)".
+	Name string
 	// Input is the run's input, .input in templates and the start node's
 	// output.
 	Input map[string]any
@@ -305,8 +308,12 @@ func (p *Pack) load(req RunRequest) (string, *Diagram, error) {
 	if errs := ps.Errors(); len(errs) > 0 {
 		return name, nil, &InvalidDiagramError{Diagram: name, Problems: errs}
 	}
-	if name == "(inline)" && d.Name != "" {
-		name = d.Name
+	if name == "(inline)" {
+		if req.Name != "" {
+			name = req.Name
+		} else if d.Name != "" {
+			name = d.Name
+		}
 	}
 	return name, d, nil
 }

@@ -1,0 +1,416 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/daemon"
+	"github.com/junction-mcp/junction/internal/pack/diagram"
+)
+
+// envReadyFD names the file descriptor on which a background run's child
+// process reports that the run has started.
+const envReadyFD = "JUNCTION_DIAGRAM_READY_FD"
+
+// backgroundStartTimeout bounds the wait for a background child to
+// report its run started (DiPeO waits 60s too).
+const backgroundStartTimeout = 60 * time.Second
+
+const diagramAbout = `
+Diagrams are small workflows whose steps are the hub's tools (see
+docs/diagrams.md). These commands work on the diagram store in the data
+directory (-data-dir, default $XDG_STATE_HOME/junction), the same one
+"junction serve -pack diagram" uses, so a diagram compiled here can be run
+by a host, and a run started here can be read back by see_result.
+
+Tool nodes can call the tools of every pack named with -pack (the core
+pack is always there unless -no-default-packs). Command nodes run only
+when JUNCTION_DIAGRAM_ALLOW_COMMANDS=1.`
+
+// diagramFlags are the flags every diagram subcommand takes.
+type diagramFlags struct {
+	hf hubFlags
+}
+
+func (f *diagramFlags) register(env *Env, name, synopsis, about string) *flag.FlagSet {
+	fs := newFlagSet(env, "diagram "+name, synopsis, strings.TrimSpace(about)+"\n"+diagramAbout)
+	f.hf.register(fs)
+	return fs
+}
+
+// open builds a hub with the requested packs and the diagram pack over
+// the data directory.
+func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Daemon, *diagram.Pack, error) {
+	logger, err := f.hf.logger(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	var packs []string
+	if !f.hf.noDefaultPacks {
+		packs = append(packs, daemon.DefaultPacks()...)
+	}
+	for _, p := range f.hf.packs {
+		if p != diagram.Name && !slices.Contains(packs, p) {
+			packs = append(packs, p)
+		}
+	}
+	packs = slices.DeleteFunc(packs, func(p string) bool { return p == diagram.Name })
+	if packs == nil {
+		packs = []string{}
+	}
+	dir := f.hf.dataDir
+	if dir == "" {
+		dir = daemon.DefaultDataDir(env.Getenv)
+	}
+	d, err := daemon.Build(ctx, daemon.Spec{Packs: packs, Logger: logger, Getenv: env.Getenv, DataDir: dir})
+	if err != nil {
+		return nil, nil, err
+	}
+	allow := env.Getenv(daemon.EnvDiagramAllowCommands)
+	p, err := diagram.New(diagram.Options{Hub: d.Hub, DataDir: dir, AllowCommands: allow == "1" || allow == "true", Logger: logger})
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	d.AddCloser(p)
+	if err := d.Hub.Add(ctx, diagram.Name, p.Pack, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, p, nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func runDiagramCompile(ctx context.Context, env *Env, args []string) error {
+	var f diagramFlags
+	fs := f.register(env, "compile", "[flags] FILE", `
+Validate a diagram file ("-" reads standard input) and print every problem
+with its node id and field. With -push-as, a valid diagram is also saved
+under that name. Exit status 1 means the diagram is not valid.`)
+	pushAs := fs.String("push-as", "", "save the diagram under `name` if it is valid")
+	pos, err := parseInterspersed(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("diagram compile needs one FILE, got %d arguments", len(pos))
+	}
+	src, err := readDiagramFile(env, pos[0])
+	if err != nil {
+		return err
+	}
+	d, p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	c, err := p.Compile(src, *pushAs)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{
+		"valid":      c.Valid,
+		"errors":     c.Errors,
+		"warnings":   c.Warnings,
+		"node_count": c.NodeCount,
+		"edge_count": c.EdgeCount,
+	}
+	if c.Errors == nil {
+		out["errors"] = []diagram.Problem{}
+	}
+	if c.Warnings == nil {
+		out["warnings"] = []diagram.Problem{}
+	}
+	if c.PushedAs != "" {
+		out["pushed_as"] = c.PushedAs
+	}
+	if err := printJSON(env.Stdout, out); err != nil {
+		return err
+	}
+	if !c.Valid {
+		for _, pr := range c.Errors {
+			fmt.Fprintf(env.Stderr, "%s: %s\n", pos[0], pr)
+		}
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func readDiagramFile(env *Env, path string) ([]byte, error) {
+	var r io.Reader = env.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// normFileName names a diagram file's run: its base name without .yaml.
+func normFileName(path string) string {
+	base := filepath.Base(path)
+	for _, ext := range []string{".yaml", ".yml", ".json"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
+}
+
+// isDiagramFile tells a FILE argument from a saved diagram's NAME.
+func isDiagramFile(arg string) bool {
+	if arg == "-" || strings.ContainsAny(arg, `/\`) {
+		return true
+	}
+	if _, err := os.Stat(arg); err == nil {
+		return true
+	}
+	return false
+}
+
+func runDiagramRun(ctx context.Context, env *Env, args []string) error {
+	var f diagramFlags
+	fs := f.register(env, "run", "[flags] NAME|FILE", `
+Run a saved diagram (NAME) or a diagram file (FILE, "-" for standard
+input) and print the run: status, the endpoint's output, every node's
+output. Exit status 1 means the run did not complete.
+
+With -background the run goes on in a detached junction process; the
+command prints its session id (exec_...) at once. Read the result with
+"junction diagram results ID", or see_result from any host of a hub with
+the same data directory.`)
+	input := fs.String("input", "", "the run's input, a JSON `object`")
+	background := fs.Bool("background", false, "run in a detached process and print the session id at once")
+	timeout := fs.Duration("timeout", 0, "bound on the whole run (default 5m)")
+	runID := fs.String("run-id", "", "internal: run id handed to a background child")
+	pos, err := parseInterspersed(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("diagram run needs one NAME or FILE, got %d arguments", len(pos))
+	}
+	var in map[string]any
+	if *input != "" {
+		if err := json.Unmarshal([]byte(*input), &in); err != nil {
+			return usageErrorf("-input: not a JSON object: %v", err)
+		}
+	}
+	req := diagram.RunRequest{Input: in, Timeout: *timeout, ID: *runID}
+	target := pos[0]
+	if isDiagramFile(target) {
+		src, err := readDiagramFile(env, target)
+		if err != nil {
+			return err
+		}
+		req.Content = src
+		if target != "-" {
+			req.Name = normFileName(target)
+		}
+	} else {
+		req.Diagram = target
+	}
+	if *background {
+		if target == "-" {
+			return usageErrorf("-background cannot read the diagram from standard input; save it with diagram compile -push-as first")
+		}
+		return startBackground(ctx, env, args, target)
+	}
+
+	d, p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	var run *diagram.Run
+	if *runID != "" {
+		run, err = runChild(ctx, env, p, req)
+	} else {
+		run, err = p.Run(ctx, req)
+	}
+	if err != nil {
+		return err
+	}
+	if err := printJSON(env.Stdout, publicRun(run)); err != nil {
+		return err
+	}
+	if run.Status != diagram.StatusCompleted {
+		return &ExitError{Code: 1, Err: fmt.Errorf("run %s %s: %s", run.SessionID, run.Status, run.Error)}
+	}
+	return nil
+}
+
+func publicRun(r *diagram.Run) *diagram.Run {
+	c := *r
+	c.Owner = ""
+	return &c
+}
+
+// runChild is the background child's side: start the run, tell the parent
+// on the ready descriptor, then wait for the run to end.
+func runChild(ctx context.Context, env *Env, p *diagram.Pack, req diagram.RunRequest) (*diagram.Run, error) {
+	var ready io.WriteCloser = nopWriteCloser{io.Discard}
+	if fd, err := strconv.Atoi(env.Getenv(envReadyFD)); err == nil && fd > 2 {
+		ready = os.NewFile(uintptr(fd), "ready")
+	}
+	run, err := p.Start(req)
+	if err != nil {
+		json.NewEncoder(ready).Encode(map[string]string{"error": err.Error()})
+		ready.Close()
+		return nil, err
+	}
+	json.NewEncoder(ready).Encode(map[string]string{"session_id": run.SessionID, "status": "started"})
+	ready.Close()
+	if err := p.Wait(ctx, run.SessionID); err != nil {
+		// Interrupted: closing the pack records the run as failed.
+		return nil, err
+	}
+	return p.Result(context.WithoutCancel(ctx), run.SessionID)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// startBackground re-runs this command as a detached child process with
+// a fresh run id, waits for it to report the run started, and prints
+// {"session_id", "status": "started"}.
+func startBackground(ctx context.Context, env *Env, args []string, target string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("background run: finding the junction binary: %w", err)
+	}
+	id := diagram.NewRunID()
+	childArgs := []string{"diagram", "run", "-run-id", id}
+	for _, a := range args {
+		if a == "-background" || a == "--background" || a == "-background=true" || a == "--background=true" {
+			continue
+		}
+		if a == target && isDiagramFile(target) {
+			if abs, err := filepath.Abs(target); err == nil {
+				a = abs
+			}
+		}
+		childArgs = append(childArgs, a)
+	}
+	dir := daemon.DefaultDataDir(env.Getenv)
+	for i, a := range args {
+		if (a == "-data-dir" || a == "--data-dir") && i+1 < len(args) {
+			dir = args[i+1]
+		} else if v, ok := strings.CutPrefix(strings.TrimPrefix(a, "-"), "-data-dir="); ok {
+			dir = v
+		} else if v, ok := strings.CutPrefix(a, "-data-dir="); ok {
+			dir = v
+		}
+	}
+	logDir := filepath.Join(dir, "diagram-logs")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return fmt.Errorf("background run: %w", err)
+	}
+	logPath := filepath.Join(logDir, id+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("background run: %w", err)
+	}
+	defer logFile.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("background run: %w", err)
+	}
+	defer pr.Close()
+	// The child outlives this command on purpose: it owns the run.
+	cmd := exec.Command(exe, childArgs...)
+	cmd.Env = append(slices.DeleteFunc(env.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envReadyFD+"=") }), envReadyFD+"=3")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.ExtraFiles = []*os.File{pw}
+	detach(cmd)
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return fmt.Errorf("background run: starting %s: %w", exe, err)
+	}
+	pw.Close()
+	cmd.Process.Release()
+
+	type answer struct {
+		SessionID string `json:"session_id"`
+		Status    string `json:"status"`
+		Error     string `json:"error"`
+	}
+	got := make(chan answer, 1)
+	go func() {
+		var a answer
+		line, err := bufio.NewReader(pr).ReadBytes('\n')
+		if err != nil || json.Unmarshal(line, &a) != nil {
+			a.Error = fmt.Sprintf("the background process exited before starting the run (see %s)", logPath)
+		}
+		got <- a
+	}()
+	timer := time.NewTimer(backgroundStartTimeout)
+	defer timer.Stop()
+	select {
+	case a := <-got:
+		if a.Error != "" {
+			return errors.New(a.Error)
+		}
+		return printJSON(env.Stdout, map[string]string{"session_id": a.SessionID, "status": "started", "log": logPath})
+	case <-timer.C:
+		return fmt.Errorf("background execution start timed out after %s (see %s)", backgroundStartTimeout, logPath)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func runDiagramResults(ctx context.Context, env *Env, args []string) error {
+	var f diagramFlags
+	fs := f.register(env, "results", "[flags] ID", `
+Print the run with session id ID (exec_ and 32 hex digits): its status
+(running, completed, failed or cancelled), the nodes it ran, their outputs,
+the endpoint's output and any error. Exit status 1 means the run failed or
+was cancelled; 0 means it completed or is still running.`)
+	pos, err := parseInterspersed(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("diagram results needs one ID, got %d arguments", len(pos))
+	}
+	d, p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	run, err := p.Result(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if err := printJSON(env.Stdout, publicRun(run)); err != nil {
+		return err
+	}
+	if run.Status == diagram.StatusFailed || run.Status == diagram.StatusCancelled {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
