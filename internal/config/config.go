@@ -50,6 +50,9 @@ const (
 	PrefixNever      = "never"
 )
 
+// NoTimeout is the value of a timeout written as "none": no bound at all.
+const NoTimeout time.Duration = -1
+
 // Shapes for [Config.Shape].
 const (
 	ShapeJunction   = "junction"   // junction's own keys
@@ -105,9 +108,11 @@ type Source struct {
 	// Tools filters the source's own (unprefixed) tool names.
 	Tools ToolFilter
 	// Timeout bounds each call to the source; zero means the upstream
-	// package's default. Timeouts restart when the source reports progress.
+	// package's default and [NoTimeout] ("none" in the file) means no
+	// bound. Timeouts restart when the source reports progress.
 	Timeout time.Duration
-	// ToolTimeouts override Timeout for single tools, by unprefixed name.
+	// ToolTimeouts override Timeout for single tools, by unprefixed name;
+	// NoTimeout means no bound.
 	ToolTimeouts map[string]time.Duration
 	// Drift is the policy when the source's tools differ from the lock
 	// file: "warn" (default), "block" or "accept".
@@ -148,6 +153,17 @@ type Server struct {
 	Headers map[string]string
 	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
 	BearerToken string
+
+	// ConnectTimeout bounds one connection attempt (spawn or dial,
+	// initialize, first listing); zero means the upstream package default.
+	ConnectTimeout time.Duration
+	// KeepAlive, if positive, pings the server at that interval.
+	KeepAlive time.Duration
+	// StopTimeout is how long each stage of stopping a stdio server may
+	// take; zero means the upstream package default.
+	StopTimeout time.Duration
+	// ProtocolVersion, if set, is the MCP version offered to the server.
+	ProtocolVersion string
 
 	Source
 }

@@ -237,6 +237,14 @@ func (d *decoder) duration(n *node, path string) time.Duration {
 	return 0
 }
 
+// callTimeout is a duration, or "none" for no bound ([NoTimeout]).
+func (d *decoder) callTimeout(n *node, path string) time.Duration {
+	if n.kind == scalarNode && n.tag == "str" && strings.EqualFold(strings.TrimSpace(n.value), "none") {
+		return NoTimeout
+	}
+	return d.duration(n, path)
+}
+
 func (d *decoder) integer(n *node, path string) int64 {
 	if n.kind == scalarNode && n.tag == "int" {
 		v, err := strconv.ParseInt(n.value, 0, 64)
@@ -392,6 +400,7 @@ func (d *decoder) inputs(n *node, path string) {
 // --- servers ---
 
 var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_file", "url", "headers", "bearer_token",
+	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
 
 // serverAliases are the spellings hosts use for junction's keys.
@@ -484,6 +493,14 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.Headers = d.strMap(e.val, p, true)
 		case "bearer_token":
 			s.BearerToken = d.strX(e.val, p)
+		case "connect_timeout":
+			s.ConnectTimeout = d.duration(e.val, p)
+		case "keep_alive":
+			s.KeepAlive = d.duration(e.val, p)
+		case "stop_timeout":
+			s.StopTimeout = d.duration(e.val, p)
+		case "protocol_version":
+			s.ProtocolVersion = d.str(e.val, p)
 		case "allow", "deny":
 			if seen["tools"] != "" {
 				d.fail(e.line, p, "set tools.%s instead, not both %s and tools", key, e.key)
@@ -536,14 +553,14 @@ func (d *decoder) sourceKey(s *Source, key string, e entry, p string) bool {
 	case "tools":
 		d.toolFilter(&s.Tools, e.val, p)
 	case "timeout":
-		s.Timeout = d.duration(e.val, p)
+		s.Timeout = d.callTimeout(e.val, p)
 	case "tool_timeouts":
 		entries := d.mapping(e.val, p)
 		if entries != nil {
 			s.ToolTimeouts = make(map[string]time.Duration, len(entries))
 		}
 		for _, te := range entries {
-			s.ToolTimeouts[te.key] = d.duration(te.val, join(p, te.key))
+			s.ToolTimeouts[te.key] = d.callTimeout(te.val, join(p, te.key))
 		}
 	case "drift":
 		s.Drift = strings.ToLower(d.str(e.val, p))

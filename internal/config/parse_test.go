@@ -148,10 +148,15 @@ servers:
     prefix: never
     tools: {deny: [a, b]}
     timeout: 90
-    tool_timeouts: {slow: 2m, quick: 1.5}
+    tool_timeouts: {slow: 2m, quick: 1.5, forever: none}
     drift: block
     disabled: true
+    connect_timeout: 5s
+    keep_alive: 30s
+    stop_timeout: 1s
+    protocol_version: "2025-06-18"
   local:
+    timeout: none
     command: ./srv
     args: [--port, 8080, true]
     cwd: /srv
@@ -209,11 +214,12 @@ log: {level: debug, format: json}
 		Servers: map[string]*Server{
 			"gh": {Transport: TransportSSE, URL: "https://h/sse", BearerToken: "tok", Source: Source{
 				Prefix: PrefixNever, Tools: ToolFilter{Deny: []string{"a", "b"}}, Timeout: 90 * time.Second,
-				ToolTimeouts: map[string]time.Duration{"slow": 2 * time.Minute, "quick": 1500 * time.Millisecond},
-				Drift:        DriftBlock, Disabled: true}},
+				ToolTimeouts: map[string]time.Duration{"slow": 2 * time.Minute, "quick": 1500 * time.Millisecond, "forever": NoTimeout},
+				Drift:        DriftBlock, Disabled: true},
+				ConnectTimeout: 5 * time.Second, KeepAlive: 30 * time.Second, StopTimeout: time.Second, ProtocolVersion: "2025-06-18"},
 			"local": {Transport: TransportStdio, Command: "./srv", Args: []string{"--port", "8080", "true"}, Cwd: "/srv",
 				EnvFile: ".env", Env: map[string]string{"N": "1"}, UnsetEnv: []string{"GONE"},
-				Source: Source{Prefix: PrefixOnConflict, Tools: ToolFilter{Allow: []string{"x"}}, Drift: DriftWarn}},
+				Source: Source{Prefix: PrefixOnConflict, Tools: ToolFilter{Allow: []string{"x"}}, Drift: DriftWarn, Timeout: NoTimeout}},
 		},
 		Packs: map[string]*Pack{
 			"core": {Source: Source{Prefix: PrefixNever, Drift: DriftWarn}},
@@ -235,7 +241,7 @@ log: {level: debug, format: json}
 		Lock:  Lock{Path: "junction.lock"},
 		Log:   Log{Level: "debug", Format: "json"},
 		Shape: ShapeJunction,
-		Warnings: []Warning{{Line: 48, Path: "profiles.p.presets[1]",
+		Warnings: []Warning{{Line: 53, Path: "profiles.p.presets[1]",
 			Msg: `preset "minimal" is not in presets; it must come from a pack (checked when the hub starts)`}},
 	}
 	if diff := cmp.Diff(want, c, ignoreUnexported); diff != "" {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate checks the config as a whole: names, required fields per
@@ -154,6 +155,14 @@ func (v *validator) server(s *Server, path string) {
 			"env": len(s.Env) > 0 || len(s.UnsetEnv) > 0, "cwd": s.Cwd != "", "env_file": s.EnvFile != ""})
 	}
 	v.headers(s.Headers, join(path, "headers"))
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"connect_timeout", s.ConnectTimeout}, {"keep_alive", s.KeepAlive}, {"stop_timeout", s.StopTimeout}} {
+		if d.v < 0 {
+			v.fail(join(path, d.key), "must not be negative")
+		}
+	}
 }
 
 // hasBad reports whether a field under path failed to decode.
@@ -227,16 +236,16 @@ func (v *validator) source(s *Source, path string) {
 	}
 	v.names(s.Tools.Allow, join(join(path, "tools"), "allow"))
 	v.names(s.Tools.Deny, join(join(path, "tools"), "deny"))
-	if s.Timeout < 0 {
-		v.fail(join(path, "timeout"), "must not be negative")
+	if s.Timeout < 0 && s.Timeout != NoTimeout {
+		v.fail(join(path, "timeout"), `must not be negative (write "none" for no timeout)`)
 	}
 	for _, name := range sortedKeys(s.ToolTimeouts) {
 		p := join(join(path, "tool_timeouts"), name)
 		if strings.TrimSpace(name) == "" {
 			v.fail(p, "tool name must not be empty")
 		}
-		if s.ToolTimeouts[name] <= 0 {
-			v.fail(p, "must be positive")
+		if d := s.ToolTimeouts[name]; d <= 0 && d != NoTimeout {
+			v.fail(p, `must be positive (write "none" for no timeout)`)
 		}
 	}
 }
