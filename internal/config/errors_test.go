@@ -90,7 +90,7 @@ func TestParseErrors(t *testing.T) {
 		// Presets and profiles.
 		{"empty preset", "yaml", "presets:\n  ro: []\n", `line 2: presets.ro: must list at least one tool`},
 		{"profile unknown server", "yaml", "servers:\n  github: {command: x}\nprofiles:\n  p:\n    servers: [gitub]\n", `line 5: profiles.p.servers[0]: unknown source "gitub" (did you mean "github"?)`},
-		{"profile name", "yaml", "profiles:\n  a/b: {}\n", `line 2: profiles["a/b"]: profile name "a/b" may use only letters, digits, "_", "-" and "." (it becomes part of tool names)`},
+		{"profile name", "yaml", "profiles:\n  a/b: {}\n", `line 2: profiles["a/b"]: profile name "a/b" may use only letters, digits, "_", "-" and "." (it becomes part of the URL /mcp/p/<name>)`},
 		{"profile unknown key", "yaml", "profiles:\n  p: {tool: [x]}\n", `line 2: profiles.p.tool: unknown key (did you mean "tools"?)`},
 
 		// HTTP, lock, log.

@@ -60,7 +60,7 @@ func (c *Config) validate(skip map[string]bool) Errors {
 	}
 	for _, name := range sortedKeys(c.Profiles) {
 		p := join("profiles", name)
-		if msg := nameProblem(name); msg != "" {
+		if msg := nameProblem(name, "the URL /mcp/p/<name>"); msg != "" {
 			v.fail(p, "profile %s", msg)
 		}
 		v.profile(c.Profiles[name], p, owner)
@@ -103,7 +103,7 @@ func (v *validator) fail(path, format string, args ...any) {
 
 // nameProblem says what is wrong with a server, plugin, pack or profile
 // name, or "".
-func nameProblem(name string) string {
+func nameProblem(name, use string) string {
 	switch {
 	case name == "":
 		return "name must not be empty"
@@ -114,14 +114,14 @@ func nameProblem(name string) string {
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return fmt.Sprintf("name %q may use only letters, digits, \"_\", \"-\" and \".\" (it becomes part of tool names)", name)
+			return fmt.Sprintf("name %q may use only letters, digits, \"_\", \"-\" and \".\" (it becomes part of %s)", name, use)
 		}
 	}
 	return ""
 }
 
 func (v *validator) sourceName(name, path string, owner map[string]string) {
-	if msg := nameProblem(name); msg != "" {
+	if msg := nameProblem(name, "tool names"); msg != "" {
 		v.fail(path, "%s", msg)
 	}
 	if prev, ok := owner[name]; ok {
