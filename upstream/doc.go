@@ -1,0 +1,103 @@
+// Package upstream connects to MCP servers as a client and keeps those
+// connections alive: a [Registry] of named [Server]s over stdio, legacy
+// SSE or Streamable HTTP, each supervised, reconnected and filtered, and
+// each usable as a [junction.Source] behind a hub. It works on its own,
+// without a hub:
+//
+//	reg := upstream.NewRegistry(&upstream.Options{Logger: logger})
+//	defer reg.Close()
+//	reg.Add("fs", upstream.Config{
+//		Command: "npx",
+//		Args:    []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"},
+//	})
+//	reg.Add("search", upstream.Config{URL: "https://search.example/mcp", BearerToken: token})
+//	reg.WaitReady(ctx) // optional: Add never blocks
+//	res, err := reg.CallTool(ctx, "fs__read_file", json.RawMessage(`{"path":"/tmp/x"}`))
+//
+// # Overview
+//
+//	Registry ── name → *Server ──┬── supervisor goroutine: connect, serve, reconnect
+//	                             ├── *mcp.Client (go-sdk) ── session ── transport
+//	                             │       stdio: own process group, junk-tolerant reader,
+//	                             │              stderr → slog line by line
+//	                             │       sse / http: go-sdk client transports + headers
+//	                             └── junction.Source: Catalog, CallTool, ReadResource, ...
+//
+// A [Config] is a plain value describing one server; nothing here reads
+// files or the environment. [Config.Validate] names the bad field
+// ("url: must not be empty for the http transport").
+//
+// # Lifecycle
+//
+// [New] (or [Registry.Add]) returns at once; the server connects in the
+// background. Its [State] is initializing, then connected. When a session
+// ends (the process exits, a stream breaks, a keepalive ping fails) the
+// server is degraded and reconnects at once; when a connection attempt
+// fails it is failed and retries after a capped exponential backoff with
+// jitter ([Options.MinBackoff], [Options.MaxBackoff]), for as long as the
+// server is open. A call to a server that is down starts an attempt
+// immediately and waits for it (up to Config.ConnectTimeout); if it fails,
+// the call fails with an error wrapping [junction.ErrSourceDown].
+// [Server.Snapshot] and [Registry.Snapshots] report state, tools, backoff
+// and the last error; [Options.OnEvent] reports every change as it
+// happens. [Server.Close] and [Registry.Close] stop everything and wait:
+// no goroutine and no process is left.
+//
+// # Stdio servers
+//
+// A stdio server runs in its own process group. Stopping it closes its
+// stdin, waits, sends SIGTERM to the whole group, waits, then SIGKILL
+// (Config.StopTimeout per stage), so wrappers such as npx and uvx do not
+// leave their children behind. Its stderr goes to the logger line by
+// line with the server's name. Lines on its stdout that are not JSON-RPC
+// messages (banners, stray prints) are logged and skipped, not fatal, and
+// content blocks of types go-sdk does not know are replaced by a text
+// block naming the type instead of failing the call.
+//
+// # Forwarding
+//
+// As a [junction.Source], a Server serves the upstream's tools, resources,
+// resource templates and prompts (all pages), after the Allow/Deny filters.
+// Schemas are kept as sent; a tool whose input schema has no "type" gets
+// "type":"object", one that is not an object schema is skipped with a
+// warning, so serving it can never panic. While the server is connecting
+// its catalog is empty, and the hub is told (CatalogChanged) on connect,
+// reconnect and every list_changed from the upstream.
+//
+// CallTool forwards arguments raw, and _meta with the progress token
+// replaced by one of junction's own. Progress from the upstream restarts
+// the call's no-progress timer (Config.CallTimeout, Config.ToolTimeouts)
+// and goes to the host session that made the call, with the host's token,
+// before the result. Cancelling the call's context cancels the upstream
+// request (go-sdk sends notifications/cancelled with the upstream's own
+// id). A tool error stays a result with IsError; a JSON-RPC error stays a
+// *jsonrpc.Error with its code; a timeout wraps context.DeadlineExceeded
+// and leaves the session up for other calls.
+//
+// Sampling and elicitation requests from an upstream go back to the host
+// that caused them. Under protocol 2026-07-28 they arrive inside the tool
+// result (multi round-trip) and travel back to the host with it; the
+// host's answers come back on the retried call and are forwarded. Under
+// older protocols the upstream sends a request that names no call: it is
+// routed to the host session with calls in flight on that server, and
+// refused if there is none or several (see [Server.CallTool]). Log
+// messages go to the log and to the hosts with calls in flight (or just
+// finished) on the server. Resource subscriptions are forwarded, kept
+// across reconnects, and updates reach the hub's [junction.Listener].
+//
+// # Drift
+//
+// Every time the tool list is read again (reconnect, list_changed),
+// [CompareTools] compares it with the previous one and reports every
+// difference: duplicates, added, removed, reordered, description, input
+// or output schema, title or annotations changed. Schemas are compared
+// canonically ([CanonicalJSON]). The last drift is in the snapshot and
+// each one is an [EventDrift] event.
+//
+// # Reloading
+//
+// [Registry.Replace] gives one server a new [Config] while the others keep
+// running: an equal configuration keeps the running server and its
+// session; a different one starts the new server, then stops the old.
+// [Registry.Remove] stops one server.
+package upstream

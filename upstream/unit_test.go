@@ -1,0 +1,313 @@
+package upstream
+
+import (
+	"bufio"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func tool(name, desc string, schema string) *mcp.Tool {
+	var s any
+	if schema != "" {
+		if err := json.Unmarshal([]byte(schema), &s); err != nil {
+			panic(err)
+		}
+	}
+	return &mcp.Tool{Name: name, Description: desc, InputSchema: s}
+}
+
+func TestCompareToolsReportsEverything(t *testing.T) {
+	t.Parallel()
+	before := []*mcp.Tool{
+		tool("a", "A", `{"type":"object","properties":{"x":{"type":"number","default":1}}}`),
+		tool("b", "B", `{"type":"object"}`),
+		tool("c", "C", `{"type":"object"}`),
+		tool("gone", "", `{"type":"object"}`),
+		tool("dup", "", `{"type":"object"}`),
+		tool("dup", "", `{"type":"object"}`),
+	}
+	after := []*mcp.Tool{
+		tool("c", "C", `{"type":"object"}`),
+		// Key order and 1 vs 1.0 do not matter.
+		tool("a", "A", `{"properties":{"x":{"default":1.0,"type":"number"}},"type":"object"}`),
+		tool("b", "B changed", `{"type":"object","required":["y"]}`),
+		tool("new", "", `{"type":"object"}`),
+		tool("dup", "", `{"type":"object"}`),
+	}
+	got := CompareTools(before, after)
+	want := []Change{
+		{Kind: ChangeDuplicate, Tool: "dup", List: "before"},
+		{Kind: ChangeAdded, Tool: "new"},
+		{Kind: ChangeRemoved, Tool: "gone"},
+		{Kind: ChangeReordered},
+		{Kind: ChangeDescription, Tool: "b"},
+		{Kind: ChangeInputSchema, Tool: "b"},
+	}
+	if diff := cmp.Diff(want, got.Changes); diff != "" {
+		t.Errorf("CompareTools (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"new", "b"}, got.Tools()); diff != "" {
+		t.Errorf("Tools() (-want +got):\n%s", diff)
+	}
+	if s := got.String(); !strings.Contains(s, `added: "new"`) || !strings.Contains(s, "tool order changed") {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+func TestCompareToolsSame(t *testing.T) {
+	t.Parallel()
+	if d := CompareTools(nil, []*mcp.Tool{}); !d.Empty() {
+		t.Errorf("CompareTools(nil, empty) = %v, want empty", d)
+	}
+	list := []*mcp.Tool{tool("a", "x", `{"type":"object"}`), tool("b", "", "")}
+	if d := CompareTools(list, list); !d.Empty() || d.String() != "no drift" {
+		t.Errorf("CompareTools(same) = %v, want empty", d)
+	}
+	// Removing a tool is not also a reorder of the rest.
+	if d := CompareTools(list, list[1:]); len(d.Changes) != 1 || d.Changes[0].Kind != ChangeRemoved {
+		t.Errorf("CompareTools(remove first) = %v, want only removed", d)
+	}
+	// Output schema and annotations are compared too.
+	a := &mcp.Tool{Name: "t", OutputSchema: map[string]any{"type": "object"}}
+	b := &mcp.Tool{Name: "t", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
+	want := []Change{{Kind: ChangeOutputSchema, Tool: "t"}, {Kind: ChangeTitleOrAnnotations, Tool: "t"}}
+	if diff := cmp.Diff(want, CompareTools([]*mcp.Tool{a}, []*mcp.Tool{b}).Changes); diff != "" {
+		t.Errorf("output schema and annotations (-want +got):\n%s", diff)
+	}
+}
+
+func TestCanonicalJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   any
+		want string
+	}{
+		{nil, "null"},
+		{json.RawMessage(" "), "null"},
+		{json.RawMessage(`{"b":1.0,"a":[3,1e0]}`), `{"a":[3,1],"b":1}`},
+		{map[string]any{"z": true, "a": "s"}, `{"a":"s","z":true}`},
+		{(*mcp.ToolAnnotations)(nil), "null"},
+	} {
+		got, err := CanonicalJSON(tc.in)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("CanonicalJSON(%v) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := CanonicalJSON(json.RawMessage(`{`)); err == nil {
+		t.Error("CanonicalJSON(invalid) succeeded")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // substring of the error; empty for valid
+	}{
+		{"stdio", Config{Command: "x"}, ""},
+		{"http by url", Config{URL: "https://example.com/mcp"}, ""},
+		{"sse", Config{Transport: TransportSSE, URL: "http://127.0.0.1:1/sse"}, ""},
+		{"empty", Config{}, "command: must not be empty"},
+		{"stdio with url", Config{Transport: TransportStdio, Command: "x", URL: "http://h"}, "url: must be empty"},
+		{"http without url", Config{Transport: TransportStreamableHTTP}, "url: must not be empty"},
+		{"ftp", Config{URL: "ftp://h/x"}, `url: scheme "ftp"`},
+		{"no host", Config{URL: "http:///x"}, "url: has no host"},
+		{"http with command", Config{Transport: TransportSSE, URL: "http://h", Command: "x"}, "command: must be empty"},
+		{"unknown transport", Config{Transport: "pigeon"}, `transport: unknown transport "pigeon"`},
+		{"bad header", Config{Command: "x", Headers: map[string]string{"a b": "c"}}, `headers: invalid header name "a b"`},
+		{"allow and deny", Config{Command: "x", Allow: []string{"a"}, Deny: []string{"b"}}, "mutually exclusive"},
+		{"negative", Config{Command: "x", ConnectTimeout: -1}, "connect_timeout: must not be negative"},
+	} {
+		err := tc.cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: Validate() = %v, want nil", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: Validate() = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestConfigEqualAndTimeouts(t *testing.T) {
+	t.Parallel()
+	a := Config{Command: "x", Args: []string{"1"}, Env: map[string]string{"K": "V"}}
+	b := a.clone()
+	if !a.Equal(b) {
+		t.Error("a config is not Equal to its clone")
+	}
+	b.Env["K"] = "W"
+	if a.Equal(b) || a.Env["K"] != "V" {
+		t.Error("clone shares its Env map, or Equal missed a change")
+	}
+	c := Config{CallTimeout: time.Second, ToolTimeouts: map[string]time.Duration{"slow": time.Minute, "free": -1}}
+	for tool, want := range map[string]time.Duration{"x": time.Second, "slow": time.Minute, "free": 0} {
+		if got := c.callTimeout(tool); got != want {
+			t.Errorf("callTimeout(%q) = %v, want %v", tool, got, want)
+		}
+	}
+	if got := (Config{}).callTimeout("x"); got != DefaultCallTimeout {
+		t.Errorf("zero CallTimeout = %v, want %v", got, DefaultCallTimeout)
+	}
+}
+
+func TestBackoffBounds(t *testing.T) {
+	t.Parallel()
+	o := (&Options{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}).withDefaults()
+	for n, full := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 50: time.Second} {
+		for range 100 {
+			if d := o.backoff(n); d < full/2 || d > full {
+				t.Fatalf("backoff(%d) = %v, want in [%v, %v]", n, d, full/2, full)
+			}
+		}
+	}
+}
+
+func TestDecodeLineSkipsJunk(t *testing.T) {
+	t.Parallel()
+	for _, junk := range []string{"", "hello", "[1,2]", `{"a":1}`, `{"jsonrpc":`, `"jsonrpc"`} {
+		if _, err := decodeLine([]byte(junk)); err == nil {
+			t.Errorf("decodeLine(%q) succeeded, want an error", junk)
+		}
+	}
+	msg, err := decodeLine([]byte(` {"jsonrpc":"2.0","id":1,"result":{}} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := msg.(*jsonrpc.Response); !ok {
+		t.Errorf("decodeLine(response) = %T", msg)
+	}
+}
+
+func TestReadLineLimit(t *testing.T) {
+	t.Parallel()
+	in := "short\n" + strings.Repeat("x", 100) + "\nlast"
+	r := bufio.NewReaderSize(strings.NewReader(in), 16)
+	var lines []string
+	var long []bool
+	for {
+		line, tooLong, err := readLine(r, 50)
+		lines = append(lines, string(line))
+		long = append(long, tooLong)
+		if err != nil {
+			break
+		}
+	}
+	// The last line comes without an error; io.EOF follows with nothing.
+	if diff := cmp.Diff([]string{"short", "", "last", ""}, lines); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, true, false, false}, long); diff != "" {
+		t.Errorf("tooLong (-want +got):\n%s", diff)
+	}
+}
+
+func TestSanitizeContent(t *testing.T) {
+	t.Parallel()
+	in := json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"widget","x":1}],"isError":true}`)
+	out, n := sanitizeContent(in)
+	if n != 1 {
+		t.Fatalf("sanitizeContent replaced %d blocks, want 1", n)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("go-sdk cannot decode the sanitized result: %v", err)
+	}
+	if !res.IsError || len(res.Content) != 2 || res.Content[1].(*mcp.TextContent).Text != `[unsupported content type "widget"]` {
+		t.Errorf("sanitized result = %s", out)
+	}
+	ok := json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png"}]}`)
+	if out, n := sanitizeContent(ok); n != 0 || string(out) != string(ok) {
+		t.Errorf("sanitizeContent changed a valid result: %s", out)
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	t.Parallel()
+	got := mergeEnv([]string{"A=1", "B=2", "=C:=x"}, map[string]string{"B": "3", "D": "4"})
+	if diff := cmp.Diff([]string{"A=1", "=C:=x", "B=3", "D=4"}, got); diff != "" {
+		t.Errorf("mergeEnv (-want +got):\n%s", diff)
+	}
+}
+
+func TestServable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		schema  any
+		want    string // canonical schema; empty for an error
+		comment string
+	}{
+		{nil, `{"type":"object"}`, "missing"},
+		{true, `{"type":"object"}`, "true schema"},
+		{false, "", "false schema"},
+		{map[string]any{"properties": map[string]any{}}, `{"properties":{},"type":"object"}`, "no type"},
+		{map[string]any{"type": "array"}, "", "array"},
+		{map[string]any{"type": []any{"object", "null"}}, "", "type list"},
+		{json.RawMessage(`{"type":"object","$defs":{}}`), `{"$defs":{},"type":"object"}`, "raw"},
+		{json.RawMessage(`[1]`), "", "raw array"},
+	} {
+		got, err := servable(&mcp.Tool{Name: "t", InputSchema: tc.schema})
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("%s: servable succeeded, want an error", tc.comment)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: servable = %v", tc.comment, err)
+			continue
+		}
+		if c, _ := CanonicalJSON(got.InputSchema); string(c) != tc.want {
+			t.Errorf("%s: schema = %s, want %s", tc.comment, c, tc.want)
+		}
+	}
+}
+
+func FuzzDecodeLine(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"x"}]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`))
+	f.Add([]byte("Starting server..."))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		msg, err := decodeLine(line)
+		if err == nil && msg == nil {
+			t.Fatal("nil message without error")
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
+			out, n := sanitizeContent(resp.Result)
+			if n > 0 && !json.Valid(out) {
+				t.Fatalf("sanitizeContent produced invalid JSON: %s", out)
+			}
+		}
+		r := bufio.NewReaderSize(strings.NewReader(string(line)), 16)
+		for range len(line) + 2 {
+			got, tooLong, err := readLine(r, 32)
+			if len(got) > 32 || (tooLong && len(got) != 0) {
+				t.Fatalf("readLine returned %d bytes (tooLong %v) over a limit of 32", len(got), tooLong)
+			}
+			if err != nil {
+				return
+			}
+		}
+		t.Fatal("readLine did not reach the end of its input")
+	})
+}
+
+func FuzzCanonicalJSON(f *testing.F) {
+	f.Add([]byte(`{"b":[1,2.0,{"c":null}],"a":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c1, err := CanonicalJSON(json.RawMessage(b))
+		if err != nil {
+			return
+		}
+		c2, err := CanonicalJSON(json.RawMessage(c1))
+		if err != nil || string(c1) != string(c2) {
+			t.Fatalf("CanonicalJSON is not idempotent: %s -> %s (%v)", c1, c2, err)
+		}
+	})
+}
