@@ -62,6 +62,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if err := fw.Add(dir); err != nil {
 		return fmt.Errorf("config watch %s: %w", dir, err)
 	}
+	// A config that is a symlink into another directory (a dotfiles
+	// repository) changes there; watch that directory too.
+	if real, err := filepath.EvalSymlinks(w.Path); err == nil {
+		if rdir := filepath.Dir(real); rdir != dir {
+			if err := fw.Add(rdir); err != nil {
+				return fmt.Errorf("config watch %s: %w", rdir, err)
+			}
+		}
+	}
 	debounce := w.Debounce
 	if debounce <= 0 {
 		debounce = DefaultDebounce

@@ -197,3 +197,36 @@ func TestWatcherMissingDir(t *testing.T) {
 		t.Errorf("Run(missing dir) = %v, want a watch error", err)
 	}
 }
+
+func TestWatcherSymlinkTarget(t *testing.T) {
+	t.Parallel()
+	real := filepath.Join(t.TempDir(), "real.yaml")
+	if err := os.WriteFile(real, []byte("servers:\n  a: {command: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "junction.yaml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	changes := make(chan *Config, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	w := &Watcher{Path: link, Debounce: 50 * time.Millisecond, OnChange: func(c *Config) { changes <- c }}
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := os.WriteFile(real, []byte("servers:\n  b: {command: y}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-changes:
+		if _, ok := c.Servers["b"]; !ok {
+			t.Errorf("servers = %v, want b", sortedKeys(c.Servers))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no OnChange after writing the symlink's target")
+	}
+}
