@@ -36,17 +36,38 @@ func newTemplate(name, text string) (*template.Template, error) {
 // keeping its JSON type, instead of its text.
 var wholeRef = regexp.MustCompile(`^\{\{-?\s*\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*-?\}\}$`)
 
+// maxRenderBytes bounds the text one template may produce.
+const maxRenderBytes = 4 << 20
+
+// limitedBuffer fails writes past max, which stops template execution.
+type limitedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if l.buf.Len()+len(p) > l.max {
+		l.over = true
+		return 0, fmt.Errorf("output limit reached")
+	}
+	return l.buf.Write(p)
+}
+
 // render evaluates one template string.
 func render(name, text string, data map[string]any) (string, error) {
 	t, err := newTemplate(name, text)
 	if err != nil {
 		return "", err
 	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
+	b := &limitedBuffer{max: maxRenderBytes}
+	if err := t.Execute(b, data); err != nil {
+		if b.over {
+			return "", fmt.Errorf("rendered text is over the limit of %d bytes", maxRenderBytes)
+		}
 		return "", cleanExecErr(err)
 	}
-	return b.String(), nil
+	return b.buf.String(), nil
 }
 
 // cleanExecErr drops text/template's "template: name:1:2: executing ..."
@@ -121,6 +142,7 @@ func templateRefs(text string) ([]string, error) {
 		return nil, err
 	}
 	var refs []string
+	var rangeErr error
 	var walk func(n parse.Node, dotIsRoot bool)
 	walk = func(n parse.Node, dotIsRoot bool) {
 		switch x := n.(type) {
@@ -160,6 +182,9 @@ func templateRefs(text string) ([]string, error) {
 			walk(x.List, dotIsRoot)
 			walk(x.ElseList, dotIsRoot)
 		case *parse.RangeNode:
+			if unboundedRange(x.Pipe) && rangeErr == nil {
+				rangeErr = fmt.Errorf("range over a number or a variable is not allowed (it could loop for ever); range over data such as .node.items")
+			}
 			walk(x.Pipe, dotIsRoot)
 			walk(x.List, false)
 			walk(x.ElseList, dotIsRoot)
@@ -172,7 +197,34 @@ func templateRefs(text string) ([]string, error) {
 	if t.Tree != nil {
 		walk(t.Tree.Root, true)
 	}
+	if rangeErr != nil {
+		return nil, rangeErr
+	}
+	if len(t.Templates()) > 1 {
+		return nil, fmt.Errorf("define and template actions are not allowed")
+	}
 	return refs, nil
+}
+
+// unboundedRange reports a range pipe that may be an integer: a number
+// literal, a plain variable, or a function call such as len (whose
+// result is small, but nested ranges over it multiply). Data from JSON
+// holds no integers, so ranging over fields is bounded by the data.
+func unboundedRange(p *parse.PipeNode) bool {
+	if p == nil || len(p.Cmds) == 0 {
+		return false
+	}
+	last := p.Cmds[len(p.Cmds)-1]
+	if len(last.Args) == 0 {
+		return false
+	}
+	switch a := last.Args[0].(type) {
+	case *parse.FieldNode, *parse.ChainNode, *parse.DotNode:
+		return len(last.Args) > 1
+	case *parse.VariableNode:
+		return len(a.Ident) < 2 || a.Ident[0] != "$"
+	}
+	return true
 }
 
 // stringsIn returns every string inside v, with its path below base.
