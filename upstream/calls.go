@@ -31,6 +31,8 @@ type call struct {
 	hostToken any                // the host's progress token; nil if it asked for none
 	timer     *time.Timer        // the no-progress timer; nil without a timeout
 	timeout   time.Duration
+	sess      *session
+	cancel    context.CancelCauseFunc
 	handled   atomic.Int64  // progress notifications handled
 	progress  chan struct{} // capacity 1; signalled on each one
 }
@@ -54,9 +56,11 @@ func (c *call) hold() func() {
 
 type callKey struct{}
 
-// errNoProgress is the cause of a call's context when its no-progress timer
-// fires.
-var errNoProgress = errors.New("no progress")
+// Causes of a call's context ending that are not the caller's doing.
+var (
+	errNoProgress     = errors.New("no progress")     // its no-progress timer fired
+	errSessionClosing = errors.New("session closing") // the session is being closed
+)
 
 // Catalog implements [junction.Source]. It never waits for the upstream:
 // while the server is not connected the catalog is empty, and
@@ -134,35 +138,15 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, err
 	}
 
-	c := &call{host: req.Session, hostCtx: ctx, progress: make(chan struct{}, 1)}
-	hostToken := req.Params.GetProgressToken()
-	if hostToken != nil && req.Session != nil {
+	timeout := s.cfg.callTimeout(name)
+	c, callCtx, end, err := s.begin(ctx, sess, req.Session, timeout, "tool "+strconv.Quote(name))
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	if hostToken := req.Params.GetProgressToken(); hostToken != nil && req.Session != nil {
 		c.hostToken = hostToken
 	}
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	timeout := s.cfg.callTimeout(name)
-	if timeout > 0 {
-		c.timeout = timeout
-		c.timer = time.AfterFunc(timeout, func() { cancel(errNoProgress) })
-		defer c.timer.Stop()
-	}
-	s.mu.Lock()
-	s.nextToken++
-	c.token = "junction-" + strconv.FormatUint(s.nextToken, 10)
-	s.calls[c.token] = c
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.calls, c.token)
-		if c.host != nil {
-			// Log messages sent during the call may be handled just after
-			// its result: keep the host as a log destination for a moment.
-			s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: time.Now().Add(recentHostGrace)}
-		}
-		s.mu.Unlock()
-	}()
-	callCtx = context.WithValue(callCtx, callKey{}, c)
 
 	params := &mcp.CallToolParams{Name: name, InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}
 	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
@@ -235,6 +219,49 @@ func (s *Server) drainProgress(sess *session, c *call) {
 	}
 }
 
+// begin registers a request to the upstream on sess: it gets a
+// no-progress timer of timeout (none if zero), is cancelled if the session
+// closes, and is known to the notification handlers by its token. Call
+// end when the request is over.
+func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
+	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout, progress: make(chan struct{}, 1)}
+	callCtx, cancel := context.WithCancelCause(ctx)
+	c.cancel = cancel
+	if timeout > 0 {
+		c.timer = time.AfterFunc(timeout, func() { cancel(errNoProgress) })
+	}
+	s.mu.Lock()
+	if s.sess != sess {
+		// The session is being closed; registering now would make its
+		// Close wait for this request.
+		s.mu.Unlock()
+		cancel(nil)
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, what, junction.ErrSourceDown)
+	}
+	s.nextToken++
+	c.token = "junction-" + strconv.FormatUint(s.nextToken, 10)
+	s.calls[c.token] = c
+	s.mu.Unlock()
+	end := func() {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		cancel(nil)
+		s.mu.Lock()
+		delete(s.calls, c.token)
+		if c.host != nil {
+			// Log messages sent during the call may be handled just after
+			// its result: keep the host as a log destination for a moment.
+			s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: time.Now().Add(recentHostGrace)}
+		}
+		s.mu.Unlock()
+	}
+	return c, context.WithValue(callCtx, callKey{}, c), end, nil
+}
+
 // callError classifies the failure of a request to the upstream.
 func (s *Server) callError(ctx, callCtx context.Context, sess *session, what string, timeout time.Duration, err error) error {
 	var werr *jsonrpc.Error
@@ -243,6 +270,8 @@ func (s *Server) callError(ctx, callCtx context.Context, sess *session, what str
 		return werr
 	case errors.Is(context.Cause(callCtx), errNoProgress):
 		return fmt.Errorf("upstream %q: %s: no progress for %v: %w", s.name, what, timeout, context.DeadlineExceeded)
+	case errors.Is(context.Cause(callCtx), errSessionClosing):
+		return fmt.Errorf("upstream %q: %s: %w: session closed during the call", s.name, what, junction.ErrSourceDown)
 	case ctx.Err() != nil:
 		return fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())
 	}
@@ -273,31 +302,24 @@ func (s *Server) sessionEnded(sess *session, err error) bool {
 	}
 }
 
-// requestTimeout bounds requests other than tool calls.
-func (s *Server) requestContext(ctx context.Context) (context.Context, context.CancelFunc, time.Duration) {
-	d := s.cfg.callTimeout("")
-	if d <= 0 {
-		c, cancel := context.WithCancelCause(ctx)
-		return c, func() { cancel(nil) }, 0
-	}
-	c, cancel := context.WithCancelCause(ctx)
-	t := time.AfterFunc(d, func() { cancel(errNoProgress) })
-	return c, func() { t.Stop(); cancel(nil) }, d
-}
-
 // ReadResource implements [junction.Source].
 func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	sess, err := s.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel, d := s.requestContext(ctx)
-	defer cancel()
+	d := s.cfg.callTimeout("")
+	what := "resource " + strconv.Quote(req.Params.URI)
+	_, rctx, end, err := s.begin(ctx, sess, req.Session, d, what)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	params := *req.Params
 	params.Meta = hopMeta(params.Meta)
 	res, err := sess.cs.ReadResource(rctx, &params)
 	if err != nil {
-		return nil, s.callError(ctx, rctx, sess, "resource "+strconv.Quote(req.Params.URI), d, err)
+		return nil, s.callError(ctx, rctx, sess, what, d, err)
 	}
 	return res, nil
 }
@@ -308,13 +330,18 @@ func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel, d := s.requestContext(ctx)
-	defer cancel()
+	d := s.cfg.callTimeout("")
+	what := "prompt " + strconv.Quote(req.Params.Name)
+	_, rctx, end, err := s.begin(ctx, sess, req.Session, d, what)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	params := *req.Params
 	params.Meta = hopMeta(params.Meta)
 	res, err := sess.cs.GetPrompt(rctx, &params)
 	if err != nil {
-		return nil, s.callError(ctx, rctx, sess, "prompt "+strconv.Quote(req.Params.Name), d, err)
+		return nil, s.callError(ctx, rctx, sess, what, d, err)
 	}
 	return res, nil
 }
@@ -330,8 +357,12 @@ func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	if caps := sess.cs.InitializeResult().Capabilities; caps == nil || caps.Completions == nil {
 		return empty, nil
 	}
-	rctx, cancel, d := s.requestContext(ctx)
-	defer cancel()
+	d := s.cfg.callTimeout("")
+	_, rctx, end, err := s.begin(ctx, sess, req.Session, d, "completion")
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	params := *req.Params
 	params.Meta = hopMeta(params.Meta)
 	res, err := sess.cs.Complete(rctx, &params)
@@ -520,10 +551,11 @@ func (s *Server) routeRequest(ctx context.Context, method string) (*call, error)
 // hostContext returns a context for a request to the host: the host
 // handler's context (so HTTP fronts route it on the right stream),
 // cancelled also when the upstream's request is.
-func hostContext(upstreamCtx context.Context, c *call) (context.Context, context.CancelFunc) {
+func (s *Server) hostContext(upstreamCtx context.Context, c *call) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(c.hostCtx)
-	stop := context.AfterFunc(upstreamCtx, cancel)
-	return ctx, func() { stop(); cancel() }
+	stop1 := context.AfterFunc(upstreamCtx, cancel)
+	stop2 := context.AfterFunc(s.ctx, cancel) // Close must not wait for a host
+	return ctx, func() { stop1(); stop2(); cancel() }
 }
 
 func (s *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -531,7 +563,7 @@ func (s *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequ
 	if err != nil {
 		return nil, err
 	}
-	hctx, cancel := hostContext(ctx, c)
+	hctx, cancel := s.hostContext(ctx, c)
 	defer cancel()
 	defer c.hold()()
 	return c.host.CreateMessage(hctx, req.Params)
@@ -542,7 +574,7 @@ func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	if err != nil {
 		return nil, err
 	}
-	hctx, cancel := hostContext(ctx, c)
+	hctx, cancel := s.hostContext(ctx, c)
 	defer cancel()
 	defer c.hold()()
 	return c.host.Elicit(hctx, req.Params)

@@ -392,6 +392,18 @@ func sessionEndError(cs *mcp.ClientSession) error {
 // endSession closes sess (stopping a stdio process) and clears the
 // catalog.
 func (s *Server) endSession(sess *session) {
+	// go-sdk's Close waits for calls in flight: end them first.
+	// New calls no longer get sess (see CallTool).
+	s.mu.Lock()
+	if s.sess == sess {
+		s.sess = nil
+	}
+	for _, c := range s.calls {
+		if c.sess == sess {
+			c.cancel(errSessionClosing)
+		}
+	}
+	s.mu.Unlock()
 	sess.cs.Close()
 	<-sess.done
 	sess.cancel()

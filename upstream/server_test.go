@@ -525,3 +525,36 @@ func TestRegistryAddReplaceRemove(t *testing.T) {
 		t.Errorf("b after a's changes: %+v", snap)
 	}
 }
+
+// Closing a server with a call hanging in it ends the call and returns.
+func TestCloseDuringHangingCall(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.CallTimeout = -1 // no timeout: only Close can end it
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "c", cfg)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(t.Context(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "hang"}})
+		done <- err
+	}()
+	waitFor(t, "call in flight", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.calls) == 1 })
+	closed := make(chan error, 1)
+	go func() { closed <- r.Remove("c") }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Remove = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Remove did not return while a call was hanging")
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, junction.ErrSourceDown) {
+			t.Errorf("hanging call after Close = %v, want ErrSourceDown", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("hanging call did not end after Close")
+	}
+}
