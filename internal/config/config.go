@@ -255,6 +255,28 @@ func (w Warning) String() string {
 	return w.Path + ": " + w.Msg
 }
 
+// Line returns the line of the file that the field at path (such as
+// "servers.github.timeout" or "packs.diode") was read from, or of its
+// nearest enclosing field, or 0 if unknown. Callers that check a config
+// further (the daemon, for pack names) use it to point at the file.
+func (c *Config) Line(path string) int {
+	v := &validator{c: c}
+	return v.lineOf(path)
+}
+
+// FieldPath returns the path of a named source in the file:
+// "servers.x", "mcpServers.x", "plugins.x" or "packs.x" (kind is "server",
+// "plugin" or "pack").
+func (c *Config) FieldPath(kind, name string) string {
+	switch kind {
+	case "plugin":
+		return join("plugins", name)
+	case "pack":
+		return join("packs", name)
+	}
+	return c.serverPath(name)
+}
+
 // Enabled returns the names of the servers that are not disabled, sorted.
 func (c *Config) Enabled() []string {
 	var names []string

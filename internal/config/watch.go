@@ -43,10 +43,13 @@ type Watcher struct {
 	// they were when Current was parsed are ignored. Nil means: the file as
 	// it is when Run starts.
 	Current *Config
-	// OnChange receives each new valid config. OnError receives every
-	// failed reload and watch error. Both are called from Run's goroutine,
-	// one at a time; they should return quickly. Nil means ignore.
-	OnChange func(*Config)
+	// OnChange receives each new valid config. It returns an error when
+	// it could not apply the config (a pack it does not know): the error
+	// goes to OnError, and the config counts as not applied, so writing the
+	// same bytes again retries. OnError receives every failed reload and
+	// watch error. Both are called from Run's goroutine, one at a time;
+	// they should return quickly. Nil means ignore.
+	OnChange func(*Config) error
 	OnError  func(error)
 }
 
@@ -98,10 +101,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if !force && c.digest == last {
 			return
 		}
-		last = c.digest
 		if w.OnChange != nil {
-			w.OnChange(c)
+			if err := w.OnChange(c); err != nil {
+				if w.OnError != nil {
+					w.OnError(err)
+				}
+				return
+			}
 		}
+		last = c.digest
 	}
 
 	for {

@@ -54,8 +54,14 @@ func startWatcher(t *testing.T, initial string) *watchHarness {
 		Signals:  h.sigs,
 		Debounce: 50 * time.Millisecond,
 		Current:  cur,
-		OnChange: func(c *Config) { h.changes <- c },
-		OnError:  func(err error) { h.errs <- err },
+		OnChange: func(c *Config) error {
+			if _, ok := c.Servers["reject"]; ok {
+				return errors.New("rejected by the daemon")
+			}
+			h.changes <- c
+			return nil
+		},
+		OnError: func(err error) { h.errs <- err },
 	}
 	go func() { h.done <- w.Run(ctx) }()
 	t.Cleanup(func() {
@@ -211,7 +217,7 @@ func TestWatcherSymlinkTarget(t *testing.T) {
 	changes := make(chan *Config, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	w := &Watcher{Path: link, Debounce: 50 * time.Millisecond, OnChange: func(c *Config) { changes <- c }}
+	w := &Watcher{Path: link, Debounce: 50 * time.Millisecond, OnChange: func(c *Config) error { changes <- c; return nil }}
 	go func() { done <- w.Run(ctx) }()
 	defer func() {
 		cancel()
@@ -228,5 +234,20 @@ func TestWatcherSymlinkTarget(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no OnChange after writing the symlink's target")
+	}
+}
+
+// TestWatcherRejected checks that a config the daemon could not apply is
+// not taken as in force: writing the same bytes again retries it.
+func TestWatcherRejected(t *testing.T) {
+	t.Parallel()
+	h := startWatcher(t, "servers:\n  a: {command: x}\n")
+	h.writeRenamed("servers:\n  reject: {command: x}\n")
+	if err := h.nextError(); err.Error() != "rejected by the daemon" {
+		t.Errorf("OnError(%v), want the rejection", err)
+	}
+	h.writeRenamed("servers:\n  reject: {command: x}\n")
+	if err := h.nextError(); err.Error() != "rejected by the daemon" {
+		t.Errorf("OnError(%v) after the same bytes again, want the rejection again", err)
 	}
 }
