@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The diagram pack through the binary: junction diagram compile, run
@@ -212,5 +216,143 @@ func TestDiagramPlainHTTPWithCurl(t *testing.T) {
 	body, code = run("-X", "POST", base+"/mcp/messages", "-H", "Content-Type: application/json", "-H", "X-API-Key: dev-key-123", "-d", call)
 	if code != 200 || !strings.Contains(body, `results`) {
 		t.Errorf("curl POST /mcp/messages tools/call search: %d %s", code, body)
+	}
+}
+
+// diagramServe runs "junction serve -http 127.0.0.1:0 -pack diagram" over
+// dataDir as a process this test stops itself (for restarts), and returns
+// its /mcp URL and a stop function that sends SIGTERM and waits.
+func diagramServe(t *testing.T, dataDir, token string) (string, func()) {
+	t.Helper()
+	const prefix = "junction: listening on "
+	cmd := exec.Command(junctionBin(t), "serve", "-http", "127.0.0.1:0", "-pack", "diagram", "-token", token, "-data-dir", dataDir)
+	cmd.Env = childEnv(t.TempDir())
+	w := newLineWatcher(prefix)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.WaitDelay = stopTimeout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("junction serve after SIGTERM: %v\n%s", err, w.String())
+			}
+		case <-time.After(stopTimeout):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("junction serve still running %v after SIGTERM\n%s", stopTimeout, w.String())
+		}
+	}
+	t.Cleanup(stop)
+	select {
+	case line := <-w.found:
+		return strings.TrimSpace(strings.TrimPrefix(line, prefix)), stop
+	case err := <-exited:
+		stopped = true
+		t.Fatalf("junction serve exited before listening: %v\n%s", err, w.String())
+	case <-time.After(startTimeout):
+		t.Fatalf("junction serve did not listen within %v\n%s", startTimeout, w.String())
+	}
+	return "", nil
+}
+
+func diagramCall(t *testing.T, cs *mcp.ClientSession, name string, args any) map[string]any {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return decodeJSON(t, res.Content[0].(*mcp.TextContent).Text)
+}
+
+// TestDiagramOverHTTPAcrossRestart drives the diagram tools with a go-sdk
+// client over Streamable HTTP against the binary: run, run in the
+// background and poll, cancel, compile bad diagrams, search and fetch, and
+// read results after the server restarts.
+func TestDiagramOverHTTPAcrossRestart(t *testing.T) {
+	data := t.TempDir()
+	// A web service that answers when told to, or when the caller gives up.
+	release := make(chan struct{})
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok": true, "version": "9.9"}`)
+	}))
+	defer web.Close()
+	defer close(release)
+
+	url, stop := diagramServe(t, data, "k1")
+	cs := connectHTTP(t, url, "k1")
+
+	httpExample, _ := os.ReadFile(filepath.Join("..", "..", "examples", "diagrams", "http.yaml"))
+	out := diagramCall(t, cs, "compile_diagram", map[string]any{"diagram_content": string(httpExample), "push_as": "health"})
+	if out["pushed_as"] != "health" {
+		t.Fatalf("compile_diagram = %v", out)
+	}
+	out = diagramCall(t, cs, "compile_diagram", map[string]any{"diagram_content": badDiagram, "push_as": "bad"})
+	if out["valid"] != false || len(out["errors"].([]any)) != 5 {
+		t.Errorf("compile_diagram(bad) = %v, want 5 errors", out)
+	}
+	done := diagramCall(t, cs, "run_diagram", map[string]any{"diagram": "health", "input_data": map[string]any{"base_url": web.URL}})
+	if fmt.Sprint(done["output"]) != "map[healthy:true version:9.9]" {
+		t.Fatalf("run_diagram = %v", done)
+	}
+
+	slow := `
+nodes:
+  - {id: start, type: start}
+  - {id: wait, type: http, url: "{{ .input.url }}/slow", timeout: 5m}
+  - {id: end, type: endpoint}
+edges: [{from: start, to: wait}, {from: wait, to: end}]
+`
+	started := diagramCall(t, cs, "run_backend", map[string]any{"diagram_content": slow, "input_data": map[string]any{"url": web.URL}})
+	cancelled := fmt.Sprint(started["session_id"])
+	if r := diagramCall(t, cs, "see_result", map[string]any{"session_id": cancelled}); r["status"] != "running" {
+		t.Errorf("see_result while waiting = %v", r)
+	}
+	if r := diagramCall(t, cs, "cancel_run", map[string]any{"session_id": cancelled}); r["status"] != "cancelled" {
+		t.Errorf("cancel_run = %v", r)
+	}
+	started = diagramCall(t, cs, "run_backend", map[string]any{"diagram_content": slow, "input_data": map[string]any{"url": web.URL}})
+	interrupted := fmt.Sprint(started["session_id"])
+
+	search := diagramCall(t, cs, "search", map[string]any{"query": "health"})
+	if fmt.Sprint(search["results"]) != "[map[id:health title:health — fetch a status document and report whether the service is healthy url:junction://diagrams/health]]" {
+		t.Errorf("search = %v", search)
+	}
+	fetched := diagramCall(t, cs, "fetch", map[string]any{"id": "health"})
+	if fetched["text"] != string(httpExample) {
+		t.Errorf("fetch text differs from the compiled document: %v", fetched)
+	}
+
+	// Restart: the hub shuts down with a run in progress.
+	cs.Close()
+	stop()
+	url, _ = diagramServe(t, data, "k2")
+	cs = connectHTTP(t, url, "k2")
+	if r := diagramCall(t, cs, "see_result", map[string]any{"session_id": done["session_id"]}); r["status"] != "completed" || fmt.Sprint(r["executed_nodes"]) != "[start fetch healthy up end]" {
+		t.Errorf("completed run after restart = %v", r)
+	}
+	if r := diagramCall(t, cs, "see_result", map[string]any{"session_id": cancelled}); r["status"] != "cancelled" {
+		t.Errorf("cancelled run after restart = %v", r)
+	}
+	if r := diagramCall(t, cs, "see_result", map[string]any{"session_id": interrupted}); r["status"] != "failed" || !strings.HasPrefix(fmt.Sprint(r["error"]), "interrupted") {
+		t.Errorf("interrupted run after restart = %v", r)
 	}
 }
