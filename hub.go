@@ -351,6 +351,9 @@ func (h *Hub) Collisions() []Collision {
 	return slices.Clone(h.collisions)
 }
 
+// Version returns the version the hub reports to hosts.
+func (h *Hub) Version() string { return h.opts.Version }
+
 // SourceNames returns the names of the hub's sources, in the order added.
 func (h *Hub) SourceNames() []string {
 	h.mu.RLock()

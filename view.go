@@ -30,10 +30,21 @@ type View struct {
 // if sel names a preset or tool the hub does not have (an
 // *[UnknownNameError]) or selects no tool at all.
 func (h *Hub) NewView(name string, sel Selection) (*View, error) {
+	return h.newView(name, sel, true)
+}
+
+// NewLenientView is [Hub.NewView] for selections that may name tools the
+// hub does not have yet (an upstream still connecting): such names are
+// served once they appear. The caller checks the names it can.
+func (h *Hub) NewLenientView(name string, sel Selection) (*View, error) {
+	return h.newView(name, sel, false)
+}
+
+func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 	h.mu.RLock()
 	t := h.table
 	h.mu.RUnlock()
-	if _, err := sel.resolve(t.toolNames(), t.presets); err != nil {
+	if _, err := sel.resolve(t.toolNames(), t.presets); err != nil && strict {
 		return nil, err
 	}
 	if len(sel.Sources) > 0 {

@@ -65,6 +65,7 @@ func commands() []command {
 		{"diagram compile", "validate a diagram file and optionally save it (-push-as)", runDiagramCompile},
 		{"diagram run", "run a saved diagram or a diagram file, now or in the background", runDiagramRun},
 		{"diagram results", "print a diagram run's status and node outputs by session id", runDiagramResults},
+		{"status", "show a running hub's sources: states, tools, errors, drift", runStatus},
 		{"packs", "list the built-in packs", runPacks},
 		{"version", "print the version", runVersion},
 	}

@@ -36,6 +36,7 @@ func (f *targetFlags) register(fs *flag.FlagSet) {
 	// A client command's own hub should stay quiet unless asked.
 	fs.Lookup("log-level").DefValue = "warn"
 	f.hub.logLevel = "warn"
+	f.hub.quiet = true
 }
 
 const targetAbout = `
@@ -96,11 +97,7 @@ func (f *targetFlags) connect(ctx context.Context, env *Env, args []string, dash
 		if len(args) > 0 {
 			return nil, nil, usageErrorf("unexpected arguments %q (put a server command after --)", args)
 		}
-		logger, err := f.hub.logger(env)
-		if err != nil {
-			return nil, nil, err
-		}
-		d, err := f.hub.build(ctx, env, logger)
+		d, err := f.hub.buildAll(ctx, env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -197,6 +194,7 @@ func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, 
 	if err != nil {
 		return nil, err
 	}
+	tf.hub.noteSet(fs)
 	run.args = positional
 	switch *output {
 	case "json":

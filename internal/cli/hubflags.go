@@ -5,8 +5,10 @@ import (
 	"flag"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
 )
 
@@ -26,7 +28,21 @@ type hubFlags struct {
 	dataDir        string
 	logLevel       string
 	logFormat      string
+	configPath     string
+
+	// ignoreLock builds without the lock file (lock, selftest).
+	ignoreLock bool
+	// quiet commands (the clients) keep their own log level rather than
+	// the config file's, which is meant for serve.
+	quiet bool
+
+	// set records the flags given on the command line, to let them win
+	// over the config file.
+	set map[string]bool
 }
+
+// EnvConfig names the config file when -config is not given.
+const EnvConfig = "JUNCTION_CONFIG"
 
 func (f *hubFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.packs, "pack", "serve the built-in `pack` (repeatable; see \"junction packs\"); the core pack is always served unless -no-default-packs")
@@ -38,6 +54,44 @@ func (f *hubFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data-dir", "", "`directory` for durable state (default: the user's state directory)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error (logs go to stderr)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log `format`: text or json")
+	fs.StringVar(&f.configPath, "config", "", "read upstream servers, plugins, packs, presets, profiles and HTTP settings from `file` (YAML or JSON; Claude Desktop, Cursor and VS Code files work as they are; default $"+EnvConfig+")")
+}
+
+// noteSet records which flags fs was given, after parsing.
+func (f *hubFlags) noteSet(fs *flag.FlagSet) {
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+}
+
+// loadConfig reads the config file named by -config or JUNCTION_CONFIG;
+// nil without one.
+func (f *hubFlags) loadConfig(env *Env) (*config.Config, string, error) {
+	path := f.configPath
+	if path == "" {
+		path = env.Getenv(EnvConfig)
+	}
+	if path == "" {
+		return nil, "", nil
+	}
+	cfg, err := config.Load(path, env.Getenv)
+	if err != nil {
+		return nil, path, err
+	}
+	return cfg, path, nil
+}
+
+// applyLogConfig lets the config file's log section set what the flags
+// did not.
+func (f *hubFlags) applyLogConfig(cfg *config.Config) {
+	if cfg == nil {
+		return
+	}
+	if cfg.Log.Level != "" && !f.set["log-level"] && !f.quiet {
+		f.logLevel = cfg.Log.Level
+	}
+	if cfg.Log.Format != "" && !f.set["log-format"] {
+		f.logFormat = cfg.Log.Format
+	}
 }
 
 // logger returns the slog logger the flags ask for, writing to env.Stderr.
@@ -89,17 +143,10 @@ func (f *hubFlags) filtersGiven(env *Env) bool {
 	return len(f.presets) > 0 || len(f.tools) > 0 || f.toolsCSV != "" || strings.TrimSpace(env.Getenv(EnvTools)) != ""
 }
 
-// build builds the hub the flags describe. Unknown packs, presets and tools
-// are reported with the flag or variable that named them.
-func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger) (*daemon.Daemon, error) {
-	var packs []string
-	if !f.noDefaultPacks {
-		packs = append(packs, daemon.DefaultPacks()...)
-	}
-	packs = append(packs, f.packs...)
-	if packs == nil {
-		packs = []string{}
-	}
+// build builds the hub the flags (and the config file) describe. Unknown
+// packs, presets and tools are reported with the flag or variable that
+// named them.
+func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger, cfg *config.Config, cfgPath string) (*daemon.Daemon, error) {
 	var sel junction.Selection
 	for _, ls := range f.selections(env) {
 		sel = sel.Union(ls.sel)
@@ -109,7 +156,10 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger) (*d
 	}
 	// Build with everything first, to check each origin on its own and name
 	// it in the error.
-	d, err := daemon.Build(ctx, daemon.Spec{Packs: packs, Logger: logger, Getenv: env.Getenv, DataDir: f.dataDir})
+	d, err := daemon.Build(ctx, daemon.Spec{
+		Packs: f.packs, NoDefaultPacks: f.noDefaultPacks, Config: cfg, ConfigPath: cfgPath,
+		Logger: logger, Getenv: env.Getenv, DataDir: f.dataDir, IgnoreLock: f.ignoreLock,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +167,7 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger) (*d
 		if ls.sel.IsZero() {
 			continue
 		}
-		if err := d.Hub.CheckSelection(ls.sel); err != nil {
+		if err := d.CheckSelection(ls.sel); err != nil {
 			d.Close()
 			return nil, usageErrorf("%s: %v", ls.origin, err)
 		}
@@ -125,7 +175,7 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger) (*d
 	if sel.IsZero() {
 		return d, nil
 	}
-	view, err := d.Hub.NewView("", sel)
+	view, err := d.Hub.NewLenientView("", sel)
 	if err != nil {
 		d.Close()
 		return nil, usageErrorf("%v", err)
@@ -133,3 +183,28 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger) (*d
 	d.View = view
 	return d, nil
 }
+
+// buildAll is build for commands that need the whole tool list at once
+// (lock, selftest, tools): it loads the config and waits (bounded) for
+// upstreams and plugins to connect.
+func (f *hubFlags) buildAll(ctx context.Context, env *Env) (*daemon.Daemon, error) {
+	cfg, path, err := f.loadConfig(env)
+	if err != nil {
+		return nil, err
+	}
+	f.applyLogConfig(cfg)
+	logger, err := f.logger(env)
+	if err != nil {
+		return nil, err
+	}
+	d, err := f.build(ctx, env, logger, cfg, path)
+	if err != nil {
+		return nil, err
+	}
+	d.WaitUpstreams(ctx, upstreamWait)
+	return d, nil
+}
+
+// upstreamWait bounds how long lock, selftest and the in-process client
+// wait for upstream servers to connect.
+const upstreamWait = 30 * time.Second

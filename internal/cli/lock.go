@@ -29,11 +29,14 @@ func runLock(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("lock takes no arguments, got %q", fs.Args())
 	}
-	logger, err := hf.logger(env)
-	if err != nil {
-		return err
+	hf.noteSet(fs)
+	hf.ignoreLock = true
+	if !hf.set["o"] {
+		if cfg, _, err := hf.loadConfig(env); err == nil && cfg != nil && cfg.Lock.Path != "" {
+			*out = cfg.Lock.Path
+		}
 	}
-	d, err := hf.build(ctx, env, logger)
+	d, err := hf.buildAll(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -64,6 +67,13 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("selftest takes no arguments, got %q", fs.Args())
 	}
+	hf.noteSet(fs)
+	hf.ignoreLock = true
+	if !hf.set["lock"] {
+		if cfg, _, err := hf.loadConfig(env); err == nil && cfg != nil && cfg.Lock.Path != "" {
+			*lockPath = cfg.Lock.Path
+		}
+	}
 	locked, err := junction.LoadManifest(*lockPath)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return usageErrorf("no lock file %s: run \"junction lock\" first (or give -lock FILE)", *lockPath)
@@ -71,11 +81,7 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger, err := hf.logger(env)
-	if err != nil {
-		return err
-	}
-	d, err := hf.build(ctx, env, logger)
+	d, err := hf.buildAll(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -6,11 +6,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
 )
 
@@ -64,9 +68,46 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("serve takes no arguments, got %q", fs.Args())
 	}
+	hf.noteSet(fs)
+	fileCfg, cfgPath, err := hf.loadConfig(env)
+	if err != nil {
+		return err
+	}
+	hf.applyLogConfig(fileCfg)
 	logger, err := hf.logger(env)
 	if err != nil {
 		return err
+	}
+	for _, w := range configWarnings(fileCfg) {
+		logger.Warn("config", "note", w)
+	}
+
+	// The config file's http section, where the flags say nothing.
+	if h := configHTTP(fileCfg); h != nil {
+		if !hf.set["http"] && h.Listen != "" {
+			*addr = h.Listen
+		}
+		if !hf.set["http-mode"] && !hf.set["stateless"] && h.Mode != "" {
+			*mode = h.Mode
+		}
+		if !hf.set["json-response"] && h.JSONResponse {
+			*jsonResponse = true
+		}
+		if !hf.set["session-timeout"] && h.SessionTimeout != 0 {
+			*sessionTimeout = h.SessionTimeout
+		}
+		if !hf.set["max-request-bytes"] && h.MaxRequestBytes != 0 {
+			*maxBody = h.MaxRequestBytes
+		}
+		if !hf.set["insecure-no-auth"] && h.InsecureNoAuth {
+			*insecure = true
+		}
+		if !hf.set["token-file"] && h.TokenFile != "" {
+			*tokenFile = h.TokenFile
+		}
+		tokens = append(tokens, h.Tokens...)
+		hosts = append(hosts, h.AllowedHosts...)
+		origins = append(origins, h.AllowedOrigins...)
 	}
 	httpMode, err := junction.ParseHTTPMode(*mode)
 	if err != nil {
@@ -75,16 +116,21 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if *stateless {
 		httpMode = junction.HTTPStateless
 	}
-	if *addr == "" && (*insecure || len(tokens) > 0 || *tokenFile != "") {
+	if *addr == "" && (*insecure || len(tokens) > 0 || *tokenFile != "") && (hf.set["insecure-no-auth"] || hf.set["token"] || hf.set["token-file"]) {
 		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http")
 	}
 
-	d, err := hf.build(ctx, env, logger)
+	d, err := hf.build(ctx, env, logger, fileCfg, cfgPath)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	logger.Info("hub ready", "tools", len(d.View.ToolNames()), "sources", strings.Join(d.Hub.SourceNames(), ","))
+
+	if cfgPath != "" {
+		stopWatch := watchConfig(ctx, cfgPath, fileCfg, env, d, logger)
+		defer stopWatch()
+	}
 
 	if *addr == "" {
 		return d.ServeStdio(ctx, env.Stdin, env.Stdout)
@@ -127,6 +173,60 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+func configHTTP(c *config.Config) *config.HTTP {
+	if c == nil {
+		return nil
+	}
+	return &c.HTTP
+}
+
+func configWarnings(c *config.Config) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range c.Warnings {
+		out = append(out, fmt.Sprint(w))
+	}
+	return out
+}
+
+// watchConfig reloads the config file on change and on SIGHUP until ctx is
+// done or the returned stop is called. A bad file is logged and changes
+// nothing.
+func watchConfig(ctx context.Context, path string, current *config.Config, env *Env, d *daemon.Daemon, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	w := &config.Watcher{
+		Path:    path,
+		Getenv:  env.Getenv,
+		Signals: hup,
+		Current: current,
+		OnChange: func(c *config.Config) error {
+			if err := d.Reload(ctx, c); err != nil {
+				return fmt.Errorf("reload incomplete: %w", err)
+			}
+			return nil
+		},
+		OnError: func(err error) {
+			logger.Error("config reload refused; the running config is unchanged", "file", path, "error", err)
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("config watcher stopped", "file", path, "error", err)
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
 }
 
 // readTokenFile reads one token per line, skipping blank lines and lines

@@ -16,8 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"slices"
+	"sync"
+
+	"github.com/junction-mcp/junction/internal/config"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
@@ -25,15 +29,28 @@ import (
 
 // Spec is everything needed to build a hub.
 type Spec struct {
-	// Packs are the names of built-in packs to serve. Nil means
-	// [DefaultPacks]; an empty non-nil slice means none.
+	// Packs are the names of built-in packs to serve, on top of the
+	// config file's packs or, when the file has no packs section (or there
+	// is no file), the [DefaultPacks].
 	Packs []string
-	// Selection narrows the default view.
+	// NoDefaultPacks leaves out the default packs.
+	NoDefaultPacks bool
+	// Config is the parsed config file, or nil.
+	Config *config.Config
+	// Selection narrows the default view (on top of nothing: the config
+	// file's presets are only named sets, not a selection).
 	Selection junction.Selection
 	// Instructions for hosts; empty means a short text naming the hub.
 	Instructions string
 	// Name and Title override the serverInfo the hub sends ("junction").
 	Name, Title string
+	// LockPath, if set, overrides the config file's lock path.
+	LockPath string
+	// ConfigPath is the file Config came from, for status and reloads.
+	ConfigPath string
+	// IgnoreLock builds the hub without its lock file, so that no drift
+	// policy hides a tool: what "junction lock" and "selftest" need.
+	IgnoreLock bool
 
 	Logger  *slog.Logger
 	Getenv  func(string) string
@@ -46,12 +63,21 @@ type Daemon struct {
 	View    *junction.View
 	Metrics *Metrics
 	logger  *slog.Logger
-	closers []io.Closer
+	getenv  func(string) string
+	dataDir string
+
+	mu       sync.Mutex          // guards the fields below
+	sources  map[string]*managed // by source name
+	profiles map[string]*junction.View
+	cfg      *config.Config // in force; nil without a config file
+	spec     Spec
+	closers  []io.Closer
 }
 
 // Build constructs the hub described by spec. It fails before serving
-// anything if a pack is unknown or the selection names a preset or tool the
-// hub does not have.
+// anything if a pack is unknown, a source cannot be set up, or a selection
+// names a preset or tool the hub does not have. Upstream servers and
+// plugins connect in the background; the hub serves what is ready.
 func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	logger := spec.Logger
 	if logger == nil {
@@ -70,6 +96,15 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	if instructions == "" {
 		instructions = "junction hub: the tools of several MCP sources behind one server."
 	}
+	cfg := spec.Config
+	lock, err := loadLock(spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var presets map[string][]string
+	if cfg != nil {
+		presets = cfg.Presets
+	}
 	hub := junction.New(&junction.Options{
 		Name:         name,
 		Title:        spec.Title,
@@ -77,59 +112,147 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		Instructions: instructions,
 		Logger:       logger,
 		Observe:      metrics.ObserveCall,
+		Lock:         lock,
+		Presets:      presets,
 	})
-	d := &Daemon{Hub: hub, Metrics: metrics, logger: logger}
+	d := &Daemon{
+		Hub: hub, Metrics: metrics, logger: logger, getenv: getenv, dataDir: spec.DataDir,
+		sources: map[string]*managed{}, profiles: map[string]*junction.View{}, cfg: cfg, spec: spec,
+	}
+	metrics.watchSources(d)
 	defer func() {
 		if err != nil {
 			d.Close()
 		}
 	}()
 
-	names := spec.Packs
-	if names == nil {
-		names = DefaultPacks()
-	}
-	seen := make(map[string]bool)
-	for _, n := range names {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		p, err := BuildPack(n, PackDeps{Hub: hub, Getenv: getenv, DataDir: spec.DataDir, Logger: logger, AddCloser: d.AddCloser})
-		if err != nil {
-			return nil, err
-		}
-		if c, ok := any(p).(io.Closer); ok {
-			d.closers = append(d.closers, c)
-		}
-		// Pack tools are already namespaced (diode_*, junction_*), and the
-		// conformance suite needs its fixture names as they are.
-		if err := hub.Add(ctx, n, p, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-			return nil, err
-		}
+	if err := d.addSources(ctx, packNames(spec, cfg), cfg); err != nil {
+		return nil, err
 	}
 	for _, c := range hub.Collisions() {
 		logger.Warn("name collision", "detail", c.String())
 	}
-	view, err := hub.NewView("", spec.Selection)
+	if err := d.CheckSelection(spec.Selection); err != nil {
+		return nil, err
+	}
+	view, err := hub.NewLenientView("", spec.Selection)
 	if err != nil {
 		return nil, err
 	}
 	d.View = view
+	if cfg != nil {
+		if err := d.buildProfiles(cfg); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
-// AddCloser registers c to be closed by [Daemon.Close], after the hub.
-func (d *Daemon) AddCloser(c io.Closer) { d.closers = append(d.closers, c) }
+// packNames merges the packs of the command line and the config file.
+func packNames(spec Spec, cfg *config.Config) []string {
+	var names []string
+	seen := map[string]bool{}
+	addAll := func(ns []string) {
+		for _, n := range ns {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	switch {
+	case cfg != nil && cfg.Packs != nil:
+		addAll(sortedNames(cfg.Packs))
+	case !spec.NoDefaultPacks:
+		addAll(DefaultPacks())
+	}
+	addAll(spec.Packs)
+	return names
+}
 
-// Close closes the hub and then everything registered with AddCloser, in
-// reverse order.
+// loadLock reads the lock file named by spec or cfg, if any. A lock path
+// that names no file yet is not an error: there is nothing to drift from.
+func loadLock(spec Spec, cfg *config.Config) (*junction.Manifest, error) {
+	if spec.IgnoreLock {
+		return nil, nil
+	}
+	path := spec.LockPath
+	if path == "" && cfg != nil {
+		path = cfg.Lock.Path
+	}
+	if path == "" {
+		return nil, nil
+	}
+	m, err := junction.LoadManifest(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return m, err
+}
+
+// buildProfiles makes one view per config profile.
+func (d *Daemon) buildProfiles(cfg *config.Config) error {
+	views := map[string]*junction.View{}
+	for _, name := range sortedNames(cfg.Profiles) {
+		p := cfg.Profiles[name]
+		sel := junction.Selection{Presets: p.Presets, Tools: p.Tools, Deny: p.Deny, Sources: p.Servers}
+		if err := d.CheckSelection(sel); err != nil {
+			return fmt.Errorf("profiles.%s: %w", name, err)
+		}
+		v, err := d.Hub.NewLenientView(name, sel)
+		if err != nil {
+			return fmt.Errorf("profiles.%s: %w", name, err)
+		}
+		views[name] = v
+	}
+	d.mu.Lock()
+	d.profiles = views
+	d.mu.Unlock()
+	return nil
+}
+
+// Profile returns the view of the named profile, or nil.
+func (d *Daemon) Profile(name string) *junction.View {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.profiles[name]
+}
+
+// AddCloser registers c to be closed by [Daemon.Close], after the hub.
+func (d *Daemon) AddCloser(c io.Closer) {
+	d.mu.Lock()
+	d.closers = append(d.closers, c)
+	d.mu.Unlock()
+}
+
+// Close closes the hub, stops every source it started (upstream
+// processes and plugins included), and then closes everything registered
+// with AddCloser, in reverse order.
 func (d *Daemon) Close() error {
 	errs := []error{d.Hub.Close()}
-	for _, c := range slices.Backward(d.closers) {
+	d.mu.Lock()
+	sources := d.sources
+	d.sources = map[string]*managed{}
+	closers := d.closers
+	d.closers = nil
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(sources))
+	for _, m := range sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errc <- m.close()
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		errs = append(errs, err)
+	}
+	for _, c := range slices.Backward(closers) {
 		errs = append(errs, c.Close())
 	}
-	d.closers = nil
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -57,7 +58,19 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 		mcpOpts.Logger = d.logger
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", d.View.HTTPHandler(&mcpOpts))
+	profiles := &profileHandlers{d: d, opts: mcpOpts, handlers: map[*junction.View]http.Handler{}}
+	defaultMCP := d.View.HTTPHandler(&mcpOpts)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := r.Header.Get(ProfileHeader); name != "" {
+			profiles.serve(w, r, name)
+			return
+		}
+		defaultMCP.ServeHTTP(w, r)
+	}))
+	mux.HandleFunc("/mcp/p/{profile}", func(w http.ResponseWriter, r *http.Request) {
+		profiles.serve(w, r, r.PathValue("profile"))
+	})
+	mux.HandleFunc("/status", d.statusHandler)
 	mux.Handle("/mcp/info", d.plainInfo(cfg))
 	mux.Handle("/mcp/messages", d.plainMessages(mcpOpts))
 	sse := d.View.SSEHandler(mcpOpts.MaxRequestBytes)
@@ -69,7 +82,7 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp   Streamable HTTP\nGET  /sse   legacy HTTP+SSE\nGET  /metrics\nGET  /healthz\n")
+		fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp             Streamable HTTP (header %s: NAME for a profile)\nPOST /mcp/p/NAME      Streamable HTTP, one profile\nGET  /sse             legacy HTTP+SSE\nGET  /status          sources, states, drift (JSON)\nGET  /metrics\nGET  /healthz\n", ProfileHeader)
 	})
 
 	var protected http.Handler = mux
@@ -279,3 +292,33 @@ func (s *statusRecorder) Flush() {
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// ProfileHeader names a profile on a request to /mcp, as an alternative to
+// the /mcp/p/NAME path.
+const ProfileHeader = "X-Junction-Profile"
+
+// profileHandlers serves each profile's view, making its handler on first
+// use and again when a reload replaces the view.
+type profileHandlers struct {
+	d    *Daemon
+	opts junction.HTTPOptions
+
+	mu       sync.Mutex
+	handlers map[*junction.View]http.Handler
+}
+
+func (p *profileHandlers) serve(w http.ResponseWriter, r *http.Request, name string) {
+	v := p.d.Profile(name)
+	if v == nil {
+		http.Error(w, fmt.Sprintf("unknown profile %q", name), http.StatusNotFound)
+		return
+	}
+	p.mu.Lock()
+	h, ok := p.handlers[v]
+	if !ok {
+		h = v.HTTPHandler(&p.opts)
+		p.handlers[v] = h
+	}
+	p.mu.Unlock()
+	h.ServeHTTP(w, r)
+}

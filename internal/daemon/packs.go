@@ -27,6 +27,9 @@ type PackDeps struct {
 	// AddCloser registers a pack's resources (background runs, open
 	// files) to be closed with the daemon.
 	AddCloser func(io.Closer)
+	// Settings are the pack's section of the config file (packs.<name>),
+	// nil without one. A pack validates its own settings.
+	Settings map[string]any
 }
 
 // packInfo describes one built-in pack.

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/junction-mcp/junction/internal/daemon"
+)
+
+const statusAbout = `
+Ask a running "junction serve -http" for its sources: each one's kind,
+state (initializing, connected, degraded, failed; "ready" for packs and
+plugins), tool count, process id, last error and drift against the lock
+file. The hub is found at -url, else at the config file's http.listen.`
+
+func runStatus(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "status", "[flags]", statusAbout)
+	base := fs.String("url", "", "the hub's base `URL` (http://HOST:PORT, or its /mcp URL)")
+	token := fs.String("token", "", "API `token` (default: $JUNCTION_TOKEN)")
+	configPath := fs.String("config", "", "take the address from this config `file`'s http.listen (default $"+EnvConfig+")")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := parseFlags(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("status takes no arguments, got %q", fs.Args())
+	}
+	if *base == "" {
+		hf := hubFlags{configPath: *configPath}
+		cfg, _, err := hf.loadConfig(env)
+		if err != nil {
+			return err
+		}
+		if cfg == nil || cfg.HTTP.Listen == "" {
+			return usageErrorf("give -url (or a -config file with http.listen)")
+		}
+		*base = "http://" + cfg.HTTP.Listen
+	}
+	u := strings.TrimSuffix(strings.TrimSuffix(*base, "/"), "/mcp") + "/status"
+	if *token == "" {
+		*token = strings.TrimSpace(strings.Split(env.Getenv(EnvToken), ",")[0])
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return usageErrorf("-url: %v", err)
+	}
+	if *token != "" {
+		req.Header.Set("Authorization", "Bearer "+*token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status: %s from %s: %s", resp.Status, u, strings.TrimSpace(string(body)))
+	}
+	if *asJSON {
+		_, err := env.Stdout.Write(body)
+		return err
+	}
+	var st daemon.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("status: %s did not answer JSON: %v", u, err)
+	}
+	fmt.Fprintf(env.Stdout, "junction %s: %d tools served", st.Version, st.Tools)
+	if st.Config != "" {
+		fmt.Fprintf(env.Stdout, ", config %s", st.Config)
+	}
+	fmt.Fprintln(env.Stdout)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tKIND\tSTATE\tTOOLS\tPID\tDRIFT\tLAST ERROR")
+	for _, s := range st.Sources {
+		pid, drift := "-", "-"
+		if s.PID != 0 {
+			pid = fmt.Sprint(s.PID)
+		}
+		if s.Drift != nil {
+			drift = strings.ReplaceAll(strings.TrimSpace(s.Drift.String()), "\n", "; ")
+		}
+		state := s.State
+		if s.BackoffUntil != nil {
+			state += fmt.Sprintf(" (retry in %s)", time.Until(*s.BackoffUntil).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Kind, state, s.Tools, pid, drift, s.Error)
+	}
+	tw.Flush()
+	for _, c := range st.Collisions {
+		fmt.Fprintf(env.Stdout, "collision: %s\n", c)
+	}
+	if len(st.Profiles) > 0 {
+		fmt.Fprintf(env.Stdout, "profiles: %s\n", strings.Join(st.Profiles, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,342 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/internal/config"
+	"github.com/junction-mcp/junction/toolbox"
+	"github.com/junction-mcp/junction/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Kinds of source the daemon manages.
+const (
+	KindPack     = "pack"
+	KindUpstream = "upstream"
+	KindPlugin   = "plugin"
+)
+
+// managed is one source the daemon started, with what it needs to report
+// on it and stop it.
+type managed struct {
+	name   string
+	kind   string
+	src    junction.Source
+	closer io.Closer // nil for sources nothing needs to stop
+	up     *upstream.Server
+}
+
+func (m *managed) close() error {
+	if m.closer == nil {
+		return nil
+	}
+	return m.closer.Close()
+}
+
+// sourceOptions translates a config source section into hub options.
+func sourceOptions(s config.Source, defaultPrefix junction.PrefixMode) (*junction.SourceOptions, error) {
+	o := &junction.SourceOptions{Prefix: defaultPrefix, Allow: s.Tools.Allow, Deny: s.Tools.Deny}
+	if s.Prefix != "" {
+		p, err := junction.ParsePrefixMode(s.Prefix)
+		if err != nil {
+			return nil, err
+		}
+		o.Prefix = p
+	}
+	d, err := junction.ParseDriftPolicy(s.Drift)
+	if err != nil {
+		return nil, err
+	}
+	o.Drift = d
+	return o, nil
+}
+
+// upstreamConfig translates a config server into an upstream.Config.
+// Timeouts live in the upstream package, which restarts them on progress;
+// the tool filter lives in the hub, like every other source's.
+func upstreamConfig(s *config.Server) (upstream.Config, error) {
+	c := upstream.Config{
+		Command:      s.Command,
+		Args:         s.Args,
+		Dir:          s.Cwd,
+		URL:          s.URL,
+		Headers:      s.Headers,
+		BearerToken:  s.BearerToken,
+		CallTimeout:  s.Timeout,
+		ToolTimeouts: s.ToolTimeouts,
+	}
+	switch s.Transport {
+	case config.TransportStdio, "":
+		if s.Command != "" || s.URL == "" {
+			c.Transport = upstream.TransportStdio
+		}
+	case "sse":
+		c.Transport = upstream.TransportSSE
+	default:
+		c.Transport = upstream.TransportStreamableHTTP
+	}
+	env := map[string]string{}
+	if s.EnvFile != "" {
+		fromFile, err := readDotenv(s.EnvFile)
+		if err != nil {
+			return c, err
+		}
+		for k, v := range fromFile {
+			env[k] = v
+		}
+	}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	if len(env) > 0 {
+		c.Env = env
+	}
+	return c, nil
+}
+
+// readDotenv reads KEY=VALUE lines, skipping blanks and # comments, with
+// optional surrounding quotes on values.
+func readDotenv(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("envFile: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("envFile %s:%d: want KEY=VALUE", path, n)
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		out[strings.TrimSpace(k)] = v
+	}
+	return out, sc.Err()
+}
+
+// startUpstream creates (and starts connecting) the upstream server name.
+func (d *Daemon) startUpstream(name string, s *config.Server) (*managed, *junction.SourceOptions, error) {
+	opts, err := sourceOptions(s.Source, junction.PrefixAlways)
+	if err != nil {
+		return nil, nil, fmt.Errorf("servers.%s: %w", name, err)
+	}
+	uc, err := upstreamConfig(s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("servers.%s: %w", name, err)
+	}
+	if len(s.UnsetEnv) > 0 {
+		d.logger.Warn("unsetting environment variables is not supported; they are passed on", junction.LogKeySource, name, "vars", strings.Join(s.UnsetEnv, ","))
+	}
+	srv, err := upstream.New(name, uc, &upstream.Options{
+		Logger:     d.logger,
+		ClientInfo: &mcp.Implementation{Name: "junction", Version: buildinfo.Version()},
+		OnEvent:    d.onUpstreamEvent,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("servers.%s: %w", name, err)
+	}
+	return &managed{name: name, kind: KindUpstream, src: srv, closer: srv, up: srv}, opts, nil
+}
+
+// startPlugin creates the toolbox plugin source name.
+func (d *Daemon) startPlugin(name string, p *config.Plugin) (*managed, *junction.SourceOptions, error) {
+	opts, err := sourceOptions(p.Source, junction.PrefixAlways)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plugins.%s: %w", name, err)
+	}
+	topts := &toolbox.Options{Name: name, Logger: d.logger, Token: p.BearerToken}
+	if len(p.Headers) > 0 {
+		d.logger.Warn("plugin headers are not supported; use bearer_token", junction.LogKeySource, name)
+	}
+	var src *toolbox.Source
+	if p.URL != "" {
+		src, err = toolbox.NewURL(p.URL, topts)
+	} else {
+		var env []string
+		if len(p.Env) > 0 {
+			env = os.Environ()
+			for k, v := range p.Env {
+				env = append(env, k+"="+v)
+			}
+		}
+		src, err = toolbox.NewPlugin(toolbox.Command{Path: p.Command, Args: p.Args, Env: env, Dir: p.Cwd}, topts)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("plugins.%s: %w", name, err)
+	}
+	return &managed{name: name, kind: KindPlugin, src: src, closer: src}, opts, nil
+}
+
+// startPack builds the built-in pack name.
+func (d *Daemon) startPack(name string, p *config.Pack) (*managed, *junction.SourceOptions, error) {
+	var settings map[string]any
+	src := config.Source{}
+	if p != nil {
+		settings, src = p.Settings, p.Source
+	}
+	opts, err := sourceOptions(src, junction.PrefixNever)
+	if err != nil {
+		return nil, nil, fmt.Errorf("packs.%s: %w", name, err)
+	}
+	pack, err := BuildPack(name, PackDeps{Hub: d.Hub, Getenv: d.getenv, DataDir: d.dataDir, Settings: settings, Logger: d.logger, AddCloser: d.AddCloser})
+	if err != nil {
+		return nil, nil, err
+	}
+	m := &managed{name: name, kind: KindPack, src: pack}
+	if c, ok := any(pack).(io.Closer); ok {
+		m.closer = c
+	}
+	return m, opts, nil
+}
+
+// addSources starts every source in cfg and adds it to the hub. Upstreams
+// and plugins connect in the background: the hub serves what is ready.
+func (d *Daemon) addSources(ctx context.Context, packNames []string, cfg *config.Config) error {
+	type item struct {
+		kind, name string
+		start      func() (*managed, *junction.SourceOptions, error)
+	}
+	var items []item
+	for _, n := range packNames {
+		var pc *config.Pack
+		if cfg != nil {
+			pc = cfg.Packs[n]
+		}
+		items = append(items, item{KindPack, n, func() (*managed, *junction.SourceOptions, error) { return d.startPack(n, pc) }})
+	}
+	if cfg != nil {
+		for _, n := range sortedNames(cfg.Servers) {
+			s := cfg.Servers[n]
+			if s.Disabled {
+				continue
+			}
+			items = append(items, item{KindUpstream, n, func() (*managed, *junction.SourceOptions, error) { return d.startUpstream(n, s) }})
+		}
+		for _, n := range sortedNames(cfg.Plugins) {
+			p := cfg.Plugins[n]
+			if p.Disabled {
+				continue
+			}
+			items = append(items, item{KindPlugin, n, func() (*managed, *junction.SourceOptions, error) { return d.startPlugin(n, p) }})
+		}
+	}
+	for _, it := range items {
+		if _, dup := d.sources[it.name]; dup {
+			return fmt.Errorf("%s %q: a source of that name already exists", it.kind, it.name)
+		}
+		m, opts, err := it.start()
+		if err != nil {
+			return err
+		}
+		d.sources[m.name] = m
+		if err := d.Hub.Add(ctx, m.name, m.src, opts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// onUpstreamEvent logs upstream state changes.
+func (d *Daemon) onUpstreamEvent(e upstream.Event) {
+	if e.Kind != upstream.EventState {
+		return
+	}
+	attrs := []any{junction.LogKeySource, e.Server, "state", e.State.String()}
+	if e.Err != nil {
+		attrs = append(attrs, "error", e.Err.Error())
+	}
+	d.logger.Info("upstream state", attrs...)
+}
+
+// WaitUpstreams waits, at most timeout, until every upstream and plugin
+// has finished its first connection attempt. Serving never waits for this;
+// commands that need the full tool list (lock, selftest, tools) do.
+func (d *Daemon) WaitUpstreams(ctx context.Context, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, m := range d.sources {
+		if m.up != nil {
+			if err := m.up.WaitReady(ctx); err != nil && ctx.Err() == nil {
+				d.logger.Warn("upstream not ready", junction.LogKeySource, m.name, "error", err)
+			}
+		}
+	}
+	d.Hub.Refresh(ctx)
+}
+
+// pendingPrefixes returns "<name>__" for every upstream or plugin that is
+// not serving tools yet, so a selection naming their tools is accepted
+// before they connect.
+func (d *Daemon) pendingPrefixes() []string {
+	var out []string
+	served := map[string]bool{}
+	for _, t := range d.Hub.Tools() {
+		served[t.Source] = true
+	}
+	for _, m := range d.sources {
+		if m.kind != KindPack && !served[m.name] {
+			out = append(out, m.name+junction.NameSeparator)
+		}
+	}
+	return out
+}
+
+// CheckSelection is [junction.Hub.CheckSelection], except that a tool of
+// an upstream or plugin that has not connected yet is not an error: it is
+// checked when the source connects (and logged if it never appears).
+func (d *Daemon) CheckSelection(sel junction.Selection) error {
+	err := d.Hub.CheckSelection(sel)
+	var une *junction.UnknownNameError
+	if !errors.As(err, &une) || une.Kind != "tool" {
+		return err
+	}
+	pending := d.pendingPrefixes()
+	var keep []string
+	for _, t := range sel.Tools {
+		if !slices.ContainsFunc(pending, func(p string) bool { return strings.HasPrefix(t, p) }) {
+			keep = append(keep, t)
+		} else {
+			d.logger.Warn("selected tool not known yet; its source is still connecting", junction.LogKeyTool, t)
+		}
+	}
+	var deny []string
+	for _, t := range sel.Deny {
+		if !slices.ContainsFunc(pending, func(p string) bool { return strings.HasPrefix(t, p) }) {
+			deny = append(deny, t)
+		}
+	}
+	sel.Tools, sel.Deny = keep, deny
+	if len(sel.Tools) == 0 && len(sel.Presets) == 0 && len(sel.Deny) == 0 && len(sel.Sources) == 0 {
+		return nil
+	}
+	return d.Hub.CheckSelection(sel)
+}
