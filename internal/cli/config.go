@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/junction-mcp/junction/internal/config"
+	"github.com/junction-mcp/junction/internal/daemon"
 )
 
 const configCheckAbout = `
@@ -45,6 +47,12 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 		// Not a problem inside the file (it could not be read).
 		return &ExitError{Code: 1, Err: err}
 	}
+	if c != nil {
+		problems = append(problems, checkPackNames(path, c)...)
+		if len(problems) > 0 {
+			c = nil
+		}
+	}
 	report := newCheckReport(path, c, problems)
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -59,6 +67,21 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// checkPackNames reports packs that are not built into this binary, which
+// config.Parse cannot know.
+func checkPackNames(file string, c *config.Config) config.Errors {
+	known := daemon.PackNames()
+	var errs config.Errors
+	for _, name := range sortedMapKeys(c.Packs) {
+		if !slices.Contains(known, name) {
+			p := c.FieldPath("pack", name)
+			errs = append(errs, &config.FieldError{File: file, Line: c.Line(p), Path: p,
+				Msg: fmt.Sprintf("unknown pack %q (built-in packs: %s)", name, strings.Join(known, ", "))})
+		}
+	}
+	return errs
 }
 
 // checkReport is the -json output of "junction config check".

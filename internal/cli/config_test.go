@@ -125,3 +125,18 @@ func TestConfigCheckUsage(t *testing.T) {
 		t.Errorf("missing file: exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestConfigCheckUnknownPack(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "packs.yaml")
+	if err := os.WriteFile(path, []byte("packs:\n  core: {}\n  nosuchpack: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runConfig(t, nil, path)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if want := path + `:3: packs.nosuchpack: unknown pack "nosuchpack" (built-in packs: `; !strings.Contains(errOut, want) {
+		t.Errorf("stderr = %q, want it to contain %q", errOut, want)
+	}
+}
