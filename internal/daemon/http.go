@@ -46,6 +46,8 @@ type HTTPConfig struct {
 // Handler returns the hub's HTTP front:
 //
 //	/mcp       Streamable HTTP (stateful, stateless or both)
+//	/mcp/info  seed 002's server info: capabilities, tools, resources (GET)
+//	/mcp/messages  seed 002's plain JSON-RPC: one request in, one JSON response out
 //	/sse       legacy HTTP+SSE (protocol 2024-11-05); POSTs go to /sse?sessionid=…
 //	/healthz   liveness, no auth
 //	/metrics   Prometheus metrics
