@@ -249,3 +249,41 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+func TestDiagramPackDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_STATE_HOME": "/state", "HOME": "/home/u"}, "/state/junction"},
+		{map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/home/u"}, "/home/u/.local/state/junction"},
+		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/state/junction"},
+	} {
+		if got := DefaultDataDir(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("DefaultDataDir(%v) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+
+	// With no DataDir, the pack keeps its state under XDG_STATE_HOME.
+	ignore := goleak.IgnoreCurrent()
+	defer goleak.VerifyNone(t, ignore)
+	state := t.TempDir()
+	d, err := Build(t.Context(), Spec{Packs: []string{"diagram"}, Getenv: func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return state
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "junction", "diagram-runs.db")); err != nil {
+		t.Errorf("run store not under XDG_STATE_HOME: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "junction", "diagram-owners")); err != nil {
+		t.Errorf("owner locks not under XDG_STATE_HOME: %v", err)
+	}
+}
