@@ -305,8 +305,10 @@ var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
 var hostTopKeys = map[string]string{
-	"globalShortcut": "a Claude Desktop setting",
-	"preferences":    "a Claude Desktop setting",
+	"globalShortcut":           "a Claude Desktop setting",
+	"preferences":              "a Claude Desktop setting",
+	"isUsingBuiltInNodeForMcp": "a Claude Desktop setting",
+	"isDxtAutoUpdatesEnabled":  "a Claude Desktop setting",
 }
 
 func (d *decoder) config(root *node) *Config {
