@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/junction-mcp/junction/internal/files"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -333,6 +335,64 @@ func TestPullCancel(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after a cancelled pull the destination holds %v", entries)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// slowBody throttles a request body, so a push is still running when the
+// test cancels it.
+type slowBody struct {
+	r interface{ Read([]byte) (int, error) }
+}
+
+func (s slowBody) Read(p []byte) (int, error) {
+	time.Sleep(5 * time.Millisecond)
+	return s.r.Read(p[:min(len(p), 32<<10)])
+}
+
+// TestPushCancel cancels a push mid-transfer: the listener is left with
+// no file and no temporary file.
+func TestPushCancel(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	l, err := files.NewListener(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = struct {
+			slowBody
+			io.Closer
+		}{slowBody{r.Body}, r.Body}
+		l.ServeHTTP(w, r)
+	}))
+	defer func() { srv.Close(); l.Close() }()
+	big := writeFile(t, t.TempDir(), "big.bin", strings.Repeat("x", 20<<20))
+	started := make(chan struct{})
+	var once sync.Once
+	cs := connect(t, nil, &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		once.Do(func() { close(started) })
+	}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-started
+		cancel()
+	}()
+	params := &mcp.CallToolParams{Name: ToolFilePush, Arguments: map[string]any{"peer_host": "127.0.0.1", "port": portOf(t, srv.URL), "remote_path": "big.bin", "local_file_path": big}}
+	params.SetProgressToken(1)
+	if _, err := cs.CallTool(ctx, params); err == nil {
+		t.Fatal("cancelled push succeeded")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, _ := os.ReadDir(root)
+		if len(entries) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a cancelled push the listener root holds %v", entries)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
