@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,7 +42,15 @@ func toolboxGo(t *testing.T) string {
 // a go-sdk client to it.
 func connectToolboxMCP(t *testing.T, c *mcp.Client, plugin ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(junctionBin(t), append([]string{"toolbox", "mcp", "--"}, plugin...)...)
+	cs, _ := connectJunction(t, c, append([]string{"toolbox", "mcp", "--"}, plugin...)...)
+	return cs
+}
+
+// connectJunction runs "junction ARGS" as a stdio MCP server and connects
+// c to it; it returns the session and the process's stderr.
+func connectJunction(t *testing.T, c *mcp.Client, args ...string) (*mcp.ClientSession, *lineWatcher) {
+	t.Helper()
+	cmd := exec.Command(junctionBin(t), args...)
 	cmd.Env = childEnv(t.TempDir())
 	stderr := newLineWatcher("\x00")
 	cmd.Stderr = stderr
@@ -54,15 +63,15 @@ func connectToolboxMCP(t *testing.T, c *mcp.Client, plugin ...string) *mcp.Clien
 			cmd.Process.Kill()
 			cmd.Wait()
 		}
-		t.Fatalf("connecting to junction toolbox mcp: %v\nstderr:\n%s", err, stderr.String())
+		t.Fatalf("connecting to junction %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	t.Cleanup(func() {
 		cs.Close()
 		if t.Failed() {
-			t.Logf("junction toolbox mcp stderr:\n%s", stderr.String())
+			t.Logf("junction %s stderr:\n%s", strings.Join(args, " "), stderr.String())
 		}
 	})
-	return cs
+	return cs, stderr
 }
 
 // checkToolboxExample drives one of the example plugins through
@@ -197,4 +206,182 @@ func TestInspectorCLIToolbox(t *testing.T) {
 	if !strings.Contains(out, `"isError": true`) || !strings.Contains(out, "FAILED_PRECONDITION") {
 		t.Errorf("tools/call fail:\n%s", out)
 	}
+}
+
+// tsExampleCommand returns the command line of the TypeScript example
+// plugin, or nil (after logging why) when the Node tools are missing and
+// not required.
+func tsExampleCommand(t *testing.T) []string {
+	t.Helper()
+	node := os.Getenv(envNode)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "toolbox-ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@connectrpc", "connect-node"))
+	if node == "" || modErr != nil {
+		if os.Getenv(envRequireTools) == "1" {
+			t.Fatalf("the TypeScript example needs %s and examples/toolbox-ts/node_modules (run bash scripts/setup)", envNode)
+		}
+		t.Logf("leaving out the TypeScript example: %s or examples/toolbox-ts/node_modules missing (run bash scripts/setup)", envNode)
+		return nil
+	}
+	return []string{node, "--experimental-transform-types", "--no-warnings", filepath.Join(dir, "src", "main.ts")}
+}
+
+// TestServeWithPlugins runs both example plugins behind "junction serve"
+// (configured in a config file) and checks, through a go-sdk client:
+// tools listed with their schemas, calls with progress, cancellation
+// reaching the plugin, errors as isError, resources and prompts, and a
+// plugin killed mid-call and restarted.
+func TestServeWithPlugins(t *testing.T) {
+	t.Parallel()
+	cfg := "plugins:\n  gop:\n    command: " + strconvQuote(toolboxGo(t)) + "\n"
+	prefixes := []string{"gop"}
+	if ts := tsExampleCommand(t); ts != nil {
+		cfg += "  tsp:\n    command: " + strconvQuote(ts[0]) + "\n    args: ["
+		for i, a := range ts[1:] {
+			if i > 0 {
+				cfg += ", "
+			}
+			cfg += strconvQuote(a)
+		}
+		cfg += "]\n"
+		prefixes = append(prefixes, "tsp")
+	}
+	path := filepath.Join(t.TempDir(), "junction.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	progress := map[any]int{}
+	c := newClient(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		progress[req.Params.ProgressToken]++
+		mu.Unlock()
+	}})
+	progressOf := func(tok string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return progress[tok]
+	}
+	cs, stderr := connectJunction(t, c, "serve", "-config", path, "-no-default-packs")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	waitUntil := func(t *testing.T, what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+	text := func(res *mcp.CallToolResult) string {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+
+	// Plugins start in the background: wait for all their tools.
+	tools := map[string]*mcp.Tool{}
+	waitUntil(t, "every plugin's tools", func() bool {
+		clear(tools)
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			tools[tool.Name] = tool
+		}
+		return len(tools) == 6*len(prefixes)
+	})
+	for _, p := range prefixes {
+		t.Run(p, func(t *testing.T) {
+			schema, _ := json.Marshal(tools[p+"__echo"].InputSchema)
+			if !strings.Contains(string(schema), `"text"`) || !strings.Contains(string(schema), `"object"`) {
+				t.Errorf("%s__echo input schema = %s", p, schema)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: p + "__echo", Arguments: map[string]any{"text": "via serve"}})
+			if err != nil || text(res) != "via serve" {
+				t.Errorf("%s__echo = %v, %v", p, res, err)
+			}
+			params := &mcp.CallToolParams{Name: p + "__slow", Arguments: map[string]any{"steps": 3, "delay_ms": 10}}
+			params.SetProgressToken(p + "-progress")
+			if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+				t.Fatalf("%s__slow = %v, %v", p, res, err)
+			}
+			waitUntil(t, "3 progress notifications", func() bool { return progressOf(p+"-progress") == 3 })
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: p + "__fail", Arguments: map[string]any{"mode": "rpc"}})
+			if err != nil || !res.IsError || !strings.Contains(text(res), "PERMISSION_DENIED") {
+				t.Errorf("%s__fail(rpc) = %v, %v", p, res, err)
+			}
+			gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p + "__greet", Arguments: map[string]string{"name": "Ada"}})
+			if err != nil || len(gp.Messages) != 1 {
+				t.Errorf("%s__greet = %v, %v", p, gp, err)
+			}
+
+			// Cancellation: the plugin logs it on stderr, which junction logs.
+			cctx, ccancel := context.WithCancel(ctx)
+			params = &mcp.CallToolParams{Name: p + "__slow", Arguments: map[string]any{"steps": 500, "delay_ms": 20}}
+			params.SetProgressToken(p + "-cancel")
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(cctx, params)
+				done <- err
+			}()
+			waitUntil(t, "the slow call to start", func() bool { return progressOf(p+"-cancel") > 0 })
+			ccancel()
+			<-done
+			waitUntil(t, "the plugin to see the cancellation", func() bool {
+				return strings.Contains(stderr.String(), "slow: cancelled at step") && strings.Contains(stderr.String(), "source="+p)
+			})
+
+			// Kill the plugin mid-call: the call fails as a tool error, the
+			// plugin restarts, and calls work again.
+			pidOf := func() int {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: p + "__pid", Arguments: map[string]any{}})
+				if err != nil || res.IsError {
+					t.Fatalf("%s__pid = %v, %v", p, res, err)
+				}
+				var v struct{ PID int }
+				b, _ := json.Marshal(res.StructuredContent)
+				json.Unmarshal(b, &v)
+				return v.PID
+			}
+			pid := pidOf()
+			params = &mcp.CallToolParams{Name: p + "__slow", Arguments: map[string]any{"steps": 500, "delay_ms": 20}}
+			params.SetProgressToken(p + "-kill")
+			results := make(chan *mcp.CallToolResult, 1)
+			go func() {
+				res, _ := cs.CallTool(ctx, params)
+				results <- res
+			}()
+			waitUntil(t, "the slow call to start", func() bool { return progressOf(p+"-kill") > 0 })
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			res = <-results
+			if res == nil || !res.IsError || !strings.Contains(text(res), "SOURCE_UNAVAILABLE") {
+				t.Errorf("call cut by the kill = %v, want a SOURCE_UNAVAILABLE tool error", res)
+			}
+			if again := pidOf(); again == pid || again == 0 {
+				t.Errorf("pid after the restart = %d (was %d)", again, pid)
+			}
+		})
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "example://readme"})
+	if err != nil || len(rr.Contents) != 1 || !strings.HasPrefix(rr.Contents[0].Text, "hello from toolbox-") {
+		t.Errorf("ReadResource = %v, %v", rr, err)
+	}
+}
+
+// strconvQuote quotes s for YAML (a JSON string is a YAML string).
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
