@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -260,3 +262,34 @@ func TestDeployHostLimits(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestDeployHostCutOff cuts an upload off half-way: no upload, no staging
+// directory, no log is left.
+func TestDeployHostCutOff(t *testing.T) {
+	t.Parallel()
+	srv, dir := newDeployServer(t, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := tarball(t, entry{name: "a", body: strings.Repeat("x", 1000)})
+	fmt.Fprintf(conn, "PUT /%s.tar.gz HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", testUUID, len(body))
+	conn.Write(body[:len(body)/2])
+	time.Sleep(50 * time.Millisecond)
+	conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(tree(t, dir)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a cut-off deploy upload the dir holds %q", tree(t, dir))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Deploys are serialised, so once a full one is done the cut-off one
+	// has finished too; only the full one's files may be there.
+	if code, msg := put(t, srv+"/"+testUUID+".tar.gz", body); code != 204 {
+		t.Fatalf("PUT after the cut-off one = %d %q", code, msg)
+	}
+	if diff := cmp.Diff([]string{testUUID, testUUID + ".log", testUUID + ".tar.gz", testUUID + "/a"}, tree(t, dir)); diff != "" {
+		t.Errorf("deploy dir (-want +got):\n%s", diff)
+	}
+}
