@@ -403,6 +403,9 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
 	var err error
 	if on {
 		err = sess.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		if err == nil && sess.cs.InitializeResult().ProtocolVersion >= "2026-07-28" {
+			s.awaitAck(ctx, sess.cs, uri)
+		}
 	} else {
 		err = sess.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	}
@@ -410,6 +413,59 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
 		return fmt.Errorf("upstream %q: subscribe %q: %w", s.name, uri, err)
 	}
 	return nil
+}
+
+// watchAcks is client middleware that notes which resource subscriptions
+// the upstream has acknowledged. Under 2026-07-28 go-sdk's Subscribe
+// returns before the upstream has registered the subscription, so an
+// update sent right after it would be lost; Subscribe waits for the
+// acknowledgement instead.
+func (s *Server) watchAcks(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/subscriptions/acknowledged" {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && len(p.Notifications.ResourceSubscriptions) > 0 {
+				if cs, ok := req.GetSession().(*mcp.ClientSession); ok {
+					s.mu.Lock()
+					if s.acked[cs] == nil {
+						s.acked[cs] = make(map[string]bool)
+					}
+					for _, uri := range p.Notifications.ResourceSubscriptions {
+						s.acked[cs][uri] = true
+					}
+					close(s.ackSignal)
+					s.ackSignal = make(chan struct{})
+					s.mu.Unlock()
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// awaitAck waits, up to five seconds, for the upstream to acknowledge the
+// subscription to uri. An upstream that refuses it never acknowledges it,
+// so the wait ends quietly.
+func (s *Server) awaitAck(ctx context.Context, cs *mcp.ClientSession, uri string) {
+	timer := time.NewTimer(5 * time.Second)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		ok, ch := s.acked[cs][uri], s.ackSignal
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			s.logger.Debug("resource subscription not acknowledged", "uri", uri)
+			return
+		case <-ctx.Done():
+			return
+		case <-s.ctx.Done():
+			return
+		}
+	}
 }
 
 func (s *Server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -473,7 +529,8 @@ func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	data, _ := json.Marshal(req.Params.Data)
 	s.logger.Log(context.Background(), level, "upstream log", "logger", req.Params.Logger, "data", string(data))
 	for _, c := range s.logHosts() {
-		if err := c.host.Log(c.hostCtx, req.Params); err != nil {
+		// The call may end while this runs; the message still goes out.
+		if err := c.host.Log(context.WithoutCancel(c.hostCtx), req.Params); err != nil {
 			s.logger.Debug("forwarding log message failed", "error", err)
 		}
 	}

@@ -90,6 +90,17 @@ func testThroughHub(t *testing.T, version string) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann"}}, nil
 		},
 	})
+	// Under 2026-07-28, go-sdk's Subscribe returns before the server has
+	// registered the subscription; the host waits for the acknowledgement.
+	acked := make(chan struct{}, 1)
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && len(p.Notifications.ResourceSubscriptions) > 0 {
+				acked <- struct{}{}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	var sopts *mcp.ClientSessionOptions
 	if version != "" {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
@@ -162,6 +173,13 @@ func testThroughHub(t *testing.T, version string) {
 	// Resource subscriptions and updates.
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fake://r"}); err != nil {
 		t.Fatal(err)
+	}
+	if version == "" {
+		select {
+		case <-acked:
+		case <-ctx.Done():
+			t.Fatal("subscription never acknowledged")
+		}
 	}
 	callText("up__touch", nil, nil)
 	waitFor(t, "resource update", func() bool {

@@ -54,8 +54,10 @@ type Server struct {
 	info         *mcp.Implementation
 	calls        map[string]*call // in-flight calls by upstream progress token
 	recent       map[*mcp.ServerSession]recentHost
-	http         *http.Client    // built on first use
-	ownTransport *http.Transport // nil when Config.HTTPClient is set
+	acked        map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
+	ackSignal    chan struct{}                          // closed and replaced on every acknowledgement
+	http         *http.Client                           // built on first use
+	ownTransport *http.Transport                        // nil when Config.HTTPClient is set
 	nextToken    uint64
 }
 
@@ -86,19 +88,22 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 	}
 	o := opts.withDefaults()
 	s := &Server{
-		name:    name,
-		cfg:     cfg.clone(),
-		opts:    o,
-		logger:  o.Logger.With(junction.LogKeySource, name),
-		kick:    make(chan struct{}, 1),
-		relist:  make(chan struct{}, 1),
-		changed: make(chan struct{}),
-		subs:    make(map[string]bool),
-		calls:   make(map[string]*call),
-		recent:  make(map[*mcp.ServerSession]recentHost),
+		name:      name,
+		cfg:       cfg.clone(),
+		opts:      o,
+		logger:    o.Logger.With(junction.LogKeySource, name),
+		kick:      make(chan struct{}, 1),
+		relist:    make(chan struct{}, 1),
+		changed:   make(chan struct{}),
+		subs:      make(map[string]bool),
+		calls:     make(map[string]*call),
+		recent:    make(map[*mcp.ServerSession]recentHost),
+		acked:     make(map[*mcp.ClientSession]map[string]bool),
+		ackSignal: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = mcp.NewClient(o.ClientInfo, s.clientOptions())
+	s.client.AddReceivingMiddleware(s.watchAcks)
 	s.wg.Add(1)
 	go s.run()
 	return s, nil
@@ -412,6 +417,7 @@ func (s *Server) endSession(sess *session) {
 		s.sess = nil
 	}
 	s.catalog = nil
+	delete(s.acked, sess.cs)
 	l := s.listener
 	s.mu.Unlock()
 	s.emit(Event{Kind: EventCatalog})
