@@ -1,0 +1,109 @@
+// Command benchhub serves one upstream MCP server through a junction hub,
+// over stdio or Streamable HTTP, for the benchmarks. It is the hub as
+// `junction serve` builds it (a junction.Hub, an upstream.Server source,
+// the hub's StdioTransport or View.HTTPHandler) without the daemon's
+// config file, auth and metrics, so that scripts/bench can run before and
+// independently of the config wiring.
+//
+//	benchhub [-http 127.0.0.1:0] [-addr-file F] -- COMMAND [ARGS...]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/upstream"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "benchhub:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("benchhub", flag.ContinueOnError)
+	addr := fs.String("http", "", "serve Streamable HTTP on `host:port` instead of stdio")
+	addrFile := fs.String("addr-file", "", "write the bound HTTP address to `file`")
+	jsonResp := fs.Bool("json-response", false, "answer POSTs with application/json instead of SSE")
+	name := fs.String("name", "echo", "source `name`; tools keep their upstream names")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("usage: benchhub [flags] -- COMMAND [ARGS...]")
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	hub := junction.New(&junction.Options{Name: "junction", Logger: logger})
+	defer hub.Close()
+	up, err := upstream.New(*name, upstream.Config{Command: fs.Arg(0), Args: fs.Args()[1:]}, &upstream.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	if err := hub.Add(ctx, *name, up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		return err
+	}
+	// Serve only once the upstream's tools are in the hub's table, so the
+	// first measured call is not a connection wait.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := up.WaitReady(wctx); err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	if err := hub.Refresh(wctx); err != nil {
+		return err
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		return err
+	}
+
+	if *addr == "" {
+		err := view.Server().Run(ctx, &junction.StdioTransport{In: os.Stdin, Out: os.Stdout})
+		if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	if *addrFile != "" {
+		tmp := *addrFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, *addrFile); err != nil {
+			return err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", view.HTTPHandler(&junction.HTTPOptions{Mode: junction.HTTPStateful, JSONResponse: *jsonResp, Logger: logger}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	return srv.Shutdown(sctx)
+}

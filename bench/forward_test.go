@@ -1,0 +1,191 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/bench/echo"
+	"github.com/junction-mcp/junction/upstream"
+	"go.uber.org/goleak"
+)
+
+// envEcho makes the test binary act as the echo server, so the upstream
+// is a real process without a separate build.
+const envEcho = "JUNCTION_BENCH_ECHO_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envEcho) == "1" {
+		if err := echo.Serve(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// pipeHost is a host speaking raw JSON-RPC lines to a server over pipes.
+type pipeHost struct {
+	w   *io.PipeWriter
+	r   *bufio.Reader
+	buf []byte
+	id  int
+}
+
+// newForwarder builds a hub whose one source is the echo server as an
+// upstream process, and connects a pipeHost to it over the hub's stdio
+// transport.
+func newForwarder(tb testing.TB) *pipeHost {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	hub := junction.New(nil)
+	up, err := upstream.New("echo", upstream.Config{Command: os.Args[0], Env: map[string]string{envEcho: "1"}}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := hub.Add(ctx, "echo", up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		tb.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := up.WaitReady(wctx); err != nil {
+		tb.Fatalf("upstream: %v", err)
+	}
+	if err := hub.Refresh(wctx); err != nil {
+		tb.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return view.Server().Run(ctx, &junction.StdioTransport{In: in, Out: out})
+	}, func() {
+		hub.Close()
+		up.Close()
+	})
+}
+
+// newDirect connects a pipeHost straight to an in-process echo server:
+// the floor of the in-process benchmark.
+func newDirect(tb testing.TB) *pipeHost {
+	ctx, cancel := context.WithCancel(context.Background())
+	return serve(tb, ctx, cancel, func(_ context.Context, in io.Reader, out io.Writer) error {
+		return echo.Serve(in, out)
+	}, func() {})
+}
+
+func serve(tb testing.TB, ctx context.Context, cancel context.CancelFunc, run func(context.Context, io.Reader, io.Writer) error, stop func()) *pipeHost {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx, inR, outW)
+		outW.Close()
+	}()
+	h := &pipeHost{w: inW, r: bufio.NewReaderSize(outR, 1<<20)}
+	tb.Cleanup(func() {
+		inW.Close()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			tb.Error("server did not stop")
+		}
+		outR.Close()
+		stop()
+	})
+	h.roundTrip(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	if _, err := io.WriteString(h.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// roundTrip writes one request line and returns the answer line.
+func (h *pipeHost) roundTrip(tb testing.TB, req string) []byte {
+	if _, err := io.WriteString(h.w, req+"\n"); err != nil {
+		tb.Fatal(err)
+	}
+	h.buf = h.buf[:0]
+	for {
+		chunk, err := h.r.ReadSlice('\n')
+		h.buf = append(h.buf, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			tb.Fatalf("reading answer: %v", err)
+		}
+		// Skip notifications (there should be none for echo).
+		if bytes.Contains(h.buf, []byte(`"id":`)) {
+			return h.buf
+		}
+		h.buf = h.buf[:0]
+	}
+}
+
+func (h *pipeHost) call(tb testing.TB, args string) []byte {
+	h.id++
+	res := h.roundTrip(tb, `{"jsonrpc":"2.0","id":`+strconv.Itoa(h.id)+`,"method":"tools/call","params":{"name":"echo","arguments":`+args+`}}`)
+	if !bytes.Contains(res, []byte(`"result"`)) || bytes.Contains(res, []byte(`"isError":true`)) {
+		tb.Fatalf("call %s: %.300s", args, res)
+	}
+	return res
+}
+
+func TestForward(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, tc := range []struct {
+		name string
+		new  func(testing.TB) *pipeHost
+	}{{"hub", newForwarder}, {"direct", newDirect}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.new(t)
+			res := h.call(t, `{"msg":"hello \"hub\""}`)
+			if !bytes.Contains(res, []byte(`"text":"hello \"hub\""`)) {
+				t.Errorf("echo = %s, want the text back", res)
+			}
+			res = h.call(t, `{"msg":"","size":100000}`)
+			if !bytes.Contains(res, []byte(strings.Repeat("x", 100000))) {
+				t.Errorf("result of size 100000 not forwarded whole (%d bytes)", len(res))
+			}
+		})
+	}
+}
+
+// BenchmarkForward measures one tools/call through the hub (host pipe →
+// hub → upstream process → back), sequentially. Allocations are the hub
+// process's own: the upstream is another process.
+func BenchmarkForward(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		new  func(testing.TB) *pipeHost
+	}{{"hub", newForwarder}, {"direct", newDirect}} {
+		b.Run(tc.name+"/small", func(b *testing.B) {
+			h := tc.new(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.call(b, `{"msg":"hello, hub"}`)
+			}
+		})
+		b.Run(tc.name+"/result-1MiB", func(b *testing.B) {
+			h := tc.new(b)
+			b.ReportAllocs()
+			b.SetBytes(1 << 20)
+			for b.Loop() {
+				h.call(b, `{"msg":"","size":1048576}`)
+			}
+		})
+	}
+}
