@@ -44,7 +44,8 @@ func TestRunDiagramOverMCP(t *testing.T) {
 	if isErr || out["valid"] != true || out["pushed_as"] != "shouter" {
 		t.Fatalf("compile_diagram = %v (isError %v), want valid and pushed", out, isErr)
 	}
-	out, isErr = e.call(t, "run_diagram", map[string]any{"diagram": "shouter", "input_data": map[string]any{"name": "ada"}})
+	// format_type, which DiPeO clients send, is accepted.
+	out, isErr = e.call(t, "run_diagram", map[string]any{"diagram": "shouter", "input_data": map[string]any{"name": "ada"}, "format_type": "light"})
 	if isErr {
 		t.Fatalf("run_diagram failed: %v", out)
 	}

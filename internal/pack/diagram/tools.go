@@ -36,6 +36,7 @@ type runInput struct {
 	DiagramContent string         `json:"diagram_content,omitempty" jsonschema:"a diagram document (YAML) to run without saving it"`
 	InputData      map[string]any `json:"input_data,omitempty" jsonschema:"the run's input object: the start node's output and .input in templates"`
 	Timeout        int            `json:"timeout,omitempty" jsonschema:"bound on the whole run, in seconds (default 300)"`
+	FormatType     string         `json:"format_type,omitempty" jsonschema:"accepted for DiPeO clients and ignored: junction diagrams have one format"`
 }
 
 // runOutput is run_diagram's and run_backend's result.
@@ -59,6 +60,7 @@ type sessionInput struct {
 type compileInput struct {
 	DiagramContent string `json:"diagram_content" jsonschema:"the diagram document (YAML)"`
 	PushAs         string `json:"push_as" jsonschema:"name to save the diagram under (letters, digits, '.', '_', '-')"`
+	FormatType     string `json:"format_type,omitempty" jsonschema:"accepted for DiPeO clients and ignored: junction diagrams have one format"`
 }
 
 type compileOutput struct {

@@ -1,6 +1,8 @@
 package diagram
 
 import (
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,7 +198,8 @@ func FuzzParseValidate(f *testing.F) {
 			return
 		}
 		// Valid and calls no tool (HasTool refused them all): run it.
-		e := &engine{maxSteps: 50, maxOutputBytes: 1 << 16}
+		// http nodes must not reach the network from a fuzzer.
+		e := &engine{maxSteps: 50, maxOutputBytes: 1 << 16, httpClient: &http.Client{Transport: refuseTransport{}}}
 		out := e.run(t.Context(), d, map[string]any{"x": "true"}, nil)
 		if out.err == nil && out.output == nil && len(out.executed) == 0 {
 			t.Fatal("a completed run executed nothing")
@@ -225,4 +228,10 @@ func TestTemplateRangeLimits(t *testing.T) {
 	if _, err := render("t", `{{ range .input.items }}{{ printf "%0999999d" 1 }}{{ end }}`, map[string]any{"input": map[string]any{"items": make([]any, 100)}}); err == nil || !strings.Contains(err.Error(), "over the limit") {
 		t.Errorf("huge render error = %v, want the output limit", err)
 	}
+}
+
+type refuseTransport struct{}
+
+func (refuseTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("no network in the fuzzer")
 }
