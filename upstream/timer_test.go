@@ -1,0 +1,100 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bareServer returns a Server with a fake current session and no
+// supervisor, for testing call bookkeeping alone.
+func bareServer(t *testing.T) (*Server, *session) {
+	s := &Server{
+		name:      "bare",
+		logger:    slog.New(slog.DiscardHandler),
+		calls:     make(map[string]*call),
+		recent:    make(map[*mcp.ServerSession]recentHost),
+		acked:     make(map[*mcp.ClientSession]map[string]bool),
+		ackSignal: make(chan struct{}),
+		changed:   make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(t.Context())
+	t.Cleanup(s.cancel)
+	sess := &session{done: make(chan struct{})}
+	s.sess = sess
+	return s, sess
+}
+
+// The no-progress timer restarts on progress and stops while junction
+// waits for the host.
+func TestNoProgressTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, sess := bareServer(t)
+		c, ctx, end, err := s.begin(t.Context(), sess, nil, time.Second, "tool")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer end()
+		time.Sleep(900 * time.Millisecond)
+		c.reset() // progress
+		time.Sleep(900 * time.Millisecond)
+		if ctx.Err() != nil {
+			t.Fatalf("call ended %v after progress, want it running", context.Cause(ctx))
+		}
+		release := c.hold() // waiting for the host to answer
+		time.Sleep(time.Hour)
+		if ctx.Err() != nil {
+			t.Fatal("call timed out while waiting for the host")
+		}
+		release()
+		time.Sleep(time.Second + time.Millisecond)
+		synctest.Wait()
+		if !errors.Is(context.Cause(ctx), errNoProgress) {
+			t.Errorf("cause after a second without progress = %v, want errNoProgress", context.Cause(ctx))
+		}
+	})
+}
+
+// A request the upstream sends outside any call can only go to a host if
+// exactly one host session has calls in flight.
+func TestRouteRequest(t *testing.T) {
+	t.Parallel()
+	s, sess := bareServer(t)
+	if _, err := s.routeRequest(t.Context(), "sampling/createMessage"); err == nil {
+		t.Error("routeRequest with no calls in flight succeeded")
+	}
+	h1, h2 := &mcp.ServerSession{}, &mcp.ServerSession{}
+	c1, _, end1, _ := s.begin(t.Context(), sess, h1, 0, "a")
+	_, _, end2, _ := s.begin(t.Context(), sess, h1, 0, "b")
+	if c, err := s.routeRequest(t.Context(), "m"); err != nil || c.host != h1 {
+		t.Errorf("routeRequest with two calls of one host = %v, %v; want that host", c, err)
+	}
+	_, _, end3, _ := s.begin(t.Context(), sess, h2, 0, "c")
+	_, err := s.routeRequest(t.Context(), "m")
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		t.Errorf("routeRequest with two hosts = %v, want a JSON-RPC error", err)
+	}
+	// A request made with a call's own context goes to that call's host.
+	if c, err := s.routeRequest(context.WithValue(t.Context(), callKey{}, c1), "m"); err != nil || c != c1 {
+		t.Errorf("routeRequest with a call context = %v, %v", c, err)
+	}
+	end1()
+	end2()
+	end3()
+	// Finished calls still receive log messages for a moment.
+	if hosts := s.logHosts(); len(hosts) != 2 {
+		t.Errorf("logHosts after the calls ended = %d hosts, want 2", len(hosts))
+	}
+	// A closing session takes no new calls.
+	s.sess = nil
+	if _, _, _, err := s.begin(t.Context(), sess, nil, 0, "d"); err == nil {
+		t.Error("begin on a closing session succeeded")
+	}
+}
