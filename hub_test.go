@@ -600,3 +600,21 @@ func TestViewSourcesAndHubPresets(t *testing.T) {
 		t.Errorf("unknown source: %v", err)
 	}
 }
+
+func TestPointerOutputSchemaIsObject(t *testing.T) {
+	p := junction.NewPack("p")
+	junction.AddTool(p, &mcp.Tool{Name: "ptr", Description: "pointer out"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, *echoOut, error) {
+		return nil, &echoOut{Echo: "x"}, nil
+	})
+	c, _ := p.Catalog(t.Context())
+	b, _ := json.Marshal(c.Tools[0].OutputSchema)
+	if !strings.HasPrefix(string(b), `{"type":"object"`) {
+		t.Errorf("output schema = %s, want type object", b)
+	}
+	h := newHub(t)
+	add(t, h, "p", p, junction.PrefixNever)
+	res, err := h.Call(t.Context(), "ptr", nil)
+	if err != nil || res.IsError || string(res.StructuredContent.(json.RawMessage)) != `{"echo":"x"}` {
+		t.Errorf("call = %+v, %v", res, err)
+	}
+}

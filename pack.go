@@ -351,8 +351,15 @@ func schemaFor[T any](field *any, input bool) (*jsonschema.Resolved, error) {
 		if input && reflect.TypeFor[T]() == reflect.TypeFor[any]() {
 			s = &jsonschema.Schema{Type: "object"}
 		} else {
+			// A pointer output is inferred from the type it points to, so
+			// the schema says "object", not ["null","object"]: hosts reject
+			// the latter.
+			t := reflect.TypeFor[T]()
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
 			var err error
-			if s, err = jsonschema.For[T](nil); err != nil {
+			if s, err = jsonschema.ForType(t, nil); err != nil {
 				return nil, err
 			}
 		}

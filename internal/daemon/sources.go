@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +87,7 @@ func upstreamConfig(s *config.Server) (upstream.Config, error) {
 	}
 	env := map[string]string{}
 	if s.EnvFile != "" {
-		fromFile, err := readDotenv(s.EnvFile)
+		fromFile, err := config.ReadEnvFile(s.EnvFile)
 		if err != nil {
 			return c, err
 		}
@@ -103,35 +102,6 @@ func upstreamConfig(s *config.Server) (upstream.Config, error) {
 		c.Env = env
 	}
 	return c, nil
-}
-
-// readDotenv reads KEY=VALUE lines, skipping blanks and # comments, with
-// optional surrounding quotes on values.
-func readDotenv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("envFile: %w", err)
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		line = strings.TrimPrefix(line, "export ")
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("envFile %s:%d: want KEY=VALUE", path, n)
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-			v = v[1 : len(v)-1]
-		}
-		out[strings.TrimSpace(k)] = v
-	}
-	return out, sc.Err()
 }
 
 // startUpstream creates (and starts connecting) the upstream server name.
