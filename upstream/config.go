@@ -43,12 +43,14 @@ type Config struct {
 	Transport Transport
 
 	// Command, Args, Env and Dir describe a stdio server. The process gets
-	// the parent's environment plus Env (Env wins), runs in Dir (empty: the
-	// current directory) and in its own process group.
-	Command string
-	Args    []string
-	Env     map[string]string
-	Dir     string
+	// the parent's environment without UnsetEnv, plus Env (Env wins); it
+	// runs in Dir (empty: the current directory) and in its own process
+	// group.
+	Command  string
+	Args     []string
+	Env      map[string]string
+	UnsetEnv []string
+	Dir      string
 
 	// URL is the endpoint of an SSE or Streamable HTTP server.
 	URL string
@@ -160,7 +162,7 @@ func (c Config) Validate() error {
 func (c Config) Equal(o Config) bool {
 	return c.TransportKind() == o.TransportKind() &&
 		c.Command == o.Command && slices.Equal(c.Args, o.Args) &&
-		maps.Equal(c.Env, o.Env) && c.Dir == o.Dir &&
+		maps.Equal(c.Env, o.Env) && slices.Equal(c.UnsetEnv, o.UnsetEnv) && c.Dir == o.Dir &&
 		c.URL == o.URL && maps.Equal(c.Headers, o.Headers) &&
 		c.BearerToken == o.BearerToken && c.HTTPClient == o.HTTPClient &&
 		c.ConnectTimeout == o.ConnectTimeout && c.CallTimeout == o.CallTimeout &&
@@ -212,6 +214,7 @@ func (c Config) stopTimeout() time.Duration {
 func (c Config) clone() Config {
 	c.Args = slices.Clone(c.Args)
 	c.Env = maps.Clone(c.Env)
+	c.UnsetEnv = slices.Clone(c.UnsetEnv)
 	c.Headers = maps.Clone(c.Headers)
 	c.ToolTimeouts = maps.Clone(c.ToolTimeouts)
 	c.Allow = slices.Clone(c.Allow)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	cmd := exec.Command(t.cfg.Command, t.cfg.Args...)
 	cmd.Dir = t.cfg.Dir
-	cmd.Env = mergeEnv(os.Environ(), t.cfg.Env)
+	cmd.Env = mergeEnv(os.Environ(), t.cfg.UnsetEnv, t.cfg.Env)
 	setProcessGroup(cmd)
 
 	stdinR, stdinW, err := os.Pipe()
@@ -101,16 +102,16 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	return c, nil
 }
 
-// mergeEnv returns base with extra set on top, sorted by key for
-// deterministic output.
-func mergeEnv(base []string, extra map[string]string) []string {
-	if len(extra) == 0 {
+// mergeEnv returns base without the variables in unset and with extra
+// set on top (extra sorted by key, for deterministic output).
+func mergeEnv(base, unset []string, extra map[string]string) []string {
+	if len(extra) == 0 && len(unset) == 0 {
 		return base
 	}
 	out := make([]string, 0, len(base)+len(extra))
 	for _, kv := range base {
 		k, _, _ := cutEnv(kv)
-		if _, override := extra[k]; !override {
+		if _, override := extra[k]; !override && !slices.Contains(unset, k) {
 			out = append(out, kv)
 		}
 	}

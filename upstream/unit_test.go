@@ -230,7 +230,7 @@ func TestSanitizeContent(t *testing.T) {
 
 func TestMergeEnv(t *testing.T) {
 	t.Parallel()
-	got := mergeEnv([]string{"A=1", "B=2", "=C:=x"}, map[string]string{"B": "3", "D": "4"})
+	got := mergeEnv([]string{"A=1", "B=2", "=C:=x", "SECRET=s"}, []string{"SECRET"}, map[string]string{"B": "3", "D": "4"})
 	if diff := cmp.Diff([]string{"A=1", "=C:=x", "B=3", "D=4"}, got); diff != "" {
 		t.Errorf("mergeEnv (-want +got):\n%s", diff)
 	}
