@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sync"
 	"time"
 
@@ -561,15 +560,3 @@ func (p *Pack) Diagrams() ([]string, error) { return p.lib.names() }
 
 // Source returns a saved diagram's document.
 func (p *Pack) Source(name string) ([]byte, error) { return p.lib.load(name) }
-
-// activeIDs returns the ids of runs in progress here, for tests.
-func (p *Pack) activeIDs() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var ids []string
-	for id := range p.active {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}

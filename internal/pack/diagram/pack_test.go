@@ -1,6 +1,7 @@
 package diagram
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -477,5 +478,41 @@ edges: [{from: start, to: run}, {from: run, to: end}]
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("slow command took %s to stop, want about 1s", d)
+	}
+}
+
+func TestCallerCancelsSynchronousRun(t *testing.T) {
+	e := newEnv(t, "", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_diagram", Arguments: map[string]any{"diagram_content": slowDiagram, "input_data": map[string]any{"seconds": 60}}})
+		done <- err
+	}()
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		e.pack.mu.Lock()
+		for k := range e.pack.active {
+			id = k
+		}
+		e.pack.mu.Unlock()
+	}
+	if id == "" {
+		t.Fatal("the run never started")
+	}
+	e.waitExecuted(t, id, "first")
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("CallTool succeeded after its context was cancelled")
+	}
+	if err := e.pack.Wait(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.pack.store.Run(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != StatusCancelled || r.Error != "the caller cancelled the request" {
+		t.Errorf("run after the caller cancelled: status %q, error %q", r.Status, r.Error)
 	}
 }
