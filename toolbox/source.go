@@ -108,6 +108,8 @@ type Source struct {
 	closed   bool
 	listener junction.Listener
 
+	done chan struct{} // closed by Close, to wake calls waiting for ready
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the supervisor or watcher goroutine
 }
@@ -160,7 +162,7 @@ func NewURL(rawURL string, opts *Options) (*Source, error) {
 }
 
 func newSource(o Options) *Source {
-	return &Source{opts: o, logger: o.Logger.With(junction.LogKeySource, o.Name), ready: make(chan struct{})}
+	return &Source{opts: o, logger: o.Logger.With(junction.LogKeySource, o.Name), ready: make(chan struct{}), done: make(chan struct{})}
 }
 
 // httpClient returns an HTTP client for protocol. gRPC needs HTTP/2: over
@@ -281,6 +283,8 @@ func (s *Source) client(ctx context.Context) (*conn, error) {
 	select {
 	case <-ready:
 		return s.client(ctx)
+	case <-s.done:
+		return nil, fmt.Errorf("toolbox %s: closed: %w", s.opts.Name, junction.ErrSourceDown)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-t.C:
@@ -309,7 +313,10 @@ func (s *Source) Identity(ctx context.Context) (*toolboxv1.IdentityResponse, err
 // that and is idempotent.
 func (s *Source) Close() error {
 	s.mu.Lock()
-	s.closed = true
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
 	s.mu.Unlock()
 	if s.cancel != nil {
 		s.cancel()
@@ -499,9 +506,10 @@ func (s *Source) callError(ctx context.Context, c *conn, tool string, err error)
 	}
 	code := connect.CodeOf(err)
 	msg := errorMessage(err)
-	if c.gone != nil && (code == connect.CodeInternal || code == connect.CodeUnknown || code == connect.CodeUnavailable) {
-		// A stream cut short is how a crash looks from here; the
-		// supervisor notices the exit a moment later.
+	if c.gone != nil && !connect.IsWireError(err) {
+		// An error the plugin did not send (a stream cut short) is how a
+		// crash looks from here; the supervisor notices the exit a moment
+		// later.
 		select {
 		case <-c.gone:
 			return fmt.Errorf("toolbox %s: plugin died during the call of %q (%s): %w", s.opts.Name, tool, msg, junction.ErrSourceDown)
