@@ -237,7 +237,11 @@ the same data directory.`)
 		if target == "-" {
 			return usageErrorf("-background cannot read the diagram from standard input; save it with diagram compile -push-as first")
 		}
-		return startBackground(ctx, env, args, target)
+		dir := f.hf.dataDir
+		if dir == "" {
+			dir = daemon.DefaultDataDir(env.Getenv)
+		}
+		return startBackground(ctx, env, args, target, dir)
 	}
 
 	d, p, err := f.open(ctx, env)
@@ -298,7 +302,7 @@ func (nopWriteCloser) Close() error { return nil }
 // startBackground re-runs this command as a detached child process with
 // a fresh run id, waits for it to report the run started, and prints
 // {"session_id", "status": "started"}.
-func startBackground(ctx context.Context, env *Env, args []string, target string) error {
+func startBackground(ctx context.Context, env *Env, args []string, target, dir string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("background run: finding the junction binary: %w", err)
@@ -315,16 +319,6 @@ func startBackground(ctx context.Context, env *Env, args []string, target string
 			}
 		}
 		childArgs = append(childArgs, a)
-	}
-	dir := daemon.DefaultDataDir(env.Getenv)
-	for i, a := range args {
-		if (a == "-data-dir" || a == "--data-dir") && i+1 < len(args) {
-			dir = args[i+1]
-		} else if v, ok := strings.CutPrefix(strings.TrimPrefix(a, "-"), "-data-dir="); ok {
-			dir = v
-		} else if v, ok := strings.CutPrefix(a, "-data-dir="); ok {
-			dir = v
-		}
 	}
 	logDir := filepath.Join(dir, "diagram-logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
