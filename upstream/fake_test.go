@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -37,6 +38,7 @@ import (
 //	FAKE_CHILD_PIDFILE=f   start a sleeper grandchild; write "leader child" pids to f
 //	FAKE_STUBBORN=1        ignore SIGTERM and stdin EOF
 //	FAKE_MANY=n            add n extra tools (pagination)
+//	FAKE_DEBUG=1           go-sdk server logs on stderr
 func TestMain(m *testing.M) {
 	switch os.Getenv("UPSTREAM_FAKE") {
 	case "":
@@ -107,7 +109,12 @@ func runFakeServer() {
 		fmt.Fprintln(os.Stdout, "Server starting on stdio (this line is junk)")
 		out = &junkWriter{w: os.Stdout}
 	}
+	var dbg *slog.Logger
+	if os.Getenv("FAKE_DEBUG") != "" {
+		dbg = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "fake", Version: "1.0"}, &mcp.ServerOptions{
+		Logger:             dbg,
 		PageSize:           10,
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
