@@ -129,8 +129,12 @@ func TestDiagramCLI(t *testing.T) {
 	out, _, _ = runJunction(t, env, "diagram", "run", nap, "--background", "--input", `{"seconds": "60"}`, "-data-dir", data)
 	id = fmt.Sprint(decodeJSON(t, out)["session_id"])
 	pid := findProcess(t, id)
+	kids := childrenOf(t, pid) // the command node's sleep, in its own process group
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing the background run's process %d: %v", pid, err)
+	}
+	for _, k := range kids {
+		syscall.Kill(k, syscall.SIGKILL)
 	}
 	waitGone(t, pid)
 	r = waitResult(t, env, data, id)
@@ -160,6 +164,37 @@ func findProcess(t *testing.T, runID string) int {
 	}
 	t.Fatalf("no process runs %s", runID)
 	return 0
+}
+
+// childrenOf returns the pids whose parent is pid, once there is one.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var kids []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			child, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid ...
+			rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+			if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				kids = append(kids, child)
+			}
+		}
+		if len(kids) > 0 {
+			return kids
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("process %d started no child within 10s", pid)
+	return nil
 }
 
 func waitGone(t *testing.T, pid int) {
