@@ -558,3 +558,69 @@ func TestCloseDuringHangingCall(t *testing.T) {
 		t.Fatal("hanging call did not end after Close")
 	}
 }
+
+// Adding, replacing and removing servers does not disturb calls to a
+// server whose configuration is unchanged.
+func TestReloadUnderLoad(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	stable := addReady(t, r, "stable", fakeConfig(t, "server", nil))
+	stop := make(chan struct{})
+	errs := make(chan error, 1)
+	var calls sync.WaitGroup
+	for w := range 4 {
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				arg := fmt.Sprintf(`"%d-%d"`, w, i)
+				s := r.Server("stable")
+				res, err := s.CallTool(t.Context(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "echo", Arguments: json.RawMessage(arg)}})
+				if err == nil && resultText(t, res) != arg {
+					err = fmt.Errorf("echo %s = %q", arg, resultText(t, res))
+				}
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	for round := range 3 {
+		cfg := fakeConfig(t, "server", nil)
+		if round%2 == 1 {
+			cfg.Deny = []string{"die"}
+		}
+		if _, _, err := r.Replace("churn", cfg); err != nil {
+			t.Fatal(err)
+		}
+		// The unchanged server is kept as it is.
+		if s, replaced, err := r.Replace("stable", fakeConfig(t, "server", nil)); err != nil || replaced || s != stable {
+			t.Fatalf("Replace(stable, same config) = %v, %v", replaced, err)
+		}
+		if err := r.Server("churn").WaitReady(ctxTimeout(t, 20*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Remove("churn"); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	calls.Wait()
+	select {
+	case err := <-errs:
+		t.Errorf("a call to the unchanged server failed during reloads: %v", err)
+	default:
+	}
+	if snap := stable.Snapshot(); snap.Connects != 1 {
+		t.Errorf("unchanged server reconnected %d times, want 1 session", snap.Connects)
+	}
+}
