@@ -318,7 +318,7 @@ func (p *Pack) load(req RunRequest) (string, *Diagram, error) {
 }
 
 // begin validates the request, takes a run slot and records the run as
-// running. The caller must call finish.
+// running. execute (or end, if the run never starts) releases it.
 func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, context.Context, *active, error) {
 	timeout := req.Timeout
 	if timeout == 0 {
