@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -131,9 +132,11 @@ var (
 )
 
 // NewURL returns a source for a toolbox service at rawURL (http:// or
-// https://; a path prefix is kept). Nothing is dialled until the first
-// call; Connect-RPC clients reconnect on their own, so a service that is
-// down makes calls fail with [junction.ErrSourceDown] until it is back.
+// https://; a path prefix is kept). It does not fail when the service is
+// down: calls then fail with [junction.ErrSourceDown] until it is back
+// (Connect-RPC clients reconnect on their own), and the Watch stream is
+// retried with backoff. There is no health check or restart: the service
+// has its own lifecycle.
 func NewURL(rawURL string, opts *Options) (*Source, error) {
 	o := opts.withDefaults()
 	u, err := url.Parse(rawURL)
@@ -457,7 +460,7 @@ func (s *Source) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		args = "{}"
 	}
 	token := req.Params.GetProgressToken()
-	in := &toolboxv1.CallToolRequest{Name: name, ArgumentsJson: args, ProgressRequested: token != nil && req.Session != nil}
+	in := &toolboxv1.CallToolRequest{Name: name, ArgumentsJson: args, ProgressRequested: token != nil && req.Session != nil, MetaJson: metaJSON(req.Params.Meta)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.client.CallTool(ctx, connect.NewRequest(in))
@@ -495,6 +498,28 @@ func (s *Source) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, &junction.ToolError{Code: junction.CodeInternal, Message: fmt.Sprintf("plugin %s returned a bad result for %q: %v", s.opts.Name, name, err)}
 	}
 	return out, nil
+}
+
+// metaJSON returns the request's _meta without the progress token (the
+// hub owns that), as JSON text; "" when nothing is left.
+func metaJSON(m mcp.Meta) string {
+	if len(m) == 0 {
+		return ""
+	}
+	rest := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "progressToken" {
+			rest[k] = v
+		}
+	}
+	if len(rest) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(rest)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // callError turns a CallTool RPC failure into a tool error with a clear

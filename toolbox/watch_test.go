@@ -134,3 +134,24 @@ func TestWatchForwardsChanges(t *testing.T) {
 		return slices.Contains(updated, "dyn://r")
 	})
 }
+
+func TestMetaReachesPlugin(t *testing.T) {
+	p := plugin.New(plugin.Info{Name: "meta", Version: "1"})
+	p.HandleTool(&toolboxv1.Tool{Name: "meta"}, func(ctx context.Context, call *plugin.Call) (*toolboxv1.CallToolResult, error) {
+		return plugin.TextResult(string(call.Meta)), nil
+	})
+	hs := servePlugin(t, p, "")
+	src, err := NewURL("http://"+hs.Address, &Options{Name: "meta", Protocol: hs.Protocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	params := &mcp.CallToolParamsRaw{Name: "meta", Meta: mcp.Meta{"trace": "abc", "progressToken": "p"}}
+	res, err := src.CallTool(t.Context(), &mcp.CallToolRequest{Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != `{"trace":"abc"}` {
+		t.Errorf("meta seen by the plugin = %s, want {\"trace\":\"abc\"}", got)
+	}
+}

@@ -195,6 +195,9 @@ type Call struct {
 	Args json.RawMessage
 	// ProgressRequested says the host asked for progress reports.
 	ProgressRequested bool
+	// Meta is the host request's _meta object as JSON (without the
+	// progress token), or nil.
+	Meta json.RawMessage
 
 	send func(*toolboxv1.CallToolResponse) error
 }
@@ -421,6 +424,7 @@ func (s *service) CallTool(ctx context.Context, req *connect.Request[toolboxv1.C
 		Name:              name,
 		Args:              json.RawMessage(args),
 		ProgressRequested: req.Msg.GetProgressRequested(),
+		Meta:              metaOrNil(req.Msg.GetMetaJson()),
 		send: func(r *toolboxv1.CallToolResponse) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -528,6 +532,13 @@ func (s *service) Watch(ctx context.Context, _ *connect.Request[toolboxv1.WatchR
 			}
 		}
 	}
+}
+
+func metaOrNil(s string) json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 // asConnectError keeps a *connect.Error and makes anything else an
