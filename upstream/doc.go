@@ -50,9 +50,11 @@
 // (Config.StopTimeout per stage), so wrappers such as npx and uvx do not
 // leave their children behind. Its stderr goes to the logger line by
 // line with the server's name. Lines on its stdout that are not JSON-RPC
-// messages (banners, stray prints) are logged and skipped, not fatal, and
-// content blocks of types go-sdk does not know are replaced by a text
-// block naming the type instead of failing the call.
+// messages (banners, stray prints) are logged and skipped, not fatal.
+//
+// On every transport, content blocks of types go-sdk does not know are
+// replaced by a text block naming the type (the original is kept in its
+// _meta) instead of failing the whole call.
 //
 // # Forwarding
 //

@@ -527,7 +527,8 @@ func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error)
 
 // httpClient returns the client for HTTP transports: Config.HTTPClient,
 // or one of the server's own whose idle connections Close shuts, with the
-// configured headers added.
+// configured headers added and tool results made decodable (see
+// contentTransport).
 func (s *Server) httpClient() *http.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -540,13 +541,16 @@ func (s *Server) httpClient() *http.Client {
 		base = &http.Client{Transport: s.ownTransport}
 	}
 	c := *base
-	if len(s.cfg.Headers) > 0 || s.cfg.BearerToken != "" {
-		rt := c.Transport
-		if rt == nil {
-			rt = http.DefaultTransport
-		}
-		c.Transport = &headerTransport{base: rt, headers: s.cfg.Headers, token: s.cfg.BearerToken}
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
 	}
+	if len(s.cfg.Headers) > 0 || s.cfg.BearerToken != "" {
+		rt = &headerTransport{base: rt, headers: s.cfg.Headers, token: s.cfg.BearerToken}
+	}
+	c.Transport = &contentTransport{base: rt, warn: func(n int) {
+		s.logger.Warn("replaced content blocks of unknown type", "count", n)
+	}}
 	s.http = &c
 	return s.http
 }
