@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/pack/conformance"
 	"github.com/junction-mcp/junction/internal/pack/core"
 	"github.com/junction-mcp/junction/internal/pack/diode"
 )
@@ -46,6 +47,10 @@ var packs = map[string]packInfo{
 		summary:   "junction_version: the binary's version and build time",
 		defaultOn: true,
 		build:     func(PackDeps) (*junction.Pack, error) { return core.New(), nil },
+	},
+	conformance.Name: {
+		summary: "fixtures for the MCP conformance suite: test_* tools, test:// resources, test_* prompts",
+		build:   func(PackDeps) (*junction.Pack, error) { return conformance.New(), nil },
 	},
 	"diagram":  {summary: "run_diagram, run_backend, see_result, cancel_run, compile_diagram, search, fetch: workflows over the hub's tools", build: buildDiagramPack},
 	diode.Name: {summary: "the six diode_* tools of `diode mcp`: version, identity, address lookup, file push/pull, deploy", build: buildDiode},
