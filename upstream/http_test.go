@@ -131,3 +131,32 @@ func TestHTTPReconnect(t *testing.T) {
 		t.Errorf("CallTool after Close = %v, want a source-down error", err)
 	}
 }
+
+// An SSE server that accepts the stream but never names its endpoint:
+// the connect timeout ends the attempt, and nothing is left running.
+func TestSSEConnectTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) })
+	r, _ := newRegistry(t, &Options{MinBackoff: time.Hour})
+	s, err := r.Add("slow", Config{Transport: TransportSSE, URL: ts.URL, ConnectTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitReady(ctxTimeout(t, 20*time.Second)); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitReady = %v, want a deadline error", err)
+	}
+	if st := s.Snapshot().State; st != StateFailed {
+		t.Errorf("state = %v, want failed", st)
+	}
+}

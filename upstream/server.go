@@ -311,6 +311,9 @@ func (s *Server) connect() (*session, error) {
 	cs, err := s.client.Connect(ctx, transport, copts)
 	if err != nil {
 		sessCancel()
+		if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("connect: timed out after %v: %v: %w", s.cfg.connectTimeout(), err, context.DeadlineExceeded)
+		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	cat, tools, err := s.list(ctx, cs)
