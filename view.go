@@ -2,6 +2,7 @@ package junction
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -338,4 +339,36 @@ func (v *View) addTemplate(e *templateEntry) (err error) {
 	}()
 	v.server.AddResourceTemplate(e.template, v.hub.readResource)
 	return nil
+}
+
+// ViewOf returns the view whose server holds the host session ss, or nil
+// (no session, or one of another hub). Packs that call other tools on a
+// host's behalf use it to stay inside that host's selection.
+func (h *Hub) ViewOf(ss *mcp.ServerSession) *View {
+	if ss == nil {
+		return nil
+	}
+	h.mu.RLock()
+	views := slices.Clone(h.views)
+	h.mu.RUnlock()
+	for _, v := range views {
+		for s := range v.server.Sessions() {
+			if s == ss {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
+// Call is [Hub.Call] limited to the tools the view serves: a name outside
+// the view's selection is an unknown tool.
+func (v *View) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	v.mu.RLock()
+	_, served := v.tools[name]
+	v.mu.RUnlock()
+	if !served || !v.allows(name) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	return v.hub.Call(ctx, name, args)
 }

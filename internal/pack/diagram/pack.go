@@ -251,6 +251,10 @@ type RunRequest struct {
 	// ID, if set, is the run id to use (exec_ and 32 hex digits); the
 	// command line uses it to hand a background run to a child process.
 	ID string
+	// Caller, if non-nil, runs the tool nodes instead of the pack's Hub:
+	// the view of the host that asked for the run, so a diagram cannot
+	// reach tools that host's selection or profile leaves out.
+	Caller Caller
 }
 
 // InvalidDiagramError is returned for a diagram that does not validate.
@@ -390,12 +394,16 @@ func (p *Pack) end(id string, a *active) {
 }
 
 // execute runs d and records the result.
-func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[string]any, a *active, parent context.Context) *Run {
+func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[string]any, a *active, parent context.Context, caller Caller) *Run {
 	defer p.end(run.SessionID, a)
+	eng := p.eng
+	if caller != nil {
+		eng.caller = caller
+	}
 	// Progress and the final record are written even after ctx is done.
 	wctx := context.WithoutCancel(ctx)
 	var mu sync.Mutex
-	out := p.eng.run(ctx, d, input, func(nodeID string, output any) {
+	out := eng.run(ctx, d, input, func(nodeID string, output any) {
 		mu.Lock()
 		defer mu.Unlock()
 		run.ExecutedNodes = append(run.ExecutedNodes, nodeID)
@@ -433,7 +441,7 @@ func (p *Pack) Run(ctx context.Context, req RunRequest) (*Run, error) {
 	if err != nil {
 		return run, err
 	}
-	return p.execute(rctx, run, d, req.Input, a, ctx), nil
+	return p.execute(rctx, run, d, req.Input, a, ctx, req.Caller), nil
 }
 
 // Start starts a run in the background and returns its record at once.
@@ -445,7 +453,7 @@ func (p *Pack) Start(req RunRequest) (*Run, error) {
 	}
 	snapshot := *run
 	snapshot.ExecutedNodes, snapshot.NodeOutputs = []string{}, map[string]any{}
-	go p.execute(rctx, run, d, req.Input, a, nil)
+	go p.execute(rctx, run, d, req.Input, a, nil, req.Caller)
 	return &snapshot, nil
 }
 

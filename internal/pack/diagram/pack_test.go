@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -514,5 +515,42 @@ func TestCallerCancelsSynchronousRun(t *testing.T) {
 	}
 	if r.Status != StatusCancelled || r.Error != "the caller cancelled the request" {
 		t.Errorf("run after the caller cancelled: status %q, error %q", r.Status, r.Error)
+	}
+}
+
+// TestToolNodesStayInsideTheHostsSelection runs a diagram from a host
+// whose view leaves out the "shout" tool: the tool node must fail, not
+// reach around the selection.
+func TestToolNodesStayInsideTheHostsSelection(t *testing.T) {
+	e := newEnv(t, "", nil)
+	view, err := e.hub.NewView("narrow", junction.Selection{Tools: []string{"run_diagram", "see_result"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := view.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "narrow", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cs.Close(); ss.Wait() }()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_diagram", Arguments: map[string]any{
+		"diagram_content": shoutDiagram, "input_data": map[string]any{"name": "ada"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !res.IsError || !strings.Contains(text, `unknown tool \"shout\"`) {
+		t.Errorf("run_diagram from a view without shout: isError %v, %s; want the tool node refused", res.IsError, text)
+	}
+	// The full view still runs it.
+	out, isErr := e.call(t, "run_diagram", map[string]any{"diagram_content": shoutDiagram, "input_data": map[string]any{"name": "ada"}})
+	if isErr || out["output"] != "HELLO ADA!" {
+		t.Errorf("run_diagram from the full view = %v", out)
 	}
 }

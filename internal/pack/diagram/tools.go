@@ -191,11 +191,12 @@ func runResult(r *Run) runOutput {
 	return out
 }
 
-func (p *Pack) toolRun(ctx context.Context, _ *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
+func (p *Pack) toolRun(ctx context.Context, creq *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
 	req, err := p.runRequest(in)
 	if err != nil {
 		return startFailure(in.Diagram, err), nil, nil
 	}
+	req.Caller = p.callerFor(creq)
 	r, err := p.Run(ctx, req)
 	if err != nil {
 		name := in.Diagram
@@ -207,11 +208,12 @@ func (p *Pack) toolRun(ctx context.Context, _ *mcp.CallToolRequest, in runInput)
 	return jsonResult(runResult(r), r.Status != StatusCompleted), nil, nil
 }
 
-func (p *Pack) toolRunBackend(ctx context.Context, _ *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
+func (p *Pack) toolRunBackend(ctx context.Context, creq *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, any, error) {
 	req, err := p.runRequest(in)
 	if err != nil {
 		return startFailure(in.Diagram, err), nil, nil
 	}
+	req.Caller = p.callerFor(creq)
 	r, err := p.Start(req)
 	if err != nil {
 		name := in.Diagram
@@ -430,4 +432,20 @@ func (p *Pack) readDiagram(_ context.Context, req *mcp.ReadResourceRequest) (*mc
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/yaml", Text: string(src)}}}, nil
+}
+
+// callerFor returns the view of the host session behind req, so tool nodes
+// stay inside that host's selection; nil (use the hub) when the pack's hub
+// cannot tell, or the call came from outside any session.
+func (p *Pack) callerFor(req *mcp.CallToolRequest) Caller {
+	vf, ok := p.opts.Hub.(interface {
+		ViewOf(*mcp.ServerSession) *junction.View
+	})
+	if !ok || req == nil || req.Session == nil {
+		return nil
+	}
+	if v := vf.ViewOf(req.Session); v != nil {
+		return v
+	}
+	return nil
 }
