@@ -189,7 +189,7 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 	if snap.State != StateConnected || len(snap.Tools) != 35 || snap.Connects != 1 || snap.ServerInfo.Name != "fake" {
 		t.Errorf("Snapshot = %+v", snap)
 	}
-	if !strings.Contains(logs.String(), "stderr: fake: starting") {
+	if !strings.Contains(logs.String(), `msg=stderr source=fake pid=`) || !strings.Contains(logs.String(), `line="fake: starting"`) {
 		t.Errorf("server stderr not logged line by line; logs:\n%s", logs)
 	}
 }

@@ -217,6 +217,7 @@ func (c *stdioConn) readStdout() {
 	defer c.wg.Done()
 	defer close(c.incoming)
 	r := bufio.NewReaderSize(c.stdout, 64<<10)
+	junk := 0
 	for {
 		line, tooLong, err := readLine(r, maxLineLength)
 		if tooLong {
@@ -233,7 +234,11 @@ func (c *stdioConn) readStdout() {
 				c.countProgress(req.Params)
 			}
 			if derr != nil {
-				c.logger.Warn("skipped non-JSON-RPC line on stdout", "line", preview(line), "error", derr)
+				junk++
+				// A server that floods stdout must not flood the log.
+				if junk <= 10 || junk%1000 == 0 {
+					c.logger.Warn("skipped non-JSON-RPC line on stdout", "line", preview(line), "error", derr, "skipped_so_far", junk)
+				}
 			} else {
 				select {
 				case c.incoming <- msg:
@@ -335,9 +340,9 @@ func (c *stdioConn) readStderr() {
 	for {
 		line, tooLong, err := readLine(r, 64<<10)
 		if tooLong {
-			c.logger.Info("stderr: (over-long line skipped)")
+			c.logger.Info("stderr", "line", "(over-long line skipped)")
 		} else if len(line) > 0 {
-			c.logger.Info("stderr: " + string(bytes.TrimRight(line, "\r")))
+			c.logger.Info("stderr", "line", string(bytes.TrimRight(line, "\r")))
 		}
 		if err != nil {
 			return
