@@ -118,9 +118,8 @@ func (s *Server) session(ctx context.Context) (*session, error) {
 // raw arguments, _meta (with the progress token replaced by one of
 // junction's, mapped back to the host's), the input responses and request
 // state of a multi-round-trip retry, and the result unchanged (input
-// requests included). A
-// tool error stays a result with IsError set; a JSON-RPC error from the
-// upstream is returned as that *jsonrpc.Error. Cancelling ctx cancels the
+// requests included). A tool error stays a result with IsError set; a
+// JSON-RPC error from the upstream is returned as that *jsonrpc.Error. Cancelling ctx cancels the
 // upstream call (go-sdk sends notifications/cancelled with the upstream's
 // own request id). A call that makes no progress for the tool's timeout
 // fails with an error wrapping context.DeadlineExceeded; the session
@@ -250,12 +249,21 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 			c.timer.Stop()
 		}
 		cancel(nil)
+		if conn := sess.stdio(); conn != nil {
+			conn.progressRead(c.token) // forget its count
+		}
 		s.mu.Lock()
 		delete(s.calls, c.token)
+		now := time.Now()
+		for h, r := range s.recent {
+			if now.After(r.until) {
+				delete(s.recent, h) // do not keep closed host sessions alive
+			}
+		}
 		if c.host != nil {
 			// Log messages sent during the call may be handled just after
 			// its result: keep the host as a log destination for a moment.
-			s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: time.Now().Add(recentHostGrace)}
+			s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: now.Add(recentHostGrace)}
 		}
 		s.mu.Unlock()
 	}
