@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // pipeHost is a host speaking raw JSON-RPC lines to a server over pipes.
@@ -145,7 +145,6 @@ func (h *pipeHost) call(tb testing.TB, args string) []byte {
 }
 
 func TestForward(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost

@@ -48,13 +48,15 @@ type request struct {
 // Serve answers requests read from r on w until r ends. It returns nil at
 // EOF, and an error if a frame is too long or w fails. A line that is not
 // JSON gets a parse error with a null id, as JSON-RPC asks.
-func Serve(r io.Reader, w io.Writer) error {
+func Serve(r io.Reader, w io.Writer) error { return serve(r, w, MaxFrame) }
+
+func serve(r io.Reader, w io.Writer, maxFrame int) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var line, out []byte
 	for {
 		var err error
-		line, err = readLine(br, line[:0])
+		line, err = readLine(br, line[:0], maxFrame)
 		if len(bytes.TrimSpace(line)) > 0 {
 			out = answer(out[:0], line)
 			if len(out) > 0 {
@@ -79,12 +81,12 @@ func Serve(r io.Reader, w io.Writer) error {
 	}
 }
 
-func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+func readLine(br *bufio.Reader, buf []byte, max int) ([]byte, error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
-		if len(buf) > MaxFrame {
-			return nil, fmt.Errorf("frame exceeds %d bytes", MaxFrame)
+		if len(buf) > max {
+			return nil, fmt.Errorf("frame exceeds %d bytes", max)
 		}
 		if err == bufio.ErrBufferFull {
 			continue

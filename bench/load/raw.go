@@ -332,6 +332,9 @@ func sseAnswer(stream []byte) []byte {
 		for line := range bytes.Lines(ev) {
 			line = bytes.TrimRight(line, "\r\n")
 			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if data != nil {
+					data = append(data, '\n') // data lines join with newlines
+				}
 				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 			}
 		}
