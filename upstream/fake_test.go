@@ -39,6 +39,7 @@ import (
 //	FAKE_STUBBORN=1        ignore SIGTERM and stdin EOF
 //	FAKE_MANY=n            add n extra tools (pagination)
 //	FAKE_DEBUG=1           go-sdk server logs on stderr
+//	FAKE_EXIT_AFTER_MS=n   exit n milliseconds after starting
 func TestMain(m *testing.M) {
 	switch os.Getenv("UPSTREAM_FAKE") {
 	case "":
@@ -89,6 +90,9 @@ func runFakeServer() {
 	}
 	if os.Getenv("FAKE_STUBBORN") != "" {
 		signal.Ignore(syscall.SIGTERM)
+	}
+	if ms, _ := strconv.Atoi(os.Getenv("FAKE_EXIT_AFTER_MS")); ms > 0 {
+		time.AfterFunc(time.Duration(ms)*time.Millisecond, func() { os.Exit(4) })
 	}
 	if f := os.Getenv("FAKE_CHILD_PIDFILE"); f != "" {
 		child := exec.Command(os.Args[0])

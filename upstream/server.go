@@ -161,7 +161,7 @@ func (s *Server) Snapshot() Snapshot {
 	if s.lastErr != nil {
 		snap.LastError = s.lastErr.Error()
 	}
-	if s.state == StateFailed {
+	if s.state == StateFailed || s.state == StateDegraded {
 		snap.BackoffUntil = s.backoffUntil
 	}
 	if s.state == StateConnected {
@@ -273,16 +273,38 @@ func (s *Server) run() {
 			}
 			continue
 		}
-		failures = 0
+		start := time.Now()
 		err = s.serve(sess)
 		s.endSession(sess)
 		if s.ctx.Err() != nil {
 			return
 		}
-		s.logger.Warn("upstream session ended; reconnecting", "error", err)
+		// A session that ends soon after it began counts as a failure, so
+		// a server that dies right after initialize is not respawned in a
+		// tight loop; after a session that lasted, reconnect at once.
+		if time.Since(start) >= stableSession {
+			failures = 0
+		} else {
+			failures++
+		}
+		var delay time.Duration
+		if failures > 0 {
+			delay = s.opts.backoff(failures)
+			s.mu.Lock()
+			s.backoffUntil = time.Now().Add(delay)
+			s.mu.Unlock()
+		}
+		s.logger.Warn("upstream session ended; reconnecting", "error", err, "retry_in", delay.Round(time.Millisecond))
 		s.setState(StateDegraded, err)
+		if delay > 0 && !s.sleep(delay) {
+			return
+		}
 	}
 }
+
+// stableSession is how long a session must last for its end to reset the
+// backoff.
+const stableSession = 10 * time.Second
 
 // sleep waits d, or less if a call kicks; it reports false if the server
 // is closing.

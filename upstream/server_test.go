@@ -624,3 +624,18 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Errorf("unchanged server reconnected %d times, want 1 session", snap.Connects)
 	}
 }
+
+// A server that dies soon after each start is retried with backoff, not
+// respawned in a tight loop.
+func TestShortSessionsBackOff(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, &Options{MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second})
+	s, err := r.Add("flap", fakeConfig(t, "server", map[string]string{"FAKE_EXIT_AFTER_MS": "1000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a backoff after a short session", func() bool {
+		snap := s.Snapshot()
+		return snap.State == StateDegraded && !snap.BackoffUntil.IsZero() && snap.Connects >= 1
+	})
+}

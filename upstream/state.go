@@ -18,7 +18,9 @@ const (
 	// StateConnected: a session is up and the catalog is served.
 	StateConnected
 	// StateDegraded: a session was up and ended (the process died, the
-	// stream broke, a keepalive ping failed); a reconnect is under way.
+	// stream broke, a keepalive ping failed); a reconnect is under way, at
+	// once after a session that lasted, after a backoff after one that
+	// ended within seconds.
 	StateDegraded
 	// StateFailed: the last connection attempt failed; the next one starts
 	// at the snapshot's BackoffUntil, or at once when a call needs it.
@@ -44,7 +46,7 @@ type Snapshot struct {
 	// Tools are the names of the tools served now (after the Allow and
 	// Deny filters), sorted. Empty unless connected.
 	Tools        []string
-	BackoffUntil time.Time // zero unless State is StateFailed
+	BackoffUntil time.Time // when the next attempt starts; zero unless failed or degraded
 	LastError    string    // the last connection or session error; kept after recovery
 	// ConnectedSince is when the current session started; zero unless
 	// connected.
