@@ -32,10 +32,11 @@
 // [New] (or [Registry.Add]) returns at once; the server connects in the
 // background. Its [State] is initializing, then connected. When a session
 // ends (the process exits, a stream breaks, a keepalive ping fails) the
-// server is degraded and reconnects at once; when a connection attempt
-// fails it is failed and retries after a capped exponential backoff with
-// jitter ([Options.MinBackoff], [Options.MaxBackoff]), for as long as the
-// server is open. A call to a server that is down starts an attempt
+// server is degraded and reconnects (at once after a session that lasted,
+// after a backoff after one that ended within seconds); when a connection
+// attempt fails it is failed and retries after a capped exponential
+// backoff with jitter ([Options.MinBackoff], [Options.MaxBackoff]), for as
+// long as the server is open. A call to a server that is down starts an attempt
 // immediately and waits for it (up to Config.ConnectTimeout); if it fails,
 // the call fails with an error wrapping [junction.ErrSourceDown].
 // [Server.Snapshot] and [Registry.Snapshots] report state, tools, backoff
