@@ -293,6 +293,10 @@ func runRawServer() {
 		case "tools/list":
 			reply(msg.ID, `{"tools":[{"name":"notype","inputSchema":{"properties":{"a":{"type":"string"}}}},{"name":"array","inputSchema":{"type":"array"}},{"name":"nullable","inputSchema":{"type":["object","null"]}},{"name":"noschema"},{"name":"","inputSchema":{"type":"object"}},{"name":"widget","inputSchema":{"type":"object"},"outputSchema":{"type":"string"}},{"name":"widget","inputSchema":{"type":"object"}}]}`)
 		case "tools/call":
+			if strings.Contains(in.Text(), `"boom"`) {
+				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32042,"message":"boom","data":{"why":"testing"}}}`+"\n", msg.ID)
+				continue
+			}
 			reply(msg.ID, `{"content":[{"type":"text","text":"before"},{"type":"widget","spin":3}],"isError":false}`)
 		case "ping":
 			reply(msg.ID, `{}`)

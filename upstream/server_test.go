@@ -469,6 +469,12 @@ func TestOddSchemasAndUnknownContent(t *testing.T) {
 	if got := resultText(t, res); got != `before[unsupported content type "widget"]` {
 		t.Errorf("widget result text = %q", got)
 	}
+	// A JSON-RPC error keeps its code and data.
+	_, err = s.CallTool(t.Context(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "boom"}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != -32042 || werr.Message != "boom" || string(werr.Data) != `{"why":"testing"}` {
+		t.Errorf("CallTool(boom) = %#v, want JSON-RPC error -32042 with its data", err)
+	}
 }
 
 func TestRegistryAddReplaceRemove(t *testing.T) {
