@@ -84,6 +84,60 @@ func TestConformanceStateless(t *testing.T) {
 	}
 }
 
+// TestConformanceThroughHub runs every server scenario through the hub:
+// the fixtures come from an upstream MCP server over stdio (a second
+// junction serving the conformance pack), with prefixing off. All must
+// pass, so the hub forwards everything the suite checks (logs, progress,
+// sampling, elicitation, completions, subscriptions, verbatim schemas).
+func TestConformanceThroughHub(t *testing.T) {
+	node, modules := nodeTools(t)
+	url := startServe(t, "-config", hubConfig(t, "never"), "-insecure-no-auth")
+	waitForTool(t, url, "test_simple_text")
+	results, run := runConformanceSuite(t, node, modules, url)
+	report := judge(results, nil)
+	for _, line := range report.problems() {
+		t.Error(line)
+	}
+	if run.Err != nil && len(report.failed) == 0 {
+		t.Errorf("conformance suite exited with %v though no scenario failed", run.Err)
+	}
+	if t.Failed() {
+		t.Logf("suite output:\n%s\n%s", run.Stdout, run.Stderr)
+	} else {
+		t.Logf("conformance: %d/%d server scenarios passed through the hub", len(report.passed), len(serverScenarios))
+	}
+}
+
+// hubConfig writes a config file whose only server, "fixtures", is a
+// second junction serving the conformance pack over stdio, with the given
+// prefix mode.
+func hubConfig(t *testing.T, prefix string) string {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "junction.yaml")
+	body := fmt.Sprintf("servers:\n  fixtures:\n    command: %q\n    args: [serve, -no-default-packs, -pack, conformance]\n    prefix: %s\n", junctionBin(t), prefix)
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
+// waitForTool polls the hub at url until it lists tool (its upstreams
+// connect in the background), for up to 30 s.
+func waitForTool(t *testing.T, url, tool string) {
+	t.Helper()
+	cs := connectHTTP(t, url, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if hasName(toolNames(t, cs), tool) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub at %s did not list %s within 30s", url, tool)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // runConformanceSuite runs "conformance server --suite all" against url
 // and returns the checks of each scenario.
 func runConformanceSuite(t *testing.T, node, modules, url string) (map[string][]check, nodeRun) {
