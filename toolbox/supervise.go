@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -118,7 +117,7 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 		defer os.RemoveAll(d)
 		c.Env = append(c.Env, plugin.EnvUnixDir+"="+d)
 	}
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownProcessGroup(c)
 	c.Stdin = nil
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -294,7 +293,7 @@ func (s *Source) healthLoop(ctx context.Context, c *conn) error {
 // SIGKILL after StopTimeout. It returns the exit error.
 func (s *Source) stop(c *exec.Cmd, exited <-chan error) error {
 	pid := c.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	terminateGroup(c.Process)
 	t := time.NewTimer(s.opts.StopTimeout)
 	defer t.Stop()
 	select {
@@ -305,12 +304,6 @@ func (s *Source) stop(c *exec.Cmd, exited <-chan error) error {
 	s.logger.Warn("plugin did not stop after SIGTERM; killing it", "pid", pid, "waited", s.opts.StopTimeout)
 	killGroup(pid)
 	return <-exited
-}
-
-// killGroup sends SIGKILL to the process group led by pid. An already
-// empty group is fine.
-func killGroup(pid int) {
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
 func exitStatus(err error) string {
