@@ -144,7 +144,7 @@ func (d *Daemon) reloadAdd(ctx context.Context, name string, start func() (*mana
 	d.mu.Lock()
 	d.sources[name] = m
 	d.mu.Unlock()
-	return d.Hub.Add(ctx, name, m.src, opts)
+	return d.Hub.Add(addContext(ctx, m), name, m.src, opts)
 }
 
 // reloadReplace starts the new source, swaps it into the hub, then stops

@@ -219,12 +219,27 @@ func (d *Daemon) addSources(ctx context.Context, packNames []string, cfg *config
 			return err
 		}
 		d.sources[m.name] = m
-		if err := d.Hub.Add(ctx, m.name, m.src, opts); err != nil {
+		if err := d.Hub.Add(addContext(ctx, m), m.name, m.src, opts); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// addContext bounds how long adding a source may wait for its catalog. A
+// plugin that is still starting would otherwise hold up serving; it tells
+// the hub when it is ready and its tools appear then.
+func addContext(ctx context.Context, m *managed) context.Context {
+	if m.kind != KindPlugin {
+		return ctx
+	}
+	c, cancel := context.WithTimeout(ctx, pluginAddWait)
+	context.AfterFunc(c, cancel)
+	return c
+}
+
+// pluginAddWait bounds the first catalog read of a plugin at start.
+const pluginAddWait = 2 * time.Second
 
 func sortedNames[V any](m map[string]V) []string {
 	names := make([]string, 0, len(m))
