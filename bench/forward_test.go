@@ -14,6 +14,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/bench/echo"
+	"github.com/junction-mcp/junction/bench/rawup"
 	"github.com/junction-mcp/junction/upstream"
 	"go.uber.org/goleak"
 )
@@ -72,6 +73,33 @@ func newForwarder(tb testing.TB) *pipeHost {
 	}, func() {
 		hub.Close()
 		up.Close()
+	})
+}
+
+// newFastForwarder is newForwarder with the experimental raw data plane:
+// View.ServeStdioFast on the host side and bench/rawup as the upstream.
+func newFastForwarder(tb testing.TB) *pipeHost {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	hub := junction.New(nil)
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	src, err := rawup.Start(wctx, []string{os.Args[0]}, append(os.Environ(), envEcho+"=1"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := hub.Add(ctx, "echo", src, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		tb.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return view.ServeStdioFast(ctx, in, out, nil)
+	}, func() {
+		hub.Close()
+		src.Close()
 	})
 }
 
@@ -148,7 +176,7 @@ func TestForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", newForwarder}, {"direct", newDirect}} {
+	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"direct", newDirect}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.new(t)
 			res := h.call(t, `{"msg":"hello \"hub\""}`)
@@ -170,7 +198,7 @@ func BenchmarkForward(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", newForwarder}, {"direct", newDirect}} {
+	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"direct", newDirect}} {
 		b.Run(tc.name+"/small", func(b *testing.B) {
 			h := tc.new(b)
 			b.ReportAllocs()

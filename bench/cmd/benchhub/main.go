@@ -5,7 +5,12 @@
 // config file, auth and metrics, so that scripts/bench can run before and
 // independently of the config wiring.
 //
-//	benchhub [-http 127.0.0.1:0] [-addr-file F] -- COMMAND [ARGS...]
+//	benchhub [-http 127.0.0.1:0] [-addr-file F] [-raw-upstream] [-fast] -- COMMAND [ARGS...]
+//
+// -raw-upstream uses bench/rawup (a hand-written JSON-RPC client) instead
+// of package upstream; -fast serves stdio with View.ServeStdioFast, the
+// experimental raw data plane for tools/call (it needs -raw-upstream to
+// have a RawCaller source to forward to).
 package main
 
 import (
@@ -23,6 +28,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/bench/rawup"
 	"github.com/junction-mcp/junction/upstream"
 )
 
@@ -41,6 +47,8 @@ func run(ctx context.Context, args []string) error {
 	addrFile := fs.String("addr-file", "", "write the bound HTTP address to `file`")
 	jsonResp := fs.Bool("json-response", false, "answer POSTs with application/json instead of SSE")
 	name := fs.String("name", "echo", "source `name`; tools keep their upstream names")
+	rawUp := fs.Bool("raw-upstream", false, "reach the upstream with bench/rawup instead of package upstream")
+	fast := fs.Bool("fast", false, "serve stdio with View.ServeStdioFast (the raw tools/call data plane)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,20 +58,31 @@ func run(ctx context.Context, args []string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	hub := junction.New(&junction.Options{Name: "junction", Logger: logger})
 	defer hub.Close()
-	up, err := upstream.New(*name, upstream.Config{Command: fs.Arg(0), Args: fs.Args()[1:]}, &upstream.Options{Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer up.Close()
-	if err := hub.Add(ctx, *name, up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-		return err
-	}
-	// Serve only once the upstream's tools are in the hub's table, so the
-	// first measured call is not a connection wait.
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := up.WaitReady(wctx); err != nil {
-		return fmt.Errorf("upstream: %w", err)
+	if *rawUp {
+		src, err := rawup.Start(wctx, fs.Args(), nil)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		if err := hub.Add(ctx, *name, src, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+			return err
+		}
+	} else {
+		up, err := upstream.New(*name, upstream.Config{Command: fs.Arg(0), Args: fs.Args()[1:]}, &upstream.Options{Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer up.Close()
+		if err := hub.Add(ctx, *name, up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+			return err
+		}
+		// Serve only once the upstream's tools are in the hub's table, so
+		// the first measured call is not a connection wait.
+		if err := up.WaitReady(wctx); err != nil {
+			return fmt.Errorf("upstream: %w", err)
+		}
 	}
 	if err := hub.Refresh(wctx); err != nil {
 		return err
@@ -73,6 +92,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 
+	if *addr == "" && *fast {
+		return view.ServeStdioFast(ctx, os.Stdin, os.Stdout, nil)
+	}
 	if *addr == "" {
 		err := view.Server().Run(ctx, &junction.StdioTransport{In: os.Stdin, Out: os.Stdout})
 		if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {

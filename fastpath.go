@@ -1,0 +1,388 @@
+package junction
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A RawCaller is a [Source] that can forward a tools/call without decoding
+// its arguments or its result: the hub's fast path (see
+// [View.ServeStdioFast]) hands it the params object as the host sent it,
+// with the source-local tool name, and writes the result it returns to the
+// host as it is.
+//
+// CallToolRaw returns the JSON of the result object. Errors mean what they
+// mean for CallTool: a *jsonrpc.Error is answered as that protocol error,
+// anything else becomes a tool error. The fast path only uses CallToolRaw
+// for calls without _meta (no progress token, no per-request protocol
+// fields) and without multi-round-trip fields; everything else goes
+// through CallTool.
+//
+// EXPERIMENTAL: the fast path is opt-in; docs/performance.md has the
+// measurements behind it.
+type RawCaller interface {
+	CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// FastOptions configure [View.ServeStdioFast]. A nil *FastOptions is the
+// same as a zero one.
+type FastOptions struct {
+	// MaxFrame bounds one inbound frame; zero means [DefaultMaxFrame].
+	MaxFrame int
+	// OnBadFrame is passed to the [StdioTransport] that carries everything
+	// the fast path does not answer.
+	OnBadFrame func(error)
+}
+
+// ServeStdioFast serves the view on in and out like
+// v.Server().Run(ctx, &StdioTransport{In: in, Out: out}), except that a
+// tools/call for a tool whose source is a [RawCaller] is answered by a
+// data plane of its own: the request is parsed just enough to route it
+// (id, method, tool name) and forwarded as raw bytes, and the source's
+// result is written back as raw bytes. go-sdk's server still answers
+// everything else on the same connection (initialize, lists, pings,
+// resources, prompts, calls with _meta, calls to other sources), and
+// selection is enforced the same way.
+//
+// It returns when in ends (after the calls in flight are answered, up to
+// [DrainTimeout]) or ctx is done.
+//
+// EXPERIMENTAL: opt-in; see docs/performance.md.
+func (v *View) ServeStdioFast(ctx context.Context, in io.Reader, out io.Writer, opts *FastOptions) error {
+	var o FastOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = DefaultMaxFrame
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	w := &lockedWriter{w: out}
+	// Lines the fast path does not take go through a pipe to the ordinary
+	// StdioTransport, which keeps all of its behaviour (bad frames,
+	// batches, draining).
+	pr, pw := io.Pipe()
+	f := &fastPlane{v: v, out: w, slow: pw, onBad: o.OnBadFrame, calls: make(map[string]*fastCall)}
+
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- v.server.Run(ctx, &StdioTransport{In: pr, Out: w, MaxFrame: o.MaxFrame, OnBadFrame: o.OnBadFrame})
+	}()
+
+	readErr := make(chan error, 1)
+	go func() { readErr <- f.readLoop(ctx, in, o.MaxFrame) }() // ends at EOF of in, or when the pipe closes
+
+	var err error
+	select {
+	case err = <-runErr:
+		// The server stopped (ctx done, or a write failed): stop reading.
+		cancel()
+		pr.Close()
+		f.wait(DrainTimeout)
+		// The read goroutine ends at the next line or EOF of in; a blocked
+		// read of os.Stdin cannot be interrupted.
+	case rerr := <-readErr:
+		// Input ended: answer the fast calls in flight, then let the
+		// transport see EOF and drain its own.
+		f.wait(DrainTimeout)
+		pw.CloseWithError(rerr)
+		err = <-runErr
+	}
+	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
+		err = nil
+	}
+	return err
+}
+
+// lockedWriter serialises whole-line writes of the fast path and of the
+// StdioTransport (which writes each line with one Write call).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// fastPlane is the fast path's side of one stdio connection.
+type fastPlane struct {
+	v     *View
+	out   *lockedWriter
+	slow  *io.PipeWriter // lines for the StdioTransport; written by readLoop only
+	onBad func(error)
+	// ready is set once the host has sent notifications/initialized; until
+	// then every line goes the ordinary way. Owned by readLoop.
+	ready bool
+
+	wg      sync.WaitGroup       // fast calls in flight; Add only under mu while !closing
+	mu      sync.Mutex           // guards the fields below
+	calls   map[string]*fastCall // by the host's raw request id
+	closing bool                 // no new fast calls
+}
+
+// fastCall is one fast call in flight.
+type fastCall struct {
+	cancel    context.CancelFunc
+	cancelled bool // the host sent notifications/cancelled; guarded by fastPlane.mu
+}
+
+// wait stops new fast calls and waits up to d for those in flight.
+func (f *fastPlane) wait(d time.Duration) {
+	f.mu.Lock()
+	f.closing = true
+	f.mu.Unlock()
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// readLoop reads host lines, answering what it can and passing the rest
+// on. It returns the read error (io.EOF at the end of input).
+func (f *fastPlane) readLoop(ctx context.Context, in io.Reader, max int) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, tooLong, err := readFrame(r, max)
+		if tooLong {
+			f.rejectTooLong(max)
+		} else if len(line) > 0 && (!f.ready || !f.take(ctx, line)) {
+			if !f.ready && bytes.Contains(line, []byte(`"notifications/initialized"`)) {
+				f.ready = true
+			}
+			if _, werr := f.slow.Write(line); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// rejectTooLong answers an oversized frame as the StdioTransport does.
+func (f *fastPlane) rejectTooLong(max int) {
+	msg := fmt.Sprintf("frame exceeds %d bytes", max)
+	if f.onBad != nil {
+		f.onBad(errors.New(msg))
+	}
+	f.writeError([]byte("null"), &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg})
+}
+
+// envelope is what the fast path reads of a host message.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// take answers line on the fast path if it can and reports whether it did.
+func (f *fastPlane) take(ctx context.Context, line []byte) bool {
+	// Cheap pre-checks before any decoding.
+	if !bytes.Contains(line, []byte(`"tools/call"`)) && !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		return false
+	}
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		return false
+	}
+	switch env.Method {
+	case "notifications/cancelled":
+		return f.cancel(env.Params)
+	case "tools/call":
+	default:
+		return false
+	}
+	if len(env.ID) == 0 || env.ID[0] == 'n' {
+		return false
+	}
+	// Only name and arguments: any other field (_meta with a progress
+	// token, inputResponses, requestState...) needs the ordinary path.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(env.Params, &fields); err != nil {
+		return false
+	}
+	var name string
+	if err := json.Unmarshal(fields["name"], &name); err != nil {
+		return false
+	}
+	args, hasArgs := fields["arguments"]
+	if len(fields) != 1+btoi(hasArgs) {
+		return false
+	}
+	h := f.v.hub
+	h.mu.RLock()
+	e := h.table.toolIndex[name]
+	h.mu.RUnlock()
+	if e == nil || !f.v.allows(name) {
+		return false // the ordinary path answers unknown tools
+	}
+	rc, ok := e.source.src.(RawCaller)
+	if !ok {
+		return false
+	}
+	key := string(env.ID)
+	callCtx, cancel := context.WithCancel(ctx)
+	fc := &fastCall{cancel: cancel}
+	f.mu.Lock()
+	if _, dup := f.calls[key]; dup || f.closing {
+		f.mu.Unlock()
+		cancel()
+		return false // the ordinary path deals with a reused id
+	}
+	f.calls[key] = fc
+	f.wg.Add(1)
+	f.mu.Unlock()
+
+	params := make([]byte, 0, len(args)+len(e.local)+32)
+	params = append(params, `{"name":`...)
+	params = strconv.AppendQuote(params, e.local)
+	if hasArgs {
+		params = append(params, `,"arguments":`...)
+		params = append(params, args...)
+	}
+	params = append(params, '}')
+
+	go func() {
+		defer f.wg.Done()
+		res := f.call(callCtx, name, e, rc, params)
+		f.mu.Lock()
+		delete(f.calls, key)
+		cancelled := fc.cancelled
+		f.mu.Unlock()
+		cancel()
+		// A call the host cancelled gets no answer, as JSON-RPC asks.
+		if !cancelled {
+			f.out.Write(res(env.ID))
+		}
+	}()
+	return true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// call runs one fast call and returns its answer, for the id.
+func (f *fastPlane) call(ctx context.Context, name string, e *toolEntry, rc RawCaller, params []byte) func(id []byte) []byte {
+	h := f.v.hub
+	if d := e.source.opts.Timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	start := time.Now()
+	res, err := safeRawCall(ctx, rc, e.local, params)
+	info := CallInfo{Source: e.source.name, Tool: name, Duration: time.Since(start), Outcome: "ok"}
+	defer func() {
+		if h.opts.Observe != nil {
+			h.opts.Observe(info)
+		}
+	}()
+	if err == nil && len(bytes.TrimSpace(res)) == 0 {
+		err = &ToolError{Code: CodeInternal, Message: "source returned no result"}
+	}
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			info.Outcome = "protocol_error"
+			return func(id []byte) []byte { return errorLine(id, werr) }
+		}
+		if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+		}
+		te := asToolError(name, err)
+		info.Outcome = strings.ToLower(te.Code)
+		h.logger.Warn("tool call failed", LogKeySource, e.source.name, LogKeyTool, name, "code", te.Code, "error", err)
+		b, merr := json.Marshal(te.Result())
+		if merr != nil {
+			return func(id []byte) []byte {
+				return errorLine(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()})
+			}
+		}
+		res = b
+	} else if bytes.Contains(res, []byte(`"isError":true`)) {
+		info.Outcome = "tool_error"
+	}
+	return func(id []byte) []byte { return resultLine(id, res) }
+}
+
+func safeRawCall(ctx context.Context, rc RawCaller, name string, params json.RawMessage) (res json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = nil
+			err = &ToolError{Code: CodeInternal, Message: fmt.Sprintf("source panicked: %v", r)}
+		}
+	}()
+	return rc.CallToolRaw(ctx, name, params)
+}
+
+func resultLine(id, result []byte) []byte {
+	buf := make([]byte, 0, len(id)+len(result)+40)
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"result":`...)
+	buf = append(buf, result...)
+	return append(buf, "}\n"...)
+}
+
+func (f *fastPlane) writeError(id []byte, e *jsonrpc.Error) { f.out.Write(errorLine(id, e)) }
+
+func errorLine(id []byte, e *jsonrpc.Error) []byte {
+	msg, _ := json.Marshal(e.Message)
+	buf := make([]byte, 0, len(id)+len(msg)+80)
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"error":{"code":`...)
+	buf = strconv.AppendInt(buf, e.Code, 10)
+	buf = append(buf, `,"message":`...)
+	buf = append(buf, msg...)
+	if len(e.Data) > 0 {
+		buf = append(buf, `,"data":`...)
+		buf = append(buf, e.Data...)
+	}
+	return append(buf, "}}\n"...)
+}
+
+// cancel handles notifications/cancelled: it cancels a fast call and
+// reports true, or reports false for the ordinary path's requests.
+func (f *fastPlane) cancel(params json.RawMessage) bool {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || len(p.RequestID) == 0 {
+		return false
+	}
+	f.mu.Lock()
+	c, ok := f.calls[string(p.RequestID)]
+	if ok {
+		c.cancelled = true
+	}
+	f.mu.Unlock()
+	if ok {
+		c.cancel()
+	}
+	return ok
+}

@@ -1,0 +1,280 @@
+package junction
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rawFake is a RawCaller source; CallTool (the ordinary path) answers
+// "slow" so tests can tell which path a call took.
+type rawFake struct {
+	raw   func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
+	slow  atomic.Int32
+	tools []string
+}
+
+func (f *rawFake) Catalog(context.Context) (*Catalog, error) {
+	c := &Catalog{}
+	for _, n := range f.tools {
+		c.Tools = append(c.Tools, &mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	return c, nil
+}
+
+func (f *rawFake) CallTool(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	f.slow.Add(1)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slow"}}}, nil
+}
+
+func (f *rawFake) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+	return f.raw(ctx, name, params)
+}
+
+func (f *rawFake) ReadResource(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return nil, errors.New("none")
+}
+
+func (f *rawFake) GetPrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return nil, errors.New("none")
+}
+
+func (f *rawFake) Complete(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	return &mcp.CompleteResult{}, nil
+}
+
+// fastHost is a host talking raw lines to ServeStdioFast.
+type fastHost struct {
+	w    *io.PipeWriter
+	r    *bufio.Reader
+	done chan error
+}
+
+func startFast(t *testing.T, src Source, sel Selection) *fastHost {
+	t.Helper()
+	hub := New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(t.Context(), "s", src, &SourceOptions{Prefix: PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h := &fastHost{w: inW, r: bufio.NewReader(outR), done: make(chan error, 1)}
+	go func() {
+		h.done <- v.ServeStdioFast(context.Background(), inR, outW, nil)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR) // let the server finish writing
+		select {
+		case err := <-h.done:
+			if err != nil {
+				t.Errorf("ServeStdioFast = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("ServeStdioFast did not return after EOF")
+		}
+	})
+	return h
+}
+
+func (h *fastHost) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(h.w, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recv reads the next message that has an id.
+func (h *fastHost) recv(t *testing.T) map[string]any {
+	t.Helper()
+	for {
+		line, err := h.r.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("reading: %v", err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("answer %q is not JSON: %v", line, err)
+		}
+		if _, ok := m["id"]; ok {
+			return m
+		}
+	}
+}
+
+func (h *fastHost) initialize(t *testing.T) {
+	t.Helper()
+	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := h.recv(t); m["result"] == nil {
+		t.Fatalf("initialize = %v", m)
+	}
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func text(m map[string]any) string {
+	res, _ := m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		return ""
+	}
+	c, _ := content[0].(map[string]any)
+	s, _ := c["text"].(string)
+	return s
+}
+
+func TestServeStdioFast(t *testing.T) {
+	var gotParams atomic.Value
+	f := &rawFake{tools: []string{"echo", "hidden"}, raw: func(_ context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		gotParams.Store(string(params))
+		switch name {
+		case "echo":
+			return json.RawMessage(`{"content":[{"type":"text","text":"fast"}],"extra":{"kept":true}}`), nil
+		}
+		return nil, errors.New("unexpected")
+	}}
+	h := startFast(t, f, Selection{Deny: []string{"s__hidden"}})
+	h.initialize(t)
+
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"a":[1,2]}}}`)
+	m := h.recv(t)
+	if diff := cmp.Diff(map[string]any{"jsonrpc": "2.0", "id": 1.0, "result": map[string]any{
+		"content": []any{map[string]any{"type": "text", "text": "fast"}},
+		"extra":   map[string]any{"kept": true},
+	}}, m); diff != "" {
+		t.Errorf("fast answer (-want +got):\n%s", diff)
+	}
+	if got, want := gotParams.Load(), `{"name":"echo","arguments":{"a":[1,2]}}`; got != want {
+		t.Errorf("params forwarded = %s, want %s", got, want)
+	}
+
+	// _meta needs the ordinary path (progress tokens are remapped there).
+	h.send(t, `{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"s__echo","arguments":{},"_meta":{"progressToken":"p"}}}`)
+	if m := h.recv(t); text(m) != "slow" || m["id"] != "m" {
+		t.Errorf("call with _meta = %v, want the ordinary path's answer", m)
+	}
+	// A denied tool is unknown on both paths.
+	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__hidden"}}`)
+	if m := h.recv(t); m["error"] == nil || !strings.Contains(m["error"].(map[string]any)["message"].(string), "s__hidden") {
+		t.Errorf("denied tool = %v, want an unknown-tool error", m)
+	}
+	// Lists still come from go-sdk.
+	h.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if m := h.recv(t); !strings.Contains(mustJSON(t, m), `"s__echo"`) || strings.Contains(mustJSON(t, m), `"s__hidden"`) {
+		t.Errorf("tools/list = %v", m)
+	}
+	// Bad frames get the transport's parse error and the connection goes on.
+	h.send(t, `{not json`)
+	if m := h.recv(t); m["id"] != nil || m["error"] == nil {
+		t.Errorf("bad frame = %v, want a parse error with a null id", m)
+	}
+	if n := f.slow.Load(); n != 1 {
+		t.Errorf("ordinary-path calls = %d, want 1", n)
+	}
+}
+
+func TestServeStdioFastBeforeInitialized(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[]}`), nil
+	}}
+	h := startFast(t, f, Selection{})
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo"}}`)
+	if m := h.recv(t); m["error"] == nil {
+		t.Errorf("call before initialize = %v, want go-sdk's error", m)
+	}
+}
+
+func TestServeStdioFastErrors(t *testing.T) {
+	f := &rawFake{tools: []string{"proto", "fail", "panic"}, raw: func(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
+		switch name {
+		case "proto":
+			return nil, &jsonrpc.Error{Code: -32042, Message: "nope", Data: json.RawMessage(`{"x":1}`)}
+		case "fail":
+			return nil, ErrSourceDown
+		}
+		panic("boom")
+	}}
+	h := startFast(t, f, Selection{})
+	h.initialize(t)
+
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__proto"}}`)
+	if diff := cmp.Diff(map[string]any{"jsonrpc": "2.0", "id": 1.0, "error": map[string]any{"code": -32042.0, "message": "nope", "data": map[string]any{"x": 1.0}}}, h.recv(t)); diff != "" {
+		t.Errorf("protocol error (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ tool, code string }{{"fail", CodeSourceUnavailable}, {"panic", CodeInternal}} {
+		h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__`+tc.tool+`"}}`)
+		m := h.recv(t)
+		res, _ := m["result"].(map[string]any)
+		if res["isError"] != true || !strings.Contains(text(m), `"code":"`+tc.code+`"`) {
+			t.Errorf("%s = %v, want a %s tool error", tc.tool, m, tc.code)
+		}
+	}
+}
+
+func TestServeStdioFastCancel(t *testing.T) {
+	started := make(chan struct{})
+	cancelled := make(chan struct{})
+	f := &rawFake{tools: []string{"slow", "quick"}, raw: func(ctx context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
+		if name == "quick" {
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}}
+	h := startFast(t, f, Selection{})
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"s__slow"}}`)
+	<-started
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the source's context was not cancelled")
+	}
+	// No answer for 7: the next message read is the answer to 8.
+	h.send(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"s__quick"}}`)
+	if m := h.recv(t); m["id"] != 8.0 {
+		t.Errorf("after a cancelled call got %v, want the answer to 8 only", m)
+	}
+}
+
+func TestServeStdioFastDrainsAtEOF(t *testing.T) {
+	release := make(chan struct{})
+	f := &rawFake{tools: []string{"wait"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		<-release
+		return json.RawMessage(`{"content":[{"type":"text","text":"late"}]}`), nil
+	}}
+	h := startFast(t, f, Selection{})
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"s__wait"}}`)
+	h.w.Close() // the host is done writing, but still reads
+	time.AfterFunc(50*time.Millisecond, func() { close(release) })
+	if m := h.recv(t); text(m) != "late" {
+		t.Errorf("answer after EOF = %v, want the late result", m)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
