@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -48,12 +49,24 @@ func run(ctx context.Context, args []string) error {
 	jsonResp := fs.Bool("json-response", false, "answer POSTs with application/json instead of SSE")
 	name := fs.String("name", "echo", "source `name`; tools keep their upstream names")
 	rawUp := fs.Bool("raw-upstream", false, "reach the upstream with bench/rawup instead of package upstream")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	fast := fs.Bool("fast", false, "serve stdio with View.ServeStdioFast (the raw tools/call data plane)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return errors.New("usage: benchhub [flags] -- COMMAND [ARGS...]")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	hub := junction.New(&junction.Options{Name: "junction", Logger: logger})
