@@ -167,7 +167,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 
 	res, err := sess.cs.CallTool(callCtx, params)
 	if err == nil {
-		s.drainProgress(sess, c)
+		s.drainProgress(c)
 		return res, nil
 	}
 	return nil, s.callError(ctx, callCtx, sess, "tool "+strconv.Quote(name), timeout, err)
@@ -194,15 +194,9 @@ func hopMeta(m mcp.Meta) mcp.Meta {
 
 // drainProgress waits, briefly, until the progress notifications the
 // upstream sent before its result have been forwarded, so the host sees
-// them before the result, as the upstream sent them. Only stdio
-// connections count what they read; on other transports a notification
-// handled after the result is dropped.
-func (s *Server) drainProgress(sess *session, c *call) {
-	conn := sess.stdio()
-	if conn == nil {
-		return
-	}
-	want := int64(conn.progressRead(c.token))
+// them before the result, as the upstream sent them (see progressCounter).
+func (s *Server) drainProgress(c *call) {
+	want := int64(s.progress.take(c.token))
 	if c.handled.Load() >= want {
 		return
 	}
@@ -249,9 +243,7 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 			c.timer.Stop()
 		}
 		cancel(nil)
-		if conn := sess.stdio(); conn != nil {
-			conn.progressRead(c.token) // forget its count
-		}
+		s.progress.take(c.token) // forget its count
 		s.mu.Lock()
 		delete(s.calls, c.token)
 		now := time.Now()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 )
 
 // knownContent are the content block types go-sdk's client decodes.
@@ -111,8 +112,9 @@ const maxFixedBody = 32 << 20
 // can decode tool results holding content of types it does not know: in
 // application/json bodies and in text/event-stream events alike.
 type contentTransport struct {
-	base http.RoundTripper
-	warn func(n int)
+	base     http.RoundTripper
+	warn     func(n int)
+	progress *progressCounter
 }
 
 func (t *contentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -144,7 +146,7 @@ func (t *contentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 	case "text/event-stream":
-		resp.Body = &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warn}
+		resp.Body = &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warn, progress: t.progress}
 	}
 	return resp, nil
 }
@@ -153,11 +155,12 @@ func (t *contentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // event passes through byte for byte unless its data is a JSON-RPC
 // response that needs fixing; then it is re-emitted with one data line.
 type sseFixer struct {
-	body io.ReadCloser
-	r    *bufio.Reader
-	warn func(n int)
-	out  bytes.Buffer // rewritten bytes not yet read
-	err  error        // the underlying reader's error, after out drains
+	body     io.ReadCloser
+	r        *bufio.Reader
+	warn     func(n int)
+	progress *progressCounter // nil: do not count
+	out      bytes.Buffer     // rewritten bytes not yet read
+	err      error            // the underlying reader's error, after out drains
 }
 
 func (f *sseFixer) Read(p []byte) (int, error) {
@@ -195,7 +198,17 @@ func (f *sseFixer) nextEvent() {
 		}
 	}
 	if len(data) > 0 && f.err == nil {
-		if fixed, n := sanitizeMessage(bytes.Join(data, []byte("\n"))); n > 0 {
+		joined := bytes.Join(data, []byte("\n"))
+		if f.progress != nil && bytes.Contains(joined, []byte(`"notifications/progress"`)) {
+			var msg struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}
+			if json.Unmarshal(joined, &msg) == nil && msg.Method == "notifications/progress" {
+				f.progress.count(msg.Params)
+			}
+		}
+		if fixed, n := sanitizeMessage(joined); n > 0 {
 			f.warn(n)
 			f.out.Write(rewriteEvent(raw.Bytes(), fixed))
 			return
@@ -225,4 +238,43 @@ func rewriteEvent(event, data []byte) []byte {
 		out.Write(line)
 	}
 	return out.Bytes()
+}
+
+// progressCounter counts the progress notifications read from an
+// upstream, by progress token, before go-sdk hands them to handlers. go-sdk
+// delivers a response as soon as it is read but queues notifications, so a
+// call's result can overtake the progress sent before it; a call waits
+// until as many notifications as were read have been handled.
+type progressCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (p *progressCounter) count(params json.RawMessage) {
+	var v struct {
+		Token any `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &v) != nil {
+		return
+	}
+	tok, ok := v.Token.(string)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	if p.n == nil {
+		p.n = make(map[string]int)
+	}
+	p.n[tok]++
+	p.mu.Unlock()
+}
+
+// take returns how many notifications for token were read, and forgets
+// the token.
+func (p *progressCounter) take(token string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.n[token]
+	delete(p.n, token)
+	return n
 }

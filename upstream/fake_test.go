@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,6 +42,8 @@ import (
 //	FAKE_MANY=n            add n extra tools (pagination)
 //	FAKE_DEBUG=1           go-sdk server logs on stderr
 //	FAKE_EXIT_AFTER_MS=n   exit n milliseconds after starting
+//	FAKE_HTTP_ADDR_FILE=f  serve Streamable HTTP on 127.0.0.1 instead; write the URL to f
+//	FAKE_HTTP_STATELESS=1  ... in stateless mode
 func TestMain(m *testing.M) {
 	switch os.Getenv("UPSTREAM_FAKE") {
 	case "":
@@ -190,6 +194,9 @@ func runFakeServer() {
 	// sample and elicit ask the client: by a server-to-client request
 	// before protocol 2026-07-28, by an input-required result after.
 	modern := func(req *mcp.CallToolRequest) bool {
+		if v, ok := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
+			return v >= "2026-07-28" // stateless HTTP: per request
+		}
 		p := req.Session.InitializeParams()
 		return p != nil && p.ProtocolVersion >= "2026-07-28"
 	}
@@ -261,6 +268,23 @@ func runFakeServer() {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"]}}}}, nil
 	})
 
+	if f := os.Getenv("FAKE_HTTP_ADDR_FILE"); f != "" {
+		// Serve Streamable HTTP on a loopback port instead of stdio, until
+		// stdin closes.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake: listen:", err)
+			os.Exit(1)
+		}
+		// go-sdk serves 2026-07-28 only statelessly, and server-to-client
+		// requests of older versions only with sessions.
+		opts := &mcp.StreamableHTTPOptions{Stateless: os.Getenv("FAKE_HTTP_STATELESS") != "", PropagateRequestCancellation: true}
+		go http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts))
+		os.WriteFile(f+".tmp", []byte("http://"+ln.Addr().String()), 0o644)
+		os.Rename(f+".tmp", f)
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	err := server.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: out})
 	if os.Getenv("FAKE_STUBBORN") != "" {
 		time.Sleep(time.Hour) // ignore stdin EOF too
@@ -314,4 +338,44 @@ func fakeConfig(t *testing.T, mode string, env map[string]string) Config {
 		e[k] = v
 	}
 	return Config{Command: os.Args[0], Env: e, StopTimeout: 500 * time.Millisecond}
+}
+
+// startHTTPFake runs the fake server over Streamable HTTP in its own
+// process and returns its URL; the process is stopped when the test ends.
+func startHTTPFake(t *testing.T, env map[string]string) string {
+	t.Helper()
+	addrFile := filepath.Join(t.TempDir(), "url")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "UPSTREAM_FAKE=server", "FAKE_HTTP_ADDR_FILE="+addrFile)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(addrFile); err == nil {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("HTTP fake did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

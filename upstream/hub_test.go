@@ -30,21 +30,30 @@ type hostEvents struct {
 // requests, which junction routes back to the host that made the call).
 func TestThroughHub(t *testing.T) {
 	t.Parallel()
-	for _, version := range []string{"", "2025-11-25"} {
-		name := version
-		if name == "" {
-			name = "latest"
+	for _, transport := range []Transport{TransportStdio, TransportStreamableHTTP} {
+		for _, version := range []string{"", "2025-11-25"} {
+			name := version
+			if name == "" {
+				name = "latest"
+			}
+			t.Run(string(transport)+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				testThroughHub(t, transport, version)
+			})
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testThroughHub(t, version)
-		})
 	}
 }
 
-func testThroughHub(t *testing.T, version string) {
+func testThroughHub(t *testing.T, transport Transport, version string) {
 	marks := t.TempDir()
-	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": marks})
+	env := map[string]string{"FAKE_MARK_DIR": marks}
+	cfg := fakeConfig(t, "server", env)
+	if transport == TransportStreamableHTTP {
+		if version == "" {
+			env["FAKE_HTTP_STATELESS"] = "1"
+		}
+		cfg = Config{URL: startHTTPFake(t, env)}
+	}
 	cfg.ProtocolVersion = version
 	r, _ := newRegistry(t, nil)
 	up := addReady(t, r, "up", cfg)

@@ -59,6 +59,7 @@ type Server struct {
 	http         *http.Client                           // built on first use
 	ownTransport *http.Transport                        // nil when Config.HTTPClient is set
 	nextToken    uint64
+	progress     progressCounter // progress notifications read, for drainProgress
 }
 
 // session is one established connection.
@@ -434,7 +435,9 @@ func (s *Server) endSession(sess *session) {
 		}
 	}
 	s.mu.Unlock()
-	sess.cs.Close()
+	if err := sess.cs.Close(); err != nil {
+		s.logger.Warn("closing upstream session", "error", err)
+	}
 	<-sess.done
 	sess.cancel()
 	s.mu.Lock()
@@ -522,7 +525,7 @@ func (s *Server) transport(life context.Context, cancel context.CancelFunc) mcp.
 	case TransportStreamableHTTP:
 		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}
 	}
-	return &commandTransport{cfg: s.cfg, logger: s.logger}
+	return &commandTransport{cfg: s.cfg, logger: s.logger, progress: &s.progress}
 }
 
 // stdio returns the session's stdio connection, or nil for other
@@ -573,7 +576,7 @@ func (s *Server) httpClient() *http.Client {
 	if len(s.cfg.Headers) > 0 || s.cfg.BearerToken != "" {
 		rt = &headerTransport{base: rt, headers: s.cfg.Headers, token: s.cfg.BearerToken}
 	}
-	c.Transport = &contentTransport{base: rt, warn: func(n int) {
+	c.Transport = &contentTransport{base: rt, progress: &s.progress, warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 	}}
 	s.http = &c

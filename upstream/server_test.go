@@ -53,7 +53,7 @@ func newRegistry(t *testing.T, opts *Options) (*Registry, *syncBuffer) {
 		if err := r.Close(); err != nil {
 			t.Errorf("Close() = %v", err)
 		}
-		if t.Failed() {
+		if t.Failed() || os.Getenv("UPSTREAM_TEST_LOGS") != "" {
 			t.Logf("registry logs:\n%s", logs)
 		}
 	})
