@@ -181,6 +181,14 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 		t.Errorf("GetPrompt = %v, %v", pr, err)
 	}
 
+	cr, err := s.Complete(t.Context(), &mcp.CompleteRequest{Params: &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "who", Value: "b"},
+	}})
+	if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != "bob" {
+		t.Errorf("Complete = %v, %v; want bob", cr, err)
+	}
+
 	snaps := r.Snapshots()
 	if len(snaps) != 1 {
 		t.Fatalf("Snapshots() = %d entries, want 1", len(snaps))
