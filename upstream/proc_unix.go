@@ -32,3 +32,6 @@ const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
 )
+
+// sigTermOS is SIGTERM for os.Process.Signal.
+var sigTermOS = syscall.SIGTERM

@@ -354,13 +354,16 @@ func (c *stdioConn) terminate() error {
 	}
 	// Stage 2: SIGTERM to the whole group.
 	c.logger.Debug("server still running after stdin closed; sending SIGTERM to its process group")
-	signalGroup(c.pgid, sigTerm)
+	if !signalGroup(c.pgid, sigTerm) {
+		c.cmd.Process.Signal(sigTermOS) // no process group: the leader only
+	}
 	if c.waitGroupGone(c.stop) {
 		return nil
 	}
 	// Stage 3: SIGKILL.
 	c.logger.Warn("server ignored SIGTERM; killing its process group")
 	signalGroup(c.pgid, sigKill)
+	c.cmd.Process.Kill() // the leader, where there are no process groups
 	// SIGKILL cannot be ignored; give a loaded machine time to finish the
 	// job rather than report a failure.
 	if c.waitGroupGone(max(c.stop, 5*time.Second)) {
