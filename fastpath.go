@@ -70,7 +70,8 @@ func (v *View) ServeStdioFast(ctx context.Context, in io.Reader, out io.Writer, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	w := &lockedWriter{w: out}
+	w := newBatchWriter(out)
+	defer w.flush()
 	// Lines the fast path does not take go through a pipe to the ordinary
 	// StdioTransport, which keeps all of its behaviour (bad frames,
 	// batches, draining).
@@ -107,23 +108,105 @@ func (v *View) ServeStdioFast(ctx context.Context, in io.Reader, out io.Writer, 
 	return err
 }
 
-// lockedWriter serialises whole-line writes of the fast path and of the
-// StdioTransport (which writes each line with one Write call).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// batchWriter serialises whole-line writes of the fast path and of the
+// StdioTransport (which writes each line with one Write call), and
+// coalesces them: lines written while a write to w is under way are sent
+// together by the writer already at work, so concurrent answers cost one
+// system call rather than one each. A Write may return before its bytes
+// reach w; a failure of w is returned by the next Write and by flush.
+type batchWriter struct {
+	w io.Writer
+
+	mu       sync.Mutex // guards the fields below
+	idle     *sync.Cond // signalled when flushing ends
+	pending  []byte
+	spare    []byte
+	flushing bool // some Write is writing to w
+	err      error
 }
 
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+// bigWrite is the size above which a line is written directly instead of
+// being copied into the batch.
+const bigWrite = 64 << 10
+
+func newBatchWriter(w io.Writer) *batchWriter {
+	b := &batchWriter{w: w}
+	b.idle = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *batchWriter) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return 0, b.err
+	}
+	if len(p) > bigWrite {
+		for b.flushing {
+			b.idle.Wait()
+		}
+		b.flushing = true
+		b.writeOut(b.takePending())
+		if b.err == nil {
+			b.writeOut(p)
+		}
+	} else {
+		b.pending = append(b.pending, p...)
+		if b.flushing {
+			return len(p), nil // the writer at work sends it
+		}
+		b.flushing = true
+	}
+	for len(b.pending) > 0 && b.err == nil {
+		b.writeOut(b.takePending())
+	}
+	b.flushing = false
+	b.idle.Broadcast()
+	if b.err != nil {
+		return 0, b.err
+	}
+	return len(p), nil
+}
+
+// takePending swaps out the pending bytes; called with mu held.
+func (b *batchWriter) takePending() []byte {
+	buf := b.pending
+	b.pending = b.spare[:0]
+	b.spare = nil
+	return buf
+}
+
+// writeOut writes buf to w without holding mu; called with mu held and
+// flushing set.
+func (b *batchWriter) writeOut(buf []byte) {
+	if len(buf) == 0 {
+		return
+	}
+	b.mu.Unlock()
+	_, err := b.w.Write(buf)
+	b.mu.Lock()
+	if len(buf) <= bigWrite && b.spare == nil {
+		b.spare = buf[:0]
+	}
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+// flush waits until everything written so far has been sent to w.
+func (b *batchWriter) flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.flushing {
+		b.idle.Wait()
+	}
+	return b.err
 }
 
 // fastPlane is the fast path's side of one stdio connection.
 type fastPlane struct {
 	v     *View
-	out   *lockedWriter
+	out   *batchWriter
 	slow  *io.PipeWriter // lines for the StdioTransport; written by readLoop only
 	onBad func(error)
 	// ready is set once the host has sent notifications/initialized; until
@@ -195,40 +278,43 @@ type envelope struct {
 	Params json.RawMessage `json:"params"`
 }
 
+// fastRequest is the one shape of request the fast path takes: a
+// tools/call whose params hold only name and arguments. Decoding with
+// unknown fields disallowed sends anything else (_meta with a progress
+// token, inputResponses, requestState, a response that mentions
+// "tools/call") down the ordinary path.
+type fastRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"params"`
+}
+
 // take answers line on the fast path if it can and reports whether it did.
 func (f *fastPlane) take(ctx context.Context, line []byte) bool {
-	// Cheap pre-checks before any decoding.
-	if !bytes.Contains(line, []byte(`"tools/call"`)) && !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
-		return false
-	}
-	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
-		return false
-	}
-	switch env.Method {
-	case "notifications/cancelled":
+	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		var env envelope
+		if err := json.Unmarshal(line, &env); err != nil || env.Method != "notifications/cancelled" {
+			return false
+		}
 		return f.cancel(env.Params)
-	case "tools/call":
-	default:
+	}
+	if !bytes.Contains(line, []byte(`"tools/call"`)) {
 		return false
 	}
-	if len(env.ID) == 0 || env.ID[0] == 'n' {
+	var req fastRequest
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.JSONRPC != "2.0" || req.Method != "tools/call" ||
+		len(req.ID) == 0 || req.ID[0] == 'n' || len(bytes.TrimSpace(line[dec.InputOffset():])) > 0 {
 		return false
 	}
-	// Only name and arguments: any other field (_meta with a progress
-	// token, inputResponses, requestState...) needs the ordinary path.
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(env.Params, &fields); err != nil {
-		return false
-	}
-	var name string
-	if err := json.Unmarshal(fields["name"], &name); err != nil {
-		return false
-	}
-	args, hasArgs := fields["arguments"]
-	if len(fields) != 1+btoi(hasArgs) {
-		return false
-	}
+	env := envelope{ID: req.ID}
+	name, args := req.Params.Name, req.Params.Arguments
+	hasArgs := len(args) > 0
 	h := f.v.hub
 	h.mu.RLock()
 	e := h.table.toolIndex[name]
@@ -276,13 +362,6 @@ func (f *fastPlane) take(ctx context.Context, line []byte) bool {
 		}
 	}()
 	return true
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // call runs one fast call and returns its answer, for the id.

@@ -2,11 +2,14 @@ package junction
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,4 +280,80 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// slowWriter records writes and takes a while with each, so concurrent
+// lines pile up behind it.
+type slowWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes int
+	fail   error
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return 0, s.fail
+	}
+	s.writes++
+	return s.buf.Write(p)
+}
+
+func TestBatchWriter(t *testing.T) {
+	sw := &slowWriter{}
+	b := newBatchWriter(sw)
+	var wg sync.WaitGroup
+	const n = 200
+	big := strings.Repeat("b", bigWrite+10)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			line := fmt.Sprintf("line %d %s\n", i, strings.Repeat("x", i))
+			if i%50 == 0 {
+				line = fmt.Sprintf("line %d %s\n", i, big)
+			}
+			if _, err := b.Write([]byte(line)); err != nil {
+				t.Errorf("Write: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := b.flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(sw.buf.String(), "\n"), "\n")
+	if len(lines) != n {
+		t.Fatalf("got %d lines, want %d", len(lines), n)
+	}
+	seen := make(map[int]bool)
+	for _, l := range lines {
+		var i int
+		var rest string
+		if _, err := fmt.Sscanf(l, "line %d %s", &i, &rest); err != nil {
+			t.Fatalf("mangled line %.60q: %v", l, err)
+		}
+		want := strings.Repeat("x", i)
+		if i%50 == 0 {
+			want = big
+		}
+		if rest != want || seen[i] {
+			t.Fatalf("line %d mangled or repeated", i)
+		}
+		seen[i] = true
+	}
+	if sw.writes >= n {
+		t.Errorf("%d writes for %d concurrent lines, want them batched", sw.writes, n)
+	}
+
+	sw.mu.Lock()
+	sw.fail = errors.New("broken pipe")
+	sw.mu.Unlock()
+	b.Write([]byte("a\n"))
+	if _, err := b.Write([]byte("b\n")); err == nil || b.flush() == nil {
+		t.Errorf("Write after a failed write = %v, want the failure", err)
+	}
 }
