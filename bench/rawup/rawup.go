@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -35,8 +36,9 @@ type Source struct {
 	stdin io.WriteCloser
 	tools []*mcp.Tool
 
-	wmu sync.Mutex // serialises writes to stdin
-	bw  *bufio.Writer
+	wmu     sync.Mutex // serialises writes to stdin
+	bw      *bufio.Writer
+	waiting atomic.Int32 // writers waiting for wmu
 
 	mu      sync.Mutex // guards the fields below
 	nextID  int64
@@ -111,11 +113,20 @@ func (s *Source) Close() error {
 	return nil
 }
 
+// write sends one line. Concurrent writers are coalesced: only the last
+// writer of a burst flushes, so a burst of requests costs one system call.
 func (s *Source) write(b []byte) error {
+	s.waiting.Add(1)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.waiting.Add(-1)
 	s.bw.Write(b)
-	s.bw.WriteByte('\n')
+	if err := s.bw.WriteByte('\n'); err != nil {
+		return err
+	}
+	if s.waiting.Load() > 0 {
+		return nil // the next writer flushes
+	}
 	return s.bw.Flush()
 }
 
