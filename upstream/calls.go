@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -30,6 +29,7 @@ type call struct {
 	hostCtx   context.Context    // the host handler's context, for routing on HTTP
 	hostToken any                // the host's progress token; nil if it asked for none
 	timer     *time.Timer        // the no-progress timer; nil without a timeout
+	bridge    *bridge            // non-nil for a call bridged to a 2026-07-28 host
 	timeout   time.Duration
 	sess      *session
 	cancel    context.CancelCauseFunc
@@ -137,7 +137,29 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, err
 	}
 
+	params := &mcp.CallToolParams{Name: name, InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}
+	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
+		params.Arguments = req.Params.Arguments
+	}
+	params.Meta = hopMeta(req.Params.Meta)
+	// Under 2026-07-28 the log level travels with each request; without
+	// one the upstream sends no log messages at all. The hosts' own levels
+	// still filter what they receive.
+	upstreamModern := sess.cs.InitializeResult().ProtocolVersion >= "2026-07-28"
+	if upstreamModern {
+		if _, ok := params.Meta[mcp.MetaKeyLogLevel]; !ok {
+			if params.Meta == nil {
+				params.Meta = mcp.Meta{}
+			}
+			params.Meta[mcp.MetaKeyLogLevel] = "info"
+		}
+	}
 	timeout := s.cfg.callTimeout(name)
+	if !upstreamModern && hostIsModern(req) {
+		params.InputResponses, params.RequestState = nil, ""
+		return s.bridgedCall(ctx, sess, req, params, timeout)
+	}
+
 	c, callCtx, end, err := s.begin(ctx, sess, req.Session, timeout, "tool "+strconv.Quote(name))
 	if err != nil {
 		return nil, err
@@ -146,24 +168,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if hostToken := req.Params.GetProgressToken(); hostToken != nil && req.Session != nil {
 		c.hostToken = hostToken
 	}
-
-	params := &mcp.CallToolParams{Name: name, InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}
-	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
-		params.Arguments = req.Params.Arguments
-	}
-	params.Meta = hopMeta(req.Params.Meta)
 	params.SetProgressToken(c.token)
-	// Under 2026-07-28 the log level travels with each request; without
-	// one the upstream sends no log messages at all. The hosts' own levels
-	// still filter what they receive.
-	if v := sess.cs.InitializeResult().ProtocolVersion; v >= "2026-07-28" {
-		if _, ok := params.Meta[mcp.MetaKeyLogLevel]; !ok {
-			if params.Meta == nil {
-				params.Meta = mcp.Meta{}
-			}
-			params.Meta[mcp.MetaKeyLogLevel] = "info"
-		}
-	}
 
 	res, err := sess.cs.CallTool(callCtx, params)
 	if err == nil {
@@ -486,6 +491,13 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	token, _ := req.Params.ProgressToken.(string)
 	s.mu.Lock()
 	c := s.calls[token]
+	var host *mcp.ServerSession
+	var hostCtx context.Context
+	var hostToken any
+	if c != nil {
+		// A bridged call changes hosts (setHost); read them under the lock.
+		host, hostCtx, hostToken = c.host, c.hostCtx, c.hostToken
+	}
 	s.mu.Unlock()
 	if c == nil {
 		return
@@ -498,12 +510,12 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		default:
 		}
 	}()
-	if c.hostToken == nil {
+	if hostToken == nil {
 		return
 	}
 	p := *req.Params
-	p.ProgressToken = c.hostToken
-	if err := c.host.NotifyProgress(c.hostCtx, &p); err != nil {
+	p.ProgressToken = hostToken
+	if err := host.NotifyProgress(hostCtx, &p); err != nil {
 		s.logger.Debug("forwarding progress failed", "error", err)
 	}
 }
@@ -528,9 +540,9 @@ func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	}
 	data, _ := json.Marshal(req.Params.Data)
 	s.logger.Log(context.Background(), level, "upstream log", "logger", req.Params.Logger, "data", string(data))
-	for _, c := range s.logHosts() {
+	for _, h := range s.logHosts() {
 		// The call may end while this runs; the message still goes out.
-		if err := c.host.Log(context.WithoutCancel(c.hostCtx), req.Params); err != nil {
+		if err := h.host.Log(context.WithoutCancel(h.ctx), req.Params); err != nil {
 			s.logger.Debug("forwarding log message failed", "error", err)
 		}
 	}
@@ -547,21 +559,35 @@ type recentHost struct {
 
 // logHosts returns the host sessions an upstream log message goes to:
 // those with a call in flight or one that ended a moment ago.
-func (s *Server) logHosts() []*call {
-	calls := s.hostCalls()
+func (s *Server) logHosts() []hostRef {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var out []hostRef
+	seen := make(map[*mcp.ServerSession]bool)
+	for _, c := range s.calls {
+		if c.host != nil && !seen[c.host] {
+			seen[c.host] = true
+			out = append(out, hostRef{c.host, c.hostCtx})
+		}
+	}
 	now := time.Now()
 	for h, r := range s.recent {
 		if now.After(r.until) {
 			delete(s.recent, h)
 			continue
 		}
-		if !slices.ContainsFunc(calls, func(c *call) bool { return c.host == h }) {
-			calls = append(calls, &call{host: h, hostCtx: r.ctx})
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, hostRef{h, r.ctx})
 		}
 	}
-	return calls
+	return out
+}
+
+// hostRef is a host session and a context to reach it with.
+type hostRef struct {
+	host *mcp.ServerSession
+	ctx  context.Context
 }
 
 // hostCalls returns one in-flight call per distinct host session.
@@ -620,6 +646,9 @@ func (s *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequ
 	if err != nil {
 		return nil, err
 	}
+	if s.bridgeOf(c) != nil {
+		return s.sampleViaBridge(ctx, c, req.Params)
+	}
 	hctx, cancel := s.hostContext(ctx, c)
 	defer cancel()
 	defer c.hold()()
@@ -630,6 +659,9 @@ func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	c, err := s.routeRequest(ctx, "elicitation/create")
 	if err != nil {
 		return nil, err
+	}
+	if s.bridgeOf(c) != nil {
+		return s.elicitViaBridge(ctx, c, req.Params)
 	}
 	hctx, cancel := s.hostContext(ctx, c)
 	defer cancel()

@@ -38,13 +38,18 @@ func TestThroughHub(t *testing.T) {
 			}
 			t.Run(string(transport)+"/"+name, func(t *testing.T) {
 				t.Parallel()
-				testThroughHub(t, transport, version)
+				testThroughHub(t, transport, version, version)
 			})
 		}
 	}
+	// A 2025-11-25 upstream asks a 2026-07-28 host, through the bridge.
+	t.Run("stdio/upstream-2025-11-25/host-latest", func(t *testing.T) {
+		t.Parallel()
+		testThroughHub(t, TransportStdio, "2025-11-25", "")
+	})
 }
 
-func testThroughHub(t *testing.T, transport Transport, version string) {
+func testThroughHub(t *testing.T, transport Transport, version, hostVersion string) {
 	marks := t.TempDir()
 	env := map[string]string{"FAKE_MARK_DIR": marks}
 	cfg := fakeConfig(t, "server", env)
@@ -111,8 +116,8 @@ func testThroughHub(t *testing.T, transport Transport, version string) {
 		}
 	})
 	var sopts *mcp.ClientSessionOptions
-	if version != "" {
-		sopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	if hostVersion != "" {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: hostVersion}
 	}
 	cs, err := client.Connect(ctx, ct, sopts)
 	if err != nil {
@@ -183,7 +188,7 @@ func testThroughHub(t *testing.T, transport Transport, version string) {
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fake://r"}); err != nil {
 		t.Fatal(err)
 	}
-	if version == "" {
+	if hostVersion == "" {
 		select {
 		case <-acked:
 		case <-ctx.Done():
@@ -224,5 +229,74 @@ func testThroughHub(t *testing.T, transport Transport, version string) {
 	// And the session is fine for the next call.
 	if got := callText("up__echo", json.RawMessage(`{"text":"after"}`), nil); !strings.Contains(got, "after") {
 		t.Errorf("echo after cancel = %q", got)
+	}
+}
+
+// TestBridgeByHand plays a 2026-07-28 host by hand against a 2025-11-25
+// upstream that asks for elicitation: the host gets the question in the
+// result, answers on a retry, and gets the tool's result; a question left
+// unanswered does not keep Close from finishing.
+func TestBridgeByHand(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	ctx := ctxTimeout(t, 60*time.Second)
+	if err := hub.Add(ctx, "up", up, nil); err != nil {
+		t.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := view.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
+	})
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("first result = %+v; want one input request and a request state", res)
+	}
+	var id string
+	for k, v := range res.InputRequests {
+		id = k
+		if p, ok := v.(*mcp.ElicitParams); !ok || p.Message != "name?" {
+			t.Errorf("input request = %#v, want the upstream's elicitation", v)
+		}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{
+		Name:           "up__elicit",
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
+		RequestState:   res.RequestState,
+	})
+	if err != nil || resultText(t, res) != "elicited: accept zoe" {
+		t.Errorf("retried call = %v, %v; want elicited: accept zoe", res, err)
+	}
+
+	// A question nobody answers: the upstream call stays parked until Close.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit"})
+	if err != nil || len(res.InputRequests) != 1 {
+		t.Fatalf("second call = %v, %v; want a question", res, err)
+	}
+	if err := r.Remove("up"); err != nil {
+		t.Errorf("Remove with a parked call = %v", err)
 	}
 }

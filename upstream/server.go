@@ -59,7 +59,8 @@ type Server struct {
 	http         *http.Client                           // built on first use
 	ownTransport *http.Transport                        // nil when Config.HTTPClient is set
 	nextToken    uint64
-	progress     progressCounter // progress notifications read, for drainProgress
+	progress     progressCounter    // progress notifications read, for drainProgress
+	bridges      map[string]*bridge // parked calls, by requestState (see bridge)
 }
 
 // session is one established connection.
@@ -101,6 +102,7 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 		recent:    make(map[*mcp.ServerSession]recentHost),
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
+		bridges:   make(map[string]*bridge),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = mcp.NewClient(o.ClientInfo, s.clientOptions())

@@ -1,0 +1,264 @@
+package upstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A bridge carries a tool call between a host on protocol 2026-07-28 and an
+// upstream on an older protocol, when the upstream asks for sampling or
+// elicitation in the middle of it.
+//
+// Such an upstream sends a sampling/createMessage or elicitation/create
+// request and waits for the answer; a 2026-07-28 host can only be asked by
+// returning the question in a tool result (inputRequests) and receiving the
+// answer on a new tools/call (inputResponses and the requestState we gave
+// it). So the upstream call runs apart from the host's request: the first
+// host request returns the question, the upstream call stays parked, and
+// the host's retry, recognised by its requestState, delivers the answer
+// and waits for the next question or the result.
+type bridge struct {
+	state   string          // the requestState given to the host
+	outcome chan outcome    // the upstream call's end; capacity 1
+	asks    chan *ask       // questions from the upstream, for the host
+	cancel  func()          // cancels the upstream call
+	done    chan struct{}   // closed when the upstream call has ended
+	pending map[string]*ask // questions the host has not answered; guarded by Server.mu
+}
+
+type outcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// An ask is one question of the upstream, waiting for the host's answer.
+type ask struct {
+	id    string
+	req   mcp.InputRequest
+	reply chan mcp.InputResponse // capacity 1
+}
+
+// bridgeIdle bounds how long a parked upstream call waits for the host to
+// come back with answers.
+const bridgeIdle = 5 * time.Minute
+
+// hostIsModern reports whether the host request follows protocol
+// 2026-07-28 or later, whose servers may not send requests to the client.
+func hostIsModern(req *mcp.CallToolRequest) bool {
+	if v, ok := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
+		return v >= "2026-07-28"
+	}
+	if req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	return p != nil && p.ProtocolVersion >= "2026-07-28"
+}
+
+// bridgedCall runs a call from a 2026-07-28 host to a legacy upstream (see
+// bridge), or resumes one when the host comes back with answers.
+func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallToolRequest, params *mcp.CallToolParams, timeout time.Duration) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	what := "tool " + strconv.Quote(name)
+	if st := req.Params.RequestState; st != "" {
+		s.mu.Lock()
+		b := s.bridges[st]
+		s.mu.Unlock()
+		if b != nil {
+			return s.resumeBridge(ctx, b, req, what)
+		}
+	}
+
+	// The upstream call outlives this host request: it ends with its own
+	// result, its no-progress timeout, Close, or the host going away.
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c, upCtx, end, err := s.begin(callCtx, sess, req.Session, timeout, what)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	b := &bridge{
+		state:   newBridgeState(),
+		outcome: make(chan outcome, 1),
+		asks:    make(chan *ask),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		pending: make(map[string]*ask),
+	}
+	s.mu.Lock()
+	c.bridge = b
+	s.bridges[b.state] = b
+	s.mu.Unlock()
+	s.logger.Debug("bridging a legacy upstream call for a 2026-07-28 host", junction.LogKeyTool, name)
+	s.setHost(c, req, ctx)
+	params.SetProgressToken(c.token)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.bridges, b.state)
+			s.mu.Unlock()
+			cancel()
+			close(b.done)
+		}()
+		defer end()
+		res, err := sess.cs.CallTool(upCtx, params)
+		if err == nil {
+			s.drainProgress(c)
+		} else {
+			err = s.callError(ctx, upCtx, sess, what, timeout, err)
+		}
+		b.outcome <- outcome{res, err}
+	}()
+	return s.awaitBridge(ctx, b, c, what)
+}
+
+func newBridgeState() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "junction-bridge-" + hex.EncodeToString(b[:])
+}
+
+// setHost points the call's notifications at the host request now active.
+func (s *Server) setHost(c *call, req *mcp.CallToolRequest, ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.host, c.hostCtx, c.hostToken = req.Session, ctx, nil
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		c.hostToken = tok
+	}
+}
+
+// resumeBridge delivers the host's answers to the parked upstream call and
+// waits for its next question or its result.
+func (s *Server) resumeBridge(ctx context.Context, b *bridge, req *mcp.CallToolRequest, what string) (*mcp.CallToolResult, error) {
+	s.mu.Lock()
+	var c *call
+	for _, x := range s.calls {
+		if x.bridge == b {
+			c = x
+		}
+	}
+	for id, r := range req.Params.InputResponses {
+		if a := b.pending[id]; a != nil {
+			s.logger.Debug("host answered the upstream's question", "ask", id)
+			delete(b.pending, id)
+			a.reply <- r
+		}
+	}
+	s.mu.Unlock()
+	if c == nil {
+		// The upstream call has ended; its outcome is waiting.
+		select {
+		case o := <-b.outcome:
+			return o.res, o.err
+		default:
+			return nil, fmt.Errorf("upstream %q: %s: %w: the call being resumed is gone", s.name, what, junction.ErrSourceDown)
+		}
+	}
+	s.setHost(c, req, ctx)
+	return s.awaitBridge(ctx, b, c, what)
+}
+
+// awaitBridge waits for the upstream call's next question (returned to the
+// host as an input-required result) or its outcome.
+func (s *Server) awaitBridge(ctx context.Context, b *bridge, c *call, what string) (*mcp.CallToolResult, error) {
+	select {
+	case o := <-b.outcome:
+		return o.res, o.err
+	case a := <-b.asks:
+		s.mu.Lock()
+		b.pending[a.id] = a
+		s.mu.Unlock()
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{a.id: a.req},
+			RequestState:  b.state,
+		}, nil
+	case <-ctx.Done():
+		b.cancel()
+		return nil, fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())
+	}
+}
+
+// bridgeOf returns c's bridge, if it is a bridged call.
+func (s *Server) bridgeOf(c *call) *bridge {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.bridge
+}
+
+// askHost hands an upstream's question to the host through the bridge and
+// waits for the answer.
+func (s *Server) askHost(ctx context.Context, c *call, req mcp.InputRequest) (mcp.InputResponse, error) {
+	s.mu.Lock()
+	s.nextToken++
+	a := &ask{id: "junction-ask-" + strconv.FormatUint(s.nextToken, 10), req: req, reply: make(chan mcp.InputResponse, 1)}
+	s.mu.Unlock()
+	// Until the host comes back, nobody listens for progress and the
+	// upstream is not the one being slow; a host that never comes back
+	// ends the call.
+	defer c.hold()()
+	idle := time.AfterFunc(bridgeIdle, c.bridge.cancel)
+	defer idle.Stop()
+	select {
+	case c.bridge.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.bridge.done:
+		return nil, errBridgeEnded
+	}
+	select {
+	case r := <-a.reply:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.bridge.done:
+		return nil, errBridgeEnded
+	}
+}
+
+var (
+	errBadAnswer   = errors.New("host answered with the wrong kind of result")
+	errBridgeEnded = errors.New("the tool call ended before the host answered")
+)
+
+// sampleViaBridge asks the host for a sampling result through the bridge.
+func (s *Server) sampleViaBridge(ctx context.Context, c *call, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	r, err := s.askHost(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	switch r := r.(type) {
+	case *mcp.CreateMessageResult:
+		return r, nil
+	case *mcp.CreateMessageWithToolsResult:
+		out := &mcp.CreateMessageResult{Meta: r.Meta, Model: r.Model, Role: r.Role, StopReason: r.StopReason}
+		if len(r.Content) > 0 {
+			out.Content = r.Content[0]
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("sampling/createMessage: %w (%T)", errBadAnswer, r)
+}
+
+// elicitViaBridge asks the host for an elicitation result through the
+// bridge.
+func (s *Server) elicitViaBridge(ctx context.Context, c *call, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	r, err := s.askHost(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := r.(*mcp.ElicitResult); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("elicitation/create: %w (%T)", errBadAnswer, r)
+}
