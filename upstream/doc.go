@@ -83,7 +83,10 @@
 // host's answers come back on the retried call and are forwarded. Under
 // older protocols the upstream sends a request that names no call: it is
 // routed to the host session with calls in flight on that server, and
-// refused if there is none or several (see [Server.CallTool]). Log
+// refused if there is none or several. A host on 2026-07-28 cannot be sent
+// requests, so for it the upstream call is bridged: the question goes back
+// in the result as input requests, and the host's retry carries the answer
+// to the waiting upstream. Log
 // messages go to the log and to the hosts with calls in flight (or just
 // finished) on the server. Resource subscriptions are forwarded, kept
 // across reconnects, and updates reach the hub's [junction.Listener].
