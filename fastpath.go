@@ -314,7 +314,7 @@ func (f *fastPlane) take(ctx context.Context, line []byte) bool {
 	}
 	env := envelope{ID: req.ID}
 	name, args := req.Params.Name, req.Params.Arguments
-	hasArgs := len(args) > 0
+	hasArgs := len(args) > 0 && string(args) != "null" // as the ordinary path: null means none
 	h := f.v.hub
 	h.mu.RLock()
 	e := h.table.toolIndex[name]

@@ -166,6 +166,14 @@ func TestServeStdioFast(t *testing.T) {
 		t.Errorf("params forwarded = %s, want %s", got, want)
 	}
 
+	h.send(t, `{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"s__echo","arguments":null}}`)
+	if m := h.recv(t); text(m) != "fast" {
+		t.Errorf("call with null arguments = %v", m)
+	}
+	if got, want := gotParams.Load(), `{"name":"echo"}`; got != want {
+		t.Errorf("params forwarded for null arguments = %s, want %s", got, want)
+	}
+
 	// _meta needs the ordinary path (progress tokens are remapped there).
 	h.send(t, `{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"s__echo","arguments":{},"_meta":{"progressToken":"p"}}}`)
 	if m := h.recv(t); text(m) != "slow" || m["id"] != "m" {
