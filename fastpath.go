@@ -402,7 +402,7 @@ func (f *fastPlane) call(ctx context.Context, name string, e *toolEntry, rc RawC
 			}
 		}
 		res = b
-	} else if bytes.Contains(res, []byte(`"isError":true`)) {
+	} else if topLevelIsError(res) {
 		info.Outcome = "tool_error"
 	}
 	return func(id []byte) []byte { return resultLine(id, res) }
@@ -465,3 +465,67 @@ func (f *fastPlane) cancel(params json.RawMessage) bool {
 	}
 	return ok
 }
+
+// topLevelIsError reports whether the JSON object res has a top-level
+// member "isError" whose value is true. It trusts res to be valid JSON
+// (the source's contract) and skips string contents with IndexByte, so a
+// megabyte of text costs little; nested objects are skipped, so an
+// "isError" inside structuredContent does not count.
+func topLevelIsError(res []byte) bool {
+	depth := 0
+	for i := 0; i < len(res); i++ {
+		switch res[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			start := i + 1
+			end := skipString(res, start)
+			if end < 0 {
+				return false
+			}
+			i = end
+			if depth != 1 || string(res[start:end]) != "isError" {
+				continue
+			}
+			j := i + 1
+			for j < len(res) && isJSONSpace(res[j]) {
+				j++
+			}
+			if j >= len(res) || res[j] != ':' {
+				continue // a string value, not a key
+			}
+			j++
+			for j < len(res) && isJSONSpace(res[j]) {
+				j++
+			}
+			return bytes.HasPrefix(res[j:], []byte("true"))
+		}
+	}
+	return false
+}
+
+// skipString returns the index of the quote closing the string whose
+// contents start at start, or -1.
+func skipString(b []byte, start int) int {
+	i := start
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		// The quote is escaped if an odd number of backslashes precede it.
+		n := 0
+		for k := q - 1; k >= start && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -365,3 +365,51 @@ func TestBatchWriter(t *testing.T) {
 		t.Errorf("Write after a failed write = %v, want the failure", err)
 	}
 }
+
+var isErrorCases = []string{
+	`{"content":[],"isError":true}`,
+	`{ "isError" : true , "content":[]}`,
+	`{"content":[{"type":"text","text":"\\\"isError\\\":true"}],"isError":false}`,
+	`{"structuredContent":{"isError":true},"content":[]}`,
+	`{"content":[{"type":"text","text":"a\\"}],"isError":true}`,
+	`{"isError":"true"}`,
+	`{"x":"isError","y":true}`,
+	`{}`,
+}
+
+func TestTopLevelIsError(t *testing.T) {
+	for _, c := range isErrorCases {
+		if got, want := topLevelIsError([]byte(c)), decodedIsError(t, c); got != want {
+			t.Errorf("topLevelIsError(%s) = %v, want %v", c, got, want)
+		}
+	}
+}
+
+func decodedIsError(t testing.TB, s string) bool {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("bad case %s: %v", s, err)
+	}
+	return m["isError"] == true
+}
+
+func FuzzTopLevelIsError(f *testing.F) {
+	for _, c := range isErrorCases {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(s), &m) != nil {
+			topLevelIsError([]byte(s)) // must not panic on anything
+			return
+		}
+		// Duplicate keys: encoding/json keeps the last, the scanner the
+		// first. Escaped keys ("is\u0045rror") are compared as written.
+		if strings.Count(s, "isError") > 1 || strings.Contains(s, `\u`) {
+			return
+		}
+		if got, want := topLevelIsError([]byte(s)), m["isError"] == true; got != want {
+			t.Fatalf("topLevelIsError(%s) = %v, decoded isError = %v", s, got, want)
+		}
+	})
+}
