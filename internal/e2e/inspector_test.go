@@ -98,7 +98,32 @@ func checkInspector(t *testing.T, target ...string) {
 }
 
 func TestInspectorStdio(t *testing.T) {
-	checkInspector(t, junctionBin(t), "serve", "-pack", "conformance")
+	target := []string{junctionBin(t), "serve", "-pack", "conformance"}
+	checkInspector(t, target...)
+
+	var read struct {
+		Contents []struct {
+			URI, MIMEType, Text string
+		} `json:"contents"`
+	}
+	inspectorJSON(t, &read, append(target, "--method", "resources/read", "--uri", "test://static-text")...)
+	if len(read.Contents) != 1 || read.Contents[0].Text != "This is the content of the static text resource." {
+		t.Errorf("resources/read test://static-text via inspector-cli = %+v", read)
+	}
+
+	var prompt struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content struct {
+				Type, Text string
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	inspectorJSON(t, &prompt, append(target, "--method", "prompts/get", "--prompt-name", "test_prompt_with_arguments",
+		"--prompt-args", "arg1=testValue1", "arg2=testValue2")...)
+	if len(prompt.Messages) != 1 || prompt.Messages[0].Content.Text != "Prompt with arguments: arg1='testValue1', arg2='testValue2'" {
+		t.Errorf("prompts/get test_prompt_with_arguments via inspector-cli = %+v", prompt)
+	}
 }
 
 func TestInspectorHTTP(t *testing.T) {
