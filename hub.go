@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -142,6 +143,8 @@ type Hub struct {
 
 	refreshMu sync.Mutex // serialises refresh
 
+	inflight atomic.Int64 // tool calls being routed now
+
 	dirty   chan struct{} // a source changed; capacity 1
 	done    chan struct{} // closed by Close
 	wg      sync.WaitGroup
@@ -194,6 +197,25 @@ func New(opts *Options) *Hub {
 	h.wg.Add(1)
 	go h.refresher()
 	return h
+}
+
+// InFlight returns the number of tool calls the hub is routing now.
+func (h *Hub) InFlight() int { return int(h.inflight.Load()) }
+
+// WaitIdle waits until no tool call is in flight, or ctx is done. A server
+// shutting down calls it between refusing new requests and closing host
+// sessions, so calls in flight finish.
+func (h *Hub) WaitIdle(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for h.inflight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // Close stops the hub's background work and closes every view's host
@@ -802,6 +824,8 @@ func served(o SourceOptions, local string) bool {
 
 // callTool routes a tools/call for the exposed name to its source.
 func (h *Hub) callTool(ctx context.Context, v *View, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
 	name := req.Params.Name
 	h.mu.RLock()
 	e := h.table.toolIndex[name]

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/junction-mcp/junction/internal/config"
 
@@ -257,14 +258,31 @@ func (d *Daemon) Close() error {
 }
 
 // ServeStdio serves the default view on r and w until the host closes its
-// end or ctx is done.
+// end or ctx is done. When ctx is done, calls in flight get up to
+// stdioDrain to finish before the session closes.
 func (d *Daemon) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	t := &junction.StdioTransport{In: r, Out: w, OnBadFrame: func(err error) {
 		d.logger.Warn("bad frame from host", "error", err)
 	}}
-	err := d.View.Server().Run(ctx, t)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			wctx, cancel := context.WithTimeout(runCtx, stdioDrain)
+			d.Hub.WaitIdle(wctx)
+			cancel()
+			stop()
+		case <-runCtx.Done():
+		}
+	}()
+	err := d.View.Server().Run(runCtx, t)
+	if err != nil && runCtx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("stdio: %w", err)
 	}
 	return nil
 }
+
+// stdioDrain bounds how long a stdio server waits for calls in flight
+// after a signal.
+const stdioDrain = 10 * time.Second

@@ -139,13 +139,23 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	// Shutdown must finish even though ctx is done.
+	// Shutdown must finish even though ctx is done. In order: stop
+	// accepting connections, let tool calls in flight finish, then close
+	// host sessions (their open GET streams would otherwise keep Shutdown
+	// waiting), then wait for the server.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	// Close host sessions first: their hanging GET streams would otherwise
-	// keep Shutdown waiting until the timeout.
+	srv.SetKeepAlivesEnabled(false)
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	if n := d.Hub.InFlight(); n > 0 {
+		d.logger.Info("waiting for calls in flight", "calls", n)
+	}
+	if err := d.Hub.WaitIdle(sctx); err != nil {
+		d.logger.Warn("calls still in flight at shutdown timeout", "calls", d.Hub.InFlight())
+	}
 	d.Hub.Close()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := <-shut; err != nil {
 		srv.Close()
 	}
 	<-errc

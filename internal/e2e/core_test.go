@@ -178,6 +178,10 @@ func post(t *testing.T, url, token, body string, header map[string]string) (*htt
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v // net/http sends req.Host, not a Host header
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	hc := httpClient(token)
@@ -432,7 +436,11 @@ func TestSelftestCatchesDrift(t *testing.T) {
 				t.Errorf("selftest output:\n%s\nwant it to contain %q", out, tc.want)
 			}
 			out, _, _ = runJunction(t, nil, append(args, "-json")...)
-			if !strings.Contains(strings.ReplaceAll(out, " ", ""), strings.ReplaceAll(tc.wantJ, " ", "")) {
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, []byte(out)); err != nil {
+				t.Fatalf("selftest -json printed invalid JSON: %v\n%s", err, out)
+			}
+			if !strings.Contains(compact.String(), tc.wantJ) {
 				t.Errorf("selftest -json output:\n%s\nwant it to contain %s", out, tc.wantJ)
 			}
 		})
@@ -455,17 +463,22 @@ func TestSIGTERMFinishesInFlightCall(t *testing.T) {
 	cmd.Env = childEnv(t.TempDir())
 	w := newLineWatcher(prefix)
 	cmd.Stdout, cmd.Stderr = w, w
+	cmd.WaitDelay = stopTimeout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	var exitedOK bool
 	defer func() {
+		if exitedOK {
+			return
+		}
+		cmd.Process.Kill()
 		select {
 		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
+		case <-time.After(stopTimeout):
+			t.Errorf("junction (pid %d) still not reaped %v after SIGKILL", cmd.Process.Pid, stopTimeout)
 		}
 	}()
 	var url string
@@ -492,11 +505,17 @@ func TestSIGTERMFinishesInFlightCall(t *testing.T) {
 	}()
 	time.Sleep(30 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-done; err != nil {
-		t.Errorf("in-flight call across SIGTERM: %v", err)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("in-flight call across SIGTERM: %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatalf("in-flight call did not end within 40s of SIGTERM; stderr:\n%s", w.String())
 	}
 	select {
 	case err := <-exited:
+		exitedOK = true
 		if err != nil {
 			t.Errorf("junction exited with %v after SIGTERM; stderr:\n%s", err, w.String())
 		}

@@ -42,7 +42,7 @@ func everythingCmd(t *testing.T) (node, script string) {
 type hubStatus struct {
 	Sources []struct {
 		Name, Kind, State, Error string
-		Tools, PID                int
+		Tools, PID               int
 	}
 }
 
