@@ -197,10 +197,12 @@ func hopMeta(m mcp.Meta) mcp.Meta {
 	return out
 }
 
-// drainProgress waits, briefly, until the progress notifications the
-// upstream sent before its result have been forwarded, so the host sees
-// them before the result, as the upstream sent them (see progressCounter).
+// drainProgress waits, briefly, until the progress notifications and log
+// messages the upstream sent before its result have been forwarded, so the
+// host sees them before the result, as the upstream sent them (see
+// progressCounter).
 func (s *Server) drainProgress(c *call) {
+	s.drainLogs()
 	want := int64(s.progress.take(c.token))
 	if c.handled.Load() >= want {
 		return
@@ -214,6 +216,23 @@ func (s *Server) drainProgress(c *call) {
 			s.logger.Debug("progress notifications not handled in time", "read", want, "handled", c.handled.Load())
 			return
 		}
+	}
+}
+
+// drainLogs waits, at most a second, until every log message read from the
+// upstream so far has been handled (forwarded to hosts).
+func (s *Server) drainLogs() {
+	want := s.progress.logs.Load()
+	if s.logsHandled.Load() >= want {
+		return
+	}
+	deadline := time.Now().Add(time.Second)
+	for s.logsHandled.Load() < want {
+		if time.Now().After(deadline) {
+			s.logger.Debug("log messages not handled in time", "read", want, "handled", s.logsHandled.Load())
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -525,6 +544,7 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 // ended (a log message names no request, so those are the hosts it most
 // likely concerns).
 func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+	defer s.logsHandled.Add(1) // see drainProgress
 	if req.Params == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // knownContent are the content block types go-sdk's client decodes.
@@ -199,6 +200,14 @@ func (f *sseFixer) nextEvent() {
 	}
 	if len(data) > 0 && f.err == nil {
 		joined := bytes.Join(data, []byte("\n"))
+		if f.progress != nil && bytes.Contains(joined, []byte(`"notifications/message"`)) {
+			var msg struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(joined, &msg) == nil && msg.Method == "notifications/message" {
+				f.progress.countLog()
+			}
+		}
 		if f.progress != nil && bytes.Contains(joined, []byte(`"notifications/progress"`)) {
 			var msg struct {
 				Method string          `json:"method"`
@@ -245,10 +254,18 @@ func rewriteEvent(event, data []byte) []byte {
 // delivers a response as soon as it is read but queues notifications, so a
 // call's result can overtake the progress sent before it; a call waits
 // until as many notifications as were read have been handled.
+//
+// It also counts log messages (notifications/message), which name no call:
+// a call's result waits until every log message read so far has been
+// handled, so a host sees the logs an upstream sent before the result.
 type progressCounter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	logs atomic.Int64 // notifications/message read
 }
+
+// countLog records one notifications/message read from the upstream.
+func (p *progressCounter) countLog() { p.logs.Add(1) }
 
 func (p *progressCounter) count(params json.RawMessage) {
 	var v struct {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -60,6 +61,7 @@ type Server struct {
 	ownTransport *http.Transport                        // nil when Config.HTTPClient is set
 	nextToken    uint64
 	progress     progressCounter    // progress notifications read, for drainProgress
+	logsHandled  atomic.Int64       // log messages handled by onLog, for drainLogs
 	bridges      map[string]*bridge // parked calls, by requestState (see bridge)
 }
 

@@ -233,6 +233,9 @@ func (c *stdioConn) readStdout() {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/progress" {
 				c.progress.count(req.Params)
 			}
+			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/message" {
+				c.progress.countLog()
+			}
 			if derr != nil {
 				junk++
 				// A server that floods stdout must not flood the log.

@@ -88,21 +88,13 @@ func TestConformanceStateless(t *testing.T) {
 // the fixtures come from an upstream MCP server over stdio (a second
 // junction serving the conformance pack), with prefixing off. All must
 // pass, so the hub forwards everything the suite checks (logs, progress,
-// sampling, elicitation, completions, subscriptions, verbatim schemas),
-// except for the known issues in hubKnownIssues, which are tolerated only
-// with their exact symptom and logged on every run that shows it.
+// sampling, elicitation, completions, subscriptions, verbatim schemas).
 func TestConformanceThroughHub(t *testing.T) {
 	node, modules := nodeTools(t)
 	url := startServe(t, "-config", hubConfig(t, "never"), "-insecure-no-auth")
 	waitForTool(t, url, "test_simple_text")
 	results, run := runConformanceSuite(t, node, modules, url)
 	report := judge(results, nil)
-	for _, ki := range hubKnownIssues {
-		if failures, ok := report.failed[ki.scenario]; ok && allMatch(failures, ki.symptom) {
-			delete(report.failed, ki.scenario)
-			t.Logf("KNOWN ISSUE (tolerated): scenario %s: %s\n\tcause: %s", ki.scenario, strings.Join(failures, "; "), ki.cause)
-		}
-	}
 	for _, line := range report.problems() {
 		t.Error(line)
 	}
@@ -111,30 +103,6 @@ func TestConformanceThroughHub(t *testing.T) {
 	} else {
 		t.Logf("conformance: %d/%d server scenarios passed through the hub", len(report.passed), len(serverScenarios))
 	}
-}
-
-// hubKnownIssues are hub bugs the through-the-hub run shows
-// intermittently, each tolerated only when every failed check of the
-// scenario contains symptom. Remove an entry when its cause is fixed.
-var hubKnownIssues = []struct{ scenario, symptom, cause string }{
-	{
-		scenario: "tools-call-with-logging",
-		symptom:  "Expected at least 3 log messages, got 2",
-		cause: "the upstream's last notifications/message, sent just before its tools/call result, is lost " +
-			"(about 4 runs in 10): go-sdk's client hands the response to the waiting caller ahead of the " +
-			"notifications still queued for its handlers, so the host's call ends first, and upstream.onLog " +
-			"then forwards with the ended request's context, which go-sdk's streamable server rejects " +
-			"(\"write to closed stream\") instead of using the standalone SSE stream",
-	},
-}
-
-func allMatch(failures []string, symptom string) bool {
-	for _, f := range failures {
-		if !strings.Contains(f, symptom) {
-			return false
-		}
-	}
-	return len(failures) > 0
 }
 
 // hubConfig writes a config file whose only server, "fixtures", is a
