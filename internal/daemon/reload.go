@@ -53,7 +53,8 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	for _, name := range delta.Servers.Updated {
 		s := cfg.Servers[name]
 		o := old.Servers[name]
-		if s.Timeout != o.Timeout || !maps.Equal(s.ToolTimeouts, o.ToolTimeouts) || s.Disabled != o.Disabled {
+		if s.Timeout != o.Timeout || !maps.Equal(s.ToolTimeouts, o.ToolTimeouts) || s.Disabled != o.Disabled ||
+			s.ConnectTimeout != o.ConnectTimeout || s.KeepAlive != o.KeepAlive || s.StopTimeout != o.StopTimeout || s.ProtocolVersion != o.ProtocolVersion {
 			// Timeouts live in the upstream client: restart it.
 			errs = append(errs, d.reloadReplace(ctx, name, func() (*managed, *junction.SourceOptions, error) {
 				return d.startUpstream(name, s)

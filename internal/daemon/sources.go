@@ -66,14 +66,19 @@ func sourceOptions(s config.Source, defaultPrefix junction.PrefixMode) (*junctio
 // the tool filter lives in the hub, like every other source's.
 func upstreamConfig(s *config.Server) (upstream.Config, error) {
 	c := upstream.Config{
-		Command:      s.Command,
-		Args:         s.Args,
-		Dir:          s.Cwd,
-		URL:          s.URL,
-		Headers:      s.Headers,
-		BearerToken:  s.BearerToken,
-		CallTimeout:  s.Timeout,
-		ToolTimeouts: s.ToolTimeouts,
+		Command:         s.Command,
+		Args:            s.Args,
+		UnsetEnv:        s.UnsetEnv,
+		Dir:             s.Cwd,
+		URL:             s.URL,
+		Headers:         s.Headers,
+		BearerToken:     s.BearerToken,
+		CallTimeout:     s.Timeout,
+		ToolTimeouts:    s.ToolTimeouts,
+		ConnectTimeout:  s.ConnectTimeout,
+		KeepAlive:       s.KeepAlive,
+		StopTimeout:     s.StopTimeout,
+		ProtocolVersion: s.ProtocolVersion,
 	}
 	switch s.Transport {
 	case config.TransportStdio, "":
@@ -113,9 +118,6 @@ func (d *Daemon) startUpstream(name string, s *config.Server) (*managed, *juncti
 	uc, err := upstreamConfig(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("servers.%s: %w", name, err)
-	}
-	if len(s.UnsetEnv) > 0 {
-		d.logger.Warn("unsetting environment variables is not supported; they are passed on", junction.LogKeySource, name, "vars", strings.Join(s.UnsetEnv, ","))
 	}
 	srv, err := upstream.New(name, uc, &upstream.Options{
 		Logger:     d.logger,
