@@ -372,3 +372,14 @@ func (v *View) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	}
 	return v.hub.Call(ctx, name, args)
 }
+
+// RemoveView stops keeping v in line with the hub and closes its host
+// sessions. A reload uses it for profiles that changed or went away.
+func (h *Hub) RemoveView(v *View) {
+	h.mu.Lock()
+	h.views = slices.DeleteFunc(h.views, func(x *View) bool { return x == v })
+	h.mu.Unlock()
+	for ss := range v.server.Sessions() {
+		ss.Close()
+	}
+}

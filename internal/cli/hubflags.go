@@ -180,6 +180,7 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger, cfg
 		d.Close()
 		return nil, usageErrorf("%v", err)
 	}
+	d.Hub.RemoveView(d.View) // the unfiltered view Build made
 	d.View = view
 	return d, nil
 }

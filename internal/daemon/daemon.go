@@ -18,6 +18,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -191,11 +192,24 @@ func loadLock(spec Spec, cfg *config.Config) (*junction.Manifest, error) {
 	return m, err
 }
 
-// buildProfiles makes one view per config profile.
+// buildProfiles makes one view per config profile. On a reload, the view
+// of a profile whose definition did not change is kept, with its host
+// sessions; the views of changed and removed profiles are dropped.
 func (d *Daemon) buildProfiles(cfg *config.Config) error {
+	d.mu.Lock()
+	oldViews := d.profiles
+	var oldDefs map[string]*config.Profile
+	if d.cfg != nil {
+		oldDefs = d.cfg.Profiles
+	}
+	d.mu.Unlock()
 	views := map[string]*junction.View{}
 	for _, name := range sortedNames(cfg.Profiles) {
 		p := cfg.Profiles[name]
+		if v := oldViews[name]; v != nil && reflect.DeepEqual(oldDefs[name], p) {
+			views[name] = v
+			continue
+		}
 		sel := junction.Selection{Presets: p.Presets, Tools: p.Tools, Deny: p.Deny, Sources: p.Servers}
 		if err := d.CheckSelection(sel); err != nil {
 			return fmt.Errorf("profiles.%s: %w", name, err)
@@ -209,6 +223,11 @@ func (d *Daemon) buildProfiles(cfg *config.Config) error {
 	d.mu.Lock()
 	d.profiles = views
 	d.mu.Unlock()
+	for name, v := range oldViews {
+		if views[name] != v {
+			d.Hub.RemoveView(v)
+		}
+	}
 	return nil
 }
 

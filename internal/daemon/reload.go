@@ -36,7 +36,12 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	if old == nil {
 		old = &config.Config{}
 	}
-	delta := config.Diff(old, cfg)
+	d.mu.Lock()
+	spec := d.spec
+	d.mu.Unlock()
+	// Compare the packs actually served: a file without a packs section
+	// means the defaults, so adding one that names them changes nothing.
+	delta := config.Diff(withEffectivePacks(spec, old), withEffectivePacks(spec, cfg))
 	var errs []error
 
 	// Upstream servers.
@@ -89,7 +94,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	// are read once, at start.
 	for _, name := range delta.Packs.Added {
 		errs = append(errs, d.reloadAdd(ctx, name, func() (*managed, *junction.SourceOptions, error) {
-			return d.startPack(name, cfg.Packs[name])
+			return d.startPack(name, cfg.Packs[name]) // nil settings for a default pack
 		}, false))
 	}
 	for _, name := range delta.Packs.Changed {
@@ -109,9 +114,6 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 	errs = append(errs, d.Hub.SetPresets(cfg.Presets))
-	d.mu.Lock()
-	spec := d.spec
-	d.mu.Unlock()
 	if lock, err := loadLock(spec, cfg); err != nil {
 		errs = append(errs, fmt.Errorf("lock: %w", err))
 	} else {
@@ -206,3 +208,19 @@ func (d *Daemon) reloadRemove(name string) error {
 // reloadConnectWait bounds how long a reload waits for a restarted
 // upstream's first connection before swapping it in.
 const reloadConnectWait = 10 * time.Second
+
+// withEffectivePacks returns cfg with Packs set to the packs the daemon
+// serves for it (see packNames), for comparing two configs.
+func withEffectivePacks(spec Spec, cfg *config.Config) *config.Config {
+	c := *cfg
+	packs := make(map[string]*config.Pack)
+	for _, n := range packNames(spec, cfg) {
+		if p := cfg.Packs[n]; p != nil {
+			packs[n] = p
+		} else {
+			packs[n] = &config.Pack{}
+		}
+	}
+	c.Packs = packs
+	return &c
+}
