@@ -147,6 +147,8 @@ type Hub struct {
 
 	dirty   chan struct{} // a source changed; capacity 1
 	done    chan struct{} // closed by Close
+	life    context.Context
+	endLife context.CancelFunc // cancels life; called by Close
 	wg      sync.WaitGroup
 	closeMu sync.Once
 }
@@ -192,6 +194,7 @@ func New(opts *Options) *Hub {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
 	h.table = &table{}
+	h.life, h.endLife = context.WithCancel(context.Background())
 	h.lock = h.opts.Lock
 	h.presets = h.opts.Presets
 	h.wg.Add(1)
@@ -222,7 +225,10 @@ func (h *Hub) WaitIdle(ctx context.Context) error {
 // sessions. It does not close the sources: whoever created them does. Close
 // is idempotent.
 func (h *Hub) Close() error {
-	h.closeMu.Do(func() { close(h.done) })
+	h.closeMu.Do(func() {
+		close(h.done)
+		h.endLife()
+	})
 	h.wg.Wait()
 	h.mu.RLock()
 	views := slices.Clone(h.views)
@@ -455,7 +461,7 @@ func (l *listener) ResourceUpdated(uri string) {
 	l.h.mu.RUnlock()
 	for _, v := range views {
 		// Best effort: a session that has gone away is not an error.
-		_ = v.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		_ = v.server.ResourceUpdated(l.h.life, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 	}
 }
 
@@ -469,7 +475,7 @@ func (h *Hub) refresher() {
 			return
 		case <-h.dirty:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(h.life, 30*time.Second)
 		h.mu.Lock()
 		var stale []*sourceState
 		for _, s := range h.sources {
