@@ -29,6 +29,11 @@ import (
 // fields) and without multi-round-trip fields; everything else goes
 // through CallTool.
 //
+// A RawCaller that also has a method CanCallRaw(tool string) bool is
+// asked before each call, with the source-local tool name; false sends
+// the call the ordinary way (for a source that can forward raw only over
+// some of its transports).
+//
 // EXPERIMENTAL: the fast path is opt-in; docs/performance.md has the
 // measurements behind it.
 type RawCaller interface {
@@ -324,6 +329,9 @@ func (f *fastPlane) take(ctx context.Context, line []byte) bool {
 	}
 	rc, ok := e.source.src.(RawCaller)
 	if !ok {
+		return false
+	}
+	if p, ok := rc.(interface{ CanCallRaw(string) bool }); ok && !p.CanCallRaw(e.local) {
 		return false
 	}
 	key := string(env.ID)

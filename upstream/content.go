@@ -21,9 +21,14 @@ var knownContent = map[string]bool{"text": true, "image": true, "audio": true, "
 // whole call on one such block. It returns the new result and how many
 // blocks it replaced; with none replaced the result is returned unchanged.
 func sanitizeContent(result json.RawMessage) (json.RawMessage, int) {
-	if !bytes.Contains(result, []byte(`"content"`)) {
+	if !bytes.Contains(result, []byte(`"content"`)) || !unknownTypes(result) {
 		return result, 0
 	}
+	return sanitizeFull(result)
+}
+
+// sanitizeFull is sanitizeContent without the quick scan.
+func sanitizeFull(result json.RawMessage) (json.RawMessage, int) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(result, &top) != nil {
 		return result, 0

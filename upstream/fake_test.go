@@ -179,6 +179,7 @@ func runFakeServer() {
 		return text("done"), nil
 	})
 	server.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mark("started")
 		<-ctx.Done()
 		mark("cancelled")
 		return nil, ctx.Err()

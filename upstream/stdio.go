@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -92,6 +93,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		stdout:   stdoutR,
 		stderr:   stderrR,
 		incoming: make(chan jsonrpc.Message),
+		rawDone:  make(chan struct{}),
 		closed:   make(chan struct{}),
 		exited:   make(chan struct{}),
 	}
@@ -158,6 +160,13 @@ type stdioConn struct {
 
 	progress *progressCounter // counts progress notifications as they are read
 
+	// Raw calls (raw.go). rawDone is closed by readStdout when it ends.
+	rawSeq     atomic.Uint64            // last raw request id issued
+	rawPending atomic.Int64             // len(raw), read by readStdout without the lock
+	rawMu      sync.Mutex               // guards raw
+	raw        map[string]chan rawReply // by wire id ("\"jr-N\"")
+	rawDone    chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup
@@ -216,12 +225,15 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *stdioConn) readStdout() {
 	defer c.wg.Done()
 	defer close(c.incoming)
+	defer close(c.rawDone)
 	r := bufio.NewReaderSize(c.stdout, 64<<10)
 	junk := 0
 	for {
 		line, tooLong, err := readLine(r, maxLineLength)
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", maxLineLength)
+		} else if c.rawPending.Load() > 0 && bytes.Contains(line, []byte(`"jr-`)) && c.deliverRaw(line) {
+			// A response to a raw call, handed over undecoded.
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			msg, derr := decodeLine(line)
 			if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {

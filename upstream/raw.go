@@ -1,0 +1,513 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The raw call path: [Server.CallToolRaw] implements [junction.RawCaller]
+// for stdio upstreams. It writes the request line itself on the session's
+// stdin (under the same lock as go-sdk's writes), with a string id of its
+// own ("jr-N", which go-sdk, whose ids are numbers, never uses), and
+// stdioConn.readStdout hands the response line with that id to the
+// waiting call before go-sdk would decode it. Notifications the upstream
+// sends meanwhile (progress, log messages) still go through go-sdk.
+
+var _ junction.RawCaller = (*Server)(nil)
+
+// ErrRawUnsupported is returned by [Server.CallToolRaw] for a server
+// whose transport is not stdio; [Server.CanCallRaw] reports false for
+// those, so the hub's fast path sends their calls the ordinary way.
+var ErrRawUnsupported = errors.New("raw calls are supported for stdio upstreams only")
+
+// rawReply is the upstream's answer to one raw call.
+type rawReply struct {
+	result []byte         // the result member, as sent
+	err    *jsonrpc.Error // or the error member
+}
+
+// hostKey is the context key of [WithHost].
+type hostKey struct{}
+
+// WithHost returns a context for [Server.CallToolRaw] that names the host
+// session a raw call is made for: log messages the upstream sends during
+// the call are forwarded to it, as they are for CallTool (which learns its
+// host from the request). host is called once per call and may return
+// nil.
+func WithHost(ctx context.Context, host func() *mcp.ServerSession) context.Context {
+	return context.WithValue(ctx, hostKey{}, host)
+}
+
+func hostFrom(ctx context.Context) *mcp.ServerSession {
+	if f, ok := ctx.Value(hostKey{}).(func() *mcp.ServerSession); ok && f != nil {
+		return f()
+	}
+	return nil
+}
+
+// CanCallRaw reports whether a call to tool may go through
+// [Server.CallToolRaw]: the transport is stdio and the upstream does not
+// speak protocol 2026-07-28 or later (whose calls carry per-request _meta
+// and may answer with input requests, which the ordinary path handles).
+// The hub's fast path asks before each call.
+func (s *Server) CanCallRaw(tool string) bool {
+	if s.cfg.TransportKind() != TransportStdio || !s.cfg.allows(tool) {
+		return false
+	}
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	return sess == nil || !rawIncapable(sess)
+}
+
+// rawIncapable reports whether sess cannot take raw calls.
+func rawIncapable(sess *session) bool {
+	return sess.stdio() == nil || sess.cs.InitializeResult().ProtocolVersion >= "2026-07-28"
+}
+
+// CallToolRaw implements [junction.RawCaller]: it forwards params (a
+// tools/call params object with the upstream's tool name, without _meta)
+// to a stdio upstream and returns the result object as the upstream sent
+// it, except that content blocks of unknown types are rewritten as in
+// CallTool. A JSON-RPC error from the upstream is returned as that
+// *jsonrpc.Error; a server that is not connected gives an error wrapping
+// [junction.ErrSourceDown]. Cancelling ctx sends notifications/cancelled
+// to the upstream. A call that makes no progress for the tool's timeout
+// fails with an error wrapping context.DeadlineExceeded. Log messages the
+// upstream sent before its result are forwarded (see [WithHost]) before
+// CallToolRaw returns.
+//
+// When the session turns out not to take raw calls (see
+// [Server.CanCallRaw]) the call is made with CallTool and its result
+// encoded. Other transports get [ErrRawUnsupported].
+//
+// EXPERIMENTAL: used by junction serve -fast-path.
+func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+	if s.cfg.TransportKind() != TransportStdio {
+		return nil, fmt.Errorf("upstream %q: %w", s.name, ErrRawUnsupported)
+	}
+	if !s.cfg.allows(name) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	params = bytes.TrimSpace(params)
+	if len(params) < 2 || params[0] != '{' {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: not a JSON object"}
+	}
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rawIncapable(sess) {
+		return s.callViaSDK(ctx, params)
+	}
+	conn := sess.stdio()
+	what := "tool " + strconv.Quote(name)
+	timeout := s.cfg.callTimeout(name)
+	c, callCtx, end, err := s.begin(ctx, sess, hostFrom(ctx), timeout, what)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+
+	id, reply, err := conn.sendRaw(c.token, params)
+	if err != nil {
+		return nil, s.rawError(ctx, callCtx, sess, what, timeout, err)
+	}
+	select {
+	case r := <-reply:
+		if r.err != nil {
+			return nil, r.err
+		}
+		res := json.RawMessage(r.result)
+		if fixed, n := sanitizeContent(res); n > 0 {
+			s.logger.Warn("replaced content blocks of unknown type", "count", n)
+			res = fixed
+		}
+		s.drainLogs()
+		return res, nil
+	case <-conn.rawDone:
+		conn.forgetRaw(id)
+		// The reply may have been delivered just before stdout ended.
+		select {
+		case r := <-reply:
+			if r.err != nil {
+				return nil, r.err
+			}
+			s.drainLogs()
+			res, _ := sanitizeContent(r.result)
+			return res, nil
+		default:
+		}
+		s.Reconnect()
+		return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, what, junction.ErrSourceDown, conn.exitError())
+	case <-callCtx.Done():
+		conn.forgetRaw(id)
+		conn.cancelRaw(id, context.Cause(callCtx))
+		return nil, s.rawError(ctx, callCtx, sess, what, timeout, callCtx.Err())
+	}
+}
+
+// rawError classifies the failure of a raw call.
+func (s *Server) rawError(ctx, callCtx context.Context, sess *session, what string, timeout time.Duration, err error) error {
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		s.Reconnect()
+		return fmt.Errorf("upstream %q: %s: %w: %v", s.name, what, junction.ErrSourceDown, err)
+	}
+	return s.callError(ctx, callCtx, sess, what, timeout, err)
+}
+
+// callViaSDK makes a raw call the ordinary way.
+func (s *Server) callViaSDK(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	var p mcp.CallToolParamsRaw
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolRequest{Params: &p})
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: encode result: %w", s.name, err)
+	}
+	return b, nil
+}
+
+// sendRaw writes a tools/call request with params and a fresh raw id,
+// with progressToken (so the upstream's progress restarts the call's
+// no-progress timer) in its _meta. It returns the id, as it appears on the
+// wire, and the channel its reply arrives on.
+func (c *stdioConn) sendRaw(progressToken string, params json.RawMessage) (string, <-chan rawReply, error) {
+	n := c.rawSeq.Add(1)
+	id := `"jr-` + strconv.FormatUint(n, 10) + `"`
+	line := make([]byte, 0, len(params)+len(progressToken)+96)
+	line = append(line, `{"jsonrpc":"2.0","id":`...)
+	line = append(line, id...)
+	line = append(line, `,"method":"tools/call","params":{"_meta":{"progressToken":`...)
+	line = strconv.AppendQuote(line, progressToken)
+	line = append(line, '}')
+	if rest := bytes.TrimSpace(params[1:]); len(rest) > 0 && rest[0] != '}' {
+		line = append(line, ',')
+	}
+	line = append(line, params[1:]...)
+	line = append(line, "}\n"...)
+
+	reply := make(chan rawReply, 1)
+	c.rawMu.Lock()
+	if c.raw == nil {
+		c.raw = make(map[string]chan rawReply)
+	}
+	c.raw[id] = reply
+	c.rawPending.Add(1)
+	c.rawMu.Unlock()
+	if err := c.writeLine(line); err != nil {
+		c.forgetRaw(id)
+		return "", nil, err
+	}
+	return id, reply, nil
+}
+
+// forgetRaw drops the waiter for id, if it is still there.
+func (c *stdioConn) forgetRaw(id string) {
+	c.rawMu.Lock()
+	if _, ok := c.raw[id]; ok {
+		delete(c.raw, id)
+		c.rawPending.Add(-1)
+	}
+	c.rawMu.Unlock()
+}
+
+// cancelRaw tells the upstream that the raw call id is cancelled.
+func (c *stdioConn) cancelRaw(id string, cause error) {
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	line := make([]byte, 0, 128)
+	line = append(line, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+	line = append(line, id...)
+	line = append(line, `,"reason":`...)
+	line = strconv.AppendQuote(line, reason)
+	line = append(line, "}}\n"...)
+	if err := c.writeLine(line); err != nil {
+		c.logger.Debug("sending notifications/cancelled failed", "error", err)
+	}
+}
+
+// writeLine writes one whole line to the server's stdin.
+func (c *stdioConn) writeLine(line []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	if _, err := c.stdin.Write(line); err != nil {
+		return fmt.Errorf("write to server: %w: %v", mcp.ErrConnectionClosed, err)
+	}
+	return nil
+}
+
+// deliverRaw hands line to the raw call waiting for it and reports
+// whether it was such a response. Called by readStdout only.
+func (c *stdioConn) deliverRaw(line []byte) bool {
+	var id, result, errv []byte
+	method := false
+	if !eachMember(line, func(key, val []byte) {
+		switch string(key) {
+		case "id":
+			id = val
+		case "result":
+			result = val
+		case "error":
+			errv = val
+		case "method":
+			method = true
+		}
+	}) || method || len(id) == 0 || !bytes.HasPrefix(id, []byte(`"jr-`)) {
+		// Not a response to a raw call (a request of the upstream's own
+		// may use any id, "jr-1" included).
+		return false
+	}
+	c.rawMu.Lock()
+	reply, ok := c.raw[string(id)]
+	if ok {
+		delete(c.raw, string(id))
+		c.rawPending.Add(-1)
+	}
+	c.rawMu.Unlock()
+	if !ok {
+		return true // a reply to a raw call that gave up: not go-sdk's either
+	}
+	var r rawReply
+	switch {
+	case result != nil && errv == nil:
+		// The line buffer is the reader's own (readLine allocates per
+		// line), so the result can be kept without a copy.
+		r.result = result
+	case errv != nil:
+		var e jsonrpc.Error
+		if err := json.Unmarshal(errv, &e); err != nil {
+			e = jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream sent a malformed error: " + err.Error()}
+		}
+		r.err = &e
+	default:
+		r.err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream sent a response with neither result nor error"}
+	}
+	reply <- r // capacity 1, one send per id
+	return true
+}
+
+// eachMember calls fn with the key (without quotes, escapes left as they
+// are) and the raw value of each member of the JSON object b, in order. It
+// reports false if b is not a well-formed object at the top level; values
+// are delimited, not validated.
+func eachMember(b []byte, fn func(key, val []byte)) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return true
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return false
+		}
+		end := skipString(b, i+1)
+		if end < 0 {
+			return false
+		}
+		key := b[i+1 : end]
+		i = skipSpace(b, end+1)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		start := i
+		i = skipValue(b, i)
+		if i < 0 {
+			return false
+		}
+		fn(key, b[start:i])
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// skipValue returns the index just past the JSON value starting at i, or
+// -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end := skipString(b, i+1)
+		if end < 0 {
+			return -1
+		}
+		return end + 1
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			case '"':
+				end := skipString(b, i+1)
+				if end < 0 {
+					return -1
+				}
+				i = end
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// skipString returns the index of the quote closing the string whose
+// contents start at start, or -1.
+func skipString(b []byte, start int) int {
+	i := start
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		n := 0 // backslashes before the quote: odd means escaped
+		for k := q - 1; k >= start && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// unknownTypes reports whether the result b may hold a content block
+// that sanitizeContent rewrites. It looks only at the blocks' members,
+// skipping string contents with IndexByte, so a result of plain text
+// costs one quick pass; true only means the full check must run (it is
+// also the answer for anything unusual: escapes in keys, a block that is
+// not an object, a result that does not parse).
+func unknownTypes(b []byte) bool {
+	unknown := false
+	ok := eachMember(b, func(key, val []byte) {
+		if unknown || bytes.IndexByte(key, '\\') >= 0 {
+			unknown = true
+			return
+		}
+		if string(key) != "content" {
+			return
+		}
+		if !eachElement(val, func(block []byte) {
+			if !unknown && !knownBlock(block) {
+				unknown = true
+			}
+		}) {
+			unknown = true
+		}
+	})
+	return !ok || unknown
+}
+
+// knownBlock reports whether block is an object whose type (matched as
+// encoding/json matches a field name) is a known content type.
+func knownBlock(block []byte) bool {
+	known, seen := true, false
+	ok := eachMember(block, func(key, val []byte) {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			known = false
+			return
+		}
+		if !bytes.EqualFold(key, []byte("type")) {
+			return
+		}
+		seen = true
+		if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
+			known = false
+		}
+	})
+	return ok && seen && known
+}
+
+// eachElement calls fn with each raw element of the JSON array b. It
+// reports false if b is not a well-formed array at the top level.
+func eachElement(b []byte, fn func(val []byte)) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return true
+	}
+	for i < len(b) {
+		start := i
+		i = skipValue(b, i)
+		if i < 0 {
+			return false
+		}
+		fn(b[start:i])
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}

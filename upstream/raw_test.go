@@ -1,0 +1,458 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rawConfig is a fake go-sdk server at a protocol version that takes raw
+// calls (before 2026-07-28).
+func rawConfig(t *testing.T, env map[string]string) Config {
+	cfg := fakeConfig(t, "server", env)
+	cfg.ProtocolVersion = "2025-11-25"
+	return cfg
+}
+
+// decodeResult decodes a raw result as go-sdk would.
+func decodeResult(t *testing.T, raw json.RawMessage) *mcp.CallToolResult {
+	t.Helper()
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("result %s: %v", raw, err)
+	}
+	return &res
+}
+
+func TestCallToolRaw(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "fake", rawConfig(t, nil))
+	if !s.CanCallRaw("echo") {
+		t.Fatal("CanCallRaw(echo) = false on a stdio upstream at 2025-11-25")
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	raw, err := s.CallToolRaw(ctx, "echo", json.RawMessage(`{"name":"echo","arguments":{"text":"hi"}}`))
+	if err != nil {
+		t.Fatalf("CallToolRaw(echo) = %v", err)
+	}
+	res := decodeResult(t, raw)
+	if got := resultText(t, res); got != `{"text":"hi"}` || res.IsError {
+		t.Errorf("echo: text %q, isError %v; want {\"text\":\"hi\"}, false", got, res.IsError)
+	}
+	// The upstream saw junction's progress token and nothing else in _meta.
+	meta, _ := res.Meta["echoedMeta"].(map[string]any)
+	if tok, _ := meta["progressToken"].(string); len(meta) != 1 || tok == "" {
+		t.Errorf("upstream saw _meta %v, want only a progress token", meta)
+	}
+
+	// No arguments at all.
+	raw, err = s.CallToolRaw(ctx, "echo", json.RawMessage(`{"name":"echo"}`))
+	if err != nil {
+		t.Fatalf("CallToolRaw(echo, no arguments) = %v", err)
+	}
+	if got := resultText(t, decodeResult(t, raw)); got != "" && got != "null" && got != "{}" {
+		t.Errorf("echo without arguments: %q", got)
+	}
+
+	raw, err = s.CallToolRaw(ctx, "fail", json.RawMessage(`{"name":"fail"}`))
+	if err != nil {
+		t.Fatalf("CallToolRaw(fail) = %v", err)
+	}
+	if res := decodeResult(t, raw); !res.IsError || resultText(t, res) != "it failed" {
+		t.Errorf("fail: %s; want a tool error saying it failed", raw)
+	}
+
+	// A filtered-out tool is refused without asking the upstream.
+	_, err = s.CallToolRaw(ctx, "nope", json.RawMessage(`{"name":"nope"}`))
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("CallToolRaw(unknown tool) = %v, want an invalid-params error", err)
+	}
+	_, err = s.CallToolRaw(ctx, "echo", json.RawMessage(`[1]`))
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("CallToolRaw(params not an object) = %v, want an invalid-params error", err)
+	}
+}
+
+func TestCallToolRawProtocolErrorAndUnknownContent(t *testing.T) {
+	t.Parallel()
+	r, logs := newRegistry(t, nil)
+	s := addReady(t, r, "raw", fakeConfig(t, "raw", nil))
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	_, err := s.CallToolRaw(ctx, "widget", json.RawMessage(`{"name":"widget","arguments":{"x":"boom"}}`))
+	want := &jsonrpc.Error{Code: -32042, Message: "boom", Data: json.RawMessage(`{"why":"testing"}`)}
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		t.Fatalf("CallToolRaw(boom) = %v, want a *jsonrpc.Error", err)
+	}
+	if diff := cmp.Diff(want, werr); diff != "" {
+		t.Errorf("JSON-RPC error (-want +got):\n%s", diff)
+	}
+
+	raw, err := s.CallToolRaw(ctx, "widget", json.RawMessage(`{"name":"widget"}`))
+	if err != nil {
+		t.Fatalf("CallToolRaw(widget) = %v", err)
+	}
+	if got := resultText(t, decodeResult(t, raw)); got != `before[unsupported content type "widget"]` {
+		t.Errorf("widget result text = %q, want the unknown block replaced", got)
+	}
+	waitFor(t, "the replacement logged", func() bool { return strings.Contains(logs.String(), "replaced content blocks of unknown type") })
+}
+
+func TestCallToolRawCancelReachesUpstream(t *testing.T) {
+	t.Parallel()
+	marks := t.TempDir()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "c", rawConfig(t, map[string]string{"FAKE_MARK_DIR": marks}))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.CallToolRaw(ctx, "hang", json.RawMessage(`{"name":"hang"}`))
+		errc <- err
+	}()
+	waitFor(t, "the upstream to start the call", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "started"))
+		return err == nil
+	})
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("CallToolRaw(hang), cancelled = %v, want an error wrapping context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("cancelled call did not return")
+	}
+	waitFor(t, "upstream cancellation", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "cancelled"))
+		return err == nil
+	})
+	// The session is still good.
+	if _, err := s.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{}}`)); err != nil {
+		t.Errorf("CallToolRaw(echo) after a cancel = %v", err)
+	}
+}
+
+func TestCallToolRawTimeout(t *testing.T) {
+	t.Parallel()
+	marks := t.TempDir()
+	cfg := rawConfig(t, map[string]string{"FAKE_MARK_DIR": marks})
+	cfg.ToolTimeouts = map[string]time.Duration{"hang": 300 * time.Millisecond}
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "h", cfg)
+
+	_, err := s.CallToolRaw(ctxTimeout(t, 30*time.Second), "hang", json.RawMessage(`{"name":"hang"}`))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("CallToolRaw(hang) = %v, want an error wrapping DeadlineExceeded", err)
+	}
+	waitFor(t, "upstream cancellation", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "cancelled"))
+		return err == nil
+	})
+	if snap := s.Snapshot(); snap.State != StateConnected || snap.Connects != 1 {
+		t.Errorf("after a timeout: state %v, connects %d; want connected, 1", snap.State, snap.Connects)
+	}
+}
+
+func TestCallToolRawProgressRestartsTimeout(t *testing.T) {
+	t.Parallel()
+	cfg := rawConfig(t, nil)
+	cfg.CallTimeout = time.Second
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "p", cfg)
+	// 6 steps of 250ms: 1.5s in all, but never a second without progress.
+	raw, err := s.CallToolRaw(ctxTimeout(t, 30*time.Second), "slow", json.RawMessage(`{"name":"slow","arguments":{"steps":6,"delay_ms":250}}`))
+	if err != nil {
+		t.Fatalf("CallToolRaw(slow) = %v", err)
+	}
+	if got := resultText(t, decodeResult(t, raw)); got != "done" {
+		t.Errorf("slow = %q, want done", got)
+	}
+}
+
+func TestCallToolRawKilledMidCall(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, &Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	s := addReady(t, r, "k", rawConfig(t, nil))
+
+	_, err := s.CallToolRaw(ctxTimeout(t, 30*time.Second), "die", json.RawMessage(`{"name":"die"}`))
+	if !errors.Is(err, junction.ErrSourceDown) {
+		t.Fatalf("CallToolRaw(die) = %v, want an error wrapping ErrSourceDown", err)
+	}
+	waitFor(t, "reconnect", func() bool {
+		snap := s.Snapshot()
+		return snap.State == StateConnected && snap.Connects == 2
+	})
+	raw, err := s.CallToolRaw(ctxTimeout(t, 30*time.Second), "echo", json.RawMessage(`{"name":"echo","arguments":{}}`))
+	if err != nil || resultText(t, decodeResult(t, raw)) != "{}" {
+		t.Errorf("CallToolRaw(echo) after reconnect = %s, %v", raw, err)
+	}
+}
+
+func TestCallToolRawClosedServer(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "x", rawConfig(t, nil))
+	if err := r.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.CallToolRaw(ctxTimeout(t, 30*time.Second), "echo", json.RawMessage(`{"name":"echo"}`))
+	if !errors.Is(err, junction.ErrSourceDown) {
+		t.Errorf("CallToolRaw on a closed server = %v, want an error wrapping ErrSourceDown", err)
+	}
+}
+
+// TestCallToolRawBesideSDKCalls runs raw calls and go-sdk calls on one
+// session at the same time: every answer must be its own call's.
+func TestCallToolRawBesideSDKCalls(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "mix", rawConfig(t, nil))
+	ctx := ctxTimeout(t, 60*time.Second)
+
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			args := fmt.Sprintf(`{"raw":%d}`, i)
+			raw, err := s.CallToolRaw(ctx, "echo", json.RawMessage(`{"name":"echo","arguments":`+args+`}`))
+			if err != nil {
+				errs <- fmt.Errorf("raw %d: %v", i, err)
+				return
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				errs <- fmt.Errorf("raw %d: %v", i, err)
+				return
+			}
+			if got := textOf(&res); got != args {
+				errs <- fmt.Errorf("raw %d: got %q, want %q", i, got, args)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			args := fmt.Sprintf(`{"sdk":%d}`, i)
+			res, err := s.CallTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "echo", Arguments: json.RawMessage(args)}})
+			if err != nil {
+				errs <- fmt.Errorf("sdk %d: %v", i, err)
+				return
+			}
+			if got := textOf(res); got != args {
+				errs <- fmt.Errorf("sdk %d: got %q, want %q", i, got, args)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var s string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			s += tc.Text
+		}
+	}
+	return s
+}
+
+// TestCallToolRawLogsFirst checks that a log message the upstream sent
+// before its result reaches the host named by WithHost before the raw
+// call returns.
+func TestCallToolRawLogsFirst(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "l", rawConfig(t, nil))
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	// A host: a go-sdk server session (what the hub would hold) and the
+	// client on its other end, recording log messages in order.
+	hostServer := mcp.NewServer(&mcp.Implementation{Name: "hub"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := hostServer.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	var mu sync.Mutex
+	var got []any
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			got = append(got, req.Params.Data)
+			mu.Unlock()
+		},
+	})
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+
+	raw, err := s.CallToolRaw(WithHost(ctx, func() *mcp.ServerSession { return ss }), "log", json.RawMessage(`{"name":"log"}`))
+	if err != nil || resultText(t, decodeResult(t, raw)) != "logged" {
+		t.Fatalf("CallToolRaw(log) = %s, %v", raw, err)
+	}
+	// Anything the hub sends after the result comes after the upstream's
+	// log message.
+	if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "after the result"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two log messages", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]any{"hello from upstream", "after the result"}, got); diff != "" {
+		t.Errorf("log messages at the host (-want +got):\n%s", diff)
+	}
+}
+
+func TestCanCallRawOtherTransports(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	url := startHTTPFake(t, nil)
+	s := addReady(t, r, "web", Config{URL: url, ProtocolVersion: "2025-11-25"})
+	if s.CanCallRaw("echo") {
+		t.Error("CanCallRaw on a Streamable HTTP upstream = true")
+	}
+	if _, err := s.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, ErrRawUnsupported) {
+		t.Errorf("CallToolRaw on HTTP = %v, want ErrRawUnsupported", err)
+	}
+	// A stdio upstream at 2026-07-28 goes the ordinary way, and a raw call
+	// that gets there anyway is made through go-sdk.
+	m := addReady(t, r, "modern", fakeConfig(t, "server", nil))
+	if m.CanCallRaw("echo") {
+		t.Error("CanCallRaw on a 2026-07-28 upstream = true")
+	}
+	raw, err := m.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{"a":1}}`))
+	if err != nil || resultText(t, decodeResult(t, raw)) != `{"a":1}` {
+		t.Errorf("CallToolRaw on a 2026-07-28 upstream = %s, %v", raw, err)
+	}
+}
+
+// FuzzEachMember checks the member scanner against encoding/json on
+// valid objects: same keys, same values.
+func FuzzEachMember(f *testing.F) {
+	for _, s := range []string{`{}`, `{"id":"jr-1","result":{"content":[{"type":"text","text":"a\\\"}"}]}}`,
+		`{"a":[1,{"b":"]"}],"c":null,"d":true,"e":-1.5e3}`, ` { "x" : "y" } `, `{"a":1`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want map[string]json.RawMessage
+		valid := json.Unmarshal(b, &want) == nil && want != nil
+		got := map[string]json.RawMessage{}
+		ok := eachMember(b, func(k, v []byte) {
+			var key string
+			if err := json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &key); err != nil {
+				key = string(k)
+			}
+			got[key] = append(json.RawMessage(nil), v...)
+		})
+		if !valid {
+			return // no promise beyond not panicking
+		}
+		if !ok {
+			t.Fatalf("eachMember(%q) = false on a valid object", b)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("eachMember(%q): %d members, want %d", b, len(got), len(want))
+		}
+		for k, v := range want {
+			if !jsonEqual(got[k], v) {
+				t.Fatalf("eachMember(%q)[%q] = %s, want %s", b, k, got[k], v)
+			}
+		}
+	})
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return cmp.Equal(x, y)
+}
+
+// FuzzUnknownTypes checks that the quick scan never clears a result the
+// full check would rewrite.
+func FuzzUnknownTypes(f *testing.F) {
+	for _, s := range []string{`{"content":[{"type":"text","text":"x"}]}`, `{"content":[{"type":"widget"}]}`,
+		`{"content":[{"type" : "image","data":"","mimeType":"image/png"},{"text":"\"type\":\"x\"","type":"text"}]}`,
+		`{"content":[{"type":1}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if unknownTypes(b) {
+			return
+		}
+		if _, n := sanitizeFull(b); n > 0 {
+			t.Fatalf("unknownTypes(%q) = false, but %d blocks need rewriting", b, n)
+		}
+	})
+}
+
+// TestDeliverRaw: only responses with a raw id go to raw calls; a request
+// of the upstream's own with the same id goes to go-sdk.
+func TestDeliverRaw(t *testing.T) {
+	c := &stdioConn{}
+	reply := make(chan rawReply, 1)
+	c.raw = map[string]chan rawReply{`"jr-1"`: reply}
+	c.rawPending.Store(1)
+
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":"jr-1","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"jr-1","result":`, // cut short
+	} {
+		if c.deliverRaw([]byte(line)) {
+			t.Errorf("deliverRaw(%s) = true", line)
+		}
+	}
+	if !c.deliverRaw([]byte(` {"result" : {"content":[]} , "id":"jr-1","jsonrpc":"2.0"}`)) {
+		t.Fatal("deliverRaw(response to jr-1) = false")
+	}
+	select {
+	case r := <-reply:
+		if string(r.result) != `{"content":[]}` || r.err != nil {
+			t.Errorf("reply = %s, %v", r.result, r.err)
+		}
+	default:
+		t.Fatal("no reply delivered")
+	}
+	if c.rawPending.Load() != 0 || len(c.raw) != 0 {
+		t.Errorf("after delivery: pending %d, map %v", c.rawPending.Load(), c.raw)
+	}
+	// A late reply to a call that gave up is dropped, not passed on.
+	if !c.deliverRaw([]byte(`{"jsonrpc":"2.0","id":"jr-9","error":{"code":1,"message":"late"}}`)) {
+		t.Error("deliverRaw(late reply) = false")
+	}
+}
