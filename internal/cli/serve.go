@@ -38,6 +38,7 @@ preset or tool name stops junction before it serves.
 
 Examples:
   junction serve                                   # stdio, core pack
+  junction serve -config junction.yaml -fast-path  # stdio, raw forwarding to stdio upstreams (experimental)
   junction serve -http 127.0.0.1:7331              # HTTP, prints a token
   junction serve -http 127.0.0.1:7331 -pack conformance -insecure-no-auth
   JUNCTION_TOKEN=s3cret junction serve -http 0.0.0.0:7331 -allowed-host hub.example.com`
@@ -54,6 +55,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		sessionTimeout = fs.Duration("session-timeout", junction.DefaultSessionTimeout, "close HTTP sessions idle this long (negative: never)")
 		maxBody        = fs.Int64("max-request-bytes", junction.DefaultMaxRequestBytes, "largest HTTP request body accepted")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
+		fastPath       = fs.Bool("fast-path", false, "EXPERIMENTAL, stdio only: forward plain tools/call to stdio upstreams as raw bytes (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
 		tokens         stringList
 		hosts          stringList
@@ -133,7 +135,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 
 	if *addr == "" {
+		if *fastPath {
+			return d.ServeStdioFast(ctx, env.Stdin, env.Stdout)
+		}
 		return d.ServeStdio(ctx, env.Stdin, env.Stdout)
+	}
+	if *fastPath {
+		return usageErrorf("-fast-path only applies to stdio (without -http)")
 	}
 
 	all := append([]string(nil), tokens...)

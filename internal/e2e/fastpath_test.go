@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// echoConfig builds the benchmark's echo server (bench/cmd/echoserver, a
+// hand-written stdio MCP server) and writes a config file that serves it
+// as the upstream "echo".
+func echoConfig(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "echoserver")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/junction-mcp/junction/bench/cmd/echoserver").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building echoserver: %v\n%s", err, out)
+	}
+	return writeConfig(t, filepath.Join(dir, "junction.yaml"), fmt.Sprintf("servers:\n  echo:\n    command: %q\n", bin))
+}
+
+// echoTool waits until the hub lists the echo upstream's tool and returns
+// its name.
+func echoTool(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	var name string
+	waitFor(t, "the echo upstream's tool", 30*time.Second, func() bool {
+		for _, n := range toolNames(t, cs) {
+			if strings.HasSuffix(n, "echo") {
+				name = n
+				return true
+			}
+		}
+		return false
+	})
+	return name
+}
+
+// TestServeFastPathGoSDKClient: a go-sdk host sees the same hub with
+// -fast-path: lists, calls with and without _meta, and tool errors.
+func TestServeFastPathGoSDKClient(t *testing.T) {
+	cfg := echoConfig(t)
+	cs := connectStdio(t, "-fast-path", "-no-default-packs", "-config", cfg)
+	name := echoTool(t, cs)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	for i := range 20 {
+		msg := fmt.Sprintf("hello %d", i)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"msg": msg}})
+		if err != nil {
+			t.Fatalf("CallTool(%s) = %v", name, err)
+		}
+		if got := textContent(res); got != msg || res.IsError {
+			t.Errorf("CallTool(%s, %q) = %q (isError %v)", name, msg, got, res.IsError)
+		}
+	}
+	// With _meta (a progress token) the call goes the ordinary way.
+	params := &mcp.CallToolParams{Name: name, Arguments: map[string]any{"msg": "with meta"}}
+	params.SetProgressToken("tok")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || textContent(res) != "with meta" {
+		t.Errorf("CallTool with _meta = %v, %v", res, err)
+	}
+	// An unknown tool is still answered by the ordinary path.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}); err == nil && !res.IsError {
+		t.Errorf("CallTool(no_such_tool) = %v, want an error", res)
+	}
+}
+
+func textContent(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestServeFastPathRawClient drives "junction serve -fast-path" with a
+// raw JSON-RPC client: 200 tools/call sent at once, from 8 writers, must
+// get 200 answers, each with its own text.
+func TestServeFastPathRawClient(t *testing.T) {
+	cfg := echoConfig(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, junctionBin(t), "serve", "-fast-path", "-no-default-packs", "-config", cfg)
+	cmd.Env = childEnv(t.TempDir())
+	cmd.WaitDelay = stopTimeout
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("junction serve exited with %v", err)
+		}
+		if t.Failed() {
+			t.Logf("stderr:\n%s", stderr.String())
+		}
+	}()
+
+	// One reader delivers every line to lines; it ends at EOF.
+	lines := make(chan []byte, 256)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				lines <- line
+			}
+			if err != nil {
+				io.Copy(io.Discard, r)
+				return
+			}
+		}
+	}()
+	var wmu sync.Mutex
+	send := func(s string) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if _, err := io.WriteString(stdin, s+"\n"); err != nil {
+			t.Errorf("write: %v", err)
+		}
+	}
+	type response struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	next := func() response {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("junction closed stdout")
+			}
+			var r response
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("bad line %q: %v", line, err)
+			}
+			return r
+		case <-ctx.Done():
+			t.Fatal("timed out waiting for an answer")
+		}
+		return response{}
+	}
+
+	send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if r := next(); string(r.ID) != `"init"` || r.Result == nil {
+		t.Fatalf("initialize answer: id %s, error %s", r.ID, r.Error)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// The upstream connects in the background: list until its tool shows.
+	var tool string
+	for i := 0; tool == ""; i++ {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"list-%d","method":"tools/list"}`, i))
+		r := next()
+		for string(r.ID) != fmt.Sprintf(`"list-%d"`, i) {
+			r = next() // a list_changed notification
+		}
+		var res struct{ Tools []struct{ Name string } }
+		json.Unmarshal(r.Result, &res)
+		for _, tl := range res.Tools {
+			if strings.HasSuffix(tl.Name, "echo") {
+				tool = tl.Name
+			}
+		}
+		if tool == "" {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatal("the echo upstream's tool never showed")
+			}
+		}
+	}
+
+	const n = 200
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"msg":"m-%d"}}}`, i, tool, i))
+			}
+		}()
+	}
+	wg.Wait()
+	seen := make(map[int]bool)
+	for len(seen) < n {
+		r := next()
+		var id int
+		if err := json.Unmarshal(r.ID, &id); err != nil {
+			continue // a notification
+		}
+		if seen[id] {
+			t.Fatalf("second answer for id %d", id)
+		}
+		seen[id] = true
+		var res mcp.CallToolResult
+		if r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+			t.Errorf("id %d: result %s, error %s", id, r.Result, r.Error)
+			continue
+		}
+		if got, want := textContent(&res), fmt.Sprintf("m-%d", id); got != want || res.IsError {
+			t.Errorf("id %d: text %q (isError %v), want %q", id, got, res.IsError, want)
+		}
+	}
+}
