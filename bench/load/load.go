@@ -58,6 +58,10 @@ type Config struct {
 	// Tool is the tool called with {"msg": <Payload bytes>}; empty means
 	// "echo".
 	Tool string
+	// ReadyWait, if positive, retries the first (checking) call until it
+	// succeeds or this long has passed: a hub connects its upstreams in
+	// the background, and lists their tools only once they are up.
+	ReadyWait time.Duration
 	// Calls is the number of timed calls; zero means 10,000.
 	Calls int
 	// Concurrency is the number of calls in flight; zero means 1.
@@ -178,8 +182,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	msg := strings.Repeat("x", cfg.Payload)
 	// The first call checks the echo, so a broken setup is not measured.
-	if err := c.call(ctx, msg); err != nil {
-		return nil, fmt.Errorf("load: first call: %w", err)
+	ready := time.Now().Add(cfg.ReadyWait)
+	for {
+		err := c.call(ctx, msg)
+		if err == nil {
+			break
+		}
+		if !time.Now().Before(ready) {
+			return nil, fmt.Errorf("load: first call: %w", err)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("load: first call: %w", ctx.Err())
+		}
 	}
 	if cfg.Warmup > 0 {
 		if _, _, err := drive(ctx, c, cfg.Warmup, cfg.Concurrency, msg); err != nil {

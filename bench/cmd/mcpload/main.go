@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Token, "token", os.Getenv("MCPLOAD_TOKEN"), "bearer `token` for -url (env MCPLOAD_TOKEN)")
 	fs.IntVar(&cfg.PID, "pid", 0, "`pid` of the HTTP server, whose process tree's CPU and memory are measured")
 	fs.StringVar(&cfg.Tool, "tool", "echo", "`name` of the tool to call with {\"msg\": ...}")
+	fs.DurationVar(&cfg.ReadyWait, "ready-wait", 0, "retry the first call for up to this `duration` (a hub whose upstream connects in the background)")
 	fs.IntVar(&cfg.Calls, "n", 10000, "number of timed `calls`")
 	fs.IntVar(&cfg.Concurrency, "c", 1, "calls in flight")
 	fs.IntVar(&cfg.Payload, "p", 16, "payload (msg) size in `bytes`")
