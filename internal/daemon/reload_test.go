@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
@@ -66,5 +70,43 @@ profiles:
 	}
 	if err := d.Hub.CheckSelection(junction.Selection{Presets: []string{"versions"}}); err == nil {
 		t.Error("a preset removed from the file is still known after reload")
+	}
+}
+
+// TestDriftPolicyFromConfig pins junction_version with another
+// description in a lock file: with drift: block the tool is withheld, and
+// the drift shows in Status and in the metrics.
+func TestDriftPolicyFromConfig(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "junction.lock.json")
+	m := junction.NewManifest([]junction.ToolInfo{{
+		Tool:   &mcp.Tool{Name: "junction_version", Description: "an older description", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Source: "core",
+	}})
+	if err := m.WriteFile(lock); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(t.Context(), Spec{Config: parseConfig(t, `
+lock: `+lock+`
+packs:
+  core: {drift: block}
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n := len(d.View.ToolNames()); n != 0 {
+		t.Errorf("drift: block still serves %v", d.View.ToolNames())
+	}
+	st := d.Status()
+	if len(st.Sources) != 1 || st.Sources[0].Drift == nil || len(st.Sources[0].Drift.Changed) != 1 {
+		t.Fatalf("Status() = %+v, want core with a changed tool", st)
+	}
+	rec := httptest.NewRecorder()
+	d.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `junction_source_drift{source="core"} 1`) {
+		t.Errorf("/metrics lacks the drift gauge:\n%.1500s", rec.Body.String())
 	}
 }
