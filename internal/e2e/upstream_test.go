@@ -376,3 +376,42 @@ profiles:
 		t.Errorf("junction status: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestSIGHUPRereadsLock runs the re-lock workflow through the binary: a
+// lock whose pin no longer matches withholds the tool under drift: block
+// once SIGHUP makes junction re-read it, and "junction lock" followed by
+// SIGHUP serves it again.
+func TestSIGHUPRereadsLock(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "junction.lock.json")
+	cfg := writeConfig(t, filepath.Join(dir, "junction.yaml"), fmt.Sprintf("lock: %s\npacks:\n  core: {drift: block}\n", lock))
+	srv := startServer(t, "-insecure-no-auth", "-config", cfg)
+	cs := connectHTTP(t, srv.URL, "")
+	if !hasName(toolNames(t, cs), "junction_version") {
+		t.Fatal("junction_version not served before any lock exists")
+	}
+	// A lock that pins another description: what a poisoned tool looks like.
+	if out, errOut, code := runJunction(t, nil, "lock", "-config", cfg); code != 0 {
+		t.Fatalf("junction lock: exit %d\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m["tools"].([]any)[0].(map[string]any)["description_sha256"] = "0000"
+	b, _ = json.Marshal(m)
+	writeConfig(t, lock, string(b))
+	srv.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the drifted tool to be withheld after SIGHUP", 15*time.Second, func() bool {
+		return !hasName(toolNames(t, cs), "junction_version")
+	})
+	if out, errOut, code := runJunction(t, nil, "lock", "-config", cfg); code != 0 {
+		t.Fatalf("junction lock: exit %d\n%s%s", code, out, errOut)
+	}
+	srv.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the tool to come back after re-locking and SIGHUP", 15*time.Second, func() bool {
+		return hasName(toolNames(t, cs), "junction_version")
+	})
+}
