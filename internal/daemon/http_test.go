@@ -1,0 +1,71 @@
+package daemon
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestHostOriginChecks(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	h := checkHostOrigin(ok, "10.0.0.5", []string{"hub.example.com"}, []string{"https://app.example.com"})
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:7331", "", 200},
+		{"localhost:7331", "http://localhost:3000", 200},
+		{"[::1]:7331", "", 200},
+		{"10.0.0.5:7331", "", 200},                                      // the listen host
+		{"hub.example.com", "https://app.example.com", 200},             // -allowed-host, -allowed-origin
+		{"hub.example.com", "https://hub.example.com", 200},             // same origin as the request
+		{"evil.example.com", "", 403},                                   // DNS rebinding
+		{"hub.example.com", "https://evil.example.com", 403},            // foreign origin
+		{"127.0.0.1:7331", "null", 403},                                 // opaque origin
+		{"127.0.0.1.evil.example.com", "", 403},                         // looks loopback, is not
+		{"hub.example.com.", "", 403},                                   // not the configured name
+		{"127.0.0.1:7331", "http://127.0.0.1.evil.example.com:80", 403}, // origin that only looks loopback
+	} {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Host = tc.host
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != tc.want {
+			t.Errorf("Host %q Origin %q: HTTP %d, want %d", tc.host, tc.origin, rec.Code, tc.want)
+		}
+	}
+}
+
+func TestRequireToken(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	h := requireToken(ok, []string{"first-token", "second"})
+	for _, tc := range []struct {
+		name, header, value string
+		want                int
+	}{
+		{"bearer", "Authorization", "Bearer first-token", 200},
+		{"bearer any case", "Authorization", "bearer second", 200},
+		{"api key", "X-API-Key", "second", 200},
+		{"none", "", "", 401},
+		{"wrong", "Authorization", "Bearer first-tokeN", 401},
+		{"prefix of a token", "X-API-Key", "first", 401},
+		{"longer than a token", "X-API-Key", "first-token-and-more", 401},
+		{"basic auth", "Authorization", "Basic Zmlyc3QtdG9rZW4=", 401},
+	} {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		if tc.header != "" {
+			r.Header.Set(tc.header, tc.value)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != tc.want {
+			t.Errorf("%s: HTTP %d, want %d", tc.name, rec.Code, tc.want)
+		}
+		if rec.Code == 401 && rec.Header().Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: 401 without WWW-Authenticate", tc.name)
+		}
+	}
+}
