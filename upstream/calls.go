@@ -328,70 +328,65 @@ func (s *Server) sessionEnded(sess *session, err error) bool {
 
 // ReadResource implements [junction.Source].
 func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	sess, err := s.session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d := s.cfg.callTimeout("")
-	what := "resource " + strconv.Quote(req.Params.URI)
-	_, rctx, end, err := s.begin(ctx, sess, req.Session, d, what)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
 	params := *req.Params
 	params.Meta = hopMeta(params.Meta)
-	res, err := sess.cs.ReadResource(rctx, &params)
-	if err != nil {
-		return nil, s.callError(ctx, rctx, sess, what, d, err)
-	}
-	return res, nil
+	return forward(s, ctx, req.Session, "resource "+strconv.Quote(req.Params.URI), nil,
+		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+			return cs.ReadResource(ctx, &params)
+		})
 }
 
 // GetPrompt implements [junction.Source].
 func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	sess, err := s.session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d := s.cfg.callTimeout("")
-	what := "prompt " + strconv.Quote(req.Params.Name)
-	_, rctx, end, err := s.begin(ctx, sess, req.Session, d, what)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
 	params := *req.Params
 	params.Meta = hopMeta(params.Meta)
-	res, err := sess.cs.GetPrompt(rctx, &params)
-	if err != nil {
-		return nil, s.callError(ctx, rctx, sess, what, d, err)
-	}
-	return res, nil
+	return forward(s, ctx, req.Session, "prompt "+strconv.Quote(req.Params.Name), nil,
+		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+			return cs.GetPrompt(ctx, &params)
+		})
 }
 
 // Complete implements [junction.Source]. An upstream without the
 // completions capability gives an empty result.
 func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
-	sess, err := s.session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if caps := sess.cs.InitializeResult().Capabilities; caps == nil || caps.Completions == nil {
-		return empty, nil
-	}
-	d := s.cfg.callTimeout("")
-	_, rctx, end, err := s.begin(ctx, sess, req.Session, d, "completion")
-	if err != nil {
-		return nil, err
-	}
-	defer end()
 	params := *req.Params
 	params.Meta = hopMeta(params.Meta)
-	res, err := sess.cs.Complete(rctx, &params)
+	return forward(s, ctx, req.Session, "completion",
+		func(cs *mcp.ClientSession) (*mcp.CompleteResult, bool) {
+			caps := cs.InitializeResult().Capabilities
+			return empty, caps == nil || caps.Completions == nil
+		},
+		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+			return cs.Complete(ctx, &params)
+		})
+}
+
+// forward makes one request (other than a tool call) to the upstream on
+// behalf of host: it waits for a session, registers the request (no-progress
+// timeout, cancellation when the session closes) and maps its error. skip,
+// if non-nil, may answer without asking the upstream.
+func forward[R any](s *Server, ctx context.Context, host *mcp.ServerSession, what string,
+	skip func(*mcp.ClientSession) (R, bool), call func(context.Context, *mcp.ClientSession) (R, error)) (R, error) {
+	var zero R
+	sess, err := s.session(ctx)
 	if err != nil {
-		return nil, s.callError(ctx, rctx, sess, "completion", d, err)
+		return zero, err
+	}
+	if skip != nil {
+		if res, ok := skip(sess.cs); ok {
+			return res, nil
+		}
+	}
+	d := s.cfg.callTimeout("")
+	_, rctx, end, err := s.begin(ctx, sess, host, d, what)
+	if err != nil {
+		return zero, err
+	}
+	defer end()
+	res, err := call(rctx, sess.cs)
+	if err != nil {
+		return zero, s.callError(ctx, rctx, sess, what, d, err)
 	}
 	return res, nil
 }
