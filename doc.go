@@ -1,0 +1,56 @@
+// Package junction is the core of the junction MCP hub: it aggregates the
+// tools, resources, prompts and completions of many sources and serves them
+// to MCP hosts as one server, through go-sdk.
+//
+//	hub := junction.New(&junction.Options{Name: "my-hub"})
+//	defer hub.Close()
+//
+//	tools := junction.NewPack("tools")
+//	junction.AddTool(tools, &mcp.Tool{Name: "greet", Description: "Say hello."},
+//		func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Name string `json:"name"` }) (*mcp.CallToolResult, any, error) {
+//			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + in.Name}}}, nil, nil
+//		})
+//	hub.Add(ctx, "tools", tools, &junction.SourceOptions{Prefix: junction.PrefixNever})
+//
+//	view, _ := hub.NewView("", junction.Selection{})
+//	view.Server().Run(ctx, &junction.StdioTransport{In: os.Stdin, Out: os.Stdout})
+//
+// # Overview
+//
+//	host ──stdio / HTTP──▶ View (a go-sdk *mcp.Server) ──▶ Hub ──▶ Source ─┬─ Pack (Go tools, in process)
+//	                              selection                names,          ├─ upstream.Server (an MCP server)
+//	                                                       routing,        └─ toolbox.Source (a plugin)
+//	                                                       errors, drift
+//
+// A [Source] is anything that offers MCP features: a [Pack] of Go
+// handlers, an upstream MCP server (package upstream), a toolbox plugin
+// (package toolbox). The [Hub] reads each source's [Catalog], names its
+// tools and prompts (see [PrefixMode] and [ShortenName]), reports clashes
+// ([Hub.Collisions]) and routes every call to the source that owns it,
+// with the source's own names.
+//
+// A [View] is what one kind of host sees: the hub narrowed by a
+// [Selection] (presets, tools, deny, sources), served by a go-sdk server
+// that the view keeps in line with the hub, so hosts get list_changed
+// notifications as sources come and go. Serve a view over stdio with
+// [StdioTransport] (which answers malformed frames and keeps going) or over
+// HTTP with [View.HTTPHandler] (Streamable HTTP, stateful and stateless) and
+// [View.SSEHandler] (the legacy transport).
+//
+// # Errors
+//
+// A source that cannot answer a call (down, timed out, panicked) gives the
+// host a tool result with isError set and the JSON text of a [ToolError];
+// a *jsonrpc.Error from a source stays a protocol error.
+//
+// # Drift
+//
+// A [Manifest] pins tools by name and hashes of their description and
+// schemas. With [Options.Lock] set, every change of a source's tools is
+// compared with it, and [SourceOptions.Drift] says whether to warn, block
+// the new or changed tools, or accept them; [Hub.Drift] reports the
+// differences.
+//
+// The junction command (cmd/junction) builds all of this from flags and a
+// config file; this package never reads files or flags itself.
+package junction
