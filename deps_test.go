@@ -1,0 +1,75 @@
+package junction_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/junction-mcp/junction"
+
+// imports returns the imports of the non-test Go files in dir.
+func imports(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range af.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// TestDependencyDirection keeps the layering of docs/design.md: the core
+// package imports only the standard library and go-sdk (with the two
+// libraries go-sdk itself builds on), never a source or the daemon; and
+// packs never import each other.
+func TestDependencyDirection(t *testing.T) {
+	allowed := []string{
+		"github.com/modelcontextprotocol/go-sdk/",
+		"github.com/google/jsonschema-go/",
+		"github.com/yosida95/uritemplate/",
+	}
+	for p := range imports(t, ".") {
+		if !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+			continue // standard library
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(p+"/", a)
+		}
+		if !ok {
+			t.Errorf("package junction imports %s; the core may import only the standard library and go-sdk", p)
+		}
+	}
+	packs, err := os.ReadDir("internal/pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range packs {
+		if !p.IsDir() {
+			continue
+		}
+		for im := range imports(t, filepath.Join("internal/pack", p.Name())) {
+			if strings.HasPrefix(im, module+"/internal/pack/") || strings.HasPrefix(im, module+"/internal/daemon") || strings.HasPrefix(im, module+"/internal/cli") {
+				t.Errorf("pack %s imports %s; packs must not import other packs, the daemon or the CLI", p.Name(), im)
+			}
+		}
+	}
+}
