@@ -122,6 +122,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http")
 	}
 
+	if *addr != "" {
+		// Check the address before building anything or printing a token.
+		if err := daemon.CheckListen(*addr, *insecure); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
+
 	d, err := hf.build(ctx, env, logger, fileCfg, cfgPath)
 	if err != nil {
 		return err

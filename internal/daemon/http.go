@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,13 +105,10 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 // done, then shuts down: new requests are refused, in-flight ones get
 // cfg.ShutdownTimeout to finish, and open sessions are closed.
 func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("-http %q: %v (want host:port, for example 127.0.0.1:8080)", cfg.Addr, err)
+	if err := CheckListen(cfg.Addr, cfg.InsecureNoAuth); err != nil {
+		return err
 	}
-	if cfg.InsecureNoAuth && !isLoopbackHost(host) {
-		return fmt.Errorf("-insecure-no-auth is only allowed on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
-	}
+	host, _, _ := net.SplitHostPort(cfg.Addr)
 	if !cfg.InsecureNoAuth && len(cfg.Tokens) == 0 {
 		return errors.New("HTTP needs at least one token (-token, -token-file or JUNCTION_TOKEN), or -insecure-no-auth on a loopback address")
 	}
@@ -160,6 +158,22 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	}
 	<-errc
 	d.logger.Info("HTTP server stopped")
+	return nil
+}
+
+// CheckListen reports whether addr is a usable listen address, and
+// whether serving it without auth is allowed (loopback only).
+func CheckListen(addr string, insecureNoAuth bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-http %q: %v (want host:port, for example 127.0.0.1:8080)", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("-http %q: port must be a number from 0 to 65535", addr)
+	}
+	if insecureNoAuth && !isLoopbackHost(host) {
+		return fmt.Errorf("-insecure-no-auth is only allowed on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
+	}
 	return nil
 }
 
