@@ -4,9 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
-	"os/exec"
+	"sync"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/upstream"
 	"strings"
 	"time"
 
@@ -62,14 +67,7 @@ func (f *targetFlags) connect(ctx context.Context, env *Env, args []string, dash
 		if len(args) == 0 {
 			return nil, nil, usageErrorf("nothing after --: give the server command to run")
 		}
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Stderr = env.Stderr
-		cmd.Env = env.Environ()
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			return nil, nil, fmt.Errorf("connect to %s: %w", args[0], err)
-		}
-		return cs, func() { cs.Close() }, nil
+		return connectCommand(ctx, env, client, args)
 	case f.url != "":
 		u, err := url.Parse(f.url)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -230,4 +228,99 @@ func parseInterspersed(env *Env, fs *flag.FlagSet, args []string) ([]string, err
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// connectCommand runs args as a stdio MCP server through the upstream
+// package, as the hub does, and serves it in-process: the client gets the
+// hub's tolerance (junk lines on the server's stdout are skipped, odd
+// schemas are fixed, the process tree is reaped), and the server's stderr
+// is passed through to ours.
+func connectCommand(ctx context.Context, env *Env, client *mcp.Client, args []string) (*mcp.ClientSession, func(), error) {
+	logger := slog.New(&passStderr{w: env.Stderr})
+	srv, err := upstream.New("server", upstream.Config{Transport: upstream.TransportStdio, Command: args[0], Args: args[1:], Env: envMap(env.Environ())},
+		&upstream.Options{Logger: logger, ClientInfo: &mcp.Implementation{Name: "junction-cli", Version: buildinfo.Version()}})
+	if err != nil {
+		return nil, nil, usageErrorf("%v", err)
+	}
+	if err := srv.WaitReady(ctx); err != nil {
+		srv.Close()
+		return nil, nil, fmt.Errorf("connect to %s: %w", args[0], err)
+	}
+	hub := junction.New(nil)
+	stop := func() { hub.Close(); srv.Close() }
+	if err := hub.Add(ctx, "server", srv, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := view.Server().Connect(ctx, st, nil)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		ss.Close()
+		stop()
+		return nil, nil, err
+	}
+	return cs, func() { cs.Close(); ss.Close(); stop() }, nil
+}
+
+// envMap turns KEY=VALUE pairs into a map.
+func envMap(kvs []string) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// passStderr is the slog handler for a command target: the server's
+// stderr lines are written as they are, other records only from Warn up.
+type passStderr struct {
+	w  io.Writer
+	mu sync.Mutex
+}
+
+func (h *passStderr) Enabled(_ context.Context, l slog.Level) bool { return true }
+func (h *passStderr) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *passStderr) WithGroup(string) slog.Handler                { return h }
+
+func (h *passStderr) Handle(_ context.Context, r slog.Record) error {
+	var line string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "line" {
+			line = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case r.Message == "stderr":
+		fmt.Fprintln(h.w, line)
+	case r.Message == "upstream connection failed":
+		// The command's own error says it, once.
+	case r.Level >= slog.LevelWarn:
+		var b strings.Builder
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key != junction.LogKeySource {
+				fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+			}
+			return true
+		})
+		fmt.Fprintf(h.w, "junction: %s%s\n", r.Message, b.String())
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -521,5 +522,23 @@ func TestSIGTERMFinishesInFlightCall(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("junction did not exit within 15s of SIGTERM; stderr:\n%s", w.String())
+	}
+}
+
+// TestClientToleratesJunkFromStdioServer points "junction tools" at a
+// server that prints junk on stdout before speaking MCP: the client skips
+// it, as the hub does, and passes the server's stderr through.
+func TestClientToleratesJunkFromStdioServer(t *testing.T) {
+	script := fmt.Sprintf("echo 'not json-rpc'; echo 'server says hi' >&2; exec %q serve -log-level error", junctionBin(t))
+	out, errOut, code := runJunction(t, nil, "tools", "call", "junction_version", "--", "sh", "-c", script)
+	if code != 0 || !strings.Contains(out, `"version"`) {
+		t.Fatalf("tools call through a junk-printing server: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "server says hi") || !strings.Contains(errOut, "skipped non-JSON-RPC line") {
+		t.Errorf("stderr = %q, want the server's stderr and a note about the skipped line", errOut)
+	}
+	_, errOut, code = runJunction(t, nil, "tools", "list", "--", "/nonexistent/server")
+	if code != 1 || !strings.Contains(errOut, "connect to /nonexistent/server") || strings.Count(errOut, "no such file") != 1 {
+		t.Errorf("missing server: exit %d, stderr %q", code, errOut)
 	}
 }
