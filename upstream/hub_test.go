@@ -218,6 +218,13 @@ func testThroughHub(t *testing.T, transport Transport, version, hostVersion stri
 		defer up.mu.Unlock()
 		return len(up.calls) == 1
 	})
+	// Wait until the upstream itself runs the call: a cancellation that
+	// arrives before the upstream has seen the request may be ignored (the
+	// MCP spec allows it), which is not what this checks.
+	waitFor(t, "upstream started the hang call", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "started"))
+		return err == nil
+	})
 	cancel()
 	if err := <-done; err == nil {
 		t.Error("cancelled call returned no error")
