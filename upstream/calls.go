@@ -207,7 +207,7 @@ func (s *Server) drainProgress(c *call) {
 	if c.handled.Load() >= want {
 		return
 	}
-	timer := time.NewTimer(time.Second)
+	timer := time.NewTimer(drainWait)
 	defer timer.Stop()
 	for c.handled.Load() < want {
 		select {
@@ -219,14 +219,21 @@ func (s *Server) drainProgress(c *call) {
 	}
 }
 
-// drainLogs waits, at most a second, until every log message read from the
+// drainWait bounds how long a call's result waits for the notifications
+// read before it to be forwarded. The wait only happens while such
+// notifications are still being handled (normally microseconds); the
+// bound keeps ordering on a heavily loaded machine without holding a
+// result forever.
+const drainWait = 5 * time.Second
+
+// drainLogs waits, at most drainWait, until every log message read from the
 // upstream so far has been handled (forwarded to hosts).
 func (s *Server) drainLogs() {
 	want := s.progress.logs.Load()
 	if s.logsHandled.Load() >= want {
 		return
 	}
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(drainWait)
 	for s.logsHandled.Load() < want {
 		if time.Now().After(deadline) {
 			s.logger.Debug("log messages not handled in time", "read", want, "handled", s.logsHandled.Load())

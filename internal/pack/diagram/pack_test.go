@@ -386,6 +386,10 @@ func TestLimits(t *testing.T) {
 		t.Errorf("run over the concurrency limit = %v", out)
 	}
 	e.call(t, "cancel_run", map[string]any{"session_id": id})
+	// cancel_run returns before the run has ended and freed its slot.
+	if err := e.pack.Wait(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
 
 	big := `
 nodes:
