@@ -64,34 +64,50 @@ func hashText(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// hashJSON hashes the canonical form of v, "" for nil. Canonical means
-// decoded and re-encoded: object keys sorted, insignificant whitespace
-// gone, 1 and 1.0 the same.
+// hashJSON hashes the canonical form of v, "" for nil, JSON null or a
+// value that is not JSON.
 func hashJSON(v any) string {
-	c := CanonicalJSON(v)
-	if c == nil {
+	c, err := CanonicalJSON(v)
+	if err != nil || string(c) == "null" {
 		return ""
 	}
 	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:])
 }
 
-// CanonicalJSON returns v as canonical JSON (see [ManifestTool]), or nil if
-// v is nil or not JSON.
-func CanonicalJSON(v any) []byte {
-	raw := rawSchema(v)
-	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-		return nil
+// CanonicalJSON returns v as JSON with object keys sorted, no
+// insignificant space, and numbers in one spelling (1, 1.0 and 1e0 are the
+// same), so two schemas can be compared or hashed. A json.RawMessage or
+// []byte is parsed first. Nil, JSON null and an empty raw message all give
+// "null"; a value that is not JSON is an error.
+func CanonicalJSON(v any) ([]byte, error) {
+	var raw []byte
+	switch x := v.(type) {
+	case nil:
+		return []byte("null"), nil
+	case json.RawMessage:
+		raw = x
+	case []byte:
+		raw = x
+	default:
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("canonical JSON: %w", err)
+		}
 	}
-	var x any
-	if err := json.Unmarshal(raw, &x); err != nil {
-		return nil
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return []byte("null"), nil
 	}
-	out, err := json.Marshal(x)
+	var decoded any
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		return nil, fmt.Errorf("canonical JSON: %w", err)
+	}
+	// encoding/json sorts map keys and prints float64 in its shortest form.
+	out, err := json.Marshal(decoded)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("canonical JSON: %w", err)
 	}
-	return out
+	return out, nil
 }
 
 // ReadManifest parses a manifest. Unknown fields are errors, so a typo in a

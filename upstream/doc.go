@@ -97,7 +97,7 @@
 // [CompareTools] compares it with the previous one and reports every
 // difference: duplicates, added, removed, reordered, description, input
 // or output schema, title or annotations changed. Schemas are compared
-// canonically ([CanonicalJSON]). The last drift is in the snapshot and
+// canonically ([junction.CanonicalJSON]). The last drift is in the snapshot and
 // each one is an [EventDrift] event.
 //
 // # Reloading

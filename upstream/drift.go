@@ -2,8 +2,8 @@ package upstream
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"github.com/junction-mcp/junction"
 	"slices"
 	"strings"
 
@@ -157,59 +157,11 @@ func hasChange(d DriftReport, k ChangeKind, tool string) bool {
 	return slices.ContainsFunc(d.Changes, func(c Change) bool { return c.Kind == k && c.Tool == tool })
 }
 
-// CanonicalJSON returns v as JSON with object keys sorted, no insignificant
-// space, and numbers in one spelling (1, 1.0 and 1e0 are the same). A
-// json.RawMessage or []byte is parsed first. Nil, JSON null and an empty
-// raw message all give "null".
-func CanonicalJSON(v any) ([]byte, error) {
-	var raw []byte
-	switch x := v.(type) {
-	case nil:
-		return []byte("null"), nil
-	case json.RawMessage:
-		raw = x
-	case []byte:
-		raw = x
-	default:
-		if isNilPointer(v) {
-			return []byte("null"), nil
-		}
-		var err error
-		raw, err = json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("canonical JSON: %w", err)
-		}
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return []byte("null"), nil
-	}
-	var decoded any
-	if err := json.Unmarshal(raw, &decoded); err != nil {
-		return nil, fmt.Errorf("canonical JSON: %w", err)
-	}
-	// encoding/json sorts map keys and prints float64 in its shortest form.
-	out, err := json.Marshal(decoded)
-	if err != nil {
-		return nil, fmt.Errorf("canonical JSON: %w", err)
-	}
-	return out, nil
-}
-
-func isNilPointer(v any) bool {
-	switch x := v.(type) {
-	case *mcp.ToolAnnotations:
-		return x == nil
-	case map[string]any:
-		return x == nil
-	}
-	return false
-}
-
 // sameJSON compares two values canonically; a value that cannot be encoded
 // is different from everything.
 func sameJSON(a, b any) bool {
-	ca, err1 := CanonicalJSON(a)
-	cb, err2 := CanonicalJSON(b)
+	ca, err1 := junction.CanonicalJSON(a)
+	cb, err2 := junction.CanonicalJSON(b)
 	if err1 != nil || err2 != nil {
 		return false
 	}

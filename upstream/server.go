@@ -722,7 +722,7 @@ func objectSchema(v any) (any, error) {
 	}
 	// Some other Go value (a *jsonschema.Schema from an in-process server):
 	// round-trip it through JSON.
-	b, err := CanonicalJSON(v)
+	b, err := junction.CanonicalJSON(v)
 	if err != nil {
 		return nil, err
 	}

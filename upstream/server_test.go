@@ -126,7 +126,7 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 		}
 	}
 	wantSchema := `{"$defs":{"msg":{"type":"string"}},"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"text":{"$ref":"#/$defs/msg"}},"type":"object","x-vendor":"kept"}`
-	if got, _ := CanonicalJSON(echo.InputSchema); string(got) != wantSchema {
+	if got, _ := junction.CanonicalJSON(echo.InputSchema); string(got) != wantSchema {
 		t.Errorf("echo schema = %s, want %s", got, wantSchema)
 	}
 

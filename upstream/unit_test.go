@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/junction-mcp/junction"
 	"strings"
 	"testing"
 	"time"
@@ -94,13 +95,13 @@ func TestCanonicalJSON(t *testing.T) {
 		{map[string]any{"z": true, "a": "s"}, `{"a":"s","z":true}`},
 		{(*mcp.ToolAnnotations)(nil), "null"},
 	} {
-		got, err := CanonicalJSON(tc.in)
+		got, err := junction.CanonicalJSON(tc.in)
 		if err != nil || string(got) != tc.want {
-			t.Errorf("CanonicalJSON(%v) = %s, %v; want %s", tc.in, got, err, tc.want)
+			t.Errorf("junction.CanonicalJSON(%v) = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := CanonicalJSON(json.RawMessage(`{`)); err == nil {
-		t.Error("CanonicalJSON(invalid) succeeded")
+	if _, err := junction.CanonicalJSON(json.RawMessage(`{`)); err == nil {
+		t.Error("junction.CanonicalJSON(invalid) succeeded")
 	}
 }
 
@@ -263,7 +264,7 @@ func TestServable(t *testing.T) {
 			t.Errorf("%s: servable = %v", tc.comment, err)
 			continue
 		}
-		if c, _ := CanonicalJSON(got.InputSchema); string(c) != tc.want {
+		if c, _ := junction.CanonicalJSON(got.InputSchema); string(c) != tc.want {
 			t.Errorf("%s: schema = %s, want %s", tc.comment, c, tc.want)
 		}
 	}
@@ -301,11 +302,11 @@ func FuzzDecodeLine(f *testing.F) {
 func FuzzCanonicalJSON(f *testing.F) {
 	f.Add([]byte(`{"b":[1,2.0,{"c":null}],"a":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c1, err := CanonicalJSON(json.RawMessage(b))
+		c1, err := junction.CanonicalJSON(json.RawMessage(b))
 		if err != nil {
 			return
 		}
-		c2, err := CanonicalJSON(json.RawMessage(c1))
+		c2, err := junction.CanonicalJSON(json.RawMessage(c1))
 		if err != nil || string(c1) != string(c2) {
 			t.Fatalf("CanonicalJSON is not idempotent: %s -> %s (%v)", c1, c2, err)
 		}
