@@ -117,3 +117,26 @@ func fmtAny(v any) string {
 	writeJSON(&b, v)
 	return b.String()
 }
+
+func TestResourcesAndPromptsCommands(t *testing.T) {
+	out, errOut, code := run(t, nil, "resources", "list", "-pack", "conformance")
+	if code != 0 || !strings.Contains(out, "test://static-text") || !strings.Contains(out, "test://template/{id}/data") {
+		t.Fatalf("resources list: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, nil, "resources", "read", "test://template/42/data", "-pack", "conformance")
+	if code != 0 || !strings.Contains(out, "42") {
+		t.Errorf("resources read template: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, nil, "prompts", "list", "-pack", "conformance")
+	if code != 0 || !strings.Contains(out, "test_prompt_with_arguments(arg1, arg2)") {
+		t.Errorf("prompts list: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, nil, "prompts", "get", "test_prompt_with_arguments", "-arg", "arg1=testValue1", "-arg", "arg2=testValue2", "-pack", "conformance")
+	if code != 0 || !strings.Contains(out, "testValue1") || !strings.Contains(out, "testValue2") {
+		t.Errorf("prompts get: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = run(t, nil, "resources", "read", "test://nope", "-pack", "conformance")
+	if code != 1 || !strings.Contains(errOut, "test://nope") {
+		t.Errorf("reading an unknown resource: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -542,3 +542,25 @@ func TestClientToleratesJunkFromStdioServer(t *testing.T) {
 		t.Errorf("missing server: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestTokenFileAndSSEClient serves with tokens from a file and reaches the
+// hub with "junction tools" over the legacy SSE transport.
+func TestTokenFileAndSSEClient(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("# hub tokens\n\nfile-token-1\nfile-token-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "-token-file", file)
+	base := strings.TrimSuffix(srv.URL, "/mcp")
+	out, errOut, code := runJunction(t, nil, "tools", "call", "junction_version", "-url", base+"/sse", "-transport", "sse", "-token", "file-token-2")
+	if code != 0 || !strings.Contains(out, `"version"`) {
+		t.Fatalf("tools call over SSE with a token from the file: exit %d\n%s%s", code, out, errOut)
+	}
+	if status := postInitialize(t, srv.URL, "not-in-file"); status != http.StatusUnauthorized {
+		t.Errorf("a token not in the file: HTTP %d, want 401", status)
+	}
+	_, errOut, code = runJunction(t, nil, "serve", "-http", "127.0.0.1:0", "-token-file", filepath.Join(t.TempDir(), "missing"))
+	if code == 0 || !strings.Contains(errOut, "-token-file") {
+		t.Errorf("missing token file: exit %d, stderr %q", code, errOut)
+	}
+}
