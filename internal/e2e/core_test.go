@@ -564,3 +564,44 @@ func TestTokenFileAndSSEClient(t *testing.T) {
 		t.Errorf("missing token file: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestStdioSIGTERMFinishesInFlightCall sends SIGTERM to a stdio server
+// while a call is running: the answer still comes, then junction exits 0.
+func TestStdioSIGTERMFinishesInFlightCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, junctionBin(t), "serve", "-pack", "conformance", "-log-level", "error")
+	cmd.Env = childEnv(t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`+"\n")
+	if !lines.Scan() {
+		t.Fatalf("no initialize answer; stderr:\n%s", stderr.String())
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p"}}}`+"\n")
+	time.Sleep(50 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	answered := false
+	for lines.Scan() {
+		var m map[string]any
+		if json.Unmarshal(lines.Bytes(), &m) == nil && m["id"] == float64(2) {
+			if m["result"] == nil {
+				t.Errorf("call answered with %v, want a result", m)
+			}
+			answered = true
+		}
+	}
+	if !answered {
+		t.Errorf("the call in flight at SIGTERM got no answer; stderr:\n%s", stderr.String())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("junction exited with %v after SIGTERM; stderr:\n%s", err, stderr.String())
+	}
+}
