@@ -47,7 +47,12 @@ func WithHost(ctx context.Context, host func() *mcp.ServerSession) context.Conte
 	return context.WithValue(ctx, hostKey{}, host)
 }
 
+// hostFrom returns the host session of a raw call: the hub's own
+// ([junction.HostSession]), or the one named by [WithHost].
 func hostFrom(ctx context.Context) *mcp.ServerSession {
+	if ss := junction.HostSession(ctx); ss != nil {
+		return ss
+	}
 	if f, ok := ctx.Value(hostKey{}).(func() *mcp.ServerSession); ok && f != nil {
 		return f()
 	}
@@ -292,8 +297,8 @@ func (c *stdioConn) deliverRaw(line []byte) bool {
 	var r rawReply
 	switch {
 	case result != nil && errv == nil:
-		// The line buffer is the reader's own (readLine allocates per
-		// line), so the result can be kept without a copy.
+		// The line is the reader's own copy (lineReader.next allocates
+		// per line), so the result can be kept without a copy.
 		r.result = result
 	case errv != nil:
 		var e jsonrpc.Error

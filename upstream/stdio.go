@@ -24,6 +24,12 @@ import (
 // discarded (and logged) rather than buffered.
 const maxLineLength = 16 << 20
 
+// stdoutPipeSize is the capacity asked for the pipe of a stdio server's
+// stdout (see growPipe). Pipe pages are allocated as data is written, so
+// an idle pipe costs no more; the size counts against the user's pipe
+// quota (/proc/sys/fs/pipe-user-pages-soft, 64 MiB by default).
+var stdoutPipeSize = 1 << 20
+
 // commandTransport is the client side of a stdio upstream. Unlike
 // go-sdk's mcp.CommandTransport it
 //   - runs the server in its own process group and stops the whole group
@@ -69,6 +75,11 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		stdoutR.Close()
 		stdoutW.Close()
 		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	// Results are the large messages: a bigger stdout pipe takes a
+	// megabyte in a few writes rather than sixteen. Best effort.
+	if err := growPipe(stdoutR, stdoutPipeSize); err != nil {
+		t.logger.Debug("could not grow the stdout pipe", "error", err)
 	}
 	// The child gets its ends as *os.File, so exec starts no copying
 	// goroutines and Wait waits for the process only.
@@ -226,10 +237,10 @@ func (c *stdioConn) readStdout() {
 	defer c.wg.Done()
 	defer close(c.incoming)
 	defer close(c.rawDone)
-	r := bufio.NewReaderSize(c.stdout, 64<<10)
+	r := newLineReader(c.stdout, maxLineLength)
 	junk := 0
 	for {
-		line, tooLong, err := readLine(r, maxLineLength)
+		line, tooLong, err := r.next()
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", maxLineLength)
 		} else if c.rawPending.Load() > 0 && bytes.Contains(line, []byte(`"jr-`)) && c.deliverRaw(line) {

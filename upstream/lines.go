@@ -1,0 +1,136 @@
+package upstream
+
+import (
+	"bytes"
+	"io"
+)
+
+// Buffer sizes of a lineReader: it starts with minLineBuf, grows (doubling)
+// to hold a long line, and keeps a grown buffer up to maxKeptLineBuf for
+// the next lines, so a server that answers with megabytes again and again
+// reads into memory that is already mapped.
+const (
+	minLineBuf     = 64 << 10
+	maxKeptLineBuf = 4 << 20
+)
+
+// lineReader splits a stream into newline-delimited lines, reading from r
+// straight into one buffer of its own. Each line it returns is a fresh
+// copy of exactly its bytes (the caller may keep it and hand it on), made
+// with one copy whatever the line's length, where bufio.Reader.ReadLine
+// plus append copies a long line once per 64 KiB chunk and again on every
+// growth of the destination. It is not safe for concurrent use.
+type lineReader struct {
+	r     io.Reader
+	limit int // longest line returned; longer ones are consumed and skipped
+
+	buf        []byte // buf[start:end] is read and not yet returned
+	start, end int
+	err        error // r's error, returned once buf holds no more lines
+}
+
+func newLineReader(r io.Reader, limit int) *lineReader {
+	return &lineReader{r: r, limit: limit, buf: make([]byte, min(minLineBuf, limit+1))}
+}
+
+// next returns the next line without its line end ("\n" or "\r\n"). A
+// line longer than limit is consumed and discarded: next returns no bytes
+// and tooLong set. err is the reader's error (io.EOF at the end), returned
+// with the last, unterminated line if there is one; once err is set, every
+// later call returns it again.
+func (l *lineReader) next() (line []byte, tooLong bool, err error) {
+	scanned := l.start // buf[start:scanned] holds no newline
+	for {
+		if i := bytes.IndexByte(l.buf[scanned:l.end], '\n'); i >= 0 {
+			nl := scanned + i
+			if !tooLong {
+				line = l.take(nl, true)
+				tooLong = len(line) > l.limit
+			}
+			l.start = nl + 1
+			l.shrink()
+			if tooLong {
+				return nil, true, nil
+			}
+			return line, false, nil
+		}
+		scanned = l.end
+		// limit+1: the line may end in "\r\n".
+		if !tooLong && l.end-l.start > l.limit+1 {
+			tooLong = true
+		}
+		if tooLong {
+			// Drop what is buffered: only the end of the line matters now.
+			l.start, l.end, scanned = 0, 0, 0
+		}
+		if l.err != nil {
+			if tooLong {
+				return nil, true, l.err
+			}
+			line = l.take(l.end, false)
+			l.start = l.end
+			if len(line) > l.limit {
+				return nil, true, l.err
+			}
+			return line, false, l.err
+		}
+		l.makeRoom(&scanned)
+		n, err := l.r.Read(l.buf[l.end:])
+		l.end += n
+		if err != nil {
+			l.err = err
+		}
+	}
+}
+
+// take copies buf[start:stop] into a slice of its own, without the '\r'
+// of a "\r\n" line end if ended is set (stop is at a '\n').
+func (l *lineReader) take(stop int, ended bool) []byte {
+	b := l.buf[l.start:stop]
+	if ended && len(b) > 0 && b[len(b)-1] == '\r' {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	// append to nil allocates exactly (rounded to a size class) and does
+	// not clear the memory it copies into.
+	return append([]byte(nil), b...)
+}
+
+// makeRoom ensures buf has space after end, moving the unread bytes to
+// the front or growing buf. scanned moves with the bytes.
+func (l *lineReader) makeRoom(scanned *int) {
+	if l.end < len(l.buf) {
+		return
+	}
+	if l.start > 0 {
+		n := copy(l.buf, l.buf[l.start:l.end])
+		*scanned -= l.start
+		l.start, l.end = 0, n
+		if l.end < len(l.buf) {
+			return
+		}
+	}
+	// Full of one unfinished line: grow, but not (much) beyond what a
+	// line of limit bytes and its line end need.
+	size := min(2*len(l.buf), l.limit+2)
+	if size <= len(l.buf) {
+		size = len(l.buf) + 1
+	}
+	buf := make([]byte, size)
+	copy(buf, l.buf[:l.end])
+	l.buf = buf
+}
+
+// shrink drops a buffer grown beyond maxKeptLineBuf once the long line
+// it held is out.
+func (l *lineReader) shrink() {
+	if len(l.buf) <= maxKeptLineBuf || l.end-l.start > minLineBuf {
+		return
+	}
+	buf := make([]byte, minLineBuf)
+	l.end = copy(buf, l.buf[l.start:l.end])
+	l.start = 0
+	l.buf = buf
+}
