@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A RawCaller is a [Source] that can forward a tools/call without decoding
@@ -29,6 +30,12 @@ import (
 // fields) and without multi-round-trip fields; everything else goes
 // through CallTool.
 //
+// ctx names the host session the call is made for ([HostSession]). Log
+// messages the source receives during the call should be sent with that
+// session's Log method and a context derived from ctx: the fast path then
+// delivers them as the ordinary path would (over HTTP, on the call's own
+// response stream).
+//
 // A RawCaller that also has a method CanCallRaw(tool string) bool is
 // asked before each call, with the source-local tool name; false sends
 // the call the ordinary way (for a source that can forward raw only over
@@ -38,6 +45,22 @@ import (
 // measurements behind it.
 type RawCaller interface {
 	CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
+}
+
+type hostSessionKey struct{}
+
+func withHostSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	if ss == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, hostSessionKey{}, ss)
+}
+
+// HostSession returns the host session a [RawCaller]'s call is made for,
+// or nil.
+func HostSession(ctx context.Context) *mcp.ServerSession {
+	ss, _ := ctx.Value(hostSessionKey{}).(*mcp.ServerSession)
+	return ss
 }
 
 // FastOptions configure [View.ServeStdioFast]. A nil *FastOptions is the
@@ -83,15 +106,29 @@ func (v *View) ServeStdioFast(ctx context.Context, in io.Reader, out io.Writer, 
 	pr, pw := io.Pipe()
 	f := &fastPlane{v: v, out: w, slow: pw, onBad: o.OnBadFrame, calls: make(map[string]*fastCall)}
 
+	// As v.server.Run, keeping the session: raw calls are made for it.
+	ss, err := v.server.Connect(ctx, &StdioTransport{In: pr, Out: w, MaxFrame: o.MaxFrame, OnBadFrame: o.OnBadFrame}, nil)
+	if err != nil {
+		return err
+	}
+	f.host = ss
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- v.server.Run(ctx, &StdioTransport{In: pr, Out: w, MaxFrame: o.MaxFrame, OnBadFrame: o.OnBadFrame})
+		closed := make(chan error, 1)
+		go func() { closed <- ss.Wait() }()
+		select {
+		case <-ctx.Done():
+			ss.Close()
+			<-closed
+			runErr <- ctx.Err()
+		case err := <-closed:
+			runErr <- err
+		}
 	}()
 
 	readErr := make(chan error, 1)
 	go func() { readErr <- f.readLoop(ctx, in, o.MaxFrame) }() // ends at EOF of in, or when the pipe closes
 
-	var err error
 	select {
 	case err = <-runErr:
 		// The server stopped (ctx done, or a write failed): stop reading.
@@ -214,6 +251,7 @@ type fastPlane struct {
 	out   *batchWriter
 	slow  *io.PipeWriter // lines for the StdioTransport; written by readLoop only
 	onBad func(error)
+	host  *mcp.ServerSession // the connection's session, which raw calls are for
 	// ready is set once the host has sent notifications/initialized; until
 	// then every line goes the ordinary way. Owned by readLoop.
 	ready bool
@@ -276,13 +314,6 @@ func (f *fastPlane) rejectTooLong(max int) {
 	f.writeError([]byte("null"), &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg})
 }
 
-// envelope is what the fast path reads of a host message.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
 // fastRequest is the one shape of request the fast path takes: a
 // tools/call whose params hold only name and arguments. Decoding with
 // unknown fields disallowed sends anything else (_meta with a progress
@@ -301,41 +332,15 @@ type fastRequest struct {
 // take answers line on the fast path if it can and reports whether it did.
 func (f *fastPlane) take(ctx context.Context, line []byte) bool {
 	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
-		var env envelope
-		if err := json.Unmarshal(line, &env); err != nil || env.Method != "notifications/cancelled" {
-			return false
-		}
-		return f.cancel(env.Params)
+		id, ok := cancelledID(line)
+		return ok && f.cancel(id)
 	}
-	if !bytes.Contains(line, []byte(`"tools/call"`)) {
-		return false
-	}
-	var req fastRequest
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.JSONRPC != "2.0" || req.Method != "tools/call" ||
-		len(req.ID) == 0 || req.ID[0] == 'n' || len(bytes.TrimSpace(line[dec.InputOffset():])) > 0 {
-		return false
-	}
-	env := envelope{ID: req.ID}
-	name, args := req.Params.Name, req.Params.Arguments
-	hasArgs := len(args) > 0 && string(args) != "null" // as the ordinary path: null means none
-	h := f.v.hub
-	h.mu.RLock()
-	e := h.table.toolIndex[name]
-	h.mu.RUnlock()
-	if e == nil || !f.v.allows(name) {
-		return false // the ordinary path answers unknown tools
-	}
-	rc, ok := e.source.src.(RawCaller)
+	rt, ok := f.v.routeRaw(line)
 	if !ok {
 		return false
 	}
-	if p, ok := rc.(interface{ CanCallRaw(string) bool }); ok && !p.CanCallRaw(e.local) {
-		return false
-	}
-	key := string(env.ID)
-	callCtx, cancel := context.WithCancel(ctx)
+	key := string(rt.id)
+	callCtx, cancel := context.WithCancel(withHostSession(ctx, f.host))
 	fc := &fastCall{cancel: cancel}
 	f.mu.Lock()
 	if _, dup := f.calls[key]; dup || f.closing {
@@ -347,6 +352,64 @@ func (f *fastPlane) take(ctx context.Context, line []byte) bool {
 	f.wg.Add(1)
 	f.mu.Unlock()
 
+	go func() {
+		defer f.wg.Done()
+		answer := f.v.callRaw(callCtx, rt)
+		f.mu.Lock()
+		delete(f.calls, key)
+		cancelled := fc.cancelled
+		f.mu.Unlock()
+		cancel()
+		// A call the host cancelled gets no answer, as JSON-RPC asks.
+		if !cancelled {
+			f.out.Write(answer)
+		}
+	}()
+	return true
+}
+
+// rawRoute is a tools/call the fast path takes: where it goes and what
+// to send.
+type rawRoute struct {
+	id     json.RawMessage // the host's request id, as sent
+	name   string          // the tool's name in the view
+	e      *toolEntry
+	rc     RawCaller
+	params []byte // the params for the source: its local name and the host's arguments
+}
+
+// routeRaw reports whether the JSON-RPC message msg is a tools/call the
+// fast path takes, and if so how: a request (not a notification) whose
+// params hold only name and arguments, for a tool the view selects, of a
+// source that is a RawCaller and (if it asks) takes this call raw.
+// Anything else (unknown tools included) is for the ordinary path.
+func (v *View) routeRaw(msg []byte) (rawRoute, bool) {
+	if !bytes.Contains(msg, []byte(`"tools/call"`)) {
+		return rawRoute{}, false
+	}
+	var req fastRequest
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.JSONRPC != "2.0" || req.Method != "tools/call" ||
+		len(req.ID) == 0 || req.ID[0] == 'n' || len(bytes.TrimSpace(msg[dec.InputOffset():])) > 0 {
+		return rawRoute{}, false
+	}
+	name, args := req.Params.Name, req.Params.Arguments
+	h := v.hub
+	h.mu.RLock()
+	e := h.table.toolIndex[name]
+	h.mu.RUnlock()
+	if e == nil || !v.allows(name) {
+		return rawRoute{}, false
+	}
+	rc, ok := e.source.src.(RawCaller)
+	if !ok {
+		return rawRoute{}, false
+	}
+	if p, ok := rc.(interface{ CanCallRaw(string) bool }); ok && !p.CanCallRaw(e.local) {
+		return rawRoute{}, false
+	}
+	hasArgs := len(args) > 0 && string(args) != "null" // as the ordinary path: null means none
 	params := make([]byte, 0, len(args)+len(e.local)+32)
 	params = append(params, `{"name":`...)
 	params = strconv.AppendQuote(params, e.local)
@@ -355,33 +418,25 @@ func (f *fastPlane) take(ctx context.Context, line []byte) bool {
 		params = append(params, args...)
 	}
 	params = append(params, '}')
-
-	go func() {
-		defer f.wg.Done()
-		res := f.call(callCtx, name, e, rc, params)
-		f.mu.Lock()
-		delete(f.calls, key)
-		cancelled := fc.cancelled
-		f.mu.Unlock()
-		cancel()
-		// A call the host cancelled gets no answer, as JSON-RPC asks.
-		if !cancelled {
-			f.out.Write(res(env.ID))
-		}
-	}()
-	return true
+	return rawRoute{id: req.ID, name: name, e: e, rc: rc, params: params}, true
 }
 
-// call runs one fast call and returns its answer, for the id.
-func (f *fastPlane) call(ctx context.Context, name string, e *toolEntry, rc RawCaller, params []byte) func(id []byte) []byte {
-	h := f.v.hub
+// callRaw makes the call rt and returns the JSON-RPC answer line for the
+// host (a result, or an error), ending in a newline. Timeouts, tool-error
+// mapping, panics and Observe are as on the ordinary path, and the call
+// counts in [Hub.InFlight].
+func (v *View) callRaw(ctx context.Context, rt rawRoute) []byte {
+	h := v.hub
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
+	e, name := rt.e, rt.name
 	if d := e.source.opts.Timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
 	start := time.Now()
-	res, err := safeRawCall(ctx, rc, e.local, params)
+	res, err := safeRawCall(ctx, rt.rc, e.local, rt.params)
 	info := CallInfo{Source: e.source.name, Tool: name, Duration: time.Since(start), Outcome: "ok"}
 	defer func() {
 		if h.opts.Observe != nil {
@@ -395,7 +450,7 @@ func (f *fastPlane) call(ctx context.Context, name string, e *toolEntry, rc RawC
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
 			info.Outcome = "protocol_error"
-			return func(id []byte) []byte { return errorLine(id, werr) }
+			return errorLine(rt.id, werr)
 		}
 		if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
@@ -405,15 +460,13 @@ func (f *fastPlane) call(ctx context.Context, name string, e *toolEntry, rc RawC
 		h.logger.Warn("tool call failed", LogKeySource, e.source.name, LogKeyTool, name, "code", te.Code, "error", err)
 		b, merr := json.Marshal(te.Result())
 		if merr != nil {
-			return func(id []byte) []byte {
-				return errorLine(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()})
-			}
+			return errorLine(rt.id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()})
 		}
 		res = b
 	} else if topLevelIsError(res) {
 		info.Outcome = "tool_error"
 	}
-	return func(id []byte) []byte { return resultLine(id, res) }
+	return resultLine(rt.id, res)
 }
 
 func safeRawCall(ctx context.Context, rc RawCaller, name string, params json.RawMessage) (res json.RawMessage, err error) {
@@ -453,17 +506,28 @@ func errorLine(id []byte, e *jsonrpc.Error) []byte {
 	return append(buf, "}}\n"...)
 }
 
-// cancel handles notifications/cancelled: it cancels a fast call and
-// reports true, or reports false for the ordinary path's requests.
-func (f *fastPlane) cancel(params json.RawMessage) bool {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
+// cancelledID returns the requestId of a notifications/cancelled message,
+// as sent, and false for anything else.
+func cancelledID(msg []byte) (json.RawMessage, bool) {
+	var env struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
 	}
-	if err := json.Unmarshal(params, &p); err != nil || len(p.RequestID) == 0 {
-		return false
+	if err := json.Unmarshal(msg, &env); err != nil || env.Method != "notifications/cancelled" ||
+		len(env.ID) > 0 || len(env.Params.RequestID) == 0 {
+		return nil, false
 	}
+	return env.Params.RequestID, true
+}
+
+// cancel cancels the fast call with the host's request id and reports
+// true, or reports false for the ordinary path's requests.
+func (f *fastPlane) cancel(id json.RawMessage) bool {
 	f.mu.Lock()
-	c, ok := f.calls[string(p.RequestID)]
+	c, ok := f.calls[string(id)]
 	if ok {
 		c.cancelled = true
 	}

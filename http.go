@@ -58,7 +58,12 @@ type HTTPOptions struct {
 	// MaxRequestBytes bounds a request body. Zero means
 	// [DefaultMaxRequestBytes].
 	MaxRequestBytes int64
-	Logger          *slog.Logger
+	// FastPath answers a POST holding one plain tools/call (no _meta) on a
+	// stateful session, for a tool whose source is a [RawCaller], on the
+	// hub's own raw data plane instead of go-sdk's (see fasthttp.go and
+	// docs/performance.md). Everything else is served the same either way.
+	FastPath bool
+	Logger   *slog.Logger
 }
 
 // Defaults for [HTTPOptions].
@@ -121,7 +126,11 @@ func (v *View) HTTPHandler(opts *HTTPOptions) http.Handler {
 			sf.ServeHTTP(w, r)
 		})
 	}
-	return checkJSONBody(next, o.MaxRequestBytes)
+	var take func(http.ResponseWriter, *http.Request, []byte) bool
+	if o.FastPath && o.Mode != HTTPStateless {
+		take = newHTTPFast(v, o).take
+	}
+	return checkJSONBody(next, o.MaxRequestBytes, take)
 }
 
 // SSEHandler returns the legacy HTTP+SSE endpoint (protocol 2024-11-05):
@@ -136,8 +145,9 @@ func (v *View) SSEHandler(maxRequestBytes int64) http.Handler {
 
 // checkJSONBody answers a POST whose body is not JSON with 400 and a
 // JSON-RPC parse error, as JSON-RPC asks, rather than go-sdk's plain-text
-// 400.
-func checkJSONBody(next http.Handler, max int64) http.Handler {
+// 400. A valid body is offered to take (if not nil), and goes to next
+// when take does not answer it.
+func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -154,6 +164,9 @@ func checkJSONBody(next http.Handler, max int64) http.Handler {
 		}
 		if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
 			WriteJSONRPCError(w, http.StatusBadRequest, -32700, "parse error: body is not valid JSON")
+			return
+		}
+		if take != nil && take(w, r, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -147,9 +147,6 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		return d.ServeStdio(ctx, env.Stdin, env.Stdout)
 	}
-	if *fastPath {
-		return usageErrorf("-fast-path only applies to stdio (without -http)")
-	}
 
 	all := append([]string(nil), tokens...)
 	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
@@ -178,6 +175,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			JSONResponse:    *jsonResponse,
 			SessionTimeout:  *sessionTimeout,
 			MaxRequestBytes: *maxBody,
+			FastPath:        *fastPath,
 		},
 		Ready: func(a net.Addr) {
 			fmt.Fprintf(env.Stderr, "junction: listening on http://%s/mcp\n", a)

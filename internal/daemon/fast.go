@@ -7,8 +7,6 @@ import (
 	"io"
 
 	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/upstream"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ServeStdioFast is [Daemon.ServeStdio] with the experimental raw
@@ -36,14 +34,7 @@ func (d *Daemon) ServeStdioFast(ctx context.Context, r io.Reader, w io.Writer) e
 		case <-runCtx.Done():
 		}
 	}()
-	// A stdio connection has one host session: the one raw calls are for.
-	host := func() *mcp.ServerSession {
-		for ss := range view.Server().Sessions() {
-			return ss
-		}
-		return nil
-	}
-	err := view.ServeStdioFast(upstream.WithHost(runCtx, host), r, w, &junction.FastOptions{
+	err := view.ServeStdioFast(runCtx, r, w, &junction.FastOptions{
 		OnBadFrame: func(err error) { d.logger.Warn("bad frame from host", "error", err) },
 	})
 	if err != nil && runCtx.Err() == nil && !errors.Is(err, io.EOF) {

@@ -1,0 +1,296 @@
+package junction
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fast path over Streamable HTTP: a POST whose body is one plain
+// tools/call (as [View.ServeStdioFast] takes them) on a stateful session
+// is answered by the hub itself, without go-sdk's HTTP transport and
+// JSON-RPC machinery; every other request goes to go-sdk's handler.
+//
+// The answer is application/json, unless the upstream sends log messages
+// during the call: then the response turns into an SSE stream that
+// carries them and then the result, as go-sdk's would. (With
+// HTTPOptions.JSONResponse the answer is always JSON and log messages go
+// where go-sdk sends them: the session's GET stream, if it has one.) A session is
+// looked up among the view's live go-sdk sessions, so go-sdk still
+// creates, checks, expires and deletes sessions; so that its idle timer
+// sees a session in use, one request per session goes to go-sdk at least
+// every quarter of the session timeout.
+
+// httpFast is the fast path of one view's HTTP handler.
+type httpFast struct {
+	v        *View
+	jsonOnly bool          // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
+	touch    time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
+
+	mu       sync.Mutex
+	sessions map[string]*httpFastSession // by Mcp-Session-Id
+}
+
+// httpFastSession is what the fast path keeps of one go-sdk session.
+type httpFastSession struct {
+	ss       *mcp.ServerSession
+	lastSlow time.Time            // when a request of the session last went to go-sdk
+	calls    map[string]*fastCall // fast calls in flight, by the host's raw request id
+}
+
+func newHTTPFast(v *View, o HTTPOptions) *httpFast {
+	return &httpFast{v: v, jsonOnly: o.JSONResponse, touch: o.SessionTimeout / 4, sessions: make(map[string]*httpFastSession)}
+}
+
+// take answers the POST r, whose body is body, if it is for the fast
+// path, and reports whether it did.
+func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" || r.Header.Get("Mcp-Protocol-Version") >= StatelessProtocolVersion || !f.acceptable(r) {
+		return false
+	}
+	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		id, ok := cancelledID(body)
+		return ok && f.cancel(w, sid, id)
+	}
+	rt, ok := f.v.routeRaw(body)
+	if !ok {
+		return false
+	}
+	key := string(rt.id)
+	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the call
+	defer cancel()
+	fc := &fastCall{cancel: cancel}
+	s := f.session(sid, key, fc)
+	if s == nil {
+		return false
+	}
+	defer func() {
+		f.mu.Lock()
+		delete(s.calls, key)
+		f.mu.Unlock()
+	}()
+
+	sink := &sseSink{w: w, sid: sid}
+	ctx = withHostSession(ctx, s.ss)
+	if !f.jsonOnly {
+		// With JSON answers only, log messages go where go-sdk puts them
+		// (the session's GET stream, if it has one).
+		ctx = withLogSink(ctx, sink)
+	}
+	answer := f.v.callRaw(ctx, rt)
+	f.mu.Lock()
+	cancelled := fc.cancelled
+	f.mu.Unlock()
+	if cancelled {
+		answer = nil // JSON-RPC: no answer to a cancelled request
+	}
+	sink.finish(answer)
+	return true
+}
+
+// acceptable reports whether r is a POST go-sdk would take: JSON in, and
+// both JSON and SSE accepted (JSON alone with JSONResponse).
+func (f *httpFast) acceptable(r *http.Request) bool {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		return false
+	}
+	var jsonOK, sseOK bool
+	for _, a := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(a, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			}
+		}
+	}
+	return jsonOK && (sseOK || f.jsonOnly)
+}
+
+// session returns the fast path's record of the initialized go-sdk
+// session sid with fc registered under the request id key, or nil when
+// the request should go to go-sdk instead: the session is unknown, not
+// initialized, reuses the id of a call in flight, or is due for go-sdk
+// to see it.
+func (f *httpFast) session(sid, key string, fc *fastCall) *httpFastSession {
+	f.mu.Lock()
+	s := f.sessions[sid]
+	f.mu.Unlock()
+	if s == nil {
+		var ss *mcp.ServerSession
+		for c := range f.v.server.Sessions() {
+			if c.ID() == sid {
+				ss = c
+				break
+			}
+		}
+		if ss == nil || ss.InitializeParams() == nil {
+			return nil
+		}
+		f.mu.Lock()
+		if s = f.sessions[sid]; s == nil {
+			s = &httpFastSession{ss: ss, lastSlow: time.Now(), calls: make(map[string]*fastCall)}
+			f.sessions[sid] = s
+			// Forget the session when go-sdk closes it (DELETE, idle
+			// timeout, shutdown).
+			go func() {
+				ss.Wait()
+				f.mu.Lock()
+				if f.sessions[sid] == s {
+					delete(f.sessions, sid)
+				}
+				f.mu.Unlock()
+			}()
+		}
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sessions[sid] != s {
+		return nil // closed meanwhile
+	}
+	if f.touch > 0 {
+		if now := time.Now(); now.Sub(s.lastSlow) >= f.touch {
+			s.lastSlow = now
+			return nil
+		}
+	}
+	if _, dup := s.calls[key]; dup {
+		return nil
+	}
+	s.calls[key] = fc
+	return s
+}
+
+// cancel handles a POSTed notifications/cancelled for a fast call of
+// session sid: the call is cancelled and the POST accepted. It reports
+// false (go-sdk's to handle) for any other request id.
+func (f *httpFast) cancel(w http.ResponseWriter, sid string, id json.RawMessage) bool {
+	f.mu.Lock()
+	var c *fastCall
+	if s := f.sessions[sid]; s != nil {
+		if c = s.calls[string(id)]; c != nil {
+			c.cancelled = true
+		}
+	}
+	f.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.cancel()
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// logSinkKey is the context key of an HTTP fast call's sseSink.
+type logSinkKey struct{}
+
+func withLogSink(ctx context.Context, s *sseSink) context.Context {
+	return context.WithValue(ctx, logSinkKey{}, s)
+}
+
+// divertLogs is the views' sending middleware: a log message sent to a
+// host session with the context of an HTTP fast call (see [RawCaller])
+// goes on that call's response instead of through go-sdk, which has no
+// stream for a request it did not see.
+func divertLogs(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/message" {
+			if s, ok := ctx.Value(logSinkKey{}).(*sseSink); ok {
+				s.log(req.GetParams())
+				return nil, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// sseSink writes one HTTP fast call's response: JSON when the answer is
+// all there is, an SSE stream when log messages come first.
+type sseSink struct {
+	w   http.ResponseWriter
+	sid string
+
+	mu      sync.Mutex
+	started bool // the SSE stream has begun
+	done    bool // the answer is written (or there will be none)
+}
+
+// log sends a notifications/message with params, as an SSE event, unless
+// the call has been answered.
+func (s *sseSink) log(params mcp.Params) {
+	b, err := json.Marshal(struct {
+		JSONRPC string     `json:"jsonrpc"`
+		Method  string     `json:"method"`
+		Params  mcp.Params `json:"params"`
+	}{"2.0", "notifications/message", params})
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.startStream()
+	s.event(b)
+}
+
+// finish writes answer (a JSON-RPC line), or ends the response without
+// one when answer is nil.
+func (s *sseSink) finish(answer []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
+	h := s.w.Header()
+	h.Set("Mcp-Session-Id", s.sid)
+	if !s.started && answer != nil {
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(answer)))
+		s.w.WriteHeader(http.StatusOK)
+		s.w.Write(answer)
+		return
+	}
+	s.startStream()
+	if answer != nil {
+		s.event(bytes.TrimRight(answer, "\n"))
+	}
+}
+
+// startStream writes the SSE response header once; called with mu held.
+func (s *sseSink) startStream() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Mcp-Session-Id", s.sid)
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+// event writes one SSE message event holding the JSON data (one line)
+// and flushes it; called with mu held.
+func (s *sseSink) event(data []byte) {
+	buf := make([]byte, 0, len(data)+32)
+	buf = append(buf, "event: message\ndata: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	s.w.Write(buf)
+	if fl, ok := s.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}

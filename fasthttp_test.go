@@ -1,0 +1,310 @@
+package junction
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// startHTTPFast serves src (prefix "s__") over Streamable HTTP with the
+// fast path on.
+func startHTTPFast(t *testing.T, src Source, opts HTTPOptions) *httptest.Server {
+	t.Helper()
+	hub := New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(t.Context(), "s", src, &SourceOptions{Prefix: PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.FastPath = true
+	srv := httptest.NewServer(v.HTTPHandler(&opts))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// echoRaw answers a raw call with the text of its "msg" argument.
+func echoRaw(_ context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		Arguments struct {
+			Msg string `json:"msg"`
+		} `json:"arguments"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	return json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: p.Arguments.Msg}}})
+}
+
+func connectSDK(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, opts)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, name, msg string) string {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"msg": msg}})
+	if err != nil {
+		t.Fatalf("CallTool(%s) = %v", name, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("CallTool(%s) content = %v", name, res.Content)
+	}
+	tc, _ := res.Content[0].(*mcp.TextContent)
+	if tc == nil {
+		t.Fatalf("CallTool(%s) content = %#v", name, res.Content[0])
+	}
+	return tc.Text
+}
+
+// TestHTTPFastPath: a go-sdk client on a stateful session gets plain
+// calls answered by the raw path, calls with _meta by the ordinary one,
+// and lists as before.
+func TestHTTPFastPath(t *testing.T) {
+	var raw atomic.Int32
+	f := &rawFake{tools: []string{"echo"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		raw.Add(1)
+		if HostSession(ctx) == nil {
+			return nil, fmt.Errorf("no host session in the call's context")
+		}
+		return echoRaw(ctx, name, params)
+	}}
+	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateful})
+	cs := connectSDK(t, srv.URL, nil)
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "s__echo" {
+		t.Fatalf("ListTools = %v, %v", tools, err)
+	}
+	for i := range 10 {
+		msg := fmt.Sprintf("hello %d", i)
+		if got := callText(t, cs, "s__echo", msg); got != msg {
+			t.Errorf("call %d = %q, want %q", i, got, msg)
+		}
+	}
+	if raw.Load() != 10 || f.slow.Load() != 0 {
+		t.Errorf("raw calls %d, ordinary calls %d; want 10 and 0", raw.Load(), f.slow.Load())
+	}
+	p := &mcp.CallToolParams{Name: "s__echo", Arguments: map[string]any{"msg": "x"}}
+	p.SetProgressToken("tok")
+	if _, err := cs.CallTool(t.Context(), p); err != nil || f.slow.Load() != 1 {
+		t.Errorf("a call with a progress token: err %v, ordinary calls %d; want the ordinary path", err, f.slow.Load())
+	}
+	// An unknown tool is the ordinary path's to refuse.
+	if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "nope"}); err == nil && !res.IsError {
+		t.Errorf("unknown tool: %v", res)
+	}
+}
+
+// TestHTTPFastPathLogs: log messages sent during a fast call reach the
+// host, before the result, on the call's response (an SSE stream), and
+// only at the level the host asked for; with JSONResponse they go where
+// go-sdk sends them (the go-sdk client's GET stream).
+func TestHTTPFastPathLogs(t *testing.T) {
+	f := &rawFake{tools: []string{"chatty"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		ss := HostSession(ctx)
+		for _, lvl := range []mcp.LoggingLevel{"debug", "info", "warning"} {
+			if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: lvl, Data: "log " + string(lvl)}); err != nil {
+				return nil, err
+			}
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+	}}
+	for _, jsonOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", jsonOnly), func(t *testing.T) {
+			srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateful, JSONResponse: jsonOnly})
+			logs := make(chan string, 10)
+			cs := connectSDK(t, srv.URL, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+				logs <- fmt.Sprint(r.Params.Data)
+			}})
+			if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := callText(t, cs, "s__chatty", ""); got != "done" {
+				t.Fatalf("result %q", got)
+			}
+			var got []string
+			deadline := time.After(2 * time.Second)
+		collect:
+			for len(got) < 2 {
+				select {
+				case l := <-logs:
+					got = append(got, l)
+				case <-deadline:
+					break collect
+				}
+			}
+			want := "log info,log warning"
+			if strings.Join(got, ",") != want {
+				t.Errorf("logs = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// rawPost POSTs body on session sid and returns the response.
+func rawPost(t *testing.T, url, sid, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// rawSession initializes a session by hand and returns its id.
+func rawSession(t *testing.T, url string) string {
+	t.Helper()
+	resp := rawPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s, session %q", resp.Status, sid)
+	}
+	resp = rawPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	io.Copy(io.Discard, resp.Body)
+	return sid
+}
+
+// TestHTTPFastPathRaw checks the wire: a JSON answer with the session id,
+// a session go-sdk does not know, and a cancelled call.
+func TestHTTPFastPathRaw(t *testing.T) {
+	started := make(chan struct{}, 1)
+	cancelled := make(chan struct{})
+	f := &rawFake{tools: []string{"echo", "wait"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		if name == "echo" {
+			return echoRaw(ctx, name, params)
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}}
+	srv := startHTTPFast(t, f, HTTPOptions{})
+	sid := rawSession(t, srv.URL)
+
+	resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"}}}`)
+	body, _ := io.ReadAll(resp.Body)
+	want := `{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"hi"}]}}` + "\n"
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" ||
+		resp.Header.Get("Mcp-Session-Id") != sid || string(body) != want {
+		t.Errorf("fast call: %s %q session %q\n%s\nwant %s", resp.Status, resp.Header.Get("Content-Type"), resp.Header.Get("Mcp-Session-Id"), body, want)
+	}
+
+	// A session go-sdk does not know is go-sdk's to refuse.
+	resp = rawPost(t, srv.URL, "no-such-session", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: %s, want 404", resp.Status)
+	}
+
+	// Cancelling a fast call: the source's context ends, the cancel POST
+	// is accepted, and the call's response ends without an answer.
+	done := make(chan string, 1)
+	go func() {
+		resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"s__wait"}}`)
+		b, _ := io.ReadAll(resp.Body)
+		done <- string(b)
+	}()
+	<-started
+	resp = rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"bored"}}`)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("cancel: %s, want 202", resp.Status)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the source's context was not cancelled")
+	}
+	select {
+	case b := <-done:
+		if strings.Contains(b, `"id":3`) {
+			t.Errorf("a cancelled call was answered: %s", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled call's response did not end")
+	}
+}
+
+// TestHTTPFastPathKeepsSessionAlive: go-sdk closes a session idle for its
+// timeout; a session busy only with fast calls must not look idle to it.
+func TestHTTPFastPathKeepsSessionAlive(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateful, SessionTimeout: 400 * time.Millisecond})
+	sid := rawSession(t, srv.URL)
+	end := time.Now().Add(1500 * time.Millisecond)
+	for i := 0; time.Now().Before(end); i++ {
+		resp := rawPost(t, srv.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`, i+10))
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"result"`)) {
+			t.Fatalf("call %d after %v: %s %s", i, time.Until(end), resp.Status, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.slow.Load() == 0 {
+		t.Error("no call went to go-sdk, so nothing kept its idle timer from expiring")
+	}
+	// Idle for longer than the timeout, the session is gone.
+	time.Sleep(time.Second)
+	resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("after idling past the timeout: %s, want 404", resp.Status)
+	}
+}
+
+// TestHTTPFastPathSSEOrder: with log messages, the answer is an SSE
+// stream whose last event is the result.
+func TestHTTPFastPathSSEOrder(t *testing.T) {
+	f := &rawFake{tools: []string{"chatty"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		HostSession(ctx).Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "first"})
+		return json.RawMessage(`{"content":[]}`), nil
+	}}
+	srv := startHTTPFast(t, f, HTTPOptions{})
+	sid := rawSession(t, srv.URL)
+	io.Copy(io.Discard, rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`).Body)
+	resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"s__chatty"}}`)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q, want text/event-stream", ct)
+	}
+	var data []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			data = append(data, d)
+		}
+	}
+	if len(data) != 2 || !strings.Contains(data[0], `"notifications/message"`) || !strings.Contains(data[0], `"first"`) ||
+		data[1] != `{"jsonrpc":"2.0","id":3,"result":{"content":[]}}` {
+		t.Errorf("events: %q", data)
+	}
+}
