@@ -54,7 +54,9 @@ type DeployHost struct {
 	mu sync.Mutex // serialises deploys
 }
 
-var deployPath = regexp.MustCompile(`(?i)^/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.tar\.gz$`)
+var deployPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.tar\.gz$`)
+})
 
 // NewDeployHost returns a deploy host for dir, which must exist.
 func NewDeployHost(dir string, opts *DeployOptions) (*DeployHost, error) {
@@ -103,7 +105,7 @@ func (d *DeployHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	m := deployPath.FindStringSubmatch(r.URL.Path)
+	m := deployPath().FindStringSubmatch(r.URL.Path)
 	if m == nil {
 		http.Error(w, "deploy host accepts only PUT /<uuid>.tar.gz", http.StatusForbidden)
 		return

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -20,7 +21,7 @@ type library struct {
 
 const diagramExt = ".yaml"
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 
 // checkName applies DiPeO's push_as checks, in its order and with its
 // texts, and then junction's own stricter pattern.
@@ -32,7 +33,7 @@ func checkName(name string) error {
 		return errors.New("Invalid filename: push_as must be a valid filename (non-empty, not starting with '.')")
 	case strings.ContainsFunc(name, func(r rune) bool { return r == 0 || (unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r') }):
 		return errors.New("Invalid filename: null bytes and control characters are not allowed")
-	case !namePattern.MatchString(name):
+	case !namePattern().MatchString(name):
 		return errors.New("Invalid filename: push_as may contain only letters, digits, '.', '_' and '-' (at most 128 characters)")
 	}
 	return nil

@@ -223,7 +223,7 @@ func (p *Pack) checkInterrupted(ctx context.Context, r *Run) error {
 	return p.store.PutRun(ctx, r)
 }
 
-var sessionIDPattern = regexp.MustCompile(`^exec_[0-9a-f]{32}$`)
+var sessionIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^exec_[0-9a-f]{32}$`) })
 
 // NewRunID returns a fresh run id, exec_ and 32 hex digits.
 func NewRunID() string { return "exec_" + randomHex(16) }
@@ -331,7 +331,7 @@ func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, co
 	if timeout < 0 || timeout > p.opts.MaxTimeout {
 		return nil, nil, nil, nil, fmt.Errorf("timeout must be between 1s and %s, not %s", p.opts.MaxTimeout, timeout)
 	}
-	if req.ID != "" && !sessionIDPattern.MatchString(req.ID) {
+	if req.ID != "" && !sessionIDPattern().MatchString(req.ID) {
 		return nil, nil, nil, nil, fmt.Errorf("run id %q: want exec_ and 32 lower-case hex digits", req.ID)
 	}
 	name, d, err := p.load(req)
@@ -477,7 +477,7 @@ func (p *Pack) Wait(ctx context.Context, id string) error {
 // Result returns the record of run id. A run left "running" by a process
 // that is gone is marked failed first.
 func (p *Pack) Result(ctx context.Context, id string) (*Run, error) {
-	if !sessionIDPattern.MatchString(id) {
+	if !sessionIDPattern().MatchString(id) {
 		return nil, fmt.Errorf("Invalid session_id format: %s", id)
 	}
 	r, err := p.store.Run(ctx, id)

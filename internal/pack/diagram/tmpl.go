@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 )
@@ -34,7 +35,9 @@ func newTemplate(name, text string) (*template.Template, error) {
 // wholeRef matches a string that is nothing but one field reference, such
 // as "{{ .ver.version }}". Such a string is replaced by the value itself,
 // keeping its JSON type, instead of its text.
-var wholeRef = regexp.MustCompile(`^\{\{-?\s*\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*-?\}\}$`)
+var wholeRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\{\{-?\s*\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*-?\}\}$`)
+})
 
 // maxRenderBytes bounds the text one template may produce.
 const maxRenderBytes = 4 << 20
@@ -73,13 +76,15 @@ func render(name, text string, data map[string]any) (string, error) {
 // cleanExecErr drops text/template's "template: name:1:2: executing ..."
 // noise down to the useful part.
 func cleanExecErr(err error) error {
-	if m := execErrPattern.FindStringSubmatch(err.Error()); m != nil {
+	if m := execErrPattern().FindStringSubmatch(err.Error()); m != nil {
 		return fmt.Errorf("at {{%s}}: %s", m[1], m[2])
 	}
 	return err
 }
 
-var execErrPattern = regexp.MustCompile(`(?s)^template: .*?: executing ".*?" at <(.*?)>: (.*)$`)
+var execErrPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^template: .*?: executing ".*?" at <(.*?)>: (.*)$`)
+})
 
 // renderValue evaluates every string inside v (maps and lists walked
 // recursively) as a template. A string that is a single reference keeps
@@ -87,7 +92,7 @@ var execErrPattern = regexp.MustCompile(`(?s)^template: .*?: executing ".*?" at 
 func renderValue(name string, v any, data map[string]any) (any, error) {
 	switch x := v.(type) {
 	case string:
-		if m := wholeRef.FindStringSubmatch(x); m != nil {
+		if m := wholeRef().FindStringSubmatch(x); m != nil {
 			return lookup(m[1], data)
 		}
 		return render(name, x, data)

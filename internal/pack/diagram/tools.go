@@ -240,7 +240,7 @@ func publicRun(r *Run) *Run {
 
 func sessionError(id string, err error) *mcp.CallToolResult {
 	out := map[string]any{"error": err.Error(), "session_id": id}
-	if !sessionIDPattern.MatchString(id) {
+	if !sessionIDPattern().MatchString(id) {
 		out = map[string]any{"error": err.Error(), "expected_format": "exec_[32-char-hex]"}
 	}
 	return jsonResult(out, true)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,7 +23,7 @@ type ValidateOptions struct {
 	AllowCommands bool
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // reservedIDs are data keys a node id may not take.
 var reservedIDs = []string{"input"}
@@ -75,7 +76,7 @@ func (v *validator) check() {
 		switch {
 		case n.ID == "":
 			v.errorf("", path+".id", "missing node id")
-		case !idPattern.MatchString(n.ID):
+		case !idPattern().MatchString(n.ID):
 			v.errorf(n.ID, path+".id", "node id must start with a letter or _ and contain only letters, digits and _ (it is used in templates as .%s)", n.ID)
 		case slices.Contains(reservedIDs, n.ID):
 			v.errorf(n.ID, path+".id", "%q is reserved for the run's input", n.ID)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/junction-mcp/junction/internal/files"
@@ -48,7 +49,9 @@ type DeployOutput struct {
 	LogMessage    string `json:"log_message,omitempty"`
 }
 
-var uuidRE = regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var uuidRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+})
 
 // NormalizeUUID trims and lower-cases a UUID, or reports why it is not one.
 func NormalizeUUID(s string) (string, error) {
@@ -56,7 +59,7 @@ func NormalizeUUID(s string) (string, error) {
 	if s == "" {
 		return "", errors.New("empty UUID")
 	}
-	if !uuidRE.MatchString(s) {
+	if !uuidRE().MatchString(s) {
 		return "", errors.New("invalid UUID format")
 	}
 	return strings.ToLower(s), nil

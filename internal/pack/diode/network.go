@@ -7,6 +7,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/proxy"
@@ -48,13 +49,13 @@ type NetDialer struct {
 	Timeout time.Duration
 }
 
-var hexAddress = regexp.MustCompile(`(?i)^0x[0-9a-f]{40}$`)
+var hexAddress = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^0x[0-9a-f]{40}$`) })
 
 // IsDiodeHost reports whether host names a device on the Diode network:
 // a raw address or a name under .diode, .diode.link or .diode.ws.
 func IsDiodeHost(host string) bool {
 	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	return hexAddress.MatchString(h) || h == "diode" ||
+	return hexAddress().MatchString(h) || h == "diode" ||
 		strings.HasSuffix(h, ".diode") || strings.HasSuffix(h, ".diode.link") || strings.HasSuffix(h, ".diode.ws")
 }
 
