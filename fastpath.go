@@ -437,7 +437,7 @@ func (v *View) callRaw(ctx context.Context, rt rawRoute) []byte {
 	}
 	start := time.Now()
 	res, err := safeRawCall(ctx, rt.rc, e.local, rt.params)
-	info := CallInfo{Source: e.source.name, Tool: name, Duration: time.Since(start), Outcome: "ok"}
+	info := CallInfo{Source: e.source.name, Tool: name, Duration: time.Since(start), Outcome: "ok", Raw: true}
 	defer func() {
 		if h.opts.Observe != nil {
 			h.opts.Observe(info)

@@ -62,6 +62,8 @@ type CallInfo struct {
 	// "protocol_error" (a JSON-RPC error) or one of the Code* values of a
 	// hub-made tool error, lower-cased.
 	Outcome string
+	// Raw is true for a call forwarded by the fast path (see [RawCaller]).
+	Raw bool
 }
 
 // SourceOptions configure how a hub serves one source. A nil

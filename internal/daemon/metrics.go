@@ -15,6 +15,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	calls    *prometheus.CounterVec
+	raw      *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	requests *prometheus.CounterVec
@@ -29,6 +30,10 @@ func NewMetrics() *Metrics {
 			Name: "junction_tool_calls_total",
 			Help: "Tool calls routed by the hub, by source, tool and outcome (ok, tool_error, protocol_error, timeout, cancelled, source_unavailable, source_error, internal).",
 		}, []string{"source", "tool", "outcome"}),
+		raw: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "junction_tool_calls_raw_total",
+			Help: "Tool calls forwarded by the fast path (raw bytes, no decoding), by source; a subset of junction_tool_calls_total.",
+		}, []string{"source"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "junction_tool_call_errors_total",
 			Help: "Tool calls that did not end ok, by source and tool.",
@@ -43,7 +48,7 @@ func NewMetrics() *Metrics {
 			Help: "HTTP requests to the hub's front, by endpoint and status class.",
 		}, []string{"endpoint", "code"}),
 	}
-	m.Registry.MustRegister(m.calls, m.errors, m.latency, m.requests,
+	m.Registry.MustRegister(m.calls, m.raw, m.errors, m.latency, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -52,6 +57,9 @@ func NewMetrics() *Metrics {
 func (m *Metrics) ObserveCall(c junction.CallInfo) {
 	m.calls.WithLabelValues(c.Source, c.Tool, c.Outcome).Inc()
 	m.latency.WithLabelValues(c.Source, c.Tool).Observe(c.Duration.Seconds())
+	if c.Raw {
+		m.raw.WithLabelValues(c.Source).Inc()
+	}
 	if c.Outcome != "ok" {
 		m.errors.WithLabelValues(c.Source, c.Tool).Inc()
 	}
