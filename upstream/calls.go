@@ -248,6 +248,17 @@ func (s *Server) drainLogs() {
 // closes, and is known to the notification handlers by its token. Call
 // end when the request is over.
 func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
+	c, callCtx, end := s.register(ctx, sess, host, timeout)
+	if c == nil {
+		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, what, junction.ErrSourceDown)
+	}
+	return c, context.WithValue(callCtx, callKey{}, c), end, nil
+}
+
+// register is begin without the error message and without the call in
+// the returned context (which only go-sdk's in-process requests use; a
+// raw call has no need of it). It returns a nil call if sess is closing.
+func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration) (*call, context.Context, func()) {
 	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout, progress: make(chan struct{}, 1)}
 	callCtx, cancel := context.WithCancelCause(ctx)
 	c.cancel = cancel
@@ -263,7 +274,7 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 		if c.timer != nil {
 			c.timer.Stop()
 		}
-		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, what, junction.ErrSourceDown)
+		return nil, nil, nil
 	}
 	s.nextToken++
 	c.token = "junction-" + strconv.FormatUint(s.nextToken, 10)
@@ -290,7 +301,7 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 		}
 		s.mu.Unlock()
 	}
-	return c, context.WithValue(callCtx, callKey{}, c), end, nil
+	return c, callCtx, end
 }
 
 // callError classifies the failure of a request to the upstream.

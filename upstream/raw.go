@@ -33,6 +33,7 @@ var ErrRawUnsupported = errors.New("raw calls are supported for stdio upstreams 
 type rawReply struct {
 	result []byte         // the result member, as sent
 	err    *jsonrpc.Error // or the error member
+	fail   error          // or why the request could not be written
 }
 
 // hostKey is the context key of [WithHost].
@@ -97,15 +98,9 @@ func rawIncapable(sess *session) bool {
 //
 // EXPERIMENTAL: used by junction serve -fast-path.
 func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
-	if s.cfg.TransportKind() != TransportStdio {
-		return nil, fmt.Errorf("upstream %q: %w", s.name, ErrRawUnsupported)
-	}
-	if !s.cfg.allows(name) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
-	}
-	params = bytes.TrimSpace(params)
-	if len(params) < 2 || params[0] != '{' {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: not a JSON object"}
+	params, timeout, err := s.rawCheck(name, params)
+	if err != nil {
+		return nil, err
 	}
 	sess, err := s.session(ctx)
 	if err != nil {
@@ -115,50 +110,87 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		return s.callViaSDK(ctx, params)
 	}
 	conn := sess.stdio()
-	what := "tool " + strconv.Quote(name)
-	timeout := s.cfg.callTimeout(name)
-	c, callCtx, end, err := s.begin(ctx, sess, hostFrom(ctx), timeout, what)
-	if err != nil {
-		return nil, err
+	c, callCtx, end := s.register(ctx, sess, hostFrom(ctx), timeout)
+	if c == nil {
+		return nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, toolWhat(name), junction.ErrSourceDown)
 	}
 	defer end()
 
 	id, reply, err := conn.sendRaw(c.token, params)
 	if err != nil {
-		return nil, s.rawError(ctx, callCtx, sess, what, timeout, err)
+		return nil, s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, err)
 	}
+	// The rare outcomes are in functions of their own, which keeps this
+	// frame (and the stack the host's goroutine must grow to) small; the
+	// tool's name is quoted for messages only when there is one to write.
 	select {
 	case r := <-reply:
-		if r.err != nil {
-			return nil, r.err
-		}
-		res := json.RawMessage(r.result)
-		if fixed, n := sanitizeContent(res); n > 0 {
-			s.logger.Warn("replaced content blocks of unknown type", "count", n)
-			res = fixed
-		}
-		s.drainLogs()
-		return res, nil
+		return s.rawResult(ctx, callCtx, sess, name, timeout, r)
 	case <-conn.rawDone:
-		conn.forgetRaw(id)
-		// The reply may have been delivered just before stdout ended.
-		select {
-		case r := <-reply:
-			if r.err != nil {
-				return nil, r.err
-			}
-			s.drainLogs()
-			res, _ := sanitizeContent(r.result)
-			return res, nil
-		default:
-		}
-		s.Reconnect()
-		return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, what, junction.ErrSourceDown, conn.exitError())
+		return s.rawEnded(ctx, callCtx, sess, conn, name, timeout, id, reply)
 	case <-callCtx.Done():
-		conn.forgetRaw(id)
-		conn.cancelRaw(id, context.Cause(callCtx))
-		return nil, s.rawError(ctx, callCtx, sess, what, timeout, callCtx.Err())
+		return nil, s.rawCancelled(ctx, callCtx, sess, conn, name, timeout, id)
 	}
+}
+
+// toolWhat names a tool in error messages.
+func toolWhat(name string) string { return "tool " + strconv.Quote(name) }
+
+// rawCheck checks a raw call's transport, tool and params, and returns
+// the params trimmed and the tool's no-progress timeout. Not inlined: the
+// Config methods copy Config, which would swell CallToolRaw's frame.
+//
+//go:noinline
+func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage, time.Duration, error) {
+	if s.cfg.TransportKind() != TransportStdio {
+		return nil, 0, fmt.Errorf("upstream %q: %w", s.name, ErrRawUnsupported)
+	}
+	if !s.cfg.allows(name) {
+		return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	params = bytes.TrimSpace(params)
+	if len(params) < 2 || params[0] != '{' {
+		return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: not a JSON object"}
+	}
+	return params, s.cfg.callTimeout(name), nil
+}
+
+// rawResult turns the reply to a raw call into CallToolRaw's return
+// values.
+func (s *Server) rawResult(ctx, callCtx context.Context, sess *session, name string, timeout time.Duration, r rawReply) (json.RawMessage, error) {
+	switch {
+	case r.fail != nil:
+		return nil, s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, r.fail)
+	case r.err != nil:
+		return nil, r.err
+	}
+	res := json.RawMessage(r.result)
+	if fixed, n := sanitizeContent(res); n > 0 {
+		s.logger.Warn("replaced content blocks of unknown type", "count", n)
+		res = fixed
+	}
+	s.drainLogs()
+	return res, nil
+}
+
+// rawEnded ends a raw call whose session's stdout ended.
+func (s *Server) rawEnded(ctx, callCtx context.Context, sess *session, conn *stdioConn, name string, timeout time.Duration, id string, reply <-chan rawReply) (json.RawMessage, error) {
+	conn.forgetRaw(id)
+	// The reply may have been delivered just before stdout ended.
+	select {
+	case r := <-reply:
+		return s.rawResult(ctx, callCtx, sess, name, timeout, r)
+	default:
+	}
+	s.Reconnect()
+	return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, toolWhat(name), junction.ErrSourceDown, conn.exitError())
+}
+
+// rawCancelled ends a raw call whose context ended: the upstream is told.
+func (s *Server) rawCancelled(ctx, callCtx context.Context, sess *session, conn *stdioConn, name string, timeout time.Duration, id string) error {
+	conn.forgetRaw(id)
+	conn.cancelRaw(id, context.Cause(callCtx))
+	return s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, callCtx.Err())
 }
 
 // rawError classifies the failure of a raw call.
@@ -198,7 +230,7 @@ func (c *stdioConn) sendRaw(progressToken string, params json.RawMessage) (strin
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, id...)
 	line = append(line, `,"method":"tools/call","params":{"_meta":{"progressToken":`...)
-	line = strconv.AppendQuote(line, progressToken)
+	line = appendToken(line, progressToken)
 	line = append(line, '}')
 	if rest := bytes.TrimSpace(params[1:]); len(rest) > 0 && rest[0] != '}' {
 		line = append(line, ',')
@@ -214,11 +246,26 @@ func (c *stdioConn) sendRaw(progressToken string, params json.RawMessage) (strin
 	c.raw[id] = reply
 	c.rawPending.Add(1)
 	c.rawMu.Unlock()
-	if err := c.writeLine(line); err != nil {
+	if err := c.writeLine(line, id, false); err != nil {
 		c.forgetRaw(id)
 		return "", nil, err
 	}
 	return id, reply, nil
+}
+
+// appendToken appends tok as a JSON string. Junction's own tokens
+// ("junction-N") need no escaping, so the general quoting is skipped for
+// them.
+func appendToken(b []byte, tok string) []byte {
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			q, _ := json.Marshal(tok) // strconv's quoting is not JSON's
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, tok...)
+	return append(b, '"')
 }
 
 // forgetRaw drops the waiter for id, if it is still there.
@@ -241,26 +288,12 @@ func (c *stdioConn) cancelRaw(id string, cause error) {
 	line = append(line, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
 	line = append(line, id...)
 	line = append(line, `,"reason":`...)
-	line = strconv.AppendQuote(line, reason)
+	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
+	line = append(line, q...)
 	line = append(line, "}}\n"...)
-	if err := c.writeLine(line); err != nil {
+	if err := c.writeLine(line, "", false); err != nil {
 		c.logger.Debug("sending notifications/cancelled failed", "error", err)
 	}
-}
-
-// writeLine writes one whole line to the server's stdin.
-func (c *stdioConn) writeLine(line []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	select {
-	case <-c.closed:
-		return mcp.ErrConnectionClosed
-	default:
-	}
-	if _, err := c.stdin.Write(line); err != nil {
-		return fmt.Errorf("write to server: %w: %v", mcp.ErrConnectionClosed, err)
-	}
-	return nil
 }
 
 // deliverRaw hands line to the raw call waiting for it and reports

@@ -162,7 +162,8 @@ type stdioConn struct {
 	stdout *os.File
 	stderr *os.File
 
-	writeMu sync.Mutex // serialises writes to stdin
+	writeMu sync.Mutex  // guards w, and the closing of stdin
+	w       stdinWriter // coalesced writes to stdin (stdin.go)
 
 	incoming chan jsonrpc.Message // from readStdout; closed when it ends
 	closed   chan struct{}        // closed by Close
@@ -218,17 +219,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("encode: %w", err)
 	}
 	b = append(b, '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	select {
-	case <-c.closed:
-		return mcp.ErrConnectionClosed
-	default:
-	}
-	if _, err := c.stdin.Write(b); err != nil {
-		return fmt.Errorf("write to server: %w", err)
-	}
-	return nil
+	return c.writeLine(b, "", true)
 }
 
 // readStdout decodes one JSON-RPC message per line. Lines that are not
