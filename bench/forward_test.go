@@ -103,6 +103,40 @@ func newFastForwarder(tb testing.TB) *pipeHost {
 	})
 }
 
+// newUpstreamFast is newFastForwarder with package upstream (its
+// Server.CallToolRaw) as the raw caller, as junction serve -fast-path
+// builds it.
+func newUpstreamFast(tb testing.TB) *pipeHost {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	hub := junction.New(nil)
+	up, err := upstream.New("echo", upstream.Config{Command: os.Args[0], Env: map[string]string{envEcho: "1"}}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := hub.Add(ctx, "echo", up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		tb.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := up.WaitReady(wctx); err != nil {
+		tb.Fatalf("upstream: %v", err)
+	}
+	if err := hub.Refresh(wctx); err != nil {
+		tb.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return view.ServeStdioFast(ctx, in, out, nil)
+	}, func() {
+		hub.Close()
+		up.Close()
+	})
+}
+
 // newDirect connects a pipeHost straight to an in-process echo server:
 // the floor of the in-process benchmark.
 func newDirect(tb testing.TB) *pipeHost {
@@ -176,7 +210,7 @@ func TestForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"direct", newDirect}} {
+	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"fastup", newUpstreamFast}, {"direct", newDirect}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.new(t)
 			res := h.call(t, `{"msg":"hello \"hub\""}`)
@@ -198,7 +232,7 @@ func BenchmarkForward(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"direct", newDirect}} {
+	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"fastup", newUpstreamFast}, {"direct", newDirect}} {
 		b.Run(tc.name+"/small", func(b *testing.B) {
 			h := tc.new(b)
 			b.ReportAllocs()
