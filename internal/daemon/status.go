@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Status is what "junction status" and GET /status report.
@@ -80,46 +79,4 @@ func (d *Daemon) statusHandler(w http.ResponseWriter, _ *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(d.Status())
-}
-
-// sourceCollector exports per-source state at scrape time.
-type sourceCollector struct {
-	d     *Daemon
-	up    *prometheus.Desc
-	tools *prometheus.Desc
-	drift *prometheus.Desc
-}
-
-func (m *Metrics) watchSources(d *Daemon) {
-	m.Registry.MustRegister(&sourceCollector{
-		d:     d,
-		up:    prometheus.NewDesc("junction_source_up", "1 if the source is connected (upstreams) or ready (packs, plugins), else 0.", []string{"source", "kind", "state"}, nil),
-		tools: prometheus.NewDesc("junction_source_tools", "Tools the hub serves from the source.", []string{"source"}, nil),
-		drift: prometheus.NewDesc("junction_source_drift", "1 if the source's tools differ from the lock file.", []string{"source"}, nil),
-	})
-}
-
-func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.up
-	ch <- c.tools
-	ch <- c.drift
-}
-
-func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.d.View == nil {
-		return
-	}
-	for _, s := range c.d.Status().Sources {
-		up := 0.0
-		if s.State == "connected" || s.State == "ready" {
-			up = 1
-		}
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, s.Name, s.Kind, s.State)
-		ch <- prometheus.MustNewConstMetric(c.tools, prometheus.GaugeValue, float64(s.Tools), s.Name)
-		drift := 0.0
-		if s.Drift != nil {
-			drift = 1
-		}
-		ch <- prometheus.MustNewConstMetric(c.drift, prometheus.GaugeValue, drift, s.Name)
-	}
 }
