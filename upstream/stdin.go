@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,6 +22,10 @@ import (
 // writer beyond it waits, so a server that stops reading its stdin holds
 // back its callers rather than junction's memory.
 const maxQueuedWrite = 1 << 20
+
+// bigWriteLine is the length above which the writer writes its own line
+// straight from the caller's buffer rather than copying it into the queue.
+const bigWriteLine = 64 << 10
 
 // stdinWriter is the write state of a stdioConn, guarded by its writeMu.
 type stdinWriter struct {
@@ -78,12 +83,25 @@ func (c *stdioConn) writeLine(line []byte, rawID string, wait bool) error {
 	}
 
 	w.writing = true
-	c.writeMu.Unlock()
-	_, err := c.stdin.Write(line)
-	c.writeMu.Lock()
 	var own error
-	if err != nil {
-		own = c.writeFailed(err)
+	ownRound := uint64(0)
+	if len(line) > bigWriteLine {
+		c.writeMu.Unlock()
+		_, err := c.stdin.Write(line)
+		c.writeMu.Lock()
+		if err != nil {
+			own = c.writeFailed(err)
+		}
+	} else {
+		// Yield once before writing: the goroutines ready to run are
+		// likely other calls about to write their requests, and they
+		// queue theirs behind this one (the queue is empty while no one
+		// writes), so one write carries them all.
+		w.queue = append(w.queue, line...)
+		ownRound = w.taken + 1
+		c.writeMu.Unlock()
+		runtime.Gosched()
+		c.writeMu.Lock()
 	}
 	for len(w.queue) > 0 {
 		buf, ids := w.queue, w.queueRaw
@@ -106,6 +124,9 @@ func (c *stdioConn) writeLine(line []byte, rawID string, wait bool) error {
 			c.failRaw(ids, w.err)
 		}
 		w.done = round
+		if round == ownRound {
+			own = w.err
+		}
 		if cap(buf) <= maxQueuedWrite {
 			w.spare = buf[:0]
 		}

@@ -306,3 +306,17 @@ func TestAppendToken(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFailureOwnLine: a writer whose own (queued) line fails gets the
+// error back, and its raw call is not left waiting.
+func TestWriteFailureOwnLine(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	p.serverIn.Close()
+	if _, _, err := p.c.sendRaw("t", json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("sendRaw to a server that is gone = %v, want ErrConnectionClosed", err)
+	}
+	if n := p.c.rawPending.Load(); n != 0 {
+		t.Errorf("%d raw calls pending after a failed send", n)
+	}
+}
