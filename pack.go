@@ -270,12 +270,6 @@ func checkToolSchema(t *mcp.Tool) error {
 	if t.InputSchema == nil {
 		return fmt.Errorf("tool %q: missing input schema", t.Name)
 	}
-	// The usual case, checked without marshalling: the first marshal of a
-	// *jsonschema.Schema builds encoding/json's codec for it, a third of
-	// a millisecond of every start.
-	if s, ok := t.InputSchema.(*jsonschema.Schema); ok && s != nil && s.Type == "object" && len(s.Types) == 0 {
-		return nil
-	}
 	var root struct {
 		Type any `json:"type"`
 	}
