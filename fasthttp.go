@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,8 +22,10 @@ import (
 // JSON-RPC machinery; every other request goes to go-sdk's handler.
 //
 // The answer is application/json, unless the upstream sends log messages
-// during the call: then the response turns into an SSE stream that
-// carries them and then the result, as go-sdk's would. (With
+// or requests (sampling, elicitation, roots) during the call: then the
+// response turns into an SSE stream that carries them and then the
+// result, as go-sdk's would, and the host's POSTed answers to those
+// requests are taken here. (With
 // HTTPOptions.JSONResponse the answer is always JSON and log messages go
 // where go-sdk sends them: the session's GET stream, if it has one.) A session is
 // looked up among the view's live go-sdk sessions, so go-sdk still
@@ -34,8 +39,17 @@ type httpFast struct {
 	jsonOnly bool          // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
 	touch    time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
 
+	seq atomic.Uint64 // ids of requests to hosts ("jh-N")
+
 	mu       sync.Mutex
 	sessions map[string]*httpFastSession // by Mcp-Session-Id
+	pending  map[string]chan hostReply   // requests to hosts, by session id + "\x00" + request id
+}
+
+// hostReply is a host's answer to a request sent on a fast call's stream.
+type hostReply struct {
+	result json.RawMessage
+	err    *jsonrpc.Error
 }
 
 // httpFastSession is what the fast path keeps of one go-sdk session.
@@ -46,7 +60,7 @@ type httpFastSession struct {
 }
 
 func newHTTPFast(v *View, o HTTPOptions) *httpFast {
-	return &httpFast{v: v, jsonOnly: o.JSONResponse, touch: o.SessionTimeout / 4, sessions: make(map[string]*httpFastSession)}
+	return &httpFast{v: v, jsonOnly: o.JSONResponse, touch: o.SessionTimeout / 4, sessions: make(map[string]*httpFastSession), pending: make(map[string]chan hostReply)}
 }
 
 // take answers the POST r, whose body is body, if it is for the fast
@@ -59,6 +73,9 @@ func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) boo
 	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
 		id, ok := cancelledID(body)
 		return ok && f.cancel(w, sid, id)
+	}
+	if bytes.Contains(body, []byte(`"jh-`)) && f.reply(w, sid, body) {
+		return true
 	}
 	rt, ok := f.v.routeRaw(body)
 	if !ok {
@@ -78,7 +95,7 @@ func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) boo
 		f.mu.Unlock()
 	}()
 
-	sink := &sseSink{w: w, sid: sid}
+	sink := &sseSink{w: w, sid: sid, f: f}
 	ctx = withHostSession(ctx, s.ss)
 	if !f.jsonOnly {
 		// With JSON answers only, log messages go where go-sdk puts them
@@ -194,6 +211,35 @@ func (f *httpFast) cancel(w http.ResponseWriter, sid string, id json.RawMessage)
 	return true
 }
 
+// reply takes a host's POSTed answer to a request sent on a fast call's
+// stream, and reports false for anything else.
+func (f *httpFast) reply(w http.ResponseWriter, sid string, body []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil || m.Method != "" || !bytes.HasPrefix(m.ID, []byte(`"jh-`)) {
+		return false
+	}
+	key := sid + "\x00" + string(m.ID)
+	f.mu.Lock()
+	ch, ok := f.pending[key]
+	delete(f.pending, key)
+	f.mu.Unlock()
+	if !ok {
+		return false
+	}
+	r := hostReply{result: m.Result, err: m.Error}
+	if r.err == nil && len(r.result) == 0 {
+		r.err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the host's response has neither result nor error"}
+	}
+	ch <- r // capacity 1, one send per key
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
 // logSinkKey is the context key of an HTTP fast call's sseSink.
 type logSinkKey struct{}
 
@@ -201,19 +247,42 @@ func withLogSink(ctx context.Context, s *sseSink) context.Context {
 	return context.WithValue(ctx, logSinkKey{}, s)
 }
 
-// divertLogs is the views' sending middleware: a log message sent to a
-// host session with the context of an HTTP fast call (see [RawCaller])
-// goes on that call's response instead of through go-sdk, which has no
-// stream for a request it did not see.
-func divertLogs(next mcp.MethodHandler) mcp.MethodHandler {
+// divertToFastCall is the views' sending middleware: a log message, or a
+// sampling, elicitation or roots request, sent to a host session with the
+// context of an HTTP fast call (see [RawCaller]) goes on that call's
+// response instead of through go-sdk, which has no stream for a request it
+// did not see (it would use the session's GET stream, which the host may
+// not have opened).
+func divertToFastCall(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "notifications/message" {
-			if s, ok := ctx.Value(logSinkKey{}).(*sseSink); ok {
-				s.log(req.GetParams())
-				return nil, nil
-			}
+		s, ok := ctx.Value(logSinkKey{}).(*sseSink)
+		if !ok {
+			return next(ctx, method, req)
 		}
-		return next(ctx, method, req)
+		var res mcp.Result
+		switch method {
+		case "notifications/message":
+			s.log(req.GetParams())
+			return nil, nil
+		case "elicitation/create":
+			res = &mcp.ElicitResult{}
+		case "roots/list":
+			res = &mcp.ListRootsResult{}
+		case "sampling/createMessage":
+			// go-sdk's CreateMessage and CreateMessageWithTools both
+			// expect this type back (CreateMessage converts it).
+			res = &mcp.CreateMessageWithToolsResult{}
+		default:
+			return next(ctx, method, req)
+		}
+		raw, err := s.request(ctx, method, req.GetParams())
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, res); err != nil {
+			return nil, fmt.Errorf("%s: the host's result: %w", method, err)
+		}
+		return res, nil
 	}
 }
 
@@ -222,6 +291,7 @@ func divertLogs(next mcp.MethodHandler) mcp.MethodHandler {
 type sseSink struct {
 	w   http.ResponseWriter
 	sid string
+	f   *httpFast
 
 	mu      sync.Mutex
 	started bool // the SSE stream has begun
@@ -246,6 +316,50 @@ func (s *sseSink) log(params mcp.Params) {
 	}
 	s.startStream()
 	s.event(b)
+}
+
+// request sends a request to the host on the call's stream and waits
+// for the host to POST its answer (see httpFast.reply), or for ctx.
+func (s *sseSink) request(ctx context.Context, method string, params mcp.Params) (json.RawMessage, error) {
+	id := `"jh-` + strconv.FormatUint(s.f.seq.Add(1), 10) + `"`
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  mcp.Params      `json:"params"`
+	}{"2.0", json.RawMessage(id), method, params})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	key := s.sid + "\x00" + id
+	ch := make(chan hostReply, 1)
+	s.f.mu.Lock()
+	s.f.pending[key] = ch
+	s.f.mu.Unlock()
+	forget := func() {
+		s.f.mu.Lock()
+		delete(s.f.pending, key)
+		s.f.mu.Unlock()
+	}
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		forget()
+		return nil, fmt.Errorf("%s: the tool call it belongs to has ended", method)
+	}
+	s.startStream()
+	s.event(b)
+	s.mu.Unlock()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.result, nil
+	case <-ctx.Done():
+		forget()
+		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	}
 }
 
 // finish writes answer (a JSON-RPC line), or ends the response without

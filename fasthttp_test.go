@@ -308,3 +308,56 @@ func TestHTTPFastPathSSEOrder(t *testing.T) {
 		t.Errorf("events: %q", data)
 	}
 }
+
+// TestHTTPFastPathElicit: sampling, roots and elicitation requests the
+// source sends during a fast call reach the host on the call's own stream (the client here opens no
+// GET stream), and the host's answer gets back to the source.
+func TestHTTPFastPathElicit(t *testing.T) {
+	f := &rawFake{tools: []string{"ask"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		ss := HostSession(ctx)
+		msg, err := ss.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		if err != nil {
+			return nil, err
+		}
+		if tc, _ := msg.Content.(*mcp.TextContent); tc == nil || tc.Text != "sampled" {
+			return nil, fmt.Errorf("sampling result %#v", msg.Content)
+		}
+		roots, err := ss.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(roots.Roots) != 1 || roots.Roots[0].URI != "file:///work" {
+			return nil, fmt.Errorf("roots %v", roots.Roots)
+		}
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}},
+		}})
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + ":" + fmt.Sprint(res.Content["name"])}}})
+	}}
+	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateful})
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	c.AddRoots(&mcp.Root{URI: "file:///work"})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 3 {
+		if got := callText(t, cs, "s__ask", ""); got != "accept:Ada" {
+			t.Errorf("call %d = %q, want accept:Ada", i, got)
+		}
+	}
+	if f.slow.Load() != 0 {
+		t.Errorf("%d calls took the ordinary path", f.slow.Load())
+	}
+}

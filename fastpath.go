@@ -31,10 +31,11 @@ import (
 // through CallTool.
 //
 // ctx names the host session the call is made for ([HostSession]). Log
-// messages the source receives during the call should be sent with that
-// session's Log method and a context derived from ctx: the fast path then
-// delivers them as the ordinary path would (over HTTP, on the call's own
-// response stream).
+// messages, and sampling, elicitation or roots requests, that the source
+// has for the host during the call should be sent with that session's
+// methods (Log, CreateMessage, Elicit, ListRoots) and a context derived
+// from ctx: the fast path then delivers them as the ordinary path would
+// (over HTTP, on the call's own response stream).
 //
 // A RawCaller that also has a method CanCallRaw(tool string) bool is
 // asked before each call, with the source-local tool name; false sends

@@ -86,7 +86,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			return h.subscribe(ctx, req.Params.URI, false)
 		},
 	})
-	v.server.AddSendingMiddleware(divertLogs)
+	v.server.AddSendingMiddleware(divertToFastCall)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -103,6 +105,55 @@ func TestConformanceThroughHub(t *testing.T) {
 	} else {
 		t.Logf("conformance: %d/%d server scenarios passed through the hub", len(report.passed), len(serverScenarios))
 	}
+}
+
+// TestConformanceThroughHubFastPath is TestConformanceThroughHub with the
+// fast path applying: the fixtures upstream speaks 2025-11-25 (raw
+// forwarding is for upstreams before 2026-07-28), so the suite's plain
+// tools/call requests are forwarded as raw bytes over HTTP. All must pass,
+// and the hub's metrics must show raw calls, or the test proves nothing.
+func TestConformanceThroughHubFastPath(t *testing.T) {
+	node, modules := nodeTools(t)
+	config := filepath.Join(t.TempDir(), "junction.yaml")
+	body := fmt.Sprintf("servers:\n  fixtures:\n    command: %q\n    args: [serve, -no-default-packs, -pack, conformance]\n    prefix: never\n    protocol_version: \"2025-11-25\"\n", junctionBin(t))
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := startServe(t, "-config", config, "-insecure-no-auth", "-fast-path")
+	waitForTool(t, url, "test_simple_text")
+	results, run := runConformanceSuite(t, node, modules, url)
+	report := judge(results, nil)
+	for _, line := range report.problems() {
+		t.Error(line)
+	}
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	raw := regexp.MustCompile(`(?m)^junction_tool_calls_raw_total\{source="fixtures"\} (\d+)`).FindSubmatch(metrics)
+	if raw == nil || string(raw[1]) == "0" {
+		t.Errorf("no call went through the fast path; metrics:\n%s", grepLines(metrics, "junction_tool_calls"))
+	} else {
+		t.Logf("raw calls: %s", raw[1])
+	}
+	if t.Failed() {
+		t.Logf("suite output:\n%s\n%s", run.Stdout, run.Stderr)
+	} else {
+		t.Logf("conformance: %d/%d server scenarios passed through the hub's fast path", len(report.passed), len(serverScenarios))
+	}
+}
+
+// grepLines returns the lines of b that contain s.
+func grepLines(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // hubConfig writes a config file whose only server, "fixtures", is a
