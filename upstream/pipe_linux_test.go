@@ -41,3 +41,20 @@ func TestGrowPipe(t *testing.T) {
 		t.Errorf("pipe size after growPipe(256 KiB) = %d (was %d)", got, before)
 	}
 }
+
+// TestStdoutPipeGrown: a stdio server's stdout pipe gets stdoutPipeSize.
+func TestStdoutPipeGrown(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "pipe", rawConfig(t, nil))
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	conn := sess.stdio()
+	if conn == nil {
+		t.Fatal("no stdio connection")
+	}
+	if got := pipeSize(t, conn.stdout); got < stdoutPipeSize {
+		t.Errorf("stdout pipe holds %d bytes, want %d", got, stdoutPipeSize)
+	}
+}

@@ -127,7 +127,7 @@ func (c *stdioConn) writeLine(line []byte, rawID string, wait bool) error {
 		if round == ownRound {
 			own = w.err
 		}
-		if cap(buf) <= maxQueuedWrite {
+		if cap(buf) <= bigWriteLine { // keep a small buffer, not a burst's
 			w.spare = buf[:0]
 		}
 		clear(ids)
