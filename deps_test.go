@@ -42,6 +42,7 @@ func imports(t *testing.T, dir string) map[string]bool {
 // packs never import each other.
 func TestDependencyDirection(t *testing.T) {
 	allowed := []string{
+		module + "/internal/rawjson/", // a leaf: the standard library only (checked below)
 		"github.com/modelcontextprotocol/go-sdk/",
 		"github.com/google/jsonschema-go/",
 		"github.com/yosida95/uritemplate/",
@@ -56,6 +57,11 @@ func TestDependencyDirection(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("package junction imports %s; the core may import only the standard library and go-sdk", p)
+		}
+	}
+	for p := range imports(t, "internal/rawjson") {
+		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+			t.Errorf("internal/rawjson imports %s; it may import only the standard library", p)
 		}
 	}
 	packs, err := os.ReadDir("internal/pack")

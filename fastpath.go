@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -315,19 +316,75 @@ func (f *fastPlane) rejectTooLong(max int) {
 	f.writeError([]byte("null"), &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg})
 }
 
-// fastRequest is the one shape of request the fast path takes: a
-// tools/call whose params hold only name and arguments. Decoding with
-// unknown fields disallowed sends anything else (_meta with a progress
-// token, inputResponses, requestState, a response that mentions
-// "tools/call") down the ordinary path.
-type fastRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"params"`
+// parseToolCall reads the one shape of message the fast path takes: a
+// JSON-RPC request {"jsonrpc":"2.0","id":…,"method":"tools/call",
+// "params":{"name":…,"arguments":…}} with no other members (no _meta, so
+// no progress token and no per-request protocol fields; no inputResponses
+// or requestState), each member once and spelled exactly, an id that is a
+// number or a string, and nothing after it. Anything else goes the
+// ordinary way. The id and arguments are returned as sent, and checked to
+// be valid JSON, since they are forwarded without being decoded.
+func parseToolCall(msg []byte) (id json.RawMessage, name string, args json.RawMessage, ok bool) {
+	var params, rawName []byte
+	var seen [4]bool
+	ok = true
+	end := rawjson.Object(msg, func(key, val []byte) {
+		k := -1
+		switch string(key) {
+		case "jsonrpc":
+			k, ok = 0, ok && string(val) == `"2.0"`
+		case "id":
+			k, id = 1, val
+		case "method":
+			k, ok = 2, ok && string(val) == `"tools/call"`
+		case "params":
+			k, params = 3, val
+		}
+		if k < 0 || seen[k] {
+			ok = false
+			return
+		}
+		seen[k] = true
+	})
+	if !ok || end < 0 || seen != [4]bool{true, true, true, true} || len(bytes.TrimSpace(msg[end:])) > 0 {
+		return nil, "", nil, false
+	}
+	if c := id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !json.Valid(id) {
+		return nil, "", nil, false // null, or not an id at all
+	}
+	var pseen [2]bool
+	if rawjson.Object(params, func(key, val []byte) {
+		switch string(key) {
+		case "name":
+			ok, pseen[0], rawName = ok && !pseen[0], true, val
+		case "arguments":
+			ok, pseen[1], args = ok && !pseen[1], true, val
+		default:
+			ok = false
+		}
+	}) < 0 || !ok || !pseen[0] || rawName[0] != '"' {
+		return nil, "", nil, false
+	}
+	if plainASCII(rawName) {
+		name = string(rawName[1 : len(rawName)-1])
+	} else if json.Unmarshal(rawName, &name) != nil { // escapes, or UTF-8 to check
+		return nil, "", nil, false
+	}
+	if len(args) > 0 && !json.Valid(args) {
+		return nil, "", nil, false
+	}
+	return id, name, args, true
+}
+
+// plainASCII reports whether b holds only printable ASCII without
+// backslashes: a JSON string that means what it says.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // take answers line on the fast path if it can and reports whether it did.
@@ -388,14 +445,10 @@ func (v *View) routeRaw(msg []byte) (rawRoute, bool) {
 	if !bytes.Contains(msg, []byte(`"tools/call"`)) {
 		return rawRoute{}, false
 	}
-	var req fastRequest
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.JSONRPC != "2.0" || req.Method != "tools/call" ||
-		len(req.ID) == 0 || req.ID[0] == 'n' || len(bytes.TrimSpace(msg[dec.InputOffset():])) > 0 {
+	id, name, args, ok := parseToolCall(msg)
+	if !ok {
 		return rawRoute{}, false
 	}
-	name, args := req.Params.Name, req.Params.Arguments
 	h := v.hub
 	h.mu.RLock()
 	e := h.table.toolIndex[name]
@@ -419,7 +472,7 @@ func (v *View) routeRaw(msg []byte) (rawRoute, bool) {
 		params = append(params, args...)
 	}
 	params = append(params, '}')
-	return rawRoute{id: req.ID, name: name, e: e, rc: rc, params: params}, true
+	return rawRoute{id: id, name: name, e: e, rc: rc, params: params}, true
 }
 
 // callRaw makes the call rt and returns the JSON-RPC answer line for the
@@ -554,7 +607,7 @@ func topLevelIsError(res []byte) bool {
 			depth--
 		case '"':
 			start := i + 1
-			end := skipString(res, start)
+			end := rawjson.SkipString(res, start)
 			if end < 0 {
 				return false
 			}
@@ -563,14 +616,14 @@ func topLevelIsError(res []byte) bool {
 				continue
 			}
 			j := i + 1
-			for j < len(res) && isJSONSpace(res[j]) {
+			for j < len(res) && rawjson.IsSpace(res[j]) {
 				j++
 			}
 			if j >= len(res) || res[j] != ':' {
 				continue // a string value, not a key
 			}
 			j++
-			for j < len(res) && isJSONSpace(res[j]) {
+			for j < len(res) && rawjson.IsSpace(res[j]) {
 				j++
 			}
 			return bytes.HasPrefix(res[j:], []byte("true"))
@@ -578,27 +631,3 @@ func topLevelIsError(res []byte) bool {
 	}
 	return false
 }
-
-// skipString returns the index of the quote closing the string whose
-// contents start at start, or -1.
-func skipString(b []byte, start int) int {
-	i := start
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return -1
-		}
-		q += i
-		// The quote is escaped if an odd number of backslashes precede it.
-		n := 0
-		for k := q - 1; k >= start && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-}
-
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

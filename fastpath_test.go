@@ -413,3 +413,62 @@ func FuzzTopLevelIsError(f *testing.F) {
 		}
 	})
 }
+
+func TestParseToolCall(t *testing.T) {
+	for _, tc := range []struct {
+		msg        string
+		id, name   string
+		args       string
+		wantAccept bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1}}}`, "1", "a", `{"x":1}`, true},
+		{` { "method" : "tools/call", "params":{"arguments":[],"name":"a\u0062"},"id":"q\"","jsonrpc":"2.0"} `, `"q\""`, "ab", `[]`, true},
+		{`{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"a"}}`, "-3", "a", "", true},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1}}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":}}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}} {}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":1}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+	} {
+		id, name, args, ok := parseToolCall([]byte(tc.msg))
+		if ok != tc.wantAccept || string(id) != tc.id || name != tc.name || string(args) != tc.args {
+			t.Errorf("parseToolCall(%s) = %s, %q, %s, %v; want %s, %q, %s, %v", tc.msg, id, name, args, ok, tc.id, tc.name, tc.args, tc.wantAccept)
+		}
+	}
+}
+
+// FuzzParseToolCall: whatever parseToolCall accepts is valid JSON that
+// encoding/json reads the same way, so the fast path never forwards what
+// the ordinary path would have refused as malformed.
+func FuzzParseToolCall(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"}"]}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"\u00e9"}}`))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		id, name, args, ok := parseToolCall(msg)
+		if !ok {
+			return
+		}
+		if !json.Valid(msg) {
+			t.Fatalf("accepted invalid JSON %q", msg)
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", msg, err)
+		}
+		if m.Method != "tools/call" || m.Params.Name != name || !bytes.Equal(bytes.TrimSpace(m.ID), id) || !bytes.Equal(bytes.TrimSpace(m.Params.Arguments), bytes.TrimSpace(args)) {
+			t.Fatalf("%q: got id %s name %q args %s; encoding/json: %s %q %s", msg, id, name, args, m.ID, m.Params.Name, m.Params.Arguments)
+		}
+	})
+}

@@ -1,0 +1,90 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func members(t testing.TB, b []byte) ([][2]string, int) {
+	var got [][2]string
+	end := Object(b, func(k, v []byte) { got = append(got, [2]string{string(k), string(v)}) })
+	return got, end
+}
+
+func TestObject(t *testing.T) {
+	in := ` { "a" : 1 , "b\"c":"x\\"  ,"d":{"e":[1,"]}",{}]},"f":null, "g":[] }  trailing`
+	got, end := members(t, []byte(in))
+	want := [][2]string{{"a", "1"}, {`b\"c`, `"x\\"`}, {"d", `{"e":[1,"]}",{}]}`}, {"f", "null"}, {"g", "[]"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("members (-want +got):\n%s", diff)
+	}
+	if in[end:] != "  trailing" {
+		t.Errorf("end %d leaves %q", end, in[end:])
+	}
+	for _, bad := range []string{``, `[]`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1 "b":2}`, `{a:1}`, `{"a":"x}`, `{"a":[1,2}`} {
+		if _, end := members(t, []byte(bad)); end >= 0 {
+			t.Errorf("Object(%q) = %d, want -1", bad, end)
+		}
+	}
+	if _, end := members(t, []byte(`{}`)); end != 2 {
+		t.Errorf("Object({}) = %d", end)
+	}
+}
+
+func TestEachElement(t *testing.T) {
+	var got []string
+	if !EachElement([]byte(` [1, "a,b" ,{"c":[2]}, [] ] `), func(v []byte) { got = append(got, string(v)) }) {
+		t.Fatal("EachElement failed")
+	}
+	if diff := cmp.Diff([]string{"1", `"a,b"`, `{"c":[2]}`, "[]"}, got); diff != "" {
+		t.Errorf("elements (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{``, `{}`, `[1,`, `[1 2]`, `["a]`} {
+		if EachElement([]byte(bad), func([]byte) {}) {
+			t.Errorf("EachElement(%q) = true", bad)
+		}
+	}
+}
+
+// FuzzObject: on any valid JSON object, Object finds exactly the members
+// encoding/json finds, with the same values, and never panics on
+// anything else.
+func FuzzObject(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":"\"}","b":[{"c":"]"}]}`, `{"x":{"y":{"z":null}}, "w": -1.5e3}`, `{"a\\":true}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, end := members(t, b)
+		var want map[string]json.RawMessage
+		if json.Unmarshal(b, &want) != nil || bytes.TrimSpace(b)[0] != '{' {
+			return // invalid JSON: any answer but a panic will do
+		}
+		if end < 0 {
+			t.Fatalf("Object(%q) = -1 on a valid object", b)
+		}
+		if len(bytes.TrimSpace(b[end:])) != 0 {
+			t.Fatalf("Object(%q) ended at %d, before the end", b, end)
+		}
+		// Compare as encoding/json would keep them (the last of duplicate
+		// keys wins), with keys unescaped.
+		seen := map[string]json.RawMessage{}
+		for _, m := range got {
+			var k string
+			if err := json.Unmarshal([]byte(`"`+m[0]+`"`), &k); err != nil {
+				t.Fatalf("key %q: %v", m[0], err)
+			}
+			seen[k] = json.RawMessage(m[1])
+		}
+		if len(seen) != len(want) {
+			t.Fatalf("Object(%q) found %d members, encoding/json %d", b, len(seen), len(want))
+		}
+		for k, v := range want {
+			if g, ok := seen[k]; !ok || !bytes.Equal(bytes.TrimSpace(g), bytes.TrimSpace(v)) {
+				t.Fatalf("member %q: %q, want %q", k, g, v)
+			}
+		}
+	})
+}
