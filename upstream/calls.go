@@ -248,19 +248,31 @@ func (s *Server) drainLogs() {
 // closes, and is known to the notification handlers by its token. Call
 // end when the request is over.
 func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
-	c, callCtx, end := s.register(ctx, sess, host, timeout)
+	c, callCtx := s.register(ctx, sess, host, timeout, false)
 	if c == nil {
 		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, what, junction.ErrSourceDown)
 	}
-	return c, context.WithValue(callCtx, callKey{}, c), end, nil
+	return c, context.WithValue(callCtx, callKey{}, c), func() { s.end(c) }, nil
 }
 
-// register is begin without the error message and without the call in
-// the returned context (which only go-sdk's in-process requests use; a
-// raw call has no need of it). It returns a nil call if sess is closing.
-func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration) (*call, context.Context, func()) {
-	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout, progress: make(chan struct{}, 1)}
-	callCtx, cancel := context.WithCancelCause(ctx)
+// register is begin without the error message, without the call in the
+// returned context (which only go-sdk's in-process requests use) and
+// without a func to end it: call s.end(c). It returns a nil call if sess
+// is closing.
+//
+// For a raw call (CallToolRaw), which watches ctx itself, the returned
+// context is not derived from ctx's cancellation: the host's context then
+// has no child to register and remove on every call. Nor does a raw call
+// get the channel drainProgress waits on (onProgress skips a nil one).
+func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, raw bool) (*call, context.Context) {
+	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout}
+	parent := ctx
+	if raw {
+		parent = context.WithoutCancel(ctx)
+	} else {
+		c.progress = make(chan struct{}, 1)
+	}
+	callCtx, cancel := context.WithCancelCause(parent)
 	c.cancel = cancel
 	if timeout > 0 {
 		c.timer = time.AfterFunc(timeout, func() { cancel(errNoProgress) })
@@ -274,34 +286,36 @@ func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSe
 		if c.timer != nil {
 			c.timer.Stop()
 		}
-		return nil, nil, nil
+		return nil, nil
 	}
 	s.nextToken++
 	c.token = "junction-" + strconv.FormatUint(s.nextToken, 10)
 	s.calls[c.token] = c
 	s.mu.Unlock()
-	end := func() {
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-		cancel(nil)
-		s.progress.take(c.token) // forget its count
-		s.mu.Lock()
-		delete(s.calls, c.token)
-		now := time.Now()
-		for h, r := range s.recent {
-			if now.After(r.until) {
-				delete(s.recent, h) // do not keep closed host sessions alive
-			}
-		}
-		if c.host != nil {
-			// Log messages sent during the call may be handled just after
-			// its result: keep the host as a log destination for a moment.
-			s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: now.Add(recentHostGrace)}
-		}
-		s.mu.Unlock()
+	return c, callCtx
+}
+
+// end ends a call registered by register.
+func (s *Server) end(c *call) {
+	if c.timer != nil {
+		c.timer.Stop()
 	}
-	return c, callCtx, end
+	c.cancel(nil)
+	s.progress.take(c.token) // forget its count
+	s.mu.Lock()
+	delete(s.calls, c.token)
+	now := time.Now()
+	for h, r := range s.recent {
+		if now.After(r.until) {
+			delete(s.recent, h) // do not keep closed host sessions alive
+		}
+	}
+	if c.host != nil {
+		// Log messages sent during the call may be handled just after
+		// its result: keep the host as a log destination for a moment.
+		s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: now.Add(recentHostGrace)}
+	}
+	s.mu.Unlock()
 }
 
 // callError classifies the failure of a request to the upstream.

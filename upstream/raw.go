@@ -110,11 +110,11 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		return s.callViaSDK(ctx, params)
 	}
 	conn := sess.stdio()
-	c, callCtx, end := s.register(ctx, sess, hostFrom(ctx), timeout)
+	c, callCtx := s.register(ctx, sess, hostFrom(ctx), timeout, true)
 	if c == nil {
 		return nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, toolWhat(name), junction.ErrSourceDown)
 	}
-	defer end()
+	defer s.end(c)
 
 	id, reply, err := conn.sendRaw(c.token, params)
 	if err != nil {
@@ -123,13 +123,17 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 	// The rare outcomes are in functions of their own, which keeps this
 	// frame (and the stack the host's goroutine must grow to) small; the
 	// tool's name is quoted for messages only when there is one to write.
+	// callCtx ends on the no-progress timeout and when the session
+	// closes; the host's own cancellation is ctx (see register).
 	select {
 	case r := <-reply:
 		return s.rawResult(ctx, callCtx, sess, name, timeout, r)
 	case <-conn.rawDone:
 		return s.rawEnded(ctx, callCtx, sess, conn, name, timeout, id, reply)
 	case <-callCtx.Done():
-		return nil, s.rawCancelled(ctx, callCtx, sess, conn, name, timeout, id)
+		return nil, s.rawCancelled(ctx, callCtx, sess, conn, name, timeout, id, context.Cause(callCtx))
+	case <-ctx.Done():
+		return nil, s.rawCancelled(ctx, callCtx, sess, conn, name, timeout, id, context.Cause(ctx))
 	}
 }
 
@@ -186,11 +190,16 @@ func (s *Server) rawEnded(ctx, callCtx context.Context, sess *session, conn *std
 	return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, toolWhat(name), junction.ErrSourceDown, conn.exitError())
 }
 
-// rawCancelled ends a raw call whose context ended: the upstream is told.
-func (s *Server) rawCancelled(ctx, callCtx context.Context, sess *session, conn *stdioConn, name string, timeout time.Duration, id string) error {
+// rawCancelled ends a raw call cancelled for cause (by the host, the
+// no-progress timer or the session closing): the upstream is told.
+func (s *Server) rawCancelled(ctx, callCtx context.Context, sess *session, conn *stdioConn, name string, timeout time.Duration, id string, cause error) error {
 	conn.forgetRaw(id)
-	conn.cancelRaw(id, context.Cause(callCtx))
-	return s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, callCtx.Err())
+	conn.cancelRaw(id, cause)
+	err := callCtx.Err()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, err)
 }
 
 // rawError classifies the failure of a raw call.
