@@ -178,6 +178,9 @@ func (e *testEnv) poll(t *testing.T, id string) map[string]any {
 // while a later node is in progress.
 func (e *testEnv) waitExecuted(t *testing.T, id, node string) {
 	t.Helper()
+	if err := e.pack.waitStore(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		r, err := e.pack.store.Run(t.Context(), id)

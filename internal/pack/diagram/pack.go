@@ -75,11 +75,18 @@ type Pack struct {
 	opts     Options
 	logger   *slog.Logger
 	lib      library
-	store    Store
 	owner    *ownerLock
 	ownerDir string
 	eng      engine
 	slots    chan struct{}
+
+	// The run store is opened, and the runs of dead processes marked
+	// failed, in the background: bbolt's commit syncs the file, which
+	// took several milliseconds of every start. store and storeErr are
+	// set before storeReady is closed; use them after [Pack.waitStore].
+	storeReady chan struct{}
+	store      Store
+	storeErr   error
 
 	base     context.Context // parent of every run's context; cancelled by Close
 	stopRuns context.CancelCauseFunc
@@ -104,8 +111,10 @@ var (
 	errShutdown  = errors.New("interrupted: the hub shut down before the run finished")
 )
 
-// New opens the run store, marks runs left "running" by a process that
-// is gone as failed, and returns the pack.
+// New returns the pack. It opens the run store and marks runs left
+// "running" by a process that is gone as failed in the background; the
+// tools that need the store wait for that, and report its error if the
+// store cannot be opened.
 func New(opts Options) (*Pack, error) {
 	if opts.Hub == nil {
 		return nil, errors.New("diagram pack: Options.Hub is required")
@@ -136,30 +145,24 @@ func New(opts Options) (*Pack, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("diagram pack: %w", err)
 	}
-	store := opts.Store
-	if store == nil {
-		bs, err := OpenBoltStore(filepath.Join(opts.DataDir, "diagram-runs.db"), 0)
-		if err != nil {
-			return nil, fmt.Errorf("diagram pack: %w", err)
-		}
-		store = bs
-	}
 	ownerDir := filepath.Join(opts.DataDir, "diagram-owners")
 	owner, err := acquireOwner(ownerDir, "own_"+randomHex(16))
 	if err != nil {
-		store.Close()
+		if opts.Store != nil {
+			opts.Store.Close()
+		}
 		return nil, fmt.Errorf("diagram pack: %w", err)
 	}
 	p := &Pack{
-		Pack:     junction.NewPack(Name),
-		opts:     opts,
-		logger:   logger,
-		lib:      library{dir: filepath.Join(opts.DataDir, "diagrams")},
-		store:    store,
-		owner:    owner,
-		ownerDir: ownerDir,
-		slots:    make(chan struct{}, opts.MaxConcurrentRuns),
-		active:   make(map[string]*active),
+		Pack:       junction.NewPack(Name),
+		opts:       opts,
+		logger:     logger,
+		lib:        library{dir: filepath.Join(opts.DataDir, "diagrams")},
+		storeReady: make(chan struct{}),
+		owner:      owner,
+		ownerDir:   ownerDir,
+		slots:      make(chan struct{}, opts.MaxConcurrentRuns),
+		active:     make(map[string]*active),
 		eng: engine{
 			caller:         opts.Hub,
 			httpClient:     opts.HTTPClient,
@@ -169,10 +172,7 @@ func New(opts Options) (*Pack, error) {
 		},
 	}
 	p.base, p.stopRuns = context.WithCancelCause(context.Background())
-	if err := p.recover(context.Background()); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("diagram pack: %w", err)
-	}
+	go p.openStore(opts.Store) // Close waits for it
 	p.addTools()
 	if err := p.addResources(); err != nil {
 		p.Close()
@@ -191,9 +191,44 @@ func (p *Pack) Close() error {
 		p.mu.Unlock()
 		p.stopRuns(errShutdown)
 		p.wg.Wait()
-		p.closeErr = errors.Join(p.owner.release(), p.store.Close())
+		<-p.storeReady
+		errs := []error{p.owner.release()}
+		if p.store != nil {
+			errs = append(errs, p.store.Close())
+		}
+		p.closeErr = errors.Join(errs...)
 	})
 	return p.closeErr
+}
+
+// openStore opens the run store (store, unless nil) and marks failed the
+// runs whose owning process is gone. It runs once, in the background.
+func (p *Pack) openStore(store Store) {
+	defer close(p.storeReady)
+	if store == nil {
+		bs, err := OpenBoltStore(filepath.Join(p.opts.DataDir, "diagram-runs.db"), 0)
+		if err != nil {
+			p.storeErr = fmt.Errorf("diagram pack: %w", err)
+			p.logger.Error("opening the run store", "error", err)
+			return
+		}
+		store = bs
+	}
+	p.store = store
+	if err := p.recover(context.Background()); err != nil {
+		p.storeErr = fmt.Errorf("diagram pack: %w", err)
+		p.logger.Error("marking interrupted runs failed", "error", err)
+	}
+}
+
+// waitStore waits for [Pack.openStore] and returns its error.
+func (p *Pack) waitStore(ctx context.Context) error {
+	select {
+	case <-p.storeReady:
+		return p.storeErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // recover marks as failed the runs whose owning process is gone.
@@ -375,6 +410,10 @@ func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, co
 		StartedAt:     time.Now().UTC(),
 		Owner:         p.owner.id,
 	}
+	if err := p.waitStore(ctx); err != nil {
+		p.end(id, a)
+		return nil, nil, nil, nil, err
+	}
 	if err := p.store.PutRun(ctx, run); err != nil {
 		p.end(id, a)
 		return nil, nil, nil, nil, err
@@ -479,6 +518,9 @@ func (p *Pack) Wait(ctx context.Context, id string) error {
 func (p *Pack) Result(ctx context.Context, id string) (*Run, error) {
 	if !sessionIDPattern().MatchString(id) {
 		return nil, fmt.Errorf("Invalid session_id format: %s", id)
+	}
+	if err := p.waitStore(ctx); err != nil {
+		return nil, err
 	}
 	r, err := p.store.Run(ctx, id)
 	if err != nil {

@@ -513,6 +513,9 @@ func TestCallerCancelsSynchronousRun(t *testing.T) {
 	if err := e.pack.Wait(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.pack.waitStore(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	r, err := e.pack.store.Run(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -556,5 +559,24 @@ func TestToolNodesStayInsideTheHostsSelection(t *testing.T) {
 	out, isErr := e.call(t, "run_diagram", map[string]any{"diagram_content": shoutDiagram, "input_data": map[string]any{"name": "ada"}})
 	if isErr || out["output"] != "HELLO ADA!" {
 		t.Errorf("run_diagram from the full view = %v", out)
+	}
+}
+
+// A run store that cannot be opened does not stop the pack (or the hub)
+// from starting: the tools that need it report why.
+func TestBrokenRunStore(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "diagram-runs.db"), 0o700); err != nil { // a directory, not a database
+		t.Fatal(err)
+	}
+	e := newEnv(t, dir, nil)
+	out, isErr := e.call(t, "see_result", map[string]any{"session_id": NewRunID()})
+	if !isErr || !strings.Contains(fmt.Sprint(out["error"]), "diagram-runs.db") {
+		t.Errorf("see_result with a broken run store = %v, %v; want an error naming the store", out, isErr)
+	}
+	e.call(t, "compile_diagram", map[string]any{"diagram_content": slowDiagram, "push_as": "slow"})
+	out, isErr = e.call(t, "run_diagram", map[string]any{"diagram": "slow", "input_data": map[string]any{"seconds": 0}})
+	if !isErr || !strings.Contains(fmt.Sprint(out), "diagram-runs.db") {
+		t.Errorf("run_diagram with a broken run store = %v, %v; want an error naming the store", out, isErr)
 	}
 }
