@@ -234,3 +234,36 @@ func TestServeFastPathRawClient(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathRealUpstream: the npm server-everything (TypeScript SDK,
+// protocol 2025-11-25) behind junction serve over HTTP, called by
+// inspector-cli (a TypeScript host): calls go through the fast path by
+// default and answer the same with -fast-path=false, which forwards none
+// raw.
+func TestFastPathRealUpstream(t *testing.T) {
+	node, everything := everythingCmd(t)
+	cfg := writeConfig(t, filepath.Join(t.TempDir(), "junction.yaml"), fmt.Sprintf("servers:\n  everything:\n    command: %q\n    args: [%q, stdio]\n", node, everything))
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			url := startServe(t, "-insecure-no-auth", "-config", cfg, fmt.Sprintf("-fast-path=%v", fast))
+			waitForTool(t, url, "everything__echo")
+			for i := range 3 {
+				var res inspectorResult
+				msg := fmt.Sprintf("raw %d", i)
+				inspectorJSON(t, &res, url, "--transport", "http", "--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message="+msg)
+				if len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, msg) || res.IsError {
+					t.Errorf("everything__echo(%q) = %+v", msg, res)
+				}
+			}
+			var sum inspectorResult
+			inspectorJSON(t, &sum, url, "--transport", "http", "--method", "tools/call", "--tool-name", "everything__get-sum", "--tool-arg", "a=2", "--tool-arg", "b=3")
+			if len(sum.Content) != 1 || !strings.Contains(sum.Content[0].Text, "5") {
+				t.Errorf("everything__get-sum(2, 3) = %+v", sum)
+			}
+			n := rawCalls(t, url, "everything")
+			if fast && n != 4 || !fast && n != 0 {
+				t.Errorf("%d calls forwarded raw with -fast-path=%v", n, fast)
+			}
+		})
+	}
+}
