@@ -93,14 +93,17 @@ func (c *stdioConn) writeLine(line []byte, rawID string, wait bool) error {
 			own = c.writeFailed(err)
 		}
 	} else {
-		// Yield once before writing: the goroutines ready to run are
-		// likely other calls about to write their requests, and they
-		// queue theirs behind this one (the queue is empty while no one
-		// writes), so one write carries them all.
+		// With other raw calls in flight, yield once before writing: the
+		// goroutines ready to run are likely more calls about to write
+		// their requests, and they queue theirs behind this one (the
+		// queue is empty while no one writes), so one write carries them
+		// all. A lone call has nothing to wait for.
 		w.queue = append(w.queue, line...)
 		ownRound = w.taken + 1
 		c.writeMu.Unlock()
-		runtime.Gosched()
+		if c.rawPending.Load() > 1 {
+			runtime.Gosched()
+		}
 		c.writeMu.Lock()
 	}
 	for len(w.queue) > 0 {
