@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string) error {
 	name := fs.String("name", "echo", "source `name`; tools keep their upstream names")
 	rawUp := fs.Bool("raw-upstream", false, "reach the upstream with bench/rawup instead of package upstream")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
-	fast := fs.Bool("fast", false, "serve stdio with View.ServeStdioFast (the raw tools/call data plane)")
+	fast := fs.Bool("fast", false, "serve with the fast path: View.ServeStdioFast on stdio, HTTPOptions.FastPath over HTTP")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", view.HTTPHandler(&junction.HTTPOptions{Mode: junction.HTTPStateful, JSONResponse: *jsonResp, Logger: logger}))
+	mux.Handle("/mcp", view.HTTPHandler(&junction.HTTPOptions{Mode: junction.HTTPStateful, JSONResponse: *jsonResp, FastPath: *fast, Logger: logger}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
