@@ -123,9 +123,14 @@ func (l *lineReader) makeRoom(scanned *int) {
 	l.buf = buf
 }
 
-// shrink drops a buffer grown beyond maxKeptLineBuf once the long line
-// it held is out.
+// shrink runs after a line is taken out. With nothing left unread, the
+// next read starts at the front of buf again, so a long line later is not
+// moved there when it reaches the end of buf. A buffer grown beyond
+// maxKeptLineBuf is dropped.
 func (l *lineReader) shrink() {
+	if l.start == l.end {
+		l.start, l.end = 0, 0
+	}
 	if len(l.buf) <= maxKeptLineBuf || l.end-l.start > minLineBuf {
 		return
 	}
