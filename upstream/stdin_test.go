@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -318,5 +320,35 @@ func TestWriteFailureOwnLine(t *testing.T) {
 	}
 	if n := p.c.rawPending.Load(); n != 0 {
 		t.Errorf("%d raw calls pending after a failed send", n)
+	}
+}
+
+// TestCallToolRawServerClosedMidCall: closing the server ends a raw call in
+// flight with an error wrapping ErrSourceDown, and Close does not wait for
+// the call.
+func TestCallToolRawServerClosedMidCall(t *testing.T) {
+	t.Parallel()
+	marks := t.TempDir()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "x", rawConfig(t, map[string]string{"FAKE_MARK_DIR": marks}))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.CallToolRaw(t.Context(), "hang", json.RawMessage(`{"name":"hang"}`))
+		errc <- err
+	}()
+	waitFor(t, "the upstream to start the call", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "started"))
+		return err == nil
+	})
+	if err := r.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, junction.ErrSourceDown) {
+			t.Errorf("CallToolRaw(hang) on a server closed meanwhile = %v, want an error wrapping ErrSourceDown", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call did not end when its server closed")
 	}
 }
