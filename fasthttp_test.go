@@ -361,3 +361,29 @@ func TestHTTPFastPathElicit(t *testing.T) {
 		t.Errorf("%d calls took the ordinary path", f.slow.Load())
 	}
 }
+
+func TestHTTPFastAcceptable(t *testing.T) {
+	for _, tc := range []struct {
+		ct, accept string
+		jsonOnly   bool
+		want       bool
+	}{
+		{"application/json", "application/json, text/event-stream", false, true},
+		{"Application/JSON; charset=utf-8", "text/event-stream;q=0.9, application/json", false, true},
+		{"application/json", "*/*", false, true},
+		{"application/json", "application/json", false, false}, // go-sdk refuses it; let it say so
+		{"application/json", "application/json", true, true},
+		{"text/plain", "application/json, text/event-stream", false, false},
+		{"application/json", "", false, false},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Content-Type", tc.ct)
+		if tc.accept != "" {
+			r.Header.Set("Accept", tc.accept)
+		}
+		f := &httpFast{jsonOnly: tc.jsonOnly}
+		if got := f.acceptable(r); got != tc.want {
+			t.Errorf("Content-Type %q, Accept %q, jsonOnly %v: acceptable = %v, want %v", tc.ct, tc.accept, tc.jsonOnly, got, tc.want)
+		}
+	}
+}
