@@ -248,32 +248,29 @@ func (s *Server) drainLogs() {
 // closes, and is known to the notification handlers by its token. Call
 // end when the request is over.
 func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
-	c, callCtx := s.register(ctx, sess, host, timeout, false)
+	callCtx, cancel := context.WithCancelCause(ctx)
+	c := s.register(ctx, sess, host, timeout, cancel, true)
 	if c == nil {
 		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, what, junction.ErrSourceDown)
 	}
 	return c, context.WithValue(callCtx, callKey{}, c), func() { s.end(c) }, nil
 }
 
-// register is begin without the error message, without the call in the
-// returned context (which only go-sdk's in-process requests use) and
-// without a func to end it: call s.end(c). It returns a nil call if sess
-// is closing.
+// register registers a request whose end cancel brings about: it is
+// called with errNoProgress by the no-progress timer, with
+// errSessionClosing when the session closes, and with nil by end. begin
+// passes the cancel func of the request's context; a raw call
+// (CallToolRaw), which has no context of its own, one that fails its
+// reply. register returns nil, having called cancel(nil), if sess is
+// closing; otherwise call s.end(c) when the request is over.
 //
-// For a raw call (CallToolRaw), which watches ctx itself, the returned
-// context is not derived from ctx's cancellation: the host's context then
-// has no child to register and remove on every call. Nor does a raw call
-// get the channel drainProgress waits on (onProgress skips a nil one).
-func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, raw bool) (*call, context.Context) {
-	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout}
-	parent := ctx
-	if raw {
-		parent = context.WithoutCancel(ctx)
-	} else {
+// With drains set the call gets the channel drainProgress waits on
+// (onProgress skips a nil one); raw calls do without.
+func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, cancel context.CancelCauseFunc, drains bool) *call {
+	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout, cancel: cancel}
+	if drains {
 		c.progress = make(chan struct{}, 1)
 	}
-	callCtx, cancel := context.WithCancelCause(parent)
-	c.cancel = cancel
 	if timeout > 0 {
 		c.timer = time.AfterFunc(timeout, func() { cancel(errNoProgress) })
 	}
@@ -286,13 +283,13 @@ func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSe
 		if c.timer != nil {
 			c.timer.Stop()
 		}
-		return nil, nil
+		return nil
 	}
 	s.nextToken++
 	c.token = "junction-" + strconv.FormatUint(s.nextToken, 10)
 	s.calls[c.token] = c
 	s.mu.Unlock()
-	return c, callCtx
+	return c
 }
 
 // end ends a call registered by register.

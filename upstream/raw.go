@@ -110,30 +110,34 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		return s.callViaSDK(ctx, params)
 	}
 	conn := sess.stdio()
-	c, callCtx := s.register(ctx, sess, hostFrom(ctx), timeout, true)
+	// A raw call has no context of its own: the no-progress timer and the
+	// session's closing end it by failing its reply (see register), and
+	// the host's cancellation is ctx. The reply is expected before the
+	// call is registered, so a timer can never fire with nothing to fail.
+	id, reply := conn.expectRaw()
+	c := s.register(ctx, sess, hostFrom(ctx), timeout, func(cause error) { conn.failRaw(id, cause) }, false)
 	if c == nil {
+		conn.forgetRaw(id)
 		return nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, toolWhat(name), junction.ErrSourceDown)
 	}
 	defer s.end(c)
 
-	id, reply, err := conn.sendRaw(c.token, params)
-	if err != nil {
-		return nil, s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, err)
+	if err := conn.writeRaw(id, c.token, params); err != nil {
+		conn.forgetRaw(id)
+		return nil, s.rawError(ctx, name, timeout, err)
 	}
 	// The rare outcomes are in functions of their own, which keeps this
 	// frame (and the stack the host's goroutine must grow to) small; the
 	// tool's name is quoted for messages only when there is one to write.
-	// callCtx ends on the no-progress timeout and when the session
-	// closes; the host's own cancellation is ctx (see register).
 	select {
 	case r := <-reply:
-		return s.rawResult(ctx, callCtx, sess, name, timeout, r)
+		return s.rawResult(ctx, conn, id, name, timeout, r)
 	case <-conn.rawDone:
-		return s.rawEnded(ctx, callCtx, sess, conn, name, timeout, id, reply)
-	case <-callCtx.Done():
-		return nil, s.rawCancelled(ctx, callCtx, sess, conn, name, timeout, id, context.Cause(callCtx))
+		return s.rawEnded(ctx, conn, id, name, timeout, reply)
 	case <-ctx.Done():
-		return nil, s.rawCancelled(ctx, callCtx, sess, conn, name, timeout, id, context.Cause(ctx))
+		conn.forgetRaw(id)
+		conn.cancelRaw(id, context.Cause(ctx))
+		return nil, s.rawError(ctx, name, timeout, ctx.Err())
 	}
 }
 
@@ -161,10 +165,13 @@ func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage,
 
 // rawResult turns the reply to a raw call into CallToolRaw's return
 // values.
-func (s *Server) rawResult(ctx, callCtx context.Context, sess *session, name string, timeout time.Duration, r rawReply) (json.RawMessage, error) {
+func (s *Server) rawResult(ctx context.Context, conn *stdioConn, id, name string, timeout time.Duration, r rawReply) (json.RawMessage, error) {
 	switch {
 	case r.fail != nil:
-		return nil, s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, r.fail)
+		if errors.Is(r.fail, errNoProgress) || errors.Is(r.fail, errSessionClosing) {
+			conn.cancelRaw(id, r.fail) // junction gave up: tell the upstream
+		}
+		return nil, s.rawError(ctx, name, timeout, r.fail)
 	case r.err != nil:
 		return nil, r.err
 	}
@@ -178,37 +185,35 @@ func (s *Server) rawResult(ctx, callCtx context.Context, sess *session, name str
 }
 
 // rawEnded ends a raw call whose session's stdout ended.
-func (s *Server) rawEnded(ctx, callCtx context.Context, sess *session, conn *stdioConn, name string, timeout time.Duration, id string, reply <-chan rawReply) (json.RawMessage, error) {
+func (s *Server) rawEnded(ctx context.Context, conn *stdioConn, id, name string, timeout time.Duration, reply <-chan rawReply) (json.RawMessage, error) {
 	conn.forgetRaw(id)
 	// The reply may have been delivered just before stdout ended.
 	select {
 	case r := <-reply:
-		return s.rawResult(ctx, callCtx, sess, name, timeout, r)
+		return s.rawResult(ctx, conn, id, name, timeout, r)
 	default:
 	}
 	s.Reconnect()
 	return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, toolWhat(name), junction.ErrSourceDown, conn.exitError())
 }
 
-// rawCancelled ends a raw call cancelled for cause (by the host, the
-// no-progress timer or the session closing): the upstream is told.
-func (s *Server) rawCancelled(ctx, callCtx context.Context, sess *session, conn *stdioConn, name string, timeout time.Duration, id string, cause error) error {
-	conn.forgetRaw(id)
-	conn.cancelRaw(id, cause)
-	err := callCtx.Err()
-	if err == nil {
-		err = ctx.Err()
-	}
-	return s.rawError(ctx, callCtx, sess, toolWhat(name), timeout, err)
-}
-
-// rawError classifies the failure of a raw call.
-func (s *Server) rawError(ctx, callCtx context.Context, sess *session, what string, timeout time.Duration, err error) error {
-	if errors.Is(err, mcp.ErrConnectionClosed) {
+// rawError classifies the failure of a raw call: err is the cause it
+// ended with (errNoProgress, errSessionClosing, a failed write, the
+// host's cancellation).
+func (s *Server) rawError(ctx context.Context, name string, timeout time.Duration, err error) error {
+	what := toolWhat(name)
+	switch {
+	case errors.Is(err, errNoProgress):
+		return fmt.Errorf("upstream %q: %s: no progress for %v: %w", s.name, what, timeout, context.DeadlineExceeded)
+	case errors.Is(err, errSessionClosing):
+		return fmt.Errorf("upstream %q: %s: %w: session closed during the call", s.name, what, junction.ErrSourceDown)
+	case errors.Is(err, mcp.ErrConnectionClosed):
 		s.Reconnect()
 		return fmt.Errorf("upstream %q: %s: %w: %v", s.name, what, junction.ErrSourceDown, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())
 	}
-	return s.callError(ctx, callCtx, sess, what, timeout, err)
+	return fmt.Errorf("upstream %q: %s: %w", s.name, what, err)
 }
 
 // callViaSDK makes a raw call the ordinary way.
@@ -233,8 +238,32 @@ func (s *Server) callViaSDK(ctx context.Context, params json.RawMessage) (json.R
 // no-progress timer) in its _meta. It returns the id, as it appears on the
 // wire, and the channel its reply arrives on.
 func (c *stdioConn) sendRaw(progressToken string, params json.RawMessage) (string, <-chan rawReply, error) {
+	id, reply := c.expectRaw()
+	if err := c.writeRaw(id, progressToken, params); err != nil {
+		c.forgetRaw(id)
+		return "", nil, err
+	}
+	return id, reply, nil
+}
+
+// expectRaw makes a fresh raw id (as it appears on the wire) and the
+// channel its reply will arrive on.
+func (c *stdioConn) expectRaw() (string, <-chan rawReply) {
 	n := c.rawSeq.Add(1)
 	id := `"jr-` + strconv.FormatUint(n, 10) + `"`
+	reply := make(chan rawReply, 1)
+	c.rawMu.Lock()
+	if c.raw == nil {
+		c.raw = make(map[string]chan rawReply)
+	}
+	c.raw[id] = reply
+	c.rawPending.Add(1)
+	c.rawMu.Unlock()
+	return id, reply
+}
+
+// writeRaw writes the tools/call request with the raw id id.
+func (c *stdioConn) writeRaw(id, progressToken string, params json.RawMessage) error {
 	line := make([]byte, 0, len(params)+len(progressToken)+96)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, id...)
@@ -246,20 +275,7 @@ func (c *stdioConn) sendRaw(progressToken string, params json.RawMessage) (strin
 	}
 	line = append(line, params[1:]...)
 	line = append(line, "}\n"...)
-
-	reply := make(chan rawReply, 1)
-	c.rawMu.Lock()
-	if c.raw == nil {
-		c.raw = make(map[string]chan rawReply)
-	}
-	c.raw[id] = reply
-	c.rawPending.Add(1)
-	c.rawMu.Unlock()
-	if err := c.writeLine(line, id, false); err != nil {
-		c.forgetRaw(id)
-		return "", nil, err
-	}
-	return id, reply, nil
+	return c.writeLine(line, id, false)
 }
 
 // appendToken appends tok as a JSON string. Junction's own tokens

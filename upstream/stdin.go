@@ -124,7 +124,7 @@ func (c *stdioConn) writeLine(line []byte, rawID string, wait bool) error {
 			if w.failedAt == 0 {
 				w.failedAt = round
 			}
-			c.failRaw(ids, w.err)
+			c.failRaws(ids, w.err)
 		}
 		w.done = round
 		if round == ownRound {
@@ -163,18 +163,27 @@ func (c *stdioConn) writeFailed(err error) error {
 	return c.w.err
 }
 
-// failRaw ends the raw calls whose requests could not be written.
-func (c *stdioConn) failRaw(ids []string, err error) {
+// failRaws ends the raw calls whose requests could not be written.
+func (c *stdioConn) failRaws(ids []string, err error) {
 	for _, id := range ids {
-		c.rawMu.Lock()
-		reply, ok := c.raw[id]
-		if ok {
-			delete(c.raw, id)
-			c.rawPending.Add(-1)
-		}
-		c.rawMu.Unlock()
-		if ok {
-			reply <- rawReply{fail: err} // capacity 1; the id is out of the map, so no other send
-		}
+		c.failRaw(id, err)
+	}
+}
+
+// failRaw ends the raw call id, if it still waits, with cause: its reply
+// is the failure. A nil cause does nothing.
+func (c *stdioConn) failRaw(id string, cause error) {
+	if cause == nil {
+		return
+	}
+	c.rawMu.Lock()
+	reply, ok := c.raw[id]
+	if ok {
+		delete(c.raw, id)
+		c.rawPending.Add(-1)
+	}
+	c.rawMu.Unlock()
+	if ok {
+		reply <- rawReply{fail: cause} // capacity 1; the id is out of the map, so no other send
 	}
 }
