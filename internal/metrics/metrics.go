@@ -18,6 +18,7 @@ package metrics
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -100,7 +101,7 @@ type labelled[S any] struct {
 	newSeries       func() *S
 
 	mu     sync.RWMutex
-	series map[string]*labelledSeries[S] // by joined label values
+	series map[string]*labelledSeries[S] // by label values, see get
 }
 
 type labelledSeries[S any] struct {
@@ -108,18 +109,17 @@ type labelledSeries[S any] struct {
 	s      *S
 }
 
-// sep joins label values into a map key; it cannot occur in UTF-8 text.
-const sep = '\xff'
-
 func (l *labelled[S]) get(values []string) *S {
 	if len(values) != len(l.labels) {
 		panic(fmt.Sprintf("metrics: %s: %d label values for %d labels", l.name, len(values), len(l.labels)))
 	}
+	// The key is each value preceded by its length, so that no two lists
+	// of values share one; built on the stack, a lookup allocates nothing.
 	var buf [128]byte
 	key := buf[:0]
 	for _, v := range values {
+		key = binary.AppendUvarint(key, uint64(len(v)))
 		key = append(key, v...)
-		key = append(key, sep)
 	}
 	l.mu.RLock()
 	ls := l.series[string(key)]

@@ -185,6 +185,21 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
+// Label values that would run together if joined are distinct series.
+func TestSeriesKeys(t *testing.T) {
+	r := NewRegistry()
+	c := r.NewCounterVec("x_total", "X.", "a", "b")
+	c.WithLabelValues("a\xff", "b").Inc()
+	c.WithLabelValues("a", "\xffb").Inc()
+	c.WithLabelValues("ab", "").Inc()
+	c.WithLabelValues("", "ab").Inc()
+	for _, v := range [][2]string{{"a\xff", "b"}, {"a", "\xffb"}, {"ab", ""}, {"", "ab"}} {
+		if n := c.WithLabelValues(v[0], v[1]).Value(); n != 1 {
+			t.Errorf("series %q = %d, want 1", v, n)
+		}
+	}
+}
+
 func TestMisuse(t *testing.T) {
 	for _, tc := range []struct {
 		name string
