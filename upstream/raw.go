@@ -496,81 +496,131 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 
 // unknownTypes reports whether the result b may hold a content block
 // that sanitizeContent rewrites. It looks only at the blocks' members,
-// skipping string contents with IndexByte, so a result of plain text
-// costs one quick pass; true only means the full check must run (it is
-// also the answer for anything unusual: escapes in keys, a block that is
-// not an object, a result that does not parse).
+// skipping string contents with IndexByte, and walks the content array
+// once (a megabyte of text is one IndexByte pass); true only means the
+// full check must run (it is also the answer for anything unusual: escapes
+// in keys, a block that is not an object, a result that does not parse).
 func unknownTypes(b []byte) bool {
 	unknown := false
-	ok := eachMember(b, func(key, val []byte) {
-		if unknown || bytes.IndexByte(key, '\\') >= 0 {
+	end := walkObject(b, 0, func(key []byte, v int) int {
+		if bytes.IndexByte(key, '\\') >= 0 {
 			unknown = true
-			return
+			return -1
 		}
 		if string(key) != "content" {
-			return
+			return skipValue(b, v)
 		}
-		if !eachElement(val, func(block []byte) {
-			if !unknown && !knownBlock(block) {
+		return walkArray(b, v, func(e int) int {
+			end, known := knownBlockAt(b, e)
+			if !known {
 				unknown = true
+				return -1
 			}
-		}) {
-			unknown = true
-		}
+			return end
+		})
 	})
-	return !ok || unknown
+	return end < 0 || unknown
 }
 
-// knownBlock reports whether block is an object whose type (matched as
-// encoding/json matches a field name) is a known content type.
-func knownBlock(block []byte) bool {
+// knownBlockAt reports whether the value at b[i:] is an object whose type
+// (matched as encoding/json matches a field name) is a known content type,
+// and returns the index just past it (-1 if it is not well-formed).
+func knownBlockAt(b []byte, i int) (int, bool) {
 	known, seen := true, false
-	ok := eachMember(block, func(key, val []byte) {
-		if bytes.IndexByte(key, '\\') >= 0 {
+	end := walkObject(b, i, func(key []byte, v int) int {
+		e := skipValue(b, v)
+		if e < 0 {
+			return -1
+		}
+		switch {
+		case bytes.IndexByte(key, '\\') >= 0:
 			known = false
-			return
+		case bytes.EqualFold(key, []byte("type")):
+			seen = true
+			val := b[v:e]
+			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
+				known = false
+			}
 		}
-		if !bytes.EqualFold(key, []byte("type")) {
-			return
-		}
-		seen = true
-		if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
-			known = false
-		}
+		return e
 	})
-	return ok && seen && known
+	return end, end >= 0 && seen && known
 }
 
-// eachElement calls fn with each raw element of the JSON array b. It
-// reports false if b is not a well-formed array at the top level.
-func eachElement(b []byte, fn func(val []byte)) bool {
-	i := skipSpace(b, 0)
+// walkObject walks the JSON object starting at b[i:] (after spaces): for
+// each member it calls fn with the key (without quotes, escapes left as
+// they are) and the index where the value starts; fn returns the index
+// just past the value, or -1 to stop. walkObject returns the index just
+// past the object, or -1 if fn stopped or the object is not well-formed.
+// Each value is walked once, by fn.
+func walkObject(b []byte, i int, fn func(key []byte, v int) int) int {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return -1
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return -1
+		}
+		end := skipString(b, i+1)
+		if end < 0 {
+			return -1
+		}
+		key := b[i+1 : end]
+		i = skipSpace(b, end+1)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		if i = fn(key, skipSpace(b, i+1)); i < 0 {
+			return -1
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+// walkArray is walkObject for the JSON array at b[i:]: fn gets the index
+// where each element starts.
+func walkArray(b []byte, i int, fn func(e int) int) int {
+	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != '[' {
-		return false
+		return -1
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return true
+		return i + 1
 	}
 	for i < len(b) {
-		start := i
-		i = skipValue(b, i)
-		if i < 0 {
-			return false
+		if i = fn(i); i < 0 {
+			return -1
 		}
-		fn(b[start:i])
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return false
+			return -1
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case ']':
-			return true
+			return i + 1
 		default:
-			return false
+			return -1
 		}
 	}
-	return false
+	return -1
 }
