@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // envInitTraceChild makes the test binary exit before running any test: the
@@ -23,7 +25,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envInitTraceChild) == "1" {
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // pkgInit is one line of GODEBUG=inittrace=1 output.
