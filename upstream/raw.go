@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -326,7 +327,7 @@ func (c *stdioConn) cancelRaw(id string, cause error) {
 func (c *stdioConn) deliverRaw(line []byte) bool {
 	var id, result, errv []byte
 	method := false
-	if !eachMember(line, func(key, val []byte) {
+	if !rawjson.EachMember(line, func(key, val []byte) {
 		switch string(key) {
 		case "id":
 			id = val
@@ -371,129 +372,6 @@ func (c *stdioConn) deliverRaw(line []byte) bool {
 	return true
 }
 
-// eachMember calls fn with the key (without quotes, escapes left as they
-// are) and the raw value of each member of the JSON object b, in order. It
-// reports false if b is not a well-formed object at the top level; values
-// are delimited, not validated.
-func eachMember(b []byte, fn func(key, val []byte)) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return true
-	}
-	for i < len(b) {
-		if b[i] != '"' {
-			return false
-		}
-		end := skipString(b, i+1)
-		if end < 0 {
-			return false
-		}
-		key := b[i+1 : end]
-		i = skipSpace(b, end+1)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		start := i
-		i = skipValue(b, i)
-		if i < 0 {
-			return false
-		}
-		fn(key, b[start:i])
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// skipValue returns the index just past the JSON value starting at i, or
-// -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		end := skipString(b, i+1)
-		if end < 0 {
-			return -1
-		}
-		return end + 1
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			case '"':
-				end := skipString(b, i+1)
-				if end < 0 {
-					return -1
-				}
-				i = end
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
-}
-
-// skipString returns the index of the quote closing the string whose
-// contents start at start, or -1.
-func skipString(b []byte, start int) int {
-	i := start
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return -1
-		}
-		q += i
-		n := 0 // backslashes before the quote: odd means escaped
-		for k := q - 1; k >= start && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
 // unknownTypes reports whether the result b may hold a content block
 // that sanitizeContent rewrites. It looks only at the blocks' members,
 // skipping string contents with IndexByte, and walks the content array
@@ -508,7 +386,7 @@ func unknownTypes(b []byte) bool {
 			return -1
 		}
 		if string(key) != "content" {
-			return skipValue(b, v)
+			return rawjson.SkipValue(b, v)
 		}
 		return walkArray(b, v, func(e int) int {
 			end, known := knownBlockAt(b, e)
@@ -528,7 +406,7 @@ func unknownTypes(b []byte) bool {
 func knownBlockAt(b []byte, i int) (int, bool) {
 	known, seen := true, false
 	end := walkObject(b, i, func(key []byte, v int) int {
-		e := skipValue(b, v)
+		e := rawjson.SkipValue(b, v)
 		if e < 0 {
 			return -1
 		}
@@ -554,11 +432,11 @@ func knownBlockAt(b []byte, i int) (int, bool) {
 // past the object, or -1 if fn stopped or the object is not well-formed.
 // Each value is walked once, by fn.
 func walkObject(b []byte, i int, fn func(key []byte, v int) int) int {
-	i = skipSpace(b, i)
+	i = rawjson.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return -1
 	}
-	i = skipSpace(b, i+1)
+	i = rawjson.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
 	}
@@ -566,25 +444,25 @@ func walkObject(b []byte, i int, fn func(key []byte, v int) int) int {
 		if b[i] != '"' {
 			return -1
 		}
-		end := skipString(b, i+1)
+		end := rawjson.SkipString(b, i+1)
 		if end < 0 {
 			return -1
 		}
 		key := b[i+1 : end]
-		i = skipSpace(b, end+1)
+		i = rawjson.SkipSpace(b, end+1)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
-		if i = fn(key, skipSpace(b, i+1)); i < 0 {
+		if i = fn(key, rawjson.SkipSpace(b, i+1)); i < 0 {
 			return -1
 		}
-		i = skipSpace(b, i)
+		i = rawjson.SkipSpace(b, i)
 		if i >= len(b) {
 			return -1
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = rawjson.SkipSpace(b, i+1)
 		case '}':
 			return i + 1
 		default:
@@ -597,11 +475,11 @@ func walkObject(b []byte, i int, fn func(key []byte, v int) int) int {
 // walkArray is walkObject for the JSON array at b[i:]: fn gets the index
 // where each element starts.
 func walkArray(b []byte, i int, fn func(e int) int) int {
-	i = skipSpace(b, i)
+	i = rawjson.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '[' {
 		return -1
 	}
-	i = skipSpace(b, i+1)
+	i = rawjson.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1
 	}
@@ -609,13 +487,13 @@ func walkArray(b []byte, i int, fn func(e int) int) int {
 		if i = fn(i); i < 0 {
 			return -1
 		}
-		i = skipSpace(b, i)
+		i = rawjson.SkipSpace(b, i)
 		if i >= len(b) {
 			return -1
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = rawjson.SkipSpace(b, i+1)
 		case ']':
 			return i + 1
 		default:

@@ -359,49 +359,6 @@ func TestCanCallRawOtherTransports(t *testing.T) {
 	}
 }
 
-// FuzzEachMember checks the member scanner against encoding/json on
-// valid objects: same keys, same values.
-func FuzzEachMember(f *testing.F) {
-	for _, s := range []string{`{}`, `{"id":"jr-1","result":{"content":[{"type":"text","text":"a\\\"}"}]}}`,
-		`{"a":[1,{"b":"]"}],"c":null,"d":true,"e":-1.5e3}`, ` { "x" : "y" } `, `{"a":1`, `[1]`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var want map[string]json.RawMessage
-		valid := json.Unmarshal(b, &want) == nil && want != nil
-		got := map[string]json.RawMessage{}
-		ok := eachMember(b, func(k, v []byte) {
-			var key string
-			if err := json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &key); err != nil {
-				key = string(k)
-			}
-			got[key] = append(json.RawMessage(nil), v...)
-		})
-		if !valid {
-			return // no promise beyond not panicking
-		}
-		if !ok {
-			t.Fatalf("eachMember(%q) = false on a valid object", b)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("eachMember(%q): %d members, want %d", b, len(got), len(want))
-		}
-		for k, v := range want {
-			if !jsonEqual(got[k], v) {
-				t.Fatalf("eachMember(%q)[%q] = %s, want %s", b, k, got[k], v)
-			}
-		}
-	})
-}
-
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return cmp.Equal(x, y)
-}
-
 // FuzzUnknownTypes checks that the quick scan never clears a result the
 // full check would rewrite.
 func FuzzUnknownTypes(f *testing.F) {
