@@ -44,8 +44,10 @@ type pipeHost struct {
 
 // newForwarder builds a hub whose one source is the echo server as an
 // upstream process, and connects a pipeHost to it over the hub's stdio
-// transport.
-func newForwarder(tb testing.TB) *pipeHost {
+// transport, or with fast, over View.ServeStdioFast with package
+// upstream's Server.CallToolRaw as the raw caller (as junction serve
+// builds it).
+func newForwarder(tb testing.TB, fast bool) *pipeHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	hub := junction.New(nil)
@@ -69,12 +71,18 @@ func newForwarder(tb testing.TB) *pipeHost {
 		tb.Fatal(err)
 	}
 	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		if fast {
+			return view.ServeStdioFast(ctx, in, out, nil)
+		}
 		return view.Server().Run(ctx, &junction.StdioTransport{In: in, Out: out})
 	}, func() {
 		hub.Close()
 		up.Close()
 	})
 }
+
+func hubForwarder(tb testing.TB) *pipeHost          { return newForwarder(tb, false) }
+func upstreamFastForwarder(tb testing.TB) *pipeHost { return newForwarder(tb, true) }
 
 // newFastForwarder is newForwarder with the experimental raw data plane:
 // View.ServeStdioFast on the host side and bench/rawup as the upstream.
@@ -100,40 +108,6 @@ func newFastForwarder(tb testing.TB) *pipeHost {
 	}, func() {
 		hub.Close()
 		src.Close()
-	})
-}
-
-// newUpstreamFast is newFastForwarder with package upstream (its
-// Server.CallToolRaw) as the raw caller, as junction serve -fast-path
-// builds it.
-func newUpstreamFast(tb testing.TB) *pipeHost {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	hub := junction.New(nil)
-	up, err := upstream.New("echo", upstream.Config{Command: os.Args[0], Env: map[string]string{envEcho: "1"}}, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := hub.Add(ctx, "echo", up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-		tb.Fatal(err)
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := up.WaitReady(wctx); err != nil {
-		tb.Fatalf("upstream: %v", err)
-	}
-	if err := hub.Refresh(wctx); err != nil {
-		tb.Fatal(err)
-	}
-	view, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
-		return view.ServeStdioFast(ctx, in, out, nil)
-	}, func() {
-		hub.Close()
-		up.Close()
 	})
 }
 
@@ -210,7 +184,7 @@ func TestForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"fastup", newUpstreamFast}, {"direct", newDirect}} {
+	}{{"hub", hubForwarder}, {"fast", newFastForwarder}, {"fastup", upstreamFastForwarder}, {"direct", newDirect}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.new(t)
 			res := h.call(t, `{"msg":"hello \"hub\""}`)
@@ -232,7 +206,7 @@ func BenchmarkForward(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", newForwarder}, {"fast", newFastForwarder}, {"fastup", newUpstreamFast}, {"direct", newDirect}} {
+	}{{"hub", hubForwarder}, {"fast", newFastForwarder}, {"fastup", upstreamFastForwarder}, {"direct", newDirect}} {
 		b.Run(tc.name+"/small", func(b *testing.B) {
 			h := tc.new(b)
 			b.ReportAllocs()
