@@ -128,10 +128,17 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http")
 	}
 
+	var fromFile []string
 	if *addr != "" {
-		// Check the address before building anything or printing a token.
+		// Check the address and the token file before building anything
+		// or printing a token.
 		if err := daemon.CheckListen(*addr, *insecure); err != nil {
 			return usageErrorf("%v", err)
+		}
+		if *tokenFile != "" {
+			if fromFile, err = readTokenFile(*tokenFile); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -156,13 +163,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 
 	all := append([]string(nil), tokens...)
 	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
-	if *tokenFile != "" {
-		fromFile, err := readTokenFile(*tokenFile)
-		if err != nil {
-			return err
-		}
-		all = append(all, fromFile...)
-	}
+	all = append(all, fromFile...)
 	if len(all) == 0 && !*insecure {
 		t := make([]byte, 24)
 		rand.Read(t)

@@ -560,8 +560,8 @@ func TestTokenFileAndSSEClient(t *testing.T) {
 		t.Errorf("a token not in the file: HTTP %d, want 401", status)
 	}
 	_, errOut, code = runJunction(t, nil, "serve", "-http", "127.0.0.1:0", "-token-file", filepath.Join(t.TempDir(), "missing"))
-	if code == 0 || !strings.Contains(errOut, "-token-file") {
-		t.Errorf("missing token file: exit %d, stderr %q", code, errOut)
+	if code == 0 || !strings.Contains(errOut, "-token-file") || strings.Contains(errOut, "hub ready") {
+		t.Errorf("missing token file: exit %d, stderr %q; want an error about -token-file before the hub is built", code, errOut)
 	}
 }
 
