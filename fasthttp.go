@@ -25,13 +25,14 @@ import (
 // or requests (sampling, elicitation, roots) during the call: then the
 // response turns into an SSE stream that carries them and then the
 // result, as go-sdk's would, and the host's POSTed answers to those
-// requests are taken here. (With
-// HTTPOptions.JSONResponse the answer is always JSON and log messages go
-// where go-sdk sends them: the session's GET stream, if it has one.) A session is
-// looked up among the view's live go-sdk sessions, so go-sdk still
-// creates, checks, expires and deletes sessions; so that its idle timer
-// sees a session in use, one request per session goes to go-sdk at least
-// every quarter of the session timeout.
+// requests are taken here. With HTTPOptions.JSONResponse the answer is
+// always JSON, and log messages and requests go where go-sdk sends them in
+// that mode: the session's GET stream.
+//
+// A session is looked up among the view's live go-sdk sessions, so go-sdk
+// still creates, checks, expires and deletes sessions; so that its idle
+// timer sees a session in use, one request per session goes to go-sdk at
+// least every quarter of the session timeout.
 
 // httpFast is the fast path of one view's HTTP handler.
 type httpFast struct {
@@ -98,9 +99,9 @@ func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) boo
 	sink := &sseSink{w: w, sid: sid, f: f}
 	ctx = withHostSession(ctx, s.ss)
 	if !f.jsonOnly {
-		// With JSON answers only, log messages go where go-sdk puts them
-		// (the session's GET stream, if it has one).
-		ctx = withLogSink(ctx, sink)
+		// With JSON answers only, log messages and requests to the host
+		// go where go-sdk puts them (the session's GET stream).
+		ctx = withFastStream(ctx, sink)
 	}
 	answer := f.v.callRaw(ctx, rt)
 	f.mu.Lock()
@@ -240,11 +241,11 @@ func (f *httpFast) reply(w http.ResponseWriter, sid string, body []byte) bool {
 	return true
 }
 
-// logSinkKey is the context key of an HTTP fast call's sseSink.
-type logSinkKey struct{}
+// fastStreamKey is the context key of an HTTP fast call's response (its sseSink).
+type fastStreamKey struct{}
 
-func withLogSink(ctx context.Context, s *sseSink) context.Context {
-	return context.WithValue(ctx, logSinkKey{}, s)
+func withFastStream(ctx context.Context, s *sseSink) context.Context {
+	return context.WithValue(ctx, fastStreamKey{}, s)
 }
 
 // divertToFastCall is the views' sending middleware: a log message, or a
@@ -255,7 +256,7 @@ func withLogSink(ctx context.Context, s *sseSink) context.Context {
 // not have opened).
 func divertToFastCall(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		s, ok := ctx.Value(logSinkKey{}).(*sseSink)
+		s, ok := ctx.Value(fastStreamKey{}).(*sseSink)
 		if !ok {
 			return next(ctx, method, req)
 		}
