@@ -17,8 +17,9 @@ import (
 )
 
 // The fast path over Streamable HTTP: a POST whose body is one plain
-// tools/call (as [View.ServeStdioFast] takes them) on a stateful session
-// is answered by the hub itself, without go-sdk's HTTP transport and
+// tools/call (as [View.ServeStdioFast] takes them) on a stateful session,
+// or from a client before protocol 2026-07-28 on a handler without
+// sessions, is answered by the hub itself, without go-sdk's HTTP transport and
 // JSON-RPC machinery; every other request goes to go-sdk's handler.
 //
 // The answer is application/json, unless the upstream sends log messages
@@ -36,9 +37,10 @@ import (
 
 // httpFast is the fast path of one view's HTTP handler.
 type httpFast struct {
-	v        *View
-	jsonOnly bool          // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
-	touch    time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
+	v         *View
+	jsonOnly  bool          // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
+	stateless bool          // HTTPStateless: no sessions; see takeStateless
+	touch     time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
 
 	seq atomic.Uint64 // ids of requests to hosts ("jh-N")
 
@@ -61,14 +63,23 @@ type httpFastSession struct {
 }
 
 func newHTTPFast(v *View, o HTTPOptions) *httpFast {
-	return &httpFast{v: v, jsonOnly: o.JSONResponse, touch: o.SessionTimeout / 4, sessions: make(map[string]*httpFastSession), pending: make(map[string]chan hostReply)}
+	return &httpFast{
+		v: v, jsonOnly: o.JSONResponse, stateless: o.Mode == HTTPStateless, touch: o.SessionTimeout / 4,
+		sessions: make(map[string]*httpFastSession), pending: make(map[string]chan hostReply),
+	}
 }
 
 // take answers the POST r, whose body is body, if it is for the fast
 // path, and reports whether it did.
 func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" || r.Header.Get("Mcp-Protocol-Version") >= StatelessProtocolVersion || !f.acceptable(r) {
+	if r.Header.Get("Mcp-Protocol-Version") >= StatelessProtocolVersion || !f.acceptable(r) {
+		return false
+	}
+	if f.stateless {
+		return sid == "" && f.takeStateless(w, r, body)
+	}
+	if sid == "" {
 		return false
 	}
 	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
@@ -111,6 +122,24 @@ func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) boo
 		answer = nil // JSON-RPC: no answer to a cancelled request
 	}
 	sink.finish(answer)
+	return true
+}
+
+// takeStateless answers a plain tools/call of a client before protocol
+// 2026-07-28 on a handler without sessions (HTTPStateless). As in go-sdk's
+// stateless mode, such a call has no session to send log messages or
+// requests to; a client that goes away cancels it.
+func (f *httpFast) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	rt, ok := f.v.routeRaw(body)
+	if !ok {
+		return false
+	}
+	answer := f.v.callRaw(r.Context(), rt)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(answer)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(answer)
 	return true
 }
 

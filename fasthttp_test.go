@@ -387,3 +387,29 @@ func TestHTTPFastAcceptable(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPFastPathStateless: without sessions (HTTPStateless), a plain
+// call from a client before 2026-07-28 is answered raw, as JSON; a call
+// with _meta, or under the stateless protocol revision, goes to go-sdk.
+func TestHTTPFastPathStateless(t *testing.T) {
+	var raw atomic.Int32
+	f := &rawFake{tools: []string{"echo"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		raw.Add(1)
+		return echoRaw(ctx, name, params)
+	}}
+	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateless})
+	resp := rawPost(t, srv.URL, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"no session"}}}`)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" ||
+		string(body) != `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"no session"}]}}`+"\n" {
+		t.Errorf("stateless fast call: %s %q\n%s", resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+	resp = rawPost(t, srv.URL, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","_meta":{"progressToken":"p"}}}`)
+	body, _ = io.ReadAll(resp.Body)
+	if !bytes.Contains(body, []byte(`"slow"`)) {
+		t.Errorf("a call with _meta: %s\n%s; want go-sdk's answer", resp.Status, body)
+	}
+	if raw.Load() != 1 || f.slow.Load() != 1 {
+		t.Errorf("raw calls %d, ordinary calls %d; want 1 and 1", raw.Load(), f.slow.Load())
+	}
+}

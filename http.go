@@ -59,7 +59,8 @@ type HTTPOptions struct {
 	// [DefaultMaxRequestBytes].
 	MaxRequestBytes int64
 	// FastPath answers a POST holding one plain tools/call (no _meta) on a
-	// stateful session, for a tool whose source is a [RawCaller], on the
+	// stateful session, or from a client before protocol 2026-07-28 in
+	// HTTPStateless mode, for a tool whose source is a [RawCaller], on the
 	// hub's own raw data plane instead of go-sdk's (see fasthttp.go and
 	// docs/performance.md). Everything else is served the same either way.
 	FastPath bool
@@ -127,7 +128,7 @@ func (v *View) HTTPHandler(opts *HTTPOptions) http.Handler {
 		})
 	}
 	var take func(http.ResponseWriter, *http.Request, []byte) bool
-	if o.FastPath && o.Mode != HTTPStateless {
+	if o.FastPath {
 		take = newHTTPFast(v, o).take
 	}
 	return checkJSONBody(next, o.MaxRequestBytes, take)

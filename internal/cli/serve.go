@@ -38,8 +38,9 @@ preset or tool name stops junction before it serves.
 
 The fast path: a plain tools/call (no _meta) for a tool of a stdio upstream
 that speaks a protocol before 2026-07-28 is forwarded as raw bytes, over
-stdio and on HTTP sessions, instead of being decoded and re-encoded by
-go-sdk (several times the calls/s; docs/performance.md). Everything else
+stdio and HTTP (sessions, and -stateless for clients before 2026-07-28),
+instead of being decoded and re-encoded by go-sdk (several times the
+calls/s; docs/performance.md). Everything else
 goes through go-sdk. -fast-path=false turns it off.
 
 Examples:
@@ -61,7 +62,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		sessionTimeout = fs.Duration("session-timeout", junction.DefaultSessionTimeout, "close HTTP sessions idle this long (negative: never)")
 		maxBody        = fs.Int64("max-request-bytes", junction.DefaultMaxRequestBytes, "largest HTTP request body accepted")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
-		fastPath       = fs.Bool("fast-path", true, "forward plain tools/call requests to stdio upstreams (below protocol 2026-07-28) as raw bytes, over stdio and on HTTP sessions; =false sends every call through go-sdk (docs/performance.md)")
+		fastPath       = fs.Bool("fast-path", true, "forward plain tools/call requests to stdio upstreams (below protocol 2026-07-28) as raw bytes, over stdio and HTTP; =false sends every call through go-sdk (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
 		tokens         stringList
 		hosts          stringList

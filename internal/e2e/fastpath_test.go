@@ -238,14 +238,18 @@ func TestServeFastPathRawClient(t *testing.T) {
 // TestFastPathRealUpstream: the npm server-everything (TypeScript SDK,
 // protocol 2025-11-25) behind junction serve over HTTP, called by
 // inspector-cli (a TypeScript host): calls go through the fast path by
-// default and answer the same with -fast-path=false, which forwards none
-// raw.
+// default (with sessions, and with -stateless) and answer the same with
+// -fast-path=false, which forwards none raw.
 func TestFastPathRealUpstream(t *testing.T) {
 	node, everything := everythingCmd(t)
 	cfg := writeConfig(t, filepath.Join(t.TempDir(), "junction.yaml"), fmt.Sprintf("servers:\n  everything:\n    command: %q\n    args: [%q, stdio]\n", node, everything))
-	for _, fast := range []bool{true, false} {
-		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
-			url := startServe(t, "-insecure-no-auth", "-config", cfg, fmt.Sprintf("-fast-path=%v", fast))
+	for _, tc := range []struct {
+		fast  bool
+		flags []string
+	}{{true, nil}, {false, nil}, {true, []string{"-stateless"}}} {
+		fast := tc.fast
+		t.Run(fmt.Sprintf("fast=%v%s", fast, strings.Join(tc.flags, "")), func(t *testing.T) {
+			url := startServe(t, append([]string{"-insecure-no-auth", "-config", cfg, fmt.Sprintf("-fast-path=%v", fast)}, tc.flags...)...)
 			waitForTool(t, url, "everything__echo")
 			for i := range 3 {
 				var res inspectorResult
