@@ -43,8 +43,7 @@ import (
 // the call the ordinary way (for a source that can forward raw only over
 // some of its transports).
 //
-// EXPERIMENTAL: the fast path is opt-in; docs/performance.md has the
-// measurements behind it.
+// docs/performance.md has the measurements behind the fast path.
 type RawCaller interface {
 	CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
 }
@@ -86,9 +85,8 @@ type FastOptions struct {
 // selection is enforced the same way.
 //
 // It returns when in ends (after the calls in flight are answered, up to
-// [DrainTimeout]) or ctx is done.
-//
-// EXPERIMENTAL: opt-in; see docs/performance.md.
+// [DrainTimeout]) or ctx is done. Fast calls count in [Hub.InFlight], so
+// [Hub.WaitIdle] waits for them too.
 func (v *View) ServeStdioFast(ctx context.Context, in io.Reader, out io.Writer, opts *FastOptions) error {
 	var o FastOptions
 	if opts != nil {

@@ -472,3 +472,57 @@ func FuzzParseToolCall(f *testing.F) {
 		}
 	})
 }
+
+// TestServeStdioFastInFlight: a fast call counts in Hub.InFlight while it
+// runs, so a daemon's WaitIdle on shutdown waits for it as for ordinary
+// calls.
+func TestServeStdioFastInFlight(t *testing.T) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	f := &rawFake{tools: []string{"wait"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		close(started)
+		<-release
+		return json.RawMessage(`{"content":[]}`), nil
+	}}
+	hub := New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(t.Context(), "s", f, &SourceOptions{Prefix: PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	done := make(chan error, 1)
+	go func() { done <- v.ServeStdioFast(context.Background(), inR, outW, nil) }()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__wait"}}`,
+	} {
+		io.WriteString(inW, line+"\n")
+	}
+	<-started
+	if n := hub.InFlight(); n != 1 {
+		t.Errorf("InFlight during a fast call = %d, want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	if err := hub.WaitIdle(ctx); err == nil {
+		t.Error("WaitIdle returned while a fast call was running")
+	}
+	cancel()
+	close(release)
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := hub.WaitIdle(ctx); err != nil {
+		t.Errorf("WaitIdle after the call ended = %v", err)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdioFast = %v", err)
+	}
+	outW.Close()
+}

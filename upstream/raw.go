@@ -97,7 +97,7 @@ func rawIncapable(sess *session) bool {
 // [Server.CanCallRaw]) the call is made with CallTool and its result
 // encoded. Other transports get [ErrRawUnsupported].
 //
-// EXPERIMENTAL: used by junction serve -fast-path.
+// The hub's fast path (junction serve, unless -fast-path=false) uses it.
 func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {

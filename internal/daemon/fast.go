@@ -9,17 +9,17 @@ import (
 	"github.com/junction-mcp/junction"
 )
 
-// ServeStdioFast is [Daemon.ServeStdio] with the experimental raw
-// forwarding path ([junction.View.ServeStdioFast]): a tools/call without
-// _meta for a tool of a stdio upstream that speaks a protocol before
-// 2026-07-28 is forwarded as raw bytes; everything else is served as
-// ServeStdio serves it. Log messages the upstream sends during a raw call
-// go to this stdio host, before the call's result.
+// ServeStdioFast is [Daemon.ServeStdio] with the raw forwarding path
+// ([junction.View.ServeStdioFast]), which junction serve uses by default:
+// a tools/call without _meta for a tool of a stdio upstream that speaks a
+// protocol before 2026-07-28 is forwarded as raw bytes; everything else is
+// served as ServeStdio serves it. Log messages the upstream sends during a
+// raw call go to this stdio host, before the call's result.
 //
-// When ctx is done, ordinary calls in flight get up to stdioDrain to
-// finish; raw calls in flight are then cancelled (the upstream is told).
-// When the host closes its end, raw calls in flight are answered first
-// (up to junction.DrainTimeout).
+// When ctx is done, calls in flight (ordinary and raw: both count in
+// Hub.InFlight) get up to stdioDrain to finish; those still running are
+// then cancelled (the upstream is told). When the host closes its end,
+// raw calls in flight are answered first (up to junction.DrainTimeout).
 func (d *Daemon) ServeStdioFast(ctx context.Context, r io.Reader, w io.Writer) error {
 	view := d.View
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))

@@ -8,9 +8,9 @@
 //	benchhub [-http 127.0.0.1:0] [-addr-file F] [-raw-upstream] [-fast] -- COMMAND [ARGS...]
 //
 // -raw-upstream uses bench/rawup (a hand-written JSON-RPC client) instead
-// of package upstream; -fast serves stdio with View.ServeStdioFast, the
-// experimental raw data plane for tools/call (it needs -raw-upstream to
-// have a RawCaller source to forward to).
+// of package upstream; -fast serves with the raw data plane for tools/call
+// (View.ServeStdioFast on stdio, HTTPOptions.FastPath over HTTP), as
+// junction serve does by default.
 package main
 
 import (
