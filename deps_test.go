@@ -38,8 +38,10 @@ func imports(t *testing.T, dir string) map[string]bool {
 
 // TestDependencyDirection keeps the layering of docs/design.md: the core
 // package imports only the standard library and go-sdk (with the two
-// libraries go-sdk itself builds on), never a source or the daemon; and
-// packs never import each other.
+// libraries go-sdk itself builds on), never the data plane, a source or
+// the daemon; the data plane imports the core and nothing else of ours
+// (sources use it, it never uses them); and packs never import each
+// other.
 func TestDependencyDirection(t *testing.T) {
 	allowed := []string{
 		module + "/internal/rawjson/", // a leaf: the standard library only (checked below)
@@ -57,6 +59,11 @@ func TestDependencyDirection(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("package junction imports %s; the core may import only the standard library and go-sdk", p)
+		}
+	}
+	for p := range imports(t, "dataplane") {
+		if strings.HasPrefix(p, module+"/") && p != module && p != module+"/internal/rawjson" {
+			t.Errorf("package dataplane imports %s; it may import only the core (%s) and internal/rawjson of ours", p, module)
 		}
 	}
 	for p := range imports(t, "internal/rawjson") {

@@ -13,7 +13,7 @@
 //	hub.Add(ctx, "tools", tools, &junction.SourceOptions{Prefix: junction.PrefixNever})
 //
 //	view, _ := hub.NewView("", junction.Selection{})
-//	view.Server().Run(ctx, &junction.StdioTransport{In: os.Stdin, Out: os.Stdout})
+//	dataplane.New(view, nil).ServeStdio(ctx, os.Stdin, os.Stdout, nil)
 //
 // # Overview
 //
@@ -32,10 +32,20 @@
 // A [View] is what one kind of host sees: the hub narrowed by a
 // [Selection] (presets, tools, deny, sources), served by a go-sdk server
 // that the view keeps in line with the hub, so hosts get list_changed
-// notifications as sources come and go. Serve a view over stdio with
-// [StdioTransport] (which answers malformed frames and keeps going) or over
-// HTTP with [View.HTTPHandler] (Streamable HTTP, stateful and stateless) and
-// [View.SSEHandler] (the legacy transport).
+// notifications as sources come and go. Package dataplane serves a view
+// over stdio and HTTP (Streamable HTTP, stateful and stateless, and the
+// legacy SSE transport), forwarding tool calls as raw bytes where it can;
+// any go-sdk transport can serve [View.Server] too.
+//
+// # Calls
+//
+// Every tool call takes the same steps, whoever makes it: [View.Begin]
+// resolves the name through the view's selection (waiting for sources
+// still connecting, see [Readier]), and the returned [Call] calls the
+// source and finishes the call (timeout, error mapping, metrics, logs).
+// The data plane uses [View.BeginRaw] and [Call.CallToolRaw] for sources
+// that forward bytes ([RawCaller]); the view's go-sdk handlers use
+// [Call.CallTool]; packs that call other tools use [Hub.Call].
 //
 // # Errors
 //

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -51,7 +50,18 @@ type Options struct {
 	// Presets are named tool sets by exposed tool name, merged with the
 	// presets sources define (for a config file's presets).
 	Presets map[string][]string
+
+	// StartupBudget bounds how long the hub waits for sources that
+	// connect in the background ([Readier]s): a host's first lists wait
+	// for them until the budget, counted from New, runs out, and a call
+	// to a tool the hub does not know yet waits for them up to the budget.
+	// Zero means [DefaultStartupBudget]; negative means no waiting.
+	StartupBudget time.Duration
 }
+
+// DefaultStartupBudget is the zero value's meaning of
+// [Options.StartupBudget].
+const DefaultStartupBudget = 10 * time.Second
 
 // CallInfo describes one finished tool call, for metrics.
 type CallInfo struct {
@@ -140,6 +150,14 @@ type Hub struct {
 	lock       *Manifest           // see Options.Lock
 	presets    map[string][]string // see Options.Presets
 	drift      map[string]*Drift   // per source, from the last rebuild
+	retired    []*sourceState      // replaced or removed, with calls maybe in flight (see Drain)
+	// pending counts the Readier sources not ready yet; changed is closed
+	// and replaced whenever the views have been brought in line with a
+	// new table or pending changes (see route and WaitStartup).
+	pending      int
+	changed      chan struct{}
+	deadline     time.Time // the startup budget runs out; see Options.StartupBudget
+	budgetLogged bool
 
 	refreshMu sync.Mutex // serialises refresh
 
@@ -162,6 +180,10 @@ type sourceState struct {
 	// stale means the source reported a change not yet read; the last
 	// catalog keeps being served meanwhile. Guarded by Hub.mu.
 	stale bool
+	// waiting means the source is a Readier that is not ready yet (it
+	// counts in Hub.pending). Guarded by Hub.mu.
+	waiting bool
+	drainState
 }
 
 // Collision reports a name that two sources both wanted to serve.
@@ -194,6 +216,11 @@ func New(opts *Options) *Hub {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
 	h.table = &table{}
+	if h.opts.StartupBudget == 0 {
+		h.opts.StartupBudget = DefaultStartupBudget
+	}
+	h.deadline = time.Now().Add(max(h.opts.StartupBudget, 0))
+	h.changed = make(chan struct{})
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.lock = h.opts.Lock
 	h.presets = h.opts.Presets
@@ -243,8 +270,9 @@ func (h *Hub) Close() error {
 
 // Add adds a source under name, reads its catalog and refreshes every view.
 // A catalog error is logged and the source serves nothing until it reports
-// a change; Add still succeeds. Name must be unique in the hub and must not
-// contain the name separator "__".
+// a change; Add still succeeds. A [Readier] source counts as connecting
+// until it is ready (see [Options.StartupBudget]). Name must be unique in
+// the hub and must not contain the name separator "__".
 func (h *Hub) Add(ctx context.Context, name string, src Source, opts *SourceOptions) error {
 	if name == "" || strings.Contains(name, NameSeparator) {
 		return fmt.Errorf("source name %q: must be non-empty and must not contain %q", name, NameSeparator)
@@ -259,51 +287,70 @@ func (h *Hub) Add(ctx context.Context, name string, src Source, opts *SourceOpti
 		return fmt.Errorf("source %q: %w", name, ErrDuplicateSource)
 	}
 	h.sources = append(h.sources, st)
+	h.watchReady(st)
 	h.mu.Unlock()
 	if n, ok := src.(Notifier); ok {
-		n.SetListener(&listener{h: h, name: name})
+		n.SetListener(&listener{h: h, st: st})
 	}
 	h.loadCatalog(ctx, st)
 	return h.rebuild()
 }
 
 // Remove removes the source called name; its tools disappear from every
-// view. Removing an unknown name does nothing.
+// view. Calls already routed to it go on (see [Hub.Drain]). Removing an
+// unknown name does nothing.
 func (h *Hub) Remove(name string) error {
 	h.mu.Lock()
-	h.sources = slices.DeleteFunc(h.sources, func(s *sourceState) bool { return s.name == name })
+	if i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
+		st := h.sources[i]
+		h.sources = slices.Delete(h.sources, i, i+1)
+		h.settle(st)
+		h.retire(st)
+	}
 	h.mu.Unlock()
 	return h.rebuild()
 }
 
 // Replace puts src in the place of the source called name, keeping its
-// position, and refreshes; the new source's catalog is read before the
-// swap, so hosts never see the source's tools missing. The caller stops
-// the old source afterwards. Replacing an unknown name adds it.
+// position, and refreshes. The swap waits until src is ready (a
+// [Readier]; up to ctx) and its catalog has been read, so hosts never see
+// the source's tools missing and new calls keep going to the old source
+// until then. Calls already routed to the old source finish there: the
+// caller waits for them with [Hub.Drain] before stopping it. Replacing an
+// unknown name adds it.
 func (h *Hub) Replace(ctx context.Context, name string, src Source, opts *SourceOptions) error {
 	st := &sourceState{name: name, src: src}
 	if opts != nil {
 		st.opts = *opts
 	}
-	h.refreshMu.Lock()
-	h.mu.Lock()
+	h.mu.RLock()
 	i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name })
-	h.mu.Unlock()
-	h.refreshMu.Unlock()
+	h.mu.RUnlock()
 	if i < 0 {
 		return h.Add(ctx, name, src, opts)
 	}
 	if n, ok := src.(Notifier); ok {
-		n.SetListener(&listener{h: h, name: name})
+		n.SetListener(&listener{h: h, st: st})
 	}
-	h.loadCatalog(ctx, st)
+	if r, ok := src.(Readier); ok {
+		select {
+		case <-r.Ready():
+		case <-ctx.Done():
+			h.logger.Warn("replacement source not ready; swapping it in anyway", LogKeySource, name, "error", ctx.Err())
+		}
+	}
+	h.loadCatalog(context.WithoutCancel(ctx), st)
 	h.refreshMu.Lock()
 	h.mu.Lock()
 	if i = slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
+		old := h.sources[i]
 		h.sources[i] = st
+		h.settle(old)
+		h.retire(old)
 	} else {
 		h.sources = append(h.sources, st)
 	}
+	h.watchReady(st)
 	h.mu.Unlock()
 	h.refreshMu.Unlock()
 	return h.rebuild()
@@ -437,17 +484,13 @@ func (h *Hub) CheckSelection(sel Selection) error {
 }
 
 type listener struct {
-	h    *Hub
-	name string
+	h  *Hub
+	st *sourceState
 }
 
 func (l *listener) CatalogChanged() {
 	l.h.mu.Lock()
-	for _, s := range l.h.sources {
-		if s.name == l.name {
-			s.stale = true // re-read; serve the old catalog until then
-		}
-	}
+	l.st.stale = true // re-read; serve the old catalog until then
 	l.h.mu.Unlock()
 	select {
 	case l.h.dirty <- struct{}{}:
@@ -563,77 +606,10 @@ func (h *Hub) rebuild() error {
 			errs = append(errs, err)
 		}
 	}
+	h.mu.Lock()
+	h.signal()
+	h.mu.Unlock()
 	return errors.Join(errs...)
-}
-
-// callTool routes a tools/call for the exposed name to its source.
-func (h *Hub) callTool(ctx context.Context, v *View, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	h.inflight.Add(1)
-	defer h.inflight.Add(-1)
-	name := req.Params.Name
-	h.mu.RLock()
-	e := h.table.toolIndex[name]
-	var timeout time.Duration
-	if e != nil {
-		timeout = e.source.opts.Timeout
-	}
-	h.mu.RUnlock()
-	if e == nil || !v.allows(name) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
-	}
-	params := *req.Params
-	params.Name = e.local
-	local := *req
-	local.Params = &params
-	if d := timeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-
-	start := time.Now()
-	res, err := safeCall(ctx, e.source.src, &local)
-	info := CallInfo{Source: e.source.name, Tool: name, Duration: time.Since(start), Outcome: "ok"}
-	defer func() {
-		if h.opts.Observe != nil {
-			h.opts.Observe(info)
-		}
-	}()
-	if err != nil {
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
-			info.Outcome = "protocol_error"
-			return nil, werr
-		}
-		if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
-		}
-		te := asToolError(name, err)
-		info.Outcome = strings.ToLower(te.Code)
-		h.logger.Warn("tool call failed", LogKeySource, e.source.name, LogKeyTool, name, "code", te.Code, "error", err)
-		return te.Result(), nil
-	}
-	if res == nil {
-		te := &ToolError{Tool: name, Code: CodeInternal, Message: "source returned no result"}
-		info.Outcome = strings.ToLower(te.Code)
-		return te.Result(), nil
-	}
-	if res.IsError {
-		info.Outcome = "tool_error"
-	}
-	return res, nil
-}
-
-// safeCall calls src.CallTool and turns a panic into an error, so one
-// broken source cannot take the hub down.
-func safeCall(ctx context.Context, src Source, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res = nil
-			err = &ToolError{Code: CodeInternal, Message: fmt.Sprintf("source panicked: %v", r), Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
-		}
-	}()
-	return src.CallTool(ctx, req)
 }
 
 func (h *Hub) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -730,36 +706,4 @@ func rawSchema(s any) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// Call calls the tool the hub serves as name, outside any host session and
-// selection: for packs that compose other tools (diagrams). The request's
-// Session is nil, so the source cannot send progress or ask the host
-// anything; sources must allow for that.
-func (h *Hub) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	h.mu.RLock()
-	e := h.table.toolIndex[name]
-	var timeout time.Duration
-	if e != nil {
-		timeout = e.source.opts.Timeout
-	}
-	h.mu.RUnlock()
-	if e == nil {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
-	}
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: e.local, Arguments: args}}
-	if d := timeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	res, err := safeCall(ctx, e.source.src, req)
-	if err != nil {
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
-			return nil, err
-		}
-		return asToolError(name, err).Result(), nil
-	}
-	return res, nil
 }

@@ -2,6 +2,7 @@ package junction
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,6 +84,79 @@ type Listener interface {
 	// the source owns to the host sessions subscribed to it.
 	ResourceUpdated(uri string)
 }
+
+// A Readier is a [Source] that connects in the background (an upstream
+// server, a plugin). Ready returns a channel that is closed once the
+// source's first connection attempt has finished, connected or failed;
+// its catalog is current from then on. A hub answers a host's first lists
+// only once every Readier has got there (bounded by
+// [Options.StartupBudget]), and a call to a tool it does not know yet
+// waits for the sources that are not ready, so a host that lists or calls
+// at once does not see a hub with half its tools.
+type Readier interface {
+	Ready() <-chan struct{}
+}
+
+// A LevelSetter is a [Source] that forwards log messages from somewhere
+// else (an upstream server). The hub calls SetLogLevel with the most
+// verbose level any host session asked for (logging/setLevel), or "info"
+// while no host has asked, and again whenever that changes; each host
+// still receives only the messages at or above its own level. It must not
+// block.
+type LevelSetter interface {
+	SetLogLevel(level mcp.LoggingLevel)
+}
+
+// A RawCaller is a [Source] that can forward a tools/call without decoding
+// its arguments or its result: the hub's data plane (package dataplane)
+// hands it the params object as the host sent it, with the source-local
+// tool name, and writes the result it returns to the host as it is.
+//
+// CallToolRaw returns the JSON of the result object. Errors mean what they
+// mean for CallTool: a *jsonrpc.Error is answered as that protocol error,
+// anything else becomes a tool error. The data plane only uses
+// CallToolRaw for calls without _meta (no progress token, no per-request
+// protocol fields) and without multi-round-trip fields; everything else
+// goes through CallTool.
+//
+// ctx names the host session the call is made for ([HostSession]). Log
+// messages, and sampling, elicitation or roots requests, that the source
+// has for the host during the call should be sent with that session's
+// methods (Log, CreateMessage, Elicit, ListRoots) and a context derived
+// from ctx: the data plane then delivers them as the typed path would
+// (over HTTP, on the call's own response stream).
+//
+// A RawCaller that also has a method CanCallRaw(tool string) bool is
+// asked before each call, with the source-local tool name; false sends
+// the call the typed way (for a source that can forward raw only over
+// some of its transports).
+type RawCaller interface {
+	CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
+}
+
+type hostSessionKey struct{}
+
+// WithHostSession returns a context that names ss as the host session a
+// call is made for; see [HostSession]. A nil ss returns ctx.
+func WithHostSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	if ss == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, hostSessionKey{}, ss)
+}
+
+// HostSession returns the host session a [RawCaller]'s call is made for,
+// or nil (a call outside any session: a stateless HTTP request, a pack's
+// [Hub.Call]).
+func HostSession(ctx context.Context) *mcp.ServerSession {
+	ss, _ := ctx.Value(hostSessionKey{}).(*mcp.ServerSession)
+	return ss
+}
+
+// StatelessProtocolVersion is the first MCP revision without sessions
+// (SEP-2575): requests carry the protocol version, client info and
+// capabilities in their _meta, and there is no initialize.
+const StatelessProtocolVersion = "2026-07-28"
 
 // Errors a hub reports. Sources may return them too, wrapped.
 var (

@@ -2,7 +2,6 @@ package junction
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -86,7 +85,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			return h.subscribe(ctx, req.Params.URI, false)
 		},
 	})
-	v.server.AddSendingMiddleware(divertToFastCall)
+	v.server.AddReceivingMiddleware(v.awaitReady)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}
@@ -327,7 +326,11 @@ func (v *View) addTool(e *toolEntry) (err error) {
 		}
 	}()
 	v.server.AddTool(e.tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return v.hub.callTool(ctx, v, req)
+		c, err := v.Begin(ctx, req.Params.Name)
+		if err != nil {
+			return nil, err
+		}
+		return c.CallTool(req)
 	})
 	return nil
 }
@@ -360,18 +363,6 @@ func (h *Hub) ViewOf(ss *mcp.ServerSession) *View {
 		}
 	}
 	return nil
-}
-
-// Call is [Hub.Call] limited to the tools the view serves: a name outside
-// the view's selection is an unknown tool.
-func (v *View) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	v.mu.RLock()
-	_, served := v.tools[name]
-	v.mu.RUnlock()
-	if !served || !v.allows(name) {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
-	}
-	return v.hub.Call(ctx, name, args)
 }
 
 // RemoveView stops keeping v in line with the hub and closes its host

@@ -15,6 +15,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/bench/echo"
 	"github.com/junction-mcp/junction/bench/rawup"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/upstream"
 	"go.uber.org/goleak"
 )
@@ -71,10 +72,7 @@ func newForwarder(tb testing.TB, fast bool) *pipeHost {
 		tb.Fatal(err)
 	}
 	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
-		if fast {
-			return view.ServeStdioFast(ctx, in, out, nil)
-		}
-		return view.Server().Run(ctx, &junction.StdioTransport{In: in, Out: out})
+		return dataplane.New(view, &dataplane.Options{NoRaw: !fast}).ServeStdio(ctx, in, out, nil)
 	}, func() {
 		hub.Close()
 		up.Close()
@@ -84,8 +82,7 @@ func newForwarder(tb testing.TB, fast bool) *pipeHost {
 func hubForwarder(tb testing.TB) *pipeHost          { return newForwarder(tb, false) }
 func upstreamFastForwarder(tb testing.TB) *pipeHost { return newForwarder(tb, true) }
 
-// newFastForwarder is newForwarder with the experimental raw data plane:
-// View.ServeStdioFast on the host side and bench/rawup as the upstream.
+// newFastForwarder is newForwarder with bench/rawup as the upstream.
 func newFastForwarder(tb testing.TB) *pipeHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,7 +101,7 @@ func newFastForwarder(tb testing.TB) *pipeHost {
 		tb.Fatal(err)
 	}
 	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
-		return view.ServeStdioFast(ctx, in, out, nil)
+		return dataplane.New(view, nil).ServeStdio(ctx, in, out, nil)
 	}, func() {
 		hub.Close()
 		src.Close()

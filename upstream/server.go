@@ -35,7 +35,9 @@ type Server struct {
 	wg     sync.WaitGroup // the supervisor and its session watchers
 	closed sync.Once
 
-	kick   chan struct{} // capacity 1: connect now, skipping the backoff
+	ready     chan struct{} // closed once the first connection attempt has finished, or at Close
+	readyOnce sync.Once
+	kick      chan struct{} // capacity 1: connect now, skipping the backoff
 	relist chan struct{} // capacity 1: the upstream announced a list change
 
 	mu           sync.Mutex // guards the fields below
@@ -77,6 +79,7 @@ var (
 	_ junction.Source     = (*Server)(nil)
 	_ junction.Notifier   = (*Server)(nil)
 	_ junction.Subscriber = (*Server)(nil)
+	_ junction.Readier    = (*Server)(nil)
 )
 
 // New validates cfg and starts connecting to the server in the
@@ -96,6 +99,7 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 		cfg:       cfg.clone(),
 		opts:      o,
 		logger:    o.Logger.With(junction.LogKeySource, name),
+		ready:     make(chan struct{}),
 		kick:      make(chan struct{}, 1),
 		relist:    make(chan struct{}, 1),
 		changed:   make(chan struct{}),
@@ -142,6 +146,13 @@ func (s *Server) SetListener(l junction.Listener) {
 	s.listener = l
 	s.mu.Unlock()
 }
+
+// Ready implements [junction.Readier]: the channel is closed once the
+// server's first connection attempt has finished, connected (its catalog
+// installed) or failed, and at Close.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+func (s *Server) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 
 // Reconnect asks the server to connect now if it is not connected,
 // skipping any backoff wait. It does not wait.
@@ -258,9 +269,11 @@ func (s *Server) signalRelist() {
 func (s *Server) run() {
 	defer s.wg.Done()
 	defer s.setState(StateStopped, nil)
+	defer s.markReady()
 	failures := 0
 	for s.ctx.Err() == nil {
 		sess, err := s.connect()
+		s.markReady()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -231,10 +231,10 @@ func (c *stdioConn) readStdout() {
 	defer c.wg.Done()
 	defer close(c.incoming)
 	defer close(c.rawDone)
-	r := newLineReader(c.stdout, maxLineLength)
+	r := dataplane.NewLineReader(c.stdout, maxLineLength)
 	junk := 0
 	for {
-		line, tooLong, err := r.next()
+		line, tooLong, err := r.Next()
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", maxLineLength)
 		} else if c.rawPending.Load() > 0 && bytes.Contains(line, []byte(`"jr-`)) && c.deliverRaw(line) {
@@ -289,29 +289,6 @@ func decodeLine(line []byte) (jsonrpc.Message, error) {
 	return jsonrpc.DecodeMessage(line)
 }
 
-// readLine reads one line of at most limit bytes (without the newline). A
-// longer line is consumed and discarded, and tooLong is set. err is the
-// reader's error, returned with the last partial line.
-func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		chunk, isPrefix, err := r.ReadLine()
-		if !tooLong {
-			if len(buf)+len(chunk) > limit {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		if err != nil || !isPrefix {
-			if tooLong {
-				buf = nil
-			}
-			return buf, tooLong, err
-		}
-	}
-}
-
 func preview(b []byte) string {
 	const max = 200
 	if len(b) > max {
@@ -323,13 +300,13 @@ func preview(b []byte) string {
 // readStderr logs the server's stderr line by line.
 func (c *stdioConn) readStderr() {
 	defer c.wg.Done()
-	r := bufio.NewReaderSize(c.stderr, 16<<10)
+	r := dataplane.NewLineReader(c.stderr, 64<<10)
 	for {
-		line, tooLong, err := readLine(r, 64<<10)
+		line, tooLong, err := r.Next()
 		if tooLong {
 			c.logger.Info("stderr", "line", "(over-long line skipped)")
 		} else if len(line) > 0 {
-			c.logger.Info("stderr", "line", string(bytes.TrimRight(line, "\r")))
+			c.logger.Info("stderr", "line", string(line))
 		}
 		if err != nil {
 			return

@@ -1,12 +1,12 @@
 package upstream
 
 import (
-	"bufio"
 	"encoding/json"
-	"github.com/junction-mcp/junction"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/junction-mcp/junction"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -186,29 +186,6 @@ func TestDecodeLineSkipsJunk(t *testing.T) {
 	}
 }
 
-func TestReadLineLimit(t *testing.T) {
-	t.Parallel()
-	in := "short\n" + strings.Repeat("x", 100) + "\nlast"
-	r := bufio.NewReaderSize(strings.NewReader(in), 16)
-	var lines []string
-	var long []bool
-	for {
-		line, tooLong, err := readLine(r, 50)
-		lines = append(lines, string(line))
-		long = append(long, tooLong)
-		if err != nil {
-			break
-		}
-	}
-	// The last line comes without an error; io.EOF follows with nothing.
-	if diff := cmp.Diff([]string{"short", "", "last", ""}, lines); diff != "" {
-		t.Errorf("lines (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]bool{false, true, false, false}, long); diff != "" {
-		t.Errorf("tooLong (-want +got):\n%s", diff)
-	}
-}
-
 func TestSanitizeContent(t *testing.T) {
 	t.Parallel()
 	in := json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"widget","x":1}],"isError":true}`)
@@ -285,17 +262,6 @@ func FuzzDecodeLine(f *testing.F) {
 				t.Fatalf("sanitizeContent produced invalid JSON: %s", out)
 			}
 		}
-		r := bufio.NewReaderSize(strings.NewReader(string(line)), 16)
-		for range len(line) + 2 {
-			got, tooLong, err := readLine(r, 32)
-			if len(got) > 32 || (tooLong && len(got) != 0) {
-				t.Fatalf("readLine returned %d bytes (tooLong %v) over a limit of 32", len(got), tooLong)
-			}
-			if err != nil {
-				return
-			}
-		}
-		t.Fatal("readLine did not reach the end of its input")
 	})
 }
 

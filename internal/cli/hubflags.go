@@ -32,6 +32,10 @@ type hubFlags struct {
 
 	// ignoreLock builds without the lock file (lock, selftest).
 	ignoreLock bool
+	// noRaw and startupBudget are serve's -fast-path=false and
+	// -startup-budget (see daemon.Spec).
+	noRaw         bool
+	startupBudget time.Duration
 	// quiet commands (the clients) keep their own log level rather than
 	// the config file's, which is meant for serve.
 	quiet bool
@@ -159,6 +163,7 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger, cfg
 	d, err := daemon.Build(ctx, daemon.Spec{
 		Packs: f.packs, NoDefaultPacks: f.noDefaultPacks, Config: cfg, ConfigPath: cfgPath,
 		Logger: logger, Getenv: env.Getenv, DataDir: f.dataDir, IgnoreLock: f.ignoreLock,
+		NoRaw: f.noRaw, StartupBudget: f.startupBudget,
 	})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/buildinfo"
 	"github.com/junction-mcp/junction/internal/pack/diode"
 )
@@ -89,10 +90,7 @@ func runMCP(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	logger.Info("diode mcp ready", "tools", len(view.ToolNames()))
-	t := &junction.StdioTransport{In: env.Stdin, Out: env.Stdout, OnBadFrame: func(err error) {
-		logger.Warn("bad frame from host", "error", err)
-	}}
-	err = view.Server().Run(ctx, t)
+	err = dataplane.New(view, &dataplane.Options{Logger: logger}).ServeStdio(ctx, env.Stdin, env.Stdout, nil)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("stdio: %w", err)
 	}

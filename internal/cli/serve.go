@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
 )
@@ -35,6 +36,12 @@ refused on anything but a loopback address.
 Tool selection: -preset, -tool, -tools and JUNCTION_TOOLS add up (a union);
 with none of them every tool is served; -deny removes tools. An unknown
 preset or tool name stops junction before it serves.
+
+Startup: upstream servers and plugins connect in the background, so
+initialize is answered at once; a host's first tools/list (and the other
+lists) waits until every one of them has connected or failed, at most
+-startup-budget (10s; the config file's startup_budget), and a call to a
+tool whose server is still connecting waits for it.
 
 The fast path: a plain tools/call (no _meta) for a tool of a stdio upstream
 that speaks a protocol before 2026-07-28 is forwarded as raw bytes, over
@@ -59,8 +66,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		mode           = fs.String("http-mode", "dual", "HTTP session `mode`: dual (stateless for 2026-07-28 clients, sessions for older ones), stateful or stateless")
 		stateless      = fs.Bool("stateless", false, "shorthand for -http-mode stateless")
 		jsonResponse   = fs.Bool("json-response", false, "answer HTTP POSTs with application/json instead of SSE streams")
-		sessionTimeout = fs.Duration("session-timeout", junction.DefaultSessionTimeout, "close HTTP sessions idle this long (negative: never)")
-		maxBody        = fs.Int64("max-request-bytes", junction.DefaultMaxRequestBytes, "largest HTTP request body accepted")
+		sessionTimeout = fs.Duration("session-timeout", dataplane.DefaultSessionTimeout, "close HTTP sessions idle this long (negative: never)")
+		maxBody        = fs.Int64("max-request-bytes", dataplane.DefaultMaxRequestBytes, "largest HTTP request body accepted")
+		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `long` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
 		fastPath       = fs.Bool("fast-path", true, "forward plain tools/call requests to stdio upstreams (below protocol 2026-07-28) as raw bytes, over stdio and HTTP; =false sends every call through go-sdk (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
@@ -78,6 +86,15 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErrorf("serve takes no arguments, got %q", fs.Args())
 	}
 	hf.noteSet(fs)
+	hf.noRaw = !*fastPath
+	switch {
+	case *budget < 0:
+		return usageErrorf("-startup-budget: must not be negative (0 means hosts do not wait)")
+	case *budget > 0:
+		hf.startupBudget = *budget
+	case hf.set["startup-budget"]:
+		hf.startupBudget = -1 // 0 given: no waiting
+	}
 	fileCfg, cfgPath, err := hf.loadConfig(env)
 	if err != nil {
 		return err
@@ -118,12 +135,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		hosts = append(hosts, h.AllowedHosts...)
 		origins = append(origins, h.AllowedOrigins...)
 	}
-	httpMode, err := junction.ParseHTTPMode(*mode)
+	httpMode, err := dataplane.ParseHTTPMode(*mode)
 	if err != nil {
 		return usageErrorf("-http-mode: %v", err)
 	}
 	if *stateless {
-		httpMode = junction.HTTPStateless
+		httpMode = dataplane.HTTPStateless
 	}
 	if *addr == "" && (*insecure || len(tokens) > 0 || *tokenFile != "") && (hf.set["insecure-no-auth"] || hf.set["token"] || hf.set["token-file"]) {
 		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http")
@@ -156,9 +173,6 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 
 	if *addr == "" {
-		if *fastPath {
-			return d.ServeStdioFast(ctx, env.Stdin, env.Stdout)
-		}
 		return d.ServeStdio(ctx, env.Stdin, env.Stdout)
 	}
 
@@ -178,12 +192,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		InsecureNoAuth: *insecure,
 		AllowedHosts:   hosts,
 		AllowedOrigins: origins,
-		MCP: junction.HTTPOptions{
+		MCP: dataplane.HTTPOptions{
 			Mode:            httpMode,
 			JSONResponse:    *jsonResponse,
 			SessionTimeout:  *sessionTimeout,
 			MaxRequestBytes: *maxBody,
-			FastPath:        *fastPath,
 		},
 		Ready: func(a net.Addr) {
 			fmt.Fprintf(env.Stderr, "junction: listening on http://%s/mcp\n", a)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/toolbox"
 )
 
@@ -87,10 +88,7 @@ func runToolboxMCP(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("toolbox mcp: %w", err)
 	}
-	t := &junction.StdioTransport{In: env.Stdin, Out: env.Stdout, OnBadFrame: func(err error) {
-		logger.Warn("bad frame from host", "error", err)
-	}}
-	err = view.Server().Run(ctx, t)
+	err = dataplane.New(view, &dataplane.Options{Logger: logger}).ServeStdio(ctx, env.Stdin, env.Stdout, nil)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("toolbox mcp: stdio: %w", err)
 	}

@@ -78,6 +78,10 @@ type Config struct {
 	HTTP     HTTP
 	Lock     Lock
 	Log      Log
+	// StartupBudget, if set ("startup_budget"), bounds how long hosts'
+	// first lists wait for upstreams and plugins to connect; zero means
+	// they do not wait. Nil means junction's default (10s).
+	StartupBudget *time.Duration
 
 	// Shape says which form the file used (one of the Shape* constants).
 	// A junction file that also has an mcpServers object is ShapeJunction.

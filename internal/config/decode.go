@@ -300,7 +300,7 @@ func (d *decoder) strMap(n *node, path string, expand bool) map[string]string {
 
 // --- top level ---
 
-var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "inputs"}
+var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget", "inputs"}
 
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
@@ -344,6 +344,12 @@ func (d *decoder) config(root *node) *Config {
 			d.lock(&c.Lock, e.val, "lock")
 		case "log":
 			d.log(&c.Log, e.val, "log")
+		case "startup_budget":
+			if b := d.duration(e.val, "startup_budget"); b >= 0 {
+				c.StartupBudget = &b
+			} else {
+				d.fail(e.val.line, "startup_budget", "must not be negative (0 means hosts do not wait)")
+			}
 		case "inputs":
 			d.inputs(e.val, "inputs")
 		case "$schema":
@@ -358,7 +364,7 @@ func (d *decoder) config(root *node) *Config {
 	switch {
 	case shape["mcpServers"] && len(shape) == 1+countHost(shape):
 		c.Shape = ShapeMCPServers
-	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log"):
+	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget"):
 		c.Shape = ShapeVSCode
 	default:
 		c.Shape = ShapeJunction

@@ -10,7 +10,7 @@ type Delta struct {
 	Plugins SourceDelta
 	Packs   SourceDelta
 	// Sections lists the other top-level sections that differ, from
-	// "presets", "profiles", "http", "lock" and "log".
+	// "presets", "profiles", "http", "lock", "log" and "startup_budget".
 	Sections []string
 }
 
@@ -73,6 +73,7 @@ func Diff(old, new *Config) Delta {
 		{"http", old.HTTP, new.HTTP},
 		{"lock", old.Lock, new.Lock},
 		{"log", old.Log, new.Log},
+		{"startup_budget", old.StartupBudget, new.StartupBudget},
 	} {
 		if !reflect.DeepEqual(normalize(s.old), normalize(s.new)) {
 			d.Sections = append(d.Sections, s.name)

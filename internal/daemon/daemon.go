@@ -26,6 +26,7 @@ import (
 	"github.com/junction-mcp/junction/internal/config"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/buildinfo"
 )
 
@@ -53,6 +54,14 @@ type Spec struct {
 	// IgnoreLock builds the hub without its lock file, so that no drift
 	// policy hides a tool: what "junction lock" and "selftest" need.
 	IgnoreLock bool
+	// NoRaw sends every request through go-sdk, tool calls included
+	// (junction serve -fast-path=false); see dataplane.Options.
+	NoRaw bool
+	// StartupBudget bounds how long hosts' first lists wait for upstreams
+	// and plugins to connect (junction.Options.StartupBudget): negative
+	// means no waiting; zero means the config file's startup_budget, or
+	// junction's default.
+	StartupBudget time.Duration
 
 	Logger  *slog.Logger
 	Getenv  func(string) string
@@ -71,6 +80,7 @@ type Daemon struct {
 	mu       sync.Mutex          // guards the fields below
 	sources  map[string]*managed // by source name
 	profiles map[string]*junction.View
+	planes   map[*junction.View]*dataplane.Plane
 	cfg      *config.Config // in force; nil without a config file
 	spec     Spec
 	closers  []io.Closer
@@ -114,12 +124,13 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		Instructions: instructions,
 		Logger:       logger,
 		Observe:      metrics.ObserveCall,
-		Lock:         lock,
-		Presets:      presets,
+		Lock:          lock,
+		Presets:       presets,
+		StartupBudget: startupBudget(spec, cfg),
 	})
 	d := &Daemon{
 		Hub: hub, Metrics: metrics, logger: logger, getenv: getenv, dataDir: spec.DataDir,
-		sources: map[string]*managed{}, profiles: map[string]*junction.View{}, cfg: cfg, spec: spec,
+		sources: map[string]*managed{}, profiles: map[string]*junction.View{}, planes: map[*junction.View]*dataplane.Plane{}, cfg: cfg, spec: spec,
 	}
 	metrics.watchSources(d)
 	defer func() {
@@ -148,6 +159,19 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		}
 	}
 	return d, nil
+}
+
+// startupBudget is the hub's startup budget (junction.Options): the
+// command line's, else the config file's (where 0 means no waiting),
+// else zero for junction's default.
+func startupBudget(spec Spec, cfg *config.Config) time.Duration {
+	if spec.StartupBudget != 0 || cfg == nil || cfg.StartupBudget == nil {
+		return spec.StartupBudget
+	}
+	if *cfg.StartupBudget == 0 {
+		return -1
+	}
+	return *cfg.StartupBudget
 }
 
 // packNames merges the packs of the command line and the config file.
@@ -226,6 +250,9 @@ func (d *Daemon) buildProfiles(cfg *config.Config) error {
 	for name, v := range oldViews {
 		if views[name] != v {
 			d.Hub.RemoveView(v)
+			d.mu.Lock()
+			delete(d.planes, v)
+			d.mu.Unlock()
 		}
 	}
 	return nil
@@ -277,12 +304,11 @@ func (d *Daemon) Close() error {
 }
 
 // ServeStdio serves the default view on r and w until the host closes its
-// end or ctx is done. When ctx is done, calls in flight get up to
-// stdioDrain to finish before the session closes.
+// end or ctx is done (see dataplane.Plane.ServeStdio). When ctx is done,
+// calls in flight get up to stdioDrain to finish before the session
+// closes; those still running are then cancelled (the upstream is told).
+// When the host closes its end, the calls it made are answered first.
 func (d *Daemon) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	t := &junction.StdioTransport{In: r, Out: w, OnBadFrame: func(err error) {
-		d.logger.Warn("bad frame from host", "error", err)
-	}}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	go func() {
@@ -295,11 +321,23 @@ func (d *Daemon) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 		case <-runCtx.Done():
 		}
 	}()
-	err := d.View.Server().Run(runCtx, t)
+	err := d.Plane(d.View).ServeStdio(runCtx, r, w, nil)
 	if err != nil && runCtx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("stdio: %w", err)
 	}
 	return nil
+}
+
+// Plane returns the data plane that serves v, made on first use.
+func (d *Daemon) Plane(v *junction.View) *dataplane.Plane {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.planes[v]
+	if p == nil {
+		p = dataplane.New(v, &dataplane.Options{NoRaw: d.spec.NoRaw, Logger: d.logger})
+		d.planes[v] = p
+	}
+	return p
 }
 
 // stdioDrain bounds how long a stdio server waits for calls in flight

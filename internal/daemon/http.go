@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 )
 
 // HTTPConfig configures [Daemon.ServeHTTP].
@@ -35,7 +36,7 @@ type HTTPConfig struct {
 	// besides http(s)://localhost and the hub's own address.
 	AllowedOrigins []string
 
-	MCP junction.HTTPOptions
+	MCP dataplane.HTTPOptions
 
 	// Ready, if non-nil, is called with the bound address once listening.
 	Ready func(addr net.Addr)
@@ -62,7 +63,7 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	}
 	mux := http.NewServeMux()
 	profiles := &profileHandlers{d: d, opts: mcpOpts, handlers: map[*junction.View]http.Handler{}}
-	defaultMCP := d.View.HTTPHandler(&mcpOpts)
+	defaultMCP := d.Plane(d.View).HTTPHandler(&mcpOpts)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if name := r.Header.Get(ProfileHeader); name != "" {
 			profiles.serve(w, r, name)
@@ -76,7 +77,7 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	mux.HandleFunc("/status", d.statusHandler)
 	mux.Handle("/mcp/info", d.plainInfo(cfg))
 	mux.Handle("/mcp/messages", d.plainMessages(mcpOpts))
-	sse := d.View.SSEHandler(mcpOpts.MaxRequestBytes)
+	sse := d.Plane(d.View).SSEHandler(mcpOpts.MaxRequestBytes)
 	mux.Handle("/sse", sse)
 	mux.Handle("/metrics", d.Metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +328,7 @@ const ProfileHeader = "X-Junction-Profile"
 // use and again when a reload replaces the view.
 type profileHandlers struct {
 	d    *Daemon
-	opts junction.HTTPOptions
+	opts dataplane.HTTPOptions
 
 	mu       sync.Mutex
 	handlers map[*junction.View]http.Handler
@@ -342,7 +343,7 @@ func (p *profileHandlers) serve(w http.ResponseWriter, r *http.Request, name str
 	p.mu.Lock()
 	h, ok := p.handlers[v]
 	if !ok {
-		h = v.HTTPHandler(&p.opts)
+		h = p.d.Plane(v).HTTPHandler(&p.opts)
 		p.handlers[v] = h
 	}
 	p.mu.Unlock()

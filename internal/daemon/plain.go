@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -125,10 +125,10 @@ func (d *Daemon) describe(ctx context.Context) (*plainInfoDoc, error) {
 // Streamable HTTP handler in JSON-response mode, so no initialize or
 // session is needed. Plain clients often send neither Accept nor
 // Content-Type; both are filled in.
-func (d *Daemon) plainMessages(opts junction.HTTPOptions) http.Handler {
-	opts.Mode = junction.HTTPStateless
+func (d *Daemon) plainMessages(opts dataplane.HTTPOptions) http.Handler {
+	opts.Mode = dataplane.HTTPStateless
 	opts.JSONResponse = true
-	next := d.View.HTTPHandler(&opts)
+	next := d.Plane(d.View).HTTPHandler(&opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")

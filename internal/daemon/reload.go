@@ -109,7 +109,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 
 	for _, section := range delta.Sections {
 		switch section {
-		case "http", "log":
+		case "http", "log", "startup_budget":
 			d.logger.Warn("config section changed; restart junction to apply it", "section", section)
 		}
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/bench/rawup"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/upstream"
 )
 
@@ -105,11 +106,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	if *addr == "" && *fast {
-		return view.ServeStdioFast(ctx, os.Stdin, os.Stdout, nil)
-	}
+	plane := dataplane.New(view, &dataplane.Options{NoRaw: !*fast, Logger: logger})
 	if *addr == "" {
-		err := view.Server().Run(ctx, &junction.StdioTransport{In: os.Stdin, Out: os.Stdout})
+		err := plane.ServeStdio(ctx, os.Stdin, os.Stdout, nil)
 		if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
 			return err
 		}
@@ -129,7 +128,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", view.HTTPHandler(&junction.HTTPOptions{Mode: junction.HTTPStateful, JSONResponse: *jsonResp, FastPath: *fast, Logger: logger}))
+	mux.Handle("/mcp", plane.HTTPHandler(&dataplane.HTTPOptions{Mode: dataplane.HTTPStateful, JSONResponse: *jsonResp, Logger: logger}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -427,8 +427,10 @@ func (p *Pack) end(id string, a *active) {
 	p.mu.Lock()
 	delete(p.active, id)
 	p.mu.Unlock()
-	close(a.done)
+	// Free the slot before waking Wait: a caller that waits for a run to
+	// end and then starts another must find the slot free.
 	<-p.slots
+	close(a.done)
 	p.wg.Done()
 }
 

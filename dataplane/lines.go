@@ -1,11 +1,11 @@
-package upstream
+package dataplane
 
 import (
 	"bytes"
 	"io"
 )
 
-// Buffer sizes of a lineReader: it starts with minLineBuf, grows (doubling)
+// Buffer sizes of a LineReader: it starts with minLineBuf, grows (doubling)
 // to hold a long line, and keeps a grown buffer up to maxKeptLineBuf for
 // the next lines, so a server that answers with megabytes again and again
 // reads into memory that is already mapped.
@@ -14,13 +14,13 @@ const (
 	maxKeptLineBuf = 4 << 20
 )
 
-// lineReader splits a stream into newline-delimited lines, reading from r
+// LineReader splits a stream into newline-delimited lines, reading from r
 // straight into one buffer of its own. Each line it returns is a fresh
 // copy of exactly its bytes (the caller may keep it and hand it on), made
 // with one copy whatever the line's length, where bufio.Reader.ReadLine
 // plus append copies a long line once per 64 KiB chunk and again on every
 // growth of the destination. It is not safe for concurrent use.
-type lineReader struct {
+type LineReader struct {
 	r     io.Reader
 	limit int // longest line returned; longer ones are consumed and skipped
 
@@ -29,16 +29,16 @@ type lineReader struct {
 	err        error // r's error, returned once buf holds no more lines
 }
 
-func newLineReader(r io.Reader, limit int) *lineReader {
-	return &lineReader{r: r, limit: limit, buf: make([]byte, min(minLineBuf, limit+1))}
+func NewLineReader(r io.Reader, limit int) *LineReader {
+	return &LineReader{r: r, limit: limit, buf: make([]byte, min(minLineBuf, limit+1))}
 }
 
-// next returns the next line without its line end ("\n" or "\r\n"). A
-// line longer than limit is consumed and discarded: next returns no bytes
+// Next returns the next line without its line end ("\n" or "\r\n"). A
+// line longer than limit is consumed and discarded: Next returns no bytes
 // and tooLong set. err is the reader's error (io.EOF at the end), returned
 // with the last, unterminated line if there is one; once err is set, every
 // later call returns it again.
-func (l *lineReader) next() (line []byte, tooLong bool, err error) {
+func (l *LineReader) Next() (line []byte, tooLong bool, err error) {
 	scanned := l.start // buf[start:scanned] holds no newline
 	for {
 		if i := bytes.IndexByte(l.buf[scanned:l.end], '\n'); i >= 0 {
@@ -85,7 +85,7 @@ func (l *lineReader) next() (line []byte, tooLong bool, err error) {
 
 // take copies buf[start:stop] into a slice of its own, without the '\r'
 // of a "\r\n" line end if ended is set (stop is at a '\n').
-func (l *lineReader) take(stop int, ended bool) []byte {
+func (l *LineReader) take(stop int, ended bool) []byte {
 	b := l.buf[l.start:stop]
 	if ended && len(b) > 0 && b[len(b)-1] == '\r' {
 		b = b[:len(b)-1]
@@ -100,7 +100,7 @@ func (l *lineReader) take(stop int, ended bool) []byte {
 
 // makeRoom ensures buf has space after end, moving the unread bytes to
 // the front or growing buf. scanned moves with the bytes.
-func (l *lineReader) makeRoom(scanned *int) {
+func (l *LineReader) makeRoom(scanned *int) {
 	if l.end < len(l.buf) {
 		return
 	}
@@ -127,7 +127,7 @@ func (l *lineReader) makeRoom(scanned *int) {
 // next read starts at the front of buf again, so a long line later is not
 // moved there when it reaches the end of buf. A buffer grown beyond
 // maxKeptLineBuf is dropped.
-func (l *lineReader) shrink() {
+func (l *LineReader) shrink() {
 	if l.start == l.end {
 		l.start, l.end = 0, 0
 	}

@@ -1,4 +1,4 @@
-package junction
+package dataplane
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,8 +28,8 @@ type rawFake struct {
 	tools []string
 }
 
-func (f *rawFake) Catalog(context.Context) (*Catalog, error) {
-	c := &Catalog{}
+func (f *rawFake) Catalog(context.Context) (*junction.Catalog, error) {
+	c := &junction.Catalog{}
 	for _, n := range f.tools {
 		c.Tools = append(c.Tools, &mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
@@ -63,11 +64,11 @@ type fastHost struct {
 	done chan error
 }
 
-func startFast(t *testing.T, src Source, sel Selection) *fastHost {
+func startFast(t *testing.T, src junction.Source, sel junction.Selection) *fastHost {
 	t.Helper()
-	hub := New(nil)
+	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })
-	if err := hub.Add(t.Context(), "s", src, &SourceOptions{Prefix: PrefixAlways}); err != nil {
+	if err := hub.Add(t.Context(), "s", src, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := hub.NewView("", sel)
@@ -78,7 +79,7 @@ func startFast(t *testing.T, src Source, sel Selection) *fastHost {
 	outR, outW := io.Pipe()
 	h := &fastHost{w: inW, r: bufio.NewReader(outR), done: make(chan error, 1)}
 	go func() {
-		h.done <- v.ServeStdioFast(context.Background(), inR, outW, nil)
+		h.done <- New(v, nil).ServeStdio(context.Background(), inR, outW, nil)
 		outW.Close()
 	}()
 	t.Cleanup(func() {
@@ -151,7 +152,7 @@ func TestServeStdioFast(t *testing.T) {
 		}
 		return nil, errors.New("unexpected")
 	}}
-	h := startFast(t, f, Selection{Deny: []string{"s__hidden"}})
+	h := startFast(t, f, junction.Selection{Deny: []string{"s__hidden"}})
 	h.initialize(t)
 
 	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"a":[1,2]}}}`)
@@ -203,7 +204,7 @@ func TestServeStdioFastBeforeInitialized(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"content":[]}`), nil
 	}}
-	h := startFast(t, f, Selection{})
+	h := startFast(t, f, junction.Selection{})
 	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo"}}`)
 	if m := h.recv(t); m["error"] == nil {
 		t.Errorf("call before initialize = %v, want go-sdk's error", m)
@@ -216,18 +217,18 @@ func TestServeStdioFastErrors(t *testing.T) {
 		case "proto":
 			return nil, &jsonrpc.Error{Code: -32042, Message: "nope", Data: json.RawMessage(`{"x":1}`)}
 		case "fail":
-			return nil, ErrSourceDown
+			return nil, junction.ErrSourceDown
 		}
 		panic("boom")
 	}}
-	h := startFast(t, f, Selection{})
+	h := startFast(t, f, junction.Selection{})
 	h.initialize(t)
 
 	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__proto"}}`)
 	if diff := cmp.Diff(map[string]any{"jsonrpc": "2.0", "id": 1.0, "error": map[string]any{"code": -32042.0, "message": "nope", "data": map[string]any{"x": 1.0}}}, h.recv(t)); diff != "" {
 		t.Errorf("protocol error (-want +got):\n%s", diff)
 	}
-	for _, tc := range []struct{ tool, code string }{{"fail", CodeSourceUnavailable}, {"panic", CodeInternal}} {
+	for _, tc := range []struct{ tool, code string }{{"fail", junction.CodeSourceUnavailable}, {"panic", junction.CodeInternal}} {
 		h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__`+tc.tool+`"}}`)
 		m := h.recv(t)
 		res, _ := m["result"].(map[string]any)
@@ -249,7 +250,7 @@ func TestServeStdioFastCancel(t *testing.T) {
 		close(cancelled)
 		return nil, ctx.Err()
 	}}
-	h := startFast(t, f, Selection{})
+	h := startFast(t, f, junction.Selection{})
 	h.initialize(t)
 	h.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"s__slow"}}`)
 	<-started
@@ -272,7 +273,7 @@ func TestServeStdioFastDrainsAtEOF(t *testing.T) {
 		<-release
 		return json.RawMessage(`{"content":[{"type":"text","text":"late"}]}`), nil
 	}}
-	h := startFast(t, f, Selection{})
+	h := startFast(t, f, junction.Selection{})
 	h.initialize(t)
 	h.send(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"s__wait"}}`)
 	h.w.Close() // the host is done writing, but still reads
@@ -366,54 +367,6 @@ func TestBatchWriter(t *testing.T) {
 	}
 }
 
-var isErrorCases = []string{
-	`{"content":[],"isError":true}`,
-	`{ "isError" : true , "content":[]}`,
-	`{"content":[{"type":"text","text":"\\\"isError\\\":true"}],"isError":false}`,
-	`{"structuredContent":{"isError":true},"content":[]}`,
-	`{"content":[{"type":"text","text":"a\\"}],"isError":true}`,
-	`{"isError":"true"}`,
-	`{"x":"isError","y":true}`,
-	`{}`,
-}
-
-func TestTopLevelIsError(t *testing.T) {
-	for _, c := range isErrorCases {
-		if got, want := topLevelIsError([]byte(c)), decodedIsError(t, c); got != want {
-			t.Errorf("topLevelIsError(%s) = %v, want %v", c, got, want)
-		}
-	}
-}
-
-func decodedIsError(t testing.TB, s string) bool {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatalf("bad case %s: %v", s, err)
-	}
-	return m["isError"] == true
-}
-
-func FuzzTopLevelIsError(f *testing.F) {
-	for _, c := range isErrorCases {
-		f.Add(c)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var m map[string]any
-		if json.Unmarshal([]byte(s), &m) != nil {
-			topLevelIsError([]byte(s)) // must not panic on anything
-			return
-		}
-		// Duplicate keys: encoding/json keeps the last, the scanner the
-		// first. Escaped keys ("is\u0045rror") are compared as written.
-		if strings.Count(s, "isError") > 1 || strings.Contains(s, `\u`) {
-			return
-		}
-		if got, want := topLevelIsError([]byte(s)), m["isError"] == true; got != want {
-			t.Fatalf("topLevelIsError(%s) = %v, decoded isError = %v", s, got, want)
-		}
-	})
-}
-
 func TestParseToolCall(t *testing.T) {
 	for _, tc := range []struct {
 		msg        string
@@ -473,7 +426,7 @@ func FuzzParseToolCall(f *testing.F) {
 	})
 }
 
-// TestServeStdioFastInFlight: a fast call counts in Hub.InFlight while it
+// TestServeStdioFastInFlight: a fast call counts in junction.Hub.InFlight while it
 // runs, so a daemon's WaitIdle on shutdown waits for it as for ordinary
 // calls.
 func TestServeStdioFastInFlight(t *testing.T) {
@@ -484,12 +437,12 @@ func TestServeStdioFastInFlight(t *testing.T) {
 		<-release
 		return json.RawMessage(`{"content":[]}`), nil
 	}}
-	hub := New(nil)
+	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })
-	if err := hub.Add(t.Context(), "s", f, &SourceOptions{Prefix: PrefixAlways}); err != nil {
+	if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := hub.NewView("", Selection{})
+	v, err := hub.NewView("", junction.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +450,7 @@ func TestServeStdioFastInFlight(t *testing.T) {
 	outR, outW := io.Pipe()
 	go io.Copy(io.Discard, outR)
 	done := make(chan error, 1)
-	go func() { done <- v.ServeStdioFast(context.Background(), inR, outW, nil) }()
+	go func() { done <- New(v, nil).ServeStdio(context.Background(), inR, outW, nil) }()
 	for _, line := range []string{
 		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,

@@ -1,4 +1,4 @@
-package junction
+package dataplane
 
 import (
 	"bytes"
@@ -12,14 +12,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The fast path over Streamable HTTP: a POST whose body is one plain
-// tools/call (as [View.ServeStdioFast] takes them) on a stateful session,
-// or from a client before protocol 2026-07-28 on a handler without
-// sessions, is answered by the hub itself, without go-sdk's HTTP transport and
+// The raw path over Streamable HTTP: a POST whose body is one plain
+// tools/call (as [Plane.ServeStdio] takes them) on a stateful session, or
+// from a client before protocol 2026-07-28 on a handler without sessions,
+// is answered by the plane itself, without go-sdk's HTTP transport and
 // JSON-RPC machinery; every other request goes to go-sdk's handler.
 //
 // The answer is application/json, unless the upstream sends log messages
@@ -35,9 +36,9 @@ import (
 // timer sees a session in use, one request per session goes to go-sdk at
 // least every quarter of the session timeout.
 
-// httpFast is the fast path of one view's HTTP handler.
-type httpFast struct {
-	v         *View
+// httpRaw is the raw path of one HTTP handler.
+type httpRaw struct {
+	p         *Plane
 	jsonOnly  bool          // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
 	stateless bool          // HTTPStateless: no sessions; see takeStateless
 	touch     time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
@@ -45,35 +46,35 @@ type httpFast struct {
 	seq atomic.Uint64 // ids of requests to hosts ("jh-N")
 
 	mu       sync.Mutex
-	sessions map[string]*httpFastSession // by Mcp-Session-Id
-	pending  map[string]chan hostReply   // requests to hosts, by session id + "\x00" + request id
+	sessions map[string]*httpSession   // by Mcp-Session-Id
+	pending  map[string]chan hostReply // requests to hosts, by session id + "\x00" + request id
 }
 
-// hostReply is a host's answer to a request sent on a fast call's stream.
+// hostReply is a host's answer to a request sent on a raw call's stream.
 type hostReply struct {
 	result json.RawMessage
 	err    *jsonrpc.Error
 }
 
-// httpFastSession is what the fast path keeps of one go-sdk session.
-type httpFastSession struct {
+// httpSession is what the raw path keeps of one go-sdk session.
+type httpSession struct {
 	ss       *mcp.ServerSession
-	lastSlow time.Time            // when a request of the session last went to go-sdk
-	calls    map[string]*fastCall // fast calls in flight, by the host's raw request id
+	lastSlow time.Time // when a request of the session last went to go-sdk; guarded by httpRaw.mu
+	calls    inflight
 }
 
-func newHTTPFast(v *View, o HTTPOptions) *httpFast {
-	return &httpFast{
-		v: v, jsonOnly: o.JSONResponse, stateless: o.Mode == HTTPStateless, touch: o.SessionTimeout / 4,
-		sessions: make(map[string]*httpFastSession), pending: make(map[string]chan hostReply),
+func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
+	return &httpRaw{
+		p: p, jsonOnly: o.JSONResponse, stateless: o.Mode == HTTPStateless, touch: o.SessionTimeout / 4,
+		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
 	}
 }
 
-// take answers the POST r, whose body is body, if it is for the fast
+// take answers the POST r, whose body is body, if it is for the raw
 // path, and reports whether it did.
-func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
+func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	sid := r.Header.Get("Mcp-Session-Id")
-	if r.Header.Get("Mcp-Protocol-Version") >= StatelessProtocolVersion || !f.acceptable(r) {
+	if r.Header.Get("Mcp-Protocol-Version") >= junction.StatelessProtocolVersion || !f.acceptable(r) {
 		return false
 	}
 	if f.stateless {
@@ -89,39 +90,42 @@ func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) boo
 	if bytes.Contains(body, []byte(`"jh-`)) && f.reply(w, sid, body) {
 		return true
 	}
-	rt, ok := f.v.routeRaw(body)
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return false
+	}
+	id, name, args, ok := parseToolCall(body)
 	if !ok {
 		return false
 	}
-	key := string(rt.id)
-	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the call
-	defer cancel()
-	fc := &fastCall{cancel: cancel}
-	s := f.session(sid, key, fc)
+	s := f.session(sid)
 	if s == nil {
 		return false
 	}
-	defer func() {
-		f.mu.Lock()
-		delete(s.calls, key)
-		f.mu.Unlock()
-	}()
-
+	key := string(id)
+	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the call
+	defer cancel()
+	hc := s.calls.add(key, cancel)
+	if hc == nil {
+		return false // a reused id: go-sdk answers it
+	}
+	ctx = junction.WithHostSession(ctx, s.ss)
 	sink := &sseSink{w: w, sid: sid, f: f}
-	ctx = withHostSession(ctx, s.ss)
 	if !f.jsonOnly {
 		// With JSON answers only, log messages and requests to the host
 		// go where go-sdk puts them (the session's GET stream).
-		ctx = withFastStream(ctx, sink)
+		ctx = context.WithValue(ctx, streamKey{}, sink)
 	}
-	answer := f.v.callRaw(ctx, rt)
-	f.mu.Lock()
-	cancelled := fc.cancelled
-	f.mu.Unlock()
-	if cancelled {
-		answer = nil // JSON-RPC: no answer to a cancelled request
+	call, rc := f.p.v.BeginRaw(ctx, name)
+	if call == nil {
+		s.calls.remove(key, hc)
+		return false
 	}
-	sink.finish(answer)
+	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), args))
+	if s.calls.remove(key, hc) {
+		sink.finish(nil) // JSON-RPC: no answer to a cancelled request
+		return true
+	}
+	sink.finish(answerLine(id, res, werr))
 	return true
 }
 
@@ -129,12 +133,20 @@ func (f *httpFast) take(w http.ResponseWriter, r *http.Request, body []byte) boo
 // 2026-07-28 on a handler without sessions (HTTPStateless). As in go-sdk's
 // stateless mode, such a call has no session to send log messages or
 // requests to; a client that goes away cancels it.
-func (f *httpFast) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	rt, ok := f.v.routeRaw(body)
+func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return false
+	}
+	id, name, args, ok := parseToolCall(body)
 	if !ok {
 		return false
 	}
-	answer := f.v.callRaw(r.Context(), rt)
+	call, rc := f.p.v.BeginRaw(r.Context(), name)
+	if call == nil {
+		return false
+	}
+	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), args))
+	answer := answerLine(id, res, werr)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(answer)))
@@ -145,7 +157,7 @@ func (f *httpFast) takeStateless(w http.ResponseWriter, r *http.Request, body []
 
 // acceptable reports whether r is a POST go-sdk would take: JSON in, and
 // both JSON and SSE accepted (JSON alone with JSONResponse).
-func (f *httpFast) acceptable(r *http.Request) bool {
+func (f *httpRaw) acceptable(r *http.Request) bool {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
 		return false
 	}
@@ -166,18 +178,16 @@ func (f *httpFast) acceptable(r *http.Request) bool {
 	return jsonOK && (sseOK || f.jsonOnly)
 }
 
-// session returns the fast path's record of the initialized go-sdk
-// session sid with fc registered under the request id key, or nil when
-// the request should go to go-sdk instead: the session is unknown, not
-// initialized, reuses the id of a call in flight, or is due for go-sdk
-// to see it.
-func (f *httpFast) session(sid, key string, fc *fastCall) *httpFastSession {
+// session returns the raw path's record of the initialized go-sdk
+// session sid, or nil when the request should go to go-sdk instead: the
+// session is unknown, not initialized, or due for go-sdk to see it.
+func (f *httpRaw) session(sid string) *httpSession {
 	f.mu.Lock()
 	s := f.sessions[sid]
 	f.mu.Unlock()
 	if s == nil {
 		var ss *mcp.ServerSession
-		for c := range f.v.server.Sessions() {
+		for c := range f.p.v.Server().Sessions() {
 			if c.ID() == sid {
 				ss = c
 				break
@@ -188,7 +198,7 @@ func (f *httpFast) session(sid, key string, fc *fastCall) *httpFastSession {
 		}
 		f.mu.Lock()
 		if s = f.sessions[sid]; s == nil {
-			s = &httpFastSession{ss: ss, lastSlow: time.Now(), calls: make(map[string]*fastCall)}
+			s = &httpSession{ss: ss, lastSlow: time.Now()}
 			f.sessions[sid] = s
 			// Forget the session when go-sdk closes it (DELETE, idle
 			// timeout, shutdown).
@@ -214,36 +224,26 @@ func (f *httpFast) session(sid, key string, fc *fastCall) *httpFastSession {
 			return nil
 		}
 	}
-	if _, dup := s.calls[key]; dup {
-		return nil
-	}
-	s.calls[key] = fc
 	return s
 }
 
-// cancel handles a POSTed notifications/cancelled for a fast call of
+// cancel handles a POSTed notifications/cancelled for a raw call of
 // session sid: the call is cancelled and the POST accepted. It reports
 // false (go-sdk's to handle) for any other request id.
-func (f *httpFast) cancel(w http.ResponseWriter, sid string, id json.RawMessage) bool {
+func (f *httpRaw) cancel(w http.ResponseWriter, sid string, id json.RawMessage) bool {
 	f.mu.Lock()
-	var c *fastCall
-	if s := f.sessions[sid]; s != nil {
-		if c = s.calls[string(id)]; c != nil {
-			c.cancelled = true
-		}
-	}
+	s := f.sessions[sid]
 	f.mu.Unlock()
-	if c == nil {
+	if s == nil || !s.calls.cancel(string(id)) {
 		return false
 	}
-	c.cancel()
 	w.WriteHeader(http.StatusAccepted)
 	return true
 }
 
-// reply takes a host's POSTed answer to a request sent on a fast call's
+// reply takes a host's POSTed answer to a request sent on a raw call's
 // stream, and reports false for anything else.
-func (f *httpFast) reply(w http.ResponseWriter, sid string, body []byte) bool {
+func (f *httpRaw) reply(w http.ResponseWriter, sid string, body []byte) bool {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -270,22 +270,19 @@ func (f *httpFast) reply(w http.ResponseWriter, sid string, body []byte) bool {
 	return true
 }
 
-// fastStreamKey is the context key of an HTTP fast call's response (its sseSink).
-type fastStreamKey struct{}
+// streamKey is the context key of an HTTP raw call's response (its
+// sseSink).
+type streamKey struct{}
 
-func withFastStream(ctx context.Context, s *sseSink) context.Context {
-	return context.WithValue(ctx, fastStreamKey{}, s)
-}
-
-// divertToFastCall is the views' sending middleware: a log message, or a
-// sampling, elicitation or roots request, sent to a host session with the
-// context of an HTTP fast call (see [RawCaller]) goes on that call's
-// response instead of through go-sdk, which has no stream for a request it
-// did not see (it would use the session's GET stream, which the host may
-// not have opened).
-func divertToFastCall(next mcp.MethodHandler) mcp.MethodHandler {
+// divertToStream is the views' sending middleware (see [New]): a log
+// message, or a sampling, elicitation or roots request, sent to a host
+// session with the context of an HTTP raw call (see
+// [junction.RawCaller]) goes on that call's response instead of through
+// go-sdk, which has no stream for a request it did not see (it would use
+// the session's GET stream, which the host may not have opened).
+func divertToStream(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		s, ok := ctx.Value(fastStreamKey{}).(*sseSink)
+		s, ok := ctx.Value(streamKey{}).(*sseSink)
 		if !ok {
 			return next(ctx, method, req)
 		}
@@ -316,12 +313,12 @@ func divertToFastCall(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// sseSink writes one HTTP fast call's response: JSON when the answer is
+// sseSink writes one HTTP raw call's response: JSON when the answer is
 // all there is, an SSE stream when log messages come first.
 type sseSink struct {
 	w   http.ResponseWriter
 	sid string
-	f   *httpFast
+	f   *httpRaw
 
 	mu      sync.Mutex
 	started bool // the SSE stream has begun
@@ -349,7 +346,7 @@ func (s *sseSink) log(params mcp.Params) {
 }
 
 // request sends a request to the host on the call's stream and waits
-// for the host to POST its answer (see httpFast.reply), or for ctx.
+// for the host to POST its answer (see httpRaw.reply), or for ctx.
 func (s *sseSink) request(ctx context.Context, method string, params mcp.Params) (json.RawMessage, error) {
 	id := `"jh-` + strconv.FormatUint(s.f.seq.Add(1), 10) + `"`
 	b, err := json.Marshal(struct {

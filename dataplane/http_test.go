@@ -1,4 +1,4 @@
-package junction
+package dataplane
 
 import (
 	"bufio"
@@ -14,24 +14,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // startHTTPFast serves src (prefix "s__") over Streamable HTTP with the
 // fast path on.
-func startHTTPFast(t *testing.T, src Source, opts HTTPOptions) *httptest.Server {
+func startHTTPFast(t *testing.T, src junction.Source, opts HTTPOptions) *httptest.Server {
 	t.Helper()
-	hub := New(nil)
+	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })
-	if err := hub.Add(t.Context(), "s", src, &SourceOptions{Prefix: PrefixAlways}); err != nil {
+	if err := hub.Add(t.Context(), "s", src, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := hub.NewView("", Selection{})
+	v, err := hub.NewView("", junction.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.FastPath = true
-	srv := httptest.NewServer(v.HTTPHandler(&opts))
+	srv := httptest.NewServer(New(v, nil).HTTPHandler(&opts))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -83,7 +83,7 @@ func TestHTTPFastPath(t *testing.T) {
 	var raw atomic.Int32
 	f := &rawFake{tools: []string{"echo"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
 		raw.Add(1)
-		if HostSession(ctx) == nil {
+		if junction.HostSession(ctx) == nil {
 			return nil, fmt.Errorf("no host session in the call's context")
 		}
 		return echoRaw(ctx, name, params)
@@ -120,7 +120,7 @@ func TestHTTPFastPath(t *testing.T) {
 // go-sdk sends them (the go-sdk client's GET stream).
 func TestHTTPFastPathLogs(t *testing.T) {
 	f := &rawFake{tools: []string{"chatty"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
-		ss := HostSession(ctx)
+		ss := junction.HostSession(ctx)
 		for _, lvl := range []mcp.LoggingLevel{"debug", "info", "warning"} {
 			if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: lvl, Data: "log " + string(lvl)}); err != nil {
 				return nil, err
@@ -286,7 +286,7 @@ func TestHTTPFastPathKeepsSessionAlive(t *testing.T) {
 // stream whose last event is the result.
 func TestHTTPFastPathSSEOrder(t *testing.T) {
 	f := &rawFake{tools: []string{"chatty"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
-		HostSession(ctx).Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "first"})
+		junction.HostSession(ctx).Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "first"})
 		return json.RawMessage(`{"content":[]}`), nil
 	}}
 	srv := startHTTPFast(t, f, HTTPOptions{})
@@ -314,7 +314,7 @@ func TestHTTPFastPathSSEOrder(t *testing.T) {
 // GET stream), and the host's answer gets back to the source.
 func TestHTTPFastPathElicit(t *testing.T) {
 	f := &rawFake{tools: []string{"ask"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
-		ss := HostSession(ctx)
+		ss := junction.HostSession(ctx)
 		msg, err := ss.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
 		if err != nil {
 			return nil, err
@@ -381,7 +381,7 @@ func TestHTTPFastAcceptable(t *testing.T) {
 		if tc.accept != "" {
 			r.Header.Set("Accept", tc.accept)
 		}
-		f := &httpFast{jsonOnly: tc.jsonOnly}
+		f := &httpRaw{jsonOnly: tc.jsonOnly}
 		if got := f.acceptable(r); got != tc.want {
 			t.Errorf("Content-Type %q, Accept %q, jsonOnly %v: acceptable = %v, want %v", tc.ct, tc.accept, tc.jsonOnly, got, tc.want)
 		}

@@ -1,4 +1,4 @@
-package upstream
+package dataplane
 
 import (
 	"bufio"
@@ -13,10 +13,10 @@ import (
 )
 
 // readAll collects every line of l until its error.
-func readAll(t *testing.T, l *lineReader) (lines []string, long []bool, err error) {
+func readAll(t *testing.T, l *LineReader) (lines []string, long []bool, err error) {
 	t.Helper()
 	for range 1 << 20 {
-		line, tooLong, err := l.next()
+		line, tooLong, err := l.Next()
 		if tooLong && line != nil {
 			t.Fatalf("next returned %d bytes with tooLong", len(line))
 		}
@@ -31,7 +31,7 @@ func readAll(t *testing.T, l *lineReader) (lines []string, long []bool, err erro
 			return lines, long, err
 		}
 	}
-	t.Fatal("lineReader did not reach the end of its input")
+	t.Fatal("LineReader did not reach the end of its input")
 	return
 }
 
@@ -49,7 +49,7 @@ func TestLineReader(t *testing.T) {
 		"halves":   func() io.Reader { return iotest.HalfReader(strings.NewReader(in)) },
 		"data+EOF": func() io.Reader { return iotest.DataErrReader(strings.NewReader(in)) },
 	} {
-		l := newLineReader(r(), limit)
+		l := NewLineReader(r(), limit)
 		// A limit of 100 would make "x"*100 fit: use 99 for the second line
 		// by reading it with its own reader below; here the limit is big.
 		lines, long, err := readAll(t, l)
@@ -68,7 +68,7 @@ func TestLineReader(t *testing.T) {
 		}
 	}
 	// A limit between the short lines and the long ones.
-	l := newLineReader(iotest.HalfReader(strings.NewReader(in)), 99)
+	l := NewLineReader(iotest.HalfReader(strings.NewReader(in)), 99)
 	lines, long, _ := readAll(t, l)
 	if diff := cmp.Diff([]string{"short", "", "", "", "mid\r", "", "last\r"}, lines); diff != "" {
 		t.Errorf("limit 99: lines (-want +got):\n%s", diff)
@@ -80,10 +80,10 @@ func TestLineReader(t *testing.T) {
 
 func TestLineReaderOwnsLines(t *testing.T) {
 	t.Parallel()
-	l := newLineReader(strings.NewReader("aaaa\nbbbb\ncccc\n"), 100)
-	a, _, _ := l.next()
-	b, _, _ := l.next()
-	c, _, _ := l.next()
+	l := NewLineReader(strings.NewReader("aaaa\nbbbb\ncccc\n"), 100)
+	a, _, _ := l.Next()
+	b, _, _ := l.Next()
+	c, _, _ := l.Next()
 	if string(a) != "aaaa" || string(b) != "bbbb" || string(c) != "cccc" {
 		t.Errorf("lines = %q %q %q: a later read overwrote an earlier line", a, b, c)
 	}
@@ -93,20 +93,20 @@ func TestLineReaderKeepsAndDropsBuffer(t *testing.T) {
 	t.Parallel()
 	mid := strings.Repeat("m", 1<<20)
 	huge := strings.Repeat("h", maxKeptLineBuf+1)
-	l := newLineReader(strings.NewReader(mid+"\n"+huge+"\nx\n"), 16<<20)
-	if line, _, _ := l.next(); len(line) != len(mid) {
+	l := NewLineReader(strings.NewReader(mid+"\n"+huge+"\nx\n"), 16<<20)
+	if line, _, _ := l.Next(); len(line) != len(mid) {
 		t.Fatalf("first line: %d bytes", len(line))
 	}
 	if len(l.buf) < len(mid) {
 		t.Errorf("buffer of %d bytes after a 1 MiB line, want it kept", len(l.buf))
 	}
-	if line, _, _ := l.next(); len(line) != len(huge) {
+	if line, _, _ := l.Next(); len(line) != len(huge) {
 		t.Fatalf("second line: %d bytes", len(line))
 	}
 	if len(l.buf) > maxKeptLineBuf {
 		t.Errorf("buffer of %d bytes kept after a line over %d", len(l.buf), maxKeptLineBuf)
 	}
-	if line, _, err := l.next(); string(line) != "x" || err != nil {
+	if line, _, err := l.Next(); string(line) != "x" || err != nil {
 		t.Errorf("third line = %q, %v", line, err)
 	}
 }
@@ -114,20 +114,44 @@ func TestLineReaderKeepsAndDropsBuffer(t *testing.T) {
 func TestLineReaderError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	l := newLineReader(io.MultiReader(strings.NewReader("one\ntw"), iotest.ErrReader(boom)), 100)
-	if line, _, err := l.next(); string(line) != "one" || err != nil {
+	l := NewLineReader(io.MultiReader(strings.NewReader("one\ntw"), iotest.ErrReader(boom)), 100)
+	if line, _, err := l.Next(); string(line) != "one" || err != nil {
 		t.Fatalf("first = %q, %v", line, err)
 	}
-	if line, _, err := l.next(); string(line) != "tw" || err != boom {
+	if line, _, err := l.Next(); string(line) != "tw" || err != boom {
 		t.Fatalf("second = %q, %v; want the partial line and the error", line, err)
 	}
-	if line, _, err := l.next(); line != nil || err != boom {
+	if line, _, err := l.Next(); line != nil || err != boom {
 		t.Fatalf("after the error = %q, %v", line, err)
 	}
 }
 
-// FuzzLineReader checks lineReader against bufio.Reader-based readLine,
-// with reads of every size.
+// readLine is the reference FuzzLineReader checks LineReader against: one
+// line of at most limit bytes from a bufio.Reader, without the newline; a
+// longer line is consumed, discarded and reported as tooLong; err comes
+// with the last partial line.
+func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, isPrefix, err := r.ReadLine()
+		if !tooLong {
+			if len(buf)+len(chunk) > limit {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err != nil || !isPrefix {
+			if tooLong {
+				buf = nil
+			}
+			return buf, tooLong, err
+		}
+	}
+}
+
+// FuzzLineReader checks LineReader against readLine, with reads of every
+// size.
 func FuzzLineReader(f *testing.F) {
 	f.Add([]byte("a\nbb\r\n\r\nccc"), uint8(2))
 	f.Add([]byte(strings.Repeat("x", 40)+"\n"+strings.Repeat("y", 33)+"\r\nz"), uint8(32))
@@ -139,7 +163,7 @@ func FuzzLineReader(f *testing.F) {
 		for range len(in) + 2 {
 			line, tooLong, err := readLine(br, int(limit))
 			// readLine returns a last line without error, then EOF with
-			// nothing; lineReader returns the last line with EOF.
+			// nothing; LineReader returns the last line with EOF.
 			if line != nil || tooLong || err == nil {
 				want = append(want, string(line))
 				wantLong = append(wantLong, tooLong)
@@ -148,16 +172,16 @@ func FuzzLineReader(f *testing.F) {
 				break
 			}
 		}
-		l := newLineReader(iotest.OneByteReader(bytes.NewReader(in)), int(limit))
+		l := NewLineReader(iotest.OneByteReader(bytes.NewReader(in)), int(limit))
 		got, gotLong, err := readAll(t, l)
 		if !errors.Is(err, io.EOF) {
 			t.Fatalf("err = %v", err)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("lines of %q, limit %d (-readLine +lineReader):\n%s", in, limit, diff)
+			t.Fatalf("lines of %q, limit %d (-readLine +LineReader):\n%s", in, limit, diff)
 		}
 		if diff := cmp.Diff(wantLong, gotLong); diff != "" {
-			t.Fatalf("tooLong of %q, limit %d (-readLine +lineReader):\n%s", in, limit, diff)
+			t.Fatalf("tooLong of %q, limit %d (-readLine +LineReader):\n%s", in, limit, diff)
 		}
 	})
 }
@@ -167,9 +191,9 @@ func BenchmarkLineReader(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	r := &repeatReader{line: line}
-	l := newLineReader(r, maxLineLength)
+	l := NewLineReader(r, 16<<20)
 	for b.Loop() {
-		if got, _, err := l.next(); len(got) != 1<<20 || err != nil {
+		if got, _, err := l.Next(); len(got) != 1<<20 || err != nil {
 			b.Fatal(len(got), err)
 		}
 	}

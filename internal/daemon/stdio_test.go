@@ -10,11 +10,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestServeStdioFast serves the core pack with the fast path (which has
-// no raw sources here, so everything goes the ordinary way) to a go-sdk
-// client over pipes, and returns when the host closes its end or ctx
-// ends.
-func TestServeStdioFast(t *testing.T) {
+// TestServeStdio serves the core pack (no raw sources here, so
+// everything goes through go-sdk) to a go-sdk client over pipes, and
+// returns when the host closes its end or ctx ends.
+func TestServeStdio(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	d, err := Build(t.Context(), Spec{Packs: []string{"core"}, DataDir: t.TempDir()})
@@ -33,7 +32,7 @@ func TestServeStdioFast(t *testing.T) {
 			defer stop()
 			done := make(chan error, 1)
 			go func() {
-				done <- d.ServeStdioFast(serveCtx, hubR, hubW)
+				done <- d.ServeStdio(serveCtx, hubR, hubW)
 				hubW.Close()
 			}()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).
@@ -53,10 +52,10 @@ func TestServeStdioFast(t *testing.T) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("ServeStdioFast = %v, want nil", err)
+					t.Errorf("ServeStdio = %v, want nil", err)
 				}
 			case <-ctx.Done():
-				t.Fatal("ServeStdioFast did not return")
+				t.Fatal("ServeStdio did not return")
 			}
 			cs.Close()
 			hostR.Close()

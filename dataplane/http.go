@@ -1,4 +1,4 @@
-package junction
+package dataplane
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,13 +45,13 @@ func ParseHTTPMode(s string) (HTTPMode, error) {
 	return 0, fmt.Errorf("unknown HTTP mode %q (use dual, stateful or stateless)", s)
 }
 
-// HTTPOptions configure [View.HTTPHandler]. A nil *HTTPOptions is the same
-// as a zero one.
+// HTTPOptions configure [Plane.HTTPHandler]. A nil *HTTPOptions is the
+// same as a zero one.
 type HTTPOptions struct {
 	Mode HTTPMode
 	// JSONResponse answers POSTs with application/json instead of an SSE
-	// stream. Notifications sent during a call (progress, logs) are then
-	// dropped, as the transport has nowhere to put them.
+	// stream. Notifications sent during a call (progress, logs) then go
+	// to the session's GET stream, if the host opened one.
 	JSONResponse bool
 	// SessionTimeout closes stateful sessions idle for that long. Zero means
 	// [DefaultSessionTimeout]; negative means never.
@@ -58,13 +59,7 @@ type HTTPOptions struct {
 	// MaxRequestBytes bounds a request body. Zero means
 	// [DefaultMaxRequestBytes].
 	MaxRequestBytes int64
-	// FastPath answers a POST holding one plain tools/call (no _meta) on a
-	// stateful session, or from a client before protocol 2026-07-28 in
-	// HTTPStateless mode, for a tool whose source is a [RawCaller], on the
-	// hub's own raw data plane instead of go-sdk's (see fasthttp.go and
-	// docs/performance.md). Everything else is served the same either way.
-	FastPath bool
-	Logger   *slog.Logger
+	Logger          *slog.Logger
 }
 
 // Defaults for [HTTPOptions].
@@ -73,14 +68,16 @@ const (
 	DefaultMaxRequestBytes = 4 << 20
 )
 
-// StatelessProtocolVersion is the first MCP revision without sessions.
-const StatelessProtocolVersion = "2026-07-28"
-
-// HTTPHandler returns the view's Streamable HTTP endpoint. It answers a
-// body that is not JSON with HTTP 400 and a JSON-RPC parse error (id null),
-// and leaves the session usable. It does no authentication and no Origin
-// checks: the caller wraps it (see internal/daemon).
-func (v *View) HTTPHandler(opts *HTTPOptions) http.Handler {
+// HTTPHandler returns the plane's Streamable HTTP endpoint. go-sdk's
+// handler creates, checks, expires and deletes sessions and answers every
+// request but one kind: a POST whose body is one plain tools/call (as
+// [Plane.ServeStdio] takes them) for a tool of a [junction.RawCaller], on
+// a stateful session or from a client before 2026-07-28 on a handler
+// without sessions, is answered by the plane (see rawhttp.go). A body that
+// is not JSON gets HTTP 400 and a JSON-RPC parse error (id null), and the
+// session stays usable. It does no authentication and no Origin checks:
+// the caller wraps it (see internal/daemon).
+func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
 		o = *opts
@@ -93,7 +90,8 @@ func (v *View) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	getServer := func(*http.Request) *mcp.Server { return v.server }
+	server := p.v.Server()
+	getServer := func(*http.Request) *mcp.Server { return server }
 	base := mcp.StreamableHTTPOptions{
 		JSONResponse:        o.JSONResponse,
 		Logger:              o.Logger,
@@ -120,7 +118,7 @@ func (v *View) HTTPHandler(opts *HTTPOptions) http.Handler {
 		sf := mcp.NewStreamableHTTPHandler(getServer, &stateful)
 		sl := mcp.NewStreamableHTTPHandler(getServer, &stateless)
 		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= StatelessProtocolVersion {
+			if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= junction.StatelessProtocolVersion {
 				sl.ServeHTTP(w, r)
 				return
 			}
@@ -128,17 +126,18 @@ func (v *View) HTTPHandler(opts *HTTPOptions) http.Handler {
 		})
 	}
 	var take func(http.ResponseWriter, *http.Request, []byte) bool
-	if o.FastPath {
-		take = newHTTPFast(v, o).take
+	if p.raw {
+		take = newHTTPRaw(p, o).take
 	}
 	return checkJSONBody(next, o.MaxRequestBytes, take)
 }
 
 // SSEHandler returns the legacy HTTP+SSE endpoint (protocol 2024-11-05):
 // GET opens the event stream, whose first event names the URL to POST
-// messages to.
-func (v *View) SSEHandler(maxRequestBytes int64) http.Handler {
-	return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return v.server }, &mcp.SSEOptions{
+// messages to. Everything goes through go-sdk.
+func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
+	server := p.v.Server()
+	return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, &mcp.SSEOptions{
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        maxRequestBytes,
 	})

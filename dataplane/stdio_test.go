@@ -1,4 +1,4 @@
-package junction_test
+package dataplane
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -48,7 +47,18 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestStdioTransportRejectsBadFramesAndGoesOn(t *testing.T) {
+// startConn is what serving a host over stdio does without the raw path:
+// a conn fed by readFrames, as go-sdk's server would read it.
+func startConn(in io.Reader, out io.Writer, max int, onBad func(error)) *conn {
+	if max <= 0 {
+		max = DefaultMaxFrame
+	}
+	c := newConn(newBatchWriter(out), onBad)
+	go func() { c.endInput(readFrames(in, max, c, nil)) }()
+	return c
+}
+
+func TestStdioRejectsBadFramesAndGoesOn(t *testing.T) {
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
 		`not json at all`,
@@ -61,11 +71,7 @@ func TestStdioTransportRejectsBadFramesAndGoesOn(t *testing.T) {
 	}, "\n") + "\n"
 	out := &lockedBuffer{ch: make(chan []byte, 100)}
 	var bad []string
-	tr := &junction.StdioTransport{In: strings.NewReader(in), Out: out, MaxFrame: 100, OnBadFrame: func(err error) { bad = append(bad, err.Error()) }}
-	conn, err := tr.Connect(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := startConn(strings.NewReader(in), out, 100, func(err error) { bad = append(bad, err.Error()) })
 	defer conn.Close()
 	msgs := readMessages(t, conn)
 	if len(msgs) != 3 {
@@ -112,11 +118,10 @@ func TestStdioTransportRejectsBadFramesAndGoesOn(t *testing.T) {
 	}
 }
 
-func TestStdioTransportDrainsBeforeEOF(t *testing.T) {
+func TestStdioDrainsBeforeEOF(t *testing.T) {
 	pr, pw := io.Pipe()
 	var out bytes.Buffer
-	tr := &junction.StdioTransport{In: pr, Out: &out}
-	conn, _ := tr.Connect(t.Context())
+	conn := startConn(pr, &out, 0, nil)
 	defer conn.Close()
 	go func() {
 		io.WriteString(pw, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
@@ -157,8 +162,7 @@ func FuzzStdioFrames(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"result":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out := &lockedBuffer{ch: make(chan []byte, 4096)}
-		tr := &junction.StdioTransport{In: bytes.NewReader(data), Out: out, MaxFrame: 1 << 10}
-		conn, _ := tr.Connect(context.Background())
+		conn := startConn(bytes.NewReader(data), out, 1<<10, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		delivered := 0

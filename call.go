@@ -1,0 +1,486 @@
+package junction
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Call is one tool call the hub routes. Every way a call reaches a
+// source goes through the same sequence, so that selection, timeouts,
+// metrics, error mapping and logs cannot differ between them:
+//
+//	Begin       resolve the exposed name to a source and the source's own
+//	            name; check the view's selection; wait for a source that is
+//	            still connecting; count the call in flight; bound it by the
+//	            source's timeout ([View.Begin], [View.BeginRaw], or
+//	            [Hub.Begin] outside any view)
+//	call        the source's CallTool, or CallToolRaw for a [RawCaller]
+//	Finish      map the outcome: a tool error stays a result with isError,
+//	            a *jsonrpc.Error stays that protocol error, and anything
+//	            else (the source down, a timeout, a cancellation, a panic)
+//	            becomes a [ToolError] result; report it to Options.Observe,
+//	            log failures, stop counting the call
+//
+// [Call.CallTool] and [Call.CallToolRaw] do the last two steps; a data
+// plane that calls the source itself (asynchronously, say) ends with
+// [Call.Finish] or [Call.FinishRaw], exactly once.
+type Call struct {
+	hub   *Hub
+	st    *sourceState
+	name  string // exposed name
+	local string // the source's own name
+	src   Source
+	ctx   context.Context
+	stop  context.CancelFunc // nil without a timeout
+	start time.Time
+	raw   bool
+	done  atomic.Bool
+}
+
+// Begin starts a call of the tool v serves as name. It fails with a
+// *jsonrpc.Error (invalid params, "unknown tool") if v does not serve
+// name: no source has it, or v's selection leaves it out. While a source
+// that may provide it is still connecting (a [Readier] that is not ready)
+// Begin waits for it, up to [Options.StartupBudget] or ctx.
+func (v *View) Begin(ctx context.Context, name string) (*Call, error) {
+	return v.hub.begin(ctx, v, name)
+}
+
+// Begin is [View.Begin] outside any view: every tool the hub has can be
+// called. Packs that compose other tools (diagrams) use it through
+// [Hub.Call].
+func (h *Hub) Begin(ctx context.Context, name string) (*Call, error) {
+	return h.begin(ctx, nil, name)
+}
+
+// BeginRaw begins a call of name, as [View.Begin], only if v serves it
+// now and its source is a [RawCaller] that takes this call raw; otherwise
+// it returns nil and the call is for the typed path. It never waits.
+func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
+	h := v.hub
+	h.mu.RLock()
+	e := h.table.toolIndex[name]
+	var timeout time.Duration
+	if e != nil {
+		timeout = e.source.opts.Timeout
+	}
+	h.mu.RUnlock()
+	if e == nil || !v.allows(name) {
+		return nil, nil
+	}
+	rc, ok := e.source.src.(RawCaller)
+	if !ok {
+		return nil, nil
+	}
+	if p, ok := rc.(interface{ CanCallRaw(string) bool }); ok && !p.CanCallRaw(e.local) {
+		return nil, nil
+	}
+	c := h.newCall(ctx, e, timeout)
+	c.raw = true
+	return c, rc
+}
+
+func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
+	e, timeout, err := h.route(ctx, v, name)
+	if err != nil {
+		return nil, err
+	}
+	return h.newCall(ctx, e, timeout), nil
+}
+
+func (h *Hub) newCall(ctx context.Context, e *toolEntry, timeout time.Duration) *Call {
+	c := &Call{hub: h, st: e.source, name: e.name, local: e.local, src: e.source.src, ctx: ctx, start: time.Now()}
+	h.inflight.Add(1)
+	e.source.inflight.Add(1)
+	if timeout > 0 {
+		c.ctx, c.stop = context.WithTimeout(ctx, timeout)
+	}
+	return c
+}
+
+// route finds the entry of the tool v (or, with v nil, the hub) serves
+// as name, waiting for sources that are not ready yet.
+func (h *Hub) route(ctx context.Context, v *View, name string) (*toolEntry, time.Duration, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		h.mu.RLock()
+		e := h.table.toolIndex[name]
+		var timeout time.Duration
+		if e != nil {
+			timeout = e.source.opts.Timeout
+		}
+		pending, changed := h.pending, h.changed
+		h.mu.RUnlock()
+		if e != nil && (v == nil || v.allows(name)) {
+			return e, timeout, nil
+		}
+		if pending == 0 {
+			return nil, 0, unknownTool(name, 0)
+		}
+		if timer == nil {
+			timer = time.NewTimer(h.opts.StartupBudget)
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil, 0, unknownTool(name, pending)
+		case <-ctx.Done():
+			return nil, 0, unknownTool(name, pending)
+		case <-h.done:
+			return nil, 0, unknownTool(name, 0)
+		}
+	}
+}
+
+// unknownTool is the protocol error for a tool name a view does not
+// serve; pending counts the sources still connecting when the wait for
+// them ended.
+func unknownTool(name string, pending int) error {
+	msg := fmt.Sprintf("unknown tool %q", name)
+	if pending > 0 {
+		msg += fmt.Sprintf(" (%d source(s) still connecting)", pending)
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+}
+
+// Name returns the tool's exposed name.
+func (c *Call) Name() string { return c.name }
+
+// Local returns the source's own name for the tool.
+func (c *Call) Local() string { return c.local }
+
+// Source returns the source that serves the tool.
+func (c *Call) Source() Source { return c.src }
+
+// SourceName returns the name the source was added under.
+func (c *Call) SourceName() string { return c.st.name }
+
+// Context returns the call's context: the one given to Begin, bounded by
+// the source's [SourceOptions.Timeout].
+func (c *Call) Context() context.Context { return c.ctx }
+
+// CallTool calls the source's CallTool with req (whose Params.Name is
+// replaced by the source's own name; req is not modified) and finishes
+// the call with the outcome (see [Call.Finish]). A panicking source is
+// recovered.
+func (c *Call) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	local := *req
+	params := mcp.CallToolParamsRaw{Name: c.local}
+	if req.Params != nil {
+		params = *req.Params
+		params.Name = c.local
+	}
+	local.Params = &params
+	res, err := safeCall(c.ctx, c.src, &local)
+	return c.Finish(res, err)
+}
+
+// CallToolRaw calls rc (the call's source, as returned by
+// [View.BeginRaw]) with params, a tools/call params object holding the
+// source's own tool name, and finishes the call with the outcome (see
+// [Call.FinishRaw]).
+func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	res, err := safeRawCall(c.ctx, rc, c.local, params)
+	return c.FinishRaw(res, err)
+}
+
+// Finish ends the call with what the source returned and returns what
+// the host receives: res itself, a *jsonrpc.Error from the source as it
+// is, or a tool-error result for any other failure. It reports the call
+// to Options.Observe and logs failures. Only the first Finish or
+// FinishRaw of a call counts; later ones return their arguments.
+func (c *Call) Finish(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if !c.end() {
+		return res, err
+	}
+	if err == nil && res == nil {
+		err = &ToolError{Code: CodeInternal, Message: "source returned no result"}
+	}
+	if err != nil {
+		werr, te := c.fail(err)
+		if werr != nil {
+			return nil, werr
+		}
+		return te.Result(), nil
+	}
+	outcome := "ok"
+	if res.IsError {
+		outcome = "tool_error"
+	}
+	c.observe(outcome)
+	return res, nil
+}
+
+// FinishRaw is [Call.Finish] for the raw path: res is the JSON of the
+// source's result object, and the answer is the JSON of the result the
+// host receives, or a protocol error.
+func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *jsonrpc.Error) {
+	if !c.end() {
+		var werr *jsonrpc.Error
+		errors.As(err, &werr)
+		return res, werr
+	}
+	if err == nil && len(res) == 0 {
+		err = &ToolError{Code: CodeInternal, Message: "source returned no result"}
+	}
+	if err != nil {
+		werr, te := c.fail(err)
+		if werr != nil {
+			return nil, werr
+		}
+		b, merr := json.Marshal(te.Result())
+		if merr != nil { // cannot happen: strings and a bool
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
+		}
+		return b, nil
+	}
+	outcome := "ok"
+	if resultIsError(res) {
+		outcome = "tool_error"
+	}
+	c.observe(outcome)
+	return res, nil
+}
+
+// end marks the call finished and stops counting it; it reports false if
+// it was already.
+func (c *Call) end() bool {
+	if c.done.Swap(true) {
+		return false
+	}
+	if c.stop != nil {
+		c.stop()
+	}
+	c.hub.inflight.Add(-1)
+	if c.st.inflight.Add(-1) == 0 && c.st.retired.Load() {
+		c.st.drainedOnce()
+	}
+	return true
+}
+
+// fail maps a failed call's error: a protocol error is returned as it
+// is, anything else as a tool error. Both are observed; tool errors are
+// logged.
+func (c *Call) fail(err error) (*jsonrpc.Error, *ToolError) {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		c.observe("protocol_error")
+		return werr, nil
+	}
+	if c.ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+	}
+	te := asToolError(c.name, err)
+	c.observe(strings.ToLower(te.Code))
+	attrs := []any{LogKeySource, c.st.name, LogKeyTool, c.name, "code", te.Code, "error", err}
+	var panicked *panicError
+	if errors.As(err, &panicked) {
+		attrs = append(attrs, "stack", panicked.stack)
+	}
+	c.hub.logger.Warn("tool call failed", attrs...)
+	return nil, te
+}
+
+func (c *Call) observe(outcome string) {
+	if c.hub.opts.Observe != nil {
+		c.hub.opts.Observe(CallInfo{Source: c.st.name, Tool: c.name, Duration: time.Since(c.start), Outcome: outcome, Raw: c.raw})
+	}
+}
+
+// resultIsError reports whether the JSON object res has a top-level
+// member "isError" whose value is true (the first, if there are several).
+// Values are skipped with the scanner, so a megabyte of text costs one
+// pass.
+func resultIsError(res []byte) bool {
+	isErr, seen := false, false
+	rawjson.Object(res, func(key, val []byte) {
+		if !seen && string(key) == "isError" {
+			seen, isErr = true, string(val) == "true"
+		}
+	})
+	return isErr
+}
+
+// panicError is a source's panic, turned into an error.
+type panicError struct {
+	value any
+	stack string
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("source panicked: %v", e.value) }
+
+// Recovered turns the value of a recovered panic into the error a
+// [Call] maps to an INTERNAL tool error, with the stack kept for the log.
+// A data plane that calls a source on its own uses it as
+//
+//	defer func() {
+//		if r := recover(); r != nil {
+//			call.FinishRaw(nil, junction.Recovered(r))
+//		}
+//	}()
+func Recovered(r any) error {
+	pe := &panicError{value: r, stack: string(debug.Stack())}
+	return &ToolError{Code: CodeInternal, Message: pe.Error(), Err: pe}
+}
+
+// safeCall calls src.CallTool and turns a panic into an error, so one
+// broken source cannot take the hub down.
+func safeCall(ctx context.Context, src Source, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, Recovered(r)
+		}
+	}()
+	return src.CallTool(ctx, req)
+}
+
+func safeRawCall(ctx context.Context, rc RawCaller, name string, params json.RawMessage) (res json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, Recovered(r)
+		}
+	}()
+	return rc.CallToolRaw(ctx, name, params)
+}
+
+// Call calls the tool the hub serves as name, outside any host session
+// and selection: for packs that compose other tools (diagrams). The
+// request's Session is nil, so the source cannot send progress or ask the
+// host anything; sources must allow for that. An unknown name is an error
+// wrapping [ErrUnknownTool]; a protocol error from the source is
+// returned as the error; any other failure is a tool-error result.
+func (h *Hub) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	c, err := h.Begin(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	return c.CallTool(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args}})
+}
+
+// Call is [Hub.Call] limited to the tools the view serves: a name outside
+// the view's selection is an unknown tool.
+func (v *View) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	c, err := v.Begin(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	return c.CallTool(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args}})
+}
+
+// Drain waits until no call routed to src (through any view, or
+// [Hub.Call]) is in flight, or ctx is done. A reload that replaces or
+// removes a source calls it before stopping the old source, so calls
+// already routed there finish there. Sources the hub still serves may
+// get new calls at any time; Drain is meant for sources that were
+// replaced or removed, and returns at once for a source the hub never
+// had.
+func (h *Hub) Drain(ctx context.Context, src Source) error {
+	h.mu.Lock()
+	var states []*sourceState
+	for _, s := range h.retired {
+		if s.src == src {
+			states = append(states, s)
+		}
+	}
+	for _, s := range h.sources {
+		if s.src == src {
+			states = append(states, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range states {
+		if !s.retired.Load() {
+			return fmt.Errorf("source %q: still served by the hub; remove or replace it first", s.name)
+		}
+		select {
+		case <-s.drained():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	h.mu.Lock()
+	for _, s := range states {
+		h.forgetRetired(s)
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// retire marks s as no longer served: once no call to it is in flight,
+// its drained channel closes. Called with h.mu held.
+func (h *Hub) retire(s *sourceState) {
+	s.retired.Store(true)
+	h.retired = append(h.retired, s)
+	if s.inflight.Load() == 0 {
+		s.drainedOnce()
+	}
+	// Keep only the retired sources whose calls may still be waited for.
+	kept := h.retired[:0]
+	for _, r := range h.retired {
+		select {
+		case <-r.drained():
+			if r != s {
+				continue
+			}
+		default:
+		}
+		kept = append(kept, r)
+	}
+	clear(h.retired[len(kept):])
+	h.retired = kept
+}
+
+// forgetRetired drops s from h.retired; called with h.mu held.
+func (h *Hub) forgetRetired(s *sourceState) {
+	for i, r := range h.retired {
+		if r == s {
+			h.retired = append(h.retired[:i], h.retired[i+1:]...)
+			return
+		}
+	}
+}
+
+// drain state of a source, for Hub.Drain.
+type drainState struct {
+	inflight atomic.Int64 // calls routed to the source and not finished
+	retired  atomic.Bool  // the hub no longer routes new calls to it
+	once     sync.Once
+	ch       chan struct{} // closed once retired and idle; made by drained
+	chMu     sync.Mutex
+}
+
+func (d *drainState) drained() <-chan struct{} {
+	d.chMu.Lock()
+	defer d.chMu.Unlock()
+	if d.ch == nil {
+		d.ch = make(chan struct{})
+	}
+	return d.ch
+}
+
+func (d *drainState) drainedOnce() {
+	d.once.Do(func() {
+		d.chMu.Lock()
+		if d.ch == nil {
+			d.ch = make(chan struct{})
+		}
+		close(d.ch)
+		d.chMu.Unlock()
+	})
+}

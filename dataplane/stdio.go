@@ -1,0 +1,352 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxFrame is the default limit on one newline-delimited JSON-RPC
+// frame read from a host.
+const DefaultMaxFrame = 16 << 20
+
+// DrainTimeout bounds how long a stdio connection waits, after the end of
+// its input, for answers to the requests it already read.
+const DrainTimeout = 30 * time.Second
+
+// StdioOptions configure [Plane.ServeStdio]. A nil *StdioOptions is the
+// same as a zero one.
+type StdioOptions struct {
+	// MaxFrame bounds one inbound frame; zero means [DefaultMaxFrame].
+	MaxFrame int
+}
+
+// ServeStdio serves the plane's view on in and out as the MCP stdio
+// transport specifies (newline-delimited JSON-RPC; out carries nothing
+// else), until in ends or ctx is done.
+//
+// One goroutine reads in. A tools/call for a tool whose source is a
+// [junction.RawCaller] (and that has no _meta) is forwarded as bytes, and
+// the source's result written back as bytes; every other message goes to
+// the view's go-sdk server, which answers it on the same connection. Both
+// write through one writer that coalesces lines written together into
+// one system call. Bad input does not end the connection: a line that is
+// not JSON is answered with -32700, one that is not a JSON-RPC message, a
+// batch or a line over MaxFrame with -32600 (id null), and reading goes
+// on.
+//
+// When in ends, the requests already read are answered first (up to
+// [DrainTimeout]); when ctx is done, the connection closes at once (a
+// caller that wants calls in flight to finish waits for
+// [junction.Hub.WaitIdle] first: raw calls count there too).
+func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts *StdioOptions) error {
+	max := DefaultMaxFrame
+	if opts != nil && opts.MaxFrame > 0 {
+		max = opts.MaxFrame
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := newBatchWriter(out)
+	defer w.flush()
+	c := newConn(w, p.onBadFrame)
+	ss, err := p.v.Server().Connect(ctx, connTransport{c}, nil)
+	if err != nil {
+		return err
+	}
+	s := &stdioSession{p: p, c: c, host: ss}
+
+	runErr := make(chan error, 1)
+	go func() {
+		closed := make(chan error, 1)
+		go func() { closed <- ss.Wait() }()
+		select {
+		case <-ctx.Done():
+			ss.Close()
+			<-closed
+			runErr <- ctx.Err()
+		case err := <-closed:
+			runErr <- err
+		}
+	}()
+	readErr := make(chan error, 1)
+	go func() { readErr <- readFrames(in, max, c, s.take) }()
+
+	select {
+	case err = <-runErr:
+		// The session ended (ctx done, or a write failed): stop. The read
+		// goroutine ends at the next line or at the end of in; a blocked
+		// read of os.Stdin cannot be interrupted.
+		cancel()
+		c.Close()
+		s.calls.wait(DrainTimeout)
+	case rerr := <-readErr:
+		// The input ended: answer the raw calls in flight, then let go-sdk
+		// see the end, after it has answered its own.
+		s.calls.wait(DrainTimeout)
+		c.endInput(rerr)
+		err = <-runErr
+	}
+	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
+		err = nil
+	}
+	return err
+}
+
+func (p *Plane) onBadFrame(err error) {
+	p.logger.Warn("bad frame from host", "error", err)
+}
+
+// stdioSession is one stdio connection served by a plane.
+type stdioSession struct {
+	p     *Plane
+	c     *conn
+	host  *mcp.ServerSession // the connection's session: raw calls are made for it
+	calls inflight
+	// ready is set once the host has sent notifications/initialized; until
+	// then every line goes to go-sdk. Owned by the reading goroutine.
+	ready bool
+}
+
+// take answers line on the raw path if it can and reports whether it did;
+// lines it does not take go to go-sdk. Called by the reading goroutine.
+func (s *stdioSession) take(line []byte) bool {
+	if !s.p.raw {
+		return false
+	}
+	if !s.ready {
+		s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
+		return false
+	}
+	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		id, ok := cancelledID(line)
+		return ok && s.calls.cancel(string(id))
+	}
+	if !bytes.Contains(line, []byte(`"tools/call"`)) {
+		return false
+	}
+	id, name, args, ok := parseToolCall(line)
+	if !ok {
+		return false
+	}
+	key := string(id)
+	ctx, cancel := context.WithCancel(junction.WithHostSession(s.c.ctx, s.host))
+	hc := s.calls.add(key, cancel)
+	if hc == nil {
+		cancel()
+		return false // a reused id, or closing: go-sdk answers it
+	}
+	call, rc := s.p.v.BeginRaw(ctx, name)
+	if call == nil {
+		s.calls.remove(key, hc)
+		cancel()
+		return false
+	}
+	params := rawParams(call.Local(), args)
+	go func() {
+		res, werr := call.CallToolRaw(rc, params)
+		cancelled := s.calls.remove(key, hc)
+		cancel()
+		if !cancelled { // JSON-RPC: no answer to a cancelled request
+			s.c.out.Write(answerLine(id, res, werr))
+		}
+	}()
+	return true
+}
+
+// readFrames reads in line by line. A line take answers (nil: none) is
+// done with; any other is decoded and delivered to c, or answered with an
+// error if it is not a JSON-RPC message. It returns the reader's error
+// (io.EOF at the end), or ErrConnectionClosed once c is closed.
+func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool) error {
+	r := NewLineReader(in, max)
+	for {
+		line, tooLong, err := r.Next()
+		if tooLong {
+			c.reject(jsonrpc.CodeInvalidRequest, fmt.Sprintf("frame exceeds %d bytes", max))
+		} else if line = bytes.TrimSpace(line); len(line) > 0 && (take == nil || !take(line)) {
+			if msg, ok := c.decode(line); ok && !c.deliver(msg) {
+				return mcp.ErrConnectionClosed
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// connTransport hands an existing conn to go-sdk's Server.Connect.
+type connTransport struct{ c *conn }
+
+func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// conn is go-sdk's side of a stdio connection: an [mcp.Connection] whose
+// incoming messages come from the reading goroutine and whose outgoing
+// ones go to the connection's writer. It tracks the requests it has
+// handed to go-sdk, so that at the end of the input it can wait for their
+// answers.
+type conn struct {
+	out   *batchWriter
+	onBad func(error)
+	ctx   context.Context // done when the conn closes: the raw calls' parent
+	stop  context.CancelFunc
+
+	incoming  chan jsonrpc.Message
+	closed    chan struct{}
+	closeOnce sync.Once
+	inputEnd  chan struct{} // closed by endInput; readErr is set before
+	readErr   error
+
+	pendMu  sync.Mutex
+	pending map[jsonrpc.ID]bool // requests read and not yet answered
+	drained chan struct{}       // closed when pending empties after the end of the input; nil before
+}
+
+func newConn(out *batchWriter, onBad func(error)) *conn {
+	c := &conn{
+		out:      out,
+		onBad:    onBad,
+		incoming: make(chan jsonrpc.Message),
+		closed:   make(chan struct{}),
+		inputEnd: make(chan struct{}),
+		pending:  make(map[jsonrpc.ID]bool),
+	}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	return c
+}
+
+// deliver hands msg to go-sdk; false if the conn is closed.
+func (c *conn) deliver(msg jsonrpc.Message) bool {
+	select {
+	case c.incoming <- msg:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// endInput tells go-sdk the input has ended with err, once everything
+// read has been answered.
+func (c *conn) endInput(err error) {
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.EOF
+	}
+	c.readErr = err
+	close(c.inputEnd)
+}
+
+// decode parses one frame, answering it with an error if it is not a
+// JSON-RPC message.
+func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
+	if !json.Valid(line) {
+		c.reject(jsonrpc.CodeParseError, "parse error: frame is not valid JSON")
+		return nil, false
+	}
+	if line[0] == '[' {
+		c.reject(jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
+		return nil, false
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		c.reject(jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return nil, false
+	}
+	return msg, true
+}
+
+// reject writes an error answer with a null id.
+func (c *conn) reject(code int64, message string) {
+	if c.onBad != nil {
+		c.onBad(errors.New(message))
+	}
+	c.out.Write(errorLine([]byte("null"), &jsonrpc.Error{Code: code, Message: message}))
+}
+
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case msg := <-c.incoming:
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			c.pendMu.Lock()
+			c.pending[req.ID] = true
+			c.pendMu.Unlock()
+		}
+		return msg, nil
+	case <-c.inputEnd:
+		c.waitDrained(ctx)
+		return nil, c.readErr
+	}
+}
+
+// waitDrained waits until every request read has been answered, so that
+// a host that writes its requests and closes its end still gets the
+// answers.
+func (c *conn) waitDrained(ctx context.Context) {
+	c.pendMu.Lock()
+	if c.drained == nil {
+		c.drained = make(chan struct{})
+		if len(c.pending) == 0 {
+			close(c.drained)
+		}
+	}
+	drained := c.drained
+	c.pendMu.Unlock()
+	t := time.NewTimer(DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+	case <-c.closed:
+	case <-t.C:
+	}
+}
+
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	select {
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	_, err = c.out.Write(append(b, '\n'))
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.pendMu.Lock()
+		delete(c.pending, resp.ID)
+		if c.drained != nil && len(c.pending) == 0 {
+			select {
+			case <-c.drained:
+			default:
+				close(c.drained)
+			}
+		}
+		c.pendMu.Unlock()
+	}
+	return err
+}
+
+// Close stops delivering messages and cancels the raw calls made on the
+// connection. The reading goroutine ends at the next frame or at the end
+// of the input: a blocked read of os.Stdin cannot be interrupted.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.stop()
+	})
+	return nil
+}
+
+func (c *conn) SessionID() string { return "" }
