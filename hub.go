@@ -163,6 +163,11 @@ type Hub struct {
 
 	inflight atomic.Int64 // tool calls being routed now
 
+	levelMu     sync.Mutex // guards hostLevels and sentLevel (see loglevel.go)
+	hostLevels  map[*mcp.ServerSession]mcp.LoggingLevel
+	sentLevel   mcp.LoggingLevel // last level given to LevelSetter sources; "" before any
+	levelSendMu sync.Mutex       // serialises updateSourceLevel
+
 	dirty   chan struct{} // a source changed; capacity 1
 	done    chan struct{} // closed by Close
 	life    context.Context
@@ -292,6 +297,7 @@ func (h *Hub) Add(ctx context.Context, name string, src Source, opts *SourceOpti
 	if n, ok := src.(Notifier); ok {
 		n.SetListener(&listener{h: h, st: st})
 	}
+	h.tellLevel(src)
 	h.loadCatalog(ctx, st)
 	return h.rebuild()
 }
@@ -332,6 +338,7 @@ func (h *Hub) Replace(ctx context.Context, name string, src Source, opts *Source
 	if n, ok := src.(Notifier); ok {
 		n.SetListener(&listener{h: h, st: st})
 	}
+	h.tellLevel(src)
 	if r, ok := src.(Readier); ok {
 		select {
 		case <-r.Ready():

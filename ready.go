@@ -48,12 +48,14 @@ func (h *Hub) watchReady(st *sourceState) {
 		ctx, cancel := context.WithTimeout(h.life, 30*time.Second)
 		h.loadCatalog(ctx, st)
 		cancel()
-		h.mu.Lock()
-		h.settle(st)
-		h.mu.Unlock()
+		// The views serve the source's tools before anyone waiting for
+		// it is woken.
 		if err := h.rebuild(); err != nil {
 			h.logger.Warn("refresh failed", "error", err)
 		}
+		h.mu.Lock()
+		h.settle(st)
+		h.mu.Unlock()
 	}()
 }
 
@@ -167,8 +169,10 @@ func (v *View) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
 			v.hub.WaitStartup(ctx)
 		case "tools/call":
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && !v.serves(p.Name) {
-				// Wait as a call would; the handler reports the outcome.
-				v.hub.route(ctx, v, p.Name)
+				// Wait as a call would, and say why a name is unknown.
+				if _, _, err := v.hub.route(ctx, v, p.Name); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return next(ctx, method, req)

@@ -1,0 +1,133 @@
+package junction
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Log levels. A host asks for log messages at or above a level
+// (logging/setLevel); go-sdk filters what each host session receives. A
+// source that forwards log messages from elsewhere (a [LevelSetter]: an
+// upstream shared by every host) must send the most verbose level any
+// host asked for, or the hosts that asked for more would never get it.
+// The hub keeps each host session's level and tells its LevelSetter
+// sources the most verbose one, "info" while no host has asked.
+
+// levelRank orders MCP log levels from the most verbose.
+var levelRank = map[mcp.LoggingLevel]int{
+	"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7,
+}
+
+// defaultSourceLevel is what LevelSetter sources get while no host has
+// set a level: enough for the hub's own log of what upstreams say.
+const defaultSourceLevel mcp.LoggingLevel = "info"
+
+// trackLogLevel is the views' receiving middleware that notes the level
+// each host session sets.
+func (v *View) trackLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil {
+			return res, err
+		}
+		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+		ss, ok2 := req.GetSession().(*mcp.ServerSession)
+		if ok && ok2 && p != nil && ss != nil {
+			v.hub.setHostLevel(ss, p.Level)
+		}
+		return res, err
+	}
+}
+
+// setHostLevel records the level host session ss asked for and updates
+// the sources. The level is forgotten when the session ends.
+func (h *Hub) setHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	if _, known := levelRank[level]; !known {
+		return // go-sdk has refused it already; nothing to pass on
+	}
+	h.levelMu.Lock()
+	if h.hostLevels == nil {
+		h.hostLevels = make(map[*mcp.ServerSession]mcp.LoggingLevel)
+	}
+	_, seen := h.hostLevels[ss]
+	h.hostLevels[ss] = level
+	h.levelMu.Unlock()
+	if !seen {
+		// The goroutine ends with the session; Close closes every host
+		// session, so none outlives the hub for long.
+		go func() {
+			ss.Wait()
+			h.levelMu.Lock()
+			delete(h.hostLevels, ss)
+			h.levelMu.Unlock()
+			h.updateSourceLevel()
+		}()
+	}
+	h.updateSourceLevel()
+}
+
+// LogLevel returns the level the hub's [LevelSetter] sources are told to
+// send: the most verbose any host session has set, or "info".
+func (h *Hub) LogLevel() mcp.LoggingLevel {
+	h.levelMu.Lock()
+	defer h.levelMu.Unlock()
+	return h.sourceLevelLocked()
+}
+
+func (h *Hub) sourceLevelLocked() mcp.LoggingLevel {
+	level := mcp.LoggingLevel("")
+	for _, l := range h.hostLevels {
+		if level == "" || levelRank[l] < levelRank[level] {
+			level = l
+		}
+	}
+	if level == "" {
+		level = defaultSourceLevel
+	}
+	return level
+}
+
+// updateSourceLevel tells every LevelSetter source the level, if it
+// changed since they were last told.
+func (h *Hub) updateSourceLevel() {
+	// One update at a time, so sources are told the levels in the order
+	// they were decided.
+	h.levelSendMu.Lock()
+	defer h.levelSendMu.Unlock()
+	h.levelMu.Lock()
+	level := h.sourceLevelLocked()
+	if level == h.sentLevel || (h.sentLevel == "" && level == defaultSourceLevel) {
+		h.levelMu.Unlock()
+		return
+	}
+	h.sentLevel = level
+	h.levelMu.Unlock()
+	h.mu.RLock()
+	var setters []LevelSetter
+	for _, s := range h.sources {
+		if ls, ok := s.src.(LevelSetter); ok {
+			setters = append(setters, ls)
+		}
+	}
+	h.mu.RUnlock()
+	h.logger.Debug("log level for sources", "level", level)
+	for _, ls := range setters {
+		ls.SetLogLevel(level)
+	}
+}
+
+// tellLevel gives a newly added source the current level, if a host has
+// asked for one.
+func (h *Hub) tellLevel(src Source) {
+	ls, ok := src.(LevelSetter)
+	if !ok {
+		return
+	}
+	h.levelMu.Lock()
+	level := h.sentLevel
+	h.levelMu.Unlock()
+	if level != "" {
+		ls.SetLogLevel(level)
+	}
+}
