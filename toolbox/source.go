@@ -111,6 +111,9 @@ type Source struct {
 
 	done chan struct{} // closed by Close, to wake calls waiting for ready
 
+	first     chan struct{} // closed once the first start has finished, connected or failed (junction.Readier)
+	firstOnce sync.Once
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the supervisor or watcher goroutine
 }
@@ -129,7 +132,15 @@ type conn struct {
 var (
 	_ junction.Source   = (*Source)(nil)
 	_ junction.Notifier = (*Source)(nil)
+	_ junction.Readier  = (*Source)(nil)
 )
+
+// Ready implements [junction.Readier]: the channel is closed once the
+// first start of a spawned plugin has finished (handshake done, or the
+// plugin failed to start), at once for a URL source, and at Close.
+func (s *Source) Ready() <-chan struct{} { return s.first }
+
+func (s *Source) markFirst() { s.firstOnce.Do(func() { close(s.first) }) }
 
 // NewURL returns a source for a toolbox service at rawURL (http:// or
 // https://; a path prefix is kept). It does not fail when the service is
@@ -165,7 +176,7 @@ func NewURL(rawURL string, opts *Options) (*Source, error) {
 }
 
 func newSource(o Options) *Source {
-	return &Source{opts: o, logger: o.Logger.With(junction.LogKeySource, o.Name), ready: make(chan struct{}), done: make(chan struct{})}
+	return &Source{opts: o, logger: o.Logger.With(junction.LogKeySource, o.Name), ready: make(chan struct{}), done: make(chan struct{}), first: make(chan struct{})}
 }
 
 // httpClient returns an HTTP client for protocol. gRPC needs HTTP/2: over
@@ -255,6 +266,7 @@ func (s *Source) setConn(c *conn) {
 	defer s.mu.Unlock()
 	s.conn = c
 	if c != nil {
+		s.markFirst()
 		select {
 		case <-s.ready:
 		default:
@@ -321,6 +333,7 @@ func (s *Source) Close() error {
 		close(s.done)
 	}
 	s.mu.Unlock()
+	s.markFirst()
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -337,6 +350,13 @@ const maxPages = 1000
 // does not implement lists nothing. A tool with a bad schema is logged and
 // left out; the rest of the catalog is still served.
 func (s *Source) Catalog(ctx context.Context) (*junction.Catalog, error) {
+	select {
+	case <-s.first:
+	default:
+		// Still starting: nothing yet, and no waiting (the hub waits for
+		// Ready, and reads the catalog again then).
+		return &junction.Catalog{}, nil
+	}
 	c, err := s.client(ctx)
 	if err != nil {
 		return nil, err

@@ -433,6 +433,16 @@ func TestPluginWithoutHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
+	// Before its first start has finished, the catalog is empty at once
+	// (the hub waits for Ready instead).
+	if cat, err := src.Catalog(t.Context()); err != nil || len(cat.Tools) != 0 {
+		t.Errorf("Catalog while starting = %v, %v; want empty", cat, err)
+	}
+	select {
+	case <-src.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ready not closed after the handshake timed out")
+	}
 	_, err = src.Catalog(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "not ready") {
 		t.Errorf("Catalog of a plugin with no handshake: err = %v, want not ready", err)

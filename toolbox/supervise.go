@@ -78,6 +78,7 @@ func (s *Source) supervise(ctx context.Context, cmd Command) {
 	for {
 		started := time.Now()
 		err := s.runOnce(ctx, cmd)
+		s.markFirst() // a plugin that failed to start is as ready as it gets for now
 		if ctx.Err() != nil {
 			return
 		}

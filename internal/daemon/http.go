@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -52,6 +53,8 @@ type HTTPConfig struct {
 //	/mcp/messages  seed 002's plain JSON-RPC: one request in, one JSON response out
 //	/sse       legacy HTTP+SSE (protocol 2024-11-05); POSTs go to /sse?sessionid=…
 //	/healthz   liveness, no auth
+//	/readyz    readiness, no auth: 200 once startup is over (every upstream
+//	           and plugin connected or failed, or the startup budget ran out)
 //	/metrics   Prometheus metrics
 //
 // Everything but /healthz requires a token unless cfg.InsecureNoAuth, and
@@ -86,7 +89,7 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp             Streamable HTTP (header %s: NAME for a profile)\nPOST /mcp/p/NAME      Streamable HTTP, one profile\nGET  /sse             legacy HTTP+SSE\nGET  /status          sources, states, drift (JSON)\nGET  /metrics\nGET  /healthz\n", ProfileHeader)
+		fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp             Streamable HTTP (header %s: NAME for a profile)\nPOST /mcp/p/NAME      Streamable HTTP, one profile\nGET  /sse             legacy HTTP+SSE\nGET  /status          sources, states, drift (JSON)\nGET  /metrics\nGET  /healthz\nGET  /readyz           200 once every server and plugin has connected or failed\n", ProfileHeader)
 	})
 
 	var protected http.Handler = mux
@@ -98,8 +101,30 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"status":"ok","tools":%d}`+"\n", len(d.View.ToolNames()))
 	})
+	root.HandleFunc("/readyz", d.readyz)
 	root.Handle("/", protected)
 	return d.Metrics.countRequests(checkHostOrigin(root, listenHost, cfg.AllowedHosts, cfg.AllowedOrigins))
+}
+
+// readyz answers 200 once the hub's startup is over (see
+// junction.Hub.Started) and 503 before, with the sources still
+// connecting, so a load balancer sends no host to a replica whose first
+// lists would wait.
+func (d *Daemon) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	body := struct {
+		Status     string   `json:"status"`
+		Connecting []string `json:"connecting"`
+	}{Status: "ready", Connecting: d.Hub.Connecting()}
+	if body.Connecting == nil {
+		body.Connecting = []string{}
+	}
+	if !d.Hub.Started() {
+		body.Status = "starting"
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(body)
 }
 
 // ServeHTTP listens on cfg.Addr and serves [Daemon.Handler] until ctx is
@@ -290,7 +315,7 @@ func (m *Metrics) countRequests(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		endpoint := r.URL.Path
 		switch {
-		case endpoint == "/mcp", endpoint == "/sse", endpoint == "/metrics", endpoint == "/healthz", endpoint == "/":
+		case endpoint == "/mcp", endpoint == "/sse", endpoint == "/metrics", endpoint == "/healthz", endpoint == "/readyz", endpoint == "/":
 		case strings.HasPrefix(endpoint, "/mcp/"):
 			endpoint = "/mcp/*"
 		default:
