@@ -118,12 +118,12 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		presets = cfg.Presets
 	}
 	hub := junction.New(&junction.Options{
-		Name:         name,
-		Title:        spec.Title,
-		Version:      buildinfo.Version(),
-		Instructions: instructions,
-		Logger:       logger,
-		Observe:      metrics.ObserveCall,
+		Name:          name,
+		Title:         spec.Title,
+		Version:       buildinfo.Version(),
+		Instructions:  instructions,
+		Logger:        logger,
+		Observe:       metrics.ObserveCall,
 		Lock:          lock,
 		Presets:       presets,
 		StartupBudget: startupBudget(spec, cfg),
