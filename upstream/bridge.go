@@ -54,13 +54,13 @@ const bridgeIdle = 5 * time.Minute
 // 2026-07-28 or later, whose servers may not send requests to the client.
 func hostIsModern(req *mcp.CallToolRequest) bool {
 	if v, ok := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
-		return v >= "2026-07-28"
+		return v >= junction.StatelessProtocolVersion
 	}
 	if req.Session == nil {
 		return false
 	}
 	p := req.Session.InitializeParams()
-	return p != nil && p.ProtocolVersion >= "2026-07-28"
+	return p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion
 }
 
 // bridgedCall runs a call from a 2026-07-28 host to a legacy upstream (see

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -62,9 +64,16 @@ var (
 	errSessionClosing = errors.New("session closing") // the session is being closed
 )
 
+// errSessionGone is wrapped by begin's error when the session a request
+// was about to be sent on closed first: nothing reached the upstream, so
+// the request may go on the next session.
+var errSessionGone = errors.New("session closed")
+
 // Catalog implements [junction.Source]. It never waits for the upstream:
-// while the server is not connected the catalog is empty, and
-// CatalogChanged follows when it connects.
+// before the first session the catalog is empty, and CatalogChanged
+// follows when it connects. While the server reconnects the catalog of
+// its last session is served, until it is withdrawn (see
+// Config.WithdrawAfter).
 func (s *Server) Catalog(context.Context) (*junction.Catalog, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,11 +83,34 @@ func (s *Server) Catalog(context.Context) (*junction.Catalog, error) {
 	return s.catalog, nil
 }
 
-// session returns the current session, connecting first if needed: a
-// call to a server that is down starts a connection attempt at once
-// (skipping any backoff) and waits for it, up to ctx and
-// Config.ConnectTimeout. The error wraps junction.ErrSourceDown.
+// session returns the current session for a request bounded by the
+// server's call timeout; see sessionUntil.
 func (s *Server) session(ctx context.Context) (*session, error) {
+	return s.sessionUntil(ctx, deadlineAfter(s.cfg.callTimeout("")))
+}
+
+// deadlineAfter returns the time d from now, or the zero time (no
+// deadline) for a d that is not positive.
+func deadlineAfter(d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(d)
+}
+
+// sessionUntil returns the current session, connecting first if needed.
+// A request to a server that is down starts a connection attempt at once
+// (skipping any backoff) and waits:
+//
+//   - while the server is reconnecting after a session ended (its catalog
+//     still served), for the new session, however many attempts that
+//     takes, until ctx is done, deadline (the request's own timeout; zero
+//     means none) passes, or the catalog is withdrawn;
+//   - otherwise (no session yet, or the catalog withdrawn), for that one
+//     attempt, bounded the same way.
+//
+// The error wraps junction.ErrSourceDown, or ctx's error.
+func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session, error) {
 	s.mu.Lock()
 	sess, start, stopped := s.sess, s.attempts, s.state == StateStopped
 	s.mu.Unlock()
@@ -89,23 +121,38 @@ func (s *Server) session(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("upstream %q: closed: %w", s.name, junction.ErrSourceDown)
 	}
 	s.Reconnect()
-	timer := time.NewTimer(s.cfg.connectTimeout())
-	defer timer.Stop()
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		expired = timer.C
+	}
 	for {
 		s.mu.Lock()
 		sess, attempts, err, ch := s.sess, s.attempts, s.lastErr, s.changed
+		stopped = s.state == StateStopped
+		reconnecting := !s.downSince.IsZero() && !s.withdrawn
+		withdrawn := s.withdrawn
 		s.mu.Unlock()
-		if sess != nil {
+		switch {
+		case sess != nil:
 			return sess, nil
-		}
-		// An attempt finished after we asked, and it did not connect.
-		if attempts > start {
+		case stopped:
+			return nil, fmt.Errorf("upstream %q: closed: %w", s.name, junction.ErrSourceDown)
+		case withdrawn && attempts > start:
+			return nil, fmt.Errorf("upstream %q: %w: no working session for %v, tools withdrawn: %v",
+				s.name, junction.ErrSourceDown, s.cfg.withdrawAfter(), err)
+		case !reconnecting && attempts > start:
+			// An attempt finished after we asked, and it did not connect.
 			return nil, fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err)
 		}
 		select {
 		case <-ch:
-		case <-timer.C:
-			return nil, fmt.Errorf("upstream %q: %w: still connecting", s.name, junction.ErrSourceDown)
+		case <-expired:
+			if err == nil {
+				err = errors.New(s.Snapshot().State.String())
+			}
+			return nil, fmt.Errorf("upstream %q: %w: no session within the request's timeout: %v", s.name, junction.ErrSourceDown, err)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("upstream %q: waiting for connection: %w", s.name, ctx.Err())
 		case <-s.ctx.Done():
@@ -124,6 +171,10 @@ func (s *Server) session(ctx context.Context) (*session, error) {
 // own request id). A call that makes no progress for the tool's timeout
 // fails with an error wrapping context.DeadlineExceeded; the session
 // stays up for other calls.
+//
+// A call to a server that is reconnecting waits for the new session, up
+// to ctx and the tool's timeout (see sessionUntil); one that finds its
+// session closing before the request was sent goes on the next one.
 func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if req == nil || req.Params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
@@ -132,29 +183,42 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if !s.cfg.allows(name) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	sess, err := s.session(ctx)
-	if err != nil {
-		return nil, err
+	timeout := s.cfg.callTimeout(name)
+	deadline := deadlineAfter(timeout)
+	for {
+		sess, err := s.sessionUntil(ctx, deadline)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.callTool(ctx, sess, req, timeout)
+		if errors.Is(err, errSessionGone) {
+			continue // nothing was sent: wait for the next session
+		}
+		return res, err
 	}
+}
 
+// callTool makes one tools/call on sess; see CallTool.
+func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolRequest, timeout time.Duration) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
 	params := &mcp.CallToolParams{Name: name, InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}
 	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
 		params.Arguments = req.Params.Arguments
 	}
 	params.Meta = hopMeta(req.Params.Meta)
 	// Under 2026-07-28 the log level travels with each request; without
-	// one the upstream sends no log messages at all. The hosts' own levels
-	// still filter what they receive.
-	upstreamModern := sess.cs.InitializeResult().ProtocolVersion >= "2026-07-28"
+	// one the upstream sends no log messages at all. A host that names
+	// none gets the level the hub asked for (SetLogLevel); the hosts' own
+	// levels still filter what they receive.
+	upstreamModern := sess.cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion
 	if upstreamModern {
 		if _, ok := params.Meta[mcp.MetaKeyLogLevel]; !ok {
 			if params.Meta == nil {
 				params.Meta = mcp.Meta{}
 			}
-			params.Meta[mcp.MetaKeyLogLevel] = "info"
+			params.Meta[mcp.MetaKeyLogLevel] = s.LogLevel()
 		}
 	}
-	timeout := s.cfg.callTimeout(name)
 	if !upstreamModern && hostIsModern(req) {
 		params.InputResponses, params.RequestState = nil, ""
 		return s.bridgedCall(ctx, sess, req, params, timeout)
@@ -233,25 +297,57 @@ func (s *Server) drainLogs() {
 	if s.logsHandled.Load() >= want {
 		return
 	}
-	deadline := time.Now().Add(drainWait)
-	for s.logsHandled.Load() < want {
-		if time.Now().After(deadline) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		// The signal is taken before the count is read again, so a
+		// message handled in between closes the channel we wait on.
+		s.logsMu.Lock()
+		if s.logsSignal == nil {
+			s.logsSignal = make(chan struct{})
+		}
+		ch := s.logsSignal
+		s.logsMu.Unlock()
+		if s.logsHandled.Load() >= want {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(drainWait)
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
 			s.logger.Debug("log messages not handled in time", "read", want, "handled", s.logsHandled.Load())
 			return
 		}
-		time.Sleep(time.Millisecond)
 	}
+}
+
+// logHandled counts a log message as handled and wakes drainLogs.
+func (s *Server) logHandled() {
+	s.logsHandled.Add(1)
+	s.logsMu.Lock()
+	if s.logsSignal != nil {
+		close(s.logsSignal)
+		s.logsSignal = nil
+	}
+	s.logsMu.Unlock()
 }
 
 // begin registers a request to the upstream on sess: it gets a
 // no-progress timer of timeout (none if zero), is cancelled if the session
 // closes, and is known to the notification handlers by its token. Call
-// end when the request is over.
+// end when the request is over. If sess is closing, the error wraps
+// junction.ErrSourceDown and errSessionGone.
 func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	c := s.register(ctx, sess, host, timeout, cancel, true)
 	if c == nil {
-		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, what, junction.ErrSourceDown)
+		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, what, junction.ErrSourceDown, errSessionGone)
 	}
 	return c, context.WithValue(callCtx, callKey{}, c), func() { s.end(c) }, nil
 }
@@ -337,22 +433,39 @@ func (s *Server) callError(ctx, callCtx context.Context, sess *session, what str
 
 // sessionEnded reports whether err means the session broke (rather than
 // the request failing on a live session).
+//
+// No waiting is needed to tell. On stdio every way a session breaks
+// reaches the request as such an error: stdout ending (Read's error wraps
+// io.EOF, whether the process exited or only closed its stdout), a write
+// to stdin failing (wraps mcp.ErrConnectionClosed), the connection
+// closing (go-sdk's errors wrap mcp.ErrConnectionClosed). A process that
+// has exited but whose stdout is still being drained is seen on its
+// exited channel. Over HTTP, go-sdk ends the session (sess.done) when it
+// fails the connection; a request that could not reach the server (a
+// refused or reset connection) is reported as such an error and leaves
+// the session up, so it is classified by its kind.
 func (s *Server) sessionEnded(sess *session, err error) bool {
-	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	switch {
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
 		return true
 	}
-	select {
-	case <-sess.done:
-		return true
-	case <-time.After(50 * time.Millisecond):
-		// The process may have died a moment before its pipe closed.
+	if sess.done != nil {
 		select {
 		case <-sess.done:
 			return true
 		default:
-			return false
 		}
 	}
+	if c := sess.stdio(); c != nil {
+		select {
+		case <-c.exited:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 // ReadResource implements [junction.Source].
@@ -398,16 +511,30 @@ func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 func forward[R any](s *Server, ctx context.Context, host *mcp.ServerSession, what string,
 	skip func(*mcp.ClientSession) (R, bool), call func(context.Context, *mcp.ClientSession) (R, error)) (R, error) {
 	var zero R
-	sess, err := s.session(ctx)
-	if err != nil {
-		return zero, err
-	}
-	if skip != nil {
-		if res, ok := skip(sess.cs); ok {
-			return res, nil
-		}
-	}
 	d := s.cfg.callTimeout("")
+	deadline := deadlineAfter(d)
+	for {
+		sess, err := s.sessionUntil(ctx, deadline)
+		if err != nil {
+			return zero, err
+		}
+		if skip != nil {
+			if res, ok := skip(sess.cs); ok {
+				return res, nil
+			}
+		}
+		res, err := forwardOn(s, ctx, sess, host, what, d, call)
+		if errors.Is(err, errSessionGone) {
+			continue // nothing was sent: wait for the next session
+		}
+		return res, err
+	}
+}
+
+// forwardOn makes one request of forward on sess.
+func forwardOn[R any](s *Server, ctx context.Context, sess *session, host *mcp.ServerSession, what string, d time.Duration,
+	call func(context.Context, *mcp.ClientSession) (R, error)) (R, error) {
+	var zero R
 	_, rctx, end, err := s.begin(ctx, sess, host, d, what)
 	if err != nil {
 		return zero, err
@@ -451,7 +578,7 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
 	var err error
 	if on {
 		err = sess.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-		if err == nil && sess.cs.InitializeResult().ProtocolVersion >= "2026-07-28" {
+		if err == nil && sess.cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion {
 			s.awaitAck(ctx, sess.cs, uri)
 		}
 	} else {
@@ -568,7 +695,7 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 // ended (a log message names no request, so those are the hosts it most
 // likely concerns).
 func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
-	defer s.logsHandled.Add(1) // see drainProgress
+	defer s.logHandled() // see drainLogs
 	if req.Params == nil {
 		return
 	}
@@ -588,6 +715,94 @@ func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 		// The call may end while this runs; the message still goes out.
 		if err := h.host.Log(context.WithoutCancel(h.ctx), req.Params); err != nil {
 			s.logger.Debug("forwarding log message failed", "error", err)
+		}
+	}
+}
+
+// defaultLogLevel is the level upstreams are asked for until
+// SetLogLevel is called.
+const defaultLogLevel mcp.LoggingLevel = "info"
+
+// SetLogLevel implements [junction.LevelSetter]: upstream log messages
+// at level and above are asked for. The level is recorded and used at
+// every connect; if a session is up whose upstream has the logging
+// capability, logging/setLevel is sent to it in the background, so
+// SetLogLevel never waits for the upstream. Under protocol 2026-07-28,
+// which has no logging/setLevel, the level goes in the _meta of each
+// tool call whose host named none. An empty level means "info".
+func (s *Server) SetLogLevel(level mcp.LoggingLevel) {
+	if level == "" {
+		level = defaultLogLevel
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logLevel = level
+	s.pushLevel()
+}
+
+// LogLevel returns the level upstream log messages are asked for (see
+// SetLogLevel).
+func (s *Server) LogLevel() mcp.LoggingLevel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logLevel == "" {
+		return defaultLogLevel
+	}
+	return s.logLevel
+}
+
+// takesSetLevel reports whether sess's upstream is asked for its log
+// level with logging/setLevel: it has the logging capability and speaks
+// a protocol before 2026-07-28.
+func takesSetLevel(sess *session) bool {
+	res := sess.cs.InitializeResult()
+	return res != nil && res.Capabilities != nil && res.Capabilities.Logging != nil &&
+		res.ProtocolVersion < junction.StatelessProtocolVersion
+}
+
+// pushLevel starts sendLevels if the current session should be sent a
+// new log level and no sendLevels runs for it. Called with s.mu held.
+//
+// The WaitGroup Add is safe against Close: with s.sess set, the
+// supervisor is serving it and cannot have returned (Close's Wait waits
+// for it, and so for this goroutine too).
+func (s *Server) pushLevel() {
+	sess := s.sess
+	if sess == nil || s.levelPushing || s.ctx.Err() != nil || s.levelSent == s.logLevel || !takesSetLevel(sess) {
+		return
+	}
+	s.levelPushing = true
+	s.wg.Add(1)
+	go s.sendLevels(sess)
+}
+
+// sendLevels sends logging/setLevel to sess until the upstream has the
+// level last asked for, one request at a time (so they cannot arrive out
+// of order). It ends when the session does: the request is registered
+// like a call, so closing the session cancels it.
+func (s *Server) sendLevels(sess *session) {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		want := s.logLevel
+		if s.sess != sess || want == s.levelSent {
+			s.levelPushing = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		_, ctx, end, err := s.begin(s.ctx, sess, nil, s.cfg.connectTimeout(), "logging/setLevel")
+		if err == nil {
+			err = sess.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: want})
+			end()
+		}
+		s.mu.Lock()
+		if s.sess == sess {
+			s.levelSent = want // tried: a failure is not retried until the level changes
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.logger.Debug("logging/setLevel failed", "level", want, "error", err)
 		}
 	}
 }

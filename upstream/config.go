@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,7 @@ const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultStopTimeout    = 2 * time.Second
+	DefaultWithdrawAfter  = 60 * time.Second
 )
 
 // Config describes one upstream MCP server. It is a plain value: the
@@ -81,8 +83,19 @@ type Config struct {
 	KeepAlive time.Duration
 	// StopTimeout is how long each stage of stopping a stdio server may
 	// take: after stdin is closed, after SIGTERM to the process group, and
-	// after SIGKILL. Zero means DefaultStopTimeout.
+	// after SIGKILL. Zero means DefaultStopTimeout. A change applied with
+	// [Server.Update] counts from the next process the server starts.
 	StopTimeout time.Duration
+	// WithdrawAfter is how long the server may go without a working
+	// session before its catalog is withdrawn. When a session ends, the
+	// server's tools, resources and prompts stay listed while it
+	// reconnects, and calls wait for the new session; once it has been
+	// unable to get one for WithdrawAfter without a break, its catalog is
+	// emptied (the listener is told, so hosts see the tools go), and calls
+	// fail at once with [junction.ErrSourceDown] after a connection
+	// attempt. The catalog comes back when the server reconnects. Zero
+	// means DefaultWithdrawAfter; negative means never withdraw.
+	WithdrawAfter time.Duration
 
 	// ProtocolVersion, if set, is the MCP protocol version offered to the
 	// server (for example "2025-06-18" for a server that mishandles newer
@@ -156,20 +169,29 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Equal reports whether c and o describe the same server, so a reload can
-// keep a running server whose configuration did not change. HTTPClient is
-// compared by identity.
+// Equal reports whether c and o describe the same server in every
+// field. HTTPClient is compared by identity.
 func (c Config) Equal(o Config) bool {
-	return c.TransportKind() == o.TransportKind() &&
-		c.Command == o.Command && slices.Equal(c.Args, o.Args) &&
-		maps.Equal(c.Env, o.Env) && slices.Equal(c.UnsetEnv, o.UnsetEnv) && c.Dir == o.Dir &&
-		c.URL == o.URL && maps.Equal(c.Headers, o.Headers) &&
-		c.BearerToken == o.BearerToken && c.HTTPClient == o.HTTPClient &&
+	return !c.NeedsRestart(o) &&
 		c.ConnectTimeout == o.ConnectTimeout && c.CallTimeout == o.CallTimeout &&
 		maps.Equal(c.ToolTimeouts, o.ToolTimeouts) &&
-		c.KeepAlive == o.KeepAlive && c.StopTimeout == o.StopTimeout &&
-		c.ProtocolVersion == o.ProtocolVersion &&
+		c.StopTimeout == o.StopTimeout && c.WithdrawAfter == o.WithdrawAfter &&
 		slices.Equal(c.Allow, o.Allow) && slices.Equal(c.Deny, o.Deny)
+}
+
+// NeedsRestart reports whether going from o to c needs a new process or
+// connection: the transport, command, arguments, environment, working
+// directory, URL, headers, bearer token, HTTP client (by identity), keep
+// alive or protocol version differ. The other fields (CallTimeout,
+// ToolTimeouts, ConnectTimeout, StopTimeout, WithdrawAfter, Allow, Deny)
+// can be applied to a running server; see [Server.Update].
+func (c Config) NeedsRestart(o Config) bool {
+	return c.TransportKind() != o.TransportKind() ||
+		c.Command != o.Command || !slices.Equal(c.Args, o.Args) ||
+		!maps.Equal(c.Env, o.Env) || !slices.Equal(c.UnsetEnv, o.UnsetEnv) || c.Dir != o.Dir ||
+		c.URL != o.URL || !maps.Equal(c.Headers, o.Headers) ||
+		c.BearerToken != o.BearerToken || c.HTTPClient != o.HTTPClient ||
+		c.KeepAlive != o.KeepAlive || c.ProtocolVersion != o.ProtocolVersion
 }
 
 // allows reports whether the filters let tool through.
@@ -209,6 +231,18 @@ func (c Config) stopTimeout() time.Duration {
 	return DefaultStopTimeout
 }
 
+// withdrawAfter returns how long the server may be without a session
+// before its catalog is withdrawn; negative means never.
+func (c Config) withdrawAfter() time.Duration {
+	switch {
+	case c.WithdrawAfter == 0:
+		return DefaultWithdrawAfter
+	case c.WithdrawAfter < 0:
+		return -1
+	}
+	return c.WithdrawAfter
+}
+
 // clone returns a deep copy of c, so a caller mutating its maps and slices
 // after Add cannot change a running server.
 func (c Config) clone() Config {
@@ -221,3 +255,32 @@ func (c Config) clone() Config {
 	c.Deny = slices.Clone(c.Deny)
 	return c
 }
+
+// liveConfig is a server's configuration, read without a lock by calls
+// and replaced as a whole by [Server.Update]: a reader sees the old or the
+// new configuration, never a mix. Fields that need a restart (see
+// [Config.NeedsRestart]) never change in a running server. The zero value
+// reads as the zero Config.
+type liveConfig struct {
+	p atomic.Pointer[Config]
+}
+
+var zeroConfig Config
+
+// load returns the configuration in force; the caller must not modify it.
+func (l *liveConfig) load() *Config {
+	if c := l.p.Load(); c != nil {
+		return c
+	}
+	return &zeroConfig
+}
+
+func (l *liveConfig) store(c Config) { l.p.Store(&c) }
+
+// The methods of Config that calls use, on the configuration in force.
+
+func (l *liveConfig) TransportKind() Transport              { return l.load().TransportKind() }
+func (l *liveConfig) allows(tool string) bool               { return l.load().allows(tool) }
+func (l *liveConfig) callTimeout(tool string) time.Duration { return l.load().callTimeout(tool) }
+func (l *liveConfig) connectTimeout() time.Duration         { return l.load().connectTimeout() }
+func (l *liveConfig) withdrawAfter() time.Duration          { return l.load().withdrawAfter() }

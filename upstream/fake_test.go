@@ -44,6 +44,10 @@ import (
 //	FAKE_EXIT_AFTER_MS=n   exit n milliseconds after starting
 //	FAKE_HTTP_ADDR_FILE=f  serve Streamable HTTP on 127.0.0.1 instead; write the URL to f
 //	FAKE_HTTP_STATELESS=1  ... in stateless mode
+//	FAKE_SETLEVEL_HANG=l   never answer logging/setLevel to level l (it is still recorded)
+//
+// The tool "levels" returns the levels logging/setLevel asked for, in
+// order, comma-separated.
 func TestMain(m *testing.M) {
 	switch os.Getenv("UPSTREAM_FAKE") {
 	case "":
@@ -139,6 +143,30 @@ func runFakeServer() {
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 	}
+	var levelsMu sync.Mutex
+	var levels []string
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "logging/setLevel" {
+				if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok {
+					levelsMu.Lock()
+					levels = append(levels, string(p.Level))
+					levelsMu.Unlock()
+					mark("setlevel-" + string(p.Level))
+				}
+				if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && string(p.Level) == os.Getenv("FAKE_SETLEVEL_HANG") {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	server.AddTool(&mcp.Tool{Name: "levels", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		levelsMu.Lock()
+		defer levelsMu.Unlock()
+		return text(strings.Join(levels, ",")), nil
+	})
 	obj := map[string]any{"type": "object"}
 	server.AddTool(&mcp.Tool{
 		Name:        "echo",
@@ -337,7 +365,9 @@ func runRawServer() {
 // fakeConfig returns a Config that runs the test binary as a fake server.
 func fakeConfig(t *testing.T, mode string, env map[string]string) Config {
 	t.Helper()
-	e := map[string]string{"UPSTREAM_FAKE": mode}
+	// A binary built with -race sleeps a second on exit unless told not
+	// to; without this every stop of a fake would take that long.
+	e := map[string]string{"UPSTREAM_FAKE": mode, "GORACE": "atexit_sleep_ms=0"}
 	for k, v := range env {
 		e[k] = v
 	}

@@ -74,10 +74,11 @@ func checkName(name string) error {
 }
 
 // Replace gives the server called name a new configuration, for reloads.
-// If the server exists with an equal configuration (see [Config.Equal]) it
-// is kept as it is, session and all, and replaced is false. Otherwise the
-// new server is started first, then the old one, if any, is stopped; the
-// returned server is the one now registered. A bad cfg changes nothing.
+// If the server exists and cfg needs no new process or connection (see
+// [Config.NeedsRestart]) it is kept, session and all, with cfg applied in
+// place ([Server.Update]), and replaced is false. Otherwise the new server
+// is started first, then the old one, if any, is stopped; the returned
+// server is the one now registered. A bad cfg changes nothing.
 func (r *Registry) Replace(name string, cfg Config) (s *Server, replaced bool, err error) {
 	if err := checkName(name); err != nil {
 		return nil, false, err
@@ -88,9 +89,15 @@ func (r *Registry) Replace(name string, cfg Config) (s *Server, replaced bool, e
 		return nil, false, fmt.Errorf("upstream %q: registry is closed", name)
 	}
 	old := r.servers[name]
-	if old != nil && old.cfg.Equal(cfg) {
-		r.mu.Unlock()
-		return old, false, nil
+	if old != nil {
+		restart, err := old.Update(cfg)
+		if err != nil || !restart {
+			r.mu.Unlock()
+			if err != nil {
+				return nil, false, err
+			}
+			return old, false, nil
+		}
 	}
 	s, err = New(name, cfg, &r.opts)
 	if err != nil {

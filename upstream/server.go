@@ -25,7 +25,7 @@ import (
 // its process.
 type Server struct {
 	name   string
-	cfg    Config
+	cfg    liveConfig // replaced by Update; read without a lock
 	opts   Options
 	logger *slog.Logger
 	client *mcp.Client
@@ -38,7 +38,7 @@ type Server struct {
 	ready     chan struct{} // closed once the first connection attempt has finished, or at Close
 	readyOnce sync.Once
 	kick      chan struct{} // capacity 1: connect now, skipping the backoff
-	relist chan struct{} // capacity 1: the upstream announced a list change
+	relist    chan struct{} // capacity 1: the upstream announced a list change
 
 	mu           sync.Mutex // guards the fields below
 	state        State
@@ -65,6 +65,25 @@ type Server struct {
 	progress     progressCounter    // progress notifications read, for drainProgress
 	logsHandled  atomic.Int64       // log messages handled by onLog, for drainLogs
 	bridges      map[string]*bridge // parked calls, by requestState (see bridge)
+
+	// Withdrawal (see Config.WithdrawAfter). downSince is when the last
+	// session ended, zero while a session is up and before the first
+	// one; withdrawn means the catalog was emptied because no session
+	// came back within WithdrawAfter; withdrawTimer fires withdrawDue.
+	downSince     time.Time
+	withdrawn     bool
+	withdrawTimer *time.Timer
+
+	// Log level (see SetLogLevel). logLevel is the level asked for
+	// ("info" until SetLogLevel); levelSent is the one last sent to the
+	// current session (or tried); levelPushing is set while sendLevels
+	// runs for it.
+	logLevel     mcp.LoggingLevel
+	levelSent    mcp.LoggingLevel
+	levelPushing bool
+
+	logsMu     sync.Mutex    // guards logsSignal
+	logsSignal chan struct{} // nil unless drainLogs waits; closed when onLog handles a message
 }
 
 // session is one established connection.
@@ -76,10 +95,11 @@ type session struct {
 }
 
 var (
-	_ junction.Source     = (*Server)(nil)
-	_ junction.Notifier   = (*Server)(nil)
-	_ junction.Subscriber = (*Server)(nil)
-	_ junction.Readier    = (*Server)(nil)
+	_ junction.Source      = (*Server)(nil)
+	_ junction.Notifier    = (*Server)(nil)
+	_ junction.Subscriber  = (*Server)(nil)
+	_ junction.Readier     = (*Server)(nil)
+	_ junction.LevelSetter = (*Server)(nil)
 )
 
 // New validates cfg and starts connecting to the server in the
@@ -96,7 +116,6 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 	o := opts.withDefaults()
 	s := &Server{
 		name:      name,
-		cfg:       cfg.clone(),
 		opts:      o,
 		logger:    o.Logger.With(junction.LogKeySource, name),
 		ready:     make(chan struct{}),
@@ -109,7 +128,9 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
 		bridges:   make(map[string]*bridge),
+		logLevel:  defaultLogLevel,
 	}
+	s.cfg.store(cfg.clone())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = mcp.NewClient(o.ClientInfo, s.clientOptions())
 	s.client.AddReceivingMiddleware(s.watchAcks)
@@ -122,7 +143,59 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 func (s *Server) Name() string { return s.name }
 
 // Config returns a copy of the server's configuration.
-func (s *Server) Config() Config { return s.cfg.clone() }
+func (s *Server) Config() Config { return s.cfg.load().clone() }
+
+// Update applies cfg to the running server if that needs no new process
+// or connection (see [Config.NeedsRestart]), and keeps the session: the
+// call timeouts and the Allow and Deny filters apply to the calls that
+// start from then on, the connect timeout to the next connection attempt
+// or catalog read, WithdrawAfter at once (counted from the end of the
+// last session), and StopTimeout from the next process the server
+// starts. A new filter re-filters the served tools and tells the
+// listener.
+//
+// If cfg differs in a field that needs a restart, Update changes nothing
+// and reports restart: the caller starts a new Server with cfg and closes
+// this one (see [Registry.Replace]). An invalid cfg changes nothing and
+// is an error.
+func (s *Server) Update(cfg Config) (restart bool, err error) {
+	if err := cfg.Validate(); err != nil {
+		return false, fmt.Errorf("upstream %q: %w", s.name, err)
+	}
+	s.mu.Lock()
+	old := s.cfg.load()
+	if cfg.NeedsRestart(*old) {
+		s.mu.Unlock()
+		return true, nil
+	}
+	if cfg.Equal(*old) {
+		s.mu.Unlock()
+		return false, nil
+	}
+	next := cfg.clone()
+	s.cfg.store(next)
+	filtered := !slices.Equal(old.Allow, next.Allow) || !slices.Equal(old.Deny, next.Deny)
+	if filtered && s.catalog != nil {
+		cat := *s.catalog
+		cat.Tools = s.serveTools(s.tools, &next, false)
+		s.catalog = &cat
+	} else {
+		filtered = false
+	}
+	if old.withdrawAfter() != next.withdrawAfter() {
+		s.armWithdraw()
+	}
+	l := s.listener
+	s.mu.Unlock()
+	s.logger.Info("upstream configuration updated in place")
+	if filtered {
+		s.emit(Event{Kind: EventCatalog})
+		if l != nil {
+			l.CatalogChanged()
+		}
+	}
+	return false, nil
+}
 
 // Close stops the server: it ends the session, stops the process group of
 // a stdio server, and waits for every goroutine the server started. Calls
@@ -172,6 +245,7 @@ func (s *Server) Snapshot() Snapshot {
 		Transport: s.cfg.TransportKind(),
 		State:     s.state,
 		Connects:  s.connects,
+		Withdrawn: s.withdrawn,
 		Drift:     DriftReport{Changes: slices.Clone(s.drift.Changes)},
 	}
 	if s.lastErr != nil {
@@ -202,7 +276,9 @@ func (s *Server) Snapshot() Snapshot {
 }
 
 // Tools returns the tools served now (after filters), in the upstream's
-// order, with the upstream's names. Empty unless connected.
+// order, with the upstream's names. Empty before the first session and
+// after the catalog has been withdrawn (see Config.WithdrawAfter); the
+// tools stay while the server reconnects.
 func (s *Server) Tools() []*mcp.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -240,7 +316,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 func (s *Server) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		Logger:    s.logger,
-		KeepAlive: s.cfg.KeepAlive,
+		KeepAlive: s.cfg.load().KeepAlive,
 		// Input requests (elicitation, sampling) of protocol 2026-07-28
 		// come back to the host inside the result, and the host's
 		// answers are forwarded on the retried call: junction does not
@@ -268,7 +344,7 @@ func (s *Server) signalRelist() {
 // until Close.
 func (s *Server) run() {
 	defer s.wg.Done()
-	defer s.setState(StateStopped, nil)
+	defer s.stopped()
 	defer s.markReady()
 	failures := 0
 	for s.ctx.Err() == nil {
@@ -324,6 +400,25 @@ func (s *Server) run() {
 // backoff.
 const stableSession = 10 * time.Second
 
+// stopped is the supervisor's last act: the server serves nothing more.
+func (s *Server) stopped() {
+	s.mu.Lock()
+	if s.withdrawTimer != nil {
+		s.withdrawTimer.Stop()
+	}
+	hadCatalog := s.catalog != nil
+	s.catalog = nil
+	l := s.listener
+	s.mu.Unlock()
+	s.setState(StateStopped, nil)
+	if hadCatalog {
+		s.emit(Event{Kind: EventCatalog})
+		if l != nil {
+			l.CatalogChanged()
+		}
+	}
+}
+
 // sleep waits d, or less if a call kicks; it reports false if the server
 // is closing.
 func (s *Server) sleep(d time.Duration) bool {
@@ -340,19 +435,20 @@ func (s *Server) sleep(d time.Duration) bool {
 
 // connect establishes a session and lists the catalog.
 func (s *Server) connect() (*session, error) {
+	cfg := s.cfg.load()
 	sessCtx, sessCancel := context.WithCancel(s.ctx)
-	ctx, cancel := context.WithTimeout(sessCtx, s.cfg.connectTimeout())
+	ctx, cancel := context.WithTimeout(sessCtx, cfg.connectTimeout())
 	defer cancel()
 	var copts *mcp.ClientSessionOptions
-	if s.cfg.ProtocolVersion != "" {
-		copts = &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion}
+	if cfg.ProtocolVersion != "" {
+		copts = &mcp.ClientSessionOptions{ProtocolVersion: cfg.ProtocolVersion}
 	}
-	transport := s.transport(sessCtx, sessCancel)
+	transport := s.transport(cfg, sessCtx, sessCancel)
 	cs, err := s.client.Connect(ctx, transport, copts)
 	if err != nil {
 		sessCancel()
 		if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("connect: timed out after %v: %v: %w", s.cfg.connectTimeout(), err, context.DeadlineExceeded)
+			return nil, fmt.Errorf("connect: timed out after %v: %v: %w", cfg.connectTimeout(), err, context.DeadlineExceeded)
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -370,12 +466,19 @@ func (s *Server) connect() (*session, error) {
 		close(sess.done)
 	}()
 
-	// Upstreams send no log messages until asked; hosts filter further by
-	// their own level.
-	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-			s.logger.Debug("logging/setLevel failed", "error", err)
+	// Upstreams send no log messages until asked: ask for the level the
+	// hub asked for (SetLogLevel), or "info"; hosts filter further by
+	// their own level. Under 2026-07-28 the level travels with each
+	// request instead (see CallTool).
+	s.mu.Lock()
+	level := s.logLevel
+	s.mu.Unlock()
+	var sent mcp.LoggingLevel
+	if takesSetLevel(sess) {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			s.logger.Debug("logging/setLevel failed", "level", level, "error", err)
 		}
+		sent = level // tried: pushLevel does not try again unless the level changes
 	}
 
 	s.mu.Lock()
@@ -399,6 +502,12 @@ func (s *Server) connect() (*session, error) {
 	s.since = time.Now()
 	s.backoffUntil = time.Time{}
 	s.info = cs.InitializeResult().ServerInfo
+	s.downSince, s.withdrawn = time.Time{}, false
+	if s.withdrawTimer != nil {
+		s.withdrawTimer.Stop()
+	}
+	s.levelSent = sent
+	s.pushLevel() // SetLogLevel may have been called since level was read
 	s.mu.Unlock()
 	s.install(cat, tools)
 	s.logger.Info("upstream connected", "tools", len(cat.Tools), "protocol", cs.InitializeResult().ProtocolVersion)
@@ -437,8 +546,9 @@ func sessionEndError(cs *mcp.ClientSession) error {
 	return errors.New("session ended")
 }
 
-// endSession closes sess (stopping a stdio process) and clears the
-// catalog.
+// endSession closes sess (stopping a stdio process). The catalog stays:
+// the server's tools remain listed while it reconnects, until the
+// withdrawal policy gives up on it (see Config.WithdrawAfter).
 func (s *Server) endSession(sess *session) {
 	// go-sdk's Close waits for calls in flight: end them first.
 	// New calls no longer get sess (see CallTool).
@@ -461,14 +571,73 @@ func (s *Server) endSession(sess *session) {
 	if s.sess == sess {
 		s.sess = nil
 	}
-	s.catalog = nil
 	delete(s.acked, sess.cs)
-	l := s.listener
+	if s.downSince.IsZero() {
+		s.downSince = time.Now()
+	}
+	s.armWithdraw()
 	s.mu.Unlock()
+}
+
+// armWithdraw sets the withdrawal timer for the time left until the
+// catalog is withdrawn (see Config.WithdrawAfter), or stops it when there
+// is nothing to withdraw. Called with s.mu held.
+func (s *Server) armWithdraw() {
+	d := s.cfg.withdrawAfter()
+	if s.downSince.IsZero() || s.withdrawn || s.sess != nil || s.catalog == nil || d < 0 || s.ctx.Err() != nil {
+		if s.withdrawTimer != nil {
+			s.withdrawTimer.Stop()
+		}
+		return
+	}
+	left := max(d-time.Since(s.downSince), 0)
+	if s.withdrawTimer == nil {
+		s.withdrawTimer = time.AfterFunc(left, s.withdrawDue)
+		return
+	}
+	s.withdrawTimer.Reset(left)
+}
+
+// withdrawDue runs when the withdrawal timer fires: if the server has
+// still not got a session back, its catalog is withdrawn and the
+// listener told. Calls waiting for a session give up.
+func (s *Server) withdrawDue() {
+	s.mu.Lock()
+	d := s.cfg.withdrawAfter()
+	// A closed server withdraws nothing: its supervisor clears the
+	// catalog (see stopped). Otherwise the supervisor is still running
+	// (it returns only once s.ctx is done), so the Add below happens
+	// while Close's Wait, if any, still has the supervisor to wait for.
+	if s.ctx.Err() != nil || s.sess != nil || s.downSince.IsZero() || s.withdrawn || d < 0 {
+		s.mu.Unlock()
+		return
+	}
+	if down := time.Since(s.downSince); down < d {
+		// WithdrawAfter grew since the timer was set.
+		s.withdrawTimer.Reset(d - down)
+		s.mu.Unlock()
+		return
+	}
+	s.withdrawn = true
+	s.catalog = nil
+	s.signal()
+	l := s.listener
+	lastErr := s.lastErr
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	s.logger.Warn("upstream tools withdrawn: no working session; they come back when it reconnects",
+		"without_session_for", d, "error", lastErr)
 	s.emit(Event{Kind: EventCatalog})
 	if l != nil {
 		l.CatalogChanged()
 	}
+}
+
+// signal wakes everything waiting on s.changed. Called with s.mu held.
+func (s *Server) signal() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // install makes cat the served catalog, reports drift against the
@@ -508,8 +677,7 @@ func (s *Server) setState(st State, err error) {
 	if err != nil {
 		s.lastErr = err
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.signal()
 	s.mu.Unlock()
 	if changed {
 		s.emit(Event{Kind: EventState, State: st, Err: err})
@@ -529,20 +697,20 @@ func (s *Server) emit(e Event) {
 	s.opts.OnEvent(e)
 }
 
-// transport builds the go-sdk transport for one connection attempt. life
-// is the session's lifetime; cancel ends it.
-func (s *Server) transport(life context.Context, cancel context.CancelFunc) mcp.Transport {
-	switch s.cfg.TransportKind() {
+// transport builds the go-sdk transport for one connection attempt with
+// cfg. life is the session's lifetime; cancel ends it.
+func (s *Server) transport(cfg *Config, life context.Context, cancel context.CancelFunc) mcp.Transport {
+	switch cfg.TransportKind() {
 	case TransportSSE:
 		return &detachedTransport{
-			inner:  &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()},
+			inner:  &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient()},
 			life:   life,
 			cancel: cancel,
 		}
 	case TransportStreamableHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient()}
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient()}
 	}
-	return &commandTransport{cfg: s.cfg, logger: s.logger, progress: &s.progress}
+	return &commandTransport{cfg: *cfg, logger: s.logger, progress: &s.progress}
 }
 
 // stdio returns the session's stdio connection, or nil for other
@@ -580,7 +748,8 @@ func (s *Server) httpClient() *http.Client {
 	if s.http != nil {
 		return s.http
 	}
-	base := s.cfg.HTTPClient
+	cfg := s.cfg.load()
+	base := cfg.HTTPClient
 	if base == nil {
 		s.ownTransport = http.DefaultTransport.(*http.Transport).Clone()
 		base = &http.Client{Transport: s.ownTransport}
@@ -590,8 +759,8 @@ func (s *Server) httpClient() *http.Client {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	if len(s.cfg.Headers) > 0 || s.cfg.BearerToken != "" {
-		rt = &headerTransport{base: rt, headers: s.cfg.Headers, token: s.cfg.BearerToken}
+	if len(cfg.Headers) > 0 || cfg.BearerToken != "" {
+		rt = &headerTransport{base: rt, headers: cfg.Headers, token: cfg.BearerToken}
 	}
 	c.Transport = &contentTransport{base: rt, progress: &s.progress, warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
@@ -647,27 +816,40 @@ func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) (*junction.Cat
 			return nil, nil, fmt.Errorf("prompts/list: %w", err)
 		}
 	}
+	cat.Tools = s.serveTools(tools, s.cfg.load(), true)
+	return cat, tools, nil
+}
+
+// serveTools returns the tools of an upstream's list that cfg's filters
+// let through and that can be served (see servable), logging the ones
+// skipped if warn is set.
+func (s *Server) serveTools(tools []*mcp.Tool, cfg *Config, warn bool) []*mcp.Tool {
+	var out []*mcp.Tool
 	seen := make(map[string]bool)
 	for _, t := range tools {
 		if t == nil {
 			continue
 		}
-		if !s.cfg.allows(t.Name) {
+		if !cfg.allows(t.Name) {
 			continue
 		}
 		if seen[t.Name] {
-			s.logger.Warn("duplicate tool skipped", junction.LogKeyTool, t.Name)
+			if warn {
+				s.logger.Warn("duplicate tool skipped", junction.LogKeyTool, t.Name)
+			}
 			continue
 		}
 		st, err := servable(t)
 		if err != nil {
-			s.logger.Warn("tool skipped", junction.LogKeyTool, t.Name, "error", err)
+			if warn {
+				s.logger.Warn("tool skipped", junction.LogKeyTool, t.Name, "error", err)
+			}
 			continue
 		}
 		seen[t.Name] = true
-		cat.Tools = append(cat.Tools, st)
+		out = append(out, st)
 	}
-	return cat, tools, nil
+	return out
 }
 
 func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {

@@ -111,9 +111,9 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 10 named tools plus 25 extra, over pages of 10.
-	if got := len(cat.Tools); got != 35 {
-		t.Errorf("len(Catalog.Tools) = %d, want 35 (all pages)", got)
+	// 11 named tools plus 25 extra, over pages of 10.
+	if got := len(cat.Tools); got != 36 {
+		t.Errorf("len(Catalog.Tools) = %d, want 36 (all pages)", got)
 	}
 	if len(cat.Resources) != 1 || len(cat.ResourceTemplates) != 1 || len(cat.Prompts) != 1 {
 		t.Errorf("catalog has %d resources, %d templates, %d prompts; want 1 each", len(cat.Resources), len(cat.ResourceTemplates), len(cat.Prompts))
@@ -160,8 +160,8 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 
 	// Registry view: bridged names and calls by full name.
 	tools := r.Tools()
-	if len(tools) != 35 || tools[0].Name != "fake__die" {
-		t.Errorf("Registry.Tools() = %d tools starting %q, want 35 starting fake__die", len(tools), tools[0].Name)
+	if len(tools) != 36 || tools[0].Name != "fake__die" {
+		t.Errorf("Registry.Tools() = %d tools starting %q, want 36 starting fake__die", len(tools), tools[0].Name)
 	}
 	res, err = r.CallTool(t.Context(), "fake__echo", json.RawMessage(`{"text":"x"}`))
 	if err != nil || resultText(t, res) != `{"text":"x"}` {
@@ -194,7 +194,7 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 		t.Fatalf("Snapshots() = %d entries, want 1", len(snaps))
 	}
 	snap := snaps[0]
-	if snap.State != StateConnected || len(snap.Tools) != 35 || snap.Connects != 1 || snap.ServerInfo.Name != "fake" {
+	if snap.State != StateConnected || len(snap.Tools) != 36 || snap.Connects != 1 || snap.ServerInfo.Name != "fake" {
 		t.Errorf("Snapshot = %+v", snap)
 	}
 	if !strings.Contains(logs.String(), `msg=stderr source=fake pid=`) || !strings.Contains(logs.String(), `line="fake: starting"`) {
@@ -513,12 +513,28 @@ func TestRegistryAddReplaceRemove(t *testing.T) {
 	if r.Server("a") != a {
 		t.Error("a bad Replace changed the registered server")
 	}
-	// A new config replaces it; b keeps running undisturbed.
+	// A new filter is applied in place: same server, same session, the
+	// tool gone.
 	cfg2 := fakeConfig(t, "server", nil)
 	cfg2.Deny = []string{"die"}
-	a2, replaced, err := r.Replace("a", cfg2)
+	cfg2.CallTimeout = time.Minute
+	same, replaced, err = r.Replace("a", cfg2)
+	if err != nil || replaced || same != a {
+		t.Fatalf("Replace(a, new filter) = %p, %v, %v; want the same server, updated in place", same, replaced, err)
+	}
+	if snap := a.Snapshot(); containsString(snap.Tools, "die") || !containsString(snap.Tools, "echo") || snap.Connects != 1 {
+		t.Errorf("after an in-place update: %+v; want echo but not die, one session", snap)
+	}
+	if got := a.Config(); got.CallTimeout != time.Minute {
+		t.Errorf("Config().CallTimeout = %v after the update, want 1m", got.CallTimeout)
+	}
+	// A new command line needs a new process: the new server is
+	// started, the old one stopped; b keeps running undisturbed.
+	cfg3 := cfg2
+	cfg3.Args = []string{"restarted"}
+	a2, replaced, err := r.Replace("a", cfg3)
 	if err != nil || !replaced || a2 == a {
-		t.Fatalf("Replace(a, new) = %v, %v", replaced, err)
+		t.Fatalf("Replace(a, new args) = %v, %v", replaced, err)
 	}
 	if a.Snapshot().State != StateStopped {
 		t.Errorf("old server state = %v, want stopped", a.Snapshot().State)
@@ -610,9 +626,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	for round := range 3 {
 		cfg := fakeConfig(t, "server", nil)
-		if round%2 == 1 {
-			cfg.Deny = []string{"die"}
-		}
+		cfg.Args = []string{fmt.Sprint(round)} // a restart each round
 		if _, _, err := r.Replace("churn", cfg); err != nil {
 			t.Fatal(err)
 		}

@@ -20,10 +20,13 @@ const (
 	// StateDegraded: a session was up and ended (the process died, the
 	// stream broke, a keepalive ping failed); a reconnect is under way, at
 	// once after a session that lasted, after a backoff after one that
-	// ended within seconds.
+	// ended within seconds. The catalog stays served meanwhile, and calls
+	// wait for the new session (see Config.WithdrawAfter).
 	StateDegraded
 	// StateFailed: the last connection attempt failed; the next one starts
-	// at the snapshot's BackoffUntil, or at once when a call needs it.
+	// at the snapshot's BackoffUntil, or at once when a call needs it. A
+	// server that had a session keeps its catalog until WithdrawAfter
+	// has passed without one.
 	StateFailed
 	// StateStopped: the server was closed.
 	StateStopped
@@ -44,7 +47,9 @@ type Snapshot struct {
 	Transport Transport
 	State     State
 	// Tools are the names of the tools served now (after the Allow and
-	// Deny filters), sorted. Empty unless connected.
+	// Deny filters), sorted. Empty before the first session and after the
+	// catalog has been withdrawn (see Config.WithdrawAfter); a server
+	// that is reconnecting keeps serving its tools.
 	Tools        []string
 	BackoffUntil time.Time // when the next attempt starts; zero unless failed or degraded
 	LastError    string    // the last connection or session error; kept after recovery
@@ -53,6 +58,10 @@ type Snapshot struct {
 	ConnectedSince time.Time
 	// Connects counts the sessions established since the server was added.
 	Connects int
+	// Withdrawn reports that the server's catalog was withdrawn because it
+	// has had no working session for Config.WithdrawAfter; it is served
+	// again when the server reconnects.
+	Withdrawn bool
 	// Drift is the last non-empty difference seen between two consecutive
 	// tool lists of this server.
 	Drift DriftReport

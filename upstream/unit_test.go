@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,56 @@ func TestConfigEqualAndTimeouts(t *testing.T) {
 	}
 	if got := (Config{}).callTimeout("x"); got != DefaultCallTimeout {
 		t.Errorf("zero CallTimeout = %v, want %v", got, DefaultCallTimeout)
+	}
+}
+
+// NeedsRestart is true for the fields that need a new process or
+// connection, false for those Update applies in place; Equal sees both.
+func TestConfigNeedsRestart(t *testing.T) {
+	t.Parallel()
+	base := Config{Command: "x", Args: []string{"1"}}
+	for name, change := range map[string]struct {
+		edit    func(*Config)
+		restart bool
+	}{
+		"command":          {func(c *Config) { c.Command = "y" }, true},
+		"args":             {func(c *Config) { c.Args = []string{"2"} }, true},
+		"env":              {func(c *Config) { c.Env = map[string]string{"K": "V"} }, true},
+		"unset env":        {func(c *Config) { c.UnsetEnv = []string{"K"} }, true},
+		"dir":              {func(c *Config) { c.Dir = "/tmp" }, true},
+		"transport":        {func(c *Config) { c.Transport = TransportSSE }, true},
+		"keep alive":       {func(c *Config) { c.KeepAlive = time.Second }, true},
+		"protocol version": {func(c *Config) { c.ProtocolVersion = "2025-06-18" }, true},
+		"call timeout":     {func(c *Config) { c.CallTimeout = time.Second }, false},
+		"tool timeouts":    {func(c *Config) { c.ToolTimeouts = map[string]time.Duration{"t": time.Second} }, false},
+		"connect timeout":  {func(c *Config) { c.ConnectTimeout = time.Second }, false},
+		"stop timeout":     {func(c *Config) { c.StopTimeout = time.Second }, false},
+		"withdraw after":   {func(c *Config) { c.WithdrawAfter = time.Second }, false},
+		"allow":            {func(c *Config) { c.Allow = []string{"t"} }, false},
+		"deny":             {func(c *Config) { c.Deny = []string{"t"} }, false},
+	} {
+		c := base.clone()
+		change.edit(&c)
+		if got := c.NeedsRestart(base); got != change.restart {
+			t.Errorf("%s changed: NeedsRestart = %v, want %v", name, got, change.restart)
+		}
+		if c.Equal(base) {
+			t.Errorf("%s changed: Equal = true", name)
+		}
+	}
+	h := base
+	h.URL, h.Command, h.Args, h.Transport = "http://x/mcp", "", nil, TransportStreamableHTTP
+	for name, edit := range map[string]func(*Config){
+		"url":          func(c *Config) { c.URL = "http://y/mcp" },
+		"headers":      func(c *Config) { c.Headers = map[string]string{"X": "1"} },
+		"bearer token": func(c *Config) { c.BearerToken = "t" },
+		"http client":  func(c *Config) { c.HTTPClient = &http.Client{} },
+	} {
+		c := h.clone()
+		edit(&c)
+		if !c.NeedsRestart(h) {
+			t.Errorf("%s changed: NeedsRestart = false", name)
+		}
 	}
 }
 
