@@ -36,9 +36,19 @@
 // after a backoff after one that ended within seconds); when a connection
 // attempt fails it is failed and retries after a capped exponential
 // backoff with jitter ([Options.MinBackoff], [Options.MaxBackoff]), for as
-// long as the server is open. A call to a server that is down starts an attempt
-// immediately and waits for it (up to Config.ConnectTimeout); if it fails,
-// the call fails with an error wrapping [junction.ErrSourceDown].
+// long as the server is open.
+//
+// A server that is reconnecting keeps serving the catalog of its last
+// session, so its tools do not flicker out of the hosts' lists, and a
+// call to it starts an attempt at once and waits for the new session, up
+// to the call's own timeout and context. Only when the server has been
+// without a working session for Config.WithdrawAfter (60s by default;
+// negative: never) is its catalog withdrawn: the listener is told, calls
+// waiting for it fail with an error wrapping [junction.ErrSourceDown], and
+// a later call fails as soon as one attempt has. The catalog comes back
+// when the server reconnects. A call to a server that has never connected
+// likewise waits for one attempt.
+//
 // [Server.Snapshot] and [Registry.Snapshots] report state, tools, backoff
 // and the last error; [Options.OnEvent] reports every change as it
 // happens. [Server.Close] and [Registry.Close] stop everything and wait:
@@ -63,9 +73,10 @@
 // resource templates and prompts (all pages), after the Allow/Deny filters.
 // Schemas are kept as sent; a tool whose input schema has no "type" gets
 // "type":"object", one that is not an object schema is skipped with a
-// warning, so serving it can never panic. While the server is connecting
-// its catalog is empty, and the hub is told (CatalogChanged) on connect,
-// reconnect and every list_changed from the upstream.
+// warning, so serving it can never panic. Until the first session is up
+// the catalog is empty, and the hub is told (CatalogChanged) on connect,
+// reconnect, withdrawal (see Lifecycle) and every list_changed from the
+// upstream.
 //
 // CallTool forwards arguments raw, and _meta with the progress token
 // replaced by one of junction's own. Progress from the upstream restarts
@@ -86,10 +97,17 @@
 // refused if there is none or several. A host on 2026-07-28 cannot be sent
 // requests, so for it the upstream call is bridged: the question goes back
 // in the result as input requests, and the host's retry carries the answer
-// to the waiting upstream. Log
-// messages go to the log and to the hosts with calls in flight (or just
-// finished) on the server. Resource subscriptions are forwarded, kept
-// across reconnects, and updates reach the hub's [junction.Listener].
+// to the waiting upstream.
+//
+// Log messages go to the log and to the hosts with calls in flight (or
+// just finished) on the server. The upstream is asked for messages at
+// "info" and above until [Server.SetLogLevel] (the hub's
+// [junction.LevelSetter]) names another level: logging/setLevel is sent
+// in the background to the session that is up and at every reconnect,
+// and under 2026-07-28, which has no logging/setLevel, the level goes in
+// the _meta of each call whose host named none. Resource subscriptions
+// are forwarded, kept across reconnects, and updates reach the hub's
+// [junction.Listener].
 //
 // # Drift
 //
@@ -102,8 +120,11 @@
 //
 // # Reloading
 //
-// [Registry.Replace] gives one server a new [Config] while the others keep
-// running: an equal configuration keeps the running server and its
-// session; a different one starts the new server, then stops the old.
+// [Server.Update] applies a new [Config] to a running server when nothing
+// that needs a new process or connection changed ([Config.NeedsRestart]):
+// timeouts, WithdrawAfter and the tool filters change in place and the
+// session is kept. [Registry.Replace] gives one server a new Config while
+// the others keep running: it updates the server in place when it can;
+// otherwise it starts the new server, then stops the old.
 // [Registry.Remove] stops one server.
 package upstream
