@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -17,18 +17,24 @@ import (
 //
 //   - new sources are started and added;
 //   - sources whose connection settings changed (command, URL, env, ...)
-//     are started anew, swapped in once the new one's catalog is read,
-//     and the old one is stopped after the swap;
+//     are started anew and swapped in once the new one is ready and its
+//     catalog read; calls already routed to the old one finish there
+//     (at most reloadDrainWait), then it is stopped;
+//   - upstreams whose other settings changed (timeouts, connect and stop
+//     timeouts) are updated in place (upstream.Server.Update): the
+//     process and session are kept;
 //   - sources whose serving settings changed (prefix, filters, drift
 //     policy) keep their connection and session; only the hub's view of
 //     them changes;
-//   - removed sources are taken out of the hub, then stopped;
+//   - removed sources are taken out of the hub, finish the calls already
+//     routed to them, then are stopped;
 //   - unchanged sources are not touched.
 //
 // Presets, profiles and the lock file are re-read. Changes to the http
 // and log sections, and to a pack's settings, need a restart; they are
 // logged. If a new source cannot be set up, Reload stops and returns the
-// error: sources not yet touched keep running as they were.
+// error: sources not yet touched keep running as they were. Reload
+// returns once the replaced and removed sources are stopped.
 func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	d.mu.Lock()
 	old := d.cfg
@@ -43,57 +49,60 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	// means the defaults, so adding one that names them changes nothing.
 	delta := config.Diff(withEffectivePacks(spec, old), withEffectivePacks(spec, cfg))
 	var errs []error
+	r := &reload{d: d, ctx: ctx}
 
-	// Upstream servers.
+	// Upstream servers. A changed or updated server whose new settings
+	// need no new process (timeouts) is updated in place; the others
+	// are restarted.
 	for _, name := range delta.Servers.Added {
-		errs = append(errs, d.reloadAdd(ctx, name, func() (*managed, *junction.SourceOptions, error) {
+		errs = append(errs, r.add(name, func() (*managed, *junction.SourceOptions, error) {
 			return d.startUpstream(name, cfg.Servers[name])
 		}, cfg.Servers[name].Disabled))
 	}
-	for _, name := range delta.Servers.Changed {
-		errs = append(errs, d.reloadReplace(ctx, name, func() (*managed, *junction.SourceOptions, error) {
-			return d.startUpstream(name, cfg.Servers[name])
-		}, cfg.Servers[name].Disabled))
-	}
-	for _, name := range delta.Servers.Updated {
+	for _, name := range slices.Concat(delta.Servers.Changed, delta.Servers.Updated) {
 		s := cfg.Servers[name]
-		o := old.Servers[name]
-		if s.Timeout != o.Timeout || !maps.Equal(s.ToolTimeouts, o.ToolTimeouts) || s.Disabled != o.Disabled ||
-			s.ConnectTimeout != o.ConnectTimeout || s.KeepAlive != o.KeepAlive || s.StopTimeout != o.StopTimeout || s.ProtocolVersion != o.ProtocolVersion {
-			// Timeouts live in the upstream client: restart it.
-			errs = append(errs, d.reloadReplace(ctx, name, func() (*managed, *junction.SourceOptions, error) {
-				return d.startUpstream(name, s)
-			}, s.Disabled))
+		if s.Disabled {
+			errs = append(errs, r.remove(name))
 			continue
 		}
-		errs = append(errs, d.reloadOptions(name, s.Source, junction.PrefixAlways))
+		if updated, err := d.updateUpstream(name, s); updated {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, r.replace(name, func() (*managed, *junction.SourceOptions, error) {
+			return d.startUpstream(name, s)
+		}))
 	}
 	for _, name := range delta.Servers.Removed {
-		errs = append(errs, d.reloadRemove(name))
+		errs = append(errs, r.remove(name))
 	}
 
 	// Toolbox plugins.
 	for _, name := range delta.Plugins.Added {
-		errs = append(errs, d.reloadAdd(ctx, name, func() (*managed, *junction.SourceOptions, error) {
+		errs = append(errs, r.add(name, func() (*managed, *junction.SourceOptions, error) {
 			return d.startPlugin(name, cfg.Plugins[name])
 		}, cfg.Plugins[name].Disabled))
 	}
 	for _, name := range delta.Plugins.Changed {
-		errs = append(errs, d.reloadReplace(ctx, name, func() (*managed, *junction.SourceOptions, error) {
+		if cfg.Plugins[name].Disabled {
+			errs = append(errs, r.remove(name))
+			continue
+		}
+		errs = append(errs, r.replace(name, func() (*managed, *junction.SourceOptions, error) {
 			return d.startPlugin(name, cfg.Plugins[name])
-		}, cfg.Plugins[name].Disabled))
+		}))
 	}
 	for _, name := range delta.Plugins.Updated {
 		errs = append(errs, d.reloadOptions(name, cfg.Plugins[name].Source, junction.PrefixAlways))
 	}
 	for _, name := range delta.Plugins.Removed {
-		errs = append(errs, d.reloadRemove(name))
+		errs = append(errs, r.remove(name))
 	}
 
 	// Packs: added and removed ones follow the file; a pack's settings
 	// are read once, at start.
 	for _, name := range delta.Packs.Added {
-		errs = append(errs, d.reloadAdd(ctx, name, func() (*managed, *junction.SourceOptions, error) {
+		errs = append(errs, r.add(name, func() (*managed, *junction.SourceOptions, error) {
 			return d.startPack(name, cfg.Packs[name]) // nil settings for a default pack
 		}, false))
 	}
@@ -104,7 +113,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		errs = append(errs, d.reloadOptions(name, cfg.Packs[name].Source, junction.PrefixNever))
 	}
 	for _, name := range delta.Packs.Removed {
-		errs = append(errs, d.reloadRemove(name))
+		errs = append(errs, r.remove(name))
 	}
 
 	for _, section := range delta.Sections {
@@ -124,6 +133,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
+	errs = append(errs, r.retire())
 	err := errors.Join(errs...)
 	if err == nil {
 		d.logger.Info("config reloaded",
@@ -136,7 +146,15 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	return err
 }
 
-func (d *Daemon) reloadAdd(ctx context.Context, name string, start func() (*managed, *junction.SourceOptions, error), disabled bool) error {
+// A reload is the state of one Reload: the sources it took out of the
+// hub, to be stopped once their calls have finished.
+type reload struct {
+	d        *Daemon
+	ctx      context.Context
+	retiring []*managed
+}
+
+func (r *reload) add(name string, start func() (*managed, *junction.SourceOptions, error), disabled bool) error {
 	if disabled {
 		return nil
 	}
@@ -144,39 +162,104 @@ func (d *Daemon) reloadAdd(ctx context.Context, name string, start func() (*mana
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.sources[name] = m
-	d.mu.Unlock()
-	return d.Hub.Add(addContext(ctx, m), name, m.src, opts)
+	r.d.mu.Lock()
+	r.d.sources[name] = m
+	r.d.mu.Unlock()
+	return r.d.Hub.Add(addContext(r.ctx, m), name, m.src, opts)
 }
 
-// reloadReplace starts the new source, swaps it into the hub, then stops
-// the old one, so calls keep finding a source under the name.
-func (d *Daemon) reloadReplace(ctx context.Context, name string, start func() (*managed, *junction.SourceOptions, error), disabled bool) error {
-	if disabled {
-		return d.reloadRemove(name)
-	}
+// replace starts the new source and swaps it into the hub; the old one is
+// stopped by retire, once the calls routed to it have finished. Hub.Replace
+// waits (at most reloadConnectWait) until the new source is ready, so its
+// tools do not go missing: calls go to the old one until the swap. A slow
+// one is swapped in anyway and serves when ready.
+func (r *reload) replace(name string, start func() (*managed, *junction.SourceOptions, error)) error {
 	m, opts, err := start()
 	if err != nil {
 		return err
 	}
-	if m.up != nil {
-		// Give the new upstream a moment to connect, so the swap does not
-		// leave its tools missing; a slow one is swapped in anyway and
-		// serves when ready.
-		wctx, cancel := context.WithTimeout(ctx, reloadConnectWait)
-		m.up.WaitReady(wctx)
-		cancel()
-	}
-	d.mu.Lock()
-	old := d.sources[name]
-	d.sources[name] = m
-	d.mu.Unlock()
-	err = d.Hub.Replace(ctx, name, m.src, opts)
+	r.d.mu.Lock()
+	old := r.d.sources[name]
+	r.d.sources[name] = m
+	r.d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(r.ctx, reloadConnectWait)
+	err = r.d.Hub.Replace(ctx, name, m.src, opts)
+	cancel()
 	if old != nil {
-		go old.close() // in-flight calls on the old source finish or fail on their own
+		r.retiring = append(r.retiring, old)
 	}
 	return err
+}
+
+// remove takes the source out of the hub; retire stops it once the calls
+// routed to it have finished. A pack is not stopped (the closers it
+// registered run at Close).
+func (r *reload) remove(name string) error {
+	err := r.d.Hub.Remove(name)
+	r.d.mu.Lock()
+	old := r.d.sources[name]
+	delete(r.d.sources, name)
+	r.d.mu.Unlock()
+	if old != nil && old.kind != KindPack {
+		r.retiring = append(r.retiring, old)
+	}
+	return err
+}
+
+// retire stops the sources the reload replaced or removed, in parallel,
+// each once the calls already routed to it have finished (Hub.Drain), or
+// after reloadDrainWait, or at once if the reload's context is done. Calls
+// still running then fail.
+func (r *reload) retire() error {
+	if len(r.retiring) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, reloadDrainWait)
+	defer cancel()
+	errs := make([]error, len(r.retiring))
+	var wg sync.WaitGroup
+	for i, m := range r.retiring {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.d.Hub.Drain(ctx, m.src); err != nil {
+				r.d.logger.Warn("calls still in flight on a replaced or removed source; stopping it anyway",
+					junction.LogKeySource, m.name, "error", err)
+			}
+			if err := m.close(); err != nil {
+				errs[i] = fmt.Errorf("stopping the old %s %q: %w", m.kind, m.name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	r.retiring = nil
+	return errors.Join(errs...)
+}
+
+// updateUpstream applies s to the running upstream name if that needs no
+// new process or connection (upstream.Server.Update: timeouts change in
+// place, the session is kept), and the hub's serving options too. It
+// reports whether it handled the change; if not, the upstream must be
+// restarted.
+func (d *Daemon) updateUpstream(name string, s *config.Server) (bool, error) {
+	d.mu.Lock()
+	m := d.sources[name]
+	d.mu.Unlock()
+	if m == nil || m.up == nil {
+		return false, nil
+	}
+	uc, err := upstreamConfig(s)
+	if err != nil {
+		return false, nil // starting it anew reports the error
+	}
+	restart, err := m.up.Update(uc)
+	if err != nil {
+		return true, fmt.Errorf("servers.%s: %w", name, err)
+	}
+	if restart {
+		return false, nil
+	}
+	return true, d.reloadOptions(name, s.Source, junction.PrefixAlways)
 }
 
 func (d *Daemon) reloadOptions(name string, src config.Source, defaultPrefix junction.PrefixMode) error {
@@ -190,24 +273,13 @@ func (d *Daemon) reloadOptions(name string, src config.Source, defaultPrefix jun
 	return d.Hub.SetSourceOptions(name, *opts)
 }
 
-func (d *Daemon) reloadRemove(name string) error {
-	err := d.Hub.Remove(name)
-	d.mu.Lock()
-	old := d.sources[name]
-	delete(d.sources, name)
-	d.mu.Unlock()
-	if old != nil {
-		if kind := old.kind; kind == KindPack {
-			return err
-		}
-		return errors.Join(err, old.close())
-	}
-	return err
-}
-
 // reloadConnectWait bounds how long a reload waits for a restarted
 // upstream's first connection before swapping it in.
 const reloadConnectWait = 10 * time.Second
+
+// reloadDrainWait bounds how long a reload waits for the calls in flight
+// on a replaced or removed source before stopping it.
+const reloadDrainWait = 30 * time.Second
 
 // withEffectivePacks returns cfg with Packs set to the packs the daemon
 // serves for it (see packNames), for comparing two configs.
