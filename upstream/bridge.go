@@ -94,13 +94,22 @@ func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallTo
 		pending: make(map[string]*ask),
 	}
 	s.mu.Lock()
+	if s.sess != sess {
+		// The session closed since begin; nothing was sent.
+		s.mu.Unlock()
+		end()
+		cancel()
+		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, what, junction.ErrSourceDown, errSessionGone)
+	}
 	c.bridge = b
 	s.bridges[b.state] = b
+	// Added under s.mu while sess is current: the supervisor, which is
+	// serving it, has not returned, so Close's Wait waits for this too.
+	s.wg.Add(1)
 	s.mu.Unlock()
 	s.logger.Debug("bridging a legacy upstream call for a 2026-07-28 host", junction.LogKeyTool, name)
 	s.setHost(c, req, ctx)
 	params.SetProgressToken(c.token)
-	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() {
