@@ -140,7 +140,7 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 		case stopped:
 			return nil, fmt.Errorf("upstream %q: closed: %w", s.name, junction.ErrSourceDown)
 		case withdrawn && attempts > start:
-			return nil, fmt.Errorf("upstream %q: %w: no working session for %v, tools withdrawn: %v",
+			return nil, fmt.Errorf("upstream %q: %w: no working session for %v, so its tools are withdrawn until it reconnects (last error: %v)",
 				s.name, junction.ErrSourceDown, s.cfg.withdrawAfter(), err)
 		case !reconnecting && attempts > start:
 			// An attempt finished after we asked, and it did not connect.
@@ -152,7 +152,7 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 			if err == nil {
 				err = errors.New(s.Snapshot().State.String())
 			}
-			return nil, fmt.Errorf("upstream %q: %w: no session within the request's timeout: %v", s.name, junction.ErrSourceDown, err)
+			return nil, fmt.Errorf("upstream %q: %w: no session before the call's timeout; it is still connecting (last error: %v)", s.name, junction.ErrSourceDown, err)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("upstream %q: waiting for connection: %w", s.name, ctx.Err())
 		case <-s.ctx.Done():
