@@ -138,8 +138,9 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	if err == nil {
 		d.logger.Info("config reloaded",
 			"added", len(delta.Servers.Added)+len(delta.Plugins.Added)+len(delta.Packs.Added),
-			"restarted", len(delta.Servers.Changed)+len(delta.Plugins.Changed),
-			"updated", len(delta.Servers.Updated)+len(delta.Plugins.Updated)+len(delta.Packs.Updated),
+			"restarted", r.restarted,
+			"updated", len(delta.Servers.Changed)+len(delta.Plugins.Changed)+
+				len(delta.Servers.Updated)+len(delta.Plugins.Updated)+len(delta.Packs.Updated)-r.restarted,
 			"removed", len(delta.Servers.Removed)+len(delta.Plugins.Removed)+len(delta.Packs.Removed),
 			"unchanged", len(delta.Servers.Unchanged)+len(delta.Plugins.Unchanged)+len(delta.Packs.Unchanged))
 	}
@@ -149,9 +150,10 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 // A reload is the state of one Reload: the sources it took out of the
 // hub, to be stopped once their calls have finished.
 type reload struct {
-	d        *Daemon
-	ctx      context.Context
-	retiring []*managed
+	d         *Daemon
+	ctx       context.Context
+	retiring  []*managed
+	restarted int // sources started anew in place of a running one
 }
 
 func (r *reload) add(name string, start func() (*managed, *junction.SourceOptions, error), disabled bool) error {
@@ -178,6 +180,7 @@ func (r *reload) replace(name string, start func() (*managed, *junction.SourceOp
 	if err != nil {
 		return err
 	}
+	r.restarted++
 	r.d.mu.Lock()
 	old := r.d.sources[name]
 	r.d.sources[name] = m
