@@ -229,7 +229,9 @@ func (c *Call) Finish(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, 
 
 // FinishRaw is [Call.Finish] for the raw path: res is the JSON of the
 // source's result object, and the answer is the JSON of the result the
-// host receives, or a protocol error.
+// host receives, or a protocol error. Invalid UTF-8 and lone surrogate
+// escapes in res become U+FFFD, as they do when the typed path decodes a
+// result, so both paths give the host the same text.
 func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *jsonrpc.Error) {
 	if !c.end() {
 		var werr *jsonrpc.Error
@@ -255,7 +257,9 @@ func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *json
 		outcome = "tool_error"
 	}
 	c.observe(outcome)
-	return res, nil
+	// Text the typed path would decode to U+FFFD (invalid UTF-8, lone
+	// surrogate escapes) reads the same on this path.
+	return rawjson.FixText(res), nil
 }
 
 // end marks the call finished and stops counting it; it reports false if

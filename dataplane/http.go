@@ -147,7 +147,12 @@ func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
 // JSON-RPC parse error, as JSON-RPC asks, rather than go-sdk's plain-text
 // 400. A valid body is offered to take (if not nil), and goes to next
 // when take does not answer it.
+//
+// A request whose id go-sdk would not return as sent goes to go-sdk under
+// an id of the plane's, and the answer carries the host's id again (see
+// ids.go).
 func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
+	var ids idMap
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -168,6 +173,15 @@ func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, 
 		}
 		if take != nil && take(w, r, body) {
 			return
+		}
+		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' {
+			scope := r.Header.Get("Mcp-Session-Id")
+			var ours string
+			if body, ours = ids.toSDK(scope, body); ours != "" {
+				host, _ := ids.hostID(ours)
+				defer ids.restore(scope, ours)
+				w = &idWriter{ResponseWriter: w, ours: ourJSON(ours), host: host}
+			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

@@ -205,8 +205,10 @@ type conn struct {
 	inputEnd  chan struct{} // closed by endInput; readErr is set before
 	readErr   error
 
+	ids idMap // the hosts' ids go-sdk would change (see ids.go)
+
 	pendMu  sync.Mutex
-	pending map[jsonrpc.ID]bool // requests read and not yet answered
+	pending map[jsonrpc.ID]bool // requests read and not yet answered: true once the host cancelled it
 	drained chan struct{}       // closed when pending empties after the end of the input; nil before
 }
 
@@ -254,6 +256,7 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.reject(jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
 		return nil, false
 	}
+	line, _ = c.ids.toSDK("", line)
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		c.reject(jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
@@ -277,9 +280,15 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case <-c.closed:
 		return nil, io.EOF
 	case msg := <-c.incoming:
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		if req, ok := msg.(*jsonrpc.Request); ok {
 			c.pendMu.Lock()
-			c.pending[req.ID] = true
+			if req.IsCall() {
+				c.pending[req.ID] = false
+			} else if id, ok := cancelledSDKID(req); ok {
+				if _, pending := c.pending[id]; pending {
+					c.pending[id] = true
+				}
+			}
 			c.pendMu.Unlock()
 		}
 		return msg, nil
@@ -322,8 +331,23 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.out.Write(append(b, '\n'))
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp {
+		if ours, ok := idFromSDK(resp.ID); ok {
+			if host, ok := c.ids.restore("", ours); ok {
+				b = replaceMember(b, "id", host)
+			}
+		}
+	}
+	c.pendMu.Lock()
+	cancelled := isResp && c.pending[resp.ID]
+	c.pendMu.Unlock()
+	// JSON-RPC: a request the host cancelled gets no answer (go-sdk's
+	// handler ends with one; the raw path sends none).
+	if !cancelled {
+		_, err = c.out.Write(append(b, '\n'))
+	}
+	if isResp {
 		c.pendMu.Lock()
 		delete(c.pending, resp.ID)
 		if c.drained != nil && len(c.pending) == 0 {
@@ -336,6 +360,22 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.pendMu.Unlock()
 	}
 	return err
+}
+
+// cancelledSDKID returns the request id a notifications/cancelled names,
+// as go-sdk reads it.
+func cancelledSDKID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
+	if req.Method != "notifications/cancelled" {
+		return jsonrpc.ID{}, false
+	}
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil && id.IsValid()
 }
 
 // Close stops delivering messages and cancels the raw calls made on the

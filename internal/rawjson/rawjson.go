@@ -8,7 +8,11 @@
 // producer.
 package rawjson
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf16"
+	"unicode/utf8"
+)
 
 // Object calls fn with the key (without quotes, escapes left as they are)
 // and the raw value of each member of the JSON object starting at b[0]
@@ -16,6 +20,12 @@ import "bytes"
 // its closing brace, or -1 if b does not start with a well-formed object.
 // What follows the object is not looked at.
 func Object(b []byte, fn func(key, val []byte)) int {
+	return ObjectSpans(b, func(key []byte, start, end int) { fn(key, b[start:end]) })
+}
+
+// ObjectSpans is [Object] giving each value as its place in b, b[start:end],
+// for callers that replace a member's value.
+func ObjectSpans(b []byte, fn func(key []byte, start, end int)) int {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return -1
@@ -43,7 +53,7 @@ func Object(b []byte, fn func(key, val []byte)) int {
 		if i < 0 {
 			return -1
 		}
-		fn(key, b[start:i])
+		fn(key, start, i)
 		i = SkipSpace(b, i)
 		if i >= len(b) {
 			return -1
@@ -175,3 +185,116 @@ func SkipSpace(b []byte, i int) int {
 
 // IsSpace reports whether c is JSON white space.
 func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// CleanText reports whether the JSON text b is valid UTF-8 and has no
+// lone surrogate escape (a \uD800-\uDBFF not followed by a \uDC00-\uDFFF,
+// or one of those alone): text that encoding/json decodes without
+// replacing anything by U+FFFD.
+func CleanText(b []byte) bool {
+	return utf8.Valid(b) && !hasLoneSurrogate(b)
+}
+
+// FixText returns b with what encoding/json would decode as U+FFFD
+// (invalid UTF-8, lone surrogate escapes) replaced by U+FFFD, so a value
+// forwarded as bytes means what it would mean had it been decoded and
+// encoded again. b is returned as it is when it is clean (see CleanText).
+func FixText(b []byte) []byte {
+	if CleanText(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '\\' && i+1 < len(b):
+			if b[i+1] == 'u' {
+				if r, ok := escapeAt(b, i); ok && utf16.IsSurrogate(r) {
+					if r < 0xDC00 {
+						if r2, ok := escapeAt(b, i+6); ok && r2 >= 0xDC00 && r2 <= 0xDFFF {
+							out = append(out, b[i:i+12]...) // a pair
+							i += 12
+							continue
+						}
+					}
+					out = append(out, `\ufffd`...)
+					i += 6
+					continue
+				}
+			}
+			if b[i+1] >= utf8.RuneSelf {
+				out = append(out, c) // not an escape; the next byte is checked on its own
+				i++
+				continue
+			}
+			out = append(out, b[i], b[i+1])
+			i += 2
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				out = append(out, "\uFFFD"...)
+			} else {
+				out = append(out, b[i:i+n]...)
+			}
+			i += n
+		}
+	}
+	return out
+}
+
+// hasLoneSurrogate reports whether b has a \u escape of a surrogate that
+// is not part of a high-low pair.
+func hasLoneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+1 >= len(b) {
+			return false
+		}
+		if b[i+1] != 'u' {
+			i += 2 // \\, \", \n, ...: the escaped character cannot start one
+			continue
+		}
+		r, ok := escapeAt(b, i)
+		switch {
+		case !ok || !utf16.IsSurrogate(r):
+			i += 2
+		case r >= 0xDC00:
+			return true // a low surrogate first
+		default:
+			r2, ok := escapeAt(b, i+6)
+			if !ok || r2 < 0xDC00 || r2 > 0xDFFF {
+				return true
+			}
+			i += 12
+		}
+	}
+	return false
+}
+
+// escapeAt decodes the \uXXXX escape at b[i:].
+func escapeAt(b []byte, i int) (rune, bool) {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i+2 : i+6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

@@ -88,3 +88,27 @@ func FuzzObject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFixText: FixText's output is clean, decodes (as a JSON string) to
+// what encoding/json decodes the input to, and leaves clean text alone.
+func FuzzFixText(f *testing.F) {
+	for _, s := range []string{`"a\ud800b"`, `"\udc00"`, `"\ud83d\ude00"`, "\"\xff\xfe\"", `"\\ud800"`, `"plain"`, `"\ud800\u0041"`, `"x\u00e9\ud800"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := FixText(b)
+		if !CleanText(out) {
+			t.Fatalf("FixText(%q) = %q is not clean", b, out)
+		}
+		if CleanText(b) && !bytes.Equal(out, b) {
+			t.Fatalf("FixText changed clean text %q to %q", b, out)
+		}
+		var want, got string
+		if json.Unmarshal(b, &want) != nil {
+			return
+		}
+		if err := json.Unmarshal(out, &got); err != nil || got != want {
+			t.Fatalf("FixText(%q) = %q decodes to %q (%v); encoding/json decodes the input to %q", b, out, got, err, want)
+		}
+	})
+}

@@ -1,0 +1,223 @@
+package dataplane
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Request ids keep their identity. JSON-RPC lets a host choose any number
+// or string as a request id and expects it back as sent. The raw path
+// writes the host's bytes back; go-sdk decodes an id into an int64 or a
+// string and encodes it again, so some ids would come back changed:
+// 18446744073709551616 overflows, 1.5 becomes 1 and 1e3 1000, "a\u0041"
+// becomes "aA", "<" becomes "\u003c". So a request whose id go-sdk would
+// not return byte for byte is handed to go-sdk under an id of the plane's
+// own, and the answer gets the host's id back, byte for byte; so does a
+// notifications/cancelled that names it. Ids that go-sdk returns as they
+// came (small integers, plain ASCII strings: nearly all) pass untouched.
+//
+// The plane's ids are strings that start with a NUL character, which no id
+// that passes untouched can contain.
+
+// sdkKeepsID reports whether go-sdk returns the JSON id as it came: an
+// integer in int64's range written the shortest way, or a string of
+// printable ASCII that encoding/json writes back the same (no escapes, no
+// characters it escapes for HTML).
+func sdkKeepsID(id []byte) bool {
+	if len(id) == 0 {
+		return false
+	}
+	if id[0] == '"' {
+		if len(id) < 2 || id[len(id)-1] != '"' {
+			return false
+		}
+		for _, c := range id[1 : len(id)-1] {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil && string(id) == strconv.FormatInt(n, 10)
+}
+
+// idMap is the ids a connection handed to go-sdk in place of a host's.
+type idMap struct {
+	seq atomic.Uint64
+
+	mu     sync.Mutex
+	hostOf map[string][]byte // by the plane's id (the string value): the host's id, as sent
+	ourOf  map[string]string // by the host's id as sent: the plane's id
+}
+
+// substitute returns the id go-sdk gets for the host's id raw, sent on
+// the connection or session scope.
+func (m *idMap) substitute(scope string, raw []byte) string {
+	ours := "\x00jid-" + strconv.FormatUint(m.seq.Add(1), 10)
+	m.mu.Lock()
+	if m.hostOf == nil {
+		m.hostOf = make(map[string][]byte)
+		m.ourOf = make(map[string]string)
+	}
+	m.hostOf[ours] = bytes.Clone(raw)
+	m.ourOf[scope+"\x00"+string(raw)] = ours
+	m.mu.Unlock()
+	return ours
+}
+
+// restore returns the host's id for the plane's id ours, and forgets
+// both.
+func (m *idMap) restore(scope, ours string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	raw, ok := m.hostOf[ours]
+	if ok {
+		delete(m.hostOf, ours)
+		key := scope + "\x00" + string(raw)
+		if m.ourOf[key] == ours {
+			delete(m.ourOf, key)
+		}
+	}
+	return raw, ok
+}
+
+// hostID returns the host's id for the plane's id ours.
+func (m *idMap) hostID(ours string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	raw, ok := m.hostOf[ours]
+	return raw, ok
+}
+
+// ours returns the plane's id for the host's id raw on scope, if it has
+// one.
+func (m *idMap) ours(scope string, raw []byte) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id, ok := m.ourOf[scope+"\x00"+string(raw)]
+	return id, ok
+}
+
+// member returns the span of the top-level member key of the JSON object
+// msg (the first, if there are several).
+func member(msg []byte, key string) (start, end int, ok bool) {
+	rawjson.ObjectSpans(msg, func(k []byte, s, e int) {
+		if !ok && string(k) == key {
+			start, end, ok = s, e, true
+		}
+	})
+	return start, end, ok
+}
+
+// replaceMember returns msg with the value of its top-level member key
+// replaced by val (msg itself if it has no such member).
+func replaceMember(msg []byte, key string, val []byte) []byte {
+	s, e, ok := member(msg, key)
+	if !ok {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)-(e-s)+len(val))
+	out = append(out, msg[:s]...)
+	out = append(out, val...)
+	return append(out, msg[e:]...)
+}
+
+// ourJSON is the plane's id as JSON text.
+func ourJSON(ours string) []byte {
+	b, _ := json.Marshal(ours) // a string: cannot fail
+	return b
+}
+
+// cancelledRequestID returns the span of params.requestId in a
+// notifications/cancelled message.
+func cancelledRequestID(msg []byte) (start, end int, ok bool) {
+	ps, pe, found := member(msg, "params")
+	if !found {
+		return 0, 0, false
+	}
+	s, e, found := member(msg[ps:pe], "requestId")
+	return ps + s, ps + e, found
+}
+
+// toSDK rewrites, for go-sdk, one message a host sent on scope (a stdio
+// connection, an HTTP session): the id of a request that go-sdk would not
+// return as sent (ours is then the id go-sdk gets, for the answer), and
+// the requestId of a cancellation that names such a request. It returns
+// msg itself when nothing needs rewriting.
+func (m *idMap) toSDK(scope string, msg []byte) (out []byte, ours string) {
+	ms, me, hasMethod := member(msg, "method")
+	if !hasMethod {
+		return msg, "" // a response to go-sdk's own request: its id is go-sdk's
+	}
+	if string(msg[ms:me]) == `"notifications/cancelled"` {
+		if s, e, ok := cancelledRequestID(msg); ok {
+			if id, ok := m.ours(scope, msg[s:e]); ok {
+				out := make([]byte, 0, len(msg)+16)
+				out = append(out, msg[:s]...)
+				out = append(out, ourJSON(id)...)
+				return append(out, msg[e:]...), ""
+			}
+		}
+		return msg, ""
+	}
+	s, e, ok := member(msg, "id")
+	if !ok {
+		return msg, ""
+	}
+	raw := msg[s:e]
+	if c := raw[0]; c != '"' && c != '-' && (c < '0' || c > '9') || sdkKeepsID(raw) {
+		return msg, "" // null, or not an id at all: go-sdk says so
+	}
+	ours = m.substitute(scope, raw)
+	return replaceMember(msg, "id", ourJSON(ours)), ours
+}
+
+// idWriter is the ResponseWriter of an HTTP request whose id go-sdk got
+// in place of the host's: it writes the host's id back into what go-sdk
+// writes. go-sdk writes each message (a JSON body, or one SSE event) with
+// one Write, so the plane's id is never split between two.
+type idWriter struct {
+	http.ResponseWriter
+	ours, host []byte // as JSON text
+}
+
+func (w *idWriter) WriteHeader(code int) {
+	// The length changes with the id.
+	w.Header().Del("Content-Length")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *idWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, w.ours) {
+		w.Header().Del("Content-Length")
+		if _, err := w.ResponseWriter.Write(bytes.ReplaceAll(p, w.ours, w.host)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *idWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *idWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// idFromSDK is the plane's id in a message go-sdk answered, if it is one.
+func idFromSDK(id jsonrpc.ID) (string, bool) {
+	s, ok := id.Raw().(string)
+	return s, ok && len(s) > 0 && s[0] == 0
+}
+
