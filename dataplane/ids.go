@@ -220,4 +220,3 @@ func idFromSDK(id jsonrpc.ID) (string, bool) {
 	s, ok := id.Raw().(string)
 	return s, ok && len(s) > 0 && s[0] == 0
 }
-
