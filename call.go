@@ -71,47 +71,46 @@ func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
 	h := v.hub
 	h.mu.RLock()
 	e := h.table.toolIndex[name]
-	var timeout time.Duration
-	if e != nil {
-		timeout = e.source.opts.Timeout
-	}
-	h.mu.RUnlock()
-	if e == nil || !v.allows(name) {
+	if e == nil {
+		h.mu.RUnlock()
 		return nil, nil
 	}
 	rc, ok := e.source.src.(RawCaller)
-	if !ok {
+	if !ok || !v.allows(name) {
+		h.mu.RUnlock()
 		return nil, nil
 	}
 	if p, ok := rc.(interface{ CanCallRaw(string) bool }); ok && !p.CanCallRaw(e.local) {
+		h.mu.RUnlock()
 		return nil, nil
 	}
-	c := h.newCall(ctx, e, timeout)
+	c := h.newCall(ctx, e)
+	h.mu.RUnlock()
 	c.raw = true
 	return c, rc
 }
 
 func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
-	e, timeout, err := h.route(ctx, v, name)
-	if err != nil {
-		return nil, err
-	}
-	return h.newCall(ctx, e, timeout), nil
+	return h.route(ctx, v, name)
 }
 
-func (h *Hub) newCall(ctx context.Context, e *toolEntry, timeout time.Duration) *Call {
+// newCall starts a call of e: it counts in flight, for the hub and for
+// the source. Called with h.mu read-locked, so that a Replace or Remove
+// that retires the source either happens before (and the call is not
+// routed there) or sees the call in flight (and Drain waits for it).
+func (h *Hub) newCall(ctx context.Context, e *toolEntry) *Call {
 	c := &Call{hub: h, st: e.source, name: e.name, local: e.local, src: e.source.src, ctx: ctx, start: time.Now()}
 	h.inflight.Add(1)
 	e.source.inflight.Add(1)
-	if timeout > 0 {
-		c.ctx, c.stop = context.WithTimeout(ctx, timeout)
+	if d := e.source.opts.Timeout; d > 0 {
+		c.ctx, c.stop = context.WithTimeout(ctx, d)
 	}
 	return c
 }
 
-// route finds the entry of the tool v (or, with v nil, the hub) serves
-// as name, waiting for sources that are not ready yet.
-func (h *Hub) route(ctx context.Context, v *View, name string) (*toolEntry, time.Duration, error) {
+// route starts a call of the tool v (or, with v nil, the hub) serves as
+// name, waiting for sources that are not ready yet.
+func (h *Hub) route(ctx context.Context, v *View, name string) (*Call, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -121,17 +120,15 @@ func (h *Hub) route(ctx context.Context, v *View, name string) (*toolEntry, time
 	for {
 		h.mu.RLock()
 		e := h.table.toolIndex[name]
-		var timeout time.Duration
-		if e != nil {
-			timeout = e.source.opts.Timeout
+		if e != nil && (v == nil || v.allows(name)) {
+			c := h.newCall(ctx, e)
+			h.mu.RUnlock()
+			return c, nil
 		}
 		pending, changed := h.pending, h.changed
 		h.mu.RUnlock()
-		if e != nil && (v == nil || v.allows(name)) {
-			return e, timeout, nil
-		}
 		if pending == 0 {
-			return nil, 0, unknownTool(name, 0)
+			return nil, unknownTool(name, 0)
 		}
 		if timer == nil {
 			timer = time.NewTimer(h.opts.StartupBudget)
@@ -139,11 +136,11 @@ func (h *Hub) route(ctx context.Context, v *View, name string) (*toolEntry, time
 		select {
 		case <-changed:
 		case <-timer.C:
-			return nil, 0, unknownTool(name, pending)
+			return nil, unknownTool(name, pending)
 		case <-ctx.Done():
-			return nil, 0, unknownTool(name, pending)
+			return nil, unknownTool(name, pending)
 		case <-h.done:
-			return nil, 0, unknownTool(name, 0)
+			return nil, unknownTool(name, 0)
 		}
 	}
 }
@@ -261,6 +258,10 @@ func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *json
 	// surrogate escapes) reads the same on this path.
 	return rawjson.FixText(res), nil
 }
+
+// release drops a call that was begun but not made (nothing observed,
+// nothing logged).
+func (c *Call) release() { c.end() }
 
 // end marks the call finished and stops counting it; it reports false if
 // it was already.

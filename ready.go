@@ -170,9 +170,12 @@ func (v *View) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && !v.serves(p.Name) {
 				// Wait as a call would, and say why a name is unknown.
-				if _, _, err := v.hub.route(ctx, v, p.Name); err != nil {
+				c, err := v.hub.route(ctx, v, p.Name)
+				if err != nil {
 					return nil, err
 				}
+				// Only the wait was wanted here: the handler makes the call.
+				c.release()
 			}
 		}
 		return next(ctx, method, req)

@@ -149,10 +149,10 @@ func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
 // when take does not answer it.
 //
 // A request whose id go-sdk would not return as sent goes to go-sdk under
-// an id of the plane's, and the answer carries the host's id again (see
-// ids.go).
+// an id of the plane's, and the answer carries the host's id again; a
+// request its host cancelled gets no answer (see sdkhttp.go).
 func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
-	var ids idMap
+	calls := &sdkCalls{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -175,13 +175,9 @@ func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, 
 			return
 		}
 		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' {
-			scope := r.Header.Get("Mcp-Session-Id")
-			var ours string
-			if body, ours = ids.toSDK(scope, body); ours != "" {
-				host, _ := ids.hostID(ours)
-				defer ids.restore(scope, ours)
-				w = &idWriter{ResponseWriter: w, ours: ourJSON(ours), host: host}
-			}
+			var done func()
+			w, body, done = calls.around(w, r.Header.Get("Mcp-Session-Id"), body)
+			defer done()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

@@ -3,7 +3,6 @@ package dataplane
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -179,41 +178,6 @@ func (m *idMap) toSDK(scope string, msg []byte) (out []byte, ours string) {
 	ours = m.substitute(scope, raw)
 	return replaceMember(msg, "id", ourJSON(ours)), ours
 }
-
-// idWriter is the ResponseWriter of an HTTP request whose id go-sdk got
-// in place of the host's: it writes the host's id back into what go-sdk
-// writes. go-sdk writes each message (a JSON body, or one SSE event) with
-// one Write, so the plane's id is never split between two.
-type idWriter struct {
-	http.ResponseWriter
-	ours, host []byte // as JSON text
-}
-
-func (w *idWriter) WriteHeader(code int) {
-	// The length changes with the id.
-	w.Header().Del("Content-Length")
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *idWriter) Write(p []byte) (int, error) {
-	if bytes.Contains(p, w.ours) {
-		w.Header().Del("Content-Length")
-		if _, err := w.ResponseWriter.Write(bytes.ReplaceAll(p, w.ours, w.host)); err != nil {
-			return 0, err
-		}
-		return len(p), nil
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *idWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *idWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // idFromSDK is the plane's id in a message go-sdk answered, if it is one.
 func idFromSDK(id jsonrpc.ID) (string, bool) {

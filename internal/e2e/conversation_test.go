@@ -143,13 +143,7 @@ var (
 // junction is known to be wrong today: the runs it names (all four when
 // runs is empty) are skipped unless -pending is given, and -update never
 // rewrites what they expect. Remove an entry when its fix lands.
-var pendingFix = map[string]convPending{
-	"ids.txtar": {defect: "go-sdk's path (pings; calls with -fast-path=false) re-encodes the host's ids: 18446744073709551616 comes back as -9223372036854775808, 1.5 as 1, 1e3 as 1000, and escapes in strings change"},
-	"cancel.txtar": {
-		runs:   []string{"stdio/slow", "http/slow"},
-		defect: "go-sdk's path answers a cancelled call with a CANCELLED tool error; the spec says no response, and the fast path sends none",
-	},
-}
+var pendingFix = map[string]convPending{}
 
 // convPending is an entry of pendingFix.
 type convPending struct {

@@ -1,0 +1,132 @@
+package dataplane
+
+import (
+	"bytes"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// What the plane does around go-sdk's HTTP handler, for the requests it
+// passes on: the ids go-sdk would change are swapped for the plane's own
+// and swapped back in the answer (see ids.go), and a request the host
+// cancels (a POSTed notifications/cancelled on its session) gets no
+// answer, as JSON-RPC asks and the raw path does (go-sdk's handler ends
+// with one).
+
+// sdkCalls is the requests of one HTTP handler that go-sdk is answering.
+type sdkCalls struct {
+	ids idMap
+
+	mu    sync.Mutex
+	calls map[string]*sdkCall // by session id + "\x00" + the host's id as sent
+}
+
+// sdkCall is the ResponseWriter of one request go-sdk answers. go-sdk
+// writes each message (a JSON body, or one SSE event) with one Write,
+// which is what lets sdkCall look at whole messages.
+type sdkCall struct {
+	http.ResponseWriter
+	sdkID     []byte // the id as go-sdk writes it in the answer
+	ours      []byte // the plane's id, if go-sdk got one in place of the host's
+	host      []byte // the host's id, as sent
+	cancelled atomic.Bool
+}
+
+// around prepares the POSTed message body on session sid for go-sdk: it
+// returns the writer and body to hand to go-sdk, and a func to call once
+// go-sdk is done with them.
+func (t *sdkCalls) around(w http.ResponseWriter, sid string, body []byte) (http.ResponseWriter, []byte, func()) {
+	ms, me, hasMethod := member(body, "method")
+	if !hasMethod {
+		return w, body, func() {} // a response to go-sdk's own request
+	}
+	if string(body[ms:me]) == `"notifications/cancelled"` && sid != "" {
+		if s, e, ok := cancelledRequestID(body); ok {
+			t.mu.Lock()
+			c := t.calls[sid+"\x00"+string(body[s:e])]
+			t.mu.Unlock()
+			if c != nil {
+				c.cancelled.Store(true)
+			}
+		}
+	}
+	s, e, hasID := member(body, "id")
+	body, ours := t.ids.toSDK(sid, body)
+	if !hasID || sid == "" && ours == "" {
+		return w, body, func() {}
+	}
+	c := &sdkCall{ResponseWriter: w, host: bytes.Clone(body[s:e]), sdkID: bytes.Clone(body[s:e])}
+	if ours != "" {
+		c.host, _ = t.ids.hostID(ours)
+		c.ours = ourJSON(ours)
+		c.sdkID = c.ours
+	}
+	key := sid + "\x00" + string(c.host)
+	if sid != "" {
+		t.mu.Lock()
+		if t.calls == nil {
+			t.calls = make(map[string]*sdkCall)
+		}
+		t.calls[key] = c
+		t.mu.Unlock()
+	}
+	return c, body, func() {
+		if sid != "" {
+			t.mu.Lock()
+			if t.calls[key] == c {
+				delete(t.calls, key)
+			}
+			t.mu.Unlock()
+		}
+		if ours != "" {
+			t.ids.restore(sid, ours)
+		}
+	}
+}
+
+func (c *sdkCall) WriteHeader(code int) {
+	if c.ours != nil || c.cancelled.Load() {
+		c.Header().Del("Content-Length") // the body changes
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *sdkCall) Write(p []byte) (int, error) {
+	if c.cancelled.Load() && c.answers(p) {
+		return len(p), nil
+	}
+	if c.ours != nil && bytes.Contains(p, c.ours) {
+		if _, err := c.ResponseWriter.Write(bytes.ReplaceAll(p, c.ours, c.host)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+// answers reports whether p, a JSON body or an SSE event, is go-sdk's
+// answer to the call: a message with its id and no method.
+func (c *sdkCall) answers(p []byte) bool {
+	msg := bytes.TrimSpace(p)
+	if i := bytes.Index(msg, []byte("data: ")); i >= 0 && (len(msg) == 0 || msg[0] != '{') {
+		msg = msg[i+len("data: "):]
+		if j := bytes.IndexByte(msg, '\n'); j >= 0 {
+			msg = msg[:j]
+		}
+	}
+	if _, _, ok := member(msg, "method"); ok {
+		return false
+	}
+	s, e, ok := member(msg, "id")
+	return ok && bytes.Equal(msg[s:e], c.sdkID)
+}
+
+func (c *sdkCall) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *sdkCall) Unwrap() http.ResponseWriter { return c.ResponseWriter }
