@@ -20,9 +20,11 @@ package e2e
 //     upstream, the hub ⇄ upstream link as seen from the upstream.
 //     "recv MSG" is a message the hub must send it, "send MSG" one it
 //     sends the hub, "write TEXT" a raw line it prints on stdout, "await
-//     host METHOD" waits until the host has sent a message with that
-//     method, and "spawn" separates what the next process junction starts
-//     for the same script does. A recv takes the next message with its
+//     host METHOD [N]" waits until the host has sent a message with that
+//     method (N of them in all, counting from the host's first message),
+//     "exit" ends the process there (as a crash would: junction sees its
+//     stdout close), and "spawn" separates what the next process junction
+//     starts for the same script does. A recv takes the next message with its
 //     method (or the next response, for a recv of a response). A message
 //     that matches no recv is recorded where it came, and answered with
 //     an error if it is a request, so the diff shows it.
@@ -143,7 +145,13 @@ var (
 // junction is known to be wrong today: the runs it names (all four when
 // runs is empty) are skipped unless -pending is given, and -update never
 // rewrites what they expect. Remove an entry when its fix lands.
-var pendingFix = map[string]convPending{}
+var pendingFix = map[string]convPending{
+	"crash-after-answer.txtar": {runs: []string{"stdio/slow", "http/slow"}, defect: "go-sdk's path loses the answer an upstream " +
+		"wrote just before it exited, in about a third of the runs: the host gets SOURCE_UNAVAILABLE \"session closed during the call\""},
+	"crash-mid-call.txtar": {defect: "a call whose upstream died gets a SOURCE_UNAVAILABLE tool error whose message names " +
+		"whichever internal cause won the race (\"server closed stdout: EOF\", \"server exited\", \"session closed during the call\"; " +
+		"go-sdk's path adds \"calling \\\"tools/call\\\": \"), so it differs between runs and between paths"},
+}
 
 // convPending is an entry of pendingFix.
 type convPending struct {
@@ -1175,7 +1183,7 @@ var convJSONVerbs = map[string]bool{"send": true, "start": true, "recv": true}
 // Verbs each kind of section accepts.
 var (
 	convHostVerbs     = []string{"send", "start", "write", "await", "ready"}
-	convUpstreamVerbs = []string{"recv", "send", "write", "await", "spawn"}
+	convUpstreamVerbs = []string{"recv", "send", "write", "await", "exit", "spawn"}
 )
 
 // parseConvSteps parses a script section: verbs from allowed, each followed by

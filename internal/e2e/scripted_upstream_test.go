@@ -7,7 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -262,19 +262,38 @@ func (r *convRun) serveUpstream(base string, c net.Conn, br *bufio.Reader) {
 			r.mu.Unlock()
 			write([]byte(st.arg))
 		case "await":
-			who, method, _ := strings.Cut(st.arg, " ")
-			if who != "host" {
-				r.failf("upstream %s line %d: await %q: want host", l.section, st.line, who)
+			who, rest, _ := strings.Cut(st.arg, " ")
+			method, count, err := parseAwaitHost(rest)
+			if who != "host" || err != nil {
+				r.failf("upstream %s line %d: await %q: want host METHOD [N]", l.section, st.line, st.arg)
 				return
 			}
 			r.mu.Lock()
 			l.got = append(l.got, st)
 			r.mu.Unlock()
 			// Whenever it was sent: the host may be ahead of the upstream.
-			if err := r.waitUntil("the host to send "+method, func() bool { return slices.Contains(r.hostSent, method) }); err != nil {
+			what := fmt.Sprintf("the host to send %s (%d in all)", method, count)
+			if err := r.waitUntil(what, func() bool {
+				n := 0
+				for _, m := range r.hostSent {
+					if m == method {
+						n++
+					}
+				}
+				return n >= count
+			}); err != nil {
 				r.failf("upstream %s line %d: %v", l.section, st.line, err)
 				return
 			}
+		case "exit":
+			// The process ends here, as if it crashed: closing the
+			// connection ends the relay, so junction sees its stdout
+			// close and the process exit.
+			r.mu.Lock()
+			l.got = append(l.got, st)
+			r.broadcast(true)
+			r.mu.Unlock()
+			return
 		}
 	}
 	for {
@@ -284,6 +303,25 @@ func (r *convRun) serveUpstream(base string, c net.Conn, br *bufio.Reader) {
 		}
 		unexpected(v)
 	}
+}
+
+// parseAwaitHost parses the argument of an upstream's "await host": a
+// method, and optionally how many messages with that method the host must
+// have sent in all (1 if not given), for a later process (after "spawn")
+// that waits for the host's next call when it has made calls before.
+func parseAwaitHost(arg string) (method string, count int, err error) {
+	f := strings.Fields(arg)
+	switch len(f) {
+	case 1:
+		return f[0], 1, nil
+	case 2:
+		n, err := strconv.Atoi(f[1])
+		if err != nil || n < 1 {
+			return "", 0, fmt.Errorf("count %q: want a positive number", f[1])
+		}
+		return f[0], n, nil
+	}
+	return "", 0, fmt.Errorf("want METHOD [N]")
 }
 
 // recvMatches reports whether got is the message a recv of want takes:
