@@ -19,10 +19,10 @@ import (
 const ManifestVersion = 1
 
 // A Manifest pins the tools a hub serves: each tool's name and hashes of
-// its description and schemas. "junction lock" writes one; "junction
-// selftest" and the drift checks compare the live tools with it, so a tool
-// that changes under the same name (tool poisoning, or an upstream upgrade)
-// is noticed.
+// its description, schemas, title and annotations. "junction lock" writes
+// one; "junction selftest" and the drift checks compare the live tools with
+// it, so a tool that changes under the same name (tool poisoning, or an
+// upstream upgrade) is noticed.
 type Manifest struct {
 	Version int            `json:"version"`
 	Tools   []ManifestTool `json:"tools"`
@@ -31,12 +31,19 @@ type Manifest struct {
 // ManifestTool is one pinned tool. Hashes are hex SHA-256 of the canonical
 // JSON (sorted keys, numbers as float64) of the schema, or of the
 // description text; an absent schema hashes as "".
+//
+// Annotations hashes the canonical JSON of the tool's title and
+// annotations together. [PinTool] always sets it; it is empty only in lock
+// files written before junction pinned annotations, and empty means "not
+// pinned": [Manifest.Compare] does not report such a tool's title or
+// annotations as changed.
 type ManifestTool struct {
 	Name         string `json:"name"`
 	Source       string `json:"source,omitempty"`
 	Description  string `json:"description_sha256"`
 	InputSchema  string `json:"input_schema_sha256"`
 	OutputSchema string `json:"output_schema_sha256,omitempty"`
+	Annotations  string `json:"annotations_sha256,omitempty"`
 }
 
 // NewManifest pins tools in the order given.
@@ -50,12 +57,19 @@ func NewManifest(tools []ToolInfo) *Manifest {
 
 // PinTool returns the manifest entry for one tool.
 func PinTool(t *mcp.Tool, source string) ManifestTool {
+	// A tool with neither title nor annotations hashes "{}", not "", so
+	// annotations it gains later are drift.
+	labels := struct {
+		Title       string               `json:"title,omitempty"`
+		Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	}{t.Title, t.Annotations}
 	return ManifestTool{
 		Name:         t.Name,
 		Source:       source,
 		Description:  hashText(t.Description),
 		InputSchema:  hashJSON(t.InputSchema),
 		OutputSchema: hashJSON(t.OutputSchema),
+		Annotations:  hashJSON(labels),
 	}
 }
 
@@ -189,86 +203,196 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
-// Drift is the difference between a manifest and the live tools.
+// Drift is every difference between an old and a new tool list: a lock
+// and the tools served now ([Manifest.Compare]), or an upstream's previous
+// and current tools/list ([CompareTools]). Every difference is listed, not
+// only the first. The zero value (and nil) is no drift.
 type Drift struct {
-	Added     []string     // live tools the manifest does not pin
-	Removed   []string     // pinned tools no longer served
-	Changed   []ToolChange // same name, different description or schema
-	Reordered bool         // same tools, different order
+	// Duplicates are names listed more than once in one list; only the
+	// first entry of each is compared. A lock file cannot have any (see
+	// [ReadManifest]), an upstream's tools/list can.
+	Duplicates []Duplicate  `json:",omitempty"`
+	Added      []string     // in the new list only, in its order
+	Removed    []string     // in the old list only, in its order
+	Changed    []ToolChange // in both, with different pins, in the new list's order
+	// Reordered reports that the tools both lists have are in a different
+	// order. A reorder alone is drift: hosts and caches may key on
+	// position.
+	Reordered bool
+}
+
+// A Duplicate is a tool name listed more than once in one list.
+type Duplicate struct {
+	Name string
+	Old  bool // in the old list (the lock, or the previous tools/list); else in the new one
 }
 
 // ToolChange names what changed in one tool.
 type ToolChange struct {
 	Name   string
-	Fields []string // "description", "input schema", "output schema"
+	Fields []string // FieldDescription, FieldInputSchema, FieldOutputSchema, FieldAnnotations, in that order
 }
 
-// Empty reports whether there is no drift at all. A reorder alone is drift
-// too: hosts and caches may key on position.
+// The fields a [ToolChange] names, as people read them.
+const (
+	FieldDescription  = "description"
+	FieldInputSchema  = "input schema"
+	FieldOutputSchema = "output schema"
+	FieldAnnotations  = "title or annotations"
+)
+
+// Empty reports whether there is no drift at all.
 func (d *Drift) Empty() bool {
-	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Changed) == 0 && !d.Reordered
+	return d == nil || len(d.Duplicates) == 0 && len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Changed) == 0 && !d.Reordered
 }
 
-// Compare returns how live differs from m.
+// CompareTools returns how the tool list after differs from before, by the
+// same pins as a lock ([PinTool]): schemas, title and annotations are
+// compared canonically, so key order and 1 vs 1.0 do not count. Nil
+// entries are skipped; nil and empty lists are the same. An upstream calls
+// it each time it reads its server's tools/list again.
+func CompareTools(before, after []*mcp.Tool) *Drift {
+	pin := func(tools []*mcp.Tool) *Manifest {
+		m := &Manifest{Version: ManifestVersion}
+		for _, t := range tools {
+			if t != nil {
+				m.Tools = append(m.Tools, PinTool(t, ""))
+			}
+		}
+		return m
+	}
+	return pin(before).Compare(pin(after))
+}
+
+// Compare returns how live differs from m. Sources are not compared: a
+// tool's pins are what matter, whoever serves it.
 func (m *Manifest) Compare(live *Manifest) *Drift {
 	d := &Drift{}
-	old := make(map[string]ManifestTool, len(m.Tools))
-	for _, t := range m.Tools {
-		old[t.Name] = t
-	}
-	now := make(map[string]bool, len(live.Tools))
+	old, oldOrder := d.index(m.Tools, true)
+	now, nowOrder := d.index(live.Tools, false)
 	var commonLive []string
-	for _, t := range live.Tools {
-		now[t.Name] = true
-		o, ok := old[t.Name]
+	for _, name := range nowOrder {
+		o, ok := old[name]
 		if !ok {
-			d.Added = append(d.Added, t.Name)
+			d.Added = append(d.Added, name)
 			continue
 		}
-		commonLive = append(commonLive, t.Name)
-		var fields []string
-		if o.Description != t.Description {
-			fields = append(fields, "description")
-		}
-		if o.InputSchema != t.InputSchema {
-			fields = append(fields, "input schema")
-		}
-		if o.OutputSchema != t.OutputSchema {
-			fields = append(fields, "output schema")
-		}
-		if len(fields) > 0 {
-			d.Changed = append(d.Changed, ToolChange{Name: t.Name, Fields: fields})
+		commonLive = append(commonLive, name)
+		if fields := changedFields(o, now[name]); len(fields) > 0 {
+			d.Changed = append(d.Changed, ToolChange{Name: name, Fields: fields})
 		}
 	}
 	var commonOld []string
-	for _, t := range m.Tools {
-		if !now[t.Name] {
-			d.Removed = append(d.Removed, t.Name)
+	for _, name := range oldOrder {
+		if _, ok := now[name]; ok {
+			commonOld = append(commonOld, name)
 		} else {
-			commonOld = append(commonOld, t.Name)
+			d.Removed = append(d.Removed, name)
 		}
 	}
 	d.Reordered = !slices.Equal(commonOld, commonLive)
 	return d
 }
 
-// String renders d for people, one line per finding.
-func (d *Drift) String() string {
+// index maps each name in tools to its first entry and returns the names
+// in order, once each; names listed again are added to d.Duplicates.
+func (d *Drift) index(tools []ManifestTool, old bool) (map[string]ManifestTool, []string) {
+	byName := make(map[string]ManifestTool, len(tools))
+	var order []string
+	for _, t := range tools {
+		if _, dup := byName[t.Name]; !dup {
+			byName[t.Name] = t
+			order = append(order, t.Name)
+			continue
+		}
+		if !slices.Contains(d.Duplicates, Duplicate{Name: t.Name, Old: old}) {
+			d.Duplicates = append(d.Duplicates, Duplicate{Name: t.Name, Old: old})
+		}
+	}
+	return byName, order
+}
+
+// changedFields names the pins that differ. An empty Annotations pin is a
+// lock file from before annotations were pinned: not compared.
+func changedFields(old, live ManifestTool) []string {
+	var fields []string
+	if old.Description != live.Description {
+		fields = append(fields, FieldDescription)
+	}
+	if old.InputSchema != live.InputSchema {
+		fields = append(fields, FieldInputSchema)
+	}
+	if old.OutputSchema != live.OutputSchema {
+		fields = append(fields, FieldOutputSchema)
+	}
+	if old.Annotations != "" && live.Annotations != "" && old.Annotations != live.Annotations {
+		fields = append(fields, FieldAnnotations)
+	}
+	return fields
+}
+
+// A finding is one line of a drift report: what kind of difference, and
+// the tool it concerns (or the reorder).
+type finding struct{ kind, what string }
+
+func (d *Drift) findings() []finding {
 	if d.Empty() {
+		return nil
+	}
+	var f []finding
+	for _, dup := range d.Duplicates {
+		list := "new"
+		if dup.Old {
+			list = "old"
+		}
+		f = append(f, finding{"duplicate", fmt.Sprintf("%s (listed more than once in the %s list)", dup.Name, list)})
+	}
+	for _, n := range d.Added {
+		f = append(f, finding{"added", n})
+	}
+	for _, n := range d.Removed {
+		f = append(f, finding{"removed", n})
+	}
+	for _, c := range d.Changed {
+		f = append(f, finding{"changed", fmt.Sprintf("%s (%s)", c.Name, strings.Join(c.Fields, ", "))})
+	}
+	if d.Reordered {
+		f = append(f, finding{"reordered", "the tools are served in a different order"})
+	}
+	return f
+}
+
+// String renders d for people, one line per finding, or "no drift":
+//
+//	added:     search
+//	changed:   fetch (description, title or annotations)
+//	reordered: the tools are served in a different order
+func (d *Drift) String() string {
+	f := d.findings()
+	if len(f) == 0 {
 		return "no drift\n"
 	}
 	var b strings.Builder
-	for _, n := range d.Added {
-		fmt.Fprintf(&b, "added:     %s\n", n)
-	}
-	for _, n := range d.Removed {
-		fmt.Fprintf(&b, "removed:   %s\n", n)
-	}
-	for _, c := range d.Changed {
-		fmt.Fprintf(&b, "changed:   %s (%s)\n", c.Name, strings.Join(c.Fields, ", "))
-	}
-	if d.Reordered {
-		fmt.Fprintf(&b, "reordered: the tools are served in a different order\n")
+	for _, x := range f {
+		fmt.Fprintf(&b, "%-10s %s\n", x.kind+":", x.what)
 	}
 	return b.String()
+}
+
+// Summary renders d on one line, for a log attribute or a table cell:
+// "added: search; changed: fetch (description); reordered", or "no drift".
+func (d *Drift) Summary() string {
+	f := d.findings()
+	if len(f) == 0 {
+		return "no drift"
+	}
+	parts := make([]string, len(f))
+	for i, x := range f {
+		if x.kind == "reordered" {
+			parts[i] = "reordered"
+		} else {
+			parts[i] = x.kind + ": " + x.what
+		}
+	}
+	return strings.Join(parts, "; ")
 }
