@@ -48,8 +48,8 @@ type Server struct {
 	changed      chan struct{} // closed and replaced on every state change
 	attempts     int           // finished connection attempts
 	catalog      *junction.Catalog
-	tools        []*mcp.Tool // the last tool list, unfiltered: the drift baseline
-	drift        DriftReport
+	tools        []*mcp.Tool     // the last tool list, unfiltered: the drift baseline
+	drift        *junction.Drift // the last non-empty drift; never modified once set
 	listener     junction.Listener
 	subs         map[string]bool // resource URIs the hub subscribed to
 	connects     int
@@ -246,7 +246,7 @@ func (s *Server) Snapshot() Snapshot {
 		State:     s.state,
 		Connects:  s.connects,
 		Withdrawn: s.withdrawn,
-		Drift:     DriftReport{Changes: slices.Clone(s.drift.Changes)},
+		Drift:     s.drift,
 	}
 	if s.lastErr != nil {
 		snap.LastError = s.lastErr.Error()
@@ -651,9 +651,9 @@ func (s *Server) install(cat *junction.Catalog, tools []*mcp.Tool) {
 		s.tools = []*mcp.Tool{}
 	}
 	s.catalog = cat
-	var drift DriftReport
+	var drift *junction.Drift
 	if hadBaseline {
-		drift = CompareTools(prev, tools)
+		drift = junction.CompareTools(prev, tools)
 		if !drift.Empty() {
 			s.drift = drift
 		}
@@ -661,7 +661,7 @@ func (s *Server) install(cat *junction.Catalog, tools []*mcp.Tool) {
 	l := s.listener
 	s.mu.Unlock()
 	if !drift.Empty() {
-		s.logger.Warn("upstream tool list drifted", "drift", drift.String())
+		s.logger.Warn("upstream tool list drifted", "drift", drift.Summary())
 		s.emit(Event{Kind: EventDrift, Drift: drift})
 	}
 	s.emit(Event{Kind: EventCatalog})

@@ -388,7 +388,7 @@ func (l *recListener) ResourceUpdated(uri string) {
 
 func TestToolListChangeReportsDrift(t *testing.T) {
 	t.Parallel()
-	drifts := make(chan DriftReport, 4)
+	drifts := make(chan *junction.Drift, 4)
 	r, _ := newRegistry(t, &Options{OnEvent: func(e Event) {
 		if e.Kind == EventDrift {
 			drifts <- e.Drift
@@ -402,8 +402,8 @@ func TestToolListChangeReportsDrift(t *testing.T) {
 	}
 	select {
 	case d := <-drifts:
-		want := []Change{{Kind: ChangeAdded, Tool: "extra"}}
-		if diff := cmp.Diff(want, d.Changes); diff != "" {
+		want := &junction.Drift{Added: []string{"extra"}}
+		if diff := cmp.Diff(want, d); diff != "" {
 			t.Errorf("drift (-want +got):\n%s", diff)
 		}
 	case <-time.After(20 * time.Second):

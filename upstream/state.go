@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -63,8 +64,9 @@ type Snapshot struct {
 	// again when the server reconnects.
 	Withdrawn bool
 	// Drift is the last non-empty difference seen between two consecutive
-	// tool lists of this server.
-	Drift DriftReport
+	// tool lists of this server (old: the one before), nil if there was
+	// none. It is shared: do not modify it.
+	Drift *junction.Drift
 	// ServerInfo is what the upstream said about itself in its last
 	// initialize result.
 	ServerInfo *mcp.Implementation
@@ -156,7 +158,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Server string
 	Kind   EventKind
-	State  State       // the state after the change
-	Err    error       // for EventState: the error that caused it, if any
-	Drift  DriftReport // for EventDrift
+	State  State           // the state after the change
+	Err    error           // for EventState: the error that caused it, if any
+	Drift  *junction.Drift // for EventDrift; shared, do not modify
 }
