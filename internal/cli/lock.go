@@ -14,9 +14,10 @@ const DefaultLockFile = "junction.lock.json"
 
 const lockAbout = `
 Write a lock file pinning every tool the hub would serve with these flags:
-its name, its source, and SHA-256 hashes of its description and its input
-and output schemas. Commit it; "junction selftest" then fails when a tool
-is added, removed, reordered or changed under the same name.`
+its name, its source, and SHA-256 hashes of its description, its input and
+output schemas, and its title and annotations. Commit it; "junction
+selftest" then fails when a tool is added, removed, reordered or changed
+under the same name.`
 
 func runLock(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "lock", "[flags]", lockAbout)
@@ -52,7 +53,9 @@ func runLock(ctx context.Context, env *Env, args []string) error {
 const selftestAbout = `
 Compare the tools the hub would serve with these flags against the lock file
 written by "junction lock", and print every difference: added, removed,
-changed (description, input schema, output schema) and reordered tools.
+changed (description, input schema, output schema, title or annotations)
+and reordered tools. A lock written before junction pinned titles and
+annotations does not check them; run "junction lock" again to pin them.
 Exit status 0 when they match, 1 on drift, 2 on a usage error. Meant for CI.`
 
 func runSelftest(ctx context.Context, env *Env, args []string) error {
@@ -89,10 +92,14 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 	live := junction.NewManifest(d.View.Tools())
 	drift := locked.Compare(live)
 	if *asJSON {
-		if err := writeJSON(env.Stdout, map[string]any{
+		out := map[string]any{
 			"ok": drift.Empty(), "added": drift.Added, "removed": drift.Removed,
 			"changed": drift.Changed, "reordered": drift.Reordered,
-		}); err != nil {
+		}
+		if len(drift.Duplicates) > 0 {
+			out["duplicates"] = drift.Duplicates
+		}
+		if err := writeJSON(env.Stdout, out); err != nil {
 			return err
 		}
 	} else if drift.Empty() {

@@ -85,7 +85,7 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 			pid = fmt.Sprint(s.PID)
 		}
 		if s.Drift != nil {
-			drift = strings.ReplaceAll(strings.TrimSpace(s.Drift.String()), "\n", "; ")
+			drift = s.Drift.Summary()
 		}
 		state := s.State
 		if s.BackoffUntil != nil {
