@@ -1,4 +1,4 @@
-package upstream
+package dataplane
 
 import (
 	"bufio"
@@ -8,26 +8,86 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"sync"
-	"sync/atomic"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // knownContent are the content block types go-sdk's client decodes.
 var knownContent = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
 
-// sanitizeContent replaces content blocks of a type go-sdk does not know
+// Content blocks of types go-sdk does not know. go-sdk's client fails a
+// whole tool call on one such block, so results from servers are
+// rewritten where they are read (a stdio server's stdout, an HTTP
+// server's responses, a raw call's result): such a block becomes a text
+// block naming the type, with the original kept in its _meta.
+
+// SanitizeContent replaces content blocks of a type go-sdk does not know
 // in a result's top-level "content" array with a text block naming the
-// type (the original block is kept in its _meta), because go-sdk fails the
-// whole call on one such block. It returns the new result and how many
-// blocks it replaced; with none replaced the result is returned unchanged.
-func sanitizeContent(result json.RawMessage) (json.RawMessage, int) {
+// type (the original block is kept in its _meta). It returns the new
+// result and how many blocks it replaced; with none replaced the result
+// is returned unchanged, after a scan that costs one pass over it.
+func SanitizeContent(result json.RawMessage) (json.RawMessage, int) {
 	if !bytes.Contains(result, []byte(`"content"`)) || !unknownTypes(result) {
 		return result, 0
 	}
 	return sanitizeFull(result)
 }
 
-// sanitizeFull is sanitizeContent without the quick scan.
+// unknownTypes reports whether the result b may hold a content block
+// that sanitizeContent rewrites. It looks only at the blocks' members,
+// skipping string contents with IndexByte, and walks the content array
+// once (a megabyte of text is one IndexByte pass); true only means the
+// full check must run (it is also the answer for anything unusual: escapes
+// in keys, a block that is not an object, a result that does not parse).
+func unknownTypes(b []byte) bool {
+	unknown := false
+	end := rawjson.WalkObject(b, 0, func(key []byte, v int) int {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			unknown = true
+			return -1
+		}
+		if string(key) != "content" {
+			return rawjson.SkipValue(b, v)
+		}
+		return rawjson.WalkArray(b, v, func(e int) int {
+			end, known := knownBlockAt(b, e)
+			if !known {
+				unknown = true
+				return -1
+			}
+			return end
+		})
+	})
+	return end < 0 || unknown
+}
+
+// knownBlockAt reports whether the value at b[i:] is an object whose type
+// (matched as encoding/json matches a field name) is a known content type,
+// and returns the index just past it (-1 if it is not well-formed).
+func knownBlockAt(b []byte, i int) (int, bool) {
+	known, seen := true, false
+	end := rawjson.WalkObject(b, i, func(key []byte, v int) int {
+		e := rawjson.SkipValue(b, v)
+		if e < 0 {
+			return -1
+		}
+		switch {
+		case bytes.IndexByte(key, '\\') >= 0:
+			known = false
+		case bytes.EqualFold(key, []byte("type")):
+			seen = true
+			val := b[v:e]
+			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
+				known = false
+			}
+		}
+		return e
+	})
+	return end, end >= 0 && seen && known
+}
+
+// sanitizeFull is SanitizeContent without the quick scan.
 func sanitizeFull(result json.RawMessage) (json.RawMessage, int) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(result, &top) != nil {
@@ -98,7 +158,7 @@ func sanitizeMessage(b []byte) (out []byte, n int) {
 	if json.Unmarshal(trimmed, &msg) != nil || msg["result"] == nil {
 		return b, 0
 	}
-	fixed, k := sanitizeContent(msg["result"])
+	fixed, k := SanitizeContent(msg["result"])
 	if k == 0 {
 		return b, 0
 	}
@@ -114,17 +174,21 @@ func sanitizeMessage(b []byte) (out []byte, n int) {
 // ones pass through untouched.
 const maxFixedBody = 32 << 20
 
-// contentTransport rewrites HTTP responses from an upstream so that go-sdk
-// can decode tool results holding content of types it does not know: in
-// application/json bodies and in text/event-stream events alike.
-type contentTransport struct {
-	base     http.RoundTripper
-	warn     func(n int)
-	progress *progressCounter
+// A ContentTransport rewrites HTTP responses from a server so that
+// go-sdk can decode tool results holding content of types it does not
+// know (see [SanitizeContent]): in application/json bodies and in
+// text/event-stream events alike.
+type ContentTransport struct {
+	Base http.RoundTripper
+	// Warn, if not nil, is told how many blocks a response had replaced.
+	Warn func(n int)
+	// Observe, if not nil, sees every notification read from an event
+	// stream, before go-sdk does (see [ServerConnOptions.Observe]).
+	Observe func(method string, params json.RawMessage)
 }
 
-func (t *contentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
+func (t *ContentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.Base.RoundTrip(req)
 	if err != nil || resp.StatusCode/100 != 2 || resp.Body == nil {
 		return resp, err
 	}
@@ -145,28 +209,34 @@ func (t *contentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		resp.Body.Close()
 		if fixed, n := sanitizeMessage(b); n > 0 {
-			t.warn(n)
+			t.warned(n)
 			b = fixed
 			resp.ContentLength = int64(len(b))
 			resp.Header.Del("Content-Length")
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 	case "text/event-stream":
-		resp.Body = &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warn, progress: t.progress}
+		resp.Body = &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warned, observe: t.Observe}
 	}
 	return resp, nil
+}
+
+func (t *ContentTransport) warned(n int) {
+	if t.Warn != nil {
+		t.Warn(n)
+	}
 }
 
 // sseFixer rewrites the data of server-sent events as it reads them. An
 // event passes through byte for byte unless its data is a JSON-RPC
 // response that needs fixing; then it is re-emitted with one data line.
 type sseFixer struct {
-	body     io.ReadCloser
-	r        *bufio.Reader
-	warn     func(n int)
-	progress *progressCounter // nil: do not count
-	out      bytes.Buffer     // rewritten bytes not yet read
-	err      error            // the underlying reader's error, after out drains
+	body    io.ReadCloser
+	r       *bufio.Reader
+	warn    func(n int)
+	observe func(method string, params json.RawMessage) // nil: nothing to tell
+	out     bytes.Buffer                                // rewritten bytes not yet read
+	err     error                                       // the underlying reader's error, after out drains
 }
 
 func (f *sseFixer) Read(p []byte) (int, error) {
@@ -205,21 +275,14 @@ func (f *sseFixer) nextEvent() {
 	}
 	if len(data) > 0 && f.err == nil {
 		joined := bytes.Join(data, []byte("\n"))
-		if f.progress != nil && bytes.Contains(joined, []byte(`"notifications/message"`)) {
+		if f.observe != nil && bytes.Contains(joined, []byte(`"notifications/`)) {
 			var msg struct {
-				Method string `json:"method"`
-			}
-			if json.Unmarshal(joined, &msg) == nil && msg.Method == "notifications/message" {
-				f.progress.countLog()
-			}
-		}
-		if f.progress != nil && bytes.Contains(joined, []byte(`"notifications/progress"`)) {
-			var msg struct {
+				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
 				Params json.RawMessage `json:"params"`
 			}
-			if json.Unmarshal(joined, &msg) == nil && msg.Method == "notifications/progress" {
-				f.progress.count(msg.Params)
+			if json.Unmarshal(joined, &msg) == nil && msg.ID == nil && msg.Method != "" {
+				f.observe(msg.Method, msg.Params)
 			}
 		}
 		if fixed, n := sanitizeMessage(joined); n > 0 {
@@ -254,49 +317,64 @@ func rewriteEvent(event, data []byte) []byte {
 	return out.Bytes()
 }
 
-// progressCounter counts the progress notifications read from an
-// upstream, by progress token, before go-sdk hands them to handlers. go-sdk
-// delivers a response as soon as it is read but queues notifications, so a
-// call's result can overtake the progress sent before it; a call waits
-// until as many notifications as were read have been handled.
-//
-// It also counts log messages (notifications/message), which name no call:
-// a call's result waits until every log message read so far has been
-// handled, so a host sees the logs an upstream sent before the result.
-type progressCounter struct {
-	mu   sync.Mutex
-	n    map[string]int
-	logs atomic.Int64 // notifications/message read
-}
-
-// countLog records one notifications/message read from the upstream.
-func (p *progressCounter) countLog() { p.logs.Add(1) }
-
-func (p *progressCounter) count(params json.RawMessage) {
-	var v struct {
-		Token any `json:"progressToken"`
+// StripServerFields returns a tools/call result without what names the
+// server that produced it rather than the hub that serves it: the
+// io.modelcontextprotocol/serverInfo member of its _meta (an _meta left
+// empty goes too) and a "resultType" of "complete", which hosts before
+// 2026-07-28 do not know and which the hub's front sets for those that
+// do. Other result types ("input_required") stay. res is returned as it
+// is when there is nothing to strip.
+func StripServerFields(res []byte) []byte {
+	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(`"io.modelcontextprotocol/serverInfo"`)) {
+		return res
 	}
-	if json.Unmarshal(params, &v) != nil {
-		return
+	out := make([]byte, 0, len(res))
+	out = append(out, '{')
+	first := true
+	member := func(key, val []byte) {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, '"')
+		out = append(out, key...)
+		out = append(out, `":`...)
+		out = append(out, val...)
 	}
-	tok, ok := v.Token.(string)
-	if !ok {
-		return
+	end := rawjson.Object(res, func(key, val []byte) {
+		switch string(key) {
+		case "resultType":
+			if string(val) == `"complete"` {
+				return
+			}
+		case "_meta":
+			meta := make([]byte, 0, len(val))
+			meta = append(meta, '{')
+			n := 0
+			if rawjson.Object(val, func(k, v []byte) {
+				if string(k) == mcp.MetaKeyServerInfo {
+					return
+				}
+				if n > 0 {
+					meta = append(meta, ',')
+				}
+				n++
+				meta = append(meta, '"')
+				meta = append(meta, k...)
+				meta = append(meta, `":`...)
+				meta = append(meta, v...)
+			}) < 0 {
+				break // not an object: keep it as it is
+			}
+			if n == 0 {
+				return
+			}
+			val = append(meta, '}')
+		}
+		member(key, val)
+	})
+	if end < 0 {
+		return res
 	}
-	p.mu.Lock()
-	if p.n == nil {
-		p.n = make(map[string]int)
-	}
-	p.n[tok]++
-	p.mu.Unlock()
-}
-
-// take returns how many notifications for token were read, and forgets
-// the token.
-func (p *progressCounter) take(token string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := p.n[token]
-	delete(p.n, token)
-	return n
+	return append(out, '}')
 }

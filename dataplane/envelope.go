@@ -85,17 +85,17 @@ func plainASCII(b []byte) bool {
 }
 
 // rawParams returns the params object for the source: its own name for
-// the tool and the host's arguments as sent ("null" counts as none, as on
-// the typed path).
+// the tool and the host's arguments as sent; none (or null) become {}, as
+// go-sdk's client sends them on the typed path.
 func rawParams(local string, args json.RawMessage) []byte {
-	hasArgs := len(args) > 0 && string(args) != "null"
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
 	params := make([]byte, 0, len(args)+len(local)+32)
 	params = append(params, `{"name":`...)
 	params = strconv.AppendQuote(params, local)
-	if hasArgs {
-		params = append(params, `,"arguments":`...)
-		params = append(params, args...)
-	}
+	params = append(params, `,"arguments":`...)
+	params = append(params, args...)
 	return append(params, '}')
 }
 

@@ -26,9 +26,10 @@ import (
 // that passes untouched can contain.
 
 // sdkKeepsID reports whether go-sdk returns the JSON id as it came: an
-// integer in int64's range written the shortest way, or a string of
-// printable ASCII that encoding/json writes back the same (no escapes, no
-// characters it escapes for HTML).
+// integer written the shortest way that a float64 holds exactly (go-sdk
+// decodes numbers as float64, so 2^53+1 would come back as 2^53), or a
+// string of printable ASCII that encoding/json writes back the same (no
+// escapes, no characters it escapes for HTML).
 func sdkKeepsID(id []byte) bool {
 	if len(id) == 0 {
 		return false
@@ -44,8 +45,9 @@ func sdkKeepsID(id []byte) bool {
 		}
 		return true
 	}
+	const maxExact = 1 << 53
 	n, err := strconv.ParseInt(string(id), 10, 64)
-	return err == nil && string(id) == strconv.FormatInt(n, 10)
+	return err == nil && string(id) == strconv.FormatInt(n, 10) && n <= maxExact && n >= -maxExact
 }
 
 // idMap is the ids a connection handed to go-sdk in place of a host's.

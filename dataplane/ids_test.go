@@ -24,6 +24,7 @@ import (
 var oddIDs = []string{
 	`18446744073709551616`, `-9223372036854775809`, `1.5`, `1e3`, `-0`, `1.0`, `0.1e-2`,
 	`"a\u0041"`, `"<tag>&"`, `"\ud800"`, `"é"`, `"tab\there"`, `"\u0000jid-1"`,
+	`9223372036854775807`, `9007199254740993`, `9007199254740992`,
 	`7`, `-3`, `"plain"`, `"with space"`,
 }
 
@@ -37,7 +38,7 @@ func TestSDKKeepsID(t *testing.T) {
 			t.Fatal(err)
 		}
 		if f, ok := v.(float64); ok {
-			v = int64(f)
+			v = int64(f) // what jsonrpc.MakeID does with a number
 		}
 		back, _ := json.Marshal(v)
 		// A false "no" only costs a substitution; a false "yes" would

@@ -41,16 +41,21 @@ func (t *inflight) add(key string, cancel context.CancelFunc) *hostCall {
 	return c
 }
 
-// remove takes c out of the table and reports whether the host cancelled
-// it (then, as JSON-RPC asks, it gets no answer).
-func (t *inflight) remove(key string, c *hostCall) (cancelled bool) {
+// finish takes c out of the table and, unless the host cancelled it (as
+// JSON-RPC asks, a cancelled request gets no answer), calls answer (if
+// not nil); only then does wait stop waiting for c. It reports whether
+// the host cancelled c.
+func (t *inflight) finish(key string, c *hostCall, answer func()) (cancelled bool) {
+	defer t.wg.Done()
 	t.mu.Lock()
 	if t.calls[key] == c {
 		delete(t.calls, key)
 	}
 	cancelled = c.cancelled
 	t.mu.Unlock()
-	t.wg.Done()
+	if !cancelled && answer != nil {
+		answer()
+	}
 	return cancelled
 }
 

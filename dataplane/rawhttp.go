@@ -117,15 +117,13 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	}
 	call, rc := f.p.v.BeginRaw(ctx, name)
 	if call == nil {
-		s.calls.remove(key, hc)
+		s.calls.finish(key, hc, nil)
 		return false
 	}
 	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), args))
-	if s.calls.remove(key, hc) {
+	if s.calls.finish(key, hc, func() { sink.finish(answerLine(id, res, werr)) }) {
 		sink.finish(nil) // JSON-RPC: no answer to a cancelled request
-		return true
 	}
-	sink.finish(answerLine(id, res, werr))
 	return true
 }
 

@@ -55,7 +55,7 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := newBatchWriter(out)
+	w := newWriter(out)
 	defer w.flush()
 	c := newConn(w, p.onBadFrame)
 	ss, err := p.v.Server().Connect(ctx, connTransport{c}, nil)
@@ -146,18 +146,16 @@ func (s *stdioSession) take(line []byte) bool {
 	}
 	call, rc := s.p.v.BeginRaw(ctx, name)
 	if call == nil {
-		s.calls.remove(key, hc)
+		s.calls.finish(key, hc, nil)
 		cancel()
 		return false
 	}
 	params := rawParams(call.Local(), args)
 	go func() {
 		res, werr := call.CallToolRaw(rc, params)
-		cancelled := s.calls.remove(key, hc)
+		// JSON-RPC: no answer to a cancelled request.
+		s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(id, res, werr)) })
 		cancel()
-		if !cancelled { // JSON-RPC: no answer to a cancelled request
-			s.c.out.Write(answerLine(id, res, werr))
-		}
 	}()
 	return true
 }
@@ -194,7 +192,7 @@ func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return
 // handed to go-sdk, so that at the end of the input it can wait for their
 // answers.
 type conn struct {
-	out   *batchWriter
+	out   *writer
 	onBad func(error)
 	ctx   context.Context // done when the conn closes: the raw calls' parent
 	stop  context.CancelFunc
@@ -212,7 +210,7 @@ type conn struct {
 	drained chan struct{}       // closed when pending empties after the end of the input; nil before
 }
 
-func newConn(out *batchWriter, onBad func(error)) *conn {
+func newConn(out *writer, onBad func(error)) *conn {
 	c := &conn{
 		out:      out,
 		onBad:    onBad,

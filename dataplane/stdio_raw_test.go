@@ -171,7 +171,8 @@ func TestServeStdioFast(t *testing.T) {
 	if m := h.recv(t); text(m) != "fast" {
 		t.Errorf("call with null arguments = %v", m)
 	}
-	if got, want := gotParams.Load(), `{"name":"echo"}`; got != want {
+	// As go-sdk's client sends them on the typed path.
+	if got, want := gotParams.Load(), `{"name":"echo","arguments":{}}`; got != want {
 		t.Errorf("params forwarded for null arguments = %s, want %s", got, want)
 	}
 
@@ -311,9 +312,9 @@ func (s *slowWriter) Write(p []byte) (int, error) {
 	return s.buf.Write(p)
 }
 
-func TestBatchWriter(t *testing.T) {
+func TestWriter(t *testing.T) {
 	sw := &slowWriter{}
-	b := newBatchWriter(sw)
+	b := newWriter(sw)
 	var wg sync.WaitGroup
 	const n = 200
 	big := strings.Repeat("b", bigWrite+10)

@@ -53,7 +53,7 @@ func startConn(in io.Reader, out io.Writer, max int, onBad func(error)) *conn {
 	if max <= 0 {
 		max = DefaultMaxFrame
 	}
-	c := newConn(newBatchWriter(out), onBad)
+	c := newConn(newWriter(out), onBad)
 	go func() { c.endInput(readFrames(in, max, c, nil)) }()
 	return c
 }

@@ -1,101 +1,207 @@
 package dataplane
 
 import (
+	"fmt"
 	"io"
+	"runtime"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// batchWriter serialises whole-line writes of the fast path and of the
-// StdioTransport (which writes each line with one Write call), and
-// coalesces them: lines written while a write to w is under way are sent
-// together by the writer already at work, so concurrent answers cost one
-// system call rather than one each. A Write may return before its bytes
-// reach w; a failure of w is returned by the next Write and by flush.
-type batchWriter struct {
-	w io.Writer
+// The one writer of newline-delimited JSON-RPC: to a stdio host's stdout
+// and to a stdio server's stdin alike. Writes are coalesced. The goroutine
+// that finds no write under way becomes the writer: it writes its own
+// line, then whatever lines other goroutines queued meanwhile, as one
+// write each round. With many calls in flight this turns one write system
+// call per message into one per round, and the reader on the other side
+// reads several messages per read. A queued line's caller either waits
+// until its round is written (wait set: go-sdk's messages, whose Write
+// must report failure) or returns at once (raw calls and answers: a round
+// that fails is reported to the raw calls in it through onFail, and to
+// every later write).
 
-	mu       sync.Mutex // guards the fields below
-	idle     *sync.Cond // signalled when flushing ends
-	pending  []byte
-	spare    []byte
-	flushing bool // some Write is writing to w
-	err      error
-}
+// maxQueuedWrite bounds the bytes queued behind a write under way; a
+// writer beyond it waits, so a peer that stops reading holds back its
+// callers rather than junction's memory.
+const maxQueuedWrite = 1 << 20
 
-// bigWrite is the size above which a line is written directly instead of
-// being copied into the batch.
+// bigWrite is the length above which the writer writes its own line
+// straight from the caller's buffer rather than copying it into the queue.
 const bigWrite = 64 << 10
 
-func newBatchWriter(w io.Writer) *batchWriter {
-	b := &batchWriter{w: w}
-	b.idle = sync.NewCond(&b.mu)
-	return b
+// writer is the coalescing line writer over w.
+type writer struct {
+	w io.Writer
+	// onFail, if not nil, learns the ids (see write) of the lines of a
+	// round that could not be written, with the error; called with mu
+	// held.
+	onFail func(ids []string, err error)
+	// busy, if not nil, reports whether more writes are likely to come at
+	// once (calls in flight): the writer then yields once before writing,
+	// so they join its round.
+	busy func() bool
+
+	mu       sync.Mutex // guards the fields below
+	cond     *sync.Cond // on mu; broadcast after each round
+	closed   bool
+	writing  bool     // a goroutine is writing (it owns the rounds)
+	queue    []byte   // lines queued for the next round
+	queueIDs []string // ids of the lines in queue that have one
+	spare    []byte   // a written round's buffer, for reuse
+	spareIDs []string
+	taken    uint64 // rounds taken from the queue; the queue is round taken+1
+	done     uint64 // rounds written (or failed)
+	failedAt uint64 // first round that failed; zero if none
+	err      error  // sticky: once a write fails, w is done for
 }
 
-func (b *batchWriter) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.err != nil {
-		return 0, b.err
+func newWriter(w io.Writer) *writer {
+	wr := &writer{w: w}
+	wr.cond = sync.NewCond(&wr.mu)
+	return wr
+}
+
+// Write writes one whole line (ending in '\n'), possibly after it
+// returns; see write.
+func (wr *writer) Write(line []byte) (int, error) {
+	if err := wr.write(line, "", false); err != nil {
+		return 0, err
 	}
-	if len(p) > bigWrite {
-		for b.flushing {
-			b.idle.Wait()
+	return len(line), nil
+}
+
+// write writes one whole line. id names the line for onFail (empty:
+// none). With wait set, write returns once the line is written; without,
+// it may return as soon as the line is queued.
+func (wr *writer) write(line []byte, id string, wait bool) error {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	for {
+		if wr.closed {
+			return mcp.ErrConnectionClosed
 		}
-		b.flushing = true
-		b.writeOut(b.takePending())
-		if b.err == nil {
-			b.writeOut(p)
+		if wr.err != nil {
+			return wr.err
+		}
+		if !wr.writing || len(wr.queue) < maxQueuedWrite {
+			break
+		}
+		wr.cond.Wait()
+	}
+	if wr.writing {
+		wr.queue = append(wr.queue, line...)
+		if id != "" {
+			wr.queueIDs = append(wr.queueIDs, id)
+		}
+		if !wait {
+			return nil
+		}
+		mine := wr.taken + 1
+		for wr.done < mine {
+			wr.cond.Wait()
+		}
+		if wr.failedAt != 0 && wr.failedAt <= mine {
+			return wr.err
+		}
+		return nil
+	}
+
+	wr.writing = true
+	var own error
+	ownRound := uint64(0)
+	if len(line) > bigWrite {
+		wr.mu.Unlock()
+		_, err := wr.w.Write(line)
+		wr.mu.Lock()
+		if err != nil {
+			own = wr.failed(err)
 		}
 	} else {
-		b.pending = append(b.pending, p...)
-		if b.flushing {
-			return len(p), nil // the writer at work sends it
+		// With other calls in flight, yield once before writing: the
+		// goroutines ready to run are likely more calls about to write,
+		// and they queue theirs behind this one (the queue is empty while
+		// no one writes), so one write carries them all. A lone call has
+		// nothing to wait for.
+		wr.queue = append(wr.queue, line...)
+		if id != "" {
+			wr.queueIDs = append(wr.queueIDs, id)
 		}
-		b.flushing = true
+		ownRound = wr.taken + 1
+		if wr.busy != nil && wr.busy() {
+			wr.mu.Unlock()
+			runtime.Gosched()
+			wr.mu.Lock()
+		}
 	}
-	for len(b.pending) > 0 && b.err == nil {
-		b.writeOut(b.takePending())
+	for len(wr.queue) > 0 {
+		buf, ids := wr.queue, wr.queueIDs
+		wr.queue, wr.queueIDs = wr.spare[:0], wr.spareIDs[:0]
+		wr.spare, wr.spareIDs = nil, nil
+		wr.taken++
+		round := wr.taken
+		if wr.err == nil {
+			wr.mu.Unlock()
+			_, err := wr.w.Write(buf)
+			wr.mu.Lock()
+			if err != nil {
+				wr.failed(err)
+			}
+		}
+		if wr.err != nil {
+			if wr.failedAt == 0 {
+				wr.failedAt = round
+			}
+			if wr.onFail != nil && len(ids) > 0 {
+				wr.onFail(ids, wr.err)
+			}
+		}
+		wr.done = round
+		if round == ownRound {
+			own = wr.err
+		}
+		if cap(buf) <= bigWrite { // keep a small buffer, not a burst's
+			wr.spare = buf[:0]
+		}
+		clear(ids)
+		wr.spareIDs = ids[:0]
+		wr.cond.Broadcast()
 	}
-	b.flushing = false
-	b.idle.Broadcast()
-	if b.err != nil {
-		return 0, b.err
-	}
-	return len(p), nil
+	wr.writing = false
+	wr.cond.Broadcast() // writers held back by maxQueuedWrite, and flush
+	return own
 }
 
-// takePending swaps out the pending bytes; called with mu held.
-func (b *batchWriter) takePending() []byte {
-	buf := b.pending
-	b.pending = b.spare[:0]
-	b.spare = nil
-	return buf
+// failed records a failed write, with mu held, and returns the error
+// every later write gets.
+func (wr *writer) failed(err error) error {
+	if wr.err == nil {
+		wr.err = fmt.Errorf("write: %w: %w", mcp.ErrConnectionClosed, err)
+	}
+	return wr.err
 }
 
-// writeOut writes buf to w without holding mu; called with mu held and
-// flushing set.
-func (b *batchWriter) writeOut(buf []byte) {
-	if len(buf) == 0 {
-		return
+// flush waits until everything written so far has been sent to w, and
+// returns w's error, if any.
+func (wr *writer) flush() error {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	for wr.writing {
+		wr.cond.Wait()
 	}
-	b.mu.Unlock()
-	_, err := b.w.Write(buf)
-	b.mu.Lock()
-	if len(buf) <= bigWrite && b.spare == nil {
-		b.spare = buf[:0]
-	}
-	if err != nil && b.err == nil {
-		b.err = err
-	}
+	return wr.err
 }
 
-// flush waits until everything written so far has been sent to w.
-func (b *batchWriter) flush() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.flushing {
-		b.idle.Wait()
+// close makes every later write fail with mcp.ErrConnectionClosed, and
+// runs fn (if not nil) holding the writer's lock: the place to close w,
+// so that no new write starts on it. A write under way (stuck on a peer
+// that does not read) fails when w closes.
+func (wr *writer) close(fn func()) {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	wr.closed = true
+	if fn != nil {
+		fn()
 	}
-	return b.err
+	wr.cond.Broadcast()
 }

@@ -1,9 +1,11 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -270,4 +272,78 @@ func (s *Server) elicitViaBridge(ctx context.Context, c *call, p *mcp.ElicitPara
 		return r, nil
 	}
 	return nil, fmt.Errorf("elicitation/create: %w (%T)", errBadAnswer, r)
+}
+
+// The other way round: an upstream at 2026-07-28 or later asks for input
+// by answering a tools/call with an input-required result (inputRequests
+// and a requestState), and a host before 2026-07-28 cannot read that.
+// For such a host the hub asks the host itself, with the requests the old
+// protocol has for it (elicitation/create, sampling/createMessage,
+// roots/list) on its session, and calls the tool again with the answers
+// (inputResponses) and the upstream's requestState, until the upstream
+// answers for good. go-sdk's server does the same for the typed path.
+
+// maxInputRounds bounds the retries of one call that keeps asking.
+const maxInputRounds = 10
+
+// inputRequired reports whether the raw result res asks for input.
+func inputRequired(res json.RawMessage) bool {
+	if !bytes.Contains(res, []byte(`"input_required"`)) {
+		return false
+	}
+	var v struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(res, &v) == nil && v.ResultType == "input_required"
+}
+
+// fulfilOnHost fulfils the input requests of the input-required result res on
+// the host session host, and returns the params of the retry: params
+// with the answers and res's requestState.
+func (s *Server) fulfilOnHost(ctx context.Context, host *mcp.ServerSession, params, res json.RawMessage) (json.RawMessage, error) {
+	if host == nil {
+		return nil, errors.New("the upstream asked for input, and this host has no session to ask on (a stateless request before 2026-07-28)")
+	}
+	var r mcp.CallToolResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, fmt.Errorf("the upstream's input-required result: %w", err)
+	}
+	if len(r.InputRequests) == 0 {
+		return nil, errors.New("the upstream is busy (an input-required result with no requests); retry later")
+	}
+	responses := make(mcp.InputResponseMap, len(r.InputRequests))
+	for id, ir := range r.InputRequests {
+		var resp mcp.InputResponse
+		var err error
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			resp, err = host.Elicit(ctx, p)
+		case *mcp.CreateMessageParams:
+			resp, err = host.CreateMessage(ctx, p)
+		case *mcp.CreateMessageWithToolsParams:
+			resp, err = host.CreateMessageWithTools(ctx, p)
+		case *mcp.ListRootsParams:
+			resp, err = host.ListRoots(ctx, p)
+		default:
+			err = fmt.Errorf("input request of an unknown kind %T", ir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input request %q: %w", id, err)
+		}
+		responses[id] = resp
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(params, &m); err != nil {
+		return nil, err
+	}
+	ans, err := json.Marshal(responses)
+	if err != nil {
+		return nil, err
+	}
+	state, err := json.Marshal(r.RequestState)
+	if err != nil {
+		return nil, err
+	}
+	m["inputResponses"], m["requestState"] = ans, state
+	return json.Marshal(m)
 }

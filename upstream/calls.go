@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -237,9 +238,32 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 	res, err := sess.cs.CallTool(callCtx, params)
 	if err == nil {
 		s.drainProgress(c)
+		if upstreamModern {
+			res = stripServerFields(res)
+		}
 		return res, nil
 	}
 	return nil, s.callError(ctx, callCtx, sess, "tool "+strconv.Quote(name), timeout, err)
+}
+
+// stripServerFields is dataplane.StripServerFields for a decoded result,
+// so a result reads the same whichever path it took: without the
+// upstream's serverInfo and "resultType":"complete" (go-sdk keeps both
+// when it decodes and encodes a result again).
+func stripServerFields(res *mcp.CallToolResult) *mcp.CallToolResult {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	stripped := dataplane.StripServerFields(b)
+	if len(stripped) == len(b) {
+		return res
+	}
+	var out mcp.CallToolResult
+	if json.Unmarshal(stripped, &out) != nil {
+		return res
+	}
+	return &out
 }
 
 // hopMeta copies a host request's _meta for the upstream, without the
@@ -680,7 +704,7 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		default:
 		}
 	}()
-	if hostToken == nil {
+	if hostToken == nil || host == nil {
 		return
 	}
 	p := *req.Params

@@ -10,134 +10,123 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The raw call path: [Server.CallToolRaw] implements [junction.RawCaller]
-// for stdio upstreams. It writes the request line itself on the session's
-// stdin (under the same lock as go-sdk's writes), with a string id of its
-// own ("jr-N", which go-sdk, whose ids are numbers, never uses), and
-// stdioConn.readStdout hands the response line with that id to the
-// waiting call before go-sdk would decode it. Notifications the upstream
-// sends meanwhile (progress, log messages) still go through go-sdk.
+// for stdio upstreams of every protocol revision. The request goes out on
+// the session's stdin beside go-sdk's own (dataplane.RawCall), with a
+// _meta of junction's: its progress token (so the upstream's progress
+// restarts the call's no-progress timer and reaches the host under the
+// host's token), and, to an upstream at 2026-07-28 or later, the
+// per-request protocol fields go-sdk would send (captured from go-sdk's
+// own requests on the session, see captureMeta) and the log level. The
+// result comes back as the upstream sent it, less what names the upstream
+// rather than the hub (see dataplane.StripServerFields).
 
 var _ junction.RawCaller = (*Server)(nil)
 
 // ErrRawUnsupported is returned by [Server.CallToolRaw] for a server
 // whose transport is not stdio; [Server.CanCallRaw] reports false for
-// those, so the hub's fast path sends their calls the ordinary way.
+// those, so the hub's data plane sends their calls the typed way.
 var ErrRawUnsupported = errors.New("raw calls are supported for stdio upstreams only")
 
-// rawReply is the upstream's answer to one raw call.
-type rawReply struct {
-	result []byte         // the result member, as sent
-	err    *jsonrpc.Error // or the error member
-	fail   error          // or why the request could not be written
-}
-
-// hostKey is the context key of [WithHost].
-type hostKey struct{}
-
-// WithHost returns a context for [Server.CallToolRaw] that names the host
-// session a raw call is made for: log messages the upstream sends during
-// the call are forwarded to it, as they are for CallTool (which learns its
-// host from the request). host is called once per call and may return
-// nil.
-func WithHost(ctx context.Context, host func() *mcp.ServerSession) context.Context {
-	return context.WithValue(ctx, hostKey{}, host)
-}
-
-// hostFrom returns the host session of a raw call: the hub's own
-// ([junction.HostSession]), or the one named by [WithHost].
-func hostFrom(ctx context.Context) *mcp.ServerSession {
-	if ss := junction.HostSession(ctx); ss != nil {
-		return ss
-	}
-	if f, ok := ctx.Value(hostKey{}).(func() *mcp.ServerSession); ok && f != nil {
-		return f()
-	}
-	return nil
-}
-
 // CanCallRaw reports whether a call to tool may go through
-// [Server.CallToolRaw]: the transport is stdio and the upstream does not
-// speak protocol 2026-07-28 or later (whose calls carry per-request _meta
-// and may answer with input requests, which the ordinary path handles).
-// The hub's fast path asks before each call.
+// [Server.CallToolRaw]: the transport is stdio and the tool is served.
+// The hub's data plane asks before each call.
 func (s *Server) CanCallRaw(tool string) bool {
-	if s.cfg.TransportKind() != TransportStdio || !s.cfg.allows(tool) {
-		return false
-	}
-	s.mu.Lock()
-	sess := s.sess
-	s.mu.Unlock()
-	return sess == nil || !rawIncapable(sess)
-}
-
-// rawIncapable reports whether sess cannot take raw calls.
-func rawIncapable(sess *session) bool {
-	return sess.stdio() == nil || sess.cs.InitializeResult().ProtocolVersion >= "2026-07-28"
+	return s.cfg.TransportKind() == TransportStdio && s.cfg.allows(tool)
 }
 
 // CallToolRaw implements [junction.RawCaller]: it forwards params (a
-// tools/call params object with the upstream's tool name, without _meta)
-// to a stdio upstream and returns the result object as the upstream sent
-// it, except that content blocks of unknown types are rewritten as in
-// CallTool. A JSON-RPC error from the upstream is returned as that
-// *jsonrpc.Error; a server that is not connected gives an error wrapping
+// tools/call params object with the upstream's tool name) to a stdio
+// upstream and returns the result object as the upstream sent it, except
+// that content blocks of unknown types are rewritten as in CallTool and
+// the upstream's own serverInfo and "resultType":"complete" are left out.
+// A JSON-RPC error from the upstream is returned as that *jsonrpc.Error;
+// a server that is not connected gives an error wrapping
 // [junction.ErrSourceDown]. Cancelling ctx sends notifications/cancelled
 // to the upstream. A call that makes no progress for the tool's timeout
-// fails with an error wrapping context.DeadlineExceeded. Log messages the
-// upstream sent before its result are forwarded (see [WithHost]) before
-// CallToolRaw returns.
+// fails with an error wrapping context.DeadlineExceeded. Progress
+// notifications, when params' _meta holds a progressToken, go to the host
+// session ctx names ([junction.HostSession]) under that token, and log
+// messages the upstream sent before its result are forwarded to it
+// before CallToolRaw returns.
 //
-// When the session turns out not to take raw calls (see
-// [Server.CanCallRaw]) the call is made with CallTool and its result
-// encoded. Other transports get [ErrRawUnsupported].
-//
-// The hub's fast path (junction serve, unless -fast-path=false) uses it.
+// A call from a host at 2026-07-28 or later to an upstream before it, and
+// the retry of a call that asked for input, are bridged (see bridge.go):
+// they go through CallTool, and the result is encoded. Other transports
+// get [ErrRawUnsupported].
 func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.session(ctx)
-	if err != nil {
-		return nil, err
+	hm := readHostMeta(params, junction.HostSession(ctx))
+	deadline := deadlineAfter(timeout)
+	for {
+		sess, err := s.sessionUntil(ctx, deadline)
+		if err != nil {
+			return nil, err
+		}
+		if hm.retry || hm.modern && !sess.modern() {
+			return s.callViaSDK(ctx, params)
+		}
+		res, err := s.callRaw(ctx, sess, name, params, hm, timeout)
+		if errors.Is(err, errSessionGone) {
+			continue // nothing was sent: wait for the next session
+		}
+		for round := 0; err == nil && !hm.modern && inputRequired(res); round++ {
+			// A host before 2026-07-28: ask it (see fulfilOnHost).
+			if round == maxInputRounds {
+				return nil, fmt.Errorf("upstream %q: %s: still asking for input after %d rounds", s.name, toolWhat(name), maxInputRounds)
+			}
+			if params, err = s.fulfilOnHost(ctx, junction.HostSession(ctx), params, res); err != nil {
+				return nil, fmt.Errorf("upstream %q: %s: %w", s.name, toolWhat(name), err)
+			}
+			res, err = s.callRaw(ctx, sess, name, params, hm, timeout)
+		}
+		return res, err
 	}
-	if rawIncapable(sess) {
-		return s.callViaSDK(ctx, params)
-	}
+}
+
+// callRaw makes one raw call on sess; see CallToolRaw.
+func (s *Server) callRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
 	conn := sess.stdio()
 	// A raw call has no context of its own: the no-progress timer and the
 	// session's closing end it by failing its reply (see register), and
-	// the host's cancellation is ctx. The reply is expected before the
-	// call is registered, so a timer can never fire with nothing to fail.
-	id, reply := conn.expectRaw()
-	c := s.register(ctx, sess, hostFrom(ctx), timeout, func(cause error) { conn.failRaw(id, cause) }, false)
+	// the host's cancellation is ctx. The call waits for its reply before
+	// it is registered, so a timer can never fire with nothing to fail.
+	rc := conn.NewRawCall()
+	c := s.register(ctx, sess, junction.HostSession(ctx), timeout, rc.Fail, hm.token != nil)
 	if c == nil {
-		conn.forgetRaw(id)
-		return nil, fmt.Errorf("upstream %q: %s: %w: session closed", s.name, toolWhat(name), junction.ErrSourceDown)
+		rc.Forget()
+		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone)
 	}
 	defer s.end(c)
-
-	if err := conn.writeRaw(id, c.token, params); err != nil {
-		conn.forgetRaw(id)
+	if hm.token != nil && c.host != nil {
+		s.mu.Lock()
+		c.hostToken = hm.token
+		s.mu.Unlock()
+	}
+	if err := rc.Send(s.rawMeta(c.token, sess, hm), params); err != nil {
+		rc.Forget()
 		return nil, s.rawError(ctx, name, timeout, err)
 	}
 	// The rare outcomes are in functions of their own, which keeps this
 	// frame (and the stack the host's goroutine must grow to) small; the
 	// tool's name is quoted for messages only when there is one to write.
 	select {
-	case r := <-reply:
-		return s.rawResult(ctx, conn, id, name, timeout, r)
-	case <-conn.rawDone:
-		return s.rawEnded(ctx, conn, id, name, timeout, reply)
+	case r := <-rc.Reply():
+		return s.rawResult(ctx, rc, c, name, timeout, r)
+	case <-rc.ReadDone():
+		return s.rawEnded(ctx, rc, c, name, timeout)
 	case <-ctx.Done():
-		conn.forgetRaw(id)
-		conn.cancelRaw(id, context.Cause(ctx))
+		rc.Forget()
+		rc.Cancel(context.Cause(ctx))
 		return nil, s.rawError(ctx, name, timeout, ctx.Err())
 	}
 }
@@ -164,38 +153,146 @@ func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage,
 	return params, s.cfg.callTimeout(name), nil
 }
 
+// hostMeta is what a raw call's params say about the host's request.
+type hostMeta struct {
+	token    any    // the host's progress token; nil if it asked for none
+	modern   bool   // the host speaks 2026-07-28 or later
+	retry    bool   // the params answer input requests (inputResponses, requestState)
+	logLevel []byte // the host's own log level for the call, as sent; nil if none
+	extra    []byte // other _meta members, as sent, comma-separated
+}
+
+// readHostMeta reads params' _meta, and whether the call is the retry of
+// one that asked for input. host is the host's session, if it has one.
+func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
+	var hm hostMeta
+	if host != nil {
+		if p := host.InitializeParams(); p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion {
+			hm.modern = true
+		}
+	}
+	if !bytes.Contains(params, []byte(`"_meta"`)) && !bytes.Contains(params, []byte(`"request`)) && !bytes.Contains(params, []byte(`"input`)) {
+		return hm // the common case: a plain call
+	}
+	rawjson.Object(params, func(key, val []byte) {
+		switch string(key) {
+		case "inputResponses", "requestState":
+			hm.retry = true
+		case "_meta":
+			rawjson.Object(val, func(k, v []byte) {
+				switch string(k) {
+				case "progressToken":
+					var tok any
+					if json.Unmarshal(v, &tok) == nil {
+						hm.token = tok
+					}
+				case mcp.MetaKeyProtocolVersion:
+					var ver string
+					if json.Unmarshal(v, &ver) == nil && ver >= junction.StatelessProtocolVersion {
+						hm.modern = true
+					}
+				case mcp.MetaKeyLogLevel:
+					hm.logLevel = v
+				case mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeySubscriptionID:
+					// The host's own connection: the upstream gets junction's.
+				default:
+					if len(hm.extra) > 0 {
+						hm.extra = append(hm.extra, ',')
+					}
+					hm.extra = append(hm.extra, '"')
+					hm.extra = append(hm.extra, k...)
+					hm.extra = append(hm.extra, `":`...)
+					hm.extra = append(hm.extra, v...)
+				}
+			})
+		}
+	})
+	return hm
+}
+
+// rawMeta is the _meta members of a raw call's request: junction's
+// progress token; to an upstream at 2026-07-28 or later, the protocol
+// fields go-sdk would send and the log level (the host's, or the one the
+// hub asked for); and the host's other _meta members.
+func (s *Server) rawMeta(token string, sess *session, hm hostMeta) []byte {
+	b := make([]byte, 0, 64+len(sess.meta)+len(hm.extra))
+	b = append(b, `"progressToken":`...)
+	b = appendToken(b, token)
+	if sess.modern() {
+		if len(sess.meta) > 0 {
+			b = append(b, ',')
+			b = append(b, sess.meta...)
+		}
+		b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
+		if hm.logLevel != nil {
+			b = append(b, hm.logLevel...)
+		} else {
+			b = strconv.AppendQuote(b, string(s.LogLevel()))
+		}
+	}
+	if len(hm.extra) > 0 {
+		b = append(b, ',')
+		b = append(b, hm.extra...)
+	}
+	return b
+}
+
+// appendToken appends tok as a JSON string. Junction's own tokens
+// ("junction-N") need no escaping, so the general quoting is skipped for
+// them.
+func appendToken(b []byte, tok string) []byte {
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			q, _ := json.Marshal(tok) // strconv's quoting is not JSON's
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, tok...)
+	return append(b, '"')
+}
+
 // rawResult turns the reply to a raw call into CallToolRaw's return
 // values.
-func (s *Server) rawResult(ctx context.Context, conn *stdioConn, id, name string, timeout time.Duration, r rawReply) (json.RawMessage, error) {
+func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, name string, timeout time.Duration, r dataplane.RawReply) (json.RawMessage, error) {
 	switch {
-	case r.fail != nil:
-		if errors.Is(r.fail, errNoProgress) || errors.Is(r.fail, errSessionClosing) {
-			conn.cancelRaw(id, r.fail) // junction gave up: tell the upstream
+	case r.Fail != nil:
+		if errors.Is(r.Fail, errNoProgress) || errors.Is(r.Fail, errSessionClosing) {
+			rc.Cancel(r.Fail) // junction gave up: tell the upstream
 		}
-		return nil, s.rawError(ctx, name, timeout, r.fail)
-	case r.err != nil:
-		return nil, r.err
+		return nil, s.rawError(ctx, name, timeout, r.Fail)
+	case r.Err != nil:
+		return nil, r.Err
 	}
-	res := json.RawMessage(r.result)
-	if fixed, n := sanitizeContent(res); n > 0 {
+	res := r.Result
+	if fixed, n := dataplane.SanitizeContent(res); n > 0 {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 		res = fixed
 	}
-	s.drainLogs()
+	res = dataplane.StripServerFields(res)
+	if c.progress != nil {
+		s.drainProgress(c) // and the logs
+	} else {
+		s.drainLogs()
+	}
 	return res, nil
 }
 
 // rawEnded ends a raw call whose session's stdout ended.
-func (s *Server) rawEnded(ctx context.Context, conn *stdioConn, id, name string, timeout time.Duration, reply <-chan rawReply) (json.RawMessage, error) {
-	conn.forgetRaw(id)
+func (s *Server) rawEnded(ctx context.Context, rc *dataplane.RawCall, c *call, name string, timeout time.Duration) (json.RawMessage, error) {
+	rc.Forget()
 	// The reply may have been delivered just before stdout ended.
 	select {
-	case r := <-reply:
-		return s.rawResult(ctx, conn, id, name, timeout, r)
+	case r := <-rc.Reply():
+		return s.rawResult(ctx, rc, c, name, timeout, r)
 	default:
 	}
 	s.Reconnect()
-	return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, toolWhat(name), junction.ErrSourceDown, conn.exitError())
+	err := errors.New("server closed stdout")
+	if conn := c.sess.stdio(); conn != nil {
+		err = conn.exitError()
+	}
+	return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, toolWhat(name), junction.ErrSourceDown, err)
 }
 
 // rawError classifies the failure of a raw call: err is the cause it
@@ -217,13 +314,14 @@ func (s *Server) rawError(ctx context.Context, name string, timeout time.Duratio
 	return fmt.Errorf("upstream %q: %s: %w", s.name, what, err)
 }
 
-// callViaSDK makes a raw call the ordinary way.
+// callViaSDK makes a raw call the typed way, for the host session ctx
+// names.
 func (s *Server) callViaSDK(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	var p mcp.CallToolParamsRaw
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
 	}
-	res, err := s.CallTool(ctx, &mcp.CallToolRequest{Params: &p})
+	res, err := s.CallTool(ctx, &mcp.CallToolRequest{Session: junction.HostSession(ctx), Params: &p})
 	if err != nil {
 		return nil, err
 	}
@@ -234,271 +332,71 @@ func (s *Server) callViaSDK(ctx context.Context, params json.RawMessage) (json.R
 	return b, nil
 }
 
-// sendRaw writes a tools/call request with params and a fresh raw id,
-// with progressToken (so the upstream's progress restarts the call's
-// no-progress timer) in its _meta. It returns the id, as it appears on the
-// wire, and the channel its reply arrives on.
-func (c *stdioConn) sendRaw(progressToken string, params json.RawMessage) (string, <-chan rawReply, error) {
-	id, reply := c.expectRaw()
-	if err := c.writeRaw(id, progressToken, params); err != nil {
-		c.forgetRaw(id)
-		return "", nil, err
-	}
-	return id, reply, nil
-}
-
-// expectRaw makes a fresh raw id (as it appears on the wire) and the
-// channel its reply will arrive on.
-func (c *stdioConn) expectRaw() (string, <-chan rawReply) {
-	n := c.rawSeq.Add(1)
-	id := `"jr-` + strconv.FormatUint(n, 10) + `"`
-	reply := make(chan rawReply, 1)
-	c.rawMu.Lock()
-	if c.raw == nil {
-		c.raw = make(map[string]chan rawReply)
-	}
-	c.raw[id] = reply
-	c.rawPending.Add(1)
-	c.rawMu.Unlock()
-	return id, reply
-}
-
-// writeRaw writes the tools/call request with the raw id id.
-func (c *stdioConn) writeRaw(id, progressToken string, params json.RawMessage) error {
-	line := make([]byte, 0, len(params)+len(progressToken)+96)
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, id...)
-	line = append(line, `,"method":"tools/call","params":{"_meta":{"progressToken":`...)
-	line = appendToken(line, progressToken)
-	line = append(line, '}')
-	if rest := bytes.TrimSpace(params[1:]); len(rest) > 0 && rest[0] != '}' {
-		line = append(line, ',')
-	}
-	line = append(line, params[1:]...)
-	line = append(line, "}\n"...)
-	return c.writeLine(line, id, false)
-}
-
-// appendToken appends tok as a JSON string. Junction's own tokens
-// ("junction-N") need no escaping, so the general quoting is skipped for
-// them.
-func appendToken(b []byte, tok string) []byte {
-	for i := 0; i < len(tok); i++ {
-		if c := tok[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			q, _ := json.Marshal(tok) // strconv's quoting is not JSON's
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, tok...)
-	return append(b, '"')
-}
-
-// forgetRaw drops the waiter for id, if it is still there.
-func (c *stdioConn) forgetRaw(id string) {
-	c.rawMu.Lock()
-	if _, ok := c.raw[id]; ok {
-		delete(c.raw, id)
-		c.rawPending.Add(-1)
-	}
-	c.rawMu.Unlock()
-}
-
-// cancelRaw tells the upstream that the raw call id is cancelled.
-func (c *stdioConn) cancelRaw(id string, cause error) {
-	reason := "cancelled"
-	if cause != nil {
-		reason = cause.Error()
-	}
-	line := make([]byte, 0, 128)
-	line = append(line, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
-	line = append(line, id...)
-	line = append(line, `,"reason":`...)
-	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
-	line = append(line, q...)
-	line = append(line, "}}\n"...)
-	if err := c.writeLine(line, "", false); err != nil {
-		c.logger.Debug("sending notifications/cancelled failed", "error", err)
-	}
-}
-
-// deliverRaw hands line to the raw call waiting for it and reports
-// whether it was such a response. Called by readStdout only.
-func (c *stdioConn) deliverRaw(line []byte) bool {
-	var id, result, errv []byte
-	method := false
-	if !rawjson.EachMember(line, func(key, val []byte) {
-		switch string(key) {
-		case "id":
-			id = val
-		case "result":
-			result = val
-		case "error":
-			errv = val
-		case "method":
-			method = true
-		}
-	}) || method || len(id) == 0 || !bytes.HasPrefix(id, []byte(`"jr-`)) {
-		// Not a response to a raw call (a request of the upstream's own
-		// may use any id, "jr-1" included).
-		return false
-	}
-	c.rawMu.Lock()
-	reply, ok := c.raw[string(id)]
-	if ok {
-		delete(c.raw, string(id))
-		c.rawPending.Add(-1)
-	}
-	c.rawMu.Unlock()
-	if !ok {
-		return true // a reply to a raw call that gave up: not go-sdk's either
-	}
-	var r rawReply
-	switch {
-	case result != nil && errv == nil:
-		// The line is the reader's own copy (lineReader.next allocates
-		// per line), so the result can be kept without a copy.
-		r.result = result
-	case errv != nil:
-		var e jsonrpc.Error
-		if err := json.Unmarshal(errv, &e); err != nil {
-			e = jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream sent a malformed error: " + err.Error()}
-		}
-		r.err = &e
-	default:
-		r.err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream sent a response with neither result nor error"}
-	}
-	reply <- r // capacity 1, one send per id
-	return true
-}
-
-// unknownTypes reports whether the result b may hold a content block
-// that sanitizeContent rewrites. It looks only at the blocks' members,
-// skipping string contents with IndexByte, and walks the content array
-// once (a megabyte of text is one IndexByte pass); true only means the
-// full check must run (it is also the answer for anything unusual: escapes
-// in keys, a block that is not an object, a result that does not parse).
-func unknownTypes(b []byte) bool {
-	unknown := false
-	end := walkObject(b, 0, func(key []byte, v int) int {
-		if bytes.IndexByte(key, '\\') >= 0 {
-			unknown = true
-			return -1
-		}
-		if string(key) != "content" {
-			return rawjson.SkipValue(b, v)
-		}
-		return walkArray(b, v, func(e int) int {
-			end, known := knownBlockAt(b, e)
-			if !known {
-				unknown = true
-				return -1
-			}
-			return end
-		})
-	})
-	return end < 0 || unknown
-}
-
-// knownBlockAt reports whether the value at b[i:] is an object whose type
-// (matched as encoding/json matches a field name) is a known content type,
-// and returns the index just past it (-1 if it is not well-formed).
-func knownBlockAt(b []byte, i int) (int, bool) {
-	known, seen := true, false
-	end := walkObject(b, i, func(key []byte, v int) int {
-		e := rawjson.SkipValue(b, v)
-		if e < 0 {
-			return -1
-		}
-		switch {
-		case bytes.IndexByte(key, '\\') >= 0:
-			known = false
-		case bytes.EqualFold(key, []byte("type")):
-			seen = true
-			val := b[v:e]
-			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
-				known = false
+// captureMeta is the client's sending middleware that keeps, per
+// session, the per-request protocol members go-sdk puts in the _meta of
+// every request at 2026-07-28 or later (protocol version, client info,
+// client capabilities), so that raw calls on the session send the same:
+// go-sdk computes them from options it does not export.
+func (s *Server) captureMeta(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if cs, ok := req.GetSession().(*mcp.ClientSession); ok {
+			if p := req.GetParams(); p != nil && !isNilParams(p) {
+				if m := p.GetMeta(); m != nil {
+					if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
+						s.noteMeta(cs, m)
+					}
+				}
 			}
 		}
-		return e
-	})
-	return end, end >= 0 && seen && known
+		return next(ctx, method, req)
+	}
 }
 
-// walkObject walks the JSON object starting at b[i:] (after spaces): for
-// each member it calls fn with the key (without quotes, escapes left as
-// they are) and the index where the value starts; fn returns the index
-// just past the value, or -1 to stop. walkObject returns the index just
-// past the object, or -1 if fn stopped or the object is not well-formed.
-// Each value is walked once, by fn.
-func walkObject(b []byte, i int, fn func(key []byte, v int) int) int {
-	i = rawjson.SkipSpace(b, i)
-	if i >= len(b) || b[i] != '{' {
-		return -1
-	}
-	i = rawjson.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1
-	}
-	for i < len(b) {
-		if b[i] != '"' {
-			return -1
+// isNilParams reports whether p is a typed nil.
+func isNilParams(p mcp.Params) (isNil bool) {
+	defer func() {
+		if recover() != nil {
+			isNil = true
 		}
-		end := rawjson.SkipString(b, i+1)
-		if end < 0 {
-			return -1
-		}
-		key := b[i+1 : end]
-		i = rawjson.SkipSpace(b, end+1)
-		if i >= len(b) || b[i] != ':' {
-			return -1
-		}
-		if i = fn(key, rawjson.SkipSpace(b, i+1)); i < 0 {
-			return -1
-		}
-		i = rawjson.SkipSpace(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = rawjson.SkipSpace(b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return -1
-		}
-	}
-	return -1
+	}()
+	p.GetMeta()
+	return false
 }
 
-// walkArray is walkObject for the JSON array at b[i:]: fn gets the index
-// where each element starts.
-func walkArray(b []byte, i int, fn func(e int) int) int {
-	i = rawjson.SkipSpace(b, i)
-	if i >= len(b) || b[i] != '[' {
-		return -1
+// noteMeta records m's protocol members for cs, once.
+func (s *Server) noteMeta(cs *mcp.ClientSession, m map[string]any) {
+	s.mu.Lock()
+	_, done := s.metaOf[cs]
+	s.mu.Unlock()
+	if done {
+		return
 	}
-	i = rawjson.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1
+	var b []byte
+	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
+		v, ok := m[k]
+		if !ok {
+			continue
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ':')
+		b = append(b, enc...)
 	}
-	for i < len(b) {
-		if i = fn(i); i < 0 {
-			return -1
-		}
-		i = rawjson.SkipSpace(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = rawjson.SkipSpace(b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return -1
-		}
+	s.mu.Lock()
+	if s.metaOf == nil {
+		s.metaOf = make(map[*mcp.ClientSession][]byte)
 	}
-	return -1
+	s.metaOf[cs] = b
+	s.mu.Unlock()
+}
+
+// modern reports whether the session speaks 2026-07-28 or later.
+func (sess *session) modern() bool {
+	return sess.cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion
 }

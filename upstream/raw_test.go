@@ -280,7 +280,7 @@ func textOf(res *mcp.CallToolResult) string {
 }
 
 // TestCallToolRawLogsFirst checks that a log message the upstream sent
-// before its result reaches the host named by WithHost before the raw
+// before its result reaches the host named by junction.WithHostSession before the raw
 // call returns.
 func TestCallToolRawLogsFirst(t *testing.T) {
 	t.Parallel()
@@ -315,7 +315,7 @@ func TestCallToolRawLogsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	raw, err := s.CallToolRaw(WithHost(ctx, func() *mcp.ServerSession { return ss }), "log", json.RawMessage(`{"name":"log"}`))
+	raw, err := s.CallToolRaw(junction.WithHostSession(ctx, ss), "log", json.RawMessage(`{"name":"log"}`))
 	if err != nil || resultText(t, decodeResult(t, raw)) != "logged" {
 		t.Fatalf("CallToolRaw(log) = %s, %v", raw, err)
 	}
@@ -347,69 +347,46 @@ func TestCanCallRawOtherTransports(t *testing.T) {
 	if _, err := s.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, ErrRawUnsupported) {
 		t.Errorf("CallToolRaw on HTTP = %v, want ErrRawUnsupported", err)
 	}
-	// A stdio upstream at 2026-07-28 goes the ordinary way, and a raw call
-	// that gets there anyway is made through go-sdk.
+}
+
+// TestCallToolRawModernUpstream: a stdio upstream at 2026-07-28 takes raw
+// calls too. The request carries the per-request protocol fields go-sdk
+// would send, the log level and junction's progress token, and the host's
+// own _meta members (but not the host's protocol fields); the result
+// comes back without the upstream's serverInfo and "resultType":
+// "complete", which the hub's front puts back in its own name for hosts
+// that know them.
+func TestCallToolRawModernUpstream(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
 	m := addReady(t, r, "modern", fakeConfig(t, "server", nil))
-	if m.CanCallRaw("echo") {
-		t.Error("CanCallRaw on a 2026-07-28 upstream = true")
+	if !m.CanCallRaw("echo") {
+		t.Error("CanCallRaw on a 2026-07-28 stdio upstream = false")
 	}
-	raw, err := m.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{"a":1}}`))
-	if err != nil || resultText(t, decodeResult(t, raw)) != `{"a":1}` {
-		t.Errorf("CallToolRaw on a 2026-07-28 upstream = %s, %v", raw, err)
+	m.SetLogLevel("debug")
+	raw, err := m.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{"a":1},"_meta":{"com.example/trace":"t1","io.modelcontextprotocol/clientInfo":{"name":"host","version":"9"}}}`))
+	if err != nil {
+		t.Fatalf("CallToolRaw on a 2026-07-28 upstream: %v", err)
 	}
-}
-
-// FuzzUnknownTypes checks that the quick scan never clears a result the
-// full check would rewrite.
-func FuzzUnknownTypes(f *testing.F) {
-	for _, s := range []string{`{"content":[{"type":"text","text":"x"}]}`, `{"content":[{"type":"widget"}]}`,
-		`{"content":[{"type" : "image","data":"","mimeType":"image/png"},{"text":"\"type\":\"x\"","type":"text"}]}`,
-		`{"content":[{"type":1}]}`} {
-		f.Add([]byte(s))
+	if res := decodeResult(t, raw); resultText(t, res) != `{"a":1}` {
+		t.Errorf("CallToolRaw on a 2026-07-28 upstream = %s", raw)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if unknownTypes(b) {
-			return
-		}
-		if _, n := sanitizeFull(b); n > 0 {
-			t.Fatalf("unknownTypes(%q) = false, but %d blocks need rewriting", b, n)
-		}
-	})
-}
-
-// TestDeliverRaw: only responses with a raw id go to raw calls; a request
-// of the upstream's own with the same id goes to go-sdk.
-func TestDeliverRaw(t *testing.T) {
-	c := &stdioConn{}
-	reply := make(chan rawReply, 1)
-	c.raw = map[string]chan rawReply{`"jr-1"`: reply}
-	c.rawPending.Store(1)
-
-	for _, line := range []string{
-		`{"jsonrpc":"2.0","id":"jr-1","method":"ping"}`,
-		`{"jsonrpc":"2.0","id":1,"result":{}}`,
-		`{"jsonrpc":"2.0","id":"jr-1","result":`, // cut short
-	} {
-		if c.deliverRaw([]byte(line)) {
-			t.Errorf("deliverRaw(%s) = true", line)
-		}
+	if strings.Contains(string(raw), "resultType") || strings.Contains(string(raw), "serverInfo") {
+		t.Errorf("result keeps the upstream's own fields: %s", raw)
 	}
-	if !c.deliverRaw([]byte(` {"result" : {"content":[]} , "id":"jr-1","jsonrpc":"2.0"}`)) {
-		t.Fatal("deliverRaw(response to jr-1) = false")
+	var res struct {
+		Meta struct {
+			Echoed map[string]any `json:"echoedMeta"`
+		} `json:"_meta"`
 	}
-	select {
-	case r := <-reply:
-		if string(r.result) != `{"content":[]}` || r.err != nil {
-			t.Errorf("reply = %s, %v", r.result, r.err)
-		}
-	default:
-		t.Fatal("no reply delivered")
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
 	}
-	if c.rawPending.Load() != 0 || len(c.raw) != 0 {
-		t.Errorf("after delivery: pending %d, map %v", c.rawPending.Load(), c.raw)
-	}
-	// A late reply to a call that gave up is dropped, not passed on.
-	if !c.deliverRaw([]byte(`{"jsonrpc":"2.0","id":"jr-9","error":{"code":1,"message":"late"}}`)) {
-		t.Error("deliverRaw(late reply) = false")
+	got := res.Meta.Echoed
+	info, _ := got["io.modelcontextprotocol/clientInfo"].(map[string]any)
+	if got["io.modelcontextprotocol/protocolVersion"] != "2026-07-28" || got["io.modelcontextprotocol/clientCapabilities"] == nil ||
+		info["name"] == "host" || got["io.modelcontextprotocol/logLevel"] != "debug" || got["com.example/trace"] != "t1" ||
+		!strings.HasPrefix(fmt.Sprint(got["progressToken"]), "junction-") {
+		t.Errorf("the upstream got _meta %v", got)
 	}
 }

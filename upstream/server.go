@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -62,9 +63,10 @@ type Server struct {
 	http         *http.Client                           // built on first use
 	ownTransport *http.Transport                        // nil when Config.HTTPClient is set
 	nextToken    uint64
-	progress     progressCounter    // progress notifications read, for drainProgress
-	logsHandled  atomic.Int64       // log messages handled by onLog, for drainLogs
-	bridges      map[string]*bridge // parked calls, by requestState (see bridge)
+	progress     progressCounter               // progress notifications read, for drainProgress
+	logsHandled  atomic.Int64                  // log messages handled by onLog, for drainLogs
+	bridges      map[string]*bridge            // parked calls, by requestState (see bridge)
+	metaOf       map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
 
 	// Withdrawal (see Config.WithdrawAfter). downSince is when the last
 	// session ended, zero while a session is up and before the first
@@ -92,6 +94,7 @@ type session struct {
 	transport mcp.Transport
 	done      chan struct{} // closed when cs has ended
 	cancel    context.CancelFunc
+	meta      []byte // at 2026-07-28: the protocol members of each request's _meta (see captureMeta)
 }
 
 var (
@@ -134,6 +137,7 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = mcp.NewClient(o.ClientInfo, s.clientOptions())
 	s.client.AddReceivingMiddleware(s.watchAcks)
+	s.client.AddSendingMiddleware(s.captureMeta)
 	s.wg.Add(1)
 	go s.run()
 	return s, nil
@@ -189,10 +193,10 @@ func (s *Server) Update(cfg Config) (restart bool, err error) {
 	s.mu.Unlock()
 	s.logger.Info("upstream configuration updated in place")
 	if filtered {
-		s.emit(Event{Kind: EventCatalog})
 		if l != nil {
 			l.CatalogChanged()
 		}
+		s.emit(Event{Kind: EventCatalog})
 	}
 	return false, nil
 }
@@ -412,10 +416,10 @@ func (s *Server) stopped() {
 	s.mu.Unlock()
 	s.setState(StateStopped, nil)
 	if hadCatalog {
-		s.emit(Event{Kind: EventCatalog})
 		if l != nil {
 			l.CatalogChanged()
 		}
+		s.emit(Event{Kind: EventCatalog})
 	}
 }
 
@@ -453,12 +457,16 @@ func (s *Server) connect() (*session, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	cat, tools, err := s.list(ctx, cs)
+	s.mu.Lock()
+	meta := s.metaOf[cs]
+	delete(s.metaOf, cs)
+	s.mu.Unlock()
 	if err != nil {
 		cs.Close()
 		sessCancel()
 		return nil, err
 	}
-	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel}
+	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel, meta: meta}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -628,10 +636,11 @@ func (s *Server) withdrawDue() {
 	defer s.wg.Done()
 	s.logger.Warn("upstream tools withdrawn: no working session; they come back when it reconnects",
 		"without_session_for", d, "error", lastErr)
-	s.emit(Event{Kind: EventCatalog})
+	// The listener first: whoever watches events sees a hub already told.
 	if l != nil {
 		l.CatalogChanged()
 	}
+	s.emit(Event{Kind: EventCatalog})
 }
 
 // signal wakes everything waiting on s.changed. Called with s.mu held.
@@ -664,10 +673,10 @@ func (s *Server) install(cat *junction.Catalog, tools []*mcp.Tool) {
 		s.logger.Warn("upstream tool list drifted", "drift", drift.Summary())
 		s.emit(Event{Kind: EventDrift, Drift: drift})
 	}
-	s.emit(Event{Kind: EventCatalog})
 	if l != nil {
 		l.CatalogChanged()
 	}
+	s.emit(Event{Kind: EventCatalog})
 }
 
 func (s *Server) setState(st State, err error) {
@@ -762,7 +771,7 @@ func (s *Server) httpClient() *http.Client {
 	if len(cfg.Headers) > 0 || cfg.BearerToken != "" {
 		rt = &headerTransport{base: rt, headers: cfg.Headers, token: cfg.BearerToken}
 	}
-	c.Transport = &contentTransport{base: rt, progress: &s.progress, warn: func(n int) {
+	c.Transport = &dataplane.ContentTransport{Base: rt, Observe: s.progress.observe, Warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 	}}
 	s.http = &c
@@ -926,7 +935,7 @@ func objectSchema(v any) (any, error) {
 		return nil, err
 	}
 	if _, ok := m.(map[string]any); !ok {
-		return nil, fmt.Errorf("schema is %s, want a JSON object", preview(b))
+		return nil, fmt.Errorf("schema is %.200s, want a JSON object", b)
 	}
 	return objectSchema(m)
 }

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,17 +11,15 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction/dataplane"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // maxLineLength bounds one line read from a stdio server. A longer line is
 // discarded (and logged) rather than buffered.
-const maxLineLength = 16 << 20
+const maxLineLength = dataplane.DefaultMaxLine
 
 // stdoutPipeSize is the capacity asked for the pipe of a stdio server's
 // stdout (see growPipe). Pipe pages are allocated as data is written, so
@@ -98,22 +95,22 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, fmt.Errorf("spawn %q: %w", t.cfg.Command, err)
 	}
 	c := &stdioConn{
-		logger:   t.logger.With("pid", cmd.Process.Pid),
-		progress: t.progress,
-		cmd:      cmd,
-		pgid:     cmd.Process.Pid,
-		stop:     t.cfg.stopTimeout(),
-		stdin:    stdinW,
-		stdout:   stdoutR,
-		stderr:   stderrR,
-		incoming: make(chan jsonrpc.Message),
-		rawDone:  make(chan struct{}),
-		closed:   make(chan struct{}),
-		exited:   make(chan struct{}),
+		logger: t.logger.With("pid", cmd.Process.Pid),
+		cmd:    cmd,
+		pgid:   cmd.Process.Pid,
+		stop:   t.cfg.stopTimeout(),
+		stdout: stdoutR,
+		stderr: stderrR,
+		exited: make(chan struct{}),
 	}
+	c.ServerConn = dataplane.NewServerConn(stdinW, stdoutR, &dataplane.ServerConnOptions{
+		Logger:   c.logger,
+		MaxLine:  maxLineLength,
+		Observe:  t.progress.observe,
+		EndError: c.exitError,
+	})
 	t.conn = c
-	c.wg.Add(3)
-	go c.readStdout()
+	c.wg.Add(2)
 	go c.readStderr()
 	go c.wait()
 	return c, nil
@@ -152,55 +149,26 @@ func cutEnv(kv string) (string, string, bool) {
 	return kv, "", false
 }
 
-// stdioConn is a mcp.Connection to a child process. It owns three
-// goroutines (stdout reader, stderr reader, process waiter); Close stops
-// the process group and waits for all three.
+// stdioConn is a mcp.Connection to a child process: the data plane's
+// [dataplane.ServerConn] on its pipes, and the process. It owns two
+// goroutines (stderr reader, process waiter) beside the ServerConn's
+// stdout reader; Close stops the process group and waits for all three.
 type stdioConn struct {
+	*dataplane.ServerConn
 	logger *slog.Logger
 	cmd    *exec.Cmd
 	pgid   int
 	stop   time.Duration
 
-	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
 
-	writeMu sync.Mutex  // guards w, and the closing of stdin
-	w       stdinWriter // coalesced writes to stdin (stdin.go)
-
-	incoming chan jsonrpc.Message // from readStdout; closed when it ends
-	closed   chan struct{}        // closed by Close
-	exited   chan struct{}        // closed by wait when the leader exits
-	waitErr  error                // set by wait before closing exited
-
-	progress *progressCounter // counts progress notifications as they are read
-
-	// Raw calls (raw.go). rawDone is closed by readStdout when it ends.
-	rawSeq     atomic.Uint64            // last raw request id issued
-	rawPending atomic.Int64             // len(raw), read by readStdout without the lock
-	rawMu      sync.Mutex               // guards raw
-	raw        map[string]chan rawReply // by wire id ("\"jr-N\"")
-	rawDone    chan struct{}
+	exited  chan struct{} // closed by wait when the leader exits
+	waitErr error         // set by wait before closing exited
 
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup
-}
-
-func (c *stdioConn) SessionID() string { return "" }
-
-func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case msg, ok := <-c.incoming:
-		if !ok {
-			return nil, c.exitError()
-		}
-		return msg, nil
-	case <-c.closed:
-		return nil, mcp.ErrConnectionClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // exitError describes why stdout ended.
@@ -214,87 +182,6 @@ func (c *stdioConn) exitError() error {
 	default:
 		return fmt.Errorf("server closed stdout: %w", io.EOF)
 	}
-}
-
-func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	b, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	b = append(b, '\n')
-	return c.writeLine(b, "", true)
-}
-
-// readStdout decodes one JSON-RPC message per line. Lines that are not
-// JSON-RPC messages (a banner, a stray print) are logged and skipped.
-func (c *stdioConn) readStdout() {
-	defer c.wg.Done()
-	defer close(c.incoming)
-	defer close(c.rawDone)
-	r := dataplane.NewLineReader(c.stdout, maxLineLength)
-	junk := 0
-	for {
-		line, tooLong, err := r.Next()
-		if tooLong {
-			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", maxLineLength)
-		} else if c.rawPending.Load() > 0 && bytes.Contains(line, []byte(`"jr-`)) && c.deliverRaw(line) {
-			// A response to a raw call, handed over undecoded.
-		} else if len(bytes.TrimSpace(line)) > 0 {
-			msg, derr := decodeLine(line)
-			if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
-				if fixed, n := sanitizeContent(resp.Result); n > 0 {
-					c.logger.Warn("replaced content blocks of unknown type", "count", n)
-					resp.Result = fixed
-				}
-			}
-			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/progress" {
-				c.progress.count(req.Params)
-			}
-			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/message" {
-				c.progress.countLog()
-			}
-			if derr != nil {
-				junk++
-				// A server that floods stdout must not flood the log.
-				if junk <= 10 || junk%1000 == 0 {
-					c.logger.Warn("skipped non-JSON-RPC line on stdout", "line", preview(line), "error", derr, "skipped_so_far", junk)
-				}
-			} else {
-				select {
-				case c.incoming <- msg:
-				case <-c.closed:
-					return
-				}
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
-				c.logger.Debug("stdout ended", "error", err)
-			}
-			return
-		}
-	}
-}
-
-// decodeLine decodes one line as a JSON-RPC message. go-sdk's decoder
-// accepts any JSON object, so a line must also look like JSON-RPC 2.0.
-func decodeLine(line []byte) (jsonrpc.Message, error) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 || line[0] != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	if !bytes.Contains(line, []byte(`"jsonrpc"`)) {
-		return nil, errors.New("no jsonrpc member")
-	}
-	return jsonrpc.DecodeMessage(line)
-}
-
-func preview(b []byte) string {
-	const max = 200
-	if len(b) > max {
-		return string(b[:max]) + "…"
-	}
-	return string(b)
 }
 
 // readStderr logs the server's stderr line by line.
@@ -332,13 +219,11 @@ func (c *stdioConn) wait() {
 // concurrently; later calls return the first call's result.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
-		c.writeMu.Lock()
-		close(c.closed)
-		c.stdin.Close()
-		c.writeMu.Unlock()
+		c.ServerConn.Close() // closes stdin
 		c.closeErr = c.terminate()
 		c.stdout.Close()
 		c.stderr.Close()
+		c.ServerConn.Wait()
 		c.wg.Wait()
 	})
 	return c.closeErr

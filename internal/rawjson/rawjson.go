@@ -26,7 +26,39 @@ func Object(b []byte, fn func(key, val []byte)) int {
 // ObjectSpans is [Object] giving each value as its place in b, b[start:end],
 // for callers that replace a member's value.
 func ObjectSpans(b []byte, fn func(key []byte, start, end int)) int {
-	i := SkipSpace(b, 0)
+	return WalkObject(b, 0, func(key []byte, v int) int {
+		end := SkipValue(b, v)
+		if end >= 0 {
+			fn(key, v, end)
+		}
+		return end
+	})
+}
+
+// EachMember is [Object] reporting only whether b starts with a
+// well-formed object.
+func EachMember(b []byte, fn func(key, val []byte)) bool { return Object(b, fn) >= 0 }
+
+// EachElement calls fn with each raw element of the JSON array b. It
+// reports false if b is not a well-formed array at the top level.
+func EachElement(b []byte, fn func(val []byte)) bool {
+	return WalkArray(b, 0, func(e int) int {
+		end := SkipValue(b, e)
+		if end >= 0 {
+			fn(b[e:end])
+		}
+		return end
+	}) >= 0
+}
+
+// WalkObject walks the JSON object starting at b[i:] (after spaces): for
+// each member it calls fn with the key (without quotes, escapes left as
+// they are) and the index where the value starts; fn returns the index
+// just past the value, or -1 to stop. walkObject returns the index just
+// past the object, or -1 if fn stopped or the object is not well-formed.
+// Each value is walked once, by fn.
+func WalkObject(b []byte, i int, fn func(key []byte, v int) int) int {
+	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return -1
 	}
@@ -47,13 +79,9 @@ func ObjectSpans(b []byte, fn func(key []byte, start, end int)) int {
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
-		i = SkipSpace(b, i+1)
-		start := i
-		i = SkipValue(b, i)
-		if i < 0 {
+		if i = fn(key, SkipSpace(b, i+1)); i < 0 {
 			return -1
 		}
-		fn(key, start, i)
 		i = SkipSpace(b, i)
 		if i >= len(b) {
 			return -1
@@ -70,42 +98,35 @@ func ObjectSpans(b []byte, fn func(key []byte, start, end int)) int {
 	return -1
 }
 
-// EachMember is [Object] reporting only whether b starts with a
-// well-formed object.
-func EachMember(b []byte, fn func(key, val []byte)) bool { return Object(b, fn) >= 0 }
-
-// EachElement calls fn with each raw element of the JSON array b. It
-// reports false if b is not a well-formed array at the top level.
-func EachElement(b []byte, fn func(val []byte)) bool {
-	i := SkipSpace(b, 0)
+// WalkArray is WalkObject for the JSON array at b[i:]: fn gets the index
+// where each element starts.
+func WalkArray(b []byte, i int, fn func(e int) int) int {
+	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != '[' {
-		return false
+		return -1
 	}
 	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return true
+		return i + 1
 	}
 	for i < len(b) {
-		start := i
-		i = SkipValue(b, i)
-		if i < 0 {
-			return false
+		if i = fn(i); i < 0 {
+			return -1
 		}
-		fn(b[start:i])
 		i = SkipSpace(b, i)
 		if i >= len(b) {
-			return false
+			return -1
 		}
 		switch b[i] {
 		case ',':
 			i = SkipSpace(b, i+1)
 		case ']':
-			return true
+			return i + 1
 		default:
-			return false
+			return -1
 		}
 	}
-	return false
+	return -1
 }
 
 // SkipValue returns the index just past the JSON value starting at i, or

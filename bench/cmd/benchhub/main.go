@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string) error {
 	name := fs.String("name", "echo", "source `name`; tools keep their upstream names")
 	rawUp := fs.Bool("raw-upstream", false, "reach the upstream with bench/rawup instead of package upstream")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
-	fast := fs.Bool("fast", false, "serve with the fast path: View.ServeStdioFast on stdio, HTTPOptions.FastPath over HTTP")
+	fast := fs.Bool("fast", false, "serve with the raw path (dataplane); without it every call goes through go-sdk")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

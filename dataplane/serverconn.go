@@ -1,0 +1,432 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxLine bounds one line read from a server's stdout. A longer
+// line is discarded (and logged) rather than buffered.
+const DefaultMaxLine = 16 << 20
+
+// ServerConnOptions configure [NewServerConn]. A nil *ServerConnOptions
+// is the same as a zero one.
+type ServerConnOptions struct {
+	// Logger receives what the server does wrong on stdout (junk lines,
+	// over-long lines, unknown content types). Nil discards.
+	Logger *slog.Logger
+	// MaxLine bounds one line from the server; zero means
+	// [DefaultMaxLine].
+	MaxLine int
+	// Observe, if not nil, sees every notification the server sends, as
+	// it is read and before go-sdk handles it: go-sdk hands a response to
+	// its caller at once but queues notifications for its handlers, so a
+	// caller that must forward a call's progress and log messages before
+	// its result counts them here. It is called from the reading
+	// goroutine and must not block.
+	Observe func(method string, params json.RawMessage)
+	// EndError, if not nil, says why the server's stdout ended (the
+	// process exited, with what); Read returns its error, which should
+	// wrap io.EOF.
+	EndError func() error
+}
+
+// A ServerConn is junction's side of the stdin and stdout of an MCP
+// server it runs: newline-delimited JSON-RPC both ways, an
+// [mcp.Connection] for go-sdk's client, and raw tool calls beside
+// go-sdk's requests on the same pipes ([ServerConn.NewRawCall]).
+//
+// Lines on stdout that are not JSON-RPC messages (a banner, a stray
+// print) are logged and skipped, where go-sdk's own connection would end
+// the session; writes to stdin are coalesced (see writer.go). The process
+// itself belongs to the caller: it closes stdout once the process is gone,
+// which ends the reading goroutine ([ServerConn.Wait]).
+type ServerConn struct {
+	logger   *slog.Logger
+	observe  func(string, json.RawMessage)
+	endError func() error
+
+	in       *writer
+	stdin    io.Closer
+	incoming chan jsonrpc.Message // from read; closed when it ends
+	readDone chan struct{}        // closed when read ends
+	closed   chan struct{}        // closed by Close
+	close    sync.Once
+
+	// Raw calls, by wire id ("\"jr-N\"").
+	rawSeq     atomic.Uint64
+	rawPending atomic.Int64 // len(raw), read by read without the lock
+	rawMu      sync.Mutex   // guards raw
+	raw        map[string]*RawCall
+}
+
+var _ mcp.Connection = (*ServerConn)(nil)
+
+// NewServerConn starts reading stdout, in one goroutine, and returns the
+// connection.
+func NewServerConn(stdin io.WriteCloser, stdout io.Reader, opts *ServerConnOptions) *ServerConn {
+	var o ServerConnOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = DefaultMaxLine
+	}
+	if o.EndError == nil {
+		o.EndError = func() error { return fmt.Errorf("server closed stdout: %w", io.EOF) }
+	}
+	c := &ServerConn{
+		logger:   o.Logger,
+		observe:  o.Observe,
+		endError: o.EndError,
+		in:       newWriter(stdin),
+		stdin:    stdin,
+		incoming: make(chan jsonrpc.Message),
+		readDone: make(chan struct{}),
+		closed:   make(chan struct{}),
+	}
+	c.in.onFail = func(ids []string, err error) {
+		for _, id := range ids {
+			c.fail(id, err)
+		}
+	}
+	c.in.busy = func() bool { return c.rawPending.Load() > 1 }
+	go c.read(stdout, o.MaxLine)
+	return c
+}
+
+func (c *ServerConn) SessionID() string { return "" }
+
+// Read implements [mcp.Connection]: the server's next message.
+func (c *ServerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case msg, ok := <-c.incoming:
+		if !ok {
+			return nil, c.endError()
+		}
+		return msg, nil
+	case <-c.closed:
+		return nil, mcp.ErrConnectionClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write implements [mcp.Connection]: it returns once msg is written.
+func (c *ServerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	return c.in.write(append(b, '\n'), "", true)
+}
+
+// Close implements [mcp.Connection]: it stops delivering messages and
+// closes the server's stdin, which tells a well-behaved server to exit.
+// It does not wait for the reading goroutine (see [ServerConn.Wait]).
+func (c *ServerConn) Close() error {
+	c.close.Do(func() {
+		close(c.closed)
+		c.in.close(func() { c.stdin.Close() })
+	})
+	return nil
+}
+
+// Wait waits until the reading goroutine has ended: stdout reached its
+// end (the process is gone, or its owner closed the pipe).
+func (c *ServerConn) Wait() { <-c.readDone }
+
+// read decodes one JSON-RPC message per line, hands responses to raw
+// calls to them and everything else to go-sdk. Lines that are not
+// JSON-RPC messages are logged and skipped.
+func (c *ServerConn) read(stdout io.Reader, max int) {
+	defer close(c.readDone)
+	defer close(c.incoming)
+	r := NewLineReader(stdout, max)
+	junk := 0
+	for {
+		line, tooLong, err := r.Next()
+		if tooLong {
+			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", max)
+		} else if c.rawPending.Load() > 0 && bytes.Contains(line, []byte(`"jr-`)) && c.deliverRaw(line) {
+			// A response to a raw call, handed over undecoded.
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			msg, derr := decodeLine(line)
+			switch m := msg.(type) {
+			case *jsonrpc.Response:
+				if m.Result != nil {
+					if fixed, n := SanitizeContent(m.Result); n > 0 {
+						c.logger.Warn("replaced content blocks of unknown type", "count", n)
+						m.Result = fixed
+					}
+				}
+			case *jsonrpc.Request:
+				if c.observe != nil && !m.IsCall() {
+					c.observe(m.Method, m.Params)
+				}
+			}
+			if derr != nil {
+				junk++
+				// A server that floods stdout must not flood the log.
+				if junk <= 10 || junk%1000 == 0 {
+					c.logger.Warn("skipped non-JSON-RPC line on stdout", "line", preview(line), "error", derr, "skipped_so_far", junk)
+				}
+			} else {
+				select {
+				case c.incoming <- msg:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+				c.logger.Debug("stdout ended", "error", err)
+			}
+			return
+		}
+	}
+}
+
+// decodeLine decodes one line as a JSON-RPC message. go-sdk's decoder
+// accepts any JSON object, so a line must also look like JSON-RPC 2.0.
+func decodeLine(line []byte) (jsonrpc.Message, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	if !bytes.Contains(line, []byte(`"jsonrpc"`)) {
+		return nil, errors.New("no jsonrpc member")
+	}
+	return jsonrpc.DecodeMessage(line)
+}
+
+// preview shortens b for a log line.
+func preview(b []byte) string {
+	const max = 200
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
+
+// A RawCall is one tools/call made on a [ServerConn] without go-sdk: the
+// request is written with an id of its own ("jr-N", a string, where
+// go-sdk's ids are numbers), and the response line with that id is handed
+// to the call undecoded. Notifications the server sends meanwhile
+// (progress, log messages) still go through go-sdk.
+type RawCall struct {
+	c     *ServerConn
+	id    string        // as it appears on the wire, quotes included
+	reply chan RawReply // capacity 1; one send per call
+}
+
+// RawReply is how a raw call ended: the result member as the server sent
+// it, the server's error, or why there was no answer.
+type RawReply struct {
+	Result json.RawMessage
+	Err    *jsonrpc.Error
+	Fail   error
+}
+
+// NewRawCall returns a call waiting for its reply. Its request is not
+// written yet: a caller that sets up timers that may fail it can do so
+// first ([RawCall.Send]).
+func (c *ServerConn) NewRawCall() *RawCall {
+	n := c.rawSeq.Add(1)
+	r := &RawCall{c: c, id: `"jr-` + strconv.FormatUint(n, 10) + `"`, reply: make(chan RawReply, 1)}
+	c.rawMu.Lock()
+	if c.raw == nil {
+		c.raw = make(map[string]*RawCall)
+	}
+	c.raw[r.id] = r
+	c.rawPending.Add(1)
+	c.rawMu.Unlock()
+	return r
+}
+
+// Reply is where the call's end arrives.
+func (r *RawCall) Reply() <-chan RawReply { return r.reply }
+
+// ReadDone is closed when the server's stdout has ended: a call still
+// waiting then will get no reply (but see [RawCall.Forget]).
+func (r *RawCall) ReadDone() <-chan struct{} { return r.c.readDone }
+
+// Send writes the tools/call request with params (a params object whose
+// _meta, if any, is replaced) and a _meta holding meta's members (a JSON
+// object's inside, without braces, such as
+// `"progressToken":"junction-1"`; empty for none). It may return before
+// the request is written: a failure to write arrives as the reply.
+func (r *RawCall) Send(meta []byte, params json.RawMessage) error {
+	line := make([]byte, 0, len(params)+len(meta)+80)
+	line = append(line, `{"jsonrpc":"2.0","id":`...)
+	line = append(line, r.id...)
+	line = append(line, `,"method":"tools/call","params":`...)
+	line = appendParams(line, params, meta)
+	line = append(line, "}\n"...)
+	if err := r.c.in.write(line, r.id, false); err != nil {
+		r.c.fail(r.id, err) // the reply says so too
+		return err
+	}
+	return nil
+}
+
+// appendParams appends params with its _meta member replaced by one
+// holding meta (no _meta if meta is empty).
+func appendParams(line []byte, params json.RawMessage, meta []byte) []byte {
+	params = bytes.TrimSpace(params)
+	if !bytes.Contains(params, []byte(`"_meta"`)) && len(params) >= 2 {
+		// The common case: splice the _meta in front of the members.
+		if len(meta) == 0 {
+			return append(line, params...)
+		}
+		line = append(line, `{"_meta":{`...)
+		line = append(line, meta...)
+		line = append(line, '}')
+		if rest := bytes.TrimSpace(params[1:]); len(rest) > 0 && rest[0] != '}' {
+			line = append(line, ',')
+		}
+		return append(line, params[1:]...)
+	}
+	line = append(line, '{')
+	first := true
+	if len(meta) > 0 {
+		line = append(line, `"_meta":{`...)
+		line = append(line, meta...)
+		line = append(line, '}')
+		first = false
+	}
+	rawjson.ObjectSpans(params, func(key []byte, start, end int) {
+		if string(key) == "_meta" {
+			return
+		}
+		if !first {
+			line = append(line, ',')
+		}
+		first = false
+		line = append(line, '"')
+		line = append(line, key...)
+		line = append(line, `":`...)
+		line = append(line, params[start:end]...)
+	})
+	return append(line, '}')
+}
+
+// Fail ends the call, if it still waits, with cause as its reply. A nil
+// cause does nothing.
+func (r *RawCall) Fail(cause error) {
+	if cause != nil {
+		r.c.fail(r.id, cause)
+	}
+}
+
+// Forget drops the call's waiter, if it is still there: a reply that
+// comes later is discarded.
+func (r *RawCall) Forget() {
+	c := r.c
+	c.rawMu.Lock()
+	if c.raw[r.id] == r {
+		delete(c.raw, r.id)
+		c.rawPending.Add(-1)
+	}
+	c.rawMu.Unlock()
+}
+
+// Cancel tells the server the call is cancelled (notifications/cancelled
+// with the call's id), with cause as the reason.
+func (r *RawCall) Cancel(cause error) {
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
+	line := make([]byte, 0, 96+len(q))
+	line = append(line, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+	line = append(line, r.id...)
+	line = append(line, `,"reason":`...)
+	line = append(line, q...)
+	line = append(line, "}}\n"...)
+	if err := r.c.in.write(line, "", false); err != nil {
+		r.c.logger.Debug("sending notifications/cancelled failed", "error", err)
+	}
+}
+
+// fail ends the raw call id, if it still waits, with cause.
+func (c *ServerConn) fail(id string, cause error) {
+	c.rawMu.Lock()
+	r, ok := c.raw[id]
+	if ok {
+		delete(c.raw, id)
+		c.rawPending.Add(-1)
+	}
+	c.rawMu.Unlock()
+	if ok {
+		r.reply <- RawReply{Fail: cause} // capacity 1; out of the map, so no other send
+	}
+}
+
+// deliverRaw hands line to the raw call waiting for it and reports
+// whether it was such a response. Called by read only.
+func (c *ServerConn) deliverRaw(line []byte) bool {
+	var id, result, errv []byte
+	method := false
+	if !rawjson.EachMember(line, func(key, val []byte) {
+		switch string(key) {
+		case "id":
+			id = val
+		case "result":
+			result = val
+		case "error":
+			errv = val
+		case "method":
+			method = true
+		}
+	}) || method || len(id) == 0 || !bytes.HasPrefix(id, []byte(`"jr-`)) {
+		// Not a response to a raw call (a request of the server's own
+		// may use any id, "jr-1" included).
+		return false
+	}
+	c.rawMu.Lock()
+	r, ok := c.raw[string(id)]
+	if ok {
+		delete(c.raw, string(id))
+		c.rawPending.Add(-1)
+	}
+	c.rawMu.Unlock()
+	if !ok {
+		return true // a reply to a raw call that gave up: not go-sdk's either
+	}
+	var reply RawReply
+	switch {
+	case result != nil && errv == nil:
+		// The line is the reader's own copy (LineReader.Next allocates
+		// per line), so the result can be kept without a copy.
+		reply.Result = result
+	case errv != nil:
+		var e jsonrpc.Error
+		if err := json.Unmarshal(errv, &e); err != nil {
+			e = jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a malformed error: " + err.Error()}
+		}
+		reply.Err = &e
+	default:
+		reply.Err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a response with neither result nor error"}
+	}
+	r.reply <- reply // capacity 1, one send per id
+	return true
+}

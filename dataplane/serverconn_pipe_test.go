@@ -1,0 +1,300 @@
+package dataplane
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pipeConn is a ServerConn on pipes, without a process: the test plays the
+// server on the other ends.
+type pipeConn struct {
+	c         *ServerConn
+	serverIn  *os.File // the server's stdin: what junction wrote
+	serverOut *os.File // the server's stdout: what junction reads
+}
+
+func newPipeConn(t *testing.T) *pipeConn {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewServerConn(inW, outR, nil)
+	p := &pipeConn{c: c, serverIn: inR, serverOut: outW}
+	t.Cleanup(func() {
+		outW.Close() // the reader ends
+		c.Wait()
+		c.Close()
+		inR.Close()
+		outR.Close()
+	})
+	return p
+}
+
+// sendRaw starts a raw call with progress token tok.
+func (p *pipeConn) sendRaw(tok string, params json.RawMessage) (*RawCall, error) {
+	rc := p.c.NewRawCall()
+	err := rc.Send([]byte(`"progressToken":"`+tok+`"`), params)
+	return rc, err
+}
+
+// queued reports how many raw requests wait in the write queue.
+func (p *pipeConn) queued() int {
+	p.c.in.mu.Lock()
+	defer p.c.in.mu.Unlock()
+	return len(p.c.in.queueIDs)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRawBurstInterleaved sends a burst of raw requests while the first
+// write is stuck (so the rest queue and go out together), then answers
+// them in reverse order: every call gets its own answer, and the queued
+// lines reach the server whole.
+func TestRawBurstInterleaved(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	const n = 64
+	// The first request is bigger than the pipe: its write blocks until
+	// the server reads.
+	big := strings.Repeat("b", 256<<10)
+	type sent struct {
+		id    string
+		reply <-chan RawReply
+	}
+	results := make(chan sent, n)
+	errs := make(chan error, n)
+	send := func(i int) {
+		arg := fmt.Sprintf(`{"name":"echo","arguments":{"i":%d`, i)
+		if i == 0 {
+			arg += `,"pad":"` + big + `"`
+		}
+		rc, err := p.sendRaw(fmt.Sprintf("tok-%d", i), json.RawMessage(arg+"}}"))
+		if err != nil {
+			errs <- err
+			return
+		}
+		results <- sent{rc.id, rc.Reply()}
+	}
+	go send(0)
+	waitUntil(t, "the first write to block", func() bool {
+		p.c.in.mu.Lock()
+		defer p.c.in.mu.Unlock()
+		return p.c.in.writing
+	})
+	for i := 1; i < n; i++ {
+		go send(i)
+	}
+	waitUntil(t, "the burst to queue", func() bool { return p.queued() == n-1 })
+
+	// The server reads every request, then answers in reverse order.
+	sc := bufio.NewScanner(p.serverIn)
+	sc.Buffer(nil, 1<<20)
+	type request struct {
+		ID     json.RawMessage `json:"id"`
+		Params struct {
+			Meta      map[string]string `json:"_meta"`
+			Arguments struct {
+				I int `json:"i"`
+			} `json:"arguments"`
+		} `json:"params"`
+	}
+	var reqs []request
+	for len(reqs) < n && sc.Scan() {
+		var r request
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("request line %d is not whole JSON: %v: %.200s", len(reqs), err, sc.Bytes())
+		}
+		if want := fmt.Sprintf("tok-%d", r.Params.Arguments.I); r.Params.Meta["progressToken"] != want {
+			t.Errorf("request %d has progress token %q, want %q", r.Params.Arguments.I, r.Params.Meta["progressToken"], want)
+		}
+		reqs = append(reqs, r)
+	}
+	if len(reqs) != n {
+		t.Fatalf("server read %d requests, want %d (%v)", len(reqs), n, sc.Err())
+	}
+	p.c.in.mu.Lock()
+	rounds := p.c.in.taken
+	p.c.in.mu.Unlock()
+	if rounds >= n-1 {
+		t.Errorf("%d queued requests took %d rounds of writes, want them coalesced", n-1, rounds)
+	}
+	w := bufio.NewWriter(p.serverOut)
+	for i := len(reqs) - 1; i >= 0; i-- {
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%d"}]}}`+"\n", reqs[i].ID, reqs[i].Params.Arguments.I)
+		if i%7 == 0 {
+			w.Flush() // answers arrive in several reads
+		}
+	}
+	w.Flush()
+
+	// Match each reply to its request by id.
+	byID := make(map[string]int)
+	for _, r := range reqs {
+		byID[string(r.ID)] = r.Params.Arguments.I
+	}
+	for range n {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case s := <-results:
+			select {
+			case r := <-s.reply:
+				want := fmt.Sprintf(`{"content":[{"type":"text","text":"%d"}]}`, byID[s.id])
+				if string(r.Result) != want || r.Err != nil || r.Fail != nil {
+					t.Errorf("reply to %s = %s, %v, %v; want %s", s.id, r.Result, r.Err, r.Fail, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no reply to %s", s.id)
+			}
+		}
+	}
+	if p.c.rawPending.Load() != 0 {
+		t.Errorf("%d raw calls still pending", p.c.rawPending.Load())
+	}
+}
+
+// TestWriteFailureReachesQueuedCalls: when the server stops reading
+// (its stdin closes) with requests queued behind a stuck write, the
+// writer, the queued raw calls and the queued go-sdk writes all fail, and
+// so does every later write.
+func TestWriteFailureReachesQueuedCalls(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	big := json.RawMessage(`{"name":"echo","arguments":{"pad":"` + strings.Repeat("b", 256<<10) + `"}}`)
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := p.sendRaw("t0", big)
+		firstErr <- err
+	}()
+	waitUntil(t, "the first write to block", func() bool {
+		p.c.in.mu.Lock()
+		defer p.c.in.mu.Unlock()
+		return p.c.in.writing
+	})
+	rc1, err := p.sendRaw("t1", json.RawMessage(`{"name":"echo"}`))
+	reply := rc1.Reply()
+	if err != nil {
+		t.Fatalf("queued sendRaw = %v, want it queued", err)
+	}
+	pingID, err := jsonrpc.MakeID(float64(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdkErr := make(chan error, 1)
+	go func() {
+		sdkErr <- p.c.Write(t.Context(), &jsonrpc.Request{Method: "ping", ID: pingID})
+	}()
+	waitUntil(t, "the go-sdk write to queue", func() bool {
+		p.c.in.mu.Lock()
+		defer p.c.in.mu.Unlock()
+		return len(p.c.in.queue) > 0 && strings.Contains(string(p.c.in.queue), `"ping"`)
+	})
+	select {
+	case err := <-sdkErr:
+		t.Fatalf("a queued go-sdk write returned (%v) before its round was written", err)
+	default:
+	}
+
+	p.serverIn.Close() // the server is gone: the stuck write fails
+
+	for what, ch := range map[string]chan error{"stuck write": firstErr, "queued go-sdk write": sdkErr} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, mcp.ErrConnectionClosed) {
+				t.Errorf("%s = %v, want an error wrapping ErrConnectionClosed", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not fail", what)
+		}
+	}
+	select {
+	case r := <-reply:
+		if !errors.Is(r.Fail, mcp.ErrConnectionClosed) {
+			t.Errorf("queued raw call got %+v, want a write failure", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("queued raw call got no reply")
+	}
+	if _, err := p.sendRaw("t2", json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("sendRaw after the failure = %v, want ErrConnectionClosed", err)
+	}
+	if p.c.rawPending.Load() != 0 {
+		t.Errorf("%d raw calls still pending", p.c.rawPending.Load())
+	}
+}
+
+// TestWriteQueueBounded: behind a stuck write, a writer finding
+// maxQueuedWrite bytes queued waits for the round to go out.
+func TestWriteQueueBounded(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	line := []byte(`{"x":"` + strings.Repeat("q", maxQueuedWrite) + `"}` + "\n")
+	wg.Add(1)
+	go func() { defer wg.Done(); p.c.in.write(line, "", false) }() // blocks in write: the pipe is smaller
+	waitUntil(t, "the first write to block", func() bool {
+		p.c.in.mu.Lock()
+		defer p.c.in.mu.Unlock()
+		return p.c.in.writing
+	})
+	if err := p.c.in.write(line, "", false); err != nil { // queued: returns at once
+		t.Fatal(err)
+	}
+	third := make(chan error, 1)
+	go func() { third <- p.c.in.write([]byte("{}\n"), "", false) }()
+	select {
+	case err := <-third:
+		t.Fatalf("a write beyond the queue bound returned (%v) while the queue was full", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	// The server reads: everything goes out, in order.
+	r := bufio.NewReaderSize(p.serverIn, 4<<20)
+	for i, want := range []string{string(line), string(line), "{}\n"} {
+		got, err := r.ReadString('\n')
+		if err != nil || got != want {
+			t.Fatalf("line %d: %d bytes (%v), want %d", i, len(got), err, len(want))
+		}
+	}
+	if err := <-third; err != nil {
+		t.Errorf("third write = %v", err)
+	}
+}
+
+// TestWriteFailureOwnLine: a writer whose own (queued) line fails gets the
+// error back, and its raw call is not left waiting.
+func TestWriteFailureOwnLine(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	p.serverIn.Close()
+	if _, err := p.sendRaw("t", json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("sendRaw to a server that is gone = %v, want ErrConnectionClosed", err)
+	}
+	if n := p.c.rawPending.Load(); n != 0 {
+		t.Errorf("%d raw calls pending after a failed send", n)
+	}
+}

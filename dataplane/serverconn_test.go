@@ -1,0 +1,118 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestDecodeLineSkipsJunk(t *testing.T) {
+	t.Parallel()
+	for _, junk := range []string{"", "hello", "[1,2]", `{"a":1}`, `{"jsonrpc":`, `"jsonrpc"`} {
+		if _, err := decodeLine([]byte(junk)); err == nil {
+			t.Errorf("decodeLine(%q) succeeded, want an error", junk)
+		}
+	}
+	msg, err := decodeLine([]byte(` {"jsonrpc":"2.0","id":1,"result":{}} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := msg.(*jsonrpc.Response); !ok {
+		t.Errorf("decodeLine(response) = %T", msg)
+	}
+}
+
+func TestSanitizeContent(t *testing.T) {
+	t.Parallel()
+	in := json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"widget","x":1}],"isError":true}`)
+	out, n := SanitizeContent(in)
+	if n != 1 {
+		t.Fatalf("sanitizeContent replaced %d blocks, want 1", n)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("go-sdk cannot decode the sanitized result: %v", err)
+	}
+	if !res.IsError || len(res.Content) != 2 || res.Content[1].(*mcp.TextContent).Text != `[unsupported content type "widget"]` {
+		t.Errorf("sanitized result = %s", out)
+	}
+	ok := json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png"}]}`)
+	if out, n := SanitizeContent(ok); n != 0 || string(out) != string(ok) {
+		t.Errorf("sanitizeContent changed a valid result: %s", out)
+	}
+}
+
+func FuzzDecodeLine(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"x"}]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`))
+	f.Add([]byte("Starting server..."))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		msg, err := decodeLine(line)
+		if err == nil && msg == nil {
+			t.Fatal("nil message without error")
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
+			out, n := SanitizeContent(resp.Result)
+			if n > 0 && !json.Valid(out) {
+				t.Fatalf("sanitizeContent produced invalid JSON: %s", out)
+			}
+		}
+	})
+}
+
+// FuzzUnknownTypes checks that the quick scan never clears a result the
+// full check would rewrite.
+func FuzzUnknownTypes(f *testing.F) {
+	for _, s := range []string{`{"content":[{"type":"text","text":"x"}]}`, `{"content":[{"type":"widget"}]}`,
+		`{"content":[{"type" : "image","data":"","mimeType":"image/png"},{"text":"\"type\":\"x\"","type":"text"}]}`,
+		`{"content":[{"type":1}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if unknownTypes(b) {
+			return
+		}
+		if _, n := sanitizeFull(b); n > 0 {
+			t.Fatalf("unknownTypes(%q) = false, but %d blocks need rewriting", b, n)
+		}
+	})
+}
+
+// TestDeliverRaw: only responses with a raw id go to raw calls; a request
+// of the upstream's own with the same id goes to go-sdk.
+func TestDeliverRaw(t *testing.T) {
+	c := &ServerConn{}
+	r1 := &RawCall{c: c, id: `"jr-1"`, reply: make(chan RawReply, 1)}
+	c.raw = map[string]*RawCall{`"jr-1"`: r1}
+	c.rawPending.Store(1)
+
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":"jr-1","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"jr-1","result":`, // cut short
+	} {
+		if c.deliverRaw([]byte(line)) {
+			t.Errorf("deliverRaw(%s) = true", line)
+		}
+	}
+	if !c.deliverRaw([]byte(` {"result" : {"content":[]} , "id":"jr-1","jsonrpc":"2.0"}`)) {
+		t.Fatal("deliverRaw(response to jr-1) = false")
+	}
+	select {
+	case r := <-r1.reply:
+		if string(r.Result) != `{"content":[]}` || r.Err != nil {
+			t.Errorf("reply = %s, %v", r.Result, r.Err)
+		}
+	default:
+		t.Fatal("no reply delivered")
+	}
+	if c.rawPending.Load() != 0 || len(c.raw) != 0 {
+		t.Errorf("after delivery: pending %d, map %v", c.rawPending.Load(), c.raw)
+	}
+	// A late reply to a call that gave up is dropped, not passed on.
+	if !c.deliverRaw([]byte(`{"jsonrpc":"2.0","id":"jr-9","error":{"code":1,"message":"late"}}`)) {
+		t.Error("deliverRaw(late reply) = false")
+	}
+}
