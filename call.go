@@ -38,7 +38,8 @@ import (
 type Call struct {
 	hub   *Hub
 	st    *sourceState
-	name  string // exposed name
+	tool  *mcp.Tool // as the view serves it
+	name  string    // exposed name
 	local string // the source's own name
 	src   Source
 	ctx   context.Context
@@ -99,7 +100,7 @@ func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
 // that retires the source either happens before (and the call is not
 // routed there) or sees the call in flight (and Drain waits for it).
 func (h *Hub) newCall(ctx context.Context, e *toolEntry) *Call {
-	c := &Call{hub: h, st: e.source, name: e.name, local: e.local, src: e.source.src, ctx: ctx, start: time.Now()}
+	c := &Call{hub: h, st: e.source, tool: e.tool, name: e.name, local: e.local, src: e.source.src, ctx: ctx, start: time.Now()}
 	h.inflight.Add(1)
 	e.source.inflight.Add(1)
 	if d := e.source.opts.Timeout; d > 0 {
@@ -158,6 +159,10 @@ func unknownTool(name string, pending int) error {
 
 // Name returns the tool's exposed name.
 func (c *Call) Name() string { return c.name }
+
+// Tool returns the tool as the hub serves it (with its exposed name). It
+// must not be modified.
+func (c *Call) Tool() *mcp.Tool { return c.tool }
 
 // Local returns the source's own name for the tool.
 func (c *Call) Local() string { return c.local }
@@ -259,9 +264,10 @@ func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *json
 	return rawjson.FixText(res), nil
 }
 
-// release drops a call that was begun but not made (nothing observed,
-// nothing logged).
-func (c *Call) release() { c.end() }
+// Release drops a call that was begun but will not be made (a data
+// plane that found, after [View.BeginRaw], that the call must take the
+// typed path): nothing is observed or logged, and it stops counting.
+func (c *Call) Release() { c.end() }
 
 // end marks the call finished and stops counting it; it reports false if
 // it was already.

@@ -175,7 +175,7 @@ func (v *View) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, err
 				}
 				// Only the wait was wanted here: the handler makes the call.
-				c.release()
+				c.Release()
 			}
 		}
 		return next(ctx, method, req)

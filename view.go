@@ -107,6 +107,13 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 // Server returns the go-sdk server of the view, for a transport to run.
 func (v *View) Server() *mcp.Server { return v.server }
 
+// Implementation returns what the view's server says about itself
+// (serverInfo): the hub's name, title and version.
+func (v *View) Implementation() *mcp.Implementation {
+	o := v.hub.opts
+	return &mcp.Implementation{Name: o.Name, Title: o.Title, Version: o.Version}
+}
+
 // Name returns the view's name ("" for the default view).
 func (v *View) Name() string { return v.name }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -13,15 +14,23 @@ import (
 // to route it (id, method, tool name) and its arguments are forwarded as
 // they came; the answer is written around the source's result bytes.
 
+// toolCall is a tools/call the raw path takes, as the host sent it.
+type toolCall struct {
+	id   json.RawMessage // number or string
+	name string          // the tool's exposed name, decoded
+	// The other members of params, as sent (nil when absent).
+	args, meta, inputResponses, requestState json.RawMessage
+}
+
 // parseToolCall reads the one shape of message the raw path takes: a
 // JSON-RPC request {"jsonrpc":"2.0","id":…,"method":"tools/call",
-// "params":{"name":…,"arguments":…}} with no other members (no _meta, so
-// no progress token and no per-request protocol fields; no inputResponses
-// or requestState), each member once and spelled exactly, an id that is a
-// number or a string, and nothing after it. Anything else goes the
-// ordinary way. The id and arguments are returned as sent, and checked to
-// be valid JSON, since they are forwarded without being decoded.
-func parseToolCall(msg []byte) (id json.RawMessage, name string, args json.RawMessage, ok bool) {
+// "params":{"name":…,…}} whose params hold only name, arguments, _meta,
+// inputResponses and requestState, each member once and spelled exactly,
+// with an id that is a number or a string, and nothing after it. Anything
+// else (a task request, a batch, a notification) goes the typed way. The
+// id and the other members are returned as sent, and checked to be valid
+// JSON, since they are forwarded without being decoded.
+func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	var params, rawName []byte
 	var seen [4]bool
 	ok = true
@@ -31,7 +40,7 @@ func parseToolCall(msg []byte) (id json.RawMessage, name string, args json.RawMe
 		case "jsonrpc":
 			k, ok = 0, ok && string(val) == `"2.0"`
 		case "id":
-			k, id = 1, val
+			k, tc.id = 1, val
 		case "method":
 			k, ok = 2, ok && string(val) == `"tools/call"`
 		case "params":
@@ -44,33 +53,91 @@ func parseToolCall(msg []byte) (id json.RawMessage, name string, args json.RawMe
 		seen[k] = true
 	})
 	if !ok || end < 0 || seen != [4]bool{true, true, true, true} || len(bytes.TrimSpace(msg[end:])) > 0 {
-		return nil, "", nil, false
+		return toolCall{}, false
 	}
-	if c := id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !json.Valid(id) {
-		return nil, "", nil, false // null, or not an id at all
+	if c := tc.id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !json.Valid(tc.id) {
+		return toolCall{}, false // null, or not an id at all
 	}
-	var pseen [2]bool
+	var pseen [5]bool
 	if rawjson.Object(params, func(key, val []byte) {
+		k := -1
 		switch string(key) {
 		case "name":
-			ok, pseen[0], rawName = ok && !pseen[0], true, val
+			k, rawName = 0, val
 		case "arguments":
-			ok, pseen[1], args = ok && !pseen[1], true, val
-		default:
-			ok = false
+			k, tc.args = 1, val
+		case "_meta":
+			k, tc.meta = 2, val
+		case "inputResponses":
+			k, tc.inputResponses = 3, val
+		case "requestState":
+			k, tc.requestState = 4, val
 		}
+		if k < 0 || pseen[k] {
+			ok = false
+			return
+		}
+		pseen[k] = true
 	}) < 0 || !ok || !pseen[0] || rawName[0] != '"' {
-		return nil, "", nil, false
+		return toolCall{}, false
 	}
 	if plainASCII(rawName) {
-		name = string(rawName[1 : len(rawName)-1])
-	} else if json.Unmarshal(rawName, &name) != nil { // escapes, or UTF-8 to check
-		return nil, "", nil, false
+		tc.name = string(rawName[1 : len(rawName)-1])
+	} else if json.Unmarshal(rawName, &tc.name) != nil { // escapes, or UTF-8 to check
+		return toolCall{}, false
 	}
-	if len(args) > 0 && !json.Valid(args) {
-		return nil, "", nil, false
+	for _, v := range []json.RawMessage{tc.args, tc.meta, tc.inputResponses, tc.requestState} {
+		if len(v) > 0 && !json.Valid(v) {
+			return toolCall{}, false
+		}
 	}
-	return id, name, args, true
+	if len(tc.meta) > 0 && tc.meta[0] != '{' {
+		return toolCall{}, false
+	}
+	return tc, true
+}
+
+// metaInfo is what a request's _meta says, for the raw path.
+type metaInfo struct {
+	modern   bool // it follows 2026-07-28 or later (the per-request protocol fields)
+	version  string
+	progress bool // the host asked for progress (progressToken)
+	logLevel bool // the host asked for log messages (2026-07-28's logLevel)
+	ok       bool // go-sdk would take the request as it is; false sends it the typed way, which answers it
+}
+
+// readMeta reads a request's _meta (nil: none). A request that names the
+// protocol 2026-07-28 must carry what that revision asks for (client
+// capabilities, an object; client info, if any, an object) and name a
+// revision go-sdk speaks; anything else goes to go-sdk, whose answer (an
+// error) the raw path would otherwise have to copy.
+func readMeta(meta []byte) metaInfo {
+	mi := metaInfo{ok: true}
+	if len(meta) == 0 {
+		return mi
+	}
+	caps, info := false, true
+	rawjson.Object(meta, func(key, val []byte) {
+		switch string(key) {
+		case "progressToken":
+			mi.progress = true
+		case "io.modelcontextprotocol/logLevel":
+			mi.logLevel = true
+		case "io.modelcontextprotocol/protocolVersion":
+			if json.Unmarshal(val, &mi.version) != nil {
+				mi.ok = false
+			}
+		case "io.modelcontextprotocol/clientCapabilities":
+			caps = len(val) > 0 && val[0] == '{'
+		case "io.modelcontextprotocol/clientInfo":
+			info = len(val) > 0 && val[0] == '{'
+		}
+	})
+	if mi.version >= junction.StatelessProtocolVersion {
+		mi.modern = true
+		mi.ok = mi.ok && mi.version == junction.StatelessProtocolVersion && caps && info
+	}
+	return mi
 }
 
 // plainASCII reports whether b holds only printable ASCII without
@@ -85,18 +152,85 @@ func plainASCII(b []byte) bool {
 }
 
 // rawParams returns the params object for the source: its own name for
-// the tool and the host's arguments as sent; none (or null) become {}, as
-// go-sdk's client sends them on the typed path.
-func rawParams(local string, args json.RawMessage) []byte {
+// the tool and the rest as the host sent it; arguments absent (or null)
+// become {}, as go-sdk's client sends them on the typed path.
+func rawParams(local string, tc toolCall) []byte {
+	args := tc.args
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	params := make([]byte, 0, len(args)+len(local)+32)
+	params := make([]byte, 0, len(args)+len(tc.meta)+len(tc.inputResponses)+len(tc.requestState)+len(local)+64)
 	params = append(params, `{"name":`...)
 	params = strconv.AppendQuote(params, local)
 	params = append(params, `,"arguments":`...)
 	params = append(params, args...)
+	for _, m := range []struct {
+		key string
+		val json.RawMessage
+	}{{"_meta", tc.meta}, {"inputResponses", tc.inputResponses}, {"requestState", tc.requestState}} {
+		if len(m.val) > 0 {
+			params = append(params, `,"`...)
+			params = append(params, m.key...)
+			params = append(params, `":`...)
+			params = append(params, m.val...)
+		}
+	}
 	return append(params, '}')
+}
+
+// modernResult returns a result for a host at 2026-07-28 or later, as
+// go-sdk's server writes it there: with "resultType":"complete" if it has
+// no result type, and the hub's serverInfo (impl, as JSON) in its _meta.
+func modernResult(res []byte, impl []byte) []byte {
+	out := make([]byte, 0, len(res)+len(impl)+96)
+	out = append(out, '{')
+	hasType, hasMeta := false, false
+	n := 0
+	member := func(key, val []byte) {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = append(out, '"')
+		out = append(out, key...)
+		out = append(out, `":`...)
+		out = append(out, val...)
+	}
+	end := rawjson.Object(res, func(key, val []byte) {
+		switch string(key) {
+		case "resultType":
+			hasType = true
+		case "_meta":
+			if len(val) == 0 || val[0] != '{' {
+				break
+			}
+			hasMeta = true
+			meta := make([]byte, 0, len(val)+len(impl)+48)
+			meta = append(meta, `{"io.modelcontextprotocol/serverInfo":`...)
+			meta = append(meta, impl...)
+			rawjson.Object(val, func(k, v []byte) {
+				if string(k) == "io.modelcontextprotocol/serverInfo" {
+					return
+				}
+				meta = append(meta, `,"`...)
+				meta = append(meta, k...)
+				meta = append(meta, `":`...)
+				meta = append(meta, v...)
+			})
+			val = append(meta, '}')
+		}
+		member(key, val)
+	})
+	if end < 0 {
+		return res
+	}
+	if !hasMeta {
+		member([]byte("_meta"), append(append([]byte(`{"io.modelcontextprotocol/serverInfo":`), impl...), '}'))
+	}
+	if !hasType {
+		member([]byte("resultType"), []byte(`"complete"`))
+	}
+	return append(out, '}')
 }
 
 // answerLine is the JSON-RPC answer to the host's request id: the result

@@ -105,8 +105,8 @@ func TestHTTPFastPath(t *testing.T) {
 	}
 	p := &mcp.CallToolParams{Name: "s__echo", Arguments: map[string]any{"msg": "x"}}
 	p.SetProgressToken("tok")
-	if _, err := cs.CallTool(t.Context(), p); err != nil || f.slow.Load() != 1 {
-		t.Errorf("a call with a progress token: err %v, ordinary calls %d; want the ordinary path", err, f.slow.Load())
+	if _, err := cs.CallTool(t.Context(), p); err != nil || f.slow.Load() != 0 || raw.Load() != 11 {
+		t.Errorf("a call with a progress token: err %v, ordinary calls %d; want the raw path", err, f.slow.Load())
 	}
 	// An unknown tool is the ordinary path's to refuse.
 	if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "nope"}); err == nil && !res.IsError {

@@ -1,9 +1,13 @@
 package dataplane
 
 import (
+	"bytes"
+	"encoding/json"
 	"log/slog"
+	"sync"
 
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Options configure a [Plane]. A nil *Options is the same as a zero one.
@@ -26,6 +30,22 @@ type Plane struct {
 	v      *junction.View
 	raw    bool
 	logger *slog.Logger
+	impl   []byte // the view's serverInfo as JSON, for results to hosts at 2026-07-28
+
+	bound sync.Map // *mcp.Tool -> bool: its input schema binds arguments to headers (x-mcp-header)
+}
+
+// headerBound reports whether tool's input schema binds arguments to
+// HTTP headers (x-mcp-header), which go-sdk checks on requests of
+// 2026-07-28. Tools are immutable once served, so the answer is kept.
+func (p *Plane) headerBound(tool *mcp.Tool) bool {
+	if v, ok := p.bound.Load(tool); ok {
+		return v.(bool)
+	}
+	b, err := json.Marshal(tool.InputSchema)
+	bound := err != nil || bytes.Contains(b, []byte(`"x-mcp-header"`))
+	p.bound.Store(tool, bound)
+	return bound
 }
 
 // New returns the plane of v. It installs on v's go-sdk server the
@@ -40,7 +60,8 @@ func New(v *junction.View, opts *Options) *Plane {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	v.Server().AddSendingMiddleware(divertToStream)
-	return &Plane{v: v, raw: !o.NoRaw, logger: o.Logger}
+	impl, _ := json.Marshal(v.Implementation()) // strings only: cannot fail
+	return &Plane{v: v, raw: !o.NoRaw, logger: o.Logger, impl: impl}
 }
 
 // View returns the view the plane serves.

@@ -38,10 +38,10 @@ import (
 
 // httpRaw is the raw path of one HTTP handler.
 type httpRaw struct {
-	p         *Plane
-	jsonOnly  bool          // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
-	stateless bool          // HTTPStateless: no sessions; see takeStateless
-	touch     time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
+	p        *Plane
+	jsonOnly bool // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
+	mode     HTTPMode
+	touch    time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
 
 	seq atomic.Uint64 // ids of requests to hosts ("jh-N")
 
@@ -65,7 +65,7 @@ type httpSession struct {
 
 func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
 	return &httpRaw{
-		p: p, jsonOnly: o.JSONResponse, stateless: o.Mode == HTTPStateless, touch: o.SessionTimeout / 4,
+		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, touch: o.SessionTimeout / 4,
 		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
 	}
 }
@@ -73,15 +73,19 @@ func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
 // take answers the POST r, whose body is body, if it is for the raw
 // path, and reports whether it did.
 func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if !f.acceptable(r) {
+		return false
+	}
 	sid := r.Header.Get("Mcp-Session-Id")
-	if r.Header.Get("Mcp-Protocol-Version") >= junction.StatelessProtocolVersion || !f.acceptable(r) {
-		return false
-	}
-	if f.stateless {
-		return sid == "" && f.takeStateless(w, r, body)
-	}
-	if sid == "" {
-		return false
+	version := r.Header.Get("Mcp-Protocol-Version")
+	modern := version >= junction.StatelessProtocolVersion
+	switch {
+	case sid == "" && modern:
+		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
+	case sid == "":
+		return f.mode == HTTPStateless && f.takeStateless(w, r, body)
+	case modern:
+		return false // a session of 2026-07-28: go-sdk's to refuse
 	}
 	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
 		id, ok := cancelledID(body)
@@ -93,15 +97,18 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
 		return false
 	}
-	id, name, args, ok := parseToolCall(body)
+	tc, ok := parseToolCall(body)
 	if !ok {
+		return false
+	}
+	if mi := readMeta(tc.meta); !mi.ok || mi.modern {
 		return false
 	}
 	s := f.session(sid)
 	if s == nil {
 		return false
 	}
-	key := string(id)
+	key := string(tc.id)
 	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the call
 	defer cancel()
 	hc := s.calls.add(key, cancel)
@@ -111,46 +118,99 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	ctx = junction.WithHostSession(ctx, s.ss)
 	sink := &sseSink{w: w, sid: sid, f: f}
 	if !f.jsonOnly {
-		// With JSON answers only, log messages and requests to the host
-		// go where go-sdk puts them (the session's GET stream).
+		// With JSON answers only, progress, log messages and requests to
+		// the host go where go-sdk puts them (the session's GET stream).
 		ctx = context.WithValue(ctx, streamKey{}, sink)
 	}
-	call, rc := f.p.v.BeginRaw(ctx, name)
+	call, rc := f.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
 		s.calls.finish(key, hc, nil)
 		return false
 	}
-	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), args))
-	if s.calls.finish(key, hc, func() { sink.finish(answerLine(id, res, werr)) }) {
+	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
+	if s.calls.finish(key, hc, func() { sink.finish(answerLine(tc.id, res, werr)) }) {
 		sink.finish(nil) // JSON-RPC: no answer to a cancelled request
 	}
 	return true
 }
 
-// takeStateless answers a plain tools/call of a client before protocol
+// takeStateless answers a tools/call of a client before protocol
 // 2026-07-28 on a handler without sessions (HTTPStateless). As in go-sdk's
-// stateless mode, such a call has no session to send log messages or
-// requests to; a client that goes away cancels it.
+// stateless mode, such a call has no session to send progress, log
+// messages or requests to, so one that asks for progress goes to go-sdk;
+// a client that goes away cancels the call.
 func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
 		return false
 	}
-	id, name, args, ok := parseToolCall(body)
+	tc, ok := parseToolCall(body)
 	if !ok {
 		return false
 	}
-	call, rc := f.p.v.BeginRaw(r.Context(), name)
+	if mi := readMeta(tc.meta); !mi.ok || mi.modern || mi.progress {
+		return false
+	}
+	call, rc := f.p.v.BeginRaw(r.Context(), tc.name)
 	if call == nil {
 		return false
 	}
-	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), args))
-	answer := answerLine(id, res, werr)
+	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
+	writeJSON(w, answerLine(tc.id, res, werr))
+	return true
+}
+
+// takeModern answers a tools/call of a client at 2026-07-28 or later,
+// which comes without a session: the request carries its protocol fields
+// in _meta and names its method and tool in headers (Mcp-Method,
+// Mcp-Name). It goes to go-sdk unless everything go-sdk checks holds as
+// it is (go-sdk's error is the answer then), and when the host asks for
+// progress or log messages: without a session they can only go on the
+// response stream go-sdk's handler keeps for the call. The result gets
+// "resultType" and the hub's serverInfo, as go-sdk's does.
+func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
+	if r.Header.Get("Mcp-Method") != "tools/call" || !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return false
+	}
+	tc, ok := parseToolCall(body)
+	if !ok || r.Header.Get("Mcp-Name") != tc.name || hasParamHeaders(r.Header) {
+		return false
+	}
+	if mi := readMeta(tc.meta); !mi.ok || !mi.modern || mi.version != version || mi.progress || mi.logLevel {
+		return false
+	}
+	call, rc := f.p.v.BeginRaw(r.Context(), tc.name)
+	if call == nil {
+		return false
+	}
+	if f.p.headerBound(call.Tool()) {
+		call.Release() // go-sdk checks Mcp-Param-* headers against the arguments
+		return false
+	}
+	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
+	if werr == nil {
+		res = modernResult(res, f.p.impl)
+	}
+	writeJSON(w, answerLine(tc.id, res, werr))
+	return true
+}
+
+// hasParamHeaders reports whether h has an Mcp-Param-* header.
+func hasParamHeaders(h http.Header) bool {
+	for k := range h {
+		if len(k) > len("Mcp-Param-") && strings.EqualFold(k[:len("Mcp-Param-")], "Mcp-Param-") {
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSON writes answer as a 200 application/json response.
+func writeJSON(w http.ResponseWriter, answer []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(answer)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(answer)
-	return true
 }
 
 // acceptable reports whether r is a POST go-sdk would take: JSON in, and
@@ -286,8 +346,8 @@ func divertToStream(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		var res mcp.Result
 		switch method {
-		case "notifications/message":
-			s.log(req.GetParams())
+		case "notifications/message", "notifications/progress":
+			s.notify(method, req.GetParams())
 			return nil, nil
 		case "elicitation/create":
 			res = &mcp.ElicitResult{}
@@ -323,14 +383,14 @@ type sseSink struct {
 	done    bool // the answer is written (or there will be none)
 }
 
-// log sends a notifications/message with params, as an SSE event, unless
-// the call has been answered.
-func (s *sseSink) log(params mcp.Params) {
+// notify sends a notification (a log message, progress) with params, as
+// an SSE event, unless the call has been answered.
+func (s *sseSink) notify(method string, params mcp.Params) {
 	b, err := json.Marshal(struct {
 		JSONRPC string     `json:"jsonrpc"`
 		Method  string     `json:"method"`
 		Params  mcp.Params `json:"params"`
-	}{"2.0", "notifications/message", params})
+	}{"2.0", method, params})
 	if err != nil {
 		return
 	}

@@ -122,39 +122,48 @@ func (s *stdioSession) take(line []byte) bool {
 	if !s.p.raw {
 		return false
 	}
-	if !s.ready {
-		s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
-		return false
-	}
 	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
 		id, ok := cancelledID(line)
 		return ok && s.calls.cancel(string(id))
 	}
 	if !bytes.Contains(line, []byte(`"tools/call"`)) {
+		if !s.ready {
+			s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
+		}
 		return false
 	}
-	id, name, args, ok := parseToolCall(line)
+	tc, ok := parseToolCall(line)
 	if !ok {
 		return false
 	}
-	key := string(id)
+	mi := readMeta(tc.meta)
+	// Before notifications/initialized only a request of 2026-07-28 or
+	// later stands on its own. The log level such a request names lives
+	// in go-sdk's context for its handler, which the raw path has not got.
+	if !mi.ok || !s.ready && !mi.modern || mi.modern && mi.logLevel {
+		return false
+	}
+	key := string(tc.id)
 	ctx, cancel := context.WithCancel(junction.WithHostSession(s.c.ctx, s.host))
 	hc := s.calls.add(key, cancel)
 	if hc == nil {
 		cancel()
 		return false // a reused id, or closing: go-sdk answers it
 	}
-	call, rc := s.p.v.BeginRaw(ctx, name)
+	call, rc := s.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
 		s.calls.finish(key, hc, nil)
 		cancel()
 		return false
 	}
-	params := rawParams(call.Local(), args)
+	params := rawParams(call.Local(), tc)
 	go func() {
 		res, werr := call.CallToolRaw(rc, params)
+		if werr == nil && mi.modern {
+			res = modernResult(res, s.p.impl)
+		}
 		// JSON-RPC: no answer to a cancelled request.
-		s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(id, res, werr)) })
+		s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(tc.id, res, werr)) })
 		cancel()
 	}()
 	return true

@@ -176,10 +176,20 @@ func TestServeStdioFast(t *testing.T) {
 		t.Errorf("params forwarded for null arguments = %s, want %s", got, want)
 	}
 
-	// _meta needs the ordinary path (progress tokens are remapped there).
+	// _meta goes raw too (the source maps progress tokens), and reaches
+	// the source as sent.
 	h.send(t, `{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"s__echo","arguments":{},"_meta":{"progressToken":"p"}}}`)
-	if m := h.recv(t); text(m) != "slow" || m["id"] != "m" {
-		t.Errorf("call with _meta = %v, want the ordinary path's answer", m)
+	if m := h.recv(t); text(m) != "fast" || m["id"] != "m" {
+		t.Errorf("call with _meta = %v, want the raw path's answer", m)
+	}
+	if got, want := gotParams.Load(), `{"name":"echo","arguments":{},"_meta":{"progressToken":"p"}}`; got != want {
+		t.Errorf("params forwarded with _meta = %s, want %s", got, want)
+	}
+	// A member the raw path does not know (a task request) takes the
+	// typed path.
+	h.send(t, `{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"s__echo","arguments":{},"task":{"ttl":1}}}`)
+	if m := h.recv(t); text(m) != "slow" || m["id"] != "k" {
+		t.Errorf("call with a task = %v, want the typed path's answer", m)
 	}
 	// A denied tool is unknown on both paths.
 	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__hidden"}}`)
@@ -380,7 +390,10 @@ func TestParseToolCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"a"}}`, "-3", "a", "", true},
 		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1}}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1}}}`, "1", "a", "", true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":7}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","task":{}}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","requestState":"s","requestState":"t"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":}}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}} {}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
@@ -389,9 +402,9 @@ func TestParseToolCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
 		{`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
 	} {
-		id, name, args, ok := parseToolCall([]byte(tc.msg))
-		if ok != tc.wantAccept || string(id) != tc.id || name != tc.name || string(args) != tc.args {
-			t.Errorf("parseToolCall(%s) = %s, %q, %s, %v; want %s, %q, %s, %v", tc.msg, id, name, args, ok, tc.id, tc.name, tc.args, tc.wantAccept)
+		got, ok := parseToolCall([]byte(tc.msg))
+		if ok != tc.wantAccept || string(got.id) != tc.id || got.name != tc.name || string(got.args) != tc.args {
+			t.Errorf("parseToolCall(%s) = %s, %q, %s, %v; want %s, %q, %s, %v", tc.msg, got.id, got.name, got.args, ok, tc.id, tc.name, tc.args, tc.wantAccept)
 		}
 	}
 }
@@ -403,10 +416,11 @@ func FuzzParseToolCall(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"}"]}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"\u00e9"}}`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		id, name, args, ok := parseToolCall(msg)
+		tc, ok := parseToolCall(msg)
 		if !ok {
 			return
 		}
+		id, name, args := tc.id, tc.name, tc.args
 		if !json.Valid(msg) {
 			t.Fatalf("accepted invalid JSON %q", msg)
 		}
@@ -479,4 +493,48 @@ func TestServeStdioFastInFlight(t *testing.T) {
 		t.Errorf("ServeStdioFast = %v", err)
 	}
 	outW.Close()
+}
+
+// TestModernHostRaw: a host at 2026-07-28 sends no initialize; its
+// tools/call, which carries the protocol fields in _meta, goes raw on its
+// own, and the result gets the result type and the hub's serverInfo, as
+// go-sdk writes them for such a host. One that asks for log messages
+// (logLevel) takes the typed path, and so does one whose protocol fields
+// go-sdk would refuse.
+func TestModernHostRaw(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[{"type":"text","text":"fast"}],"_meta":{"k":1}}`), nil
+	}}
+	h := startFast(t, f, junction.Selection{})
+	const meta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","_meta":{`+meta+`}}}`)
+	m := h.recv(t)
+	if text(m) != "fast" {
+		t.Fatalf("modern call = %v, want the raw path's answer", m)
+	}
+	res := m["result"].(map[string]any)
+	info, _ := res["_meta"].(map[string]any)["io.modelcontextprotocol/serverInfo"].(map[string]any)
+	if res["resultType"] != "complete" || info["name"] != "junction" || res["_meta"].(map[string]any)["k"] != 1.0 {
+		t.Errorf("modern result = %v, want resultType, the hub's serverInfo and the source's _meta", res)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","_meta":{`+meta+`,"io.modelcontextprotocol/logLevel":"debug"}}}`)
+	if m := h.recv(t); text(m) != "slow" {
+		t.Errorf("modern call with a log level = %v, want the typed path's answer", m)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"s__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if m := h.recv(t); m["error"] == nil {
+		t.Errorf("modern call without client capabilities = %v, want go-sdk's error", m)
+	}
+}
+
+func TestModernResult(t *testing.T) {
+	impl := []byte(`{"name":"junction","version":"1"}`)
+	for _, tc := range []struct{ in, want string }{
+		{`{"content":[]}`, `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"}},"resultType":"complete"}`},
+		{`{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"x":2}}`, `{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"},"x":2}}`},
+	} {
+		if got := string(modernResult([]byte(tc.in), impl)); got != tc.want {
+			t.Errorf("modernResult(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
 }
