@@ -40,7 +40,7 @@ type Call struct {
 	st    *sourceState
 	tool  *mcp.Tool // as the view serves it
 	name  string    // exposed name
-	local string // the source's own name
+	local string    // the source's own name
 	src   Source
 	ctx   context.Context
 	stop  context.CancelFunc // nil without a timeout
