@@ -138,7 +138,7 @@ import (
 
 var (
 	updateConversations  = flag.Bool("update", false, "rewrite the expected sections of testdata/conversations/*.txtar from what was observed")
-	pendingConversations = flag.Bool("pending", false, "also run the conversations in pendingFix, which fail until their defect is fixed")
+	pendingConversations = flag.Bool("pending", false, "also run what fails until its defect is fixed: the conversations in pendingFix, the differential cases in diffPending")
 )
 
 // pendingFix lists conversations that expect the correct behaviour where
