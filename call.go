@@ -202,6 +202,23 @@ func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessag
 	return c.FinishRaw(res, err)
 }
 
+// StartToolRaw starts the call on rs (the call's source, as returned by
+// [View.BeginRaw]) with params, as [Call.CallToolRaw] does, without
+// waiting: answer gets what the host receives (see [Call.FinishRaw]),
+// exactly once, from the goroutine that ends the call.
+func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(json.RawMessage, *jsonrpc.Error)) {
+	var once sync.Once
+	finish := func(res json.RawMessage, err error) {
+		once.Do(func() { answer(c.FinishRaw(res, err)) })
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			finish(nil, Recovered(r))
+		}
+	}()
+	rs.StartToolRaw(c.ctx, c.local, params, finish)
+}
+
 // Finish ends the call with what the source returned and returns what
 // the host receives: res itself, a *jsonrpc.Error from the source as it
 // is, or a tool-error result for any other failure. It reports the call

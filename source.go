@@ -134,6 +134,17 @@ type RawCaller interface {
 	CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
 }
 
+// A RawStarter is a [RawCaller] that can also start a call and return at
+// once: StartToolRaw writes the call and calls done, exactly once, with
+// what CallToolRaw would return, from whichever goroutine ends the call
+// (typically the one reading the source's answers). The data plane uses
+// it where a host's connection would otherwise keep a goroutine waiting
+// per call. done must not block for long.
+type RawStarter interface {
+	RawCaller
+	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error))
+}
+
 type hostSessionKey struct{}
 
 // WithHostSession returns a context that names ss as the host session a

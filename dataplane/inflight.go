@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,27 +19,49 @@ type inflight struct {
 	closing bool // no new calls
 }
 
-// hostCall is one raw call in flight.
+// hostCall is one raw call in flight. It rides in the call's context
+// (hostCallOf), which is how a server connection of this package learns
+// the batches the call's writes belong to.
 type hostCall struct {
 	cancel    context.CancelFunc
 	cancelled bool // the host cancelled it; guarded by inflight.mu
+
+	// from is the batch of the goroutine that read the host's request,
+	// while it starts the call: the request to the server is queued
+	// there. via is the batch of the goroutine that read the server's
+	// answer, while it hands the answer over: the answer to the host is
+	// queued there. Each is set only while its goroutine runs the call's
+	// code (a call finished elsewhere, on a timer say, writes at once).
+	from, via atomic.Pointer[batch]
 }
 
-// add enters the call with the host's id key and returns it, or nil if
-// the id is in use or the table is closing.
-func (t *inflight) add(key string, cancel context.CancelFunc) *hostCall {
+type hostCallKey struct{}
+
+// withHostCall returns ctx carrying hc.
+func withHostCall(ctx context.Context, hc *hostCall) context.Context {
+	return context.WithValue(ctx, hostCallKey{}, hc)
+}
+
+// hostCallOf returns the hostCall ctx carries, or nil.
+func hostCallOf(ctx context.Context) *hostCall {
+	hc, _ := ctx.Value(hostCallKey{}).(*hostCall)
+	return hc
+}
+
+// add enters c with the host's id key and reports whether it could: not
+// if the id is in use or the table is closing.
+func (t *inflight) add(key string, c *hostCall) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, dup := t.calls[key]; dup || t.closing {
-		return nil
+		return false
 	}
 	if t.calls == nil {
 		t.calls = make(map[string]*hostCall)
 	}
-	c := &hostCall{cancel: cancel}
 	t.calls[key] = c
 	t.wg.Add(1)
-	return c
+	return true
 }
 
 // finish takes c out of the table and, unless the host cancelled it (as

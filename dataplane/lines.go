@@ -27,6 +27,12 @@ type LineReader struct {
 	buf        []byte // buf[start:end] is read and not yet returned
 	start, end int
 	err        error // r's error, returned once buf holds no more lines
+
+	// beforeRead, if not nil, is called before each read of r: the lines
+	// read so far have all been returned, and Next is about to wait for
+	// more. A reading loop flushes the writes it deferred there (see
+	// batch).
+	beforeRead func()
 }
 
 func NewLineReader(r io.Reader, limit int) *LineReader {
@@ -75,6 +81,9 @@ func (l *LineReader) Next() (line []byte, tooLong bool, err error) {
 			return line, false, l.err
 		}
 		l.makeRoom(&scanned)
+		if l.beforeRead != nil {
+			l.beforeRead()
+		}
 		n, err := l.r.Read(l.buf[l.end:])
 		l.end += n
 		if err != nil {

@@ -111,8 +111,8 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	key := string(tc.id)
 	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the call
 	defer cancel()
-	hc := s.calls.add(key, cancel)
-	if hc == nil {
+	hc := &hostCall{cancel: cancel}
+	if !s.calls.add(key, hc) {
 		return false // a reused id: go-sdk answers it
 	}
 	ctx = junction.WithHostSession(ctx, s.ss)

@@ -69,8 +69,13 @@ type ServerConn struct {
 	// Raw calls, by wire id ("\"jr-N\"").
 	rawSeq     atomic.Uint64
 	rawPending atomic.Int64 // len(raw), read by read without the lock
-	rawMu      sync.Mutex   // guards raw
+	rawMu      sync.Mutex   // guards raw and readEnded
 	raw        map[string]*RawCall
+	readEnded  bool // the reading goroutine has ended: no reply will come
+
+	// batch is the reading goroutine's: answers to hosts queue there while
+	// it handles what one read of stdout brought in (see writer.go).
+	batch batch
 }
 
 var _ mcp.Connection = (*ServerConn)(nil)
@@ -158,7 +163,10 @@ func (c *ServerConn) Wait() { <-c.readDone }
 func (c *ServerConn) read(stdout io.Reader, max int) {
 	defer close(c.readDone)
 	defer close(c.incoming)
+	defer func() { c.failAll(c.endError()) }()
 	r := NewLineReader(stdout, max)
+	r.beforeRead = c.batch.flush
+	defer c.batch.flush()
 	junk := 0
 	for {
 		line, tooLong, err := r.Next()
@@ -233,8 +241,10 @@ func preview(b []byte) string {
 // (progress, log messages) still go through go-sdk.
 type RawCall struct {
 	c     *ServerConn
-	id    string        // as it appears on the wire, quotes included
-	reply chan RawReply // capacity 1; one send per call
+	hc    *hostCall      // the host connection's record of the call, if it has one
+	id    string         // as it appears on the wire, quotes included
+	reply chan RawReply  // capacity 1; one send per call; nil with onDone
+	done  func(RawReply) // called instead of sending on reply (see NewRawCallFunc)
 }
 
 // RawReply is how a raw call ended: the result member as the server sent
@@ -245,13 +255,32 @@ type RawReply struct {
 	Fail   error
 }
 
-// NewRawCall returns a call waiting for its reply. Its request is not
-// written yet: a caller that sets up timers that may fail it can do so
-// first ([RawCall.Send]).
+// NewRawCall returns a call waiting for its reply on [RawCall.Reply]: the
+// server's answer, a failure to write the request, [RawCall.Fail]'s cause,
+// or the end of the server's stdout (an error wrapping io.EOF). Its
+// request is not written yet: a caller that sets up timers that may fail
+// it can do so first ([RawCall.Send]).
 func (c *ServerConn) NewRawCall() *RawCall {
+	return c.newRawCall(make(chan RawReply, 1), nil)
+}
+
+// NewRawCallFunc is [ServerConn.NewRawCall] for a caller that does not
+// wait: done is called with the reply, exactly once, from whichever
+// goroutine ends the call (the reading goroutine, for the server's
+// answer). It must not block for long: it holds up reading.
+func (c *ServerConn) NewRawCallFunc(done func(RawReply)) *RawCall {
+	return c.newRawCall(nil, done)
+}
+
+func (c *ServerConn) newRawCall(reply chan RawReply, done func(RawReply)) *RawCall {
 	n := c.rawSeq.Add(1)
-	r := &RawCall{c: c, id: `"jr-` + strconv.FormatUint(n, 10) + `"`, reply: make(chan RawReply, 1)}
+	r := &RawCall{c: c, id: `"jr-` + strconv.FormatUint(n, 10) + `"`, reply: reply, done: done}
 	c.rawMu.Lock()
+	if c.readEnded {
+		c.rawMu.Unlock()
+		r.deliver(RawReply{Fail: c.endError()})
+		return r
+	}
 	if c.raw == nil {
 		c.raw = make(map[string]*RawCall)
 	}
@@ -264,23 +293,32 @@ func (c *ServerConn) NewRawCall() *RawCall {
 // Reply is where the call's end arrives.
 func (r *RawCall) Reply() <-chan RawReply { return r.reply }
 
-// ReadDone is closed when the server's stdout has ended: a call still
-// waiting then will get no reply (but see [RawCall.Forget]).
-func (r *RawCall) ReadDone() <-chan struct{} { return r.c.readDone }
-
 // Send writes the tools/call request with params (a params object whose
 // _meta, if any, is replaced) and a _meta holding meta's members (a JSON
 // object's inside, without braces, such as
 // `"progressToken":"junction-1"`; empty for none). It may return before
-// the request is written: a failure to write arrives as the reply.
-func (r *RawCall) Send(meta []byte, params json.RawMessage) error {
+// the request is written: a failure to write arrives as the reply. ctx is
+// the call's: when it comes from a host connection of this package (see
+// Plane.ServeStdio), the request and the answer are batched with that
+// connection's other traffic.
+func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage) error {
 	line := make([]byte, 0, len(params)+len(meta)+80)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, r.id...)
 	line = append(line, `,"method":"tools/call","params":`...)
 	line = appendParams(line, params, meta)
 	line = append(line, "}\n"...)
-	if err := r.c.in.write(line, r.id, false); err != nil {
+	var err error
+	hc := hostCallOf(ctx)
+	if hc != nil {
+		r.hc = hc
+	}
+	if b := hostBatch(hc); b != nil {
+		err = r.c.in.writeDeferred(line, r.id, b)
+	} else {
+		err = r.c.in.write(line, r.id, false)
+	}
+	if err != nil {
 		r.c.fail(r.id, err) // the reply says so too
 		return err
 	}
@@ -331,21 +369,37 @@ func appendParams(line []byte, params json.RawMessage, meta []byte) []byte {
 // Fail ends the call, if it still waits, with cause as its reply. A nil
 // cause does nothing.
 func (r *RawCall) Fail(cause error) {
-	if cause != nil {
-		r.c.fail(r.id, cause)
+	if cause != nil && r.Take() {
+		r.deliver(RawReply{Fail: cause})
 	}
 }
 
 // Forget drops the call's waiter, if it is still there: a reply that
 // comes later is discarded.
-func (r *RawCall) Forget() {
+func (r *RawCall) Forget() { r.Take() }
+
+// Take takes the call out of the waiting ones and reports whether it was
+// still there: the caller that gets true is the one that ends it (and
+// delivers, if it delivers, the reply), so a call ends exactly once.
+func (r *RawCall) Take() bool {
 	c := r.c
 	c.rawMu.Lock()
-	if c.raw[r.id] == r {
+	ok := c.raw[r.id] == r
+	if ok {
 		delete(c.raw, r.id)
 		c.rawPending.Add(-1)
 	}
 	c.rawMu.Unlock()
+	return ok
+}
+
+// deliver hands the call its reply; called once, by whoever took it.
+func (r *RawCall) deliver(reply RawReply) {
+	if r.done != nil {
+		r.done(reply)
+		return
+	}
+	r.reply <- reply // capacity 1
 }
 
 // Cancel tells the server the call is cancelled (notifications/cancelled
@@ -377,7 +431,24 @@ func (c *ServerConn) fail(id string, cause error) {
 	}
 	c.rawMu.Unlock()
 	if ok {
-		r.reply <- RawReply{Fail: cause} // capacity 1; out of the map, so no other send
+		r.deliver(RawReply{Fail: cause})
+	}
+}
+
+// failAll ends every raw call still waiting, with cause: the server's
+// stdout has ended, so no reply will come. Calls made later fail at once.
+func (c *ServerConn) failAll(cause error) {
+	c.rawMu.Lock()
+	c.readEnded = true
+	calls := make([]*RawCall, 0, len(c.raw))
+	for id, r := range c.raw {
+		calls = append(calls, r)
+		delete(c.raw, id)
+	}
+	c.rawPending.Store(0)
+	c.rawMu.Unlock()
+	for _, r := range calls {
+		r.deliver(RawReply{Fail: cause})
 	}
 }
 
@@ -427,6 +498,21 @@ func (c *ServerConn) deliverRaw(line []byte) bool {
 	default:
 		reply.Err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a response with neither result nor error"}
 	}
-	r.reply <- reply // capacity 1, one send per id
+	if r.hc != nil {
+		r.hc.via.Store(&c.batch) // the answer to the host queues with this read's
+		r.deliver(reply)
+		r.hc.via.Store(nil)
+		return true
+	}
+	r.deliver(reply)
 	return true
+}
+
+// hostBatch is the batch a call's request queues in: the one of the host
+// connection's reading goroutine, while it starts the call.
+func hostBatch(hc *hostCall) *batch {
+	if hc == nil {
+		return nil
+	}
+	return hc.from.Load()
 }

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ func newPipeConn(t *testing.T) *pipeConn {
 // sendRaw starts a raw call with progress token tok.
 func (p *pipeConn) sendRaw(tok string, params json.RawMessage) (*RawCall, error) {
 	rc := p.c.NewRawCall()
-	err := rc.Send([]byte(`"progressToken":"`+tok+`"`), params)
+	err := rc.Send(context.Background(), []byte(`"progressToken":"`+tok+`"`), params)
 	return rc, err
 }
 

@@ -78,7 +78,7 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 		}
 	}()
 	readErr := make(chan error, 1)
-	go func() { readErr <- readFrames(in, max, c, s.take) }()
+	go func() { readErr <- readFrames(in, max, c, s.take, s.batch.flush) }()
 
 	select {
 	case err = <-runErr:
@@ -114,6 +114,9 @@ type stdioSession struct {
 	// ready is set once the host has sent notifications/initialized; until
 	// then every line goes to go-sdk. Owned by the reading goroutine.
 	ready bool
+	// batch is the reading goroutine's: requests to servers queue there
+	// while it handles what one read brought in (see writer.go).
+	batch batch
 }
 
 // take answers line on the raw path if it can and reports whether it did;
@@ -144,9 +147,10 @@ func (s *stdioSession) take(line []byte) bool {
 		return false
 	}
 	key := string(tc.id)
-	ctx, cancel := context.WithCancel(junction.WithHostSession(s.c.ctx, s.host))
-	hc := s.calls.add(key, cancel)
-	if hc == nil {
+	hc := &hostCall{}
+	ctx, cancel := context.WithCancel(withHostCall(junction.WithHostSession(s.c.ctx, s.host), hc))
+	hc.cancel = cancel
+	if !s.calls.add(key, hc) {
 		cancel()
 		return false // a reused id, or closing: go-sdk answers it
 	}
@@ -157,24 +161,46 @@ func (s *stdioSession) take(line []byte) bool {
 		return false
 	}
 	params := rawParams(call.Local(), tc)
-	go func() {
-		res, werr := call.CallToolRaw(rc, params)
+	answer := func(res json.RawMessage, werr *jsonrpc.Error) {
 		if werr == nil && mi.modern {
 			res = modernResult(res, s.p.impl)
 		}
 		// JSON-RPC: no answer to a cancelled request.
-		s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(tc.id, res, werr)) })
+		s.calls.finish(key, hc, func() {
+			line := answerLine(tc.id, res, werr)
+			if via := hc.via.Load(); via != nil {
+				s.c.out.writeDeferred(line, "", via) // the server's reader flushes it
+			} else {
+				s.c.out.Write(line)
+			}
+		})
 		cancel()
-	}()
+	}
+	if rs, ok := rc.(junction.RawStarter); ok {
+		// No goroutine waits: the source's reader answers (see
+		// junction.RawStarter). The request queues with this read's.
+		hc.from.Store(&s.batch)
+		call.StartToolRaw(rs, params, answer)
+		hc.from.Store(nil)
+		return true
+	}
+	go func() { answer(call.CallToolRaw(rc, params)) }()
 	return true
 }
 
 // readFrames reads in line by line. A line take answers (nil: none) is
 // done with; any other is decoded and delivered to c, or answered with an
-// error if it is not a JSON-RPC message. It returns the reader's error
-// (io.EOF at the end), or ErrConnectionClosed once c is closed.
-func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool) error {
+// error if it is not a JSON-RPC message. flush (if not nil) runs before
+// each read of in. It returns the reader's error (io.EOF at the end), or
+// ErrConnectionClosed once c is closed.
+func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush func()) error {
 	r := NewLineReader(in, max)
+	r.beforeRead = flush
+	defer func() {
+		if flush != nil {
+			flush()
+		}
+	}()
 	for {
 		line, tooLong, err := r.Next()
 		if tooLong {

@@ -54,7 +54,7 @@ func startConn(in io.Reader, out io.Writer, max int, onBad func(error)) *conn {
 		max = DefaultMaxFrame
 	}
 	c := newConn(newWriter(out), onBad)
-	go func() { c.endInput(readFrames(in, max, c, nil)) }()
+	go func() { c.endInput(readFrames(in, max, c, nil, nil)) }()
 	return c
 }
 

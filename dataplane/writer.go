@@ -34,8 +34,8 @@ const bigWrite = 64 << 10
 type writer struct {
 	w io.Writer
 	// onFail, if not nil, learns the ids (see write) of the lines of a
-	// round that could not be written, with the error; called with mu
-	// held.
+	// round that could not be written, with the error; called without mu
+	// held, by the goroutine writing the round.
 	onFail func(ids []string, err error)
 	// busy, if not nil, reports whether more writes are likely to come at
 	// once (calls in flight): the writer then yields once before writing,
@@ -134,6 +134,16 @@ func (wr *writer) write(line []byte, id string, wait bool) error {
 			wr.mu.Lock()
 		}
 	}
+	if e := wr.drainLocked(ownRound); ownRound != 0 {
+		own = e
+	}
+	return own
+}
+
+// drainLocked writes the queue, round after round, until it is empty;
+// called with mu held and writing set, which it clears. It returns the
+// error of round mine (zero: none of interest).
+func (wr *writer) drainLocked(mine uint64) (own error) {
 	for len(wr.queue) > 0 {
 		buf, ids := wr.queue, wr.queueIDs
 		wr.queue, wr.queueIDs = wr.spare[:0], wr.spareIDs[:0]
@@ -153,11 +163,16 @@ func (wr *writer) write(line []byte, id string, wait bool) error {
 				wr.failedAt = round
 			}
 			if wr.onFail != nil && len(ids) > 0 {
-				wr.onFail(ids, wr.err)
+				// Outside the lock: ending a call may write again (a
+				// cancellation), which fails at once now.
+				failed, err := append([]string(nil), ids...), wr.err
+				wr.mu.Unlock()
+				wr.onFail(failed, err)
+				wr.mu.Lock()
 			}
 		}
 		wr.done = round
-		if round == ownRound {
+		if round == mine {
 			own = wr.err
 		}
 		if cap(buf) <= bigWrite { // keep a small buffer, not a burst's
@@ -170,6 +185,67 @@ func (wr *writer) write(line []byte, id string, wait bool) error {
 	wr.writing = false
 	wr.cond.Broadcast() // writers held back by maxQueuedWrite, and flush
 	return own
+}
+
+// writeDeferred queues one whole line without writing it: b's owner
+// writes it, with whatever else it queued, when it flushes b (before its
+// reader waits for more input). A write under way by another goroutine
+// sends it anyway. id is as for write.
+func (wr *writer) writeDeferred(line []byte, id string, b *batch) error {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	if wr.closed {
+		return mcp.ErrConnectionClosed
+	}
+	if wr.err != nil {
+		return wr.err
+	}
+	wr.queue = append(wr.queue, line...)
+	if id != "" {
+		wr.queueIDs = append(wr.queueIDs, id)
+	}
+	if !wr.writing {
+		b.add(wr)
+	}
+	return nil
+}
+
+// flushDeferred writes what writeDeferred queued, unless a write under way
+// does.
+func (wr *writer) flushDeferred() {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	if wr.writing || len(wr.queue) == 0 {
+		return
+	}
+	wr.writing = true
+	wr.drainLocked(0)
+}
+
+// A batch is the writers one reading goroutine queued lines on while it
+// handled what one read brought in, so that those lines go out together:
+// the goroutine flushes the batch before it reads again (LineReader's
+// beforeRead). Only that goroutine uses it.
+type batch struct {
+	ws []*writer
+}
+
+func (b *batch) add(w *writer) {
+	for _, x := range b.ws {
+		if x == w {
+			return
+		}
+	}
+	b.ws = append(b.ws, w)
+}
+
+// flush writes the batch's lines.
+func (b *batch) flush() {
+	for i, w := range b.ws {
+		w.flushDeferred()
+		b.ws[i] = nil
+	}
+	b.ws = b.ws[:0]
 }
 
 // failed records a failed write, with mu held, and returns the error

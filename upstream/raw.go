@@ -2,10 +2,12 @@ package upstream
 
 import (
 	"bytes"
+	"sync"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -72,7 +74,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		if err != nil {
 			return nil, err
 		}
-		if hm.retry || hm.modern && !sess.modern() {
+		if bridged(hm, sess) {
 			return s.callViaSDK(ctx, params)
 		}
 		res, err := s.callRaw(ctx, sess, name, params, hm, timeout)
@@ -93,41 +95,137 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 	}
 }
 
-// callRaw makes one raw call on sess; see CallToolRaw.
-func (s *Server) callRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
-	conn := sess.stdio()
-	// A raw call has no context of its own: the no-progress timer and the
-	// session's closing end it by failing its reply (see register), and
-	// the host's cancellation is ctx. The call waits for its reply before
-	// it is registered, so a timer can never fire with nothing to fail.
-	rc := conn.NewRawCall()
-	c := s.register(ctx, sess, junction.HostSession(ctx), timeout, rc.Fail, hm.token != nil)
-	if c == nil {
-		rc.Forget()
-		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone)
+var _ junction.RawStarter = (*Server)(nil)
+
+// StartToolRaw implements [junction.RawStarter]: it is [Server.CallToolRaw]
+// without waiting. While the server is connected, the request is written
+// and StartToolRaw returns; done is then called from the goroutine that
+// reads the server's stdout (or from the call's timer, or its
+// cancellation), so no goroutine waits for the answer. A call that must
+// wait for a session, is bridged, or asks a host before 2026-07-28 for
+// input, goes on as CallToolRaw on a goroutine of its own.
+func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) {
+	slow := func(params json.RawMessage) {
+		go func() { done(s.CallToolRaw(ctx, name, params)) }()
 	}
-	defer s.end(c)
+	params, timeout, err := s.rawCheck(name, params)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	hm := readHostMeta(params, junction.HostSession(ctx))
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil || bridged(hm, sess) {
+		slow(params)
+		return
+	}
+	s.startRaw(ctx, sess, name, params, hm, timeout, func(res json.RawMessage, err error) {
+		switch {
+		case errors.Is(err, errSessionGone):
+			slow(params) // nothing was sent
+		case err == nil && !hm.modern && inputRequired(res):
+			go func() {
+				retry, err := s.fulfilOnHost(ctx, junction.HostSession(ctx), params, res)
+				if err != nil {
+					done(nil, fmt.Errorf("upstream %q: %s: %w", s.name, toolWhat(name), err))
+					return
+				}
+				done(s.CallToolRaw(ctx, name, retry))
+			}()
+		default:
+			done(res, err)
+		}
+	})
+}
+
+// bridged reports whether a call must go through the typed path's bridge
+// (bridge.go): from a host at 2026-07-28 or later, or its retry with
+// answers, to an upstream before it.
+func bridged(hm hostMeta, sess *session) bool {
+	return (hm.modern || hm.retry) && !sess.modern()
+}
+
+// callRaw makes one raw call on sess and waits for it; see CallToolRaw.
+func (s *Server) callRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
+	type outcome struct {
+		res json.RawMessage
+		err error
+	}
+	ch := make(chan outcome, 1)
+	s.startRaw(ctx, sess, name, params, hm, timeout, func(res json.RawMessage, err error) { ch <- outcome{res, err} })
+	o := <-ch
+	return o.res, o.err
+}
+
+// A rawFlight is one raw call on its way: written to the server, and
+// ended by the server's answer, its no-progress timer, the session's
+// closing, or its context. Whichever comes first takes the call from the
+// connection's waiting ones (dataplane.RawCall.Take) and ends it, once.
+type rawFlight struct {
+	s       *Server
+	ctx     context.Context
+	name    string
+	timeout time.Duration
+	rc      *dataplane.RawCall
+	done    func(json.RawMessage, error)
+
+	mu   sync.Mutex // held while the call is set up; guards c and stop
+	c    *call      // nil: setting up failed, and startRaw ends the call
+	stop func() bool
+}
+
+// startRaw writes one raw call on sess; done gets its outcome, once. An
+// error wrapping errSessionGone means nothing was sent.
+func (s *Server) startRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration, done func(json.RawMessage, error)) {
+	f := &rawFlight{s: s, ctx: ctx, name: name, timeout: timeout, done: done}
+	// A raw call has no context of its own: the no-progress timer and the
+	// session's closing end it by failing it (see register), and the
+	// host's cancellation is ctx. Its reply may come before it is set up
+	// (the server's stdout ending): f.mu holds it back until then.
+	f.mu.Lock()
+	f.rc = sess.stdio().NewRawCallFunc(f.reply)
+	c := s.register(ctx, sess, junction.HostSession(ctx), timeout, f.rc.Fail, hm.token != nil)
+	if c == nil {
+		f.rc.Forget()
+		f.mu.Unlock()
+		done(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone))
+		return
+	}
 	if hm.token != nil && c.host != nil {
 		s.mu.Lock()
 		c.hostToken = hm.token
 		s.mu.Unlock()
 	}
-	if err := rc.Send(s.rawMeta(c.token, sess, hm), params); err != nil {
-		rc.Forget()
-		return nil, s.rawError(ctx, name, timeout, err)
+	f.c = c
+	f.stop = context.AfterFunc(ctx, f.cancelled)
+	f.mu.Unlock()
+	// A failure to write ends the call through f.reply.
+	f.rc.Send(ctx, s.rawMeta(c.token, sess, hm), params)
+}
+
+// reply ends the call with the connection's reply.
+func (f *rawFlight) reply(r dataplane.RawReply) {
+	f.mu.Lock()
+	c, stop := f.c, f.stop
+	f.mu.Unlock()
+	if c == nil {
+		return // setting up failed; startRaw has ended the call
 	}
-	// The rare outcomes are in functions of their own, which keeps this
-	// frame (and the stack the host's goroutine must grow to) small; the
-	// tool's name is quoted for messages only when there is one to write.
-	select {
-	case r := <-rc.Reply():
-		return s.rawResult(ctx, rc, c, name, timeout, r)
-	case <-rc.ReadDone():
-		return s.rawEnded(ctx, rc, c, name, timeout)
-	case <-ctx.Done():
-		rc.Forget()
-		rc.Cancel(context.Cause(ctx))
-		return nil, s.rawError(ctx, name, timeout, ctx.Err())
+	stop()
+	// The rare outcomes are in functions of their own; the tool's name is
+	// quoted for messages only when there is one to write.
+	res, err := f.s.rawResult(f.ctx, f.rc, c, f.name, f.timeout, r)
+	f.s.end(c)
+	f.done(res, err)
+}
+
+// cancelled ends the call when its context is done, and tells the server.
+func (f *rawFlight) cancelled() {
+	if f.rc.Take() {
+		f.rc.Cancel(context.Cause(f.ctx))
+		f.reply(dataplane.RawReply{Fail: f.ctx.Err()})
 	}
 }
 
@@ -278,26 +376,9 @@ func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, 
 	return res, nil
 }
 
-// rawEnded ends a raw call whose session's stdout ended.
-func (s *Server) rawEnded(ctx context.Context, rc *dataplane.RawCall, c *call, name string, timeout time.Duration) (json.RawMessage, error) {
-	rc.Forget()
-	// The reply may have been delivered just before stdout ended.
-	select {
-	case r := <-rc.Reply():
-		return s.rawResult(ctx, rc, c, name, timeout, r)
-	default:
-	}
-	s.Reconnect()
-	err := errors.New("server closed stdout")
-	if conn := c.sess.stdio(); conn != nil {
-		err = conn.exitError()
-	}
-	return nil, fmt.Errorf("upstream %q: %s: %w: %v", s.name, toolWhat(name), junction.ErrSourceDown, err)
-}
-
 // rawError classifies the failure of a raw call: err is the cause it
-// ended with (errNoProgress, errSessionClosing, a failed write, the
-// host's cancellation).
+// ended with (errNoProgress, errSessionClosing, a failed write, the end
+// of the server's stdout, the host's cancellation).
 func (s *Server) rawError(ctx context.Context, name string, timeout time.Duration, err error) error {
 	what := toolWhat(name)
 	switch {
@@ -305,7 +386,7 @@ func (s *Server) rawError(ctx context.Context, name string, timeout time.Duratio
 		return fmt.Errorf("upstream %q: %s: no progress for %v: %w", s.name, what, timeout, context.DeadlineExceeded)
 	case errors.Is(err, errSessionClosing):
 		return fmt.Errorf("upstream %q: %s: %w: session closed during the call", s.name, what, junction.ErrSourceDown)
-	case errors.Is(err, mcp.ErrConnectionClosed):
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF):
 		s.Reconnect()
 		return fmt.Errorf("upstream %q: %s: %w: %v", s.name, what, junction.ErrSourceDown, err)
 	case ctx.Err() != nil:

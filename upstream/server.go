@@ -564,12 +564,18 @@ func (s *Server) endSession(sess *session) {
 	if s.sess == sess {
 		s.sess = nil
 	}
+	var ending []*call
 	for _, c := range s.calls {
 		if c.sess == sess {
-			c.cancel(errSessionClosing)
+			ending = append(ending, c)
 		}
 	}
 	s.mu.Unlock()
+	// Outside s.mu: a raw call's end runs its completion at once, which
+	// takes s.mu.
+	for _, c := range ending {
+		c.cancel(errSessionClosing)
+	}
 	if err := sess.cs.Close(); err != nil {
 		s.logger.Warn("closing upstream session", "error", err)
 	}
