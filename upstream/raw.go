@@ -2,13 +2,13 @@ package upstream
 
 import (
 	"bytes"
-	"sync"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/junction-mcp/junction"
