@@ -54,6 +54,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"maps"
 	"math/big"
 	"mime"
 	"net/http"
@@ -210,7 +211,9 @@ func checkDiffCase(front string, c diffCase, fast, slow []string) []string {
 
 // runDiffPaths runs cases through one front with the fast path on and
 // off, in parallel subtests, and returns each run's canonical answers by
-// case.
+// case. A case that gets no answer in time (a defect: a call that hangs)
+// ends its junction process, and the cases after it run on a new one, so
+// that it cannot take the answers of the next.
 func runDiffPaths(t *testing.T, front string, cases []diffCase) (fast, slow map[string][]string) {
 	cfg := echoUpstreamConfig(t, "up", "")
 	t.Run("runs", func(t *testing.T) {
@@ -218,18 +221,28 @@ func runDiffPaths(t *testing.T, front string, cases []diffCase) (fast, slow map[
 			t.Run(fmt.Sprintf("fast-path=%v", on), func(t *testing.T) {
 				t.Parallel()
 				args := []string{"-no-default-packs", "-config", cfg, fmt.Sprintf("-fast-path=%v", on)}
-				var got map[string][]string
-				if front == "stdio" {
-					got = runDiffStdio(t, args, cases)
-				} else {
-					got = runDiffHTTP(t, args, cases)
-				}
-				// The last answer: the echo upstream's count of the calls
-				// that came raw, so that the two runs do not test one path.
-				paths := got[diffPathsCase]
-				var raw, sdk int
-				if len(paths) != 1 || !parseRawCount(paths[0], &raw, &sdk) {
-					t.Fatalf("the echo upstream's paths tool answered %v", paths)
+				got := map[string][]string{}
+				raw, sdk := 0, 0
+				for rest := cases; len(rest) > 0; {
+					var part map[string][]string
+					var done int
+					if front == "stdio" {
+						part, done = runDiffStdio(t, args, rest)
+					} else {
+						part, done = runDiffHTTP(t, args, rest)
+					}
+					// The last answer of each process: the echo upstream's
+					// count of the calls that came raw, so that the two runs
+					// do not test one path.
+					paths := part[diffPathsCase]
+					var r, s int
+					if len(paths) != 1 || !parseRawCount(paths[0], &r, &s) {
+						t.Fatalf("the echo upstream's paths tool answered %v", paths)
+					}
+					raw, sdk = raw+r, sdk+s
+					delete(part, diffPathsCase)
+					maps.Copy(got, part)
+					rest = rest[done:]
 				}
 				switch {
 				case on && raw == 0:
@@ -253,9 +266,16 @@ func runDiffPaths(t *testing.T, front string, cases []diffCase) (fast, slow map[
 	return fast, slow
 }
 
-// diffPathsCase is the last exchange of a run, not a case: it asks the
-// echo upstream how many calls it got from each path (a call with _meta
-// goes through go-sdk on both).
+// timedOut reports whether a case's answers say it got none in time.
+func timedOut(answers []string) bool {
+	return slices.ContainsFunc(answers, func(a string) bool {
+		return strings.HasPrefix(a, "(no answer within") || strings.HasPrefix(a, "(POST failed")
+	})
+}
+
+// diffPathsCase is the last exchange with a junction process, not a case:
+// it asks the echo upstream how many calls it got from each path (the
+// question is a call too, counted on the path that takes it).
 const diffPathsCase = "(paths)"
 
 var diffPathsFrame = []byte(`{"jsonrpc":"2.0","id":"paths","method":"tools/call","params":{"name":"up__paths","arguments":{},"_meta":{"progressToken":"paths"}}}`)
@@ -292,10 +312,12 @@ const (
 	diffReadyTool   = "up__echo"
 )
 
-// runDiffStdio runs the cases over stdio: after each case's frames it
-// sends a ping (a fence), and takes every message up to the fence's answer
-// and the answers to the case's requests as the case's answers.
-func runDiffStdio(t *testing.T, args []string, cases []diffCase) map[string][]string {
+// runDiffStdio runs the cases over stdio, on one junction process, until
+// one times out: after each case's frames it sends a ping (a fence), and
+// takes every message up to the fence's answer and the answers to the
+// case's requests as the case's answers. It returns them, and how many
+// cases it ran.
+func runDiffStdio(t *testing.T, args []string, cases []diffCase) (map[string][]string, int) {
 	h := startStdioHost(t, append([]string{"serve"}, args...)...)
 	write := func(b []byte) {
 		h.wmu.Lock()
@@ -378,16 +400,23 @@ func runDiffStdio(t *testing.T, args []string, cases []diffCase) map[string][]st
 		return nil
 	})
 	out := map[string][]string{}
+	done := 0
 	for _, c := range cases {
 		out[c.name] = exchange(c.frames)
+		done++
+		if timedOut(out[c.name]) {
+			break
+		}
 	}
 	out[diffPathsCase] = exchange([][]byte{diffPathsFrame})
-	return out
+	return out, done
 }
 
-// runDiffHTTP runs the cases over Streamable HTTP: every frame is a POST
-// on one session, and the messages of its answer are the frame's answers.
-func runDiffHTTP(t *testing.T, args []string, cases []diffCase) map[string][]string {
+// runDiffHTTP runs the cases over Streamable HTTP, on one junction process
+// and session, until one times out: every frame is a POST, and the
+// messages of its answer are the frame's answers. It returns them, and
+// how many cases it ran.
+func runDiffHTTP(t *testing.T, args []string, cases []diffCase) (map[string][]string, int) {
 	p := startServer(t, append([]string{"-insecure-no-auth"}, args...)...)
 	hc := httpClient("")
 	t.Cleanup(hc.CloseIdleConnections)
@@ -454,15 +483,20 @@ func runDiffHTTP(t *testing.T, args []string, cases []diffCase) map[string][]str
 		return nil
 	})
 	out := map[string][]string{}
+	done := 0
 	for _, c := range cases {
 		var got []string
 		for _, f := range c.frames {
 			got = append(got, post(f)...)
 		}
 		out[c.name] = got
+		done++
+		if timedOut(got) {
+			break
+		}
 	}
 	out[diffPathsCase] = post(diffPathsFrame)
-	return out
+	return out, done
 }
 
 // waitDiffReady lists tools (list(n) returns the answer if it names the
