@@ -57,6 +57,46 @@ func IdleSessions(ctx context.Context, url, token string, pid, n int) (bytesPerS
 
 func settle() { time.Sleep(500 * time.Millisecond) }
 
+// Idle is the resident memory of a stdio server left idle after its
+// handshake.
+type Idle struct {
+	InitMs float64 `json:"init_ms"`
+	// RootRSSMiB is the server process's own (for a hub, without the
+	// upstreams it spawned); TreeRSSMiB its process tree's.
+	RootRSSMiB float64 `json:"rss_mib"`
+	TreeRSSMiB float64 `json:"tree_rss_mib"`
+	Procs      int     `json:"procs"`
+}
+
+// IdleRSS spawns cfg's command, completes the handshake (initialize, or
+// server/discover at 2026-07-28), waits wait, and measures the memory of
+// the idle server. It calls no tool.
+func IdleRSS(ctx context.Context, cfg Config, wait time.Duration) (*Idle, error) {
+	if len(cfg.Command) == 0 {
+		return nil, errors.New("load: idle RSS: need a command")
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	c, init, err := dialRaw(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	select {
+	case <-time.After(wait):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	u := Usage(c.serverPID())
+	return &Idle{
+		InitMs:     float64(init) / float64(time.Millisecond),
+		RootRSSMiB: float64(u.RootRSSBytes) / (1 << 20),
+		TreeRSSMiB: float64(u.RSSBytes) / (1 << 20),
+		Procs:      u.Procs,
+	}, nil
+}
+
 // SpawnToInitialize spawns command runs times and returns the median time
 // from spawn to the initialize answer.
 func SpawnToInitialize(ctx context.Context, command, env []string, runs int) (time.Duration, error) {

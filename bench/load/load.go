@@ -105,6 +105,12 @@ type Result struct {
 	// at the end of the run; -1 when unknown.
 	ServerRSSMiB float64 `json:"server_rss_mib"`
 	ServerProcs  int     `json:"server_procs"`
+	// ServerRootCPUus and ServerRootRSSMiB are the same for the root
+	// process alone: for a hub, without the upstreams it spawned.
+	ServerRootCPUus  float64 `json:"server_root_cpu_us"`
+	ServerRootRSSMiB float64 `json:"server_root_rss_mib"`
+	// Protocol is the revision the driver spoke.
+	Protocol string `json:"protocol"`
 	// InitMs is the time from spawn (stdio) or from the first request
 	// (HTTP) to the initialize answer.
 	InitMs float64 `json:"init_ms"`
@@ -157,7 +163,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	res := &Result{Driver: cfg.Driver, Calls: cfg.Calls, Concurrency: cfg.Concurrency, Payload: cfg.Payload, ResultSize: cfg.ResultSize, ServerCPUus: -1, ServerRSSMiB: -1}
+	res := &Result{Driver: cfg.Driver, Calls: cfg.Calls, Concurrency: cfg.Concurrency, Payload: cfg.Payload, ResultSize: cfg.ResultSize, Protocol: cfg.ProtocolVersion,
+		ServerCPUus: -1, ServerRSSMiB: -1, ServerRootCPUus: -1, ServerRootRSSMiB: -1}
 	if cfg.URL != "" {
 		res.Target = cfg.URL
 	} else {
@@ -221,6 +228,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.ServerCPUus = float64(after.Ticks-before.Ticks) / clockTicks * 1e6 / float64(cfg.Calls)
 		res.ServerRSSMiB = float64(after.RSSBytes) / (1 << 20)
 		res.ServerProcs = after.Procs
+		res.ServerRootCPUus = float64(after.RootTicks-before.RootTicks) / clockTicks * 1e6 / float64(cfg.Calls)
+		res.ServerRootRSSMiB = float64(after.RootRSSBytes) / (1 << 20)
 	}
 	res.DriverCPUus = (selfAfter - selfBefore).Seconds() * 1e6 / float64(cfg.Calls)
 	res.Errors = errs
@@ -418,6 +427,27 @@ func newHTTPTransport(conc int) *http.Transport {
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
+}
+
+// modernVersion is the first protocol revision without initialize or
+// sessions, whose requests carry the protocol fields in _meta.
+const modernVersion = "2026-07-28"
+
+// requestMeta returns the _meta member (with a leading comma) that every
+// request carries at version, 2026-07-28 or later: the revision, the
+// client's info and its capabilities; nil for an earlier revision.
+func requestMeta(version string) []byte {
+	if version < modernVersion {
+		return nil
+	}
+	return []byte(`,"_meta":{"io.modelcontextprotocol/protocolVersion":` + strconv.Quote(version) +
+		`,"io.modelcontextprotocol/clientInfo":{"name":"mcpload","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`)
+}
+
+// discoverBody returns a server/discover request with the _meta member.
+func discoverBody(id int64, meta []byte) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) +
+		`,"method":"server/discover","params":{` + string(meta[1:]) + `}}`)
 }
 
 // initializeBody returns the raw initialize request.

@@ -1,13 +1,17 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,11 +21,35 @@ import (
 	"go.uber.org/goleak"
 )
 
-const envEcho = "JUNCTION_LOAD_TEST_ECHO"
+// envEcho makes the test binary a stdio server: "1" the echo server of
+// 2025-11-25, "modern" the one of 2026-07-28, "sdk" a go-sdk server with
+// an echo tool. envRecord, if set, names a file that gets a copy of what
+// the server reads.
+const (
+	envEcho   = "JUNCTION_LOAD_TEST_ECHO"
+	envRecord = "JUNCTION_LOAD_TEST_RECORD"
+)
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envEcho) == "1" {
-		if err := echo.Serve(os.Stdin, os.Stdout); err != nil {
+	if mode := os.Getenv(envEcho); mode != "" {
+		var in io.Reader = os.Stdin
+		if f := os.Getenv(envRecord); f != "" {
+			rec, err := os.Create(f)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			defer rec.Close()
+			in = io.TeeReader(os.Stdin, rec)
+		}
+		var err error
+		switch mode {
+		case "sdk":
+			err = sdkEcho().Run(context.Background(), &mcp.IOTransport{Reader: io.NopCloser(in), Writer: os.Stdout})
+		default:
+			err = (&echo.Server{Modern: mode == "modern"}).Serve(in, os.Stdout)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -32,6 +60,10 @@ func TestMain(m *testing.M) {
 
 func echoCommand() ([]string, []string) {
 	return []string{os.Args[0]}, append(os.Environ(), envEcho+"=1")
+}
+
+func serverCommand(mode string, env ...string) ([]string, []string) {
+	return []string{os.Args[0]}, append(append(os.Environ(), envEcho+"="+mode), env...)
 }
 
 func TestRunStdio(t *testing.T) {
@@ -49,6 +81,10 @@ func TestRunStdio(t *testing.T) {
 			}
 			if res.ServerCPUus < 0 || res.ServerRSSMiB <= 0 || res.ServerProcs != 1 {
 				t.Errorf("server usage = cpu %v rss %v procs %d, want measured", res.ServerCPUus, res.ServerRSSMiB, res.ServerProcs)
+			}
+			// One process: the root is the whole tree.
+			if res.ServerRootCPUus != res.ServerCPUus || res.ServerRootRSSMiB != res.ServerRSSMiB {
+				t.Errorf("root usage = cpu %v rss %v, want the tree's %v, %v", res.ServerRootCPUus, res.ServerRootRSSMiB, res.ServerCPUus, res.ServerRSSMiB)
 			}
 		})
 	}
@@ -81,8 +117,85 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// newHTTPEcho serves a go-sdk server with an echo tool over Streamable HTTP.
-func newHTTPEcho(t *testing.T, jsonResponse bool) string {
+// TestRunStdioModern: at 2026-07-28 the driver sends no initialize, and
+// every request carries the protocol fields in _meta: the echo server of
+// that revision and go-sdk's server take its calls; the echo server of
+// 2025-11-25, which knows no server/discover, is refused.
+func TestRunStdioModern(t *testing.T) {
+	for _, mode := range []string{"modern", "sdk"} {
+		t.Run(mode, func(t *testing.T) {
+			rec := filepath.Join(t.TempDir(), "requests")
+			cmd, env := serverCommand(mode, envRecord+"="+rec)
+			res, err := Run(t.Context(), Config{Command: cmd, Env: env, Calls: 200, Concurrency: 4, ProtocolVersion: "2026-07-28"})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.Errors != 0 || res.Protocol != "2026-07-28" {
+				t.Errorf("Run = %+v", res)
+			}
+			b, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkModernRequests(t, strings.Split(strings.TrimSpace(string(b)), "\n"), 1+200+20+1)
+		})
+	}
+	cmd, env := echoCommand()
+	_, err := Run(t.Context(), Config{Command: cmd, Env: env, Calls: 5, ProtocolVersion: "2026-07-28"})
+	if err == nil || !strings.Contains(err.Error(), "server/discover") {
+		t.Errorf("Run(2026-07-28 against a 2025-11-25 server) = %v, want server/discover's error", err)
+	}
+}
+
+// checkModernRequests checks requests (JSON-RPC lines) of a 2026-07-28
+// client: no initialize, a server/discover first, then n-1 tools/call,
+// each with the protocol fields in _meta.
+func checkModernRequests(t *testing.T, lines []string, n int) {
+	t.Helper()
+	if len(lines) != n {
+		t.Errorf("%d requests, want %d", len(lines), n)
+	}
+	for i, line := range lines {
+		var req struct {
+			Method string `json:"method"`
+			Params struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(line), &req); err != nil {
+			t.Fatalf("request %d: %v: %s", i, err, line)
+		}
+		want := "tools/call"
+		if i == 0 {
+			want = "server/discover"
+		}
+		if req.Method != want {
+			t.Fatalf("request %d is %s, want %s: %s", i, req.Method, want, line)
+		}
+		m := req.Params.Meta
+		if string(m["io.modelcontextprotocol/protocolVersion"]) != `"2026-07-28"` ||
+			!strings.HasPrefix(string(m["io.modelcontextprotocol/clientCapabilities"]), "{") ||
+			!strings.HasPrefix(string(m["io.modelcontextprotocol/clientInfo"]), `{"name":"mcpload"`) {
+			t.Fatalf("request %d: _meta %s, want the protocol version, client capabilities and info", i, line)
+		}
+	}
+}
+
+func TestIdleRSS(t *testing.T) {
+	cmd, env := echoCommand()
+	idle, err := IdleRSS(t.Context(), Config{Command: cmd, Env: env}, 10*time.Millisecond)
+	if err != nil {
+		t.Fatalf("IdleRSS: %v", err)
+	}
+	if idle.RootRSSMiB <= 0 || idle.TreeRSSMiB != idle.RootRSSMiB || idle.Procs != 1 || idle.InitMs <= 0 {
+		t.Errorf("IdleRSS = %+v, want one measured process", idle)
+	}
+	if _, err := IdleRSS(t.Context(), Config{URL: "http://127.0.0.1:1/mcp"}, time.Millisecond); err == nil {
+		t.Error("IdleRSS of a URL: nil error")
+	}
+}
+
+func sdkEcho() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "e", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct {
@@ -95,7 +208,18 @@ func newHTTPEcho(t *testing.T, jsonResponse bool) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Msg}}}, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	return srv
+}
+
+// newHTTPEcho serves a go-sdk server with an echo tool over Streamable
+// HTTP, with sessions, or without (stateless) for 2026-07-28 clients.
+func newHTTPEcho(t *testing.T, jsonResponse bool) string {
+	return newSDKHTTP(t, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+}
+
+func newSDKHTTP(t *testing.T, opts *mcp.StreamableHTTPOptions) string {
+	srv := sdkEcho()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer tok" {
 			http.Error(w, "no", http.StatusUnauthorized)
@@ -130,6 +254,83 @@ func TestRunHTTP(t *testing.T) {
 			t.Errorf("Run(bad token) = %v, want HTTP 401", err)
 		}
 	})
+}
+
+// TestRunHTTPModern: at 2026-07-28 over HTTP the driver opens no session
+// and names each POST's method and tool in headers; go-sdk's stateless
+// handler, which checks them, and the echo server's HTTP floor take its
+// calls.
+func TestRunHTTPModern(t *testing.T) {
+	t.Run("go-sdk", func(t *testing.T) {
+		url := newSDKHTTP(t, &mcp.StreamableHTTPOptions{Stateless: true})
+		res, err := Run(t.Context(), Config{URL: url, Token: "tok", Calls: 200, Concurrency: 4, ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if res.Errors != 0 {
+			t.Errorf("Run = %+v", res)
+		}
+	})
+	t.Run("echo", func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			lines []string
+			bad   []string
+		)
+		h := (&echo.Server{Modern: true}).HTTPHandler()
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			mu.Lock()
+			lines = append(lines, string(b))
+			if r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") != "2026-07-28" || r.Header.Get("Mcp-Method") == "" {
+				bad = append(bad, fmt.Sprint(r.Header))
+			}
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		}))
+		defer ts.Close()
+		res, err := Run(t.Context(), Config{URL: ts.URL, Calls: 100, Concurrency: 4, Warmup: -1, ProtocolVersion: "2026-07-28", ResultSize: 1000})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if res.Errors != 0 {
+			t.Errorf("Run = %+v", res)
+		}
+		checkModernRequests(t, lines, 1+1+100)
+		if len(bad) > 0 {
+			t.Errorf("%d POSTs with a session or without the headers of 2026-07-28, first: %s", len(bad), bad[0])
+		}
+	})
+}
+
+// TestRunHTTPEcho: the raw driver against the echo server's HTTP floor,
+// which answers wrongly asked requests with an error, at both revisions.
+func TestRunHTTPEcho(t *testing.T) {
+	ts := httptest.NewServer((&echo.Server{Modern: true}).HTTPHandler())
+	defer ts.Close()
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		res, err := Run(t.Context(), Config{URL: ts.URL, PID: os.Getpid(), Calls: 300, Concurrency: 8, Payload: 100, ProtocolVersion: v})
+		if err != nil {
+			t.Fatalf("Run(%s): %v", v, err)
+		}
+		if res.Errors != 0 || res.ServerRootCPUus < 0 {
+			t.Errorf("Run(%s) = %+v", v, res)
+		}
+	}
+	if _, err := Run(t.Context(), Config{URL: ts.URL, Calls: 5, Tool: "nope"}); err == nil || !strings.Contains(err.Error(), `unknown tool \"nope\"`) {
+		t.Errorf("Run(tool nope) = %v, want the server's error", err)
+	}
+	old := httptest.NewServer((&echo.Server{}).HTTPHandler())
+	defer old.Close()
+	if _, err := Run(t.Context(), Config{URL: old.URL, Calls: 5, ProtocolVersion: "2026-07-28"}); err == nil || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("Run(2026-07-28 against a 2025-11-25 HTTP floor) = %v, want HTTP 400", err)
+	}
+	per, err := IdleSessions(t.Context(), ts.URL, "", os.Getpid(), 50)
+	if err != nil {
+		t.Fatalf("IdleSessions: %v", err)
+	}
+	t.Logf("%.0f bytes per echo session", per)
 }
 
 func TestIdleSessions(t *testing.T) {

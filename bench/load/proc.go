@@ -70,11 +70,15 @@ func tree(root int) []int {
 	return out
 }
 
-// TreeUsage is the CPU time and resident memory of a process tree.
+// TreeUsage is the CPU time and resident memory of a process tree, and
+// of its root alone (a hub without the upstreams it spawned).
 type TreeUsage struct {
 	Ticks    int64 // CPU, in clock ticks (1/100 s)
 	RSSBytes int64 // sum of VmRSS
 	Procs    int
+
+	RootTicks    int64
+	RootRSSBytes int64
 }
 
 // CPUSeconds returns Ticks in seconds.
@@ -89,9 +93,13 @@ func Usage(root int) TreeUsage {
 		if err != nil {
 			continue
 		}
+		r := rss(pid)
 		u.Ticks += st.ticks
-		u.RSSBytes += rss(pid)
+		u.RSSBytes += r
 		u.Procs++
+		if pid == root {
+			u.RootTicks, u.RootRSSBytes = st.ticks, r
+		}
 	}
 	return u
 }

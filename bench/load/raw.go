@@ -33,7 +33,9 @@ func (m *msgCache) get(msg string) []byte {
 	return enc
 }
 
-func rawCall(buf []byte, id int64, tool string, enc []byte, size int) []byte {
+// rawCall appends a tools/call request; meta, if set, is its params'
+// _meta member (with a leading comma, as requestMeta returns it).
+func rawCall(buf []byte, id int64, tool string, enc []byte, size int, meta []byte) []byte {
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	buf = strconv.AppendInt(buf, id, 10)
 	buf = append(buf, `,"method":"tools/call","params":{"name":`...)
@@ -44,7 +46,9 @@ func rawCall(buf []byte, id int64, tool string, enc []byte, size int) []byte {
 		buf = append(buf, `,"size":`...)
 		buf = strconv.AppendInt(buf, int64(size), 10)
 	}
-	return append(buf, `}}}`...)
+	buf = append(buf, '}')
+	buf = append(buf, meta...)
+	return append(buf, `}}`...)
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -56,6 +60,7 @@ type rawStdio struct {
 	tool  string
 	size  int
 	enc   msgCache
+	meta  []byte // each request's _meta member, at 2026-07-28; nil before
 
 	wmu sync.Mutex // serialises writes
 	bw  *bufio.Writer
@@ -91,14 +96,27 @@ func dialRaw(ctx context.Context, cfg *Config) (caller, time.Duration, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s := &rawStdio{cmd: cmd, stdin: stdin, tool: cfg.Tool, size: cfg.ResultSize, bw: bufio.NewWriterSize(stdin, 64<<10), pending: make(map[int64]*waiter), done: make(chan struct{})}
+	s := &rawStdio{cmd: cmd, stdin: stdin, tool: cfg.Tool, size: cfg.ResultSize, meta: requestMeta(cfg.ProtocolVersion), bw: bufio.NewWriterSize(stdin, 64<<10), pending: make(map[int64]*waiter), done: make(chan struct{})}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, 0, fmt.Errorf("load: start %s: %w", cfg.Command[0], err)
 	}
 	go s.read(stdout)
+	if s.meta != nil {
+		// 2026-07-28 has no initialize: every request carries the protocol
+		// fields in its _meta. server/discover, which go-sdk's client sends
+		// first, stands for the handshake; its answer must offer the
+		// revision.
+		id := s.nextID.Add(1)
+		if err := s.send(ctx, discoverBody(id, s.meta), []byte(strconv.Quote(cfg.ProtocolVersion)), id); err != nil {
+			s.close()
+			return nil, 0, fmt.Errorf("load: server/discover: %w", err)
+		}
+		return s, time.Since(start), nil
+	}
 	// initialize is sent as a call whose answer only needs to be a result.
-	if err := s.send(ctx, initializeBody(s.nextID.Add(1), cfg.ProtocolVersion), nil, s.nextID.Load()); err != nil {
+	id := s.nextID.Add(1)
+	if err := s.send(ctx, initializeBody(id, cfg.ProtocolVersion), nil, id); err != nil {
 		s.close()
 		return nil, 0, fmt.Errorf("load: initialize: %w", err)
 	}
@@ -128,7 +146,7 @@ func (s *rawStdio) call(ctx context.Context, msg string) error {
 		verify = enc
 	}
 	bp := bufPool.Get().(*[]byte)
-	*bp = rawCall((*bp)[:0], id, s.tool, enc, s.size)
+	*bp = rawCall((*bp)[:0], id, s.tool, enc, s.size, s.meta)
 	err := s.send(ctx, *bp, verify, id)
 	bufPool.Put(bp)
 	return err
@@ -233,7 +251,8 @@ func (s *rawStdio) close() error {
 	return nil
 }
 
-// rawHTTP drives a Streamable HTTP endpoint with one session.
+// rawHTTP drives a Streamable HTTP endpoint with one session, or at
+// 2026-07-28 without one.
 type rawHTTP struct {
 	url, token, session, version string
 	client                       *http.Client
@@ -241,6 +260,8 @@ type rawHTTP struct {
 	pid, size                    int
 	enc                          msgCache
 	nextID                       atomic.Int64
+	meta                         []byte // each request's _meta member, at 2026-07-28; nil before
+	initialized                  bool   // initialize was answered: send Mcp-Protocol-Version
 }
 
 func dialRawHTTP(ctx context.Context, cfg *Config) (caller, time.Duration, error) {
@@ -248,9 +269,25 @@ func dialRawHTTP(ctx context.Context, cfg *Config) (caller, time.Duration, error
 }
 
 func dialRawHTTPClient(ctx context.Context, cfg *Config, client *http.Client) (*rawHTTP, time.Duration, error) {
-	h := &rawHTTP{url: cfg.URL, token: cfg.Token, tool: cfg.Tool, pid: cfg.PID, size: cfg.ResultSize, version: cfg.ProtocolVersion, client: client}
+	h := &rawHTTP{url: cfg.URL, token: cfg.Token, tool: cfg.Tool, pid: cfg.PID, size: cfg.ResultSize, version: cfg.ProtocolVersion, client: client, meta: requestMeta(cfg.ProtocolVersion)}
 	start := time.Now()
-	resp, body, err := h.post(ctx, initializeBody(h.nextID.Add(1), cfg.ProtocolVersion))
+	if h.meta != nil {
+		// 2026-07-28: no initialize and no session; every POST names its
+		// method (and tool) in headers and carries the protocol fields in
+		// _meta. server/discover stands for the handshake, as on stdio.
+		_, body, err := h.post(ctx, discoverBody(h.nextID.Add(1), h.meta), "server/discover", "")
+		if err == nil {
+			err = checkResult(body)
+		}
+		if err == nil && !bytes.Contains(body, []byte(strconv.Quote(h.version))) {
+			err = fmt.Errorf("the server does not offer %s: %s", h.version, preview(body))
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("load: server/discover: %w", err)
+		}
+		return h, time.Since(start), nil
+	}
+	resp, body, err := h.post(ctx, initializeBody(h.nextID.Add(1), cfg.ProtocolVersion), "initialize", "")
 	if err != nil {
 		return nil, 0, fmt.Errorf("load: initialize: %w", err)
 	}
@@ -259,7 +296,8 @@ func dialRawHTTPClient(ctx context.Context, cfg *Config, client *http.Client) (*
 	}
 	init := time.Since(start)
 	h.session = resp.Header.Get("Mcp-Session-Id")
-	if _, _, err := h.post(ctx, []byte(initializedBody)); err != nil {
+	h.initialized = true
+	if _, _, err := h.post(ctx, []byte(initializedBody), "notifications/initialized", ""); err != nil {
 		return nil, 0, fmt.Errorf("load: initialized: %w", err)
 	}
 	return h, init, nil
@@ -273,7 +311,7 @@ func (h *rawHTTP) close() error {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, h.url, nil)
 		if err == nil {
-			h.headers(req)
+			h.headers(req, "", "")
 			if resp, err := h.client.Do(req); err == nil {
 				resp.Body.Close()
 			}
@@ -283,26 +321,38 @@ func (h *rawHTTP) close() error {
 	return nil
 }
 
-func (h *rawHTTP) headers(req *http.Request) {
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", h.version)
+// headers sets a request's headers; method and name are the JSON-RPC
+// method and the tool's name, which 2026-07-28 repeats in headers.
+func (h *rawHTTP) headers(req *http.Request, method, name string) {
+	hd := req.Header
+	hd["Content-Type"] = []string{"application/json"}
+	hd["Accept"] = []string{"application/json, text/event-stream"}
+	if h.initialized || h.meta != nil {
+		hd["Mcp-Protocol-Version"] = []string{h.version}
+	}
+	if h.meta != nil && method != "" {
+		hd["Mcp-Method"] = []string{method}
+		if name != "" {
+			hd["Mcp-Name"] = []string{name}
+		}
+	}
 	if h.session != "" {
-		req.Header.Set("Mcp-Session-Id", h.session)
+		hd["Mcp-Session-Id"] = []string{h.session}
 	}
 	if h.token != "" {
-		req.Header.Set("Authorization", "Bearer "+h.token)
+		hd["Authorization"] = []string{"Bearer " + h.token}
 	}
 }
 
-// post sends one JSON-RPC message and returns the JSON-RPC answer in the
-// body (the last SSE data event that has an id, for an event stream).
-func (h *rawHTTP) post(ctx context.Context, b []byte) (*http.Response, []byte, error) {
+// post sends one JSON-RPC message (method, and name for a tools/call, as
+// headers at 2026-07-28) and returns the JSON-RPC answer in the body (the
+// last SSE data event that has an id, for an event stream).
+func (h *rawHTTP) post(ctx context.Context, b []byte, method, name string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(b))
 	if err != nil {
 		return nil, nil, err
 	}
-	h.headers(req)
+	h.headers(req, method, name)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -349,8 +399,8 @@ func (h *rawHTTP) call(ctx context.Context, msg string) error {
 	enc := h.enc.get(msg)
 	id := h.nextID.Add(1)
 	bp := bufPool.Get().(*[]byte)
-	*bp = rawCall((*bp)[:0], id, h.tool, enc, h.size)
-	_, body, err := h.post(ctx, *bp)
+	*bp = rawCall((*bp)[:0], id, h.tool, enc, h.size, h.meta)
+	_, body, err := h.post(ctx, *bp, "tools/call", h.tool)
 	bufPool.Put(bp)
 	if err != nil {
 		return err

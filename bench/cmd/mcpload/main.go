@@ -5,6 +5,12 @@
 //	mcpload [flags] -url URL [-pid PID]      a Streamable HTTP endpoint
 //	mcpload -idle-sessions 1000 -url URL -pid PID
 //	mcpload -spawn-runs 20 -- COMMAND [ARGS...]
+//	mcpload -idle-rss 1s -- COMMAND [ARGS...]
+//
+// -protocol 2026-07-28 speaks that revision: no initialize (server/discover
+// instead), the protocol fields in every request's _meta, and over HTTP
+// no session and the Mcp-Protocol-Version, Mcp-Method and Mcp-Name
+// headers on every POST.
 //
 // Output is one JSON object on stdout (-format json, the default) or a
 // human-readable line (-format text).
@@ -54,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	idle := fs.Int("idle-sessions", 0, "instead of calls, open this many idle HTTP sessions and report memory per session")
 	spawnRuns := fs.Int("spawn-runs", 0, "instead of calls, spawn the command this many times and report the median time to initialize")
+	idleRSS := fs.Duration("idle-rss", 0, "instead of calls, spawn the command, complete the handshake, wait this `long` and report its resident memory")
 	serverStderr := fs.Bool("server-stderr", false, "pass the spawned server's stderr through")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -80,6 +87,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		out["idle_sessions"] = *idle
 		out["bytes_per_session"] = per
+	case *idleRSS > 0:
+		if len(cfg.Command) == 0 {
+			return errors.New("-idle-rss needs a command after --")
+		}
+		idle, err := load.IdleRSS(ctx, cfg, *idleRSS)
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(idle)
+		json.Unmarshal(b, &out)
 	case *spawnRuns > 0:
 		if len(cfg.Command) == 0 {
 			return errors.New("-spawn-runs needs a command after --")
