@@ -2,12 +2,16 @@
 // benchmarks of a forwarded call (go test -bench . ./bench/), and, in its
 // subdirectories, the pieces scripts/bench runs as processes:
 //
-//	bench/echo           the floor: a hand-written JSON-RPC echo server
-//	bench/load           the load generator (calls/s, latency, CPU, RSS)
-//	bench/cmd/echoserver the echo server as a stdio program
+//	bench/echo           the floor: a hand-written MCP echo server, over
+//	                     stdio and Streamable HTTP, of 2025-11-25 or 2026-07-28
+//	bench/load           the load generator (calls/s, latency, CPU, RSS),
+//	                     speaking either revision
+//	bench/cmd/echoserver the echo server as a program (-http, -protocol)
 //	bench/cmd/mcpload    the load generator as a program
 //	bench/cmd/benchhub   a hub with one upstream, served over stdio or HTTP
 //
-// docs/performance.md has the results and how to read them; docs/profiles
-// has CPU and allocation profiles of a forwarded call.
+// scripts/bench runs them all against "junction serve" and prints each
+// target as a ratio from one run; docs/performance.md has the results and
+// how to read them; docs/profiles has CPU and allocation profiles of a
+// forwarded call.
 package bench
