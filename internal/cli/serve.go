@@ -165,6 +165,10 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
+	defer func() {
+		calls, raw := d.Metrics.CallTotals()
+		logger.Info("hub stopped", "tool_calls", calls, "fast_path_calls", raw)
+	}()
 	logger.Info("hub ready", "tools", len(d.View.ToolNames()), "sources", strings.Join(d.Hub.SourceNames(), ","))
 
 	if cfgPath != "" {

@@ -61,6 +61,12 @@ func (m *Metrics) ObserveCall(c junction.CallInfo) {
 	}
 }
 
+// CallTotals returns how many tool calls the hub has routed, and how many
+// of them the fast path forwarded as raw bytes.
+func (m *Metrics) CallTotals() (calls, raw uint64) {
+	return m.calls.Sum(), m.raw.Sum()
+}
+
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return m.Registry.Handler()

@@ -197,6 +197,17 @@ func newLabelled[S any](name, help, typ string, labels []string) *labelled[S] {
 // the labels were declared. It panics on the wrong number of values.
 func (v *CounterVec) WithLabelValues(values ...string) *Counter { return v.l.get(values) }
 
+// Sum returns the total of every series.
+func (v *CounterVec) Sum() uint64 {
+	v.l.mu.RLock()
+	defer v.l.mu.RUnlock()
+	var n uint64
+	for _, s := range v.l.series {
+		n += s.s.Value()
+	}
+	return n
+}
+
 func (v *CounterVec) write(w *writer) {
 	series := v.l.sorted()
 	if len(series) == 0 {

@@ -179,6 +179,9 @@ func TestConcurrent(t *testing.T) {
 	if a, b := c.WithLabelValues("a").Value(), c.WithLabelValues("b").Value(); a+b != workers*each || a != b {
 		t.Errorf("counts %d + %d, want %d each", a, b, workers*each/2)
 	}
+	if n := c.Sum(); n != workers*each {
+		t.Errorf("Sum() = %d, want %d", n, workers*each)
+	}
 	fams := parse(t, text(t, r))
 	if n := fams["x_seconds"].GetMetric()[0].GetHistogram().GetSampleCount(); n != workers*each {
 		t.Errorf("histogram count %d, want %d", n, workers*each)
