@@ -205,8 +205,9 @@ func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessag
 // StartToolRaw starts the call on rs (the call's source, as returned by
 // [View.BeginRaw]) with params, as [Call.CallToolRaw] does, without
 // waiting: answer gets what the host receives (see [Call.FinishRaw]),
-// exactly once, from the goroutine that ends the call.
-func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(json.RawMessage, *jsonrpc.Error)) {
+// exactly once, from the goroutine that ends the call. It returns the
+// source's cancel func (see [RawStarter]); never nil.
+func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(json.RawMessage, *jsonrpc.Error)) (cancel func(error)) {
 	var once sync.Once
 	finish := func(res json.RawMessage, err error) {
 		once.Do(func() { answer(c.FinishRaw(res, err)) })
@@ -215,8 +216,11 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(j
 		if r := recover(); r != nil {
 			finish(nil, Recovered(r))
 		}
+		if cancel == nil {
+			cancel = func(error) {}
+		}
 	}()
-	rs.StartToolRaw(c.ctx, c.local, params, finish)
+	return rs.StartToolRaw(c.ctx, c.local, params, finish)
 }
 
 // Finish ends the call with what the source returned and returns what

@@ -137,12 +137,14 @@ type RawCaller interface {
 // A RawStarter is a [RawCaller] that can also start a call and return at
 // once: StartToolRaw writes the call and calls done, exactly once, with
 // what CallToolRaw would return, from whichever goroutine ends the call
-// (typically the one reading the source's answers). The data plane uses
-// it where a host's connection would otherwise keep a goroutine waiting
-// per call. done must not block for long.
+// (typically the one reading the source's answers). It returns a func
+// that cancels the call, with the cause the source passes on (the host
+// cancelled); ctx's own cancellation, if it has any, cancels it too. The
+// data plane uses it where a host's connection would otherwise keep a
+// goroutine waiting per call. done must not block for long.
 type RawStarter interface {
 	RawCaller
-	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error))
+	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(cause error))
 }
 
 type hostSessionKey struct{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
@@ -161,7 +162,7 @@ func rawParams(local string, tc toolCall) []byte {
 	}
 	params := make([]byte, 0, len(args)+len(tc.meta)+len(tc.inputResponses)+len(tc.requestState)+len(local)+64)
 	params = append(params, `{"name":`...)
-	params = strconv.AppendQuote(params, local)
+	params = appendString(params, local)
 	params = append(params, `,"arguments":`...)
 	params = append(params, args...)
 	for _, m := range []struct {
@@ -176,6 +177,17 @@ func rawParams(local string, tc toolCall) []byte {
 		}
 	}
 	return append(params, '}')
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	if plainASCII([]byte(s)) && !strings.ContainsRune(s, '"') {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s) // a string: cannot fail
+	return append(b, q...)
 }
 
 // modernResult returns a result for a host at 2026-07-28 or later, as

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,8 +24,8 @@ type inflight struct {
 // (hostCallOf), which is how a server connection of this package learns
 // the batches the call's writes belong to.
 type hostCall struct {
-	cancel    context.CancelFunc
-	cancelled bool // the host cancelled it; guarded by inflight.mu
+	cancel    func(cause error) // nil until set; guarded by inflight.mu
+	cancelled bool              // the host cancelled it; guarded by inflight.mu
 
 	// from is the batch of the goroutine that read the host's request,
 	// while it starts the call: the request to the server is queued
@@ -82,20 +83,59 @@ func (t *inflight) finish(key string, c *hostCall, answer func()) (cancelled boo
 	return cancelled
 }
 
+// setCancel gives c the func that cancels it; a call cancelled before
+// that is cancelled at once.
+func (t *inflight) setCancel(c *hostCall, cancel func(error)) {
+	t.mu.Lock()
+	c.cancel = cancel
+	cancelled := c.cancelled
+	t.mu.Unlock()
+	if cancelled {
+		cancel(errHostCancelled)
+	}
+}
+
 // cancel cancels the call with the host's id key and reports whether
 // there was one (false: the id is go-sdk's to handle).
 func (t *inflight) cancel(key string) bool {
 	t.mu.Lock()
 	c := t.calls[key]
+	var cancel func(error)
 	if c != nil {
 		c.cancelled = true
+		cancel = c.cancel
 	}
 	t.mu.Unlock()
-	if c != nil {
-		c.cancel()
+	if cancel != nil {
+		cancel(errHostCancelled)
 	}
 	return c != nil
 }
+
+// errHostCancelled is the cause of a call the host cancelled. It is the
+// bare context.Canceled that go-sdk's server gives a handler whose call
+// was cancelled, so that an upstream is told the same reason on every
+// path.
+var errHostCancelled = context.Canceled
+
+// cancelAll cancels every call in the table (the connection is closing).
+func (t *inflight) cancelAll() {
+	t.mu.Lock()
+	cancels := make([]func(error), 0, len(t.calls))
+	for _, c := range t.calls {
+		c.cancelled = true // no answer now; and one still starting is cancelled by setCancel
+		if c.cancel != nil {
+			cancels = append(cancels, c.cancel)
+		}
+	}
+	t.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(errConnClosed)
+	}
+}
+
+// errConnClosed is the cause of a call whose host connection closed.
+var errConnClosed = errors.New("the host's connection closed")
 
 // wait refuses new calls and waits up to d for those in the table.
 func (t *inflight) wait(d time.Duration) {

@@ -111,7 +111,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	key := string(tc.id)
 	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the call
 	defer cancel()
-	hc := &hostCall{cancel: cancel}
+	hc := &hostCall{cancel: func(error) { cancel() }}
 	if !s.calls.add(key, hc) {
 		return false // a reused id: go-sdk answers it
 	}

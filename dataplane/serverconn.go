@@ -240,11 +240,20 @@ func preview(b []byte) string {
 // to the call undecoded. Notifications the server sends meanwhile
 // (progress, log messages) still go through go-sdk.
 type RawCall struct {
-	c     *ServerConn
-	hc    *hostCall      // the host connection's record of the call, if it has one
-	id    string         // as it appears on the wire, quotes included
-	reply chan RawReply  // capacity 1; one send per call; nil with onDone
-	done  func(RawReply) // called instead of sending on reply (see NewRawCallFunc)
+	c  *ServerConn
+	hc *hostCall   // the host connection's record of the call, if it has one
+	id string      // as it appears on the wire, quotes included
+	to RawReceiver // gets the reply, once
+}
+
+// A RawReceiver gets a raw call's reply: the server's answer, a failure
+// to write the request, the cause given to [RawCall.Fail], or the end of
+// the server's stdout (an error wrapping io.EOF). ReceiveRaw is called
+// once, from whichever goroutine ends the call (the reading goroutine,
+// for the server's answer), and must not block for long: it holds up
+// reading.
+type RawReceiver interface {
+	ReceiveRaw(RawReply)
 }
 
 // RawReply is how a raw call ended: the result member as the server sent
@@ -255,26 +264,17 @@ type RawReply struct {
 	Fail   error
 }
 
-// NewRawCall returns a call waiting for its reply on [RawCall.Reply]: the
-// server's answer, a failure to write the request, [RawCall.Fail]'s cause,
-// or the end of the server's stdout (an error wrapping io.EOF). Its
-// request is not written yet: a caller that sets up timers that may fail
-// it can do so first ([RawCall.Send]).
-func (c *ServerConn) NewRawCall() *RawCall {
-	return c.newRawCall(make(chan RawReply, 1), nil)
+// NewRawCall returns a call whose reply goes to to. Its request is not
+// written yet: a caller that sets up timers that may fail it can do so
+// first ([RawCall.Send]).
+func (c *ServerConn) NewRawCall(to RawReceiver) *RawCall {
+	return c.newRawCall(to)
 }
 
-// NewRawCallFunc is [ServerConn.NewRawCall] for a caller that does not
-// wait: done is called with the reply, exactly once, from whichever
-// goroutine ends the call (the reading goroutine, for the server's
-// answer). It must not block for long: it holds up reading.
-func (c *ServerConn) NewRawCallFunc(done func(RawReply)) *RawCall {
-	return c.newRawCall(nil, done)
-}
-
-func (c *ServerConn) newRawCall(reply chan RawReply, done func(RawReply)) *RawCall {
+func (c *ServerConn) newRawCall(to RawReceiver) *RawCall {
 	n := c.rawSeq.Add(1)
-	r := &RawCall{c: c, id: `"jr-` + strconv.FormatUint(n, 10) + `"`, reply: reply, done: done}
+	var buf [32]byte
+	r := &RawCall{c: c, id: string(append(strconv.AppendUint(append(buf[:0], `"jr-`...), n, 10), '"')), to: to}
 	c.rawMu.Lock()
 	if c.readEnded {
 		c.rawMu.Unlock()
@@ -289,9 +289,6 @@ func (c *ServerConn) newRawCall(reply chan RawReply, done func(RawReply)) *RawCa
 	c.rawMu.Unlock()
 	return r
 }
-
-// Reply is where the call's end arrives.
-func (r *RawCall) Reply() <-chan RawReply { return r.reply }
 
 // Send writes the tools/call request with params (a params object whose
 // _meta, if any, is replaced) and a _meta holding meta's members (a JSON
@@ -308,6 +305,7 @@ func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage)
 	line = append(line, `,"method":"tools/call","params":`...)
 	line = appendParams(line, params, meta)
 	line = append(line, "}\n"...)
+	oneLine(line[:len(line)-1])
 	var err error
 	hc := hostCallOf(ctx)
 	if hc != nil {
@@ -323,6 +321,22 @@ func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage)
 		return err
 	}
 	return nil
+}
+
+// oneLine turns the line breaks in b, a JSON text, into spaces, so that
+// it is one line of newline-delimited JSON: in valid JSON a raw CR or LF
+// can only be white space between tokens (inside a string it is
+// escaped), so the meaning is the same. A host's request over HTTP may be
+// pretty-printed.
+func oneLine(b []byte) {
+	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+		return
+	}
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			b[i] = ' '
+		}
+	}
 }
 
 // appendParams appends params with its _meta member replaced by one
@@ -394,13 +408,7 @@ func (r *RawCall) Take() bool {
 }
 
 // deliver hands the call its reply; called once, by whoever took it.
-func (r *RawCall) deliver(reply RawReply) {
-	if r.done != nil {
-		r.done(reply)
-		return
-	}
-	r.reply <- reply // capacity 1
-}
+func (r *RawCall) deliver(reply RawReply) { r.to.ReceiveRaw(reply) }
 
 // Cancel tells the server the call is cancelled (notifications/cancelled
 // with the call's id), with cause as the reason.

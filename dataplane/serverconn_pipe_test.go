@@ -46,11 +46,25 @@ func newPipeConn(t *testing.T) *pipeConn {
 	return p
 }
 
+// replies is a RawReceiver on a channel.
+type replies chan RawReply
+
+func (r replies) ReceiveRaw(reply RawReply) { r <- reply }
+
+// sentCall is a raw call and where its reply arrives.
+type sentCall struct {
+	*RawCall
+	reply replies
+}
+
+func (s sentCall) Reply() <-chan RawReply { return s.reply }
+
 // sendRaw starts a raw call with progress token tok.
-func (p *pipeConn) sendRaw(tok string, params json.RawMessage) (*RawCall, error) {
-	rc := p.c.NewRawCall()
+func (p *pipeConn) sendRaw(tok string, params json.RawMessage) (sentCall, error) {
+	reply := make(replies, 1)
+	rc := p.c.NewRawCall(reply)
 	err := rc.Send(context.Background(), []byte(`"progressToken":"`+tok+`"`), params)
-	return rc, err
+	return sentCall{rc, reply}, err
 }
 
 // queued reports how many raw requests wait in the write queue.

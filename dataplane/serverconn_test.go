@@ -84,7 +84,8 @@ func FuzzUnknownTypes(f *testing.F) {
 // of the upstream's own with the same id goes to go-sdk.
 func TestDeliverRaw(t *testing.T) {
 	c := &ServerConn{}
-	r1 := &RawCall{c: c, id: `"jr-1"`, reply: make(chan RawReply, 1)}
+	got := make(replies, 1)
+	r1 := &RawCall{c: c, id: `"jr-1"`, to: got}
 	c.raw = map[string]*RawCall{`"jr-1"`: r1}
 	c.rawPending.Store(1)
 
@@ -101,7 +102,7 @@ func TestDeliverRaw(t *testing.T) {
 		t.Fatal("deliverRaw(response to jr-1) = false")
 	}
 	select {
-	case r := <-r1.reply:
+	case r := <-got:
 		if string(r.Result) != `{"content":[]}` || r.Err != nil {
 			t.Errorf("reply = %s, %v", r.Result, r.Err)
 		}

@@ -62,7 +62,10 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	if err != nil {
 		return err
 	}
-	s := &stdioSession{p: p, c: c, host: ss}
+	// Raw calls are made for the connection's session; they are not
+	// children of ctx (each would register with it): ServeStdio cancels
+	// the ones in flight when it stops.
+	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(context.Background(), ss)}
 
 	runErr := make(chan error, 1)
 	go func() {
@@ -87,6 +90,7 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 		// read of os.Stdin cannot be interrupted.
 		cancel()
 		c.Close()
+		s.calls.cancelAll()
 		s.calls.wait(DrainTimeout)
 	case rerr := <-readErr:
 		// The input ended: answer the raw calls in flight, then let go-sdk
@@ -110,6 +114,7 @@ type stdioSession struct {
 	p     *Plane
 	c     *conn
 	host  *mcp.ServerSession // the connection's session: raw calls are made for it
+	base  context.Context    // the raw calls' parent: names host (junction.HostSession)
 	calls inflight
 	// ready is set once the host has sent notifications/initialized; until
 	// then every line goes to go-sdk. Owned by the reading goroutine.
@@ -148,17 +153,30 @@ func (s *stdioSession) take(line []byte) bool {
 	}
 	key := string(tc.id)
 	hc := &hostCall{}
-	ctx, cancel := context.WithCancel(withHostCall(junction.WithHostSession(s.c.ctx, s.host), hc))
-	hc.cancel = cancel
-	if !s.calls.add(key, hc) {
-		cancel()
-		return false // a reused id, or closing: go-sdk answers it
-	}
+	ctx := withHostCall(s.base, hc)
 	call, rc := s.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
-		s.calls.finish(key, hc, nil)
-		cancel()
 		return false
+	}
+	rs, starts := rc.(junction.RawStarter)
+	var cancelCtx context.CancelCauseFunc
+	if !starts {
+		// A source that only calls and waits is cancelled through the
+		// call's context: begin again with one that can be.
+		call.Release()
+		ctx, cancelCtx = context.WithCancelCause(ctx)
+		hc.cancel = cancelCtx
+		if call, rc = s.p.v.BeginRaw(ctx, tc.name); call == nil {
+			cancelCtx(nil)
+			return false
+		}
+	}
+	if !s.calls.add(key, hc) {
+		call.Release()
+		if cancelCtx != nil {
+			cancelCtx(nil)
+		}
+		return false // a reused id, or closing: go-sdk answers it
 	}
 	params := rawParams(call.Local(), tc)
 	answer := func(res json.RawMessage, werr *jsonrpc.Error) {
@@ -174,13 +192,17 @@ func (s *stdioSession) take(line []byte) bool {
 				s.c.out.Write(line)
 			}
 		})
-		cancel()
+		if cancelCtx != nil {
+			cancelCtx(nil)
+		}
 	}
-	if rs, ok := rc.(junction.RawStarter); ok {
+	if starts {
 		// No goroutine waits: the source's reader answers (see
-		// junction.RawStarter). The request queues with this read's.
+		// junction.RawStarter). The request queues with this read's. A
+		// cancellation from the host comes on this goroutine too, after
+		// StartToolRaw has returned the call's cancel func.
 		hc.from.Store(&s.batch)
-		call.StartToolRaw(rs, params, answer)
+		s.calls.setCancel(hc, call.StartToolRaw(rs, params, answer))
 		hc.from.Store(nil)
 		return true
 	}
@@ -229,8 +251,6 @@ func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return
 type conn struct {
 	out   *writer
 	onBad func(error)
-	ctx   context.Context // done when the conn closes: the raw calls' parent
-	stop  context.CancelFunc
 
 	incoming  chan jsonrpc.Message
 	closed    chan struct{}
@@ -254,7 +274,6 @@ func newConn(out *writer, onBad func(error)) *conn {
 		inputEnd: make(chan struct{}),
 		pending:  make(map[jsonrpc.ID]bool),
 	}
-	c.ctx, c.stop = context.WithCancel(context.Background())
 	return c
 }
 
@@ -411,14 +430,11 @@ func cancelledSDKID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
 	return id, err == nil && id.IsValid()
 }
 
-// Close stops delivering messages and cancels the raw calls made on the
-// connection. The reading goroutine ends at the next frame or at the end
-// of the input: a blocked read of os.Stdin cannot be interrupted.
+// Close stops delivering messages. The reading goroutine ends at the
+// next frame or at the end of the input: a blocked read of os.Stdin
+// cannot be interrupted.
 func (c *conn) Close() error {
-	c.closeOnce.Do(func() {
-		close(c.closed)
-		c.stop()
-	})
+	c.closeOnce.Do(func() { close(c.closed) })
 	return nil
 }
 

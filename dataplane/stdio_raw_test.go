@@ -538,3 +538,25 @@ func TestModernResult(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendString(t *testing.T) {
+	for _, s := range []string{"echo", "del\x7f", "ctl\x01", `q"uote`, `back\slash`, "é", "<&>", ""} {
+		b := appendString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil || got != s {
+			t.Errorf("appendString(%q) = %s: %q, %v", s, b, got, err)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	in := []byte("{\n  \"a\": [1,\r\n 2],\n  \"b\": \"x\\ny\"\n}")
+	oneLine(in)
+	if bytes.ContainsAny(in, "\r\n") {
+		t.Fatalf("oneLine left a line break: %q", in)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(in, &v); err != nil || v["b"] != "x\ny" {
+		t.Errorf("oneLine changed the meaning: %s (%v)", in, err)
+	}
+}

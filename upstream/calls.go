@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,7 @@ type call struct {
 	bridge    *bridge            // non-nil for a call bridged to a 2026-07-28 host
 	timeout   time.Duration
 	sess      *session
-	cancel    context.CancelCauseFunc
+	cancel    failer        // ends the request; see register
 	handled   atomic.Int64  // progress notifications handled
 	progress  chan struct{} // capacity 1; signalled on each one
 }
@@ -224,6 +225,11 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 		params.InputResponses, params.RequestState = nil, ""
 		return s.bridgedCall(ctx, sess, req, params, timeout)
 	}
+	if sess.stdio() != nil {
+		// A stdio server's calls all take the raw path (one path for
+		// both): see typedViaRaw.
+		return s.typedViaRaw(ctx, sess, req, timeout)
+	}
 
 	c, callCtx, end, err := s.begin(ctx, sess, req.Session, timeout, "tool "+strconv.Quote(name))
 	if err != nil {
@@ -244,6 +250,72 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 		return res, nil
 	}
 	return nil, s.callError(ctx, callCtx, sess, "tool "+strconv.Quote(name), timeout, err)
+}
+
+// typedViaRaw makes a typed call to a stdio server on the raw path, so
+// that a server's calls take one path whichever way the host's came:
+// the params are written as the host sent them (its arguments byte for
+// byte), progress and log messages are forwarded as for a raw call, and
+// the result is decoded at the end. An input-required result is returned
+// as it is: for a host before 2026-07-28, go-sdk's server asks the host
+// and calls again with the answers.
+func (s *Server) typedViaRaw(ctx context.Context, sess *session, req *mcp.CallToolRequest, timeout time.Duration) (*mcp.CallToolResult, error) {
+	params, err := rawParamsOf(req.Params)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
+	}
+	if req.Session != nil {
+		ctx = junction.WithHostSession(ctx, req.Session)
+	}
+	hm := readHostMeta(params, req.Session)
+	hm.modern = hm.modern || hostIsModern(req)
+	res, err := s.callRaw(ctx, sess, req.Params.Name, params, hm, timeout)
+	if err != nil {
+		return nil, err
+	}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, fmt.Errorf("upstream %q: %s: the result: %w", s.name, toolWhat(req.Params.Name), err)
+	}
+	return &out, nil
+}
+
+// rawParamsOf writes a typed call's params as JSON, the arguments byte
+// for byte (json.Marshal would compact them).
+func rawParamsOf(p *mcp.CallToolParamsRaw) (json.RawMessage, error) {
+	b := make([]byte, 0, 64+len(p.Arguments))
+	b = append(b, `{"name":`...)
+	name, err := json.Marshal(p.Name)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, name...)
+	b = append(b, `,"arguments":`...)
+	if args := bytes.TrimSpace(p.Arguments); len(args) > 0 && string(args) != "null" {
+		b = append(b, args...)
+	} else {
+		b = append(b, `{}`...)
+	}
+	for _, m := range []struct {
+		key  string
+		val  any
+		skip bool
+	}{
+		{"_meta", p.Meta, len(p.Meta) == 0},
+		{"inputResponses", p.InputResponses, len(p.InputResponses) == 0},
+		{"requestState", p.RequestState, p.RequestState == ""},
+	} {
+		if m.skip {
+			continue
+		}
+		v, err := json.Marshal(m.val)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"`+m.key+`":`...)
+		b = append(b, v...)
+	}
+	return append(b, '}'), nil
 }
 
 // stripServerFields is dataplane.StripServerFields for a decoded result,
@@ -369,7 +441,7 @@ func (s *Server) logHandled() {
 // junction.ErrSourceDown and errSessionGone.
 func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
-	c := s.register(ctx, sess, host, timeout, cancel, true)
+	c := s.register(ctx, sess, host, timeout, causeFunc(cancel), true)
 	if c == nil {
 		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, what, junction.ErrSourceDown, errSessionGone)
 	}
@@ -386,38 +458,53 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 //
 // With drains set the call gets the channel drainProgress waits on
 // (onProgress skips a nil one); raw calls do without.
-func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, cancel context.CancelCauseFunc, drains bool) *call {
+func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, cancel failer, drains bool) *call {
 	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout, cancel: cancel}
 	if drains {
 		c.progress = make(chan struct{}, 1)
 	}
 	if timeout > 0 {
-		c.timer = time.AfterFunc(timeout, func() { cancel(errNoProgress) })
+		c.timer = time.AfterFunc(timeout, c.noProgress)
 	}
 	s.mu.Lock()
 	if s.sess != sess {
 		// The session is being closed; registering now would make its
 		// Close wait for this request.
 		s.mu.Unlock()
-		cancel(nil)
+		cancel.Fail(nil)
 		if c.timer != nil {
 			c.timer.Stop()
 		}
 		return nil
 	}
 	s.nextToken++
-	c.token = "junction-" + strconv.FormatUint(s.nextToken, 10)
+	var buf [32]byte
+	c.token = string(strconv.AppendUint(append(buf[:0], "junction-"...), s.nextToken, 10))
 	s.calls[c.token] = c
 	s.mu.Unlock()
 	return c
 }
+
+// A failer ends a request registered with register, with a cause: the
+// cancel func of a typed request's context (causeFunc), or a raw call's
+// Fail, which ends it with the cause as its reply. A nil cause only
+// releases what the request holds.
+type failer interface{ Fail(cause error) }
+
+// causeFunc is a context's cancel func as a failer.
+type causeFunc context.CancelCauseFunc
+
+func (f causeFunc) Fail(cause error) { f(cause) }
+
+// noProgress ends the call when its no-progress timer fires.
+func (c *call) noProgress() { c.cancel.Fail(errNoProgress) }
 
 // end ends a call registered by register.
 func (s *Server) end(c *call) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	c.cancel(nil)
+	c.cancel.Fail(nil)
 	s.progress.take(c.token) // forget its count
 	s.mu.Lock()
 	delete(s.calls, c.token)

@@ -104,40 +104,23 @@ var _ junction.RawStarter = (*Server)(nil)
 // cancellation), so no goroutine waits for the answer. A call that must
 // wait for a session, is bridged, or asks a host before 2026-07-28 for
 // input, goes on as CallToolRaw on a goroutine of its own.
-func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) {
-	slow := func(params json.RawMessage) {
-		go func() { done(s.CallToolRaw(ctx, name, params)) }()
-	}
+func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(error)) {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
 		done(nil, err)
-		return
+		return func(error) {}
 	}
-	hm := readHostMeta(params, junction.HostSession(ctx))
+	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, timeout: timeout, done: done, async: true}
+	f.hm = readHostMeta(params, junction.HostSession(ctx))
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	if sess == nil || bridged(hm, sess) {
-		slow(params)
-		return
+	if sess == nil || bridged(f.hm, sess) {
+		f.goSlow(params)
+	} else {
+		f.start(sess)
 	}
-	s.startRaw(ctx, sess, name, params, hm, timeout, func(res json.RawMessage, err error) {
-		switch {
-		case errors.Is(err, errSessionGone):
-			slow(params) // nothing was sent
-		case err == nil && !hm.modern && inputRequired(res):
-			go func() {
-				retry, err := s.fulfilOnHost(ctx, junction.HostSession(ctx), params, res)
-				if err != nil {
-					done(nil, fmt.Errorf("upstream %q: %s: %w", s.name, toolWhat(name), err))
-					return
-				}
-				done(s.CallToolRaw(ctx, name, retry))
-			}()
-		default:
-			done(res, err)
-		}
-	})
+	return f.cancel
 }
 
 // bridged reports whether a call must go through the typed path's bridge
@@ -154,7 +137,9 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 		err error
 	}
 	ch := make(chan outcome, 1)
-	s.startRaw(ctx, sess, name, params, hm, timeout, func(res json.RawMessage, err error) { ch <- outcome{res, err} })
+	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, hm: hm, timeout: timeout,
+		done: func(res json.RawMessage, err error) { ch <- outcome{res, err} }}
+	f.start(sess)
 	o := <-ch
 	return o.res, o.err
 }
@@ -167,66 +152,139 @@ type rawFlight struct {
 	s       *Server
 	ctx     context.Context
 	name    string
+	params  json.RawMessage
+	hm      hostMeta
 	timeout time.Duration
 	rc      *dataplane.RawCall
 	done    func(json.RawMessage, error)
+	// async: a StartToolRaw call, which goes on by itself when nothing
+	// was sent (session gone) and when a host before 2026-07-28 must be
+	// asked for input; a CallToolRaw call loops over those itself.
+	async bool
 
-	mu   sync.Mutex // held while the call is set up; guards c and stop
-	c    *call      // nil: setting up failed, and startRaw ends the call
+	mu   sync.Mutex // held while the call is set up; guards the fields below
+	c    *call      // nil: setting up failed, and start ends the call
 	stop func() bool
+	// For a call that went on as CallToolRaw: cancels its context
+	// (slowCancel), or the cause it was cancelled with first.
+	slowCancel  context.CancelCauseFunc
+	cancelledBy error
 }
 
-// startRaw writes one raw call on sess; done gets its outcome, once. An
+// start writes the call on sess; f.done gets its outcome, once. An
 // error wrapping errSessionGone means nothing was sent.
-func (s *Server) startRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration, done func(json.RawMessage, error)) {
-	f := &rawFlight{s: s, ctx: ctx, name: name, timeout: timeout, done: done}
+func (f *rawFlight) start(sess *session) {
+	s := f.s
 	// A raw call has no context of its own: the no-progress timer and the
 	// session's closing end it by failing it (see register), and the
 	// host's cancellation is ctx. Its reply may come before it is set up
 	// (the server's stdout ending): f.mu holds it back until then.
 	f.mu.Lock()
-	f.rc = sess.stdio().NewRawCallFunc(f.reply)
-	c := s.register(ctx, sess, junction.HostSession(ctx), timeout, f.rc.Fail, hm.token != nil)
+	f.rc = sess.stdio().NewRawCall(f)
+	c := s.register(f.ctx, sess, junction.HostSession(f.ctx), f.timeout, f.rc, f.hm.token != nil)
 	if c == nil {
 		f.rc.Forget()
 		f.mu.Unlock()
-		done(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone))
+		f.finish(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone))
 		return
 	}
-	if hm.token != nil && c.host != nil {
+	if f.hm.token != nil && c.host != nil {
 		s.mu.Lock()
-		c.hostToken = hm.token
+		c.hostToken = f.hm.token
 		s.mu.Unlock()
 	}
 	f.c = c
-	f.stop = context.AfterFunc(ctx, f.cancelled)
+	if f.ctx.Done() != nil {
+		f.stop = context.AfterFunc(f.ctx, func() { f.cancel(context.Cause(f.ctx)) })
+	}
 	f.mu.Unlock()
-	// A failure to write ends the call through f.reply.
-	f.rc.Send(ctx, s.rawMeta(c.token, sess, hm), params)
+	// A failure to write ends the call through ReceiveRaw.
+	f.rc.Send(f.ctx, s.rawMeta(c.token, sess, f.hm), f.params)
 }
 
-// reply ends the call with the connection's reply.
-func (f *rawFlight) reply(r dataplane.RawReply) {
+// ReceiveRaw implements dataplane.RawReceiver: it ends the call with the
+// connection's reply.
+func (f *rawFlight) ReceiveRaw(r dataplane.RawReply) {
 	f.mu.Lock()
 	c, stop := f.c, f.stop
 	f.mu.Unlock()
 	if c == nil {
-		return // setting up failed; startRaw has ended the call
+		return // setting up failed; start has ended the call
 	}
-	stop()
+	if stop != nil {
+		stop()
+	}
 	// The rare outcomes are in functions of their own; the tool's name is
 	// quoted for messages only when there is one to write.
 	res, err := f.s.rawResult(f.ctx, f.rc, c, f.name, f.timeout, r)
 	f.s.end(c)
+	f.finish(res, err)
+}
+
+// cancel ends the call with cause (the host cancelled it, or its context
+// is done), and tells the server.
+func (f *rawFlight) cancel(cause error) {
+	if cause == nil {
+		cause = context.Canceled
+	}
+	f.mu.Lock()
+	if f.cancelledBy == nil {
+		f.cancelledBy = cause // a call going on as CallToolRaw later starts cancelled
+	}
+	rc, slow := f.rc, f.slowCancel
+	f.mu.Unlock()
+	switch {
+	case slow != nil:
+		slow(cause)
+	case rc != nil && rc.Take():
+		rc.Cancel(cause)
+		f.ReceiveRaw(dataplane.RawReply{Fail: fmt.Errorf("%w: %w", context.Canceled, cause)})
+	}
+}
+
+// finish hands the outcome on: to done, or, for a StartToolRaw call that
+// is not over (nothing sent; input to ask a host for), to a goroutine
+// that carries on as CallToolRaw would.
+func (f *rawFlight) finish(res json.RawMessage, err error) {
+	switch {
+	case !f.async:
+	case errors.Is(err, errSessionGone):
+		f.goSlow(f.params) // nothing was sent
+		return
+	case err == nil && !f.hm.modern && inputRequired(res):
+		ctx := f.slowContext()
+		go func() {
+			retry, err := f.s.fulfilOnHost(ctx, junction.HostSession(ctx), f.params, res)
+			if err != nil {
+				f.done(nil, fmt.Errorf("upstream %q: %s: %w", f.s.name, toolWhat(f.name), err))
+				return
+			}
+			f.done(f.s.CallToolRaw(ctx, f.name, retry))
+		}()
+		return
+	}
 	f.done(res, err)
 }
 
-// cancelled ends the call when its context is done, and tells the server.
-func (f *rawFlight) cancelled() {
-	if f.rc.Take() {
-		f.rc.Cancel(context.Cause(f.ctx))
-		f.reply(dataplane.RawReply{Fail: f.ctx.Err()})
+// goSlow makes the call with params as CallToolRaw does, on a goroutine of
+// its own, and hands on its outcome.
+func (f *rawFlight) goSlow(params json.RawMessage) {
+	ctx := f.slowContext()
+	go func() { f.done(f.s.CallToolRaw(ctx, f.name, params)) }()
+}
+
+// slowContext is the context of the call going on as CallToolRaw: f.ctx,
+// cancelled also by f.cancel.
+func (f *rawFlight) slowContext() context.Context {
+	ctx, cancel := context.WithCancelCause(f.ctx)
+	f.mu.Lock()
+	f.rc, f.slowCancel = nil, cancel
+	by := f.cancelledBy
+	f.mu.Unlock()
+	if by != nil {
+		cancel(by)
 	}
+	return ctx
 }
 
 // toolWhat names a tool in error messages.
@@ -384,16 +442,21 @@ func (s *Server) rawError(ctx context.Context, name string, timeout time.Duratio
 	switch {
 	case errors.Is(err, errNoProgress):
 		return fmt.Errorf("upstream %q: %s: no progress for %v: %w", s.name, what, timeout, context.DeadlineExceeded)
-	case errors.Is(err, errSessionClosing):
-		return fmt.Errorf("upstream %q: %s: %w: session closed during the call", s.name, what, junction.ErrSourceDown)
-	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF):
+	case errors.Is(err, errSessionClosing), errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF):
+		// However the session ended (the process exited, its stdout
+		// closed, a write failed, junction closed it), the host reads one
+		// message; the cause goes to the log.
 		s.Reconnect()
-		return fmt.Errorf("upstream %q: %s: %w: %v", s.name, what, junction.ErrSourceDown, err)
+		s.logger.Debug("call ended with its session", junction.LogKeyTool, name, "cause", err)
+		return fmt.Errorf("upstream %q: %s: %w: %s", s.name, what, junction.ErrSourceDown, msgSessionEnded)
 	case ctx.Err() != nil:
 		return fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())
 	}
 	return fmt.Errorf("upstream %q: %s: %w", s.name, what, err)
 }
+
+// msgSessionEnded is what a call whose session ended under it says.
+const msgSessionEnded = "the server's session ended during the call (junction reconnects)"
 
 // callViaSDK makes a raw call the typed way, for the host session ctx
 // names.

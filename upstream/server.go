@@ -574,7 +574,7 @@ func (s *Server) endSession(sess *session) {
 	// Outside s.mu: a raw call's end runs its completion at once, which
 	// takes s.mu.
 	for _, c := range ending {
-		c.cancel(errSessionClosing)
+		c.cancel.Fail(errSessionClosing)
 	}
 	if err := sess.cs.Close(); err != nil {
 		s.logger.Warn("closing upstream session", "error", err)

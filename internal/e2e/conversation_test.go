@@ -586,6 +586,8 @@ type hostFront interface {
 	send(body []byte, wait bool) error
 	// finish ends the conversation and waits for junction to exit.
 	finish()
+	// stderrText is what junction wrote on stderr.
+	stderrText() string
 }
 
 // runConversation runs c once, as v, and returns what it observed.
@@ -648,18 +650,20 @@ func runConversation(t *testing.T, c *conversation, v convVariant) *convObservat
 	for _, l := range r.links {
 		o.sections[l.section] = l.got
 	}
-	r.checkPath()
+	r.checkPath(front.stderrText())
 	return o
 }
 
 // checkPath checks that the run took the internal path it was meant to
-// take. With -fast-path=false no call may reach an upstream as a raw call
-// (ids "jr-N"). With the fast path on, a 2025-11-25 host that waited for
-// the tools ("ready") and then made plain calls that reached a 2025-11-25
-// upstream must have had at least one of them forwarded raw; otherwise
-// the two runs would test one path twice. (A call made before the tool is
-// known may rightly take the ordinary path.) r.mu is held.
-func (r *convRun) checkPath() {
+// take, from the counts junction logs as it stops ("hub stopped ...
+// fast_path_calls=N"): with -fast-path=false no call may be forwarded raw.
+// With the fast path on, a host that waited for the tools ("ready") and
+// then made plain calls that reached an upstream must have had at least
+// one of them forwarded raw; otherwise the two runs would test one path
+// twice. (A call made before the tool is known may rightly take the
+// ordinary path.) The upstream's side does not tell the paths apart: the
+// hub calls a stdio upstream with raw bytes either way. r.mu is held.
+func (r *convRun) checkPath(stderr string) {
 	plainCall, ready := false, false
 	for _, st := range r.c.host {
 		ready = ready || st.verb == "ready"
@@ -667,34 +671,31 @@ func (r *convRun) checkPath() {
 			plainCall = true
 		}
 	}
-	raw, legacyCalls := 0, 0
+	reached := 0
 	for _, l := range r.links {
-		legacy := false
 		for _, st := range l.got {
-			if st.verb != "recv" {
-				continue
-			}
-			switch msgMethod(st.msg) {
-			case "initialize":
-				legacy = true
-			case "tools/call":
-				id, _ := jsonStr(jsonField(st.msg, "id"))
-				if v, ok := jsonStr(jsonLit(l.vars.vals[id])); ok && strings.HasPrefix(v, "jr-") {
-					raw++
-				}
-				if legacy {
-					legacyCalls++
-				}
+			if st.verb == "recv" && msgMethod(st.msg) == "tools/call" {
+				reached++
 			}
 		}
 	}
+	m := stoppedLine.FindStringSubmatch(stderr)
+	if m == nil {
+		r.failf("junction did not log how many calls took the fast path as it stopped (a line matching %q)", stoppedLine)
+		return
+	}
+	raw, _ := strconv.Atoi(m[1])
 	switch {
 	case r.v.path == "slow" && raw > 0:
-		r.failf("%d calls reached an upstream as raw calls with -fast-path=false", raw)
-	case r.v.path == "fast" && !r.c.modern && plainCall && legacyCalls > 0 && raw == 0:
-		r.failf("no call took the fast path, though a 2025-11-25 host made plain calls to a 2025-11-25 upstream once its tools were listed")
+		r.failf("%d calls were forwarded raw with -fast-path=false", raw)
+	case r.v.path == "fast" && plainCall && reached > 0 && raw == 0:
+		r.failf("no call took the fast path, though the host made plain calls that reached an upstream once its tools were listed")
 	}
 }
+
+// stoppedLine is the line junction logs as it stops, with the number of
+// calls the fast path forwarded.
+var stoppedLine = regexp.MustCompile(`msg="hub stopped".* fast_path_calls=(\d+)`)
 
 // runHost runs the host's script.
 func (r *convRun) runHost(front hostFront) {
@@ -930,6 +931,8 @@ func (s *stdioFront) finish() {
 	}
 }
 
+func (s *stdioFront) stderrText() string { return s.stderr.String() }
+
 // httpFront is the host's end of "junction serve -http": every host
 // message is a POST to /mcp.
 type httpFront struct {
@@ -1142,6 +1145,8 @@ func (h *httpFront) finish() {
 
 // stop sends SIGTERM and waits for junction to exit (with status 0), or
 // kills it after stopTimeout.
+func (h *httpFront) stderrText() string { return h.stderr.String() }
+
 func (h *httpFront) stop() {
 	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		h.r.failf("SIGTERM to junction serve: %v", err)
