@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,8 +39,12 @@ type bridge struct {
 	pending map[string]*ask // questions the host has not answered; guarded by Server.mu
 }
 
+// outcome is the end of a bridged upstream call: a typed result (the
+// typed upstream leg, or a question for the host), or the raw result of a
+// raw leg, or an error.
 type outcome struct {
 	res *mcp.CallToolResult
+	raw json.RawMessage
 	err error
 }
 
@@ -65,72 +72,172 @@ func hostIsModern(req *mcp.CallToolRequest) bool {
 	return p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion
 }
 
-// bridgedCall runs a call from a 2026-07-28 host to a legacy upstream (see
-// bridge), or resumes one when the host comes back with answers.
-func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallToolRequest, params *mcp.CallToolParams, timeout time.Duration) (*mcp.CallToolResult, error) {
-	name := req.Params.Name
-	what := "tool " + strconv.Quote(name)
-	if st := req.Params.RequestState; st != "" {
-		s.mu.Lock()
-		b := s.bridges[st]
-		s.mu.Unlock()
-		if b != nil {
-			return s.resumeBridge(ctx, b, req, what)
-		}
-	}
-
-	// The upstream call outlives this host request: it ends with its own
-	// result, its no-progress timeout, Close, or the host going away.
+// newBridge returns a bridge for an upstream call about to start, and the
+// call's context: it outlives the host's request, and ends with the
+// call's own result, its no-progress timeout, Close, or the host going
+// away (awaitBridge).
+func newBridge(ctx context.Context) (*bridge, context.Context) {
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c, upCtx, end, err := s.begin(callCtx, sess, req.Session, timeout, what)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	b := &bridge{
+	return &bridge{
 		state:   newBridgeState(),
 		outcome: make(chan outcome, 1),
 		asks:    make(chan *ask),
 		cancel:  cancel,
 		done:    make(chan struct{}),
 		pending: make(map[string]*ask),
+	}, callCtx
+}
+
+// install makes c the bridged call of b, findable by its request state.
+// s.mu is held.
+func (b *bridge) install(s *Server, c *call) {
+	c.bridge = b
+	s.bridges[b.state] = b
+}
+
+// end hands on the upstream call's outcome and forgets the bridge.
+func (b *bridge) end(s *Server, o outcome) {
+	b.outcome <- o
+	s.mu.Lock()
+	delete(s.bridges, b.state)
+	s.mu.Unlock()
+	b.cancel()
+	close(b.done)
+}
+
+// bridgeFor returns the bridge a retry's request state names, if it is
+// still there.
+func (s *Server) bridgeFor(state string) *bridge {
+	if state == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bridges[state]
+}
+
+// bridgedCall runs a call from a 2026-07-28 host to a legacy upstream (see
+// bridge) on the typed path, or resumes one when the host comes back with
+// answers. Calls to stdio upstreams take the raw path instead (bridgeRaw).
+func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallToolRequest, params *mcp.CallToolParams, timeout time.Duration) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	what := "tool " + strconv.Quote(name)
+	if b := s.bridgeFor(req.Params.RequestState); b != nil {
+		o := s.resumeBridge(ctx, b, req.Params.InputResponses, req.Session, req.Params.GetProgressToken(), what)
+		return o.res, o.err
+	}
+
+	b, callCtx := newBridge(ctx)
+	c, upCtx, end, err := s.begin(callCtx, sess, req.Session, timeout, what)
+	if err != nil {
+		b.cancel()
+		return nil, err
 	}
 	s.mu.Lock()
 	if s.sess != sess {
 		// The session closed since begin; nothing was sent.
 		s.mu.Unlock()
 		end()
-		cancel()
+		b.cancel()
 		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, what, junction.ErrSourceDown, errSessionGone)
 	}
-	c.bridge = b
-	s.bridges[b.state] = b
+	b.install(s, c)
 	// Added under s.mu while sess is current: the supervisor, which is
 	// serving it, has not returned, so Close's Wait waits for this too.
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.logger.Debug("bridging a legacy upstream call for a 2026-07-28 host", junction.LogKeyTool, name)
-	s.setHost(c, req, ctx)
+	s.setHost(c, ctx, req.Session, req.Params.GetProgressToken())
 	params.SetProgressToken(c.token)
 	go func() {
 		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.bridges, b.state)
-			s.mu.Unlock()
-			cancel()
-			close(b.done)
-		}()
-		defer end()
 		res, err := sess.cs.CallTool(upCtx, params)
 		if err == nil {
 			s.drainProgress(c)
 		} else {
 			err = s.callError(ctx, upCtx, sess, what, timeout, err)
 		}
-		b.outcome <- outcome{res, err}
+		end()
+		b.end(s, outcome{res: res, err: err})
 	}()
-	return s.awaitBridge(ctx, b, c, what)
+	o := s.awaitBridge(ctx, b, what)
+	return o.res, o.err
+}
+
+// bridgeRaw is bridgedCall on the raw path: the upstream leg is a raw
+// call (so a call whose upstream asks nothing costs what any raw call
+// costs), and a question for the host comes back as an encoded
+// input-required result.
+func (s *Server) bridgeRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
+	what := toolWhat(name)
+	if hm.retry {
+		var p struct {
+			InputResponses mcp.InputResponseMap `json:"inputResponses"`
+			RequestState   string               `json:"requestState"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
+		}
+		if b := s.bridgeFor(p.RequestState); b != nil {
+			return s.rawOutcome(s.resumeBridge(ctx, b, p.InputResponses, junction.HostSession(ctx), hm.token, what), name)
+		}
+		// Answers to a call that is gone: the call starts again without
+		// them, as the typed path does.
+		params = withoutMembers(params, "inputResponses", "requestState")
+	}
+	b, callCtx := newBridge(ctx)
+	f := &rawFlight{s: s, ctx: callCtx, name: name, params: params, hm: hm, timeout: timeout, bridge: b,
+		done: func(res json.RawMessage, err error) { b.end(s, outcome{raw: res, err: err}) }}
+	f.start(sess)
+	f.mu.Lock()
+	c := f.c
+	f.mu.Unlock()
+	if c != nil {
+		s.setHost(c, ctx, junction.HostSession(ctx), hm.token)
+	}
+	o := s.awaitBridge(ctx, b, what)
+	if errors.Is(o.err, errSessionGone) {
+		return nil, o.err // nothing was sent; CallToolRaw waits for the next session
+	}
+	return s.rawOutcome(o, name)
+}
+
+// rawOutcome is a bridged call's outcome as CallToolRaw returns it. A
+// typed result is a question for the host (awaitBridge): it is written as
+// go-sdk's server writes one to a 2026-07-28 host.
+func (s *Server) rawOutcome(o outcome, name string) (json.RawMessage, error) {
+	if o.err != nil || o.res == nil {
+		return o.raw, o.err
+	}
+	b, err := json.Marshal(struct {
+		Content       []mcp.Content       `json:"content"`
+		InputRequests mcp.InputRequestMap `json:"inputRequests"`
+		RequestState  string              `json:"requestState"`
+		ResultType    string              `json:"resultType"`
+	}{[]mcp.Content{}, o.res.InputRequests, o.res.RequestState, "input_required"})
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %s: encode the result: %w", s.name, toolWhat(name), err)
+	}
+	return b, nil
+}
+
+// withoutMembers returns the JSON object obj without the members named.
+func withoutMembers(obj json.RawMessage, names ...string) json.RawMessage {
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	rawjson.ObjectSpans(obj, func(key []byte, start, end int) {
+		if slices.Contains(names, string(key)) {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, key...)
+		out = append(out, `":`...)
+		out = append(out, obj[start:end]...)
+	})
+	return append(out, '}')
 }
 
 func newBridgeState() string {
@@ -139,19 +246,20 @@ func newBridgeState() string {
 	return "junction-bridge-" + hex.EncodeToString(b[:])
 }
 
-// setHost points the call's notifications at the host request now active.
-func (s *Server) setHost(c *call, req *mcp.CallToolRequest, ctx context.Context) {
+// setHost points the call's notifications at the host request now
+// active: its context, session and progress token.
+func (s *Server) setHost(c *call, ctx context.Context, host *mcp.ServerSession, token any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.host, c.hostCtx, c.hostToken = req.Session, ctx, nil
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-		c.hostToken = tok
+	c.host, c.hostCtx, c.hostToken = host, ctx, nil
+	if token != nil && host != nil {
+		c.hostToken = token
 	}
 }
 
 // resumeBridge delivers the host's answers to the parked upstream call and
 // waits for its next question or its result.
-func (s *Server) resumeBridge(ctx context.Context, b *bridge, req *mcp.CallToolRequest, what string) (*mcp.CallToolResult, error) {
+func (s *Server) resumeBridge(ctx context.Context, b *bridge, answers mcp.InputResponseMap, host *mcp.ServerSession, token any, what string) outcome {
 	s.mu.Lock()
 	var c *call
 	for _, x := range s.calls {
@@ -159,7 +267,7 @@ func (s *Server) resumeBridge(ctx context.Context, b *bridge, req *mcp.CallToolR
 			c = x
 		}
 	}
-	for id, r := range req.Params.InputResponses {
+	for id, r := range answers {
 		if a := b.pending[id]; a != nil {
 			s.logger.Debug("host answered the upstream's question", "ask", id)
 			delete(b.pending, id)
@@ -168,35 +276,43 @@ func (s *Server) resumeBridge(ctx context.Context, b *bridge, req *mcp.CallToolR
 	}
 	s.mu.Unlock()
 	if c == nil {
-		// The upstream call has ended; its outcome is waiting.
+		// The upstream call has ended; its outcome is on its way, unless
+		// another retry took it.
 		select {
 		case o := <-b.outcome:
-			return o.res, o.err
-		default:
-			return nil, fmt.Errorf("upstream %q: %s: %w: the call being resumed is gone", s.name, what, junction.ErrSourceDown)
+			return o
+		case <-b.done:
+			select {
+			case o := <-b.outcome:
+				return o
+			default:
+				return outcome{err: fmt.Errorf("upstream %q: %s: %w: the call being resumed is gone", s.name, what, junction.ErrSourceDown)}
+			}
+		case <-ctx.Done():
+			return outcome{err: fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())}
 		}
 	}
-	s.setHost(c, req, ctx)
-	return s.awaitBridge(ctx, b, c, what)
+	s.setHost(c, ctx, host, token)
+	return s.awaitBridge(ctx, b, what)
 }
 
 // awaitBridge waits for the upstream call's next question (returned to the
 // host as an input-required result) or its outcome.
-func (s *Server) awaitBridge(ctx context.Context, b *bridge, c *call, what string) (*mcp.CallToolResult, error) {
+func (s *Server) awaitBridge(ctx context.Context, b *bridge, what string) outcome {
 	select {
 	case o := <-b.outcome:
-		return o.res, o.err
+		return o
 	case a := <-b.asks:
 		s.mu.Lock()
 		b.pending[a.id] = a
 		s.mu.Unlock()
-		return &mcp.CallToolResult{
+		return outcome{res: &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{a.id: a.req},
 			RequestState:  b.state,
-		}, nil
+		}}
 	case <-ctx.Done():
 		b.cancel()
-		return nil, fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())
+		return outcome{err: fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())}
 	}
 }
 

@@ -221,14 +221,14 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 			params.Meta[mcp.MetaKeyLogLevel] = s.LogLevel()
 		}
 	}
+	if sess.stdio() != nil {
+		// A stdio server's calls all take the raw path (one path for
+		// both), bridged ones included: see typedViaRaw.
+		return s.typedViaRaw(ctx, sess, req, timeout)
+	}
 	if !upstreamModern && hostIsModern(req) {
 		params.InputResponses, params.RequestState = nil, ""
 		return s.bridgedCall(ctx, sess, req, params, timeout)
-	}
-	if sess.stdio() != nil {
-		// A stdio server's calls all take the raw path (one path for
-		// both): see typedViaRaw.
-		return s.typedViaRaw(ctx, sess, req, timeout)
 	}
 
 	c, callCtx, end, err := s.begin(ctx, sess, req.Session, timeout, "tool "+strconv.Quote(name))
@@ -269,7 +269,7 @@ func (s *Server) typedViaRaw(ctx context.Context, sess *session, req *mcp.CallTo
 	}
 	hm := readHostMeta(params, req.Session)
 	hm.modern = hm.modern || hostIsModern(req)
-	res, err := s.callRaw(ctx, sess, req.Params.Name, params, hm, timeout)
+	res, err := s.rawOnce(ctx, sess, req.Params.Name, params, hm, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -960,14 +960,18 @@ type hostRef struct {
 	ctx  context.Context
 }
 
-// hostCalls returns one in-flight call per distinct host session.
+// hostCalls returns one in-flight call per distinct host session, and
+// each bridged call (whose host may have no session: a stateless request).
 func (s *Server) hostCalls() []*call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*call
 	seen := make(map[*mcp.ServerSession]bool)
 	for _, c := range s.calls {
-		if c.host != nil && !seen[c.host] {
+		switch {
+		case c.bridge != nil:
+			out = append(out, c)
+		case c.host != nil && !seen[c.host]:
 			seen[c.host] = true
 			out = append(out, c)
 		}
@@ -986,7 +990,7 @@ func (s *Server) hostCalls() []*call {
 // has calls in flight on this server, and is refused when there is none
 // or more than one, rather than guessed.
 func (s *Server) routeRequest(ctx context.Context, method string) (*call, error) {
-	if c, ok := ctx.Value(callKey{}).(*call); ok && c.host != nil {
+	if c, ok := ctx.Value(callKey{}).(*call); ok && (c.host != nil || s.bridgeOf(c) != nil) {
 		return c, nil
 	}
 	calls := s.hostCalls()

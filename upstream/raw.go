@@ -60,8 +60,9 @@ func (s *Server) CanCallRaw(tool string) bool {
 //
 // A call from a host at 2026-07-28 or later to an upstream before it, and
 // the retry of a call that asked for input, are bridged (see bridge.go):
-// they go through CallTool, and the result is encoded. Other transports
-// get [ErrRawUnsupported].
+// the upstream leg is a raw call all the same, and a question the
+// upstream asks on the way comes back as an input-required result. Other
+// transports get [ErrRawUnsupported].
 func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
@@ -74,10 +75,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		if err != nil {
 			return nil, err
 		}
-		if bridged(hm, sess) {
-			return s.callViaSDK(ctx, params)
-		}
-		res, err := s.callRaw(ctx, sess, name, params, hm, timeout)
+		res, err := s.rawOnce(ctx, sess, name, params, hm, timeout)
 		if errors.Is(err, errSessionGone) {
 			continue // nothing was sent: wait for the next session
 		}
@@ -130,6 +128,14 @@ func bridged(hm hostMeta, sess *session) bool {
 	return (hm.modern || hm.retry) && !sess.modern()
 }
 
+// rawOnce makes one raw call on sess, bridged or not, and waits for it.
+func (s *Server) rawOnce(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
+	if bridged(hm, sess) {
+		return s.bridgeRaw(ctx, sess, name, params, hm, timeout)
+	}
+	return s.callRaw(ctx, sess, name, params, hm, timeout)
+}
+
 // callRaw makes one raw call on sess and waits for it; see CallToolRaw.
 func (s *Server) callRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
 	type outcome struct {
@@ -161,6 +167,8 @@ type rawFlight struct {
 	// was sent (session gone) and when a host before 2026-07-28 must be
 	// asked for input; a CallToolRaw call loops over those itself.
 	async bool
+	// bridge: the call is bridged for a 2026-07-28 host (bridgeRaw).
+	bridge *bridge
 
 	mu   sync.Mutex // held while the call is set up; guards the fields below
 	c    *call      // nil: setting up failed, and start ends the call
@@ -188,9 +196,14 @@ func (f *rawFlight) start(sess *session) {
 		f.finish(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone))
 		return
 	}
-	if f.hm.token != nil && c.host != nil {
+	if f.bridge != nil || f.hm.token != nil && c.host != nil {
 		s.mu.Lock()
-		c.hostToken = f.hm.token
+		if f.hm.token != nil && c.host != nil {
+			c.hostToken = f.hm.token
+		}
+		if f.bridge != nil {
+			f.bridge.install(s, c)
+		}
 		s.mu.Unlock()
 	}
 	f.c = c
@@ -457,24 +470,6 @@ func (s *Server) rawError(ctx context.Context, name string, timeout time.Duratio
 
 // msgSessionEnded is what a call whose session ended under it says.
 const msgSessionEnded = "the server's session ended during the call (junction reconnects)"
-
-// callViaSDK makes a raw call the typed way, for the host session ctx
-// names.
-func (s *Server) callViaSDK(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var p mcp.CallToolParamsRaw
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
-	}
-	res, err := s.CallTool(ctx, &mcp.CallToolRequest{Session: junction.HostSession(ctx), Params: &p})
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("upstream %q: encode result: %w", s.name, err)
-	}
-	return b, nil
-}
 
 // captureMeta is the client's sending middleware that keeps, per
 // session, the per-request protocol members go-sdk puts in the _meta of

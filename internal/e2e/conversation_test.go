@@ -1771,4 +1771,28 @@ func normaliseFromHub(v any, pattern any, vt *placeholderTable) {
 			meta["progressToken"] = jsonStrLit(vt.name("$TOKEN", string(tok), jsonField(pattern, "params", "_meta", "progressToken")))
 		}
 	}
+	// A question for a 2026-07-28 host, from an upstream call the hub
+	// bridges: the request state and the ids of the input requests are
+	// the hub's ($STATE1, $ASK1).
+	if res, ok := m["result"].(map[string]any); ok {
+		if st, ok := res["requestState"].(jsonLit); ok {
+			res["requestState"] = jsonStrLit(vt.name("$STATE", string(st), jsonField(pattern, "result", "requestState")))
+		}
+		if asks, ok := res["inputRequests"].(map[string]any); ok {
+			var hints []string
+			if p, ok := jsonField(pattern, "result", "inputRequests").(map[string]any); ok {
+				hints = slices.Sorted(maps.Keys(p))
+			}
+			for i, k := range slices.Sorted(maps.Keys(asks)) {
+				var hint any
+				if i < len(hints) {
+					hint = jsonStrLit(hints[i])
+				}
+				if n := vt.name("$ASK", encodeJSONString(k), hint); n != k {
+					asks[n] = asks[k]
+					delete(asks, k)
+				}
+			}
+		}
+	}
 }
