@@ -251,12 +251,20 @@ func answerLine(id []byte, res json.RawMessage, werr *jsonrpc.Error) []byte {
 	if werr != nil {
 		return errorLine(id, werr)
 	}
-	buf := make([]byte, 0, len(id)+len(res)+40)
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, id...)
-	buf = append(buf, `,"result":`...)
+	buf := appendAnswerHead(make([]byte, 0, len(id)+len(res)+40), id)
 	buf = append(buf, res...)
 	return append(buf, "}\n"...)
+}
+
+// answerHead is the start of answerLine's answer, up to the result.
+func answerHead(id []byte) []byte {
+	return appendAnswerHead(make([]byte, 0, len(id)+32), id)
+}
+
+func appendAnswerHead(buf, id []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	return append(buf, `,"result":`...)
 }
 
 // errorLine is a JSON-RPC error answer, ending in a newline.

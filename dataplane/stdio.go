@@ -185,6 +185,10 @@ func (s *stdioSession) take(line []byte) bool {
 		}
 		// JSON-RPC: no answer to a cancelled request.
 		s.calls.finish(key, hc, func() {
+			if werr == nil && len(res) > bigWrite {
+				s.c.out.writeAnswer(tc.id, res) // not held back: no copy
+				return
+			}
 			line := answerLine(tc.id, res, werr)
 			if via := hc.via.Load(); via != nil {
 				s.c.out.writeDeferred(line, "", via) // the server's reader flushes it

@@ -378,6 +378,42 @@ func TestWriter(t *testing.T) {
 	}
 }
 
+// A big line, or a big answer, written while lines are deferred goes out
+// after them, whole, and without being copied into the queue.
+func TestWriterBigAfterDeferred(t *testing.T) {
+	sw := &slowWriter{}
+	w := newWriter(sw)
+	var b batch
+	big := strings.Repeat("r", bigWrite+1)
+	for i := range 3 {
+		if err := w.writeDeferred([]byte(fmt.Sprintf("deferred %d\n", i)), "", &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.writeAnswer([]byte(`7`), json.RawMessage(`"`+big+`"`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.writeDeferred([]byte("big "+big+"\n"), "", &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.writeDeferred([]byte("last\n"), "", &b); err != nil {
+		t.Fatal(err)
+	}
+	b.flush()
+	if err := w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "deferred 0\ndeferred 1\ndeferred 2\n" +
+		`{"jsonrpc":"2.0","id":7,"result":"` + big + "\"}\n" +
+		"big " + big + "\nlast\n"
+	if got := sw.buf.String(); got != want {
+		t.Errorf("written:\n%.200q\nwant:\n%.200q", got, want)
+	}
+	if cap(w.queue) > bigWrite || cap(w.spare) > bigWrite {
+		t.Errorf("the queue grew to %d bytes: a big line was copied into it", max(cap(w.queue), cap(w.spare)))
+	}
+}
+
 func TestParseToolCall(t *testing.T) {
 	for _, tc := range []struct {
 		msg        string

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -107,17 +108,13 @@ func (wr *writer) write(line []byte, id string, wait bool) error {
 		return nil
 	}
 
+	if len(line) > bigWrite {
+		return wr.writeBig(line)
+	}
 	wr.writing = true
 	var own error
 	ownRound := uint64(0)
-	if len(line) > bigWrite {
-		wr.mu.Unlock()
-		_, err := wr.w.Write(line)
-		wr.mu.Lock()
-		if err != nil {
-			own = wr.failed(err)
-		}
-	} else {
+	{
 		// With other calls in flight, yield once before writing: the
 		// goroutines ready to run are likely more calls about to write,
 		// and they queue theirs behind this one (the queue is empty while
@@ -138,6 +135,53 @@ func (wr *writer) write(line []byte, id string, wait bool) error {
 		own = e
 	}
 	return own
+}
+
+// writeBig writes a big line, given in parts, straight from the callers'
+// buffers (no copy into the queue), after the lines deferred before it,
+// and then what was queued meanwhile. Called with mu held, no write under
+// way and no error yet.
+func (wr *writer) writeBig(parts ...[]byte) error {
+	wr.writing = true
+	if len(wr.queue) > 0 {
+		wr.drainLocked(0) // lines deferred before this one go first
+		wr.writing = true
+		if wr.err != nil {
+			wr.writing = false
+			return wr.err
+		}
+	}
+	wr.mu.Unlock()
+	var err error
+	for _, p := range parts {
+		if _, err = wr.w.Write(p); err != nil {
+			break
+		}
+	}
+	wr.mu.Lock()
+	var own error
+	if err != nil {
+		own = wr.failed(err)
+	}
+	wr.drainLocked(0)
+	return own
+}
+
+// writeAnswer writes the answer to the host's request id with result res
+// (see answerLine). A big result, when no write is under way, is written
+// from where it is, with the envelope around it in writes of their own;
+// otherwise the answer is copied into a line as usual.
+func (wr *writer) writeAnswer(id []byte, res json.RawMessage) error {
+	if len(res) > bigWrite {
+		wr.mu.Lock()
+		if !wr.closed && wr.err == nil && !wr.writing {
+			defer wr.mu.Unlock()
+			return wr.writeBig(answerHead(id), res, []byte("}\n"))
+		}
+		wr.mu.Unlock()
+	}
+	_, err := wr.Write(answerLine(id, res, nil))
+	return err
 }
 
 // drainLocked writes the queue, round after round, until it is empty;
@@ -192,6 +236,11 @@ func (wr *writer) drainLocked(mine uint64) (own error) {
 // reader waits for more input). A write under way by another goroutine
 // sends it anyway. id is as for write.
 func (wr *writer) writeDeferred(line []byte, id string, b *batch) error {
+	if len(line) > bigWrite {
+		// Nothing to gain from holding a big line back, and a copy to
+		// save: it goes now, after the lines deferred before it.
+		return wr.write(line, id, false)
+	}
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	if wr.closed {

@@ -402,9 +402,10 @@ func (s *Server) elicitViaBridge(ctx context.Context, c *call, p *mcp.ElicitPara
 // maxInputRounds bounds the retries of one call that keeps asking.
 const maxInputRounds = 10
 
-// inputRequired reports whether the raw result res asks for input.
-func inputRequired(res json.RawMessage) bool {
-	if !bytes.Contains(res, []byte(`"input_required"`)) {
+// inputRequired reports whether the raw result res, from a server on
+// sess, asks for input (which only a server at 2026-07-28 or later does).
+func inputRequired(sess *session, res json.RawMessage) bool {
+	if !sess.modern() || !bytes.Contains(res, []byte(`"input_required"`)) {
 		return false
 	}
 	var v struct {

@@ -79,7 +79,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		if errors.Is(err, errSessionGone) {
 			continue // nothing was sent: wait for the next session
 		}
-		for round := 0; err == nil && !hm.modern && inputRequired(res); round++ {
+		for round := 0; err == nil && !hm.modern && inputRequired(sess, res); round++ {
 			// A host before 2026-07-28: ask it (see fulfilOnHost).
 			if round == maxInputRounds {
 				return nil, fmt.Errorf("upstream %q: %s: still asking for input after %d rounds", s.name, toolWhat(name), maxInputRounds)
@@ -264,7 +264,7 @@ func (f *rawFlight) finish(res json.RawMessage, err error) {
 	case errors.Is(err, errSessionGone):
 		f.goSlow(f.params) // nothing was sent
 		return
-	case err == nil && !f.hm.modern && inputRequired(res):
+	case err == nil && !f.hm.modern && inputRequired(f.c.sess, res):
 		ctx := f.slowContext()
 		go func() {
 			retry, err := f.s.fulfilOnHost(ctx, junction.HostSession(ctx), f.params, res)
@@ -438,7 +438,11 @@ func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, 
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 		res = fixed
 	}
-	res = dataplane.StripServerFields(res)
+	if c.sess.modern() {
+		// Only a server at 2026-07-28 or later names itself in results:
+		// an older one's results (a megabyte, say) are not scanned.
+		res = dataplane.StripServerFields(res)
+	}
 	if c.progress != nil {
 		s.drainProgress(c) // and the logs
 	} else {
