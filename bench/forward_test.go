@@ -14,7 +14,6 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/bench/echo"
-	"github.com/junction-mcp/junction/bench/rawup"
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/upstream"
 	"go.uber.org/goleak"
@@ -44,10 +43,10 @@ type pipeHost struct {
 }
 
 // newForwarder builds a hub whose one source is the echo server as an
-// upstream process, and connects a pipeHost to it over the hub's stdio
-// transport, or with fast, over View.ServeStdioFast with package
-// upstream's Server.CallToolRaw as the raw caller (as junction serve
-// builds it).
+// upstream process, and connects a pipeHost to it through
+// dataplane.Plane.ServeStdio: every call through go-sdk, or with fast,
+// tools/call on the raw path to package upstream's Server.CallToolRaw
+// (as junction serve builds it by default).
 func newForwarder(tb testing.TB, fast bool) *pipeHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,34 +78,8 @@ func newForwarder(tb testing.TB, fast bool) *pipeHost {
 	})
 }
 
-func hubForwarder(tb testing.TB) *pipeHost          { return newForwarder(tb, false) }
-func upstreamFastForwarder(tb testing.TB) *pipeHost { return newForwarder(tb, true) }
-
-// newFastForwarder is newForwarder with bench/rawup as the upstream.
-func newFastForwarder(tb testing.TB) *pipeHost {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	hub := junction.New(nil)
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	src, err := rawup.Start(wctx, []string{os.Args[0]}, append(os.Environ(), envEcho+"=1"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := hub.Add(ctx, "echo", src, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-		tb.Fatal(err)
-	}
-	view, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
-		return dataplane.New(view, nil).ServeStdio(ctx, in, out, nil)
-	}, func() {
-		hub.Close()
-		src.Close()
-	})
-}
+func hubForwarder(tb testing.TB) *pipeHost  { return newForwarder(tb, false) }
+func fastForwarder(tb testing.TB) *pipeHost { return newForwarder(tb, true) }
 
 // newDirect connects a pipeHost straight to an in-process echo server:
 // the floor of the in-process benchmark.
@@ -181,7 +154,7 @@ func TestForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", newFastForwarder}, {"fastup", upstreamFastForwarder}, {"direct", newDirect}} {
+	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.new(t)
 			res := h.call(t, `{"msg":"hello \"hub\""}`)
@@ -203,7 +176,7 @@ func BenchmarkForward(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", newFastForwarder}, {"fastup", upstreamFastForwarder}, {"direct", newDirect}} {
+	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}} {
 		b.Run(tc.name+"/small", func(b *testing.B) {
 			h := tc.new(b)
 			b.ReportAllocs()

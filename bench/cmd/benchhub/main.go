@@ -1,16 +1,15 @@
 // Command benchhub serves one upstream MCP server through a junction hub,
 // over stdio or Streamable HTTP, for the benchmarks. It is the hub as
 // `junction serve` builds it (a junction.Hub, an upstream.Server source,
-// the hub's StdioTransport or View.HTTPHandler) without the daemon's
-// config file, auth and metrics, so that scripts/bench can run before and
+// a dataplane.Plane serving the hub's view) without the daemon's config
+// file, auth and metrics, so that scripts/bench can run before and
 // independently of the config wiring.
 //
-//	benchhub [-http 127.0.0.1:0] [-addr-file F] [-raw-upstream] [-fast] -- COMMAND [ARGS...]
+//	benchhub [-http 127.0.0.1:0] [-addr-file F] [-fast] -- COMMAND [ARGS...]
 //
-// -raw-upstream uses bench/rawup (a hand-written JSON-RPC client) instead
-// of package upstream; -fast serves with the raw data plane for tools/call
-// (View.ServeStdioFast on stdio, HTTPOptions.FastPath over HTTP), as
-// junction serve does by default.
+// -fast serves tools/call on the raw path (package upstream's raw calls,
+// Plane.ServeStdio on stdio, Plane.HTTPHandler over HTTP), as junction
+// serve does by default; without it every call goes through go-sdk.
 package main
 
 import (
@@ -29,7 +28,6 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/bench/rawup"
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/upstream"
 )
@@ -49,7 +47,6 @@ func run(ctx context.Context, args []string) error {
 	addrFile := fs.String("addr-file", "", "write the bound HTTP address to `file`")
 	jsonResp := fs.Bool("json-response", false, "answer POSTs with application/json instead of SSE")
 	name := fs.String("name", "echo", "source `name`; tools keep their upstream names")
-	rawUp := fs.Bool("raw-upstream", false, "reach the upstream with bench/rawup instead of package upstream")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	fast := fs.Bool("fast", false, "serve with the raw path (dataplane); without it every call goes through go-sdk")
 	if err := fs.Parse(args); err != nil {
@@ -74,29 +71,18 @@ func run(ctx context.Context, args []string) error {
 	defer hub.Close()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if *rawUp {
-		src, err := rawup.Start(wctx, fs.Args(), nil)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		if err := hub.Add(ctx, *name, src, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-			return err
-		}
-	} else {
-		up, err := upstream.New(*name, upstream.Config{Command: fs.Arg(0), Args: fs.Args()[1:]}, &upstream.Options{Logger: logger})
-		if err != nil {
-			return err
-		}
-		defer up.Close()
-		if err := hub.Add(ctx, *name, up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-			return err
-		}
-		// Serve only once the upstream's tools are in the hub's table, so
-		// the first measured call is not a connection wait.
-		if err := up.WaitReady(wctx); err != nil {
-			return fmt.Errorf("upstream: %w", err)
-		}
+	up, err := upstream.New(*name, upstream.Config{Command: fs.Arg(0), Args: fs.Args()[1:]}, &upstream.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	if err := hub.Add(ctx, *name, up, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		return err
+	}
+	// Serve only once the upstream's tools are in the hub's table, so the
+	// first measured call is not a connection wait.
+	if err := up.WaitReady(wctx); err != nil {
+		return fmt.Errorf("upstream: %w", err)
 	}
 	if err := hub.Refresh(wctx); err != nil {
 		return err
