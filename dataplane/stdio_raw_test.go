@@ -57,7 +57,7 @@ func (f *rawFake) Complete(context.Context, *mcp.CompleteRequest) (*mcp.Complete
 	return &mcp.CompleteResult{}, nil
 }
 
-// fastHost is a host talking raw lines to ServeStdioFast.
+// fastHost is a host talking raw lines to Plane.ServeStdio.
 type fastHost struct {
 	w    *io.PipeWriter
 	r    *bufio.Reader
@@ -88,10 +88,10 @@ func startFast(t *testing.T, src junction.Source, sel junction.Selection) *fastH
 		select {
 		case err := <-h.done:
 			if err != nil {
-				t.Errorf("ServeStdioFast = %v", err)
+				t.Errorf("ServeStdio = %v", err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Error("ServeStdioFast did not return after EOF")
+			t.Error("ServeStdio did not return after EOF")
 		}
 	})
 	return h
@@ -142,7 +142,7 @@ func text(m map[string]any) string {
 	return s
 }
 
-func TestServeStdioFast(t *testing.T) {
+func TestServeStdioRaw(t *testing.T) {
 	var gotParams atomic.Value
 	f := &rawFake{tools: []string{"echo", "hidden"}, raw: func(_ context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
 		gotParams.Store(string(params))
@@ -211,7 +211,7 @@ func TestServeStdioFast(t *testing.T) {
 	}
 }
 
-func TestServeStdioFastBeforeInitialized(t *testing.T) {
+func TestServeStdioRawBeforeInitialized(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"content":[]}`), nil
 	}}
@@ -222,7 +222,7 @@ func TestServeStdioFastBeforeInitialized(t *testing.T) {
 	}
 }
 
-func TestServeStdioFastErrors(t *testing.T) {
+func TestServeStdioRawErrors(t *testing.T) {
 	f := &rawFake{tools: []string{"proto", "fail", "panic"}, raw: func(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
 		switch name {
 		case "proto":
@@ -249,7 +249,7 @@ func TestServeStdioFastErrors(t *testing.T) {
 	}
 }
 
-func TestServeStdioFastCancel(t *testing.T) {
+func TestServeStdioRawCancel(t *testing.T) {
 	started := make(chan struct{})
 	cancelled := make(chan struct{})
 	f := &rawFake{tools: []string{"slow", "quick"}, raw: func(ctx context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
@@ -278,7 +278,7 @@ func TestServeStdioFastCancel(t *testing.T) {
 	}
 }
 
-func TestServeStdioFastDrainsAtEOF(t *testing.T) {
+func TestServeStdioRawDrainsAtEOF(t *testing.T) {
 	release := make(chan struct{})
 	f := &rawFake{tools: []string{"wait"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		<-release
@@ -477,10 +477,10 @@ func FuzzParseToolCall(f *testing.F) {
 	})
 }
 
-// TestServeStdioFastInFlight: a fast call counts in junction.Hub.InFlight while it
+// TestServeStdioRawInFlight: a fast call counts in junction.Hub.InFlight while it
 // runs, so a daemon's WaitIdle on shutdown waits for it as for ordinary
 // calls.
-func TestServeStdioFastInFlight(t *testing.T) {
+func TestServeStdioRawInFlight(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	f := &rawFake{tools: []string{"wait"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
@@ -526,7 +526,7 @@ func TestServeStdioFastInFlight(t *testing.T) {
 	}
 	inW.Close()
 	if err := <-done; err != nil {
-		t.Errorf("ServeStdioFast = %v", err)
+		t.Errorf("ServeStdio = %v", err)
 	}
 	outW.Close()
 }

@@ -26,7 +26,7 @@ const maxLineLength = dataplane.DefaultMaxLine
 // an idle pipe costs no more, but the size counts against the user's pipe
 // quota (/proc/sys/fs/pipe-user-pages-soft, 64 MiB by default; past it
 // the user's new pipes get 8 KiB). 256 KiB forwarded 1 MiB results as
-// fast as 1 MiB did (BenchmarkForward/fastup/result-1MiB: 260-290 MB/s
+// fast as 1 MiB did (BenchmarkForward/fast/result-1MiB, then named fastup: 260-290 MB/s
 // against 220-320; the default 64 KiB: 130-220) at a quarter of the quota.
 var stdoutPipeSize = 256 << 10
 
