@@ -256,6 +256,16 @@ func answerLine(id []byte, res json.RawMessage, werr *jsonrpc.Error) []byte {
 	return append(buf, "}\n"...)
 }
 
+// answerParts is answerLine in parts, for writers that take them one
+// after the other: a big result is not copied, but written from where it
+// is between the envelope's head and its end.
+func answerParts(id []byte, res json.RawMessage, werr *jsonrpc.Error) [][]byte {
+	if werr == nil && len(res) > bigWrite {
+		return [][]byte{answerHead(id), res, []byte("}\n")}
+	}
+	return [][]byte{answerLine(id, res, werr)}
+}
+
 // answerHead is the start of answerLine's answer, up to the result.
 func answerHead(id []byte) []byte {
 	return appendAnswerHead(make([]byte, 0, len(id)+32), id)

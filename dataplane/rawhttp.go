@@ -128,7 +128,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		return false
 	}
 	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
-	if s.calls.finish(key, hc, func() { sink.finish(answerLine(tc.id, res, werr)) }) {
+	if s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, res, werr)) }) {
 		sink.finish(nil) // JSON-RPC: no answer to a cancelled request
 	}
 	return true
@@ -155,7 +155,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
-	writeJSON(w, answerLine(tc.id, res, werr))
+	writeJSON(w, answerParts(tc.id, res, werr))
 	return true
 }
 
@@ -190,7 +190,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if werr == nil {
 		res = modernResult(res, f.p.impl)
 	}
-	writeJSON(w, answerLine(tc.id, res, werr))
+	writeJSON(w, answerParts(tc.id, res, werr))
 	return true
 }
 
@@ -205,12 +205,18 @@ func hasParamHeaders(h http.Header) bool {
 }
 
 // writeJSON writes answer as a 200 application/json response.
-func writeJSON(w http.ResponseWriter, answer []byte) {
+func writeJSON(w http.ResponseWriter, answer [][]byte) {
+	n := 0
+	for _, p := range answer {
+		n += len(p)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(answer)))
+	h.Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(http.StatusOK)
-	w.Write(answer)
+	for _, p := range answer {
+		w.Write(p)
+	}
 }
 
 // acceptable reports whether r is a POST go-sdk would take: JSON in, and
@@ -449,22 +455,19 @@ func (s *sseSink) request(ctx context.Context, method string, params mcp.Params)
 
 // finish writes answer (a JSON-RPC line), or ends the response without
 // one when answer is nil.
-func (s *sseSink) finish(answer []byte) {
+func (s *sseSink) finish(answer [][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
 	h := s.w.Header()
 	h.Set("Mcp-Session-Id", s.sid)
 	if !s.started && answer != nil {
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(answer)))
-		s.w.WriteHeader(http.StatusOK)
-		s.w.Write(answer)
+		writeJSON(s.w, answer)
 		return
 	}
 	s.startStream()
 	if answer != nil {
-		s.event(bytes.TrimRight(answer, "\n"))
+		s.event(bytes.TrimRight(bytes.Join(answer, nil), "\n"))
 	}
 }
 

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -172,15 +173,16 @@ func (wr *writer) writeBig(parts ...[]byte) error {
 // from where it is, with the envelope around it in writes of their own;
 // otherwise the answer is copied into a line as usual.
 func (wr *writer) writeAnswer(id []byte, res json.RawMessage) error {
-	if len(res) > bigWrite {
+	parts := answerParts(id, res, nil)
+	if len(parts) > 1 {
 		wr.mu.Lock()
 		if !wr.closed && wr.err == nil && !wr.writing {
 			defer wr.mu.Unlock()
-			return wr.writeBig(answerHead(id), res, []byte("}\n"))
+			return wr.writeBig(parts...)
 		}
 		wr.mu.Unlock()
 	}
-	_, err := wr.Write(answerLine(id, res, nil))
+	_, err := wr.Write(bytes.Join(parts, nil))
 	return err
 }
 
