@@ -585,7 +585,7 @@ func (h *Hub) rebuild() error {
 	drift := applyLock(t, sources, lock)
 	for name, d := range drift {
 		if old := prevDrift[name]; old == nil || old.String() != d.String() {
-			h.logger.Warn("tool drift against the lock", LogKeySource, name, "drift", strings.TrimSpace(d.String()))
+			h.logger.Warn("tool drift against the lock", LogKeySource, name, "drift", d.Summary())
 		}
 	}
 	for name, tools := range presets {

@@ -112,7 +112,7 @@
 // # Drift
 //
 // Every time the tool list is read again (reconnect, list_changed),
-// [CompareTools] compares it with the previous one and reports every
+// [junction.CompareTools] compares it with the previous one and reports every
 // difference: duplicates, added, removed, reordered, description, input
 // or output schema, title or annotations changed. Schemas are compared
 // canonically ([junction.CanonicalJSON]). The last drift is in the snapshot and
