@@ -229,8 +229,9 @@ func (d *Daemon) addSources(ctx context.Context, packNames []string, cfg *config
 }
 
 // addContext bounds how long adding a source may wait for its catalog. A
-// plugin that is still starting would otherwise hold up serving; it tells
-// the hub when it is ready and its tools appear then.
+// plugin still starting answers at once with no tools (it tells the hub
+// when it is ready, and its tools appear then); one that became ready
+// just before and then stalls must not hold up serving either.
 func addContext(ctx context.Context, m *managed) context.Context {
 	if m.kind != KindPlugin {
 		return ctx
