@@ -188,6 +188,9 @@ func (r *reload) replace(name string, start func() (*managed, *junction.SourceOp
 	ctx, cancel := context.WithTimeout(r.ctx, reloadConnectWait)
 	err = r.d.Hub.Replace(ctx, name, m.src, opts)
 	cancel()
+	if err == nil {
+		r.d.logger.Info("source restarted; new calls go to the new one, calls in flight finish on the old one", junction.LogKeySource, name)
+	}
 	if old != nil {
 		r.retiring = append(r.retiring, old)
 	}

@@ -35,8 +35,11 @@ package e2e
 //     "start MSG" sends a request without waiting. "write TEXT" sends a
 //     raw frame and waits for the answer. "await hub METHOD" and "await
 //     upstream METHOD" wait until the host, or an upstream, has received a
-//     message with that method. "ready NAME..." waits until tools/list
-//     lists these tools (see below).
+//     message with that method; "await log TEXT" until junction has
+//     written TEXT on stderr. "ready NAME..." waits until tools/list
+//     lists these tools (see below). "reload NAME.yaml" makes that
+//     section junction's config file and sends junction SIGHUP.
+//   - NAME.yaml (optional, other than config.yaml): a config for reload.
 //   - hub: every message the host received, in order.
 //
 // Lines starting with '#' are comments. Messages may span lines. A
@@ -61,15 +64,17 @@ package e2e
 // no session). The upstream's era is what its script answers: an error
 // to server/discover and then initialize, or server/discover itself.
 // A run with the fast path off fails if a call went raw; one with it on
-// fails if a 2025-11-25 host's plain calls, made once the tools were
-// listed, all reached a 2025-11-25 upstream through go-sdk.
+// fails if a host's plain calls, made once the tools were listed, all
+// went through go-sdk (see checkPath).
 //
 // # Normalisation and ordering
 //
 //   - Values the hub chooses are written as placeholders: the ids of its
 //     requests (numbers from go-sdk, "jr-N" strings from the raw path) as
-//     "$ID<n>", its progress tokens as "$TOKEN<n>", junction's version in
-//     clientInfo and serverInfo as "$VERSION". Scripted messages refer to
+//     "$ID<n>", its progress tokens as "$TOKEN<n>", the request state and
+//     input request ids of a question it bridges to a 2026-07-28 host as
+//     "$STATE<n>" and "$ASK<n>", junction's version in clientInfo and
+//     serverInfo as "$VERSION". Scripted messages refer to
 //     them by name ("id": "$ID3" answers the request recorded as $ID3), so
 //     one file holds for both paths. See placeholderTable for how names are
 //     chosen.
@@ -223,6 +228,8 @@ func loadConversation(path string) (*conversation, error) {
 		switch {
 		case f.Name == "config.yaml":
 			c.config = f.Data
+		case strings.HasSuffix(f.Name, ".yaml"):
+			// A config for "reload".
 		case f.Name == "args":
 			c.args = strings.Fields(string(f.Data))
 		case base == "host", base == "hub":
@@ -434,6 +441,8 @@ type convRun struct {
 	c        *conversation
 	v        convVariant
 	deadline time.Time
+	cfgPath  string // the config file junction was started with, if any
+	self     string // the scripted upstream's command, for "{{upstream}}"
 
 	mu       sync.Mutex        // guards the fields below
 	changed  chan struct{}     // closed and replaced on every change below
@@ -588,6 +597,8 @@ type hostFront interface {
 	finish()
 	// stderrText is what junction wrote on stderr.
 	stderrText() string
+	// process is junction's process.
+	process() *os.Process
 }
 
 // runConversation runs c once, as v, and returns what it observed.
@@ -616,11 +627,11 @@ func runConversation(t *testing.T, c *conversation, v convVariant) *convObservat
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := filepath.Join(dir, "junction.yaml")
-		if err := os.WriteFile(cfg, bytes.ReplaceAll(c.config, []byte("{{upstream}}"), []byte(self)), 0o644); err != nil {
+		r.self, r.cfgPath = self, filepath.Join(dir, "junction.yaml")
+		if err := r.writeConfig(c.config); err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "-config", cfg)
+		args = append(args, "-config", r.cfgPath)
 	}
 
 	var front hostFront
@@ -745,6 +756,8 @@ func (r *convRun) runHost(front hostFront) {
 					}
 					return false
 				})
+			case "log":
+				err = r.waitLog(front, strings.TrimSpace(strings.TrimPrefix(st.arg, "log")))
 			case "upstream":
 				err = r.waitUntil("an upstream to receive "+method, func() bool {
 					for i := upCursor; i < len(r.upRecv); i++ {
@@ -756,7 +769,7 @@ func (r *convRun) runHost(front hostFront) {
 					return false
 				})
 			default:
-				err = fmt.Errorf("await %q: want hub or upstream", who)
+				err = fmt.Errorf("await %q: want hub, upstream or log", who)
 			}
 			if err != nil {
 				r.failf("host line %d: %v", st.line, err)
@@ -767,8 +780,51 @@ func (r *convRun) runHost(front hostFront) {
 				r.failf("host line %d: %v", st.line, err)
 				return
 			}
+		case "reload":
+			if err := r.reload(front, strings.TrimSpace(st.arg)); err != nil {
+				r.failf("host line %d: %v", st.line, err)
+				return
+			}
 		}
 	}
+}
+
+// writeConfig writes data, with "{{upstream}}" replaced, as junction's
+// config file, in one rename (junction watches the file).
+func (r *convRun) writeConfig(data []byte) error {
+	tmp := r.cfgPath + ".new"
+	if err := os.WriteFile(tmp, bytes.ReplaceAll(data, []byte("{{upstream}}"), []byte(r.self)), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.cfgPath)
+}
+
+// reload makes the section name junction's config file and tells
+// junction (SIGHUP), as an operator would.
+func (r *convRun) reload(front hostFront, name string) error {
+	data, ok := r.c.files[name]
+	if !ok || !strings.HasSuffix(name, ".yaml") || r.cfgPath == "" {
+		return fmt.Errorf("reload %q: want the name of a .yaml section, and a config.yaml to start with", name)
+	}
+	if err := r.writeConfig(data); err != nil {
+		return err
+	}
+	return front.process().Signal(syscall.SIGHUP)
+}
+
+// waitLog waits until junction has written text on stderr.
+func (r *convRun) waitLog(front hostFront, text string) error {
+	if text == "" {
+		return errors.New("await log: want the text to wait for")
+	}
+	deadline := time.Now().Add(convWaitTimeout)
+	for !strings.Contains(front.stderrText(), text) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("junction did not log %q within %v", text, convWaitTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }
 
 // waitReady polls tools/list until every name in names is listed (see
@@ -931,7 +987,8 @@ func (s *stdioFront) finish() {
 	}
 }
 
-func (s *stdioFront) stderrText() string { return s.stderr.String() }
+func (s *stdioFront) stderrText() string   { return s.stderr.String() }
+func (s *stdioFront) process() *os.Process { return s.cmd.Process }
 
 // httpFront is the host's end of "junction serve -http": every host
 // message is a POST to /mcp.
@@ -1145,7 +1202,8 @@ func (h *httpFront) finish() {
 
 // stop sends SIGTERM and waits for junction to exit (with status 0), or
 // kills it after stopTimeout.
-func (h *httpFront) stderrText() string { return h.stderr.String() }
+func (h *httpFront) stderrText() string   { return h.stderr.String() }
+func (h *httpFront) process() *os.Process { return h.cmd.Process }
 
 func (h *httpFront) stop() {
 	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
@@ -1187,7 +1245,7 @@ var convJSONVerbs = map[string]bool{"send": true, "start": true, "recv": true}
 
 // Verbs each kind of section accepts.
 var (
-	convHostVerbs     = []string{"send", "start", "write", "await", "ready"}
+	convHostVerbs     = []string{"send", "start", "write", "await", "ready", "reload"}
 	convUpstreamVerbs = []string{"recv", "send", "write", "await", "exit", "spawn"}
 )
 
