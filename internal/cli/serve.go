@@ -26,7 +26,8 @@ const serveAbout = `
 Serve the hub. Without -http it speaks MCP on stdin/stdout (newline-delimited
 JSON-RPC; logs go to stderr), which is how a host such as Claude Desktop runs
 it. With -http it serves Streamable HTTP at /mcp, legacy SSE at /sse,
-Prometheus metrics at /metrics and liveness at /healthz.
+Prometheus metrics at /metrics, liveness at /healthz and readiness at
+/readyz (503 while servers and plugins are still connecting, then 200).
 
 HTTP requires a token (Authorization: Bearer <token> or X-API-Key: <token>)
 from -token, -token-file or JUNCTION_TOKEN. With none given, junction makes a
@@ -41,18 +42,23 @@ Startup: upstream servers and plugins connect in the background, so
 initialize is answered at once; a host's first tools/list (and the other
 lists) waits until every one of them has connected or failed, at most
 -startup-budget (10s; the config file's startup_budget), and a call to a
-tool whose server is still connecting waits for it.
+tool whose server is still connecting waits for it. junction logs "hub
+ready" once the hub is built and, as it stops, "hub stopped" with the
+number of tool calls it routed and of those the fast path took.
 
-The fast path: a plain tools/call (no _meta) for a tool of a stdio upstream
-that speaks a protocol before 2026-07-28 is forwarded as raw bytes, over
-stdio and HTTP (sessions, and -stateless for clients before 2026-07-28),
+The fast path: a tools/call for a tool of a stdio upstream is forwarded as
+raw bytes, over stdio and HTTP, for hosts of every protocol revision,
 instead of being decoded and re-encoded by go-sdk (several times the
-calls/s; docs/performance.md). Everything else
-goes through go-sdk. -fast-path=false turns it off.
+calls/s; docs/performance.md). Everything else goes through go-sdk: other
+requests, calls to packs, plugins and HTTP or SSE upstreams, a call for a
+tool not known yet, task-augmented calls, a 2026-07-28 request that names
+a log level or, over HTTP without a session, asks for progress, and the
+legacy SSE transport. -fast-path=false sends every host request through
+go-sdk (junction still calls stdio upstreams with raw bytes).
 
 Examples:
   junction serve                                   # stdio, core pack
-  junction serve -config junction.yaml -fast-path=false  # every call through go-sdk (no raw forwarding)
+  junction serve -config junction.yaml -fast-path=false  # every host request through go-sdk
   junction serve -http 127.0.0.1:7331              # HTTP, prints a token
   junction serve -http 127.0.0.1:7331 -pack conformance -insecure-no-auth
   JUNCTION_TOKEN=s3cret junction serve -http 0.0.0.0:7331 -allowed-host hub.example.com`
@@ -68,9 +74,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		jsonResponse   = fs.Bool("json-response", false, "answer HTTP POSTs with application/json instead of SSE streams")
 		sessionTimeout = fs.Duration("session-timeout", dataplane.DefaultSessionTimeout, "close HTTP sessions idle this long (negative: never)")
 		maxBody        = fs.Int64("max-request-bytes", dataplane.DefaultMaxRequestBytes, "largest HTTP request body accepted")
-		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `long` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
+		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `duration` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
-		fastPath       = fs.Bool("fast-path", true, "forward plain tools/call requests to stdio upstreams (below protocol 2026-07-28) as raw bytes, over stdio and HTTP; =false sends every call through go-sdk (docs/performance.md)")
+		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
 		tokens         stringList
 		hosts          stringList
