@@ -30,19 +30,28 @@ import (
 // host request returns the question, the upstream call stays parked, and
 // the host's retry, recognised by its requestState, delivers the answer
 // and waits for the next question or the result.
+//
+// A raw call (a stdio upstream) becomes a bridge only when its upstream
+// asks (rawFlight.openBridge): until then it is a raw call like any
+// other, at the same cost. A typed call (other transports) is bridged
+// from the start (bridgedCall).
 type bridge struct {
-	state   string          // the requestState given to the host
-	outcome chan outcome    // the upstream call's end; capacity 1
-	asks    chan *ask       // questions from the upstream, for the host
-	cancel  func()          // cancels the upstream call
-	done    chan struct{}   // closed when the upstream call has ended
-	pending map[string]*ask // questions the host has not answered; guarded by Server.mu
+	state  string        // the requestState given to the host
+	cancel func()        // cancels the upstream call
+	done   chan struct{} // closed when the upstream call has ended
+
+	// Guarded by Server.mu:
+	waiter  *func(outcome)  // the host request waiting for the next question or the outcome; nil if none
+	queue   []*ask          // questions no host request has been given yet
+	final   *outcome        // the outcome, when no host request was waiting for it
+	pending map[string]*ask // questions given to the host and not answered yet
 }
 
-// outcome is the end of a bridged upstream call: a typed result (the
-// typed upstream leg, or a question for the host), or the raw result of a
-// raw leg, or an error.
+// outcome is what a host request gets from a bridge: a question for the
+// host (ask), or the upstream call's end: a typed result (a typed leg), a
+// raw one (a raw leg), or an error.
 type outcome struct {
+	ask *ask
 	res *mcp.CallToolResult
 	raw json.RawMessage
 	err error
@@ -72,20 +81,9 @@ func hostIsModern(req *mcp.CallToolRequest) bool {
 	return p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion
 }
 
-// newBridge returns a bridge for an upstream call about to start, and the
-// call's context: it outlives the host's request, and ends with the
-// call's own result, its no-progress timeout, Close, or the host going
-// away (awaitBridge).
-func newBridge(ctx context.Context) (*bridge, context.Context) {
-	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &bridge{
-		state:   newBridgeState(),
-		outcome: make(chan outcome, 1),
-		asks:    make(chan *ask),
-		cancel:  cancel,
-		done:    make(chan struct{}),
-		pending: make(map[string]*ask),
-	}, callCtx
+// newBridge returns a bridge whose upstream call cancel cancels.
+func newBridge(cancel func()) *bridge {
+	return &bridge{state: newBridgeState(), cancel: cancel, done: make(chan struct{}), pending: make(map[string]*ask)}
 }
 
 // install makes c the bridged call of b, findable by its request state.
@@ -95,13 +93,33 @@ func (b *bridge) install(s *Server, c *call) {
 	s.bridges[b.state] = b
 }
 
-// end hands on the upstream call's outcome and forgets the bridge.
-func (b *bridge) end(s *Server, o outcome) {
-	b.outcome <- o
+// give hands o (a question or the upstream call's end) to the host
+// request waiting, or keeps it for the next one. s.mu is held; the
+// returned func delivers it, and must be called without s.mu.
+func (b *bridge) give(o outcome) func() {
+	w := b.waiter
+	if w == nil {
+		if o.ask != nil {
+			b.queue = append(b.queue, o.ask)
+		} else {
+			b.final = &o
+		}
+		return func() {}
+	}
+	b.waiter = nil
+	if o.ask != nil {
+		b.pending[o.ask.id] = o.ask
+	}
+	return func() { (*w)(o) }
+}
+
+// finish ends the bridge with the upstream call's outcome.
+func (b *bridge) finish(s *Server, o outcome) {
 	s.mu.Lock()
 	delete(s.bridges, b.state)
+	deliver := b.give(o)
 	s.mu.Unlock()
-	b.cancel()
+	deliver()
 	close(b.done)
 }
 
@@ -116,29 +134,32 @@ func (s *Server) bridgeFor(state string) *bridge {
 	return s.bridges[state]
 }
 
-// bridgedCall runs a call from a 2026-07-28 host to a legacy upstream (see
-// bridge) on the typed path, or resumes one when the host comes back with
-// answers. Calls to stdio upstreams take the raw path instead (bridgeRaw).
+// bridgedCall runs a typed call from a 2026-07-28 host to a legacy
+// upstream (see bridge), or resumes one when the host comes back with
+// answers. Calls to stdio upstreams take the raw path instead (bridgeable,
+// resumeRaw).
 func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallToolRequest, params *mcp.CallToolParams, timeout time.Duration) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
 	what := "tool " + strconv.Quote(name)
 	if b := s.bridgeFor(req.Params.RequestState); b != nil {
-		o := s.resumeBridge(ctx, b, req.Params.InputResponses, req.Session, req.Params.GetProgressToken(), what)
-		return o.res, o.err
+		return s.typedOutcome(b, s.resumeBridge(ctx, b, req.Params.InputResponses, req.Session, req.Params.GetProgressToken(), what))
 	}
 
-	b, callCtx := newBridge(ctx)
+	// The upstream call outlives this host request: it ends with its own
+	// result, its no-progress timeout, Close, or the host going away.
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c, upCtx, end, err := s.begin(callCtx, sess, req.Session, timeout, what)
 	if err != nil {
-		b.cancel()
+		cancel()
 		return nil, err
 	}
+	b := newBridge(cancel)
 	s.mu.Lock()
 	if s.sess != sess {
 		// The session closed since begin; nothing was sent.
 		s.mu.Unlock()
 		end()
-		b.cancel()
+		cancel()
 		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, what, junction.ErrSourceDown, errSessionGone)
 	}
 	b.install(s, c)
@@ -151,6 +172,7 @@ func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallTo
 	params.SetProgressToken(c.token)
 	go func() {
 		defer s.wg.Done()
+		defer cancel()
 		res, err := sess.cs.CallTool(upCtx, params)
 		if err == nil {
 			s.drainProgress(c)
@@ -158,67 +180,97 @@ func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallTo
 			err = s.callError(ctx, upCtx, sess, what, timeout, err)
 		}
 		end()
-		b.end(s, outcome{res: res, err: err})
+		b.finish(s, outcome{res: res, err: err})
 	}()
-	o := s.awaitBridge(ctx, b, what)
+	return s.typedOutcome(b, s.awaitBridge(ctx, b, what))
+}
+
+// bridgeable reports whether a raw call from a host with hm to a server on
+// sess becomes a bridge if the server asks for input: the host is at
+// 2026-07-28 or later, the server before it.
+func bridgeable(hm hostMeta, sess *session) bool {
+	return hm.modern && !sess.modern()
+}
+
+// openBridge turns the raw call f into a bridge, when its upstream asks
+// for input (at most once; nil if the call is over): the host request
+// that made it gets the question, and the upstream call goes on without
+// it, until a retry of the host's takes it up (resumeRaw).
+func (f *rawFlight) openBridge() *bridge {
+	s := f.s
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.b != nil || f.finished || f.c == nil {
+		return f.b
+	}
+	b := newBridge(func() { f.cancel(context.Canceled) })
+	if f.stop != nil {
+		f.stop() // the host's request no longer ends the call
+		f.stop = nil
+	}
+	f.ctx = context.WithoutCancel(f.ctx)
+	host := f.done
+	first := func(o outcome) { host(s.rawOutcome(b, o, f.name)) }
+	b.waiter = &first
+	f.done = func(res json.RawMessage, err error) { b.finish(s, outcome{raw: res, err: err}) }
+	f.b = b
+	s.mu.Lock()
+	b.install(s, f.c)
+	s.mu.Unlock()
+	s.logger.Debug("bridging a legacy upstream call for a 2026-07-28 host", junction.LogKeyTool, f.name)
+	return b
+}
+
+// resumeRaw is the retry of a raw call that asked for input, from a host
+// at 2026-07-28 or later to a server before it: the answers go to the
+// parked upstream call (see bridge), and the retry gets its next question
+// or its result. A retry whose call is gone starts it again without the
+// answers, as the typed path does.
+func (s *Server) resumeRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
+	var p struct {
+		InputResponses mcp.InputResponseMap `json:"inputResponses"`
+		RequestState   string               `json:"requestState"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
+	}
+	if b := s.bridgeFor(p.RequestState); b != nil {
+		return s.rawOutcome(b, s.resumeBridge(ctx, b, p.InputResponses, junction.HostSession(ctx), hm.token, toolWhat(name)), name)
+	}
+	hm.retry = false
+	return s.callRaw(ctx, sess, name, withoutMembers(params, "inputResponses", "requestState"), hm, timeout)
+}
+
+// question is the input-required result that puts a to the host.
+func question(b *bridge, a *ask) *mcp.CallToolResult {
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{a.id: a.req}, RequestState: b.state}
+}
+
+// typedOutcome is a bridge's outcome as CallTool returns it.
+func (s *Server) typedOutcome(b *bridge, o outcome) (*mcp.CallToolResult, error) {
+	if o.ask != nil {
+		return question(b, o.ask), nil
+	}
 	return o.res, o.err
 }
 
-// bridgeRaw is bridgedCall on the raw path: the upstream leg is a raw
-// call (so a call whose upstream asks nothing costs what any raw call
-// costs), and a question for the host comes back as an encoded
-// input-required result.
-func (s *Server) bridgeRaw(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
-	what := toolWhat(name)
-	if hm.retry {
-		var p struct {
-			InputResponses mcp.InputResponseMap `json:"inputResponses"`
-			RequestState   string               `json:"requestState"`
-		}
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
-		}
-		if b := s.bridgeFor(p.RequestState); b != nil {
-			return s.rawOutcome(s.resumeBridge(ctx, b, p.InputResponses, junction.HostSession(ctx), hm.token, what), name)
-		}
-		// Answers to a call that is gone: the call starts again without
-		// them, as the typed path does.
-		params = withoutMembers(params, "inputResponses", "requestState")
-	}
-	b, callCtx := newBridge(ctx)
-	f := &rawFlight{s: s, ctx: callCtx, name: name, params: params, hm: hm, timeout: timeout, bridge: b,
-		done: func(res json.RawMessage, err error) { b.end(s, outcome{raw: res, err: err}) }}
-	f.start(sess)
-	f.mu.Lock()
-	c := f.c
-	f.mu.Unlock()
-	if c != nil {
-		s.setHost(c, ctx, junction.HostSession(ctx), hm.token)
-	}
-	o := s.awaitBridge(ctx, b, what)
-	if errors.Is(o.err, errSessionGone) {
-		return nil, o.err // nothing was sent; CallToolRaw waits for the next session
-	}
-	return s.rawOutcome(o, name)
-}
-
-// rawOutcome is a bridged call's outcome as CallToolRaw returns it. A
-// typed result is a question for the host (awaitBridge): it is written as
-// go-sdk's server writes one to a 2026-07-28 host.
-func (s *Server) rawOutcome(o outcome, name string) (json.RawMessage, error) {
-	if o.err != nil || o.res == nil {
+// rawOutcome is a bridge's outcome as CallToolRaw returns it: a question
+// is written as go-sdk's server writes one to a 2026-07-28 host.
+func (s *Server) rawOutcome(b *bridge, o outcome, name string) (json.RawMessage, error) {
+	if o.ask == nil {
 		return o.raw, o.err
 	}
-	b, err := json.Marshal(struct {
+	q := question(b, o.ask)
+	enc, err := json.Marshal(struct {
 		Content       []mcp.Content       `json:"content"`
 		InputRequests mcp.InputRequestMap `json:"inputRequests"`
 		RequestState  string              `json:"requestState"`
 		ResultType    string              `json:"resultType"`
-	}{[]mcp.Content{}, o.res.InputRequests, o.res.RequestState, "input_required"})
+	}{[]mcp.Content{}, q.InputRequests, q.RequestState, "input_required"})
 	if err != nil {
-		return nil, fmt.Errorf("upstream %q: %s: encode the result: %w", s.name, toolWhat(name), err)
+		return nil, fmt.Errorf("upstream %q: %s: encode the question: %w", s.name, toolWhat(name), err)
 	}
-	return b, nil
+	return enc, nil
 }
 
 // withoutMembers returns the JSON object obj without the members named.
@@ -275,80 +327,89 @@ func (s *Server) resumeBridge(ctx context.Context, b *bridge, answers mcp.InputR
 		}
 	}
 	s.mu.Unlock()
-	if c == nil {
-		// The upstream call has ended; its outcome is on its way, unless
-		// another retry took it.
-		select {
-		case o := <-b.outcome:
-			return o
-		case <-b.done:
-			select {
-			case o := <-b.outcome:
-				return o
-			default:
-				return outcome{err: fmt.Errorf("upstream %q: %s: %w: the call being resumed is gone", s.name, what, junction.ErrSourceDown)}
-			}
-		case <-ctx.Done():
-			return outcome{err: fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())}
-		}
+	if c != nil {
+		s.setHost(c, ctx, host, token)
 	}
-	s.setHost(c, ctx, host, token)
 	return s.awaitBridge(ctx, b, what)
 }
 
 // awaitBridge waits for the upstream call's next question (returned to the
-// host as an input-required result) or its outcome.
+// host as an input-required result) or its outcome. A host request that
+// goes away ends the upstream call.
 func (s *Server) awaitBridge(ctx context.Context, b *bridge, what string) outcome {
-	select {
-	case o := <-b.outcome:
-		return o
-	case a := <-b.asks:
-		s.mu.Lock()
+	ch := make(chan outcome, 1)
+	w := func(o outcome) { ch <- o }
+	s.mu.Lock()
+	switch {
+	case len(b.queue) > 0:
+		a := b.queue[0]
+		b.queue = b.queue[1:]
 		b.pending[a.id] = a
 		s.mu.Unlock()
-		return outcome{res: &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{a.id: a.req},
-			RequestState:  b.state,
-		}}
+		return outcome{ask: a}
+	case b.final != nil:
+		o := *b.final
+		b.final = nil
+		s.mu.Unlock()
+		return o
+	}
+	b.waiter = &w
+	s.mu.Unlock()
+	select {
+	case o := <-ch:
+		return o
+	case <-b.done:
+		select {
+		case o := <-ch: // the outcome came with the end
+			return o
+		default:
+			return outcome{err: fmt.Errorf("upstream %q: %s: %w: the call being resumed is gone", s.name, what, junction.ErrSourceDown)}
+		}
 	case <-ctx.Done():
+		s.mu.Lock()
+		if b.waiter == &w {
+			b.waiter = nil
+		}
+		s.mu.Unlock()
 		b.cancel()
 		return outcome{err: fmt.Errorf("upstream %q: %s: %w", s.name, what, ctx.Err())}
 	}
 }
 
-// bridgeOf returns c's bridge, if it is a bridged call.
+// bridgeOf returns c's bridge: the one it has, or, for a raw call that
+// may become one, a new one (rawFlight.openBridge); nil if c is no
+// bridged call.
 func (s *Server) bridgeOf(c *call) *bridge {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return c.bridge
+	b, f := c.bridge, c.lazy
+	s.mu.Unlock()
+	if b != nil || f == nil {
+		return b
+	}
+	return f.openBridge()
 }
 
-// askHost hands an upstream's question to the host through the bridge and
-// waits for the answer.
-func (s *Server) askHost(ctx context.Context, c *call, req mcp.InputRequest) (mcp.InputResponse, error) {
-	s.mu.Lock()
-	s.nextToken++
-	a := &ask{id: "junction-ask-" + strconv.FormatUint(s.nextToken, 10), req: req, reply: make(chan mcp.InputResponse, 1)}
-	s.mu.Unlock()
+// askHost hands an upstream's question to the host through the bridge b
+// and waits for the answer.
+func (s *Server) askHost(ctx context.Context, c *call, b *bridge, req mcp.InputRequest) (mcp.InputResponse, error) {
 	// Until the host comes back, nobody listens for progress and the
 	// upstream is not the one being slow; a host that never comes back
 	// ends the call.
 	defer c.hold()()
-	idle := time.AfterFunc(bridgeIdle, c.bridge.cancel)
+	idle := time.AfterFunc(bridgeIdle, b.cancel)
 	defer idle.Stop()
-	select {
-	case c.bridge.asks <- a:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.bridge.done:
-		return nil, errBridgeEnded
-	}
+	s.mu.Lock()
+	s.nextToken++
+	a := &ask{id: "junction-ask-" + strconv.FormatUint(s.nextToken, 10), req: req, reply: make(chan mcp.InputResponse, 1)}
+	deliver := b.give(outcome{ask: a})
+	s.mu.Unlock()
+	deliver()
 	select {
 	case r := <-a.reply:
 		return r, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-c.bridge.done:
+	case <-b.done:
 		return nil, errBridgeEnded
 	}
 }
@@ -359,8 +420,8 @@ var (
 )
 
 // sampleViaBridge asks the host for a sampling result through the bridge.
-func (s *Server) sampleViaBridge(ctx context.Context, c *call, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	r, err := s.askHost(ctx, c, p)
+func (s *Server) sampleViaBridge(ctx context.Context, c *call, b *bridge, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	r, err := s.askHost(ctx, c, b, p)
 	if err != nil {
 		return nil, err
 	}
@@ -379,8 +440,8 @@ func (s *Server) sampleViaBridge(ctx context.Context, c *call, p *mcp.CreateMess
 
 // elicitViaBridge asks the host for an elicitation result through the
 // bridge.
-func (s *Server) elicitViaBridge(ctx context.Context, c *call, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	r, err := s.askHost(ctx, c, p)
+func (s *Server) elicitViaBridge(ctx context.Context, c *call, b *bridge, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	r, err := s.askHost(ctx, c, b, p)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ type call struct {
 	hostToken any                // the host's progress token; nil if it asked for none
 	timer     *time.Timer        // the no-progress timer; nil without a timeout
 	bridge    *bridge            // non-nil for a call bridged to a 2026-07-28 host
+	lazy      *rawFlight         // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
 	sess      *session
 	cancel    failer        // ends the request; see register
@@ -961,7 +962,8 @@ type hostRef struct {
 }
 
 // hostCalls returns one in-flight call per distinct host session, and
-// each bridged call (whose host may have no session: a stateless request).
+// each call bridged or bridgeable to a 2026-07-28 host (which may have no
+// session: a stateless request).
 func (s *Server) hostCalls() []*call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -969,7 +971,7 @@ func (s *Server) hostCalls() []*call {
 	seen := make(map[*mcp.ServerSession]bool)
 	for _, c := range s.calls {
 		switch {
-		case c.bridge != nil:
+		case c.bridge != nil, c.lazy != nil:
 			out = append(out, c)
 		case c.host != nil && !seen[c.host]:
 			seen[c.host] = true
@@ -990,7 +992,7 @@ func (s *Server) hostCalls() []*call {
 // has calls in flight on this server, and is refused when there is none
 // or more than one, rather than guessed.
 func (s *Server) routeRequest(ctx context.Context, method string) (*call, error) {
-	if c, ok := ctx.Value(callKey{}).(*call); ok && (c.host != nil || s.bridgeOf(c) != nil) {
+	if c, ok := ctx.Value(callKey{}).(*call); ok && s.routable(c) {
 		return c, nil
 	}
 	calls := s.hostCalls()
@@ -1003,6 +1005,15 @@ func (s *Server) routeRequest(ctx context.Context, method string) (*call, error)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("%s: calls from %d host sessions are in flight; cannot tell which one asked", method, len(calls))}
+}
+
+// routable reports whether a request from the upstream can go to c's
+// host: it has a session, or the call is bridged (or bridgeable) to a
+// 2026-07-28 host.
+func (s *Server) routable(c *call) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.host != nil || c.bridge != nil || c.lazy != nil
 }
 
 // hostContext returns a context for a request to the host: the host
@@ -1020,8 +1031,8 @@ func (s *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequ
 	if err != nil {
 		return nil, err
 	}
-	if s.bridgeOf(c) != nil {
-		return s.sampleViaBridge(ctx, c, req.Params)
+	if b := s.bridgeOf(c); b != nil {
+		return s.sampleViaBridge(ctx, c, b, req.Params)
 	}
 	hctx, cancel := s.hostContext(ctx, c)
 	defer cancel()
@@ -1034,8 +1045,8 @@ func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	if err != nil {
 		return nil, err
 	}
-	if s.bridgeOf(c) != nil {
-		return s.elicitViaBridge(ctx, c, req.Params)
+	if b := s.bridgeOf(c); b != nil {
+		return s.elicitViaBridge(ctx, c, b, req.Params)
 	}
 	hctx, cancel := s.hostContext(ctx, c)
 	defer cancel()

@@ -276,6 +276,19 @@ func runFakeServer() {
 		}
 		return text(fmt.Sprintf("elicited: %s %v", res.Action, res.Content["name"])), nil
 	})
+	// elicit2 asks twice, one question after the other (a host before
+	// 2026-07-28 only: it is for the bridge).
+	server.AddTool(&mcp.Tool{Name: "elicit2", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var names []string
+		for range 2 {
+			res, err := req.Session.Elicit(ctx, elicitParams)
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, fmt.Sprint(res.Content["name"]))
+		}
+		return text("elicited: " + strings.Join(names, ", ")), nil
+	})
 	server.AddTool(&mcp.Tool{Name: "log", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "fake", Data: "hello from upstream"})
 		return text("logged"), nil

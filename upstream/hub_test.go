@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,5 +306,85 @@ func TestBridgeByHand(t *testing.T) {
 	}
 	if err := r.Remove("up"); err != nil {
 		t.Errorf("Remove with a parked call = %v", err)
+	}
+}
+
+// TestBridgeRaw plays a 2026-07-28 host without a session (a stateless
+// request) through the raw path, against a 2025-11-25 upstream that asks
+// twice: each question comes back as an input-required result under the
+// same request state, each retry carries the answer, and the last one
+// gets the result. The calls are plain raw calls until the upstream asks;
+// one through StartToolRaw takes the same way.
+func TestBridgeRaw(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	type question struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+		ResultType    string                     `json:"resultType"`
+	}
+	ask := func(raw json.RawMessage) (string, string) {
+		t.Helper()
+		var q question
+		if err := json.Unmarshal(raw, &q); err != nil || q.ResultType != "input_required" || len(q.InputRequests) != 1 || q.RequestState == "" {
+			t.Fatalf("want one question, got %s (%v)", raw, err)
+		}
+		for id := range q.InputRequests {
+			return id, q.RequestState
+		}
+		return "", ""
+	}
+	retry := func(id, state, name string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"name":"elicit2","arguments":{},"inputResponses":{%q:{"action":"accept","content":{"name":%q}}},"requestState":%q,%s}`, id, name, state, meta))
+	}
+	calls := map[string]func(json.RawMessage) (json.RawMessage, error){
+		"CallToolRaw": func(p json.RawMessage) (json.RawMessage, error) { return up.CallToolRaw(t.Context(), "elicit2", p) },
+		"StartToolRaw": func(p json.RawMessage) (json.RawMessage, error) {
+			type result struct {
+				raw json.RawMessage
+				err error
+			}
+			ch := make(chan result, 1)
+			up.StartToolRaw(t.Context(), "elicit2", p, func(raw json.RawMessage, err error) { ch <- result{raw, err} })
+			res := <-ch
+			return res.raw, res.err
+		},
+	}
+	for _, how := range []string{"CallToolRaw", "StartToolRaw"} { // in this order: see the end
+		call := calls[how]
+		raw, err := call(json.RawMessage(`{"name":"elicit2","arguments":{},` + meta + `}`))
+		if err != nil {
+			t.Fatalf("%s: first call: %v", how, err)
+		}
+		id1, state := ask(raw)
+		if raw, err = call(retry(id1, state, "ann")); err != nil {
+			t.Fatalf("%s: first retry: %v", how, err)
+		}
+		id2, state2 := ask(raw)
+		if id2 == id1 || state2 != state {
+			t.Errorf("%s: second question %q under state %q; want a new id under %q", how, id2, state2, state)
+		}
+		if raw, err = call(retry(id2, state, "bob")); err != nil {
+			t.Fatalf("%s: second retry: %v", how, err)
+		}
+		if got := resultText(t, decodeResult(t, raw)); got != "elicited: ann, bob" {
+			t.Errorf("%s: result %q, want elicited: ann, bob", how, got)
+		}
+		if how == "StartToolRaw" {
+			// The bridge is gone: its state starts the call again. (Last:
+			// the call stays parked, and a legacy upstream's question names
+			// no call, so a second call asking at once could not be told
+			// from it.)
+			if raw, err = call(retry(id2, state, "bob")); err != nil {
+				t.Fatalf("%s: retry of a finished bridge: %v", how, err)
+			}
+			if _, st := ask(raw); st == state {
+				t.Errorf("a finished bridge's state %q was used again", st)
+			}
+		}
 	}
 }

@@ -100,8 +100,8 @@ var _ junction.RawStarter = (*Server)(nil)
 // and StartToolRaw returns; done is then called from the goroutine that
 // reads the server's stdout (or from the call's timer, or its
 // cancellation), so no goroutine waits for the answer. A call that must
-// wait for a session, is bridged, or asks a host before 2026-07-28 for
-// input, goes on as CallToolRaw on a goroutine of its own.
+// wait for a session, resumes a bridge, or asks a host before 2026-07-28
+// for input, goes on as CallToolRaw on a goroutine of its own.
 func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(error)) {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
@@ -113,25 +113,27 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	if sess == nil || bridged(f.hm, sess) {
+	if sess == nil || resumes(f.hm, sess) {
 		f.goSlow(params)
 	} else {
+		f.bridgeable = bridgeable(f.hm, sess)
 		f.start(sess)
 	}
 	return f.cancel
 }
 
-// bridged reports whether a call must go through the typed path's bridge
-// (bridge.go): from a host at 2026-07-28 or later, or its retry with
-// answers, to an upstream before it.
-func bridged(hm hostMeta, sess *session) bool {
-	return (hm.modern || hm.retry) && !sess.modern()
+// resumes reports whether a call is the retry, with answers, of a call
+// bridged to a host at 2026-07-28 or later (see bridge) by a server
+// before it.
+func resumes(hm hostMeta, sess *session) bool {
+	return hm.retry && !sess.modern()
 }
 
-// rawOnce makes one raw call on sess, bridged or not, and waits for it.
+// rawOnce makes one raw call on sess, or resumes a bridged one, and waits
+// for it.
 func (s *Server) rawOnce(ctx context.Context, sess *session, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
-	if bridged(hm, sess) {
-		return s.bridgeRaw(ctx, sess, name, params, hm, timeout)
+	if resumes(hm, sess) {
+		return s.resumeRaw(ctx, sess, name, params, hm, timeout)
 	}
 	return s.callRaw(ctx, sess, name, params, hm, timeout)
 }
@@ -143,7 +145,7 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 		err error
 	}
 	ch := make(chan outcome, 1)
-	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, hm: hm, timeout: timeout,
+	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, hm: hm, timeout: timeout, bridgeable: bridgeable(hm, sess),
 		done: func(res json.RawMessage, err error) { ch <- outcome{res, err} }}
 	f.start(sess)
 	o := <-ch
@@ -156,23 +158,26 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 // connection's waiting ones (dataplane.RawCall.Take) and ends it, once.
 type rawFlight struct {
 	s       *Server
-	ctx     context.Context
+	ctx     context.Context // the host's; guarded by mu once the call is set up (openBridge detaches it)
 	name    string
 	params  json.RawMessage
 	hm      hostMeta
 	timeout time.Duration
 	rc      *dataplane.RawCall
-	done    func(json.RawMessage, error)
 	// async: a StartToolRaw call, which goes on by itself when nothing
 	// was sent (session gone) and when a host before 2026-07-28 must be
 	// asked for input; a CallToolRaw call loops over those itself.
 	async bool
-	// bridge: the call is bridged for a 2026-07-28 host (bridgeRaw).
-	bridge *bridge
+	// bridgeable: the call becomes a bridge if the server asks for input
+	// (see bridgeable, openBridge).
+	bridgeable bool
 
-	mu   sync.Mutex // held while the call is set up; guards the fields below
-	c    *call      // nil: setting up failed, and start ends the call
-	stop func() bool
+	mu       sync.Mutex // held while the call is set up; guards the fields below
+	done     func(json.RawMessage, error)
+	finished bool    // done has been called (or handed to a goroutine)
+	b        *bridge // the bridge the call became, if it did
+	c        *call   // nil: setting up failed, and start ends the call
+	stop     func() bool
 	// For a call that went on as CallToolRaw: cancels its context
 	// (slowCancel), or the cause it was cancelled with first.
 	slowCancel  context.CancelCauseFunc
@@ -196,13 +201,13 @@ func (f *rawFlight) start(sess *session) {
 		f.finish(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone))
 		return
 	}
-	if f.bridge != nil || f.hm.token != nil && c.host != nil {
+	if f.bridgeable || f.hm.token != nil && c.host != nil {
 		s.mu.Lock()
 		if f.hm.token != nil && c.host != nil {
 			c.hostToken = f.hm.token
 		}
-		if f.bridge != nil {
-			f.bridge.install(s, c)
+		if f.bridgeable {
+			c.lazy = f
 		}
 		s.mu.Unlock()
 	}
@@ -219,7 +224,7 @@ func (f *rawFlight) start(sess *session) {
 // connection's reply.
 func (f *rawFlight) ReceiveRaw(r dataplane.RawReply) {
 	f.mu.Lock()
-	c, stop := f.c, f.stop
+	c, stop, ctx := f.c, f.stop, f.ctx
 	f.mu.Unlock()
 	if c == nil {
 		return // setting up failed; start has ended the call
@@ -229,7 +234,7 @@ func (f *rawFlight) ReceiveRaw(r dataplane.RawReply) {
 	}
 	// The rare outcomes are in functions of their own; the tool's name is
 	// quoted for messages only when there is one to write.
-	res, err := f.s.rawResult(f.ctx, f.rc, c, f.name, f.timeout, r)
+	res, err := f.s.rawResult(ctx, f.rc, c, f.name, f.timeout, r)
 	f.s.end(c)
 	f.finish(res, err)
 }
@@ -259,6 +264,10 @@ func (f *rawFlight) cancel(cause error) {
 // is not over (nothing sent; input to ask a host for), to a goroutine
 // that carries on as CallToolRaw would.
 func (f *rawFlight) finish(res json.RawMessage, err error) {
+	f.mu.Lock()
+	done := f.done
+	f.finished = true
+	f.mu.Unlock()
 	switch {
 	case !f.async:
 	case errors.Is(err, errSessionGone):
@@ -269,21 +278,25 @@ func (f *rawFlight) finish(res json.RawMessage, err error) {
 		go func() {
 			retry, err := f.s.fulfilOnHost(ctx, junction.HostSession(ctx), f.params, res)
 			if err != nil {
-				f.done(nil, fmt.Errorf("upstream %q: %s: %w", f.s.name, toolWhat(f.name), err))
+				done(nil, fmt.Errorf("upstream %q: %s: %w", f.s.name, toolWhat(f.name), err))
 				return
 			}
-			f.done(f.s.CallToolRaw(ctx, f.name, retry))
+			done(f.s.CallToolRaw(ctx, f.name, retry))
 		}()
 		return
 	}
-	f.done(res, err)
+	done(res, err)
 }
 
 // goSlow makes the call with params as CallToolRaw does, on a goroutine of
 // its own, and hands on its outcome.
 func (f *rawFlight) goSlow(params json.RawMessage) {
 	ctx := f.slowContext()
-	go func() { f.done(f.s.CallToolRaw(ctx, f.name, params)) }()
+	f.mu.Lock()
+	done := f.done
+	f.finished = true
+	f.mu.Unlock()
+	go func() { done(f.s.CallToolRaw(ctx, f.name, params)) }()
 }
 
 // slowContext is the context of the call going on as CallToolRaw: f.ctx,
