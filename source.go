@@ -114,10 +114,11 @@ type LevelSetter interface {
 //
 // CallToolRaw returns the JSON of the result object. Errors mean what they
 // mean for CallTool: a *jsonrpc.Error is answered as that protocol error,
-// anything else becomes a tool error. The data plane only uses
-// CallToolRaw for calls without _meta (no progress token, no per-request
-// protocol fields) and without multi-round-trip fields; everything else
-// goes through CallTool.
+// anything else becomes a tool error. The params may carry _meta (a
+// progress token, a 2026-07-28 host's per-request protocol fields) and
+// multi-round-trip fields (inputResponses, requestState), as the host
+// sent them; the data plane sends other calls (tasks, a 2026-07-28
+// request naming a log level, ...) through CallTool.
 //
 // ctx names the host session the call is made for ([HostSession]). Log
 // messages, and sampling, elicitation or roots requests, that the source

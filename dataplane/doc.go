@@ -4,8 +4,10 @@
 // HTTP), forwards tool calls as raw bytes where it can, keeps each
 // connection's table of calls in flight with their cancellation, and puts
 // the log messages and requests a source has for a host on the right
-// stream. Everything else (initialize, lists, resources, prompts, calls
-// with _meta) it hands to the view's go-sdk server.
+// stream. Everything else (initialize, lists, resources, prompts, and the
+// calls the raw path does not take) it hands to the view's go-sdk server.
+// It also owns a stdio upstream's pipes ([ServerConn]): go-sdk's client
+// and raw calls share one reader, one writer and one id space there.
 //
 //	v, _ := hub.NewView("", junction.Selection{})
 //	plane := dataplane.New(v, nil)
@@ -28,21 +30,31 @@
 //
 // # What takes the raw path
 //
-// A tools/call whose params hold only name and arguments, for a tool of
-// a source that is a [junction.RawCaller] and takes the call raw, on a
-// stdio connection after notifications/initialized or an HTTP session
-// that go-sdk created (or, without sessions, from a client before
-// 2026-07-28). docs/performance.md lists what does not, with the reasons.
-// [Options.NoRaw] sends everything through go-sdk, for comparison.
+// A tools/call of the plain shape the envelope scanner reads (params with
+// name, arguments, _meta, inputResponses, requestState; no task), for a
+// tool the view serves now, of a source that is a [junction.RawCaller]
+// and takes the call raw: on a stdio connection after
+// notifications/initialized (or a 2026-07-28 request, which stands
+// alone), unless it is a 2026-07-28 request naming a log level; over
+// HTTP on a session go-sdk created before 2026-07-28, or without a
+// session for a 2026-07-28 request that asks for neither progress nor log
+// messages (and, in stateless mode, an older client's without a progress
+// token). docs/design.md ("What takes the fast path") has the full list
+// with the reasons. [Options.NoRaw] sends everything through go-sdk, for
+// comparison.
 //
 // # Files
 //
-//	plane.go     Plane, Options
-//	stdio.go     ServeStdio, StdioTransport, the go-sdk connection of a stdio host
-//	http.go      HTTPHandler (stateful, stateless, dual), SSEHandler, body checks
-//	rawhttp.go   the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
-//	envelope.go  reading a request's envelope, writing answers around result bytes
-//	inflight.go  a connection's calls in flight, for cancellation and draining
-//	lines.go     LineReader, the one line reader (hosts' stdio, upstreams' stdout and stderr)
-//	writer.go    the coalescing writer
+//	plane.go      Plane, Options
+//	stdio.go      ServeStdio: a stdio host's connection, raw calls and go-sdk's
+//	http.go       HTTPHandler (stateful, stateless, dual), SSEHandler, body checks
+//	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
+//	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered
+//	serverconn.go ServerConn, a stdio upstream's pipes; RawCall, one raw call on it
+//	envelope.go   reading a request's envelope, writing answers around result bytes
+//	ids.go        request ids kept byte for byte on go-sdk's path
+//	content.go    content blocks of unknown types, a result's server fields
+//	inflight.go   a connection's calls in flight, for cancellation and draining
+//	lines.go      LineReader, the one line reader (hosts' stdio, upstreams' stdout and stderr)
+//	writer.go     the coalescing writer
 package dataplane

@@ -189,5 +189,6 @@ func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, 
 func WriteJSONRPCError(w http.ResponseWriter, status int, code int64, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%q}}`+"\n", code, message)
+	msg, _ := json.Marshal(message) // %q is Go's quoting, not JSON's
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, msg)
 }

@@ -35,8 +35,9 @@ type StdioOptions struct {
 // else), until in ends or ctx is done.
 //
 // One goroutine reads in. A tools/call for a tool whose source is a
-// [junction.RawCaller] (and that has no _meta) is forwarded as bytes, and
-// the source's result written back as bytes; every other message goes to
+// [junction.RawCaller] is forwarded as bytes where it can be (see the
+// package doc), and the source's result written back as bytes; every
+// other message goes to
 // the view's go-sdk server, which answers it on the same connection. Both
 // write through one writer that coalesces lines written together into
 // one system call. Bad input does not end the connection: a line that is

@@ -169,9 +169,10 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 // junction's, mapped back to the host's), the input responses and request
 // state of a multi-round-trip retry, and the result unchanged (input
 // requests included). A tool error stays a result with IsError set; a
-// JSON-RPC error from the upstream is returned as that *jsonrpc.Error. Cancelling ctx cancels the
-// upstream call (go-sdk sends notifications/cancelled with the upstream's
-// own request id). A call that makes no progress for the tool's timeout
+// JSON-RPC error from the upstream is returned as that *jsonrpc.Error.
+// Cancelling ctx cancels the upstream call (notifications/cancelled with
+// the upstream's own request id). To a stdio server the call goes out as
+// a raw call (typedViaRaw). A call that makes no progress for the tool's timeout
 // fails with an error wrapping context.DeadlineExceeded; the session
 // stays up for other calls.
 //

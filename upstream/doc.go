@@ -83,8 +83,9 @@
 // the call's no-progress timer (Config.CallTimeout, Config.ToolTimeouts)
 // and goes to the host session that made the call, with the host's token,
 // before the result. Cancelling the call's context cancels the upstream
-// request (go-sdk sends notifications/cancelled with the upstream's own
-// id). A tool error stays a result with IsError; a JSON-RPC error stays a
+// request (notifications/cancelled with the upstream's own request id).
+// To a stdio server every call is a raw call (see [Server.CallToolRaw]),
+// typed ones included. A tool error stays a result with IsError; a JSON-RPC error stays a
 // *jsonrpc.Error with its code; a timeout wraps context.DeadlineExceeded
 // and leaves the session up for other calls.
 //

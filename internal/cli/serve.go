@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -237,6 +238,10 @@ func configWarnings(c *config.Config) []string {
 	return out
 }
 
+// errReloadIncomplete marks a reload that applied the new config but for
+// the parts it names.
+var errReloadIncomplete = errors.New("reload incomplete")
+
 // watchConfig reloads the config file on change and on SIGHUP until ctx is
 // done or the returned stop is called. A bad file is logged and changes
 // nothing.
@@ -251,11 +256,17 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 		Current: current,
 		OnChange: func(c *config.Config) error {
 			if err := d.Reload(ctx, c); err != nil {
-				return fmt.Errorf("reload incomplete: %w", err)
+				return fmt.Errorf("%w: %w", errReloadIncomplete, err)
 			}
 			return nil
 		},
 		OnError: func(err error) {
+			if errors.Is(err, errReloadIncomplete) {
+				// Reload applies what it can: the rest of the new config
+				// is running.
+				logger.Error("config reload incomplete: what failed is named below, the rest of the new config is applied; fix the file to retry", "file", path, "error", err)
+				return
+			}
 			logger.Error("config reload refused; the running config is unchanged", "file", path, "error", err)
 		},
 	}

@@ -32,9 +32,11 @@ import (
 //
 // Presets, profiles and the lock file are re-read. Changes to the http
 // and log sections, and to a pack's settings, need a restart; they are
-// logged. If a new source cannot be set up, Reload stops and returns the
-// error: sources not yet touched keep running as they were. Reload
-// returns once the replaced and removed sources are stopped.
+// logged. A source that cannot be set up (an unknown pack, a command
+// that does not start) is left as it was, and Reload goes on with the
+// rest and returns every such error together; the new config is then the
+// running one. Reload returns once the replaced and removed sources are
+// stopped.
 func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	d.mu.Lock()
 	old := d.cfg

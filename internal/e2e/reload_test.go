@@ -384,7 +384,7 @@ func (s *reloadServer) Write(b []byte) (int, error) {
 // refusedLine its line for a refused one.
 var (
 	reloadLine  = regexp.MustCompile(`msg="config reloaded" (added=\d+ restarted=\d+ updated=\d+ removed=\d+)`)
-	refusedLine = regexp.MustCompile(`msg="config reload refused`)
+	refusedLine = regexp.MustCompile(`msg="config reload (refused|incomplete)`)
 )
 
 // reloads returns how many lines junction has written so far: a mark for
@@ -518,5 +518,46 @@ func startReloadServer(t *testing.T, args ...string) *reloadServer {
 		case <-timer.C:
 			t.Fatalf("junction %s did not listen within %v", strings.Join(full, " "), startTimeout)
 		}
+	}
+}
+
+// TestReloadIncomplete: a reload that cannot apply all of a config (an
+// unknown pack beside a known one) applies the rest, and says so, naming
+// what failed: it must not claim the running config is unchanged.
+func TestReloadIncomplete(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "junction.yaml")
+	if err := os.WriteFile(path, []byte("packs: [core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startReloadServer(t, "-insecure-no-auth", "-config", path)
+	mark := s.reloads()
+	if err := os.WriteFile(path, []byte("packs: [core, conformance, nosuchpack]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	s.waitLine(t, mark, regexp.MustCompile(`msg="config reload incomplete.*nosuchpack`))
+	s.mu.Lock()
+	for _, line := range s.lines[mark:] {
+		if strings.Contains(line, "reload refused") {
+			t.Errorf("a reload that applied part of the config says it was refused: %s", line)
+		}
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Tools, func(tool *mcp.Tool) bool { return strings.HasPrefix(tool.Name, "test_") }) {
+		t.Errorf("the conformance pack the reload added is not served: %d tools", len(res.Tools))
 	}
 }
