@@ -35,6 +35,13 @@ type LineReader struct {
 	beforeRead func()
 }
 
+// BeforeRead makes Next call f before each read of r, when every line
+// read so far has been returned and Next is about to wait for more: where
+// a relay flushes what it has written since the last read.
+func (l *LineReader) BeforeRead(f func()) { l.beforeRead = f }
+
+// NewLineReader returns a reader of the lines of r, none longer than
+// limit bytes.
 func NewLineReader(r io.Reader, limit int) *LineReader {
 	return &LineReader{r: r, limit: limit, buf: make([]byte, min(minLineBuf, limit+1))}
 }

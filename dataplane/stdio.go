@@ -222,7 +222,7 @@ func (s *stdioSession) take(line []byte) bool {
 // ErrConnectionClosed once c is closed.
 func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush func()) error {
 	r := NewLineReader(in, max)
-	r.beforeRead = flush
+	r.BeforeRead(flush)
 	defer func() {
 		if flush != nil {
 			flush()
