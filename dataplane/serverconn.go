@@ -240,11 +240,17 @@ func preview(b []byte) string {
 // to the call undecoded. Notifications the server sends meanwhile
 // (progress, log messages) still go through go-sdk.
 type RawCall struct {
-	c  *ServerConn
-	hc *hostCall   // the host connection's record of the call, if it has one
-	id string      // as it appears on the wire, quotes included
-	to RawReceiver // gets the reply, once
+	c      *ServerConn
+	hc     *hostCall   // the host connection's record of the call, if it has one
+	id     string      // as it appears on the wire, quotes included
+	to     RawReceiver // gets the reply, once
+	unsent error       // the call was made after the connection ended: Send fails with it
 }
+
+// ErrNotSent is wrapped by the reply of a raw call made after the
+// server's stdout had ended: nothing was written, so the call may be made
+// again on a new connection.
+var ErrNotSent = errors.New("not sent: the server's connection had ended")
 
 // A RawReceiver gets a raw call's reply: the server's answer, a failure
 // to write the request, the cause given to [RawCall.Fail], or the end of
@@ -277,8 +283,10 @@ func (c *ServerConn) newRawCall(to RawReceiver) *RawCall {
 	r := &RawCall{c: c, id: string(append(strconv.AppendUint(append(buf[:0], `"jr-`...), n, 10), '"')), to: to}
 	c.rawMu.Lock()
 	if c.readEnded {
+		// Nothing will be sent: Send says so (not here, where the
+		// caller may hold what its receiver takes).
 		c.rawMu.Unlock()
-		r.deliver(RawReply{Fail: c.endError()})
+		r.unsent = fmt.Errorf("%w: %w", ErrNotSent, c.endError())
 		return r
 	}
 	if c.raw == nil {
@@ -299,6 +307,10 @@ func (c *ServerConn) newRawCall(to RawReceiver) *RawCall {
 // Plane.ServeStdio), the request and the answer are batched with that
 // connection's other traffic.
 func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage) error {
+	if r.unsent != nil {
+		r.deliver(RawReply{Fail: r.unsent})
+		return r.unsent
+	}
 	line := make([]byte, 0, len(params)+len(meta)+80)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, r.id...)

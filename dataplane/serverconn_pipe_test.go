@@ -313,3 +313,52 @@ func TestWriteFailureOwnLine(t *testing.T) {
 		t.Errorf("%d raw calls pending after a failed send", n)
 	}
 }
+
+// lockingReceiver takes mu to receive, as a caller's receiver may while
+// the caller holds mu to make the call.
+type lockingReceiver struct {
+	mu    *sync.Mutex
+	reply replies
+}
+
+func (l lockingReceiver) ReceiveRaw(r RawReply) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reply <- r
+}
+
+// A raw call made after the server's stdout has ended is not sent, and
+// says so (ErrNotSent) through Send, not through NewRawCall: a caller may
+// hold what its receiver takes while it makes the call (it did, and the
+// call never ended).
+func TestRawCallAfterEnd(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	p.serverOut.Close()
+	waitUntil(t, "the reader to end", func() bool {
+		p.c.rawMu.Lock()
+		defer p.c.rawMu.Unlock()
+		return p.c.readEnded
+	})
+	var mu sync.Mutex
+	rcv := lockingReceiver{&mu, make(replies, 1)}
+	done := make(chan *RawCall, 1)
+	go func() {
+		mu.Lock()
+		rc := p.c.NewRawCall(rcv)
+		mu.Unlock()
+		done <- rc
+	}()
+	var rc *RawCall
+	select {
+	case rc = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("NewRawCall after the end delivered its reply at once, into a receiver its caller holds")
+	}
+	if err := rc.Send(context.Background(), nil, json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, ErrNotSent) {
+		t.Errorf("Send after the end = %v, want ErrNotSent", err)
+	}
+	if r := <-rcv.reply; !errors.Is(r.Fail, ErrNotSent) {
+		t.Errorf("reply = %+v, want a failure wrapping ErrNotSent", r)
+	}
+}

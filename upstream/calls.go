@@ -196,9 +196,40 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		}
 		res, err := s.callTool(ctx, sess, req, timeout)
 		if errors.Is(err, errSessionGone) {
+			s.awaitSessionEnd(ctx, sess, deadline)
 			continue // nothing was sent: wait for the next session
 		}
 		return res, err
+	}
+}
+
+// awaitSessionEnd waits until sess is no longer the server's session (a
+// call found it over before the supervisor did), ctx is done, the
+// deadline (if any) passes, or the server closes; it returns at once if
+// the session has been replaced already.
+func (s *Server) awaitSessionEnd(ctx context.Context, sess *session, deadline time.Time) {
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		expired = timer.C
+	}
+	for {
+		s.mu.Lock()
+		cur, ch := s.sess, s.changed
+		s.mu.Unlock()
+		if cur != sess {
+			return
+		}
+		select {
+		case <-ch:
+		case <-expired:
+			return
+		case <-ctx.Done():
+			return
+		case <-s.ctx.Done():
+			return
+		}
 	}
 }
 

@@ -77,6 +77,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		}
 		res, err := s.rawOnce(ctx, sess, name, params, hm, timeout)
 		if errors.Is(err, errSessionGone) {
+			s.awaitSessionEnd(ctx, sess, deadline)
 			continue // nothing was sent: wait for the next session
 		}
 		for round := 0; err == nil && !hm.modern && inputRequired(sess, res); round++ {
@@ -438,6 +439,10 @@ func appendToken(b []byte, tok string) []byte {
 // values.
 func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, name string, timeout time.Duration, r dataplane.RawReply) (json.RawMessage, error) {
 	switch {
+	case errors.Is(r.Fail, dataplane.ErrNotSent):
+		// The server's stdout had ended before the call was made: it may
+		// go on the next session.
+		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone)
 	case r.Fail != nil:
 		if errors.Is(r.Fail, errNoProgress) || errors.Is(r.Fail, errSessionClosing) {
 			rc.Cancel(r.Fail) // junction gave up: tell the upstream

@@ -563,6 +563,7 @@ func (s *Server) endSession(sess *session) {
 	s.mu.Lock()
 	if s.sess == sess {
 		s.sess = nil
+		s.signal() // calls waiting for sess to end (sessionEnded)
 	}
 	var ending []*call
 	for _, c := range s.calls {
