@@ -168,6 +168,11 @@ type Server struct {
 	StopTimeout time.Duration
 	// ProtocolVersion, if set, is the MCP version offered to the server.
 	ProtocolVersion string
+	// WithdrawAfter is how long the server may go without a working
+	// session before its tools stop being served (they stay listed while
+	// it reconnects until then); zero means the upstream package default
+	// and [NoTimeout] ("never" in the file) keeps them listed.
+	WithdrawAfter time.Duration
 
 	Source
 }

@@ -245,6 +245,14 @@ func (d *decoder) callTimeout(n *node, path string) time.Duration {
 	return d.duration(n, path)
 }
 
+// withdrawAfter is a duration, or "never" ([NoTimeout]).
+func (d *decoder) withdrawAfter(n *node, path string) time.Duration {
+	if n.kind == scalarNode && n.tag == "str" && strings.EqualFold(strings.TrimSpace(n.value), "never") {
+		return NoTimeout
+	}
+	return d.duration(n, path)
+}
+
 func (d *decoder) integer(n *node, path string) int64 {
 	if n.kind == scalarNode && n.tag == "int" {
 		v, err := strconv.ParseInt(n.value, 0, 64)
@@ -408,7 +416,7 @@ func (d *decoder) inputs(n *node, path string) {
 // --- servers ---
 
 var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_file", "url", "headers", "bearer_token",
-	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version",
+	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
 
 // serverAliases are the spellings hosts use for junction's keys.
@@ -509,6 +517,8 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.StopTimeout = d.duration(e.val, p)
 		case "protocol_version":
 			s.ProtocolVersion = d.str(e.val, p)
+		case "withdraw_after":
+			s.WithdrawAfter = d.withdrawAfter(e.val, p)
 		case "allow", "deny":
 			if seen["tools"] != "" {
 				d.fail(e.line, p, "set tools.%s instead, not both %s and tools", key, e.key)

@@ -45,6 +45,8 @@ func TestParseErrors(t *testing.T) {
 		{"negative timeout", "yaml", "servers:\n  a:\n    command: x\n    timeout: -1s\n", `line 4: servers.a.timeout: must not be negative (write "none" for no timeout)`},
 		{"zero tool timeout", "yaml", "servers:\n  a:\n    command: x\n    tool_timeouts: {slow: 0}\n", `line 4: servers.a.tool_timeouts.slow: must be positive (write "none" for no timeout)`},
 		{"negative keep_alive", "yaml", "servers:\n  a:\n    command: x\n    keep_alive: -5s\n", `line 4: servers.a.keep_alive: must not be negative`},
+		{"negative withdraw_after", "yaml", "servers:\n  a:\n    command: x\n    withdraw_after: -5s\n", `line 4: servers.a.withdraw_after: must not be negative (write never to keep the tools listed)`},
+		{"withdraw_after not a duration", "yaml", "servers:\n  a:\n    command: x\n    withdraw_after: soon\n", `line 4: servers.a.withdraw_after: invalid duration "soon" (use a number of seconds or a Go duration such as "30s" or "2m")`},
 		{"bool expected", "yaml", "servers:\n  a:\n    command: x\n    disabled: \"yes\"\n", `line 4: servers.a.disabled: expected true or false, got the string "yes"`},
 		{"string expected", "yaml", "servers:\n  a:\n    command: {x: 1}\n", `line 3: servers.a.command: expected a string, got a mapping`},
 		{"list expected", "yaml", "servers:\n  a:\n    command: x\n    args: --verbose\n", `line 4: servers.a.args: expected a list of strings, got the string "--verbose"`},

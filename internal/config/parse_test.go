@@ -155,8 +155,10 @@ servers:
     keep_alive: 30s
     stop_timeout: 1s
     protocol_version: "2025-06-18"
+    withdraw_after: 5m
   local:
     timeout: none
+    withdraw_after: never
     command: ./srv
     args: [--port, 8080, true]
     cwd: /srv
@@ -216,8 +218,9 @@ log: {level: debug, format: json}
 				Prefix: PrefixNever, Tools: ToolFilter{Deny: []string{"a", "b"}}, Timeout: 90 * time.Second,
 				ToolTimeouts: map[string]time.Duration{"slow": 2 * time.Minute, "quick": 1500 * time.Millisecond, "forever": NoTimeout},
 				Drift:        DriftBlock, Disabled: true},
-				ConnectTimeout: 5 * time.Second, KeepAlive: 30 * time.Second, StopTimeout: time.Second, ProtocolVersion: "2025-06-18"},
-			"local": {Transport: TransportStdio, Command: "./srv", Args: []string{"--port", "8080", "true"}, Cwd: "/srv",
+				ConnectTimeout: 5 * time.Second, KeepAlive: 30 * time.Second, StopTimeout: time.Second, ProtocolVersion: "2025-06-18",
+				WithdrawAfter: 5 * time.Minute},
+			"local": {Transport: TransportStdio, Command: "./srv", Args: []string{"--port", "8080", "true"}, Cwd: "/srv", WithdrawAfter: NoTimeout,
 				EnvFile: ".env", Env: map[string]string{"N": "1"}, UnsetEnv: []string{"GONE"},
 				Source: Source{Prefix: PrefixOnConflict, Tools: ToolFilter{Allow: []string{"x"}}, Drift: DriftWarn, Timeout: NoTimeout}},
 		},
@@ -241,7 +244,7 @@ log: {level: debug, format: json}
 		Lock:  Lock{Path: "junction.lock"},
 		Log:   Log{Level: "debug", Format: "json"},
 		Shape: ShapeJunction,
-		Warnings: []Warning{{Line: 53, Path: "profiles.p.presets[1]",
+		Warnings: []Warning{{Line: 55, Path: "profiles.p.presets[1]",
 			Msg: `preset "minimal" is not in presets; it must come from a pack (checked when the hub starts)`}},
 	}
 	if diff := cmp.Diff(want, c, ignoreUnexported); diff != "" {

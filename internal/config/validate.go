@@ -163,6 +163,9 @@ func (v *validator) server(s *Server, path string) {
 			v.fail(join(path, d.key), "must not be negative")
 		}
 	}
+	if s.WithdrawAfter < 0 && s.WithdrawAfter != NoTimeout {
+		v.fail(join(path, "withdraw_after"), "must not be negative (write never to keep the tools listed)")
+	}
 }
 
 // hasBad reports whether a field under path failed to decode.

@@ -396,3 +396,21 @@ func sourcePID(t *testing.T, d *Daemon, name string) int {
 	t.Fatalf("no source %s in Status()", name)
 	return 0
 }
+
+// withdraw_after reaches the upstream: a duration as it is, "never" as a
+// negative duration (the upstream package's "never withdraw").
+func TestUpstreamConfigWithdrawAfter(t *testing.T) {
+	for _, tc := range []struct {
+		in   time.Duration
+		want func(time.Duration) bool
+	}{
+		{0, func(d time.Duration) bool { return d == 0 }},
+		{5 * time.Minute, func(d time.Duration) bool { return d == 5*time.Minute }},
+		{config.NoTimeout, func(d time.Duration) bool { return d < 0 }},
+	} {
+		c, err := upstreamConfig(&config.Server{Command: "x", WithdrawAfter: tc.in})
+		if err != nil || !tc.want(c.WithdrawAfter) {
+			t.Errorf("withdraw_after %v: upstream WithdrawAfter %v, %v", tc.in, c.WithdrawAfter, err)
+		}
+	}
+}

@@ -79,6 +79,7 @@ func upstreamConfig(s *config.Server) (upstream.Config, error) {
 		KeepAlive:       s.KeepAlive,
 		StopTimeout:     s.StopTimeout,
 		ProtocolVersion: s.ProtocolVersion,
+		WithdrawAfter:   s.WithdrawAfter, // NoTimeout is negative: never
 	}
 	switch s.Transport {
 	case config.TransportStdio, "":
