@@ -124,8 +124,8 @@ func TestStdioParseErrorKeepsServing(t *testing.T) {
 	cmd.Env = childEnv(t.TempDir())
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := newOutput() // read while junction runs: a locked buffer
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -574,8 +574,8 @@ func TestStdioSIGTERMFinishesInFlightCall(t *testing.T) {
 	cmd.Env = childEnv(t.TempDir())
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := newOutput() // read while junction runs: a locked buffer
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -586,14 +586,24 @@ func TestStdioSIGTERMFinishesInFlightCall(t *testing.T) {
 	}
 	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p"}}}`+"\n")
-	time.Sleep(50 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGTERM)
-	answered := false
+	// SIGTERM once the call is under way: its first progress notification
+	// says so.
+	answered, signalled := false, false
 	for lines.Scan() {
 		var m map[string]any
-		if json.Unmarshal(lines.Bytes(), &m) == nil && m["id"] == float64(2) {
+		if json.Unmarshal(lines.Bytes(), &m) != nil {
+			continue
+		}
+		if !signalled && m["method"] == "notifications/progress" {
+			cmd.Process.Signal(syscall.SIGTERM)
+			signalled = true
+		}
+		if m["id"] == float64(2) {
 			if m["result"] == nil {
 				t.Errorf("call answered with %v, want a result", m)
+			}
+			if !signalled {
+				t.Errorf("the call ended before it sent progress: %v", m)
 			}
 			answered = true
 		}

@@ -58,7 +58,7 @@ func connectMCP(t *testing.T, env []string, args ...string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(junctionBin(t), append([]string{"mcp"}, args...)...)
 	cmd.Env = append(childEnv(t.TempDir()), env...)
-	stderr := newLineWatcher("\x00")
+	stderr := newOutput()
 	cmd.Stderr = stderr
 	cmd.WaitDelay = stopTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)

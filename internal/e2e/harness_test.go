@@ -247,6 +247,12 @@ func newLineWatcher(prefix string) *lineWatcher {
 	return &lineWatcher{prefix: prefix, found: make(chan string, 1)}
 }
 
+// newOutput returns a lineWatcher that only collects: a process's stderr
+// that a test may read (String) while the process still writes it.
+func newOutput() *lineWatcher {
+	return &lineWatcher{sent: true}
+}
+
 func (w *lineWatcher) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -331,7 +337,7 @@ func connectStdioClient(t testing.TB, c *mcp.Client, args ...string) *mcp.Client
 	t.Helper()
 	cmd := exec.Command(junctionBin(t), append([]string{"serve"}, args...)...)
 	cmd.Env = childEnv(t.TempDir())
-	stderr := newLineWatcher("\x00") // collects only
+	stderr := newOutput()
 	cmd.Stderr = stderr
 	cmd.WaitDelay = stopTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)

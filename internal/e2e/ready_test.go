@@ -23,7 +23,7 @@ type stdioHost struct {
 	ctx    context.Context
 	stdin  io.WriteCloser
 	lines  chan []byte // every line junction writes, until it closes stdout
-	stderr *bytes.Buffer
+	stderr *lineWatcher
 	wmu    sync.Mutex
 }
 
@@ -35,8 +35,8 @@ func startStdioHost(t *testing.T, args ...string) *stdioHost {
 	cmd := exec.CommandContext(ctx, junctionBin(t), args...)
 	cmd.Env = childEnv(t.TempDir())
 	cmd.WaitDelay = stopTimeout
-	h := &stdioHost{t: t, ctx: ctx, lines: make(chan []byte, 256), stderr: &bytes.Buffer{}}
-	cmd.Stderr = &lockedWriter{w: h.stderr}
+	h := &stdioHost{t: t, ctx: ctx, lines: make(chan []byte, 256), stderr: newOutput()}
+	cmd.Stderr = h.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -74,17 +74,6 @@ func startStdioHost(t *testing.T, args ...string) *stdioHost {
 		}
 	})
 	return h
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (h *stdioHost) send(line string) {

@@ -52,7 +52,7 @@ func connectJunction(t *testing.T, c *mcp.Client, args ...string) (*mcp.ClientSe
 	t.Helper()
 	cmd := exec.Command(junctionBin(t), args...)
 	cmd.Env = childEnv(t.TempDir())
-	stderr := newLineWatcher("\x00")
+	stderr := newOutput()
 	cmd.Stderr = stderr
 	cmd.WaitDelay = stopTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
