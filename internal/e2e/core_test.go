@@ -158,9 +158,17 @@ func TestStdioParseErrorKeepsServing(t *testing.T) {
 	if m := next(); m["id"] != float64(2) || m["result"] == nil {
 		t.Fatalf("ping after garbage = %v, want {} result", m)
 	}
+	// A line over the frame limit (16 MiB) is read to its end, dropped,
+	// and answered with -32600 and id null, as JSON-RPC has it.
+	send(`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":"` + strings.Repeat("p", 17<<20) + `"}}`)
+	m = next()
+	errObj, _ = m["error"].(map[string]any)
+	if m["id"] != nil || errObj == nil || errObj["code"] != float64(-32600) {
+		t.Fatalf("answer to a 17 MiB line = %v, want a -32600 error with id null", m)
+	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"junction_version","arguments":{}}}`)
 	if m := next(); m["id"] != float64(3) || m["result"] == nil {
-		t.Fatalf("tools/call after garbage = %v", m)
+		t.Fatalf("tools/call after garbage and an oversized line = %v", m)
 	}
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
