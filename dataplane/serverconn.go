@@ -172,8 +172,9 @@ func (c *ServerConn) read(stdout io.Reader, max int) {
 		line, tooLong, err := r.Next()
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", max)
-		} else if c.rawPending.Load() > 0 && bytes.Contains(line, []byte(`"jr-`)) && c.deliverRaw(line) {
-			// A response to a raw call, handed over undecoded.
+		} else if c.rawPending.Load() > 0 && (bytes.Contains(line, []byte(`"jr-`)) || bytes.Contains(line, []byte(`null`))) && c.deliverRaw(line) {
+			// A response to a raw call, handed over undecoded (or an
+			// error with id null, for the one raw call waiting).
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			msg, derr := decodeLine(line)
 			switch m := msg.(type) {
@@ -311,6 +312,11 @@ func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage)
 		r.deliver(RawReply{Fail: r.unsent})
 		return r.unsent
 	}
+	// JSON text must be UTF-8: a server may answer invalid bytes with a
+	// parse error it cannot address to the call (id null), and the call
+	// would wait for its timeout. They become U+FFFD, as decoding would
+	// make them.
+	params = rawjson.FixText(params)
 	line := make([]byte, 0, len(params)+len(meta)+80)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, r.id...)
@@ -455,6 +461,20 @@ func (c *ServerConn) fail(id string, cause error) {
 	}
 }
 
+// loneRawCall returns the id of the one raw call waiting, or nil if there
+// are none or several.
+func (c *ServerConn) loneRawCall() []byte {
+	c.rawMu.Lock()
+	defer c.rawMu.Unlock()
+	if len(c.raw) != 1 {
+		return nil
+	}
+	for id := range c.raw {
+		return []byte(id)
+	}
+	return nil
+}
+
 // failAll ends every raw call still waiting, with cause: the server's
 // stdout has ended, so no reply will come. Calls made later fail at once.
 func (c *ServerConn) failAll(cause error) {
@@ -488,7 +508,16 @@ func (c *ServerConn) deliverRaw(line []byte) bool {
 		case "method":
 			method = true
 		}
-	}) || method || len(id) == 0 || !bytes.HasPrefix(id, []byte(`"jr-`)) {
+	}) || method || len(id) == 0 {
+		return false
+	}
+	if string(id) == "null" && errv != nil {
+		// An error the server could not address (a parse error, say):
+		// when one raw call waits, it is that call's; otherwise go-sdk
+		// logs it.
+		id = c.loneRawCall()
+	}
+	if !bytes.HasPrefix(id, []byte(`"jr-`)) {
 		// Not a response to a raw call (a request of the server's own
 		// may use any id, "jr-1" included).
 		return false

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -361,4 +362,84 @@ func TestRawCallAfterEnd(t *testing.T) {
 	if r := <-rcv.reply; !errors.Is(r.Fail, ErrNotSent) {
 		t.Errorf("reply = %+v, want a failure wrapping ErrNotSent", r)
 	}
+}
+
+// Arguments that are not UTF-8 reach the server as U+FFFD, so the line it
+// reads is JSON text it can parse (a server that cannot answers a parse
+// error with id null, which no call can be told about).
+func TestRawCallFixesText(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	if _, err := p.sendRaw("tok", json.RawMessage("{\"name\":\"echo\",\"arguments\":{\"text\":\"a\xff\xfeb\",\"s\":\"\\ud800\"}}")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(p.serverIn).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Params struct {
+			Arguments map[string]string `json:"arguments"`
+		} `json:"params"`
+	}
+	if !utf8.Valid(line) || json.Unmarshal(line, &msg) != nil {
+		t.Fatalf("the server read %q: not clean JSON text", line)
+	}
+	if got := msg.Params.Arguments; got["text"] != "a\uFFFD\uFFFDb" || got["s"] != "\uFFFD" {
+		t.Errorf("arguments as the server read them: %q", got)
+	}
+}
+
+// An error the server sends with id null (it could not read the request)
+// ends the one raw call waiting, at once, rather than at its timeout; with
+// two waiting it ends neither (it cannot be told whose it is).
+func TestRawCallNullIDError(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	r := bufio.NewReader(p.serverIn)
+	one, err := p.sendRaw("t1", json.RawMessage(`{"name":"echo"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ReadBytes('\n')
+	nullErr := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` + "\n"
+	p.serverOut.WriteString(nullErr)
+	select {
+	case reply := <-one.Reply():
+		if reply.Err == nil || reply.Err.Code != -32700 {
+			t.Errorf("reply = %+v, want the server's -32700", reply)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lone call did not get the server's id-null error")
+	}
+
+	two, _ := p.sendRaw("t2", json.RawMessage(`{"name":"echo"}`))
+	three, _ := p.sendRaw("t3", json.RawMessage(`{"name":"echo"}`))
+	r.ReadBytes('\n')
+	line, _ := r.ReadBytes('\n')
+	p.serverOut.WriteString(nullErr)
+	// The server answers the third call; the second still waits.
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	json.Unmarshal(line, &req)
+	p.serverOut.WriteString(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[]}}` + "\n")
+	answered, waiting := three, two
+	if string(req.ID) == two.id {
+		answered, waiting = two, three
+	}
+	select {
+	case reply := <-answered.Reply():
+		if reply.Result == nil {
+			t.Errorf("answered call: %+v", reply)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+	}
+	select {
+	case reply := <-waiting.Reply():
+		t.Errorf("an id-null error with two calls waiting ended one: %+v", reply)
+	default:
+	}
+	waiting.Fail(errors.New("test over"))
 }
