@@ -75,12 +75,27 @@ func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Daemon, *dia
 	if dir == "" {
 		dir = daemon.DefaultDataDir(env.Getenv)
 	}
+	// The config file's packs.diagram.settings (limits, the http nodes'
+	// allowlist) apply here as they do in serve.
+	cfg, _, err := f.hf.loadConfig(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	var settings map[string]any
+	if cfg != nil && cfg.Packs[diagram.Name] != nil {
+		settings = cfg.Packs[diagram.Name].Settings
+	}
 	d, err := daemon.Build(ctx, daemon.Spec{Packs: packs, Logger: logger, Getenv: env.Getenv, DataDir: dir})
 	if err != nil {
 		return nil, nil, err
 	}
-	allow := env.Getenv(daemon.EnvDiagramAllowCommands)
-	p, err := diagram.New(diagram.Options{Hub: d.Hub, DataDir: dir, AllowCommands: allow == "1" || allow == "true", Logger: logger})
+	opts, err := daemon.DiagramOptions(d.Hub, dir, settings, env.Getenv)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	opts.Logger = logger
+	p, err := diagram.New(opts)
 	if err != nil {
 		d.Close()
 		return nil, nil, err

@@ -9,24 +9,41 @@ import (
 )
 
 // EnvDiagramAllowCommands enables the diagram pack's command nodes when
-// set to 1 or true.
+// set to 1 or true (as the pack's allow_commands setting does).
 const EnvDiagramAllowCommands = "JUNCTION_DIAGRAM_ALLOW_COMMANDS"
+
+// DiagramOptions returns the diagram pack's options for a hub: its data
+// directory (dataDir, or [DefaultDataDir]), the settings of its section
+// of the config file (packs.diagram.settings; nil without one) and
+// JUNCTION_DIAGRAM_ALLOW_COMMANDS. A bad setting is an error that names
+// it.
+func DiagramOptions(hub diagram.Hub, dataDir string, settings map[string]any, getenv func(string) string) (diagram.Options, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if dataDir == "" {
+		dataDir = DefaultDataDir(getenv)
+	}
+	opts := diagram.Options{Hub: hub, DataDir: dataDir}
+	if err := diagram.ApplySettings(&opts, "packs."+diagram.Name+".settings", settings); err != nil {
+		return diagram.Options{}, err
+	}
+	if allow := getenv(EnvDiagramAllowCommands); allow == "1" || allow == "true" {
+		opts.AllowCommands = true
+	}
+	return opts, nil
+}
 
 // buildDiagramPack builds the diagram pack over deps.Hub, keeping its
 // state in deps.DataDir (or [DefaultDataDir]), and registers it to be
 // closed with the daemon.
 func buildDiagramPack(deps PackDeps) (*junction.Pack, error) {
-	dir := deps.DataDir
-	if dir == "" {
-		dir = DefaultDataDir(deps.Getenv)
+	opts, err := DiagramOptions(deps.Hub, deps.DataDir, deps.Settings, deps.Getenv)
+	if err != nil {
+		return nil, err
 	}
-	allow := deps.Getenv(EnvDiagramAllowCommands)
-	p, err := diagram.New(diagram.Options{
-		Hub:           deps.Hub,
-		DataDir:       dir,
-		AllowCommands: allow == "1" || allow == "true",
-		Logger:        deps.Logger,
-	})
+	opts.Logger = deps.Logger
+	p, err := diagram.New(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -13,20 +13,31 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
 // diagramDaemon builds a daemon serving the core and diagram packs over
-// a temporary data directory, and a go-sdk client session to it.
+// a temporary data directory, and a go-sdk client session to it. The
+// diagram pack's settings open loopback to http nodes, through the config
+// file's packs section: the examples call test servers on 127.0.0.1.
 func diagramDaemon(t *testing.T) (*Daemon, *mcp.ClientSession) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	d, err := Build(t.Context(), Spec{Packs: []string{"core", "diagram"}, DataDir: t.TempDir()})
+	cfg := &config.Config{Packs: map[string]*config.Pack{"diagram": {Settings: map[string]any{"http_allow_cidrs": []any{"127.0.0.0/8"}}}}}
+	d, err := Build(t.Context(), Spec{Packs: []string{"core", "diagram"}, Config: cfg, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, connectDaemon(t, d)
+}
+
+// connectDaemon connects a go-sdk client to d's default view over
+// in-memory transports, and closes both, then d, at cleanup.
+func connectDaemon(t *testing.T, d *Daemon) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := d.View.Server().Connect(t.Context(), st, nil)
 	if err != nil {
@@ -43,7 +54,7 @@ func diagramDaemon(t *testing.T) (*Daemon, *mcp.ClientSession) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return d, cs
+	return cs
 }
 
 func callJSON(t *testing.T, cs *mcp.ClientSession, name string, args any) (map[string]any, bool) {
@@ -285,5 +296,39 @@ func TestDiagramPackDataDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "junction", "diagram-owners")); err != nil {
 		t.Errorf("owner locks not under XDG_STATE_HOME: %v", err)
+	}
+}
+
+// A bad diagram setting stops the build with an error naming it; a good
+// one reaches the pack.
+func TestDiagramSettings(t *testing.T) {
+	build := func(settings map[string]any) (*Daemon, error) {
+		cfg := &config.Config{Packs: map[string]*config.Pack{"diagram": {Settings: settings}}}
+		return Build(t.Context(), Spec{Packs: []string{"diagram"}, Config: cfg, DataDir: t.TempDir()})
+	}
+	for _, tc := range []struct {
+		settings map[string]any
+		want     string
+	}{
+		{map[string]any{"max_nodes": "lots"}, `packs.diagram.settings.max_nodes: must be a whole number above zero, not "lots"`},
+		{map[string]any{"http_allow_cidrs": []any{"10.0.0/8"}}, `packs.diagram.settings.http_allow_cidrs[0]: "10.0.0/8" is not a network`},
+		{map[string]any{"max_node": 3}, "packs.diagram.settings.max_node: unknown setting (known: allow_commands, "},
+	} {
+		d, err := build(tc.settings)
+		if err == nil {
+			d.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Build with settings %v: error %v, want %q", tc.settings, err, tc.want)
+		}
+	}
+	d, err := build(map[string]any{"max_nodes": int64(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectDaemon(t, d)
+	out, _ := callJSON(t, cs, "compile_diagram", map[string]any{"diagram_content": readExample(t, "condition.yaml"), "push_as": "c"})
+	if !strings.Contains(fmt.Sprint(out["errors"]), "over the limit of 2 (the diagram pack's max_nodes setting)") {
+		t.Errorf("compile_diagram with max_nodes 2 = %v", out)
 	}
 }

@@ -256,11 +256,17 @@ func TestDiagramPlainHTTPWithCurl(t *testing.T) {
 
 // diagramServe runs "junction serve -http 127.0.0.1:0 -pack diagram" over
 // dataDir as a process this test stops itself (for restarts), and returns
-// its /mcp URL and a stop function that sends SIGTERM and waits.
+// its /mcp URL and a stop function that sends SIGTERM and waits. Its
+// config file opens loopback to http nodes, which the tests' web servers
+// listen on.
 func diagramServe(t *testing.T, dataDir, token string) (string, func()) {
 	t.Helper()
 	const prefix = "junction: listening on "
-	cmd := exec.Command(junctionBin(t), "serve", "-http", "127.0.0.1:0", "-pack", "diagram", "-token", token, "-data-dir", dataDir)
+	cfg := filepath.Join(t.TempDir(), "junction.yaml")
+	if err := os.WriteFile(cfg, []byte("packs:\n  core: {}\n  diagram:\n    settings:\n      http_allow_cidrs: [127.0.0.0/8]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(junctionBin(t), "serve", "-http", "127.0.0.1:0", "-pack", "diagram", "-token", token, "-data-dir", dataDir, "-config", cfg)
 	cmd.Env = childEnv(t.TempDir())
 	w := newLineWatcher(prefix)
 	cmd.Stdout, cmd.Stderr = w, w

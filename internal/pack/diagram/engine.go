@@ -25,7 +25,28 @@ type engine struct {
 	httpClient     *http.Client
 	allowCommands  bool
 	maxOutputBytes int
+	maxRunBytes    int
 	maxSteps       int
+}
+
+// A LimitError is a run stopped, or refused, by one of the pack's
+// limits. Setting names the pack setting that changes the limit.
+type LimitError struct {
+	Setting string
+	msg     string
+}
+
+func (e *LimitError) Error() string {
+	return e.msg + " (the diagram pack's " + e.Setting + " setting)"
+}
+
+// jsonSize is the size of v as JSON; -1 if it is not JSON.
+func jsonSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return -1
+	}
+	return len(b)
 }
 
 // stepFunc is told about every node that finished, so progress can be
@@ -165,6 +186,10 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 
 	queue = []string{start.ID}
 	steps := 0
+	// sizes holds the JSON size of each node's latest output; runBytes
+	// is their sum, bounded by maxRunBytes.
+	sizes := make(map[string]int, len(d.Nodes))
+	runBytes := 0
 	for len(queue) > 0 {
 		if err := ctx.Err(); err != nil {
 			out.err = context.Cause(ctx)
@@ -175,7 +200,7 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 		n := byID[id]
 		steps++
 		if e.maxSteps > 0 && steps > e.maxSteps {
-			out.err = fmt.Errorf("stopped after %d node runs, the step limit (a loop that never ends?)", e.maxSteps)
+			out.err = &LimitError{Setting: "max_steps", msg: fmt.Sprintf("stopped after %d node runs, the step limit (a loop that never ends?)", e.maxSteps)}
 			return out
 		}
 		var incoming []string
@@ -186,7 +211,13 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 		}
 		val, err := e.runNode(ctx, n, data, incoming, input)
 		if err == nil {
-			err = e.checkSize(val)
+			var size int
+			size, err = e.checkSize(val)
+			runBytes += size - sizes[id]
+			sizes[id] = size
+			if err == nil && e.maxRunBytes > 0 && runBytes > e.maxRunBytes {
+				err = &LimitError{Setting: "max_run_bytes", msg: fmt.Sprintf("with this output the run's node outputs come to %d bytes, over the limit of %d bytes per run", runBytes, e.maxRunBytes)}
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -264,18 +295,17 @@ func markBackEdges(start string, edges []*graphEdge, outEdges map[string][]int) 
 	visit(start)
 }
 
-func (e *engine) checkSize(v any) error {
-	if e.maxOutputBytes <= 0 {
-		return nil
+// checkSize returns the size of a node's output as JSON, and an error if
+// it is over the output limit or not JSON at all.
+func (e *engine) checkSize(v any) (int, error) {
+	n := jsonSize(v)
+	switch {
+	case n < 0:
+		return 0, errors.New("output cannot be expressed as JSON")
+	case e.maxOutputBytes > 0 && n > e.maxOutputBytes:
+		return n, &LimitError{Setting: "max_node_output_bytes", msg: fmt.Sprintf("output is %d bytes, over the limit of %d bytes per node output", n, e.maxOutputBytes)}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("output is not JSON: %v", err)
-	}
-	if len(b) > e.maxOutputBytes {
-		return fmt.Errorf("output is %d bytes, over the limit of %d", len(b), e.maxOutputBytes)
-	}
-	return nil
+	return n, nil
 }
 
 func nodeTimeout(n *Node, def time.Duration) time.Duration {

@@ -30,7 +30,7 @@ func (e *engine) runHTTP(ctx context.Context, n *Node, data map[string]any) (any
 	}
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("url: %q is not an absolute http or https URL", rawURL)
+		return nil, fmt.Errorf("url: %q is not an absolute http or https URL (http nodes fetch nothing else)", truncate(rawURL, 200))
 	}
 	method := strings.ToUpper(n.Method)
 	if method == "" {
@@ -78,19 +78,19 @@ func (e *engine) runHTTP(ctx context.Context, n *Node, data map[string]any) (any
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %v", method, u.Redacted(), err)
+		return nil, requestError(method, u, err)
 	}
 	defer resp.Body.Close()
 	limit := int64(e.maxOutputBytes)
 	if limit <= 0 {
-		limit = 1 << 20
+		limit = DefaultMaxOutputBytes
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: reading body: %v", method, u.Redacted(), err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s %s: response body is over the output limit of %d bytes", method, u.Redacted(), limit)
+		return nil, &LimitError{Setting: "max_node_output_bytes", msg: fmt.Sprintf("%s %s: response body is over the limit of %d bytes per node output", method, u.Redacted(), limit)}
 	}
 	headers := make(map[string]any, len(resp.Header))
 	for k := range resp.Header {
@@ -106,6 +106,27 @@ func (e *engine) runHTTP(ctx context.Context, n *Node, data map[string]any) (any
 		return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, u.Redacted(), resp.StatusCode, truncate(string(b), 200))
 	}
 	return out, nil
+}
+
+// requestError describes a failed request. A connection the address
+// rules refused says so first, with the URL it was for (a redirect's,
+// when a redirect led there).
+func requestError(method string, u *url.URL, err error) error {
+	var refused *RefusedError
+	if !errors.As(err, &refused) {
+		return fmt.Errorf("%s %s: %v", method, u.Redacted(), err)
+	}
+	target := u.Redacted()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if tu, perr := url.Parse(ue.URL); perr == nil {
+			target = tu.Redacted()
+		}
+	}
+	if target != u.Redacted() {
+		return fmt.Errorf("%s %s: redirected to %s, refused: %w", method, u.Redacted(), target, refused)
+	}
+	return fmt.Errorf("%s %s: refused: %w", method, u.Redacted(), refused)
 }
 
 // runCommand runs a program (no shell) with a timeout. The output is
@@ -135,7 +156,7 @@ func (e *engine) runCommand(ctx context.Context, n *Node, data map[string]any) (
 	cmd.Stdin = strings.NewReader(stdin)
 	limit := e.maxOutputBytes
 	if limit <= 0 {
-		limit = 1 << 20
+		limit = DefaultMaxOutputBytes
 	}
 	stdout := &capped{max: limit}
 	stderr := &capped{max: limit}
@@ -162,7 +183,7 @@ func (e *engine) runCommand(ctx context.Context, n *Node, data map[string]any) (
 		return nil, fmt.Errorf("%s: %v", argv[0], err)
 	}
 	if stdout.over || stderr.over {
-		return nil, fmt.Errorf("%s: output is over the limit of %d bytes", argv[0], limit)
+		return nil, &LimitError{Setting: "max_node_output_bytes", msg: fmt.Sprintf("%s: output is over the limit of %d bytes per node output", argv[0], limit)}
 	}
 	return out, nil
 }

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -20,13 +22,22 @@ import (
 // Name is the pack's source name.
 const Name = "diagram"
 
-// Defaults for [Options].
+// Defaults for [Options]. Together they keep one run under 64 MiB of
+// memory: at most MaxRunBytes of node outputs, a copy of them being
+// encoded for the store, one template's text (4 MiB at most) and one
+// HTTP body (MaxOutputBytes).
 const (
 	DefaultMaxConcurrentRuns = 8
 	DefaultTimeout           = 300 * time.Second
 	DefaultMaxTimeout        = time.Hour
+	DefaultMaxNodes          = 200
+	DefaultMaxFanOut         = 32
 	DefaultMaxOutputBytes    = 1 << 20
+	DefaultMaxRunBytes       = 8 << 20
 	DefaultMaxSteps          = 1000
+	DefaultMaxStoredRuns     = 1000
+	DefaultMaxRunAge         = 30 * 24 * time.Hour
+	DefaultMaxStoreBytes     = 256 << 20
 )
 
 // A Hub is what the pack needs from the hub it serves in: calling tools by
@@ -55,13 +66,33 @@ type Options struct {
 	// DefaultTimeout bounds a run that asks for no timeout; MaxTimeout is
 	// the largest timeout a caller may ask for.
 	DefaultTimeout, MaxTimeout time.Duration
+	// MaxNodes bounds the nodes of a diagram and MaxFanOut the edges
+	// that leave one node; a diagram over either does not validate.
+	MaxNodes, MaxFanOut int
 	// MaxOutputBytes bounds each node's output (as JSON), HTTP bodies and
 	// command output.
 	MaxOutputBytes int
+	// MaxRunBytes bounds the total of a run's node outputs (as JSON, the
+	// latest output of each node, the start node's being the input).
+	MaxRunBytes int
 	// MaxSteps bounds node runs per diagram run (loops).
 	MaxSteps int
-	// HTTPClient makes the http nodes' requests; nil means a client with
-	// no overall timeout (nodes set their own).
+	// MaxStoredRuns, MaxRunAge and MaxStoreBytes say which finished runs
+	// the store keeps (see [Retention]); the oldest go first.
+	MaxStoredRuns int
+	MaxRunAge     time.Duration
+	MaxStoreBytes int64
+	// HTTPAllowHosts and HTTPAllowCIDRs open, to http nodes, addresses
+	// they refuse by default (loopback, private, link-local, CGNAT,
+	// multicast, unspecified, reserved). A host entry is a name, an IP
+	// address or *.domain, optionally with :port; a connection to a host
+	// it names is not checked. A CIDR allows the addresses in it,
+	// whatever name led there.
+	HTTPAllowHosts []string
+	HTTPAllowCIDRs []netip.Prefix
+	// HTTPClient, if set, makes the http nodes' requests instead of the
+	// pack's own client, and its dialer alone decides what they reach:
+	// the address rules above are not applied.
 	HTTPClient *http.Client
 	// Logger receives the pack's logs; nil discards them.
 	Logger *slog.Logger
@@ -79,6 +110,12 @@ type Pack struct {
 	ownerDir string
 	eng      engine
 	slots    chan struct{}
+	// ownClient is the http nodes' client when the pack made it, so
+	// Close can drop its idle connections.
+	ownClient *http.Client
+	// pruning is set while a background prune runs, so runs that end
+	// together start one.
+	pruning atomic.Bool
 
 	// The run store is opened, and the runs of dead processes marked
 	// failed, in the background: bbolt's commit syncs the file, which
@@ -131,11 +168,34 @@ func New(opts Options) (*Pack, error) {
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = DefaultMaxTimeout
 	}
-	if opts.MaxOutputBytes <= 0 {
-		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	for _, d := range []struct {
+		field *int
+		def   int
+	}{
+		{&opts.MaxNodes, DefaultMaxNodes},
+		{&opts.MaxFanOut, DefaultMaxFanOut},
+		{&opts.MaxOutputBytes, DefaultMaxOutputBytes},
+		{&opts.MaxRunBytes, DefaultMaxRunBytes},
+		{&opts.MaxSteps, DefaultMaxSteps},
+		{&opts.MaxStoredRuns, DefaultMaxStoredRuns},
+	} {
+		if *d.field <= 0 {
+			*d.field = d.def
+		}
 	}
-	if opts.MaxSteps <= 0 {
-		opts.MaxSteps = DefaultMaxSteps
+	if opts.MaxRunAge <= 0 {
+		opts.MaxRunAge = DefaultMaxRunAge
+	}
+	if opts.MaxStoreBytes <= 0 {
+		opts.MaxStoreBytes = DefaultMaxStoreBytes
+	}
+	policy := &netPolicy{cidrs: opts.HTTPAllowCIDRs}
+	for _, h := range opts.HTTPAllowHosts {
+		r, err := parseHostRule(h)
+		if err != nil {
+			return nil, fmt.Errorf("diagram pack: HTTPAllowHosts: %v", err)
+		}
+		policy.hosts = append(policy.hosts, r)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -168,8 +228,13 @@ func New(opts Options) (*Pack, error) {
 			httpClient:     opts.HTTPClient,
 			allowCommands:  opts.AllowCommands,
 			maxOutputBytes: opts.MaxOutputBytes,
+			maxRunBytes:    opts.MaxRunBytes,
 			maxSteps:       opts.MaxSteps,
 		},
+	}
+	if p.eng.httpClient == nil {
+		p.ownClient = policy.client()
+		p.eng.httpClient = p.ownClient
 	}
 	p.base, p.stopRuns = context.WithCancelCause(context.Background())
 	go p.openStore(opts.Store) // Close waits for it
@@ -192,6 +257,9 @@ func (p *Pack) Close() error {
 		p.stopRuns(errShutdown)
 		p.wg.Wait()
 		<-p.storeReady
+		if p.ownClient != nil {
+			p.ownClient.CloseIdleConnections()
+		}
 		errs := []error{p.owner.release()}
 		if p.store != nil {
 			errs = append(errs, p.store.Close())
@@ -206,7 +274,7 @@ func (p *Pack) Close() error {
 func (p *Pack) openStore(store Store) {
 	defer close(p.storeReady)
 	if store == nil {
-		bs, err := OpenBoltStore(filepath.Join(p.opts.DataDir, "diagram-runs.db"), 0)
+		bs, err := OpenBoltStore(filepath.Join(p.opts.DataDir, "diagram-runs.db"), &BoltOptions{Logger: p.logger})
 		if err != nil {
 			p.storeErr = fmt.Errorf("diagram pack: %w", err)
 			p.logger.Error("opening the run store", "error", err)
@@ -218,7 +286,39 @@ func (p *Pack) openStore(store Store) {
 	if err := p.recover(context.Background()); err != nil {
 		p.storeErr = fmt.Errorf("diagram pack: %w", err)
 		p.logger.Error("marking interrupted runs failed", "error", err)
+		return
 	}
+	p.prune()
+}
+
+// retention is what the store keeps, from the options.
+func (p *Pack) retention() Retention {
+	return Retention{MaxRuns: p.opts.MaxStoredRuns, MaxAge: p.opts.MaxRunAge, MaxBytes: p.opts.MaxStoreBytes}
+}
+
+// prune deletes the finished runs the store should no longer keep.
+func (p *Pack) prune() {
+	n, err := p.store.Prune(context.Background(), p.retention())
+	if err != nil {
+		p.logger.Warn("pruning old runs", "error", err)
+	} else if n > 0 {
+		p.logger.Info("pruned old runs", "runs", n)
+	}
+}
+
+// pruneSoon prunes in the background, unless a prune is already under
+// way. Call it from a run in progress (it joins p.wg, which the run
+// holds, so Close waits for it).
+func (p *Pack) pruneSoon() {
+	if !p.pruning.CompareAndSwap(false, true) {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer p.pruning.Store(false)
+		p.prune()
+	}()
 }
 
 // waitStore waits for [Pack.openStore] and returns its error.
@@ -312,7 +412,12 @@ func (p *Pack) validateOptions() *ValidateOptions {
 	for _, t := range tools {
 		names[t.Tool.Name] = true
 	}
-	return &ValidateOptions{HasTool: func(n string) bool { return names[n] }, AllowCommands: p.opts.AllowCommands}
+	return &ValidateOptions{
+		HasTool:       func(n string) bool { return names[n] },
+		AllowCommands: p.opts.AllowCommands,
+		MaxNodes:      p.opts.MaxNodes,
+		MaxFanOut:     p.opts.MaxFanOut,
+	}
 }
 
 // Check parses and validates a diagram document against this hub's tools.
@@ -360,11 +465,16 @@ func (p *Pack) load(req RunRequest) (string, *Diagram, error) {
 // running. execute (or end, if the run never starts) releases it.
 func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, context.Context, *active, error) {
 	timeout := req.Timeout
+	timeoutCause := fmt.Errorf("run timed out after %s, the timeout it asked for", timeout)
 	if timeout == 0 {
 		timeout = p.opts.DefaultTimeout
+		timeoutCause = fmt.Errorf("run timed out after %s (the diagram pack's default_run_timeout setting; a run may ask for up to %s)", timeout, p.opts.MaxTimeout)
 	}
 	if timeout < 0 || timeout > p.opts.MaxTimeout {
-		return nil, nil, nil, nil, fmt.Errorf("timeout must be between 1s and %s, not %s", p.opts.MaxTimeout, timeout)
+		return nil, nil, nil, nil, fmt.Errorf("timeout must be between 1s and %s (the diagram pack's max_run_timeout setting), not %s", p.opts.MaxTimeout, timeout)
+	}
+	if n := jsonSize(req.Input); n > p.opts.MaxRunBytes {
+		return nil, nil, nil, nil, &LimitError{Setting: "max_run_bytes", msg: fmt.Sprintf("input_data is %d bytes, over the limit of %d bytes per run", n, p.opts.MaxRunBytes)}
 	}
 	if req.ID != "" && !sessionIDPattern().MatchString(req.ID) {
 		return nil, nil, nil, nil, fmt.Errorf("run id %q: want exec_ and 32 lower-case hex digits", req.ID)
@@ -376,7 +486,7 @@ func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, co
 	select {
 	case p.slots <- struct{}{}:
 	default:
-		return nil, nil, nil, nil, fmt.Errorf("%w: the limit is %d; try again when one finishes", ErrTooManyRuns, p.opts.MaxConcurrentRuns)
+		return nil, nil, nil, nil, fmt.Errorf("%w: the limit is %d (the diagram pack's max_concurrent_runs setting); try again when one finishes", ErrTooManyRuns, p.opts.MaxConcurrentRuns)
 	}
 	id := req.ID
 	if id == "" {
@@ -384,7 +494,7 @@ func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, co
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	stop := context.AfterFunc(p.base, func() { cancel(errShutdown) })
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("run timed out after %s", timeout))
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, timeoutCause)
 	a := &active{done: make(chan struct{}), cancel: func(cause error) {
 		cancel(cause)
 		cancelTimeout()
@@ -443,16 +553,9 @@ func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[stri
 	}
 	// Progress and the final record are written even after ctx is done.
 	wctx := context.WithoutCancel(ctx)
-	var mu sync.Mutex
-	out := eng.run(ctx, d, input, func(nodeID string, output any) {
-		mu.Lock()
-		defer mu.Unlock()
-		run.ExecutedNodes = append(run.ExecutedNodes, nodeID)
-		run.NodeOutputs[nodeID] = output
-		if err := p.store.PutRun(wctx, run); err != nil {
-			p.logger.Warn("saving run progress", "run", run.SessionID, "error", err)
-		}
-	})
+	saver := startProgress(wctx, p, run)
+	out := eng.run(ctx, d, input, saver.step)
+	saver.stop()
 	now := time.Now().UTC()
 	run.EndedAt = &now
 	run.ExecutedNodes = out.executed
@@ -472,6 +575,7 @@ func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[stri
 		p.logger.Error("saving run result", "run", run.SessionID, "error", err)
 	}
 	p.logger.Info("run ended", "run", run.SessionID, "diagram", run.Diagram, "status", run.Status, "error", run.Error)
+	p.pruneSoon()
 	return run
 }
 

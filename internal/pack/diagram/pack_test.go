@@ -198,7 +198,7 @@ func TestRestartKeepsResultsAndFailsInterruptedRuns(t *testing.T) {
 	// A run left "running" by a process that died without closing: its
 	// owner lock file is gone (or unlocked).
 	crashed := NewRunID()
-	store, err := OpenBoltStore(filepath.Join(dir, "diagram-runs.db"), 0)
+	store, err := OpenBoltStore(filepath.Join(dir, "diagram-runs.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ edges:
 	}
 
 	out, _ = e.call(t, "run_diagram", map[string]any{"diagram_content": slowDiagram, "input_data": map[string]any{"seconds": 60}, "timeout": 1})
-	if out["status"] != "failed" || out["error"] != "run timed out after 1s" {
+	if out["status"] != "failed" || out["error"] != "run timed out after 1s, the timeout it asked for" {
 		t.Errorf("run over its timeout = %v", out)
 	}
 }

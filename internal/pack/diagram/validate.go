@@ -21,6 +21,9 @@ type ValidateOptions struct {
 	HasTool func(name string) bool
 	// AllowCommands permits command nodes.
 	AllowCommands bool
+	// MaxNodes bounds the number of nodes and MaxFanOut the number of
+	// edges leaving one node; zero does not limit.
+	MaxNodes, MaxFanOut int
 }
 
 var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
@@ -67,6 +70,11 @@ func (v *validator) check() {
 	}
 	if len(d.Nodes) == 0 {
 		v.errorf("", "nodes", "diagram has no nodes")
+		return
+	}
+	if v.opts.MaxNodes > 0 && len(d.Nodes) > v.opts.MaxNodes {
+		// The graph checks cost more than linear time: stop here.
+		v.errorf("", "nodes", "diagram has %d nodes, over the limit of %d (the diagram pack's max_nodes setting)", len(d.Nodes), v.opts.MaxNodes)
 		return
 	}
 	v.byID = make(map[string]*Node)
@@ -257,6 +265,17 @@ func (v *validator) checkEdges() {
 				v.errorf(from.ID, path+".label", "an edge leaving a condition needs label \"true\" or \"false\", not %q", e.Label)
 			}
 			outLabels[from.ID] = append(outLabels[from.ID], e.Label)
+		}
+	}
+	if v.opts.MaxFanOut > 0 {
+		fanOut := make(map[string]int)
+		for _, e := range v.d.Edges {
+			fanOut[e.From]++
+		}
+		for _, n := range v.d.Nodes {
+			if c := fanOut[n.ID]; c > v.opts.MaxFanOut && v.byID[n.ID] == n {
+				v.errorf(n.ID, fmt.Sprintf("nodes[%d]", n.index), "%d edges leave this node, over the limit of %d (the diagram pack's max_fan_out setting)", c, v.opts.MaxFanOut)
+			}
 		}
 	}
 	for _, n := range v.d.Nodes {
