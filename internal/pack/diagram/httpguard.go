@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -103,6 +105,7 @@ func parseHostRule(s string) (hostRule, error) {
 	} else if strings.Count(s, ":") > 1 {
 		r.host = strings.Trim(s, "[]") // a bare IPv6 address
 	}
+	r.host = strings.TrimSuffix(r.host, ".")
 	name := strings.TrimPrefix(r.host, "*.")
 	if _, err := netip.ParseAddr(name); err == nil {
 		if name != r.host {
@@ -110,11 +113,16 @@ func parseHostRule(s string) (hostRule, error) {
 		}
 		return r, nil
 	}
-	if name == "" || strings.Contains(name, "*") || strings.ContainsAny(name, " \t[]@?#") {
+	if !hostNamePattern().MatchString(name) {
 		return hostRule{}, fmt.Errorf("%q is not a host name, an IP address or *.domain", s)
 	}
 	return r, nil
 }
+
+// hostNamePattern matches a DNS name in ASCII (IDNs as punycode).
+var hostNamePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$`)
+})
 
 func (r hostRule) matches(host, port string) bool {
 	if r.port != "" && r.port != port {

@@ -56,7 +56,9 @@ func (e *engine) runHTTP(ctx context.Context, n *Node, data map[string]any) (any
 		}
 		body = strings.NewReader(s)
 	}
-	ctx, cancel := context.WithTimeout(ctx, nodeTimeout(n, defaultHTTPTimeout))
+	timeout := nodeTimeout(n, defaultHTTPTimeout)
+	parent := ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s %s: no complete answer within %s, the node's timeout", method, u.Redacted(), timeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
@@ -78,6 +80,9 @@ func (e *engine) runHTTP(ctx context.Context, n *Node, data map[string]any) (any
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if parent.Err() == nil && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		return nil, requestError(method, u, err)
 	}
 	defer resp.Body.Close()
@@ -87,6 +92,9 @@ func (e *engine) runHTTP(ctx context.Context, n *Node, data map[string]any) (any
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
+		if parent.Err() == nil && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		return nil, fmt.Errorf("%s %s: reading body: %v", method, u.Redacted(), err)
 	}
 	if int64(len(b)) > limit {

@@ -33,7 +33,7 @@ const (
 	DefaultMaxNodes          = 200
 	DefaultMaxFanOut         = 32
 	DefaultMaxOutputBytes    = 1 << 20
-	DefaultMaxRunBytes       = 8 << 20
+	DefaultMaxRunBytes       = 4 << 20
 	DefaultMaxSteps          = 1000
 	DefaultMaxStoredRuns     = 1000
 	DefaultMaxRunAge         = 30 * 24 * time.Hour

@@ -180,6 +180,9 @@ func FuzzParseValidate(f *testing.F) {
 	f.Add([]byte(slowDiagram))
 	f.Add([]byte("nodes: [{id: s, type: start}, {id: e, type: endpoint, output: '{{ .s }}'}]\nedges: [{from: s, to: e}]"))
 	f.Add([]byte("nodes: [{id: s, type: start}, {id: c, type: condition, if: '{{ .input.x }}'}, {id: e, type: endpoint}]\nedges: [{from: s, to: c}, {from: c, to: c, label: 'true'}, {from: c, to: e, label: 'false'}]"))
+	f.Add([]byte(fanOutDiagram(20)))
+	f.Add([]byte(fetchDiagram))
+	f.Add([]byte("nodes: [{id: s, type: start}, {id: h, type: http, url: 'http://169.254.169.254/{{ .input.x }}', method: post, json: {a: '{{ .s }}'}}, {id: e, type: endpoint}]\nedges: [{from: s, to: h}, {from: h, to: e}]"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		d, ps := Parse(src)
 		if d == nil {
@@ -188,7 +191,7 @@ func FuzzParseValidate(f *testing.F) {
 			}
 			return
 		}
-		vps := Validate(d, &ValidateOptions{HasTool: func(string) bool { return false }})
+		vps := Validate(d, &ValidateOptions{HasTool: func(string) bool { return false }, MaxNodes: 100, MaxFanOut: 16})
 		for _, p := range append(ps, vps...) {
 			if p.Message == "" || (p.Severity != "error" && p.Severity != "warning") {
 				t.Fatalf("malformed problem %+v", p)
@@ -199,12 +202,37 @@ func FuzzParseValidate(f *testing.F) {
 		}
 		// Valid and calls no tool (HasTool refused them all): run it.
 		// http nodes must not reach the network from a fuzzer.
-		e := &engine{maxSteps: 50, maxOutputBytes: 1 << 16, httpClient: &http.Client{Transport: refuseTransport{}}}
+		e := &engine{maxSteps: 50, maxOutputBytes: 1 << 16, maxRunBytes: 1 << 18, httpClient: &http.Client{Transport: refuseTransport{}}}
 		out := e.run(t.Context(), d, map[string]any{"x": "true"}, nil)
 		if out.err == nil && out.output == nil && len(out.executed) == 0 {
 			t.Fatal("a completed run executed nothing")
 		}
 	})
+}
+
+// FuzzHostRule feeds arbitrary http_allow_hosts entries and hosts to the
+// allowlist: no panic, and an entry that parses matches the host it names.
+func FuzzHostRule(f *testing.F) {
+	for _, s := range []string{"example.com", "*.svc.local:8080", "[::1]:80", "127.0.0.1", "fe80::1%eth0", "10.0.0.0/8", ":80", "*.", "[", "a:b:c"} {
+		f.Add(s, "example.com", "80")
+	}
+	f.Fuzz(func(t *testing.T, rule, host, port string) {
+		r, err := parseHostRule(rule)
+		if err != nil {
+			return
+		}
+		r.matches(host, port)
+		if !strings.HasPrefix(r.host, "*.") && !r.matches(r.host, portOr(r.port, "443")) {
+			t.Errorf("rule %q (host %q, port %q) does not match its own host", rule, r.host, r.port)
+		}
+	})
+}
+
+func portOr(p, def string) string {
+	if p == "" {
+		return def
+	}
+	return p
 }
 
 func TestTemplateRangeLimits(t *testing.T) {
