@@ -2,7 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,8 +13,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/files"
 )
+
+// envFilesToken holds the token of the file listener and the deploy host
+// (and what push, pull and junction mcp send).
+const envFilesToken = "JUNCTION_FILES_TOKEN"
+
+// listenerAbout is the part of files serve's and deploy-host's help on
+// auth, connection bounds and path limits.
+const listenerAbout = `
+Auth: every request needs "Authorization: Bearer <token>" with the token
+from -token or JUNCTION_FILES_TOKEN (junction push, pull and mcp send the
+same variable). With none given, junction makes a random token and prints
+it on stderr. -insecure-no-auth turns auth off, and is refused on anything
+but a loopback address.
+
+[ADDR:]PORT: a bare port listens on 127.0.0.1 only.
+
+Slow clients: a request's line and headers must arrive within
+-read-header-timeout; a body, or a response, that moves less than 64 KiB in
+-progress-timeout is cut off (408 for a body), however long the whole
+transfer takes; a keep-alive connection idle for -idle-timeout is closed;
+headers over -max-header-bytes get 431. Paths longer than -max-path-bytes
+(or with a name over 255 bytes) get 414, deeper than -max-depth 400.`
 
 const filesServeAbout = `
 Serve the files under -fileroot over HTTP with the "diode files" contract:
@@ -23,18 +46,19 @@ methods get 405. Paths cannot leave the root (.., absolute, encoded tricks
 and symbolic links out are refused with 400). Uploads are written to a
 temporary file and renamed into place, so a failed or cut-off upload leaves
 nothing; a body over -max-body gets 413.
-
-[ADDR:]PORT: a bare port listens on 127.0.0.1 only.
+` + listenerAbout + `
 
 Examples:
-  junction files serve -fileroot ./share 8080
+  junction files serve -fileroot ./share 8080          # prints a token
+  junction files serve -fileroot ./share -insecure-no-auth 8080
   JUNCTION_FILES_TOKEN=s3cret junction files serve -fileroot /srv/drop 0.0.0.0:8080`
 
 func runFilesServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "files serve", "[flags] [ADDR:]PORT", filesServeAbout)
 	root := fs.String("fileroot", "", "serve and store files under `dir` (default: the current directory)")
 	maxBody := fs.Int64("max-body", files.DefaultMaxBody, "largest PUT body in `bytes` (413 above it; negative: no limit)")
-	token := fs.String("token", env.Getenv("JUNCTION_FILES_TOKEN"), "require this bearer `token` (env JUNCTION_FILES_TOKEN; empty: no auth)")
+	var lf listenerFlags
+	lf.register(fs, "longest path in `bytes` (414 above it)")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -42,31 +66,35 @@ func runFilesServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := lf.check(env, addr); err != nil {
+		return err
+	}
 	dir, err := rootDir(*root, "-fileroot")
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
-	l, err := files.NewListener(dir, &files.ListenerOptions{MaxBody: *maxBody, Token: *token, Logger: logger})
+	l, err := files.NewListener(dir, &files.ListenerOptions{MaxBody: *maxBody, Token: lf.token(env), Paths: lf.paths, Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	return serveHTTP(ctx, env, addr, l, fmt.Sprintf("files listening on http://%%s/ (root %s)", dir))
+	return serveHTTP(ctx, env, addr, l, lf.guard, fmt.Sprintf("files listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
 }
 
 const deployHostAbout = `
 Accept deploys: PUT /<uuid>.tar.gz stores the gzip tarball, checks and
 unpacks it into DIR/<uuid>/ (no absolute or .. entries, no links out, no
-device files, size and entry limits), optionally runs a command there
+device files, size, entry and path limits), optionally runs a command there
 (given after --, off by default), and writes DIR/<uuid>.log describing what
 happened. GET and HEAD serve DIR's files, so diode_deploy's log preview and
 diode_file_pull work against it. A rejected tarball gets 422 and changes
 nothing but the log.
+` + listenerAbout + `
 
 Examples:
-  junction deploy-host -root /srv/deploy 8003
-  junction deploy-host -root /srv/deploy 127.0.0.1:8003 -- ./install.sh`
+  junction deploy-host -root /srv/deploy 8003         # prints a token
+  JUNCTION_FILES_TOKEN=s3cret junction deploy-host -root /srv/deploy 127.0.0.1:8003 -- ./install.sh`
 
 func runDeployHost(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "deploy-host", "[flags] [ADDR:]PORT [-- command args...]", deployHostAbout)
@@ -75,7 +103,8 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 	maxBytes := fs.Int64("max-bytes", 1<<30, "largest total unpacked size in `bytes`")
 	maxEntries := fs.Int("max-entries", 10000, "most tar entries accepted")
 	cmdTimeout := fs.Duration("command-timeout", 10*time.Minute, "bound on the command after --")
-	token := fs.String("token", env.Getenv("JUNCTION_FILES_TOKEN"), "require this bearer `token` (env JUNCTION_FILES_TOKEN; empty: no auth)")
+	var lf listenerFlags
+	lf.register(fs, "longest request path and tar entry name in `bytes` (414, 422 above it)")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -94,6 +123,9 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := lf.check(env, addr); err != nil {
+		return err
+	}
 	dir, err := rootDir(*root, "-root")
 	if err != nil {
 		return err
@@ -101,18 +133,92 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 	logger := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	d, err := files.NewDeployHost(dir, &files.DeployOptions{
 		MaxUpload:      *maxUpload,
-		Limits:         files.Limits{MaxBytes: *maxBytes, MaxEntries: *maxEntries},
+		Limits:         files.Limits{MaxBytes: *maxBytes, MaxEntries: *maxEntries, Paths: lf.paths},
 		Command:        command,
 		CommandTimeout: *cmdTimeout,
 		Environ:        env.Environ(),
-		Token:          *token,
+		Token:          lf.token(env),
 		Logger:         logger,
 	})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return serveHTTP(ctx, env, addr, d, fmt.Sprintf("deploy host listening on http://%%s/ (root %s)", dir))
+	return serveHTTP(ctx, env, addr, d, lf.guard, fmt.Sprintf("deploy host listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
+}
+
+// listenerFlags are the flags files serve and deploy-host share: auth,
+// the bounds on slow clients and the path limits.
+type listenerFlags struct {
+	given    string // -token or JUNCTION_FILES_TOKEN
+	insecure bool
+	guard    files.ServerOptions
+	paths    files.PathLimits
+}
+
+func (lf *listenerFlags) register(fs *flag.FlagSet, pathBytesUsage string) {
+	// No default from the environment: -help would print the secret.
+	fs.StringVar(&lf.given, "token", "", "require this bearer `token` (env "+envFilesToken+"; with neither, a token is generated and printed)")
+	fs.BoolVar(&lf.insecure, "insecure-no-auth", false, "serve without a token (loopback addresses only)")
+	fs.DurationVar(&lf.guard.ReadHeaderTimeout, "read-header-timeout", files.DefaultReadHeaderTimeout, "bound on receiving a request's line and headers")
+	fs.DurationVar(&lf.guard.ProgressTimeout, "progress-timeout", files.DefaultProgressTimeout, "cut off a body or response that moves less than 64 KiB in this `duration` (a whole transfer has no bound)")
+	fs.DurationVar(&lf.guard.IdleTimeout, "idle-timeout", files.DefaultIdleTimeout, "close a keep-alive connection idle this long")
+	fs.IntVar(&lf.guard.MaxHeaderBytes, "max-header-bytes", files.DefaultMaxHeaderBytes, "largest request line and headers in `bytes` (431 above it)")
+	fs.IntVar(&lf.paths.MaxBytes, "max-path-bytes", files.DefaultMaxPathBytes, pathBytesUsage)
+	fs.IntVar(&lf.paths.MaxDepth, "max-depth", files.DefaultMaxDepth, "most `levels` in a path (\"a/b/c\" is 3; deeper is refused)")
+}
+
+// check takes the token from the environment if -token gave none, and
+// refuses bounds that are not positive, -insecure-no-auth off loopback
+// (the check serve -http makes) and a token with it, before anything is
+// built or a token printed.
+func (lf *listenerFlags) check(env *Env, addr string) error {
+	if lf.given == "" {
+		lf.given = env.Getenv(envFilesToken)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"read-header-timeout", lf.guard.ReadHeaderTimeout}, {"progress-timeout", lf.guard.ProgressTimeout}, {"idle-timeout", lf.guard.IdleTimeout}} {
+		if d.v <= 0 {
+			return usageErrorf("-%s: must be positive, got %v", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"max-header-bytes", lf.guard.MaxHeaderBytes}, {"max-path-bytes", lf.paths.MaxBytes}, {"max-depth", lf.paths.MaxDepth}} {
+		if n.v <= 0 {
+			return usageErrorf("-%s: must be positive, got %d", n.name, n.v)
+		}
+	}
+	if err := daemon.CheckListen(addr, lf.insecure); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if lf.insecure && lf.given != "" {
+		return usageErrorf("-insecure-no-auth contradicts -token (or %s); keep one", envFilesToken)
+	}
+	return nil
+}
+
+// token returns the token to require: the one given, none with
+// -insecure-no-auth, else a generated one (printed). Call it once.
+func (lf *listenerFlags) token(env *Env) string {
+	switch {
+	case lf.given != "":
+		return lf.given
+	case lf.insecure:
+		return ""
+	}
+	lf.given = generatedToken(env, envFilesToken)
+	return lf.given
+}
+
+func (lf *listenerFlags) authNote() string {
+	if lf.insecure {
+		return "no auth"
+	}
+	return "token required"
 }
 
 // listenArg parses the one [ADDR:]PORT argument; a bare port means
@@ -153,30 +259,14 @@ func rootDir(dir, flagName string) (string, error) {
 	return abs, nil
 }
 
-// serveHTTP serves h on addr until ctx is done, then shuts down
-// gracefully. banner (with %s for the address) goes to stderr once
-// listening.
-func serveHTTP(ctx context.Context, env *Env, addr string, h http.Handler, banner string) error {
+// serveHTTP serves h on addr with the guard's bounds until ctx is done,
+// then shuts down gracefully. banner (with %s for the address) goes to
+// stderr once listening.
+func serveHTTP(ctx context.Context, env *Env, addr string, h http.Handler, guard files.ServerOptions, banner string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: files.ReadHeaderTimeout}
 	fmt.Fprintf(env.Stderr, "junction: "+banner+"\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), files.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return files.Serve(ctx, files.NewServer(h, guard), ln, guard.ShutdownTimeout)
 }

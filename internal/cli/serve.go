@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -191,11 +189,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
 	all = append(all, fromFile...)
 	if len(all) == 0 && !*insecure {
-		t := make([]byte, 24)
-		rand.Read(t)
-		generated := hex.EncodeToString(t)
-		all = []string{generated}
-		fmt.Fprintf(env.Stderr, "junction: no token given; this run accepts the generated token\n\n    %s\n\nsend it as \"Authorization: Bearer <token>\" (set %s or -token to choose your own)\n\n", generated, EnvToken)
+		all = []string{generatedToken(env, EnvToken)}
 	}
 	cfg := daemon.HTTPConfig{
 		Addr:           *addr,

@@ -28,9 +28,16 @@ const diodeUUID = "0b6f7c1e-1234-4abc-9def-0123456789ab"
 // with SIGTERM at cleanup and must exit cleanly.
 func startListenerProc(t *testing.T, banner string, args ...string) string {
 	t.Helper()
+	return startListener(t, nil, banner, args...).Addr
+}
+
+// startListener is [startListenerProc] with extra environment, returning
+// the process (Addr set), for tests that read its stderr.
+func startListener(t *testing.T, env []string, banner string, args ...string) *serveProc {
+	t.Helper()
 	prefix := "junction: " + banner + " listening on http://"
 	cmd := exec.Command(junctionBin(t), args...)
-	cmd.Env = childEnv(t.TempDir())
+	cmd.Env = append(childEnv(t.TempDir()), env...)
 	w := newLineWatcher(prefix)
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.WaitDelay = stopTimeout
@@ -42,14 +49,14 @@ func startListenerProc(t *testing.T, banner string, args ...string) string {
 	t.Cleanup(func() { p.stop(t) })
 	select {
 	case line := <-w.found:
-		addr, _, _ := strings.Cut(strings.TrimPrefix(line, prefix), "/")
-		return addr
+		p.Addr, _, _ = strings.Cut(strings.TrimPrefix(line, prefix), "/")
+		return p
 	case <-p.exited:
 		t.Fatalf("junction %v exited: %v\n%s", args, p.err, w.String())
 	case <-time.After(startTimeout):
 		t.Fatalf("junction %v did not listen within %v\n%s", args, startTimeout, w.String())
 	}
-	return ""
+	return nil
 }
 
 // connectMCP spawns "junction mcp ARGS" with extra environment and
@@ -174,8 +181,8 @@ func atoi(t *testing.T, s string) int {
 func TestDiodeMCPEndToEnd(t *testing.T) {
 	t.Parallel()
 	fileRoot, deployRoot := t.TempDir(), t.TempDir()
-	filesAddr := startListenerProc(t, "files", "files", "serve", "-fileroot", fileRoot, "127.0.0.1:0")
-	deployAddr := startListenerProc(t, "deploy host", "deploy-host", "-root", deployRoot, "127.0.0.1:0")
+	filesAddr := startListenerProc(t, "files", "files", "serve", "-fileroot", fileRoot, "-insecure-no-auth", "127.0.0.1:0")
+	deployAddr := startListenerProc(t, "deploy host", "deploy-host", "-root", deployRoot, "-insecure-no-auth", "127.0.0.1:0")
 	filesHost, filesPort, _ := net.SplitHostPort(filesAddr)
 
 	env := []string{"DIODE_MCP_DEPLOY_TARGET=diode://" + deployAddr, "DIODE_MCP_DEPLOY_UUID=" + strings.ToUpper(diodeUUID)}
@@ -219,8 +226,8 @@ func TestDiodeMCPThroughSOCKS5(t *testing.T) {
 	t.Cleanup(func() { ln.Close(); <-done })
 
 	fileRoot, deployRoot := t.TempDir(), t.TempDir()
-	filesAddr := startListenerProc(t, "files", "files", "serve", "-fileroot", fileRoot, "127.0.0.1:0")
-	deployAddr := startListenerProc(t, "deploy host", "deploy-host", "-root", deployRoot, "127.0.0.1:0")
+	filesAddr := startListenerProc(t, "files", "files", "serve", "-fileroot", fileRoot, "-insecure-no-auth", "127.0.0.1:0")
+	deployAddr := startListenerProc(t, "deploy host", "deploy-host", "-root", deployRoot, "-insecure-no-auth", "127.0.0.1:0")
 	_, filesPort, _ := net.SplitHostPort(filesAddr)
 	_, deployPort, _ := net.SplitHostPort(deployAddr)
 	env := []string{

@@ -43,7 +43,8 @@ type DeployOptions struct {
 // the tarball into DIR/<uuid>/ (replacing an earlier deploy only once the
 // new one unpacked cleanly), optionally runs a command there, and writes
 // DIR/<uuid>.log describing what happened. GET and HEAD serve DIR's files
-// (the logs) with the listener contract. Deploys are serialised.
+// (the logs) with the listener contract. Uploads run side by side; the
+// unpacking, installing and commands of deploys are serialised.
 type DeployHost struct {
 	root  *os.Root
 	dir   string
@@ -51,7 +52,7 @@ type DeployHost struct {
 	files *Listener
 	log   *slog.Logger
 
-	mu sync.Mutex // serialises deploys
+	mu sync.Mutex // serialises unpack, install, command and log of deploys
 }
 
 var deployPath = sync.OnceValue(func() *regexp.Regexp {
@@ -81,7 +82,7 @@ func NewDeployHost(dir string, opts *DeployOptions) (*DeployHost, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
-	d.files, err = NewListener(dir, &ListenerOptions{ReadOnly: true, Token: d.opts.Token, Logger: d.opts.Logger})
+	d.files, err = NewListener(dir, &ListenerOptions{ReadOnly: true, Token: d.opts.Token, Logger: d.opts.Logger, Paths: d.opts.Limits.Paths})
 	if err != nil {
 		root.Close()
 		return nil, err
@@ -111,8 +112,6 @@ func (d *DeployHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	uuid := strings.ToLower(m[1])
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	status, msg := d.deploy(r.Context(), w, r, uuid)
 	if status == http.StatusNoContent {
 		w.WriteHeader(status)
@@ -121,31 +120,21 @@ func (d *DeployHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, msg, status)
 }
 
-// deploy runs one deploy and returns the HTTP answer.
+// deploy runs one deploy and returns the HTTP answer. Uploads run side by
+// side (each to its own temporary file), so that one slow client does not
+// hold up the others; what follows is serialised.
 func (d *DeployHost) deploy(ctx context.Context, w http.ResponseWriter, r *http.Request, uuid string) (int, string) {
 	start := d.opts.Now()
-	var rep strings.Builder
-	fmt.Fprintf(&rep, "deploy %s\nreceived: %s\n", uuid, start.UTC().Format(time.RFC3339))
-
-	upload := ".upload-" + uuid + "-" + randHex()
-	if d.opts.MaxUpload > 0 && r.ContentLength > d.opts.MaxUpload {
-		return http.StatusRequestEntityTooLarge, "request body too large"
-	}
-	body := io.Reader(r.Body)
-	if d.opts.MaxUpload > 0 {
-		body = http.MaxBytesReader(w, r.Body, d.opts.MaxUpload)
-	}
-	n, err := writeAtomic(d.root, upload, body)
-	if err != nil {
-		// Nothing stored; no log either, as no deploy happened.
-		d.log.Warn("deploy upload failed", "uuid", uuid, "error", err)
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return http.StatusRequestEntityTooLarge, "request body too large"
-		}
-		return http.StatusInternalServerError, "write failed"
+	upload, n, status, msg := d.receive(w, r, uuid)
+	if upload == "" {
+		return status, msg
 	}
 	defer d.root.Remove(upload)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "deploy %s\nreceived: %s\n", uuid, start.UTC().Format(time.RFC3339))
 	fmt.Fprintf(&rep, "package: %d bytes\n", n)
 
 	staging := ".staging-" + uuid + "-" + randHex()
@@ -185,6 +174,33 @@ func (d *DeployHost) deploy(ctx context.Context, w http.ResponseWriter, r *http.
 	d.writeLog(uuid, rep.String())
 	d.log.Info("deployed", "uuid", uuid, "files", stats.Files, "bytes", stats.Bytes, "result", result)
 	return http.StatusNoContent, ""
+}
+
+// receive stores r's body as a temporary upload and returns its name and
+// size, or "" and the HTTP answer. A failed upload leaves nothing, not
+// even a log: no deploy happened.
+func (d *DeployHost) receive(w http.ResponseWriter, r *http.Request, uuid string) (upload string, n int64, status int, msg string) {
+	if d.opts.MaxUpload > 0 && r.ContentLength > d.opts.MaxUpload {
+		return "", 0, http.StatusRequestEntityTooLarge, "request body too large"
+	}
+	body := io.Reader(r.Body)
+	if d.opts.MaxUpload > 0 {
+		body = http.MaxBytesReader(w, r.Body, d.opts.MaxUpload)
+	}
+	upload = ".upload-" + uuid + "-" + randHex()
+	n, err := writeAtomic(d.root, upload, body)
+	if err == nil {
+		return upload, n, 0, ""
+	}
+	d.log.Warn("deploy upload failed", "uuid", uuid, "error", err)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return "", 0, http.StatusRequestEntityTooLarge, "request body too large"
+	case IsStalled(err):
+		return "", 0, http.StatusRequestTimeout, err.Error()
+	}
+	return "", 0, http.StatusInternalServerError, "write failed"
 }
 
 func (d *DeployHost) unpack(upload, staging string) (UnpackStats, error) {

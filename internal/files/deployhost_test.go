@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +77,9 @@ func TestUnpackHostile(t *testing.T) {
 		{"duplicate", []entry{{name: "a", body: "x"}, {name: "a", body: "y"}}, "duplicate entry"},
 		{"too big", []entry{{name: "a", body: "12345"}, {name: "b", body: "123456"}}, "unpacked size over the limit of 10 bytes"},
 		{"too many", many, "more than 5 entries"},
+		{"too deep", []entry{{name: strings.Repeat("d/", 64) + "f", body: "x"}}, "path too deep: 65 levels, over the limit of 64 (max-depth)"},
+		{"too deep a directory", []entry{{name: strings.Repeat("d/", 2000), typ: tar.TypeDir}}, "path too deep: 2000 levels"},
+		{"name too long", []entry{{name: strings.Repeat("n", 5000), body: "x"}}, "path too long: 5000 bytes, over the limit of 4096 (max-path-bytes)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,6 +139,9 @@ func FuzzUnpack(f *testing.F) {
 	addTar(entry{name: "a", body: "x"})
 	addTar(entry{name: "../a", body: "x"})
 	addTar(entry{name: "l", link: "..", typ: tar.TypeSymlink}, entry{name: "l/x", body: "y"})
+	addTar(entry{name: strings.Repeat("d/", 20) + "f", body: "x"})
+	addTar(entry{name: strings.Repeat("n", 300), body: "x"})
+	lim := Limits{MaxBytes: 1 << 20, MaxEntries: 100, Paths: PathLimits{MaxBytes: 200, MaxDepth: 8}}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
@@ -146,10 +155,15 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		Unpack(&gz, r, Limits{MaxBytes: 1 << 20, MaxEntries: 100})
+		Unpack(&gz, r, lim)
 		entries, _ := os.ReadDir(base)
 		if len(entries) != 1 {
 			t.Fatalf("Unpack wrote outside its root: %v", entries)
+		}
+		for _, p := range tree(t, dst) {
+			if err := lim.Paths.Check(p); err != nil {
+				t.Fatalf("Unpack wrote %q: %v", p, err)
+			}
 		}
 	})
 }
@@ -263,11 +277,32 @@ func TestDeployHostLimits(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// signalLog is a slog handler that closes seen when a record with msg is
+// handled: a test's signal that the server got that far.
+type signalLog struct {
+	msg  string
+	seen chan struct{}
+	once sync.Once
+}
+
+func newSignalLog(msg string) *signalLog { return &signalLog{msg: msg, seen: make(chan struct{})} }
+
+func (h *signalLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *signalLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+func (h *signalLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *signalLog) WithGroup(string) slog.Handler      { return h }
+
 // TestDeployHostCutOff cuts an upload off half-way: no upload, no staging
 // directory, no log is left.
 func TestDeployHostCutOff(t *testing.T) {
 	t.Parallel()
-	srv, dir := newDeployServer(t, nil)
+	failed := newSignalLog("deploy upload failed")
+	srv, dir := newDeployServer(t, &DeployOptions{Logger: slog.New(failed)})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -275,21 +310,64 @@ func TestDeployHostCutOff(t *testing.T) {
 	body := tarball(t, entry{name: "a", body: strings.Repeat("x", 1000)})
 	fmt.Fprintf(conn, "PUT /%s.tar.gz HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", testUUID, len(body))
 	conn.Write(body[:len(body)/2])
-	time.Sleep(50 * time.Millisecond)
 	conn.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(tree(t, dir)) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after a cut-off deploy upload the dir holds %q", tree(t, dir))
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-failed.seen:
+	case <-time.After(bound):
+		t.Fatalf("the deploy host did not see the cut-off upload fail within %v", bound)
 	}
-	// Deploys are serialised, so once a full one is done the cut-off one
-	// has finished too; only the full one's files may be there.
+	if got := tree(t, dir); len(got) != 0 {
+		t.Fatalf("after a cut-off deploy upload the dir holds %q", got)
+	}
 	if code, msg := put(t, srv+"/"+testUUID+".tar.gz", body); code != 204 {
 		t.Fatalf("PUT after the cut-off one = %d %q", code, msg)
 	}
 	if diff := cmp.Diff([]string{testUUID, testUUID + ".log", testUUID + ".tar.gz", testUUID + "/a"}, tree(t, dir)); diff != "" {
+		t.Errorf("deploy dir (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeployHostSlowUploadDoesNotBlock: uploads run side by side, so a
+// client that stalls its upload does not hold up another deploy, and
+// once cut off (408) it leaves nothing.
+func TestDeployHostSlowUploadDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	started := make(chan struct{}, 2)
+	d, err := NewDeployHost(dir, &DeployOptions{Now: func() time.Time {
+		started <- struct{}{} // the start of each deploy
+		return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	// The stalled upload is cut off after this; the other deploy must be
+	// done well before.
+	progress := 2 * time.Second
+	addr := startGuarded(t, ServerOptions{ProgressTimeout: progress}, d)
+	body := tarball(t, entry{name: "a", body: "x"})
+
+	stalled := dialBounded(t, addr)
+	fmt.Fprintf(stalled, "PUT /%s.tar.gz HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", testUUID, len(body))
+	stalled.Write(body[:len(body)/2])
+	<-started
+	answered := make(chan int, 1)
+	go func() { answered <- cutOff(t, stalled) }()
+
+	other := strings.Replace(testUUID, "0b6f", "1b6f", 1)
+	if code, msg := put(t, "http://"+addr+"/"+other+".tar.gz", body); code != 204 {
+		t.Fatalf("PUT beside a stalled upload = %d %q, want 204", code, msg)
+	}
+	select {
+	case code := <-answered:
+		t.Fatalf("the stalled upload was answered %d before the other deploy finished; want it still waiting", code)
+	default:
+	}
+	if code := <-answered; code != 408 {
+		t.Errorf("stalled upload = %d, want 408", code)
+	}
+	if diff := cmp.Diff([]string{other, other + ".log", other + ".tar.gz", other + "/a"}, tree(t, dir)); diff != "" {
 		t.Errorf("deploy dir (-want +got):\n%s", diff)
 	}
 }

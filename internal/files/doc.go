@@ -22,5 +22,16 @@
 // directory and is renamed into place when complete, so a reader never sees
 // a partial file and a failed or cut-off upload leaves nothing behind. All
 // file-system access goes through an [os.Root], which refuses paths and
-// symbolic links that lead out of the root.
+// symbolic links that lead out of the root. Paths are also bounded in
+// length and depth ([PathLimits]; 414 or 400, naming the limit).
+//
+// # Serving
+//
+// [NewServer] and [Serve] run a listener or a deploy host with bounds on
+// slow clients: header time, idle time, header size, and a progress
+// deadline on bodies and responses (each [ProgressBytes] moved buys
+// another window), so that a trickled body is cut off (408) while a large
+// transfer streams for as long as it moves. Auth (a token by default,
+// none only on loopback) is decided by the command line, as for
+// "junction serve -http".
 package files

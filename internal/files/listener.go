@@ -12,7 +12,7 @@ import (
 	"os"
 	"path"
 	"strings"
-	"time"
+	"syscall"
 )
 
 // DefaultMaxBody is the largest PUT body a [Listener] accepts unless
@@ -28,6 +28,9 @@ type ListenerOptions struct {
 	// Token, if non-empty, must be sent as "Authorization: Bearer <Token>"
 	// with every request; others get 401. Compared in constant time.
 	Token string
+	// Paths bound the paths served and stored: longer ones get 414, deeper
+	// ones 400, and nothing is created.
+	Paths PathLimits
 	// ReadOnly refuses PUT with 405.
 	ReadOnly bool
 	// Logger receives one record per request. Nil discards them.
@@ -75,7 +78,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		rel, ok := mapOrFail(w, r)
+		rel, ok := l.mapOrFail(w, r)
 		if ok {
 			serveFile(w, r, l.root, rel)
 		}
@@ -84,7 +87,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		rel, ok := mapOrFail(w, r)
+		rel, ok := l.mapOrFail(w, r)
 		if !ok {
 			return
 		}
@@ -109,9 +112,19 @@ func authorized(r *http.Request, token string) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
-func mapOrFail(w http.ResponseWriter, r *http.Request) (string, bool) {
+// mapOrFail maps r's path within the limits, or answers why not.
+func (l *Listener) mapOrFail(w http.ResponseWriter, r *http.Request) (string, bool) {
 	rel, err := MapPath(r.URL.Path)
-	if err != nil {
+	if err == nil {
+		err = l.opts.Paths.Check(rel)
+	}
+	var ple *PathLimitError
+	switch {
+	case errors.As(err, &ple):
+		l.logger.Warn("path refused", "method", r.Method, "error", err)
+		http.Error(w, err.Error(), ple.StatusCode())
+		return "", false
+	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return "", false
 	}
@@ -168,8 +181,13 @@ func storeBody(w http.ResponseWriter, r *http.Request, root *os.Root, rel string
 		switch {
 		case errors.As(err, &mbe):
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		case IsStalled(err):
+			http.Error(w, err.Error(), http.StatusRequestTimeout)
 		case isEscape(err):
 			http.Error(w, ErrEscapesRoot.Error(), http.StatusBadRequest)
+		case errors.Is(err, syscall.ENAMETOOLONG):
+			// Within the listener's limits but over the file system's.
+			http.Error(w, "path too long for the file system; use a shorter path", http.StatusRequestURITooLong)
 		case errors.As(err, &we):
 			http.Error(w, we.msg, http.StatusInternalServerError)
 		default:
@@ -201,7 +219,9 @@ func writeAtomic(root *os.Root, rel string, src io.Reader) (int64, error) {
 			return 0, &writeError{"could not create parent directories", err}
 		}
 	}
-	tmp := path.Join(dir, "."+path.Base(rel)+".tmp-"+randHex())
+	// The temporary name keeps (the start of) the final one, for whoever
+	// looks at the directory, and stays under MaxNameBytes.
+	tmp := path.Join(dir, "."+truncateName(path.Base(rel), MaxNameBytes-32)+".tmp-"+randHex())
 	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		if isEscape(err) {
@@ -234,9 +254,3 @@ func randHex() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// Timeouts for the HTTP servers of the listener and the deploy host.
-const (
-	ReadHeaderTimeout = 30 * time.Second
-	ShutdownTimeout   = 5 * time.Second
-)

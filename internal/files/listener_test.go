@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/junction-mcp/junction/internal/files/filestest"
 )
 
 // newListenerServer serves a Listener on dir/root and returns its URL,
@@ -43,6 +44,13 @@ func newListenerServer(t *testing.T, opts *ListenerOptions) (srvURL, root, outsi
 // normalisation) and returns the status code.
 func rawRequest(t *testing.T, srvURL, method, target string, body string, header ...string) int {
 	t.Helper()
+	code, _ := rawAnswer(t, srvURL, method, target, body, header...)
+	return code
+}
+
+// rawAnswer is [rawRequest] returning the body of the answer too.
+func rawAnswer(t *testing.T, srvURL, method, target string, body string, header ...string) (int, string) {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(srvURL, "http://"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -54,12 +62,11 @@ func rawRequest(t *testing.T, srvURL, method, target string, body string, header
 		fmt.Fprintf(conn, "%s\r\n", h)
 	}
 	fmt.Fprintf(conn, "\r\n%s", body)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
+	code, msg, err := filestest.Answer(conn)
+	if err != nil || code == 0 {
+		t.Fatalf("%s %.40s: no answer (%v)", method, target, err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return code, msg
 }
 
 // tree lists every path under dir (relative, sorted), for "nothing else
@@ -191,6 +198,69 @@ func TestListenerHostilePaths(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(outside, "secret")); string(b) != "s" {
 		t.Errorf("secret changed to %q", b)
+	}
+}
+
+// TestListenerPathLimits: over-long and over-deep paths get 4xx naming
+// the limit, and nothing is created; names near the file system's limit
+// work (the temporary name stays under it too).
+func TestListenerPathLimits(t *testing.T) {
+	t.Parallel()
+	srv, root, _ := newListenerServer(t, nil)
+	deep := func(n int) string { return strings.Repeat("/d", n-1) + "/f" }
+	cases := append(filestest.PathCases(), filestest.PathCase{Method: "PUT", Path: deep(65), Code: 400, Want: "path too deep: 65 levels"})
+	for _, tc := range cases {
+		code, msg := rawAnswer(t, srv, tc.Method, tc.Path, "x")
+		if code != tc.Code || !strings.Contains(msg, tc.Want) {
+			t.Errorf("%s %.40s... = %d %q, want %d %q", tc.Method, tc.Path, code, msg, tc.Code, tc.Want)
+		}
+	}
+	if got := tree(t, root); len(got) != 0 {
+		t.Errorf("refused paths created %d entries, the deepest %q", len(got), got[len(got)-1])
+	}
+	for _, target := range []string{deep(64), "/" + strings.Repeat("n", 255)} {
+		if code, msg := rawAnswer(t, srv, "PUT", target, "x"); code != 204 {
+			t.Errorf("PUT %.40s... (at the limit) = %d %q, want 204", target, code, msg)
+		}
+	}
+}
+
+func TestListenerCustomPathLimits(t *testing.T) {
+	t.Parallel()
+	srv, root, _ := newListenerServer(t, &ListenerOptions{Paths: PathLimits{MaxBytes: 10, MaxDepth: 2}})
+	if code, msg := rawAnswer(t, srv, "PUT", "/a/b/c", "x"); code != 400 || !strings.Contains(msg, "over the limit of 2 (max-depth)") {
+		t.Errorf("PUT /a/b/c with max-depth 2 = %d %q", code, msg)
+	}
+	if code, msg := rawAnswer(t, srv, "PUT", "/abcdefghijk", "x"); code != 414 || !strings.Contains(msg, "over the limit of 10 (max-path-bytes)") {
+		t.Errorf("PUT 11 bytes with max-path-bytes 10 = %d %q", code, msg)
+	}
+	if code := rawRequest(t, srv, "PUT", "/a/b", "x"); code != 204 {
+		t.Errorf("PUT /a/b = %d, want 204", code)
+	}
+	if diff := cmp.Diff([]string{"a", "a/b"}, tree(t, root)); diff != "" {
+		t.Errorf("root (-want +got):\n%s", diff)
+	}
+}
+
+// TestListenerStalledUpload serves a listener the way the CLI does
+// (NewServer): an upload that stops half-way gets 408 naming the progress
+// timeout, and leaves nothing.
+func TestListenerStalledUpload(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	l, err := NewListener(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	addr := startGuarded(t, ServerOptions{ProgressTimeout: 100 * time.Millisecond}, l)
+	c := dialBounded(t, addr)
+	fmt.Fprintf(c, "PUT /stalled HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n12345")
+	if code, msg := answer(t, c); code != 408 || !strings.Contains(msg, "request body stalled") {
+		t.Errorf("stalled PUT = %d %q, want 408 request body stalled", code, msg)
+	}
+	if got := tree(t, root); len(got) != 0 {
+		t.Errorf("a stalled upload left %q", got)
 	}
 }
 

@@ -77,9 +77,11 @@ func TestBuildURL(t *testing.T) {
 	}
 }
 
-// FuzzMapPath checks that no input maps outside the root.
+// FuzzMapPath checks that no input maps outside the root, and that a
+// path the default limits accept is within them.
 func FuzzMapPath(f *testing.F) {
-	for _, s := range []string{"/a", "/../x", "/%2e%2e/x", "//x", "/a/./b/../../..", "/%252e%252e"} {
+	for _, s := range []string{"/a", "/../x", "/%2e%2e/x", "//x", "/a/./b/../../..", "/%252e%252e",
+		"/" + strings.Repeat("n", 5000), strings.Repeat("/d", 2000), "/" + strings.Repeat("é", 200)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -90,5 +92,46 @@ func FuzzMapPath(f *testing.F) {
 		if got == "" || strings.HasPrefix(got, "/") || got == ".." || strings.HasPrefix(got, "../") || path.Clean(got) != got || strings.ContainsAny(got, "\\\x00") {
 			t.Fatalf("MapPath(%q) = %q: not a clean path inside the root", in, got)
 		}
+		if err := (PathLimits{}).Check(got); err != nil {
+			var ple *PathLimitError
+			if !errors.As(err, &ple) || (ple.StatusCode() != 400 && ple.StatusCode() != 414) {
+				t.Fatalf("Check(%q) = %v, want a *PathLimitError answered 400 or 414", got, err)
+			}
+			return
+		}
+		segs := strings.Split(got, "/")
+		if len(got) > DefaultMaxPathBytes || len(segs) > DefaultMaxDepth {
+			t.Fatalf("Check(%q) accepted %d bytes, %d levels", got, len(got), len(segs))
+		}
+		for _, s := range segs {
+			if len(s) > MaxNameBytes {
+				t.Fatalf("Check(%q) accepted a %d-byte name", got, len(s))
+			}
+		}
 	})
+}
+
+func TestPathLimitsCheck(t *testing.T) {
+	for _, tc := range []struct {
+		lim  PathLimits
+		in   string
+		want string // "" for accepted
+	}{
+		{PathLimits{}, "a/b/c", ""},
+		{PathLimits{}, strings.Repeat("d/", 63) + "f", ""},
+		{PathLimits{}, strings.Repeat("d/", 64) + "f", "path too deep: 65 levels, over the limit of 64 (max-depth); use a shallower path"},
+		{PathLimits{}, strings.Repeat("n", 4097), "path too long: 4097 bytes, over the limit of 4096 (max-path-bytes); use a shorter path"},
+		{PathLimits{}, "a/" + strings.Repeat("é", 128), `path segment "éééééééé"... too long: 256 bytes, over the limit of 255 per name; use a shorter name`},
+		{PathLimits{MaxDepth: 2, MaxBytes: 5}, "a/b", ""},
+		{PathLimits{MaxDepth: 2, MaxBytes: 5}, "a/b/c", "path too deep: 3 levels, over the limit of 2 (max-depth); use a shallower path"},
+		{PathLimits{MaxDepth: 2, MaxBytes: 5}, "abcdef", "path too long: 6 bytes, over the limit of 5 (max-path-bytes); use a shorter path"},
+	} {
+		got := ""
+		if err := tc.lim.Check(tc.in); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%+v.Check(%.30q) = %q, want %q", tc.lim, tc.in, got, tc.want)
+		}
+	}
 }

@@ -20,6 +20,8 @@ type Limits struct {
 	MaxBytes int64
 	// MaxEntries bounds the number of tar entries (default 10000).
 	MaxEntries int
+	// Paths bound each entry's name.
+	Paths PathLimits
 }
 
 func (l Limits) withDefaults() Limits {
@@ -75,6 +77,9 @@ func Unpack(r io.Reader, dst *os.Root, lim Limits) (UnpackStats, error) {
 		}
 		if name == "." {
 			continue // "./" itself
+		}
+		if err := lim.Paths.Check(name); err != nil {
+			return st, fmt.Errorf("entry %q: %w", truncateName(hdr.Name, 64), err)
 		}
 		if err := checkParents(dst, name); err != nil {
 			return st, fmt.Errorf("entry %q: %w", hdr.Name, err)

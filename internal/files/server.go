@@ -1,0 +1,258 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Defaults of [ServerOptions]; every zero field takes its default.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultProgressTimeout   = 30 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultShutdownTimeout   = 5 * time.Second
+)
+
+// ProgressBytes is how much a request body must deliver, and how much of
+// a response a client must accept, within each progress timeout. With the
+// default timeout that is a floor of about 2 KiB/s.
+const ProgressBytes = 64 << 10
+
+// ServerOptions bound what one client can hold of a listener's or deploy
+// host's HTTP server. The zero value is the defaults.
+//
+// Bodies and responses get a progress deadline, not a total one: each
+// [ProgressBytes] that move buy another ProgressTimeout, so a transfer of
+// any size at any reasonable speed completes, while a client that trickles
+// a body (or stops reading a response) is cut off once a window passes
+// with less than ProgressBytes moved. The deadlines are set on the
+// connection through [http.ResponseController], so they end reads and
+// writes that are already blocked.
+//
+// A total http.Server.ReadTimeout is deliberately not used: net/http
+// applies it to the read it keeps pending while a handler runs, and its
+// expiry cancels the request's context, which would end a long handler
+// (a deploy command) that has already read its body.
+type ServerOptions struct {
+	// ReadHeaderTimeout bounds the request line and headers.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request.
+	IdleTimeout time.Duration
+	// ProgressTimeout is the window in which a request body must deliver,
+	// and a response's client accept, [ProgressBytes] (or finish).
+	ProgressTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers; larger ones get
+	// 431. (net/http allows 4 KiB of slack above it.)
+	MaxHeaderBytes int
+	// ShutdownTimeout is how long [Serve] waits for requests in flight
+	// when its context ends, before it closes their connections.
+	ShutdownTimeout time.Duration
+}
+
+// WithDefaults returns o with every zero or negative field set to its
+// default.
+func (o ServerOptions) WithDefaults() ServerOptions {
+	orDefault(&o.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	orDefault(&o.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&o.ProgressTimeout, DefaultProgressTimeout)
+	orDefault(&o.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	orDefault(&o.ShutdownTimeout, DefaultShutdownTimeout)
+	return o
+}
+
+// orDefault sets *v to def unless it is positive.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// NewServer returns an http.Server for h (a [Listener] or [DeployHost])
+// with o's bounds; h is wrapped by [ProgressHandler].
+func NewServer(h http.Handler, o ServerOptions) *http.Server {
+	o = o.WithDefaults()
+	return &http.Server{
+		Handler:           ProgressHandler(h, o.ProgressTimeout),
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		// The write deadline each request starts with (also for the
+		// answers net/http writes itself, such as 431); ProgressHandler
+		// extends it as the response moves.
+		WriteTimeout:   o.ProgressTimeout,
+		IdleTimeout:    o.IdleTimeout,
+		MaxHeaderBytes: o.MaxHeaderBytes,
+	}
+}
+
+// Serve serves srv on ln until ctx is done, then shuts down: requests in
+// flight get up to shutdown to finish before their connections are
+// closed. It returns nil after a shutdown, or the error that stopped
+// serving.
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener, shutdown time.Duration) error {
+	if shutdown <= 0 {
+		shutdown = DefaultShutdownTimeout
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// The shutdown must run to its own bound although ctx is done.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdown)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// StalledError is what a request body wrapped by [ProgressHandler]
+// returns when less than [ProgressBytes] arrived within the progress
+// timeout. The listener and the deploy host answer it with 408.
+type StalledError struct {
+	Timeout time.Duration
+}
+
+func (e *StalledError) Error() string {
+	return fmt.Sprintf("request body stalled: fewer than %d bytes arrived in %v (the server's progress timeout); send faster or retry", ProgressBytes, e.Timeout)
+}
+
+// Unwrap makes a StalledError match os.ErrDeadlineExceeded.
+func (e *StalledError) Unwrap() error { return os.ErrDeadlineExceeded }
+
+// IsStalled reports whether err comes from a stalled request body.
+func IsStalled(err error) bool {
+	var se *StalledError
+	return errors.As(err, &se)
+}
+
+// ProgressHandler wraps next so that a request body must deliver, and the
+// client accept, [ProgressBytes] of the response per progress window. A
+// stalled body's Read returns a [*StalledError]; a stalled response's
+// Write fails.
+func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
+	if progress <= 0 {
+		progress = DefaultProgressTimeout
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Body != nil && r.Body != http.NoBody {
+			// A request without a body is left alone: net/http keeps a read
+			// pending on its connection while the handler runs, and a
+			// deadline on that read would cancel the request's context.
+			rc.SetReadDeadline(time.Now().Add(progress))
+			r.Body = &progressBody{ReadCloser: r.Body, rc: rc, timeout: progress}
+		}
+		next.ServeHTTP(&progressWriter{ResponseWriter: w, rc: rc, timeout: progress}, r)
+		// net/http flushes the rest of the response after the handler
+		// returns, which may be long after the last write (a deploy runs
+		// its command first): give that flush a window of its own.
+		rc.SetWriteDeadline(time.Now().Add(progress))
+	})
+}
+
+// progressBody extends the connection's read deadline as the body
+// arrives. It is read by the handler's goroutine only.
+type progressBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	moved   int  // bytes since the deadline was last extended
+	done    bool // EOF seen, deadline lifted
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.moved += n
+	if b.moved >= ProgressBytes {
+		b.moved = 0
+		b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	}
+	switch {
+	case err == io.EOF && !b.done:
+		// The body is complete: the handler may now run as long as it
+		// needs (see ServerOptions on the pending read).
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		err = &StalledError{Timeout: b.timeout}
+	}
+	return n, err
+}
+
+// progressWriter gives each ProgressBytes of the response a fresh write
+// deadline. It keeps sendfile for files (ReadFrom) and exposes the
+// original writer to http.ResponseController (Unwrap).
+type progressWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *progressWriter) extend() { w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), ProgressBytes)]
+		w.extend()
+		n, err := w.ResponseWriter.Write(chunk)
+		written += n
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// ReadFrom copies src in ProgressBytes steps, each with a fresh deadline,
+// through the underlying writer's ReadFrom. A *io.LimitedReader (what
+// io.CopyN and http.ServeContent pass) is unwrapped first, so that a file
+// under it still reaches sendfile.
+func (w *progressWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(writerOnly{w}, src)
+	}
+	inner, limited := src, (*io.LimitedReader)(nil)
+	if lr, ok := src.(*io.LimitedReader); ok {
+		inner, limited = lr.R, lr
+	}
+	var total int64
+	for {
+		step := int64(ProgressBytes)
+		if limited != nil {
+			if limited.N <= 0 {
+				return total, nil
+			}
+			step = min(step, limited.N)
+		}
+		w.extend()
+		n, err := rf.ReadFrom(&io.LimitedReader{R: inner, N: step})
+		total += n
+		if limited != nil {
+			limited.N -= n
+		}
+		if err != nil || n < step {
+			return total, err // n < step: src is at EOF
+		}
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writerOnly hides ReadFrom, so that io.Copy does not call it again.
+type writerOnly struct{ io.Writer }
