@@ -8,16 +8,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/junction-mcp/junction/internal/pack/diagram/diagramtest"
 )
 
 // fetchDiagram fetches the URL in its input.
-const fetchDiagram = `
-nodes:
-  - {id: start, type: start}
-  - {id: get, type: http, url: "{{ .input.url }}", timeout: 2s}
-  - {id: end, type: endpoint, output: "{{ .get.body }}"}
-edges: [{from: start, to: get}, {from: get, to: end}]
-`
+var fetchDiagram = diagramtest.Fetch("2s")
 
 // ssrfTargets starts the servers an attacker would aim at: secret, a
 // credentials endpoint on loopback, and redirect, which sends every
@@ -126,7 +122,7 @@ func TestHTTPResponseSizeAndTime(t *testing.T) {
 	if status, _, errText := e.fetch(t, secret.URL+"/big"); status != StatusFailed || !strings.Contains(errText, "response body is over the limit of 1000 bytes per node output (the diagram pack's max_node_output_bytes setting)") {
 		t.Errorf("3000-byte body with a 1000-byte limit: status %s, error %q", status, errText)
 	}
-	hang := strings.Replace(fetchDiagram, "timeout: 2s", "timeout: 300ms", 1)
+	hang := diagramtest.Fetch("300ms")
 	out, _ := e.call(t, "run_diagram", map[string]any{"diagram_content": hang, "input_data": map[string]any{"url": secret.URL + "/hang"}})
 	if out["status"] != StatusFailed || !strings.Contains(fmt.Sprint(out["error"]), "no complete answer within 300ms, the node's timeout") {
 		t.Errorf("server that never answers = %v", out)

@@ -12,23 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// fanOutDiagram is the shape that ate the memory: start feeds n template
-// nodes, each of which copies the whole input, and all of them lead to
-// the endpoint.
-func fanOutDiagram(n int) string {
-	var b strings.Builder
-	b.WriteString("nodes:\n  - {id: start, type: start}\n  - {id: end, type: endpoint, output: fan-out done}\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - {id: t%d, type: template, template: \"{{ .input.text }}\"}\n", i)
-	}
-	b.WriteString("edges:\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - {from: start, to: t%d}\n  - {from: t%d, to: end}\n", i, i)
-	}
-	return b.String()
-}
+	"github.com/junction-mcp/junction/internal/pack/diagram/diagramtest"
+)
 
 // heapPeak samples the live heap until the returned function is called,
 // which returns the highest sample above the heap at the start.
@@ -79,7 +65,7 @@ func TestFanOutBombRefusedByDefault(t *testing.T) {
 	input := map[string]any{"text": strings.Repeat("a", 100_000)}
 	began := time.Now()
 	peak := heapPeak()
-	out, isErr := e.call(t, "run_diagram", map[string]any{"diagram_content": fanOutDiagram(500), "input_data": input})
+	out, isErr := e.call(t, "run_diagram", map[string]any{"diagram_content": diagramtest.FanOut(500), "input_data": input})
 	heap := peak()
 	took := time.Since(began)
 	t.Logf("500-way fan-out, 100 kB input, default limits: %s, heap +%.1f MiB, store %d bytes", took.Round(time.Millisecond), float64(heap)/mib, storeBytes(t, e.dir))
@@ -98,7 +84,7 @@ func TestFanOutStopsAtRunBytes(t *testing.T) {
 	input := map[string]any{"text": strings.Repeat("a", 100_000)}
 	began := time.Now()
 	peak := heapPeak()
-	r, err := e.pack.Run(t.Context(), RunRequest{Content: []byte(fanOutDiagram(500)), Input: input})
+	r, err := e.pack.Run(t.Context(), RunRequest{Content: []byte(diagramtest.FanOut(500)), Input: input})
 	heap := peak()
 	took := time.Since(began)
 	if err != nil {
@@ -147,10 +133,10 @@ func TestFanOutWithinLimits(t *testing.T) {
 	}
 	store := &countingStore{Store: bs}
 	e := newEnv(t, dir, func(o *Options) { o.Store = store })
-	input := map[string]any{"text": strings.Repeat("a", 100_000)}
+	input := map[string]any{"text": strings.Repeat("a", 50_000)}
 	began := time.Now()
 	peak := heapPeak()
-	r, err := e.pack.Run(t.Context(), RunRequest{Content: []byte(fanOutDiagram(DefaultMaxFanOut)), Input: input})
+	r, err := e.pack.Run(t.Context(), RunRequest{Content: []byte(diagramtest.FanOut(DefaultMaxFanOut)), Input: input})
 	heap := peak()
 	took := time.Since(began)
 	if err != nil || r.Output != "fan-out done" {
@@ -160,7 +146,7 @@ func TestFanOutWithinLimits(t *testing.T) {
 	store.mu.Lock()
 	puts, written := store.puts, store.bytes
 	store.mu.Unlock()
-	t.Logf("%d-way fan-out, 100 kB input: %s, heap +%.1f MiB, %d saves writing %.1f MiB for a %.1f MiB result, store %.1f MiB",
+	t.Logf("%d-way fan-out, 50 kB input: %s, heap +%.1f MiB, %d saves writing %.1f MiB for a %.1f MiB result, store %.1f MiB",
 		DefaultMaxFanOut, took.Round(time.Millisecond), float64(heap)/mib, puts, float64(written)/mib, float64(final)/mib, float64(storeBytes(t, dir))/mib)
 	if written > 8*final {
 		t.Errorf("saving the run wrote %d bytes in %d saves for a %d-byte record", written, puts, final)
@@ -178,7 +164,7 @@ func TestLimitErrorsNameTheirSetting(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(out["error"]), "input_data is 6011 bytes, over the limit of 5000 bytes per run (the diagram pack's max_run_bytes setting)") {
 		t.Errorf("input over max_run_bytes = %v", out)
 	}
-	out, _ = e.call(t, "run_diagram", map[string]any{"diagram_content": fanOutDiagram(3), "input_data": map[string]any{"text": "x"}})
+	out, _ = e.call(t, "run_diagram", map[string]any{"diagram_content": diagramtest.FanOut(3), "input_data": map[string]any{"text": "x"}})
 	if !strings.Contains(fmt.Sprint(out["errors"]), "3 edges leave this node, over the limit of 2 (the diagram pack's max_fan_out setting)") {
 		t.Errorf("fan-out over max_fan_out = %v", out)
 	}

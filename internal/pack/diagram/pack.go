@@ -23,9 +23,11 @@ import (
 const Name = "diagram"
 
 // Defaults for [Options]. Together they keep one run under 64 MiB of
-// memory: at most MaxRunBytes of node outputs, a copy of them being
-// encoded for the store, one template's text (4 MiB at most) and one
-// HTTP body (MaxOutputBytes).
+// memory: a run holds at most MaxRunBytes of node outputs, and its result
+// is encoded several times on its way to the store and to the host (the
+// answer to the host costs about twenty times its size before the
+// collector frees it), plus one template's text (4 MiB at most) and one
+// HTTP body (MaxOutputBytes) at a time.
 const (
 	DefaultMaxConcurrentRuns = 8
 	DefaultTimeout           = 300 * time.Second
@@ -33,7 +35,7 @@ const (
 	DefaultMaxNodes          = 200
 	DefaultMaxFanOut         = 32
 	DefaultMaxOutputBytes    = 1 << 20
-	DefaultMaxRunBytes       = 4 << 20
+	DefaultMaxRunBytes       = 2 << 20
 	DefaultMaxSteps          = 1000
 	DefaultMaxStoredRuns     = 1000
 	DefaultMaxRunAge         = 30 * 24 * time.Hour

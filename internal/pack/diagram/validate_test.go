@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/junction-mcp/junction/internal/pack/diagram/diagramtest"
 )
 
 func problemKeys(ps Problems) []string {
@@ -180,7 +181,7 @@ func FuzzParseValidate(f *testing.F) {
 	f.Add([]byte(slowDiagram))
 	f.Add([]byte("nodes: [{id: s, type: start}, {id: e, type: endpoint, output: '{{ .s }}'}]\nedges: [{from: s, to: e}]"))
 	f.Add([]byte("nodes: [{id: s, type: start}, {id: c, type: condition, if: '{{ .input.x }}'}, {id: e, type: endpoint}]\nedges: [{from: s, to: c}, {from: c, to: c, label: 'true'}, {from: c, to: e, label: 'false'}]"))
-	f.Add([]byte(fanOutDiagram(20)))
+	f.Add([]byte(diagramtest.FanOut(20)))
 	f.Add([]byte(fetchDiagram))
 	f.Add([]byte("nodes: [{id: s, type: start}, {id: h, type: http, url: 'http://169.254.169.254/{{ .input.x }}', method: post, json: {a: '{{ .s }}'}}, {id: e, type: endpoint}]\nedges: [{from: s, to: h}, {from: h, to: e}]"))
 	f.Fuzz(func(t *testing.T, src []byte) {
