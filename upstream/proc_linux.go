@@ -11,19 +11,37 @@ import (
 // itself dies without stopping it.
 func setParentDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
 
-// groupAlive reports whether a live (not zombie) process is in the group
-// pgid. Orphaned members become zombies of PID 1, which in a container
-// may never reap them, so kill(-pgid, 0) alone would wait for ever.
-func groupAlive(pgid int) bool {
+// groupAlive reports whether a live (not zombie) process other than
+// except is in the group pgid. Orphaned members become zombies of PID 1,
+// which in a container may never reap them, so kill(-pgid, 0) alone would
+// wait for ever.
+func groupAlive(pgid, except int) bool {
 	if !signalGroup(pgid, 0) {
 		return false
 	}
-	entries, err := os.ReadDir("/proc")
+	pids, err := groupMembers(pgid)
 	if err != nil {
 		return true
 	}
+	for _, pid := range pids {
+		if pid != except {
+			return true
+		}
+	}
+	return false
+}
+
+// groupMembers returns the live (not zombie) processes of the group pgid,
+// from /proc.
+func groupMembers(pgid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -31,10 +49,10 @@ func groupAlive(pgid int) bool {
 			continue
 		}
 		if state, pgrp, ok := parseStat(b); ok && pgrp == pgid && state != 'Z' && state != 'X' {
-			return true
+			pids = append(pids, pid)
 		}
 	}
-	return false
+	return pids, nil
 }
 
 // parseStat returns the state and process group of a /proc/<pid>/stat

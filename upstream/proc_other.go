@@ -19,7 +19,7 @@ const (
 )
 
 func signalGroup(int, groupSignal) bool { return false }
-func groupAlive(int) bool               { return false }
+func groupAlive(int, int) bool          { return false }
 
 // sigTermOS: without SIGTERM, ask for an interrupt (an error on Windows,
 // where the SIGKILL stage then kills the process).

@@ -7,4 +7,5 @@ import "syscall"
 func setParentDeathSignal(*syscall.SysProcAttr) {}
 
 // groupAlive reports whether any process of the group pgid still exists.
-func groupAlive(pgid int) bool { return signalGroup(pgid, 0) }
+// except is for reapers, which exist on Linux only.
+func groupAlive(pgid, _ int) bool { return signalGroup(pgid, 0) }

@@ -451,7 +451,12 @@ func (s *Server) connect() (*session, error) {
 	cs, err := s.client.Connect(ctx, transport, copts)
 	if err != nil {
 		sessCancel()
-		if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+		if ctx.Err() == context.DeadlineExceeded {
+			// Say which bound ran out, whatever the cause looks like
+			// (often the bare deadline: a server that never answers).
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("connect: timed out after %v waiting for the server to answer initialize: %w", cfg.connectTimeout(), err)
+			}
 			return nil, fmt.Errorf("connect: timed out after %v: %v: %w", cfg.connectTimeout(), err, context.DeadlineExceeded)
 		}
 		return nil, fmt.Errorf("connect: %w", err)

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,8 @@ var stdoutPipeSize = 256 << 10
 // go-sdk's mcp.CommandTransport it
 //   - runs the server in its own process group and stops the whole group
 //     (close stdin, wait, SIGTERM, wait, SIGKILL), so wrappers such as npx
-//     and uvx leave nothing behind;
+//     and uvx leave nothing behind, and, once EnableReaper has run, starts
+//     a reaper in that group that does the same if this program dies;
 //   - logs and skips lines on stdout that are not JSON-RPC messages, where
 //     go-sdk's decoder ends the session on the first one;
 //   - sends the server's stderr to the logger line by line.
@@ -57,6 +59,10 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	cmd.Dir = t.cfg.Dir
 	cmd.Env = mergeEnv(os.Environ(), t.cfg.UnsetEnv, t.cfg.Env)
 	setProcessGroup(cmd)
+	reaping := reapersEnabled.Load()
+	if reaping {
+		clearParentDeathSignal(cmd)
+	}
 
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -95,19 +101,28 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, fmt.Errorf("spawn %q: %w", t.cfg.Command, err)
 	}
 	c := &stdioConn{
-		logger: t.logger.With("pid", cmd.Process.Pid),
-		cmd:    cmd,
-		pgid:   cmd.Process.Pid,
-		stop:   t.cfg.stopTimeout(),
-		stdout: stdoutR,
-		stderr: stderrR,
-		exited: make(chan struct{}),
+		logger:     t.logger.With("pid", cmd.Process.Pid),
+		cmd:        cmd,
+		pgid:       cmd.Process.Pid,
+		stop:       t.cfg.stopTimeout(),
+		stdout:     stdoutR,
+		stderr:     stderrR,
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+	}
+	c.endErr = sync.OnceValue(c.exitError)
+	if reaping {
+		// The leader cannot have been reaped yet (only c.wait does that),
+		// so its group exists to be joined.
+		if c.reaper, err = startReaper(c.pgid, c.stop); err != nil {
+			c.logger.Warn("no reaper for the server: it may outlive this program if the program is killed", "error", err)
+		}
 	}
 	c.ServerConn = dataplane.NewServerConn(stdinW, stdoutR, &dataplane.ServerConnOptions{
 		Logger:   c.logger,
 		MaxLine:  maxLineLength,
 		Observe:  t.progress.observe,
-		EndError: c.exitError,
+		EndError: c.endErr,
 	})
 	t.conn = c
 	c.wg.Add(2)
@@ -159,6 +174,7 @@ type stdioConn struct {
 	cmd    *exec.Cmd
 	pgid   int
 	stop   time.Duration
+	reaper *reaper // nil without one; released by Close
 
 	stdout *os.File
 	stderr *os.File
@@ -166,27 +182,73 @@ type stdioConn struct {
 	exited  chan struct{} // closed by wait when the leader exits
 	waitErr error         // set by wait before closing exited
 
+	stderrDone chan struct{} // closed by readStderr when it returns
+	lastMu     sync.Mutex    // guards lastLine
+	lastLine   string        // the last line read from stderr, for exitError
+
+	endErr func() error // exitError, computed once
+
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup
 }
 
-// exitError describes why stdout ended.
+// exitError describes why stdout ended: the server's exit status and the
+// last line it wrote on stderr (often the reason: a missing key, a bad
+// argument), or that it closed stdout without exiting. stdout usually
+// ends a moment before the exit is reaped, so it waits for the exit and
+// the end of stderr, up to exitGrace.
 func (c *stdioConn) exitError() error {
+	grace := time.NewTimer(exitGrace)
+	defer grace.Stop()
 	select {
 	case <-c.exited:
-		if c.waitErr != nil {
-			return fmt.Errorf("server exited: %v: %w", c.waitErr, io.EOF)
-		}
-		return fmt.Errorf("server exited: %w", io.EOF)
-	default:
+	case <-grace.C:
 		return fmt.Errorf("server closed stdout: %w", io.EOF)
 	}
+	select {
+	case <-c.stderrDone:
+	case <-grace.C: // a child keeps stderr open; wait's deadline ends it later
+	}
+	msg := "server exited"
+	if c.waitErr != nil {
+		msg += ": " + c.waitErr.Error()
+	}
+	c.lastMu.Lock()
+	last := c.lastLine
+	c.lastMu.Unlock()
+	if last != "" {
+		msg += fmt.Sprintf(" (last line on stderr: %q)", last)
+	}
+	return fmt.Errorf("%s: %w", msg, io.EOF)
+}
+
+// exitGrace bounds how long exitError waits for the exit of a server
+// whose stdout ended.
+const exitGrace = 500 * time.Millisecond
+
+// maxLastLine bounds the stderr line an exit error quotes.
+const maxLastLine = 200
+
+// keepLastLine remembers line, trimmed and bounded, if it is not blank.
+func (c *stdioConn) keepLastLine(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	last := string(line)
+	if len(last) > maxLastLine {
+		last = last[:maxLastLine] + "..."
+	}
+	c.lastMu.Lock()
+	c.lastLine = last
+	c.lastMu.Unlock()
 }
 
 // readStderr logs the server's stderr line by line.
 func (c *stdioConn) readStderr() {
 	defer c.wg.Done()
+	defer close(c.stderrDone)
 	r := dataplane.NewLineReader(c.stderr, 64<<10)
 	for {
 		line, tooLong, err := r.Next()
@@ -194,6 +256,7 @@ func (c *stdioConn) readStderr() {
 			c.logger.Info("stderr", "line", "(over-long line skipped)")
 		} else if len(line) > 0 {
 			c.logger.Info("stderr", "line", string(line))
+			c.keepLastLine(line)
 		}
 		if err != nil {
 			return
@@ -215,12 +278,14 @@ func (c *stdioConn) wait() {
 
 // Close stops the server: it closes stdin and waits, then sends SIGTERM
 // to the process group and waits, then SIGKILL, each wait bounded by the
-// configured stop timeout. It is safe to call more than once and
-// concurrently; later calls return the first call's result.
+// configured stop timeout; then it releases the reaper. It is safe to call
+// more than once and concurrently; later calls return the first call's
+// result.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.ServerConn.Close() // closes stdin
-		c.closeErr = c.terminate()
+		c.closeErr = stopGroup(c.pgid, c.stop, c.logger, c.waitGroupGone, c.cmd.Process)
+		c.reaper.release()
 		c.stdout.Close()
 		c.stderr.Close()
 		c.ServerConn.Wait()
@@ -229,34 +294,41 @@ func (c *stdioConn) Close() error {
 	return c.closeErr
 }
 
-func (c *stdioConn) terminate() error {
+// stopGroup stops the process group pgid, whose stdin has been closed:
+// it waits for the group to exit, then sends SIGTERM and waits, then
+// SIGKILL and waits. gone(d) waits up to d for the group to be gone.
+// leader, if not nil, is signalled as well, for systems without process
+// groups. Both Close and a reaper run it.
+func stopGroup(pgid int, stop time.Duration, logger *slog.Logger, gone func(time.Duration) bool, leader *os.Process) error {
 	// Stage 1: stdin is closed; a well-behaved server exits.
-	if c.waitGroupGone(c.stop) {
+	if gone(stop) {
 		return nil
 	}
 	// Stage 2: SIGTERM to the whole group.
-	c.logger.Debug("server still running after stdin closed; sending SIGTERM to its process group")
-	if !signalGroup(c.pgid, sigTerm) {
-		c.cmd.Process.Signal(sigTermOS) // no process group: the leader only
+	logger.Debug("server still running after stdin closed; sending SIGTERM to its process group")
+	if !signalGroup(pgid, sigTerm) && leader != nil {
+		leader.Signal(sigTermOS) // no process group: the leader only
 	}
-	if c.waitGroupGone(c.stop) {
+	if gone(stop) {
 		return nil
 	}
 	// Stage 3: SIGKILL.
-	c.logger.Warn("server ignored SIGTERM; killing its process group")
-	signalGroup(c.pgid, sigKill)
-	c.cmd.Process.Kill() // the leader, where there are no process groups
+	logger.Warn("server ignored SIGTERM; killing its process group")
+	signalGroup(pgid, sigKill)
+	if leader != nil {
+		leader.Kill() // the leader, where there are no process groups
+	}
 	// SIGKILL cannot be ignored; give a loaded machine time to finish the
 	// job rather than report a failure.
-	if c.waitGroupGone(max(c.stop, 5*time.Second)) {
+	if gone(max(stop, 5*time.Second)) {
 		return nil
 	}
 	return errors.New("server process group did not exit after SIGKILL")
 }
 
 // waitGroupGone waits up to d for the leader to exit and the rest of its
-// process group to disappear. Processes that outlive the leader are no
-// longer our children, so their exit is polled.
+// process group, but the reaper, to disappear. Processes that outlive the
+// leader are no longer our children, so their exit is polled.
 func (c *stdioConn) waitGroupGone(d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -265,12 +337,18 @@ func (c *stdioConn) waitGroupGone(d time.Duration) bool {
 	case <-deadline.C:
 		return false
 	}
+	return pollGroupGone(c.pgid, c.reaper.pid(), deadline.C)
+}
+
+// pollGroupGone polls until no live process but except is left in the
+// process group pgid (true), or until deadline fires (false).
+func pollGroupGone(pgid, except int, deadline <-chan time.Time) bool {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for groupAlive(c.pgid) {
+	for groupAlive(pgid, except) {
 		select {
 		case <-tick.C:
-		case <-deadline.C:
+		case <-deadline:
 			return false
 		}
 	}

@@ -10,9 +10,13 @@ import (
 	"syscall"
 
 	"github.com/junction-mcp/junction/internal/cli"
+	"github.com/junction-mcp/junction/upstream"
 )
 
 func main() {
+	// First: in a process junction started as an upstream's reaper, this
+	// does the reaper's work and exits (see upstream.EnableReaper).
+	upstream.EnableReaper()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

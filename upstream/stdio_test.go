@@ -1,0 +1,48 @@
+package upstream
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A server that exits at start is reported with its exit status and the
+// last line it wrote on stderr, which usually says why.
+func TestExitErrorNamesStatusAndStderr(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, &Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	s, err := r.Add("x", fakeConfig(t, "server", map[string]string{"FAKE_FIX_FILE": t.TempDir() + "/never"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitReady(ctxTimeout(t, 20*time.Second)); err == nil {
+		t.Fatal("WaitReady succeeded for a server that exits at start")
+	}
+	got := s.Snapshot().LastError
+	for _, want := range []string{"server exited: exit status 1", `last line on stderr: "fake: not fixed yet, exiting"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("LastError = %q, want it to contain %q", got, want)
+		}
+	}
+}
+
+// A server that never answers initialize fails its attempt after the
+// connect timeout, with an error that says so.
+func TestConnectTimeoutErrorSaysInitialize(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, &Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	cfg := fakeConfig(t, "sleeper", nil)
+	cfg.ConnectTimeout = 300 * time.Millisecond
+	cfg.StopTimeout = 100 * time.Millisecond
+	s, err := r.Add("mute", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitReady(ctxTimeout(t, 20*time.Second)); err == nil {
+		t.Fatal("WaitReady succeeded for a server that never answers")
+	}
+	want := "connect: timed out after 300ms waiting for the server to answer initialize"
+	if got := s.Snapshot().LastError; !strings.Contains(got, want) {
+		t.Errorf("LastError = %q, want it to contain %q", got, want)
+	}
+}
