@@ -185,7 +185,7 @@ func (d *DeployHost) receive(w http.ResponseWriter, r *http.Request, uuid string
 	}
 	body := io.Reader(r.Body)
 	if d.opts.MaxUpload > 0 {
-		body = http.MaxBytesReader(w, r.Body, d.opts.MaxUpload)
+		body = http.MaxBytesReader(innermost(w), r.Body, d.opts.MaxUpload)
 	}
 	upload = ".upload-" + uuid + "-" + randHex()
 	n, err := writeAtomic(d.root, upload, body)

@@ -172,7 +172,7 @@ func storeBody(w http.ResponseWriter, r *http.Request, root *os.Root, rel string
 	}
 	body := r.Body
 	if max > 0 {
-		body = http.MaxBytesReader(w, r.Body, max)
+		body = http.MaxBytesReader(innermost(w), r.Body, max)
 	}
 	n, err := writeAtomic(root, rel, body)
 	if err != nil {

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -261,6 +262,29 @@ func TestListenerStalledUpload(t *testing.T) {
 	}
 	if got := tree(t, root); len(got) != 0 {
 		t.Errorf("a stalled upload left %q", got)
+	}
+}
+
+// TestListenerOverLimitBehindGuard: served as the CLI serves it, a
+// chunked body over -max-body still gets 413 with "Connection: close",
+// and the server reads no further.
+func TestListenerOverLimitBehindGuard(t *testing.T) {
+	t.Parallel()
+	l, err := NewListener(t.TempDir(), &ListenerOptions{MaxBody: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	addr := startGuarded(t, ServerOptions{}, l)
+	c := dialBounded(t, addr)
+	fmt.Fprintf(c, "PUT /big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n%s\r\n", strings.Repeat("x", 16))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 || !resp.Close {
+		t.Errorf("chunked PUT over the limit = %d, Connection: close %v; want 413 and close", resp.StatusCode, resp.Close)
 	}
 }
 

@@ -254,5 +254,19 @@ func (w *progressWriter) ReadFrom(src io.Reader) (int64, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// innermost returns the writer under any wrappers (Unwrap), for
+// http.MaxBytesReader: only net/http's own writer can be told that a body
+// went over its limit, which makes the server close the connection after
+// the 413 instead of reading on.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
 // writerOnly hides ReadFrom, so that io.Copy does not call it again.
 type writerOnly struct{ io.Writer }
