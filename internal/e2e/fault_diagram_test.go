@@ -118,6 +118,18 @@ func TestDiagramHTTPNodesThroughBinary(t *testing.T) {
 	if r = fetch(cs, redirect.URL+"/x"); r["output"] != "role-credentials-secret" {
 		t.Errorf("redirect between allowed hosts = %v", r)
 	}
+
+	// junction diagram run reads the same settings.
+	flow := writeFile(t, t.TempDir(), "fetch.yaml", diagramtest.Fetch("5s"))
+	input := fmt.Sprintf(`{"url": %q}`, metadata)
+	out, errOut, code := runJunction(t, nil, "diagram", "run", flow, "-input", input, "-data-dir", t.TempDir())
+	if code != 1 || !strings.Contains(out, "127.0.0.1 is a loopback address") {
+		t.Errorf("diagram run without settings: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runJunction(t, nil, "diagram", "run", flow, "-input", input, "-data-dir", t.TempDir(), "-config", cfg(secretHost))
+	if code != 0 || decodeJSON(t, out)["output"] != "role-credentials-secret" {
+		t.Errorf("diagram run with %s allowed: exit %d\n%s%s", secretHost, code, out, errOut)
+	}
 }
 
 // vmKB reads a field such as VmHWM (the peak resident set) of a process

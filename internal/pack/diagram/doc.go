@@ -31,10 +31,23 @@
 //
 // # Runs
 //
-// A run is recorded when it starts, after each node and when it ends, so
-// see_result shows progress and survives a restart. Each pack holds an
-// owner lock while it lives; a run left "running" by an owner that is gone
-// is marked failed ("interrupted") when the store is opened or the run is
-// read. Runs are bounded in number, time, output size and steps (see
-// [Options]).
+// A run is recorded when it starts, while it runs (at most every 200 ms)
+// and when it ends, so see_result shows progress and survives a restart.
+// Each pack holds an owner lock while it lives; a run left "running" by an
+// owner that is gone is marked failed ("interrupted") when the store is
+// opened or the run is read. Runs are bounded in nodes, fan-out, steps,
+// bytes per node and per run, time and number in progress; the store keeps
+// finished runs by count, age and size, and compacts its file (see
+// [Options], [Retention]). Every limit's error names the setting that
+// changes it ([LimitError]); [ApplySettings] reads the settings from the
+// config file.
+//
+// # Hostile input
+//
+// A damaged store file is moved aside and replaced, never a panic (see
+// [BoltStore]). http nodes refuse loopback, private, link-local, CGNAT,
+// multicast, unspecified and reserved addresses, checked by the dialer
+// after DNS resolution and on every redirect, unless
+// Options.HTTPAllowHosts or Options.HTTPAllowCIDRs open them
+// ([RefusedError]). docs/diagrams.md has the defaults and the settings.
 package diagram

@@ -200,7 +200,7 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 		n := byID[id]
 		steps++
 		if e.maxSteps > 0 && steps > e.maxSteps {
-			out.err = &LimitError{Setting: "max_steps", msg: fmt.Sprintf("stopped after %d node runs, the step limit (a loop that never ends?)", e.maxSteps)}
+			out.err = &LimitError{Setting: "max_steps", msg: fmt.Sprintf("stopped after %d node runs, the step limit: does a loop never end?", e.maxSteps)}
 			return out
 		}
 		var incoming []string
@@ -366,7 +366,7 @@ func (e *engine) runNode(ctx context.Context, n *Node, data map[string]any, inco
 		return m, nil
 	case TypeCommand:
 		if !e.allowCommands {
-			return nil, errors.New("command nodes are disabled on this hub")
+			return nil, errors.New("command nodes are disabled on this hub (the diagram pack's allow_commands setting turns them on)")
 		}
 		return e.runCommand(ctx, n, data)
 	}

@@ -190,7 +190,7 @@ func (v *validator) checkFields(n *Node, path string) {
 		}
 	case TypeCommand:
 		if !v.opts.AllowCommands {
-			v.errorf(n.ID, path+".type", "command nodes are disabled on this hub (enable them with the diagram pack's allow-commands setting: JUNCTION_DIAGRAM_ALLOW_COMMANDS=1)")
+			v.errorf(n.ID, path+".type", "command nodes are disabled on this hub (turn them on with the diagram pack's allow_commands setting, or JUNCTION_DIAGRAM_ALLOW_COMMANDS=1)")
 		}
 		if len(n.Command) == 0 || n.Command[0] == "" {
 			v.errorf(n.ID, path+".command", "missing command (a list: program, then arguments)")
