@@ -37,8 +37,11 @@ directory (-data-dir, default $XDG_STATE_HOME/junction), the same one
 by a host, and a run started here can be read back by see_result.
 
 Tool nodes can call the tools of every pack named with -pack (the core
-pack is always there unless -no-default-packs). Command nodes run only
-when JUNCTION_DIAGRAM_ALLOW_COMMANDS=1.`
+pack is always there unless -no-default-packs). The config file's
+packs.diagram.settings apply (-config): command nodes run only with
+allow_commands: true or JUNCTION_DIAGRAM_ALLOW_COMMANDS=1, and http nodes
+reach loopback and private addresses only when http_allow_hosts or
+http_allow_cidrs names them.`
 
 // diagramFlags are the flags every diagram subcommand takes.
 type diagramFlags struct {

@@ -208,6 +208,10 @@ func (p *netPolicy) dialContext(ctx context.Context, network, addr string) (net.
 	return d.DialContext(ctx, network, addr)
 }
 
+// defaultClient is the client of an engine that was given none: the
+// address rules with nothing allowed.
+var defaultClient = sync.OnceValue((&netPolicy{}).client)
+
 // maxRedirects bounds the redirects one http node follows.
 const maxRedirects = 10
 

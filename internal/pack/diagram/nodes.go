@@ -76,7 +76,7 @@ func (e *engine) runHTTP(ctx context.Context, n *Node, data map[string]any) (any
 	}
 	client := e.httpClient
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultClient()
 	}
 	resp, err := client.Do(req)
 	if err != nil {
