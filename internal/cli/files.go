@@ -15,6 +15,7 @@ import (
 
 	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/files"
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
 
 // envFilesToken holds the token of the file listener and the deploy host
@@ -79,7 +80,7 @@ func runFilesServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer l.Close()
-	return serveHTTP(ctx, env, addr, l, lf.guard, fmt.Sprintf("files listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
+	return serveHTTP(ctx, env, addr, l, lf.guard.opts, fmt.Sprintf("files listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
 }
 
 const deployHostAbout = `
@@ -144,7 +145,7 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	return serveHTTP(ctx, env, addr, d, lf.guard, fmt.Sprintf("deploy host listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
+	return serveHTTP(ctx, env, addr, d, lf.guard.opts, fmt.Sprintf("deploy host listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
 }
 
 // listenerFlags are the flags files serve and deploy-host share: auth,
@@ -152,7 +153,7 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 type listenerFlags struct {
 	given    string // -token or JUNCTION_FILES_TOKEN
 	insecure bool
-	guard    files.ServerOptions
+	guard    guardFlags
 	paths    files.PathLimits
 }
 
@@ -160,10 +161,7 @@ func (lf *listenerFlags) register(fs *flag.FlagSet, pathBytesUsage string) {
 	// No default from the environment: -help would print the secret.
 	fs.StringVar(&lf.given, "token", "", "require this bearer `token` (env "+envFilesToken+"; with neither, a token is generated and printed)")
 	fs.BoolVar(&lf.insecure, "insecure-no-auth", false, "serve without a token (loopback addresses only)")
-	fs.DurationVar(&lf.guard.ReadHeaderTimeout, "read-header-timeout", files.DefaultReadHeaderTimeout, "bound on receiving a request's line and headers")
-	fs.DurationVar(&lf.guard.ProgressTimeout, "progress-timeout", files.DefaultProgressTimeout, "cut off a body or response that moves less than 64 KiB in this `duration` (a whole transfer has no bound)")
-	fs.DurationVar(&lf.guard.IdleTimeout, "idle-timeout", files.DefaultIdleTimeout, "close a keep-alive connection idle this long")
-	fs.IntVar(&lf.guard.MaxHeaderBytes, "max-header-bytes", files.DefaultMaxHeaderBytes, "largest request line and headers in `bytes` (431 above it)")
+	lf.guard.register(fs)
 	fs.IntVar(&lf.paths.MaxBytes, "max-path-bytes", files.DefaultMaxPathBytes, pathBytesUsage)
 	fs.IntVar(&lf.paths.MaxDepth, "max-depth", files.DefaultMaxDepth, "most `levels` in a path (\"a/b/c\" is 3; deeper is refused)")
 }
@@ -176,18 +174,13 @@ func (lf *listenerFlags) check(env *Env, addr string) error {
 	if lf.given == "" {
 		lf.given = env.Getenv(envFilesToken)
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"read-header-timeout", lf.guard.ReadHeaderTimeout}, {"progress-timeout", lf.guard.ProgressTimeout}, {"idle-timeout", lf.guard.IdleTimeout}} {
-		if d.v <= 0 {
-			return usageErrorf("-%s: must be positive, got %v", d.name, d.v)
-		}
+	if err := lf.guard.check(); err != nil {
+		return err
 	}
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"max-header-bytes", lf.guard.MaxHeaderBytes}, {"max-path-bytes", lf.paths.MaxBytes}, {"max-depth", lf.paths.MaxDepth}} {
+	}{{"max-path-bytes", lf.paths.MaxBytes}, {"max-depth", lf.paths.MaxDepth}} {
 		if n.v <= 0 {
 			return usageErrorf("-%s: must be positive, got %d", n.name, n.v)
 		}
@@ -262,11 +255,11 @@ func rootDir(dir, flagName string) (string, error) {
 // serveHTTP serves h on addr with the guard's bounds until ctx is done,
 // then shuts down gracefully. banner (with %s for the address) goes to
 // stderr once listening.
-func serveHTTP(ctx context.Context, env *Env, addr string, h http.Handler, guard files.ServerOptions, banner string) error {
+func serveHTTP(ctx context.Context, env *Env, addr string, h http.Handler, guard httpguard.ServerOptions, banner string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "junction: "+banner+"\n", ln.Addr())
-	return files.Serve(ctx, files.NewServer(h, guard), ln, guard.ShutdownTimeout)
+	return httpguard.Serve(ctx, httpguard.NewServer(h, guard), ln, guard.ShutdownTimeout)
 }

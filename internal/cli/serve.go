@@ -84,6 +84,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.Var(&tokens, "token", "accept this HTTP API `token` (repeatable)")
 	fs.Var(&hosts, "allowed-host", "also accept this Host header `name` (repeatable; loopback names and the listen host are always accepted)")
 	fs.Var(&origins, "allowed-origin", "also accept this `origin` (scheme://host:port; repeatable)")
+	var guard guardFlags
+	guard.register(fs)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -150,6 +152,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if *addr == "" && (*insecure || len(tokens) > 0 || *tokenFile != "") && (hf.set["insecure-no-auth"] || hf.set["token"] || hf.set["token-file"]) {
 		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http")
 	}
+	for _, name := range []string{"read-header-timeout", "progress-timeout", "idle-timeout", "max-header-bytes"} {
+		if *addr == "" && hf.set[name] {
+			return usageErrorf("-%s only applies with -http", name)
+		}
+	}
 
 	var fromFile []string
 	if *addr != "" {
@@ -157,6 +164,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		// or printing a token.
 		if err := daemon.CheckListen(*addr, *insecure); err != nil {
 			return usageErrorf("%v", err)
+		}
+		if err := guard.check(); err != nil {
+			return err
 		}
 		if *tokenFile != "" {
 			if fromFile, err = readTokenFile(*tokenFile); err != nil {
@@ -206,6 +216,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		Ready: func(a net.Addr) {
 			fmt.Fprintf(env.Stderr, "junction: listening on http://%s/mcp\n", a)
 		},
+		Guard:           guard.opts,
 		ShutdownTimeout: 10 * time.Second,
 	}
 	if err := d.ServeHTTP(ctx, cfg); err != nil {

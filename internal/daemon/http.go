@@ -17,6 +17,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/dataplane"
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
 
 // HTTPConfig configures [Daemon.ServeHTTP].
@@ -38,6 +39,9 @@ type HTTPConfig struct {
 	AllowedOrigins []string
 
 	MCP dataplane.HTTPOptions
+	// Guard bounds slow clients (see package httpguard); the zero value is
+	// its defaults.
+	Guard httpguard.ServerOptions
 
 	// Ready, if non-nil, is called with the bound address once listening.
 	Ready func(addr net.Addr)
@@ -49,8 +53,8 @@ type HTTPConfig struct {
 // Handler returns the hub's HTTP front:
 //
 //	/mcp       Streamable HTTP (stateful, stateless or both)
-//	/mcp/info  seed 002's server info: capabilities, tools, resources (GET)
-//	/mcp/messages  seed 002's plain JSON-RPC: one request in, one JSON response out
+//	/mcp/info  DiPeO-style server info: capabilities, tools, resources (GET)
+//	/mcp/messages  DiPeO-style plain JSON-RPC: one request in, one JSON response out
 //	/sse       legacy HTTP+SSE (protocol 2024-11-05); POSTs go to /sse?sessionid=…
 //	/healthz   liveness, no auth
 //	/readyz    readiness, no auth: 200 once startup is over (every upstream
@@ -142,12 +146,11 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           d.Handler(cfg, host),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	// Slow clients are bounded (httpguard): headers, bodies and writes that
+	// stop making progress, idle connections. A tool call may run as long
+	// as it needs, and an SSE stream may idle between events.
+	srv := httpguard.NewServer(d.Handler(cfg, host), cfg.Guard)
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}

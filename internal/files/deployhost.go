@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
 
 // DeployOptions configure a [DeployHost]. A nil *DeployOptions is the
@@ -185,7 +187,7 @@ func (d *DeployHost) receive(w http.ResponseWriter, r *http.Request, uuid string
 	}
 	body := io.Reader(r.Body)
 	if d.opts.MaxUpload > 0 {
-		body = http.MaxBytesReader(innermost(w), r.Body, d.opts.MaxUpload)
+		body = http.MaxBytesReader(httpguard.Innermost(w), r.Body, d.opts.MaxUpload)
 	}
 	upload = ".upload-" + uuid + "-" + randHex()
 	n, err := writeAtomic(d.root, upload, body)
@@ -197,7 +199,7 @@ func (d *DeployHost) receive(w http.ResponseWriter, r *http.Request, uuid string
 	switch {
 	case errors.As(err, &mbe):
 		return "", 0, http.StatusRequestEntityTooLarge, "request body too large"
-	case IsStalled(err):
+	case httpguard.IsStalled(err):
 		return "", 0, http.StatusRequestTimeout, err.Error()
 	}
 	return "", 0, http.StatusInternalServerError, "write failed"

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/junction-mcp/junction/internal/files/filestest"
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
 
 // entry is one tar entry for a test tarball.
@@ -313,8 +315,8 @@ func TestDeployHostCutOff(t *testing.T) {
 	conn.Close()
 	select {
 	case <-failed.seen:
-	case <-time.After(bound):
-		t.Fatalf("the deploy host did not see the cut-off upload fail within %v", bound)
+	case <-time.After(filestest.Bound):
+		t.Fatalf("the deploy host did not see the cut-off upload fail within %v", filestest.Bound)
 	}
 	if got := tree(t, dir); len(got) != 0 {
 		t.Fatalf("after a cut-off deploy upload the dir holds %q", got)
@@ -345,15 +347,15 @@ func TestDeployHostSlowUploadDoesNotBlock(t *testing.T) {
 	// The stalled upload is cut off after this; the other deploy must be
 	// done well before.
 	progress := 2 * time.Second
-	addr := startGuarded(t, ServerOptions{ProgressTimeout: progress}, d)
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, d)
 	body := tarball(t, entry{name: "a", body: "x"})
 
-	stalled := dialBounded(t, addr)
+	stalled := filestest.DialBounded(t, addr)
 	fmt.Fprintf(stalled, "PUT /%s.tar.gz HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", testUUID, len(body))
 	stalled.Write(body[:len(body)/2])
 	<-started
 	answered := make(chan int, 1)
-	go func() { answered <- cutOff(t, stalled) }()
+	go func() { answered <- filestest.CutOff(t, stalled) }()
 
 	other := strings.Replace(testUUID, "0b6f", "1b6f", 1)
 	if code, msg := put(t, "http://"+addr+"/"+other+".tar.gz", body); code != 204 {

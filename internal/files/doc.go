@@ -29,7 +29,7 @@
 //
 // [NewServer] and [Serve] run a listener or a deploy host with bounds on
 // slow clients: header time, idle time, header size, and a progress
-// deadline on bodies and responses (each [ProgressBytes] moved buys
+// deadline on bodies and responses (each [httpguard.ProgressBytes] moved buys
 // another window), so that a trickled body is cut off (408) while a large
 // transfer streams for as long as it moves. Auth (a token by default,
 // none only on loopback) is decided by the command line, as for

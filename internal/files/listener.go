@@ -13,6 +13,8 @@ import (
 	"path"
 	"strings"
 	"syscall"
+
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
 
 // DefaultMaxBody is the largest PUT body a [Listener] accepts unless
@@ -172,7 +174,7 @@ func storeBody(w http.ResponseWriter, r *http.Request, root *os.Root, rel string
 	}
 	body := r.Body
 	if max > 0 {
-		body = http.MaxBytesReader(innermost(w), r.Body, max)
+		body = http.MaxBytesReader(httpguard.Innermost(w), r.Body, max)
 	}
 	n, err := writeAtomic(root, rel, body)
 	if err != nil {
@@ -181,7 +183,7 @@ func storeBody(w http.ResponseWriter, r *http.Request, root *os.Root, rel string
 		switch {
 		case errors.As(err, &mbe):
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-		case IsStalled(err):
+		case httpguard.IsStalled(err):
 			http.Error(w, err.Error(), http.StatusRequestTimeout)
 		case isEscape(err):
 			http.Error(w, ErrEscapesRoot.Error(), http.StatusBadRequest)

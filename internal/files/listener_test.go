@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/junction-mcp/junction/internal/files/filestest"
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
 
 // newListenerServer serves a Listener on dir/root and returns its URL,
@@ -254,10 +255,10 @@ func TestListenerStalledUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	addr := startGuarded(t, ServerOptions{ProgressTimeout: 100 * time.Millisecond}, l)
-	c := dialBounded(t, addr)
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: 100 * time.Millisecond}, l)
+	c := filestest.DialBounded(t, addr)
 	fmt.Fprintf(c, "PUT /stalled HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n12345")
-	if code, msg := answer(t, c); code != 408 || !strings.Contains(msg, "request body stalled") {
+	if code, msg := filestest.MustAnswer(t, c); code != 408 || !strings.Contains(msg, "request body stalled") {
 		t.Errorf("stalled PUT = %d %q, want 408 request body stalled", code, msg)
 	}
 	if got := tree(t, root); len(got) != 0 {
@@ -275,8 +276,8 @@ func TestListenerOverLimitBehindGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	addr := startGuarded(t, ServerOptions{}, l)
-	c := dialBounded(t, addr)
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{}, l)
+	c := filestest.DialBounded(t, addr)
 	fmt.Fprintf(c, "PUT /big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n%s\r\n", strings.Repeat("x", 16))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {

@@ -1,4 +1,11 @@
-package files
+// Package httpguard bounds what one client can hold of an HTTP server:
+// its request line and headers, its body, the response it will not read,
+// and its idle connection. Bodies and responses get a progress deadline
+// rather than a total one (see [ServerOptions]), so a transfer of any size
+// or a long stream of events keeps working while a client that trickles
+// or stops reading is cut off. junction's MCP front (junction serve
+// -http), the file listener and the deploy host are served this way.
+package httpguard
 
 import (
 	"context"
@@ -25,8 +32,8 @@ const (
 // default timeout that is a floor of about 2 KiB/s.
 const ProgressBytes = 64 << 10
 
-// ServerOptions bound what one client can hold of a listener's or deploy
-// host's HTTP server. The zero value is the defaults.
+// ServerOptions bound what one client can hold of an HTTP server. The
+// zero value is the defaults.
 //
 // Bodies and responses get a progress deadline, not a total one: each
 // [ProgressBytes] that move buy another ProgressTimeout, so a transfer of
@@ -39,7 +46,7 @@ const ProgressBytes = 64 << 10
 // A total http.Server.ReadTimeout is deliberately not used: net/http
 // applies it to the read it keeps pending while a handler runs, and its
 // expiry cancels the request's context, which would end a long handler
-// (a deploy command) that has already read its body.
+// (a deploy command, a tool call) that has already read its body.
 type ServerOptions struct {
 	// ReadHeaderTimeout bounds the request line and headers.
 	ReadHeaderTimeout time.Duration
@@ -74,8 +81,8 @@ func orDefault[T int | time.Duration](v *T, def T) {
 	}
 }
 
-// NewServer returns an http.Server for h (a [Listener] or [DeployHost])
-// with o's bounds; h is wrapped by [ProgressHandler].
+// NewServer returns an http.Server for h with o's bounds; h is wrapped by
+// [ProgressHandler].
 func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	o = o.WithDefaults()
 	return &http.Server{
@@ -119,7 +126,7 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, shutdown time
 
 // StalledError is what a request body wrapped by [ProgressHandler]
 // returns when less than [ProgressBytes] arrived within the progress
-// timeout. The listener and the deploy host answer it with 408.
+// timeout; a handler answers it with 408.
 type StalledError struct {
 	Timeout time.Duration
 }
@@ -251,14 +258,22 @@ func (w *progressWriter) ReadFrom(src io.Reader) (int64, error) {
 	}
 }
 
+// Flush sends what is buffered, with a fresh deadline: a stream of small
+// events (SSE) flushes each one, and may idle between them for as long as
+// it likes.
+func (w *progressWriter) Flush() {
+	w.extend()
+	w.rc.Flush()
+}
+
 // Unwrap lets http.ResponseController reach the connection.
 func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// innermost returns the writer under any wrappers (Unwrap), for
+// Innermost returns the writer under any wrappers (Unwrap), for
 // http.MaxBytesReader: only net/http's own writer can be told that a body
 // went over its limit, which makes the server close the connection after
 // the 413 instead of reading on.
-func innermost(w http.ResponseWriter) http.ResponseWriter {
+func Innermost(w http.ResponseWriter) http.ResponseWriter {
 	for {
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
 		if !ok {

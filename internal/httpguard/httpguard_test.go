@@ -1,12 +1,10 @@
-package files
+package httpguard_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,37 +15,14 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction/internal/files/filestest"
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
-
-// bound is how long a test waits for something that must happen within
-// a few progress windows; it only turns a hang into a failure.
-const bound = 10 * time.Second
-
-// startGuarded serves h with o on 127.0.0.1 through [NewServer] and
-// [Serve] and returns the address; the server is shut down at cleanup.
-func startGuarded(t *testing.T, o ServerOptions, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, NewServer(h, o), ln, time.Second) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve after cancel = %v, want nil", err)
-		}
-	})
-	return ln.Addr().String()
-}
 
 // drain answers 200 with the body's size, or 408 for a stalled body.
 var drain = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	n, err := io.Copy(io.Discard, r.Body)
 	switch {
-	case IsStalled(err):
+	case httpguard.IsStalled(err):
 		http.Error(w, err.Error(), http.StatusRequestTimeout)
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -56,41 +31,6 @@ var drain = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	}
 })
 
-// dialBounded connects to addr with a deadline of bound on every read
-// and write, closed at cleanup.
-func dialBounded(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, bound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(bound))
-	return c
-}
-
-// cutOff waits for the server to end a request on c and returns the
-// status (0: closed without an answer); it fails the test if c is still
-// open after bound.
-func cutOff(t *testing.T, c net.Conn) int {
-	code, _, err := filestest.Answer(c)
-	if err != nil {
-		t.Errorf("trickling connection: %v after %v", err, bound)
-	}
-	return code
-}
-
-// answer reads the server's answer on c, failing the test if there is
-// none.
-func answer(t *testing.T, c net.Conn) (int, string) {
-	t.Helper()
-	code, body, err := filestest.Answer(c)
-	if err != nil || code == 0 {
-		t.Fatalf("no answer: %v", err)
-	}
-	return code, body
-}
-
 // TestTricklingBodiesAreCutOff opens connections that send a body one
 // byte at a time: each is cut off about one progress window in, however
 // long the trickle would go on.
@@ -98,12 +38,12 @@ func TestTricklingBodiesAreCutOff(t *testing.T) {
 	t.Parallel()
 	const conns = 20
 	progress := 200 * time.Millisecond
-	addr := startGuarded(t, ServerOptions{ProgressTimeout: progress}, drain)
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, drain)
 	begin := time.Now()
 	var wg sync.WaitGroup
 	cutAfter := make([]time.Duration, conns)
 	for i := range conns {
-		c := dialBounded(t, addr)
+		c := filestest.DialBounded(t, addr)
 		fmt.Fprintf(c, "PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n")
 		stop := make(chan struct{})
 		wg.Add(2)
@@ -111,7 +51,7 @@ func TestTricklingBodiesAreCutOff(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer close(stop)
-			if code := cutOff(t, c); code != 0 && code != http.StatusRequestTimeout {
+			if code := filestest.CutOff(t, c); code != 0 && code != http.StatusRequestTimeout {
 				t.Errorf("trickling PUT = %d, want 408", code)
 			}
 			cutAfter[i] = time.Since(begin)
@@ -126,13 +66,13 @@ func TestTricklingBodiesAreCutOff(t *testing.T) {
 }
 
 // TestStalledBodyGets408 sends half a body and stops: the handler's read
-// fails with a StalledError, answered 408 with a message naming the limit.
+// fails with a httpguard.StalledError, answered 408 with a message naming the limit.
 func TestStalledBodyGets408(t *testing.T) {
 	t.Parallel()
-	addr := startGuarded(t, ServerOptions{ProgressTimeout: 100 * time.Millisecond}, drain)
-	c := dialBounded(t, addr)
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: 100 * time.Millisecond}, drain)
+	c := filestest.DialBounded(t, addr)
 	fmt.Fprintf(c, "PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
-	if code, msg := answer(t, c); code != http.StatusRequestTimeout || !strings.Contains(msg, "request body stalled: fewer than 65536 bytes arrived in 100ms") {
+	if code, msg := filestest.MustAnswer(t, c); code != http.StatusRequestTimeout || !strings.Contains(msg, "request body stalled: fewer than 65536 bytes arrived in 100ms") {
 		t.Errorf("stalled PUT = %d %q, want 408 naming the progress timeout", code, msg)
 	}
 }
@@ -143,10 +83,10 @@ func TestStalledBodyGets408(t *testing.T) {
 func TestSteadyBodyOutlivesTheWindow(t *testing.T) {
 	t.Parallel()
 	progress := 250 * time.Millisecond
-	addr := startGuarded(t, ServerOptions{ProgressTimeout: progress}, drain)
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, drain)
 	const chunks = 16
-	chunk := make([]byte, ProgressBytes)
-	c := dialBounded(t, addr)
+	chunk := make([]byte, httpguard.ProgressBytes)
+	c := filestest.DialBounded(t, addr)
 	begin := time.Now()
 	fmt.Fprintf(c, "PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", chunks*len(chunk))
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -157,7 +97,7 @@ func TestSteadyBodyOutlivesTheWindow(t *testing.T) {
 			t.Fatalf("steady body cut off after %v: %v", time.Since(begin), err)
 		}
 	}
-	code, msg := answer(t, c)
+	code, msg := filestest.MustAnswer(t, c)
 	took := time.Since(begin)
 	if code != 200 || msg != strconv.Itoa(chunks*len(chunk)) {
 		t.Errorf("steady PUT = %d %q, want 200 %d", code, msg, chunks*len(chunk))
@@ -214,11 +154,11 @@ func TestStalledResponseIsCutOff(t *testing.T) {
 			t.Parallel()
 			progress := 200 * time.Millisecond
 			result := make(chan error, 1)
-			addr := startGuarded(t, ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Length", strconv.Itoa(size))
 				result <- tc.write(w)
 			}))
-			c := dialBounded(t, addr)
+			c := filestest.DialBounded(t, addr)
 			fmt.Fprintf(c, "GET /f HTTP/1.1\r\nHost: x\r\n\r\n")
 			begin := time.Now()
 			select {
@@ -227,8 +167,8 @@ func TestStalledResponseIsCutOff(t *testing.T) {
 					t.Fatalf("%s of %d MiB to a client that reads nothing succeeded", tc.name, size>>20)
 				}
 				t.Logf("%s to a client that stopped reading failed after %v (progress timeout %v): %v", tc.name, time.Since(begin).Round(time.Millisecond), progress, err)
-			case <-time.After(bound):
-				t.Fatalf("%s to a client that stopped reading still blocked after %v", tc.name, bound)
+			case <-time.After(filestest.Bound):
+				t.Fatalf("%s to a client that stopped reading still blocked after %v", tc.name, filestest.Bound)
 			}
 		})
 	}
@@ -241,10 +181,10 @@ func TestSlowReaderCompletes(t *testing.T) {
 	const size = 32 << 20
 	file := sparseFile(t, size)
 	progress := 200 * time.Millisecond
-	addr := startGuarded(t, ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFile(w, r, file)
 	}))
-	c := dialBounded(t, addr)
+	c := filestest.DialBounded(t, addr)
 	begin := time.Now()
 	fmt.Fprintf(c, "GET /f HTTP/1.1\r\nHost: x\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -278,7 +218,7 @@ func TestSlowReaderCompletes(t *testing.T) {
 func TestLongHandlerKeepsItsContext(t *testing.T) {
 	t.Parallel()
 	progress := 100 * time.Millisecond
-	addr := startGuarded(t, ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		select {
 		case <-r.Context().Done():
@@ -291,9 +231,9 @@ func TestLongHandlerKeepsItsContext(t *testing.T) {
 		"PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
 		"GET /f HTTP/1.1\r\nHost: x\r\n\r\n",
 	} {
-		c := dialBounded(t, addr)
+		c := filestest.DialBounded(t, addr)
 		fmt.Fprint(c, req)
-		if code, msg := answer(t, c); code != 200 || msg != "done" {
+		if code, msg := filestest.MustAnswer(t, c); code != 200 || msg != "done" {
 			t.Errorf("%s: long handler answered %d %q, want 200 done", strings.Fields(req)[0], code, msg)
 		}
 	}
@@ -302,11 +242,11 @@ func TestLongHandlerKeepsItsContext(t *testing.T) {
 func TestHeaderAndIdleLimits(t *testing.T) {
 	t.Parallel()
 	const window = 200 * time.Millisecond
-	addr := startGuarded(t, ServerOptions{ReadHeaderTimeout: window, IdleTimeout: window, MaxHeaderBytes: 4096}, drain)
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ReadHeaderTimeout: window, IdleTimeout: window, MaxHeaderBytes: 4096}, drain)
 
 	t.Run("slow header", func(t *testing.T) {
 		t.Parallel()
-		c := dialBounded(t, addr)
+		c := filestest.DialBounded(t, addr)
 		fmt.Fprintf(c, "PUT /f HTTP/1.1\r\nHost: x\r\n") // and never the end
 		begin := time.Now()
 		if _, err := io.Copy(io.Discard, c); err != nil {
@@ -316,7 +256,7 @@ func TestHeaderAndIdleLimits(t *testing.T) {
 	})
 	t.Run("idle", func(t *testing.T) {
 		t.Parallel()
-		c := dialBounded(t, addr)
+		c := filestest.DialBounded(t, addr)
 		fmt.Fprintf(c, "GET /f HTTP/1.1\r\nHost: x\r\n\r\n")
 		br := bufio.NewReader(c)
 		resp, err := http.ReadResponse(br, nil)
@@ -333,17 +273,17 @@ func TestHeaderAndIdleLimits(t *testing.T) {
 	})
 	t.Run("header too large", func(t *testing.T) {
 		t.Parallel()
-		c := dialBounded(t, addr)
+		c := filestest.DialBounded(t, addr)
 		fmt.Fprintf(c, "GET /f HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("b", 16<<10))
-		if code, _ := answer(t, c); code != http.StatusRequestHeaderFieldsTooLarge {
+		if code, _ := filestest.MustAnswer(t, c); code != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("16 KiB header with a 4 KiB limit = %d, want 431", code)
 		}
 	})
 }
 
 func TestServerOptionsWithDefaults(t *testing.T) {
-	got := ServerOptions{IdleTimeout: time.Second, MaxHeaderBytes: -1}.WithDefaults()
-	want := ServerOptions{DefaultReadHeaderTimeout, time.Second, DefaultProgressTimeout, DefaultMaxHeaderBytes, DefaultShutdownTimeout}
+	got := httpguard.ServerOptions{IdleTimeout: time.Second, MaxHeaderBytes: -1}.WithDefaults()
+	want := httpguard.ServerOptions{httpguard.DefaultReadHeaderTimeout, time.Second, httpguard.DefaultProgressTimeout, httpguard.DefaultMaxHeaderBytes, httpguard.DefaultShutdownTimeout}
 	if got != want {
 		t.Errorf("WithDefaults() = %+v, want %+v", got, want)
 	}
