@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,28 +205,18 @@ func CheckListen(addr string, insecureNoAuth bool) error {
 }
 
 // requireToken accepts a request carrying one of tokens as a bearer token
-// or X-API-Key. Tokens are compared as SHA-256 digests in constant time, so
-// neither their content nor their length leaks through timing.
+// or X-API-Key (see httpguard.Tokens: no timing leak of content or
+// length).
 func requireToken(next http.Handler, tokens []string) http.Handler {
-	digests := make([][32]byte, len(tokens))
-	for i, t := range tokens {
-		digests[i] = sha256.Sum256([]byte(t))
-	}
+	accepted := httpguard.NewTokens(tokens...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		presented := r.Header.Get("X-API-Key")
-		if a := r.Header.Get("Authorization"); presented == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			presented = strings.TrimSpace(a[7:])
+		if presented == "" {
+			presented = httpguard.Bearer(r)
 		}
-		if presented != "" {
-			got := sha256.Sum256([]byte(presented))
-			ok := 0
-			for i := range digests {
-				ok |= subtle.ConstantTimeCompare(got[:], digests[i][:])
-			}
-			if ok == 1 {
-				next.ServeHTTP(w, r)
-				return
-			}
+		if accepted.Match(presented) {
+			next.ServeHTTP(w, r)
+			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="junction"`)
 		w.Header().Set("Content-Type", "application/json")

@@ -25,7 +25,6 @@ package plugin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +43,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/junction-mcp/junction/internal/httpguard"
 	toolboxv1 "github.com/junction-mcp/junction/toolbox/v1"
 	"github.com/junction-mcp/junction/toolbox/v1/toolboxv1connect"
 )
@@ -259,9 +259,9 @@ func (p *Plugin) Handler(token string) (string, http.Handler) {
 	if token == "" {
 		return path, h
 	}
-	want := []byte("Bearer " + token)
+	accepted := httpguard.NewTokens(token)
 	return path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		if !accepted.Match(httpguard.Bearer(r)) {
 			http.Error(w, "junction toolbox: bad or missing token", http.StatusUnauthorized)
 			return
 		}
