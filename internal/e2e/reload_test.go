@@ -22,7 +22,7 @@ import (
 
 // TestReloadSIGHUPUnderLoad drives "junction serve -config F" as an
 // operator does: a host keeps calling the tool of upstream a (the echo
-// upstream) while F is rewritten and junction gets SIGHUP, ten times, each
+// upstream) while F is rewritten and junction gets SIGHUP, twenty times, each
 // time waiting for the "config reloaded" line that says the change was
 // applied (no sleeps). It checks:
 //
@@ -79,6 +79,20 @@ func testReloadSIGHUP(t *testing.T, fast bool) {
 		{what: "remove b", config: server("a", "33s", "v4"), removed: 1},
 		{what: "add b again", config: server("a", "33s", "v4") + server("b", "30s", "b"), added: 1},
 		{what: "remove b again", config: server("a", "33s", "v4"), removed: 1},
+	}
+	// And ten more of the same kinds: twenty reloads under load in all.
+	for i := range 3 {
+		to := fmt.Sprintf("%ds", 34+i)
+		steps = append(steps, step{what: "timeout " + to, config: server("a", to, "v4"), updated: 1})
+	}
+	for i := range 3 {
+		arg := fmt.Sprintf("v%d", 5+i)
+		steps = append(steps, step{what: "args " + arg, config: server("a", "36s", arg), restarted: 1, newPID: true})
+	}
+	for range 2 {
+		steps = append(steps,
+			step{what: "add c", config: server("a", "36s", "v7") + server("c", "30s", "c"), added: 1},
+			step{what: "remove c", config: server("a", "36s", "v7"), removed: 1})
 	}
 	writeConfig(t, path, "servers:\n"+server("a", "30s", "v1"))
 	args := []string{"-insecure-no-auth", "-no-default-packs", "-config", path, fmt.Sprintf("-fast-path=%v", fast)}
