@@ -14,19 +14,13 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // pidAlive reports whether pid is a live process (zombies count as dead:
 // in a container PID 1 may never reap orphans).
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	state, _, ok := parseStat(b)
-	return ok && state != 'Z' && state != 'X'
-}
+func pidAlive(pid int) bool { return reaper.Alive(pid) }
 
 // readPids waits for the fake's pid file: "leader grandchild".
 func readPids(t *testing.T, file string) (leader, child int) {

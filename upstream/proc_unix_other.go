@@ -2,10 +2,10 @@
 
 package upstream
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 func setParentDeathSignal(*syscall.SysProcAttr) {}
-
-// groupAlive reports whether any process of the group pgid still exists.
-// except is for reapers, which exist on Linux only.
-func groupAlive(pgid, _ int) bool { return signalGroup(pgid, 0) }
+func clearParentDeathSignal(*exec.Cmd)          {}

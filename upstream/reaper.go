@@ -1,9 +1,6 @@
 package upstream
 
-import (
-	"os"
-	"sync/atomic"
-)
+import "github.com/junction-mcp/junction/internal/reaper"
 
 // EnableReaper makes every stdio server this program starts from then on
 // get a reaper: a small process, this same program run again, that
@@ -17,6 +14,10 @@ import (
 // signal ends it. When the program stops the server itself, it releases
 // the reaper, which exits without touching the group.
 //
+// It is one switch for the whole program: toolbox plugins started through
+// the toolbox package get reapers too (toolbox.EnableReaper is the same
+// switch).
+//
 // Call it first thing in main, before anything else runs: in a process
 // started as a reaper, EnableReaper never returns (it does the reaper's
 // work and exits); in any other process it only records that reapers may
@@ -27,23 +28,4 @@ import (
 // Reapers exist on Linux only, where a process group can be watched
 // through /proc; elsewhere EnableReaper does nothing. A reaper costs one
 // process per running stdio server.
-func EnableReaper() {
-	if os.Getenv(reaperEnv) == reaperEnvValue {
-		runReaper(os.Args) // does not return
-	}
-	reapersEnabled.Store(reaperSupported)
-}
-
-// reapersEnabled is set once, by EnableReaper at the start of main: it is
-// a property of the program (whether its main runs the reaper), not of
-// one registry, so it is process-wide.
-var reapersEnabled atomic.Bool
-
-// The reaper is this program started with reaperEnv=reaperEnvValue in its
-// environment and reaperName as argv[0] (both are checked, so a stray
-// variable alone does not turn a program into a reaper).
-const (
-	reaperEnv      = "JUNCTION_UPSTREAM_REAPER"
-	reaperEnvValue = "1"
-	reaperName     = "junction-upstream-reaper"
-)
+func EnableReaper() { reaper.Enable() }

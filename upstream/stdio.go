@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction/dataplane"
+	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,7 +59,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	cmd.Dir = t.cfg.Dir
 	cmd.Env = mergeEnv(os.Environ(), t.cfg.UnsetEnv, t.cfg.Env)
 	setProcessGroup(cmd)
-	reaping := reapersEnabled.Load()
+	reaping := reaper.Enabled()
 	if reaping {
 		clearParentDeathSignal(cmd)
 	}
@@ -104,7 +104,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		logger:     t.logger.With("pid", cmd.Process.Pid),
 		cmd:        cmd,
 		pgid:       cmd.Process.Pid,
-		stop:       t.cfg.stopTimeout(),
+		stop:       reaper.Stages{Grace: t.cfg.stopTimeout(), Term: t.cfg.stopTimeout()},
 		stdout:     stdoutR,
 		stderr:     stderrR,
 		exited:     make(chan struct{}),
@@ -114,7 +114,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if reaping {
 		// The leader cannot have been reaped yet (only c.wait does that),
 		// so its group exists to be joined.
-		if c.reaper, err = startReaper(c.pgid, c.stop); err != nil {
+		if c.reaper, err = reaper.Start(c.pgid, c.stop); err != nil {
 			c.logger.Warn("no reaper for the server: it may outlive this program if the program is killed", "error", err)
 		}
 	}
@@ -173,8 +173,8 @@ type stdioConn struct {
 	logger *slog.Logger
 	cmd    *exec.Cmd
 	pgid   int
-	stop   time.Duration
-	reaper *reaper // nil without one; released by Close
+	stop   reaper.Stages  // each stage the stop timeout
+	reaper *reaper.Reaper // nil without one; released by Close
 
 	stdout *os.File
 	stderr *os.File
@@ -284,46 +284,14 @@ func (c *stdioConn) wait() {
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.ServerConn.Close() // closes stdin
-		c.closeErr = stopGroup(c.pgid, c.stop, c.logger, c.waitGroupGone, c.cmd.Process)
-		c.reaper.release()
+		c.closeErr = reaper.StopGroup(c.pgid, c.stop, c.logger, c.waitGroupGone, c.cmd.Process)
+		c.reaper.Release()
 		c.stdout.Close()
 		c.stderr.Close()
 		c.ServerConn.Wait()
 		c.wg.Wait()
 	})
 	return c.closeErr
-}
-
-// stopGroup stops the process group pgid, whose stdin has been closed:
-// it waits for the group to exit, then sends SIGTERM and waits, then
-// SIGKILL and waits. gone(d) waits up to d for the group to be gone.
-// leader, if not nil, is signalled as well, for systems without process
-// groups. Both Close and a reaper run it.
-func stopGroup(pgid int, stop time.Duration, logger *slog.Logger, gone func(time.Duration) bool, leader *os.Process) error {
-	// Stage 1: stdin is closed; a well-behaved server exits.
-	if gone(stop) {
-		return nil
-	}
-	// Stage 2: SIGTERM to the whole group.
-	logger.Debug("server still running after stdin closed; sending SIGTERM to its process group")
-	if !signalGroup(pgid, sigTerm) && leader != nil {
-		leader.Signal(sigTermOS) // no process group: the leader only
-	}
-	if gone(stop) {
-		return nil
-	}
-	// Stage 3: SIGKILL.
-	logger.Warn("server ignored SIGTERM; killing its process group")
-	signalGroup(pgid, sigKill)
-	if leader != nil {
-		leader.Kill() // the leader, where there are no process groups
-	}
-	// SIGKILL cannot be ignored; give a loaded machine time to finish the
-	// job rather than report a failure.
-	if gone(max(stop, 5*time.Second)) {
-		return nil
-	}
-	return errors.New("server process group did not exit after SIGKILL")
 }
 
 // waitGroupGone waits up to d for the leader to exit and the rest of its
@@ -337,20 +305,5 @@ func (c *stdioConn) waitGroupGone(d time.Duration) bool {
 	case <-deadline.C:
 		return false
 	}
-	return pollGroupGone(c.pgid, c.reaper.pid(), deadline.C)
-}
-
-// pollGroupGone polls until no live process but except is left in the
-// process group pgid (true), or until deadline fires (false).
-func pollGroupGone(pgid, except int, deadline <-chan time.Time) bool {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for groupAlive(pgid, except) {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			return false
-		}
-	}
-	return true
+	return reaper.WaitGone(c.pgid, c.reaper.PID(), deadline.C)
 }

@@ -10,13 +10,14 @@ import (
 	"syscall"
 
 	"github.com/junction-mcp/junction/internal/cli"
-	"github.com/junction-mcp/junction/upstream"
+	"github.com/junction-mcp/junction/internal/reaper"
 )
 
 func main() {
-	// First: in a process junction started as an upstream's reaper, this
-	// does the reaper's work and exits (see upstream.EnableReaper).
-	upstream.EnableReaper()
+	// First: in a process junction started as a reaper (of a stdio
+	// server's, a plugin's or a command's process group), this does the
+	// reaper's work and exits; see internal/reaper.
+	reaper.Enable()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
