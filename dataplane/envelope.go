@@ -319,3 +319,42 @@ func cancelledID(msg []byte) (json.RawMessage, bool) {
 	}
 	return reqID, true
 }
+
+// cacheFields are the members a 2026-07-28 result has at its top level
+// that no earlier revision defines: go-sdk writes them to every client.
+var cacheFields = [][]byte{[]byte(`"ttlMs"`), []byte(`"cacheScope"`)}
+
+// olderResult returns msg, a JSON-RPC message, for a client before
+// protocol 2026-07-28: a result without the members that revision added
+// (cacheFields). Anything else is returned as it is.
+func olderResult(msg []byte) []byte {
+	if !bytes.Contains(msg, cacheFields[0]) && !bytes.Contains(msg, cacheFields[1]) {
+		return msg
+	}
+	s, e, ok := member(msg, "result")
+	if !ok || msg[s] != '{' {
+		return msg
+	}
+	res := msg[s:e]
+	kept := make([]byte, 0, len(res))
+	kept = append(kept, '{')
+	dropped := false
+	rawjson.ObjectSpans(res, func(key []byte, vs, ve int) {
+		if k := string(key); k == "ttlMs" || k == "cacheScope" {
+			dropped = true
+			return
+		}
+		if len(kept) > 1 {
+			kept = append(kept, ',')
+		}
+		kept = append(kept, '"')
+		kept = append(kept, key...)
+		kept = append(kept, `":`...)
+		kept = append(kept, res[vs:ve]...)
+	})
+	if !dropped {
+		return msg
+	}
+	kept = append(kept, '}')
+	return replaceMember(msg, "result", kept)
+}

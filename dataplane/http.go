@@ -176,7 +176,7 @@ func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, 
 		}
 		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' {
 			var done func()
-			w, body, done = calls.around(w, r.Header.Get("Mcp-Session-Id"), body)
+			w, body, done = calls.around(w, r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Protocol-Version"), body)
 			defer done()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

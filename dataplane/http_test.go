@@ -413,3 +413,53 @@ func TestHTTPFastPathStateless(t *testing.T) {
 		t.Errorf("raw calls %d, ordinary calls %d; want 1 and 1", raw.Load(), f.slow.Load())
 	}
 }
+
+// A client before 2026-07-28 gets list results without that revision's
+// members (ttlMs, cacheScope), which go-sdk writes to every client; a
+// 2026-07-28 client keeps them. Over HTTP, as JSON and as SSE, and over
+// stdio.
+func TestOlderClientsGetOlderResults(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	for _, json := range []bool{false, true} {
+		srv := startHTTPFast(t, f, HTTPOptions{JSONResponse: json})
+		sid := rawSession(t, srv.URL)
+		resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		body, _ := io.ReadAll(resp.Body)
+		if !bytes.Contains(body, []byte(`"s__echo"`)) || bytes.Contains(body, []byte("ttlMs")) || bytes.Contains(body, []byte("cacheScope")) {
+			t.Errorf("tools/list for a 2025-11-25 session (JSON answers %v): %s", json, body)
+		}
+	}
+	srv := startHTTPFast(t, f, HTTPOptions{})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !bytes.Contains(body, []byte(`"ttlMs"`)) || !bytes.Contains(body, []byte(`"cacheScope"`)) {
+		t.Errorf("tools/list for a 2026-07-28 client lost its cache fields: %s", body)
+	}
+}
+
+func TestOlderResult(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"result":{"ttlMs":0,"cacheScope":"public","tools":[{"name":"ttlMs"}]}}`: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"ttlMs"}]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`:                                        `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`:               `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`,
+		`{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`:                                               `{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`,
+	} {
+		if got := string(olderResult([]byte(in))); got != want {
+			t.Errorf("olderResult(%s) = %s, want %s", in, got, want)
+		}
+	}
+	ev := "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"ttlMs\":0,\"prompts\":[]}}\n\n"
+	if got := string(olderMessage([]byte(ev))); got != "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"prompts\":[]}}\n\n" {
+		t.Errorf("olderMessage(SSE event) = %q", got)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"github.com/junction-mcp/junction"
 )
 
 // What the plane does around go-sdk's HTTP handler, for the requests it
@@ -30,17 +32,23 @@ type sdkCall struct {
 	sdkID     []byte // the id as go-sdk writes it in the answer
 	ours      []byte // the plane's id, if go-sdk got one in place of the host's
 	host      []byte // the host's id, as sent
+	older     bool   // the client is before 2026-07-28: see olderResult
 	cancelled atomic.Bool
 }
 
 // around prepares the POSTed message body on session sid for go-sdk: it
 // returns the writer and body to hand to go-sdk, and a func to call once
 // go-sdk is done with them.
-func (t *sdkCalls) around(w http.ResponseWriter, sid string, body []byte) (http.ResponseWriter, []byte, func()) {
+//
+// version is the request's Mcp-Protocol-Version: a client before
+// 2026-07-28 (or one that sends none, as before 2025-06-18) gets results
+// without that revision's members.
+func (t *sdkCalls) around(w http.ResponseWriter, sid, version string, body []byte) (http.ResponseWriter, []byte, func()) {
 	ms, me, hasMethod := member(body, "method")
 	if !hasMethod {
 		return w, body, func() {} // a response to go-sdk's own request
 	}
+	older := version < junction.StatelessProtocolVersion
 	if string(body[ms:me]) == `"notifications/cancelled"` && sid != "" {
 		if s, e, ok := cancelledRequestID(body); ok {
 			t.mu.Lock()
@@ -53,10 +61,10 @@ func (t *sdkCalls) around(w http.ResponseWriter, sid string, body []byte) (http.
 	}
 	s, e, hasID := member(body, "id")
 	body, ours := t.ids.toSDK(sid, body)
-	if !hasID || sid == "" && ours == "" {
+	if !hasID || sid == "" && ours == "" && !older {
 		return w, body, func() {}
 	}
-	c := &sdkCall{ResponseWriter: w, host: bytes.Clone(body[s:e]), sdkID: bytes.Clone(body[s:e])}
+	c := &sdkCall{ResponseWriter: w, host: bytes.Clone(body[s:e]), sdkID: bytes.Clone(body[s:e]), older: older}
 	if ours != "" {
 		c.host, _ = t.ids.hostID(ours)
 		c.ours = ourJSON(ours)
@@ -86,7 +94,7 @@ func (t *sdkCalls) around(w http.ResponseWriter, sid string, body []byte) (http.
 }
 
 func (c *sdkCall) WriteHeader(code int) {
-	if c.ours != nil || c.cancelled.Load() {
+	if c.ours != nil || c.older || c.cancelled.Load() {
 		c.Header().Del("Content-Length") // the body changes
 	}
 	c.ResponseWriter.WriteHeader(code)
@@ -96,13 +104,42 @@ func (c *sdkCall) Write(p []byte) (int, error) {
 	if c.cancelled.Load() && c.answers(p) {
 		return len(p), nil
 	}
-	if c.ours != nil && bytes.Contains(p, c.ours) {
-		if _, err := c.ResponseWriter.Write(bytes.ReplaceAll(p, c.ours, c.host)); err != nil {
-			return 0, err
-		}
-		return len(p), nil
+	q := p
+	if c.older {
+		q = olderMessage(q)
 	}
-	return c.ResponseWriter.Write(p)
+	if c.ours != nil && bytes.Contains(q, c.ours) {
+		q = bytes.ReplaceAll(q, c.ours, c.host)
+	}
+	if _, err := c.ResponseWriter.Write(q); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// olderMessage is olderResult for p, a JSON body or one SSE event
+// ("data: " then the message, on one line).
+func olderMessage(p []byte) []byte {
+	if !bytes.Contains(p, cacheFields[0]) && !bytes.Contains(p, cacheFields[1]) {
+		return p
+	}
+	if t := bytes.TrimSpace(p); len(t) > 0 && t[0] == '{' {
+		return olderResult(t)
+	}
+	i := bytes.Index(p, []byte("data: "))
+	if i < 0 {
+		return p
+	}
+	start := i + len("data: ")
+	end := len(p)
+	if j := bytes.IndexByte(p[start:], '\n'); j >= 0 {
+		end = start + j
+	}
+	msg := olderResult(p[start:end])
+	out := make([]byte, 0, len(p))
+	out = append(out, p[:start]...)
+	out = append(out, msg...)
+	return append(out, p[end:]...)
 }
 
 // answers reports whether p, a JSON body or an SSE event, is go-sdk's

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -264,6 +265,9 @@ type conn struct {
 	readErr   error
 
 	ids idMap // the hosts' ids go-sdk would change (see ids.go)
+	// older: the host negotiated a revision before 2026-07-28, so results
+	// go without that revision's members (olderResult).
+	older atomic.Bool
 
 	pendMu  sync.Mutex
 	pending map[jsonrpc.ID]bool // requests read and not yet answered: true once the host cancelled it
@@ -393,6 +397,19 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if ours, ok := idFromSDK(resp.ID); ok {
 			if host, ok := c.ids.restore("", ours); ok {
 				b = replaceMember(b, "id", host)
+			}
+		}
+		switch {
+		case c.older.Load():
+			b = olderResult(b)
+		case resp.Result != nil && bytes.Contains(resp.Result, []byte(`"protocolVersion"`)):
+			// The answer to initialize: a host before 2026-07-28 gets
+			// results without that revision's members from now on.
+			var init struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(resp.Result, &init) == nil && init.ProtocolVersion != "" && init.ProtocolVersion < junction.StatelessProtocolVersion {
+				c.older.Store(true)
 			}
 		}
 	}

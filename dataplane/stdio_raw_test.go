@@ -596,3 +596,23 @@ func TestOneLine(t *testing.T) {
 		t.Errorf("oneLine changed the meaning: %s (%v)", in, err)
 	}
 }
+
+// Over stdio, a host that negotiated 2025-11-25 gets list results without
+// 2026-07-28's ttlMs and cacheScope; a 2026-07-28 host (no initialize)
+// keeps them.
+func TestServeStdioOlderResults(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	h := startFast(t, f, junction.Selection{})
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	res, _ := h.recv(t)["result"].(map[string]any)
+	if _, ok := res["ttlMs"]; ok || res["cacheScope"] != nil || res["tools"] == nil {
+		t.Errorf("tools/list for a 2025-11-25 host: %v", res)
+	}
+	modern := startFast(t, f, junction.Selection{})
+	modern.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	res, _ = modern.recv(t)["result"].(map[string]any)
+	if _, ok := res["ttlMs"]; !ok || res["cacheScope"] == nil {
+		t.Errorf("tools/list for a 2026-07-28 host lost its cache fields: %v", res)
+	}
+}
