@@ -450,9 +450,9 @@ func TestOlderClientsGetOlderResults(t *testing.T) {
 func TestOlderResult(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"jsonrpc":"2.0","id":1,"result":{"ttlMs":0,"cacheScope":"public","tools":[{"name":"ttlMs"}]}}`: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"ttlMs"}]}}`,
-		`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`:                                        `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`,
-		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`:               `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`,
-		`{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`:                                               `{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`:                                       `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`:             `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`,
+		`{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`:                                            `{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`,
 	} {
 		if got := string(olderResult([]byte(in))); got != want {
 			t.Errorf("olderResult(%s) = %s, want %s", in, got, want)
