@@ -10,12 +10,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/junction-mcp/junction/internal/reaper"
 )
 
 // goPluginPath is the example Go plugin, built once by TestMain.
 var goPluginPath string
 
 func TestMain(m *testing.M) {
+	reaper.RunIfReaper() // the reapers of reaper_test.go run this binary
 	dir, err := os.MkdirTemp("", "toolbox-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -16,6 +16,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/junction-mcp/junction/toolbox/plugin"
 	toolboxv1 "github.com/junction-mcp/junction/toolbox/v1"
 )
@@ -143,6 +144,13 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 	pid := c.Process.Pid
 	log := s.logger.With("pid", pid)
 	log.Info("plugin started", "command", cmd.String())
+	// Before anything reaps the plugin, so that its group exists to be
+	// joined. The reaper stops the group as stop does if this program
+	// dies, and pins the group's id until it is released.
+	rp, err := reaper.Start(pid, reaper.Stages{Term: s.opts.StopTimeout})
+	if err != nil {
+		log.Warn("no reaper for the plugin: it may outlive this program if the program is killed", "error", err)
+	}
 
 	var readers sync.WaitGroup
 	handshake := make(chan string, 1)
@@ -168,7 +176,8 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 		if !exitSeen {
 			exitErr = s.stop(c, exited)
 		}
-		killGroup(pid)
+		killGroup(pid) // the reaper too: the group is still pinned until now
+		rp.Release()
 		// A grandchild holding the pipes open is dead now; close our ends
 		// anyway so the readers cannot outlive us.
 		closer := time.AfterFunc(time.Second, func() { outR.Close(); errR.Close() })
