@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction/internal/httpguard"
+	"github.com/junction-mcp/junction/internal/reaper"
 )
 
 // DeployOptions configure a [DeployHost]. A nil *DeployOptions is the
@@ -258,7 +259,9 @@ func (d *DeployHost) run(ctx context.Context, uuid string) ([]byte, error) {
 	out := &headBuffer{max: commandOutputMax}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	// Its own process group, killed when the command ends (its timeout,
+	// the request's end, or its exit), and reaped if the host dies.
+	err := reaper.Run(cmd)
 	return out.buf.Bytes(), err
 }
 

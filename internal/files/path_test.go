@@ -7,9 +7,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/junction-mcp/junction/internal/reaper"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	reaper.RunIfReaper() // the reapers of deploy commands run this binary
+	goleak.VerifyTestMain(m)
+}
 
 func TestMapPath(t *testing.T) {
 	tests := []struct {

@@ -5,6 +5,7 @@ package reaper
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,6 +30,10 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // members returns the live processes of the group pgid.

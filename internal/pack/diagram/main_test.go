@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	reaper.RunIfReaper() // the reapers of command nodes run this binary
 	goleak.VerifyTestMain(m)
 }
 

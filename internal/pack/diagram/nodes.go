@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/reaper"
 )
 
 // Default per-node timeouts, when the node sets none.
@@ -170,8 +172,9 @@ func (e *engine) runCommand(ctx context.Context, n *Node, data map[string]any) (
 	stderr := &capped{max: limit}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 2 * time.Second
-	setProcessGroup(cmd)
-	err := cmd.Run()
+	// Its own process group, killed when the node ends (its timeout, the
+	// run's end, or its exit), and reaped if the hub dies.
+	err := reaper.Run(cmd)
 	code := 0
 	if cmd.ProcessState != nil {
 		code = cmd.ProcessState.ExitCode()

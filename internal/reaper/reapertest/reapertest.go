@@ -18,6 +18,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +67,39 @@ func WaitGone(pgid int, within time.Duration) []int {
 		left = Members(pgid)
 	}
 	return left
+}
+
+// WritePID is a shell command that writes the shell's pid to file, at
+// once (a rename): started in a group of its own, the shell is the
+// group's leader, so the pid is the group's id. [ReadPID] reads it.
+func WritePID(file string) string {
+	return "echo $$ > " + file + ".tmp && mv " + file + ".tmp " + file
+}
+
+// ReadPID waits up to 20s for file to hold a pid and returns it.
+func ReadPID(t testing.TB, file string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(file)
+		if pid, aerr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && aerr == nil && pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s after 20s", file)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// WaitReaper polls for up to 10s for a reaper in the group pgid and
+// returns its pid, or 0.
+func WaitReaper(pgid int) int {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if rp := Of(pgid); rp != 0 || time.Now().After(deadline) {
+			return rp
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
