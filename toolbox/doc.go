@@ -16,7 +16,9 @@
 // [github.com/junction-mcp/junction/toolbox/plugin]), logs the plugin's
 // stderr under the source's name, checks its health with Identity calls,
 // restarts it with backoff when it dies, and on Close stops it with
-// SIGTERM, then SIGKILL, reaping its whole process group.
+// SIGTERM, then SIGKILL, reaping its whole process group. A program that
+// calls [EnableReaper] first thing in main has the group stopped the same
+// way if the program itself is killed (Linux).
 //
 // [NewURL] talks to a toolbox service that runs on its own, over Connect,
 // gRPC or gRPC-Web, on HTTP/1.1 or h2c.

@@ -50,7 +50,8 @@ func (c Command) String() string {
 //     for a minute), for as long as the source is open;
 //   - the plugin runs in its own process group, and the whole group is
 //     killed when the plugin exits or is stopped, so helpers it started are
-//     reaped too.
+//     reaped too; once [EnableReaper] has run, a reaper in the group stops
+//     it if this program dies first.
 //
 // NewPlugin returns at once; calls wait (up to ReadyTimeout) for the
 // first handshake. It fails only when cmd cannot be found.
