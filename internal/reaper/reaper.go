@@ -23,6 +23,10 @@
 //	... // stop the group (the reaper pins its id until released)
 //	r.Release()
 //
+// A command that runs to an end (a diagram's command node, a deploy
+// command) needs only [Run], which does all of that and also kills what
+// the command leaves running in its group when it exits.
+//
 // # Overview
 //
 //	program ─────── pipe ───────▶ reaper ─┐
