@@ -23,13 +23,21 @@ import (
 // command after "--", a URL, or (neither) the hub the hub flags describe,
 // run in-process.
 type targetFlags struct {
-	url       string
-	transport string
-	headers   stringList
-	token     string
-	timeout   time.Duration
-	hub       hubFlags
+	url        string
+	transport  string
+	headers    stringList
+	token      string
+	timeout    time.Duration
+	reconnects int
+	hub        hubFlags
 }
+
+// defaultReconnects bounds how often a client command resumes a dropped
+// Streamable HTTP stream in a row without receiving anything new. go-sdk
+// waits between attempts (the server's SSE retry delay, or 1 to 2 s,
+// growing 1.5 times per attempt), so three attempts give up within about
+// ten seconds on a server that keeps dropping, well inside -timeout.
+const defaultReconnects = 3
 
 func (f *targetFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "talk to the MCP server at `URL` (Streamable HTTP, or legacy SSE with -transport sse)")
@@ -37,6 +45,7 @@ func (f *targetFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.headers, "header", "send this HTTP `header` (\"Name: value\"; repeatable)")
 	fs.StringVar(&f.token, "token", "", "send Authorization: Bearer `token` (default: $JUNCTION_TOKEN)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up after this long")
+	fs.IntVar(&f.reconnects, "reconnects", defaultReconnects, "with -url over Streamable HTTP: resume a dropped stream up to `n` times in a row without progress (0: never)")
 	f.hub.register(fs)
 	// A client command's own hub should stay quiet unless asked.
 	fs.Lookup("log-level").DefValue = "warn"
@@ -49,7 +58,13 @@ The server is one of:
   -- COMMAND [ARGS...]   an MCP server run as a child process over stdio
   -url URL              an MCP server over Streamable HTTP (or -transport sse)
   (neither)             the hub that junction itself would serve with the
-                        same -pack/-preset/-tool flags, run in-process`
+                        same -pack/-preset/-tool flags, run in-process
+
+Over Streamable HTTP, when the server closes or loses a response stream
+before the answer arrives, the client reconnects and asks for the events it
+missed (Last-Event-ID), after the server's retry delay or 1 to 2 s, growing;
+-reconnects bounds the attempts in a row that bring nothing new, and
+-timeout bounds the whole command.`
 
 // connect opens a client session to the target. args are the command's
 // positional arguments after flag parsing. The caller closes the session.
@@ -60,6 +75,9 @@ func (f *targetFlags) connect(ctx context.Context, env *Env, args []string, dash
 			fmt.Fprintf(env.Stderr, "[%s] %v\n", req.Params.Level, req.Params.Data)
 		},
 	})
+	if f.reconnects < 0 {
+		return nil, nil, usageErrorf("-reconnects %d: want 0 or more", f.reconnects)
+	}
 	switch {
 	case dashDash && f.url != "":
 		return nil, nil, usageErrorf("give either -url or -- COMMAND, not both")
@@ -80,7 +98,13 @@ func (f *targetFlags) connect(ctx context.Context, env *Env, args []string, dash
 		var t mcp.Transport
 		switch strings.ToLower(f.transport) {
 		case "http", "streamable", "streamable-http", "":
-			t = &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+			// go-sdk reads MaxRetries 0 as its default (5) and a negative
+			// value as "never".
+			retries := f.reconnects
+			if retries == 0 {
+				retries = -1
+			}
+			t = &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc, MaxRetries: retries, DisableStandaloneSSE: true}
 		case "sse":
 			t = &mcp.SSEClientTransport{Endpoint: f.url, HTTPClient: hc}
 		default:
