@@ -29,6 +29,7 @@ type targetFlags struct {
 	token      string
 	timeout    time.Duration
 	reconnects int
+	elicit     string
 	hub        hubFlags
 }
 
@@ -45,6 +46,7 @@ func (f *targetFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.headers, "header", "send this HTTP `header` (\"Name: value\"; repeatable)")
 	fs.StringVar(&f.token, "token", "", "send Authorization: Bearer `token` (default: $JUNCTION_TOKEN)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up after this long")
+	fs.StringVar(&f.elicit, "elicit", elicitAsk, "answer the server's requests for input: `mode` ask (on the terminal), defaults, decline or cancel")
 	fs.IntVar(&f.reconnects, "reconnects", defaultReconnects, "with -url over Streamable HTTP: resume a dropped stream up to `n` times in a row without progress (0: never)")
 	f.hub.register(fs)
 	// A client command's own hub should stay quiet unless asked.
@@ -64,20 +66,40 @@ Over Streamable HTTP, when the server closes or loses a response stream
 before the answer arrives, the client reconnects and asks for the events it
 missed (Last-Event-ID), after the server's retry delay or 1 to 2 s, growing;
 -reconnects bounds the attempts in a row that bring nothing new, and
--timeout bounds the whole command.`
+-timeout bounds the whole command.
+` + elicitAbout
 
 // connect opens a client session to the target. args are the command's
-// positional arguments after flag parsing. The caller closes the session.
+// positional arguments after flag parsing. The caller calls the returned
+// function to close the session.
 func (f *targetFlags) connect(ctx context.Context, env *Env, args []string, dashDash bool) (*mcp.ClientSession, func(), error) {
+	switch f.elicit {
+	case elicitAsk, elicitDefaults, elicitDecline, elicitCancel:
+	default:
+		return nil, nil, usageErrorf("-elicit %q: use ask, defaults, decline or cancel", f.elicit)
+	}
+	if f.reconnects < 0 {
+		return nil, nil, usageErrorf("-reconnects %d: want 0 or more", f.reconnects)
+	}
+	el := newElicitor(f.elicit, env.Stdin, env.Stderr)
 	client := mcp.NewClient(&mcp.Implementation{Name: "junction-cli", Version: buildinfo.Version()}, &mcp.ClientOptions{
 		// Show upstream log messages on stderr, as a human would want.
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			fmt.Fprintf(env.Stderr, "[%s] %v\n", req.Params.Level, req.Params.Data)
 		},
+		// Declares the elicitation capability (form mode).
+		ElicitationHandler: el.handle,
 	})
-	if f.reconnects < 0 {
-		return nil, nil, usageErrorf("-reconnects %d: want 0 or more", f.reconnects)
+	cs, closeFn, err := f.dial(ctx, env, client, args, dashDash)
+	if err != nil {
+		el.stop()
+		return nil, nil, err
 	}
+	return cs, func() { closeFn(); el.stop() }, nil
+}
+
+// dial connects client to the target.
+func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, args []string, dashDash bool) (*mcp.ClientSession, func(), error) {
 	switch {
 	case dashDash && f.url != "":
 		return nil, nil, usageErrorf("give either -url or -- COMMAND, not both")
