@@ -113,7 +113,7 @@ func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, ar
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, nil, usageErrorf("-url %q: want an http:// or https:// URL", f.url)
 		}
-		hc, err := f.httpClient(env)
+		hc, err := f.httpClient(ctx, env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -126,13 +126,17 @@ func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, ar
 			if retries == 0 {
 				retries = -1
 			}
-			t = &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc, MaxRetries: retries, DisableStandaloneSSE: true}
+			// The standalone stream (a GET opened after initialize) stays
+			// on: servers send requests there that belong to no request
+			// of ours, elicitation among them (the TypeScript SDK's
+			// Server.elicitInput does).
+			t = &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc, MaxRetries: retries}
 		case "sse":
 			t = &mcp.SSEClientTransport{Endpoint: f.url, HTTPClient: hc}
 		default:
 			return nil, nil, usageErrorf("-transport %q: use http or sse", f.transport)
 		}
-		cs, err := client.Connect(ctx, t, nil)
+		cs, err := connectWithin(ctx, client, t)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to %s: %w", f.url, err)
 		}
@@ -161,9 +165,41 @@ func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, ar
 	}
 }
 
+// connectWithin is client.Connect, returning when ctx is done even if
+// Connect has not: over Streamable HTTP, Connect waits for the standalone
+// stream's GET on a context of its own, and retries it with pauses of
+// seconds. An abandoned Connect ends by itself soon after (its requests
+// fail at once, see [headerTransport]), and its goroutine closes the
+// session it may still get.
+func connectWithin(ctx context.Context, client *mcp.Client, t mcp.Transport) (*mcp.ClientSession, error) {
+	type connected struct {
+		cs  *mcp.ClientSession
+		err error
+	}
+	result := make(chan connected)
+	abandoned := make(chan struct{})
+	go func() {
+		cs, err := client.Connect(ctx, t, nil)
+		select {
+		case result <- connected{cs, err}:
+		case <-abandoned:
+			if cs != nil {
+				cs.Close()
+			}
+		}
+	}()
+	select {
+	case r := <-result:
+		return r.cs, r.err
+	case <-ctx.Done():
+		close(abandoned)
+		return nil, ctx.Err()
+	}
+}
+
 // httpClient returns a client that adds -header and -token to every
-// request.
-func (f *targetFlags) httpClient(env *Env) (*http.Client, error) {
+// request, and ends every request when ctx (the command's) is done.
+func (f *targetFlags) httpClient(ctx context.Context, env *Env) (*http.Client, error) {
 	h := http.Header{}
 	for _, kv := range f.headers {
 		name, value, ok := strings.Cut(kv, ":")
@@ -181,23 +217,53 @@ func (f *targetFlags) httpClient(env *Env) (*http.Client, error) {
 	if token != "" && h.Get("Authorization") == "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, header: h}}, nil
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, header: h, ctx: ctx}}, nil
 }
 
+// headerTransport adds header to each request and ties each request to
+// ctx. go-sdk sends some requests on a context of its own, detached from
+// the command's: the standalone stream's GET (opened inside Connect, which
+// waits for its response headers), reconnections and the closing DELETE.
+// Without the tie, a server that never answers that GET would hold the
+// command past -timeout and past Ctrl-C.
 type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
+	ctx    context.Context
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.header) == 0 {
-		return t.base.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(t.ctx, cancel)
+	end := func() { stop(); cancel() }
+	r = r.Clone(ctx)
 	for k, v := range t.header {
 		r.Header[k] = v
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		end()
+		if t.ctx.Err() != nil {
+			return nil, t.ctx.Err() // say why: -timeout or an interrupt
+		}
+		return nil, err
+	}
+	resp.Body = &endingBody{ReadCloser: resp.Body, end: end}
+	return resp, nil
+}
+
+// endingBody calls end once the body is closed, releasing the request's
+// tie to the command's context.
+type endingBody struct {
+	io.ReadCloser
+	end  func()
+	once sync.Once
+}
+
+func (b *endingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.end)
+	return err
 }
 
 // splitDashDash splits args at the first "--", which flag parsing would

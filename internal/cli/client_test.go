@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -185,3 +186,33 @@ func (w *retryWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController flush the underlying writer.
 func (w *retryWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestToolsListEndsAtTimeoutWhenTheServerNeverAnswersItsGET: the server
+// accepts the standalone stream's GET and never answers it; the command
+// still ends at -timeout with an error, instead of waiting forever inside
+// go-sdk's Connect.
+func TestToolsListEndsAtTimeoutWhenTheServerNeverAnswersItsGET(t *testing.T) {
+	t.Parallel()
+	rs := newResumableServer(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				<-r.Context().Done() // until the client gives up
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	done := make(chan string, 1)
+	go func() {
+		_, errOut, code := run(t, nil, "tools", "list", "-url", rs.URL, "-timeout", "500ms")
+		done <- fmt.Sprintf("exit %d, stderr %q", code, errOut)
+	}()
+	select {
+	case got := <-done:
+		if !strings.Contains(got, "exit 1") || !strings.Contains(got, "context deadline exceeded") {
+			t.Errorf("tools list against a server that never answers its GET: %s; want exit 1 and the deadline", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("tools list -timeout 500ms still running after 30 s: the standalone stream's GET is not bounded by -timeout")
+	}
+}

@@ -17,26 +17,46 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// elicitingServer serves one tool, "ask", over Streamable HTTP: it asks
-// the client for input with schema and answers with the client's
-// ElicitResult as JSON text.
+// elicitingServer serves two tools over Streamable HTTP, each asking the
+// client for input with schema and answering with the client's
+// ElicitResult as JSON text. "ask" asks within the call, so go-sdk sends
+// the request on the call's response stream; "ask_apart" asks on a context
+// that carries nothing of the call, so go-sdk sends it on the standalone
+// stream (the GET), as servers built on the TypeScript SDK's
+// Server.elicitInput do.
 func elicitingServer(t *testing.T, schema string) string {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "eliciting", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Tell me about you.", RequestedSchema: json.RawMessage(schema)})
-		if err != nil {
-			return nil, nil, err
+	ask := func(apart bool) mcp.ToolHandlerFor[map[string]any, any] {
+		return func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+			if apart {
+				apartCtx, cancel := context.WithCancel(context.Background())
+				defer context.AfterFunc(ctx, cancel)()
+				defer cancel()
+				ctx = apartCtx
+			}
+			return elicitAndReport(ctx, req, schema)
 		}
-		b, err := json.Marshal(res)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
-	})
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, ask(false))
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_apart"}, ask(true))
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// elicitAndReport asks the client for input and answers with its result
+// as JSON text.
+func elicitAndReport(ctx context.Context, req *mcp.CallToolRequest, schema string) (*mcp.CallToolResult, any, error) {
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Tell me about you.", RequestedSchema: json.RawMessage(schema)})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 }
 
 // elicitResult decodes the "ask" tool's output.
@@ -108,6 +128,15 @@ func TestElicitWithoutAsking(t *testing.T) {
 		})
 	}
 
+	t.Run("asked on the standalone stream", func(t *testing.T) {
+		out, errOut, code := run(t, nil, "tools", "call", "ask_apart", "-url", url, "-elicit", "defaults", "-timeout", "10s")
+		if code != 0 {
+			t.Fatalf("tools call ask_apart -elicit defaults: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		}
+		if action, content := elicitResult(t, out); action != "accept" || content["name"] != "John Doe" {
+			t.Errorf("action %q, content %v; want accept with the defaults", action, content)
+		}
+	})
 	t.Run("defaults without a default for a required field", func(t *testing.T) {
 		url := elicitingServer(t, `{"type":"object","properties":{"age":{"type":"integer"}},"required":["age"]}`)
 		_, errOut, code := run(t, nil, "tools", "call", "ask", "-url", url, "-elicit", "defaults")
