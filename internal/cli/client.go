@@ -8,14 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sync"
-
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/upstream"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
