@@ -54,12 +54,14 @@ const step = 50 * time.Millisecond
 
 // JSONSchema202012 is the input schema of json_schema_2020_12_tool, served
 // verbatim: the suite checks that $schema, $defs and additionalProperties
-// survive.
+// survive (SEP-1613), and the composition (allOf/anyOf), conditional
+// (if/then/else) and $anchor keywords too (SEP-2106).
 const JSONSchema202012 = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "$defs": {
     "address": {
+      "$anchor": "addressDef",
       "type": "object",
       "properties": {
         "street": {"type": "string"},
@@ -69,8 +71,15 @@ const JSONSchema202012 = `{
   },
   "properties": {
     "name": {"type": "string"},
-    "address": {"$ref": "#/$defs/address"}
+    "address": {"$ref": "#/$defs/address"},
+    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+    "phone": {"type": "string"},
+    "email": {"type": "string"}
   },
+  "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+  "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+  "then": {"required": ["phone"]},
+  "else": {"required": ["email"]},
   "additionalProperties": false
 }`
 
@@ -80,10 +89,15 @@ var noArgs = json.RawMessage(`{"type":"object","properties":{}}`)
 // New returns the conformance pack.
 func New() *junction.Pack {
 	p := junction.NewPack(Name)
+	s := newSealer()
 	addContentTools(p)
 	addSessionTools(p)
+	addInputRequiredTools(p, s)
+	addStatelessTools(p)
+	addTaskTools(p)
 	addResources(p)
 	addPrompts(p)
+	addInputRequiredPrompt(p)
 	p.SetCompletionHandler(complete)
 	return p
 }
@@ -201,32 +215,12 @@ func addSessionTools(p *junction.Pack) {
 	junction.AddTool(p, &mcp.Tool{
 		Name:        "test_sampling",
 		Description: "Asks the host's LLM (sampling/createMessage) to answer the prompt and returns its reply.",
-	}, func(_ context.Context, req *mcp.CallToolRequest, in samplingIn) (*mcp.CallToolResult, any, error) {
-		resp, ask, err := inputRound(req, "sampling", &mcp.CreateMessageParams{
-			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}},
-			MaxTokens: 100,
-		})
-		if resp == nil {
-			return ask, nil, err
+	}, legacyRoundsFor("test_sampling", func(_ context.Context, req *mcp.CallToolRequest, in samplingIn) (*mcp.CallToolResult, any, error) {
+		if reply, ok := sampled(req.Params.InputResponses, "sampling"); ok {
+			return text("LLM response: " + reply), nil, nil
 		}
-		var content []mcp.Content
-		switch r := resp.(type) {
-		case *mcp.CreateMessageResult:
-			content = []mcp.Content{r.Content}
-		case *mcp.CreateMessageWithToolsResult:
-			content = r.Content
-		default:
-			return nil, nil, fmt.Errorf("sampling: the host answered with %T, want a sampling result", resp)
-		}
-		reply := "(no text content)"
-		for _, c := range content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				reply = t.Text
-				break
-			}
-		}
-		return text("LLM response: " + reply), nil, nil
-	})
+		return ask(mcp.InputRequestMap{"sampling": samplingRequest(in.Prompt, 100)}, ""), nil, nil
+	}))
 
 	type elicitIn struct {
 		Message string `json:"message" jsonschema:"the message to show the user"`
@@ -242,16 +236,16 @@ func addSessionTools(p *junction.Pack) {
 	junction.AddTool(p, &mcp.Tool{
 		Name:        "test_elicitation",
 		Description: "Asks the user (elicitation/create) for a username and email and returns the answer.",
-	}, func(_ context.Context, req *mcp.CallToolRequest, in elicitIn) (*mcp.CallToolResult, any, error) {
-		res, err := elicitTool("User response", in.Message, elicitSchema)(context.Background(), req)
+	}, legacyRoundsFor("test_elicitation", func(ctx context.Context, req *mcp.CallToolRequest, in elicitIn) (*mcp.CallToolResult, any, error) {
+		res, err := elicitRound("User response", in.Message, elicitSchema)(ctx, req)
 		return res, nil, err
-	})
+	}))
 
 	p.AddTool(&mcp.Tool{
 		Name:        "test_elicitation_sep1034_defaults",
 		Description: "Asks the user (elicitation/create) with a form whose fields all have defaults (SEP-1034).",
 		InputSchema: noArgs,
-	}, elicitTool("Elicitation completed", "Please review and update the form fields with defaults", `{
+	}, legacyRounds("test_elicitation_sep1034_defaults", elicitRound("Elicitation completed", "Please review and update the form fields with defaults", `{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "description": "User name", "default": "John Doe"},
@@ -260,12 +254,12 @@ func addSessionTools(p *junction.Pack) {
 			"status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
 			"verified": {"type": "boolean", "description": "Verification status", "default": true}
 		}
-	}`))
+	}`)))
 	p.AddTool(&mcp.Tool{
 		Name:        "test_elicitation_sep1330_enums",
 		Description: "Asks the user (elicitation/create) with the five enum field styles of SEP-1330.",
 		InputSchema: noArgs,
-	}, elicitTool("Elicitation completed", "Please select options from the enum fields", `{
+	}, legacyRounds("test_elicitation_sep1330_enums", elicitRound("Elicitation completed", "Please select options from the enum fields", `{
 		"type": "object",
 		"properties": {
 			"untitledSingle": {"type": "string", "description": "Untitled single-select", "enum": ["option1", "option2", "option3"]},
@@ -284,63 +278,19 @@ func addSessionTools(p *junction.Pack) {
 				{"const": "value3", "title": "Third Choice"}
 			]}}
 		}
-	}`))
+	}`)))
 }
 
-// elicitTool returns a handler that asks the user to fill in schema and
-// reports the outcome as "<label>: action=..., content=...".
-func elicitTool(label, message, schema string) mcp.ToolHandler {
+// elicitRound returns a handler that asks the user (input request
+// "elicitation") to fill in schema and reports the answer as
+// "<label>: action=..., content=...". Wrap it in legacyRounds.
+func elicitRound(label, message, schema string) mcp.ToolHandler {
 	return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		resp, ask, err := inputRound(req, "elicitation", &mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(schema)})
-		if err != nil {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		if res, ok := req.Params.InputResponses["elicitation"].(*mcp.ElicitResult); ok && res != nil {
+			return text(fmt.Sprintf("%s: action=%s, content=%s", label, res.Action, jsonText(res.Content))), nil
 		}
-		if resp == nil {
-			return ask, nil
-		}
-		res, ok := resp.(*mcp.ElicitResult)
-		if !ok {
-			return nil, fmt.Errorf("elicitation: the host answered with %T, want an elicitation result", resp)
-		}
-		return text(fmt.Sprintf("%s: action=%s, content=%s", label, res.Action, jsonText(res.Content))), nil
+		return ask(mcp.InputRequestMap{"elicitation": &mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(schema)}}, ""), nil
 	}
-}
-
-// inputRound runs one tool call that needs input from the host, as a
-// multi round-trip request (SEP-2322). On the first call it returns ask, a
-// result asking the host for ir (keyed by capability); the host, or for
-// clients older than protocol 2026-07-28 the go-sdk server on their behalf,
-// fulfils it and calls again, and then inputRound returns the host's
-// response. Sampling and elicitation written this way work for old and new
-// clients alike, while ServerSession.CreateMessage and Elicit are refused
-// on 2026-07-28 sessions.
-//
-// A call without a host session (hub.Call), or from an older client that
-// did not declare the capability, gets an error naming the problem.
-func inputRound(req *mcp.CallToolRequest, capability string, ir mcp.InputRequest) (resp mcp.InputResponse, ask *mcp.CallToolResult, err error) {
-	if r, ok := req.Params.InputResponses[capability]; ok && r != nil {
-		return r, nil, nil
-	}
-	if req.Session == nil {
-		return nil, nil, fmt.Errorf("%s needs a host session; this call has none", capability)
-	}
-	if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion < junction.StatelessProtocolVersion && !declares(ip.Capabilities, capability) {
-		return nil, nil, fmt.Errorf("the client does not support %s (no %q capability in initialize)", capability, capability)
-	}
-	return nil, &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{capability: ir}}, nil
-}
-
-func declares(c *mcp.ClientCapabilities, capability string) bool {
-	if c == nil {
-		return false
-	}
-	switch capability {
-	case "sampling":
-		return c.Sampling != nil
-	case "elicitation":
-		return c.Elicitation != nil
-	}
-	return false
 }
 
 func jsonText(v any) string {

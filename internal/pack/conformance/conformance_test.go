@@ -43,6 +43,12 @@ func connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 // connectVersion is connect on the given protocol version.
 func connectVersion(t *testing.T, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
+	return connectWithClient(t, mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, opts), version)
+}
+
+// connectWithClient is connectVersion with a client the caller built.
+func connectWithClient(t *testing.T, client *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	hub := junction.New(nil)
@@ -58,7 +64,7 @@ func connectVersion(t *testing.T, opts *mcp.ClientOptions, version string) *mcp.
 	if err != nil {
 		t.Fatalf("server connect: %v", err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("client connect: %v", err)
 	}
@@ -132,11 +138,20 @@ func TestCatalog(t *testing.T) {
 	}
 	slices.Sort(names)
 	wantTools := []string{
-		"json_schema_2020_12_tool", "test_audio_content", "test_elicitation",
+		"confirm_delete", "failing_job", "greet", "json_schema_2020_12_tool",
+		"multi_input", "protocol_error_job", "slow_compute",
+		"test_audio_content", "test_elicitation",
 		"test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
 		"test_embedded_resource", "test_error_handling", "test_image_content",
+		"test_input_required_result_capabilities", "test_input_required_result_elicitation",
+		"test_input_required_result_list_roots", "test_input_required_result_multi_round",
+		"test_input_required_result_multiple_inputs", "test_input_required_result_request_state",
+		"test_input_required_result_sampling", "test_input_required_result_tampered_state",
+		"test_logging_tool", "test_missing_capability",
 		"test_multiple_content_types", "test_reconnection", "test_sampling",
-		"test_simple_text", "test_tool_with_logging", "test_tool_with_progress",
+		"test_simple_text", "test_streaming_elicitation", "test_tool_with_logging",
+		"test_tool_with_progress", "test_tool_with_task", "test_trigger_prompt_change",
+		"test_trigger_tool_change", "test_x_mcp_header",
 	}
 	if diff := cmp.Diff(wantTools, names); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
@@ -154,7 +169,7 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 	slices.Sort(pnames)
-	wantPrompts := []string{"test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}
+	wantPrompts := []string{"test_input_required_result_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}
 	if diff := cmp.Diff(wantPrompts, pnames); diff != "" {
 		t.Errorf("prompts (-want +got):\n%s", diff)
 	}
