@@ -278,11 +278,20 @@ func splitDashDash(args []string) (before, after []string, found bool) {
 
 // clientRun is a connected client command.
 type clientRun struct {
-	ctx  context.Context // bounded by -timeout
-	cs   *mcp.ClientSession
-	args []string // positional arguments before "--"
-	json bool     // -json output
-	done func()
+	ctx        context.Context // bounded by -timeout
+	cs         *mcp.ClientSession
+	args       []string // positional arguments before "--"
+	json       bool     // -json output
+	streamable bool     // the target is a -url over Streamable HTTP
+	done       func()
+}
+
+// paramHeaders reports whether the session sends SEP-2243's HTTP headers
+// (Mcp-Method, Mcp-Name, and Mcp-Param-* for a tool's x-mcp-header
+// arguments): Streamable HTTP at protocol 2026-07-28 or later.
+func (r *clientRun) paramHeaders() bool {
+	res := r.cs.InitializeResult()
+	return r.streamable && res != nil && res.ProtocolVersion >= "2026-07-28"
 }
 
 // clientCommand parses flags for a client command and connects to its
@@ -319,6 +328,7 @@ func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, 
 		return nil, err
 	}
 	run.ctx, run.cs = ctx, cs
+	run.streamable = tf.url != "" && strings.ToLower(tf.transport) != "sse"
 	run.done = func() { closeFn(); cancel() }
 	return run, nil
 }

@@ -216,3 +216,48 @@ func TestToolsListEndsAtTimeoutWhenTheServerNeverAnswersItsGET(t *testing.T) {
 		t.Fatal("tools list -timeout 500ms still running after 30 s: the standalone stream's GET is not bounded by -timeout")
 	}
 }
+
+// TestToolsCallSendsParamHeaders: over Streamable HTTP at protocol
+// 2026-07-28, a tool call carries the Mcp-Param-* headers its tool's
+// x-mcp-header annotations ask for (SEP-2243), which go-sdk adds only for
+// a tool the session has listed; and a tool the server does not list is
+// refused before it is called.
+func TestToolsCallSendsParamHeaders(t *testing.T) {
+	t.Parallel()
+	var (
+		mu      sync.Mutex
+		headers []string // Mcp-Param-Region of each tools/call
+	)
+	// go-sdk serves protocol 2026-07-28 only statelessly.
+	server := mcp.NewServer(&mcp.Implementation{Name: "headers", Version: "1"}, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && jsonRPCMethod(t, r) == "tools/call" {
+			mu.Lock()
+			headers = append(headers, r.Header.Get("Mcp-Param-Region"))
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	schema := json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)
+	server.AddTool(&mcp.Tool{Name: "route", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "routed"}}}, nil
+	})
+	for _, args := range [][]string{{"-json", `{"region":"eu-west1"}`}, {"-arg", "region=eu-west1"}} {
+		out, errOut, code := run(t, nil, append([]string{"tools", "call", "route", "-url", ts.URL, "-timeout", "20s"}, args...)...)
+		if code != 0 || !strings.Contains(out, "routed") {
+			t.Fatalf("tools call route %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		}
+	}
+	mu.Lock()
+	got := strings.Join(headers, ",")
+	mu.Unlock()
+	if got != "eu-west1,eu-west1" {
+		t.Errorf("Mcp-Param-Region of the calls = %q, want eu-west1 on both", got)
+	}
+	_, errOut, code := run(t, nil, "tools", "call", "hidden", "-url", ts.URL, "-timeout", "20s")
+	if code != 1 || !strings.Contains(errOut, `no tool named "hidden"`) {
+		t.Errorf("tools call hidden: exit %d, stderr %q; want exit 1 and no such tool", code, errOut)
+	}
+}

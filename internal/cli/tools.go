@@ -70,11 +70,18 @@ func runToolsCall(ctx context.Context, env *Env, args []string) error {
 			return usageErrorf("-json: not a JSON object: %v", err)
 		}
 	}
-	if len(kv) > 0 {
-		props, err := toolProperties(run, name)
+	// The tool's definition is needed for -arg (its property types) and,
+	// over Streamable HTTP at protocol 2026-07-28, for the Mcp-Param-*
+	// headers its x-mcp-header annotations ask for (SEP-2243): go-sdk
+	// adds them only for a tool the session has listed, and leaves out of
+	// the list a tool whose annotations are invalid, which a client must
+	// not call.
+	if len(kv) > 0 || run.paramHeaders() {
+		tool, err := findTool(run, name)
 		if err != nil {
 			return err
 		}
+		props := toolProperties(tool)
 		for _, item := range kv {
 			k, v, ok := strings.Cut(item, "=")
 			if !ok || k == "" {
@@ -103,31 +110,38 @@ func runToolsCall(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// toolProperties returns the JSON types of the tool's input properties.
-func toolProperties(run *clientRun, name string) (map[string]string, error) {
+// findTool lists the server's tools until it finds the one called name.
+func findTool(run *clientRun, name string) (*mcp.Tool, error) {
 	for t, err := range run.cs.Tools(run.ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		if t.Name != name {
-			continue
+		if t.Name == name {
+			return t, nil
 		}
-		var schema struct {
-			Properties map[string]struct {
-				Type any `json:"type"`
-			} `json:"properties"`
-		}
-		b, _ := json.Marshal(t.InputSchema)
-		json.Unmarshal(b, &schema)
-		props := make(map[string]string)
-		for k, p := range schema.Properties {
-			if s, ok := p.Type.(string); ok {
-				props[k] = s
-			}
-		}
-		return props, nil
+	}
+	if run.paramHeaders() {
+		return nil, fmt.Errorf("no tool named %q on this server (see \"junction tools list\"; a tool whose x-mcp-header annotations are invalid is left out)", name)
 	}
 	return nil, fmt.Errorf("no tool named %q on this server (see \"junction tools list\")", name)
+}
+
+// toolProperties returns the JSON types of the tool's input properties.
+func toolProperties(t *mcp.Tool) map[string]string {
+	var schema struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	b, _ := json.Marshal(t.InputSchema)
+	json.Unmarshal(b, &schema)
+	props := make(map[string]string)
+	for k, p := range schema.Properties {
+		if s, ok := p.Type.(string); ok {
+			props[k] = s
+		}
+	}
+	return props
 }
 
 // argValue interprets a -arg value: a string for string properties,
