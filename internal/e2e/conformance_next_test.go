@@ -82,11 +82,7 @@ func runKey(target, requirements string) string {
 // round), fails the test too, so the file stays true.
 func TestConformanceRequirements(t *testing.T) {
 	t.Parallel()
-	node, modules := nodeTools(t)
-	pkg := npmPackageDir(t, modules, conformanceNextPkg)
-	if v := packageVersion(t, pkg); v != conformanceNextVersion {
-		t.Fatalf("%s is version %s, want %s (run bash scripts/setup)", conformanceNextPkg, v, conformanceNextVersion)
-	}
+	node, pkg := conformanceNextSuite(t)
 	baseline, err := readBaseline(filepath.Join("testdata", conformanceBaseline))
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +122,18 @@ func TestConformanceRequirements(t *testing.T) {
 			})
 		}
 	}
+}
+
+// conformanceNextSuite returns the node binary and the folder of the
+// suite's 0.2 line, failing the test when it is not the pinned version.
+func conformanceNextSuite(t *testing.T) (node, pkg string) {
+	t.Helper()
+	node, modules := nodeTools(t)
+	pkg = npmPackageDir(t, modules, conformanceNextPkg)
+	if v := packageVersion(t, pkg); v != conformanceNextVersion {
+		t.Fatalf("%s is version %s, want %s (run bash scripts/setup)", conformanceNextPkg, v, conformanceNextVersion)
+	}
+	return node, pkg
 }
 
 // packageVersion returns the version in dir/package.json.
