@@ -59,7 +59,19 @@ type HTTPOptions struct {
 	// MaxRequestBytes bounds a request body. Zero means
 	// [DefaultMaxRequestBytes].
 	MaxRequestBytes int64
-	Logger          *slog.Logger
+	// ReplayBytes bounds the messages kept, across all sessions, so that
+	// a host before protocol 2026-07-28 that loses a response stream (or
+	// its GET stream) can resume it with Last-Event-ID: stateful
+	// sessions' SSE streams then start with a priming event (an event id,
+	// empty data). Zero means [DefaultReplayBytes]; negative means none
+	// are kept and streams cannot be resumed. Past the bound the streams
+	// least recently used are dropped whole (see replay.go). A resumed
+	// stream carries what the POST's would have: the host's own request
+	// ids, no 2026-07-28 result members (see hostStream). An idle session
+	// costs about 1 KiB of it (its GET stream's record and the answer to
+	// its initialize).
+	ReplayBytes int
+	Logger      *slog.Logger
 }
 
 // Defaults for [HTTPOptions].
@@ -90,6 +102,14 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	calls := &sdkCalls{}
+	if o.ReplayBytes >= 0 {
+		if o.ReplayBytes == 0 {
+			o.ReplayBytes = DefaultReplayBytes
+		}
+		calls.store = newReplayStore(o.ReplayBytes)
+	}
+	store := calls.store
 	server := p.v.Server()
 	getServer := func(*http.Request) *mcp.Server { return server }
 	base := mcp.StreamableHTTPOptions{
@@ -103,34 +123,50 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	}
 	stateful, stateless := base, base
 	stateful.SessionTimeout = o.SessionTimeout
+	if store != nil {
+		// Without sessions there is nothing to resume.
+		stateful.EventStore = store
+	}
 	stateless.Stateless = true
 	// A 2026-07-28 client's POST is the whole request lifecycle: cancel the
 	// handler when the client goes away.
 	stateless.PropagateRequestCancellation = true
 
-	var next http.Handler
-	switch o.Mode {
-	case HTTPStateful:
-		next = mcp.NewStreamableHTTPHandler(getServer, &stateful)
-	case HTTPStateless:
-		next = mcp.NewStreamableHTTPHandler(getServer, &stateless)
-	default:
-		sf := mcp.NewStreamableHTTPHandler(getServer, &stateful)
-		sl := mcp.NewStreamableHTTPHandler(getServer, &stateless)
-		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= junction.StatelessProtocolVersion {
-				sl.ServeHTTP(w, r)
-				return
-			}
-			sf.ServeHTTP(w, r)
-		})
+	var sf, sl http.Handler
+	if o.Mode != HTTPStateless {
+		sf = mcp.NewStreamableHTTPHandler(getServer, &stateful)
 	}
+	if o.Mode != HTTPStateful {
+		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
+		version := r.Header.Get("Mcp-Protocol-Version")
+		if sf == nil || sl != nil && r.Header.Get("Mcp-Session-Id") == "" && version >= junction.StatelessProtocolVersion {
+			sl.ServeHTTP(w, r)
+			return
+		}
+		// go-sdk primes a stream with an event id, so that it can be
+		// resumed, from 2025-11-25 on, and only for SSE.
+		if store != nil && !o.JSONResponse && version >= resumableProtocolVersion {
+			r.Header.Set(junction.ResumableStreamHeader, "1")
+		}
+		if store != nil && r.Method == http.MethodGet {
+			w = &hostStream{ResponseWriter: w, ids: &calls.ids}
+		}
+		sf.ServeHTTP(w, r)
+	})
 	var take func(http.ResponseWriter, *http.Request, []byte) bool
 	if p.raw {
 		take = newHTTPRaw(p, o).take
 	}
-	return checkJSONBody(next, o.MaxRequestBytes, take)
+	return checkJSONBody(next, calls, o.MaxRequestBytes, take)
 }
+
+// resumableProtocolVersion is the first revision whose SSE streams go-sdk
+// can resume (it sends the priming event of SEP-1699); 2026-07-28 has no
+// resumable streams.
+const resumableProtocolVersion = "2025-11-25"
 
 // SSEHandler returns the legacy HTTP+SSE endpoint (protocol 2024-11-05):
 // GET opens the event stream, whose first event names the URL to POST
@@ -151,8 +187,7 @@ func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
 // A request whose id go-sdk would not return as sent goes to go-sdk under
 // an id of the plane's, and the answer carries the host's id again; a
 // request its host cancelled gets no answer (see sdkhttp.go).
-func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
-	calls := &sdkCalls{}
+func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)

@@ -160,7 +160,7 @@ func TestIDsComeBackAsSentOverHTTP(t *testing.T) {
 				t.Errorf("Content-Length %s for %d bytes", resp.Header.Get("Content-Length"), len(body))
 			}
 			line := body
-			if i := bytes.Index(body, []byte("data: ")); i >= 0 {
+			if i := bytes.Index(body, []byte("data: {")); i >= 0 { // past the priming event's empty data
 				line = body[i+len("data: "):]
 				line = line[:bytes.IndexByte(line, '\n')]
 			}

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,8 @@ import (
 
 // sdkCalls is the requests of one HTTP handler that go-sdk is answering.
 type sdkCalls struct {
-	ids idMap
+	ids   idMap
+	store *replayStore // nil: streams cannot be resumed
 
 	mu    sync.Mutex
 	calls map[string]*sdkCall // by session id + "\x00" + the host's id as sent
@@ -34,6 +36,7 @@ type sdkCall struct {
 	host      []byte // the host's id, as sent
 	older     bool   // the client is before 2026-07-28: see olderResult
 	cancelled atomic.Bool
+	answered  atomic.Bool // the answer went out (tracked only when ours != nil)
 }
 
 // around prepares the POSTed message body on session sid for go-sdk: it
@@ -87,9 +90,18 @@ func (t *sdkCalls) around(w http.ResponseWriter, sid, version string, body []byt
 			}
 			t.mu.Unlock()
 		}
-		if ours != "" {
-			t.ids.restore(sid, ours)
+		if ours == "" {
+			return
 		}
+		if sid != "" && t.store != nil && !c.answered.Load() {
+			// The stream ended before the answer (the tool closed it, or
+			// the host went away): the host may resume it and get the
+			// answer on a GET (see hostStream), which needs the id until
+			// the session ends.
+			t.store.onClose(sid, func() { t.ids.restore(sid, ours) })
+			return
+		}
+		t.ids.restore(sid, ours)
 	}
 }
 
@@ -103,6 +115,9 @@ func (c *sdkCall) WriteHeader(code int) {
 func (c *sdkCall) Write(p []byte) (int, error) {
 	if c.cancelled.Load() && c.answers(p) {
 		return len(p), nil
+	}
+	if c.ours != nil && !c.answered.Load() && c.answers(p) {
+		c.answered.Store(true)
 	}
 	q := p
 	if c.older {
@@ -123,8 +138,14 @@ func olderMessage(p []byte) []byte {
 	if !bytes.Contains(p, cacheFields[0]) && !bytes.Contains(p, cacheFields[1]) {
 		return p
 	}
+	return mapMessage(p, olderResult)
+}
+
+// mapMessage returns p, a JSON body or one SSE event ("data: " then the
+// message, on one line), with f applied to its message.
+func mapMessage(p []byte, f func([]byte) []byte) []byte {
 	if t := bytes.TrimSpace(p); len(t) > 0 && t[0] == '{' {
-		return olderResult(t)
+		return f(t)
 	}
 	i := bytes.Index(p, []byte("data: "))
 	if i < 0 {
@@ -135,8 +156,8 @@ func olderMessage(p []byte) []byte {
 	if j := bytes.IndexByte(p[start:], '\n'); j >= 0 {
 		end = start + j
 	}
-	msg := olderResult(p[start:end])
-	out := make([]byte, 0, len(p))
+	msg := f(p[start:end])
+	out := make([]byte, 0, len(p)-(end-start)+len(msg))
 	out = append(out, p[:start]...)
 	out = append(out, msg...)
 	return append(out, p[end:]...)
@@ -167,3 +188,52 @@ func (c *sdkCall) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (c *sdkCall) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// hostStream is the ResponseWriter of a GET on a stateful session, whose
+// events are go-sdk's messages replayed from the store or sent live on a
+// resumed stream: they get what sdkCall gives a POST's, the host's id
+// where go-sdk has the plane's (kept for a stream that ended before its
+// answer) and no 2026-07-28 result members.
+type hostStream struct {
+	http.ResponseWriter
+	ids *idMap
+}
+
+func (h *hostStream) Write(p []byte) (int, error) {
+	q := p
+	if bytes.Contains(p, planeIDPrefix) || bytes.Contains(p, cacheFields[0]) || bytes.Contains(p, cacheFields[1]) {
+		q = mapMessage(p, func(msg []byte) []byte { return hostMessage(h.ids, msg) })
+	}
+	if _, err := h.ResponseWriter.Write(q); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (h *hostStream) Flush() {
+	if f, ok := h.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (h *hostStream) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// planeIDPrefix is how the plane's ids (see ids.go) begin in JSON text.
+var planeIDPrefix = []byte(`"\u0000jid-`)
+
+// hostMessage is msg, a message go-sdk sends on a session before
+// 2026-07-28, as that session's host must receive it: with the host's id
+// where go-sdk has the plane's, and without 2026-07-28's result members
+// (see olderResult).
+func hostMessage(ids *idMap, msg []byte) []byte {
+	if s, e, ok := member(msg, "id"); ok && bytes.HasPrefix(msg[s:e], planeIDPrefix) {
+		var ours string
+		if json.Unmarshal(msg[s:e], &ours) == nil {
+			if host, ok := ids.hostID(ours); ok {
+				msg = replaceMember(msg, "id", host)
+			}
+		}
+	}
+	return olderResult(msg)
+}

@@ -73,6 +73,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		jsonResponse   = fs.Bool("json-response", false, "answer HTTP POSTs with application/json instead of SSE streams")
 		sessionTimeout = fs.Duration("session-timeout", dataplane.DefaultSessionTimeout, "close HTTP sessions idle this long (negative: never)")
 		maxBody        = fs.Int64("max-request-bytes", dataplane.DefaultMaxRequestBytes, "largest HTTP request body accepted")
+		replayBytes    = fs.Int("replay-bytes", dataplane.DefaultReplayBytes, "keep up to `n` bytes of HTTP sessions' SSE messages (all sessions together) so that hosts can resume dropped streams with Last-Event-ID; 0: keep none")
 		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `duration` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
 		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk (docs/performance.md)")
@@ -91,6 +92,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("serve takes no arguments, got %q", fs.Args())
+	}
+	if *replayBytes < 0 {
+		return usageErrorf("-replay-bytes %d: want 0 or more", *replayBytes)
 	}
 	hf.noteSet(fs)
 	hf.noRaw = !*fastPath
@@ -212,12 +216,16 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			JSONResponse:    *jsonResponse,
 			SessionTimeout:  *sessionTimeout,
 			MaxRequestBytes: *maxBody,
+			ReplayBytes:     *replayBytes,
 		},
 		Ready: func(a net.Addr) {
 			fmt.Fprintf(env.Stderr, "junction: listening on http://%s/mcp\n", a)
 		},
 		Guard:           guard.opts,
 		ShutdownTimeout: 10 * time.Second,
+	}
+	if cfg.MCP.ReplayBytes == 0 {
+		cfg.MCP.ReplayBytes = -1 // none kept; HTTPOptions reads 0 as the default
 	}
 	if err := d.ServeHTTP(ctx, cfg); err != nil {
 		return err

@@ -154,17 +154,26 @@ func addContentTools(p *junction.Pack) {
 	})
 	p.AddTool(&mcp.Tool{
 		Name: "test_reconnection",
-		Description: "Answers after a short pause, for the suite's SSE polling scenario (SEP-1699). " +
-			"It does not close the request's SSE stream: junction's HTTP front keeps no event store, " +
-			"so a closed stream could not be resumed and the result would be lost.",
+		Description: "Closes the request's SSE stream (SEP-1699), asking the host to reconnect after " +
+			"100 ms, and answers after a short pause: the host resumes the stream with Last-Event-ID " +
+			"and gets the answer there. It closes the stream only where junction's HTTP front can " +
+			"resume it (a 2025-11-25 session answered with SSE, with messages kept for replay); " +
+			"elsewhere it just answers after the pause.",
 		InputSchema: noArgs,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if x := req.Extra; x != nil && x.CloseSSEStream != nil && x.Header.Get(junction.ResumableStreamHeader) != "" {
+			x.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: reconnectAfter})
+		}
 		if err := sleep(ctx, 2*step); err != nil {
 			return nil, err
 		}
 		return text("Reconnection test completed successfully"), nil
 	})
 }
+
+// reconnectAfter is the reconnection delay test_reconnection asks for when
+// it closes its stream (the SSE retry field).
+const reconnectAfter = 100 * time.Millisecond
 
 func addSessionTools(p *junction.Pack) {
 	p.AddTool(&mcp.Tool{
