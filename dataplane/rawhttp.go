@@ -190,8 +190,26 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if werr == nil {
 		res = modernResult(res, f.p.impl)
 	}
-	writeJSON(w, answerParts(tc.id, res, werr))
+	writeJSONStatus(w, modernErrorStatus(werr), answerParts(tc.id, res, werr))
 	return true
+}
+
+// modernErrorStatus is the HTTP status of an answer to a request at
+// 2026-07-28 or later that failed with err, as that revision fixes it for
+// some error codes (and go-sdk's handler sends): 404 for an unknown
+// method, 400 for invalid params, an unsupported protocol version or a
+// missing client capability (an upstream's -32021, say); 200 otherwise.
+func modernErrorStatus(err *jsonrpc.Error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	switch err.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // hasParamHeaders reports whether h has an Mcp-Param-* header.
@@ -206,6 +224,12 @@ func hasParamHeaders(h http.Header) bool {
 
 // writeJSON writes answer as a 200 application/json response.
 func writeJSON(w http.ResponseWriter, answer [][]byte) {
+	writeJSONStatus(w, http.StatusOK, answer)
+}
+
+// writeJSONStatus writes answer as an application/json response with the
+// given status.
+func writeJSONStatus(w http.ResponseWriter, status int, answer [][]byte) {
 	n := 0
 	for _, p := range answer {
 		n += len(p)
@@ -213,7 +237,7 @@ func writeJSON(w http.ResponseWriter, answer [][]byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(n))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	for _, p := range answer {
 		w.Write(p)
 	}

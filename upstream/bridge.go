@@ -3,13 +3,16 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -36,12 +39,14 @@ import (
 // other, at the same cost. A typed call (other transports) is bridged
 // from the start (bridgedCall).
 type bridge struct {
-	state  string        // the requestState given to the host
+	state  string        // the requestState given to the host last (a new one each round); guarded by Server.mu
+	host   string        // the id of the host session that started it ("" if none); states are bound to it
 	cancel func()        // cancels the upstream call
 	done   chan struct{} // closed when the upstream call has ended
 
 	// Guarded by Server.mu:
 	waiter  *func(outcome)  // the host request waiting for the next question or the outcome; nil if none
+	ended   bool            // the upstream call has ended (finish)
 	queue   []*ask          // questions no host request has been given yet
 	final   *outcome        // the outcome, when no host request was waiting for it
 	pending map[string]*ask // questions given to the host and not answered yet
@@ -60,6 +65,7 @@ type outcome struct {
 // An ask is one question of the upstream, waiting for the host's answer.
 type ask struct {
 	id    string
+	state string // the requestState the host gets with it (see rekey)
 	req   mcp.InputRequest
 	reply chan mcp.InputResponse // capacity 1
 }
@@ -81,9 +87,29 @@ func hostIsModern(req *mcp.CallToolRequest) bool {
 	return p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion
 }
 
-// newBridge returns a bridge whose upstream call cancel cancels.
-func newBridge(cancel func()) *bridge {
-	return &bridge{state: newBridgeState(), cancel: cancel, done: make(chan struct{}), pending: make(map[string]*ask)}
+// newBridge returns a bridge whose upstream call cancel cancels, for the
+// host session host (nil if none).
+func newBridge(cancel func(), host *mcp.ServerSession) *bridge {
+	b := &bridge{cancel: cancel, done: make(chan struct{}), pending: make(map[string]*ask)}
+	if host != nil {
+		b.host = host.ID()
+	}
+	b.state = newBridgeState(b.host)
+	return b
+}
+
+// rekey gives b a new request state for the question a, which is being
+// handed to the host: each round of a bridged call has its own, and only
+// the latest one resumes it. s.mu is held.
+func (b *bridge) rekey(s *Server, a *ask) {
+	if s.bridges[b.state] == b {
+		delete(s.bridges, b.state)
+	}
+	b.state = newBridgeState(b.host)
+	if !b.ended {
+		s.bridges[b.state] = b
+	}
+	a.state = b.state
 }
 
 // install makes c the bridged call of b, findable by its request state.
@@ -96,7 +122,7 @@ func (b *bridge) install(s *Server, c *call) {
 // give hands o (a question or the upstream call's end) to the host
 // request waiting, or keeps it for the next one. s.mu is held; the
 // returned func delivers it, and must be called without s.mu.
-func (b *bridge) give(o outcome) func() {
+func (b *bridge) give(s *Server, o outcome) func() {
 	w := b.waiter
 	if w == nil {
 		if o.ask != nil {
@@ -109,6 +135,7 @@ func (b *bridge) give(o outcome) func() {
 	b.waiter = nil
 	if o.ask != nil {
 		b.pending[o.ask.id] = o.ask
+		b.rekey(s, o.ask)
 	}
 	return func() { (*w)(o) }
 }
@@ -117,10 +144,12 @@ func (b *bridge) give(o outcome) func() {
 func (b *bridge) finish(s *Server, o outcome) {
 	s.mu.Lock()
 	delete(s.bridges, b.state)
-	deliver := b.give(o)
+	b.ended = true
+	deliver := b.give(s, o)
 	s.mu.Unlock()
 	deliver()
 	close(b.done)
+	s.noteIdle()
 }
 
 // bridgeFor returns the bridge a retry's request state names, if it is
@@ -141,8 +170,13 @@ func (s *Server) bridgeFor(state string) *bridge {
 func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallToolRequest, params *mcp.CallToolParams, timeout time.Duration) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
 	what := "tool " + strconv.Quote(name)
-	if b := s.bridgeFor(req.Params.RequestState); b != nil {
-		return s.typedOutcome(b, s.resumeBridge(ctx, b, req.Params.InputResponses, req.Session, req.Params.GetProgressToken(), what))
+	if st := req.Params.RequestState; st != "" {
+		if err := checkBridgeState(st, req.Session); err != nil {
+			return nil, err
+		}
+		if b := s.bridgeFor(st); b != nil {
+			return s.typedOutcome(b, s.resumeBridge(ctx, b, req.Params.InputResponses, req.Session, req.Params.GetProgressToken(), what))
+		}
 	}
 
 	// The upstream call outlives this host request: it ends with its own
@@ -153,7 +187,8 @@ func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallTo
 		cancel()
 		return nil, err
 	}
-	b := newBridge(cancel)
+	s.setCaps(c, metaCaps(req.Params.Meta))
+	b := newBridge(cancel, req.Session)
 	s.mu.Lock()
 	if s.sess != sess {
 		// The session closed since begin; nothing was sent.
@@ -203,7 +238,7 @@ func (f *rawFlight) openBridge() *bridge {
 	if f.b != nil || f.finished || f.c == nil {
 		return f.b
 	}
-	b := newBridge(func() { f.cancel(context.Canceled) })
+	b := newBridge(func() { f.cancel(context.Canceled) }, junction.HostSession(f.ctx))
 	if f.stop != nil {
 		f.stop() // the host's request no longer ends the call
 		f.stop = nil
@@ -234,8 +269,13 @@ func (s *Server) resumeRaw(ctx context.Context, sess *session, name string, para
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
 	}
-	if b := s.bridgeFor(p.RequestState); b != nil {
-		return s.rawOutcome(b, s.resumeBridge(ctx, b, p.InputResponses, junction.HostSession(ctx), hm.token, toolWhat(name)), name)
+	if p.RequestState != "" {
+		if err := checkBridgeState(p.RequestState, junction.HostSession(ctx)); err != nil {
+			return nil, err
+		}
+		if b := s.bridgeFor(p.RequestState); b != nil {
+			return s.rawOutcome(b, s.resumeBridge(ctx, b, p.InputResponses, junction.HostSession(ctx), hm.token, toolWhat(name)), name)
+		}
 	}
 	hm.retry = false
 	return s.callRaw(ctx, sess, name, withoutMembers(params, "inputResponses", "requestState"), hm, timeout)
@@ -243,7 +283,7 @@ func (s *Server) resumeRaw(ctx context.Context, sess *session, name string, para
 
 // question is the input-required result that puts a to the host.
 func question(b *bridge, a *ask) *mcp.CallToolResult {
-	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{a.id: a.req}, RequestState: b.state}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{a.id: a.req}, RequestState: a.state}
 }
 
 // typedOutcome is a bridge's outcome as CallTool returns it.
@@ -292,10 +332,49 @@ func withoutMembers(obj json.RawMessage, names ...string) json.RawMessage {
 	return append(out, '}')
 }
 
-func newBridgeState() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return "junction-bridge-" + hex.EncodeToString(b[:])
+// A bridge's request state is "junction-bridge-" and 64 hex digits: 16
+// random bytes, then the first 16 bytes of their HMAC-SHA256 with the id
+// of the host session it was given to, under a key of this process. A
+// retry whose state does not verify (altered, made up, or given to
+// another host session) is refused; one that verifies but names no
+// bridge (its call ended, or it is from an earlier round) starts the
+// call again.
+const bridgePrefix = "junction-bridge-"
+
+// bridgeKey signs request states; it lives as long as the process.
+var bridgeKey = func() []byte {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k
+}()
+
+func newBridgeState(host string) string {
+	var b [32]byte
+	rand.Read(b[:16])
+	copy(b[16:], stateMAC(b[:16], host))
+	return bridgePrefix + hex.EncodeToString(b[:])
+}
+
+func stateMAC(nonce []byte, host string) []byte {
+	m := hmac.New(sha256.New, bridgeKey)
+	m.Write(nonce)
+	m.Write([]byte(host))
+	return m.Sum(nil)[:16]
+}
+
+// checkBridgeState reports an error if state is not a request state this
+// process gave to the host session host (nil: none).
+func checkBridgeState(state string, host *mcp.ServerSession) error {
+	var id string
+	if host != nil {
+		id = host.ID()
+	}
+	raw, err := hex.DecodeString(strings.TrimPrefix(state, bridgePrefix))
+	if !strings.HasPrefix(state, bridgePrefix) || err != nil || len(raw) != 32 || !hmac.Equal(raw[16:], stateMAC(raw[:16], id)) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "requestState: not a state this server gave to this client (altered, made up, or from another session); call the tool again without inputResponses and requestState"}
+	}
+	return nil
 }
 
 // setHost points the call's notifications at the host request now
@@ -345,6 +424,7 @@ func (s *Server) awaitBridge(ctx context.Context, b *bridge, what string) outcom
 		a := b.queue[0]
 		b.queue = b.queue[1:]
 		b.pending[a.id] = a
+		b.rekey(s, a)
 		s.mu.Unlock()
 		return outcome{ask: a}
 	case b.final != nil:
@@ -401,7 +481,7 @@ func (s *Server) askHost(ctx context.Context, c *call, b *bridge, req mcp.InputR
 	s.mu.Lock()
 	s.nextToken++
 	a := &ask{id: "junction-ask-" + strconv.FormatUint(s.nextToken, 10), req: req, reply: make(chan mcp.InputResponse, 1)}
-	deliver := b.give(outcome{ask: a})
+	deliver := b.give(s, outcome{ask: a})
 	s.mu.Unlock()
 	deliver()
 	select {

@@ -37,6 +37,7 @@ type call struct {
 	lazy      *rawFlight         // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
 	sess      *session
+	caps      []byte        // the capabilities the host sent with the call (2026-07-28); nil if none. Guarded by Server.mu
 	cancel    failer        // ends the request; see register
 	handled   atomic.Int64  // progress notifications handled
 	progress  chan struct{} // capacity 1; signalled on each one
@@ -187,6 +188,12 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if !s.cfg.allows(name) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
+	if t, release, err := s.routeCall(req); err != nil {
+		return nil, err
+	} else if t != s {
+		defer release()
+		return t.CallTool(ctx, req)
+	}
 	timeout := s.cfg.callTimeout(name)
 	deadline := deadlineAfter(timeout)
 	for {
@@ -240,12 +247,12 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
 		params.Arguments = req.Params.Arguments
 	}
-	params.Meta = hopMeta(req.Params.Meta)
+	upstreamModern := sess.modern()
+	params.Meta = hopMeta(req.Params.Meta, req.Session, upstreamModern)
 	// Under 2026-07-28 the log level travels with each request; without
 	// one the upstream sends no log messages at all. A host that names
 	// none gets the level the hub asked for (SetLogLevel); the hosts' own
 	// levels still filter what they receive.
-	upstreamModern := sess.cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion
 	if upstreamModern {
 		if _, ok := params.Meta[mcp.MetaKeyLogLevel]; !ok {
 			if params.Meta == nil {
@@ -269,6 +276,7 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 		return nil, err
 	}
 	defer end()
+	s.setCaps(c, metaCaps(req.Params.Meta))
 	if hostToken := req.Params.GetProgressToken(); hostToken != nil && req.Session != nil {
 		c.hostToken = hostToken
 	}
@@ -371,25 +379,6 @@ func stripServerFields(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return &out
 }
 
-// hopMeta copies a host request's _meta for the upstream, without the
-// keys that describe the host's own connection under protocol 2026-07-28
-// (its protocol version, client info and capabilities): go-sdk fills in
-// junction's own, and would keep the host's if they were there.
-func hopMeta(m mcp.Meta) mcp.Meta {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(mcp.Meta, len(m))
-	for k, v := range m {
-		switch k {
-		case mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeySubscriptionID:
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // drainProgress waits, briefly, until the progress notifications and log
 // messages the upstream sent before its result have been forwarded, so the
 // host sees them before the result, as the upstream sent them (see
@@ -474,7 +463,7 @@ func (s *Server) logHandled() {
 // junction.ErrSourceDown and errSessionGone.
 func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
-	c := s.register(ctx, sess, host, timeout, causeFunc(cancel), true)
+	c := s.register(ctx, sess, host, nil, timeout, causeFunc(cancel), true)
 	if c == nil {
 		return nil, nil, nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, what, junction.ErrSourceDown, errSessionGone)
 	}
@@ -491,8 +480,8 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 //
 // With drains set the call gets the channel drainProgress waits on
 // (onProgress skips a nil one); raw calls do without.
-func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, cancel failer, drains bool) *call {
-	c := &call{host: host, hostCtx: ctx, sess: sess, timeout: timeout, cancel: cancel}
+func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
+	c := &call{host: host, hostCtx: ctx, caps: caps, sess: sess, timeout: timeout, cancel: cancel}
 	if drains {
 		c.progress = make(chan struct{}, 1)
 	}
@@ -553,6 +542,7 @@ func (s *Server) end(c *call) {
 		s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: now.Add(recentHostGrace)}
 	}
 	s.mu.Unlock()
+	s.noteIdle()
 }
 
 // callError classifies the failure of a request to the upstream.
@@ -614,20 +604,32 @@ func (s *Server) sessionEnded(sess *session, err error) bool {
 
 // ReadResource implements [junction.Source].
 func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	if t, release, err := s.route(req.Session, false, "", nil); err != nil {
+		return nil, err
+	} else if t != s {
+		defer release()
+		return t.ReadResource(ctx, req)
+	}
 	params := *req.Params
-	params.Meta = hopMeta(params.Meta)
 	return forward(s, ctx, req.Session, "resource "+strconv.Quote(req.Params.URI), nil,
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+			params.Meta = hopMeta(req.Params.Meta, req.Session, modern(cs))
 			return cs.ReadResource(ctx, &params)
 		})
 }
 
 // GetPrompt implements [junction.Source].
 func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	if t, release, err := s.route(req.Session, false, "", nil); err != nil {
+		return nil, err
+	} else if t != s {
+		defer release()
+		return t.GetPrompt(ctx, req)
+	}
 	params := *req.Params
-	params.Meta = hopMeta(params.Meta)
 	return forward(s, ctx, req.Session, "prompt "+strconv.Quote(req.Params.Name), nil,
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+			params.Meta = hopMeta(req.Params.Meta, req.Session, modern(cs))
 			return cs.GetPrompt(ctx, &params)
 		})
 }
@@ -637,13 +639,13 @@ func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 	params := *req.Params
-	params.Meta = hopMeta(params.Meta)
 	return forward(s, ctx, req.Session, "completion",
 		func(cs *mcp.ClientSession) (*mcp.CompleteResult, bool) {
 			caps := cs.InitializeResult().Capabilities
 			return empty, caps == nil || caps.Completions == nil
 		},
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+			params.Meta = hopMeta(req.Params.Meta, req.Session, modern(cs))
 			return cs.Complete(ctx, &params)
 		})
 }
@@ -882,6 +884,9 @@ func (s *Server) SetLogLevel(level mcp.LoggingLevel) {
 	defer s.mu.Unlock()
 	s.logLevel = level
 	s.pushLevel()
+	for _, o := range s.own.m {
+		o.srv.SetLogLevel(level)
+	}
 }
 
 // LogLevel returns the level upstream log messages are asked for (see
@@ -1059,7 +1064,7 @@ func (s *Server) hostContext(upstreamCtx context.Context, c *call) (context.Cont
 }
 
 func (s *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	c, err := s.routeRequest(ctx, "sampling/createMessage")
+	c, err := s.routeAsk(ctx, "sampling/createMessage", capSampling)
 	if err != nil {
 		return nil, err
 	}
@@ -1073,7 +1078,7 @@ func (s *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequ
 }
 
 func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	c, err := s.routeRequest(ctx, "elicitation/create")
+	c, err := s.routeAsk(ctx, "elicitation/create", capElicitation)
 	if err != nil {
 		return nil, err
 	}

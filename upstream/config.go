@@ -33,6 +33,8 @@ const (
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultStopTimeout    = 2 * time.Second
 	DefaultWithdrawAfter  = 60 * time.Second
+
+	DefaultMaxHostSessions = 16
 )
 
 // Config describes one upstream MCP server. It is a plain value: the
@@ -102,6 +104,25 @@ type Config struct {
 	// ones). Empty means the newest version go-sdk speaks.
 	ProtocolVersion string
 
+	// PerHost gives each host its own session with the server, so that
+	// the sampling, elicitation and roots requests a server before
+	// protocol 2026-07-28 sends reach the host whose call caused them
+	// whatever else is in flight, and the server sees that host's
+	// capabilities in initialize. A host session (stdio, or a stateful
+	// HTTP session) keeps its server session until it ends; a host at
+	// 2026-07-28 without a session gets one for each call, until the call
+	// is over. For a stdio server each session is a process. The shared
+	// session still serves the catalog and the calls made without a
+	// host. A server that negotiates 2026-07-28 never needs this (it asks
+	// inside its results) and is always shared. Default false: one
+	// session for all hosts, and a request the server makes while calls
+	// from several hosts are in flight is refused rather than guessed.
+	PerHost bool
+	// MaxHostSessions bounds the host sessions of a PerHost server open
+	// at once; a call that would need one more fails at once with an
+	// error saying so. Zero means DefaultMaxHostSessions.
+	MaxHostSessions int
+
 	// Allow, if non-empty, lists the only tools served (upstream names).
 	// Otherwise Deny lists tools never served. Setting both is an error.
 	Allow []string
@@ -158,6 +179,9 @@ func (c Config) Validate() error {
 	if len(c.Allow) > 0 && len(c.Deny) > 0 {
 		bad("allow", "allow and deny are mutually exclusive")
 	}
+	if c.MaxHostSessions < 0 {
+		bad("max_host_sessions", "must not be negative")
+	}
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -176,22 +200,25 @@ func (c Config) Equal(o Config) bool {
 		c.ConnectTimeout == o.ConnectTimeout && c.CallTimeout == o.CallTimeout &&
 		maps.Equal(c.ToolTimeouts, o.ToolTimeouts) &&
 		c.StopTimeout == o.StopTimeout && c.WithdrawAfter == o.WithdrawAfter &&
+		c.MaxHostSessions == o.MaxHostSessions &&
 		slices.Equal(c.Allow, o.Allow) && slices.Equal(c.Deny, o.Deny)
 }
 
 // NeedsRestart reports whether going from o to c needs a new process or
 // connection: the transport, command, arguments, environment, working
 // directory, URL, headers, bearer token, HTTP client (by identity), keep
-// alive or protocol version differ. The other fields (CallTimeout,
-// ToolTimeouts, ConnectTimeout, StopTimeout, WithdrawAfter, Allow, Deny)
-// can be applied to a running server; see [Server.Update].
+// alive, protocol version or PerHost differ. The other fields
+// (CallTimeout, ToolTimeouts, ConnectTimeout, StopTimeout, WithdrawAfter,
+// MaxHostSessions, Allow, Deny) can be applied to a running server; see
+// [Server.Update].
 func (c Config) NeedsRestart(o Config) bool {
 	return c.TransportKind() != o.TransportKind() ||
 		c.Command != o.Command || !slices.Equal(c.Args, o.Args) ||
 		!maps.Equal(c.Env, o.Env) || !slices.Equal(c.UnsetEnv, o.UnsetEnv) || c.Dir != o.Dir ||
 		c.URL != o.URL || !maps.Equal(c.Headers, o.Headers) ||
 		c.BearerToken != o.BearerToken || c.HTTPClient != o.HTTPClient ||
-		c.KeepAlive != o.KeepAlive || c.ProtocolVersion != o.ProtocolVersion
+		c.KeepAlive != o.KeepAlive || c.ProtocolVersion != o.ProtocolVersion ||
+		c.PerHost != o.PerHost
 }
 
 // allows reports whether the filters let tool through.
@@ -284,3 +311,11 @@ func (l *liveConfig) allows(tool string) bool               { return l.load().al
 func (l *liveConfig) callTimeout(tool string) time.Duration { return l.load().callTimeout(tool) }
 func (l *liveConfig) connectTimeout() time.Duration         { return l.load().connectTimeout() }
 func (l *liveConfig) withdrawAfter() time.Duration          { return l.load().withdrawAfter() }
+
+// maxHostSessions returns MaxHostSessions, resolving zero.
+func (c Config) maxHostSessions() int {
+	if c.MaxHostSessions == 0 {
+		return DefaultMaxHostSessions
+	}
+	return c.MaxHostSessions
+}

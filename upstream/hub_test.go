@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -365,10 +367,10 @@ func TestBridgeRaw(t *testing.T) {
 			t.Fatalf("%s: first retry: %v", how, err)
 		}
 		id2, state2 := ask(raw)
-		if id2 == id1 || state2 != state {
-			t.Errorf("%s: second question %q under state %q; want a new id under %q", how, id2, state2, state)
+		if id2 == id1 || state2 == state {
+			t.Errorf("%s: second question %q under state %q; want a new id under a new state (first: %q, %q)", how, id2, state2, id1, state)
 		}
-		if raw, err = call(retry(id2, state, "bob")); err != nil {
+		if raw, err = call(retry(id2, state2, "bob")); err != nil {
 			t.Fatalf("%s: second retry: %v", how, err)
 		}
 		if got := resultText(t, decodeResult(t, raw)); got != "elicited: ann, bob" {
@@ -379,12 +381,63 @@ func TestBridgeRaw(t *testing.T) {
 			// the call stays parked, and a legacy upstream's question names
 			// no call, so a second call asking at once could not be told
 			// from it.)
-			if raw, err = call(retry(id2, state, "bob")); err != nil {
+			if raw, err = call(retry(id2, state2, "bob")); err != nil {
 				t.Fatalf("%s: retry of a finished bridge: %v", how, err)
 			}
-			if _, st := ask(raw); st == state {
+			if _, st := ask(raw); st == state || st == state2 {
 				t.Errorf("a finished bridge's state %q was used again", st)
 			}
 		}
+	}
+}
+
+// TestBridgeStateChecked: a retry whose request state this process did
+// not give out (altered by a character, made up) is refused with
+// -32602 and resumes nothing; the call's own state still resumes it.
+func TestBridgeStateChecked(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	raw, err := up.CallToolRaw(t.Context(), "elicit2", json.RawMessage(`{"name":"elicit2","arguments":{},`+meta+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	if err := json.Unmarshal(raw, &q); err != nil || len(q.InputRequests) != 1 {
+		t.Fatalf("want one question, got %s (%v)", raw, err)
+	}
+	var id string
+	for id = range q.InputRequests {
+	}
+	retry := func(state string) (json.RawMessage, error) {
+		return up.CallToolRaw(t.Context(), "elicit2", json.RawMessage(fmt.Sprintf(
+			`{"name":"elicit2","arguments":{},"inputResponses":{%q:{"action":"accept","content":{"name":"ann"}}},"requestState":%q,%s}`, id, state, meta)))
+	}
+	flip := []byte(q.RequestState)
+	if flip[len(flip)-1] == '0' {
+		flip[len(flip)-1] = '1'
+	} else {
+		flip[len(flip)-1] = '0'
+	}
+	for _, bad := range []string{string(flip), "junction-bridge-00", "someone-elses-state"} {
+		_, err := retry(bad)
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "requestState") {
+			t.Errorf("retry with state %q: error %v; want -32602 naming requestState", bad, err)
+		}
+	}
+	raw, err = retry(q.RequestState)
+	if err != nil {
+		t.Fatalf("retry with the call's own state: %v", err)
+	}
+	q.InputRequests = nil
+	if err := json.Unmarshal(raw, &q); err != nil || len(q.InputRequests) != 1 {
+		t.Fatalf("the call's own state did not resume it to its second question: %s (%v)", raw, err)
 	}
 }

@@ -64,6 +64,12 @@ func (s *Server) CanCallRaw(tool string) bool {
 // upstream asks on the way comes back as an input-required result. Other
 // transports get [ErrRawUnsupported].
 func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+	if t, release, err := s.routeRaw(ctx, params); err != nil {
+		return nil, err
+	} else if t != s {
+		defer release()
+		return t.CallToolRaw(ctx, name, params)
+	}
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
 		return nil, err
@@ -104,6 +110,15 @@ var _ junction.RawStarter = (*Server)(nil)
 // wait for a session, resumes a bridge, or asks a host before 2026-07-28
 // for input, goes on as CallToolRaw on a goroutine of its own.
 func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(error)) {
+	if t, release, err := s.routeRaw(ctx, params); err != nil {
+		done(nil, err)
+		return func(error) {}
+	} else if t != s {
+		return t.StartToolRaw(ctx, name, params, func(res json.RawMessage, err error) {
+			release()
+			done(res, err)
+		})
+	}
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
 		done(nil, err)
@@ -195,7 +210,7 @@ func (f *rawFlight) start(sess *session) {
 	// (the server's stdout ending): f.mu holds it back until then.
 	f.mu.Lock()
 	f.rc = sess.stdio().NewRawCall(f)
-	c := s.register(f.ctx, sess, junction.HostSession(f.ctx), f.timeout, f.rc, f.hm.token != nil)
+	c := s.register(f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
 	if c == nil {
 		f.rc.Forget()
 		f.mu.Unlock()
@@ -342,13 +357,15 @@ type hostMeta struct {
 	modern   bool   // the host speaks 2026-07-28 or later
 	retry    bool   // the params answer input requests (inputResponses, requestState)
 	logLevel []byte // the host's own log level for the call, as sent; nil if none
+	caps     []byte // the host's capabilities for the call, as sent (2026-07-28); nil if none
+	host     *mcp.ServerSession
 	extra    []byte // other _meta members, as sent, comma-separated
 }
 
 // readHostMeta reads params' _meta, and whether the call is the retry of
 // one that asked for input. host is the host's session, if it has one.
 func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
-	var hm hostMeta
+	hm := hostMeta{host: host}
 	if host != nil {
 		if p := host.InitializeParams(); p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion {
 			hm.modern = true
@@ -376,7 +393,9 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 					}
 				case mcp.MetaKeyLogLevel:
 					hm.logLevel = v
-				case mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeySubscriptionID:
+				case mcp.MetaKeyClientCapabilities:
+					hm.caps = v // for an upstream at 2026-07-28 (see rawMeta)
+				case mcp.MetaKeyClientInfo, mcp.MetaKeySubscriptionID:
 					// The host's own connection: the upstream gets junction's.
 				default:
 					if len(hm.extra) > 0 {
@@ -395,8 +414,9 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 
 // rawMeta is the _meta members of a raw call's request: junction's
 // progress token; to an upstream at 2026-07-28 or later, the protocol
-// fields go-sdk would send and the log level (the host's, or the one the
-// hub asked for); and the host's other _meta members.
+// fields go-sdk would send, with the host's capabilities in place of
+// junction's (see hostCapabilities), and the log level (the host's, or
+// the one the hub asked for); and the host's other _meta members.
 func (s *Server) rawMeta(token string, sess *session, hm hostMeta) []byte {
 	b := make([]byte, 0, 64+len(sess.meta)+len(hm.extra))
 	b = append(b, `"progressToken":`...)
@@ -404,7 +424,7 @@ func (s *Server) rawMeta(token string, sess *session, hm hostMeta) []byte {
 	if sess.modern() {
 		if len(sess.meta) > 0 {
 			b = append(b, ',')
-			b = append(b, sess.meta...)
+			b = appendProtocolMeta(b, sess.meta, hostCapabilities(hm.caps, hm.host))
 		}
 		b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
 		if hm.logLevel != nil {
@@ -558,6 +578,9 @@ func (s *Server) noteMeta(cs *mcp.ClientSession, m map[string]any) {
 }
 
 // modern reports whether the session speaks 2026-07-28 or later.
-func (sess *session) modern() bool {
-	return sess.cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion
+func (sess *session) modern() bool { return modern(sess.cs) }
+
+// modern reports whether cs speaks 2026-07-28 or later.
+func modern(cs *mcp.ClientSession) bool {
+	return cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion
 }

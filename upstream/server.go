@@ -66,6 +66,9 @@ type Server struct {
 	progress     progressCounter               // progress notifications read, for drainProgress
 	logsHandled  atomic.Int64                  // log messages handled by onLog, for drainLogs
 	bridges      map[string]*bridge            // parked calls, by requestState (see bridge)
+	hostCaps     *mcp.ClientCapabilities       // a host's own session: the capabilities declared (see perhost.go)
+	own          ownSessions                   // Config.PerHost: the hosts' own sessions
+	onIdle       func()                        // a host's own session: see start
 	metaOf       map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
 
 	// Withdrawal (see Config.WithdrawAfter). downSince is when the last
@@ -116,7 +119,14 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", name, err)
 	}
-	o := opts.withDefaults()
+	return start(name, cfg, opts.withDefaults(), nil, nil), nil
+}
+
+// start makes a Server and starts its supervisor. caps, if non-nil, are
+// the capabilities its client declares, and onIdle is called whenever
+// one of its calls or bridges ends (a host's own session, see
+// perhost.go); nil caps mean junction's.
+func start(name string, cfg Config, o Options, caps *mcp.ClientCapabilities, onIdle func()) *Server {
 	s := &Server{
 		name:      name,
 		opts:      o,
@@ -132,15 +142,17 @@ func New(name string, cfg Config, opts *Options) (*Server, error) {
 		ackSignal: make(chan struct{}),
 		bridges:   make(map[string]*bridge),
 		logLevel:  defaultLogLevel,
+		hostCaps:  caps,
+		onIdle:    onIdle,
 	}
 	s.cfg.store(cfg.clone())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = mcp.NewClient(o.ClientInfo, s.clientOptions())
-	s.client.AddReceivingMiddleware(s.watchAcks)
+	s.client.AddReceivingMiddleware(s.watchAcks, s.forwardRoots)
 	s.client.AddSendingMiddleware(s.captureMeta)
 	s.wg.Add(1)
 	go s.run()
-	return s, nil
+	return s
 }
 
 // Name returns the server's name.
@@ -191,6 +203,11 @@ func (s *Server) Update(cfg Config) (restart bool, err error) {
 	}
 	l := s.listener
 	s.mu.Unlock()
+	for _, o := range s.ownServers() {
+		c := next.clone()
+		c.PerHost = false
+		o.Update(c)
+	}
 	s.logger.Info("upstream configuration updated in place")
 	if filtered {
 		if l != nil {
@@ -208,6 +225,7 @@ func (s *Server) Close() error {
 	s.closed.Do(func() {
 		s.cancel()
 	})
+	s.closeOwn()
 	s.wg.Wait()
 	s.mu.Lock()
 	if s.ownTransport != nil {
@@ -251,6 +269,7 @@ func (s *Server) Snapshot() Snapshot {
 		Connects:  s.connects,
 		Withdrawn: s.withdrawn,
 		Drift:     s.drift,
+		Own:       len(s.own.m),
 	}
 	if s.lastErr != nil {
 		snap.LastError = s.lastErr.Error()
@@ -318,7 +337,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 }
 
 func (s *Server) clientOptions() *mcp.ClientOptions {
-	return &mcp.ClientOptions{
+	o := &mcp.ClientOptions{
 		Logger:    s.logger,
 		KeepAlive: s.cfg.load().KeepAlive,
 		// Input requests (elicitation, sampling) of protocol 2026-07-28
@@ -335,6 +354,17 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		CreateMessageHandler:        s.onCreateMessage,
 		ElicitationHandler:          s.onElicit,
 	}
+	if c := s.hostCaps; c != nil {
+		// A host's own session declares what the host declared.
+		o.Capabilities = &mcp.ClientCapabilities{RootsV2: c.RootsV2, Sampling: c.Sampling, Elicitation: c.Elicitation}
+		if c.Sampling == nil {
+			o.CreateMessageHandler = nil
+		}
+		if c.Elicitation == nil {
+			o.ElicitationHandler = nil
+		}
+	}
+	return o
 }
 
 func (s *Server) signalRelist() {

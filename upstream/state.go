@@ -73,6 +73,8 @@ type Snapshot struct {
 	// PID is the process id (and process group id) of a connected stdio
 	// server; zero otherwise.
 	PID int
+	// Own counts the hosts' own sessions open now (Config.PerHost).
+	Own int
 }
 
 // Options configure a [Registry] and the servers in it. A nil *Options is

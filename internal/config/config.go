@@ -50,6 +50,16 @@ const (
 	PrefixNever      = "never"
 )
 
+// Server.Sessions modes.
+const (
+	SessionsShared  = "shared"
+	SessionsPerHost = "per_host"
+)
+
+// maxHostSessions bounds Server.MaxHostSessions: each is a process or a
+// connection.
+const maxHostSessions = 1024
+
 // NoTimeout is the value of a timeout written as "none": no bound at all.
 const NoTimeout time.Duration = -1
 
@@ -173,6 +183,14 @@ type Server struct {
 	// it reconnects until then); zero means the upstream package default
 	// and [NoTimeout] ("never" in the file) keeps them listed.
 	WithdrawAfter time.Duration
+	// Sessions is "shared" (the default, also "") or "per_host": each
+	// host gets its own session with the server, so that the sampling,
+	// elicitation and roots requests of a server before protocol
+	// 2026-07-28 reach the host that caused them (upstream.Config.PerHost).
+	Sessions string
+	// MaxHostSessions bounds the per-host sessions open at once; zero
+	// means the upstream package default.
+	MaxHostSessions int
 
 	Source
 }

@@ -417,6 +417,7 @@ func (d *decoder) inputs(n *node, path string) {
 
 var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_file", "url", "headers", "bearer_token",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
+	"sessions", "max_host_sessions",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
 
 // serverAliases are the spellings hosts use for junction's keys.
@@ -519,6 +520,10 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.ProtocolVersion = d.str(e.val, p)
 		case "withdraw_after":
 			s.WithdrawAfter = d.withdrawAfter(e.val, p)
+		case "sessions":
+			s.Sessions = strings.ToLower(d.str(e.val, p))
+		case "max_host_sessions":
+			s.MaxHostSessions = int(d.integer(e.val, p))
 		case "allow", "deny":
 			if seen["tools"] != "" {
 				d.fail(e.line, p, "set tools.%s instead, not both %s and tools", key, e.key)

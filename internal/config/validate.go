@@ -166,6 +166,16 @@ func (v *validator) server(s *Server, path string) {
 	if s.WithdrawAfter < 0 && s.WithdrawAfter != NoTimeout {
 		v.fail(join(path, "withdraw_after"), "must not be negative (write never to keep the tools listed)")
 	}
+	switch s.Sessions {
+	case "", SessionsShared, SessionsPerHost:
+	default:
+		v.fail(join(path, "sessions"), "unknown sessions mode %q (use shared or per_host)", s.Sessions)
+	}
+	if s.MaxHostSessions < 0 || s.MaxHostSessions > maxHostSessions {
+		v.fail(join(path, "max_host_sessions"), "must be between 0 (the default) and %d", maxHostSessions)
+	} else if s.MaxHostSessions > 0 && s.Sessions != SessionsPerHost {
+		v.fail(join(path, "max_host_sessions"), "only applies with sessions: per_host")
+	}
 }
 
 // hasBad reports whether a field under path failed to decode.

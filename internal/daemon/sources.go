@@ -80,6 +80,8 @@ func upstreamConfig(s *config.Server) (upstream.Config, error) {
 		StopTimeout:     s.StopTimeout,
 		ProtocolVersion: s.ProtocolVersion,
 		WithdrawAfter:   s.WithdrawAfter, // NoTimeout is negative: never
+		PerHost:         s.Sessions == config.SessionsPerHost,
+		MaxHostSessions: s.MaxHostSessions,
 	}
 	switch s.Transport {
 	case config.TransportStdio, "":

@@ -166,13 +166,17 @@ func rawCalls(t *testing.T, url, source string) int {
 // hubConfig writes a config file whose only server, "fixtures", is a
 // second junction serving the conformance pack over stdio, with the given
 // prefix mode, offered the given protocol version (protocol_version; ""
-// leaves junction's default).
-func hubConfig(t *testing.T, prefix, protocol string) string {
+// leaves junction's default), and the more lines given (YAML keys of the
+// server, such as "sessions: per_host").
+func hubConfig(t *testing.T, prefix, protocol string, more ...string) string {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "junction.yaml")
 	body := fmt.Sprintf("servers:\n  fixtures:\n    command: %q\n    args: [serve, -no-default-packs, -pack, conformance]\n    prefix: %s\n", junctionBin(t), prefix)
 	if protocol != "" {
 		body += fmt.Sprintf("    protocol_version: %q\n", protocol)
+	}
+	for _, line := range more {
+		body += "    " + line + "\n"
 	}
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,102 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An upstream asks the host for input (sampling, elicitation, roots)
+// through the hub, so what it may ask for is what the host can answer, not
+// what junction's own client could: each request to an upstream at
+// 2026-07-28 or later carries the host's capabilities in
+// _meta["io.modelcontextprotocol/clientCapabilities"], taken from the
+// host's request (a 2026-07-28 host sends them with every request) or, for
+// an older host, from its initialize. A request with no host (a diagram
+// step, say) carries junction's. Before 2026-07-28 capabilities are
+// declared once per connection; a server that gives each host its own
+// session (Config.PerHost) declares the host's there (see perhost.go).
+
+// hostCapabilities returns the host's capabilities as JSON: sent, as the
+// request's _meta had them, or else those of host's initialize; nil when
+// there are neither.
+func hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
+	if len(sent) > 0 {
+		return sent
+	}
+	if host == nil {
+		return nil
+	}
+	p := host.InitializeParams()
+	if p == nil || p.Capabilities == nil {
+		return nil
+	}
+	b, err := json.Marshal(capabilitiesV2(p.Capabilities))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// capabilitiesV2 is c as protocol 2026-07-28 writes it: roots from
+// RootsV2, left out when unset (go-sdk's ClientCapabilities always
+// writes its Roots value).
+func capabilitiesV2(c *mcp.ClientCapabilities) any {
+	return struct {
+		*mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}{c, c.RootsV2}
+}
+
+// capsKey is the clientCapabilities member's key as it opens in a
+// session's protocol _meta (session.meta), where it comes last (noteMeta).
+var capsKey = []byte(`"` + mcp.MetaKeyClientCapabilities + `":`)
+
+// appendProtocolMeta appends meta, a session's protocol _meta members, to
+// b, with caps, if non-nil, in place of the capabilities member.
+func appendProtocolMeta(b, meta, caps []byte) []byte {
+	if caps == nil {
+		return append(b, meta...)
+	}
+	if i := bytes.Index(meta, capsKey); i >= 0 {
+		meta = meta[:i]
+	} else if len(meta) > 0 {
+		meta = append(meta[:len(meta):len(meta)], ',')
+	}
+	b = append(b, meta...)
+	b = append(b, capsKey...)
+	return append(b, caps...)
+}
+
+// hopMeta copies a host request's _meta for an upstream, without the
+// keys that describe the host's own connection under protocol 2026-07-28
+// (its protocol version and client info: go-sdk fills in junction's). To
+// an upstream at 2026-07-28 or later (modern) it adds the host's
+// capabilities: those the request names, or those of host's initialize
+// (go-sdk keeps a capabilities member that is there).
+func hopMeta(m mcp.Meta, host *mcp.ServerSession, modern bool) mcp.Meta {
+	caps, sent := m[mcp.MetaKeyClientCapabilities]
+	if !modern {
+		sent = false
+	} else if !sent && host != nil {
+		if b := hostCapabilities(nil, host); b != nil {
+			caps, sent = json.RawMessage(b), true
+		}
+	}
+	if len(m) == 0 && !sent {
+		return nil
+	}
+	out := make(mcp.Meta, len(m)+1)
+	for k, v := range m {
+		switch k {
+		case mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeySubscriptionID:
+			continue
+		}
+		out[k] = v
+	}
+	if sent {
+		out[mcp.MetaKeyClientCapabilities] = caps
+	}
+	return out
+}

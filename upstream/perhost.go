@@ -1,0 +1,282 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Hosts' own sessions (Config.PerHost).
+//
+// A server before protocol 2026-07-28 sends its sampling, elicitation and
+// roots requests on its connection, naming no call; on a session shared
+// by several hosts, junction can only tell which host a request is for
+// when calls of one host alone are in flight (see routeRequest). A
+// PerHost server gives each host a session of its own: a second Server
+// (an "own session") with the same configuration, started on the host's
+// first request that may make the server ask, declaring the host's
+// capabilities in initialize. Everything the own session's server asks
+// is then for that host. The parent Server keeps its shared session for
+// the catalog, the subscriptions and the calls made without a host.
+//
+// Whose session a request takes:
+//   - a host with a session (stdio, a stateful HTTP session): its own
+//     session, kept until the host session ends;
+//   - a host at 2026-07-28 without a session: a session for the call,
+//     until the call is over, bridged parts included (its retry, which
+//     names the bridge's request state, finds it);
+//   - anything else, and every request once the shared session has
+//     negotiated 2026-07-28 (such a server asks inside its results, and
+//     each request carries the host's capabilities): the shared session.
+
+// ownSessions are a PerHost server's own sessions; guarded by Server.mu.
+type ownSessions struct {
+	m      map[any]*ownSession // by host session, or by call number for sessionless hosts
+	next   uint64              // the last call number given
+	closed bool                // Close has begun: no more own sessions
+	wg     sync.WaitGroup      // own sessions being closed
+}
+
+// An ownSession is one host's own session.
+type ownSession struct {
+	srv     *Server
+	key     any
+	perCall bool // a sessionless host's: closed when its call is over
+	users   int  // requests of the parent's going through it now; guarded by the parent's mu
+}
+
+// noRelease is the release func of a request on the shared session.
+func noRelease() {}
+
+// route returns the Server a host request goes to: s, or the host's own
+// session (see above), and a func to call when the request is over.
+// host is the host's session, if it has one; modernHost tells whether
+// the host speaks 2026-07-28; state is the request state of a retry;
+// caps are the capabilities a sessionless host sent, as JSON.
+func (s *Server) route(host *mcp.ServerSession, modernHost bool, state string, caps []byte) (*Server, func(), error) {
+	cfg := s.cfg.load()
+	if !cfg.PerHost {
+		return s, noRelease, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own.closed || (s.sess != nil && s.sess.modern()) {
+		return s, noRelease, nil
+	}
+	var key any
+	switch {
+	case host != nil:
+		key = host
+	case state != "":
+		if o := s.ownWithBridge(state); o != nil {
+			o.users++
+			return o.srv, func() { s.releaseOwn(o) }, nil
+		}
+		return s, noRelease, nil // the bridge is gone: the call starts again (see resumeRaw)
+	case modernHost:
+		s.own.next++
+		key = s.own.next
+	default:
+		return s, noRelease, nil // a sessionless host before 2026-07-28 cannot be asked anyway
+	}
+	o := s.own.m[key]
+	if o == nil {
+		if max := cfg.maxHostSessions(); len(s.own.m) >= max {
+			return nil, nil, fmt.Errorf("upstream %q: %w: %d host sessions are open, the most max_host_sessions allows; retry when one ends, or raise it",
+				s.name, junction.ErrSourceDown, max)
+		}
+		o = s.startOwn(key, host, caps, cfg)
+	}
+	o.users++
+	return o.srv, func() { s.releaseOwn(o) }, nil
+}
+
+// startOwn starts an own session for key. s.mu is held.
+func (s *Server) startOwn(key any, host *mcp.ServerSession, caps []byte, cfg *Config) *ownSession {
+	if s.own.m == nil {
+		s.own.m = make(map[any]*ownSession)
+	}
+	c := cfg.clone()
+	c.PerHost = false
+	o := &ownSession{key: key, perCall: host == nil}
+	opts := s.opts
+	opts.OnEvent = nil // the parent stands for the server in events and status
+	what := "call " + strconv.FormatUint(s.own.next, 10)
+	if host != nil {
+		what = "session " + host.ID()
+	}
+	opts.Logger = s.opts.Logger.With("host", what) // start adds the source
+	declared := &mcp.ClientCapabilities{}
+	switch {
+	case host != nil:
+		if p := host.InitializeParams(); p != nil && p.Capabilities != nil {
+			declared = p.Capabilities
+		}
+	case caps != nil:
+		declared = parseCapabilities(caps)
+	}
+	o.srv = start(s.name, c, opts, declared, func() { s.ownIdle(o) })
+	o.srv.SetLogLevel(s.logLevel)
+	s.own.m[key] = o
+	s.logger.Debug("started a host's own session", "host", what, "open", len(s.own.m))
+	if host != nil {
+		s.own.wg.Add(1)
+		go func() {
+			defer s.own.wg.Done()
+			done := make(chan struct{})
+			go func() { host.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-s.ctx.Done():
+			}
+			s.dropOwn(o)
+		}()
+	}
+	return o
+}
+
+// parseCapabilities reads capabilities as protocol 2026-07-28 writes
+// them (roots as a member of its own); unreadable ones declare nothing.
+func parseCapabilities(b []byte) *mcp.ClientCapabilities {
+	var v struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return &mcp.ClientCapabilities{}
+	}
+	c := v.ClientCapabilities
+	c.RootsV2 = v.Roots
+	return &c
+}
+
+// ownWithBridge returns the own session whose server has the bridge
+// state names. s.mu is held.
+func (s *Server) ownWithBridge(state string) *ownSession {
+	for _, o := range s.own.m {
+		if o.srv.bridgeFor(state) != nil {
+			return o
+		}
+	}
+	return nil
+}
+
+// releaseOwn ends a request's use of o; a sessionless host's session
+// closes once its call is over.
+func (s *Server) releaseOwn(o *ownSession) {
+	s.mu.Lock()
+	o.users--
+	s.mu.Unlock()
+	s.ownIdle(o)
+}
+
+// ownIdle closes o if it is a sessionless host's and nothing is left of
+// its call: no request of the parent's goes through it, and its server
+// has no call in flight and no parked bridge.
+func (s *Server) ownIdle(o *ownSession) {
+	s.mu.Lock()
+	idle := o.perCall && o.users == 0 && s.own.m[o.key] == o && o.srv.idle()
+	s.mu.Unlock()
+	if idle {
+		s.dropOwn(o)
+	}
+}
+
+// idle reports whether s has no call in flight and no parked bridge.
+func (s *Server) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls) == 0 && len(s.bridges) == 0
+}
+
+// noteIdle tells the parent of an own session that it may be idle now:
+// a call or a bridge of it has ended.
+func (s *Server) noteIdle() {
+	if s.onIdle != nil {
+		s.onIdle()
+	}
+}
+
+// dropOwn forgets o and closes its server, without waiting for it
+// (Close waits for all of them).
+func (s *Server) dropOwn(o *ownSession) {
+	s.mu.Lock()
+	if s.own.m[o.key] != o {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.own.m, o.key)
+	n := len(s.own.m)
+	if s.own.closed {
+		s.mu.Unlock()
+		return // closeOwn closes it
+	}
+	s.own.wg.Add(1)
+	s.mu.Unlock()
+	s.logger.Debug("closing a host's own session", "open", n)
+	go func() {
+		defer s.own.wg.Done()
+		o.srv.Close()
+	}()
+}
+
+// closeOwn closes every own session and waits for them; part of Close.
+func (s *Server) closeOwn() {
+	s.mu.Lock()
+	s.own.closed = true
+	all := make([]*ownSession, 0, len(s.own.m))
+	for _, o := range s.own.m {
+		all = append(all, o)
+	}
+	s.own.m = nil
+	s.mu.Unlock()
+	for _, o := range all {
+		o.srv.Close()
+	}
+	s.own.wg.Wait()
+}
+
+// ownServers returns the servers of the own sessions open now.
+func (s *Server) ownServers() []*Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Server, 0, len(s.own.m))
+	for _, o := range s.own.m {
+		out = append(out, o.srv)
+	}
+	return out
+}
+
+// routeCall routes a typed tools/call (see route).
+func (s *Server) routeCall(req *mcp.CallToolRequest) (*Server, func(), error) {
+	if !s.cfg.load().PerHost {
+		return s, noRelease, nil
+	}
+	return s.route(req.Session, hostIsModern(req), req.Params.RequestState, metaCaps(req.Params.Meta))
+}
+
+// routeRaw routes a raw tools/call (see route): host is the host's
+// session, params the call's params.
+func (s *Server) routeRaw(ctx context.Context, params json.RawMessage) (*Server, func(), error) {
+	if !s.cfg.load().PerHost {
+		return s, noRelease, nil
+	}
+	host := junction.HostSession(ctx)
+	hm := readHostMeta(params, host)
+	var state string
+	if hm.retry && bytes.Contains(params, []byte(`"requestState"`)) {
+		var p struct {
+			RequestState string `json:"requestState"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			state = p.RequestState
+		}
+	}
+	return s.route(host, hm.modern, state, hm.caps)
+}

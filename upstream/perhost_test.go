@@ -1,0 +1,126 @@
+package upstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction"
+)
+
+// awaitOwn waits, up to 10 s, until s has want own sessions open.
+func awaitOwn(t *testing.T, s *Server, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Snapshot().Own != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("own sessions: %d, want %d", s.Snapshot().Own, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestPerHostSessionPerCall: with PerHost, a call from a 2026-07-28 host
+// without a session gets a session of its own with a legacy server, kept
+// while the call is parked on a question (its retry finds it by its
+// request state) and closed when the call is over; MaxHostSessions bounds
+// them, with an error that says so.
+func TestPerHostSessionPerCall(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.ProtocolVersion = "2025-11-25"
+	cfg.PerHost = true
+	cfg.MaxHostSessions = 1
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+
+	// A plain call: its session closes when it is over.
+	res, err := up.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},`+meta+`}`))
+	if err != nil {
+		t.Fatalf("echo: %v", err)
+	}
+	if !strings.Contains(string(res), "hi") {
+		t.Errorf("echo: %s", res)
+	}
+	awaitOwn(t, up, 0)
+
+	// A call that asks: parked with its session until the host answers.
+	raw, err := up.CallToolRaw(t.Context(), "elicit2", json.RawMessage(`{"name":"elicit2","arguments":{},`+meta+`}`))
+	if err != nil {
+		t.Fatalf("elicit2: %v", err)
+	}
+	var q struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	if err := json.Unmarshal(raw, &q); err != nil || len(q.InputRequests) != 1 {
+		t.Fatalf("elicit2: want one question, got %s (%v)", raw, err)
+	}
+	if n := up.Snapshot().Own; n != 1 {
+		t.Errorf("own sessions while a call is parked: %d, want 1", n)
+	}
+
+	// The bound: a second call that needs a session of its own is refused.
+	_, err = up.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{"text":"x"},`+meta+`}`))
+	if !errors.Is(err, junction.ErrSourceDown) || !strings.Contains(fmt.Sprint(err), "max_host_sessions") {
+		t.Errorf("a call over max_host_sessions: %v; want an error naming max_host_sessions", err)
+	}
+
+	// Two rounds of answers end the call, and its session.
+	for _, name := range []string{"ann", "bob"} {
+		var id string
+		for id = range q.InputRequests {
+		}
+		raw, err = up.CallToolRaw(t.Context(), "elicit2", json.RawMessage(fmt.Sprintf(
+			`{"name":"elicit2","arguments":{},"inputResponses":{%q:{"action":"accept","content":{"name":%q}}},"requestState":%q,%s}`, id, name, q.RequestState, meta)))
+		if err != nil {
+			t.Fatalf("retry with %s: %v", name, err)
+		}
+		q.InputRequests = nil
+		if err := json.Unmarshal(raw, &q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(string(raw), "elicited: ann, bob") {
+		t.Errorf("elicit2's result: %s; want elicited: ann, bob", raw)
+	}
+	awaitOwn(t, up, 0)
+}
+
+// TestPerHostSharedWhenModern: a server that negotiates 2026-07-28 asks
+// inside its results; PerHost gives it no sessions of its own.
+func TestPerHostSharedWhenModern(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.PerHost = true
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	if _, err := up.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},`+meta+`}`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := up.Snapshot().Own; n != 0 {
+		t.Errorf("own sessions for a 2026-07-28 server: %d, want 0", n)
+	}
+}
+
+// TestUndeclaredCapabilityRefused: a legacy server's elicitation/create,
+// for a 2026-07-28 host whose request declared no elicitation, is not
+// put to the host: the server gets -32021 naming the capability.
+func TestUndeclaredCapabilityRefused(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	raw, err := up.CallToolRaw(t.Context(), "elicit2", json.RawMessage(`{"name":"elicit2","arguments":{},`+meta+`}`))
+	got := fmt.Sprintf("%s %v", raw, err)
+	if strings.Contains(got, "input_required") || !strings.Contains(got, "did not declare the elicitation capability") {
+		t.Errorf("elicit2 for a host without elicitation: %s; want the server refused with the capability named", got)
+	}
+}
