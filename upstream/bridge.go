@@ -57,7 +57,7 @@ type bridge struct {
 // raw one (a raw leg), or an error.
 type outcome struct {
 	ask *ask
-	res *mcp.CallToolResult
+	res any // a typed leg's result: *mcp.CallToolResult, *mcp.GetPromptResult
 	raw json.RawMessage
 	err error
 }
@@ -77,13 +77,19 @@ const bridgeIdle = 5 * time.Minute
 // hostIsModern reports whether the host request follows protocol
 // 2026-07-28 or later, whose servers may not send requests to the client.
 func hostIsModern(req *mcp.CallToolRequest) bool {
-	if v, ok := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok {
+	return hostModern(req.Params.Meta, req.Session)
+}
+
+// hostModern reports whether a host request with meta, on session (nil:
+// none), follows protocol 2026-07-28 or later.
+func hostModern(meta mcp.Meta, session *mcp.ServerSession) bool {
+	if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); ok {
 		return v >= junction.StatelessProtocolVersion
 	}
-	if req.Session == nil {
+	if session == nil {
 		return false
 	}
-	p := req.Session.InitializeParams()
+	p := session.InitializeParams()
 	return p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion
 }
 
@@ -169,55 +175,102 @@ func (s *Server) bridgeFor(state string) *bridge {
 // resumeRaw).
 func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallToolRequest, params *mcp.CallToolParams, timeout time.Duration) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
-	what := "tool " + strconv.Quote(name)
-	if st := req.Params.RequestState; st != "" {
-		if err := checkBridgeState(st, req.Session); err != nil {
-			return nil, err
+	br := bridged{host: req.Session, caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
+		state: req.Params.RequestState, answers: req.Params.InputResponses, what: "tool " + strconv.Quote(name)}
+	o := s.bridge(ctx, sess, br, timeout, func(upCtx context.Context, c *call) (any, error) {
+		params.SetProgressToken(c.token)
+		res, err := sess.cs.CallTool(upCtx, params)
+		if err == nil {
+			s.drainProgress(c)
 		}
-		if b := s.bridgeFor(st); b != nil {
-			return s.typedOutcome(b, s.resumeBridge(ctx, b, req.Params.InputResponses, req.Session, req.Params.GetProgressToken(), what))
+		return res, err
+	})
+	if o.ask != nil {
+		return question(o.ask), nil
+	}
+	res, _ := o.res.(*mcp.CallToolResult)
+	return res, o.err
+}
+
+// bridgedPrompt is bridgedCall for prompts/get: a legacy upstream may ask
+// for input while it builds a prompt, too.
+func (s *Server) bridgedPrompt(ctx context.Context, sess *session, req *mcp.GetPromptRequest, timeout time.Duration) (*mcp.GetPromptResult, error) {
+	params := *req.Params
+	params.Meta = hopMeta(req.Params.Meta, req.Session, false)
+	params.InputResponses, params.RequestState = nil, ""
+	br := bridged{host: req.Session, caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
+		state: req.Params.RequestState, answers: req.Params.InputResponses, what: "prompt " + strconv.Quote(req.Params.Name)}
+	o := s.bridge(ctx, sess, br, timeout, func(upCtx context.Context, c *call) (any, error) {
+		params.SetProgressToken(c.token)
+		return sess.cs.GetPrompt(upCtx, &params)
+	})
+	if o.ask != nil {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}, InputRequests: mcp.InputRequestMap{o.ask.id: o.ask.req}, RequestState: o.ask.state}, nil
+	}
+	res, _ := o.res.(*mcp.GetPromptResult)
+	return res, o.err
+}
+
+// bridged is what a typed bridged request needs of the host's request.
+type bridged struct {
+	host    *mcp.ServerSession   // nil without a session
+	caps    []byte               // the capabilities the request declared
+	token   any                  // the host's progress token
+	state   string               // a retry's requestState
+	answers mcp.InputResponseMap // a retry's inputResponses
+	what    string               // "tool \"name\"", for errors
+}
+
+// bridge runs a typed request from a 2026-07-28 host to a legacy upstream
+// (run makes it, with the call registered for it), or resumes the one the
+// retry's state names, and returns the outcome for the host: a question,
+// or the upstream's answer.
+func (s *Server) bridge(ctx context.Context, sess *session, br bridged, timeout time.Duration, run func(context.Context, *call) (any, error)) outcome {
+	if br.state != "" {
+		if err := checkBridgeState(br.state, br.host); err != nil {
+			return outcome{err: err}
+		}
+		if b := s.bridgeFor(br.state); b != nil {
+			return s.resumeBridge(ctx, b, br.answers, br.host, br.token, br.what)
 		}
 	}
 
-	// The upstream call outlives this host request: it ends with its own
-	// result, its no-progress timeout, Close, or the host going away.
+	// The upstream request outlives this host request: it ends with its
+	// own answer, its no-progress timeout, Close, or the host going away.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c, upCtx, end, err := s.begin(callCtx, sess, req.Session, timeout, what)
+	c, upCtx, end, err := s.begin(callCtx, sess, br.host, timeout, br.what)
 	if err != nil {
 		cancel()
-		return nil, err
+		return outcome{err: err}
 	}
-	s.setCaps(c, metaCaps(req.Params.Meta))
-	b := newBridge(cancel, req.Session)
+	s.setCaps(c, br.caps)
+	b := newBridge(cancel, br.host)
 	s.mu.Lock()
 	if s.sess != sess {
 		// The session closed since begin; nothing was sent.
 		s.mu.Unlock()
 		end()
 		cancel()
-		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, what, junction.ErrSourceDown, errSessionGone)
+		return outcome{err: fmt.Errorf("upstream %q: %s: %w: %w", s.name, br.what, junction.ErrSourceDown, errSessionGone)}
 	}
 	b.install(s, c)
 	// Added under s.mu while sess is current: the supervisor, which is
 	// serving it, has not returned, so Close's Wait waits for this too.
 	s.wg.Add(1)
 	s.mu.Unlock()
-	s.logger.Debug("bridging a legacy upstream call for a 2026-07-28 host", junction.LogKeyTool, name)
-	s.setHost(c, ctx, req.Session, req.Params.GetProgressToken())
-	params.SetProgressToken(c.token)
+	s.logger.Debug("bridging a legacy upstream request for a 2026-07-28 host", "request", br.what)
+	s.setHost(c, ctx, br.host, br.token)
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
-		res, err := sess.cs.CallTool(upCtx, params)
-		if err == nil {
-			s.drainProgress(c)
-		} else {
-			err = s.callError(ctx, upCtx, sess, what, timeout, err)
+		res, err := run(upCtx, c)
+		if err != nil {
+			err = s.callError(ctx, upCtx, sess, br.what, timeout, err)
 		}
 		end()
 		b.finish(s, outcome{res: res, err: err})
 	}()
-	return s.typedOutcome(b, s.awaitBridge(ctx, b, what))
+	return s.awaitBridge(ctx, b, br.what)
 }
 
 // bridgeable reports whether a raw call from a host with hm to a server on
@@ -282,16 +335,8 @@ func (s *Server) resumeRaw(ctx context.Context, sess *session, name string, para
 }
 
 // question is the input-required result that puts a to the host.
-func question(b *bridge, a *ask) *mcp.CallToolResult {
+func question(a *ask) *mcp.CallToolResult {
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{a.id: a.req}, RequestState: a.state}
-}
-
-// typedOutcome is a bridge's outcome as CallTool returns it.
-func (s *Server) typedOutcome(b *bridge, o outcome) (*mcp.CallToolResult, error) {
-	if o.ask != nil {
-		return question(b, o.ask), nil
-	}
-	return o.res, o.err
 }
 
 // rawOutcome is a bridge's outcome as CallToolRaw returns it: a question
@@ -300,7 +345,7 @@ func (s *Server) rawOutcome(b *bridge, o outcome, name string) (json.RawMessage,
 	if o.ask == nil {
 		return o.raw, o.err
 	}
-	q := question(b, o.ask)
+	q := question(o.ask)
 	enc, err := json.Marshal(struct {
 		Content       []mcp.Content       `json:"content"`
 		InputRequests mcp.InputRequestMap `json:"inputRequests"`

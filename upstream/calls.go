@@ -620,11 +620,20 @@ func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 
 // GetPrompt implements [junction.Source].
 func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	if t, release, err := s.route(req.Session, false, "", nil); err != nil {
+	modernHost := hostModern(req.Params.Meta, req.Session)
+	if t, release, err := s.route(req.Session, modernHost, req.Params.RequestState, metaCaps(req.Params.Meta)); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
 		return t.GetPrompt(ctx, req)
+	}
+	if modernHost {
+		// A legacy upstream that asks for input while building the prompt
+		// can only ask this host through a bridge.
+		d := s.cfg.callTimeout("")
+		if sess, err := s.sessionUntil(ctx, deadlineAfter(d)); err == nil && !sess.modern() {
+			return s.bridgedPrompt(ctx, sess, req, d)
+		}
 	}
 	params := *req.Params
 	return forward(s, ctx, req.Session, "prompt "+strconv.Quote(req.Params.Name), nil,
@@ -1057,7 +1066,7 @@ func (s *Server) routable(c *call) bool {
 // handler's context (so HTTP fronts route it on the right stream),
 // cancelled also when the upstream's request is.
 func (s *Server) hostContext(upstreamCtx context.Context, c *call) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(c.hostCtx)
+	ctx, cancel := context.WithCancel(streamOf{c.hostCtx}) // see streamOf
 	stop1 := context.AfterFunc(upstreamCtx, cancel)
 	stop2 := context.AfterFunc(s.ctx, cancel) // Close must not wait for a host
 	return ctx, func() { stop1(); stop2(); cancel() }

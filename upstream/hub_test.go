@@ -441,3 +441,34 @@ func TestBridgeStateChecked(t *testing.T) {
 		t.Fatalf("the call's own state did not resume it to its second question: %s (%v)", raw, err)
 	}
 }
+
+// TestBridgePrompt: a legacy upstream that elicits while building a
+// prompt for a 2026-07-28 host asks it through an input-required
+// GetPromptResult, and the retry with the answer gets the prompt.
+func TestBridgePrompt(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	meta := mcp.Meta{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}}}
+	res, err := up.GetPrompt(t.Context(), &mcp.GetPromptRequest{Params: &mcp.GetPromptParams{Name: "ask", Meta: meta}})
+	if err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	if len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("prompts/get: %+v; want one question and a request state", res)
+	}
+	var id string
+	for id = range res.InputRequests {
+	}
+	res, err = up.GetPrompt(t.Context(), &mcp.GetPromptRequest{Params: &mcp.GetPromptParams{Name: "ask", Meta: meta,
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann"}}},
+		RequestState:   res.RequestState}})
+	if err != nil {
+		t.Fatalf("prompts/get retry: %v", err)
+	}
+	if len(res.Messages) != 1 || res.Messages[0].Content.(*mcp.TextContent).Text != "hello ann" {
+		t.Errorf("prompts/get retry: %+v; want the prompt built with the answer", res)
+	}
+}

@@ -26,9 +26,10 @@ import (
 // the catalog, the subscriptions and the calls made without a host.
 //
 // Whose session a request takes:
-//   - a host with a session (stdio, a stateful HTTP session): its own
-//     session, kept until the host session ends;
-//   - a host at 2026-07-28 without a session: a session for the call,
+//   - a host with a session (stdio, a stateful HTTP session) before
+//     2026-07-28: its own session, kept until the host session ends;
+//   - a host at 2026-07-28, which has no session (go-sdk's per-request
+//     ServerSession ends with the request): a session for the call,
 //     until the call is over, bridged parts included (its retry, which
 //     names the bridge's request state, finds it);
 //   - anything else, and every request once the shared session has
@@ -71,7 +72,7 @@ func (s *Server) route(host *mcp.ServerSession, modernHost bool, state string, c
 	}
 	var key any
 	switch {
-	case host != nil:
+	case host != nil && !modernHost:
 		key = host
 	case state != "":
 		if o := s.ownWithBridge(state); o != nil {
@@ -104,28 +105,28 @@ func (s *Server) startOwn(key any, host *mcp.ServerSession, caps []byte, cfg *Co
 	}
 	c := cfg.clone()
 	c.PerHost = false
-	o := &ownSession{key: key, perCall: host == nil}
+	o := &ownSession{key: key, perCall: key != any(host)}
 	opts := s.opts
 	opts.OnEvent = nil // the parent stands for the server in events and status
 	what := "call " + strconv.FormatUint(s.own.next, 10)
-	if host != nil {
+	if !o.perCall {
 		what = "session " + host.ID()
 	}
 	opts.Logger = s.opts.Logger.With("host", what) // start adds the source
 	declared := &mcp.ClientCapabilities{}
 	switch {
+	case caps != nil:
+		declared = parseCapabilities(caps)
 	case host != nil:
 		if p := host.InitializeParams(); p != nil && p.Capabilities != nil {
 			declared = p.Capabilities
 		}
-	case caps != nil:
-		declared = parseCapabilities(caps)
 	}
 	o.srv = start(s.name, c, opts, declared, func() { s.ownIdle(o) })
 	o.srv.SetLogLevel(s.logLevel)
 	s.own.m[key] = o
 	s.logger.Debug("started a host's own session", "host", what, "open", len(s.own.m))
-	if host != nil {
+	if !o.perCall {
 		s.own.wg.Add(1)
 		go func() {
 			defer s.own.wg.Done()

@@ -115,8 +115,8 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 	if got := len(cat.Tools); got != 37 {
 		t.Errorf("len(Catalog.Tools) = %d, want 37 (all pages)", got)
 	}
-	if len(cat.Resources) != 1 || len(cat.ResourceTemplates) != 1 || len(cat.Prompts) != 1 {
-		t.Errorf("catalog has %d resources, %d templates, %d prompts; want 1 each", len(cat.Resources), len(cat.ResourceTemplates), len(cat.Prompts))
+	if len(cat.Resources) != 1 || len(cat.ResourceTemplates) != 1 || len(cat.Prompts) != 2 {
+		t.Errorf("catalog has %d resources, %d templates, %d prompts; want 1, 1 and 2", len(cat.Resources), len(cat.ResourceTemplates), len(cat.Prompts))
 	}
 	// The schema comes through as the upstream wrote it.
 	var echo *mcp.Tool
