@@ -174,6 +174,8 @@ type Hub struct {
 	endLife context.CancelFunc // cancels life; called by Close
 	wg      sync.WaitGroup
 	closeMu sync.Once
+
+	tasks *taskStore // the tasks of the extension (tasks.go)
 }
 
 type sourceState struct {
@@ -229,6 +231,7 @@ func New(opts *Options) *Hub {
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.lock = h.opts.Lock
 	h.presets = h.opts.Presets
+	h.tasks = newTaskStore(h)
 	h.wg.Add(1)
 	go h.refresher()
 	return h
@@ -261,6 +264,7 @@ func (h *Hub) Close() error {
 		close(h.done)
 		h.endLife()
 	})
+	h.tasks.close()
 	h.wg.Wait()
 	h.mu.RLock()
 	views := slices.Clone(h.views)

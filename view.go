@@ -85,7 +85,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			return h.subscribe(ctx, req.Params.URI, false)
 		},
 	})
-	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel)
+	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, advertiseTasks)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}

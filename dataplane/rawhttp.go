@@ -80,6 +80,8 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	version := r.Header.Get("Mcp-Protocol-Version")
 	modern := version >= junction.StatelessProtocolVersion
 	switch {
+	case sid == "" && modern && f.mode != HTTPStateful && f.takeTaskHTTP(w, r, body, version):
+		return true // the tasks extension (tasks.go)
 	case sid == "" && modern:
 		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
 	case sid == "":

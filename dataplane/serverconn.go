@@ -308,6 +308,12 @@ func (c *ServerConn) newRawCall(to RawReceiver) *RawCall {
 // Plane.ServeStdio), the request and the answer are batched with that
 // connection's other traffic.
 func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage) error {
+	return r.SendRequest(ctx, "tools/call", meta, params)
+}
+
+// SendRequest is [RawCall.Send] for a request of another method (the
+// tasks extension's tasks/get, say); method must be a plain ASCII name.
+func (r *RawCall) SendRequest(ctx context.Context, method string, meta []byte, params json.RawMessage) error {
 	if r.unsent != nil {
 		r.deliver(RawReply{Fail: r.unsent})
 		return r.unsent
@@ -320,7 +326,9 @@ func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage)
 	line := make([]byte, 0, len(params)+len(meta)+80)
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, r.id...)
-	line = append(line, `,"method":"tools/call","params":`...)
+	line = append(line, `,"method":"`...)
+	line = append(line, method...)
+	line = append(line, `","params":`...)
 	line = appendParams(line, params, meta)
 	line = append(line, "}\n"...)
 	oneLine(line[:len(line)-1])

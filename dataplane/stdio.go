@@ -84,6 +84,7 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	}()
 	readErr := make(chan error, 1)
 	go func() { readErr <- readFrames(in, max, c, s.take, s.batch.flush) }()
+	defer s.endTasks()
 
 	select {
 	case err = <-runErr:
@@ -124,11 +125,21 @@ type stdioSession struct {
 	// batch is the reading goroutine's: requests to servers queue there
 	// while it handles what one read brought in (see writer.go).
 	batch batch
+	// The host's name for its tasks, and the end of the notifications of
+	// their status: set on the first request for the tasks extension
+	// (see tasks.go).
+	taskMu     sync.Mutex
+	owner      string
+	unwatch    func()
+	tasksEnded bool
 }
 
 // take answers line on the raw path if it can and reports whether it did;
 // lines it does not take go to go-sdk. Called by the reading goroutine.
 func (s *stdioSession) take(line []byte) bool {
+	if s.takeTask(line) {
+		return true
+	}
 	if !s.p.raw {
 		return false
 	}

@@ -14,25 +14,31 @@ import (
 // The fixtures the suite's tasks-* scenarios name (the tasks extension,
 // io.modelcontextprotocol/tasks, SEP-2663).
 //
-// junction does not implement the extension: it does not advertise it
-// and serves no tasks/get, tasks/update or tasks/cancel. Without
-// negotiation the extension's own rules say what these tools do, and
-// that is what they do: a tool that may run as a task runs synchronously
-// and returns a plain result, and a tool that can only run as a task is
-// refused with MissingRequiredClientCapabilityError (-32021) naming the
-// extension. A client that declares the extension changes nothing, since
-// negotiation needs both sides.
+// Each tool that may run as a task declares it (junction.SetTaskSupport)
+// and calls junction.StartTask when it wants to go on as one: for a host
+// at 2026-07-28 that declares the extension on the request, the hub then
+// answers the call with the task at once and the rest of the handler is
+// the task's work. For any other host StartTask reports false and the
+// tool runs synchronously, or, when it runs only as a task (task support
+// required), refuses the call with MissingRequiredClientCapabilityError
+// (-32021) naming the extension, as the extension says.
 
 // TasksExtension is the identifier of the tasks extension.
-const TasksExtension = "io.modelcontextprotocol/tasks"
+const TasksExtension = junction.TasksExtension
 
 // maxComputeSeconds bounds slow_compute's pause.
 const maxComputeSeconds = 3600
 
 // taskRequired refuses a call to a tool that can only run as a task.
 func taskRequired(tool string) error {
-	return missingCapability(tool+" runs only as a task: it needs the tasks extension ("+TasksExtension+"), which is not in effect (this server does not offer it)",
+	return missingCapability(tool+" runs only as a task: it needs the tasks extension ("+TasksExtension+"), which the request's client capabilities do not declare",
 		map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}})
+}
+
+// taskTool returns t declaring task support s.
+func taskTool(t *mcp.Tool, s junction.TaskSupport) *mcp.Tool {
+	junction.SetTaskSupport(t, s)
+	return t
 }
 
 func addTaskTools(p *junction.Pack) {
@@ -50,42 +56,54 @@ func addTaskTools(p *junction.Pack) {
 		Seconds float64 `json:"seconds" jsonschema:"how long to work, in seconds (0 to 3600)"`
 		Label   string  `json:"label,omitempty" jsonschema:"a label echoed in the result"`
 	}
-	junction.AddTool(p, &mcp.Tool{
+	junction.AddTool(p, taskTool(&mcp.Tool{
 		Name: "slow_compute",
-		Description: "Works for the given number of seconds, then reports it. It may run as a task; as the tasks extension " +
-			"is not in effect here, it runs synchronously, and cancelling the call stops it.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in computeIn) (*mcp.CallToolResult, any, error) {
+		Description: "Works for the given number of seconds, then reports it. It runs as a task for a client that declares " +
+			"the tasks extension (tasks/cancel stops it), synchronously for any other (cancelling the call stops it).",
+	}, junction.TaskOptional), func(ctx context.Context, _ *mcp.CallToolRequest, in computeIn) (*mcp.CallToolResult, any, error) {
 		if in.Seconds < 0 || in.Seconds > maxComputeSeconds {
 			return nil, nil, fmt.Errorf("seconds must be between 0 and %d, got %v", maxComputeSeconds, in.Seconds)
 		}
+		junction.StartTask(ctx)
 		if err := sleep(ctx, time.Duration(in.Seconds*float64(time.Second))); err != nil {
 			return nil, nil, err
 		}
 		return text(fmt.Sprintf("slow_compute %q finished after %vs", in.Label, in.Seconds)), nil, nil
 	})
 
-	p.AddTool(&mcp.Tool{
-		Name:        "failing_job",
-		Description: "Runs only as a task (task support required), where it would fail with a tool error; as the tasks extension is not in effect here, every call is refused with -32021 naming the extension.",
+	p.AddTool(taskTool(&mcp.Tool{
+		Name: "failing_job",
+		Description: "Runs only as a task (task support required) and fails with a tool error after about a second; " +
+			"a call from a client that does not declare the tasks extension is refused with -32021 naming it.",
 		InputSchema: noArgs,
-	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, taskRequired("failing_job")
+	}, junction.TaskRequired), func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !junction.StartTask(ctx) {
+			return nil, taskRequired("failing_job")
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+		return errorResult("failing_job: the job failed, as it always does"), nil
 	})
 
-	p.AddTool(&mcp.Tool{
-		Name:        "protocol_error_job",
-		Description: "Always fails with a protocol error (JSON-RPC internal error, -32603) rather than a tool error. It may run as a task; here it runs synchronously.",
+	p.AddTool(taskTool(&mcp.Tool{
+		Name: "protocol_error_job",
+		Description: "Always fails with a protocol error (JSON-RPC internal error, -32603) rather than a tool error: " +
+			"as a task (failed) for a client that declares the tasks extension, synchronously for any other.",
 		InputSchema: noArgs,
-	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}, junction.TaskOptional), func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		junction.StartTask(ctx)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "protocol_error_job: this job always fails with a protocol error"}
 	})
 
-	p.AddTool(&mcp.Tool{
+	p.AddTool(taskTool(&mcp.Tool{
 		Name: "confirm_delete",
 		Description: `Asks the user to confirm deleting a file (elicitation "confirm"), then reports the decision; nothing is deleted. ` +
-			"It may run as a task; here it runs synchronously, asking with an input-required result (2026-07-28) or elicitation/create (older clients).",
+			"As a task (for a client that declares the tasks extension) it waits in input_required for tasks/update; otherwise it asks " +
+			"with an input-required result (2026-07-28) or elicitation/create (older clients).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"filename":{"type":"string","description":"the file to delete"}},"required":["filename"]}`),
-	}, legacyRounds("confirm_delete", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}, junction.TaskOptional), legacyRounds("confirm_delete", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		junction.StartTask(ctx)
 		var in struct {
 			Filename string `json:"filename"`
 		}
@@ -102,10 +120,14 @@ func addTaskTools(p *junction.Pack) {
 		return text(fmt.Sprintf("Kept %s: the user did not confirm", in.Filename)), nil
 	}))
 
-	mrtrTool(p, "multi_input",
-		`Asks two questions at once (elicitation "first" and "second", each for a name and a confirmation) and completes when both are answered. `+
-			"It may run as a task; here it runs synchronously.",
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p.AddTool(taskTool(&mcp.Tool{
+		Name: "multi_input",
+		Description: `Asks two questions at once (elicitation "first" and "second", each for a name and a confirmation) and completes when both are answered. ` +
+			"As a task (for a client that declares the tasks extension) both wait in input_required, and may be answered one at a time.",
+		InputSchema: noArgs,
+	}, junction.TaskOptional), legacyRounds("multi_input",
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			junction.StartTask(ctx)
 			irs := mcp.InputRequestMap{}
 			var got []string
 			for _, key := range []string{"first", "second"} {
@@ -120,14 +142,33 @@ func addTaskTools(p *junction.Pack) {
 				return ask(irs, ""), nil
 			}
 			return text(fmt.Sprintf("multi_input complete: %s, %s", got[0], got[1])), nil
-		})
+		}))
 
-	p.AddTool(&mcp.Tool{
+	p.AddTool(taskTool(&mcp.Tool{
 		Name: "test_tool_with_task",
-		Description: `Gathers a name (elicitation "user_name"), then would continue as a task (task support required); ` +
-			"as the tasks extension is not in effect here, every call is refused with -32021 naming the extension, before any input is asked for.",
+		Description: `Gathers a name with an input-required result (elicitation "user_name"), then continues as a task that greets ` +
+			"the name (task support required): a client that does not declare the tasks extension is refused with -32021 naming it, " +
+			"before any input is asked for.",
 		InputSchema: noArgs,
-	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, taskRequired("test_tool_with_task")
+	}, junction.TaskRequired), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !junction.CanStartTask(ctx) {
+			return nil, taskRequired("test_tool_with_task")
+		}
+		content, answered := accepted(req.Params.InputResponses, "user_name")
+		if !answered {
+			irs := mcp.InputRequestMap{"user_name": elicitForm("What is your name?", "name")}
+			if err := checkCapabilities("test_tool_with_task", req.ClientCapabilities(), irs); err != nil {
+				return nil, err
+			}
+			return ask(irs, ""), nil
+		}
+		if !junction.StartTask(ctx) {
+			return nil, taskRequired("test_tool_with_task")
+		}
+		name, ok := stringField(content, "name")
+		if !ok {
+			name = "whoever you are (you declined to give a name)"
+		}
+		return text("Hello, " + name + "! (test_tool_with_task, finished as a task)"), nil
 	})
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestTaskFixturesWithoutTasks checks what the task fixtures do while the
-// tasks extension is not in effect (junction does not offer it): tools
-// that may run as tasks answer synchronously, tools that must run as
-// tasks are refused with -32021 naming the extension, even for a client
-// that declares it.
+// TestTaskFixturesWithoutTasks checks what the task fixtures do when no
+// task can be started (served by go-sdk alone, without junction's data
+// plane, which is what takes a tasks/* request or a call that declares
+// the extension): tools that may run as tasks answer synchronously, tools
+// that must run as tasks are refused with -32021 naming the extension,
+// even for a client that declares it. Tasks themselves are tested in the
+// core (tasks_test.go) and end to end (TestConformanceRequirements).
 func TestTaskFixturesWithoutTasks(t *testing.T) {
 	declaring := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 	declaring.AddExtension(TasksExtension, nil)
