@@ -82,6 +82,8 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	switch {
 	case sid == "" && modern && f.mode != HTTPStateful && f.takeTaskHTTP(w, r, body, version):
 		return true // the tasks extension (tasks.go)
+	case !f.p.raw:
+		return false // -fast-path=false: the tasks extension is all this takes
 	case sid == "" && modern:
 		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
 	case sid == "":
