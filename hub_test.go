@@ -105,6 +105,7 @@ func TestPrefixModes(t *testing.T) {
 	add(t, h, "a", newPack("a", "read", "write"), junction.PrefixAlways)
 	add(t, h, "b", newPack("b", "read", "list"), junction.PrefixOnConflict)
 	add(t, h, "c", newPack("c", "stat"), junction.PrefixNever)
+	add(t, h, "d", newPack("d", "read"), junction.PrefixMCP)
 	v, err := h.NewView("", junction.Selection{})
 	if err != nil {
 		t.Fatal(err)
@@ -112,13 +113,17 @@ func TestPrefixModes(t *testing.T) {
 	cs := connect(t, v, nil)
 	got := listNames(t, cs)
 	// go-sdk lists tools sorted by name.
-	want := []string{"a__read", "a__write", "b__read", "list", "stat"}
+	want := []string{"a__read", "a__write", "b__read", "list", "mcp__d__read", "stat"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tool names (-want +got):\n%s", diff)
 	}
 	text, isErr := callText(t, cs, "b__read", map[string]any{"text": "hi"})
 	if isErr || text != `{"echo":"b/read:hi"}` {
 		t.Errorf("call b__read = %q (isError %v), want the source-local name routed to b", text, isErr)
+	}
+	text, isErr = callText(t, cs, "mcp__d__read", map[string]any{"text": "hi"})
+	if isErr || text != `{"echo":"d/read:hi"}` {
+		t.Errorf("call mcp__d__read = %q (isError %v), want the source-local name routed to d", text, isErr)
 	}
 	if len(h.Collisions()) != 0 {
 		t.Errorf("Collisions() = %v, want none", h.Collisions())

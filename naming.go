@@ -22,9 +22,16 @@ const (
 	// is reported (see [Hub.Collisions]) and the source added first keeps
 	// the name.
 	PrefixNever
+	// PrefixMCP names every tool "mcp__<source>__<tool>", the form Claude
+	// Code and clients modelled on it (deepseekcode) give MCP tools, so
+	// allowlists and prompts written for those names keep working.
+	PrefixMCP
 )
 
-var prefixModeNames = [...]string{"always", "on-conflict", "never"}
+// MCPNamePrefix opens every name under [PrefixMCP].
+const MCPNamePrefix = "mcp" + NameSeparator
+
+var prefixModeNames = [...]string{"always", "on-conflict", "never", "mcp"}
 
 func (m PrefixMode) String() string {
 	if int(m) < len(prefixModeNames) {
@@ -33,8 +40,8 @@ func (m PrefixMode) String() string {
 	return fmt.Sprintf("PrefixMode(%d)", int(m))
 }
 
-// ParsePrefixMode parses "always", "on-conflict" (or "conflict") and
-// "never".
+// ParsePrefixMode parses "always", "on-conflict" (or "conflict"), "never"
+// and "mcp".
 func ParsePrefixMode(s string) (PrefixMode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "always":
@@ -43,8 +50,10 @@ func ParsePrefixMode(s string) (PrefixMode, error) {
 		return PrefixOnConflict, nil
 	case "never":
 		return PrefixNever, nil
+	case "mcp":
+		return PrefixMCP, nil
 	}
-	return 0, fmt.Errorf("unknown prefix mode %q (use always, on-conflict or never)", s)
+	return 0, fmt.Errorf("unknown prefix mode %q (use always, on-conflict, never or mcp)", s)
 }
 
 // NameSeparator joins a source name and a tool name.
@@ -72,8 +81,11 @@ func ShortenName(name string, max int) string {
 // exposedName is the name a hub serves for a source-local name.
 func exposedName(prefix, local string, mode PrefixMode, conflict bool) string {
 	name := local
-	if mode == PrefixAlways || (mode == PrefixOnConflict && conflict) {
+	switch {
+	case mode == PrefixAlways || (mode == PrefixOnConflict && conflict):
 		name = prefix + NameSeparator + local
+	case mode == PrefixMCP:
+		name = MCPNamePrefix + prefix + NameSeparator + local
 	}
 	return ShortenName(name, MaxNameLength)
 }

@@ -45,6 +45,7 @@ import (
 //	FAKE_HTTP_ADDR_FILE=f  serve Streamable HTTP on 127.0.0.1 instead; write the URL to f
 //	FAKE_HTTP_STATELESS=1  ... in stateless mode
 //	FAKE_SETLEVEL_HANG=l   never answer logging/setLevel to level l (it is still recorded)
+//	FAKE_STRICT=1          raw: exit at once on a method it does not know (server/discover)
 //
 // The tool "levels" returns the levels logging/setLevel asked for, in
 // order, comma-separated.
@@ -377,6 +378,10 @@ func runRawServer() {
 		case "ping":
 			reply(msg.ID, `{}`)
 		default:
+			if os.Getenv("FAKE_STRICT") != "" {
+				fmt.Fprintln(os.Stderr, "fake: unknown method", msg.Method, "- closing")
+				os.Exit(3)
+			}
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found: %s"}}`+"\n", msg.ID, strings.ReplaceAll(msg.Method, `"`, ""))
 		}
 	}

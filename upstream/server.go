@@ -69,6 +69,7 @@ type Server struct {
 	hostCaps     *mcp.ClientCapabilities       // a host's own session: the capabilities declared (see perhost.go)
 	own          ownSessions                   // Config.PerHost: the hosts' own sessions
 	onIdle       func()                        // a host's own session: see start
+	noDiscover   atomic.Bool                   // the server failed the server/discover probe: offer legacyProtocol (see connect)
 	metaOf       map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
 
 	// Withdrawal (see Config.WithdrawAfter). downSince is when the last
@@ -467,15 +468,49 @@ func (s *Server) sleep(d time.Duration) bool {
 	return true
 }
 
+// legacyProtocol is the protocol offered, with initialize, to a server
+// that does not survive the server/discover probe.
+const legacyProtocol = "2025-11-25"
+
 // connect establishes a session and lists the catalog.
+//
+// At 2026-07-28 (the default) go-sdk's client opens with a
+// server/discover request, and falls back to initialize when the server
+// answers it with an error. A strict server may instead close the
+// connection on a method it does not know (or the stdio process may
+// exit), and then the fallback has nothing to go on. So when a connection
+// attempt that probed fails, connect tries once more at once without the
+// probe (initialize at 2025-11-25); if that works, the server is never
+// probed again.
 func (s *Server) connect() (*session, error) {
 	cfg := s.cfg.load()
+	probes := (cfg.ProtocolVersion == "" || cfg.ProtocolVersion >= junction.StatelessProtocolVersion) && !s.noDiscover.Load()
+	sess, err := s.connectWith(cfg, cfg.ProtocolVersion)
+	if err == nil || !probes || s.ctx.Err() != nil {
+		return sess, err
+	}
+	sess, err2 := s.connectWith(cfg, legacyProtocol)
+	if err2 != nil {
+		return nil, err // the first error says more: it is how the server meets junction's default
+	}
+	s.noDiscover.Store(true)
+	s.logger.Warn("the server failed the server/discover probe and connected with initialize; it will be offered protocol "+legacyProtocol+" from now on (set protocol_version to say so in the config)",
+		"probe_error", err)
+	return sess, nil
+}
+
+// connectWith makes one connection attempt offering protocol ("": the
+// newest go-sdk speaks).
+func (s *Server) connectWith(cfg *Config, protocol string) (*session, error) {
+	if protocol == "" && s.noDiscover.Load() {
+		protocol = legacyProtocol
+	}
 	sessCtx, sessCancel := context.WithCancel(s.ctx)
 	ctx, cancel := context.WithTimeout(sessCtx, cfg.connectTimeout())
 	defer cancel()
 	var copts *mcp.ClientSessionOptions
-	if cfg.ProtocolVersion != "" {
-		copts = &mcp.ClientSessionOptions{ProtocolVersion: cfg.ProtocolVersion}
+	if protocol != "" {
+		copts = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
 	}
 	transport := s.transport(cfg, sessCtx, sessCancel)
 	cs, err := s.client.Connect(ctx, transport, copts)

@@ -667,3 +667,22 @@ func TestShortSessionsBackOff(t *testing.T) {
 		return snap.State == StateDegraded && !snap.BackoffUntil.IsZero() && snap.Connects >= 1
 	})
 }
+
+// TestStrictServerWithoutDiscover: a server that exits on a method it does
+// not know (so on go-sdk's server/discover probe) still connects: junction
+// tries again at once with initialize alone, says so in its log, and
+// does not probe it again.
+func TestStrictServerWithoutDiscover(t *testing.T) {
+	t.Parallel()
+	r, logs := newRegistry(t, nil)
+	s := addReady(t, r, "strict", fakeConfig(t, "raw", map[string]string{"FAKE_STRICT": "1"}))
+	if snap := s.Snapshot(); snap.State != StateConnected || len(snap.Tools) == 0 || snap.Connects != 1 {
+		t.Fatalf("strict server: state %v, %d tools, %d connects; want connected once, with its tools (last error %q)", snap.State, len(snap.Tools), snap.Connects, snap.LastError)
+	}
+	if !strings.Contains(logs.String(), "failed the server/discover probe") {
+		t.Errorf("no log line about the probe:\n%s", logs.String())
+	}
+	if !s.noDiscover.Load() {
+		t.Error("the server is still to be probed on its next connection")
+	}
+}

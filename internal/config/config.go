@@ -48,6 +48,7 @@ const (
 	PrefixAlways     = "always"
 	PrefixOnConflict = "on-conflict"
 	PrefixNever      = "never"
+	PrefixMCP        = "mcp"
 )
 
 // Server.Sessions modes.

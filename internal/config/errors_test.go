@@ -56,7 +56,7 @@ func TestParseErrors(t *testing.T) {
 		{"list item", "json", "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": [\"ok\", {}]}}}", `line 1: servers.a.args[1]: expected a string, got a mapping`},
 		{"mapping expected", "yaml", "servers: [a, b]\n", `line 1: servers: expected a mapping, got a list`},
 		{"bad transport", "yaml", "servers:\n  a:\n    transport: websocket\n    url: http://x\n", `line 3: servers.a.transport: unknown transport "websocket" (use stdio, sse or http)`},
-		{"bad prefix", "yaml", "servers:\n  a:\n    command: x\n    prefix: sometimes\n", `line 4: servers.a.prefix: unknown prefix mode "sometimes" (use always, on-conflict or never)`},
+		{"bad prefix", "yaml", "servers:\n  a:\n    command: x\n    prefix: sometimes\n", `line 4: servers.a.prefix: unknown prefix mode "sometimes" (use always, on-conflict, never or mcp)`},
 		{"bad drift", "yaml", "servers:\n  a:\n    command: x\n    drift: ignore\n", `line 4: servers.a.drift: unknown drift policy "ignore" (use warn, block or accept)`},
 		{"integer expected", "yaml", "http:\n  max_request_bytes: lots\n", `line 2: http.max_request_bytes: expected a whole number, got the string "lots"`},
 		{"env name", "json", `{"servers": {"a": {"command": "x", "env": {"A=B": "c"}}}}`, `line 1: servers.a.env["A=B"]: invalid environment variable name "A=B"`},

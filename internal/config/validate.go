@@ -233,11 +233,11 @@ func (v *validator) plugin(p *Plugin, path string) {
 
 func (v *validator) source(s *Source, path string) {
 	switch s.Prefix {
-	case "", PrefixAlways, PrefixOnConflict, PrefixNever: // "" is the kind's default
+	case "", PrefixAlways, PrefixOnConflict, PrefixNever, PrefixMCP: // "" is the kind's default
 	case "conflict", "on_conflict":
 		s.Prefix = PrefixOnConflict
 	default:
-		v.fail(join(path, "prefix"), "unknown prefix mode %q (use always, on-conflict or never)", s.Prefix)
+		v.fail(join(path, "prefix"), "unknown prefix mode %q (use always, on-conflict, never or mcp)", s.Prefix)
 	}
 	switch s.Drift {
 	case "", DriftWarn, DriftBlock, DriftAccept: // "" is warn

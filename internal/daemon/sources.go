@@ -284,9 +284,9 @@ func (d *Daemon) WaitUpstreams(ctx context.Context, timeout time.Duration) {
 	d.Hub.Refresh(ctx)
 }
 
-// pendingPrefixes returns "<name>__" for every upstream or plugin that is
-// not serving tools yet, so a selection naming their tools is accepted
-// before they connect.
+// pendingPrefixes returns "<name>__" and "mcp__<name>__" (prefix: mcp) for
+// every upstream or plugin that is not serving tools yet, so a selection
+// naming their tools is accepted before they connect.
 func (d *Daemon) pendingPrefixes() []string {
 	var out []string
 	served := map[string]bool{}
@@ -295,7 +295,7 @@ func (d *Daemon) pendingPrefixes() []string {
 	}
 	for _, m := range d.sources {
 		if m.kind != KindPack && !served[m.name] {
-			out = append(out, m.name+junction.NameSeparator)
+			out = append(out, m.name+junction.NameSeparator, junction.MCPNamePrefix+m.name+junction.NameSeparator)
 		}
 	}
 	return out
