@@ -98,8 +98,8 @@ const (
 	// MaxTasks bounds the tasks a hub keeps, finished ones included; the
 	// oldest finished ones make room for new ones.
 	MaxTasks = 4096
-	// maxTaskBytes bounds the results and errors a hub keeps for finished
-	// tasks.
+	// maxTaskBytes bounds the bytes a hub keeps for its tasks: the
+	// requests (for later rounds), results and errors.
 	maxTaskBytes = 64 << 20
 )
 
@@ -169,7 +169,7 @@ type task struct {
 	inputs  map[string]json.RawMessage // input_required: the questions not answered yet
 	answers map[string]json.RawMessage // input_required: the answers so far
 	state   string                     // the request state for the next round
-	size    int                        // bytes of result and err, counted in taskStore.bytes
+	size    int                        // bytes of params, result and err, counted in taskStore.bytes
 	gone    bool                       // expired or evicted
 }
 
@@ -254,22 +254,23 @@ func (st *taskStore) create(v *View, owner, name string, params json.RawMessage,
 	if st.live[owner] >= MaxLiveTasksPerOwner {
 		return nil, fmt.Errorf("%w: %d tasks of this host are running", ErrTooManyTasks, MaxLiveTasksPerOwner)
 	}
-	if len(st.tasks) >= MaxTasks && !st.evictLocked(0) {
+	if !st.evictLocked(1, len(params)) {
 		return nil, fmt.Errorf("%w: the hub has %d tasks running", ErrTooManyTasks, len(st.tasks))
 	}
 	now := time.Now()
 	t := &task{id: newTaskID(), owner: owner, view: v, name: name, params: params, created: now, updated: now,
-		remote: remote, ctx: ctx, cancel: cancel, status: taskWorking}
+		remote: remote, ctx: ctx, cancel: cancel, status: taskWorking, size: len(params)}
+	st.bytes += t.size
 	t.expire = time.AfterFunc(TaskTTL, func() { st.expireTask(t) })
 	st.tasks[t.id] = t
 	st.live[owner]++
 	return t, nil
 }
 
-// evictLocked drops the oldest finished tasks until one more fits and
-// need more bytes do; it reports whether they do.
-func (st *taskStore) evictLocked(need int) bool {
-	for len(st.tasks) >= MaxTasks || st.bytes+need > maxTaskBytes {
+// evictLocked drops the oldest finished tasks until n more tasks fit
+// and need more bytes do; it reports whether they do.
+func (st *taskStore) evictLocked(n, need int) bool {
+	for len(st.tasks)+n > MaxTasks || st.bytes+need > maxTaskBytes {
 		var oldest *task
 		for _, t := range st.tasks {
 			if terminal(t.status) && (oldest == nil || t.updated.Before(oldest.updated)) {
@@ -445,25 +446,28 @@ func (st *taskStore) finishRound(t *task, res *mcp.CallToolResult, err error) {
 	switch {
 	case werr != nil:
 		size := len(werr.Message) + len(werr.Data)
-		if !st.evictLocked(size) {
+		if !st.evictLocked(0, size) {
 			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the error is too large to keep"}
 			size = len(werr.Message)
 		}
-		t.err, t.size, t.message = werr, size, werr.Message
+		t.err, t.message = werr, werr.Message
+		t.size += size
 		st.bytes += size
 		calls = st.setLocked(t, taskFailed)
 	case inputs != nil:
 		t.inputs, t.answers, t.state, t.message = inputs, make(map[string]json.RawMessage), res.RequestState, ""
 		calls = st.setLocked(t, taskInputRequired)
 	default:
-		if !st.evictLocked(len(result)) {
+		if !st.evictLocked(0, len(result)) {
 			t.err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the result (%d bytes) is too large to keep", len(result))}
-			t.size, t.message = len(t.err.Message), t.err.Message
-			st.bytes += t.size
+			t.message = t.err.Message
+			t.size += len(t.err.Message)
+			st.bytes += len(t.err.Message)
 			calls = st.setLocked(t, taskFailed)
 			break
 		}
-		t.result, t.size, t.message = result, len(result), ""
+		t.result, t.message = result, ""
+		t.size += len(result)
 		st.bytes += len(result)
 		calls = st.setLocked(t, taskCompleted)
 	}
