@@ -47,10 +47,13 @@ const (
 // result; [SubsetNote] is appended when a tool filter is active.
 const Instructions = "Diode Network Client tools: the client version, this client's identity on the Diode network, " +
 	"on-chain queries (address and BNS name resolution), file push/pull to a remote `diode files` listener, " +
-	"and diode_deploy for deploy ingest (requires env DIODE_MCP_DEPLOY_TARGET; optional DIODE_MCP_DEPLOY_UUID fixes the deploy token). " +
+	"and diode_deploy for tarball ingest to a Diode deploy host. " +
+	"diode_deploy requires the environment variable DIODE_MCP_DEPLOY_TARGET (diode://<host>:<port>) and the argument package_path " +
+	"(the absolute path of the .tar.gz on this machine); DIODE_MCP_DEPLOY_UUID, if set, fixes the deploy token for the project, " +
+	"otherwise pass deploy_token and name the tarball {deploy_token}.tar.gz. " +
 	"diode_deploy responses include a short preview of the remote /{uuid}.log when available; " +
-	"use diode_file_pull with the returned log_peer_host, log_port and log_remote_path for the full log or larger bodies. " +
-	"See docs/mcp-spec.md."
+	"use diode_file_pull (in the deploy preset) with the returned log_peer_host, log_port and log_remote_path for the full log or larger bodies. " +
+	"Each tool's description gives its arguments and errors."
 
 // SubsetNote is appended to [Instructions] when only some tools are served.
 const SubsetNote = " This server exposes a subset of tools (see -mcp-preset / -mcp-tools / DIODE_MCP_TOOLS)."
