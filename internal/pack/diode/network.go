@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/proxy"
@@ -37,12 +38,20 @@ type Dialer interface {
 }
 
 // NetDialer dials ordinary hosts (names, IPv4, [IPv6]) directly and Diode
-// hosts (0x + 40 hex, *.diode, *.diode.link) through a SOCKS5 proxy such as
-// a Diode client's socksd. The zero value dials directly and refuses Diode
-// hosts with a clear error.
+// hosts (0x + 40 hex, *.diode, *.diode.link) through a SOCKS5 proxy: a
+// Diode client's, which resolves and tunnels Diode names. junction does not
+// speak the Diode network itself (its client library is not published as
+// a Go module; docs/design.md). The zero value dials ordinary hosts
+// directly and Diode hosts through the proxy a Diode client runs by
+// default, at [DefaultDiodeSOCKS5]; when none answers there, the error
+// says how to start one or name another.
 type NetDialer struct {
-	// SOCKS5 is the host:port of a SOCKS5 proxy; empty means none.
+	// SOCKS5 is the host:port of a SOCKS5 proxy; empty means the Diode
+	// client's default address (DetectAddr) for Diode hosts.
 	SOCKS5 string
+	// DetectAddr replaces DefaultDiodeSOCKS5 as the address tried when
+	// SOCKS5 is empty (tests).
+	DetectAddr string
 	// AllViaSOCKS5 sends ordinary hosts through SOCKS5 too.
 	AllViaSOCKS5 bool
 	// Timeout bounds connecting; zero means 30 seconds.
@@ -74,22 +83,35 @@ func (d *NetDialer) DialContext(ctx context.Context, network, addr string) (net.
 	if diode && strings.HasSuffix(strings.ToLower(strings.TrimSuffix(host, ".")), ".diode.ws") {
 		return nil, errors.New("ws domain was not supported")
 	}
-	if d.SOCKS5 == "" || (!diode && !d.AllViaSOCKS5) {
-		if diode {
-			return nil, fmt.Errorf("peer host %q is on the Diode network, which junction cannot reach by itself: run a Diode client and give its SOCKS5 address with -socks5 or %s", host, EnvSOCKS5)
+	socks, detected := d.SOCKS5, false
+	if socks == "" && diode {
+		socks, detected = d.DetectAddr, true
+		if socks == "" {
+			socks = DefaultDiodeSOCKS5
 		}
+	}
+	if socks == "" || (!diode && !d.AllViaSOCKS5) {
 		return direct.DialContext(ctx, network, addr)
 	}
-	p, err := proxy.SOCKS5("tcp", d.SOCKS5, nil, direct)
+	p, err := proxy.SOCKS5("tcp", socks, nil, direct)
 	if err != nil {
-		return nil, fmt.Errorf("socks5 %s: %v", d.SOCKS5, err)
+		return nil, fmt.Errorf("socks5 %s: %v", socks, err)
 	}
 	conn, err := p.(proxy.ContextDialer).DialContext(ctx, network, addr)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s via socks5 %s: %w", addr, d.SOCKS5, err)
+		if detected && errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("peer host %q is on the Diode network, which junction reaches through a Diode client's SOCKS5 proxy, "+
+				"and none answers at %s (the Diode client's default): start a Diode client with its proxy on (diode socksd), "+
+				"or give the address of its proxy with -socks5 or %s", host, socks, EnvSOCKS5)
+		}
+		return nil, fmt.Errorf("dial %s via socks5 %s: %w", addr, socks, err)
 	}
 	return conn, nil
 }
+
+// DefaultDiodeSOCKS5 is where a Diode client's SOCKS5 proxy listens unless
+// told otherwise (the address its own proxy auto-config file names).
+const DefaultDiodeSOCKS5 = "127.0.0.1:1080"
 
 // Environment variables read by [FromEnv].
 const (

@@ -100,3 +100,35 @@ func TestSOCKS5(t *testing.T) {
 		t.Errorf("pull via a dead proxy = %q", errText)
 	}
 }
+
+// TestSOCKS5Detected: with no SOCKS5 address given, a Diode host is dialled
+// through the Diode client's proxy at its default address; when nothing
+// answers there, the error says how to start one or name another.
+func TestSOCKS5Detected(t *testing.T) {
+	t.Parallel()
+	addr, res := startSOCKS5(t)
+	port, root := listener(t)
+	cs := connect(t, &Options{Getenv: env(), Dialer: &NetDialer{DetectAddr: addr}}, nil)
+	args := map[string]any{"peer_host": "myapp-test.diode", "port": port, "remote_path": "found.txt", "content_base64": "Zm91bmQ="}
+	if errText, out := call(t, cs, ToolFilePush, args); errText != "" || out["status_code"] != 204.0 {
+		t.Fatalf("push through the detected proxy = %q %v", errText, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "found.txt")); string(b) != "found" || res.n.Load() != 1 {
+		t.Errorf("pushed %q with %d lookups by the proxy; want found, 1", b, res.n.Load())
+	}
+
+	// Nothing listens: a port just closed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	cs = connect(t, &Options{Getenv: env(), Dialer: &NetDialer{DetectAddr: dead}}, nil)
+	errText, _ := call(t, cs, ToolFilePull, map[string]any{"peer_host": "myapp-test.diode", "port": port, "remote_path": "found.txt"})
+	for _, want := range []string{"none answers at " + dead, "diode socksd", "-socks5", EnvSOCKS5} {
+		if !strings.Contains(errText, want) {
+			t.Errorf("pull with no proxy running: %q; want it to mention %q", errText, want)
+		}
+	}
+}
