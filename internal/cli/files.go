@@ -16,6 +16,7 @@ import (
 	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/files"
 	"github.com/junction-mcp/junction/internal/httpguard"
+	"github.com/junction-mcp/junction/internal/pack/diode"
 )
 
 // envFilesToken holds the token of the file listener and the deploy host
@@ -31,7 +32,9 @@ same variable). With none given, junction makes a random token and prints
 it on stderr. -insecure-no-auth turns auth off, and is refused on anything
 but a loopback address.
 
-[ADDR:]PORT: a bare port listens on 127.0.0.1 only.
+[ADDR:]PORT[,CLIENT...]: a bare port listens on 127.0.0.1 only. Clients
+after the port, IP addresses or CIDR prefixes separated by commas (as in
+"diode files 8080,10.0.0.0/8"), are the only ones served; others get 403.
 
 Slow clients: a request's line and headers must arrive within
 -read-header-timeout; a body, or a response, that moves less than 64 KiB in
@@ -52,10 +55,11 @@ nothing; a body over -max-body gets 413.
 Examples:
   junction files serve -fileroot ./share 8080          # prints a token
   junction files serve -fileroot ./share -insecure-no-auth 8080
-  JUNCTION_FILES_TOKEN=s3cret junction files serve -fileroot /srv/drop 0.0.0.0:8080`
+  JUNCTION_FILES_TOKEN=s3cret junction files serve -fileroot /srv/drop 0.0.0.0:8080
+  junction files serve -fileroot /srv/drop 0.0.0.0:8080,10.0.0.0/8,192.168.1.7   # those clients only`
 
 func runFilesServe(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "files serve", "[flags] [ADDR:]PORT", filesServeAbout)
+	fs := newFlagSet(env, "files serve", "[flags] [ADDR:]PORT[,CLIENT...]", filesServeAbout)
 	root := fs.String("fileroot", "", "serve and store files under `dir` (default: the current directory)")
 	maxBody := fs.Int64("max-body", files.DefaultMaxBody, "largest PUT body in `bytes` (413 above it; negative: no limit)")
 	var lf listenerFlags
@@ -63,7 +67,7 @@ func runFilesServe(ctx context.Context, env *Env, args []string) error {
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
-	addr, err := listenArg(fs.Args())
+	addr, clients, err := listenArg(fs.Args())
 	if err != nil {
 		return err
 	}
@@ -80,7 +84,7 @@ func runFilesServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer l.Close()
-	return serveHTTP(ctx, env, addr, l, lf.guard.opts, fmt.Sprintf("files listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
+	return serveHTTP(ctx, env, addr, clients.Handler(l), lf.guard.opts, fmt.Sprintf("files listening on http://%%s/ (root %s; %s%s)", dir, lf.authNote(), clientsNote(clients)))
 }
 
 const deployHostAbout = `
@@ -120,7 +124,7 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 	if *root == "" {
 		return usageErrorf("deploy-host: -root is required")
 	}
-	addr, err := listenArg(rest)
+	addr, clients, err := listenArg(rest)
 	if err != nil {
 		return err
 	}
@@ -145,7 +149,7 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	return serveHTTP(ctx, env, addr, d, lf.guard.opts, fmt.Sprintf("deploy host listening on http://%%s/ (root %s; %s)", dir, lf.authNote()))
+	return serveHTTP(ctx, env, addr, clients.Handler(d), lf.guard.opts, fmt.Sprintf("deploy host listening on http://%%s/ (root %s; %s%s)", dir, lf.authNote(), clientsNote(clients)))
 }
 
 // listenerFlags are the flags files serve and deploy-host share: auth,
@@ -214,24 +218,49 @@ func (lf *listenerFlags) authNote() string {
 	return "token required"
 }
 
-// listenArg parses the one [ADDR:]PORT argument; a bare port means
-// 127.0.0.1.
-func listenArg(args []string) (string, error) {
+// listenArg parses the one [ADDR:]PORT[,CLIENT...] argument (the form of
+// "diode files"): a bare port means 127.0.0.1, and the clients after it,
+// IP addresses or CIDR prefixes, are the only ones served.
+func listenArg(args []string) (string, httpguard.Clients, error) {
 	if len(args) != 1 {
-		return "", usageErrorf("expected one [ADDR:]PORT argument, got %d", len(args))
+		return "", httpguard.Clients{}, usageErrorf("expected one [ADDR:]PORT[,CLIENT...] argument, got %d", len(args))
 	}
-	a := args[0]
+	spec := strings.Split(args[0], ",")
+	a := spec[0]
 	if !strings.Contains(a, ":") {
 		a = "127.0.0.1:" + a
 	}
-	_, port, err := net.SplitHostPort(a)
+	host, port, err := net.SplitHostPort(a)
 	if err != nil {
-		return "", usageErrorf("invalid listen address %q: %v", args[0], err)
+		return "", httpguard.Clients{}, usageErrorf("invalid listen address %q: %v", spec[0], err)
+	}
+	if _, err := strconv.Atoi(host); err == nil {
+		return "", httpguard.Clients{}, usageErrorf("%q: a PUBLISHED:LOCAL port pair publishes a port on the Diode network, which junction does not join; give [ADDR:]PORT (0.0.0.0:%s, say)", spec[0], port)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", usageErrorf("invalid port in %q", args[0])
+		return "", httpguard.Clients{}, usageErrorf("invalid port in %q", spec[0])
 	}
-	return a, nil
+	for _, c := range spec[1:] {
+		if strings.TrimSpace(c) == "" {
+			return "", httpguard.Clients{}, usageErrorf("empty client in %q (clients are separated by single commas)", args[0])
+		}
+		if diode.IsDiodeHost(strings.TrimSpace(c)) || !strings.ContainsAny(c, ".:/") {
+			return "", httpguard.Clients{}, usageErrorf("client %q in %q: a Diode device address or name; junction's listener sees its clients by IP address, so list IP addresses or CIDR prefixes (10.0.0.7, 10.0.0.0/8)", c, args[0])
+		}
+	}
+	clients, err := httpguard.ParseClients(spec[1:])
+	if err != nil {
+		return "", httpguard.Clients{}, usageErrorf("%v, in %q", err, args[0])
+	}
+	return a, clients, nil
+}
+
+// clientsNote is the banner's word on the allowlist.
+func clientsNote(c httpguard.Clients) string {
+	if c.Empty() {
+		return ""
+	}
+	return "; clients " + c.String() + " only"
 }
 
 func rootDir(dir, flagName string) (string, error) {

@@ -25,6 +25,11 @@ func TestFilesListenerRefusals(t *testing.T) {
 		{nil, []string{"files", "serve", "-fileroot", dir, "-read-header-timeout", "-1s", "0"}, "-read-header-timeout: must be positive"},
 		{nil, []string{"deploy-host", "-root", dir, "-max-depth", "0", "0"}, "-max-depth: must be positive, got 0"},
 		{nil, []string{"files", "serve", "-fileroot", dir, "-max-header-bytes", "-5", "0"}, "-max-header-bytes: must be positive"},
+		{nil, []string{"files", "serve", "-fileroot", dir, "8080,0x" + strings.Repeat("ab", 20)}, "a Diode device address or name; junction's listener sees its clients by IP address"},
+		{nil, []string{"files", "serve", "-fileroot", dir, "8080,myapp-test"}, "a Diode device address or name"},
+		{nil, []string{"deploy-host", "-root", dir, "8080,10.0.0.0/33"}, `client "10.0.0.0/33": want an IP address or a CIDR prefix`},
+		{nil, []string{"files", "serve", "-fileroot", dir, "8080,,10.0.0.1"}, "empty client"},
+		{nil, []string{"files", "serve", "-fileroot", dir, "9000:8080"}, "a PUBLISHED:LOCAL port pair"},
 	} {
 		_, errOut, code := run(t, tc.env, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
@@ -135,4 +140,25 @@ func TestFilesListenerAuthModes(t *testing.T) {
 			t.Errorf("PUT with the token = %d, want 204", code)
 		}
 	})
+}
+
+// TestFilesListenerClients: clients after the port (diode's files-spec
+// form) are the only ones served; others get 403.
+func TestFilesListenerClients(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want int
+	}{
+		{"127.0.0.1:0,127.0.0.0/8", http.StatusNoContent},
+		{"127.0.0.1:0,127.0.0.1,::1", http.StatusNoContent},
+		{"127.0.0.1:0,10.0.0.0/8", http.StatusForbidden},
+	} {
+		addr, stderr := startListenerCommand(t, nil, "files", "serve", "-fileroot", t.TempDir(), "-insecure-no-auth", tc.spec)
+		if code := statusOf(t, "PUT", "http://"+addr+"/f", ""); code != tc.want {
+			t.Errorf("files serve %s: a PUT from 127.0.0.1 got %d, want %d", tc.spec, code, tc.want)
+		}
+		if !strings.Contains(stderr.String(), "clients ") {
+			t.Errorf("files serve %s: the banner does not name the clients:\n%s", tc.spec, stderr.String())
+		}
+	}
 }
