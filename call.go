@@ -47,6 +47,9 @@ type Call struct {
 	start time.Time
 	raw   bool
 	done  atomic.Bool
+	// keepTasks: the call may come back as a task of its source's (see
+	// View.CallToolTask); other calls do not offer the source tasks.
+	keepTasks bool
 }
 
 // Begin starts a call of the tool v serves as name. It fails with a
@@ -189,6 +192,9 @@ func (c *Call) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		params.Name = c.local
 	}
 	local.Params = &params
+	if !c.keepTasks {
+		params.Meta = withoutTasksMeta(c.src, params.Meta)
+	}
 	res, err := safeCall(c.ctx, c.src, &local)
 	return c.Finish(res, err)
 }
@@ -198,6 +204,9 @@ func (c *Call) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 // source's own tool name, and finishes the call with the outcome (see
 // [Call.FinishRaw]).
 func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	if !c.keepTasks {
+		params = withoutTasks(c.src, params)
+	}
 	res, err := safeRawCall(c.ctx, rc, c.local, params)
 	return c.FinishRaw(res, err)
 }
@@ -220,7 +229,7 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(j
 			cancel = func(error) {}
 		}
 	}()
-	return rs.StartToolRaw(c.ctx, c.local, params, finish)
+	return rs.StartToolRaw(c.ctx, c.local, withoutTasks(c.src, params), finish)
 }
 
 // Finish ends the call with what the source returned and returns what

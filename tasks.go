@@ -1,6 +1,7 @@
 package junction
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -784,6 +785,7 @@ func (v *View) forwardTaskCall(ctx context.Context, owner, name string, params j
 	if call == nil {
 		return nil, nil, false // the typed path: no task
 	}
+	call.keepTasks = true
 	res, werr := call.CallToolRaw(rc, withMember(params, "name", mustString(call.Local())))
 	if werr != nil {
 		return nil, werr, true
@@ -1092,4 +1094,58 @@ func (v *View) EndTasks(owner string) {
 	for _, t := range remote {
 		st.cancelRemote(t)
 	}
+}
+
+// withoutTasks returns params (a tools/call params object) without the
+// tasks extension in its client capabilities, when src runs tasks of its
+// own now: a call the hub does not make through [View.CallToolTask] cannot
+// map a task the source would create, so the source must not be offered
+// one. Params that do not name the extension are returned as they are,
+// unread.
+func withoutTasks(src Source, params json.RawMessage) json.RawMessage {
+	if ts, ok := src.(TaskSource); !ok || !ts.OffersTasks() || !bytes.Contains(params, []byte(TasksExtension)) {
+		return params
+	}
+	return withoutPath(params, "_meta", mcp.MetaKeyClientCapabilities, "extensions", TasksExtension)
+}
+
+// withoutPath returns the JSON object obj without the member at path (a
+// member of a member ...), as it is otherwise.
+func withoutPath(obj []byte, path ...string) []byte {
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	rawjson.Object(obj, func(k, v []byte) {
+		if string(k) == path[0] {
+			if len(path) == 1 {
+				return
+			}
+			if len(v) > 0 && v[0] == '{' {
+				v = withoutPath(v, path[1:]...)
+			}
+		}
+		out = appendMember(out, k, v)
+	})
+	return append(out, '}')
+}
+
+// withoutTasksMeta is withoutTasks for a typed request's _meta: a copy
+// without the extension, or meta itself.
+func withoutTasksMeta(src Source, meta mcp.Meta) mcp.Meta {
+	if _, ok := meta[mcp.MetaKeyClientCapabilities]; !ok {
+		return meta
+	}
+	if ts, ok := src.(TaskSource); !ok || !ts.OffersTasks() {
+		return meta
+	}
+	b, err := json.Marshal(meta)
+	if err != nil || !bytes.Contains(b, []byte(TasksExtension)) {
+		return meta
+	}
+	var out mcp.Meta
+	if json.Unmarshal(withoutPath(append([]byte(`{"_meta":`), append(b, '}')...), "_meta", mcp.MetaKeyClientCapabilities, "extensions", TasksExtension), &struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}{&out}) != nil {
+		return meta
+	}
+	return out
 }

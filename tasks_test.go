@@ -392,3 +392,35 @@ func TestTaskForwarded(t *testing.T) {
 		t.Errorf("sent to the source:\n%s\nwant:\n%s", strings.Join(src.sent, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestTaskNotOfferedOutsideCallToolTask(t *testing.T) {
+	h := newHub(t)
+	var got []string
+	src := &remoteTasks{}
+	add(t, h, "up", &seenParams{remoteTasks: src, seen: &got}, junction.PrefixAlways)
+	v, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := `{"name":"far","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"x":{}},"sampling":{}}}}`
+	call, rc := v.BeginRaw(t.Context(), "up__far")
+	if call == nil {
+		t.Fatal("BeginRaw: not raw")
+	}
+	call.CallToolRaw(rc, json.RawMessage(params))
+	want := `{"name":"far","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"x":{}},"sampling":{}}}}`
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("the source got %q, want %s", got, want)
+	}
+}
+
+// seenParams records the params of the raw calls it gets.
+type seenParams struct {
+	*remoteTasks
+	seen *[]string
+}
+
+func (s *seenParams) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+	*s.seen = append(*s.seen, string(params))
+	return s.remoteTasks.CallToolRaw(ctx, name, params)
+}
