@@ -27,6 +27,13 @@ type engine struct {
 	maxOutputBytes int
 	maxRunBytes    int
 	maxSteps       int
+	// host answers person_job and user_response nodes; nil without one.
+	host Host
+	// filesRoot is where light diagrams' db, endpoint and template_job
+	// nodes read and write.
+	filesRoot string
+	// light is the run's state when it runs a light diagram.
+	light *lightState
 }
 
 // A LimitError is a run stopped, or refused, by one of the pack's
@@ -102,6 +109,9 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 		input = map[string]any{}
 	}
 	out := &outcome{outputs: map[string]any{}, executed: []string{}}
+	if d.light != nil {
+		e.light = newLightState(d)
+	}
 	byID := make(map[string]*Node, len(d.Nodes))
 	var start *Node
 	for _, n := range d.Nodes {
@@ -316,6 +326,9 @@ func nodeTimeout(n *Node, def time.Duration) time.Duration {
 }
 
 func (e *engine) runNode(ctx context.Context, n *Node, data map[string]any, incoming []string, input map[string]any) (any, error) {
+	if n.light != nil && e.light != nil {
+		return e.runLight(ctx, n, data)
+	}
 	switch n.Type {
 	case TypeStart:
 		return input, nil

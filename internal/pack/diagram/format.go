@@ -47,7 +47,13 @@ type Diagram struct {
 	Description string  `yaml:"description,omitempty" json:"description,omitempty"`
 	Nodes       []*Node `yaml:"nodes" json:"nodes"`
 	Edges       []*Edge `yaml:"edges,omitempty" json:"edges,omitempty"`
+
+	// light is set when the document was DiPeO's light format.
+	light *lightDiagram
 }
+
+// Light reports whether d was read from DiPeO's light format.
+func (d *Diagram) Light() bool { return d.light != nil }
 
 // A Node is one step. Which fields apply depends on Type.
 type Node struct {
@@ -89,6 +95,8 @@ type Node struct {
 	index int
 	// keys are the YAML keys the node was written with, in order.
 	keys []string
+	// light is the DiPeO node this one was translated from.
+	light *lightNode
 }
 
 // An Edge joins two nodes. Label is free text, except on the edges leaving
@@ -179,6 +187,11 @@ func Parse(src []byte) (*Diagram, Problems) {
 	if doc.Kind != yaml.MappingNode {
 		return nil, Problems{{Phase: "parse", Severity: "error", Message: "diagram must be a mapping with nodes and edges"}}
 	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if k, v := doc.Content[i], doc.Content[i+1]; k.Value == "version" && v.Kind == yaml.ScalarNode && strings.EqualFold(strings.TrimSpace(v.Value), "light") {
+			return parseLight(doc)
+		}
+	}
 	var ps Problems
 	add := func(nodeID, field, format string, args ...any) {
 		ps = append(ps, Problem{Phase: "parse", Severity: "error", NodeID: nodeID, Field: field, Message: fmt.Sprintf(format, args...)})
@@ -189,7 +202,7 @@ func Parse(src []byte) (*Diagram, Problems) {
 		switch key {
 		case "version":
 			if err := val.Decode(&d.Version); err != nil {
-				add("", "version", "must be an integer (1)")
+				add("", "version", "must be 1 (junction's format) or light (DiPeO's light format)")
 			}
 		case "name":
 			if err := val.Decode(&d.Name); err != nil {

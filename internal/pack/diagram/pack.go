@@ -98,6 +98,18 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives the pack's logs; nil discards them.
 	Logger *slog.Logger
+	// FilesRoot is the folder DiPeO light diagrams' db nodes, endpoints
+	// (save_to_file) and template_job nodes read and write, and nothing
+	// outside it; empty means DataDir/diagram-files.
+	FilesRoot string
+	// DiPeO serves DiPeO's own tools and resources beside the pack's (see
+	// dipeo.go), looking for diagrams under DiagramsRoot.
+	DiPeO bool
+	// DiagramsRoot is, in DiPeO mode, the folder that holds DiPeO's
+	// projects/mcp-diagrams and examples/simple_diagrams (DiPeO's
+	// working directory); fetch reads nothing outside it. Empty means the
+	// process's working directory.
+	DiagramsRoot string
 }
 
 // Pack is the diagram pack: a [junction.Pack] with the diagram tools and
@@ -191,6 +203,27 @@ func New(opts Options) (*Pack, error) {
 	if opts.MaxStoreBytes <= 0 {
 		opts.MaxStoreBytes = DefaultMaxStoreBytes
 	}
+	name, libDir := Name, filepath.Join(opts.DataDir, "diagrams")
+	if opts.DiPeO {
+		if opts.DiagramsRoot == "" {
+			opts.DiagramsRoot = "."
+		}
+		abs, err := filepath.Abs(opts.DiagramsRoot)
+		if err != nil {
+			return nil, fmt.Errorf("diagram pack: diagrams_root: %w", err)
+		}
+		opts.DiagramsRoot = abs
+		if opts.FilesRoot == "" {
+			opts.FilesRoot = abs // DiPeO's file paths are relative to its project
+		}
+		name, libDir = DiPeOName, filepath.Join(abs, filepath.FromSlash(dipeoMCPDir))
+	}
+	if opts.FilesRoot == "" {
+		opts.FilesRoot = filepath.Join(opts.DataDir, "diagram-files")
+	}
+	if abs, err := filepath.Abs(opts.FilesRoot); err == nil {
+		opts.FilesRoot = abs
+	}
 	policy := &netPolicy{cidrs: opts.HTTPAllowCIDRs}
 	for _, h := range opts.HTTPAllowHosts {
 		r, err := parseHostRule(h)
@@ -216,10 +249,10 @@ func New(opts Options) (*Pack, error) {
 		return nil, fmt.Errorf("diagram pack: %w", err)
 	}
 	p := &Pack{
-		Pack:       junction.NewPack(Name),
+		Pack:       junction.NewPack(name),
 		opts:       opts,
 		logger:     logger,
-		lib:        library{dir: filepath.Join(opts.DataDir, "diagrams")},
+		lib:        library{dir: libDir},
 		storeReady: make(chan struct{}),
 		owner:      owner,
 		ownerDir:   ownerDir,
@@ -232,6 +265,7 @@ func New(opts Options) (*Pack, error) {
 			maxOutputBytes: opts.MaxOutputBytes,
 			maxRunBytes:    opts.MaxRunBytes,
 			maxSteps:       opts.MaxSteps,
+			filesRoot:      opts.FilesRoot,
 		},
 	}
 	if p.eng.httpClient == nil {
@@ -241,6 +275,9 @@ func New(opts Options) (*Pack, error) {
 	p.base, p.stopRuns = context.WithCancelCause(context.Background())
 	go p.openStore(opts.Store) // Close waits for it
 	p.addTools()
+	if opts.DiPeO {
+		p.addDiPeO()
+	}
 	if err := p.addResources(); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("diagram pack: %w", err)
@@ -388,6 +425,10 @@ type RunRequest struct {
 	// ID, if set, is the run id to use (exec_ and 32 hex digits); the
 	// command line uses it to hand a background run to a child process.
 	ID string
+	// Host, if non-nil, is the MCP host that asked for the run: its model
+	// answers person_job nodes (sampling), its user user_response nodes
+	// (elicitation).
+	Host Host
 	// Caller, if non-nil, runs the tool nodes instead of the pack's Hub:
 	// the view of the host that asked for the run, so a diagram cannot
 	// reach tools that host's selection or profile leaves out.
@@ -547,12 +588,13 @@ func (p *Pack) end(id string, a *active) {
 }
 
 // execute runs d and records the result.
-func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[string]any, a *active, parent context.Context, caller Caller) *Run {
+func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[string]any, a *active, parent context.Context, caller Caller, host Host) *Run {
 	defer p.end(run.SessionID, a)
 	eng := p.eng
 	if caller != nil {
 		eng.caller = caller
 	}
+	eng.host = host
 	// Progress and the final record are written even after ctx is done.
 	wctx := context.WithoutCancel(ctx)
 	saver := startProgress(wctx, p, run)
@@ -588,7 +630,7 @@ func (p *Pack) Run(ctx context.Context, req RunRequest) (*Run, error) {
 	if err != nil {
 		return run, err
 	}
-	return p.execute(rctx, run, d, req.Input, a, ctx, req.Caller), nil
+	return p.execute(rctx, run, d, req.Input, a, ctx, req.Caller, req.Host), nil
 }
 
 // Start starts a run in the background and returns its record at once.
@@ -600,7 +642,7 @@ func (p *Pack) Start(req RunRequest) (*Run, error) {
 	}
 	snapshot := *run
 	snapshot.ExecutedNodes, snapshot.NodeOutputs = []string{}, map[string]any{}
-	go p.execute(rctx, run, d, req.Input, a, nil, req.Caller)
+	go p.execute(rctx, run, d, req.Input, a, nil, req.Caller, req.Host)
 	return &snapshot, nil
 }
 

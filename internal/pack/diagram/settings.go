@@ -62,6 +62,8 @@ var settings = []setting{
 		o.MaxStoreBytes = int64(n)
 		return err
 	}},
+	{"files_root", folderSetting(func(o *Options) *string { return &o.FilesRoot })},
+	{"diagrams_root", folderSetting(func(o *Options) *string { return &o.DiagramsRoot })},
 }
 
 // SettingNames lists the keys [ApplySettings] knows, in documentation
@@ -106,6 +108,17 @@ func intSetting(field func(*Options) *int) func(*Options, any) error {
 		n, err := positiveInt(v)
 		*field(o) = n
 		return err
+	}
+}
+
+func folderSetting(field func(*Options) *string) func(*Options, any) error {
+	return func(o *Options, v any) error {
+		s, ok := v.(string)
+		if !ok || strings.TrimSpace(s) == "" {
+			return fmt.Errorf("must be a folder, not %s", show(v))
+		}
+		*field(o) = s
+		return nil
 	}
 }
 

@@ -27,6 +27,8 @@ func TestApplySettings(t *testing.T) {
 		"max_stored_runs":       int64(100),
 		"max_run_age":           "168h",
 		"max_store_bytes":       int64(64 << 20),
+		"files_root":            "/srv/files",
+		"diagrams_root":         "/srv/dipeo",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +48,13 @@ func TestApplySettings(t *testing.T) {
 		MaxStoredRuns:     100,
 		MaxRunAge:         168 * time.Hour,
 		MaxStoreBytes:     64 << 20,
+		FilesRoot:         "/srv/files",
+		DiagramsRoot:      "/srv/dipeo",
 	}
 	if diff := cmp.Diff(want, o, cmpopts.IgnoreUnexported(Options{}), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("ApplySettings (-want +got):\n%s", diff)
 	}
-	if len(SettingNames()) != 14 {
+	if len(SettingNames()) != 16 {
 		t.Errorf("SettingNames() = %v: a setting was added here without a test", SettingNames())
 	}
 }
@@ -72,6 +76,8 @@ func TestApplySettingsErrors(t *testing.T) {
 		{map[string]any{"http_allow_hosts": []any{"10.0.0.0/8"}}, `p.http_allow_hosts[0]: "10.0.0.0/8" is not a host (a network such as 10.0.0.0/8 goes in http_allow_cidrs)`},
 		{map[string]any{"http_allow_cidrs": []any{"10.0.0.1/8"}}, `p.http_allow_cidrs[0]: "10.0.0.1/8" has bits set past its /8: write 10.0.0.0/8`},
 		{map[string]any{"http_allow_cidrs": []any{"intranet"}}, `p.http_allow_cidrs[0]: "intranet" is not a network such as 10.0.0.0/8 or fd00::/8, or an IP address`},
+		{map[string]any{"files_root": int64(3)}, "p.files_root: must be a folder, not 3 (int64)"},
+		{map[string]any{"diagrams_root": ""}, `p.diagrams_root: must be a folder, not ""`},
 		{map[string]any{"max_stored_runs": nil}, "p.max_stored_runs: must be a whole number above zero, not nothing"},
 	} {
 		var o Options

@@ -135,6 +135,21 @@ func (p *Pack) addTools() {
 			"Returns every validation error with its node id and field; an invalid diagram is not saved.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)},
 	}, p.toolCompile)
+	if p.opts.DiPeO {
+		junction.AddTool(p.Pack, &mcp.Tool{
+			Name:        "search",
+			Title:       "Search diagrams",
+			Description: "Search for diagrams by name in projects/mcp-diagrams and examples/simple_diagrams (DiPeO's search). Returns {success, query, count, results: [{name, path, format, location, id, title, url}]}; pass a result's id or name to fetch.",
+			Annotations: readOnly,
+		}, p.toolDiPeOSearch)
+		junction.AddTool(p.Pack, &mcp.Tool{
+			Name:        "fetch",
+			Title:       "Fetch a diagram",
+			Description: "Retrieve a diagram's full content (DiPeO's fetch). uri is dipeo://diagrams/NAME, a short name, or a path under the diagrams root. Returns {success, uri, name, path, format, size, content} and the same as id, title, text, url, metadata.",
+			Annotations: readOnly,
+		}, p.toolDiPeOFetch)
+		return
+	}
 	junction.AddTool(p.Pack, &mcp.Tool{
 		Name:        "search",
 		Title:       "Search diagrams",
@@ -197,6 +212,9 @@ func (p *Pack) toolRun(ctx context.Context, creq *mcp.CallToolRequest, in runInp
 		return startFailure(in.Diagram, err), nil, nil
 	}
 	req.Caller = p.callerFor(creq)
+	if creq != nil {
+		req.Host = HostOf(creq.Session)
+	}
 	r, err := p.Run(ctx, req)
 	if err != nil {
 		name := in.Diagram
@@ -214,6 +232,9 @@ func (p *Pack) toolRunBackend(ctx context.Context, creq *mcp.CallToolRequest, in
 		return startFailure(in.Diagram, err), nil, nil
 	}
 	req.Caller = p.callerFor(creq)
+	if creq != nil {
+		req.Host = HostOf(creq.Session)
+	}
 	r, err := p.Start(req)
 	if err != nil {
 		name := in.Diagram

@@ -93,6 +93,20 @@ func (v *validator) check() {
 		default:
 			v.byID[n.ID] = n
 		}
+		if n.light != nil {
+			// Checked by parseLight; the graph checks below apply.
+			switch n.Type {
+			case TypeStart:
+				starts = append(starts, n)
+			case TypeEndpoint:
+				endpoints = append(endpoints, n)
+			case LightCodeJob:
+				if !v.opts.AllowCommands {
+					v.errorf(n.light.label, path+".type", "code_job nodes run programs, and are disabled on this hub (turn them on with the diagram pack's allow_commands setting, or JUNCTION_DIAGRAM_ALLOW_COMMANDS=1)")
+				}
+			}
+			continue
+		}
 		if _, ok := nodeFields[n.Type]; !ok {
 			if n.Type == "" {
 				v.errorf(n.ID, path+".type", "missing node type (one of %s)", strings.Join(nodeTypes(), ", "))
