@@ -48,6 +48,7 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 		return &ExitError{Code: 1, Err: err}
 	}
 	if c != nil {
+		skipSelf(c, path, env)
 		problems = append(problems, checkPackNames(path, c)...)
 		if len(problems) > 0 {
 			c = nil

@@ -81,6 +81,7 @@ func (f *hubFlags) loadConfig(env *Env) (*config.Config, string, error) {
 	if err != nil {
 		return nil, path, err
 	}
+	skipSelf(cfg, path, env)
 	return cfg, path, nil
 }
 

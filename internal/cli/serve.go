@@ -268,6 +268,7 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 		Signals: hup,
 		Current: current,
 		OnChange: func(c *config.Config) error {
+			skipSelf(c, path, env)
 			if err := d.Reload(ctx, c); err != nil {
 				return fmt.Errorf("%w: %w", errReloadIncomplete, err)
 			}

@@ -256,7 +256,7 @@ func (d *Daemon) updateUpstream(name string, s *config.Server) (bool, error) {
 	if m == nil || m.up == nil {
 		return false, nil
 	}
-	uc, err := upstreamConfig(s)
+	uc, err := d.upstreamConfigFor(name, s)
 	if err != nil {
 		return false, nil // starting it anew reports the error
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,13 +114,41 @@ func upstreamConfig(s *config.Server) (upstream.Config, error) {
 	return c, nil
 }
 
+// upstreamConfigFor is upstreamConfig plus the marker (config.EnvHub*)
+// that tells a junction started as this server which hub started it, from
+// which config file, as which entry, and how deeply hubs are nested, so
+// that it does not start itself again (config.Config.SkipSelf).
+func (d *Daemon) upstreamConfigFor(name string, s *config.Server) (upstream.Config, error) {
+	c, err := upstreamConfig(s)
+	if err != nil || c.Transport != upstream.TransportStdio {
+		return c, err
+	}
+	depth, _ := strconv.Atoi(d.getenv(config.EnvHubDepth))
+	env := map[string]string{
+		config.EnvHubPID:    strconv.Itoa(os.Getpid()),
+		config.EnvHubSource: name,
+		config.EnvHubDepth:  strconv.Itoa(depth + 1),
+	}
+	if p := d.spec.ConfigPath; p != "" {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		env[config.EnvHubConfig] = p
+	}
+	for k, v := range c.Env {
+		env[k] = v
+	}
+	c.Env = env
+	return c, nil
+}
+
 // startUpstream creates (and starts connecting) the upstream server name.
 func (d *Daemon) startUpstream(name string, s *config.Server) (*managed, *junction.SourceOptions, error) {
 	opts, err := sourceOptions(s.Source, junction.PrefixAlways)
 	if err != nil {
 		return nil, nil, fmt.Errorf("servers.%s: %w", name, err)
 	}
-	uc, err := upstreamConfig(s)
+	uc, err := d.upstreamConfigFor(name, s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("servers.%s: %w", name, err)
 	}
