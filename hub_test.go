@@ -553,6 +553,22 @@ func TestDriftPolicies(t *testing.T) {
 	}
 }
 
+// TestNoDriftWhileServingNothing: a locked source that serves no tools at
+// all (an upstream not connected yet, stopped, or withdrawn) is not
+// reported as having lost them all.
+func TestNoDriftWhileServingNothing(t *testing.T) {
+	h0 := newHub(t)
+	add(t, h0, "s", newPack("s", "a", "b"), junction.PrefixNever)
+	h := junction.New(&junction.Options{Lock: junction.NewManifest(h0.Tools())})
+	defer h.Close()
+	if err := h.Add(t.Context(), "s", junction.NewPack("s"), &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.Drift()["s"]; d != nil {
+		t.Errorf("Drift() of a source serving nothing = %v, want none", d)
+	}
+}
+
 func TestReplaceAndSourceOptions(t *testing.T) {
 	h := newHub(t)
 	add(t, h, "a", newPack("a", "x"), junction.PrefixAlways)

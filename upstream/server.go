@@ -44,6 +44,7 @@ type Server struct {
 	mu           sync.Mutex // guards the fields below
 	state        State
 	lastErr      error
+	lastErrAt    time.Time // when lastErr was set
 	backoffUntil time.Time
 	sess         *session      // nil unless connected
 	changed      chan struct{} // closed and replaced on every state change
@@ -274,6 +275,7 @@ func (s *Server) Snapshot() Snapshot {
 	}
 	if s.lastErr != nil {
 		snap.LastError = s.lastErr.Error()
+		snap.LastErrorAt = s.lastErrAt
 	}
 	if s.state == StateFailed || s.state == StateDegraded {
 		snap.BackoffUntil = s.backoffUntil
@@ -601,7 +603,7 @@ func (s *Server) serve(sess *session) error {
 		case <-s.ctx.Done():
 			return s.ctx.Err()
 		case <-sess.done:
-			return sessionEndError(sess.cs)
+			return sessionEndError(sess)
 		case <-s.kick:
 			// Already connected; nothing to do.
 		case <-s.relist:
@@ -609,6 +611,9 @@ func (s *Server) serve(sess *session) error {
 			cat, tools, err := s.list(ctx, sess.cs)
 			cancel()
 			if err != nil {
+				if s.ctx.Err() != nil {
+					return s.ctx.Err() // closing: the relist was cut short, nothing failed
+				}
 				s.logger.Warn("relisting after list_changed failed", "error", err)
 				continue
 			}
@@ -617,8 +622,22 @@ func (s *Server) serve(sess *session) error {
 	}
 }
 
-func sessionEndError(cs *mcp.ClientSession) error {
-	if err := cs.Wait(); err != nil {
+// sessionEndError says why sess ended: for a stdio server, how its process
+// ended (exit status, last lines on stderr) when it did; otherwise what
+// go-sdk's connection reported.
+func sessionEndError(sess *session) error {
+	if c := sess.stdio(); c != nil {
+		// Its stdout has ended, or junction ended the session (a failed
+		// keep-alive); in the first case the exit follows at once.
+		wait := time.NewTimer(exitGrace)
+		defer wait.Stop()
+		select {
+		case <-c.exited:
+			return fmt.Errorf("session ended: %w", c.endErr())
+		case <-wait.C:
+		}
+	}
+	if err := sess.cs.Wait(); err != nil {
 		return fmt.Errorf("session ended: %w", err)
 	}
 	return errors.New("session ended")
@@ -761,7 +780,7 @@ func (s *Server) setState(st State, err error) {
 	changed := s.state != st
 	s.state = st
 	if err != nil {
-		s.lastErr = err
+		s.lastErr, s.lastErrAt = err, time.Now()
 	}
 	s.signal()
 	s.mu.Unlock()

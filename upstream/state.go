@@ -54,6 +54,7 @@ type Snapshot struct {
 	Tools        []string
 	BackoffUntil time.Time // when the next attempt starts; zero unless failed or degraded
 	LastError    string    // the last connection or session error; kept after recovery
+	LastErrorAt  time.Time // when LastError happened; zero if none
 	// ConnectedSince is when the current session started; zero unless
 	// connected.
 	ConnectedSince time.Time

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,8 +185,8 @@ type stdioConn struct {
 	waitErr error         // set by wait before closing exited
 
 	stderrDone chan struct{} // closed by readStderr when it returns
-	lastMu     sync.Mutex    // guards lastLine
-	lastLine   string        // the last line read from stderr, for exitError
+	lastMu     sync.Mutex    // guards lastLines
+	lastLines  []string      // the last lines read from stderr (at most keptLines), for exitError
 
 	endErr func() error // exitError, computed once
 
@@ -194,8 +196,8 @@ type stdioConn struct {
 }
 
 // exitError describes why stdout ended: the server's exit status and the
-// last line it wrote on stderr (often the reason: a missing key, a bad
-// argument), or that it closed stdout without exiting. stdout usually
+// last lines it wrote on stderr (often the reason: a missing key, a bad
+// argument, a stack), or that it closed stdout without exiting. stdout usually
 // ends a moment before the exit is reaped, so it waits for the exit and
 // the end of stderr, up to exitGrace.
 func (c *stdioConn) exitError() error {
@@ -215,10 +217,18 @@ func (c *stdioConn) exitError() error {
 		msg += ": " + c.waitErr.Error()
 	}
 	c.lastMu.Lock()
-	last := c.lastLine
+	last := slices.Clone(c.lastLines)
 	c.lastMu.Unlock()
-	if last != "" {
-		msg += fmt.Sprintf(" (last line on stderr: %q)", last)
+	switch len(last) {
+	case 0:
+	case 1:
+		msg += fmt.Sprintf(" (last line on stderr: %q)", last[0])
+	default:
+		quoted := make([]string, len(last))
+		for i, l := range last {
+			quoted[i] = strconv.Quote(l)
+		}
+		msg += fmt.Sprintf(" (last %d lines on stderr: %s)", len(last), strings.Join(quoted, ", "))
 	}
 	return fmt.Errorf("%s: %w", msg, io.EOF)
 }
@@ -227,10 +237,15 @@ func (c *stdioConn) exitError() error {
 // whose stdout ended.
 const exitGrace = 500 * time.Millisecond
 
-// maxLastLine bounds the stderr line an exit error quotes.
-const maxLastLine = 200
+// maxLastLine bounds each stderr line an exit error quotes, and keptLines
+// how many it quotes.
+const (
+	maxLastLine = 200
+	keptLines   = 5
+)
 
-// keepLastLine remembers line, trimmed and bounded, if it is not blank.
+// keepLastLine remembers line, trimmed and bounded, if it is not blank,
+// with the keptLines-1 before it.
 func (c *stdioConn) keepLastLine(line []byte) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
@@ -241,7 +256,10 @@ func (c *stdioConn) keepLastLine(line []byte) {
 		last = last[:maxLastLine] + "..."
 	}
 	c.lastMu.Lock()
-	c.lastLine = last
+	if len(c.lastLines) == keptLines {
+		c.lastLines = append(c.lastLines[:0], c.lastLines[1:]...)
+	}
+	c.lastLines = append(c.lastLines, last)
 	c.lastMu.Unlock()
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A server that exits at start is reported with its exit status and the
@@ -44,5 +46,26 @@ func TestConnectTimeoutErrorSaysInitialize(t *testing.T) {
 	want := "connect: timed out after 300ms waiting for the server to answer initialize"
 	if got := s.Snapshot().LastError; !strings.Contains(got, want) {
 		t.Errorf("LastError = %q, want it to contain %q", got, want)
+	}
+}
+
+// A server that dies during a session is reported, with the time, by its
+// exit status and its last lines on stderr, not by what go-sdk's
+// connection saw (a broken pipe, say).
+func TestSessionEndNamesExit(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, &Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	s := addReady(t, r, "x", fakeConfig(t, "server", nil))
+	before := time.Now()
+	s.CallTool(t.Context(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "die"}})
+	waitFor(t, "the session's end recorded", func() bool { return s.Snapshot().LastError != "" })
+	snap := s.Snapshot()
+	for _, want := range []string{"session ended: server exited: exit status 3", `last 2 lines on stderr: "fake: starting", "fake: dying mid-call"`} {
+		if !strings.Contains(snap.LastError, want) {
+			t.Errorf("LastError = %q, want it to contain %q", snap.LastError, want)
+		}
+	}
+	if snap.LastErrorAt.Before(before) || time.Since(snap.LastErrorAt) > time.Minute {
+		t.Errorf("LastErrorAt = %v, want the time of the exit (after %v)", snap.LastErrorAt, before)
 	}
 }

@@ -91,7 +91,11 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 		if s.BackoffUntil != nil {
 			state += fmt.Sprintf(" (retry in %s)", time.Until(*s.BackoffUntil).Round(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Kind, state, s.Tools, pid, drift, s.Error)
+		lastErr := s.Error
+		if lastErr != "" && s.ErrorAt != nil {
+			lastErr = fmt.Sprintf("%s ago: %s", time.Since(*s.ErrorAt).Round(time.Second), lastErr)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Kind, state, s.Tools, pid, drift, lastErr)
 	}
 	tw.Flush()
 	for _, c := range st.Collisions {

@@ -27,6 +27,8 @@ type SourceStatus struct {
 	Tools int    `json:"tools"`           // tools the hub serves from it
 	PID   int    `json:"pid,omitempty"`   // a stdio upstream's process
 	Error string `json:"error,omitempty"` // the last error
+	// ErrorAt is when Error happened.
+	ErrorAt *time.Time `json:"error_at,omitempty"`
 	// BackoffUntil is when a failed upstream is retried next.
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 	Connects     int        `json:"connects,omitempty"`
@@ -50,6 +52,10 @@ func (d *Daemon) Status() Status {
 			s.State = snap.State.String()
 			s.PID = snap.PID
 			s.Error = snap.LastError
+			if !snap.LastErrorAt.IsZero() {
+				at := snap.LastErrorAt
+				s.ErrorAt = &at
+			}
 			s.Connects = snap.Connects
 			if !snap.BackoffUntil.IsZero() {
 				b := snap.BackoffUntil
