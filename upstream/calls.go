@@ -41,6 +41,7 @@ type call struct {
 	cancel    failer        // ends the request; see register
 	handled   atomic.Int64  // progress notifications handled
 	progress  chan struct{} // capacity 1; signalled on each one
+	seq       uint64        // order of registration (see better)
 }
 
 // reset restarts the call's no-progress timer.
@@ -500,6 +501,7 @@ func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSe
 		return nil
 	}
 	s.nextToken++
+	c.seq = s.nextToken
 	var buf [32]byte
 	c.token = string(strconv.AppendUint(append(buf[:0], "junction-"...), s.nextToken, 10))
 	s.calls[c.token] = c
@@ -539,7 +541,7 @@ func (s *Server) end(c *call) {
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
-		s.recent[c.host] = recentHost{ctx: context.WithoutCancel(c.hostCtx), until: now.Add(recentHostGrace)}
+		s.recent[c.host] = recentHost{ctx: context.WithoutCancel(streamOf{c.hostCtx}), until: now.Add(recentHostGrace)}
 	}
 	s.mu.Unlock()
 	s.noteIdle()
@@ -981,11 +983,9 @@ func (s *Server) logHosts() []hostRef {
 	defer s.mu.Unlock()
 	var out []hostRef
 	seen := make(map[*mcp.ServerSession]bool)
-	for _, c := range s.calls {
-		if c.host != nil && !seen[c.host] {
-			seen[c.host] = true
-			out = append(out, hostRef{c.host, c.hostCtx})
-		}
+	for _, c := range s.hostsCalls(func(*call) bool { return true }) {
+		seen[c.host] = true
+		out = append(out, hostRef{c.host, streamOf{c.hostCtx}})
 	}
 	now := time.Now()
 	for h, r := range s.recent {
@@ -1014,17 +1014,12 @@ func (s *Server) hostCalls() []*call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*call
-	seen := make(map[*mcp.ServerSession]bool)
 	for _, c := range s.calls {
-		switch {
-		case c.bridge != nil, c.lazy != nil:
-			out = append(out, c)
-		case c.host != nil && !seen[c.host]:
-			seen[c.host] = true
+		if c.bridge != nil || c.lazy != nil {
 			out = append(out, c)
 		}
 	}
-	return out
+	return append(out, s.hostsCalls(func(c *call) bool { return c.bridge == nil && c.lazy == nil })...)
 }
 
 // routeRequest finds the host call that a sampling or elicitation request

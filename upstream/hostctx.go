@@ -1,6 +1,10 @@
 package upstream
 
-import "context"
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // streamOf is the parent of the context of a request junction makes to a
 // host (sampling, elicitation) on behalf of an upstream: it is the host
@@ -25,4 +29,42 @@ func (c streamOf) Value(key any) any {
 		return nil
 	}
 	return c.Context.Value(key)
+}
+
+// hostsCalls returns, for each host session with calls in flight that
+// pass include, the one to reach that host through: the best by better.
+// s.mu must be held.
+func (s *Server) hostsCalls(include func(*call) bool) []*call {
+	best := make(map[*mcp.ServerSession]*call)
+	var order []*mcp.ServerSession
+	for _, c := range s.calls {
+		if c.host == nil || !include(c) {
+			continue
+		}
+		if b, ok := best[c.host]; !ok {
+			order = append(order, c.host)
+			best[c.host] = c
+		} else if better(c, b) {
+			best[c.host] = c
+		}
+	}
+	out := make([]*call, len(order))
+	for i, h := range order {
+		out[i] = best[h]
+	}
+	return out
+}
+
+// better reports whether a message the upstream sends about no call in
+// particular (a log message, a request under protocols before
+// 2026-07-28) should reach their common host through a rather than b: a
+// call the host has not ended rather than one it has, then the later
+// one. A go-sdk host closes a cancelled call's stream at once and tells
+// the hub afterwards, and may start its next call in between; the later
+// call's stream is the one it still reads.
+func better(a, b *call) bool {
+	if aLive, bLive := a.hostCtx.Err() == nil, b.hostCtx.Err() == nil; aLive != bLive {
+		return aLive
+	}
+	return a.seq > b.seq
 }

@@ -17,7 +17,9 @@ import (
 // the call is cancelled with it (go-sdk v1.8.0's client would never learn
 // of that cancellation on its own, docs/reports/go-sdk-cancel.md), and
 // later calls still bring the host the upstream's progress, log messages,
-// sampling and elicitation requests, and resource updates. One upstream
+// sampling and elicitation requests, and resource updates, also when the
+// host's next call reaches the hub before its notifications/cancelled
+// (which the host holds back until then: DelayCancel). One upstream
 // session (a go-sdk server in this process) serves every mode in turn,
 // each from a new host session.
 func TestCancelledCallKeepsUpstreamSession(t *testing.T) {
@@ -32,6 +34,7 @@ func TestCancelledCallKeepsUpstreamSession(t *testing.T) {
 			defer cancel()
 			hc := httpClient("")
 			defer hc.CloseIdleConnections()
+			hc.Transport = rec.DelayCancel(hc.Transport)
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				t.Fatal(err)
