@@ -137,7 +137,7 @@ func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, ar
 		}
 		cs, err := connectWithin(ctx, client, t)
 		if err != nil {
-			return nil, nil, fmt.Errorf("connect to %s: %w", f.url, err)
+			return nil, nil, fmt.Errorf("connect to %s: %w%s", f.url, err, connectHint(hc, u, f.transport))
 		}
 		return cs, func() { cs.Close() }, nil
 	default:
@@ -219,6 +219,28 @@ func (f *targetFlags) httpClient(ctx context.Context, env *Env) (*http.Client, e
 	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, header: h, ctx: ctx}}, nil
 }
 
+// connectHint says what to do about a failed connection, from the HTTP
+// status the server answered with (hc's transport keeps it): a 401 or 403
+// wants a token, or another one; a 4xx from a path ending in /sse is the
+// legacy SSE transport. Empty when there is nothing to add.
+func connectHint(hc *http.Client, u *url.URL, transport string) string {
+	ht, ok := hc.Transport.(*headerTransport)
+	if !ok {
+		return ""
+	}
+	status, sentAuth := ht.last()
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		if sentAuth {
+			return fmt.Sprintf(" (HTTP %d: the server refused the token; check -token or %s)", status, EnvToken)
+		}
+		return fmt.Sprintf(" (HTTP %d: the server wants a token; give it with -token or %s)", status, EnvToken)
+	case status >= 400 && status < 500 && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/sse") && !strings.EqualFold(transport, "sse"):
+		return fmt.Sprintf(" (HTTP %d: %s looks like a legacy SSE endpoint; add -transport sse)", status, u.Path)
+	}
+	return ""
+}
+
 // headerTransport adds header to each request and ties each request to
 // ctx. go-sdk sends some requests on a context of its own, detached from
 // the command's: the standalone stream's GET (opened inside Connect, which
@@ -229,6 +251,18 @@ type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
 	ctx    context.Context
+
+	mu       sync.Mutex
+	status   int  // the last response's status
+	sentAuth bool // whether the last request carried Authorization
+}
+
+// last returns the status of the last response and whether its request
+// carried an Authorization header.
+func (t *headerTransport) last() (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status, t.sentAuth
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -247,6 +281,9 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	t.mu.Lock()
+	t.status, t.sentAuth = resp.StatusCode, r.Header.Get("Authorization") != ""
+	t.mu.Unlock()
 	resp.Body = &endingBody{ReadCloser: resp.Body, end: end}
 	return resp, nil
 }
