@@ -352,7 +352,9 @@ func (st *taskStore) setLocked(t *task, status string) []func() {
 	}
 	var calls []func()
 	for w := range st.watchers {
-		if w.v == t.view && w.owner == t.owner {
+		// A source's task is what its server says (tasks/get, forwarded);
+		// the hub's record of it is not news for the host.
+		if t.remote == nil && w.v == t.view && w.owner == t.owner {
 			msg := t.wire("")
 			fn := w.fn
 			calls = append(calls, func() { fn(msg) })
@@ -1001,15 +1003,22 @@ func mustString(s string) []byte {
 	return b
 }
 
-// advertiseTasks is a receiving middleware of the view's server: a
-// server/discover result (protocol 2026-07-28) says the server offers
-// the tasks extension, and so does an initialize result of a revision
-// from 2026-07-28 on; older clients are not told, since the extension
-// is defined for 2026-07-28 only.
-func advertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
+// OfferTasks makes the view offer the tasks extension to hosts at
+// 2026-07-28 (server/discover, capabilities.extensions). A data plane
+// that takes the extension's requests for the view (see
+// [View.CallToolTask]) calls it; without one, go-sdk alone serves the
+// view, which knows no tasks, and the extension is not offered.
+func (v *View) OfferTasks() { v.tasksOffered.Store(true) }
+
+// advertiseTasks is a receiving middleware of the view's server: once
+// the view offers the extension (OfferTasks), a server/discover result
+// (protocol 2026-07-28) says so, and so does an initialize result of a
+// revision from 2026-07-28 on; older clients are not told, since the
+// extension is defined for 2026-07-28 only.
+func (v *View) advertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil {
+		if err != nil || !v.tasksOffered.Load() {
 			return res, err
 		}
 		switch r := res.(type) {

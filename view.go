@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,6 +18,8 @@ type View struct {
 	name   string
 	sel    Selection
 	server *mcp.Server
+
+	tasksOffered atomic.Bool // see OfferTasks
 
 	mu        sync.RWMutex    // guards the fields below
 	active    map[string]bool // selected exposed tool names; nil means all
@@ -85,7 +88,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			return h.subscribe(ctx, req.Params.URI, false)
 		},
 	})
-	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, advertiseTasks)
+	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.advertiseTasks)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}

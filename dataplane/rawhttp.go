@@ -64,6 +64,7 @@ type httpSession struct {
 }
 
 func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
+	p.v.OfferTasks() // the raw path takes the extension's requests (tasks.go)
 	return &httpRaw{
 		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, touch: o.SessionTimeout / 4,
 		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
@@ -82,8 +83,6 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	switch {
 	case sid == "" && modern && f.mode != HTTPStateful && f.takeTaskHTTP(w, r, body, version):
 		return true // the tasks extension (tasks.go)
-	case !f.p.raw:
-		return false // -fast-path=false: the tasks extension is all this takes
 	case sid == "" && modern:
 		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
 	case sid == "":

@@ -68,6 +68,9 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
 	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(context.Background(), ss)}
+	if p.raw {
+		p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
+	}
 
 	runErr := make(chan error, 1)
 	go func() {
@@ -137,11 +140,11 @@ type stdioSession struct {
 // take answers line on the raw path if it can and reports whether it did;
 // lines it does not take go to go-sdk. Called by the reading goroutine.
 func (s *stdioSession) take(line []byte) bool {
+	if !s.p.raw {
+		return false // everything to go-sdk, which has no tasks (see tasks.go)
+	}
 	if s.takeTask(line) {
 		return true
-	}
-	if !s.p.raw {
-		return false
 	}
 	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
 		id, ok := cancelledID(line)

@@ -28,7 +28,8 @@ package e2e
 //     method (or the next response, for a recv of a response). A message
 //     that matches no recv is recorded where it came, and answered with
 //     an error if it is a request, so the diff shows it.
-//   - host: what the host does. "send MSG" sends a message and, for a
+//   - host: what the host does (a run may have its own, as sections may:
+//     "host.slow"). "send MSG" sends a message and, for a
 //     request, waits for its answer: the next response that does not
 //     answer a request sent with "start" (its id is checked by the
 //     transcript, so a mangled id shows as a diff, not as a timeout).
@@ -73,7 +74,8 @@ package e2e
 //     requests (numbers from go-sdk, "jr-N" strings from the raw path) as
 //     "$ID<n>", its progress tokens as "$TOKEN<n>", the request state and
 //     input request ids of a question it bridges to a 2026-07-28 host as
-//     "$STATE<n>" and "$ASK<n>", junction's version in clientInfo and
+//     "$STATE<n>" and "$ASK<n>", the id of a task it gives a host as
+//     "$TASK<n>", junction's version in clientInfo and
 //     serverInfo as "$VERSION". Scripted messages refer to
 //     them by name ("id": "$ID3" answers the request recorded as $ID3), so
 //     one file holds for both paths. See placeholderTable for how names are
@@ -204,10 +206,11 @@ type conversation struct {
 	config  []byte // nil without a config.yaml section
 	args    []string
 	host    []convStep
-	scripts []string // base names of the upstream script sections
-	modern  bool     // the host speaks 2026-07-28 (sends no initialize)
-	meta    any      // the _meta of the host's first request, for a modern host
-	version string   // protocol version for the Mcp-Protocol-Version header of a modern host
+	hosts   map[string][]convStep // host sections for some variants ("host.slow"), by name
+	scripts []string              // base names of the upstream script sections
+	modern  bool                  // the host speaks 2026-07-28 (sends no initialize)
+	meta    any                   // the _meta of the host's first request, for a modern host
+	version string                // protocol version for the Mcp-Protocol-Version header of a modern host
 }
 
 func loadConversation(path string) (*conversation, error) {
@@ -266,6 +269,16 @@ func loadConversation(path string) (*conversation, error) {
 	}
 	// Check every section parses, for every variant, before running.
 	for _, v := range convVariants {
+		if name, data, _ := c.section(v, "host"); name != "host" && c.hosts[name] == nil {
+			steps, err := parseConvSteps(data, convHostVerbs)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", name, err)
+			}
+			if c.hosts == nil {
+				c.hosts = make(map[string][]convStep)
+			}
+			c.hosts[name] = steps
+		}
 		if _, _, err := c.expectedHub(v); err != nil {
 			return nil, err
 		}
@@ -276,6 +289,15 @@ func loadConversation(path string) (*conversation, error) {
 		}
 	}
 	return c, nil
+}
+
+// hostScript returns the host's steps for v: a host section for v (such
+// as "host.slow", for a run that rightly goes otherwise), or "host".
+func (c *conversation) hostScript(v convVariant) []convStep {
+	if name, _, ok := c.section(v, "host"); ok && c.hosts[name] != nil {
+		return c.hosts[name]
+	}
+	return c.host
 }
 
 // section returns the most specific section of base for v.
@@ -676,7 +698,7 @@ func runConversation(t *testing.T, c *conversation, v convVariant) *convObservat
 // hub calls a stdio upstream with raw bytes either way. r.mu is held.
 func (r *convRun) checkPath(stderr string) {
 	plainCall, ready := false, false
-	for _, st := range r.c.host {
+	for _, st := range r.c.hostScript(r.v) {
 		ready = ready || st.verb == "ready"
 		if ready && msgMethod(st.msg) == "tools/call" && jsonField(st.msg, "params", "_meta") == nil {
 			plainCall = true
@@ -711,7 +733,7 @@ var stoppedLine = regexp.MustCompile(`msg="hub stopped".* fast_path_calls=(\d+)`
 // runHost runs the host's script.
 func (r *convRun) runHost(front hostFront) {
 	hubCursor, upCursor := 0, 0
-	for _, st := range r.c.host {
+	for _, st := range r.c.hostScript(r.v) {
 		if time.Now().After(r.deadline) {
 			r.failf("host: out of time before line %d", st.line)
 			return
@@ -1079,8 +1101,11 @@ func (h *httpFront) post(body []byte, deadline time.Time) error {
 	if method := msgMethod(msg); protocol >= "2026-07-28" && method != "" {
 		req.Header.Set("Mcp-Method", method)
 		name, ok := jsonStr(jsonField(msg, "params", "name"))
-		if method == "resources/read" {
+		switch method {
+		case "resources/read":
 			name, ok = jsonStr(jsonField(msg, "params", "uri"))
+		case "tasks/get", "tasks/update", "tasks/cancel":
+			name, ok = jsonStr(jsonField(msg, "params", "taskId"))
 		}
 		if ok {
 			req.Header.Set("Mcp-Name", name)
@@ -1833,6 +1858,10 @@ func normaliseFromHub(v any, pattern any, vt *placeholderTable) {
 	// bridges: the request state and the ids of the input requests are
 	// the hub's ($STATE1, $ASK1).
 	if res, ok := m["result"].(map[string]any); ok {
+		// A task's id, from a hub that offers the tasks extension.
+		if id, ok := res["taskId"].(jsonLit); ok {
+			res["taskId"] = jsonStrLit(vt.name("$TASK", string(id), jsonField(pattern, "result", "taskId")))
+		}
 		if st, ok := res["requestState"].(jsonLit); ok {
 			res["requestState"] = jsonStrLit(vt.name("$STATE", string(st), jsonField(pattern, "result", "requestState")))
 		}
