@@ -124,14 +124,19 @@ Validate a diagram file ("-" reads standard input) and print every problem
 with its node id and field. With -push-as, a valid diagram is also saved
 under that name. Exit status 1 means the diagram is not valid.`)
 	pushAs := fs.String("push-as", "", "save the diagram under `name` if it is valid")
+	light := fs.Bool("light", false, "the file is DiPeO's light format (version: light), as for dipeo compile --light; without it the format is detected")
+	stdin := fs.Bool("stdin", false, "read the diagram from standard input (as FILE \"-\")")
 	pos, err := parseInterspersed(env, fs, args)
 	if err != nil {
 		return err
 	}
+	if *stdin && len(pos) == 0 {
+		pos = []string{"-"}
+	}
 	if len(pos) != 1 {
 		return usageErrorf("diagram compile needs one FILE, got %d arguments", len(pos))
 	}
-	src, err := readDiagramFile(env, pos[0])
+	src, err := readLightFile(env, pos[0], *light)
 	if err != nil {
 		return err
 	}
@@ -189,10 +194,32 @@ func readDiagramFile(env *Env, path string) ([]byte, error) {
 	return b, nil
 }
 
+// lightFileName resolves a light diagram's path as DiPeO does, which
+// lets the extension be left out: PATH, else PATH.light.yaml, else
+// PATH.yaml.
+func lightFileName(path string) string {
+	for _, ext := range []string{"", ".light.yaml", ".yaml"} {
+		if fi, err := os.Stat(path + ext); err == nil && fi.Mode().IsRegular() {
+			return path + ext
+		}
+	}
+	return path
+}
+
+// readLightFile reads a diagram file; with light, it must be DiPeO's
+// light format.
+func readLightFile(env *Env, path string, light bool) ([]byte, error) {
+	src, err := readDiagramFile(env, path)
+	if err != nil || !light || diagram.IsLight(src) {
+		return src, err
+	}
+	return nil, usageErrorf("-light: %s is not a DiPeO light diagram (it has no version: light)", path)
+}
+
 // normFileName names a diagram file's run: its base name without .yaml.
 func normFileName(path string) string {
 	base := filepath.Base(path)
-	for _, ext := range []string{".yaml", ".yml", ".json"} {
+	for _, ext := range []string{".yaml", ".yml", ".json", ".light"} {
 		base = strings.TrimSuffix(base, ext)
 	}
 	return base
@@ -224,6 +251,7 @@ the same data directory.`)
 	background := fs.Bool("background", false, "run in a detached process and print the session id at once")
 	timeout := fs.Duration("timeout", 0, "bound on the whole run (default 5m)")
 	runID := fs.String("run-id", "", "internal: run id handed to a background child")
+	light := fs.Bool("light", false, "the file is DiPeO's light format (version: light), as for dipeo run --light; FILE may leave out .light.yaml")
 	pos, err := parseInterspersed(env, fs, args)
 	if err != nil {
 		return err
@@ -239,8 +267,11 @@ the same data directory.`)
 	}
 	req := diagram.RunRequest{Input: in, Timeout: *timeout, ID: *runID}
 	target := pos[0]
-	if isDiagramFile(target) {
-		src, err := readDiagramFile(env, target)
+	if *light && target != "-" {
+		target = lightFileName(target)
+	}
+	if isDiagramFile(target) || *light {
+		src, err := readLightFile(env, target, *light)
 		if err != nil {
 			return err
 		}

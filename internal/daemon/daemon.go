@@ -99,6 +99,9 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	if logger, err = dipeoLogger(logger, getenv, packNames(spec, spec.Config)); err != nil {
+		return nil, err
+	}
 	metrics := NewMetrics()
 	name := spec.Name
 	if name == "" {

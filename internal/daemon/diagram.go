@@ -18,6 +18,12 @@ const EnvDiagramAllowCommands = "JUNCTION_DIAGRAM_ALLOW_COMMANDS"
 // JUNCTION_DIAGRAM_ALLOW_COMMANDS. A bad setting is an error that names
 // it.
 func DiagramOptions(hub diagram.Hub, dataDir string, settings map[string]any, getenv func(string) string) (diagram.Options, error) {
+	return diagramOptions(diagram.Name, hub, dataDir, settings, getenv)
+}
+
+// diagramOptions is DiagramOptions for the pack called name: diagram, or
+// dipeo (DiPeO mode, which also reads DiPeO's environment).
+func diagramOptions(name string, hub diagram.Hub, dataDir string, settings map[string]any, getenv func(string) string) (diagram.Options, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -25,8 +31,13 @@ func DiagramOptions(hub diagram.Hub, dataDir string, settings map[string]any, ge
 		dataDir = DefaultDataDir(getenv)
 	}
 	opts := diagram.Options{Hub: hub, DataDir: dataDir}
-	if err := diagram.ApplySettings(&opts, "packs."+diagram.Name+".settings", settings); err != nil {
+	if err := diagram.ApplySettings(&opts, "packs."+name+".settings", settings); err != nil {
 		return diagram.Options{}, err
+	}
+	if name == diagram.DiPeOName {
+		if err := dipeoOptions(&opts, settings, getenv); err != nil {
+			return diagram.Options{}, err
+		}
 	}
 	if allow := getenv(EnvDiagramAllowCommands); allow == "1" || allow == "true" {
 		opts.AllowCommands = true
@@ -38,7 +49,12 @@ func DiagramOptions(hub diagram.Hub, dataDir string, settings map[string]any, ge
 // state in deps.DataDir (or [DefaultDataDir]), and registers it to be
 // closed with the daemon.
 func buildDiagramPack(deps PackDeps) (*junction.Pack, error) {
-	opts, err := DiagramOptions(deps.Hub, deps.DataDir, deps.Settings, deps.Getenv)
+	return buildDiagram(deps, diagram.Name)
+}
+
+// buildDiagram builds the diagram pack called name (diagram or dipeo).
+func buildDiagram(deps PackDeps, name string) (*junction.Pack, error) {
+	opts, err := diagramOptions(name, deps.Hub, deps.DataDir, deps.Settings, deps.Getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -133,6 +133,10 @@ func (d *Daemon) readyz(w http.ResponseWriter, r *http.Request) {
 // done, then shuts down: new requests are refused, in-flight ones get
 // cfg.ShutdownTimeout to finish, and open sessions are closed.
 func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
+	cfg, err := d.dipeoHTTP(cfg) // DiPeO's MCP_* variables, when the dipeo pack is served
+	if err != nil {
+		return err
+	}
 	if err := CheckListen(cfg.Addr, cfg.InsecureNoAuth); err != nil {
 		return err
 	}

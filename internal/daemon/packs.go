@@ -53,6 +53,7 @@ var packs = map[string]packInfo{
 		build:   func(PackDeps) (*junction.Pack, error) { return conformance.New(), nil },
 	},
 	"diagram":  {summary: "run_diagram, run_backend, see_result, cancel_run, compile_diagram, search, fetch: workflows over the hub's tools", build: buildDiagramPack},
+	"dipeo":    {summary: "the diagram pack in DiPeO mode: dipeo_run, DiPeO's search, fetch and dipeo://diagrams beside junction's diagram tools, diagrams in projects/mcp-diagrams and examples/simple_diagrams, DiPeO's MCP_* variables", build: buildDiPeOPack},
 	diode.Name: {summary: "the six diode_* tools of `diode mcp`: version, identity, address lookup, file push/pull, deploy", build: buildDiode},
 }
 

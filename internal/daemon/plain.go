@@ -57,6 +57,7 @@ type plainInfoDoc struct {
 	} `json:"server"`
 	Protocol struct {
 		Version   string `json:"version"`
+		Latest    string `json:"latest"`
 		Transport string `json:"transport"`
 	} `json:"protocol"`
 	Endpoints      map[string]string `json:"endpoints"`
@@ -102,7 +103,10 @@ func (d *Daemon) describe(ctx context.Context) (*plainInfoDoc, error) {
 	doc.Server.Name = ir.ServerInfo.Name
 	doc.Server.Version = ir.ServerInfo.Version
 	doc.Server.Description = "junction MCP hub: the tools of built-in packs, upstream MCP servers and toolbox plugins"
-	doc.Protocol.Version = ir.ProtocolVersion
+	// /mcp/messages answers DiPeO's clients, which speak 2024-11-05 (and
+	// get it in initialize); /mcp negotiates up to Latest.
+	doc.Protocol.Version = dipeoProtocol
+	doc.Protocol.Latest = ir.ProtocolVersion
 	doc.Protocol.Transport = "http"
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -129,6 +133,10 @@ func (d *Daemon) plainMessages(opts dataplane.HTTPOptions) http.Handler {
 	opts.Mode = dataplane.HTTPStateless
 	opts.JSONResponse = true
 	next := d.Plane(d.View).HTTPHandler(&opts)
+	limit := opts.MaxRequestBytes
+	if limit <= 0 {
+		limit = dataplane.DefaultMaxRequestBytes
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
@@ -140,6 +148,8 @@ func (d *Daemon) plainMessages(opts dataplane.HTTPOptions) http.Handler {
 		if r.Header.Get("Content-Type") == "" {
 			r.Header.Set("Content-Type", "application/json")
 		}
-		next.ServeHTTP(w, r)
+		// DiPeO's quick-reference bodies ({"method": "tools/list"}) have
+		// no jsonrpc or id: they are completed, and answered with id null.
+		serveLenient(w, r, next, limit)
 	})
 }

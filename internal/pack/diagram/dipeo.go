@@ -241,11 +241,10 @@ func (p *Pack) toolDiPeORun(ctx context.Context, creq *mcp.CallToolRequest, in d
 		return fail(dipeoRunOutput{Diagram: path, Format: format, Error: fmt.Sprintf("reading %s: %v", path, err), Message: "Diagram execution failed"})
 	}
 	req := RunRequest{Content: src, Name: filepath.ToSlash(rel), Input: in.InputData, Timeout: time.Duration(in.Timeout) * time.Second}
-	req.Caller = p.callerFor(creq)
-	if creq != nil {
-		req.Host = HostOf(creq.Session)
+	r, ask, err := p.runForCall(ctx, creq, req)
+	if ask != nil {
+		return ask, nil, nil
 	}
-	r, err := p.Run(ctx, req)
 	if err != nil {
 		out := dipeoRunOutput{Diagram: path, Format: format, Error: err.Error(), Message: "Diagram execution failed"}
 		var inv *InvalidDiagramError

@@ -34,39 +34,6 @@ var (
 	errNoHost        = errors.New("this run has no MCP host to ask (a run from the command line has none): run the diagram through a host, with run_diagram or dipeo_run")
 )
 
-// sessionHost is a host session, checked against the capabilities the
-// host declared.
-type sessionHost struct{ ss *mcp.ServerSession }
-
-// HostOf returns the host behind a session, or nil.
-func HostOf(ss *mcp.ServerSession) Host {
-	if ss == nil {
-		return nil
-	}
-	return sessionHost{ss}
-}
-
-func (h sessionHost) caps() *mcp.ClientCapabilities {
-	if ip := h.ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
-		return ip.Capabilities
-	}
-	return nil
-}
-
-func (h sessionHost) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	if c := h.caps(); c == nil || c.Sampling == nil {
-		return nil, ErrNoSampling
-	}
-	return h.ss.CreateMessage(ctx, p)
-}
-
-func (h sessionHost) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if c := h.caps(); c == nil || c.Elicitation == nil {
-		return nil, ErrNoElicitation
-	}
-	return h.ss.Elicit(ctx, p)
-}
-
 // lightState is one light run's state besides node outputs.
 type lightState struct {
 	d          *Diagram

@@ -127,6 +127,8 @@ type Pack struct {
 	// ownClient is the http nodes' client when the pack made it, so
 	// Close can drop its idle connections.
 	ownClient *http.Client
+	// rounds are the runs waiting for their host's answer (2026-07-28).
+	rounds rounds
 	// pruning is set while a background prune runs, so runs that end
 	// together start one.
 	pruning atomic.Bool
@@ -610,6 +612,8 @@ func (p *Pack) execute(ctx context.Context, run *Run, d *Diagram, input map[stri
 		run.Output = out.output
 	case errors.Is(out.err, errCancelled):
 		run.Status, run.Error = StatusCancelled, errCancelled.Error()
+	case errors.Is(out.err, errCallerCancelled):
+		run.Status, run.Error = StatusCancelled, errCallerCancelled.Error()
 	case parent != nil && parent.Err() != nil && !errors.Is(out.err, errShutdown):
 		run.Status, run.Error = StatusCancelled, "the caller cancelled the request"
 	default:

@@ -211,11 +211,10 @@ func (p *Pack) toolRun(ctx context.Context, creq *mcp.CallToolRequest, in runInp
 	if err != nil {
 		return startFailure(in.Diagram, err), nil, nil
 	}
-	req.Caller = p.callerFor(creq)
-	if creq != nil {
-		req.Host = HostOf(creq.Session)
+	r, ask, err := p.runForCall(ctx, creq, req)
+	if ask != nil {
+		return ask, nil, nil
 	}
-	r, err := p.Run(ctx, req)
 	if err != nil {
 		name := in.Diagram
 		if r != nil && r.Diagram != "" {
@@ -232,8 +231,9 @@ func (p *Pack) toolRunBackend(ctx context.Context, creq *mcp.CallToolRequest, in
 		return startFailure(in.Diagram, err), nil, nil
 	}
 	req.Caller = p.callerFor(creq)
-	if creq != nil {
-		req.Host = HostOf(creq.Session)
+	if creq != nil && creq.Session != nil && creq.ProtocolVersion() < junction.StatelessProtocolVersion {
+		// Before 2026-07-28 the host's session outlives the call.
+		req.Host = callHost{ss: creq.Session, caps: creq.ClientCapabilities()}
 	}
 	r, err := p.Start(req)
 	if err != nil {
