@@ -68,12 +68,16 @@ func runPush(ctx context.Context, env *Env, args []string) error {
 	body := &files.CountingReader{R: f, Progress: bar.set}
 	c := &files.Client{Dial: nf.dialer().DialContext, Token: nf.token}
 	res, err := c.Put(ctx, u, body, st.Size(), "application/octet-stream", files.TransferTimeout)
-	bar.finish()
+	if err != nil || !res.OK() {
+		bar.abandon() // a bar at 100% would say it went through
+	} else {
+		bar.finish()
+	}
 	if err != nil {
 		return err
 	}
 	if !res.OK() {
-		return fmt.Errorf("push failed: %s", res.Message)
+		return fmt.Errorf("push failed: HTTP %d: %s", res.StatusCode, res.Message)
 	}
 	fmt.Fprintf(env.Stderr, "push ok: %s -> %s\n", local, u)
 	return nil
@@ -129,14 +133,15 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	}
 	defer done()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("pull failed: %s", files.Snippet(resp))
+		return fmt.Errorf("pull failed: HTTP %d: %s", resp.StatusCode, files.Snippet(resp))
 	}
 	bar := newBar(env, resp.ContentLength, "pull")
 	n, err := files.WriteFile(dst, &files.CountingReader{R: resp.Body, Progress: bar.set})
-	bar.finish()
 	if err != nil {
+		bar.abandon()
 		return err
 	}
+	bar.finish()
 	fmt.Fprintf(env.Stderr, "pull ok: %s -> %s (%d bytes)\n", u, dst, n)
 	return nil
 }
@@ -177,32 +182,55 @@ func parsePeerSpec(spec string) (host string, port int, remote string, err error
 	return host, port, remote, nil
 }
 
-// bar is a progress bar on a terminal, and nothing otherwise.
-type bar struct{ pb *progressbar.ProgressBar }
+// bar is a progress bar on a terminal, and nothing otherwise. It draws
+// nothing for the first barQuiet of a transfer: a rate measured over the
+// first buffer's microseconds is absurd (hundreds of GB/s), and a short
+// transfer needs no bar.
+type bar struct {
+	pb    *progressbar.ProgressBar
+	w     io.Writer
+	start time.Time
+	shown bool
+}
+
+// barQuiet is how long a bar waits before its first frame.
+const barQuiet = 300 * time.Millisecond
 
 func newBar(env *Env, size int64, what string) *bar {
 	f, ok := env.Stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return &bar{}
 	}
-	return &bar{pb: progressbar.NewOptions64(size,
+	return &bar{w: f, start: time.Now(), pb: progressbar.NewOptions64(size,
 		progressbar.OptionSetWriter(f),
 		progressbar.OptionSetDescription(what),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetRenderBlankState(false),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(f) }),
 	)}
 }
 
 func (b *bar) set(n int64) {
-	if b.pb != nil {
-		b.pb.Set64(n)
+	if b.pb == nil || (!b.shown && time.Since(b.start) < barQuiet) {
+		return
+	}
+	b.shown = true
+	b.pb.Set64(n)
+}
+
+// finish shows the transfer complete, if the bar was drawn at all.
+func (b *bar) finish() {
+	if b.pb != nil && b.shown {
+		b.pb.Finish()
 	}
 }
 
-func (b *bar) finish() {
-	if b.pb != nil {
-		b.pb.Finish()
+// abandon ends the bar where it stands, for a transfer that failed.
+func (b *bar) abandon() {
+	if b.pb != nil && b.shown {
+		b.pb.Exit()
+		fmt.Fprintln(b.w)
 	}
 }
 

@@ -310,8 +310,13 @@ func TestPushPullCommands(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(work, "got", "d.bin")); len(b) != 3<<20 {
 		t.Errorf("pulled %d bytes", len(b))
 	}
-	if out, err := run("pull", addr+":missing"); err == nil || out != "junction: pull failed: 404 page not found\n" {
+	if out, err := run("pull", addr+":missing"); err == nil || out != "junction: pull failed: HTTP 404: 404 page not found\n" {
 		t.Errorf("pull missing = %q, %v", out, err)
+	}
+	small := startListenerProc(t, "files", "files", "serve", "-fileroot", t.TempDir(), "-token", "s3cret", "-max-body", "1048576", "127.0.0.1:0")
+	want := "junction: push failed: HTTP 413: request body too large: this listener takes at most 1048576 bytes (1 MiB); send a smaller file or raise files serve -max-body\n"
+	if out, err := run("push", local, small+":big.bin"); err == nil || out != want {
+		t.Errorf("push over the listener's limit = %q, %v; want %q", out, err, want)
 	}
 	if out, _ := run("push", local, "a", "b"); out != "junction: too many arguments (quote <peer>:<port>:<remote-path> as one token)\n" {
 		t.Errorf("push with 3 arguments = %q", out)

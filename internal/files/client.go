@@ -45,12 +45,21 @@ func (c *Client) httpClient(timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
-			DialContext:         dial,
-			TLSHandshakeTimeout: 10 * time.Second,
-			DisableCompression:  true, // bodies are opaque bytes; never gunzip a .tar.gz
+			DialContext:           dial,
+			TLSHandshakeTimeout:   10 * time.Second,
+			DisableCompression:    true, // bodies are opaque bytes; never gunzip a .tar.gz
+			ExpectContinueTimeout: expectContinue,
 		},
 	}
 }
+
+// A PUT of more than expectContinueOver bytes asks the listener first
+// (Expect: 100-continue) and waits up to expectContinue for its go-ahead;
+// a listener that never answers the question gets the body after that.
+const (
+	expectContinueOver = 64 << 10
+	expectContinue     = 2 * time.Second
+)
 
 // Result is a listener's answer to a PUT or a failed GET.
 type Result struct {
@@ -80,6 +89,12 @@ func (c *Client) Put(ctx context.Context, u *url.URL, body io.Reader, size int64
 		req.Body = http.NoBody
 	}
 	req.Header.Set("Content-Type", contentType)
+	if size > expectContinueOver {
+		// Ask first: a listener that refuses the upload (a token, a size
+		// limit) answers before the body is sent, instead of closing the
+		// connection under it, which can cost the client the answer.
+		req.Header.Set("Expect", "100-continue")
+	}
 	c.auth(req)
 	resp, err := hc.Do(req)
 	if err != nil {

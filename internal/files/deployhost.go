@@ -184,7 +184,7 @@ func (d *DeployHost) deploy(ctx context.Context, w http.ResponseWriter, r *http.
 // even a log: no deploy happened.
 func (d *DeployHost) receive(w http.ResponseWriter, r *http.Request, uuid string) (upload string, n int64, status int, msg string) {
 	if d.opts.MaxUpload > 0 && r.ContentLength > d.opts.MaxUpload {
-		return "", 0, http.StatusRequestEntityTooLarge, "request body too large"
+		return "", 0, http.StatusRequestEntityTooLarge, tooLarge(d.opts.MaxUpload, "deploy-host -max-upload")
 	}
 	body := io.Reader(r.Body)
 	if d.opts.MaxUpload > 0 {
@@ -199,7 +199,7 @@ func (d *DeployHost) receive(w http.ResponseWriter, r *http.Request, uuid string
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return "", 0, http.StatusRequestEntityTooLarge, "request body too large"
+		return "", 0, http.StatusRequestEntityTooLarge, tooLarge(d.opts.MaxUpload, "deploy-host -max-upload")
 	case httpguard.IsStalled(err):
 		return "", 0, http.StatusRequestTimeout, err.Error()
 	}

@@ -166,7 +166,7 @@ func serveFile(w http.ResponseWriter, r *http.Request, root *os.Root, rel string
 // error itself when it fails.
 func storeBody(w http.ResponseWriter, r *http.Request, root *os.Root, rel string, max int64) (int64, error) {
 	if max > 0 && r.ContentLength > max {
-		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		http.Error(w, tooLarge(max, "files serve -max-body"), http.StatusRequestEntityTooLarge)
 		return 0, fmt.Errorf("content-length %d over limit %d", r.ContentLength, max)
 	}
 	body := r.Body
@@ -179,7 +179,7 @@ func storeBody(w http.ResponseWriter, r *http.Request, root *os.Root, rel string
 		var we *writeError
 		switch {
 		case errors.As(err, &mbe):
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			http.Error(w, tooLarge(max, "files serve -max-body"), http.StatusRequestEntityTooLarge)
 		case httpguard.IsStalled(err):
 			http.Error(w, err.Error(), http.StatusRequestTimeout)
 		case isEscape(err):
@@ -252,4 +252,21 @@ func randHex() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// tooLarge is the answer to a body over max bytes: the limit, and the flag
+// of the listener that sets it.
+func tooLarge(max int64, flag string) string {
+	return fmt.Sprintf("request body too large: this listener takes at most %d bytes (%s); send a smaller file or raise %s", max, humanBytes(max), flag)
+}
+
+// humanBytes writes n with a binary unit ("256 MiB", "1.5 KiB").
+func humanBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.4g %s", v, units[i])
 }

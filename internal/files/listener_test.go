@@ -406,3 +406,15 @@ func TestWriteFileFailureLeavesNothing(t *testing.T) {
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, fmt.Errorf("connection reset") }
+
+func TestTooLargeNamesLimitAndFlag(t *testing.T) {
+	for max, want := range map[int64]string{
+		256 << 20: "at most 268435456 bytes (256 MiB); send a smaller file or raise files serve -max-body",
+		1536:      "at most 1536 bytes (1.5 KiB)",
+		10:        "at most 10 bytes (10 B)",
+	} {
+		if got := tooLarge(max, "files serve -max-body"); !strings.Contains(got, want) {
+			t.Errorf("tooLarge(%d) = %q, want it to contain %q", max, got, want)
+		}
+	}
+}
