@@ -17,7 +17,11 @@ const statusAbout = `
 Ask a running "junction serve -http" for its sources: each one's kind,
 state (initializing, connected, degraded, failed; "ready" for packs and
 plugins), tool count, process id, last error and drift against the lock
-file. The hub is found at -url, else at the config file's http.listen.`
+file. The hub is found at -url, else at the config file's http.listen.
+
+Exit status: 0 when every source is up or on its way, 3 when one has
+failed (after printing the status: for scripts and health checks), 1 when
+the hub cannot be asked, 2 for bad flags.`
 
 func runStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "status", "[flags]", statusAbout)
@@ -64,13 +68,15 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status: %s from %s: %s", resp.Status, u, strings.TrimSpace(string(body)))
 	}
-	if *asJSON {
-		_, err := env.Stdout.Write(body)
-		return err
-	}
 	var st daemon.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return fmt.Errorf("status: %s did not answer JSON: %v", u, err)
+	}
+	if *asJSON {
+		if _, err := env.Stdout.Write(body); err != nil {
+			return err
+		}
+		return failedSources(st)
 	}
 	fmt.Fprintf(env.Stdout, "junction %s: %d tools served", st.Version, st.Tools)
 	if st.Config != "" {
@@ -104,5 +110,24 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	if len(st.Profiles) > 0 {
 		fmt.Fprintf(env.Stdout, "profiles: %s\n", strings.Join(st.Profiles, ", "))
 	}
-	return nil
+	return failedSources(st)
+}
+
+// exitFailed is the exit status of "junction status" when a source has
+// failed.
+const exitFailed = 3
+
+// failedSources is an ExitError naming the sources in state failed, or
+// nil when there are none.
+func failedSources(st daemon.Status) error {
+	var failed []string
+	for _, s := range st.Sources {
+		if s.State == "failed" {
+			failed = append(failed, s.Name)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return &ExitError{Code: exitFailed, Err: fmt.Errorf("%d source(s) failed: %s", len(failed), strings.Join(failed, ", "))}
 }

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction/internal/daemon"
+)
+
+// TestStatusExitsOnFailedSource: junction status prints the table, with
+// when the last error happened, and exits 3 naming the failed sources;
+// with none failed it exits 0; -json does the same.
+func TestStatusExitsOnFailedSource(t *testing.T) {
+	t.Parallel()
+	at := time.Now().Add(-42 * time.Second)
+	st := daemon.Status{Version: "dev", Sources: []daemon.SourceStatus{
+		{Name: "good", Kind: "upstream", State: "connected", Tools: 3},
+		{Name: "bad", Kind: "upstream", State: "failed", Error: "server exited: exit status 3", ErrorAt: &at},
+	}}
+	serve := func(st daemon.Status) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(st)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	url := serve(st)
+	out, errOut, code := run(t, nil, "status", "-url", url)
+	if code != 3 || !strings.Contains(errOut, "1 source(s) failed: bad") || !strings.Contains(out, "42s ago: server exited: exit status 3") {
+		t.Errorf("status with a failed source: exit %d, stdout %q, stderr %q; want exit 3, the table with the error's age, and the failed source named", code, out, errOut)
+	}
+	if _, _, code := run(t, nil, "status", "-url", url, "-json"); code != 3 {
+		t.Errorf("status -json with a failed source: exit %d, want 3", code)
+	}
+	st.Sources = st.Sources[:1]
+	if out, errOut, code := run(t, nil, "status", "-url", serve(st)); code != 0 || !strings.Contains(out, "good") {
+		t.Errorf("status with every source up: exit %d, stdout %q, stderr %q; want 0", code, out, errOut)
+	}
+}
