@@ -62,6 +62,8 @@ func commands() []command {
 		{"deploy-host", "accept PUT /<uuid>.tar.gz deploys, unpack them safely, write <uuid>.log", runDeployHost},
 		{"toolbox mcp", "serve one toolbox plugin (a program or a URL) as a stdio MCP server", runToolboxMCP},
 		{"config check", "validate a config file (junction, Claude Desktop, Cursor or VS Code form)", runConfigCheck},
+		{"connect", "move a host's MCP servers (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf) into junction and run junction there", runConnect},
+		{"disconnect", "give a host its own MCP servers back from the backup connect made", runDisconnect},
 		{"diagram compile", "validate a diagram file and optionally save it (-push-as)", runDiagramCompile},
 		{"diagram run", "run a saved diagram or a diagram file, now or in the background", runDiagramRun},
 		{"diagram results", "print a diagram run's status and node outputs by session id", runDiagramResults},

@@ -14,7 +14,7 @@ import (
 
 // jvalue is a parsed value with its byte span in the document.
 type jvalue struct {
-	start, end int // data[start:end] is the value
+	start, end int  // data[start:end] is the value
 	kind       byte // '{', '[', '"', or 'x' for other scalars
 	members    []jmember
 }
