@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/junction-mcp/junction/dataplane"
@@ -145,7 +146,9 @@ func (d *Daemon) plainMessages(opts dataplane.HTTPOptions) http.Handler {
 		}
 		r = r.Clone(r.Context())
 		r.Header.Set("Accept", "application/json, text/event-stream")
-		if r.Header.Get("Content-Type") == "" {
+		// DiPeO reads the body as JSON whatever it is labelled (curl -d
+		// sends application/x-www-form-urlencoded).
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 			r.Header.Set("Content-Type", "application/json")
 		}
 		// DiPeO's quick-reference bodies ({"method": "tools/list"}) have

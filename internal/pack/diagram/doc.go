@@ -29,6 +29,18 @@
 // compile_diagram, search and fetch; the resources are junction://diagrams
 // and junction://diagrams/<name>.
 //
+// # DiPeO
+//
+// Documents with version: light are DiPeO's light format, translated
+// onto the engine when parsed (light.go): person_job nodes ask the run's
+// [Host] (sampling), user_response nodes its user (elicitation), db nodes
+// read and write inside Options.FilesRoot, api_job and code_job run as
+// http and command nodes under their rules. Options.DiPeO adds DiPeO's
+// surface (dipeo.go): dipeo_run, search and fetch in DiPeO's shapes, and
+// dipeo://diagrams, over Options.DiagramsRoot. From protocol 2026-07-28
+// a run that needs its host is parked between the host's calls
+// (rounds.go). docs/compat/dipeo.md has the mapping.
+//
 // # Runs
 //
 // A run is recorded when it starts, while it runs (at most every 200 ms)
