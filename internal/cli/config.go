@@ -240,6 +240,8 @@ func shapeName(s string) string {
 		return "mcpServers form (Claude Desktop, Claude Code, Cursor)"
 	case config.ShapeVSCode:
 		return "VS Code mcp.json form"
+	case config.ShapeClaudeCode:
+		return "Claude Code ~/.claude.json (user servers, and this directory's project servers)"
 	}
 	return "junction form"
 }

@@ -37,7 +37,9 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	c, err := parse(f, formatFor(path), &expander{getenv: getenv, workspace: workspaceFor(path)})
+	x := &expander{getenv: getenv, workspace: workspaceFor(path), claudeCode: filepath.Base(path) == ".claude.json"}
+	x.project, _ = os.Getwd()
+	c, err := parse(f, formatFor(path), x)
 	if es, ok := err.(Errors); ok {
 		for _, e := range es {
 			e.File = path
@@ -325,6 +327,9 @@ func (d *decoder) config(root *node) *Config {
 		Log:  Log{Level: "info", Format: "text"},
 	}
 	c.lines = d.lines
+	if d.isClaudeCode(root) {
+		return d.claudeCode(root)
+	}
 	if root.kind != mapNode && root.kind != nullNode {
 		d.fail(root.line, "", "the top level must be a mapping of sections (servers, packs, ...), got %s", root.describe())
 		return c

@@ -27,6 +27,11 @@ type expander struct {
 	// the config file, or its parent when that directory is .vscode or
 	// .cursor. Empty when Parse was not given a file.
 	workspace string
+	// claudeCode and project are set by Load for Claude Code's
+	// ~/.claude.json: the file is one by name, and project is the working
+	// directory, whose projects entry holds local-scope servers.
+	claudeCode bool
+	project    string
 }
 
 func (x *expander) expand(s string) (string, error) {
