@@ -147,3 +147,16 @@ func TestDiPeOSearchFetchResource(t *testing.T) {
 		t.Errorf("dipeo_run of a pushed diagram: %v", out)
 	}
 }
+
+// TestExpiredRequestState: a call that names a request state no parked
+// run has gets an error saying so.
+func TestExpiredRequestState(t *testing.T) {
+	env := newEnv(t, "", nil)
+	res, err := env.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_diagram", Arguments: map[string]any{"diagram_content": "version: light\nnodes: [{label: s, type: start}, {label: e, type: endpoint}]\nconnections: [{from: s, to: e}]\n"}, RequestState: "dgm_0123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "unknown or expired requestState") {
+		t.Errorf("a made-up request state: %s", text)
+	}
+}

@@ -272,6 +272,11 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 			loopBack(target)
 		}
 	}
+	if lastEndpoint == nil && d.light != nil && len(out.executed) > 0 {
+		// A light diagram may end anywhere: its output is the last
+		// node's.
+		lastEndpoint = &out.executed[len(out.executed)-1]
+	}
 	if lastEndpoint == nil {
 		out.err = errors.New("the run ended without reaching an endpoint node")
 		return out

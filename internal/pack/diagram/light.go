@@ -38,7 +38,7 @@ var lightProps = map[string][]string{
 	LightTemplateJob:  {"engine", "template_content", "template", "template_path", "output_path", "variables"},
 	LightAPIJob:       {"url", "method", "headers", "body", "params", "timeout", "auth_type", "auth_config"},
 	LightDB:           {"operation", "sub_type", "file", "source_details", "serialize_json", "glob", "format", "data"},
-	LightCodeJob:      {"language", "code_type", "code", "filePath", "functionName", "function_name", "timeout"},
+	LightCodeJob:      {"language", "code_type", "code", "filePath", "file_path", "functionName", "function_name", "timeout"},
 	LightPersonJob:    {"person", "default_prompt", "first_only_prompt", "prompt_file", "first_prompt_file", "max_iteration", "memorize_to", "at_most", "ignore_person", "tools", "text_format"},
 	LightUserResponse: {"prompt", "timeout", "validation_type"},
 }
@@ -152,6 +152,10 @@ func parseLight(doc *yaml.Node) (*Diagram, Problems) {
 			for j := 0; j+1 < len(val.Content); j += 2 {
 				var p lightPerson
 				name := val.Content[j].Value
+				if val.Content[j+1].Kind != yaml.MappingNode {
+					warnf("", "persons."+name, "not a person (a mapping with service, model, system_prompt), ignored")
+					continue
+				}
 				if err := val.Content[j+1].Decode(&p); err != nil {
 					errf("", "persons."+name, "wrong type: %s", yamlErrText(err))
 				}
@@ -173,6 +177,10 @@ func parseLight(doc *yaml.Node) (*Diagram, Problems) {
 	taken := map[string]bool{}
 	for i, nv := range nodesV.Content {
 		path := fmt.Sprintf("nodes[%d]", i)
+		if nv.Kind == yaml.ScalarNode && nv.Tag == "!!null" {
+			warnf("", path, "empty node, ignored")
+			continue
+		}
 		if nv.Kind != yaml.MappingNode {
 			errf("", path, "a node must be a mapping with label and type")
 			continue
@@ -239,6 +247,10 @@ func parseLight(doc *yaml.Node) (*Diagram, Problems) {
 		path := fmt.Sprintf("connections[%d]", i)
 		var c struct {
 			From, To, Label, ContentType string
+		}
+		if cv.Kind == yaml.ScalarNode && cv.Tag == "!!null" {
+			warnf("", path, "empty connection, ignored")
+			continue
 		}
 		if cv.Kind != yaml.MappingNode {
 			errf("", path, "a connection must be a mapping with from and to")
@@ -537,12 +549,8 @@ func checkLightNode(n *Node, path string, errf, warnf func(nodeID, field, format
 		default:
 			errf(id, path+".language", "language %q is not supported (python, bash or shell)", lang)
 		}
-		if str("code") == "" {
-			if str("filePath") != "" {
-				errf(id, path+".filePath", "code from a file is not supported: put the code in the node's code property")
-			} else {
-				errf(id, path+".code", "missing code")
-			}
+		if str("code") == "" && str("filePath") == "" && str("file_path") == "" {
+			errf(id, path+".code", "missing code (or filePath, a file inside the files root)")
 		}
 		num("timeout")
 	case LightPersonJob:

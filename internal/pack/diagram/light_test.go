@@ -57,6 +57,8 @@ type lightCase struct {
 	host     *fakeHost
 	commands bool
 	output   any
+	// setup are files put in the files root before the run.
+	setup map[string]string
 	// files are expected in the files root after the run.
 	files map[string]string
 	check func(t *testing.T, h *fakeHost)
@@ -132,6 +134,13 @@ func TestLightCorpus(t *testing.T) {
 				"shell": map[string]any{"keys": []any{"numbers", "stats"}},
 			},
 		},
+		"code_from_file": {
+			input:    map[string]any{"values": []any{1.0, 2.5}},
+			commands: true,
+			setup: map[string]string{"code/scale.py": "def scale(values, factor, **kwargs):\n    out = [v * factor for v in values]\n    return {'values': out, 'total': sum(out)}\n"},
+			// A light diagram without an endpoint ends with its last node.
+			output: "scaled: [10,25] (sum 35)",
+		},
 		"judge": {
 			input: map[string]any{"draft": "a fine text"},
 			host: &fakeHost{reply: func(p *mcp.CreateMessageParams) string {
@@ -167,6 +176,13 @@ func TestLightCorpus(t *testing.T) {
 				o.AllowCommands = c.commands
 				o.HTTPAllowHosts = []string{apiURL.Host}
 			})
+			for p, content := range c.setup {
+				full := filepath.Join(env.dir, "diagram-files", p)
+				os.MkdirAll(filepath.Dir(full), 0o700)
+				if err := os.WriteFile(full, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			d, ps := env.pack.Check(src)
 			if errs := ps.Errors(); len(errs) > 0 || d == nil || !d.Light() {
 				t.Fatalf("Check: %v", ps)
@@ -278,6 +294,8 @@ func TestLightExpressions(t *testing.T) {
 		"(1 + 2) * 3 % 4":                  1.0,
 		"upper(name)":                      "ADA",
 		"[1, 'a'][1]":                      "a",
+		"row.get('k', 'd')":                "v",
+		"len(row.get('missing', []))":      0.0,
 	} {
 		got, err := evalExpr(expr, vars, false)
 		if expr == "missing is_ok" {
@@ -327,5 +345,22 @@ func FuzzLightParse(f *testing.F) {
 			}
 		}
 		_ = ps.Error()
+	})
+}
+
+// FuzzLightExpr: any expression or template is evaluated, or refused
+// with an error, without a panic.
+func FuzzLightExpr(f *testing.F) {
+	for _, s := range []string{"score >= 70 and len(errors) == 0", "items[:2]", "a.b['c'][0] + 1", "not x or 'y' in z", "((((1))))", "'unterminated", "x[1:", "-'a'", "len(len)", "{{ a }} and {{ b.c }}"} {
+		f.Add(s)
+	}
+	vars := map[string]any{"score": 1.0, "errors": []any{}, "items": []any{1.0, "a"}, "a": map[string]any{"b": map[string]any{"c": []any{2.0}}}, "z": "xyz"}
+	f.Fuzz(func(t *testing.T, s string) {
+		evalExpr(s, vars, false)
+		evalExpr(s, vars, true)
+		checkExpr(s)
+		if checkLightTemplate(s) == nil {
+			renderLight(s, vars)
+		}
 	})
 }

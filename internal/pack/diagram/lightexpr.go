@@ -362,6 +362,31 @@ func (p *exprParser) postfix() (any, error) {
 			if t.kind != tokName {
 				return nil, fmt.Errorf("expected a field name after '.', found %q", t.text)
 			}
+			if t.text == "get" && p.isOp("(") {
+				// Python's dict.get(key[, default]).
+				p.next()
+				key, err := p.or()
+				if err != nil {
+					return nil, err
+				}
+				var def any
+				if p.isOp(",") {
+					p.next()
+					if def, err = p.or(); err != nil {
+						return nil, err
+					}
+				}
+				if err := p.expect(")"); err != nil {
+					return nil, err
+				}
+				m, _ := v.(map[string]any)
+				if x, ok := m[textOf(key)]; ok {
+					v = x
+				} else {
+					v = def
+				}
+				continue
+			}
 			v = field(v, t.text)
 		case p.isOp("["):
 			p.next()

@@ -698,6 +698,20 @@ func (e *engine) lightCode(ctx context.Context, n *Node, vars map[string]any) (a
 		cmd.Timeout = (time.Duration(t * float64(time.Second))).String()
 	}
 	code := ln.str("code")
+	file := ln.str("filePath")
+	if file == "" {
+		file = ln.str("file_path")
+	}
+	if t := strings.TrimSpace(code); file == "" && !strings.Contains(t, "\n") && (strings.HasSuffix(t, ".py") || strings.HasSuffix(t, ".sh")) {
+		file = t // DiPeO reads a code property that is a file path as the file
+	}
+	if file != "" {
+		b, err := e.readFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("code file: %w", err)
+		}
+		code = string(b)
+	}
 	switch lang {
 	case "python":
 		codeJSON, _ := json.Marshal(code)

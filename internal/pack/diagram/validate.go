@@ -134,7 +134,7 @@ func (v *validator) check() {
 	for _, s := range starts[min(1, len(starts)):] {
 		v.errorf(s.ID, fmt.Sprintf("nodes[%d].type", s.index), "a diagram has exactly one start node; %q is already one", starts[0].ID)
 	}
-	if len(endpoints) == 0 {
+	if len(endpoints) == 0 && d.light == nil { // DiPeO's diagrams may end anywhere
 		v.errorf("", "nodes", "diagram has no endpoint node (add a node with type: endpoint)")
 	}
 	v.checkEdges()
