@@ -137,7 +137,7 @@ func TestLightCorpus(t *testing.T) {
 		"code_from_file": {
 			input:    map[string]any{"values": []any{1.0, 2.5}},
 			commands: true,
-			setup: map[string]string{"code/scale.py": "def scale(values, factor, **kwargs):\n    out = [v * factor for v in values]\n    return {'values': out, 'total': sum(out)}\n"},
+			setup:    map[string]string{"code/scale.py": "def scale(values, factor, **kwargs):\n    out = [v * factor for v in values]\n    return {'values': out, 'total': sum(out)}\n"},
 			// A light diagram without an endpoint ends with its last node.
 			output: "scaled: [10,25] (sum 35)",
 		},
