@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,7 +49,9 @@ func (r SelfRef) String() string { return r.Name + ": " + r.Reason }
 //
 //   - a stdio server whose command is this binary (the same file, through
 //     any symlink, looked up on PATH as the child would) run with "serve"
-//     or "mcp";
+//     for this same config file (its -config, or else JUNCTION_CONFIG in
+//     its environment); junction serving another config, or "junction
+//     mcp", is an ordinary upstream;
 //   - the entry the parent hub started this process as (the marker's
 //     JUNCTION_HUB_SOURCE), when the parent serves the same config file:
 //     the entry runs junction by some path the first check cannot see
@@ -78,8 +81,8 @@ func (c *Config) SelfReferences(self Self) []SelfRef {
 		switch {
 		case name == parentSource:
 			out = append(out, SelfRef{name, fmt.Sprintf("this is the entry junction (pid %s) started this junction as, from the same config file (%s is set); serving it would start junction again", getenv(EnvHubPID), EnvHubSource)})
-		case exe != nil && junctionArgs(s.Args) != "" && sameFileInfo(exe, lookPath(s.Command, s.Cwd, getenv)):
-			out = append(out, SelfRef{name, fmt.Sprintf("it runs this junction binary (%s %s); serving it would start junction again", s.Command, junctionArgs(s.Args))})
+		case exe != nil && self.ConfigPath != "" && servesConfig(s, getenv, self.ConfigPath) && sameFileInfo(exe, lookPath(s.Command, s.Cwd, getenv)):
+			out = append(out, SelfRef{name, fmt.Sprintf("it runs this junction binary (%s serve) on this same config file; serving it would start junction again", s.Command)})
 		case depth >= MaxHubDepth:
 			out = append(out, SelfRef{name, fmt.Sprintf("junction hubs are already nested %d deep (%s); not starting stdio servers ends a loop of config files that run each other", depth, EnvHubDepth)})
 		}
@@ -103,13 +106,45 @@ func (c *Config) SkipSelf(self Self) []SelfRef {
 	return refs
 }
 
-// junctionArgs returns the junction subcommand that serves MCP ("serve"
-// or "mcp") when args start with it, or "".
-func junctionArgs(args []string) string {
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "mcp") {
-		return args[0]
+// envConfig is the variable junction reads its config file from when
+// -config is not given.
+const envConfig = "JUNCTION_CONFIG"
+
+// servesConfig reports whether server s, if it is junction, runs "serve"
+// on the config file path: given with -config, or else through
+// JUNCTION_CONFIG (the entry's env, else the one it inherits).
+func servesConfig(s *Server, getenv func(string) string, path string) bool {
+	if len(s.Args) == 0 || s.Args[0] != "serve" {
+		return false
 	}
-	return ""
+	cfg := ""
+	args := s.Args[1:]
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimPrefix(args[i], "-")
+		switch {
+		case a == "-config" || a == "config":
+			if i+1 < len(args) {
+				cfg = args[i+1]
+			}
+			i++
+		case strings.HasPrefix(a, "-config=") || strings.HasPrefix(a, "config="):
+			_, cfg, _ = strings.Cut(a, "=")
+		}
+	}
+	if cfg == "" {
+		if v, ok := s.Env[envConfig]; ok {
+			cfg = v
+		} else if !slices.Contains(s.UnsetEnv, envConfig) {
+			cfg = getenv(envConfig)
+		}
+	}
+	if cfg == "" {
+		return false
+	}
+	if !filepath.IsAbs(cfg) && s.Cwd != "" {
+		cfg = filepath.Join(s.Cwd, cfg)
+	}
+	return sameFile(cfg, path)
 }
 
 // lookPath finds command as the child would: a path with a separator is

@@ -21,7 +21,11 @@ func TestSelfReferences(t *testing.T) {
 	}
 	cfgPath := filepath.Join(dir, "claude_desktop_config.json")
 	src := `{"mcpServers": {
-  "bare":    {"command": "junction", "args": ["serve", "-config", "x"]},
+  "bare":    {"command": "junction", "args": ["serve", "-config", "` + cfgPath + `"]},
+  "byenv":   {"command": "` + link + `", "args": ["serve"], "env": {"JUNCTION_CONFIG": "` + cfgPath + `"}},
+  "eqform":  {"command": "junction", "args": ["serve", "--config=` + cfgPath + `", "-pack", "core"]},
+  "another": {"command": "junction", "args": ["serve", "-config", "x.yaml"]},
+  "packs":   {"command": "junction", "args": ["serve", "-no-default-packs", "-pack", "conformance"]},
   "linked":  {"command": "` + link + `", "args": ["mcp", "-mcp-preset", "x"]},
   "tools":   {"command": "junction", "args": ["tools", "list"]},
   "wrapper": {"command": "/usr/bin/env", "args": ["junction", "serve"]},
@@ -49,41 +53,49 @@ func TestSelfReferences(t *testing.T) {
 	}
 
 	self := Self{Executable: exe, ConfigPath: cfgPath, Getenv: getenv}
-	if got := names(load().SelfReferences(self)); got != "bare,linked" {
-		t.Errorf("by command path: %q, want bare,linked", got)
+	// junction on another config, serving packs, or "junction mcp" is an
+	// ordinary upstream; junction on this very file is not.
+	if got := names(load().SelfReferences(self)); got != "bare,byenv,eqform" {
+		t.Errorf("by command path: %q, want bare,byenv,eqform", got)
 	}
+	// JUNCTION_CONFIG inherited from this process counts too.
+	env["JUNCTION_CONFIG"] = cfgPath
+	if got := names(load().SelfReferences(self)); got != "bare,byenv,eqform,packs" {
+		t.Errorf("with JUNCTION_CONFIG inherited: %q, want bare,byenv,eqform,packs", got)
+	}
+	delete(env, "JUNCTION_CONFIG")
 
 	// The marker: started as "wrapper" by a hub serving the same file.
 	env[EnvHubConfig], env[EnvHubSource], env[EnvHubPID], env[EnvHubDepth] = cfgPath, "wrapper", "42", "1"
 	c := load()
 	refs := c.SkipSelf(self)
-	if got := names(refs); got != "bare,linked,wrapper" {
-		t.Errorf("with the marker: %q, want bare,linked,wrapper", got)
+	if got := names(refs); got != "bare,byenv,eqform,wrapper" {
+		t.Errorf("with the marker: %q, want bare,byenv,eqform,wrapper", got)
 	}
 	if !c.Servers["wrapper"].Disabled || c.Servers["other"].Disabled {
 		t.Errorf("SkipSelf disabled the wrong servers")
 	}
 	var warned bool
 	for _, w := range c.Warnings {
-		if w.Path == "mcpServers.wrapper" && strings.Contains(w.Msg, "pid 42") && w.Line == 5 {
+		if w.Path == "mcpServers.wrapper" && strings.Contains(w.Msg, "pid 42") && w.Line == 9 {
 			warned = true
 		}
 	}
 	if !warned {
-		t.Errorf("no warning for wrapper at line 5: %v", c.Warnings)
+		t.Errorf("no warning for wrapper at line 9: %v", c.Warnings)
 	}
 
 	// The marker for another config file names another entry.
 	other := filepath.Join(dir, "other.json")
 	os.WriteFile(other, []byte("{}"), 0o644)
 	env[EnvHubConfig] = other
-	if got := names(load().SelfReferences(self)); got != "bare,linked" {
-		t.Errorf("marker of another file: %q, want bare,linked", got)
+	if got := names(load().SelfReferences(self)); got != "bare,byenv,eqform" {
+		t.Errorf("marker of another file: %q, want bare,byenv,eqform", got)
 	}
 
 	// Nested too deep: no stdio server starts.
 	env[EnvHubDepth] = "4"
-	if got := names(load().SelfReferences(Self{Getenv: getenv})); got != "bare,linked,other,tools,wrapper" {
+	if got := names(load().SelfReferences(Self{Getenv: getenv})); got != "another,bare,byenv,eqform,linked,other,packs,tools,wrapper" {
 		t.Errorf("at depth 4: %q, want every stdio server", got)
 	}
 }
