@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -331,4 +332,43 @@ func runJunctionStdin(t *testing.T, stdin []byte, args ...string) string {
 		t.Fatalf("junction %v: %v", args, err)
 	}
 	return string(out)
+}
+
+// TestDiPeOOverStdio: a host that runs junction as its stdio server (as
+// Claude Desktop does) plays DiPeO's persons: a person answers three times,
+// then says how often it answered, from the conversation it was given.
+func TestDiPeOOverStdio(t *testing.T) {
+	root := dipeoProject(t)
+	cfg := filepath.Join(t.TempDir(), "junction.yaml")
+	if err := os.WriteFile(cfg, []byte("packs:\n  dipeo:\n    settings:\n      diagrams_root: "+root+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(corpus, "iterate_person.light.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampled := 0
+	c := newClient(&mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			sampled++
+			answers := (len(req.Params.Messages) - 1) / 2
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "host-model", Content: &mcp.TextContent{Text: "I answered " + strconv.Itoa(answers) + " times"}}, nil
+		},
+	})
+	cs := connectStdioClient(t, c, "-config", cfg)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "compile_diagram", Arguments: map[string]any{"diagram_content": string(src), "push_as": "simple_iter"}})
+	if err != nil || res.IsError {
+		t.Fatalf("compile_diagram: %v %v", err, res)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "dipeo_run", Arguments: map[string]any{"diagram": "simple_iter"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := decodeJSON(t, res.Content[0].(*mcp.TextContent).Text)
+	if res.IsError || out["output"] != "I answered 3 times" || sampled != 4 {
+		t.Errorf("dipeo_run simple_iter: sampled %d times: %v", sampled, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "files/results/total.txt")); err != nil || string(b) != "I answered 3 times" {
+		t.Errorf("files/results/total.txt: %q %v", b, err)
+	}
 }
