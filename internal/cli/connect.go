@@ -55,9 +55,11 @@ Examples:
 const disconnectAbout = `
 Restore the host's file from the newest backup "junction connect" made
 (or -backup FILE), giving the host its own servers back. Without -apply it
-prints the backup it would restore and the diff. If the host's file
-changed since connect wrote it, restoring would lose that change:
-disconnect refuses and shows it, unless -force. junction's config file is
+prints the backup it would restore and the diff. If the host changed other
+parts of its file since connect (Claude Code rewrites ~/.claude.json all
+the time), only the servers object is restored and the rest is kept. If
+the servers object itself changed since connect wrote it, restoring would
+lose that change: disconnect refuses and shows it, unless -force. junction's config file is
 not changed (the servers stay there too), and the backup is kept.
 
 Examples:
@@ -204,6 +206,9 @@ func runDisconnect(ctx context.Context, env *Env, args []string) error {
 	if diff == "" {
 		fmt.Fprintf(out, "%s is already the same as the backup: nothing to restore.\n", loc.File)
 		return nil
+	}
+	if plan.ServersOnly {
+		fmt.Fprintf(out, "%s changed elsewhere since connect; those changes are kept and only %s is restored.\n", loc.File, loc.Describe())
 	}
 	if plan.Changed && !*force {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s changed since junction connect wrote it, and restoring %s would lose that change (the lines above marked -). Copy what you need from it first, or run again with -force to restore anyway", loc.File, plan.Backup)}

@@ -122,7 +122,7 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s.%s: %v", loc.File, loc.Describe(), m.key, err)
 		}
-		if isJunction(raw, j.Executable) {
+		if isJunction(raw, j.Executable, loc.File, junctionFile) {
 			p.Replaced = append(p.Replaced, m.key)
 			continue
 		}
@@ -177,20 +177,36 @@ func orderedEntry(ev []byte, typed bool) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// isJunction reports whether a host entry runs the junction binary exe
-// with serve or mcp.
-func isJunction(raw []byte, exe string) bool {
+// isJunction reports whether a host entry is junction serving either
+// the host's own file (the loop the self-reference guard stops), junction's
+// config file (an earlier connect), or its default config: such an entry
+// is replaced by the new one, not moved. Junction serving some other config
+// is an ordinary server and is moved. The command is junction when it is
+// exe (the same file) or is named junction.
+func isJunction(raw []byte, exe, hostFile, junctionFile string) bool {
 	var e struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
 	}
-	if json.Unmarshal(raw, &e) != nil || e.Command == "" || len(e.Args) == 0 || (e.Args[0] != "serve" && e.Args[0] != "mcp") {
+	if json.Unmarshal(raw, &e) != nil || e.Command == "" || len(e.Args) == 0 || e.Args[0] != "serve" {
 		return false
 	}
-	if exe != "" && sameFile(e.Command, exe) {
-		return true
+	base := strings.TrimSuffix(strings.ToLower(filepath.Base(e.Command)), ".exe")
+	if !(exe != "" && sameFile(e.Command, exe)) && base != "junction" {
+		return false
 	}
-	return filepath.Base(e.Command) == "junction" || filepath.Base(e.Command) == "junction.exe"
+	cfg := e.Env["JUNCTION_CONFIG"]
+	for i := 1; i < len(e.Args); i++ {
+		a := strings.TrimPrefix(strings.TrimPrefix(e.Args[i], "-"), "-")
+		if a == "config" && i+1 < len(e.Args) {
+			cfg = e.Args[i+1]
+			i++
+		} else if v, ok := strings.CutPrefix(a, "config="); ok {
+			cfg = v
+		}
+	}
+	return cfg == "" || cfg == hostFile || cfg == junctionFile || sameFile(cfg, hostFile) || sameFile(cfg, junctionFile)
 }
 
 func sameFile(a, b string) bool {
@@ -334,6 +350,10 @@ type backupMeta struct {
 	File          string   `json:"file"`
 	Time          string   `json:"time"`
 	WrittenSHA256 string   `json:"written_sha256"`
+	// WrittenServers is the servers object connect wrote, compact: when
+	// the host changed other parts of its file since (Claude Code rewrites
+	// ~/.claude.json all the time), disconnect puts back only the servers.
+	WrittenServers string `json:"written_servers,omitempty"`
 	JunctionFile  string   `json:"junction_config"`
 	Moved         []string `json:"moved"`
 }
@@ -366,7 +386,7 @@ func (p *ConnectPlan) Apply(now time.Time) (backup string, err error) {
 	}
 	sum := sha256.Sum256(p.HostAfter)
 	meta, _ := json.MarshalIndent(backupMeta{Host: p.Loc.Host.ID, Scope: p.Loc.Scope, File: p.Loc.File, Time: now.UTC().Format(time.RFC3339),
-		WrittenSHA256: hex.EncodeToString(sum[:]), JunctionFile: p.JunctionFile, Moved: p.Moved}, "", "  ")
+		WrittenSHA256: hex.EncodeToString(sum[:]), WrittenServers: serversCompact(p.Loc, p.HostAfter), JunctionFile: p.JunctionFile, Moved: p.Moved}, "", "  ")
 	if err := WriteFileAtomic(backup+".json", append(meta, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("backing up %s: %w", p.Loc.File, err)
 	}
@@ -386,9 +406,13 @@ type DisconnectPlan struct {
 	// Current is the host file now (nil if missing), Restored the backup.
 	Current, Restored []byte
 	Mode              fs.FileMode
-	// Changed: the host file is not what connect wrote; restoring loses
-	// those changes (see Diff).
+	// Changed: the host file's servers are not what connect wrote;
+	// restoring loses those changes (see Diff).
 	Changed bool
+	// ServersOnly: the host changed other parts of its file since connect;
+	// Restored is the file as it is now with the backup's servers object,
+	// so those changes are kept.
+	ServersOnly bool
 }
 
 // Diff is the unified diff from the host's file now to the backup.
@@ -456,6 +480,11 @@ func PlanDisconnect(loc *Location, backup string) (*DisconnectPlan, error) {
 		if bytes.Equal(cur, p.Restored) {
 			p.Changed = false
 		}
+		if p.Changed && p.Meta.WrittenServers != "" && serversCompact(loc, cur) == p.Meta.WrittenServers {
+			if merged, ok := restoreServers(loc, cur, p.Restored); ok {
+				p.Restored, p.Changed, p.ServersOnly = merged, false, true
+			}
+		}
 	}
 	return p, nil
 }
@@ -500,4 +529,44 @@ func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// serversCompact returns the servers object of a host file as compact
+// JSON, or "" if the file has none.
+func serversCompact(loc *Location, data []byte) string {
+	root, err := parseJSONC(data)
+	if err != nil || root.kind != '{' {
+		return ""
+	}
+	_, servers, err := serversObject(loc, root)
+	if err != nil || servers == nil {
+		return ""
+	}
+	clean, err := cleanJSON(data, servers, "", "")
+	if err != nil {
+		return ""
+	}
+	return string(compactJSON(clean))
+}
+
+// restoreServers returns cur with its servers object replaced by the
+// backup's, byte for byte.
+func restoreServers(loc *Location, cur, backup []byte) ([]byte, bool) {
+	cr, err := parseJSONC(cur)
+	if err != nil || cr.kind != '{' {
+		return nil, false
+	}
+	br, err := parseJSONC(backup)
+	if err != nil || br.kind != '{' {
+		return nil, false
+	}
+	_, cs, err := serversObject(loc, cr)
+	if err != nil || cs == nil {
+		return nil, false
+	}
+	_, bs, err := serversObject(loc, br)
+	if err != nil || bs == nil {
+		return nil, false
+	}
+	return replaceSpan(cur, cs.start, cs.end, backup[bs.start:bs.end]), true
 }

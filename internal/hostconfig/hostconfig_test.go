@@ -239,7 +239,7 @@ func TestDisconnectRefusesChangedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(loc.File)
-	os.WriteFile(loc.File, append(b, ' '), 0o644)
+	os.WriteFile(loc.File, bytes.Replace(b, []byte(`"args"`), []byte(`"env": {"X": "1"}, "args"`), 1), 0o644)
 	d, err := PlanDisconnect(loc, "")
 	if err != nil {
 		t.Fatal(err)
@@ -438,5 +438,79 @@ func TestUnified(t *testing.T) {
 	}
 	if Unified("a", "b", []byte(a), []byte(a)) != "" {
 		t.Error("equal files have a diff")
+	}
+}
+
+func TestConnectReplacesJunctionOnItself(t *testing.T) {
+	home := t.TempDir()
+	host := filepath.Join(home, "claude_desktop_config.json")
+	jcfg := filepath.Join(home, "junction.json")
+	os.WriteFile(host, []byte(`{"mcpServers": {
+  "loop": {"command": "/usr/local/bin/junction", "args": ["serve", "-config", "`+host+`"]},
+  "old": {"command": "junction", "args": ["serve", "--config=`+jcfg+`"]},
+  "bare": {"command": "junction.exe", "args": ["serve"]},
+  "nested": {"command": "junction", "args": ["serve", "-config", "/etc/team.yaml"]},
+  "diode": {"command": "junction", "args": ["mcp"]},
+  "fs": {"command": "npx", "args": ["server-filesystem"]}
+}}`), 0o644)
+	h, _ := Lookup("claude-desktop")
+	loc, _ := h.Locate(Env{GOOS: "linux"}, "", host)
+	plan, err := PlanConnect(loc, jcfg, junctionFor(jcfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(plan.Replaced, ","); got != "bare,loop,old" {
+		t.Errorf("replaced %s, want bare,loop,old", got)
+	}
+	if got := strings.Join(plan.Moved, ","); got != "diode,fs,nested" {
+		t.Errorf("moved %s, want diode,fs,nested", got)
+	}
+}
+
+// Claude Code rewrites ~/.claude.json all the time: disconnect keeps what
+// it changed and puts back only the servers.
+func TestDisconnectKeepsOtherChanges(t *testing.T) {
+	env, home := fakeHome(t, ".claude.json", claudeJSON, 0o600)
+	h, _ := Lookup("claude-code")
+	loc, _ := h.Locate(env, "user", "")
+	jcfg := filepath.Join(home, "j.json")
+	plan, err := PlanConnect(loc, jcfg, junctionFor(jcfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Apply(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(loc.File)
+	os.WriteFile(loc.File, bytes.Replace(b, []byte(`"numStartups": 42`), []byte(`"numStartups": 43`), 1), 0o600)
+	d, err := PlanDisconnect(loc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Changed || !d.ServersOnly {
+		t.Fatalf("changed=%v serversOnly=%v", d.Changed, d.ServersOnly)
+	}
+	if err := d.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(claudeJSON, `"numStartups": 42`, `"numStartups": 43`, 1)
+	assertFile(t, loc.File, want, 0o600)
+
+	// A server added in the host since connect would be lost: refused.
+	if _, err := PlanConnect(loc, filepath.Join(home, "k.json"), junctionFor(filepath.Join(home, "k.json"))); err != nil {
+		t.Fatal(err)
+	}
+	plan, _ = PlanConnect(loc, filepath.Join(home, "k.json"), junctionFor(filepath.Join(home, "k.json")))
+	if _, err := plan.Apply(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(loc.File)
+	os.WriteFile(loc.File, bytes.Replace(b, []byte(`"junction": {`), []byte(`"added": {"command": "a"}, "junction": {`), 1), 0o600)
+	d, err = PlanDisconnect(loc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Changed || d.ServersOnly {
+		t.Errorf("a server added since: changed=%v serversOnly=%v", d.Changed, d.ServersOnly)
 	}
 }
