@@ -70,7 +70,8 @@ func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Daemon, *dia
 			packs = append(packs, p)
 		}
 	}
-	packs = slices.DeleteFunc(packs, func(p string) bool { return p == diagram.Name })
+	// The diagram pack is added below; the dipeo pack is the same engine.
+	packs = slices.DeleteFunc(packs, func(p string) bool { return p == diagram.Name || p == diagram.DiPeOName })
 	if packs == nil {
 		packs = []string{}
 	}
@@ -85,8 +86,14 @@ func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Daemon, *dia
 		return nil, nil, err
 	}
 	var settings map[string]any
-	if cfg != nil && cfg.Packs[diagram.Name] != nil {
+	dipeo := false
+	switch {
+	case cfg != nil && cfg.Packs[diagram.Name] != nil:
 		settings = cfg.Packs[diagram.Name].Settings
+	case cfg != nil && cfg.Packs[diagram.DiPeOName] != nil:
+		// A DiPeO setup: its settings, and its files root (DiPeO's file
+		// paths are relative to its project, the diagrams root).
+		settings, dipeo = cfg.Packs[diagram.DiPeOName].Settings, true
 	}
 	d, err := daemon.Build(ctx, daemon.Spec{Packs: packs, Logger: logger, Getenv: env.Getenv, DataDir: dir})
 	if err != nil {
@@ -96,6 +103,12 @@ func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Daemon, *dia
 	if err != nil {
 		d.Close()
 		return nil, nil, err
+	}
+	if dipeo && opts.FilesRoot == "" {
+		opts.FilesRoot = opts.DiagramsRoot
+		if opts.FilesRoot == "" {
+			opts.FilesRoot = "."
+		}
 	}
 	opts.Logger = logger
 	p, err := diagram.New(opts)
