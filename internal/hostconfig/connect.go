@@ -500,10 +500,14 @@ func (p *DisconnectPlan) Apply() error {
 
 // WriteFileAtomic writes data to a temporary file in path's directory,
 // syncs it, gives it mode, and renames it over path: readers see the old
-// file or the new one, never a part.
+// file or the new one, never a part. When path is a symbolic link (a
+// dotfiles checkout), the file it points to is replaced and the link kept.
 func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	if mode == 0 {
 		mode = 0o600
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

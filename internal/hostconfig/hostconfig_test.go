@@ -514,3 +514,21 @@ func TestDisconnectKeepsOtherChanges(t *testing.T) {
 		t.Errorf("a server added since: changed=%v serversOnly=%v", d.Changed, d.ServersOnly)
 	}
 }
+
+func TestWriteFileAtomicKeepsSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "dotfiles", "mcp.json")
+	os.MkdirAll(filepath.Dir(real), 0o755)
+	os.WriteFile(real, []byte("old"), 0o640)
+	link := filepath.Join(dir, "mcp.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(link, []byte("new"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi, err)
+	}
+	assertFile(t, real, "new", 0o640)
+}
