@@ -16,7 +16,8 @@ import (
 
 const connectAbout = `
 Move a host's MCP servers into junction's config file and make junction the
-host's only server. HOST is one of: claude-desktop, claude-code, cursor,
+host's only server (-keep NAME leaves a server in the host, beside
+junction). HOST is one of: claude-desktop, claude-code, cursor,
 vscode, windsurf.
 
 Without -apply nothing is written: connect prints the diff of both files
@@ -50,7 +51,8 @@ Examples:
   junction connect claude-desktop                 # show what would change
   junction connect claude-desktop -apply
   junction connect claude-code -scope local -dir ~/src/app -apply
-  junction connect cursor -config ~/junction.json -apply`
+  junction connect cursor -config ~/junction.json -apply
+  junction connect vscode -keep github -apply       # github stays in VS Code, beside junction`
 
 const disconnectAbout = `
 Restore the host's file from the newest backup "junction connect" made
@@ -103,12 +105,14 @@ func (h *hostFlags) locate(env *Env, name string) (*hostconfig.Host, *hostconfig
 }
 
 func runConnect(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "connect", "HOST [-apply] [-config FILE] [-scope user|project|local] [-dir DIR] [-file FILE] [-name NAME]", connectAbout)
+	fs := newFlagSet(env, "connect", "HOST [-apply] [-config FILE] [-keep NAME]... [-scope user|project|local] [-dir DIR] [-file FILE] [-name NAME]", connectAbout)
 	var hf hostFlags
 	hf.register(fs.StringVar)
 	fs.BoolVar(&hf.apply, "apply", false, "write the files (without it, only show what would change)")
 	cfgPath := fs.String("config", "", "junction's config `file` to move the servers into (JSON, or YAML without a servers section)")
 	name := fs.String("name", "junction", "the `name` of junction's entry in the host's servers")
+	var keep stringList
+	fs.Var(&keep, "keep", "a server `name` to leave in the host, beside junction (repeatable, or a comma-separated list)")
 	pos, err := parseInterleaved(env, fs, args)
 	if err != nil {
 		return err
@@ -138,6 +142,7 @@ func runConnect(ctx context.Context, env *Env, args []string) error {
 	}
 	plan, err := hostconfig.PlanConnect(loc, jcfg, hostconfig.Junction{
 		Name: *name, Command: exe, Args: []string{"serve", "-config", jcfg}, Executable: exe,
+		Keep: splitNames(keep),
 	})
 	if err != nil {
 		return err
@@ -151,6 +156,9 @@ func runConnect(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(plan.Same) > 0 {
 		fmt.Fprintf(out, "  already in %s: %s\n", jcfg, strings.Join(plan.Same, ", "))
+	}
+	if len(plan.Kept) > 0 {
+		fmt.Fprintf(out, "  left in %s: %s\n", loc.Host.Name, strings.Join(plan.Kept, ", "))
 	}
 	if len(plan.Replaced) > 0 {
 		fmt.Fprintf(out, "  junction entries replaced: %s\n", strings.Join(plan.Replaced, ", "))
@@ -265,4 +273,17 @@ func flagsEcho(fs *flag.FlagSet, skip ...string) string {
 		fmt.Fprintf(&b, " -%s %s", f.Name, v)
 	})
 	return b.String()
+}
+
+// splitNames flattens repeated and comma-separated names.
+func splitNames(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, n := range strings.Split(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

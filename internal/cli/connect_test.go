@@ -120,6 +120,13 @@ func TestConnectRefusals(t *testing.T) {
 		t.Errorf("after -force: %s", b)
 	}
 
+	// -keep leaves a server in the host.
+	os.WriteFile(file, []byte(`{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}`), 0o600)
+	out, errOut, code = runHostCmd(t, "linux", env, "connect", "windsurf", "-keep", "b", "-config", filepath.Join(home, "k.json"))
+	if code != 0 || !strings.Contains(out, "left in Windsurf: b") || !strings.Contains(out, "move to "+filepath.Join(home, "k.json")+": a") || !strings.Contains(out, "junction connect windsurf -apply -config "+filepath.Join(home, "k.json")+" -keep b") {
+		t.Errorf("-keep: exit %d:\n%s\n%s", code, out, errOut)
+	}
+
 	// -help exits 0 with examples.
 	out, _, code = runHostCmd(t, "linux", env, "connect", "-help")
 	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "-apply") {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,9 +27,11 @@ type Junction struct {
 	Command string
 	Args    []string
 	// Executable is the running junction binary; entries of the host that
-	// run it with serve or mcp are junction already, and are replaced,
-	// not moved.
+	// run it on the host's file or junction's config are junction already,
+	// and are replaced, not moved.
 	Executable string
+	// Keep names servers that stay in the host, beside junction.
+	Keep []string
 }
 
 // ConnectPlan is what "junction connect" would do: the host file before
@@ -47,8 +50,8 @@ type ConnectPlan struct {
 
 	// Moved are the servers moved into junction's config, Same those
 	// already there with the same definition, Replaced the host's entries
-	// that were junction already; all sorted.
-	Moved, Same, Replaced []string
+	// that were junction already, Kept those left in the host; all sorted.
+	Moved, Same, Replaced, Kept []string
 }
 
 // Diff is the unified diff of both files.
@@ -117,10 +120,22 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 	// The servers to move, as strict JSON.
 	moved := map[string][]byte{}
 	var order []string
+	for _, k := range j.Keep {
+		if servers.get(k) == nil {
+			return nil, fmt.Errorf("-keep %s: %s has no server %q in %s", k, loc.File, k, loc.Describe())
+		}
+		if k == j.Name {
+			return nil, fmt.Errorf("-keep %s: junction's entry is to be named %q too; choose another with -name", k, k)
+		}
+	}
 	for _, m := range servers.members {
 		raw, err := cleanJSON(data, m.val, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s.%s: %v", loc.File, loc.Describe(), m.key, err)
+		}
+		if slices.Contains(j.Keep, m.key) {
+			p.Kept = append(p.Kept, m.key)
+			continue
 		}
 		if isJunction(raw, j.Executable, loc.File, junctionFile) {
 			p.Replaced = append(p.Replaced, m.key)
@@ -130,6 +145,9 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 			order = append(order, m.key)
 		}
 		moved[m.key] = raw
+	}
+	if len(order) == 0 && len(p.Kept) > 0 {
+		return nil, fmt.Errorf("%s: nothing to move: -keep keeps every server of %s", loc.File, loc.Describe())
 	}
 	if len(order) == 0 {
 		return nil, fmt.Errorf("%s: %s already runs only junction (%s); nothing to move. \"junction disconnect %s\" restores the servers it had", loc.File, loc.Host.Name, strings.Join(p.Replaced, ", "), loc.Host.ID)
@@ -149,14 +167,96 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 	if err != nil {
 		return nil, err
 	}
-	obj := []byte("{" + mustJSON(j.Name) + ":" + orderedEntry(ev, loc.Host.TypeField) + "}")
-	after, err := setMember(data, parent, loc.Host.Key, obj)
-	if err != nil {
-		return nil, err
+	var after []byte
+	if len(p.Kept) == 0 {
+		// The servers object becomes junction alone.
+		obj := []byte("{" + mustJSON(j.Name) + ":" + orderedEntry(ev, loc.Host.TypeField) + "}")
+		if after, err = setMember(data, parent, loc.Host.Key, obj); err != nil {
+			return nil, err
+		}
+	} else {
+		// Take out the moved and replaced servers, one at a time from the
+		// end, then add junction; the kept ones stay as they are written.
+		after = data
+		for i := len(servers.members) - 1; i >= 0; i-- {
+			if slices.Contains(j.Keep, servers.members[i].key) {
+				continue
+			}
+			r, err := parseJSONC(after)
+			if err != nil {
+				return nil, err
+			}
+			_, sv, err := serversObject(loc, r)
+			if err != nil {
+				return nil, err
+			}
+			after = removeMember(after, sv, i)
+		}
+		r, err := parseJSONC(after)
+		if err != nil {
+			return nil, err
+		}
+		_, sv, err := serversObject(loc, r)
+		if err != nil {
+			return nil, err
+		}
+		if after, err = setMember(after, sv, j.Name, []byte(orderedEntry(ev, loc.Host.TypeField))); err != nil {
+			return nil, err
+		}
 	}
 	p.HostAfter = after
 	sort.Strings(p.Replaced)
+	sort.Strings(p.Kept)
 	return p, nil
+}
+
+// removeMember returns data without member i of obj, and the comma that
+// separated it from its neighbour.
+func removeMember(data []byte, obj *jvalue, i int) []byte {
+	m := obj.members
+	switch {
+	case i < len(m)-1: // up to the next member's key
+		return replaceSpan(data, lineStartIfBlank(data, m[i].keyStart), lineStartIfBlank(data, m[i+1].keyStart), nil)
+	case i > 0: // the last one: from the end of the one before
+		end := m[i].val.end
+		if j := skipComma(data, end); j > end {
+			end = j // a trailing comma
+		}
+		return replaceSpan(data, m[i-1].val.end, end, nil)
+	default: // the only one
+		start := lineStartIfBlank(data, m[i].keyStart)
+		end := m[i].val.end
+		if j := skipComma(data, end); j > end {
+			end = j
+		}
+		return replaceSpan(data, start, end, nil)
+	}
+}
+
+// lineStartIfBlank moves offset back to the start of its line when only
+// blanks precede it there, so removing a member removes its indentation.
+func lineStartIfBlank(data []byte, offset int) int {
+	i := offset
+	for i > 0 && (data[i-1] == ' ' || data[i-1] == '\t') {
+		i--
+	}
+	if i == 0 || data[i-1] == '\n' {
+		return i
+	}
+	return offset
+}
+
+// skipComma returns the offset after a comma that follows offset (past
+// blanks), or offset.
+func skipComma(data []byte, offset int) int {
+	i := offset
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t') {
+		i++
+	}
+	if i < len(data) && data[i] == ',' {
+		return i + 1
+	}
+	return offset
 }
 
 func mustJSON(v any) string {
@@ -345,17 +445,17 @@ const backupInfix = ".junction-backup-"
 // backupMeta is written next to each backup: what connect wrote, so that
 // disconnect can tell whether the host file changed since.
 type backupMeta struct {
-	Host          string   `json:"host"`
-	Scope         string   `json:"scope"`
-	File          string   `json:"file"`
-	Time          string   `json:"time"`
-	WrittenSHA256 string   `json:"written_sha256"`
+	Host          string `json:"host"`
+	Scope         string `json:"scope"`
+	File          string `json:"file"`
+	Time          string `json:"time"`
+	WrittenSHA256 string `json:"written_sha256"`
 	// WrittenServers is the servers object connect wrote, compact: when
 	// the host changed other parts of its file since (Claude Code rewrites
 	// ~/.claude.json all the time), disconnect puts back only the servers.
-	WrittenServers string `json:"written_servers,omitempty"`
-	JunctionFile  string   `json:"junction_config"`
-	Moved         []string `json:"moved"`
+	WrittenServers string   `json:"written_servers,omitempty"`
+	JunctionFile   string   `json:"junction_config"`
+	Moved          []string `json:"moved"`
 }
 
 // Apply writes the plan: junction's config first (so the host never runs

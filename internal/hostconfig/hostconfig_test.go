@@ -532,3 +532,47 @@ func TestWriteFileAtomicKeepsSymlink(t *testing.T) {
 	}
 	assertFile(t, real, "new", 0o640)
 }
+
+func TestConnectKeep(t *testing.T) {
+	env, home := fakeHome(t, ".config/Claude/claude_desktop_config.json", claudeDesktop, 0o644)
+	h, _ := Lookup("claude-desktop")
+	loc, _ := h.Locate(env, "", "")
+	jcfg := filepath.Join(home, "j.json")
+	j := junctionFor(jcfg)
+	for _, keep := range [][]string{{"github"}, {"filesystem"}, {"linear"}, {"filesystem", "linear"}} {
+		j.Keep = keep
+		plan, err := PlanConnect(loc, jcfg, j)
+		if err != nil {
+			t.Fatalf("keep %v: %v", keep, err)
+		}
+		if strings.Join(plan.Kept, ",") != strings.Join(keep, ",") {
+			t.Errorf("kept %v, want %v", plan.Kept, keep)
+		}
+		root, err := parseJSONC(plan.HostAfter)
+		if err != nil {
+			t.Fatalf("keep %v: the host file is not JSON: %v\n%s", keep, err, plan.HostAfter)
+		}
+		var names []string
+		for _, m := range root.get("mcpServers").members {
+			names = append(names, m.key)
+		}
+		if want := strings.Join(append(append([]string(nil), keep...), "junction"), ","); strings.Join(names, ",") != want {
+			t.Errorf("keep %v: host servers %v, want %s", keep, names, want)
+		}
+		for _, k := range keep { // kept byte for byte
+			v := root.get("mcpServers").get(k)
+			orig, _ := parseJSONC([]byte(claudeDesktop))
+			ov := orig.get("mcpServers").get(k)
+			if string(plan.HostAfter[v.start:v.end]) != claudeDesktop[ov.start:ov.end] {
+				t.Errorf("keep %v: %s changed", keep, k)
+			}
+		}
+		if keep[0] == "github" {
+			golden(t, "claude-desktop-keep.diff", Unified(loc.File, loc.File, plan.HostBefore, plan.HostAfter), home)
+		}
+	}
+	j.Keep = []string{"nope"}
+	if _, err := PlanConnect(loc, jcfg, j); err == nil || !strings.Contains(err.Error(), `has no server "nope"`) {
+		t.Errorf("keep unknown: %v", err)
+	}
+}
