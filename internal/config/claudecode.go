@@ -10,6 +10,10 @@ import (
 // projects[DIR].mcpServers, and many settings of Claude Code's own.
 const ShapeClaudeCode = "claude-code"
 
+// MaxClaudeCodeFileSize is the largest ~/.claude.json Load reads: Claude
+// Code keeps each project's history in it, so it grows past MaxFileSize.
+const MaxClaudeCodeFileSize = 64 << 20
+
 // claudeCodeKeys are top-level keys only Claude Code's ~/.claude.json has;
 // with "projects", one of them marks the file when it is not read through
 // Load under its usual name.

@@ -84,3 +84,13 @@ func TestClaudeCodeFile(t *testing.T) {
 		t.Errorf("bad server: %v", err)
 	}
 }
+
+func TestClaudeCodeFileLarge(t *testing.T) {
+	file := filepath.Join(t.TempDir(), ".claude.json")
+	pad := strings.Repeat("x", MaxFileSize)
+	os.WriteFile(file, []byte(`{"numStartups": 1, "cachedHistory": "`+pad+`", "mcpServers": {"a": {"command": "a"}}}`), 0o600)
+	c, err := Load(file, nil)
+	if err != nil || c.Servers["a"] == nil {
+		t.Fatalf("a ~/.claude.json over %d bytes: %v", MaxFileSize, err)
+	}
+}

@@ -88,12 +88,16 @@ func parse(r io.Reader, format string, x *expander) (*Config, error) {
 	if x.getenv == nil {
 		x.getenv = func(string) string { return "" }
 	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	limit := int64(MaxFileSize)
+	if x.claudeCode {
+		limit = MaxClaudeCodeFileSize
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if len(data) > MaxFileSize {
-		return nil, Errors{{Msg: fmt.Sprintf("file larger than %d bytes", MaxFileSize)}}
+	if int64(len(data)) > limit {
+		return nil, Errors{{Msg: fmt.Sprintf("file larger than %d bytes", limit)}}
 	}
 	switch f := strings.ToLower(format); f {
 	case "":
