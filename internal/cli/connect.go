@@ -61,8 +61,9 @@ prints the backup it would restore and the diff. If the host changed other
 parts of its file since connect (Claude Code rewrites ~/.claude.json all
 the time), only the servers object is restored and the rest is kept. If
 the servers object itself changed since connect wrote it, restoring would
-lose that change: disconnect refuses and shows it, unless -force. junction's config file is
-not changed (the servers stay there too), and the backup is kept.
+lose that change: disconnect refuses and shows it, unless -force.
+junction's config file is not changed (the servers stay there too), and
+the backup is kept.
 
 Examples:
   junction disconnect claude-desktop              # show what would be restored
@@ -79,7 +80,7 @@ type hostFlags struct {
 }
 
 func (h *hostFlags) register(fsAdd func(p *string, name, value, usage string)) {
-	fsAdd(&h.scope, "scope", "", "which of the host's files: user, project or local (Claude Code); default user")
+	fsAdd(&h.scope, "scope", "", "which of the host's files (`scope`): user, project or local (Claude Code's ~/.claude.json per project); default user")
 	fsAdd(&h.dir, "dir", "", "the project `directory` for -scope project and local (default: the working directory)")
 	fsAdd(&h.file, "file", "", "the host's config `file`, instead of its documented location")
 }
