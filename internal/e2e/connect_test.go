@@ -63,8 +63,8 @@ exec %q "$@"
 	}
 }
 
-// TestConfigCheckNamesSelfReference: "config check" says which entry runs
-// junction itself and that serve skips it.
+// TestConfigCheckNamesSelfReference: "config check" and serve's log say
+// which entry runs junction itself and that serve skips it.
 func TestConfigCheckNamesSelfReference(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claude_desktop_config.json")
@@ -77,6 +77,11 @@ func TestConfigCheckNamesSelfReference(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "mcpServers.me: skipped: it runs this junction binary") || !strings.Contains(string(out), "(disabled)") {
 		t.Errorf("config check output does not name the self-reference:\n%s", out)
+	}
+	// serve logs it before it listens.
+	p := startServer(t, "-insecure-no-auth", "-config", cfg)
+	if log := p.Stderr(); !strings.Contains(log, "mcpServers.me: skipped: it runs this junction binary") {
+		t.Errorf("serve's log does not name the self-reference:\n%s", log)
 	}
 }
 
