@@ -202,7 +202,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	all := append([]string(nil), tokens...)
 	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
 	all = append(all, fromFile...)
-	if len(all) == 0 && !*insecure {
+	if len(all) == 0 && !*insecure && !d.DiPeOAuth() {
 		all = []string{generatedToken(env, EnvToken)}
 	}
 	cfg := daemon.HTTPConfig{

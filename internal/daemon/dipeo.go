@@ -154,6 +154,21 @@ func (d *Daemon) dipeoHTTP(cfg HTTPConfig) (HTTPConfig, error) {
 	return cfg, nil
 }
 
+// DiPeOAuth reports whether DiPeO's variables settle authentication for
+// the HTTP front (the dipeo pack is served, and MCP_AUTH_ENABLED=false or
+// MCP_API_KEYS holds keys that are on), so that "junction serve" need not
+// make a token of its own.
+func (d *Daemon) DiPeOAuth() bool {
+	if !d.DiPeO() {
+		return false
+	}
+	on := func(name string) bool {
+		b, err := strconv.ParseBool(strings.TrimSpace(d.getenv(name)))
+		return err != nil || b // unset or unreadable: on (dipeoHTTP reports the unreadable)
+	}
+	return !on(EnvMCPAuthEnabled) || (on(EnvMCPAPIKeyEnabled) && len(junction.SplitList(d.getenv(EnvMCPAPIKeys))) > 0)
+}
+
 // lenientMessage completes a DiPeO quick-reference body such as
 // {"method": "tools/list"}: it adds "jsonrpc": "2.0" and, to a request
 // (not a notification), an id. It reports whether it added the id, so the

@@ -273,6 +273,21 @@ func TestDiPeOAuthVariables(t *testing.T) {
 		if r := plain(t, "POST", "http://"+p.Addr+"/mcp/messages", `{"method": "tools/list"}`, nil); r.code != 200 || !strings.Contains(r.body, "dipeo_run") {
 			t.Errorf("MCP_AUTH_ENABLED=false: %d %s", r.code, r.body)
 		}
+		if strings.Contains(p.Stderr(), "generated token") {
+			t.Errorf("MCP_AUTH_ENABLED=false, and serve made a token anyway:\n%s", p.Stderr())
+		}
+	})
+	t.Run("keys only", func(t *testing.T) {
+		p := dipeoServe(t, root, map[string]string{"MCP_API_KEYS": "k1,k2"})
+		if strings.Contains(p.Stderr(), "generated token") {
+			t.Errorf("MCP_API_KEYS set, and serve made a token of its own beside them:\n%s", p.Stderr())
+		}
+		if r := plain(t, "GET", "http://"+p.Addr+"/mcp/info", "", map[string]string{"X-API-Key": "k2"}); r.code != 200 {
+			t.Errorf("an MCP_API_KEYS key: %d", r.code)
+		}
+		if r := plain(t, "GET", "http://"+p.Addr+"/mcp/info", "", nil); r.code != http.StatusUnauthorized {
+			t.Errorf("no key: %d, want 401", r.code)
+		}
 	})
 	t.Run("auth off elsewhere", func(t *testing.T) {
 		cfg := filepath.Join(t.TempDir(), "junction.yaml")
