@@ -256,6 +256,16 @@ func runFakeServer() {
 		}
 		return text("sampled: " + res.Content.(*mcp.TextContent).Text), nil
 	})
+	// sample_legacy is written against the older revision's API: it asks
+	// with a request of its own, which go-sdk refuses on a 2026-07-28
+	// session.
+	server.AddTool(&mcp.Tool{Name: "sample_legacy", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.CreateMessage(ctx, sampleParams)
+		if err != nil {
+			return nil, err
+		}
+		return text("sampled: " + res.Content.(*mcp.TextContent).Text), nil
+	})
 	elicitParams := &mcp.ElicitParams{
 		Message:         "name?",
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},

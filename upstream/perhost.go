@@ -32,9 +32,13 @@ import (
 //     ServerSession ends with the request): a session for the call,
 //     until the call is over, bridged parts included (its retry, which
 //     names the bridge's request state, finds it);
-//   - anything else, and every request once the shared session has
-//     negotiated 2026-07-28 (such a server asks inside its results, and
-//     each request carries the host's capabilities): the shared session.
+//   - anything else, and every request of a 2026-07-28 host once the
+//     shared session has negotiated 2026-07-28 (such a server asks inside
+//     its results, and each request carries the host's capabilities): the
+//     shared session.
+//
+// An own session offers the host's revision when the host is older than
+// the server's, as a direct connection would have negotiated.
 
 // ownSessions are a PerHost server's own sessions; guarded by Server.mu.
 type ownSessions struct {
@@ -67,7 +71,13 @@ func (s *Server) route(host *mcp.ServerSession, modernHost bool, state string, c
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.own.closed || (s.sess != nil && s.sess.modern()) {
+	// A 2026-07-28 upstream asks a 2026-07-28 host inside its results:
+	// one shared session serves them all. A host before 2026-07-28 gets a
+	// session of its own at its own revision, as if it had connected
+	// directly: a server written for the older revision's requests (a
+	// go-sdk handler that calls CreateMessage or Elicit) is refused them
+	// by its own SDK on a 2026-07-28 session.
+	if s.own.closed || (s.sess != nil && s.sess.modern() && (modernHost || host == nil)) {
 		return s, noRelease, nil
 	}
 	var key any
@@ -105,6 +115,12 @@ func (s *Server) startOwn(key any, host *mcp.ServerSession, caps []byte, cfg *Co
 	}
 	c := cfg.clone()
 	c.PerHost = false
+	if host != nil {
+		if p := host.InitializeParams(); p != nil && p.ProtocolVersion < junction.StatelessProtocolVersion &&
+			(c.ProtocolVersion == "" || c.ProtocolVersion > p.ProtocolVersion) {
+			c.ProtocolVersion = p.ProtocolVersion // the host's revision, not a newer one
+		}
+	}
 	o := &ownSession{key: key, perCall: key != any(host)}
 	opts := s.opts
 	opts.OnEvent = nil // the parent stands for the server in events and status

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // awaitOwn waits, up to 10 s, until s has want own sessions open.
@@ -122,5 +124,64 @@ func TestUndeclaredCapabilityRefused(t *testing.T) {
 	got := fmt.Sprintf("%s %v", raw, err)
 	if strings.Contains(got, "input_required") || !strings.Contains(got, "did not declare the elicitation capability") {
 		t.Errorf("elicit2 for a host without elicitation: %s; want the server refused with the capability named", got)
+	}
+}
+
+// TestPerHostSessionAtHostRevision: a server written for the older
+// revision's requests (its handler calls CreateMessage) works for a host
+// before 2026-07-28 through a hub only with PerHost: the host's own
+// session is at the host's revision, as a direct connection would be. On
+// the shared 2026-07-28 session go-sdk refuses the server its request.
+func TestPerHostSessionAtHostRevision(t *testing.T) {
+	t.Parallel()
+	for _, perHost := range []bool{false, true} {
+		t.Run(fmt.Sprint("per_host=", perHost), func(t *testing.T) {
+			t.Parallel()
+			cfg := fakeConfig(t, "server", nil)
+			cfg.PerHost = perHost
+			r, _ := newRegistry(t, nil)
+			up := addReady(t, r, "up", cfg)
+			hub := junction.New(nil)
+			t.Cleanup(func() { hub.Close() })
+			ctx := ctxTimeout(t, 30*time.Second)
+			if err := hub.Add(ctx, "up", up, nil); err != nil {
+				t.Fatal(err)
+			}
+			view, err := hub.NewView("", junction.Selection{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := view.Server().Connect(ctx, st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ss.Close() })
+			client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "pong"}}, nil
+				},
+			})
+			cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
+			got := fmt.Sprint(err)
+			if err == nil {
+				got = resultText(t, res)
+			}
+			if perHost {
+				if got != "sampled: pong" {
+					t.Errorf("sample_legacy with PerHost: %q, want the host's answer", got)
+				}
+				if n := up.Snapshot().Own; n != 1 {
+					t.Errorf("own sessions: %d, want 1 (the host's, at 2025-11-25)", n)
+				}
+			} else if !strings.Contains(got, "cannot be sent while serving a request on protocol version 2026-07-28") {
+				t.Errorf("sample_legacy on the shared 2026-07-28 session: %q, want go-sdk's refusal", got)
+			}
+		})
 	}
 }
