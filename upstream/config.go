@@ -67,6 +67,12 @@ type Config struct {
 	// wrapped to add Headers and BearerToken). Nil means a client with no
 	// overall timeout, so event streams are not cut.
 	HTTPClient *http.Client
+	// Auth, if non-nil, wraps the HTTP transport of SSE and Streamable
+	// HTTP connections, outside Headers and BearerToken: junction's OAuth
+	// client (internal/oauth) adds the token and answers 401 and 403.
+	Auth interface {
+		WrapTransport(http.RoundTripper) http.RoundTripper
+	}
 
 	// ConnectTimeout bounds one connection attempt (spawn or dial,
 	// initialize, and listing the catalog). Zero means
@@ -216,7 +222,7 @@ func (c Config) NeedsRestart(o Config) bool {
 		c.Command != o.Command || !slices.Equal(c.Args, o.Args) ||
 		!maps.Equal(c.Env, o.Env) || !slices.Equal(c.UnsetEnv, o.UnsetEnv) || c.Dir != o.Dir ||
 		c.URL != o.URL || !maps.Equal(c.Headers, o.Headers) ||
-		c.BearerToken != o.BearerToken || c.HTTPClient != o.HTTPClient ||
+		c.BearerToken != o.BearerToken || c.HTTPClient != o.HTTPClient || c.Auth != o.Auth ||
 		c.KeepAlive != o.KeepAlive || c.ProtocolVersion != o.ProtocolVersion ||
 		c.PerHost != o.PerHost
 }

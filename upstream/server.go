@@ -867,6 +867,9 @@ func (s *Server) httpClient() *http.Client {
 	if len(cfg.Headers) > 0 || cfg.BearerToken != "" {
 		rt = &headerTransport{base: rt, headers: cfg.Headers, token: cfg.BearerToken}
 	}
+	if cfg.Auth != nil {
+		rt = cfg.Auth.WrapTransport(rt)
+	}
 	c.Transport = &dataplane.ContentTransport{Base: rt, Observe: s.progress.observe, Warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 	}}

@@ -216,7 +216,11 @@ func (f *targetFlags) httpClient(ctx context.Context, env *Env) (*http.Client, e
 	if token != "" && h.Get("Authorization") == "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, header: h, ctx: ctx}}, nil
+	base := http.DefaultTransport
+	if h.Get("Authorization") == "" {
+		base = oauthTransport(env, f.url, base)
+	}
+	return &http.Client{Transport: &headerTransport{base: base, header: h, ctx: ctx}}, nil
 }
 
 // connectHint says what to do about a failed connection, from the HTTP

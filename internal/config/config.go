@@ -51,6 +51,13 @@ const (
 	PrefixMCP        = "mcp"
 )
 
+// Server.Auth values.
+const (
+	AuthOAuth             = "oauth"
+	AuthClientCredentials = "client_credentials"
+	AuthNone              = "none"
+)
+
 // Server.Sessions modes.
 const (
 	SessionsShared  = "shared"
@@ -168,6 +175,17 @@ type Server struct {
 	Headers map[string]string
 	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
 	BearerToken string
+	// Auth is when the server's requests get OAuth: "" (on a 401 that
+	// asks for a Bearer token), AuthOAuth, AuthClientCredentials or
+	// AuthNone.
+	Auth string
+	// OAuthClientID and OAuthClientSecret are a client registered with
+	// the server's authorization server beforehand; OAuthClientMetadataURL
+	// is the HTTPS URL of a client ID metadata document describing
+	// junction. See docs/oauth.md.
+	OAuthClientID          string
+	OAuthClientSecret      string
+	OAuthClientMetadataURL string
 
 	// ConnectTimeout bounds one connection attempt (spawn or dial,
 	// initialize, first listing); zero means the upstream package default.

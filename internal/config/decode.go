@@ -425,6 +425,7 @@ func (d *decoder) inputs(n *node, path string) {
 // --- servers ---
 
 var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_file", "url", "headers", "bearer_token",
+	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
 	"sessions", "max_host_sessions",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
@@ -447,9 +448,9 @@ var hostServerKeys = map[string]string{
 	"dev":           "VS Code development mode",
 	"gallery":       "VS Code gallery metadata",
 	"version":       "VS Code gallery metadata",
-	"oauth":         "Claude Code OAuth settings; upstream OAuth is not supported yet",
+	"oauth":         "Claude Code OAuth settings; use auth: oauth with oauth_client_id",
 	"headersHelper": "Claude Code header script; use headers with ${VAR} instead",
-	"auth":          "Cursor OAuth settings; upstream OAuth is not supported yet",
+	"auth":          "Cursor OAuth settings; use auth: oauth with oauth_client_id and oauth_client_secret",
 	"autoApprove":   "Cline/Roo Code approval list",
 	"alwaysAllow":   "Cline/Roo Code approval list",
 }
@@ -519,6 +520,18 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.Headers = d.strMap(e.val, p, true)
 		case "bearer_token":
 			s.BearerToken = d.strX(e.val, p)
+		case "auth":
+			if e.val.kind == mapNode {
+				d.warn(e.line, p, "ignored ("+hostServerKeys["auth"]+")")
+				continue
+			}
+			s.Auth = strings.ToLower(d.str(e.val, p))
+		case "oauth_client_id":
+			s.OAuthClientID = d.strX(e.val, p)
+		case "oauth_client_secret":
+			s.OAuthClientSecret = d.strX(e.val, p)
+		case "oauth_client_metadata_url":
+			s.OAuthClientMetadataURL = d.strX(e.val, p)
 		case "connect_timeout":
 			s.ConnectTimeout = d.duration(e.val, p)
 		case "keep_alive":

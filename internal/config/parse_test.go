@@ -277,8 +277,8 @@ func TestHostKeysWarn(t *testing.T) {
 		"line 3: mcpServers.a.alwaysAllow: ignored (Cline/Roo Code approval list)",
 		"line 3: mcpServers.a.autoApprove: ignored (Cline/Roo Code approval list)",
 		"line 4: mcpServers.b.headersHelper: ignored (Claude Code header script; use headers with ${VAR} instead)",
-		"line 4: mcpServers.b.oauth: ignored (Claude Code OAuth settings; upstream OAuth is not supported yet)",
-		"line 5: mcpServers.c.auth: ignored (Cursor OAuth settings; upstream OAuth is not supported yet)",
+		"line 4: mcpServers.b.oauth: ignored (Claude Code OAuth settings; use auth: oauth with oauth_client_id)",
+		"line 5: mcpServers.c.auth: ignored (Cursor OAuth settings; use auth: oauth with oauth_client_id and oauth_client_secret)",
 		"line 7: globalShortcut: ignored (a Claude Desktop setting)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

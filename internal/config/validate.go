@@ -148,13 +148,16 @@ func (v *validator) server(s *Server, path string) {
 		if s.Command == "" {
 			v.fail(join(path, "command"), "must not be empty (a stdio server needs a command)")
 		}
-		v.notFor(path, "stdio", map[string]bool{"url": s.URL != "", "headers": len(s.Headers) > 0, "bearer_token": s.BearerToken != ""})
+		v.notFor(path, "stdio", map[string]bool{"url": s.URL != "", "headers": len(s.Headers) > 0, "bearer_token": s.BearerToken != "",
+			"auth": s.Auth != "", "oauth_client_id": s.OAuthClientID != "", "oauth_client_secret": s.OAuthClientSecret != "",
+			"oauth_client_metadata_url": s.OAuthClientMetadataURL != ""})
 	case TransportSSE, TransportHTTP:
 		v.url(s.URL, join(path, "url"), s.Transport+" server")
 		v.notFor(path, s.Transport, map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0,
 			"env": len(s.Env) > 0 || len(s.UnsetEnv) > 0, "cwd": s.Cwd != "", "env_file": s.EnvFile != ""})
 	}
 	v.headers(s.Headers, join(path, "headers"))
+	v.auth(s, path)
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -372,4 +375,30 @@ func sortWarnings(ws []Warning) {
 		}
 		return ws[i].Path < ws[j].Path
 	})
+}
+
+// auth checks a server's OAuth keys (docs/oauth.md).
+func (v *validator) auth(s *Server, path string) {
+	switch s.Auth {
+	case "", AuthOAuth, AuthNone:
+	case AuthClientCredentials:
+		if s.OAuthClientID == "" || s.OAuthClientSecret == "" {
+			v.fail(join(path, "auth"), "client_credentials needs oauth_client_id and oauth_client_secret")
+		}
+	default:
+		v.fail(join(path, "auth"), "%q: use oauth, client_credentials or none", s.Auth)
+	}
+	if s.Auth == AuthOAuth || s.Auth == AuthClientCredentials {
+		if s.BearerToken != "" {
+			v.fail(join(path, "bearer_token"), "not with auth: %s (OAuth sends its own token)", s.Auth)
+		}
+	}
+	if s.OAuthClientSecret != "" && s.OAuthClientID == "" {
+		v.fail(join(path, "oauth_client_secret"), "needs oauth_client_id")
+	}
+	if u := s.OAuthClientMetadataURL; u != "" {
+		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || strings.Trim(p.Path, "/") == "" {
+			v.fail(join(path, "oauth_client_metadata_url"), "%q: want an https URL with a path (a client ID metadata document)", u)
+		}
+	}
 }

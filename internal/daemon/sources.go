@@ -120,6 +120,11 @@ func upstreamConfig(s *config.Server) (upstream.Config, error) {
 // that it does not start itself again (config.Config.SkipSelf).
 func (d *Daemon) upstreamConfigFor(name string, s *config.Server) (upstream.Config, error) {
 	c, err := upstreamConfig(s)
+	if err == nil && c.Transport != upstream.TransportStdio {
+		if a := d.oauthFor(name, s); a != nil {
+			c.Auth = a
+		}
+	}
 	if err != nil || c.Transport != upstream.TransportStdio {
 		return c, err
 	}

@@ -70,8 +70,8 @@ type clientScenario struct {
 }
 
 // clientScenarios are the client scenarios of conformance 0.2.0-alpha.12
-// ("conformance list --client") other than the auth/ ones (OAuth is
-// separate work). The test fails when the list names a scenario that is
+// ("conformance list --client"), the auth/ ones added in init from
+// authScenarios. The test fails when the list names a scenario that is
 // not here, or this names one the list does not.
 var clientScenarios = map[string]clientScenario{
 	// initialize, then tools/list.
@@ -188,7 +188,48 @@ var clientScenarios = map[string]clientScenario{
 	"sep-2640-client-verify-frontmatter": {skip: "junction implements no skills client (SEP-2640, extension)"},
 }
 
+// authScenarios are the suite's auth/ client scenarios. In each, the
+// server answers 401 until the client has gone through discovery,
+// registration and the authorization server's flow (which approves at
+// once: junction runs with JUNCTION_OAUTH_HEADLESS=1), then it lists the
+// tools and calls test-tool. In those marked true the suite expects the
+// client to refuse something (a mismatched issuer or resource, an
+// endless step-up) and allows its command to fail; so does this driver,
+// the checks judge.
+var authScenarios = map[string]bool{
+	"auth/metadata-default": false, "auth/metadata-var1": false, "auth/metadata-var2": false, "auth/metadata-var3": false,
+	"auth/basic-cimd": false, "auth/scope-from-www-authenticate": false, "auth/scope-from-scopes-supported": false,
+	"auth/scope-omitted-when-undefined": false, "auth/scope-step-up": false, "auth/scope-retry-limit": true,
+	"auth/token-endpoint-auth-basic": false, "auth/token-endpoint-auth-post": false, "auth/token-endpoint-auth-none": false,
+	"auth/pre-registration": false, "auth/2025-03-26-oauth-metadata-backcompat": false,
+	"auth/2025-03-26-oauth-endpoint-fallback": false, "auth/resource-mismatch": true,
+	"auth/offline-access-scope": false, "auth/offline-access-not-supported": false,
+	"auth/authorization-server-migration": false, "auth/iss-supported": false, "auth/iss-not-advertised": false,
+	"auth/iss-supported-missing": true, "auth/iss-wrong-issuer": true, "auth/iss-unexpected": true,
+	"auth/iss-normalized": true, "auth/metadata-issuer-mismatch": true,
+	"auth/client-credentials-jwt": false, "auth/client-credentials-basic": false,
+	"auth/enterprise-managed-authorization": false, "auth/dpop": false, "auth/dpop-nonce": false,
+	"auth/wif-jwt-bearer": false,
+}
+
+// conformanceClientMetadataURL is the client ID metadata document URL
+// the suite's basic-cimd scenario expects as the client id.
+const conformanceClientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
 func init() {
+	for name, mayFail := range authScenarios {
+		clientScenarios[name] = clientScenario{run: func(d *clientDriver) error {
+			_, err := d.listTools()
+			if err == nil {
+				err = d.callTool("test-tool", map[string]any{})
+			}
+			if err != nil && mayFail {
+				fmt.Fprintf(os.Stderr, "conformance client: %v (the scenario expects a refusal; its checks judge)\n", err)
+				return nil
+			}
+			return err
+		}}
+	}
 	mode := os.Getenv(envConformanceClient)
 	if mode == "" {
 		return
@@ -216,6 +257,14 @@ func runClientScenario(mode string) error {
 		return fmt.Errorf("%s is not set", envConformanceJunction)
 	}
 	url := os.Args[len(os.Args)-1]
+	oauthYAML := ""
+	if _, ok := authScenarios[name]; ok {
+		var err error
+		if oauthYAML, err = d.oauthSetup(name); err != nil {
+			return err
+		}
+		defer os.RemoveAll(os.Getenv("JUNCTION_OAUTH_DIR"))
+	}
 	switch mode {
 	case "cli":
 		d.target = []string{"-url", url}
@@ -226,7 +275,7 @@ func runClientScenario(mode string) error {
 		}
 		defer os.RemoveAll(dir)
 		config := filepath.Join(dir, "junction.yaml")
-		body := fmt.Sprintf("servers:\n  scenario:\n    url: %q\n    prefix: never\n", url)
+		body := fmt.Sprintf("servers:\n  scenario:\n    url: %q\n    prefix: never\n%s", url, oauthYAML)
 		if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 			return err
 		}
@@ -242,6 +291,44 @@ type clientDriver struct {
 	junction string
 	target   []string // "-url URL", or "-- junction serve ..." for the hub
 	context  string   // MCP_CONFORMANCE_CONTEXT
+}
+
+// oauthSetup prepares junction's OAuth client for an auth/ scenario:
+// headless login, a token store of its own, the client ID metadata
+// document URL, and the client id and secret the scenario's context may
+// give (pre-registration, client credentials), in the environment for
+// the cli mode and returned as the server's config keys for the hub.
+func (d *clientDriver) oauthSetup(name string) (string, error) {
+	dir, err := os.MkdirTemp("", "junction-conformance-oauth-")
+	if err != nil {
+		return "", err
+	}
+	var ctx struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if d.context != "" {
+		json.Unmarshal([]byte(d.context), &ctx)
+	}
+	env := map[string]string{"JUNCTION_OAUTH_HEADLESS": "1", "JUNCTION_OAUTH_DIR": dir,
+		"JUNCTION_OAUTH_CLIENT_METADATA_URL": conformanceClientMetadataURL}
+	yaml := fmt.Sprintf("    oauth_client_metadata_url: %q\n", conformanceClientMetadataURL)
+	if strings.HasPrefix(name, "auth/client-credentials-") {
+		env["JUNCTION_OAUTH"] = "client_credentials"
+		yaml += "    auth: client_credentials\n"
+	}
+	if ctx.ClientID != "" {
+		env["JUNCTION_OAUTH_CLIENT_ID"] = ctx.ClientID
+		yaml += fmt.Sprintf("    oauth_client_id: %q\n", ctx.ClientID)
+	}
+	if ctx.ClientSecret != "" {
+		env["JUNCTION_OAUTH_CLIENT_SECRET"] = ctx.ClientSecret
+		yaml += fmt.Sprintf("    oauth_client_secret: %q\n", ctx.ClientSecret)
+	}
+	for k, v := range env {
+		os.Setenv(k, v)
+	}
+	return yaml, nil
 }
 
 // run runs "junction ARGS... -elicit defaults -timeout T TARGET" and
@@ -363,9 +450,9 @@ func shellQuote(s string) string {
 
 var listClientItem = regexp.MustCompile(`^  - (\S+) \[[^\]]*\]$`)
 
-// listClientScenarios returns the suite's client scenarios other than
-// auth/ ones ("conformance list --client"), and fails the test when they
-// differ from clientScenarios.
+// listClientScenarios returns the suite's client scenarios ("conformance
+// list --client"), and fails the test when they differ from
+// clientScenarios.
 func listClientScenarios(t *testing.T, node, pkg string) []string {
 	t.Helper()
 	run := runNode(t, node, t.TempDir(), time.Minute, filepath.Join(pkg, "dist", "index.js"), "list", "--client")
@@ -375,7 +462,7 @@ func listClientScenarios(t *testing.T, node, pkg string) []string {
 	var names []string
 	for _, line := range strings.Split(run.Stdout, "\n") {
 		m := listClientItem.FindStringSubmatch(line)
-		if m == nil || strings.HasPrefix(m[1], "auth/") {
+		if m == nil {
 			continue
 		}
 		names = append(names, m[1])
@@ -412,8 +499,9 @@ func runClientConformance(t *testing.T, node, pkg, command, scenario string) []c
 	if _, ok := run.Err.(*timeoutError); ok {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", run.Err, run.Stdout, run.Stderr)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
-	if len(dirs) != 1 || !strings.HasPrefix(filepath.Base(filepath.Dir(dirs[0])), scenario+"-") {
+	// The suite names the folder after the scenario: auth/x makes auth/x-TIME.
+	dirs, _ := filepath.Glob(filepath.Join(out, filepath.FromSlash(scenario)+"-*", "checks.json"))
+	if len(dirs) != 1 {
 		t.Fatalf("want one result folder for %s in %s, found %v\nstdout:\n%s\nstderr:\n%s", scenario, out, dirs, run.Stdout, run.Stderr)
 	}
 	b, err := os.ReadFile(dirs[0])

@@ -1,0 +1,438 @@
+// Package oauth makes junction an OAuth 2.1 client of the MCP servers it
+// connects to, as the MCP authorization specification describes: on a 401
+// (or a 403 with insufficient_scope) it discovers the protected resource
+// metadata (RFC 9728) and the authorization server's metadata (RFC 8414
+// or OpenID discovery), identifies itself (a client ID metadata document,
+// a pre-registered client, or dynamic client registration, RFC 7591),
+// runs the authorization code flow with PKCE S256 and resource indicators
+// (RFC 8707), or the client_credentials grant, and retries the request
+// with the token. Tokens are kept in a [Store], encrypted at rest, and
+// refreshed when they expire.
+//
+// The protocol pieces are go-sdk's (auth.AuthorizationCodeHandler,
+// extauth.ClientCredentialsHandler, oauthex) and golang.org/x/oauth2's;
+// this package adds the transport that carries the token and answers
+// challenges, the login front ends (a redirect listener on 127.0.0.1,
+// and a headless one for tests), and the token store.
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// Mode says when a server's requests get OAuth.
+type Mode string
+
+const (
+	// ModeAuto (the default) starts OAuth on a 401 whose WWW-Authenticate
+	// names the Bearer scheme.
+	ModeAuto Mode = ""
+	// ModeOAuth is the authorization code flow, on any 401.
+	ModeOAuth Mode = "oauth"
+	// ModeClientCredentials is the client_credentials grant with the
+	// configured client id and secret (machine to machine).
+	ModeClientCredentials Mode = "client_credentials"
+	// ModeNone never starts OAuth.
+	ModeNone Mode = "none"
+)
+
+// Settings describe one server's OAuth client.
+type Settings struct {
+	// Name is the server's name in the config, for messages ("junction
+	// auth login NAME"); empty for a server given by URL alone.
+	Name string
+	// URL is the server's MCP endpoint: the resource the tokens are for,
+	// and the key they are stored under.
+	URL  string
+	Mode Mode
+	// ClientID and ClientSecret are a pre-registered client; the secret
+	// may be empty for a public client.
+	ClientID     string
+	ClientSecret string
+	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
+	// describing junction, used as the client id where the authorization
+	// server supports them.
+	ClientMetadataURL string
+}
+
+// Options are what a [Client] works with besides its settings.
+type Options struct {
+	// Store keeps tokens across runs; nil keeps them in memory only.
+	Store Store
+	// Login runs the authorization step of the code flow. Nil means no
+	// one can log in here (a hub): a server that needs a login fails
+	// with a [*LoginRequiredError] at once.
+	Login Login
+	// HTTPClient makes the requests to metadata, registration and token
+	// endpoints; nil means a client of its own.
+	HTTPClient *http.Client
+}
+
+// Login is how the authorization step reaches the person (or, in tests,
+// the authorization server that approves at once).
+type Login interface {
+	// RedirectURL is the redirect_uri the authorization server sends the
+	// code to.
+	RedirectURL() string
+	// Fetch shows the authorization URL and waits for the redirect.
+	Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error)
+}
+
+// LoginRequiredError is the error of a request to a server that needs an
+// OAuth login that nobody can give where junction runs.
+type LoginRequiredError struct {
+	Name  string
+	URL   string
+	Scope string // the scope the server asked for, if it said
+}
+
+func (e *LoginRequiredError) Error() string {
+	what := "the server"
+	cmd := "junction auth login SERVER"
+	if e.Name != "" {
+		what = fmt.Sprintf("server %q", e.Name)
+		cmd = "junction auth login " + e.Name
+	}
+	msg := fmt.Sprintf("%s needs an OAuth login: run %q", what, cmd)
+	if e.Scope != "" {
+		msg += fmt.Sprintf(" (it asks for scope %q)", e.Scope)
+	}
+	return msg
+}
+
+// ErrLoginRequired matches every [*LoginRequiredError] with errors.Is.
+var ErrLoginRequired = errors.New("OAuth login required")
+
+func (e *LoginRequiredError) Is(target error) bool { return target == ErrLoginRequired }
+
+// Client is the OAuth client of one server. It is safe for concurrent use;
+// requests that meet a challenge together run one authorization.
+type Client struct {
+	s    Settings
+	opts Options
+	hc   *http.Client
+
+	authMu  sync.Mutex // one authorization at a time
+	mu      sync.Mutex // guards the fields below
+	ts      oauth2.TokenSource
+	handler auth.OAuthHandler
+	loaded  bool
+}
+
+// New returns the OAuth client of one server.
+func New(s Settings, opts Options) *Client {
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport}
+	}
+	return &Client{s: s, opts: opts, hc: hc}
+}
+
+// Settings returns the client's settings.
+func (c *Client) Settings() Settings { return c.s }
+
+// WrapTransport returns a transport that sends base's requests with the
+// server's token and answers its challenges (upstream.Config.Auth).
+func (c *Client) WrapTransport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{c: c, base: base}
+}
+
+// tokenSource returns the token source in use, loading the stored token
+// the first time.
+func (c *Client) tokenSource() oauth2.TokenSource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.loaded {
+		c.loaded = true
+		if c.opts.Store != nil && c.s.Mode != ModeClientCredentials {
+			if e, err := c.opts.Store.Load(c.s.URL); err == nil && e != nil && e.Token != nil {
+				c.ts = c.storedSource(e)
+			}
+		}
+	}
+	return c.ts
+}
+
+// storedSource is a token source for a stored entry: it refreshes with
+// the stored client and saves what it gets.
+func (c *Client) storedSource(e *Entry) oauth2.TokenSource {
+	cfg := &oauth2.Config{ClientID: e.ClientID, ClientSecret: e.ClientSecret,
+		Endpoint: oauth2.Endpoint{TokenURL: e.TokenURL, AuthStyle: oauth2.AuthStyle(e.AuthStyle)}, Scopes: e.Scopes}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.hc)
+	return &savingSource{c: c, entry: *e, inner: cfg.TokenSource(ctx, e.Token), last: e.Token.AccessToken}
+}
+
+// token returns the access token to send, or "" when there is none (or
+// it could not be refreshed: the server's challenge starts over).
+func (c *Client) token() string {
+	ts := c.tokenSource()
+	if ts == nil {
+		return ""
+	}
+	tok, err := ts.Token()
+	if err != nil || tok == nil || !tok.Valid() {
+		c.mu.Lock()
+		if c.ts == ts {
+			c.ts = nil
+		}
+		c.mu.Unlock()
+		return ""
+	}
+	return tok.AccessToken
+}
+
+// challenged reports whether resp is a challenge this client answers.
+func (c *Client) challenged(resp *http.Response) bool {
+	if c.s.Mode == ModeNone {
+		return false
+	}
+	chs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	bearer := slices.IndexFunc(chs, func(ch oauthex.Challenge) bool { return ch.Scheme == "bearer" })
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		return bearer >= 0 || c.s.Mode != ModeAuto
+	case http.StatusForbidden:
+		return bearer >= 0 && chs[bearer].Params["error"] == "insufficient_scope"
+	}
+	return false
+}
+
+// authorize answers the challenge resp (to a request sent with the token
+// sent) and consumes its body. On success the request may be retried.
+func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Response, sent string) error {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if resp.StatusCode == http.StatusUnauthorized {
+		// Another request may have authorized while this one waited.
+		if now := c.token(); now != "" && now != sent {
+			drain(resp)
+			return nil
+		}
+	}
+	h, err := c.getHandler()
+	if err != nil {
+		drain(resp)
+		return err
+	}
+	if h == nil {
+		scope := ""
+		if chs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate")); len(chs) > 0 {
+			for _, ch := range chs {
+				if ch.Scheme == "bearer" {
+					scope = ch.Params["scope"]
+				}
+			}
+		}
+		drain(resp)
+		return &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope}
+	}
+	if err := h.Authorize(ctx, req, resp); err != nil {
+		return fmt.Errorf("OAuth: %w", err)
+	}
+	ts, err := h.TokenSource(ctx)
+	if err != nil {
+		return fmt.Errorf("OAuth: %w", err)
+	}
+	c.mu.Lock()
+	c.ts = ts
+	c.mu.Unlock()
+	return nil
+}
+
+// getHandler returns go-sdk's handler for the flow, or nil when the flow
+// needs a login and no one can give one here.
+func (c *Client) getHandler() (auth.OAuthHandler, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handler != nil {
+		return c.handler, nil
+	}
+	if c.s.Mode == ModeClientCredentials {
+		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+			Credentials: &oauthex.ClientCredentials{ClientID: c.s.ClientID,
+				ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: c.s.ClientSecret}},
+			HTTPClient: c.hc,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("OAuth client_credentials: %w", err)
+		}
+		c.handler = h
+		return h, nil
+	}
+	if c.opts.Login == nil {
+		return nil, nil
+	}
+	redirect := c.opts.Login.RedirectURL()
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:              redirect,
+		AuthorizationCodeFetcher: c.opts.Login.Fetch,
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{
+				RedirectURIs:  []string{redirect},
+				ClientName:    "junction",
+				GrantTypes:    []string{"authorization_code", "refresh_token"},
+				ResponseTypes: []string{"code"},
+			},
+		},
+		RequestRefreshToken: true,
+		Client:              c.hc,
+		NewTokenSource:      c.newTokenSource,
+		ScopeFilter:         c.scopeFilter,
+	}
+	if c.s.ClientMetadataURL != "" {
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: c.s.ClientMetadataURL}
+	}
+	if c.s.ClientID != "" {
+		pre := &oauthex.ClientCredentials{ClientID: c.s.ClientID}
+		if c.s.ClientSecret != "" {
+			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: c.s.ClientSecret}
+		}
+		cfg.PreregisteredClient = pre
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("OAuth: %w", err)
+	}
+	c.handler = h
+	return h, nil
+}
+
+// scopeFilter adds the scopes of the stored grant to those the server
+// asks for, so that a step-up in a later run keeps what an earlier one
+// was granted (SEP-2350 asks for the union).
+func (c *Client) scopeFilter(discovered []string) []string {
+	if c.opts.Store == nil {
+		return discovered
+	}
+	e, err := c.opts.Store.Load(c.s.URL)
+	if err != nil || e == nil {
+		return discovered
+	}
+	out := slices.Clone(e.Scopes)
+	for _, s := range discovered {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// newTokenSource wraps the token source go-sdk builds after a code
+// exchange so that the token, and every refreshed one, is stored.
+func (c *Client) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+	e := Entry{Name: c.s.Name, Resource: c.s.URL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+		TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle), Scopes: grantedScopes(cfg.Scopes, tok)}
+	s := &savingSource{c: c, entry: e, inner: cfg.TokenSource(ctx, tok)}
+	s.save(tok)
+	return s, nil
+}
+
+// grantedScopes are the scopes the token response names, or those asked
+// for when it names none.
+func grantedScopes(asked []string, tok *oauth2.Token) []string {
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		return strings.Fields(s)
+	}
+	return slices.Clone(asked)
+}
+
+// savingSource stores each new token its inner source returns.
+type savingSource struct {
+	c     *Client
+	inner oauth2.TokenSource
+	mu    sync.Mutex
+	entry Entry
+	last  string
+}
+
+func (s *savingSource) Token() (*oauth2.Token, error) {
+	tok, err := s.inner.Token()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tok.AccessToken != s.last {
+		s.saveLocked(tok)
+	}
+	return tok, nil
+}
+
+func (s *savingSource) save(tok *oauth2.Token) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saveLocked(tok)
+}
+
+func (s *savingSource) saveLocked(tok *oauth2.Token) {
+	s.last = tok.AccessToken
+	if s.c.opts.Store == nil {
+		return
+	}
+	e := s.entry
+	t := *tok
+	if t.RefreshToken == "" && e.Token != nil {
+		t.RefreshToken = e.Token.RefreshToken // a refresh may not return a new one
+	}
+	e.Token = &t
+	s.entry = e
+	// A store that cannot be written leaves the token in memory; the
+	// next run logs in again.
+	_ = s.c.opts.Store.Save(&e)
+}
+
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+}
+
+// transport is the RoundTripper of [Client.WrapTransport].
+type transport struct {
+	c    *Client
+	base http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	sent := t.c.token()
+	r := req.Clone(req.Context())
+	if sent != "" {
+		r.Header.Set("Authorization", "Bearer "+sent)
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || !t.c.challenged(resp) {
+		return resp, err
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return resp, nil // cannot send it again
+	}
+	if err := t.c.authorize(req.Context(), r, resp, sent); err != nil {
+		return nil, err
+	}
+	r = req.Clone(req.Context())
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = body
+	}
+	if tok := t.c.token(); tok != "" {
+		r.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return t.base.RoundTrip(r)
+}

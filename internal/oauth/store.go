@@ -1,0 +1,292 @@
+package oauth
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// Entry is what is stored for one server: the token and the client that
+// refreshes it.
+type Entry struct {
+	// Name is the server's name when it was logged in to (for display).
+	Name string `json:"name,omitempty"`
+	// Resource is the server's URL, the key.
+	Resource     string        `json:"resource"`
+	ClientID     string        `json:"client_id"`
+	ClientSecret string        `json:"client_secret,omitempty"`
+	TokenURL     string        `json:"token_url"`
+	AuthStyle    int           `json:"auth_style,omitempty"`
+	Scopes       []string      `json:"scopes,omitempty"`
+	Token        *oauth2.Token `json:"token"`
+	Saved        time.Time     `json:"saved"`
+}
+
+// Store keeps entries by resource URL.
+type Store interface {
+	// Load returns the entry for resource, or nil when there is none.
+	Load(resource string) (*Entry, error)
+	Save(e *Entry) error
+	// Delete removes the entry; it reports whether there was one.
+	Delete(resource string) (bool, error)
+	List() ([]*Entry, error)
+}
+
+// FileStore keeps entries in one file, encrypted with AES-256-GCM under
+// a random key kept in a key file beside it; both files are 0600 in a
+// 0700 directory. Writes replace the file atomically.
+type FileStore struct {
+	path string
+	key  func() ([]byte, error)
+	mu   sync.Mutex
+}
+
+// DefaultDir is where the token store lives: $JUNCTION_OAUTH_DIR, or
+// junction/oauth under the user's config directory.
+func DefaultDir(getenv func(string) string) (string, error) {
+	if d := getenv("JUNCTION_OAUTH_DIR"); d != "" {
+		return d, nil
+	}
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "junction", "oauth"), nil
+}
+
+// NewFileStore returns the store in dir (created when first written).
+func NewFileStore(dir string) *FileStore {
+	s := &FileStore{path: filepath.Join(dir, "tokens.enc")}
+	s.key = func() ([]byte, error) { return fileKey(filepath.Join(dir, "key")) }
+	return s
+}
+
+// Path is the encrypted file.
+func (s *FileStore) Path() string { return s.path }
+
+func (s *FileStore) read() (map[string]*Entry, error) {
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]*Entry{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.key()
+	if err != nil {
+		return nil, err
+	}
+	plain, err := open(key, b)
+	if err != nil {
+		return nil, fmt.Errorf("token store %s: %w", s.path, err)
+	}
+	m := map[string]*Entry{}
+	if err := json.Unmarshal(plain, &m); err != nil {
+		return nil, fmt.Errorf("token store %s: %w", s.path, err)
+	}
+	return m, nil
+}
+
+func (s *FileStore) write(m map[string]*Entry) error {
+	plain, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	key, err := s.key()
+	if err != nil {
+		return err
+	}
+	sealed, err := seal(key, plain)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(s.path), ".tokens-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(sealed); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), s.path)
+}
+
+func (s *FileStore) Load(resource string) (*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	return m[resource], nil
+}
+
+func (s *FileStore) Save(e *Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.read()
+	if err != nil {
+		m = map[string]*Entry{} // unreadable (another key): start over
+	}
+	c := *e
+	c.Saved = time.Now().UTC()
+	m[e.Resource] = &c
+	return s.write(m)
+}
+
+func (s *FileStore) Delete(resource string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.read()
+	if err != nil {
+		return false, err
+	}
+	if _, ok := m[resource]; !ok {
+		return false, nil
+	}
+	delete(m, resource)
+	return true, s.write(m)
+}
+
+func (s *FileStore) List() ([]*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Entry, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out, nil
+}
+
+// fileKey reads the 32-byte key at path, creating it (0600) if missing.
+func fileKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) != 32 {
+			return nil, fmt.Errorf("token store key %s: want 32 bytes, found %d", path, len(b))
+		}
+		return b, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fileKey(path) // another process made it first
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(key); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return key, f.Close()
+}
+
+func seal(key, plain []byte) ([]byte, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, gcm.NonceSize())
+	rand.Read(nonce)
+	return gcm.Seal(nonce, nonce, plain, []byte("junction-oauth-v1")), nil
+}
+
+func open(key, sealed []byte) ([]byte, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < gcm.NonceSize() {
+		return nil, errors.New("file too short")
+	}
+	plain, err := gcm.Open(nil, sealed[:gcm.NonceSize()], sealed[gcm.NonceSize():], []byte("junction-oauth-v1"))
+	if err != nil {
+		return nil, errors.New("cannot decrypt (the key changed, or the file is damaged)")
+	}
+	return plain, nil
+}
+
+// MemoryStore keeps entries in memory.
+type MemoryStore struct {
+	mu sync.Mutex
+	m  map[string]*Entry
+}
+
+func (s *MemoryStore) Load(resource string) (*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[resource], nil
+}
+
+func (s *MemoryStore) Save(e *Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*Entry{}
+	}
+	c := *e
+	s.m[e.Resource] = &c
+	return nil
+}
+
+func (s *MemoryStore) Delete(resource string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[resource]
+	delete(s.m, resource)
+	return ok, nil
+}
+
+func (s *MemoryStore) List() ([]*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Entry
+	for _, e := range s.m {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out, nil
+}
