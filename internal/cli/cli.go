@@ -68,6 +68,9 @@ func commands() []command {
 		{"diagram run", "run a saved diagram or a diagram file, now or in the background", runDiagramRun},
 		{"diagram results", "print a diagram run's status and node outputs by session id", runDiagramResults},
 		{"status", "show a running hub's sources: states, tools, errors, drift", runStatus},
+		{"auth login", "log in to an MCP server that wants OAuth and keep its token", runAuthLogin},
+		{"auth status", "list the stored OAuth tokens of upstream servers", runAuthStatus},
+		{"auth logout", "forget an upstream server's OAuth token", runAuthLogout},
 		{"packs", "list the built-in packs", runPacks},
 		{"version", "print the version", runVersion},
 	}

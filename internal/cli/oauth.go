@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"io"
 	"net/http"
+	"os"
+
+	"golang.org/x/term"
 
 	"github.com/junction-mcp/junction/internal/oauth"
 )
@@ -19,7 +23,8 @@ const (
 // oauthTransport wraps base with the OAuth client of the -url target:
 // on a 401 that asks for a Bearer token it logs in (the person at the
 // terminal, through a redirect listener on 127.0.0.1, or headless with
-// JUNCTION_OAUTH_HEADLESS=1) and retries; tokens are kept in the store
+// JUNCTION_OAUTH_HEADLESS=1; without a terminal it fails at once, naming
+// junction auth login) and retries; tokens are kept in the store
 // that junction auth shows.
 func oauthTransport(env *Env, target string, base http.RoundTripper) http.RoundTripper {
 	mode := oauth.Mode(env.Getenv(EnvOAuthMode))
@@ -38,10 +43,19 @@ func oauthOptions(env *Env) oauth.Options {
 	if dir, err := oauth.DefaultDir(env.Getenv); err == nil {
 		opts.Store = oauth.NewFileStore(dir)
 	}
-	if env.Getenv(oauth.EnvHeadless) == "1" {
+	switch {
+	case env.Getenv(oauth.EnvHeadless) == "1":
 		opts.Login = oauth.HeadlessLogin{}
-	} else {
+	case writesToTerminal(env.Stderr):
 		opts.Login = oauth.NewLocalLogin(env.Stderr, nil)
+	default:
+		// No one to log in: fail at once, naming junction auth login.
 	}
 	return opts
+}
+
+// writesToTerminal reports whether w is a terminal.
+func writesToTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

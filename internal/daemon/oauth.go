@@ -44,8 +44,7 @@ func (d *Daemon) oauthFor(name string, s *config.Server) interface {
 		dir = ""
 	}
 	key := oauthKey{
-		settings: oauth.Settings{Name: name, URL: s.URL, Mode: oauth.Mode(s.Auth), ClientID: s.OAuthClientID,
-			ClientSecret: s.OAuthClientSecret, ClientMetadataURL: s.OAuthClientMetadataURL},
+		settings: OAuthSettings(name, s),
 		dir:      dir,
 		headless: d.getenv(oauth.EnvHeadless) == "1",
 	}
@@ -63,4 +62,10 @@ func (d *Daemon) oauthFor(name string, s *config.Server) interface {
 	}
 	c, _ := oauthClients.LoadOrStore(key, oauth.New(key.settings, opts))
 	return c.(*oauth.Client)
+}
+
+// OAuthSettings are the OAuth settings of the config's server name.
+func OAuthSettings(name string, s *config.Server) oauth.Settings {
+	return oauth.Settings{Name: name, URL: s.URL, Mode: oauth.Mode(s.Auth), ClientID: s.OAuthClientID,
+		ClientSecret: s.OAuthClientSecret, ClientMetadataURL: s.OAuthClientMetadataURL}
 }

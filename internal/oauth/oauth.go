@@ -78,6 +78,9 @@ type Options struct {
 	// HTTPClient makes the requests to metadata, registration and token
 	// endpoints; nil means a client of its own.
 	HTTPClient *http.Client
+	// Fresh ignores the stored token, so that the flow runs again
+	// (junction auth login); the new token replaces it.
+	Fresh bool
 }
 
 // Login is how the authorization step reaches the person (or, in tests,
@@ -106,6 +109,9 @@ func (e *LoginRequiredError) Error() string {
 		cmd = "junction auth login " + e.Name
 	}
 	msg := fmt.Sprintf("%s needs an OAuth login: run %q", what, cmd)
+	if e.Name == "" && e.URL != "" {
+		msg = fmt.Sprintf("%s needs an OAuth login: run %q", e.URL, "junction auth login "+e.URL)
+	}
 	if e.Scope != "" {
 		msg += fmt.Sprintf(" (it asks for scope %q)", e.Scope)
 	}
@@ -159,7 +165,7 @@ func (c *Client) tokenSource() oauth2.TokenSource {
 	defer c.mu.Unlock()
 	if !c.loaded {
 		c.loaded = true
-		if c.opts.Store != nil && c.s.Mode != ModeClientCredentials {
+		if c.opts.Store != nil && c.s.Mode != ModeClientCredentials && !c.opts.Fresh {
 			if e, err := c.opts.Store.Load(c.s.URL); err == nil && e != nil && e.Token != nil {
 				c.ts = c.storedSource(e)
 			}
@@ -185,7 +191,7 @@ func (c *Client) token() string {
 		return ""
 	}
 	tok, err := ts.Token()
-	if err != nil || tok == nil || !tok.Valid() {
+	if err != nil || tok == nil || tok.AccessToken == "" {
 		c.mu.Lock()
 		if c.ts == ts {
 			c.ts = nil
@@ -222,6 +228,19 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		if now := c.token(); now != "" && now != sent {
 			drain(resp)
 			return nil
+		}
+	}
+	// A login elsewhere (junction auth login, another process) may have
+	// stored a token since this one was read.
+	if c.opts.Store != nil && !c.opts.Fresh && c.s.Mode != ModeClientCredentials {
+		if e, err := c.opts.Store.Load(c.s.URL); err == nil && e != nil && e.Token != nil && e.Token.AccessToken != sent {
+			c.mu.Lock()
+			c.ts = c.storedSource(e)
+			c.mu.Unlock()
+			if c.token() != "" {
+				drain(resp)
+				return nil
+			}
 		}
 	}
 	h, err := c.getHandler()

@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/internal/config"
+	"github.com/junction-mcp/junction/internal/daemon"
+	"github.com/junction-mcp/junction/internal/oauth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const authLoginAbout = `Log in to an MCP server that wants OAuth, and keep its token for the hub
+and the client commands (docs/oauth.md). SERVER is a server of the config
+file (-config, default $JUNCTION_CONFIG), whose auth and oauth_* keys
+apply; a URL is taken as it is, with the JUNCTION_OAUTH_* variables.
+
+junction discovers the server's authorization server, registers (or uses
+the configured client), prints the authorization URL and opens it in a
+browser where there is one, and waits for the redirect on 127.0.0.1. The
+token is stored encrypted; a running hub picks it up at its next attempt.
+
+Examples:
+  junction auth login -config junction.yaml github
+  junction auth login https://mcp.example.com/mcp`
+
+const authStatusAbout = `List the stored OAuth tokens: server, URL, whether the token is valid and
+for how long, whether it can be refreshed, its scopes. With a config file
+(-config, default $JUNCTION_CONFIG), its HTTP servers with auth: oauth that
+have no token are listed as "not logged in".`
+
+const authLogoutAbout = `Forget the stored OAuth token of SERVER (a server of the config file) or
+URL. The authorization server is not told: revoke the grant there too if
+the token may have leaked.`
+
+// authTarget resolves SERVER or URL to OAuth settings, transport and
+// headers.
+func authTarget(env *Env, configPath, arg string) (oauth.Settings, string, map[string]string, error) {
+	if strings.Contains(arg, "://") {
+		return oauth.Settings{URL: arg, Mode: oauth.Mode(env.Getenv(EnvOAuthMode)), ClientID: env.Getenv(EnvOAuthClientID),
+			ClientSecret: env.Getenv(EnvOAuthClientSecret), ClientMetadataURL: env.Getenv(EnvOAuthClientMetadataURL)}, "", nil, nil
+	}
+	hf := hubFlags{configPath: configPath}
+	cfg, path, err := hf.loadConfig(env)
+	if err != nil {
+		return oauth.Settings{}, "", nil, err
+	}
+	if cfg == nil {
+		return oauth.Settings{}, "", nil, usageErrorf("%q is no URL, and there is no config file to find it in (give -config or set %s)", arg, EnvConfig)
+	}
+	s, ok := cfg.Servers[arg]
+	if !ok {
+		return oauth.Settings{}, "", nil, usageErrorf("%s has no server %q", path, arg)
+	}
+	if s.URL == "" || s.Transport == config.TransportStdio {
+		return oauth.Settings{}, "", nil, usageErrorf("server %q is a stdio server: OAuth is for servers over HTTP", arg)
+	}
+	return daemon.OAuthSettings(arg, s), s.Transport, s.Headers, nil
+}
+
+func runAuthLogin(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "auth login", "[flags] SERVER|URL", authLoginAbout)
+	configPath := fs.String("config", "", "the config `file` that names SERVER (default $"+EnvConfig+")")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the login")
+	if err := parseFlags(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("auth login needs one SERVER or URL, got %q", fs.Args())
+	}
+	s, transport, headers, err := authTarget(env, *configPath, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if s.Mode == oauth.ModeNone {
+		return usageErrorf("server %q has auth: none", s.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	opts := oauthOptions(env)
+	opts.Fresh = true
+	if ll, ok := opts.Login.(*oauth.LocalLogin); ok {
+		defer ll.Close()
+	} else if opts.Login == nil {
+		ll := oauth.NewLocalLogin(env.Stderr, nil) // asked for: log in even without a terminal
+		defer ll.Close()
+		opts.Login = ll
+	}
+	c := oauth.New(s, opts)
+	h := http.Header{}
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	hc := &http.Client{Transport: &headerTransport{base: c.WrapTransport(http.DefaultTransport), header: h, ctx: ctx}}
+	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1}
+	if transport == config.TransportSSE {
+		t = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "junction-cli", Version: buildinfo.Version()}, nil)
+	cs, err := connectWithin(ctx, client, t)
+	if err != nil {
+		return fmt.Errorf("auth login %s: %w", fs.Arg(0), err)
+	}
+	cs.Close()
+	what := s.URL
+	if s.Name != "" {
+		what = fmt.Sprintf("%s (%s)", s.Name, s.URL)
+	}
+	switch {
+	case s.Mode == oauth.ModeClientCredentials:
+		fmt.Fprintf(env.Stdout, "%s: the client_credentials grant works; junction gets its tokens itself, no login is kept\n", what)
+	case opts.Store != nil:
+		if e, _ := opts.Store.Load(s.URL); e != nil && e.Token != nil {
+			fmt.Fprintf(env.Stdout, "logged in to %s; the token is stored encrypted\n", what)
+			return nil
+		}
+		fmt.Fprintf(env.Stdout, "%s did not ask for a login: it works without a token\n", what)
+	}
+	return nil
+}
+
+func runAuthStatus(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "auth status", "[flags]", authStatusAbout)
+	configPath := fs.String("config", "", "also list this config `file`'s OAuth servers without a token (default $"+EnvConfig+")")
+	if err := parseFlags(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("auth status takes no arguments, got %q", fs.Args())
+	}
+	dir, err := oauth.DefaultDir(env.Getenv)
+	if err != nil {
+		return err
+	}
+	entries, err := oauth.NewFileStore(dir).List()
+	if err != nil {
+		return err
+	}
+	hf := hubFlags{configPath: *configPath}
+	cfg, _, err := hf.loadConfig(env)
+	if err != nil {
+		return err
+	}
+	names := map[string]string{} // URL → server name in the config
+	var missing []string
+	if cfg != nil {
+		for name, s := range cfg.Servers {
+			if s.URL == "" || s.Transport == config.TransportStdio {
+				continue
+			}
+			names[s.URL] = name
+			stored := slices.ContainsFunc(entries, func(e *oauth.Entry) bool { return e.Resource == s.URL })
+			if !stored && s.Auth == config.AuthOAuth {
+				missing = append(missing, name)
+			}
+		}
+	}
+	sort.Strings(missing)
+	if len(entries) == 0 && len(missing) == 0 {
+		fmt.Fprintf(env.Stdout, "no OAuth tokens stored (in %s)\n", dir)
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tURL\tTOKEN\tREFRESH\tSCOPES")
+	now := time.Now()
+	for _, e := range entries {
+		name := names[e.Resource]
+		if name == "" {
+			name = e.Name
+		}
+		if name == "" {
+			name = "-"
+		}
+		state := "valid"
+		switch {
+		case e.Token == nil || e.Token.AccessToken == "":
+			state = "none"
+		case e.Token.Expiry.IsZero():
+			state = "valid (no expiry given)"
+		case e.Token.Expiry.Before(now):
+			state = "expired " + now.Sub(e.Token.Expiry).Round(time.Second).String() + " ago"
+		default:
+			state = "valid for " + e.Token.Expiry.Sub(now).Round(time.Second).String()
+		}
+		refresh := "no"
+		if e.Token != nil && e.Token.RefreshToken != "" {
+			refresh = "yes"
+		}
+		scopes := strings.Join(e.Scopes, " ")
+		if scopes == "" {
+			scopes = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, e.Resource, state, refresh, scopes)
+	}
+	for _, name := range missing {
+		fmt.Fprintf(tw, "%s\t%s\tnot logged in: junction auth login %s\t-\t-\n", name, cfg.Servers[name].URL, name)
+	}
+	return tw.Flush()
+}
+
+func runAuthLogout(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "auth logout", "[flags] SERVER|URL", authLogoutAbout)
+	configPath := fs.String("config", "", "the config `file` that names SERVER (default $"+EnvConfig+")")
+	if err := parseFlags(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("auth logout needs one SERVER or URL, got %q", fs.Args())
+	}
+	s, _, _, err := authTarget(env, *configPath, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	dir, err := oauth.DefaultDir(env.Getenv)
+	if err != nil {
+		return err
+	}
+	ok, err := oauth.NewFileStore(dir).Delete(s.URL)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintf(env.Stdout, "no token stored for %s\n", fs.Arg(0))
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "forgot the token of %s\n", fs.Arg(0))
+	return nil
+}

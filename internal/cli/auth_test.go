@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/junction-mcp/junction/internal/oauth/oauthtest"
+)
+
+// junction auth login, status and logout, with a server of the config,
+// headless (the test authorization server approves at once); the hub in
+// front of that server fails at once before the login, naming the
+// command, and works after it.
+func TestAuthCommands(t *testing.T) {
+	srv := oauthtest.New()
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "junction.yaml")
+	if err := os.WriteFile(cfg, []byte("servers:\n  docs:\n    url: "+srv.Resource()+"\n    auth: oauth\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"JUNCTION_OAUTH_DIR": filepath.Join(dir, "oauth")}
+
+	out, _, code := run(t, env, "auth", "status", "-config", cfg)
+	if code != 0 || !strings.Contains(out, "not logged in: junction auth login docs") {
+		t.Errorf("status before login: exit %d\n%s", code, out)
+	}
+	out, errOut, code := run(t, env, "tools", "call", "docs__echo", "-json", `{"text":"hi"}`, "-config", cfg)
+	if code == 0 || !strings.Contains(out+errOut, `junction auth login docs`) {
+		t.Errorf("hub before login: exit %d\n%s%s", code, out, errOut)
+	}
+
+	env["JUNCTION_OAUTH_HEADLESS"] = "1"
+	out, errOut, code = run(t, env, "auth", "login", "-config", cfg, "docs")
+	if code != 0 || !strings.Contains(out, "logged in to docs") {
+		t.Fatalf("login: exit %d\n%s%s", code, out, errOut)
+	}
+	delete(env, "JUNCTION_OAUTH_HEADLESS")
+
+	out, _, code = run(t, env, "auth", "status", "-config", cfg)
+	if code != 0 || !strings.Contains(out, "docs") || !strings.Contains(out, "valid for") || strings.Contains(out, "not logged in") {
+		t.Errorf("status after login: exit %d\n%s", code, out)
+	}
+	out, errOut, code = run(t, env, "tools", "call", "docs__echo", "-json", `{"text":"hi"}`, "-config", cfg)
+	if code != 0 || !strings.Contains(out, "hi") {
+		t.Errorf("hub after login: exit %d\n%s%s", code, out, errOut)
+	}
+	// The client commands share the store: -url works too.
+	out, errOut, code = run(t, env, "tools", "call", "echo", "-json", `{"text":"direct"}`, "-url", srv.Resource())
+	if code != 0 || !strings.Contains(out, "direct") {
+		t.Errorf("-url after login: exit %d\n%s%s", code, out, errOut)
+	}
+
+	out, _, code = run(t, env, "auth", "logout", "-config", cfg, "docs")
+	if code != 0 || !strings.Contains(out, "forgot the token of docs") {
+		t.Errorf("logout: exit %d\n%s", code, out)
+	}
+	out, _, _ = run(t, env, "auth", "status")
+	if !strings.Contains(out, "no OAuth tokens stored") {
+		t.Errorf("status after logout:\n%s", out)
+	}
+	if reg, auths, _ := srv.Counts(); reg != 1 || auths != 1 {
+		t.Errorf("%d registrations, %d authorizations; want one login", reg, auths)
+	}
+}

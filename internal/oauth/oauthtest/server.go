@@ -1,0 +1,168 @@
+// Package oauthtest is an MCP server behind OAuth for tests: one
+// httptest server on 127.0.0.1 that is both the protected resource (an
+// MCP endpoint at /mcp with one tool, "echo") and its authorization
+// server (RFC 9728 and RFC 8414 metadata, dynamic registration, an
+// authorization endpoint that approves at once, and a token endpoint for
+// the authorization_code and refresh_token grants). It checks PKCE S256
+// and the resource indicator as a real one would.
+package oauthtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server is the test server. Its counters may be read while it runs.
+type Server struct {
+	*httptest.Server
+	// ExpiresIn is the lifetime given to access tokens, in seconds (0:
+	// 3600). golang.org/x/oauth2 refreshes a token 10 s before it
+	// expires, so 1 makes every use of a token refresh it first.
+	ExpiresIn int
+
+	mu             sync.Mutex
+	codes          map[string]grant // code → grant
+	access         map[string]bool
+	refresh        map[string]bool
+	Registrations  int
+	Authorizations int
+	Refreshes      int
+}
+
+type grant struct {
+	challenge, resource, redirect string
+}
+
+// New starts the server.
+func New() *Server {
+	s := &Server{codes: map[string]grant{}, access: map[string]bool{}, refresh: map[string]bool{}}
+	mcpSrv := mcp.NewServer(&mcp.Implementation{Name: "oauthtest", Version: "1"}, nil)
+	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "echo", Description: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		s.mu.Lock()
+		ok := s.access[tok]
+		s.mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+s.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"resource": s.Resource(), "authorization_servers": []string{s.URL}})
+	})
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"issuer": s.URL, "authorization_endpoint": s.URL + "/authorize",
+			"token_endpoint": s.URL + "/token", "registration_endpoint": s.URL + "/register",
+			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
+			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"}})
+	})
+	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
+		var meta map[string]any
+		json.NewDecoder(r.Body).Decode(&meta)
+		s.mu.Lock()
+		s.Registrations++
+		s.mu.Unlock()
+		meta["client_id"] = "client-" + rand.Text()
+		meta["token_endpoint_auth_method"] = "none"
+		w.WriteHeader(http.StatusCreated)
+		writeJSON(w, meta)
+	})
+	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("code_challenge_method") != "S256" || q.Get("resource") != s.Resource() || q.Get("redirect_uri") == "" {
+			http.Error(w, "want PKCE S256, the resource and a redirect_uri", http.StatusBadRequest)
+			return
+		}
+		code := rand.Text()
+		s.mu.Lock()
+		s.Authorizations++
+		s.codes[code] = grant{challenge: q.Get("code_challenge"), resource: q.Get("resource"), redirect: q.Get("redirect_uri")}
+		s.mu.Unlock()
+		u, _ := url.Parse(q.Get("redirect_uri"))
+		v := u.Query()
+		v.Set("code", code)
+		v.Set("state", q.Get("state"))
+		u.RawQuery = v.Encode()
+		http.Redirect(w, r, u.String(), http.StatusFound)
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch r.Form.Get("grant_type") {
+		case "authorization_code":
+			g, ok := s.codes[r.Form.Get("code")]
+			delete(s.codes, r.Form.Get("code"))
+			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
+			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge || r.Form.Get("resource") != g.resource ||
+				r.Form.Get("redirect_uri") != g.redirect {
+				w.WriteHeader(http.StatusBadRequest)
+				writeJSON(w, map[string]string{"error": "invalid_grant"})
+				return
+			}
+		case "refresh_token":
+			if !s.refresh[r.Form.Get("refresh_token")] {
+				w.WriteHeader(http.StatusBadRequest)
+				writeJSON(w, map[string]string{"error": "invalid_grant"})
+				return
+			}
+			delete(s.refresh, r.Form.Get("refresh_token"))
+			s.Refreshes++
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]string{"error": "unsupported_grant_type"})
+			return
+		}
+		at, rt := "at-"+rand.Text(), "rt-"+rand.Text()
+		s.access[at], s.refresh[rt] = true, true
+		exp := s.ExpiresIn
+		if exp == 0 {
+			exp = 3600
+		}
+		writeJSON(w, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": exp, "refresh_token": rt})
+	})
+	s.Server = httptest.NewServer(mux)
+	return s
+}
+
+// Resource is the MCP endpoint's URL.
+func (s *Server) Resource() string { return s.URL + "/mcp" }
+
+// RevokeAll makes every access and refresh token issued so far invalid.
+func (s *Server) RevokeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.access)
+	clear(s.refresh)
+}
+
+// Counts returns the registrations, authorizations and refreshes so far.
+func (s *Server) Counts() (registrations, authorizations, refreshes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Registrations, s.Authorizations, s.Refreshes
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
