@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -135,11 +136,11 @@ func runAuthStatus(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("auth status takes no arguments, got %q", fs.Args())
 	}
-	dir, err := oauth.DefaultDir(env.Getenv)
+	store, err := oauth.OpenStore(env.Getenv)
 	if err != nil {
 		return err
 	}
-	entries, err := oauth.NewFileStore(dir).List()
+	entries, err := store.List()
 	if err != nil {
 		return err
 	}
@@ -164,7 +165,7 @@ func runAuthStatus(ctx context.Context, env *Env, args []string) error {
 	}
 	sort.Strings(missing)
 	if len(entries) == 0 && len(missing) == 0 {
-		fmt.Fprintf(env.Stdout, "no OAuth tokens stored (in %s)\n", dir)
+		fmt.Fprintf(env.Stdout, "no OAuth tokens stored (in %s)\n", filepath.Dir(store.Path()))
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
@@ -218,11 +219,11 @@ func runAuthLogout(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := oauth.DefaultDir(env.Getenv)
+	store, err := oauth.OpenStore(env.Getenv)
 	if err != nil {
 		return err
 	}
-	ok, err := oauth.NewFileStore(dir).Delete(s.URL)
+	ok, err := store.Delete(s.URL)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,8 @@ func oauthTransport(env *Env, target string, base http.RoundTripper) http.RoundT
 // oauthOptions are the store and login of a command run by a person.
 func oauthOptions(env *Env) oauth.Options {
 	opts := oauth.Options{Store: &oauth.MemoryStore{}}
-	if dir, err := oauth.DefaultDir(env.Getenv); err == nil {
-		opts.Store = oauth.NewFileStore(dir)
+	if st, err := oauth.OpenStore(env.Getenv); err == nil {
+		opts.Store = st
 	}
 	switch {
 	case env.Getenv(oauth.EnvHeadless) == "1":

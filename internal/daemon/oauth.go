@@ -51,11 +51,11 @@ func (d *Daemon) oauthFor(name string, s *config.Server) interface {
 	if c, ok := oauthClients.Load(key); ok {
 		return c.(*oauth.Client)
 	}
-	opts := oauth.Options{}
+	opts := oauth.Options{Store: &oauth.MemoryStore{}}
 	if dir != "" {
-		opts.Store = oauth.NewFileStore(dir)
-	} else {
-		opts.Store = &oauth.MemoryStore{}
+		if st, err := oauth.OpenStore(d.getenv); err == nil {
+			opts.Store = st
+		}
 	}
 	if key.headless {
 		opts.Login = oauth.HeadlessLogin{}

@@ -310,7 +310,9 @@ func (d *clientDriver) oauthSetup(name string) (string, error) {
 	if d.context != "" {
 		json.Unmarshal([]byte(d.context), &ctx)
 	}
-	env := map[string]string{"JUNCTION_OAUTH_HEADLESS": "1", "JUNCTION_OAUTH_DIR": dir,
+	// JUNCTION_OAUTH_KEYCHAIN=0: a key file in dir, nothing left in the
+	// keychain of a developer's desktop.
+	env := map[string]string{"JUNCTION_OAUTH_HEADLESS": "1", "JUNCTION_OAUTH_DIR": dir, "JUNCTION_OAUTH_KEYCHAIN": "0",
 		"JUNCTION_OAUTH_CLIENT_METADATA_URL": conformanceClientMetadataURL}
 	yaml := fmt.Sprintf("    oauth_client_metadata_url: %q\n", conformanceClientMetadataURL)
 	if strings.HasPrefix(name, "auth/client-credentials-") {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/zalando/go-keyring"
 	"golang.org/x/oauth2"
 )
 
@@ -156,5 +157,42 @@ func TestLocalLoginChecksState(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "https://as.example/authorize?state=s1") {
 		t.Errorf("the URL was not printed: %q", out.String())
+	}
+}
+
+// With a keychain, the store's key lives there and no key file is
+// written; a run that cannot reach it says so; JUNCTION_OAUTH_KEYCHAIN=0
+// keeps the key in a file.
+func TestStoreKeyInKeychain(t *testing.T) {
+	keyring.MockInit()
+	dir := t.TempDir()
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	withBus := env(map[string]string{"JUNCTION_OAUTH_DIR": dir, "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"})
+	s, err := OpenStore(withBus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(&Entry{Resource: "https://a.example/mcp", Token: &oauth2.Token{AccessToken: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "key")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a key file was written beside a keychain key: %v", err)
+	}
+	s2, _ := OpenStore(withBus)
+	if e, err := s2.Load("https://a.example/mcp"); err != nil || e == nil || e.Token.AccessToken != "t" {
+		t.Fatalf("Load through the keychain key: %+v, %v", e, err)
+	}
+	keyring.MockInitWithError(errors.New("no secret service"))
+	if _, err := s2.Load("https://a.example/mcp"); err == nil || !strings.Contains(err.Error(), "JUNCTION_OAUTH_KEYCHAIN=0") {
+		t.Errorf("keychain gone: %v", err)
+	}
+
+	fileDir := t.TempDir()
+	s3, _ := OpenStore(env(map[string]string{"JUNCTION_OAUTH_DIR": fileDir, "DBUS_SESSION_BUS_ADDRESS": "x", "JUNCTION_OAUTH_KEYCHAIN": "0"}))
+	if err := s3.Save(&Entry{Resource: "r", Token: &oauth2.Token{AccessToken: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(fileDir, "key")); err != nil {
+		t.Errorf("JUNCTION_OAUTH_KEYCHAIN=0: no key file: %v", err)
 	}
 }
