@@ -99,31 +99,70 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 		protected = requireToken(protected, cfg.Tokens)
 	}
 	root := http.NewServeMux()
-	root.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"status":"ok","tools":%d}`+"\n", len(d.View.ToolNames()))
-	})
+	root.HandleFunc("/healthz", d.healthz)
 	root.HandleFunc("/readyz", d.readyz)
 	root.Handle("/", protected)
 	return d.Metrics.countRequests(checkHostOrigin(root, listenHost, cfg.AllowedHosts, cfg.AllowedOrigins))
 }
 
+// failedSources returns the upstreams in state failed, and how many
+// upstreams there are.
+func (d *Daemon) failedSources() (failed []string, upstreams int) {
+	failed = []string{}
+	for _, s := range d.Status().Sources {
+		if s.Kind != KindUpstream {
+			continue
+		}
+		upstreams++
+		if s.State == "failed" {
+			failed = append(failed, s.Name)
+		}
+	}
+	return failed, upstreams
+}
+
+// healthz is liveness: 200 while the process serves, whatever its sources
+// do (restarting junction mends no upstream). The body says "degraded"
+// and names the failed upstreams when there are any.
+func (d *Daemon) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	failed, _ := d.failedSources()
+	body := struct {
+		Status string   `json:"status"`
+		Tools  int      `json:"tools"`
+		Failed []string `json:"failed"`
+	}{Status: "ok", Tools: len(d.View.ToolNames()), Failed: failed}
+	if len(failed) > 0 {
+		body.Status = "degraded"
+	}
+	json.NewEncoder(w).Encode(body)
+}
+
 // readyz answers 200 once the hub's startup is over (see
 // junction.Hub.Started) and 503 before, with the sources still
 // connecting, so a load balancer sends no host to a replica whose first
-// lists would wait.
+// lists would wait; and 503 again while every upstream has failed (a
+// replica with none of its servers is no use to a host; another may
+// have them).
 func (d *Daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	failed, upstreams := d.failedSources()
 	body := struct {
 		Status     string   `json:"status"`
 		Connecting []string `json:"connecting"`
-	}{Status: "ready", Connecting: d.Hub.Connecting()}
+		Failed     []string `json:"failed"`
+	}{Status: "ready", Connecting: d.Hub.Connecting(), Failed: failed}
 	if body.Connecting == nil {
 		body.Connecting = []string{}
 	}
-	if !d.Hub.Started() {
+	switch {
+	case !d.Hub.Started():
 		body.Status = "starting"
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case upstreams > 0 && len(failed) == upstreams:
+		body.Status = "unavailable"
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	json.NewEncoder(w).Encode(body)
