@@ -338,8 +338,19 @@ func (d *Daemon) pendingPrefixes() []string {
 
 // CheckSelection is [junction.Hub.CheckSelection], except that a tool of
 // an upstream or plugin that has not connected yet is not an error: it is
-// checked when the source connects (and logged if it never appears).
+// checked when the source connects (and logged if it never appears). So
+// is a selection that is empty only because such sources serve nothing
+// yet (a preset of upstream tools, say).
 func (d *Daemon) CheckSelection(sel junction.Selection) error {
+	err := d.checkSelection(sel)
+	if errors.Is(err, junction.ErrEmptySelection) && len(d.pendingPrefixes()) > 0 {
+		d.logger.Info("a selection has no tool yet; it fills as sources connect", "presets", sel.Presets, "tools", sel.Tools)
+		return nil
+	}
+	return err
+}
+
+func (d *Daemon) checkSelection(sel junction.Selection) error {
 	err := d.Hub.CheckSelection(sel)
 	var une *junction.UnknownNameError
 	if !errors.As(err, &une) || une.Kind != "tool" {
