@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,6 +159,11 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger, cfg
 	}
 	if f.filtersGiven(env) && len(sel.Presets) == 0 && len(sel.Tools) == 0 {
 		return nil, usageErrorf("%v (check -preset, -tools, -tool, %s)", junction.ErrEmptySelection, EnvTools)
+	}
+	for _, p := range f.packs {
+		if !slices.Contains(daemon.PackNames(), p) {
+			return nil, usageErrorf("-pack %q: unknown pack (known: %s)", p, strings.Join(daemon.PackNames(), ", "))
+		}
 	}
 	// Build with everything first, to check each origin on its own and name
 	// it in the error.
