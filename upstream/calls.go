@@ -147,8 +147,9 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 		case withdrawn && attempts > start:
 			return nil, fmt.Errorf("upstream %q: %w: no working session for %v, so its tools are withdrawn until it reconnects (last error: %v)",
 				s.name, junction.ErrSourceDown, s.cfg.withdrawAfter(), err)
-		case !reconnecting && attempts > start:
-			// An attempt finished after we asked, and it did not connect.
+		case !reconnecting && attempts > start, attempts > start && needsPerson(err):
+			// An attempt finished after we asked, and it did not connect
+			// (or cannot until someone acts: an OAuth login).
 			return nil, fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err)
 		}
 		select {
@@ -164,6 +165,13 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 			return nil, fmt.Errorf("upstream %q: closed: %w", s.name, junction.ErrSourceDown)
 		}
 	}
+}
+
+// needsPerson reports whether err says no attempt can connect until a
+// person acts, as the errors of Config.Auth can (an OAuth login).
+func needsPerson(err error) bool {
+	var e interface{ NeedsPerson() bool }
+	return errors.As(err, &e) && e.NeedsPerson()
 }
 
 // CallTool implements [junction.Source]. It forwards the call as it is:

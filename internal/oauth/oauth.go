@@ -123,6 +123,10 @@ var ErrLoginRequired = errors.New("OAuth login required")
 
 func (e *LoginRequiredError) Is(target error) bool { return target == ErrLoginRequired }
 
+// NeedsPerson reports true: no retry succeeds before the login, so a
+// call waiting for the server fails at once (package upstream asks).
+func (e *LoginRequiredError) NeedsPerson() bool { return true }
+
 // Client is the OAuth client of one server. It is safe for concurrent use;
 // requests that meet a challenge together run one authorization.
 type Client struct {
@@ -440,6 +444,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil // cannot send it again
 	}
 	if err := t.c.authorize(req.Context(), r, resp, sent); err != nil {
+		if errors.Is(err, ErrLoginRequired) && req.Header.Get("Mcp-Session-Id") != "" {
+			// Inside a session (a revoked token), an error would fail
+			// only this request and leave the session looking up; a 401
+			// makes go-sdk end it, so the server reconnects and reports
+			// the login it needs.
+			return &http.Response{Status: "401 Unauthorized", StatusCode: http.StatusUnauthorized,
+				Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
+				Body: io.NopCloser(strings.NewReader(err.Error())), Request: req}, nil
+		}
 		return nil, err
 	}
 	r = req.Clone(req.Context())

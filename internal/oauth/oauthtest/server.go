@@ -30,6 +30,8 @@ type Server struct {
 	// expires, so 1 makes every use of a token refresh it first.
 	ExpiresIn int
 
+	mcp *mcp.Server
+
 	mu             sync.Mutex
 	codes          map[string]grant // code → grant
 	access         map[string]bool
@@ -140,8 +142,18 @@ func New() *Server {
 		}
 		writeJSON(w, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": exp, "refresh_token": rt})
 	})
+	s.mcp = mcpSrv
 	s.Server = httptest.NewServer(mux)
 	return s
+}
+
+// Close ends the MCP sessions (a client that lost its token never ends
+// its own) and stops the server.
+func (s *Server) Close() {
+	for ss := range s.mcp.Sessions() {
+		ss.Close()
+	}
+	s.Server.Close()
 }
 
 // Resource is the MCP endpoint's URL.
