@@ -182,7 +182,7 @@ func runAuthStatus(ctx context.Context, env *Env, args []string) error {
 		state := "valid"
 		switch {
 		case e.Token == nil || e.Token.AccessToken == "":
-			state = "none"
+			state = "not logged in"
 		case e.Token.Expiry.IsZero():
 			state = "valid (no expiry given)"
 		case e.Token.Expiry.Before(now):
@@ -197,6 +197,9 @@ func runAuthStatus(ctx context.Context, env *Env, args []string) error {
 		scopes := strings.Join(e.Scopes, " ")
 		if scopes == "" {
 			scopes = "-"
+		}
+		if len(e.Wanted) > 0 {
+			scopes += " (asks for " + strings.Join(e.Wanted, " ") + ": log in again)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, e.Resource, state, refresh, scopes)
 	}

@@ -262,6 +262,7 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 			}
 		}
 		drain(resp)
+		c.want(strings.Fields(scope))
 		return &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope}
 	}
 	if err := h.Authorize(ctx, req, resp); err != nil {
@@ -335,9 +336,34 @@ func (c *Client) getHandler() (auth.OAuthHandler, error) {
 	return h, nil
 }
 
-// scopeFilter adds the scopes of the stored grant to those the server
-// asks for, so that a step-up in a later run keeps what an earlier one
-// was granted (SEP-2350 asks for the union).
+// want records scopes a challenge asked for that nobody could log in
+// for here, so that junction auth login asks for them (a hub's step-up).
+func (c *Client) want(scopes []string) {
+	if c.opts.Store == nil || len(scopes) == 0 {
+		return
+	}
+	e, err := c.opts.Store.Load(c.s.URL)
+	if err != nil {
+		return
+	}
+	if e == nil {
+		e = &Entry{Name: c.s.Name, Resource: c.s.URL}
+	}
+	n := len(e.Wanted)
+	for _, s := range scopes {
+		if !slices.Contains(e.Wanted, s) && !slices.Contains(e.Scopes, s) {
+			e.Wanted = append(e.Wanted, s)
+		}
+	}
+	if len(e.Wanted) > n {
+		_ = c.opts.Store.Save(e)
+	}
+}
+
+// scopeFilter adds the scopes of the stored grant, and those a hub was
+// asked for, to those the server asks for now, so that a step-up in a
+// later run keeps what an earlier one was granted (SEP-2350 asks for the
+// union).
 func (c *Client) scopeFilter(discovered []string) []string {
 	if c.opts.Store == nil {
 		return discovered
@@ -347,7 +373,7 @@ func (c *Client) scopeFilter(discovered []string) []string {
 		return discovered
 	}
 	out := slices.Clone(e.Scopes)
-	for _, s := range discovered {
+	for _, s := range slices.Concat(e.Wanted, discovered) {
 		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}

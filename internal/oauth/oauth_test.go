@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,28 @@ func TestStoreKeyInKeychain(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(fileDir, "key")); err != nil {
 		t.Errorf("JUNCTION_OAUTH_KEYCHAIN=0: no key file: %v", err)
+	}
+}
+
+// A hub that meets a challenge for a scope records it, and the next
+// login asks for it along with what the server asks then (a hub's
+// step-up needs the person to grant the new scope).
+func TestHubRecordsWantedScopes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="files:write"`)
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer srv.Close()
+	store := &MemoryStore{}
+	store.Save(&Entry{Resource: srv.URL + "/mcp", Scopes: []string{"files:read"}, Token: &oauth2.Token{AccessToken: "tok"}})
+	hub := New(Settings{Name: "files", URL: srv.URL + "/mcp"}, Options{Store: store})
+	_, err := (&http.Client{Transport: hub.WrapTransport(nil)}).Get(srv.URL + "/mcp")
+	if !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), `"files:write"`) {
+		t.Fatalf("step-up without a login: %v", err)
+	}
+	login := New(Settings{Name: "files", URL: srv.URL + "/mcp"}, Options{Store: store, Fresh: true})
+	got := login.scopeFilter([]string{"files:list"})
+	if want := []string{"files:read", "files:write", "files:list"}; !slices.Equal(got, want) {
+		t.Errorf("scopes asked at the next login: %v, want %v", got, want)
 	}
 }

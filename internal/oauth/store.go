@@ -23,14 +23,17 @@ type Entry struct {
 	// Name is the server's name when it was logged in to (for display).
 	Name string `json:"name,omitempty"`
 	// Resource is the server's URL, the key.
-	Resource     string        `json:"resource"`
-	ClientID     string        `json:"client_id"`
-	ClientSecret string        `json:"client_secret,omitempty"`
-	TokenURL     string        `json:"token_url"`
-	AuthStyle    int           `json:"auth_style,omitempty"`
-	Scopes       []string      `json:"scopes,omitempty"`
-	Token        *oauth2.Token `json:"token"`
-	Saved        time.Time     `json:"saved"`
+	Resource     string   `json:"resource"`
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret,omitempty"`
+	TokenURL     string   `json:"token_url"`
+	AuthStyle    int      `json:"auth_style,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+	// Wanted are scopes the server asked for that no login has granted
+	// yet (a hub met the challenge); the next login asks for them too.
+	Wanted []string      `json:"wanted_scopes,omitempty"`
+	Token  *oauth2.Token `json:"token"`
+	Saved  time.Time     `json:"saved"`
 }
 
 // Store keeps entries by resource URL.
