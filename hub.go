@@ -311,14 +311,29 @@ func (h *Hub) Add(ctx context.Context, name string, src Source, opts *SourceOpti
 // unknown name does nothing.
 func (h *Hub) Remove(name string) error {
 	h.mu.Lock()
+	var old *sourceState
 	if i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
-		st := h.sources[i]
+		old = h.sources[i]
 		h.sources = slices.Delete(h.sources, i, i+1)
-		h.settle(st)
-		h.retire(st)
+		h.settle(old)
 	}
 	h.mu.Unlock()
-	return h.rebuild()
+	err := h.rebuild()
+	h.retireAfterRebuild(old)
+	return err
+}
+
+// retireAfterRebuild retires old (nil: nothing) once the table no longer
+// routes to it. Until rebuild installs the new table, calls are still
+// routed by the old one, to old, and counted there; retiring old before
+// would let Drain find it idle and its caller stop it under such a call.
+func (h *Hub) retireAfterRebuild(old *sourceState) {
+	if old == nil {
+		return
+	}
+	h.mu.Lock()
+	h.retire(old)
+	h.mu.Unlock()
 }
 
 // Replace puts src in the place of the source called name, keeping its
@@ -353,18 +368,20 @@ func (h *Hub) Replace(ctx context.Context, name string, src Source, opts *Source
 	h.loadCatalog(context.WithoutCancel(ctx), st)
 	h.refreshMu.Lock()
 	h.mu.Lock()
+	var old *sourceState
 	if i = slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
-		old := h.sources[i]
+		old = h.sources[i]
 		h.sources[i] = st
 		h.settle(old)
-		h.retire(old)
 	} else {
 		h.sources = append(h.sources, st)
 	}
 	h.watchReady(st)
 	h.mu.Unlock()
 	h.refreshMu.Unlock()
-	return h.rebuild()
+	err := h.rebuild()
+	h.retireAfterRebuild(old)
+	return err
 }
 
 // SetSourceOptions changes how the hub serves the source called name
