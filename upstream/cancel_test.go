@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/canceltest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,28 +50,9 @@ func TestCancelledCallThroughHub(t *testing.T) {
 			t.Parallel()
 			up := canceltest.StartUpstream(t)
 			r, _ := newRegistry(t, nil)
-			hub := junction.New(nil)
-			t.Cleanup(func() { hub.Close() })
 			ctx := ctxTimeout(t, 60*time.Second)
-			if err := hub.Add(ctx, "up", addReady(t, r, "up", Config{URL: up.URL}), nil); err != nil {
-				t.Fatal(err)
-			}
-			view, err := hub.NewView("", junction.Selection{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := view.Server().Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ss.Close() })
 			rec, client := canceltest.NewClient(up)
-			cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
+			cs := hostThroughHub(t, ctx, "up", addReady(t, r, "up", Config{URL: up.URL}), client, "2025-11-25")
 			t.Cleanup(rec.ReleaseHeld) // runs first: Close waits for handlers
 			canceltest.Subscribe(t, cs)
 			rec.Run(t, cs, "up__", mode, canceltest.MustCancel)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,21 +47,6 @@ func TestServerEverything(t *testing.T) {
 	}
 
 	ctx := ctxTimeout(t, 90*time.Second)
-	hub := junction.New(nil)
-	t.Cleanup(func() { hub.Close() })
-	if err := hub.Add(ctx, "everything", up, nil); err != nil {
-		t.Fatal(err)
-	}
-	view, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
 	var mu sync.Mutex
 	var progress []float64
 	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
@@ -72,11 +56,7 @@ func TestServerEverything(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := hostThroughHub(t, ctx, "everything", up, client, "")
 
 	var names []string
 	for tool, err := range cs.Tools(ctx, nil) {

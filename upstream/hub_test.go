@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -66,22 +65,7 @@ func testThroughHub(t *testing.T, transport Transport, version, hostVersion stri
 	r, _ := newRegistry(t, nil)
 	up := addReady(t, r, "up", cfg)
 
-	hub := junction.New(nil)
-	t.Cleanup(func() { hub.Close() })
 	ctx := ctxTimeout(t, 60*time.Second)
-	if err := hub.Add(ctx, "up", up, nil); err != nil {
-		t.Fatal(err)
-	}
-	view, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
 
 	ev := &hostEvents{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
@@ -118,15 +102,7 @@ func testThroughHub(t *testing.T, transport Transport, version, hostVersion stri
 			return next(ctx, method, req)
 		}
 	})
-	var sopts *mcp.ClientSessionOptions
-	if hostVersion != "" {
-		sopts = &mcp.ClientSessionOptions{ProtocolVersion: hostVersion}
-	}
-	cs, err := client.Connect(ctx, ct, sopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := hostThroughHub(t, ctx, "up", up, client, hostVersion)
 
 	var names []string
 	for tool, err := range cs.Tools(ctx, nil) {
@@ -252,31 +228,12 @@ func TestBridgeByHand(t *testing.T) {
 	cfg.ProtocolVersion = "2025-11-25"
 	r, _ := newRegistry(t, nil)
 	up := addReady(t, r, "up", cfg)
-	hub := junction.New(nil)
-	t.Cleanup(func() { hub.Close() })
 	ctx := ctxTimeout(t, 60*time.Second)
-	if err := hub.Add(ctx, "up", up, nil); err != nil {
-		t.Fatal(err)
-	}
-	view, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
 	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
 		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
 	})
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := hostThroughHub(t, ctx, "up", up, client, "")
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit"})
 	if err != nil {

@@ -141,32 +141,13 @@ func TestPerHostSessionAtHostRevision(t *testing.T) {
 			cfg.PerHost = perHost
 			r, _ := newRegistry(t, nil)
 			up := addReady(t, r, "up", cfg)
-			hub := junction.New(nil)
-			t.Cleanup(func() { hub.Close() })
 			ctx := ctxTimeout(t, 30*time.Second)
-			if err := hub.Add(ctx, "up", up, nil); err != nil {
-				t.Fatal(err)
-			}
-			view, err := hub.NewView("", junction.Selection{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := view.Server().Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ss.Close() })
 			client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
 				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "pong"}}, nil
 				},
 			})
-			cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
+			cs := hostThroughHub(t, ctx, "up", up, client, "2025-11-25")
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
 			got := fmt.Sprint(err)
 			if err == nil {

@@ -686,3 +686,36 @@ func TestStrictServerWithoutDiscover(t *testing.T) {
 		t.Error("the server is still to be probed on its next connection")
 	}
 }
+
+// hostThroughHub puts up, as the source name, in a new hub and connects
+// client to the hub's view as a host over an in-memory transport,
+// offering version ("" for go-sdk's newest). The hub and both sessions
+// are closed when the test ends.
+func hostThroughHub(t *testing.T, ctx context.Context, name string, up *Server, client *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(ctx, name, up, nil); err != nil {
+		t.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := view.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, ct, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}

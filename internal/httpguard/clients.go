@@ -14,23 +14,37 @@ type Clients struct {
 	prefixes []netip.Prefix
 }
 
+// ParseNetwork reads a network such as 10.0.0.0/8, or one address (a /32
+// or /128 network). A network with bits set past its length is refused
+// with the network it probably means.
+func ParseNetwork(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if p, err := netip.ParsePrefix(s); err == nil {
+		if p != p.Masked() {
+			return netip.Prefix{}, fmt.Errorf("%q has bits set past its /%d: write %s", s, p.Bits(), p.Masked())
+		}
+		return p, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is not a network such as 10.0.0.0/8 or fd00::/8, or an IP address", s)
+}
+
 // ParseClients parses entries, each an IP address ("10.0.0.7", "::1") or
-// a CIDR prefix ("10.0.0.0/8"). An entry that is neither gets an error
-// naming it.
+// a CIDR prefix ("10.0.0.0/8") as [ParseNetwork] reads them. An entry
+// that is neither gets an error naming it.
 func ParseClients(entries []string) (Clients, error) {
 	var c Clients
 	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if p, err := netip.ParsePrefix(e); err == nil {
-			c.prefixes = append(c.prefixes, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(e)
+		p, err := ParseNetwork(e)
 		if err != nil {
-			return Clients{}, fmt.Errorf("client %q: want an IP address or a CIDR prefix (10.0.0.7, 10.0.0.0/8, ::1)", e)
+			return Clients{}, fmt.Errorf("client %q: want an IP address or a CIDR prefix (10.0.0.7, 10.0.0.0/8, ::1): %v", strings.TrimSpace(e), err)
 		}
-		a = a.Unmap()
-		c.prefixes = append(c.prefixes, netip.PrefixFrom(a, a.BitLen()))
+		if a := p.Addr(); a.Is4In6() && p.IsSingleIP() {
+			p = netip.PrefixFrom(a.Unmap(), 32) // as Allows sees an IPv4 client
+		}
+		c.prefixes = append(c.prefixes, p)
 	}
 	return c, nil
 }

@@ -28,7 +28,7 @@ func TestClients(t *testing.T) {
 	if got := c.String(); got != "10.0.0.0/8,192.168.1.7,::1,fd00::/8" {
 		t.Errorf("String() = %q", got)
 	}
-	for _, bad := range []string{"0x1234", "myapp.diode", "10.0.0.0/33", ""} {
+	for _, bad := range []string{"0x1234", "myapp.diode", "10.0.0.0/33", "10.0.0.1/8", ""} {
 		if _, err := ParseClients([]string{bad}); err == nil {
 			t.Errorf("ParseClients(%q) accepted it", bad)
 		}

@@ -3,11 +3,12 @@ package diagram
 import (
 	"fmt"
 	"math"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/httpguard"
 )
 
 // A setting is one key of the pack's settings in the config file
@@ -39,7 +40,7 @@ var settings = []setting{
 		}
 		o.HTTPAllowCIDRs = nil
 		for i, s := range list {
-			p, err := parseCIDR(s)
+			p, err := httpguard.ParseNetwork(s)
 			if err != nil {
 				return fmt.Errorf("[%d]: %v", i, err)
 			}
@@ -185,22 +186,6 @@ func stringList(v any) ([]string, error) {
 		out[i] = s
 	}
 	return out, nil
-}
-
-// parseCIDR reads a network such as 10.0.0.0/8, or one address (a /32 or
-// /128 network).
-func parseCIDR(s string) (netip.Prefix, error) {
-	s = strings.TrimSpace(s)
-	if p, err := netip.ParsePrefix(s); err == nil {
-		if p != p.Masked() {
-			return netip.Prefix{}, fmt.Errorf("%q has bits set past its /%d: write %s", s, p.Bits(), p.Masked())
-		}
-		return p, nil
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	return netip.Prefix{}, fmt.Errorf("%q is not a network such as 10.0.0.0/8 or fd00::/8, or an IP address", s)
 }
 
 func show(v any) string {
