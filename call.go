@@ -50,6 +50,16 @@ type Call struct {
 	// keepTasks: the call may come back as a task of its source's (see
 	// View.CallToolTask); other calls do not offer the source tasks.
 	keepTasks bool
+
+	// What the call's CallInfo reports (see observe).
+	view    string
+	session *mcp.ServerSession // the typed call's host session; a raw call's is in ctx
+	in      json.RawMessage    // the typed call's arguments, or the raw call's params
+	inRaw   bool
+	res     *mcp.CallToolResult
+	resJSON json.RawMessage
+	code    int64 // a protocol error's
+	panic   bool
 }
 
 // Begin starts a call of the tool v serves as name. It fails with a
@@ -88,7 +98,7 @@ func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
 		h.mu.RUnlock()
 		return nil, nil
 	}
-	c := h.newCall(ctx, e)
+	c := h.newCall(ctx, v, e)
 	h.mu.RUnlock()
 	c.raw = true
 	return c, rc
@@ -102,8 +112,11 @@ func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
 // the source. Called with h.mu read-locked, so that a Replace or Remove
 // that retires the source either happens before (and the call is not
 // routed there) or sees the call in flight (and Drain waits for it).
-func (h *Hub) newCall(ctx context.Context, e *toolEntry) *Call {
+func (h *Hub) newCall(ctx context.Context, v *View, e *toolEntry) *Call {
 	c := &Call{hub: h, st: e.source, tool: e.tool, name: e.name, local: e.local, src: e.source.src, ctx: ctx, start: time.Now()}
+	if v != nil {
+		c.view = v.name
+	}
 	h.inflight.Add(1)
 	e.source.inflight.Add(1)
 	if d := e.source.opts.Timeout; d > 0 {
@@ -125,7 +138,7 @@ func (h *Hub) route(ctx context.Context, v *View, name string) (*Call, error) {
 		h.mu.RLock()
 		e := h.table.toolIndex[name]
 		if e != nil && (v == nil || v.allows(name)) {
-			c := h.newCall(ctx, e)
+			c := h.newCall(ctx, v, e)
 			h.mu.RUnlock()
 			return c, nil
 		}
@@ -176,6 +189,16 @@ func (c *Call) Source() Source { return c.src }
 // SourceName returns the name the source was added under.
 func (c *Call) SourceName() string { return c.st.name }
 
+// HostSession returns the host session the call is made for, or nil (a
+// stateless HTTP request, [Hub.Call]). It is known once the call is
+// handed to its source.
+func (c *Call) HostSession() *mcp.ServerSession {
+	if c.session == nil && c.inRaw {
+		return HostSession(c.ctx)
+	}
+	return c.session
+}
+
 // Context returns the call's context: the one given to Begin, bounded by
 // the source's [SourceOptions.Timeout].
 func (c *Call) Context() context.Context { return c.ctx }
@@ -195,6 +218,10 @@ func (c *Call) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if !c.keepTasks {
 		params.Meta = withoutTasksMeta(c.src, params.Meta)
 	}
+	c.session, c.in = req.Session, params.Arguments
+	if c.hub.opts.Trace != nil {
+		c.ctx = c.hub.opts.Trace(c.ctx, c, metaTraceContext(params.Meta))
+	}
 	res, err := safeCall(c.ctx, c.src, &local)
 	return c.Finish(res, err)
 }
@@ -207,6 +234,7 @@ func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessag
 	if !c.keepTasks {
 		params = withoutTasks(c.src, params)
 	}
+	c.startRaw(params)
 	res, err := safeRawCall(c.ctx, rc, c.local, params)
 	return c.FinishRaw(res, err)
 }
@@ -229,7 +257,18 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(j
 			cancel = func(error) {}
 		}
 	}()
-	return rs.StartToolRaw(c.ctx, c.local, withoutTasks(c.src, params), finish)
+	params = withoutTasks(c.src, params)
+	c.startRaw(params)
+	return rs.StartToolRaw(c.ctx, c.local, params, finish)
+}
+
+// startRaw notes a raw call's params, for its CallInfo, and starts its
+// trace (see Options.Trace).
+func (c *Call) startRaw(params json.RawMessage) {
+	c.in, c.inRaw = params, true
+	if c.hub.opts.Trace != nil {
+		c.ctx = c.hub.opts.Trace(c.ctx, c, paramsTraceContext(params))
+	}
 }
 
 // Finish ends the call with what the source returned and returns what
@@ -249,12 +288,15 @@ func (c *Call) Finish(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, 
 		if werr != nil {
 			return nil, werr
 		}
-		return te.Result(), nil
+		c.res = te.Result()
+		c.observe(strings.ToLower(te.Code))
+		return c.res, nil
 	}
 	outcome := "ok"
 	if res.IsError {
 		outcome = "tool_error"
 	}
+	c.res = res
 	c.observe(outcome)
 	return res, nil
 }
@@ -282,16 +324,20 @@ func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *json
 		if merr != nil { // cannot happen: strings and a bool
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
 		}
+		c.resJSON = b
+		c.observe(strings.ToLower(te.Code))
 		return b, nil
 	}
 	outcome := "ok"
 	if resultIsError(res) {
 		outcome = "tool_error"
 	}
-	c.observe(outcome)
 	// Text the typed path would decode to U+FFFD (invalid UTF-8, lone
 	// surrogate escapes) reads the same on this path.
-	return rawjson.FixText(res), nil
+	res = rawjson.FixText(res)
+	c.resJSON = res
+	c.observe(outcome)
+	return res, nil
 }
 
 // Release drops a call that was begun but will not be made (a data
@@ -316,11 +362,12 @@ func (c *Call) end() bool {
 }
 
 // fail maps a failed call's error: a protocol error is returned as it
-// is, anything else as a tool error. Both are observed; tool errors are
-// logged.
+// is (and observed), anything else as a tool error, which is logged, and
+// which the caller observes with its result.
 func (c *Call) fail(err error) (*jsonrpc.Error, *ToolError) {
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
+		c.code = werr.Code
 		c.observe("protocol_error")
 		return werr, nil
 	}
@@ -328,10 +375,10 @@ func (c *Call) fail(err error) (*jsonrpc.Error, *ToolError) {
 		err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 	}
 	te := asToolError(c.name, err)
-	c.observe(strings.ToLower(te.Code))
 	attrs := []any{LogKeySource, c.st.name, LogKeyTool, c.name, "code", te.Code, "error", err}
 	var panicked *panicError
 	if errors.As(err, &panicked) {
+		c.panic = true
 		attrs = append(attrs, "stack", panicked.stack)
 	}
 	c.hub.logger.Warn("tool call failed", attrs...)
@@ -339,9 +386,15 @@ func (c *Call) fail(err error) (*jsonrpc.Error, *ToolError) {
 }
 
 func (c *Call) observe(outcome string) {
-	if c.hub.opts.Observe != nil {
-		c.hub.opts.Observe(CallInfo{Source: c.st.name, Tool: c.name, Duration: time.Since(c.start), Outcome: outcome, Raw: c.raw})
+	if c.hub.opts.Observe == nil {
+		return
 	}
+	ss := c.HostSession()
+	c.hub.opts.Observe(CallInfo{
+		Source: c.st.name, Tool: c.name, Start: c.start, Duration: time.Since(c.start), Outcome: outcome,
+		Code: c.code, Panicked: c.panic, Raw: c.raw, View: c.view, Session: ss, Context: c.ctx,
+		in: c.in, inRaw: c.inRaw, res: c.res, resJSON: c.resJSON,
+	})
 }
 
 // resultIsError reports whether the JSON object res has a top-level

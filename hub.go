@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,6 +35,17 @@ type Options struct {
 	// Observe, if non-nil, is called after every tool call the hub routes,
 	// from the goroutine that made the call. It must not block.
 	Observe func(CallInfo)
+
+	// Trace, if non-nil, is called as the hub hands each tool call it
+	// routes to its source, with the call's context and the W3C trace
+	// context the host's request carried in params._meta (zero if none).
+	// The context it returns is the one the source gets, and the one
+	// Observe sees in [CallInfo.Context] when the call ends: a tracer
+	// starts its span there and names it with [WithTraceContext], so that
+	// an upstream passes the span on as the parent of its own work. A call
+	// a data plane finishes without handing it to the source through
+	// [Call] is not traced. Trace must not block.
+	Trace func(ctx context.Context, c *Call, parent TraceContext) context.Context
 
 	// PageSize is the page size of list results; zero means go-sdk's
 	// default (1000).
@@ -63,17 +75,79 @@ type Options struct {
 // [Options.StartupBudget].
 const DefaultStartupBudget = 10 * time.Second
 
-// CallInfo describes one finished tool call, for metrics.
+// CallInfo describes one finished tool call, for metrics, audit and
+// traces. The typed path and the fast path fill it in alike, so a call
+// reads the same whichever path it took.
 type CallInfo struct {
 	Source   string        // source name
 	Tool     string        // exposed tool name
+	Start    time.Time     // when the call began
 	Duration time.Duration // time spent in the source
 	// Outcome is "ok", "tool_error" (the tool returned isError),
 	// "protocol_error" (a JSON-RPC error) or one of the Code* values of a
 	// hub-made tool error, lower-cased.
 	Outcome string
+	// Code is the JSON-RPC error code of a "protocol_error"; else 0.
+	Code int64
+	// Panicked is true for an "internal" outcome that a panicking source
+	// caused.
+	Panicked bool
 	// Raw is true for a call forwarded by the fast path (see [RawCaller]).
 	Raw bool
+	// View is the name of the view the call came through ("" for the
+	// default view, and for [Hub.Call]).
+	View string
+	// Session is the host session the call was made for, or nil (a
+	// stateless HTTP request, [Hub.Call]).
+	Session *mcp.ServerSession
+	// Context is the context the source got (see [Options.Trace]). It is
+	// done, or soon will be: use it for its values only.
+	Context context.Context
+
+	in      json.RawMessage     // the typed call's arguments, or the raw call's params
+	inRaw   bool                // in is a params object
+	res     *mcp.CallToolResult // the typed call's result, if any
+	resJSON json.RawMessage     // the raw call's result, if any
+}
+
+// Arguments returns the tool's arguments as the host sent them (JSON; {}
+// when it sent none). They are the host's data: log them only where an
+// operator asked for that. The bytes are valid only while Observe runs,
+// and must not be modified.
+func (ci CallInfo) Arguments() json.RawMessage {
+	args := ci.in
+	if ci.inRaw {
+		args = nil
+		rawjson.Object(ci.in, func(key, val []byte) {
+			if args == nil && string(key) == "arguments" {
+				args = val
+			}
+		})
+	}
+	if len(args) == 0 || string(args) == "null" {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
+// RequestSize returns the size in bytes of the tool's arguments, as
+// [CallInfo.Arguments] returns them.
+func (ci CallInfo) RequestSize() int { return len(ci.Arguments()) }
+
+// ResultSize returns the size in bytes of the call's result as JSON (a
+// tool error the hub made included), before the front adds the
+// protocol's own fields; 0 for a protocol error. The typed path encodes
+// its result to measure it, so it costs a marshal there: call it only
+// when the size is wanted.
+func (ci CallInfo) ResultSize() int {
+	if ci.resJSON != nil || ci.res == nil {
+		return len(ci.resJSON)
+	}
+	b, err := json.Marshal(ci.res)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // SourceOptions configure how a hub serves one source. A nil

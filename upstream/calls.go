@@ -257,7 +257,7 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 		params.Arguments = req.Params.Arguments
 	}
 	upstreamModern := sess.modern()
-	params.Meta = hopMeta(req.Params.Meta, req.Session, upstreamModern)
+	params.Meta = traceMeta(ctx, hopMeta(req.Params.Meta, req.Session, upstreamModern))
 	// Under 2026-07-28 the log level travels with each request; without
 	// one the upstream sends no log messages at all. A host that names
 	// none gets the level the hub asked for (SetLogLevel); the hosts' own

@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -99,4 +101,23 @@ func hopMeta(m mcp.Meta, host *mcp.ServerSession, modern bool) mcp.Meta {
 		out[mcp.MetaKeyClientCapabilities] = caps
 	}
 	return out
+}
+
+// traceMeta puts the trace context a call runs under (the hub's span: see
+// junction.Options.Trace) in m, a request's _meta that hopMeta made, in
+// place of the host's. Without one, m is returned as it is.
+func traceMeta(ctx context.Context, m mcp.Meta) mcp.Meta {
+	tc := junction.TraceContextOf(ctx)
+	if tc.Parent == "" {
+		return m
+	}
+	if m == nil {
+		m = mcp.Meta{}
+	}
+	m[junction.MetaKeyTraceParent] = tc.Parent
+	delete(m, junction.MetaKeyTraceState)
+	if tc.State != "" {
+		m[junction.MetaKeyTraceState] = tc.State
+	}
+	return m
 }

@@ -233,7 +233,7 @@ func (f *rawFlight) start(sess *session) {
 	}
 	f.mu.Unlock()
 	// A failure to write ends the call through ReceiveRaw.
-	f.rc.Send(f.ctx, s.rawMeta(c.token, sess, f.hm), f.params)
+	f.rc.Send(f.ctx, s.rawMeta(c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
 }
 
 // ReceiveRaw implements dataplane.RawReceiver: it ends the call with the
@@ -360,6 +360,9 @@ type hostMeta struct {
 	caps     []byte // the host's capabilities for the call, as sent (2026-07-28); nil if none
 	host     *mcp.ServerSession
 	extra    []byte // other _meta members, as sent, comma-separated
+	// The host's W3C trace context, as sent; nil if none. The upstream
+	// gets the hub's span in their place when there is one (rawMeta).
+	traceParent, traceState []byte
 }
 
 // readHostMeta reads params' _meta, and whether the call is the retry of
@@ -397,6 +400,10 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 					hm.caps = v // for an upstream at 2026-07-28 (see rawMeta)
 				case mcp.MetaKeyClientInfo, mcp.MetaKeySubscriptionID:
 					// The host's own connection: the upstream gets junction's.
+				case junction.MetaKeyTraceParent:
+					hm.traceParent = v
+				case junction.MetaKeyTraceState:
+					hm.traceState = v
 				default:
 					if len(hm.extra) > 0 {
 						hm.extra = append(hm.extra, ',')
@@ -416,9 +423,11 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 // progress token; to an upstream at 2026-07-28 or later, the protocol
 // fields go-sdk would send, with the host's capabilities in place of
 // junction's (see hostCapabilities), and the log level (the host's, or
-// the one the hub asked for); and the host's other _meta members.
-func (s *Server) rawMeta(token string, sess *session, hm hostMeta) []byte {
-	b := make([]byte, 0, 64+len(sess.meta)+len(hm.extra))
+// the one the hub asked for); the host's other _meta members; and the
+// trace context: tc, the hub's span, if the call is traced (see
+// junction.Options.Trace), else the host's as sent.
+func (s *Server) rawMeta(token string, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
+	b := make([]byte, 0, 64+len(sess.meta)+len(hm.extra)+len(hm.traceParent)+len(hm.traceState))
 	b = append(b, `"progressToken":`...)
 	b = appendToken(b, token)
 	if sess.modern() {
@@ -436,6 +445,30 @@ func (s *Server) rawMeta(token string, sess *session, hm hostMeta) []byte {
 	if len(hm.extra) > 0 {
 		b = append(b, ',')
 		b = append(b, hm.extra...)
+	}
+	return appendTraceMeta(b, hm, tc)
+}
+
+// appendTraceMeta appends the trace context members of a raw call's
+// _meta (see rawMeta).
+func appendTraceMeta(b []byte, hm hostMeta, tc junction.TraceContext) []byte {
+	if tc.Parent != "" {
+		b = append(b, `,"`+junction.MetaKeyTraceParent+`":`...)
+		b = strconv.AppendQuote(b, tc.Parent) // W3C: lowercase hex and dashes only
+		if tc.State != "" {
+			q, _ := json.Marshal(tc.State)
+			b = append(b, `,"`+junction.MetaKeyTraceState+`":`...)
+			b = append(b, q...)
+		}
+		return b
+	}
+	if hm.traceParent != nil {
+		b = append(b, `,"`+junction.MetaKeyTraceParent+`":`...)
+		b = append(b, hm.traceParent...)
+	}
+	if hm.traceState != nil {
+		b = append(b, `,"`+junction.MetaKeyTraceState+`":`...)
+		b = append(b, hm.traceState...)
 	}
 	return b
 }
