@@ -35,7 +35,8 @@
 // onto the engine when parsed (light.go): person_job nodes ask the run's
 // [Host] (sampling), user_response nodes its user (elicitation), db nodes
 // read and write inside Options.FilesRoot, api_job and code_job run as
-// http and command nodes under their rules. Options.DiPeO adds DiPeO's
+// http and command nodes under their rules, and sub_diagram nodes run
+// another diagram of the files root inside the run (lightsub.go). Options.DiPeO adds DiPeO's
 // surface (dipeo.go): dipeo_run, search and fetch in DiPeO's shapes, and
 // dipeo://diagrams, over Options.DiagramsRoot. From protocol 2026-07-28
 // a run that needs its host is parked between the host's calls

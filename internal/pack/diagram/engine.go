@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,14 @@ type engine struct {
 	filesRoot string
 	// light is the run's state when it runs a light diagram.
 	light *lightState
+	// check parses and validates a diagram document as the pack does: a
+	// sub_diagram node's diagram is checked like any other.
+	check func(src []byte) (*Diagram, Problems)
+	// depth is how deep this run is nested in sub-diagrams (0: the run).
+	depth int
+	// steps counts the node runs of a run and of its sub-diagrams, which
+	// max_steps bounds together; set when the run starts.
+	steps *atomic.Int64
 }
 
 // A LimitError is a run stopped, or refused, by one of the pack's
@@ -111,6 +120,9 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 	out := &outcome{outputs: map[string]any{}, executed: []string{}}
 	if d.light != nil {
 		e.light = newLightState(d)
+	}
+	if e.depth == 0 || e.steps == nil {
+		e.steps = new(atomic.Int64)
 	}
 	byID := make(map[string]*Node, len(d.Nodes))
 	var start *Node
@@ -195,7 +207,6 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 	}
 
 	queue = []string{start.ID}
-	steps := 0
 	// sizes holds the JSON size of each node's latest output; runBytes
 	// is their sum, bounded by maxRunBytes.
 	sizes := make(map[string]int, len(d.Nodes))
@@ -208,8 +219,7 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 		id := queue[0]
 		queue = queue[1:]
 		n := byID[id]
-		steps++
-		if e.maxSteps > 0 && steps > e.maxSteps {
+		if steps := e.steps.Add(1); e.maxSteps > 0 && steps > int64(e.maxSteps) {
 			out.err = &LimitError{Setting: "max_steps", msg: fmt.Sprintf("stopped after %d node runs, the step limit: does a loop never end?", e.maxSteps)}
 			return out
 		}

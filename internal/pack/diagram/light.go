@@ -41,16 +41,16 @@ var lightProps = map[string][]string{
 	LightCodeJob:      {"language", "code_type", "code", "filePath", "file_path", "functionName", "function_name", "timeout"},
 	LightPersonJob:    {"person", "default_prompt", "first_only_prompt", "prompt_file", "first_prompt_file", "max_iteration", "memorize_to", "at_most", "ignore_person", "tools", "text_format"},
 	LightUserResponse: {"prompt", "timeout", "validation_type"},
+	LightSubDiagram:   {"diagram_name", "diagram_format", "diagram_data", "batch", "batch_input_key", "batch_parallel", "passInputData", "pass_input_data", "ignoreIfSub", "ignore_if_sub", "output_mode", "result_key"},
 }
 
 // unsupportedLight are DiPeO node types junction does not run, with why.
 var unsupportedLight = map[string]string{
 	"hook":                  "use an api_job (webhooks) or a code_job (shell commands) instead",
-	"sub_diagram":           "run the other diagram from a tool node of junction's own format (run_diagram)",
 	"integrated_api":        "serve the provider's MCP server as an upstream and call it from junction's own format",
 	"json_schema_validator": "not available in the light format on junction",
-	"typescript_ast":        "not available on junction",
-	"ir_builder":            "not available on junction",
+	"typescript_ast":        "DiPeO's TypeScript parser for its own code generation; not available on junction (a code_job can run a parser)",
+	"ir_builder":            "DiPeO's code-generation intermediate form; not available on junction",
 	"diff_patch":            "not available on junction",
 	"person_batch_job":      "not available on junction; use a person_job",
 }
@@ -562,6 +562,8 @@ func checkLightNode(n *Node, path string, errf, warnf func(nodeID, field, format
 		tpl("first_only_prompt")
 		num("max_iteration")
 		num("at_most")
+	case LightSubDiagram:
+		checkLightSub(ln, path, str, errf)
 	case LightUserResponse:
 		if str("prompt") == "" {
 			errf(id, path+".prompt", "missing prompt")

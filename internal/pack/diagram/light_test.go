@@ -51,6 +51,9 @@ func lastUser(p *mcp.CreateMessageParams) string {
 	return p.Messages[len(p.Messages)-1].Content.(*mcp.TextContent).Text
 }
 
+// subShout is a diagram that sub_diagrams.light.yaml runs once per item.
+const subShout = "version: light\nnodes:\n- {label: Start, type: start}\n- {label: Shout, type: template_job, template_content: '{{ default.default.word }}{{ punct }} ({{ _batch_index + 1 }} of {{ _batch_total }})'}\n- {label: End, type: endpoint}\nconnections: [{from: Start, to: Shout}, {from: Shout, to: End}]\n"
+
 // lightCase is what one corpus diagram is run with and must give.
 type lightCase struct {
 	input    map[string]any
@@ -141,6 +144,14 @@ func TestLightCorpus(t *testing.T) {
 			// A light diagram without an endpoint ends with its last node.
 			output: "scaled: [10,25] (sum 35)",
 		},
+		"sub_diagrams": {
+			input: map[string]any{"name": "Ada", "items": []any{map[string]any{"word": "alpha"}, map[string]any{"word": "beta"}}},
+			setup: map[string]string{
+				"examples/shout.light.yaml":      subShout,
+				"projects/demo/greet.light.yaml": "version: light\nnodes:\n- {label: Start, type: start}\n- {label: Greet, type: template_job, template_content: 'Hello, {{ name }}'}\n- {label: End, type: endpoint}\nconnections: [{from: Start, to: Greet}, {from: Greet, to: End}]\n",
+			},
+			output: "Hello, Ada: alpha! (1 of 2) beta! (2 of 2)",
+		},
 		"judge": {
 			input: map[string]any{"draft": "a fine text"},
 			host: &fakeHost{reply: func(p *mcp.CreateMessageParams) string {
@@ -176,13 +187,7 @@ func TestLightCorpus(t *testing.T) {
 				o.AllowCommands = c.commands
 				o.HTTPAllowHosts = []string{apiURL.Host}
 			})
-			for p, content := range c.setup {
-				full := filepath.Join(env.dir, "diagram-files", p)
-				os.MkdirAll(filepath.Dir(full), 0o700)
-				if err := os.WriteFile(full, []byte(content), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeFiles(t, env, c.setup)
 			d, ps := env.pack.Check(src)
 			if errs := ps.Errors(); len(errs) > 0 || d == nil || !d.Light() {
 				t.Fatalf("Check: %v", ps)
@@ -240,11 +245,7 @@ func TestLightErrors(t *testing.T) {
 
 	run := func(t *testing.T, src string, input map[string]any, host Host) *Run {
 		t.Helper()
-		r, err := env.pack.Run(t.Context(), RunRequest{Content: []byte(src), Input: input, Host: host})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return runDiagram(t, env, src, input, host)
 	}
 	person := "version: light\nnodes:\n- {label: s, type: start}\n- {label: p, type: person_job, default_prompt: hi}\n- {label: e, type: endpoint}\nconnections: [{from: s, to: p}, {from: p, to: e}]\n"
 	if r := run(t, person, nil, nil); r.Status != StatusFailed || !strings.Contains(r.Error, "MCP sampling request, but this run has no MCP host") {

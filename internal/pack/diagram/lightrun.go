@@ -195,6 +195,8 @@ func (e *engine) runLight(ctx context.Context, n *Node, data map[string]any) (an
 		return e.lightPerson(ctx, n, vars, data)
 	case LightUserResponse:
 		return e.lightUser(ctx, n, vars)
+	case LightSubDiagram:
+		return e.lightSub(ctx, n, vars)
 	}
 	return nil, fmt.Errorf("unknown node type %q", ln.typ)
 }

@@ -270,6 +270,7 @@ func New(opts Options) (*Pack, error) {
 			filesRoot:      opts.FilesRoot,
 		},
 	}
+	p.eng.check = p.Check
 	if p.eng.httpClient == nil {
 		p.ownClient = policy.client()
 		p.eng.httpClient = p.ownClient
