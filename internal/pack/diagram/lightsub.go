@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"sync"
@@ -279,7 +280,10 @@ func (e *engine) loadSub(ln *lightNode) (string, *Diagram, error) {
 			}
 		}
 		if firstErr != nil {
-			return name, nil, fmt.Errorf("sub-diagram %s not found in the files root (tried %s): %v", name, strings.Join(subDiagramPaths(cleanSlash(name)), ", "), firstErr)
+			if errors.Is(firstErr, fs.ErrNotExist) {
+				return name, nil, fmt.Errorf("sub-diagram %s not found in the files root %s (tried %s; the diagram pack's files_root setting names the root)", name, e.filesRoot, strings.Join(subDiagramPaths(cleanSlash(name)), ", "))
+			}
+			return name, nil, fmt.Errorf("sub-diagram %s: %v", name, firstErr)
 		}
 	}
 	d, ps := e.check(src)

@@ -59,7 +59,7 @@ func TestLightSubDiagram(t *testing.T) {
 		want        string
 	}{
 		{"recursion", "diagram_name: loop", nil, "sub-diagrams nest more than 8 deep"},
-		{"not found", "diagram_name: nowhere/to/be", nil, "sub-diagram nowhere/to/be not found in the files root (tried examples/nowhere/to/be.light.yaml, nowhere/to/be.light.yaml"},
+		{"not found", "diagram_name: nowhere/to/be", nil, "sub-diagram nowhere/to/be not found in the files root " + filepath.Join(env.dir, "diagram-files") + " (tried examples/nowhere/to/be.light.yaml, nowhere/to/be.light.yaml"},
 		{"pure list fails on an item", "diagram_name: picky, batch: true", items, `batch item 1 of 3: sub-diagram examples/picky.light.yaml: node "r" (db)`},
 		{"steps count across sub-diagrams", "diagram_name: projects/many.yaml, batch: true", items, "stopped after 40 node runs"},
 	} {
