@@ -46,3 +46,16 @@ func BuildTime() string {
 	}
 	return ""
 }
+
+// Revision returns the VCS revision the binary was built from, as the Go
+// toolchain recorded it, or "" if unknown (a build outside a checkout).
+func Revision() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}

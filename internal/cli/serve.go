@@ -33,6 +33,12 @@ from -token, -token-file or JUNCTION_TOKEN. With none given, junction makes a
 random token and prints it on stderr. -insecure-no-auth turns auth off, and is
 refused on anything but a loopback address.
 
+The status page: a browser at / (on -http, or on the listener of its own
+that -admin 127.0.0.1:PORT opens, in stdio mode too) gets a page of the
+sources, tools, recent calls and reloads, after logging in at /login with
+the token. The -admin listener also serves /status, /metrics, /healthz and
+/readyz, with the same token rules, and no MCP.
+
 Tool selection: -preset, -tool, -tools and JUNCTION_TOOLS add up (a union);
 with none of them every tool is served; -deny removes tools. An unknown
 preset or tool name stops junction before it serves.
@@ -58,6 +64,7 @@ go-sdk (junction still calls stdio upstreams with raw bytes).
 Examples:
   junction serve                                   # stdio, core pack
   junction serve -config junction.yaml -fast-path=false  # every host request through go-sdk
+  junction serve -admin 127.0.0.1:7332             # stdio, and the status page
   junction serve -http 127.0.0.1:7331              # HTTP, prints a token
   junction serve -http 127.0.0.1:7331 -pack conformance -insecure-no-auth
   JUNCTION_TOKEN=s3cret junction serve -http 0.0.0.0:7331 -allowed-host hub.example.com`
@@ -78,6 +85,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
 		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
+		admin          = fs.String("admin", "", "also serve the status page, /status, /metrics, /healthz and /readyz on `host:port`, with -http's token rules; works in stdio mode too")
 		tokens         stringList
 		hosts          stringList
 		origins        stringList
@@ -136,6 +144,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		if !hf.set["max-request-bytes"] && h.MaxRequestBytes != 0 {
 			*maxBody = h.MaxRequestBytes
 		}
+		if !hf.set["admin"] && h.Admin != "" {
+			*admin = h.Admin
+		}
 		if !hf.set["insecure-no-auth"] && h.InsecureNoAuth {
 			*insecure = true
 		}
@@ -153,21 +164,28 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if *stateless {
 		httpMode = dataplane.HTTPStateless
 	}
-	if *addr == "" && (*insecure || len(tokens) > 0 || *tokenFile != "") && (hf.set["insecure-no-auth"] || hf.set["token"] || hf.set["token-file"]) {
-		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http")
+	if *addr == "" && *admin == "" && (*insecure || len(tokens) > 0 || *tokenFile != "") && (hf.set["insecure-no-auth"] || hf.set["token"] || hf.set["token-file"]) {
+		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http or -admin")
 	}
 	for _, name := range []string{"read-header-timeout", "progress-timeout", "idle-timeout", "max-header-bytes"} {
-		if *addr == "" && hf.set[name] {
-			return usageErrorf("-%s only applies with -http", name)
+		if *addr == "" && *admin == "" && hf.set[name] {
+			return usageErrorf("-%s only applies with -http or -admin", name)
 		}
 	}
 
 	var fromFile []string
-	if *addr != "" {
+	if *admin != "" {
+		if err := daemon.CheckAdmin(*admin, *insecure); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
+	if *addr != "" || *admin != "" {
 		// Check the address and the token file before building anything
 		// or printing a token.
-		if err := daemon.CheckListen(*addr, *insecure); err != nil {
-			return usageErrorf("%v", err)
+		if *addr != "" {
+			if err := daemon.CheckListen(*addr, *insecure); err != nil {
+				return usageErrorf("%v", err)
+			}
 		}
 		if err := guard.check(); err != nil {
 			return err
@@ -195,15 +213,34 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		defer stopWatch()
 	}
 
-	if *addr == "" {
-		return d.ServeStdio(ctx, env.Stdin, env.Stdout)
-	}
-
 	all := append([]string(nil), tokens...)
 	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
 	all = append(all, fromFile...)
-	if len(all) == 0 && !*insecure && !d.DiPeOAuth() {
+	if len(all) == 0 && !*insecure && (*admin != "" || *addr != "" && !d.DiPeOAuth()) {
 		all = []string{generatedToken(env, EnvToken)}
+	}
+	if *admin != "" {
+		actx, stopAdmin := context.WithCancel(ctx)
+		adminDone := make(chan error, 1)
+		go func() {
+			err := d.ServeAdmin(actx, daemon.HTTPConfig{
+				Addr: *admin, Tokens: all, InsecureNoAuth: *insecure, AllowedHosts: hosts, AllowedOrigins: origins,
+				Guard: guard.opts, ShutdownTimeout: 5 * time.Second,
+				Ready: func(a net.Addr) { fmt.Fprintf(env.Stderr, "junction: status page on http://%s/\n", a) },
+			})
+			if err != nil { // the hub goes on serving its host
+				logger.Error("admin listener stopped; the hub serves on without it", "error", err)
+			}
+			adminDone <- err
+		}()
+		defer func() {
+			stopAdmin()
+			<-adminDone
+		}()
+	}
+
+	if *addr == "" {
+		return d.ServeStdio(ctx, env.Stdin, env.Stdout)
 	}
 	cfg := daemon.HTTPConfig{
 		Addr:           *addr,
@@ -281,6 +318,7 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 				logger.Error("config reload incomplete: what failed is named below, the rest of the new config is applied; fix the file to retry", "file", path, "error", err)
 				return
 			}
+			d.ReloadRefused(err)
 			logger.Error("config reload refused; the running config is unchanged", "file", path, "error", err)
 		},
 	}

@@ -272,6 +272,10 @@ type HTTP struct {
 	// InsecureNoAuth serves without a token; only allowed on a loopback
 	// Listen address.
 	InsecureNoAuth bool
+	// Admin is host:port of the admin listener (the status page,
+	// /status, /metrics, /healthz, /readyz; junction serve -admin),
+	// served in stdio mode too; empty means none.
+	Admin string
 }
 
 // Lock names the manifest written by "junction lock".

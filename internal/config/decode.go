@@ -840,7 +840,7 @@ func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 // --- http, lock, log ---
 
 var httpKeys = []string{"listen", "mode", "json_response", "session_timeout", "max_request_bytes", "tokens",
-	"token_file", "allowed_hosts", "allowed_origins", "insecure_no_auth"}
+	"token_file", "allowed_hosts", "allowed_origins", "insecure_no_auth", "admin"}
 
 func (d *decoder) http(h *HTTP, n *node, path string) {
 	for _, e := range d.mapping(n, path) {
@@ -866,6 +866,8 @@ func (d *decoder) http(h *HTTP, n *node, path string) {
 			h.AllowedOrigins = d.strList(e.val, p, false)
 		case "insecure_no_auth":
 			h.InsecureNoAuth = d.boolean(e.val, p)
+		case "admin":
+			h.Admin = d.str(e.val, p)
 		default:
 			d.unknown(e, path, httpKeys)
 		}

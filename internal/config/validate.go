@@ -307,16 +307,8 @@ func hasFold(m map[string][]string, key string) bool {
 }
 
 func (v *validator) http(h *HTTP) {
-	if h.Listen != "" {
-		host, port, err := net.SplitHostPort(h.Listen)
-		if err != nil {
-			v.fail("http.listen", "invalid address %q: want host:port, such as 127.0.0.1:7331", h.Listen)
-		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-			v.fail("http.listen", "invalid port %q", port)
-		} else if h.InsecureNoAuth && !isLoopback(host) {
-			v.fail("http.insecure_no_auth", "only allowed when http.listen is a loopback address, not %q", host)
-		}
-	}
+	v.listenAddr("http.listen", h.Listen, "127.0.0.1:7331", h.InsecureNoAuth)
+	v.listenAddr("http.admin", h.Admin, "127.0.0.1:7332", h.InsecureNoAuth)
 	switch h.Mode {
 	case "", "dual", "stateful", "stateless":
 	default:
@@ -336,6 +328,22 @@ func (v *validator) http(h *HTTP) {
 		}
 	}
 	v.names(h.AllowedHosts, "http.allowed_hosts")
+}
+
+// listenAddr checks the listen address at key (empty is fine): host:port,
+// and a loopback host if insecure_no_auth is set.
+func (v *validator) listenAddr(key, addr, example string, insecure bool) {
+	if addr == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail(key, "invalid address %q: want host:port, such as %s", addr, example)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.fail(key, "invalid port %q", port)
+	} else if insecure && !isLoopback(host) {
+		v.fail("http.insecure_no_auth", "only allowed when %s is a loopback address, not %q", key, host)
+	}
 }
 
 func isLoopback(host string) bool {

@@ -28,6 +28,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/internal/statuspage"
 )
 
 // Spec is everything needed to build a hub.
@@ -76,6 +77,10 @@ type Daemon struct {
 	logger  *slog.Logger
 	getenv  func(string) string
 	dataDir string
+	// started, calls and reloads are for the status page and /status.
+	started time.Time
+	calls   *statuspage.Ring[statuspage.Call]
+	reloads *statuspage.Ring[statuspage.Reload]
 
 	mu       sync.Mutex          // guards the fields below
 	sources  map[string]*managed // by source name
@@ -103,6 +108,13 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		return nil, err
 	}
 	metrics := NewMetrics()
+	calls := statuspage.NewRing[statuspage.Call](statuspage.RecentCalls)
+	// One observation of each call feeds the metrics and the status
+	// page's recent calls.
+	observe := func(c junction.CallInfo) {
+		metrics.ObserveCall(c)
+		calls.Add(statuspage.Call{Time: time.Now(), Tool: c.Tool, Source: c.Source, DurationMS: float64(c.Duration) / float64(time.Millisecond), Outcome: c.Outcome})
+	}
 	name := spec.Name
 	if name == "" {
 		name = "junction"
@@ -126,16 +138,18 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		Version:       buildinfo.Version(),
 		Instructions:  instructions,
 		Logger:        logger,
-		Observe:       metrics.ObserveCall,
+		Observe:       observe,
 		Lock:          lock,
 		Presets:       presets,
 		StartupBudget: startupBudget(spec, cfg),
 	})
 	d := &Daemon{
 		Hub: hub, Metrics: metrics, logger: logger, getenv: getenv, dataDir: spec.DataDir,
+		started: time.Now(), calls: calls, reloads: statuspage.NewRing[statuspage.Reload](statuspage.RecentReloads),
 		sources: map[string]*managed{}, profiles: map[string]*junction.View{}, planes: map[*junction.View]*dataplane.Plane{}, cfg: cfg, spec: spec,
 	}
 	metrics.watchSources(d)
+	metrics.watchSessions(d)
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -312,6 +326,7 @@ func (d *Daemon) Close() error {
 // closes; those still running are then cancelled (the upstream is told).
 // When the host closes its end, the calls it made are answered first.
 func (d *Daemon) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	d.Metrics.serving("stdio")
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	go func() {
@@ -338,6 +353,7 @@ func (d *Daemon) Plane(v *junction.View) *dataplane.Plane {
 	p := d.planes[v]
 	if p == nil {
 		p = dataplane.New(v, &dataplane.Options{NoRaw: d.spec.NoRaw, Logger: d.logger})
+		v.Server().AddReceivingMiddleware(d.Metrics.countMethods)
 		d.planes[v] = p
 	}
 	return p

@@ -16,6 +16,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/httpguard"
+	"github.com/junction-mcp/junction/internal/statuspage"
 )
 
 // HTTPConfig configures [Daemon.ServeHTTP].
@@ -85,20 +86,30 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	sse := d.Plane(d.View).SSEHandler(mcpOpts.MaxRequestBytes)
 	mux.Handle("/sse", sse)
 	mux.Handle("/metrics", d.Metrics.Handler())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp             Streamable HTTP (header %s: NAME for a profile)\nPOST /mcp/p/NAME      Streamable HTTP, one profile\nGET  /sse             legacy HTTP+SSE\nGET  /status          sources, states, drift (JSON)\nGET  /metrics\nGET  /healthz\nGET  /readyz           200 once every server and plugin has connected or failed\n", ProfileHeader)
-	})
+	mux.HandleFunc("/", d.page(!cfg.InsecureNoAuth))
+	return d.protect(mux, cfg, listenHost)
+}
 
+// protect puts in front of mux what every listener has: the token check
+// (a header, or for the status page, /status and /metrics the browser
+// session cookie of the login form), the login and logout, the page's
+// stylesheet, /healthz and /readyz without auth, the Host and Origin
+// checks, and the request counts.
+func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) http.Handler {
 	var protected http.Handler = mux
-	if !cfg.InsecureNoAuth {
-		protected = requireToken(protected, cfg.Tokens)
-	}
 	root := http.NewServeMux()
+	if cfg.InsecureNoAuth {
+		root.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/", http.StatusSeeOther) // no auth, no login
+		})
+	} else {
+		tokens := httpguard.NewTokens(cfg.Tokens...)
+		login := statuspage.NewAuth(tokens)
+		protected = requireToken(protected, tokens, login)
+		root.HandleFunc("/login", login.Login)
+		root.HandleFunc("/logout", login.Logout)
+	}
+	root.HandleFunc(statuspage.CSSPath, statuspage.ServeCSS)
 	root.HandleFunc("/healthz", d.healthz)
 	root.HandleFunc("/readyz", d.readyz)
 	root.Handle("/", protected)
@@ -195,6 +206,7 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
+	d.Metrics.serving("http")
 	d.logger.Info("serving HTTP", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "auth", !cfg.InsecureNoAuth)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -231,15 +243,20 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	return nil
 }
 
-// CheckListen reports whether addr is a usable listen address, and
-// whether serving it without auth is allowed (loopback only).
+// CheckListen reports whether addr is a usable listen address for -http,
+// and whether serving it without auth is allowed (loopback only).
 func CheckListen(addr string, insecureNoAuth bool) error {
+	return checkListen("-http", addr, insecureNoAuth)
+}
+
+// checkListen is CheckListen for the listener of the flag named flag.
+func checkListen(flag, addr string, insecureNoAuth bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("-http %q: %v (want host:port, for example 127.0.0.1:8080)", addr, err)
+		return fmt.Errorf("%s %q: %v (want host:port, for example 127.0.0.1:8080)", flag, addr, err)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("-http %q: port must be a number from 0 to 65535", addr)
+		return fmt.Errorf("%s %q: port must be a number from 0 to 65535", flag, addr)
 	}
 	if insecureNoAuth && !isLoopbackHost(host) {
 		return fmt.Errorf("-insecure-no-auth is only allowed on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
@@ -249,9 +266,11 @@ func CheckListen(addr string, insecureNoAuth bool) error {
 
 // requireToken accepts a request carrying one of tokens as a bearer token
 // or X-API-Key (see httpguard.Tokens: no timing leak of content or
-// length).
-func requireToken(next http.Handler, tokens []string) http.Handler {
-	accepted := httpguard.NewTokens(tokens...)
+// length), and a request for the status page, /status or /metrics
+// carrying the session cookie of login (MCP endpoints take no cookie:
+// docs/security.md says why). A browser asking for the page without
+// either is sent to the login form.
+func requireToken(next http.Handler, accepted httpguard.Tokens, login *statuspage.Auth) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		presented := r.Header.Get("X-API-Key")
 		if presented == "" {
@@ -260,6 +279,16 @@ func requireToken(next http.Handler, tokens []string) http.Handler {
 		if accepted.Match(presented) {
 			next.ServeHTTP(w, r)
 			return
+		}
+		if presented == "" && cookiePath(r.URL.Path) {
+			if login.Valid(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && statuspage.WantsHTML(r) {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="junction"`)
 		w.Header().Set("Content-Type", "application/json")
@@ -270,6 +299,12 @@ func requireToken(next http.Handler, tokens []string) http.Handler {
 		}
 		fmt.Fprintf(w, `{"error":%q}`+"\n", msg)
 	})
+}
+
+// cookiePath reports whether the browser session cookie is accepted for
+// path.
+func cookiePath(path string) bool {
+	return path == "/" || path == "/status" || path == "/metrics"
 }
 
 // checkHostOrigin refuses requests whose Host is not one the hub answers
@@ -349,7 +384,8 @@ func (m *Metrics) countRequests(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		endpoint := r.URL.Path
 		switch {
-		case endpoint == "/mcp", endpoint == "/sse", endpoint == "/metrics", endpoint == "/healthz", endpoint == "/readyz", endpoint == "/":
+		case endpoint == "/mcp", endpoint == "/sse", endpoint == "/metrics", endpoint == "/healthz", endpoint == "/readyz", endpoint == "/",
+			endpoint == "/status", endpoint == "/login", endpoint == "/logout":
 		case strings.HasPrefix(endpoint, "/mcp/"):
 			endpoint = "/mcp/*"
 		default:

@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/junction-mcp/junction/internal/httpguard"
+	"github.com/junction-mcp/junction/internal/statuspage"
 )
 
 func TestHostOriginChecks(t *testing.T) {
@@ -41,7 +44,8 @@ func TestHostOriginChecks(t *testing.T) {
 
 func TestRequireToken(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	h := requireToken(ok, []string{"first-token", "second"})
+	tokens := httpguard.NewTokens("first-token", "second")
+	h := requireToken(ok, tokens, statuspage.NewAuth(tokens))
 	for _, tc := range []struct {
 		name, header, value string
 		want                int

@@ -1,9 +1,15 @@
 package daemon
 
 import (
+	"context"
 	"net/http"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/buildinfo"
 	"github.com/junction-mcp/junction/internal/metrics"
 )
 
@@ -20,6 +26,12 @@ type Metrics struct {
 	errors   *metrics.CounterVec
 	latency  *metrics.HistogramVec
 	requests *metrics.CounterVec
+	methods  *metrics.CounterVec
+
+	// front is the front the daemon serves its hosts on, "stdio" or
+	// "http": the front of a call the fast path forwarded (see
+	// ObserveCall).
+	front atomic.Value
 }
 
 // NewMetrics returns the hub metrics, with the Go and process metrics.
@@ -43,7 +55,15 @@ func NewMetrics() *Metrics {
 		requests: r.NewCounterVec("junction_http_requests_total",
 			"HTTP requests to the hub's front, by endpoint and status class.",
 			"endpoint", "code"),
+		methods: r.NewCounterVec("junction_mcp_requests_total",
+			"JSON-RPC requests and notifications from hosts, by front (stdio or http) and MCP method; a method the MCP specification does not name is counted as other.",
+			"front", "method"),
 	}
+	m.front.Store("stdio")
+	r.GaugeFunc("junction_build_info", "1, labelled with the version, the Go version and the VCS revision junction was built from.",
+		[]string{"version", "go_version", "revision"}, func(emit func(float64, ...string)) {
+			emit(1, buildinfo.Version(), runtime.Version(), buildinfo.Revision())
+		})
 	r.AddGoMetrics()
 	r.AddProcessMetrics()
 	return m
@@ -55,6 +75,9 @@ func (m *Metrics) ObserveCall(c junction.CallInfo) {
 	m.latency.WithLabelValues(c.Source, c.Tool).Observe(c.Duration.Seconds())
 	if c.Raw {
 		m.raw.WithLabelValues(c.Source).Inc()
+		// The fast path answers these requests without go-sdk, so
+		// countMethods does not see them.
+		m.methods.WithLabelValues(m.front.Load().(string), "tools/call").Inc()
 	}
 	if c.Outcome != "ok" {
 		m.errors.WithLabelValues(c.Source, c.Tool).Inc()
@@ -70,6 +93,67 @@ func (m *Metrics) CallTotals() (calls, raw uint64) {
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return m.Registry.Handler()
+}
+
+// serving records the front the daemon serves hosts on.
+func (m *Metrics) serving(front string) { m.front.Store(front) }
+
+// countMethods is a go-sdk receiving middleware that counts the requests
+// and notifications hosts send to a view, by front and method.
+func (m *Metrics) countMethods(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		front := "stdio"
+		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+			front = "http"
+		}
+		m.methods.WithLabelValues(front, specMethod(method)).Inc()
+		return next(ctx, method, req)
+	}
+}
+
+// specMethod returns method if the MCP specification names it as one a
+// host sends to a server, else "other": a label value from a fixed set,
+// whatever hosts send.
+func specMethod(method string) string {
+	switch method {
+	case "initialize", "ping",
+		"tools/list", "tools/call",
+		"resources/list", "resources/read", "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+		"prompts/list", "prompts/get",
+		"completion/complete", "logging/setLevel",
+		"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
+		"server/discover", "subscriptions/listen",
+		"notifications/initialized", "notifications/cancelled", "notifications/progress",
+		"notifications/roots/list_changed", "notifications/elicitation/complete", "notifications/tasks/status":
+		return method
+	}
+	return "other"
+}
+
+// watchSessions exports the hosts' live sessions, read at scrape time.
+func (m *Metrics) watchSessions(d *Daemon) {
+	m.Registry.GaugeFunc("junction_sessions", "Live MCP sessions of hosts, by protocol revision: HTTP sessions (a stateless request holds one while it runs), or the one session of a stdio hub.",
+		[]string{"protocol"}, func(emit func(float64, ...string)) {
+			counts := map[string]int{}
+			d.mu.Lock()
+			planes := make([]*junction.View, 0, len(d.planes))
+			for v := range d.planes {
+				planes = append(planes, v)
+			}
+			d.mu.Unlock()
+			for _, v := range planes {
+				for ss := range v.Server().Sessions() {
+					protocol := "unknown"
+					if p := ss.InitializeParams(); p != nil && p.ProtocolVersion != "" {
+						protocol = p.ProtocolVersion
+					}
+					counts[protocol]++
+				}
+			}
+			for p, n := range counts {
+				emit(float64(n), p)
+			}
+		})
 }
 
 // watchSources exports per-source state, read at scrape time.
@@ -95,6 +179,14 @@ func (m *Metrics) watchSources(d *Daemon) {
 	m.Registry.GaugeFunc("junction_source_tools", "Tools the hub serves from the source.",
 		[]string{"source"}, func(emit func(float64, ...string)) {
 			sources(func(s SourceStatus) { emit(float64(s.Tools), s.Name) })
+		})
+	m.Registry.CounterFunc("junction_source_reconnects_total", "Sessions an upstream server established after its first one (a source restarted by a reload starts again from 0).",
+		[]string{"source"}, func(emit func(float64, ...string)) {
+			sources(func(s SourceStatus) {
+				if s.Kind == KindUpstream {
+					emit(float64(max(s.Connects-1, 0)), s.Name)
+				}
+			})
 		})
 	m.Registry.GaugeFunc("junction_source_drift", "1 if the source's tools differ from the lock file.",
 		[]string{"source"}, func(emit func(float64, ...string)) {

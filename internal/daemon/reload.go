@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/config"
+	"github.com/junction-mcp/junction/internal/statuspage"
 )
 
 // Reload brings the running hub in line with cfg, a config that has
@@ -137,6 +139,11 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	d.mu.Unlock()
 	errs = append(errs, r.retire())
 	err := errors.Join(errs...)
+	rec := statuspage.Reload{Time: time.Now(), Changes: describeDelta(delta)}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	d.reloads.Add(rec)
 	if err == nil {
 		d.logger.Info("config reloaded",
 			"added", len(delta.Servers.Added)+len(delta.Plugins.Added)+len(delta.Packs.Added),
@@ -147,6 +154,42 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 			"unchanged", len(delta.Servers.Unchanged)+len(delta.Plugins.Unchanged)+len(delta.Packs.Unchanged))
 	}
 	return err
+}
+
+// ReloadRefused records, for the status page and /status, a config file
+// that was refused before [Daemon.Reload] (it did not parse or validate);
+// the running config is unchanged.
+func (d *Daemon) ReloadRefused(err error) {
+	d.reloads.Add(statuspage.Reload{Time: time.Now(), Error: "refused; the running config is unchanged: " + err.Error()})
+}
+
+// describeDelta says in a line what a reload changes.
+func describeDelta(delta config.Delta) string {
+	var parts []string
+	for _, k := range []struct {
+		kind string
+		s    config.SourceDelta
+	}{{"servers", delta.Servers}, {"plugins", delta.Plugins}, {"packs", delta.Packs}} {
+		var what []string
+		for _, c := range []struct {
+			verb  string
+			names []string
+		}{{"added", k.s.Added}, {"changed", k.s.Changed}, {"updated", k.s.Updated}, {"removed", k.s.Removed}} {
+			if len(c.names) > 0 {
+				what = append(what, c.verb+" "+strings.Join(c.names, ", "))
+			}
+		}
+		if len(what) > 0 {
+			parts = append(parts, k.kind+": "+strings.Join(what, "; "))
+		}
+	}
+	if len(delta.Sections) > 0 {
+		parts = append(parts, "sections: "+strings.Join(delta.Sections, ", "))
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // A reload is the state of one Reload: the sources it took out of the

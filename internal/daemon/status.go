@@ -2,11 +2,14 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/statuspage"
 )
 
 // Status is what "junction status" and GET /status report.
@@ -17,16 +20,28 @@ type Status struct {
 	Collisions []string       `json:"collisions,omitempty"`
 	Profiles   []string       `json:"profiles,omitempty"`
 	Config     string         `json:"config,omitempty"`
+	// Started is when the hub was built.
+	Started time.Time `json:"started"`
+	// RecentCalls are the last tool calls routed, newest first (at most
+	// statuspage.RecentCalls).
+	RecentCalls []statuspage.Call `json:"recent_calls"`
+	// Reloads are the last config reloads, newest first (at most
+	// statuspage.RecentReloads).
+	Reloads []statuspage.Reload `json:"reloads"`
 }
 
 // SourceStatus describes one source.
 type SourceStatus struct {
 	Name  string `json:"name"`
-	Kind  string `json:"kind"`            // pack, upstream or plugin
-	State string `json:"state"`           // initializing, connected, degraded, failed; "ready" for packs and plugins
-	Tools int    `json:"tools"`           // tools the hub serves from it
-	PID   int    `json:"pid,omitempty"`   // a stdio upstream's process
-	Error string `json:"error,omitempty"` // the last error
+	Kind  string `json:"kind"`          // pack, upstream or plugin
+	State string `json:"state"`         // initializing, connected, degraded, failed; "ready" for packs and plugins
+	Tools int    `json:"tools"`         // tools the hub serves from it
+	PID   int    `json:"pid,omitempty"` // a stdio upstream's process
+	// ConnectedSince is when an upstream's current session started.
+	ConnectedSince *time.Time `json:"connected_since,omitempty"`
+	// Error is the last error; for a stdio upstream that exited it says
+	// how (exit status, last lines on stderr).
+	Error string `json:"error,omitempty"`
 	// ErrorAt is when Error happened.
 	ErrorAt *time.Time `json:"error_at,omitempty"`
 	// BackoffUntil is when a failed upstream is retried next.
@@ -44,7 +59,7 @@ func (d *Daemon) Status() Status {
 	}
 	drift := d.Hub.Drift()
 	d.mu.Lock()
-	st := Status{Version: d.Hub.Version()}
+	st := Status{Version: d.Hub.Version(), Started: d.started, RecentCalls: d.calls.List(), Reloads: d.reloads.List()}
 	for _, m := range d.sources {
 		s := SourceStatus{Name: m.name, Kind: m.kind, State: "ready", Tools: counts[m.name], Drift: drift[m.name]}
 		if m.up != nil {
@@ -55,6 +70,10 @@ func (d *Daemon) Status() Status {
 			if !snap.LastErrorAt.IsZero() {
 				at := snap.LastErrorAt
 				s.ErrorAt = &at
+			}
+			if !snap.ConnectedSince.IsZero() {
+				since := snap.ConnectedSince
+				s.ConnectedSince = &since
 			}
 			s.Connects = snap.Connects
 			if !snap.BackoffUntil.IsZero() {
@@ -85,4 +104,65 @@ func (d *Daemon) statusHandler(w http.ResponseWriter, _ *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(d.Status())
+}
+
+// page serves the status page to browsers and the plain-text index to
+// every other client (curl, scripts), as / did before the page.
+func (d *Daemon) page(logout bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		if !statuspage.WantsHTML(r) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp             Streamable HTTP (header %s: NAME for a profile)\nPOST /mcp/p/NAME      Streamable HTTP, one profile\nGET  /sse             legacy HTTP+SSE\nGET  /status          sources, states, drift, recent calls, reloads (JSON)\nGET  /metrics\nGET  /healthz\nGET  /readyz           200 once every server and plugin has connected or failed\nGET  /login           the status page's login, for browsers\n", ProfileHeader)
+			return
+		}
+		statuspage.Render(w, d.pageData(logout))
+	}
+}
+
+// pageData is what the status page shows: the Status, with each
+// source's tools and their drift.
+func (d *Daemon) pageData(logout bool) statuspage.Data {
+	st := d.Status()
+	tools := map[string][]statuspage.Tool{}
+	for _, t := range d.Hub.Tools() {
+		tools[t.Source] = append(tools[t.Source], statuspage.Tool{Name: t.Tool.Name})
+	}
+	data := statuspage.Data{
+		Version: st.Version, Now: time.Now(), Started: st.Started, Config: st.Config, Tools: st.Tools,
+		Collisions: st.Collisions, Calls: st.RecentCalls, Reloads: st.Reloads, Logout: logout,
+	}
+	for _, s := range st.Sources {
+		ps := statuspage.Source{
+			Name: s.Name, Kind: s.Kind, State: s.State, PID: s.PID, Error: s.Error,
+			Connects: s.Connects, Tools: tools[s.Name],
+		}
+		if s.ConnectedSince != nil {
+			ps.Since = *s.ConnectedSince
+		}
+		if s.ErrorAt != nil {
+			ps.ErrorAt = *s.ErrorAt
+		}
+		if s.BackoffUntil != nil {
+			ps.BackoffUntil = *s.BackoffUntil
+		}
+		if !s.Drift.Empty() {
+			ps.Drift = s.Drift.Summary()
+			drifted := map[string]string{}
+			for _, n := range s.Drift.Added {
+				drifted[n] = "added"
+			}
+			for _, c := range s.Drift.Changed {
+				drifted[c.Name] = "changed: " + strings.Join(c.Fields, ", ")
+			}
+			for i, t := range ps.Tools {
+				ps.Tools[i].Drift = drifted[t.Name]
+			}
+		}
+		data.Sources = append(data.Sources, ps)
+	}
+	return data
 }

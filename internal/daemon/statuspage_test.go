@@ -1,0 +1,324 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/junction-mcp/junction/internal/statuspage"
+)
+
+// get sends a GET with the headers given as name, value pairs.
+func get(t *testing.T, c *http.Client, u string, headers ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// TestStatusPageAuth serves the hub's HTTP front with a token on
+// 127.0.0.1 and goes through the page as curl and as a browser would.
+func TestStatusPageAuth(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	d, err := Build(t.Context(), Spec{Packs: []string{"core"}, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const token = "page-test-token"
+	srv := httptest.NewServer(d.Handler(HTTPConfig{Tokens: []string{token}}, "127.0.0.1"))
+	defer srv.Close()
+	plain := &http.Client{CheckRedirect: noRedirect}
+	defer plain.CloseIdleConnections()
+
+	// curl with the token: the plain-text index, as before the page.
+	resp, body := get(t, plain, srv.URL+"/", "Authorization", "Bearer "+token)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") || !strings.Contains(body, "POST /mcp") {
+		t.Errorf("curl GET / = %d %s %q, want the plain-text index", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	// curl without a token: 401, as before.
+	if resp, _ := get(t, plain, srv.URL+"/"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("curl GET / without a token = %d, want 401", resp.StatusCode)
+	}
+	// A browser without a session is sent to the form.
+	resp, _ = get(t, plain, srv.URL+"/", "Accept", browserAccept)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+		t.Errorf("browser GET / = %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The stylesheet needs no login; the page's CSP allows it.
+	if resp, _ := get(t, plain, srv.URL+statuspage.CSSPath); resp.StatusCode != 200 {
+		t.Errorf("GET %s = %d, want 200", statuspage.CSSPath, resp.StatusCode)
+	}
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	defer browser.CloseIdleConnections()
+	post := func(path string, form url.Values, origin string) *http.Response {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", browserAccept)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	// A form posted from another site is refused (CSRF), even with the
+	// right token.
+	if resp := post("/login", url.Values{"token": {token}}, "http://localhost:1"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin login = %d, want 403", resp.StatusCode)
+	}
+	// A token in the URL is refused, and not used.
+	if resp, _ := get(t, browser, srv.URL+"/login?token="+token, "Accept", browserAccept); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /login?token= = %d, want 400", resp.StatusCode)
+	}
+	if resp := post("/login", url.Values{"token": {"wrong"}}, srv.URL); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("login with a wrong token = %d, want 401", resp.StatusCode)
+	}
+	// The right token: the cookie, and the page.
+	resp = post("/login", url.Values{"token": {token}}, srv.URL)
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/" {
+		t.Fatalf("login = %d at %s, want the page at /", resp.StatusCode, resp.Request.URL)
+	}
+	resp, body = get(t, browser, srv.URL+"/", "Accept", browserAccept)
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="source-core"`) || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("browser GET / with the cookie = %d, want the page listing core:\n%.800s", resp.StatusCode, body)
+	}
+	// The cookie opens /status and /metrics, but not MCP.
+	if resp, body := get(t, browser, srv.URL+"/status"); resp.StatusCode != 200 || !strings.Contains(body, `"recent_calls"`) {
+		t.Errorf("GET /status with the cookie = %d %.300q", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, browser, srv.URL+"/metrics"); resp.StatusCode != 200 {
+		t.Errorf("GET /metrics with the cookie = %d, want 200", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := browser.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("POST /mcp with the cookie = %d, want 401 (MCP takes the header only)", resp.StatusCode)
+		}
+	}
+	// Log out from another site: refused; from the page: done.
+	if resp := post("/logout", nil, "http://localhost:1"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin logout = %d, want 403", resp.StatusCode)
+	}
+	if resp := post("/logout", nil, srv.URL); resp.Request.URL.Path != "/login" {
+		t.Errorf("logout ended at %s, want /login", resp.Request.URL)
+	}
+	if resp, _ := get(t, browser, srv.URL+"/status"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /status after logout = %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestStatusPageNoAuth: with InsecureNoAuth there is no login; the page
+// is served at once, without a Log out button.
+func TestStatusPageNoAuth(t *testing.T) {
+	d, err := Build(t.Context(), Spec{Packs: []string{"core"}, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	h := d.AdminHandler(HTTPConfig{InsecureNoAuth: true}, "127.0.0.1")
+	serve := func(method, path string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, "http://127.0.0.1:7332"+path, nil)
+		r.Header.Set("Accept", browserAccept)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec
+	}
+	if rec := serve("GET", "/"); rec.Code != 200 || strings.Contains(rec.Body.String(), "/logout") {
+		t.Errorf("GET / = %d (logout shown: %v), want the page without Log out", rec.Code, strings.Contains(rec.Body.String(), "/logout"))
+	}
+	if rec := serve("GET", "/login"); rec.Code != http.StatusSeeOther {
+		t.Errorf("GET /login = %d, want a redirect to the page", rec.Code)
+	}
+	// The admin listener serves no MCP.
+	if rec := serve("POST", "/mcp"); rec.Code != http.StatusNotFound {
+		t.Errorf("admin POST /mcp = %d, want 404", rec.Code)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/status", "/metrics"} {
+		if rec := serve("GET", path); rec.Code != 200 {
+			t.Errorf("admin GET %s = %d, want 200", path, rec.Code)
+		}
+	}
+}
+
+// TestPageMetricsAndCalls: a host's requests are counted by front and
+// method, its session is in the gauge, its call is in the recent calls
+// and on the page, a restarted upstream counts a reconnect, and the build
+// is described.
+func TestPageMetricsAndCalls(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	d, err := Build(ctx, Spec{Packs: []string{"core"}, DataDir: t.TempDir(), Config: parseConfig(t, "servers:\n"+upstreamYAML("up"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	srv := httptest.NewServer(d.Handler(HTTPConfig{InsecureNoAuth: true}, "127.0.0.1"))
+	defer srv.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError {
+		t.Fatalf("up__echo = %v, %v", res, err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "junction_version"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A host of 2025-11-25 opens a session (the go-sdk client above
+	// speaks 2026-07-28, without sessions).
+	req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize at 2025-11-25 = %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
+	}
+
+	// The upstream's process ends; the hub starts it again.
+	pid := sourcePID(t, d, "up")
+	syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(30 * time.Second)
+	for d.upstreamConnects("up") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("up did not reconnect: %+v", d.Status().Sources)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	_, metrics := get(t, srv.Client(), srv.URL+"/metrics")
+	for _, want := range []string{
+		`junction_mcp_requests_total{front="http",method="initialize"} 1`,
+		`junction_mcp_requests_total{front="http",method="server/discover"} 1`,
+		`junction_source_reconnects_total{source="up"} 1`,
+		`junction_sessions{protocol="` + "2025-11-25" + `"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s\n%s", want, grepLines(metrics, "junction_mcp")+grepLines(metrics, "junction_sess"))
+		}
+	}
+	// Both tools/call, whichever path they took (up__echo may take the
+	// fast path, which go-sdk never sees).
+	if !strings.Contains(metrics, `junction_mcp_requests_total{front="http",method="tools/call"} 2`) {
+		t.Errorf("/metrics does not count 2 tools/call:\n%s", grepLines(metrics, "junction_mcp_requests_total"))
+	}
+	if !regexp.MustCompile(`junction_build_info\{go_version="go[^"]+",revision="[^"]*",version="[^"]+"\} 1`).MatchString(metrics) {
+		t.Errorf("/metrics lacks junction_build_info:\n%s", grepLines(metrics, "build_info"))
+	}
+
+	_, body := get(t, srv.Client(), srv.URL+"/status")
+	var st Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.RecentCalls) != 2 || st.RecentCalls[0].Tool != "junction_version" || st.RecentCalls[1].Tool != "up__echo" || st.RecentCalls[1].Outcome != "ok" {
+		t.Errorf("recent_calls = %+v, want junction_version then up__echo, ok", st.RecentCalls)
+	}
+	for _, s := range st.Sources {
+		if s.Name == "up" && (s.ConnectedSince == nil || s.Error == "") {
+			t.Errorf("up: connected_since %v, error %q; want both after a restart", s.ConnectedSince, s.Error)
+		}
+	}
+	_, page := get(t, srv.Client(), srv.URL+"/", "Accept", browserAccept)
+	for _, want := range []string{`id="source-up"`, "up__echo", "junction_version"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func (d *Daemon) upstreamConnects(name string) int {
+	for _, s := range d.Status().Sources {
+		if s.Name == name && s.State == "connected" {
+			return s.Connects
+		}
+	}
+	return 0
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestSpecMethod(t *testing.T) {
+	for in, want := range map[string]string{
+		"tools/call": "tools/call", "initialize": "initialize", "notifications/cancelled": "notifications/cancelled",
+		"tools/call2": "other", "": "other", "x/" + strings.Repeat("y", 100): "other",
+	} {
+		if got := specMethod(in); got != want {
+			t.Errorf("specMethod(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDescribeReload(t *testing.T) {
+	d, err := Build(t.Context(), Spec{Packs: []string{"core"}, DataDir: t.TempDir(), Config: parseConfig(t, "packs: [core]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Reload(t.Context(), parseConfig(t, "packs: [core]\npresets:\n  mine: [junction_version]\n")); err != nil {
+		t.Fatal(err)
+	}
+	d.ReloadRefused(io.ErrUnexpectedEOF)
+	got := d.Status().Reloads
+	if len(got) != 2 || got[0].OK() || !strings.Contains(got[0].Error, "refused") || !got[1].OK() || got[1].Changes != "sections: presets" {
+		t.Errorf("reloads = %+v, want the refusal, then an ok reload that changed presets", got)
+	}
+}
