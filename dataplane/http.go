@@ -158,7 +158,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	})
 	var take func(http.ResponseWriter, *http.Request, []byte) bool
 	if p.raw {
-		take = newHTTPRaw(p, o).take
+		take = newHTTPRaw(p, o, store).take
 	}
 	return checkJSONBody(next, calls, o.MaxRequestBytes, take)
 }

@@ -255,6 +255,44 @@ func TestHTTPFastPathRaw(t *testing.T) {
 	}
 }
 
+// TestHTTPFastPathSessionEnds: a session the host deleted is not served
+// raw any more: the raw path forgets it as go-sdk closes it (told by the
+// event store, before the DELETE is answered), and go-sdk refuses the
+// session.
+func TestHTTPFastPathSessionEnds(t *testing.T) {
+	var raw atomic.Int32
+	f := &rawFake{tools: []string{"echo"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		raw.Add(1)
+		return echoRaw(ctx, name, params)
+	}}
+	srv := startHTTPFast(t, f, HTTPOptions{})
+	for i := range 3 {
+		sid := rawSession(t, srv.URL)
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"}}}`
+		resp := rawPost(t, srv.URL, sid, call)
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK || raw.Load() != int32(i+1) {
+			t.Fatalf("session %d: call %s, %d raw calls; want 200 and %d", i, resp.Status, raw.Load(), i+1)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, srv.URL, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		dresp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dresp.Body.Close()
+		if dresp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE: %s, want 204", dresp.Status)
+		}
+		resp = rawPost(t, srv.URL, sid, call)
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusNotFound || raw.Load() != int32(i+1) || f.slow.Load() != 0 {
+			t.Errorf("session %d after DELETE: %s, %d raw calls, %d through go-sdk; want 404 and none", i, resp.Status, raw.Load()-int32(i+1), f.slow.Load())
+		}
+	}
+}
+
 // TestHTTPFastPathKeepsSessionAlive: go-sdk closes a session idle for its
 // timeout; a session busy only with fast calls must not look idle to it.
 func TestHTTPFastPathKeepsSessionAlive(t *testing.T) {

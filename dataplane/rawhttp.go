@@ -34,7 +34,10 @@ import (
 // A session is looked up among the view's live go-sdk sessions, so go-sdk
 // still creates, checks, expires and deletes sessions; so that its idle
 // timer sees a session in use, one request per session goes to go-sdk at
-// least every quarter of the session timeout.
+// least every quarter of the session timeout. The raw path forgets a
+// session when go-sdk closes it: the handler's event store hears of it
+// (replayStore.onAnyClose), and, without a store, a goroutine per session
+// waits for it.
 
 // httpRaw is the raw path of one HTTP handler.
 type httpRaw struct {
@@ -43,11 +46,13 @@ type httpRaw struct {
 	mode     HTTPMode
 	touch    time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
 
-	seq atomic.Uint64 // ids of requests to hosts ("jh-N")
+	seq   atomic.Uint64 // ids of requests to hosts ("jh-N")
+	hears bool          // the event store tells forget of closed sessions
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession   // by Mcp-Session-Id
 	pending  map[string]chan hostReply // requests to hosts, by session id + "\x00" + request id
+	closes   uint64                    // sessions forgotten so far (see session)
 }
 
 // hostReply is a host's answer to a request sent on a raw call's stream.
@@ -63,12 +68,30 @@ type httpSession struct {
 	calls    inflight
 }
 
-func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
+// newHTTPRaw returns the raw path of a handler whose stateful sessions
+// have the event store store (nil: none).
+func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
 	p.v.OfferTasks() // the raw path takes the extension's requests (tasks.go)
-	return &httpRaw{
+	f := &httpRaw{
 		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, touch: o.SessionTimeout / 4,
 		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
 	}
+	if store != nil {
+		f.hears = true
+		store.onAnyClose(func(sid string) { f.forget(sid, nil) })
+	}
+	return f
+}
+
+// forget drops the raw path's record of session sid (only if it is s,
+// when s is not nil): go-sdk closed the session.
+func (f *httpRaw) forget(sid string, s *httpSession) {
+	f.mu.Lock()
+	if cur := f.sessions[sid]; cur != nil && (s == nil || cur == s) {
+		delete(f.sessions, sid)
+	}
+	f.closes++
+	f.mu.Unlock()
 }
 
 // take answers the POST r, whose body is body, if it is for the raw
@@ -275,6 +298,7 @@ func (f *httpRaw) acceptable(r *http.Request) bool {
 func (f *httpRaw) session(sid string) *httpSession {
 	f.mu.Lock()
 	s := f.sessions[sid]
+	closes := f.closes
 	f.mu.Unlock()
 	if s == nil {
 		var ss *mcp.ServerSession
@@ -292,15 +316,16 @@ func (f *httpRaw) session(sid string) *httpSession {
 			s = &httpSession{ss: ss, lastSlow: time.Now()}
 			f.sessions[sid] = s
 			// Forget the session when go-sdk closes it (DELETE, idle
-			// timeout, shutdown).
-			go func() {
-				ss.Wait()
-				f.mu.Lock()
-				if f.sessions[sid] == s {
-					delete(f.sessions, sid)
-				}
-				f.mu.Unlock()
-			}()
+			// timeout, shutdown). The event store tells of it, but a
+			// session that closed since the lookup above was told of
+			// before it was entered here: then, and without a store, a
+			// goroutine waits for the close (at once, if it was this one).
+			if !f.hears || f.closes != closes {
+				go func() {
+					ss.Wait()
+					f.forget(sid, s)
+				}()
+			}
 		}
 		f.mu.Unlock()
 	}

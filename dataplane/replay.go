@@ -48,6 +48,7 @@ type replayStore struct {
 	sessions map[string]map[string]*replayStream // session id -> stream id ->
 	lru      list.List                           // of *replayStream, least recently used first
 	atClose  map[string][]func()                 // by session id: see onClose
+	closed   func(session string)                // see onAnyClose
 }
 
 type replayStream struct {
@@ -66,6 +67,16 @@ func newReplayStore(max int) *replayStore {
 func (s *replayStore) onClose(session string, f func()) {
 	s.mu.Lock()
 	s.atClose[session] = append(s.atClose[session], f)
+	s.mu.Unlock()
+}
+
+// onAnyClose calls f with the id of every session that ends from now on
+// (go-sdk closes a session's transport, which tells its event store, when
+// the host deletes it, it times out or the handler shuts down). Unlike
+// onClose it costs nothing per session. Call it before the store serves.
+func (s *replayStore) onAnyClose(f func(session string)) {
+	s.mu.Lock()
+	s.closed = f
 	s.mu.Unlock()
 }
 
@@ -151,9 +162,13 @@ func (s *replayStore) SessionClosed(_ context.Context, session string) error {
 	delete(s.sessions, session)
 	fs := s.atClose[session]
 	delete(s.atClose, session)
+	closed := s.closed
 	s.mu.Unlock()
 	for _, f := range fs {
 		f()
+	}
+	if closed != nil {
+		closed(session)
 	}
 	return nil
 }
