@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/junction-mcp/junction/internal/editdist"
 )
 
 // FieldError is one problem in a config file. Its message reads
@@ -80,7 +82,7 @@ func suggest(key string, known []string) string {
 	best, bestD := "", 3 // suggest only within two edits
 	lk := strings.ToLower(key)
 	for _, k := range known {
-		if d := levenshtein(lk, strings.ToLower(k)); d < bestD && d < len(k)/2+1 {
+		if d := editdist.Distance(lk, strings.ToLower(k)); d < bestD && d < len(k)/2+1 {
 			best, bestD = k, d
 		}
 	}
@@ -88,30 +90,6 @@ func suggest(key string, known []string) string {
 		return ""
 	}
 	return ` (did you mean "` + best + `"?)`
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 99
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
