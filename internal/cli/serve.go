@@ -213,10 +213,19 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		defer stopWatch()
 	}
 
+	var frontAuth *daemon.FrontAuth
+	if h := configHTTP(fileCfg); h != nil {
+		if frontAuth, err = daemon.NewFrontAuth(h.Auth); err != nil {
+			return err
+		}
+	}
+	if frontAuth != nil && *insecure {
+		return usageErrorf("-insecure-no-auth contradicts the config file's http.auth (mode oauth); keep one")
+	}
 	all := append([]string(nil), tokens...)
 	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
 	all = append(all, fromFile...)
-	if len(all) == 0 && !*insecure && (*admin != "" || *addr != "" && !d.DiPeOAuth()) {
+	if len(all) == 0 && !*insecure && (*admin != "" || *addr != "" && !d.DiPeOAuth() && frontAuth == nil) {
 		all = []string{generatedToken(env, EnvToken)}
 	}
 	if *admin != "" {
@@ -245,6 +254,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	cfg := daemon.HTTPConfig{
 		Addr:           *addr,
 		Tokens:         all,
+		OAuth:          frontAuth,
 		InsecureNoAuth: *insecure,
 		AllowedHosts:   hosts,
 		AllowedOrigins: origins,

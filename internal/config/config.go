@@ -276,7 +276,62 @@ type HTTP struct {
 	// /status, /metrics, /healthz, /readyz; junction serve -admin),
 	// served in stdio mode too; empty means none.
 	Admin string
+	// Auth makes the front an OAuth 2.1 protected resource (http.auth).
+	Auth HTTPAuth
 }
+
+// HTTP.Auth modes.
+const (
+	HTTPAuthTokens = "tokens" // API tokens only (the default, also "")
+	HTTPAuthOAuth  = "oauth"  // an authorization server's access tokens, and API tokens if any
+)
+
+// HTTPAuth makes the HTTP front an OAuth 2.1 protected resource: it
+// accepts access tokens that Issuer issued for Audience, checked locally
+// (JWTs, against the issuer's keys) or by Introspection (opaque tokens).
+// API tokens (HTTP.Tokens) are still accepted beside them.
+type HTTPAuth struct {
+	// Mode is "tokens" (default, also "") or "oauth".
+	Mode string
+	// Issuer is the authorization server's issuer identifier (an https
+	// URL, or http on a loopback host).
+	Issuer string
+	// Audience is the hub's resource URI: the URL hosts use for /mcp,
+	// which tokens must name in aud (RFC 8707).
+	Audience string
+	// JWKSURL is where the issuer's signing keys are; empty means the
+	// jwks_uri of the issuer's metadata.
+	JWKSURL string
+	// Algorithms are the JWS algorithms accepted; empty means the
+	// asymmetric ones (RS*, PS*, ES*, EdDSA).
+	Algorithms []string
+	// Introspection checks opaque tokens (RFC 7662); off when URL is
+	// empty.
+	Introspection Introspection
+	// Scopes are what a token must carry, and which profiles its scopes
+	// open.
+	Scopes AuthScopes
+}
+
+// Introspection is an RFC 7662 endpoint and the client the hub
+// authenticates to it as.
+type Introspection struct {
+	URL          string
+	ClientID     string
+	ClientSecret string
+}
+
+// AuthScopes maps token scopes to what they grant.
+type AuthScopes struct {
+	// Required scopes must all be in every token.
+	Required []string
+	// Profiles maps a scope to the profile it opens, or to "*" for the
+	// whole hub. Empty: every accepted token sees the whole hub.
+	Profiles map[string]string
+}
+
+// AllProfiles is the Profiles value that grants the whole hub.
+const AllProfiles = "*"
 
 // Lock names the manifest written by "junction lock".
 type Lock struct {

@@ -840,7 +840,7 @@ func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 // --- http, lock, log ---
 
 var httpKeys = []string{"listen", "mode", "json_response", "session_timeout", "max_request_bytes", "tokens",
-	"token_file", "allowed_hosts", "allowed_origins", "insecure_no_auth", "admin"}
+	"token_file", "allowed_hosts", "allowed_origins", "insecure_no_auth", "admin", "auth"}
 
 func (d *decoder) http(h *HTTP, n *node, path string) {
 	for _, e := range d.mapping(n, path) {
@@ -868,8 +868,63 @@ func (d *decoder) http(h *HTTP, n *node, path string) {
 			h.InsecureNoAuth = d.boolean(e.val, p)
 		case "admin":
 			h.Admin = d.str(e.val, p)
+		case "auth":
+			d.httpAuth(&h.Auth, e.val, p)
 		default:
 			d.unknown(e, path, httpKeys)
+		}
+	}
+}
+
+var httpAuthKeys = []string{"mode", "issuer", "audience", "jwks_url", "algorithms", "introspection", "scopes"}
+
+// httpAuth reads http.auth: "auth: oauth" or a mapping of httpAuthKeys.
+func (d *decoder) httpAuth(a *HTTPAuth, n *node, path string) {
+	if n.kind == scalarNode {
+		a.Mode = strings.ToLower(d.str(n, path))
+		return
+	}
+	for _, e := range d.mapping(n, path) {
+		p := join(path, e.key)
+		switch e.key {
+		case "mode":
+			a.Mode = strings.ToLower(d.str(e.val, p))
+		case "issuer":
+			a.Issuer = d.strX(e.val, p)
+		case "audience":
+			a.Audience = d.strX(e.val, p)
+		case "jwks_url":
+			a.JWKSURL = d.strX(e.val, p)
+		case "algorithms":
+			a.Algorithms = d.strList(e.val, p, false)
+		case "introspection":
+			for _, f := range d.mapping(e.val, p) {
+				q := join(p, f.key)
+				switch f.key {
+				case "url":
+					a.Introspection.URL = d.strX(f.val, q)
+				case "client_id":
+					a.Introspection.ClientID = d.strX(f.val, q)
+				case "client_secret":
+					a.Introspection.ClientSecret = d.strX(f.val, q)
+				default:
+					d.unknown(f, p, []string{"url", "client_id", "client_secret"})
+				}
+			}
+		case "scopes":
+			for _, f := range d.mapping(e.val, p) {
+				q := join(p, f.key)
+				switch f.key {
+				case "required":
+					a.Scopes.Required = d.strList(f.val, q, false)
+				case "profiles":
+					a.Scopes.Profiles = d.strMap(f.val, q, false)
+				default:
+					d.unknown(f, p, []string{"required", "profiles"})
+				}
+			}
+		default:
+			d.unknown(e, path, httpAuthKeys)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -328,6 +329,7 @@ func (v *validator) http(h *HTTP) {
 		}
 	}
 	v.names(h.AllowedHosts, "http.allowed_hosts")
+	v.httpAuth(&h.Auth, h.InsecureNoAuth)
 }
 
 // listenAddr checks the listen address at key (empty is fine): host:port,
@@ -344,6 +346,72 @@ func (v *validator) listenAddr(key, addr, example string, insecure bool) {
 	} else if insecure && !isLoopback(host) {
 		v.fail("http.insecure_no_auth", "only allowed when %s is a loopback address, not %q", key, host)
 	}
+}
+
+// httpAuth checks http.auth: the URLs it needs, and that scopes open
+// profiles that exist.
+func (v *validator) httpAuth(a *HTTPAuth, insecure bool) {
+	switch a.Mode {
+	case "", HTTPAuthTokens:
+		if a.Issuer != "" || a.Audience != "" || a.Introspection.URL != "" || len(a.Scopes.Required)+len(a.Scopes.Profiles) > 0 {
+			v.fail("http.auth.mode", "must be oauth for the other http.auth keys to apply")
+		}
+		return
+	case HTTPAuthOAuth:
+	default:
+		v.fail("http.auth.mode", "unknown mode %q (use oauth or tokens)", a.Mode)
+		return
+	}
+	if insecure {
+		v.fail("http.insecure_no_auth", "contradicts http.auth oauth; keep one")
+	}
+	authURL := func(key, u string, required bool) {
+		switch msg := CheckAuthURL(u); {
+		case u == "" && required:
+			v.fail("http.auth."+key, "must be set for mode oauth")
+		case u != "" && msg != "":
+			v.fail("http.auth."+key, "%s", msg)
+		}
+	}
+	authURL("issuer", a.Issuer, true)
+	authURL("audience", a.Audience, true)
+	authURL("jwks_url", a.JWKSURL, false)
+	authURL("introspection.url", a.Introspection.URL, false)
+	if a.Introspection.URL != "" && a.Introspection.ClientID == "" {
+		v.fail("http.auth.introspection.client_id", "must be set with introspection.url (the client the hub authenticates as)")
+	}
+	for i, alg := range a.Algorithms {
+		if !slices.Contains(AuthAlgorithms, alg) {
+			v.fail(index("http.auth.algorithms", i), "%q is not accepted (use some of %s)", alg, strings.Join(AuthAlgorithms, ", "))
+		}
+	}
+	v.names(a.Scopes.Required, "http.auth.scopes.required")
+	for _, scope := range sortedKeys(a.Scopes.Profiles) {
+		name := a.Scopes.Profiles[scope]
+		if _, ok := v.c.Profiles[name]; !ok && name != AllProfiles {
+			v.fail(join("http.auth.scopes.profiles", scope), "unknown profile %q%s (or \"*\" for the whole hub)", name, suggest(name, sortedKeys(v.c.Profiles)))
+		}
+	}
+}
+
+// AuthAlgorithms are the JWS algorithms http.auth may accept: asymmetric
+// ones only (a shared-secret HS* would let anyone holding the issuer's
+// public keys forge tokens; "none" signs nothing).
+var AuthAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// CheckAuthURL says what is wrong with an OAuth endpoint or identifier,
+// or "": it must be an absolute https URL, or http on a loopback host.
+func CheckAuthURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Sprintf("invalid URL %q: want https://host/path", s)
+	case u.Fragment != "":
+		return fmt.Sprintf("%q: must have no #fragment", s)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return fmt.Sprintf("%q: must be https (http only on a loopback host)", s)
+	}
+	return ""
 }
 
 func isLoopback(host string) bool {

@@ -27,6 +27,9 @@ type HTTPConfig struct {
 	// Tokens are the accepted API tokens (Authorization: Bearer or
 	// X-API-Key). At least one is required unless InsecureNoAuth.
 	Tokens []string
+	// OAuth, if non-nil, also accepts an authorization server's access
+	// tokens (docs/auth.md); Tokens may then be empty.
+	OAuth *FrontAuth
 	// InsecureNoAuth serves without authentication; refused unless Addr is
 	// a loopback address.
 	InsecureNoAuth bool
@@ -98,6 +101,11 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) http.Handler {
 	var protected http.Handler = mux
 	root := http.NewServeMux()
+	if cfg.OAuth != nil {
+		for _, p := range cfg.OAuth.Resource.MetadataPaths() {
+			root.Handle(p, cfg.OAuth.metadataHandler())
+		}
+	}
 	if cfg.InsecureNoAuth {
 		root.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/", http.StatusSeeOther) // no auth, no login
@@ -106,6 +114,7 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 		tokens := httpguard.NewTokens(cfg.Tokens...)
 		login := statuspage.NewAuth(tokens)
 		protected = requireToken(protected, tokens, login)
+		protected = cfg.OAuth.front(protected, mux, cfg.Tokens, d.logger)
 		root.HandleFunc("/login", login.Login)
 		root.HandleFunc("/logout", login.Logout)
 	}
@@ -191,7 +200,7 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 		return err
 	}
 	host, _, _ := net.SplitHostPort(cfg.Addr)
-	if !cfg.InsecureNoAuth && len(cfg.Tokens) == 0 {
+	if !cfg.InsecureNoAuth && len(cfg.Tokens) == 0 && cfg.OAuth == nil {
 		return errors.New("HTTP needs at least one token (-token, -token-file or JUNCTION_TOKEN), or -insecure-no-auth on a loopback address")
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -1,0 +1,60 @@
+// An OpenID provider for TestHubOAuthResource: panva's oidc-provider
+// (OpenID Certified), on 127.0.0.1 with a port of its own choosing.
+//
+//   node provider.mjs NODE_MODULES_DIR AUDIENCE
+//
+// It prints "issuer http://127.0.0.1:PORT" on stdout once it listens,
+// and serves until its stdin closes. Clients (client_credentials, secret
+// "<id>-secret"): "agent" gets JWT access tokens, "agent-opaque" opaque
+// ones; "hub" may introspect. Every resource indicator is accepted, so
+// the test can ask for a token for another resource.
+import { createServer } from 'node:http';
+import { generateKeyPairSync } from 'node:crypto';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [modules, audience] = process.argv.slice(2);
+if (!modules || !audience) {
+  console.error('usage: node provider.mjs NODE_MODULES_DIR AUDIENCE');
+  process.exit(2);
+}
+const { default: Provider } = await import(pathToFileURL(join(modules, 'oidc-provider', 'lib', 'index.js')));
+
+const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'e2e-1', alg: 'ES256', use: 'sig' };
+const scope = 'mcp:small mcp:all';
+
+const server = createServer();
+server.listen(0, '127.0.0.1', () => {
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const client = (id) => ({
+    client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'],
+    redirect_uris: [], response_types: [], scope, id_token_signed_response_alg: 'ES256',
+  });
+  const provider = new Provider(issuer, {
+    clients: [client('agent'), client('agent-opaque'), { ...client('hub'), grant_types: [], scope: undefined }],
+    jwks: { keys: [jwk] },
+    scopes: scope.split(' '),
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => audience,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (ctx, resource, c) => ({
+          scope,
+          audience: resource,
+          accessTokenTTL: 300,
+          accessTokenFormat: c.clientId === 'agent-opaque' ? 'opaque' : 'jwt',
+          jwt: { sign: { alg: 'ES256' } },
+        }),
+      },
+    },
+  });
+  server.on('request', provider.callback());
+  console.log(`issuer ${issuer}`);
+});
+process.stdin.resume();
+process.stdin.on('end', () => server.close(() => process.exit(0)));
