@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -49,7 +48,8 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 	}
 	if c != nil {
 		skipSelf(c, path, env)
-		problems = append(problems, checkPackNames(path, c)...)
+		problems = append(problems, daemon.Preflight(path, c, env.Getenv)...)
+		problems = append(problems, checkTokenFile(path, c)...)
 		if len(problems) > 0 {
 			c = nil
 		}
@@ -70,19 +70,17 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// checkPackNames reports packs that are not built into this binary, which
-// config.Parse cannot know.
-func checkPackNames(file string, c *config.Config) config.Errors {
-	known := daemon.PackNames()
-	var errs config.Errors
-	for _, name := range sortedMapKeys(c.Packs) {
-		if !slices.Contains(known, name) {
-			p := c.FieldPath("pack", name)
-			errs = append(errs, &config.FieldError{File: file, Line: c.Line(p), Path: p,
-				Msg: fmt.Sprintf("unknown pack %q (built-in packs: %s)", name, strings.Join(known, ", "))})
-		}
+// checkTokenFile reports an http.token_file that serve could not read.
+func checkTokenFile(file string, c *config.Config) config.Errors {
+	h := c.HTTP
+	if h.Listen == "" || h.TokenFile == "" {
+		return nil
 	}
-	return errs
+	if _, err := readTokenFile(h.TokenFile); err != nil {
+		const path = "http.token_file"
+		return config.Errors{&config.FieldError{File: file, Line: c.Line(path), Path: path, Msg: strings.TrimPrefix(err.Error(), "-token-file: ")}}
+	}
+	return nil
 }
 
 // checkReport is the -json output of "junction config check".
