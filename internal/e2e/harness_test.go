@@ -335,9 +335,15 @@ func connectStdio(t testing.TB, args ...string) *mcp.ClientSession {
 // handlers: sampling, elicitation, logging, progress).
 func connectStdioClient(t testing.TB, c *mcp.Client, args ...string) *mcp.ClientSession {
 	t.Helper()
+	return connectStdioWatched(t, c, newOutput(), args...)
+}
+
+// connectStdioWatched is [connectStdioClient] with the process's stderr
+// going to stderr, for tests that wait for a line on it.
+func connectStdioWatched(t testing.TB, c *mcp.Client, stderr *lineWatcher, args ...string) *mcp.ClientSession {
+	t.Helper()
 	cmd := exec.Command(junctionBin(t), append([]string{"serve"}, args...)...)
 	cmd.Env = childEnv(t.TempDir())
-	stderr := newOutput()
 	cmd.Stderr = stderr
 	cmd.WaitDelay = stopTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
