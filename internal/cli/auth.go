@@ -130,6 +130,7 @@ func runAuthLogin(ctx context.Context, env *Env, args []string) error {
 func runAuthStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "auth status", "[flags]", authStatusAbout)
 	configPath := fs.String("config", "", "also list this config `file`'s OAuth servers without a token (default $"+EnvConfig+")")
+	out := outputFlags(fs, true)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -164,6 +165,9 @@ func runAuthStatus(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	sort.Strings(missing)
+	if out.json {
+		return writeJSON(env.Stdout, authStatusJSON(entries, names, missing, cfg))
+	}
 	if len(entries) == 0 && len(missing) == 0 {
 		fmt.Fprintf(env.Stdout, "no OAuth tokens stored (in %s)\n", filepath.Dir(store.Path()))
 		return nil
@@ -207,6 +211,42 @@ func runAuthStatus(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\tnot logged in: junction auth login %s\t-\t-\n", name, cfg.Servers[name].URL, name)
 	}
 	return tw.Flush()
+}
+
+// authToken is one server in "auth status -o json". It never holds a
+// token, only what is known about it.
+type authToken struct {
+	Server   string     `json:"server,omitempty"`
+	URL      string     `json:"url"`
+	LoggedIn bool       `json:"logged_in"`
+	Expiry   *time.Time `json:"expiry,omitempty"`
+	Refresh  bool       `json:"refresh"`
+	Scopes   []string   `json:"scopes,omitempty"`
+	// Wanted are scopes the server asks for that the token lacks: log
+	// in again to get them.
+	Wanted []string `json:"wanted,omitempty"`
+}
+
+func authStatusJSON(entries []*oauth.Entry, names map[string]string, missing []string, cfg *config.Config) map[string]any {
+	tokens := []authToken{}
+	for _, e := range entries {
+		t := authToken{Server: names[e.Resource], URL: e.Resource, Scopes: e.Scopes, Wanted: e.Wanted}
+		if t.Server == "" {
+			t.Server = e.Name
+		}
+		if e.Token != nil && e.Token.AccessToken != "" {
+			t.LoggedIn = true
+			if !e.Token.Expiry.IsZero() {
+				t.Expiry = &e.Token.Expiry
+			}
+			t.Refresh = e.Token.RefreshToken != ""
+		}
+		tokens = append(tokens, t)
+	}
+	for _, name := range missing {
+		tokens = append(tokens, authToken{Server: name, URL: cfg.Servers[name].URL})
+	}
+	return map[string]any{"tokens": tokens}
 }
 
 func runAuthLogout(ctx context.Context, env *Env, args []string) error {

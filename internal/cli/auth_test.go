@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,11 @@ func TestAuthCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "not logged in: junction auth login docs") {
 		t.Errorf("status before login: exit %d\n%s", code, out)
 	}
-	out, errOut, code := run(t, env, "tools", "call", "docs__echo", "-json", `{"text":"hi"}`, "-config", cfg)
+	out, _, code = run(t, env, "auth", "status", "-config", cfg, "-json")
+	if code != 0 || !strings.Contains(out, `"server": "docs"`) || !strings.Contains(out, `"logged_in": false`) {
+		t.Errorf("status -json before login: exit %d\n%s", code, out)
+	}
+	out, errOut, code := run(t, env, "tools", "call", "docs__echo", "-args", `{"text":"hi"}`, "-config", cfg)
 	if code == 0 || !strings.Contains(out+errOut, `junction auth login docs`) {
 		t.Errorf("hub before login: exit %d\n%s%s", code, out, errOut)
 	}
@@ -43,12 +48,18 @@ func TestAuthCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "docs") || !strings.Contains(out, "valid for") || strings.Contains(out, "not logged in") {
 		t.Errorf("status after login: exit %d\n%s", code, out)
 	}
-	out, errOut, code = run(t, env, "tools", "call", "docs__echo", "-json", `{"text":"hi"}`, "-config", cfg)
+	out, _, code = run(t, env, "auth", "status", "-config", cfg, "-o", "json")
+	var st struct{ Tokens []authToken }
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st.Tokens) != 1 ||
+		st.Tokens[0].Server != "docs" || !st.Tokens[0].LoggedIn || st.Tokens[0].URL != srv.Resource() || strings.Contains(out, "access") {
+		t.Errorf("status -o json after login: exit %d, %v\n%s", code, err, out)
+	}
+	out, errOut, code = run(t, env, "tools", "call", "docs__echo", "-args", `{"text":"hi"}`, "-config", cfg)
 	if code != 0 || !strings.Contains(out, "hi") {
 		t.Errorf("hub after login: exit %d\n%s%s", code, out, errOut)
 	}
 	// The client commands share the store: -url works too.
-	out, errOut, code = run(t, env, "tools", "call", "echo", "-json", `{"text":"direct"}`, "-url", srv.Resource())
+	out, errOut, code = run(t, env, "tools", "call", "echo", "-args", `{"text":"direct"}`, "-url", srv.Resource())
 	if code != 0 || !strings.Contains(out, "direct") {
 		t.Errorf("-url after login: exit %d\n%s%s", code, out, errOut)
 	}

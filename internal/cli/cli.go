@@ -19,8 +19,11 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/junction-mcp/junction/internal/editdist"
 )
 
 // Env is what a command may touch of the process: its standard streams and
@@ -33,46 +36,60 @@ type Env struct {
 	Getenv func(string) string
 	// Environ lists the environment, for child processes.
 	Environ func() []string
+	// command is the name the command was run by ("files push", or its
+	// old name "push"), for its help and errors.
+	command string
 }
 
 // command is one subcommand. Names with a space ("tools list") are
-// subcommands of a group.
+// subcommands of a group. A hidden command is an old name kept working:
+// help and completion leave it out.
 type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *Env, args []string) error
+	hidden  bool
 }
 
-// commands lists every subcommand, in the order help shows them.
+// commands lists every subcommand, in the order help shows them. It is
+// the one table that dispatch, help, did-you-mean and the completion
+// scripts read.
 func commands() []command {
 	return []command{
-		{"serve", "serve the hub over stdio or HTTP", runServe},
-		{"tools list", "list the tools of an MCP server or of the hub", runToolsList},
-		{"tools call", "call a tool of an MCP server or of the hub", runToolsCall},
-		{"resources list", "list the resources of an MCP server or of the hub", runResourcesList},
-		{"resources read", "read a resource of an MCP server or of the hub", runResourcesRead},
-		{"prompts list", "list the prompts of an MCP server or of the hub", runPromptsList},
-		{"prompts get", "render a prompt of an MCP server or of the hub", runPromptsGet},
-		{"lock", "pin the served tools (names, descriptions, schemas) in a lock file", runLock},
-		{"selftest", "compare the served tools with the lock file; exit 1 on drift", runSelftest},
-		{"mcp", "a drop-in for \"diode mcp\": the diode tools over stdio", runMCP},
-		{"files serve", "serve a directory with the diode files contract (PUT/GET/HEAD)", runFilesServe},
-		{"push", "upload a file to a file listener", runPush},
-		{"pull", "download a file from a file listener", runPull},
-		{"deploy-host", "accept PUT /<uuid>.tar.gz deploys, unpack them safely, write <uuid>.log", runDeployHost},
-		{"toolbox mcp", "serve one toolbox plugin (a program or a URL) as a stdio MCP server", runToolboxMCP},
-		{"config check", "validate a config file (junction, Claude Desktop, Cursor or VS Code form)", runConfigCheck},
-		{"connect", "move a host's MCP servers (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf) into junction and run junction there", runConnect},
-		{"disconnect", "give a host its own MCP servers back from the backup connect made", runDisconnect},
-		{"diagram compile", "validate a diagram file and optionally save it (-push-as)", runDiagramCompile},
-		{"diagram run", "run a saved diagram or a diagram file, now or in the background", runDiagramRun},
-		{"diagram results", "print a diagram run's status and node outputs by session id", runDiagramResults},
-		{"status", "show a running hub's sources: states, tools, errors, drift", runStatus},
-		{"auth login", "log in to an MCP server that wants OAuth and keep its token", runAuthLogin},
-		{"auth status", "list the stored OAuth tokens of upstream servers", runAuthStatus},
-		{"auth logout", "forget an upstream server's OAuth token", runAuthLogout},
-		{"packs", "list the built-in packs", runPacks},
-		{"version", "print the version", runVersion},
+		{name: "serve", summary: "serve the hub over stdio or HTTP", run: runServe},
+		{name: "tools list", summary: "list the tools of an MCP server or of the hub", run: runToolsList},
+		{name: "tools call", summary: "call a tool of an MCP server or of the hub", run: runToolsCall},
+		{name: "resources list", summary: "list the resources of an MCP server or of the hub", run: runResourcesList},
+		{name: "resources read", summary: "read a resource of an MCP server or of the hub", run: runResourcesRead},
+		{name: "prompts list", summary: "list the prompts of an MCP server or of the hub", run: runPromptsList},
+		{name: "prompts get", summary: "render a prompt of an MCP server or of the hub", run: runPromptsGet},
+		{name: "lock", summary: "pin the served tools (names, descriptions, schemas) in a lock file", run: runLock},
+		{name: "selftest", summary: "compare the served tools with the lock file; exit 1 on drift", run: runSelftest},
+		{name: "files serve", summary: "serve a directory with the diode files contract (PUT/GET/HEAD)", run: runFilesServe},
+		{name: "files push", summary: "upload a file to a file listener", run: runPush},
+		{name: "files pull", summary: "download a file from a file listener", run: runPull},
+		{name: "files deploy-host", summary: "accept PUT /<uuid>.tar.gz deploys, unpack them safely, write <uuid>.log", run: runDeployHost},
+		{name: "diode mcp", summary: "a drop-in for \"diode mcp\": the diode tools over stdio (also \"junction mcp\")", run: runMCP},
+		{name: "diode files", summary: "a drop-in for \"diode files\": the same as \"junction files serve\"", run: runFilesServe},
+		{name: "toolbox mcp", summary: "serve one toolbox plugin (a program or a URL) as a stdio MCP server", run: runToolboxMCP},
+		{name: "config check", summary: "validate a config file (junction, Claude Desktop, Cursor or VS Code form)", run: runConfigCheck},
+		{name: "connect", summary: "move a host's MCP servers (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf) into junction and run junction there", run: runConnect},
+		{name: "disconnect", summary: "give a host its own MCP servers back from the backup connect made", run: runDisconnect},
+		{name: "diagram compile", summary: "validate a diagram file and optionally save it (-push-as)", run: runDiagramCompile},
+		{name: "diagram run", summary: "run a saved diagram or a diagram file, now or in the background", run: runDiagramRun},
+		{name: "diagram results", summary: "print a diagram run's status and node outputs by session id", run: runDiagramResults},
+		{name: "status", summary: "show a running hub's sources: states, tools, errors, drift", run: runStatus},
+		{name: "auth login", summary: "log in to an MCP server that wants OAuth and keep its token", run: runAuthLogin},
+		{name: "auth status", summary: "list the stored OAuth tokens of upstream servers", run: runAuthStatus},
+		{name: "auth logout", summary: "forget an upstream server's OAuth token", run: runAuthLogout},
+		{name: "packs", summary: "list the built-in packs", run: runPacks},
+		{name: "completion", summary: "print a shell completion script: bash, zsh or fish", run: runCompletion},
+		{name: "version", summary: "print the version", run: runVersion},
+		// Old names, kept working.
+		{name: "mcp", summary: "the old name of diode mcp, kept for host configs", run: runMCP, hidden: true},
+		{name: "push", summary: "the old name of files push", run: runPush, hidden: true},
+		{name: "pull", summary: "the old name of files pull", run: runPull, hidden: true},
+		{name: "deploy-host", summary: "the old name of files deploy-host", run: runDeployHost, hidden: true},
 	}
 }
 
@@ -90,19 +107,13 @@ func RunEnv(ctx context.Context, env *Env, args []string) error {
 	if env.Environ == nil {
 		env.Environ = func() []string { return nil }
 	}
-	if len(args) == 0 {
-		usage(env.Stderr)
-		return usageErrorf("no command given")
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			return RunEnv(ctx, env, append(args[1:], "-help"))
+	if len(args) > 0 {
+		switch args[0] {
+		case "help":
+			return runHelp(ctx, env, args[1:])
+		case "-version", "--version":
+			return runVersion(ctx, env, nil)
 		}
-		usage(env.Stdout)
-		return nil
-	case "-version", "--version":
-		return runVersion(ctx, env, nil)
 	}
 	cmds := commands()
 	// Longest match first, so "tools list" wins over a group name.
@@ -113,27 +124,152 @@ func RunEnv(ctx context.Context, env *Env, args []string) error {
 		name := strings.Join(args[:n], " ")
 		for _, c := range cmds {
 			if c.name == name {
-				return c.run(ctx, env, args[n:])
+				e := *env
+				e.command = name
+				return c.run(ctx, &e, args[n:])
 			}
 		}
 	}
-	// A group name alone ("tools") lists its subcommands.
-	var group []command
-	for _, c := range cmds {
-		if strings.HasPrefix(c.name, args[0]+" ") {
-			group = append(group, c)
+	// No command matched: args name a group ("", "tools"), are a help
+	// flag after one, or are a mistake.
+	group, rest := "", args
+	if len(args) > 0 && len(groupCommands(cmds, args[0])) > 0 {
+		group, rest = args[0], args[1:]
+	}
+	if len(rest) > 0 && isHelpFlag(rest[0]) {
+		usage(env.Stdout, cmds, group)
+		return errHelpShown
+	}
+	if group == "" && len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+		return &UsageError{
+			msg:  fmt.Sprintf("%s before a command: give the command first, then its flags", rest[0]),
+			hint: "Usage: junction <command> [flags] [args]; \"junction help\" lists the commands.\n",
 		}
 	}
-	if len(group) > 0 {
-		fmt.Fprintf(env.Stderr, "junction %s: a subcommand is needed:\n", args[0])
-		printCommands(env.Stderr, group)
-		return usageErrorf("junction %s needs a subcommand", args[0])
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		var help strings.Builder
+		usage(&help, cmds, group)
+		if group == "" {
+			return &UsageError{msg: "no command given", hint: help.String()}
+		}
+		return &UsageError{msg: fmt.Sprintf("%q needs a subcommand", group), hint: help.String()}
 	}
-	usage(env.Stderr)
-	return usageErrorf("unknown command %q", args[0])
+	return unknownCommand(cmds, group, rest[0])
 }
 
-func usage(w io.Writer) {
+// runHelp is "junction help [command]": the list of commands, a group's
+// subcommands, or a command's own -help.
+func runHelp(ctx context.Context, env *Env, args []string) error {
+	if len(args) == 0 {
+		usage(env.Stdout, commands(), "")
+		return errHelpShown
+	}
+	return RunEnv(ctx, env, append(append([]string(nil), args...), "-help"))
+}
+
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
+}
+
+// groupCommands returns the visible subcommands of group, or every
+// visible command for group "".
+func groupCommands(cmds []command, group string) []command {
+	var out []command
+	for _, c := range cmds {
+		if !c.hidden && (group == "" || strings.HasPrefix(c.name, group+" ")) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// unknownCommand is the usage error for word, which names no command (in
+// group, when not ""): the error, the nearest names, and one usage line.
+func unknownCommand(cmds []command, group, word string) error {
+	full := strings.TrimSpace(group + " " + word)
+	var names []string // the words that could stand where word does
+	seen := map[string]bool{}
+	for _, c := range cmds {
+		n := c.name
+		if group != "" {
+			rest, ok := strings.CutPrefix(n, group+" ")
+			if !ok {
+				continue
+			}
+			n = rest
+		}
+		n, _, _ = strings.Cut(n, " ")
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	var hint strings.Builder
+	if near := nearest(word, names); len(near) > 0 {
+		for i, n := range near {
+			near[i] = strings.TrimSpace(group + " " + n)
+		}
+		fmt.Fprintf(&hint, "Did you mean %s?\n", quoteList(near))
+	}
+	if group == "" {
+		hint.WriteString("Usage: junction <command> [flags] [args]; \"junction help\" lists the commands.\n")
+	} else {
+		var subs []string
+		for _, c := range groupCommands(cmds, group) {
+			subs = append(subs, strings.TrimPrefix(c.name, group+" "))
+		}
+		fmt.Fprintf(&hint, "Usage: junction %s %s [flags] [args]; \"junction help %s\" says more.\n", group, strings.Join(subs, "|"), group)
+	}
+	return &UsageError{msg: fmt.Sprintf("unknown command %q", full), hint: hint.String()}
+}
+
+// nearest returns the names within a small edit distance of word (or
+// that start with it), closest first.
+func nearest(word string, names []string) []string {
+	best, limit := []string(nil), 2
+	if len(word) > 6 {
+		limit = 3
+	}
+	for _, n := range names {
+		d := editdist.Distance(word, n)
+		if len(word) >= 3 && strings.HasPrefix(n, word) {
+			d = min(d, 1)
+		}
+		switch {
+		case d > limit:
+		case d < limit:
+			best, limit = []string{n}, d
+		default:
+			best = append(best, n)
+		}
+	}
+	return best
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// usage prints the help of group: every command for "", else the
+// group's subcommands.
+func usage(w io.Writer, cmds []command, group string) {
+	if group != "" {
+		fmt.Fprintf(w, "Usage: junction %s <command> [flags] [args]\n\nCommands:\n", group)
+		printCommands(w, groupCommands(cmds, group))
+		fmt.Fprintf(w, "\nRun \"junction help %s <command>\" or \"junction %s <command> -help\" for a command's flags.\n", group, group)
+		return
+	}
 	fmt.Fprintln(w, `junction is an MCP hub: one server for the tools of built-in packs,
 upstream MCP servers and toolbox plugins.
 
@@ -141,10 +277,12 @@ Usage:
   junction <command> [flags] [args]
 
 Commands:`)
-	printCommands(w, commands())
+	printCommands(w, groupCommands(cmds, ""))
 	fmt.Fprintln(w, `
 Run "junction help <command>" or "junction <command> -help" for a command's flags.
-Flags take one or two dashes: -http and --http are the same.`)
+Flags take one or two dashes: -http and --http are the same.
+Commands that print a result take -o text|json.
+Exit status: 0 ok, 1 failure, 2 usage error, 3 "junction status" found a failed source.`)
 }
 
 func printCommands(w io.Writer, cmds []command) {
@@ -156,8 +294,12 @@ func printCommands(w io.Writer, cmds []command) {
 }
 
 // newFlagSet returns a flag set whose usage prints the command's synopsis
-// and flags to env.Stderr (or Stdout for -help).
+// and flags to env.Stderr (or Stdout for -help). A flag whose usage starts
+// with "internal:" or "deprecated:" works but is left out of the help.
 func newFlagSet(env *Env, name, synopsis, about string) *flag.FlagSet {
+	if env.command != "" {
+		name = env.command
+	}
 	fs := flag.NewFlagSet("junction "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
@@ -167,13 +309,49 @@ func newFlagSet(env *Env, name, synopsis, about string) *flag.FlagSet {
 			fmt.Fprintf(out, "%s\n\n", strings.TrimSpace(about))
 		}
 		fmt.Fprintln(out, "Flags:")
-		fs.PrintDefaults()
+		printFlags(out, fs)
 	}
 	return fs
 }
 
+// hiddenFlag reports whether help leaves f out.
+func hiddenFlag(f *flag.Flag) bool {
+	return strings.HasPrefix(f.Usage, "internal:") || strings.HasPrefix(f.Usage, "deprecated:")
+}
+
+// printFlags prints fs's visible flags in the standard package's format.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if hiddenFlag(f) {
+			return
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "  -%s", f.Name)
+		kind, text := flag.UnquoteUsage(f)
+		if kind != "" {
+			b.WriteString(" " + kind)
+		}
+		if b.Len() <= 4 { // one-letter boolean: usage on the same line
+			b.WriteString("\t")
+		} else {
+			b.WriteString("\n    \t")
+		}
+		b.WriteString(strings.ReplaceAll(text, "\n", "\n    \t"))
+		switch f.DefValue {
+		case "", "0", "false", "0s", "[]":
+		default:
+			if kind == "string" {
+				fmt.Fprintf(&b, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %v)", f.DefValue)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	})
+}
+
 // parseFlags parses args; -help prints usage to stdout and ends the command
-// successfully.
+// successfully. A bad flag is a usage error that points at -help.
 func parseFlags(env *Env, fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
@@ -184,22 +362,31 @@ func parseFlags(env *Env, fs *flag.FlagSet, args []string) error {
 		return errHelpShown
 	}
 	if err != nil {
-		fs.Usage()
-		return usageErrorf("%v", err)
+		return &UsageError{
+			msg:  fmt.Sprintf("%s: %v", strings.TrimPrefix(fs.Name(), "junction "), err),
+			hint: fmt.Sprintf("Run \"%s -help\" for its flags.\n", fs.Name()),
+		}
 	}
 	return nil
+}
+
+// deprecated tells the user, on stderr, that an old flag name still works
+// and which one to use instead.
+func deprecated(env *Env, command, old, use string) {
+	fmt.Fprintf(env.Stderr, "junction: %s %s is deprecated: use %s\n", command, old, use)
 }
 
 // errHelpShown ends a command after -help; ExitCode maps it to 0.
 var errHelpShown = errors.New("help shown")
 
-// UsageError is a mistake on the command line; ExitCode maps it to 2.
-type UsageError struct{ msg string }
+// UsageError is a mistake on the command line; ExitCode maps it to 2 and
+// prints it, then its hint (what to run or type instead).
+type UsageError struct{ msg, hint string }
 
 func (e *UsageError) Error() string { return e.msg }
 
 func usageErrorf(format string, args ...any) error {
-	return &UsageError{fmt.Sprintf(format, args...)}
+	return &UsageError{msg: fmt.Sprintf(format, args...)}
 }
 
 // ExitError ends the program with Code after printing Err (if non-nil).
@@ -217,28 +404,89 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
+// Exit statuses; docs/cli.md has the table, with exitFailed (status.go).
+const (
+	exitOK        = 0
+	exitFailure   = 1
+	exitUsage     = 2
+	exitInterrupt = 130
+)
+
 // ExitCode prints err to stderr (when there is something to say) and
-// returns the process exit code: 0 for nil, 2 for a usage error, an
-// ExitError's own code, 130 for an interrupt, 1 for anything else.
+// returns the process exit code: 0 for nil or after -help, 2 for a usage
+// error, an ExitError's own code, 130 for an interrupt, 1 for anything
+// else.
 func ExitCode(err error, stderr io.Writer) int {
 	var ue *UsageError
 	var ee *ExitError
 	switch {
 	case err == nil, errors.Is(err, errHelpShown):
-		return 0
+		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "junction: %v\n", err)
-		return 2
+		fmt.Fprintf(stderr, "junction: %v\n%s", err, ue.hint)
+		return exitUsage
 	case errors.As(err, &ee):
 		if ee.Err != nil {
 			fmt.Fprintf(stderr, "junction: %v\n", ee.Err)
 		}
 		return ee.Code
 	case errors.Is(err, context.Canceled):
-		return 130
+		return exitInterrupt
 	default:
 		fmt.Fprintf(stderr, "junction: %v\n", err)
-		return 1
+		return exitFailure
+	}
+}
+
+// output is the -o/-output flag: how a command prints its result.
+type output struct{ json bool }
+
+func (o *output) String() string {
+	if o != nil && o.json {
+		return "json"
+	}
+	return "text"
+}
+
+func (o *output) Set(v string) error {
+	switch v {
+	case "json":
+		o.json = true
+	case "text":
+		o.json = false
+	default:
+		return fmt.Errorf("%q: use text or json", v)
+	}
+	return nil
+}
+
+// jsonShorthand is -json where it has always meant JSON output.
+type jsonShorthand struct{ o *output }
+
+func (j jsonShorthand) IsBoolFlag() bool { return true }
+func (j jsonShorthand) String() string   { return "false" }
+func (j jsonShorthand) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err == nil {
+		j.o.json = b
+	}
+	return err
+}
+
+// outputFlags registers -o and -output (two names of one flag) on fs and,
+// with jsonShort, -json as the shorthand for -o json.
+func outputFlags(fs *flag.FlagSet, jsonShort bool) *output {
+	o := &output{}
+	registerOutput(fs, o, jsonShort)
+	return o
+}
+
+// registerOutput is [outputFlags] with o's value as the default.
+func registerOutput(fs *flag.FlagSet, o *output, jsonShort bool) {
+	fs.Var(o, "o", "output `format`: text, or json for scripts")
+	fs.Var(o, "output", "output `format`: the same as -o")
+	if jsonShort {
+		fs.Var(jsonShorthand{o}, "json", "shorthand for -o json")
 	}
 }
 

@@ -43,7 +43,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"serve", "extra"}, 2, "serve takes no arguments"},
 		{[]string{"serve", "-token", "x"}, 2, "only apply with -http"},
 		{[]string{"tools", "call"}, 2, "exactly one tool name"},
-		{[]string{"tools", "call", "junction_version", "-json", "[1]"}, 2, "-json: not a JSON object"},
+		{[]string{"tools", "call", "junction_version", "-args", "[1]"}, 2, "-args: not a JSON object"},
 		{[]string{"tools", "list", "-url", "ftp://x"}, 2, "want an http:// or https:// URL"},
 		{[]string{"tools", "list", "-url", "http://127.0.0.1:1/mcp", "--", "cat"}, 2, "either -url or -- COMMAND"},
 		{[]string{"serve", "-log-level", "loud"}, 2, "-log-level"},
@@ -80,7 +80,7 @@ func TestToolsAgainstInProcessHub(t *testing.T) {
 
 func TestLockAndSelftest(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "j.lock.json")
-	if out, errOut, code := run(t, nil, "lock", "-o", lock); code != 0 {
+	if out, errOut, code := run(t, nil, "lock", "-lock", lock); code != 0 || out != "locked 1 tools in "+lock+"\n" {
 		t.Fatalf("lock: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, _, code := run(t, nil, "selftest", "-lock", lock); code != 0 || !strings.HasPrefix(out, "ok: 1 tools") {

@@ -342,11 +342,11 @@ func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, 
 	var tf targetFlags
 	tf.register(fs)
 	run := &clientRun{}
-	output := fs.String("output", "text", "output `format`: text, or json for scripts")
+	// -json means JSON output, but in tools call, where it was the old
+	// name of -args.
+	out := outputFlags(fs, name != "tools call")
 	if extra != nil {
 		extra(fs)
-	} else {
-		fs.BoolVar(&run.json, "json", false, "shorthand for -output json")
 	}
 	before, after, dash := splitDashDash(args)
 	positional, err := parseInterspersed(env, fs, before)
@@ -355,13 +355,7 @@ func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, 
 	}
 	tf.hub.noteSet(fs)
 	run.args = positional
-	switch *output {
-	case "json":
-		run.json = true
-	case "text", "":
-	default:
-		return nil, usageErrorf("-output %q: use text or json", *output)
-	}
+	run.json = out.json
 	ctx, cancel := context.WithTimeout(ctx, tf.timeout)
 	cs, closeFn, err := tf.connect(ctx, env, after, dash)
 	if err != nil {

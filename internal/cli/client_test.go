@@ -244,7 +244,7 @@ func TestToolsCallSendsParamHeaders(t *testing.T) {
 	server.AddTool(&mcp.Tool{Name: "route", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "routed"}}}, nil
 	})
-	for _, args := range [][]string{{"-json", `{"region":"eu-west1"}`}, {"-arg", "region=eu-west1"}} {
+	for _, args := range [][]string{{"-args", `{"region":"eu-west1"}`}, {"-arg", "region=eu-west1"}} {
 		out, errOut, code := run(t, nil, append([]string{"tools", "call", "route", "-url", ts.URL, "-timeout", "20s"}, args...)...)
 		if code != 0 || !strings.Contains(out, "routed") {
 			t.Fatalf("tools call route %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,16 +26,15 @@ tokens, arguments) are never printed.
 Examples:
   junction config check junction.yaml
   junction config check ~/.config/Claude/claude_desktop_config.json
-  junction config check -json .vscode/mcp.json | jq .errors`
+  junction config check -o json .vscode/mcp.json | jq .errors`
 
 func runConfigCheck(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "config check", "[-json] FILE", configCheckAbout)
-	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
+	fs := newFlagSet(env, "config check", "[-o json] FILE", configCheckAbout)
+	out := outputFlags(fs, true)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
 		return usageErrorf("config check needs exactly one FILE, got %d arguments", fs.NArg())
 	}
 	path := fs.Arg(0)
@@ -55,10 +53,8 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	report := newCheckReport(path, c, problems)
-	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+	if out.json {
+		if err := writeJSON(env.Stdout, report); err != nil {
 			return err
 		}
 	} else {

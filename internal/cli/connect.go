@@ -114,12 +114,11 @@ func runConnect(ctx context.Context, env *Env, args []string) error {
 	name := fs.String("name", "junction", "the `name` of junction's entry in the host's servers")
 	var keep stringList
 	fs.Var(&keep, "keep", "a server `name` to leave in the host, beside junction (repeatable, or a comma-separated list)")
-	pos, err := parseInterleaved(env, fs, args)
+	pos, err := parseInterspersed(env, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
 		return usageErrorf("connect needs one HOST (%s), got %d arguments", strings.Join(hostconfig.HostIDs(), ", "), len(pos))
 	}
 	_, loc, he, err := hf.locate(env, pos[0])
@@ -185,12 +184,11 @@ func runDisconnect(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&hf.apply, "apply", false, "restore the backup (without it, only show what would change)")
 	force := fs.Bool("force", false, "restore even if the host's file changed since connect (that change is lost)")
 	backup := fs.String("backup", "", "the backup `file` to restore (default: the newest)")
-	pos, err := parseInterleaved(env, fs, args)
+	pos, err := parseInterspersed(env, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
 		return usageErrorf("disconnect needs one HOST (%s), got %d arguments", strings.Join(hostconfig.HostIDs(), ", "), len(pos))
 	}
 	_, loc, _, err := hf.locate(env, pos[0])
@@ -235,24 +233,6 @@ func runDisconnect(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(out, msg+".\n", loc.File, plan.Backup, loc.Host.Name)
 	return nil
-}
-
-// parseInterleaved parses flags given before or after the positional
-// arguments ("connect cursor -apply" and "connect -apply cursor") and
-// returns the positional ones.
-func parseInterleaved(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(env, fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
 }
 
 // flagsEcho returns the flags that were set, but for skip, as they would

@@ -46,12 +46,35 @@ http_allow_cidrs names them.`
 // diagramFlags are the flags every diagram subcommand takes.
 type diagramFlags struct {
 	hf hubFlags
+	// out is JSON unless -o text: DiPeO's commands print JSON.
+	out output
 }
 
 func (f *diagramFlags) register(env *Env, name, synopsis, about string) *flag.FlagSet {
 	fs := newFlagSet(env, "diagram "+name, synopsis, strings.TrimSpace(about)+"\n"+diagramAbout)
 	f.hf.register(fs)
+	f.out.json = true
+	registerOutput(fs, &f.out, false)
 	return fs
+}
+
+// printRun prints a diagram run: as JSON, or in short for -o text.
+func (f *diagramFlags) printRun(env *Env, r *diagram.Run) error {
+	if f.out.json {
+		return writeJSON(env.Stdout, publicRun(r))
+	}
+	fmt.Fprintf(env.Stdout, "%s %s: %s\n", r.Diagram, r.SessionID, r.Status)
+	if r.Output != nil {
+		b, err := json.Marshal(r.Output)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "output: %s\n", b)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(env.Stdout, "error: %s\n", r.Error)
+	}
+	return nil
 }
 
 // open builds a hub with the requested packs and the diagram pack over
@@ -124,12 +147,6 @@ func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Daemon, *dia
 	return d, p, nil
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func runDiagramCompile(ctx context.Context, env *Env, args []string) error {
 	var f diagramFlags
 	fs := f.register(env, "compile", "[flags] FILE", `
@@ -178,8 +195,22 @@ under that name. Exit status 1 means the diagram is not valid.`)
 	if c.PushedAs != "" {
 		out["pushed_as"] = c.PushedAs
 	}
-	if err := printJSON(env.Stdout, out); err != nil {
-		return err
+	if f.out.json {
+		if err := writeJSON(env.Stdout, out); err != nil {
+			return err
+		}
+	} else {
+		state := "valid"
+		if !c.Valid {
+			state = "invalid"
+		}
+		fmt.Fprintf(env.Stdout, "%s: %s, %d nodes, %d edges\n", pos[0], state, c.NodeCount, c.EdgeCount)
+		for _, w := range c.Warnings {
+			fmt.Fprintf(env.Stdout, "warning: %s\n", w)
+		}
+		if c.PushedAs != "" {
+			fmt.Fprintf(env.Stdout, "saved as %s\n", c.PushedAs)
+		}
 	}
 	if !c.Valid {
 		for _, pr := range c.Errors {
@@ -303,7 +334,7 @@ the same data directory.`)
 		if dir == "" {
 			dir = daemon.DefaultDataDir(env.Getenv)
 		}
-		return startBackground(ctx, env, args, target, dir)
+		return startBackground(ctx, env, args, target, dir, f.out.json)
 	}
 
 	d, p, err := f.open(ctx, env)
@@ -320,7 +351,7 @@ the same data directory.`)
 	if err != nil {
 		return err
 	}
-	if err := printJSON(env.Stdout, publicRun(run)); err != nil {
+	if err := f.printRun(env, run); err != nil {
 		return err
 	}
 	if run.Status != diagram.StatusCompleted {
@@ -364,7 +395,7 @@ func (nopWriteCloser) Close() error { return nil }
 // startBackground re-runs this command as a detached child process with
 // a fresh run id, waits for it to report the run started, and prints
 // {"session_id", "status": "started"}.
-func startBackground(ctx context.Context, env *Env, args []string, target, dir string) error {
+func startBackground(ctx context.Context, env *Env, args []string, target, dir string, asJSON bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("background run: finding the junction binary: %w", err)
@@ -431,7 +462,11 @@ func startBackground(ctx context.Context, env *Env, args []string, target, dir s
 		if a.Error != "" {
 			return errors.New(a.Error)
 		}
-		return printJSON(env.Stdout, map[string]string{"session_id": a.SessionID, "status": "started", "log": logPath})
+		if !asJSON {
+			_, err := fmt.Fprintf(env.Stdout, "started %s (log: %s)\n", a.SessionID, logPath)
+			return err
+		}
+		return writeJSON(env.Stdout, map[string]string{"session_id": a.SessionID, "status": "started", "log": logPath})
 	case <-timer.C:
 		return fmt.Errorf("background execution start timed out after %s (see %s)", backgroundStartTimeout, logPath)
 	case <-ctx.Done():
@@ -462,7 +497,7 @@ was cancelled; 0 means it completed or is still running.`)
 	if err != nil {
 		return err
 	}
-	if err := printJSON(env.Stdout, publicRun(run)); err != nil {
+	if err := f.printRun(env, run); err != nil {
 		return err
 	}
 	if run.Status == diagram.StatusFailed || run.Status == diagram.StatusCancelled {

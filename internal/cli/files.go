@@ -27,8 +27,8 @@ const envFilesToken = "JUNCTION_FILES_TOKEN"
 // auth, connection bounds and path limits.
 const listenerAbout = `
 Auth: every request needs "Authorization: Bearer <token>" with the token
-from -token or JUNCTION_FILES_TOKEN (junction push, pull and mcp send the
-same variable). With none given, junction makes a random token and prints
+from -token or JUNCTION_FILES_TOKEN (junction files push, files pull and
+mcp send the same variable). With none given, junction makes a random token and prints
 it on stderr. -insecure-no-auth turns auth off, and is refused on anything
 but a loopback address.
 
@@ -98,11 +98,11 @@ nothing but the log.
 ` + listenerAbout + `
 
 Examples:
-  junction deploy-host -root /srv/deploy 8003         # prints a token
-  JUNCTION_FILES_TOKEN=s3cret junction deploy-host -root /srv/deploy 127.0.0.1:8003 -- ./install.sh`
+  junction files deploy-host -root /srv/deploy 8003         # prints a token
+  JUNCTION_FILES_TOKEN=s3cret junction files deploy-host -root /srv/deploy 127.0.0.1:8003 -- ./install.sh`
 
 func runDeployHost(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "deploy-host", "[flags] [ADDR:]PORT [-- command args...]", deployHostAbout)
+	fs := newFlagSet(env, "files deploy-host", "[flags] [ADDR:]PORT [-- command args...]", deployHostAbout)
 	root := fs.String("root", "", "deploy `dir` (required)")
 	maxUpload := fs.Int64("max-upload", files.DefaultMaxBody, "largest tarball in `bytes` (413 above it)")
 	maxBytes := fs.Int64("max-bytes", 1<<30, "largest total unpacked size in `bytes`")
@@ -122,7 +122,7 @@ func runDeployHost(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	if *root == "" {
-		return usageErrorf("deploy-host: -root is required")
+		return usageErrorf("files deploy-host: -root is required")
 	}
 	addr, clients, err := listenArg(rest)
 	if err != nil {

@@ -23,7 +23,20 @@ func runLock(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "lock", "[flags]", lockAbout)
 	var hf hubFlags
 	hf.register(fs)
-	out := fs.String("o", DefaultLockFile, "write the lock to `file`")
+	out := fs.String("lock", DefaultLockFile, "write the lock to `file`")
+	// -o is the output format, as everywhere; -o FILE, its old meaning
+	// here, still names the lock file.
+	format, oFile := &output{}, false
+	fs.Func("o", "output `format`: text, or json for scripts (-o FILE: the old name of -lock)", func(v string) error {
+		if v == "json" || v == "text" {
+			return format.Set(v)
+		}
+		deprecated(env, "lock", "-o FILE", "-lock FILE")
+		*out, oFile = v, true
+		return nil
+	})
+	fs.Var(format, "output", "output `format`: the same as -o")
+	fs.Var(jsonShorthand{format}, "json", "shorthand for -o json")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -32,7 +45,7 @@ func runLock(ctx context.Context, env *Env, args []string) error {
 	}
 	hf.noteSet(fs)
 	hf.ignoreLock = true
-	if !hf.set["o"] {
+	if !hf.set["lock"] && !oFile {
 		if cfg, _, err := hf.loadConfig(env); err == nil && cfg != nil && cfg.Lock.Path != "" {
 			*out = cfg.Lock.Path
 		}
@@ -45,6 +58,9 @@ func runLock(ctx context.Context, env *Env, args []string) error {
 	m := junction.NewManifest(d.View.Tools())
 	if err := m.WriteFile(*out); err != nil {
 		return fmt.Errorf("write lock: %w", err)
+	}
+	if format.json {
+		return writeJSON(env.Stdout, map[string]any{"lock": *out, "tools": len(m.Tools)})
 	}
 	fmt.Fprintf(env.Stdout, "locked %d tools in %s\n", len(m.Tools), *out)
 	return nil
@@ -63,7 +79,7 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 	var hf hubFlags
 	hf.register(fs)
 	lockPath := fs.String("lock", DefaultLockFile, "compare against the lock `file`")
-	asJSON := fs.Bool("json", false, "print the drift as JSON")
+	out := outputFlags(fs, true)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -91,15 +107,15 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 	defer d.Close()
 	live := junction.NewManifest(d.View.Tools())
 	drift := locked.Compare(live)
-	if *asJSON {
-		out := map[string]any{
+	if out.json {
+		report := map[string]any{
 			"ok": drift.Empty(), "added": drift.Added, "removed": drift.Removed,
 			"changed": drift.Changed, "reordered": drift.Reordered,
 		}
 		if len(drift.Duplicates) > 0 {
-			out["duplicates"] = drift.Duplicates
+			report["duplicates"] = drift.Duplicates
 		}
-		if err := writeJSON(env.Stdout, out); err != nil {
+		if err := writeJSON(env.Stdout, report); err != nil {
 			return err
 		}
 	} else if drift.Empty() {

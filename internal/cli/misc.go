@@ -9,7 +9,22 @@ import (
 	"github.com/junction-mcp/junction/internal/daemon"
 )
 
-func runVersion(_ context.Context, env *Env, _ []string) error {
+func runVersion(_ context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "version", "[-o json]", "Print junction's version and, when it was stamped, its build time.")
+	out := outputFlags(fs, true)
+	if err := parseFlags(env, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("version takes no arguments, got %q", fs.Args())
+	}
+	if out.json {
+		v := map[string]string{"version": buildinfo.Version()}
+		if t := buildinfo.BuildTime(); t != "" {
+			v["built"] = t
+		}
+		return writeJSON(env.Stdout, v)
+	}
 	fmt.Fprintf(env.Stdout, "junction %s", buildinfo.Version())
 	if t := buildinfo.BuildTime(); t != "" {
 		fmt.Fprintf(env.Stdout, " (built %s)", t)
@@ -19,15 +34,31 @@ func runVersion(_ context.Context, env *Env, _ []string) error {
 }
 
 func runPacks(_ context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "packs", "", "List the built-in packs that -pack can name.")
+	fs := newFlagSet(env, "packs", "[-o json]", "List the built-in packs that -pack can name.")
+	out := outputFlags(fs, true)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 3, ' ', 0)
+	if fs.NArg() > 0 {
+		return usageErrorf("packs takes no arguments, got %q", fs.Args())
+	}
 	defaults := map[string]bool{}
 	for _, n := range daemon.DefaultPacks() {
 		defaults[n] = true
 	}
+	if out.json {
+		type pack struct {
+			Name    string `json:"name"`
+			Default bool   `json:"default"`
+			Summary string `json:"summary"`
+		}
+		packs := []pack{}
+		for _, n := range daemon.PackNames() {
+			packs = append(packs, pack{n, defaults[n], daemon.PackSummary(n)})
+		}
+		return writeJSON(env.Stdout, map[string]any{"packs": packs})
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 3, ' ', 0)
 	for _, n := range daemon.PackNames() {
 		mark := ""
 		if defaults[n] {

@@ -23,11 +23,11 @@ Quote HOST:PORT:REMOTE as one argument; write IPv6 hosts in brackets
 ([::1]:8080:dir/file). A progress bar is drawn when stderr is a terminal.
 
 Examples:
-  junction push ./site.tar.gz 127.0.0.1:8080
-  junction push ./a.txt 0xb6a7...e121.diode:8003:inbox/a.txt -socks5 127.0.0.1:1080`
+  junction files push ./site.tar.gz 127.0.0.1:8080
+  junction files push ./a.txt 0xb6a7...e121.diode:8003:inbox/a.txt -socks5 127.0.0.1:1080`
 
 func runPush(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "push", "[flags] LOCAL HOST:PORT[:REMOTE]", pushAbout)
+	fs := newFlagSet(env, "files push", "[flags] LOCAL HOST:PORT[:REMOTE]", pushAbout)
 	var nf netFlags
 	nf.register(fs, env)
 	if err := parseFlags(env, fs, args); err != nil {
@@ -38,7 +38,7 @@ func runPush(ctx context.Context, env *Env, args []string) error {
 		return usageErrorf("too many arguments (quote <peer>:<port>:<remote-path> as one token)")
 	}
 	if len(a) < 2 {
-		return usageErrorf("usage: junction push LOCAL HOST:PORT[:REMOTE]")
+		return usageErrorf("usage: junction files push LOCAL HOST:PORT[:REMOTE]")
 	}
 	local := a[0]
 	host, port, remote, err := parsePeerSpec(a[1])
@@ -90,11 +90,11 @@ existing directory receives the remote base name; otherwise LOCAL is the
 file. Without LOCAL the file lands in the current directory.
 
 Examples:
-  junction pull 127.0.0.1:8080:site.tar.gz
-  junction pull '[::1]:8080:logs/app.log' ./logs/`
+  junction files pull 127.0.0.1:8080:site.tar.gz
+  junction files pull '[::1]:8080:logs/app.log' ./logs/`
 
 func runPull(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "pull", "[flags] HOST:PORT:REMOTE [LOCAL]", pullAbout)
+	fs := newFlagSet(env, "files pull", "[flags] HOST:PORT:REMOTE [LOCAL]", pullAbout)
 	var nf netFlags
 	nf.register(fs, env)
 	if err := parseFlags(env, fs, args); err != nil {
@@ -105,7 +105,7 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 		return usageErrorf("too many arguments (quote <peer>:<port>:<remote-path> as one token)")
 	}
 	if len(a) < 1 {
-		return usageErrorf("usage: junction pull HOST:PORT:REMOTE [LOCAL]")
+		return usageErrorf("usage: junction files pull HOST:PORT:REMOTE [LOCAL]")
 	}
 	host, port, remote, err := parsePeerSpec(a[0])
 	if err != nil {

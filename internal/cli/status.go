@@ -28,7 +28,7 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	base := fs.String("url", "", "the hub's base `URL` (http://HOST:PORT, or its /mcp URL)")
 	token := fs.String("token", "", "API `token` (default: $JUNCTION_TOKEN)")
 	configPath := fs.String("config", "", "take the address from this config `file`'s http.listen (default $"+EnvConfig+")")
-	asJSON := fs.Bool("json", false, "print the status as JSON")
+	out := outputFlags(fs, true)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	if err := json.Unmarshal(body, &st); err != nil {
 		return fmt.Errorf("status: %s did not answer JSON: %v", u, err)
 	}
-	if *asJSON {
+	if out.json {
 		if _, err := env.Stdout.Write(body); err != nil {
 			return err
 		}

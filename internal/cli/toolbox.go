@@ -61,7 +61,6 @@ func runToolboxMCP(ctx context.Context, env *Env, args []string) error {
 	case fs.NArg() > 0:
 		src, err = toolbox.NewPlugin(toolbox.Command{Path: fs.Arg(0), Args: fs.Args()[1:], Env: env.Environ()}, opts)
 	default:
-		fs.Usage()
 		return usageErrorf("toolbox mcp needs a plugin command (after --) or -url")
 	}
 	if err != nil {

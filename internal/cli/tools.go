@@ -14,7 +14,7 @@ import (
 
 func runToolsList(ctx context.Context, env *Env, args []string) error {
 	run, err := clientCommand(ctx, env, "tools list", "[flags] [-- COMMAND ARGS...]",
-		"List the tools of an MCP server: name and the first line of the description (-json: the full tool objects).", args, nil)
+		"List the tools of an MCP server: name and the first line of the description (-o json: the full tool objects).", args, nil)
 	if err != nil {
 		return err
 	}
@@ -41,8 +41,8 @@ func runToolsList(ctx context.Context, env *Env, args []string) error {
 
 const toolsCallAbout = `
 Call one tool and print its result: text blocks as text, other blocks
-summarised, structured content as JSON (-output json: the whole result).
-Arguments come from -json (a JSON object) and repeated -arg name=value;
+summarised, structured content as JSON (-o json: the whole result).
+Arguments come from -args (a JSON object) and repeated -arg name=value;
 a value is taken as a string when the tool's schema says the property is a
 string, and as JSON otherwise (numbers, true, {"a":1}) when it parses.
 The exit status is 1 when the tool reports an error (isError).`
@@ -54,7 +54,12 @@ func runToolsCall(ctx context.Context, env *Env, args []string) error {
 	)
 	run, err := clientCommand(ctx, env, "tools call", "[flags] NAME [-- COMMAND ARGS...]", toolsCallAbout, args, func(fs *flag.FlagSet) {
 		fs.Var(&kv, "arg", "an argument, `name=value` (repeatable)")
-		fs.StringVar(&jsonArgs, "json", "", "the arguments as a JSON `object` (for JSON output use -output json)")
+		fs.StringVar(&jsonArgs, "args", "", "the arguments as a JSON `object`")
+		fs.Func("json", "deprecated: the old name of -args", func(v string) error {
+			deprecated(env, "tools call", "-json", "-args (and -o json for JSON output)")
+			jsonArgs = v
+			return nil
+		})
 	})
 	if err != nil {
 		return err
@@ -67,7 +72,7 @@ func runToolsCall(ctx context.Context, env *Env, args []string) error {
 	arguments := map[string]any{}
 	if jsonArgs != "" {
 		if err := json.Unmarshal([]byte(jsonArgs), &arguments); err != nil {
-			return usageErrorf("-json: not a JSON object: %v", err)
+			return usageErrorf("-args: not a JSON object: %v", err)
 		}
 	}
 	// The tool's definition is needed for -arg (its property types) and,
@@ -217,7 +222,7 @@ func runResourcesList(ctx context.Context, env *Env, args []string) error {
 
 func runResourcesRead(ctx context.Context, env *Env, args []string) error {
 	run, err := clientCommand(ctx, env, "resources read", "[flags] URI [-- COMMAND ARGS...]",
-		"Read one resource and print its contents (text as text, blobs decoded; -json: the result object).", args, nil)
+		"Read one resource and print its contents (text as text, blobs decoded; -o json: the result object).", args, nil)
 	if err != nil {
 		return err
 	}
@@ -277,7 +282,7 @@ func runPromptsList(ctx context.Context, env *Env, args []string) error {
 func runPromptsGet(ctx context.Context, env *Env, args []string) error {
 	var kv stringList
 	run, err := clientCommand(ctx, env, "prompts get", "[flags] NAME [-- COMMAND ARGS...]",
-		"Render one prompt and print its messages (-output json: the result object).", args, func(fs *flag.FlagSet) {
+		"Render one prompt and print its messages (-o json: the result object).", args, func(fs *flag.FlagSet) {
 			fs.Var(&kv, "arg", "a prompt argument, `name=value` (repeatable)")
 		})
 	if err != nil {
