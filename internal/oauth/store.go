@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/junction-mcp/junction/internal/filelock"
 )
 
 // Entry is what is stored for one server: the token and the client that
@@ -48,7 +50,10 @@ type Store interface {
 
 // FileStore keeps entries in one file, encrypted with AES-256-GCM under
 // a random key kept in a key file beside it; both files are 0600 in a
-// 0700 directory. Writes replace the file atomically.
+// 0700 directory. Writes replace the file atomically, and each change
+// (read, change, write) holds a lock file beside it, so that processes
+// sharing the store (a hub refreshing tokens, junction auth login) do
+// not lose each other's changes.
 type FileStore struct {
 	path string
 	key  func() ([]byte, error)
@@ -146,9 +151,27 @@ func (s *FileStore) Load(resource string) (*Entry, error) {
 	return m[resource], nil
 }
 
+// lockTimeout bounds the wait for another process's change of the store.
+const lockTimeout = 10 * time.Second
+
+// change locks the store against other processes for one
+// read-modify-write.
+func (s *FileStore) change() (unlock func(), err error) {
+	unlock, err = filelock.Lock(s.path+".lock", lockTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("token store: %w", err)
+	}
+	return unlock, nil
+}
+
 func (s *FileStore) Save(e *Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.change()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	m, err := s.read()
 	if err != nil {
 		m = map[string]*Entry{} // unreadable (another key): start over
@@ -162,6 +185,11 @@ func (s *FileStore) Save(e *Entry) error {
 func (s *FileStore) Delete(resource string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.change()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	m, err := s.read()
 	if err != nil {
 		return false, err
