@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The status page test drives a real headless Chromium (Debian's
@@ -74,27 +76,34 @@ type page struct {
 	dir  string // where screenshots go
 }
 
-// sourceRow loads the page and returns the text of the source's row.
-func (p *page) sourceRow(name string) string {
+// read loads the page and returns the text of the element with the id.
+func (p *page) read(id string) string {
 	p.t.Helper()
-	if err := chromedp.Do(p.ctx, chromedp.Navigate(p.base+"/"), chromedp.WaitVisible(chromedp.ID("source-"+name))); err != nil {
+	if err := chromedp.Do(p.ctx, chromedp.Navigate(p.base+"/"), chromedp.WaitVisible(chromedp.ID(id))); err != nil {
 		p.t.Fatalf("opening the page: %v", err)
 	}
-	return p.text("source-" + name)
+	return p.text(id)
 }
 
-// waitRow reloads the page until the source's row satisfies ok, at most
-// bound, and returns the row.
-func (p *page) waitRow(name, what string, bound time.Duration, ok func(row string) bool) string {
+// waitFor reloads the page until the text of the element with the id
+// contains every one of want, at most bound, and returns that text.
+func (p *page) waitFor(id string, bound time.Duration, want ...string) string {
 	p.t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
-		row := p.sourceRow(name)
-		if ok(row) {
-			return row
+		got := p.read(id)
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return got
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("the page did not show %s within %v; the row of %s reads:\n%s", what, bound, name, row)
+			p.t.Fatalf("the page did not show %q in #%s within %v; it reads:\n%s", missing, id, bound, got)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -221,13 +230,8 @@ func TestStatusPageBrowser(t *testing.T) {
 		t.Errorf("document.cookie = %q (%v); the session cookie must be HttpOnly", cookies, err)
 	}
 
-	row := p.sourceRow("flaky")
-	if !strings.Contains(row, "connected") {
-		t.Errorf("before the failure, the row of flaky reads %q, want connected", row)
-	}
-	if calls := p.text("calls"); !strings.Contains(calls, "flaky__echo") || !strings.Contains(calls, "ok") {
-		t.Errorf("recent calls do not list the ok call to flaky__echo:\n%s", calls)
-	}
+	p.waitFor("state-flaky", 10*time.Second, "connected")
+	p.waitFor("calls", 10*time.Second, "flaky__echo", "ok")
 	if tools := p.text("tools"); !strings.Contains(tools, "flaky__crash") {
 		t.Errorf("the tools section does not list flaky__crash:\n%s", tools)
 	}
@@ -240,27 +244,22 @@ func TestStatusPageBrowser(t *testing.T) {
 	if got, failed := callFault(ctx, host, "flaky__crash", ""); !failed {
 		t.Errorf("flaky__crash = %q, want a failure", got)
 	}
-	row = p.waitRow("flaky", "the exit status and stderr of the failed restart", 30*time.Second, func(row string) bool {
-		return strings.Contains(row, "exit status 7") && strings.Contains(row, "down for maintenance")
-	})
-	if strings.Contains(row, "connected") {
-		t.Errorf("after the failure, the row of flaky reads connected:\n%s", row)
+	row := p.waitFor("source-flaky", 30*time.Second, "exit status 7", "down for maintenance")
+	if state := p.text("state-flaky"); state == "connected" {
+		t.Errorf("after the failure, flaky's state reads %q", state)
 	}
 	if !strings.Contains(row, "ago") {
 		t.Errorf("the last error has no time:\n%s", row)
 	}
-	if calls := p.text("calls"); !strings.Contains(calls, "flaky__crash") || !strings.Contains(calls, "source_unavailable") {
-		t.Errorf("recent calls do not list the failed call to flaky__crash:\n%s", calls)
-	}
+	p.waitFor("calls", 10*time.Second, "flaky__crash", "source_unavailable")
 	p.screenshot("status-failed.png")
 
 	// It may start again: the hub's next attempt connects.
 	if err := os.Remove(flag); err != nil {
 		t.Fatal(err)
 	}
-	row = p.waitRow("flaky", "flaky connected again", 45*time.Second, func(row string) bool {
-		return strings.Contains(row, "connected")
-	})
+	p.waitFor("state-flaky", 45*time.Second, "connected")
+	row = p.text("source-flaky")
 	if !strings.Contains(row, "exit status 7") {
 		t.Errorf("after the recovery the last error is gone; it should stay, with its time:\n%s", row)
 	}
@@ -294,3 +293,73 @@ func getCode(t *testing.T, u, token string) int {
 	return resp.StatusCode
 }
 
+
+// TestAdminListener: -admin's address rules through the binary, and the
+// config file's http.admin: a stdio hub whose page, /status, /metrics,
+// /healthz and /readyz are on the admin address, and whose /mcp is not.
+func TestAdminListener(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "-admin", "0.0.0.0:0", "-insecure-no-auth"}, "-insecure-no-auth is only allowed on a loopback address"},
+		{[]string{"serve", "-admin", "nonsense"}, `-admin "nonsense"`},
+		{[]string{"serve", "-admin", "127.0.0.1:70000"}, "port must be a number from 0 to 65535"},
+	} {
+		_, stderr, code := runJunction(t, nil, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("junction %s: exit %d, stderr %q; want 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+
+	cfg := writeConfig(t, filepath.Join(t.TempDir(), "junction.yaml"), "packs: [core]\nhttp:\n  admin: 127.0.0.1:0\n  tokens: [e2e-admin-token]\n")
+	const prefix = "junction: status page on "
+	stderr := newLineWatcher(prefix)
+	host := connectStdioWatched(t, newClient(nil), stderr, "-config", cfg)
+	var base string
+	select {
+	case line := <-stderr.found:
+		base = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(line, prefix)), "/")
+	case <-time.After(startTimeout):
+		t.Fatalf("no %q line on stderr:\n%s", prefix, stderr.String())
+	}
+	if _, err := host.CallTool(t.Context(), &mcp.CallToolParams{Name: "junction_version"}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/status": 401, "/metrics": 401, "/": 401} {
+		if code := getCode(t, base+path, ""); code != want {
+			t.Errorf("GET %s without the token = %d, want %d", path, code, want)
+		}
+	}
+	for path, want := range map[string]int{"/status": 200, "/metrics": 200, "/": 200, "/mcp": 404} {
+		if code := getCode(t, base+path, "e2e-admin-token"); code != want {
+			t.Errorf("GET %s with the token = %d, want %d", path, code, want)
+		}
+	}
+	hc := httpClient("e2e-admin-token")
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(base + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		RecentCalls []struct{ Tool, Outcome string } `json:"recent_calls"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || len(st.RecentCalls) != 1 || st.RecentCalls[0].Tool != "junction_version" || st.RecentCalls[0].Outcome != "ok" {
+		t.Errorf("/status recent_calls = %+v (%v), want the host's one call over stdio", st.RecentCalls, err)
+	}
+	resp, err = hc.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`junction_mcp_requests_total{front="stdio",method="tools/call"} 1`, "junction_build_info{"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics on -admin lacks %s", want)
+		}
+	}
+}
