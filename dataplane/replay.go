@@ -1,7 +1,7 @@
 package dataplane
 
 import (
-	"container/list"
+	"bytes"
 	"context"
 	"fmt"
 	"iter"
@@ -25,6 +25,14 @@ const (
 	replayStreamCost = 256
 )
 
+// replaySharedMax bounds the distinct messages a [replayStore] shares
+// between sessions, and replaySharedBytes the size of each (see shared):
+// at most 64 KiB kept beyond the store's bound.
+const (
+	replaySharedMax   = 16
+	replaySharedBytes = 4 << 10
+)
+
 // replayStore is the event store ([mcp.EventStore]) of the plane's
 // Streamable HTTP front: the messages go-sdk sends on the SSE streams of
 // sessions before protocol 2026-07-28, kept so that a host that lost a
@@ -46,9 +54,15 @@ type replayStore struct {
 	mu       sync.Mutex
 	size     int
 	sessions map[string]map[string]*replayStream // session id -> stream id ->
-	lru      list.List                           // of *replayStream, least recently used first
-	atClose  map[string][]func()                 // by session id: see onClose
-	closed   func(session string)                // see onAnyClose
+	lru      replayLRU
+	atClose  map[string][]func()  // by session id: see onClose
+	closed   func(session string) // see onAnyClose
+	// shared holds one copy of each answer to initialize (up to
+	// replaySharedMax of them), which every session keeps on the stream
+	// of its initialize POST: the answer is the same bytes for every
+	// session of a view, protocol revision and request id, so sessions
+	// share the copy instead of each keeping its own.
+	shared map[string][]byte
 }
 
 type replayStream struct {
@@ -56,11 +70,74 @@ type replayStream struct {
 	first       int // index of msgs[0] in the stream
 	msgs        [][]byte
 	size        int // what the stream is charged
-	elem        *list.Element
+
+	older, newer *replayStream // neighbours in the store's LRU list
+}
+
+// replayLRU is a list of streams, least recently used first, linked
+// through the streams themselves.
+type replayLRU struct {
+	front, back *replayStream
+	n           int
+}
+
+// Len returns the number of streams in l.
+func (l *replayLRU) Len() int { return l.n }
+
+func (l *replayLRU) pushBack(st *replayStream) {
+	st.older, st.newer = l.back, nil
+	if l.back != nil {
+		l.back.newer = st
+	} else {
+		l.front = st
+	}
+	l.back = st
+	l.n++
+}
+
+func (l *replayLRU) remove(st *replayStream) {
+	if st.older != nil {
+		st.older.newer = st.newer
+	} else {
+		l.front = st.newer
+	}
+	if st.newer != nil {
+		st.newer.older = st.older
+	} else {
+		l.back = st.older
+	}
+	st.older, st.newer = nil, nil
+	l.n--
+}
+
+func (l *replayLRU) moveToBack(st *replayStream) {
+	if l.back == st {
+		return
+	}
+	l.remove(st)
+	l.pushBack(st)
 }
 
 func newReplayStore(max int) *replayStore {
-	return &replayStore{max: max, sessions: make(map[string]map[string]*replayStream), atClose: make(map[string][]func())}
+	return &replayStore{
+		max: max, sessions: make(map[string]map[string]*replayStream),
+		atClose: make(map[string][]func()), shared: make(map[string][]byte),
+	}
+}
+
+// share returns data, or the store's copy of the same bytes if data is
+// an answer to initialize (see shared). Requires s.mu.
+func (s *replayStore) share(data []byte) []byte {
+	if len(data) > replaySharedBytes || !bytes.Contains(data, []byte(`"serverInfo"`)) || !bytes.Contains(data, []byte(`"protocolVersion"`)) {
+		return data
+	}
+	if c, ok := s.shared[string(data)]; ok {
+		return c
+	}
+	if len(s.shared) < replaySharedMax {
+		s.shared[string(data)] = data
+	}
+	return data
 }
 
 // onClose calls f when session ends.
@@ -85,7 +162,7 @@ func (s *replayStore) Open(_ context.Context, session, stream string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.sessions[session][stream]; st != nil {
-		s.lru.MoveToBack(st.elem)
+		s.lru.moveToBack(st)
 		return nil
 	}
 	streams := s.sessions[session]
@@ -94,7 +171,7 @@ func (s *replayStore) Open(_ context.Context, session, stream string) error {
 		s.sessions[session] = streams
 	}
 	st := &replayStream{session: session, id: stream, size: replayStreamCost}
-	st.elem = s.lru.PushBack(st)
+	s.lru.pushBack(st)
 	streams[stream] = st
 	s.size += st.size
 	s.trim(st)
@@ -110,11 +187,11 @@ func (s *replayStore) Append(_ context.Context, session, stream string, data []b
 	if st == nil {
 		return fmt.Errorf("stream %q of session %q: %w", stream, session, mcp.ErrEventsPurged)
 	}
-	st.msgs = append(st.msgs, data)
+	st.msgs = append(st.msgs, s.share(data))
 	n := len(data) + replayEventCost
 	st.size += n
 	s.size += n
-	s.lru.MoveToBack(st.elem)
+	s.lru.moveToBack(st)
 	s.trim(st)
 	return nil
 }
@@ -137,7 +214,7 @@ func (s *replayStore) After(_ context.Context, session, stream string, index int
 			if i := index + 1 - st.first; i < len(st.msgs) {
 				msgs = slices.Clone(st.msgs[i:])
 			}
-			s.lru.MoveToBack(st.elem)
+			s.lru.moveToBack(st)
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -156,7 +233,7 @@ func (s *replayStore) After(_ context.Context, session, stream string, index int
 func (s *replayStore) SessionClosed(_ context.Context, session string) error {
 	s.mu.Lock()
 	for _, st := range s.sessions[session] {
-		s.lru.Remove(st.elem)
+		s.lru.remove(st)
 		s.size -= st.size
 	}
 	delete(s.sessions, session)
@@ -178,9 +255,9 @@ func (s *replayStore) SessionClosed(_ context.Context, session string) error {
 // Requires s.mu.
 func (s *replayStore) trim(keep *replayStream) {
 	for s.size > s.max {
-		st := s.lru.Front().Value.(*replayStream)
+		st := s.lru.front
 		if st != keep {
-			s.lru.Remove(st.elem)
+			s.lru.remove(st)
 			s.size -= st.size
 			streams := s.sessions[st.session]
 			delete(streams, st.id)

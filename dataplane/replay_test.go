@@ -130,6 +130,62 @@ func checkSize(t *testing.T, s *replayStore) {
 	if s.size > s.max && s.lru.Len() > 1 {
 		t.Errorf("store at %d bytes, over its bound %d with %d streams", s.size, s.max, s.lru.Len())
 	}
+	// The LRU list links every stream both ways.
+	walked := 0
+	var prev *replayStream
+	for st := s.lru.front; st != nil; st = st.newer {
+		if st.older != prev || s.sessions[st.session][st.id] != st {
+			t.Fatalf("LRU list broken at stream %s/%s", st.session, st.id)
+		}
+		prev = st
+		walked++
+	}
+	if prev != s.lru.back || walked != s.lru.Len() {
+		t.Errorf("LRU list: %d streams walked, Len %d, back %p, last %p", walked, s.lru.Len(), s.lru.back, prev)
+	}
+}
+
+// TestReplayStoreSharesInitializeAnswers: sessions keep one copy of the
+// same answer to initialize; other messages, and answers too big to
+// share, are kept as they came; the shared copies are bounded.
+func TestReplayStoreSharesInitializeAnswers(t *testing.T) {
+	ctx := context.Background()
+	s := newReplayStore(1 << 20)
+	answer := func(n int) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"junction","version":"1"}}}`, n)
+	}
+	for _, sid := range []string{"a", "b"} {
+		s.Open(ctx, sid, "init")
+		s.Append(ctx, sid, "init", answer(1))
+		s.Append(ctx, sid, "init", []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`))
+	}
+	a, b := s.sessions["a"]["init"].msgs, s.sessions["b"]["init"].msgs
+	if &a[0][0] != &b[0][0] || string(a[0]) != string(answer(1)) {
+		t.Error("two sessions keep two copies of the same answer to initialize")
+	}
+	if &a[1][0] == &b[1][0] {
+		t.Error("an answer to another request is shared")
+	}
+	big := append(answer(1)[:len(answer(1))-2], fmt.Sprintf(`,"instructions":%q}}`, strings.Repeat("i", replaySharedBytes))...)
+	for _, sid := range []string{"c", "d"} {
+		s.Open(ctx, sid, "init")
+		s.Append(ctx, sid, "init", slices.Clone(big))
+	}
+	if &s.sessions["c"]["init"].msgs[0][0] == &s.sessions["d"]["init"].msgs[0][0] {
+		t.Error("an answer over replaySharedBytes is shared")
+	}
+	for i := range 2 * replaySharedMax {
+		s.Open(ctx, "e", fmt.Sprint(i))
+		s.Append(ctx, "e", fmt.Sprint(i), answer(10+i))
+	}
+	if len(s.shared) != replaySharedMax {
+		t.Errorf("%d shared answers, want at most %d", len(s.shared), replaySharedMax)
+	}
+	got, err := after(s, "e", fmt.Sprint(2*replaySharedMax-1), -1)
+	if err != nil || len(got) != 1 || got[0] != string(answer(10+2*replaySharedMax-1)) {
+		t.Errorf("an answer past the shared bound: %q, %v", got, err)
+	}
+	checkSize(t, s)
 }
 
 // sseEvent is one event of an SSE stream.
