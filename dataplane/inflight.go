@@ -14,10 +14,23 @@ import (
 // id is noticed (such a request goes the ordinary way, whose answer is
 // go-sdk's), and what a connection that ends waits for.
 type inflight struct {
-	wg      sync.WaitGroup // calls in the table; Add only under mu while !closing
-	mu      sync.Mutex     // guards the fields below
+	wg sync.WaitGroup // calls in the table; Add only under mu while !closing
+	mu sync.Mutex     // guards the fields below
+	// A host that makes one call at a time (most, and every idle HTTP
+	// session) needs no map: the call is kept in one and oneKey; calls
+	// holds the others.
+	one     *hostCall
+	oneKey  string
 	calls   map[string]*hostCall
 	closing bool // no new calls
+}
+
+// lookup returns the call with the host's id key, or nil. Requires t.mu.
+func (t *inflight) lookup(key string) *hostCall {
+	if t.one != nil && t.oneKey == key {
+		return t.one
+	}
+	return t.calls[key]
 }
 
 // hostCall is one raw call in flight. It rides in the call's context
@@ -54,13 +67,17 @@ func hostCallOf(ctx context.Context) *hostCall {
 func (t *inflight) add(key string, c *hostCall) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, dup := t.calls[key]; dup || t.closing {
+	if t.lookup(key) != nil || t.closing {
 		return false
 	}
-	if t.calls == nil {
-		t.calls = make(map[string]*hostCall)
+	switch {
+	case t.one == nil:
+		t.one, t.oneKey = c, key
+	case t.calls == nil:
+		t.calls = map[string]*hostCall{key: c}
+	default:
+		t.calls[key] = c
 	}
-	t.calls[key] = c
 	t.wg.Add(1)
 	return true
 }
@@ -72,7 +89,9 @@ func (t *inflight) add(key string, c *hostCall) bool {
 func (t *inflight) finish(key string, c *hostCall, answer func()) (cancelled bool) {
 	defer t.wg.Done()
 	t.mu.Lock()
-	if t.calls[key] == c {
+	if t.one == c && t.oneKey == key {
+		t.one, t.oneKey = nil, ""
+	} else if t.calls[key] == c {
 		delete(t.calls, key)
 	}
 	cancelled = c.cancelled
@@ -99,7 +118,7 @@ func (t *inflight) setCancel(c *hostCall, cancel func(error)) {
 // there was one (false: the id is go-sdk's to handle).
 func (t *inflight) cancel(key string) bool {
 	t.mu.Lock()
-	c := t.calls[key]
+	c := t.lookup(key)
 	var cancel func(error)
 	if c != nil {
 		c.cancelled = true
@@ -121,12 +140,18 @@ var errHostCancelled = context.Canceled
 // cancelAll cancels every call in the table (the connection is closing).
 func (t *inflight) cancelAll() {
 	t.mu.Lock()
-	cancels := make([]func(error), 0, len(t.calls))
-	for _, c := range t.calls {
+	var cancels []func(error)
+	mark := func(c *hostCall) {
 		c.cancelled = true // no answer now; and one still starting is cancelled by setCancel
 		if c.cancel != nil {
 			cancels = append(cancels, c.cancel)
 		}
+	}
+	if t.one != nil {
+		mark(t.one)
+	}
+	for _, c := range t.calls {
+		mark(c)
 	}
 	t.mu.Unlock()
 	for _, cancel := range cancels {

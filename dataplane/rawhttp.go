@@ -506,11 +506,16 @@ func (s *sseSink) request(ctx context.Context, method string, params mcp.Params)
 }
 
 // finish writes answer (a JSON-RPC line), or ends the response without
-// one when answer is nil.
+// one when answer is nil. The sink lets go of the response then: the
+// call's context, which holds the sink, may outlive the request (a
+// source keeps a host it has just served as a destination of its log
+// messages for a moment), and must not keep the request and response
+// alive with it.
 func (s *sseSink) finish(answer [][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
+	defer func() { s.w = nil }()
 	h := s.w.Header()
 	h.Set("Mcp-Session-Id", s.sid)
 	if !s.started && answer != nil {
