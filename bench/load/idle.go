@@ -11,9 +11,11 @@ import (
 
 // IdleSessions opens n Streamable HTTP sessions (initialize, then
 // notifications/initialized) on url and leaves them idle, and returns how
-// much the resident memory of pid's process tree grew per session.
-// Sessions are deleted before it returns.
-func IdleSessions(ctx context.Context, url, token string, pid, n int) (bytesPerSession float64, err error) {
+// much the resident memory of pid's process tree grew per session. With a
+// tool named, each session first calls it once (with {"msg": "idle"}), as
+// a host that has used the server and then sits idle. Sessions are
+// deleted before it returns.
+func IdleSessions(ctx context.Context, url, token, tool string, pid, n int) (bytesPerSession float64, err error) {
 	if pid <= 0 {
 		return 0, errors.New("load: idle sessions: need the server's pid")
 	}
@@ -22,7 +24,7 @@ func IdleSessions(ctx context.Context, url, token string, pid, n int) (bytesPerS
 	}
 	// One session first, so one-time costs (first handler, TLS-free
 	// listener buffers) are not counted per session.
-	cfg := Config{URL: url, Token: token, Concurrency: 1}
+	cfg := Config{URL: url, Token: token, Tool: tool, Concurrency: 1}
 	if err := cfg.defaults(); err != nil {
 		return 0, err
 	}
@@ -35,6 +37,11 @@ func IdleSessions(ctx context.Context, url, token string, pid, n int) (bytesPerS
 		return 0, err
 	}
 	defer first.close()
+	if tool != "" {
+		if err := first.call(ctx, "idle"); err != nil {
+			return 0, fmt.Errorf("load: tools/call %s: %w", tool, err)
+		}
+	}
 	settle()
 	before := Usage(pid).RSSBytes
 	conns := make([]*rawHTTP, 0, n)
@@ -49,6 +56,11 @@ func IdleSessions(ctx context.Context, url, token string, pid, n int) (bytesPerS
 			return 0, fmt.Errorf("load: session %d: %w", i+1, err)
 		}
 		conns = append(conns, c)
+		if tool != "" {
+			if err := c.call(ctx, "idle"); err != nil {
+				return 0, fmt.Errorf("load: session %d: tools/call %s: %w", i+1, tool, err)
+			}
+		}
 	}
 	settle()
 	after := Usage(pid).RSSBytes

@@ -3,7 +3,7 @@
 //
 //	mcpload [flags] -- COMMAND [ARGS...]     a stdio server it spawns
 //	mcpload [flags] -url URL [-pid PID]      a Streamable HTTP endpoint
-//	mcpload -idle-sessions 1000 -url URL -pid PID
+//	mcpload -idle-sessions 1000 [-idle-call -tool NAME] -url URL -pid PID
 //	mcpload -spawn-runs 20 -- COMMAND [ARGS...]
 //	mcpload -idle-rss 1s -- COMMAND [ARGS...]
 //
@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "json", "output `format`: json or text")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	idle := fs.Int("idle-sessions", 0, "instead of calls, open this many idle HTTP sessions and report memory per session")
+	idleCall := fs.Bool("idle-call", false, "with -idle-sessions: each session calls -tool once before it idles")
 	spawnRuns := fs.Int("spawn-runs", 0, "instead of calls, spawn the command this many times and report the median time to initialize")
 	idleRSS := fs.Duration("idle-rss", 0, "instead of calls, spawn the command, complete the handshake, wait this `long` and report its resident memory")
 	serverStderr := fs.Bool("server-stderr", false, "pass the spawned server's stderr through")
@@ -81,7 +82,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.URL == "" {
 			return errors.New("-idle-sessions needs -url and -pid")
 		}
-		per, err := load.IdleSessions(ctx, cfg.URL, cfg.Token, cfg.PID, *idle)
+		tool := ""
+		if *idleCall {
+			tool = cfg.Tool
+		}
+		per, err := load.IdleSessions(ctx, cfg.URL, cfg.Token, tool, cfg.PID, *idle)
 		if err != nil {
 			return err
 		}
