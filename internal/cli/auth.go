@@ -70,6 +70,7 @@ func runAuthLogin(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "auth login", "[flags] SERVER|URL", authLoginAbout)
 	configPath := fs.String("config", "", "the config `file` that names SERVER (default $"+EnvConfig+")")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the login")
+	format := outputFlags(fs, false)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -114,15 +115,23 @@ func runAuthLogin(ctx context.Context, env *Env, args []string) error {
 	if s.Name != "" {
 		what = fmt.Sprintf("%s (%s)", s.Name, s.URL)
 	}
+	// result is what the login came to, for -o json; msg says it.
+	var result, msg string
 	switch {
 	case s.Mode == oauth.ModeClientCredentials:
-		fmt.Fprintf(env.Stdout, "%s: the client_credentials grant works; junction gets its tokens itself, no login is kept\n", what)
+		result, msg = "client_credentials", what+": the client_credentials grant works; junction gets its tokens itself, no login is kept"
 	case opts.Store != nil:
 		if e, _ := opts.Store.Load(s.URL); e != nil && e.Token != nil {
-			fmt.Fprintf(env.Stdout, "logged in to %s; the token is stored encrypted\n", what)
-			return nil
+			result, msg = "logged_in", "logged in to "+what+"; the token is stored encrypted"
+		} else {
+			result, msg = "no_login_needed", what+" did not ask for a login: it works without a token"
 		}
-		fmt.Fprintf(env.Stdout, "%s did not ask for a login: it works without a token\n", what)
+	}
+	if format.json {
+		return writeJSON(env.Stdout, map[string]string{"server": s.Name, "url": s.URL, "result": result})
+	}
+	if msg != "" {
+		fmt.Fprintln(env.Stdout, msg)
 	}
 	return nil
 }
@@ -252,6 +261,7 @@ func authStatusJSON(entries []*oauth.Entry, names map[string]string, missing []s
 func runAuthLogout(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "auth logout", "[flags] SERVER|URL", authLogoutAbout)
 	configPath := fs.String("config", "", "the config `file` that names SERVER (default $"+EnvConfig+")")
+	format := outputFlags(fs, false)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -269,6 +279,9 @@ func runAuthLogout(ctx context.Context, env *Env, args []string) error {
 	ok, err := store.Delete(s.URL)
 	if err != nil {
 		return err
+	}
+	if format.json {
+		return writeJSON(env.Stdout, map[string]any{"server": s.Name, "url": s.URL, "forgot": ok})
 	}
 	if !ok {
 		fmt.Fprintf(env.Stdout, "no token stored for %s\n", fs.Arg(0))

@@ -42,6 +42,12 @@ func TestAuthCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "logged in to docs") {
 		t.Fatalf("login: exit %d\n%s%s", code, out, errOut)
 	}
+	// Again, for scripts: a fresh login, as -o json says.
+	out, errOut, code = run(t, env, "auth", "login", "-config", cfg, "-o", "json", "docs")
+	var login struct{ Server, URL, Result string }
+	if err := json.Unmarshal([]byte(out), &login); code != 0 || err != nil || login.Server != "docs" || login.URL != srv.Resource() || login.Result != "logged_in" {
+		t.Fatalf("login -o json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
 	delete(env, "JUNCTION_OAUTH_HEADLESS")
 
 	out, _, code = run(t, env, "auth", "status", "-config", cfg)
@@ -68,11 +74,15 @@ func TestAuthCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "forgot the token of docs") {
 		t.Errorf("logout: exit %d\n%s", code, out)
 	}
+	out, _, code = run(t, env, "auth", "logout", "-config", cfg, "-o", "json", "docs")
+	if code != 0 || !strings.Contains(out, `"forgot": false`) || !strings.Contains(out, `"server": "docs"`) {
+		t.Errorf("logout -o json after logout: exit %d\n%s", code, out)
+	}
 	out, _, _ = run(t, env, "auth", "status")
 	if !strings.Contains(out, "no OAuth tokens stored") {
 		t.Errorf("status after logout:\n%s", out)
 	}
-	if reg, auths, _ := srv.Counts(); reg != 1 || auths != 1 {
-		t.Errorf("%d registrations, %d authorizations; want one login", reg, auths)
+	if reg, auths, _ := srv.Counts(); reg != 2 || auths != 2 {
+		t.Errorf("%d registrations, %d authorizations; want two logins (each fresh), and none by the hub", reg, auths)
 	}
 }

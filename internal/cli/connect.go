@@ -114,6 +114,7 @@ func runConnect(ctx context.Context, env *Env, args []string) error {
 	name := fs.String("name", "junction", "the `name` of junction's entry in the host's servers")
 	var keep stringList
 	fs.Var(&keep, "keep", "a server `name` to leave in the host, beside junction (repeatable, or a comma-separated list)")
+	format := outputFlags(fs, false)
 	pos, err := parseInterspersed(env, fs, args)
 	if err != nil {
 		return err
@@ -146,6 +147,20 @@ func runConnect(ctx context.Context, env *Env, args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if format.json {
+		report := connectReport{
+			Host: loc.Host.ID, Scope: loc.Scope, File: loc.File, Config: jcfg, Diff: plan.Diff(),
+			Moved: plan.Moved, Same: plan.Same, Kept: plan.Kept, Replaced: plan.Replaced,
+			Command: []string{exe, "serve", "-config", jcfg},
+		}
+		if hf.apply {
+			if report.Backup, err = plan.Apply(time.Now()); err != nil {
+				return err
+			}
+			report.Applied = true
+		}
+		return writeJSON(env.Stdout, report)
 	}
 	out := env.Stdout
 	fmt.Fprint(out, plan.Diff())
@@ -184,6 +199,7 @@ func runDisconnect(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&hf.apply, "apply", false, "restore the backup (without it, only show what would change)")
 	force := fs.Bool("force", false, "restore even if the host's file changed since connect (that change is lost)")
 	backup := fs.String("backup", "", "the backup `file` to restore (default: the newest)")
+	format := outputFlags(fs, false)
 	pos, err := parseInterspersed(env, fs, args)
 	if err != nil {
 		return err
@@ -198,6 +214,9 @@ func runDisconnect(ctx context.Context, env *Env, args []string) error {
 	plan, err := hostconfig.PlanDisconnect(loc, *backup)
 	if err != nil {
 		return err
+	}
+	if format.json {
+		return disconnectJSON(env, loc, plan, hf.apply, *force)
 	}
 	out := env.Stdout
 	diff := plan.Diff()
@@ -218,7 +237,7 @@ func runDisconnect(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(out, "%s changed elsewhere since connect; those changes are kept and only %s is restored.\n", loc.File, loc.Describe())
 	}
 	if plan.Changed && !*force {
-		return &ExitError{Code: 1, Err: fmt.Errorf("%s changed since junction connect wrote it, and restoring %s would lose that change (the lines above marked -). Copy what you need from it first, or run again with -force to restore anyway", loc.File, plan.Backup)}
+		return changedSinceConnect(loc, plan)
 	}
 	if !hf.apply {
 		fmt.Fprintf(out, "\nNothing was changed. Run again with -apply to restore it:\n  junction disconnect %s -apply%s\n", loc.Host.ID, flagsEcho(fs, "apply"))
@@ -233,6 +252,58 @@ func runDisconnect(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(out, msg+".\n", loc.File, plan.Backup, loc.Host.Name)
 	return nil
+}
+
+// changedSinceConnect stops a disconnect that would lose a change made to
+// the host's file since connect.
+func changedSinceConnect(loc *hostconfig.Location, plan *hostconfig.DisconnectPlan) error {
+	return &ExitError{Code: 1, Err: fmt.Errorf("%s changed since junction connect wrote it, and restoring %s would lose that change (the lines of the diff marked -). Copy what you need from it first, or run again with -force to restore anyway", loc.File, plan.Backup)}
+}
+
+// connectReport is "connect -o json": what connect would change, or
+// changed with -apply.
+type connectReport struct {
+	Host   string `json:"host"`
+	Scope  string `json:"scope"`
+	File   string `json:"file"`   // the host's file
+	Config string `json:"config"` // junction's config file
+	Diff   string `json:"diff"`
+	// Moved into junction's config, Same there already, Kept in the host,
+	// Replaced: the host's entries that ran junction already.
+	Moved    []string `json:"moved"`
+	Same     []string `json:"same"`
+	Kept     []string `json:"kept"`
+	Replaced []string `json:"replaced"`
+	// Command is what the host runs after connect.
+	Command []string `json:"command"`
+	Applied bool     `json:"applied"`
+	Backup  string   `json:"backup,omitempty"` // the host file's backup, with -apply
+}
+
+// disconnectJSON is "disconnect -o json": what disconnect would restore,
+// or restored with -apply. A host file changed since connect stops it
+// without -force, as in text.
+func disconnectJSON(env *Env, loc *hostconfig.Location, plan *hostconfig.DisconnectPlan, apply, force bool) error {
+	diff := plan.Diff()
+	report := map[string]any{
+		"host": loc.Host.ID, "scope": loc.Scope, "file": loc.File, "backup": plan.Backup, "diff": diff,
+		"changed": plan.Changed, "servers_only": plan.ServersOnly, "applied": false,
+	}
+	var stop error
+	switch {
+	case diff == "":
+	case plan.Changed && !force:
+		stop = changedSinceConnect(loc, plan)
+	case apply:
+		if err := plan.Apply(); err != nil {
+			return err
+		}
+		report["applied"] = true
+	}
+	if err := writeJSON(env.Stdout, report); err != nil {
+		return err
+	}
+	return stop
 }
 
 // flagsEcho returns the flags that were set, but for skip, as they would

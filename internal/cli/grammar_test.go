@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -332,6 +333,74 @@ func TestExitCodeTable(t *testing.T) {
 	} {
 		if _, _, code := run(t, nil, tc.args...); code != tc.code {
 			t.Errorf("junction %q: exit %d, want %d", tc.args, code, tc.code)
+		}
+	}
+}
+
+// TestConnectDisconnectJSON: -o json reports the same plan as the text,
+// applies it only with -apply, and keeps disconnect's refusal of a host
+// file changed since connect.
+func TestConnectDisconnectJSON(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
+	file := filepath.Join(home, ".codeium", "windsurf", "mcp_config.json")
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	orig := `{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}`
+	os.WriteFile(file, []byte(orig), 0o600)
+	jcfg := filepath.Join(home, "j.json")
+
+	var plan connectReport
+	out, errOut, code := runHostCmd(t, "linux", env, "connect", "windsurf", "-o", "json", "-keep", "b", "-config", jcfg)
+	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil {
+		t.Fatalf("connect -o json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if plan.Host != "windsurf" || plan.File != file || plan.Config != jcfg || plan.Applied || plan.Backup != "" ||
+		strings.Join(plan.Moved, ",") != "a" || strings.Join(plan.Kept, ",") != "b" || !strings.Contains(plan.Diff, `"junction"`) ||
+		strings.Join(plan.Command, " ") != "/opt/junction/bin/junction serve -config "+jcfg {
+		t.Errorf("connect -o json = %+v", plan)
+	}
+	if b, _ := os.ReadFile(file); string(b) != orig {
+		t.Fatalf("connect -o json without -apply changed the host file:\n%s", b)
+	}
+	out, errOut, code = runHostCmd(t, "linux", env, "connect", "windsurf", "-o", "json", "-apply", "-config", jcfg)
+	plan = connectReport{}
+	if err := json.Unmarshal([]byte(out), &plan); code != 0 || err != nil || !plan.Applied || !strings.HasPrefix(plan.Backup, file+".junction-backup-") {
+		t.Fatalf("connect -o json -apply: exit %d, %v, %+v\n%s", code, err, plan, errOut)
+	}
+
+	var undo struct {
+		Diff             string
+		Changed, Applied bool
+	}
+	b, _ := os.ReadFile(file)
+	os.WriteFile(file, bytes.Replace(b, []byte(`"junction"`), []byte(`"my-edit": {"command": "x"}, "junction"`), 1), 0o600)
+	out, errOut, code = runHostCmd(t, "linux", env, "disconnect", "windsurf", "-o", "json", "-apply")
+	if err := json.Unmarshal([]byte(out), &undo); code != 1 || err != nil || !undo.Changed || undo.Applied ||
+		!strings.Contains(undo.Diff, "my-edit") || !strings.Contains(errOut, "-force") {
+		t.Errorf("disconnect -o json of a changed file: exit %d, %v, %+v\n%s", code, err, undo, errOut)
+	}
+	out, errOut, code = runHostCmd(t, "linux", env, "disconnect", "windsurf", "-o", "json", "-apply", "-force")
+	undo.Applied = false
+	if err := json.Unmarshal([]byte(out), &undo); code != 0 || err != nil || !undo.Applied {
+		t.Errorf("disconnect -o json -force: exit %d, %v, %+v\n%s", code, err, undo, errOut)
+	}
+	if b, _ := os.ReadFile(file); string(b) != orig {
+		t.Errorf("after disconnect: %s", b)
+	}
+}
+
+// TestEveryCommandTakesOutput: every command but the servers and
+// completion takes -o, so a new command that prints a result must too.
+func TestEveryCommandTakesOutput(t *testing.T) {
+	noOutput := map[string]bool{ // they serve a protocol, or print a script
+		"serve": true, "files serve": true, "files deploy-host": true, "deploy-host": true,
+		"diode mcp": true, "mcp": true, "diode files": true, "toolbox mcp": true, "completion": true,
+	}
+	for _, c := range commands() {
+		out, _, code := run(t, nil, append(strings.Fields(c.name), "-help")...)
+		has := strings.Contains(out, "\n  -o format\n")
+		if code != 0 || has == noOutput[c.name] {
+			t.Errorf("junction %s -help: exit %d, lists -o: %v; want -o on every command but the servers and completion", c.name, code, has)
 		}
 	}
 }

@@ -30,6 +30,7 @@ func runPush(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "files push", "[flags] LOCAL HOST:PORT[:REMOTE]", pushAbout)
 	var nf netFlags
 	nf.register(fs, env)
+	format := outputFlags(fs, false)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -79,6 +80,9 @@ func runPush(ctx context.Context, env *Env, args []string) error {
 	if !res.OK() {
 		return fmt.Errorf("push failed: HTTP %d: %s", res.StatusCode, res.Message)
 	}
+	if format.json {
+		return writeJSON(env.Stdout, transfer{Local: local, URL: u.String(), Bytes: st.Size()})
+	}
 	fmt.Fprintf(env.Stderr, "push ok: %s -> %s\n", local, u)
 	return nil
 }
@@ -97,6 +101,7 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "files pull", "[flags] HOST:PORT:REMOTE [LOCAL]", pullAbout)
 	var nf netFlags
 	nf.register(fs, env)
+	format := outputFlags(fs, false)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -142,8 +147,19 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	bar.finish()
+	if format.json {
+		return writeJSON(env.Stdout, transfer{Local: dst, URL: u.String(), Bytes: n})
+	}
 	fmt.Fprintf(env.Stderr, "pull ok: %s -> %s (%d bytes)\n", u, dst, n)
 	return nil
+}
+
+// transfer is "files push -o json" and "files pull -o json": the local
+// file, the listener's URL of it, and the bytes sent or received.
+type transfer struct {
+	Local string `json:"local"`
+	URL   string `json:"url"`
+	Bytes int64  `json:"bytes"`
 }
 
 // parsePeerSpec splits HOST:PORT[:PATH] (IPv6 as [addr]:PORT[:PATH]) with

@@ -114,6 +114,18 @@ func TestCLIFilesAndDiodeGroups(t *testing.T) {
 	if b, err := os.ReadFile(back); err != nil || string(b) != "through the files group\n" {
 		t.Errorf("pulled %q, %v", b, err)
 	}
+	var sent, got struct {
+		Local, URL string
+		Bytes      int64
+	}
+	out, errOut, code := runJunction(t, nil, "files", "push", "-o", "json", local, addr+":in/json.txt")
+	if err := json.Unmarshal([]byte(out), &sent); code != 0 || err != nil || sent.Local != local || sent.URL != "http://"+addr+"/in/json.txt" || sent.Bytes != 24 {
+		t.Errorf("files push -o json: exit %d, %v, %+v\n%s%s", code, err, sent, out, errOut)
+	}
+	out, errOut, code = runJunction(t, nil, "files", "pull", "-o", "json", addr+":in/json.txt", back)
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Local != back || got.URL != sent.URL || got.Bytes != 24 {
+		t.Errorf("files pull -o json: exit %d, %v, %+v\n%s%s", code, err, got, out, errOut)
+	}
 
 	cmd := exec.Command(junctionBin(t), "diode", "mcp", "-mcp-preset", "minimal")
 	cmd.Env = childEnv(t.TempDir())
