@@ -309,6 +309,7 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 	ctx, cancel := context.WithCancel(ctx)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	stopPeers := d.ForwardReloads(hup) // a reload by another replica sharing the store
 	w := &config.Watcher{
 		Path:    path,
 		Getenv:  env.Getenv,
@@ -340,6 +341,7 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 		}
 	}()
 	return func() {
+		stopPeers()
 		signal.Stop(hup)
 		cancel()
 		<-done

@@ -110,6 +110,22 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	if len(st.Profiles) > 0 {
 		fmt.Fprintf(env.Stdout, "profiles: %s\n", strings.Join(st.Profiles, ", "))
 	}
+	if len(st.Replicas) > 0 {
+		fmt.Fprintln(env.Stdout)
+		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "REPLICA\tADDRESS\tCONFIG\tLAST HEARTBEAT\tSTATE")
+		for _, r := range st.Replicas {
+			state := "alive"
+			if !r.Alive {
+				state = "gone"
+			}
+			if r.ID == st.Replica {
+				state += " (answered this)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\n", r.ID, r.Address, r.ConfigVersion, time.Since(r.Heartbeat).Round(100*time.Millisecond), state)
+		}
+		tw.Flush()
+	}
 	return failedSources(st)
 }
 

@@ -25,6 +25,7 @@ package config
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
@@ -100,6 +101,11 @@ type Config struct {
 	// first lists wait for upstreams and plugins to connect; zero means
 	// they do not wait. Nil means junction's default (10s).
 	StartupBudget *time.Duration
+	// Store is where replicas keep shared state ("store"): a PostgreSQL
+	// URL (postgres://USER:PASSWORD@HOST:PORT/DATABASE), with ${ENV}
+	// expanded. Empty means each process keeps its own state in its data
+	// directory.
+	Store string
 
 	// Shape says which form the file used (one of the Shape* constants).
 	// A junction file that also has an mcpServers object is ShapeJunction.
@@ -119,6 +125,11 @@ type Config struct {
 	// skip writes that change nothing.
 	digest [sha256.Size]byte
 }
+
+// Version identifies the file's content: the first 12 hex digits of the
+// SHA-256 of the bytes Parse read. Replicas that run the same file report
+// the same version.
+func (c *Config) Version() string { return hex.EncodeToString(c.digest[:6]) }
 
 // Source holds the settings that every kind of source (server, plugin,
 // pack) has: how the hub names, filters, bounds and pins its tools.

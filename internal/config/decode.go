@@ -314,7 +314,7 @@ func (d *decoder) strMap(n *node, path string, expand bool) map[string]string {
 
 // --- top level ---
 
-var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget", "inputs"}
+var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget", "store", "inputs"}
 
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
@@ -367,6 +367,8 @@ func (d *decoder) config(root *node) *Config {
 			} else {
 				d.fail(e.val.line, "startup_budget", "must not be negative (0 means hosts do not wait)")
 			}
+		case "store":
+			c.Store = d.strX(e.val, "store")
 		case "inputs":
 			d.inputs(e.val, "inputs")
 		case "$schema":
@@ -381,7 +383,7 @@ func (d *decoder) config(root *node) *Config {
 	switch {
 	case shape["mcpServers"] && len(shape) == 1+countHost(shape):
 		c.Shape = ShapeMCPServers
-	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget"):
+	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget", "store"):
 		c.Shape = ShapeVSCode
 	default:
 		c.Shape = ShapeJunction

@@ -10,7 +10,7 @@ type Delta struct {
 	Plugins SourceDelta
 	Packs   SourceDelta
 	// Sections lists the other top-level sections that differ, from
-	// "presets", "profiles", "http", "lock", "log" and "startup_budget".
+	// "presets", "profiles", "http", "lock", "log", "startup_budget" and "store".
 	Sections []string
 }
 
@@ -74,6 +74,7 @@ func Diff(old, new *Config) Delta {
 		{"lock", old.Lock, new.Lock},
 		{"log", old.Log, new.Log},
 		{"startup_budget", old.StartupBudget, new.StartupBudget},
+		{"store", old.Store, new.Store},
 	} {
 		if !reflect.DeepEqual(normalize(s.old), normalize(s.new)) {
 			d.Sections = append(d.Sections, s.name)

@@ -68,9 +68,23 @@ func (c *Config) validate(skip map[string]bool) Errors {
 	}
 	v.http(&c.HTTP)
 	v.log(&c.Log)
+	v.store(c.Store)
 	c.Warnings = append(c.Warnings, v.warns...)
 	sortWarnings(c.Warnings)
 	return v.errs
+}
+
+// store checks the store URL's form; whether the database answers is
+// checked when junction starts.
+func (v *validator) store(s string) {
+	if s == "" {
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		// Not %q: the text may hold a password.
+		v.fail("store", "want a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+	}
 }
 
 func (c *Config) serverPath(name string) string {

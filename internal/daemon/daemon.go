@@ -89,6 +89,9 @@ type Daemon struct {
 	cfg      *config.Config // in force; nil without a config file
 	spec     Spec
 	closers  []io.Closer
+	// shared is the store replicas share (the config's store), or nil.
+	// Set by Build, then only read.
+	shared *Shared
 }
 
 // Build constructs the hub described by spec. It fails before serving
@@ -156,6 +159,9 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		}
 	}()
 
+	if err := d.openShared(ctx, cfg); err != nil {
+		return nil, err
+	}
 	if err := d.addSources(ctx, packNames(spec, cfg), cfg); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,9 @@ func buildDiagram(deps PackDeps, name string) (*junction.Pack, error) {
 		return nil, err
 	}
 	opts.Logger = deps.Logger
+	if deps.Shared != nil {
+		opts.Store, opts.Owners = deps.Shared.DB.Runs(), deps.Shared.Replica
+	}
 	p, err := diagram.New(opts)
 	if err != nil {
 		return nil, err

@@ -212,6 +212,7 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	// as it needs, and an SSE stream may idle between events.
 	srv := httpguard.NewServer(d.Handler(cfg, host), cfg.Guard)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	d.shared.setAddress(ln.Addr())
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}

@@ -31,6 +31,9 @@ type PackDeps struct {
 	// Settings are the pack's section of the config file (packs.<name>),
 	// nil without one. A pack validates its own settings.
 	Settings map[string]any
+	// Shared is the store replicas share, or nil: packs keep their state
+	// there instead of in DataDir.
+	Shared *Shared
 }
 
 // packInfo describes one built-in pack.

@@ -122,7 +122,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 
 	for _, section := range delta.Sections {
 		switch section {
-		case "http", "log", "startup_budget":
+		case "http", "log", "startup_budget", "store":
 			d.logger.Warn("config section changed; restart junction to apply it", "section", section)
 		}
 	}
@@ -144,6 +144,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		rec.Error = err.Error()
 	}
 	d.reloads.Add(rec)
+	d.shared.configApplied(ctx, cfg)
 	if err == nil {
 		d.logger.Info("config reloaded",
 			"added", len(delta.Servers.Added)+len(delta.Plugins.Added)+len(delta.Packs.Added),

@@ -208,7 +208,7 @@ func (d *Daemon) startPack(name string, p *config.Pack) (*managed, *junction.Sou
 	if err != nil {
 		return nil, nil, fmt.Errorf("packs.%s: %w", name, err)
 	}
-	pack, err := BuildPack(name, PackDeps{Hub: d.Hub, Getenv: d.getenv, DataDir: d.dataDir, Settings: settings, Logger: d.logger, AddCloser: d.AddCloser})
+	pack, err := BuildPack(name, PackDeps{Hub: d.Hub, Getenv: d.getenv, DataDir: d.dataDir, Settings: settings, Logger: d.logger, AddCloser: d.AddCloser, Shared: d.shared})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/statuspage"
+	"github.com/junction-mcp/junction/internal/store/postgres"
 )
 
 // Status is what "junction status" and GET /status report.
@@ -28,6 +29,10 @@ type Status struct {
 	// Reloads are the last config reloads, newest first (at most
 	// statuspage.RecentReloads).
 	Reloads []statuspage.Reload `json:"reloads"`
+	// Replica is this process's id among the replicas sharing the
+	// config's store, and Replicas lists them all; empty without a store.
+	Replica  string                   `json:"replica,omitempty"`
+	Replicas []postgres.ReplicaStatus `json:"replicas,omitempty"`
 }
 
 // SourceStatus describes one source.
@@ -96,6 +101,9 @@ func (d *Daemon) Status() Status {
 		st.Collisions = append(st.Collisions, c.String())
 	}
 	st.Tools = len(d.View.ToolNames())
+	if d.shared != nil {
+		st.Replica, st.Replicas = d.shared.Replica.ID(), d.shared.replicas()
+	}
 	return st
 }
 

@@ -3,6 +3,7 @@
 package diagram
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -30,7 +31,17 @@ func acquireOwner(dir, id string) (*ownerLock, error) {
 
 func (l *ownerLock) release() error { return os.Remove(l.path) }
 
+func (l *ownerLock) Alive(_ context.Context, id string) (bool, error) {
+	return ownerAlive(filepath.Dir(l.path), id), nil
+}
+
+// ID is the lock's owner id.
+func (l *ownerLock) ID() string { return l.id }
+
+// ownerAlive is Alive for the locks in dir.
 func ownerAlive(dir, id string) bool {
 	_, err := os.Stat(filepath.Join(dir, id+".lock"))
 	return !errors.Is(err, os.ErrNotExist)
 }
+
+var _ Owners = (*ownerLock)(nil)

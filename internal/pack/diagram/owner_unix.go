@@ -3,6 +3,7 @@
 package diagram
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -42,8 +43,16 @@ func (l *ownerLock) release() error {
 	return l.f.Close()
 }
 
-// ownerAlive reports whether the process that took the lock for id still
+// Alive reports whether the process that took the lock for id still
 // holds it.
+func (l *ownerLock) Alive(_ context.Context, id string) (bool, error) {
+	return ownerAlive(filepath.Dir(l.path), id), nil
+}
+
+// ID is the lock's owner id.
+func (l *ownerLock) ID() string { return l.id }
+
+// ownerAlive is Alive for the locks in dir.
 func ownerAlive(dir, id string) bool {
 	if id == "" || filepath.Base(id) != id {
 		return false
@@ -64,3 +73,5 @@ func ownerAlive(dir, id string) bool {
 	os.Remove(path)
 	return false
 }
+
+var _ Owners = (*ownerLock)(nil)

@@ -57,8 +57,13 @@ type Options struct {
 	// set, the run database (DataDir/diagram-runs.db). Required.
 	DataDir string
 	// Store keeps runs; nil means a [BoltStore] in DataDir. The pack closes
-	// it on Close.
+	// it on Close. A Store that is also a [CancelRelay] lets cancel_run
+	// reach runs that another process runs.
 	Store Store
+	// Owners tell which processes running diagrams are alive; nil means a
+	// file lock per process in DataDir/diagram-owners. The caller keeps
+	// and closes it.
+	Owners Owners
 	// AllowCommands enables command nodes, which run programs on this
 	// machine. Off by default.
 	AllowCommands bool
@@ -117,13 +122,15 @@ type Options struct {
 type Pack struct {
 	*junction.Pack
 
-	opts     Options
-	logger   *slog.Logger
-	lib      library
-	owner    *ownerLock
-	ownerDir string
-	eng      engine
-	slots    chan struct{}
+	opts   Options
+	logger *slog.Logger
+	lib    library
+	owners Owners
+	// fileOwner is the file lock taken when Options.Owners is nil, so
+	// Close can release it.
+	fileOwner *ownerLock
+	eng       engine
+	slots     chan struct{}
 	// ownClient is the http nodes' client when the pack made it, so
 	// Close can drop its idle connections.
 	ownClient *http.Client
@@ -242,13 +249,18 @@ func New(opts Options) (*Pack, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("diagram pack: %w", err)
 	}
-	ownerDir := filepath.Join(opts.DataDir, "diagram-owners")
-	owner, err := acquireOwner(ownerDir, "own_"+randomHex(16))
-	if err != nil {
-		if opts.Store != nil {
-			opts.Store.Close()
+	owners := opts.Owners
+	var fileOwner *ownerLock
+	if owners == nil {
+		var err error
+		fileOwner, err = acquireOwner(filepath.Join(opts.DataDir, "diagram-owners"), "own_"+randomHex(16))
+		if err != nil {
+			if opts.Store != nil {
+				opts.Store.Close()
+			}
+			return nil, fmt.Errorf("diagram pack: %w", err)
 		}
-		return nil, fmt.Errorf("diagram pack: %w", err)
+		owners = fileOwner
 	}
 	p := &Pack{
 		Pack:       junction.NewPack(name),
@@ -256,8 +268,8 @@ func New(opts Options) (*Pack, error) {
 		logger:     logger,
 		lib:        library{dir: libDir},
 		storeReady: make(chan struct{}),
-		owner:      owner,
-		ownerDir:   ownerDir,
+		owners:     owners,
+		fileOwner:  fileOwner,
 		slots:      make(chan struct{}, opts.MaxConcurrentRuns),
 		active:     make(map[string]*active),
 		eng: engine{
@@ -302,7 +314,10 @@ func (p *Pack) Close() error {
 		if p.ownClient != nil {
 			p.ownClient.CloseIdleConnections()
 		}
-		errs := []error{p.owner.release()}
+		var errs []error
+		if p.fileOwner != nil {
+			errs = append(errs, p.fileOwner.release())
+		}
 		if p.store != nil {
 			errs = append(errs, p.store.Close())
 		}
@@ -325,6 +340,10 @@ func (p *Pack) openStore(store Store) {
 		store = bs
 	}
 	p.store = store
+	if relay, ok := store.(CancelRelay); ok {
+		p.wg.Add(1)
+		go p.watchCancels(relay)
+	}
 	if err := p.recover(context.Background()); err != nil {
 		p.storeErr = fmt.Errorf("diagram pack: %w", err)
 		p.logger.Error("marking interrupted runs failed", "error", err)
@@ -387,9 +406,33 @@ func (p *Pack) recover(ctx context.Context) error {
 	return nil
 }
 
+// watchCancels cancels the runs of this process whose cancellation
+// another process asked for, until Close.
+func (p *Pack) watchCancels(relay CancelRelay) {
+	defer p.wg.Done()
+	err := relay.WatchCancels(p.base, p.owners.ID(), func(id string) {
+		p.mu.Lock()
+		a := p.active[id]
+		p.mu.Unlock()
+		if a != nil {
+			p.logger.Info("cancelling run at another process's request", "run", id)
+			a.cancel(errCancelled)
+		}
+	})
+	if err != nil && p.base.Err() == nil {
+		p.logger.Error("watching for cancel requests stopped; cancel_run through another process no longer reaches this one's runs", "error", err)
+	}
+}
+
 // checkInterrupted marks r failed if it is running but its owner is gone.
 func (p *Pack) checkInterrupted(ctx context.Context, r *Run) error {
-	if r.Status != StatusRunning || r.Owner == p.owner.id || ownerAlive(p.ownerDir, r.Owner) {
+	if r.Status != StatusRunning || r.Owner == p.owners.ID() {
+		return nil
+	}
+	if alive, err := p.owners.Alive(ctx, r.Owner); alive || err != nil {
+		if err != nil {
+			p.logger.Warn("cannot tell whether a run's owner is alive", "run", r.SessionID, "owner", r.Owner, "error", err)
+		}
 		return nil
 	}
 	now := time.Now().UTC()
@@ -564,7 +607,7 @@ func (p *Pack) begin(parent context.Context, req RunRequest) (*Run, *Diagram, co
 		ExecutedNodes: []string{},
 		NodeOutputs:   map[string]any{},
 		StartedAt:     time.Now().UTC(),
-		Owner:         p.owner.id,
+		Owner:         p.owners.ID(),
 	}
 	if err := p.waitStore(ctx); err != nil {
 		p.end(id, a)
@@ -690,8 +733,9 @@ func (p *Pack) Result(ctx context.Context, id string) (*Run, error) {
 	return r, nil
 }
 
-// Cancel cancels run id if it is in progress in this process, waits for
-// it to stop, and returns its final record.
+// Cancel cancels run id, waits for it to stop, and returns its final
+// record. A run in progress in another process is cancelled through the
+// store when the store is a [CancelRelay].
 func (p *Pack) Cancel(ctx context.Context, id string) (*Run, error) {
 	r, err := p.Result(ctx, id)
 	if err != nil {
@@ -701,10 +745,14 @@ func (p *Pack) Cancel(ctx context.Context, id string) (*Run, error) {
 	a := p.active[id]
 	p.mu.Unlock()
 	if a == nil {
-		if r.Status == StatusRunning {
+		if r.Status != StatusRunning {
+			return r, nil
+		}
+		relay, ok := p.store.(CancelRelay)
+		if !ok {
 			return r, fmt.Errorf("run %s belongs to another junction process; cancel it there", id)
 		}
-		return r, nil
+		return p.cancelElsewhere(ctx, relay, id)
 	}
 	a.cancel(errCancelled)
 	select {
@@ -713,6 +761,35 @@ func (p *Pack) Cancel(ctx context.Context, id string) (*Run, error) {
 		return nil, ctx.Err()
 	}
 	return p.store.Run(ctx, id)
+}
+
+// remoteCancelPoll is how often Cancel reads the record of a run that
+// another process is cancelling.
+const remoteCancelPoll = 100 * time.Millisecond
+
+// cancelElsewhere asks the process running run id to cancel it and waits
+// until its record is final: the owner records the cancellation, or,
+// if the owner is gone, Result fails the run.
+func (p *Pack) cancelElsewhere(ctx context.Context, relay CancelRelay, id string) (*Run, error) {
+	if err := relay.RequestCancel(ctx, id); err != nil {
+		return nil, fmt.Errorf("asking the process running %s to cancel it: %w", id, err)
+	}
+	t := time.NewTicker(remoteCancelPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("run %s: its process was asked to cancel it and has not yet: %w", id, context.Cause(ctx))
+		case <-t.C:
+		}
+		r, err := p.Result(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status != StatusRunning {
+			return r, nil
+		}
+	}
 }
 
 // Compiled is the result of [Pack.Compile].

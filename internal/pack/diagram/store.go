@@ -60,3 +60,30 @@ type Retention struct {
 	// MaxBytes bounds the total size of the stored records.
 	MaxBytes int64
 }
+
+// Owners say which processes are alive, so that a run left "running" by
+// a process that is gone can be failed with a reason. Each process that
+// runs diagrams is one owner, and its id is written in the runs it
+// starts. The embedded default is a file lock per process in the data
+// directory (processes on one machine); a shared database gives leases
+// that every replica renews (processes on several machines).
+type Owners interface {
+	// ID is this process's owner id.
+	ID() string
+	// Alive reports whether the owner id still holds its lock or lease.
+	// An error means it cannot tell; the pack then treats id as alive.
+	Alive(ctx context.Context, id string) (bool, error)
+}
+
+// A CancelRelay is a [Store] shared by several processes that carries a
+// cancellation from the process that receives cancel_run to the one
+// running the run.
+type CancelRelay interface {
+	// RequestCancel records that run id should be cancelled and tells
+	// its owner.
+	RequestCancel(ctx context.Context, id string) error
+	// WatchCancels calls cancel with the id of each running run of owner
+	// whose cancellation is requested, until ctx is done. It returns
+	// ctx's error, or an error if it cannot watch at all.
+	WatchCancels(ctx context.Context, owner string, cancel func(id string)) error
+}

@@ -1,0 +1,225 @@
+//go:build unix
+
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/pack/diagram"
+	"github.com/junction-mcp/junction/internal/pgtest"
+	"github.com/junction-mcp/junction/internal/store/postgres"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t *testing.T, url string) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestMigrationsOnce opens the store from four processes' worth of
+// connections at once: the migrations are applied once, and every Open
+// succeeds.
+func TestMigrationsOnce(t *testing.T) {
+	srv := pgtest.Start(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	dbs := make([]*postgres.DB, 4)
+	for i := range dbs {
+		wg.Go(func() { dbs[i], errs[i] = postgres.Open(t.Context(), srv.URL, nil) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open #%d: %v", i, err)
+		}
+		t.Cleanup(func() { dbs[i].Close() })
+	}
+	var n, max int
+	if err := dbs[0].Pool().QueryRow(t.Context(), "SELECT count(*), max(version) FROM schema_migrations").Scan(&n, &max); err != nil {
+		t.Fatal(err)
+	}
+	if n != max || n < 2 {
+		t.Errorf("schema_migrations has %d rows up to version %d, want one per migration (at least 2)", n, max)
+	}
+}
+
+func TestOpenBadURL(t *testing.T) {
+	_, err := postgres.Open(t.Context(), "postgres://u:secret@[::1", nil)
+	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "postgres://USER") {
+		t.Errorf("Open(bad URL) = %v, want an error that shows the form and not the password", err)
+	}
+}
+
+func TestRunStore(t *testing.T) {
+	db := open(t, pgtest.Start(t).URL)
+	s := db.Runs()
+	ctx := t.Context()
+	if _, err := s.Run(ctx, "exec_00000000000000000000000000000000"); !errors.Is(err, diagram.ErrRunNotFound) {
+		t.Fatalf("Run(unknown) = %v, want ErrRunNotFound", err)
+	}
+	start := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	var ids []string
+	for i := range 5 {
+		r := &diagram.Run{SessionID: diagram.NewRunID(), Diagram: "d", Status: diagram.StatusCompleted,
+			ExecutedNodes: []string{"start"}, NodeOutputs: map[string]any{"start": "x"}, StartedAt: start.Add(time.Duration(i) * time.Second)}
+		if i == 0 {
+			r.Status = diagram.StatusRunning
+		}
+		if err := s.PutRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.SessionID)
+	}
+	got, err := s.Run(ctx, ids[1])
+	if err != nil || got.Status != diagram.StatusCompleted || !got.StartedAt.Equal(start.Add(time.Second)) || got.NodeOutputs["start"] != "x" {
+		t.Fatalf("Run = %+v, %v; want the completed record", got, err)
+	}
+	running, err := s.RunningRuns(ctx)
+	if err != nil || len(running) != 1 || running[0].SessionID != ids[0] {
+		t.Fatalf("RunningRuns = %v, %v; want the first run", running, err)
+	}
+	// A final record stays final.
+	got.Status = diagram.StatusRunning
+	if err := s.PutRun(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.Run(ctx, ids[1]); again.Status != diagram.StatusCompleted {
+		t.Errorf("after PutRun(running) over a completed run, status = %s, want completed", again.Status)
+	}
+	// Keep 2: the three oldest finished go, the running one stays.
+	n, err := s.Prune(ctx, diagram.Retention{MaxRuns: 2})
+	if err != nil || n != 3 {
+		t.Fatalf("Prune(MaxRuns 2) = %d, %v; want 3", n, err)
+	}
+	for i, id := range ids {
+		_, err := s.Run(ctx, id)
+		if kept := err == nil; kept != (i == 0 || i == 4) {
+			t.Errorf("run #%d kept = %v after pruning", i, kept)
+		}
+	}
+	if n, err := s.Prune(ctx, diagram.Retention{MaxAge: time.Second}); err != nil || n != 1 {
+		t.Errorf("Prune(MaxAge 1s) = %d, %v; want 1 (the finished run, not the running one)", n, err)
+	}
+}
+
+// replica is one junction process: a hub with a "wait" tool that blocks
+// until cancelled (or released), and the diagram pack over the shared
+// store.
+type replica struct {
+	rep  *postgres.Replica
+	pack *diagram.Pack
+	hub  *junction.Hub
+}
+
+const waitDiagram = `
+nodes:
+  - {id: start, type: start}
+  - {id: w, type: tool, tool: wait}
+  - {id: end, type: endpoint, output: done}
+edges: [{from: start, to: w}, {from: w, to: end}]
+`
+
+func newReplica(t *testing.T, db *postgres.DB, lease time.Duration) *replica {
+	t.Helper()
+	ctx := t.Context()
+	rep, err := db.Join(ctx, postgres.ReplicaInfo{Address: "127.0.0.1:1", Heartbeat: lease / 4, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := junction.New(nil)
+	tools := junction.NewPack("t")
+	junction.AddTool(tools, &mcp.Tool{Name: "wait", Description: "wait until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	if err := hub.Add(ctx, "t", tools, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		t.Fatal(err)
+	}
+	runs := db.Runs()
+	runs.CancelPoll = time.Hour // the notification alone must reach the owner
+	p, err := diagram.New(diagram.Options{Hub: hub, DataDir: t.TempDir(), Store: runs, Owners: rep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{rep: rep, pack: p, hub: hub}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *replica) stop(t *testing.T) {
+	r.hub.Close()
+	if err := r.pack.Close(); err != nil {
+		t.Errorf("pack.Close: %v", err)
+	}
+	r.rep.Close()
+}
+
+// TestRunAcrossReplicas starts a background run through one replica,
+// reads and cancels it through another.
+func TestRunAcrossReplicas(t *testing.T) {
+	db := open(t, pgtest.Start(t).URL)
+	a, b := newReplica(t, db, 10*time.Second), newReplica(t, db, 10*time.Second)
+	run, err := a.pack.Start(diagram.RunRequest{Content: []byte(waitDiagram)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.pack.Result(t.Context(), run.SessionID)
+	if err != nil || got.Status != diagram.StatusRunning || got.Owner != a.rep.ID() {
+		t.Fatalf("Result through b = %+v, %v; want running, owned by %s", got, err, a.rep.ID())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	got, err = b.pack.Cancel(ctx, run.SessionID)
+	if err != nil || got.Status != diagram.StatusCancelled {
+		t.Fatalf("Cancel through b = %+v, %v; want cancelled", got, err)
+	}
+	if got, _ := a.pack.Result(t.Context(), run.SessionID); got.Status != diagram.StatusCancelled {
+		t.Errorf("Result through a = %s, want cancelled", got.Status)
+	}
+	list, err := db.Replicas(t.Context())
+	if err != nil || len(list) != 2 || !list[0].Alive || !list[1].Alive {
+		t.Errorf("Replicas = %+v, %v; want two alive", list, err)
+	}
+}
+
+// TestOwnerDies: a replica stops renewing its lease with a run in
+// progress (as a killed process does); another replica fails the run,
+// saying why, once the lease is over, and the first cannot overwrite it.
+func TestOwnerDies(t *testing.T) {
+	db := open(t, pgtest.Start(t).URL)
+	const lease = 1200 * time.Millisecond
+	a, b := newReplica(t, db, lease), newReplica(t, db, 10*time.Second)
+	run, err := a.pack.Start(diagram.RunRequest{Content: []byte(waitDiagram)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// End a's lease without the pack noticing: its run goes on.
+	if _, err := db.Pool().Exec(t.Context(), "UPDATE replicas SET lease_until = now() - interval '1 second' WHERE id = $1", a.rep.ID()); err != nil {
+		t.Fatal(err)
+	}
+	a.rep.Close() // no more renewals
+	got, err := b.pack.Result(t.Context(), run.SessionID)
+	if err != nil || got.Status != diagram.StatusFailed || !strings.Contains(got.Error, "interrupted") {
+		t.Fatalf("Result through b = %+v, %v; want failed, interrupted", got, err)
+	}
+	// a is still running it; when it stops, its record does not replace
+	// the failure.
+	a.stop(t)
+	if got, _ := b.pack.Result(t.Context(), run.SessionID); got.Status != diagram.StatusFailed || !strings.Contains(got.Error, "interrupted: the junction process") {
+		t.Errorf("after the owner stopped, Result = %s (%s), want the failure to stay", got.Status, got.Error)
+	}
+}
