@@ -308,8 +308,11 @@ func newFlagSet(env *Env, name, synopsis, about string) *flag.FlagSet {
 		if about != "" {
 			fmt.Fprintf(out, "%s\n\n", strings.TrimSpace(about))
 		}
-		fmt.Fprintln(out, "Flags:")
-		printFlags(out, fs)
+		var flags strings.Builder
+		printFlags(&flags, fs)
+		if flags.Len() > 0 {
+			fmt.Fprintf(out, "Flags:\n%s", flags.String())
+		}
 	}
 	return fs
 }

@@ -100,7 +100,8 @@ func TestHelpEverywhere(t *testing.T) {
 			append([]string{"help"}, words...),
 		} {
 			out, errOut, code := run(t, nil, args...)
-			if code != 0 || errOut != "" || !strings.HasPrefix(out, "Usage: junction "+c.name+" ") || strings.Count(out, "Usage:") != 1 {
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, "Usage: junction "+c.name+" ") || strings.Count(out, "Usage:") != 1 ||
+				strings.HasSuffix(out, "Flags:\n") {
 				t.Errorf("junction %q: exit %d, stderr %q, stdout\n%s", args, code, errOut, out)
 			}
 		}
