@@ -33,8 +33,12 @@ func TestStatusExitsOnFailedSource(t *testing.T) {
 	if code != 3 || !strings.Contains(errOut, "1 source(s) failed: bad") || !strings.Contains(out, "42s ago: server exited: exit status 3") {
 		t.Errorf("status with a failed source: exit %d, stdout %q, stderr %q; want exit 3, the table with the error's age, and the failed source named", code, out, errOut)
 	}
-	if _, _, code := run(t, nil, "status", "-url", url, "-json"); code != 3 {
-		t.Errorf("status -json with a failed source: exit %d, want 3", code)
+	for _, flags := range [][]string{{"-json"}, {"-o", "json"}, {"-output", "json"}} {
+		out, _, code := run(t, nil, append([]string{"status", "-url", url}, flags...)...)
+		var got daemon.Status
+		if err := json.Unmarshal([]byte(out), &got); code != 3 || err != nil || len(got.Sources) != 2 {
+			t.Errorf("status %v with a failed source: exit %d, %v, stdout %q; want exit 3 and the status as JSON", flags, code, err, out)
+		}
 	}
 	st.Sources = st.Sources[:1]
 	if out, errOut, code := run(t, nil, "status", "-url", serve(st)); code != 0 || !strings.Contains(out, "good") {
