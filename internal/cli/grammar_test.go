@@ -295,7 +295,21 @@ func TestCompletionZshFish(t *testing.T) {
 			t.Errorf("%s -n: %v\n%s", sh, err, msg)
 		}
 	}
-	out, err := exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C "junction tools l"; complete -C "junction fil"`, filepath.Join(dir, "junction.fish")).CombinedOutput()
+	// zsh: the completion function, with zsh's completion builtins
+	// replaced by stand-ins that print what they are given.
+	out, err := exec.Command("zsh", "-f", "-c", `
+_describe() { local a; for a in "${(@P)2}"; do print -r -- "${a%%:*}"; done }
+compadd() { while [[ $1 == -* ]]; do [[ $1 == -- ]] && { shift; break }; shift; done; print -l -- "$@" }
+_files() { print FILES }
+compdef() { : }
+source $1
+words=(junction tools ""); CURRENT=3; _junction
+words=(junction completion ""); CURRENT=3; _junction
+words=(junction config check ""); CURRENT=4; _junction`, "zsh", filepath.Join(dir, "junction.zsh")).CombinedOutput()
+	if err != nil || string(out) != "list\ncall\nbash\nzsh\nfish\nFILES\n" {
+		t.Errorf("zsh completions: %v\n%s\nwant list, call (tools), bash, zsh, fish (completion), FILES (config check)", err, out)
+	}
+	out, err = exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C "junction tools l"; complete -C "junction fil"`, filepath.Join(dir, "junction.fish")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("fish: %v\n%s", err, out)
 	}
