@@ -13,10 +13,11 @@ commands and subcommands from junction's command table, and a command's
 flags by asking "junction COMMAND -help" as you type. Install it:
 
   bash:  junction completion bash > ~/.local/share/bash-completion/completions/junction
-  zsh:   junction completion zsh > "${fpath[1]}/_junction"
   fish:  junction completion fish > ~/.config/fish/completions/junction.fish
+  zsh:   junction completion zsh > ~/.zfunc/_junction
+         and fpath=(~/.zfunc $fpath) in ~/.zshrc, before compinit
 
-or load it for the current shell: source <(junction completion bash).`
+or load it for the current bash: source <(junction completion bash).`
 
 func runCompletion(_ context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "completion", "bash|zsh|fish", completionAbout)
