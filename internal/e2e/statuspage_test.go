@@ -55,15 +55,17 @@ func chromium(t *testing.T) string {
 
 // flakyServer is a config entry for an upstream named name that serves as
 // the fault upstream does (tools echo and crash) unless the file flag
-// exists, in which case it writes a line on stderr and exits with status
-// 7 at once, as a server missing its configuration would.
+// exists, in which case it reads a line, writes a line on stderr and
+// exits with status 7, as a server missing its configuration would.
 func flakyServer(t *testing.T, name, flag string) string {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := `if [ -e "$FLAKY_FLAG" ]; then echo "flaky: down for maintenance ($FLAKY_FLAG exists)" >&2; exit 7; fi; exec "$FLAKY_SELF"`
+	// It reads the initialize request before it fails, so that junction
+	// sees the exit, not a write to a closed pipe.
+	script := `if [ -e "$FLAKY_FLAG" ]; then read -r _; echo "flaky: down for maintenance ($FLAKY_FLAG exists)" >&2; exit 7; fi; exec "$FLAKY_SELF"`
 	return fmt.Sprintf("  %s:\n    command: /bin/sh\n    args: [-c, %q]\n    env: {FLAKY_FLAG: %q, FLAKY_SELF: %q, %s: serve, GORACE: \"atexit_sleep_ms=0\"}\n",
 		name, script, flag, self, envFaultUpstream)
 }
