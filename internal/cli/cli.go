@@ -71,6 +71,8 @@ func commands() []command {
 		{name: "files deploy-host", summary: "accept PUT /<uuid>.tar.gz deploys, unpack them safely, write <uuid>.log", run: runDeployHost},
 		{name: "diode mcp", summary: "a drop-in for \"diode mcp\": the diode tools over stdio (also \"junction mcp\")", run: runMCP},
 		{name: "diode files", summary: "a drop-in for \"diode files\": the same as \"junction files serve\"", run: runFilesServe},
+		{name: "diode push", summary: "a drop-in for \"diode push\": the same as \"junction files push\"", run: runPush},
+		{name: "diode pull", summary: "a drop-in for \"diode pull\": the same as \"junction files pull\"", run: runPull},
 		{name: "toolbox mcp", summary: "serve one toolbox plugin (a program or a URL) as a stdio MCP server", run: runToolboxMCP},
 		{name: "config check", summary: "validate a config file (junction, Claude Desktop, Cursor or VS Code form)", run: runConfigCheck},
 		{name: "connect", summary: "move a host's MCP servers (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf) into junction and run junction there", run: runConnect},

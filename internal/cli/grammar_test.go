@@ -115,7 +115,7 @@ func TestHiddenNamesAndFlags(t *testing.T) {
 			t.Errorf("help lists the old name %q:\n%s", strings.TrimSpace(hidden), out)
 		}
 	}
-	for _, want := range []string{"files push", "files pull", "files deploy-host", "diode mcp", "diode files", "completion"} {
+	for _, want := range []string{"files push", "files pull", "files deploy-host", "diode mcp", "diode files", "diode push", "diode pull", "completion"} {
 		if !strings.Contains(out, "  "+want+" ") {
 			t.Errorf("help does not list %q", want)
 		}
@@ -245,6 +245,7 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"junction", "tools", "l"}, "list"},
 		{[]string{"junction", "files", ""}, "serve push pull deploy-host"},
 		{[]string{"junction", "diode", "m"}, "mcp"},
+		{[]string{"junction", "diode", "p"}, "push pull"},
 		{[]string{"junction", "completion", "f"}, "fish"},
 		{[]string{"junction", "help", "pa"}, "packs"},
 		{[]string{"junction", "pu"}, ""}, // old names are not offered

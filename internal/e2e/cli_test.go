@@ -91,8 +91,8 @@ func TestCLICompletionFlags(t *testing.T) {
 }
 
 // TestCLIFilesAndDiodeGroups: files push and files pull against a
-// listener started as "diode files", the old name push beside them, and
-// "diode mcp" serving the Diode tools.
+// listener started as "diode files", diode push and the old name push
+// beside them, and "diode mcp" serving the Diode tools.
 func TestCLIFilesAndDiodeGroups(t *testing.T) {
 	t.Parallel()
 	root, work := t.TempDir(), t.TempDir()
@@ -101,8 +101,8 @@ func TestCLIFilesAndDiodeGroups(t *testing.T) {
 	if err := os.WriteFile(local, []byte("through the files group\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, push := range [][]string{{"files", "push"}, {"push"}} {
-		out, errOut, code := runJunction(t, nil, append(push, local, addr+":in/"+push[len(push)-1]+".txt")...)
+	for _, push := range [][]string{{"files", "push"}, {"diode", "push"}, {"push"}} {
+		out, errOut, code := runJunction(t, nil, append(push, local, addr+":in/"+strings.Join(push, "-")+".txt")...)
 		if code != 0 || !strings.Contains(errOut, "push ok: ") {
 			t.Errorf("junction %v: exit %d\n%s%s", push, code, out, errOut)
 		}
