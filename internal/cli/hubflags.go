@@ -37,6 +37,8 @@ type hubFlags struct {
 	// -startup-budget (see daemon.Spec).
 	noRaw         bool
 	startupBudget time.Duration
+	// audit is serve's audit trail (-audit over the config file's).
+	audit config.Audit
 	// quiet commands (the clients) keep their own log level rather than
 	// the config file's, which is meant for serve.
 	quiet bool
@@ -170,7 +172,7 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger, cfg
 	d, err := daemon.Build(ctx, daemon.Spec{
 		Packs: f.packs, NoDefaultPacks: f.noDefaultPacks, Config: cfg, ConfigPath: cfgPath,
 		Logger: logger, Getenv: env.Getenv, DataDir: f.dataDir, IgnoreLock: f.ignoreLock,
-		NoRaw: f.noRaw, StartupBudget: f.startupBudget,
+		NoRaw: f.noRaw, StartupBudget: f.startupBudget, Audit: f.audit, AuditStderr: env.Stderr,
 	})
 	if err != nil {
 		return nil, err

@@ -86,6 +86,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
 		admin          = fs.String("admin", "", "also serve the status page, /status, /metrics, /healthz and /readyz on `host:port`, with -http's token rules; works in stdio mode too")
+		audit          = fs.String("audit", "", "write one JSON line per tool call to `output`: stderr, or a file rotated by size (docs/observability.md; default: the config file's audit.output, else none)")
+		auditArgs      = fs.Bool("audit-arguments", false, "add each call's arguments to its audit line (they are the host's data: off by default)")
 		tokens         stringList
 		hosts          stringList
 		origins        stringList
@@ -119,6 +121,18 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	hf.applyLogConfig(fileCfg)
+	if fileCfg != nil {
+		hf.audit = fileCfg.Audit
+	}
+	if hf.set["audit"] {
+		hf.audit.Output = *audit
+	}
+	if hf.set["audit-arguments"] {
+		hf.audit.Arguments = *auditArgs
+	}
+	if hf.audit.Arguments && hf.audit.Output == "" {
+		return usageErrorf("-audit-arguments needs an audit output (-audit stderr, -audit FILE, or the config file's audit.output)")
+	}
 	logger, err := hf.logger(env)
 	if err != nil {
 		return err

@@ -97,6 +97,7 @@ type Config struct {
 	HTTP     HTTP
 	Lock     Lock
 	Log      Log
+	Audit    Audit
 	// StartupBudget, if set ("startup_budget"), bounds how long hosts'
 	// first lists wait for upstreams and plugins to connect; zero means
 	// they do not wait. Nil means junction's default (10s).
@@ -355,6 +356,24 @@ type Lock struct {
 type Log struct {
 	Level  string // debug, info (default), warn, error
 	Format string // text (default), json
+}
+
+// Audit configures the audit trail: one JSON line per tool call
+// ("audit"). Off unless Output is set.
+type Audit struct {
+	// Output is "stderr" or the path of a file (relative to the config
+	// file's directory; Load makes it absolute), rotated by size.
+	Output string
+	// MaxSizeMB rotates the file at this size in megabytes (max_size_mb);
+	// zero means 100.
+	MaxSizeMB int
+	// MaxFiles is how many rotated files are kept (max_files); zero
+	// means 5.
+	MaxFiles int
+	// Arguments adds each call's arguments to its line. Off by default:
+	// they are the host's data, and an audit trail is often kept longer
+	// and read by more people than the tools' own logs.
+	Arguments bool
 }
 
 // Warning is a key that was accepted but is not acted on.

@@ -75,6 +75,9 @@ func (c *Config) resolvePaths(dir string) {
 	}
 	c.Lock.Path = abs(c.Lock.Path)
 	c.HTTP.TokenFile = abs(c.HTTP.TokenFile)
+	if c.Audit.Output != "stderr" && c.Audit.Output != "-" {
+		c.Audit.Output = abs(c.Audit.Output)
+	}
 	for _, s := range c.Servers {
 		s.Cwd = abs(s.Cwd)
 		s.EnvFile = abs(s.EnvFile)
@@ -314,7 +317,7 @@ func (d *decoder) strMap(n *node, path string, expand bool) map[string]string {
 
 // --- top level ---
 
-var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget", "store", "inputs"}
+var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "audit", "startup_budget", "store", "inputs"}
 
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
@@ -361,6 +364,8 @@ func (d *decoder) config(root *node) *Config {
 			d.lock(&c.Lock, e.val, "lock")
 		case "log":
 			d.log(&c.Log, e.val, "log")
+		case "audit":
+			d.audit(&c.Audit, e.val, "audit")
 		case "startup_budget":
 			if b := d.duration(e.val, "startup_budget"); b >= 0 {
 				c.StartupBudget = &b
@@ -383,7 +388,7 @@ func (d *decoder) config(root *node) *Config {
 	switch {
 	case shape["mcpServers"] && len(shape) == 1+countHost(shape):
 		c.Shape = ShapeMCPServers
-	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "startup_budget", "store"):
+	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "audit", "startup_budget", "store"):
 		c.Shape = ShapeVSCode
 	default:
 		c.Shape = ShapeJunction
@@ -944,6 +949,24 @@ func (d *decoder) lock(l *Lock, n *node, path string) {
 			l.Path = d.strX(e.val, p)
 		default:
 			d.unknown(e, path, []string{"path"})
+		}
+	}
+}
+
+func (d *decoder) audit(a *Audit, n *node, path string) {
+	for _, e := range d.mapping(n, path) {
+		p := join(path, e.key)
+		switch e.key {
+		case "output":
+			a.Output = d.strX(e.val, p)
+		case "max_size_mb":
+			a.MaxSizeMB = int(d.integer(e.val, p))
+		case "max_files":
+			a.MaxFiles = int(d.integer(e.val, p))
+		case "arguments":
+			a.Arguments = d.boolean(e.val, p)
+		default:
+			d.unknown(e, path, []string{"output", "max_size_mb", "max_files", "arguments"})
 		}
 	}
 }

@@ -10,7 +10,7 @@ type Delta struct {
 	Plugins SourceDelta
 	Packs   SourceDelta
 	// Sections lists the other top-level sections that differ, from
-	// "presets", "profiles", "http", "lock", "log", "startup_budget" and "store".
+	// "presets", "profiles", "http", "lock", "log", "audit", "startup_budget" and "store".
 	Sections []string
 }
 
@@ -73,6 +73,7 @@ func Diff(old, new *Config) Delta {
 		{"http", old.HTTP, new.HTTP},
 		{"lock", old.Lock, new.Lock},
 		{"log", old.Log, new.Log},
+		{"audit", old.Audit, new.Audit},
 		{"startup_budget", old.StartupBudget, new.StartupBudget},
 		{"store", old.Store, new.Store},
 	} {

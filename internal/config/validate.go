@@ -68,6 +68,7 @@ func (c *Config) validate(skip map[string]bool) Errors {
 	}
 	v.http(&c.HTTP)
 	v.log(&c.Log)
+	v.audit(&c.Audit)
 	v.store(c.Store)
 	c.Warnings = append(c.Warnings, v.warns...)
 	sortWarnings(c.Warnings)
@@ -446,6 +447,18 @@ func (v *validator) log(l *Log) {
 	case "", "text", "json":
 	default:
 		v.fail("log.format", "unknown format %q (use text or json)", l.Format)
+	}
+}
+
+func (v *validator) audit(a *Audit) {
+	if a.MaxSizeMB < 0 {
+		v.fail("audit.max_size_mb", "must not be negative (0 means 100)")
+	}
+	if a.MaxFiles < 0 {
+		v.fail("audit.max_files", "must not be negative (0 means 5)")
+	}
+	if a.Output == "" && (a.MaxSizeMB != 0 || a.MaxFiles != 0 || a.Arguments) {
+		v.fail("audit.output", "must be set (stderr, or a file path) for the other audit keys to apply")
 	}
 }
 

@@ -63,6 +63,13 @@ type Spec struct {
 	// means no waiting; zero means the config file's startup_budget, or
 	// junction's default.
 	StartupBudget time.Duration
+	// Audit is the audit trail to write (junction serve's -audit flags
+	// over the config file's audit section); off when Output is empty.
+	// Traces follow the OTEL_* variables Getenv reads.
+	Audit config.Audit
+	// AuditStderr is where an Audit.Output of "stderr" goes; nil means
+	// os.Stderr.
+	AuditStderr io.Writer
 
 	Logger  *slog.Logger
 	Getenv  func(string) string
@@ -135,13 +142,18 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	if cfg != nil {
 		presets = cfg.Presets
 	}
+	obs, err := newObservers(ctx, spec, getenv, observe)
+	if err != nil {
+		return nil, err
+	}
 	hub := junction.New(&junction.Options{
 		Name:          name,
 		Title:         spec.Title,
 		Version:       buildinfo.Version(),
 		Instructions:  instructions,
 		Logger:        logger,
-		Observe:       observe,
+		Observe:       obs.observe,
+		Trace:         obs.trace,
 		Lock:          lock,
 		Presets:       presets,
 		StartupBudget: startupBudget(spec, cfg),
@@ -150,6 +162,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		Hub: hub, Metrics: metrics, logger: logger, getenv: getenv, dataDir: spec.DataDir,
 		started: time.Now(), calls: calls, reloads: statuspage.NewRing[statuspage.Reload](statuspage.RecentReloads),
 		sources: map[string]*managed{}, profiles: map[string]*junction.View{}, planes: map[*junction.View]*dataplane.Plane{}, cfg: cfg, spec: spec,
+		closers: obs.closers,
 	}
 	metrics.watchSources(d)
 	metrics.watchSessions(d)

@@ -122,6 +122,8 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 
 	for _, section := range delta.Sections {
 		switch section {
+		case "audit":
+			fallthrough
 		case "http", "log", "startup_budget", "store":
 			d.logger.Warn("config section changed; restart junction to apply it", "section", section)
 		}

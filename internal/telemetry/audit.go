@@ -1,0 +1,158 @@
+package telemetry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"gopkg.in/natefinch/lumberjack.v2"
+)
+
+// AuditOptions configure an [Audit]. The zero value writes no arguments.
+type AuditOptions struct {
+	// Arguments adds each call's arguments, as the host sent them, to its
+	// line. Off by default: they are the host's data (file contents,
+	// queries, secrets a model was given), and an audit trail is often
+	// kept longer and read by more people than the tools' own logs.
+	Arguments bool
+}
+
+// An Audit writes one JSON line per tool call to a writer: see
+// [AuditLine] for the fields. It is safe for concurrent use; each line
+// is one Write.
+type Audit struct {
+	opts AuditOptions
+	mu   sync.Mutex // guards w
+	w    io.Writer
+	c    io.Closer // nil: the writer is not the Audit's to close
+}
+
+// NewAudit returns an Audit writing to w, which it does not close.
+func NewAudit(w io.Writer, opts AuditOptions) *Audit {
+	return &Audit{opts: opts, w: w}
+}
+
+// AuditFile says where an audit trail goes and how it is kept.
+type AuditFile struct {
+	// Output is "stderr" (or "-") or the path of a file, created 0600 if
+	// it does not exist and appended to.
+	Output string
+	// MaxSizeMB rotates the file once it would grow past this many
+	// megabytes; zero means [DefaultAuditMaxSizeMB].
+	MaxSizeMB int
+	// MaxFiles is how many rotated files are kept beside the current one;
+	// zero means [DefaultAuditMaxFiles].
+	MaxFiles int
+}
+
+// Defaults of [AuditFile].
+const (
+	DefaultAuditMaxSizeMB = 100
+	DefaultAuditMaxFiles  = 5
+)
+
+// OpenAudit returns an Audit writing to f.Output: stderr as it is given,
+// or a file rotated by size (the rotated files are named after it, with
+// the time of rotation, and the oldest beyond f.MaxFiles are removed).
+// A file that cannot be opened for appending is an error now, not at
+// the first call. Close the Audit when done.
+func OpenAudit(f AuditFile, stderr io.Writer, opts AuditOptions) (*Audit, error) {
+	switch f.Output {
+	case "":
+		return nil, errors.New("audit: no output (want stderr or a file path)")
+	case "stderr", "-":
+		return NewAudit(stderr, opts), nil
+	}
+	if f.MaxSizeMB < 0 || f.MaxFiles < 0 {
+		return nil, fmt.Errorf("audit: max size %d MB and %d kept files: want 0 (the default) or more", f.MaxSizeMB, f.MaxFiles)
+	}
+	if f.MaxSizeMB == 0 {
+		f.MaxSizeMB = DefaultAuditMaxSizeMB
+	}
+	if f.MaxFiles == 0 {
+		f.MaxFiles = DefaultAuditMaxFiles
+	}
+	// Check the file now: lumberjack opens it at the first write.
+	fh, err := os.OpenFile(f.Output, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w (check the directory exists and is writable, or use -audit stderr)", err)
+	}
+	fh.Close()
+	lj := &lumberjack.Logger{Filename: f.Output, MaxSize: f.MaxSizeMB, MaxBackups: f.MaxFiles, LocalTime: false}
+	return &Audit{opts: opts, w: lj, c: lj}, nil
+}
+
+// AuditLine is one line of the audit trail, as JSON.
+type AuditLine struct {
+	Time     string `json:"time"`              // when the call began, RFC 3339 UTC with nanoseconds
+	Session  string `json:"session,omitempty"` // the host session's id (HTTP), if any
+	View     string `json:"view,omitempty"`    // the profile the call came through, if not the default
+	Host     string `json:"host,omitempty"`    // the host's client name from its initialize, if known
+	Tool     string `json:"tool"`              // the exposed tool name
+	Source   string `json:"source"`            // the source that served it
+	Duration int64  `json:"duration_us"`       // microseconds in the source
+	// Outcome is ok, tool_error, protocol_error, timeout, cancelled,
+	// source_unavailable, internal or source_error (see
+	// junction.CallInfo), or panic for an internal one a panic caused.
+	Outcome      string          `json:"outcome"`
+	Code         int64           `json:"code,omitempty"` // the JSON-RPC error code of a protocol_error
+	RequestBytes int             `json:"request_bytes"`  // the arguments' size
+	ResultBytes  int             `json:"result_bytes"`   // the result's size as JSON
+	Arguments    json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Line returns the audit line of ci (without the newline).
+func (a *Audit) Line(ci junction.CallInfo) AuditLine {
+	l := AuditLine{
+		Time: ci.Start.UTC().Format(time.RFC3339Nano), View: ci.View, Tool: ci.Tool, Source: ci.Source,
+		Duration: ci.Duration.Microseconds(), Outcome: ci.Outcome, Code: ci.Code,
+		RequestBytes: ci.RequestSize(), ResultBytes: ci.ResultSize(),
+	}
+	if ci.Panicked {
+		l.Outcome = "panic"
+	}
+	if ss := ci.Session; ss != nil {
+		l.Session = ss.ID()
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			l.Host = p.ClientInfo.Name
+		}
+	}
+	if a.opts.Arguments {
+		l.Arguments = ci.Arguments()
+	}
+	return l
+}
+
+// Observe writes the line of ci; it is meant for [junction.Options.Observe].
+// A line that cannot be written is dropped: an audit trail that cannot
+// be written must not stop tool calls.
+func (a *Audit) Observe(ci junction.CallInfo) {
+	b, err := json.Marshal(a.Line(ci))
+	if err != nil {
+		// Arguments that are not valid JSON cannot reach here (both paths
+		// check them); keep the line without them all the same.
+		l := a.Line(ci)
+		l.Arguments = nil
+		b, _ = json.Marshal(l)
+	}
+	b = append(b, '\n')
+	a.mu.Lock()
+	_, _ = a.w.Write(b)
+	a.mu.Unlock()
+}
+
+// Close closes the audit file, if the Audit opened one. It is safe to
+// call more than once.
+func (a *Audit) Close() error {
+	if a == nil || a.c == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.c.Close()
+}
