@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
 	"github.com/junction-mcp/junction/internal/statuspage"
@@ -237,6 +240,22 @@ func TestPageMetricsAndCalls(t *testing.T) {
 	}
 
 	_, metrics := get(t, srv.Client(), srv.URL+"/metrics")
+	// Prometheus's own parser reads it, with the types documented.
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatalf("Prometheus's parser rejects /metrics: %v", err)
+	}
+	for name, typ := range map[string]dto.MetricType{
+		"junction_mcp_requests_total":      dto.MetricType_COUNTER,
+		"junction_source_reconnects_total": dto.MetricType_COUNTER,
+		"junction_sessions":                dto.MetricType_GAUGE,
+		"junction_build_info":              dto.MetricType_GAUGE,
+	} {
+		if f := fams[name]; f == nil || f.GetType() != typ {
+			t.Errorf("/metrics: %s is %v, want a %v", name, f, typ)
+		}
+	}
 	for _, want := range []string{
 		`junction_mcp_requests_total{front="http",method="initialize"} 1`,
 		`junction_mcp_requests_total{front="http",method="server/discover"} 1`,
