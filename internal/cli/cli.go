@@ -356,11 +356,15 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 }
 
 // parseFlags parses args; -help prints usage to stdout and ends the command
-// successfully. A bad flag is a usage error that points at -help.
+// successfully, also after the arguments ("config check FILE -help"), but
+// not after "--". A bad flag is a usage error that points at -help.
 func parseFlags(env *Env, fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	fs.SetOutput(env.Stderr)
+	if err == nil && helpAfterArgs(args, fs.Args()) {
+		err = flag.ErrHelp
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(env.Stdout)
 		fs.Usage()
@@ -373,6 +377,23 @@ func parseFlags(env *Env, fs *flag.FlagSet, args []string) error {
 		}
 	}
 	return nil
+}
+
+// helpAfterArgs reports whether a help flag stands among rest, the
+// arguments of args that flag parsing left, before any "--".
+func helpAfterArgs(args, rest []string) bool {
+	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+		return false // rest is all after "--"
+	}
+	for _, a := range rest {
+		if a == "--" {
+			return false
+		}
+		if isHelpFlag(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // deprecated tells the user, on stderr, that an old flag name still works

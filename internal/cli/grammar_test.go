@@ -108,6 +108,30 @@ func TestHelpEverywhere(t *testing.T) {
 	}
 }
 
+// TestHelpAfterArguments: a help flag after the arguments shows the help
+// too, but not after "--", where it belongs to the command being run.
+func TestHelpAfterArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"config", "check", "junction.yaml", "-help"},
+		{"files", "push", "a.txt", "127.0.0.1:1", "--help"},
+		{"auth", "logout", "docs", "-h"},
+		{"tools", "call", "junction_version", "-help"},
+	} {
+		out, errOut, code := run(t, nil, args...)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "Usage: junction "+args[0]+" "+args[1]+" ") {
+			t.Errorf("junction %q: exit %d, stderr %q, stdout\n%s", args, code, errOut, out)
+		}
+	}
+	// After --, -help is the server's: here "cat" does not know it.
+	out, errOut, code := run(t, nil, "tools", "list", "--", "cat", "-help")
+	if code == 0 || strings.Contains(out, "Usage: junction") {
+		t.Errorf("junction tools list -- cat -help: exit %d, stdout %q, stderr %q; want cat to run (and fail)", code, out, errOut)
+	}
+	if helpAfterArgs([]string{"--", "plugin", "-h"}, []string{"plugin", "-h"}) {
+		t.Error("helpAfterArgs: a -h after -- counted as help")
+	}
+}
+
 func TestHiddenNamesAndFlags(t *testing.T) {
 	out, _, _ := run(t, nil, "help")
 	for _, hidden := range []string{"\n  push ", "\n  pull ", "\n  deploy-host ", "\n  mcp "} {
