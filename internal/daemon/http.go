@@ -112,7 +112,7 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 		})
 	} else {
 		tokens := httpguard.NewTokens(cfg.Tokens...)
-		login := statuspage.NewAuth(tokens)
+		login := statuspage.NewAuth(tokens, cfg.AllowedOrigins...)
 		protected = requireToken(protected, tokens, login)
 		protected = cfg.OAuth.front(protected, mux, cfg.Tokens, d.logger)
 		root.HandleFunc("/login", login.Login)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,20 +34,31 @@ const (
 // /logout ends the session. Session ids are kept in memory as SHA-256
 // digests, so a restart logs every browser out and a map lookup's timing
 // says nothing about an id. POSTs are refused unless their Origin (or,
-// without one, their Referer) is the server itself: with the cookie's
-// SameSite=Strict, no other site can log a browser in or out.
+// without one, their Referer) is the server itself, or one of the origins
+// it was given (the public address of a reverse proxy that does not pass
+// the Host on): with the cookie's SameSite=Strict, no other site can log a
+// browser in or out.
 type Auth struct {
-	tokens httpguard.Tokens
-	ttl    time.Duration
-	now    func() time.Time
+	tokens  httpguard.Tokens
+	origins []string // scheme://host[:port], lower case
+	ttl     time.Duration
+	now     func() time.Time
 
 	mu       sync.Mutex
 	sessions map[[32]byte]time.Time // digest of the id -> expiry
 }
 
-// NewAuth returns the login for a server that accepts tokens.
-func NewAuth(tokens httpguard.Tokens) *Auth {
-	return &Auth{tokens: tokens, ttl: SessionTTL, now: time.Now, sessions: map[[32]byte]time.Time{}}
+// NewAuth returns the login for a server that accepts tokens. A POST
+// from one of origins (scheme://host[:port]) counts as the server's own;
+// "*" is not taken to mean every origin here.
+func NewAuth(tokens httpguard.Tokens, origins ...string) *Auth {
+	a := &Auth{tokens: tokens, ttl: SessionTTL, now: time.Now, sessions: map[[32]byte]time.Time{}}
+	for _, o := range origins {
+		if o != "*" {
+			a.origins = append(a.origins, strings.ToLower(strings.TrimRight(o, "/")))
+		}
+	}
+	return a
 }
 
 // Valid reports whether r carries the cookie of a live session.
@@ -120,7 +132,7 @@ func (a *Auth) Login(w http.ResponseWriter, r *http.Request) {
 		}
 		writeLogin(w, http.StatusOK, "")
 	case http.MethodPost:
-		if !sameOrigin(r) {
+		if !a.sameOrigin(r) {
 			writeLogin(w, http.StatusForbidden, "Refused: this login did not come from this server's own form (its Origin or Referer is missing or another site's).")
 			return
 		}
@@ -157,7 +169,7 @@ func (a *Auth) Logout(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: log out with POST (the page's Log out button)", http.StatusMethodNotAllowed)
 		return
 	}
-	if !sameOrigin(r) {
+	if !a.sameOrigin(r) {
 		http.Error(w, "forbidden: this logout did not come from this server's own page (its Origin or Referer is missing or another site's)", http.StatusForbidden)
 		return
 	}
@@ -184,8 +196,9 @@ func tokenInURL(r *http.Request) bool {
 }
 
 // sameOrigin reports whether a POST comes from a page of this server: its
-// Origin, or without one its Referer, names r's own Host.
-func sameOrigin(r *http.Request) bool {
+// Origin, or without one its Referer, names r's own Host or is one of
+// a.origins.
+func (a *Auth) sameOrigin(r *http.Request) bool {
 	src := r.Header.Get("Origin")
 	if src == "" {
 		src = r.Header.Get("Referer")
@@ -197,7 +210,7 @@ func sameOrigin(r *http.Request) bool {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	return strings.EqualFold(u.Host, r.Host) || slices.Contains(a.origins, strings.ToLower(u.Scheme+"://"+u.Host))
 }
 
 // overTLS reports whether the browser reached the server over HTTPS:

@@ -132,6 +132,16 @@ func TestLoginRefusals(t *testing.T) {
 		t.Errorf("%d sessions after refused logins, want 0", n)
 	}
 
+	// The public origin of a proxy that passes another Host on, when the
+	// server was told it (-allowed-origin); "*" does not open the login.
+	proxied := NewAuth(httpguard.NewTokens(token), "https://hub.example.com/", "*")
+	if rec := login(proxied, token, "https://hub.example.com"); rec.Code != http.StatusSeeOther {
+		t.Errorf("login from an allowed origin = %d, want 303", rec.Code)
+	}
+	if rec := login(proxied, token, "https://evil.example"); rec.Code != http.StatusForbidden {
+		t.Errorf("login from another origin with \"*\" allowed = %d, want 403", rec.Code)
+	}
+
 	// A Referer from the server's own page does for a browser that sends
 	// no Origin.
 	r := httptest.NewRequest("POST", "http://127.0.0.1:7331/login", strings.NewReader("token="+token))
