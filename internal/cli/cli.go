@@ -9,6 +9,15 @@
 // [commands]. Flags accept one or two dashes (-name and --name), as the
 // standard flag package does; that keeps Diode's single-dash flags
 // (-mcp-preset) working beside the usual double-dash style.
+//
+// # Grammar
+//
+// The shared parts live here, so every command behaves the same
+// (docs/cli.md): [newFlagSet] and [parseFlags] give -help (exit 0, on
+// stdout) and a bad flag's two-line error; [outputFlags] is -o text|json;
+// [deprecated] is the notice of an old flag name; RunEnv answers an
+// unknown command with a suggestion; the completion scripts are made
+// from [commands].
 package cli
 
 import (
