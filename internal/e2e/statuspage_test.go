@@ -266,6 +266,18 @@ func TestStatusPageBrowser(t *testing.T) {
 		t.Errorf("after the recovery the last error is gone; it should stay, with its time:\n%s", row)
 	}
 	mustEcho(t, host, "flaky__echo", "after the recovery")
+
+	// Two reloads: a preset added (applied), then a file that does not
+	// parse (refused; the running config stays).
+	servers := "servers:\n" + flakyServer(t, "flaky", flag)
+	writeConfig(t, cfg, servers+"presets:\n  mine: [flaky__echo]\n")
+	p.waitFor("reloads", 30*time.Second, "sections: presets", "ok")
+	writeConfig(t, cfg, servers+"presets: [\n")
+	reloads := p.waitFor("reloads", 30*time.Second, "refused", "running config is unchanged")
+	if !strings.Contains(reloads, "sections: presets") {
+		t.Errorf("the refused reload hid the earlier one:\n%s", reloads)
+	}
+	p.waitFor("state-flaky", 10*time.Second, "connected")
 	p.screenshot("status-recovered.png")
 
 	// Log out: the page asks for the token again.
