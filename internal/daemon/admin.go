@@ -17,7 +17,7 @@ func (d *Daemon) AdminHandler(cfg HTTPConfig, listenHost string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/status", d.statusHandler)
 	mux.Handle("/metrics", d.Metrics.Handler())
-	mux.HandleFunc("/", d.page(!cfg.InsecureNoAuth))
+	mux.HandleFunc("/", d.page(!cfg.InsecureNoAuth, adminIndex))
 	return d.protect(mux, cfg, listenHost)
 }
 

@@ -89,7 +89,7 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	sse := d.Plane(d.View).SSEHandler(mcpOpts.MaxRequestBytes)
 	mux.Handle("/sse", sse)
 	mux.Handle("/metrics", d.Metrics.Handler())
-	mux.HandleFunc("/", d.page(!cfg.InsecureNoAuth))
+	mux.HandleFunc("/", d.page(!cfg.InsecureNoAuth, frontIndex))
 	return d.protect(mux, cfg, listenHost)
 }
 

@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
-	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -114,9 +114,10 @@ func (d *Daemon) statusHandler(w http.ResponseWriter, _ *http.Request) {
 	enc.Encode(d.Status())
 }
 
-// page serves the status page to browsers and the plain-text index to
-// every other client (curl, scripts), as / did before the page.
-func (d *Daemon) page(logout bool) http.HandlerFunc {
+// page serves the status page to browsers and, to every other client
+// (curl, scripts), the plain-text list of the listener's endpoints, as /
+// did before the page: index is that list.
+func (d *Daemon) page(logout bool, index string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -124,12 +125,21 @@ func (d *Daemon) page(logout bool) http.HandlerFunc {
 		}
 		if !statuspage.WantsHTML(r) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			fmt.Fprintf(w, "junction MCP hub\n\nPOST /mcp             Streamable HTTP (header %s: NAME for a profile)\nPOST /mcp/p/NAME      Streamable HTTP, one profile\nGET  /sse             legacy HTTP+SSE\nGET  /status          sources, states, drift, recent calls, reloads (JSON)\nGET  /metrics\nGET  /healthz\nGET  /readyz           200 once every server and plugin has connected or failed\nGET  /login           the status page's login, for browsers\n", ProfileHeader)
+			io.WriteString(w, index)
 			return
 		}
 		statuspage.Render(w, d.pageData(logout))
 	}
 }
+
+// The plain-text lists of endpoints of the HTTP front and the admin
+// listener.
+const (
+	frontIndex = "junction MCP hub\n\nPOST /mcp             Streamable HTTP (header " + ProfileHeader + ": NAME for a profile)\nPOST /mcp/p/NAME      Streamable HTTP, one profile\nGET  /sse             legacy HTTP+SSE\n" + adminEndpoints
+	adminIndex = "junction admin listener (no MCP here)\n\n" + adminEndpoints
+
+	adminEndpoints = "GET  /status          sources, states, drift, recent calls, reloads (JSON)\nGET  /metrics\nGET  /healthz\nGET  /readyz           200 once every server and plugin has connected or failed\nGET  /login           the status page's login, for browsers\n"
+)
 
 // pageData is what the status page shows: the Status, with each
 // source's tools and their drift.

@@ -172,6 +172,13 @@ func TestStatusPageNoAuth(t *testing.T) {
 	if rec := serve("GET", "/login"); rec.Code != http.StatusSeeOther {
 		t.Errorf("GET /login = %d, want a redirect to the page", rec.Code)
 	}
+	// curl gets the admin listener's own list of endpoints.
+	r := httptest.NewRequest("GET", "http://127.0.0.1:7332/", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if body := rec.Body.String(); rec.Code != 200 || !strings.Contains(body, "GET  /status") || strings.Contains(body, "/mcp") {
+		t.Errorf("curl GET / on the admin listener = %d %q, want its endpoints, without /mcp", rec.Code, body)
+	}
 	// The admin listener serves no MCP.
 	if rec := serve("POST", "/mcp"); rec.Code != http.StatusNotFound {
 		t.Errorf("admin POST /mcp = %d, want 404", rec.Code)
