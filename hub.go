@@ -130,6 +130,35 @@ func (ci CallInfo) Arguments() json.RawMessage {
 	return args
 }
 
+// Client returns the host's client name and version: from its session's
+// initialize, or, for a request of 2026-07-28 or later that has no
+// session, from the request's _meta; nil if neither names one.
+func (ci CallInfo) Client() *mcp.Implementation {
+	if ci.Session != nil {
+		if p := ci.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+			return p.ClientInfo
+		}
+	}
+	if !ci.inRaw {
+		return nil
+	}
+	var info *mcp.Implementation
+	rawjson.Object(ci.in, func(key, val []byte) {
+		if string(key) != "_meta" {
+			return
+		}
+		rawjson.Object(val, func(k, v []byte) {
+			if string(k) == mcp.MetaKeyClientInfo {
+				var impl mcp.Implementation
+				if json.Unmarshal(v, &impl) == nil {
+					info = &impl
+				}
+			}
+		})
+	})
+	return info
+}
+
 // RequestSize returns the size in bytes of the tool's arguments, as
 // [CallInfo.Arguments] returns them.
 func (ci CallInfo) RequestSize() int { return len(ci.Arguments()) }

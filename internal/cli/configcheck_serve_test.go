@@ -28,6 +28,7 @@ func TestConfigCheckRefusesWhatServeRefuses(t *testing.T) {
 		{"token file", "http:\n  listen: 127.0.0.1:0\n  token_file: " + filepath.Join(dir, "none") + "\n", "no such file or directory"},
 		{"listen", "http:\n  listen: 127.0.0.1:99999\n", `invalid port "99999"`},
 		{"mode", "http:\n  mode: weird\n", `unknown HTTP mode "weird"`},
+		{"audit file", "audit:\n  output: " + filepath.Join(dir, "no", "audit.jsonl") + "\n", filepath.Join(dir, "no", "audit.jsonl")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := write(strings.ReplaceAll(tc.name, " ", "_")+".yaml", tc.cfg)

@@ -13,6 +13,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/pack/diagram"
+	"github.com/junction-mcp/junction/internal/telemetry"
 )
 
 // Preflight reports what in cfg, read from file, would stop [Build] (and
@@ -63,6 +64,9 @@ func Preflight(file string, cfg *config.Config, getenv func(string) string) conf
 		if _, err := junction.LoadManifest(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			add("lock.path", "%v (write it again with \"junction lock\", or remove it)", err)
 		}
+	}
+	if err := telemetry.CheckAuditFile(telemetry.AuditFile{Output: cfg.Audit.Output}); err != nil {
+		add("audit.output", "%v", err)
 	}
 	return errs
 }

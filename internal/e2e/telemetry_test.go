@@ -243,3 +243,93 @@ func TestTelemetryBothPaths(t *testing.T) {
 		t.Errorf("audit lines differ between the fast path and go-sdk's (-fast +sdk):\n%s", diff)
 	}
 }
+
+// TestAuditHTTPBothPaths: over Streamable HTTP the audit lines name the
+// host's session, and the fast path and go-sdk's write the same lines.
+func TestAuditHTTPBothPaths(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"stateful", "dual"} {
+		t.Run(mode, func(t *testing.T) { auditHTTP(t, mode) })
+	}
+}
+
+// auditHTTP is TestAuditHTTPBothPaths in one HTTP mode: stateful (the
+// host has a session) or dual, where the e2e host, at 2026-07-28, makes
+// stateless requests that carry its client info in their _meta.
+func auditHTTP(t *testing.T, mode string) {
+	t.Parallel()
+	lines := map[bool][]map[string]any{}
+	for _, fast := range []bool{true, false} {
+		auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+		cfg := echoUpstreamConfig(t, "echo", "")
+		p := startServer(t, "-insecure-no-auth", "-no-default-packs", "-config", cfg, "-fast-path="+strconv.FormatBool(fast), "-audit", auditPath, "-http-mode", mode)
+		cs := connectHTTP(t, p.URL, "")
+		waitFor(t, "the echo upstream's tools", connectTimeout, func() bool { return hasName(toolNames(t, cs), "echo__echo") })
+		ctx, cancel := context.WithTimeout(t.Context(), connectTimeout)
+		defer cancel()
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__echo", Arguments: json.RawMessage(`{"msg":"over http"}`)}); err != nil || res.IsError {
+			t.Fatalf("echo__echo: %v, %v", res, err)
+		}
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__fail", Arguments: json.RawMessage(`{}`)}); err != nil || !res.IsError {
+			t.Fatalf("echo__fail = %v, %v; want a tool error", res, err)
+		}
+		// The line is written before the answer: the file has both now.
+		data, err := os.ReadFile(auditPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+			var line map[string]any
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatalf("audit line %q: %v", l, err)
+			}
+			switch {
+			case mode == "stateful" && (line["session"] != cs.ID() || cs.ID() == ""):
+				t.Errorf("fast path %v: audit line session %v, want the host's Mcp-Session-Id %q", fast, line["session"], cs.ID())
+			case mode == "dual" && line["session"] != nil:
+				t.Errorf("fast path %v: audit line session %v for a stateless request, want none", fast, line["session"])
+			}
+			if line["host"] != "junction-e2e" {
+				t.Errorf("fast path %v: audit line host %v, want the host's client name junction-e2e", fast, line["host"])
+			}
+			if _, ok := line["arguments"]; ok {
+				t.Errorf("fast path %v: audit line %s has the arguments without -audit-arguments", fast, l)
+			}
+			for _, k := range []string{"session", "time", "duration_us"} {
+				delete(line, k)
+			}
+			lines[fast] = append(lines[fast], line)
+		}
+		raw := rawCallsMetric(t, p.URL)
+		if fast != (raw > 0) {
+			t.Errorf("-fast-path=%v: junction_tool_calls_raw_total = %d", fast, raw)
+		}
+	}
+	if len(lines[true]) != 2 {
+		t.Fatalf("%d audit lines with the fast path, want 2: %v", len(lines[true]), lines[true])
+	}
+	if diff := cmp.Diff(lines[true], lines[false]); diff != "" {
+		t.Errorf("audit lines over HTTP differ between the fast path and go-sdk's (-fast +sdk):\n%s", diff)
+	}
+}
+
+// rawCallsMetric reads junction_tool_calls_raw_total (all sources) from
+// the /metrics of the hub whose MCP endpoint is mcpURL.
+func rawCallsMetric(t *testing.T, mcpURL string) int {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(mcpURL, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	n := 0
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "junction_tool_calls_raw_total") {
+			f := strings.Fields(l)
+			v, _ := strconv.Atoi(f[len(f)-1])
+			n += v
+		}
+	}
+	return n
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -87,6 +89,29 @@ func OpenAudit(f AuditFile, stderr io.Writer, opts AuditOptions) (*Audit, error)
 	return &Audit{opts: opts, w: lj, c: lj}, nil
 }
 
+// CheckAuditFile reports whether [OpenAudit] could write to f.Output, as
+// far as it can tell without writing to it: stderr always; an existing
+// file that opens for appending; a new file in a directory that exists
+// and takes a new file (tried with a temporary one, removed at once).
+// junction config check uses it.
+func CheckAuditFile(f AuditFile) error {
+	switch f.Output {
+	case "", "stderr", "-":
+		return nil
+	}
+	if fh, err := os.OpenFile(f.Output, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		return fh.Close()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (check the file is writable, or use stderr)", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.Output), ".junction-audit-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot create %s: %w (check the directory exists and is writable, or use stderr)", f.Output, err)
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
+}
+
 // AuditLine is one line of the audit trail, as JSON.
 type AuditLine struct {
 	Time     string `json:"time"`              // when the call began, RFC 3339 UTC with nanoseconds
@@ -116,11 +141,11 @@ func (a *Audit) Line(ci junction.CallInfo) AuditLine {
 	if ci.Panicked {
 		l.Outcome = "panic"
 	}
-	if ss := ci.Session; ss != nil {
-		l.Session = ss.ID()
-		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			l.Host = p.ClientInfo.Name
-		}
+	if ci.Session != nil {
+		l.Session = ci.Session.ID()
+	}
+	if c := ci.Client(); c != nil {
+		l.Host = c.Name
 	}
 	if a.opts.Arguments {
 		l.Arguments = ci.Arguments()

@@ -210,3 +210,30 @@ func TestOpenAuditErrors(t *testing.T) {
 		t.Errorf("Close of a stderr audit: %v", err)
 	}
 }
+
+// TestCheckAuditFile: config check's look at an audit file finds what
+// OpenAudit would refuse, without leaving a file behind.
+func TestCheckAuditFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, out := range []string{"stderr", filepath.Join(dir, "new.jsonl")} {
+		if err := telemetry.CheckAuditFile(telemetry.AuditFile{Output: out}); err != nil {
+			t.Errorf("CheckAuditFile(%s) = %v, want nil", out, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("CheckAuditFile left %v in the directory", entries)
+	}
+	missing := filepath.Join(dir, "no", "audit.jsonl")
+	if err := telemetry.CheckAuditFile(telemetry.AuditFile{Output: missing}); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("CheckAuditFile(%s) = %v, want an error naming it", missing, err)
+	}
+	if os.Geteuid() != 0 { // root writes anyway
+		ro := filepath.Join(dir, "ro.jsonl")
+		if err := os.WriteFile(ro, nil, 0o400); err != nil {
+			t.Fatal(err)
+		}
+		if err := telemetry.CheckAuditFile(telemetry.AuditFile{Output: ro}); err == nil {
+			t.Errorf("CheckAuditFile of a read-only file = nil, want an error")
+		}
+	}
+}
