@@ -71,7 +71,12 @@ type HTTPOptions struct {
 	// costs about 1 KiB of it (its GET stream's record and the answer to
 	// its initialize).
 	ReplayBytes int
-	Logger      *slog.Logger
+	// SessionKey, if set (SessionKeySize bytes, shared by every replica
+	// behind one load balancer), makes stateful sessions portable: the
+	// session id is a token sealed with it that any replica with the key
+	// can take up, so no sticky routing is needed (see sessions.go).
+	SessionKey []byte
+	Logger     *slog.Logger
 }
 
 // Defaults for [HTTPOptions].
@@ -160,7 +165,17 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if p.raw {
 		take = newHTTPRaw(p, o, store).take
 	}
-	return checkJSONBody(next, calls, o.MaxRequestBytes, take)
+	h := checkJSONBody(next, calls, o.MaxRequestBytes, take)
+	if len(o.SessionKey) == 0 || sf == nil {
+		return h
+	}
+	ps, err := newPortableSessions(h, o.SessionKey, o.SessionTimeout)
+	if err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "the hub's "+err.Error())
+		})
+	}
+	return ps
 }
 
 // resumableProtocolVersion is the first revision whose SSE streams go-sdk

@@ -20,7 +20,7 @@ import (
 
 // startHTTPFast serves src (prefix "s__") over Streamable HTTP with the
 // fast path on.
-func startHTTPFast(t *testing.T, src junction.Source, opts HTTPOptions) *httptest.Server {
+func startHTTPFast(t testing.TB, src junction.Source, opts HTTPOptions) *httptest.Server {
 	t.Helper()
 	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })

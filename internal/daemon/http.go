@@ -67,6 +67,9 @@ type HTTPConfig struct {
 // every request's Host and Origin are checked against DNS rebinding.
 func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	mcpOpts := cfg.MCP
+	if d.shared != nil {
+		mcpOpts.SessionKey = d.shared.SessionKey // sessions any replica can take up
+	}
 	if mcpOpts.Logger == nil {
 		mcpOpts.Logger = d.logger
 	}

@@ -19,7 +19,10 @@ import (
 type Shared struct {
 	DB      *postgres.DB
 	Replica *postgres.Replica
-	logger  *slog.Logger
+	// SessionKey seals HTTP session ids so that any replica can take up
+	// a session (dataplane.HTTPOptions.SessionKey).
+	SessionKey []byte
+	logger     *slog.Logger
 }
 
 // openShared opens the config's store, if it names one, and joins the
@@ -38,7 +41,11 @@ func (d *Daemon) openShared(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	d.AddCloser(rep) // closed before db: closers run in reverse order
-	d.shared = &Shared{DB: db, Replica: rep, logger: d.logger}
+	key, err := db.SessionKey(ctx)
+	if err != nil {
+		return err
+	}
+	d.shared = &Shared{DB: db, Replica: rep, SessionKey: key, logger: d.logger}
 	d.logger.Info("joined the replicas sharing the store", "replica", rep.ID())
 	return nil
 }

@@ -27,6 +27,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -325,4 +326,25 @@ func connectListener(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error
 		}
 	}
 	return conn, nil
+}
+
+// SessionKeySize is the size of the key [DB.SessionKey] returns.
+const SessionKeySize = 32
+
+// SessionKey returns the key that seals HTTP session ids, the same for
+// every replica: the first replica to ask makes it (random), the others
+// read it.
+func (db *DB) SessionKey(ctx context.Context) ([]byte, error) {
+	key := make([]byte, SessionKeySize)
+	rand.Read(key)
+	if _, err := db.pool.Exec(ctx, "INSERT INTO secrets (name, value) VALUES ('session_key', $1) ON CONFLICT (name) DO NOTHING", key); err != nil {
+		return nil, fmt.Errorf("store: session key: %w", err)
+	}
+	if err := db.pool.QueryRow(ctx, "SELECT value FROM secrets WHERE name = 'session_key'").Scan(&key); err != nil {
+		return nil, fmt.Errorf("store: session key: %w", err)
+	}
+	if len(key) != SessionKeySize {
+		return nil, fmt.Errorf("store: session key: %d bytes in the secrets table, want %d", len(key), SessionKeySize)
+	}
+	return key, nil
 }

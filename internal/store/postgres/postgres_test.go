@@ -20,7 +20,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func open(t *testing.T, url string) *postgres.DB {
+func open(t testing.TB, url string) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(t.Context(), url, nil)
 	if err != nil {
