@@ -200,7 +200,8 @@ func (c *Call) HostSession() *mcp.ServerSession {
 }
 
 // Context returns the call's context: the one given to Begin, bounded by
-// the source's [SourceOptions.Timeout].
+// the source's [SourceOptions.Timeout], and, once the call is handed to
+// its source, the one [Options.Trace] returned.
 func (c *Call) Context() context.Context { return c.ctx }
 
 // CallTool calls the source's CallTool with req (whose Params.Name is
