@@ -24,6 +24,11 @@ func TestTraceContextHTTP(t *testing.T) {
 			b, _ := json.Marshal(map[string]any{"traceparent": req.Params.Meta["traceparent"], "tracestate": req.Params.Meta["tracestate"]})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 		})
+	server.AddResource(&mcp.Resource{URI: "test://meta", Name: "meta"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			tp, _ := req.Params.Meta["traceparent"].(string)
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://meta", Text: tp}}}, nil
+		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
 	t.Cleanup(ts.Close)
 	r, _ := newRegistry(t, &Options{MinBackoff: time.Hour})
@@ -45,6 +50,12 @@ func TestTraceContextHTTP(t *testing.T) {
 	ctx := junction.WithTraceContext(t.Context(), junction.TraceContext{Parent: hub, State: "h=1,j=2"})
 	if got, want := call(ctx), `{"traceparent":"`+hub+`","tracestate":"h=1,j=2"}`; got != want {
 		t.Errorf("with the hub's trace context: the upstream got %s, want %s", got, want)
+	}
+	// A resources/read is not traced by the hub: the host's traceparent
+	// goes on as it came.
+	res, err := s.ReadResource(t.Context(), &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: "test://meta", Meta: mcp.Meta{"traceparent": host}}})
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != host {
+		t.Errorf("ReadResource: %v, %v; want the upstream to get the host's traceparent %s", res, err, host)
 	}
 }
 
