@@ -54,7 +54,7 @@ func writeAtomic(t *testing.T, path, content string) {
 // startHAProxy runs Debian's haproxy in the foreground in front of
 // backends (host:port), round robin, with health checks on /readyz, on a
 // free 127.0.0.1 port; it returns the base URL. It is stopped at cleanup.
-func startHAProxy(t *testing.T, backends []string) string {
+func startHAProxy(t testing.TB, backends []string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -113,15 +113,23 @@ backend replicas
 		}
 	})
 	base := "http://" + addr
-	waitFor(t, "haproxy to answer /readyz", 10*time.Second, func() bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
 		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return base
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("haproxy did not answer /readyz within 10s\n%s", out.String())
+		}
+	}
 }
 
 // replicaStatus is the part of GET /status this test reads.

@@ -46,8 +46,9 @@ import (
 
 // Options configure [Open]. The zero value is usable.
 type Options struct {
-	// MaxConns bounds the connections of the pool; zero means 8. Each
-	// replica holds up to MaxConns, plus one for notifications.
+	// MaxConns bounds the connections of the pool; zero means 8, or the
+	// URL's pool_max_conns parameter when it has one. Each replica holds
+	// up to MaxConns, plus one for notifications.
 	MaxConns int32
 	// Logger receives the store's warnings (a lost notification
 	// connection); nil discards them.
@@ -80,9 +81,6 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,7 +89,12 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		// pgx's message can quote the URL, password included.
 		return nil, errors.New("store: the PostgreSQL URL cannot be parsed; want postgres://USER:PASSWORD@HOST:PORT/DATABASE")
 	}
-	cfg.MaxConns = o.MaxConns
+	switch {
+	case o.MaxConns > 0:
+		cfg.MaxConns = o.MaxConns
+	case !strings.Contains(url, "pool_max_conns="):
+		cfg.MaxConns = DefaultMaxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: connecting to PostgreSQL at %s: %w", redact(cfg.ConnConfig), err)

@@ -223,3 +223,14 @@ func TestOwnerDies(t *testing.T) {
 		t.Errorf("after the owner stopped, Result = %s (%s), want the failure to stay", got.Status, got.Error)
 	}
 }
+
+// TestPoolSize: the URL's pool_max_conns is kept, else the default.
+func TestPoolSize(t *testing.T) {
+	srv := pgtest.Start(t)
+	if got := open(t, srv.URL).Pool().Config().MaxConns; got != postgres.DefaultMaxConns {
+		t.Errorf("MaxConns = %d, want %d", got, postgres.DefaultMaxConns)
+	}
+	if got := open(t, srv.URL+"&pool_max_conns=3").Pool().Config().MaxConns; got != 3 {
+		t.Errorf("MaxConns with pool_max_conns=3 = %d, want 3", got)
+	}
+}
