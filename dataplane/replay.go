@@ -17,9 +17,10 @@ const DefaultReplayBytes = 8 << 20
 
 // Charges of a [replayStore] beyond the events' own bytes, roughly what
 // its bookkeeping costs in memory: per event (a slice header and its
-// share of the backing array) and per stream (the stream, its map entries
-// and list element, its ids). They make many small streams count, so the
-// bound holds for memory and not just for event bytes.
+// share of the backing array) and per stream (the stream, its place in
+// its session's record, its ids; generously). They make many small
+// streams count, so the bound holds for memory and not just for event
+// bytes.
 const (
 	replayEventCost  = 32
 	replayStreamCost = 256
@@ -53,7 +54,7 @@ type replayStore struct {
 
 	mu       sync.Mutex
 	size     int
-	sessions map[string]map[string]*replayStream // session id -> stream id ->
+	sessions map[string]*replaySession // by session id
 	lru      replayLRU
 	atClose  map[string][]func()  // by session id: see onClose
 	closed   func(session string) // see onAnyClose
@@ -63,6 +64,71 @@ type replayStore struct {
 	// session of a view, protocol revision and request id, so sessions
 	// share the copy instead of each keeping its own.
 	shared map[string][]byte
+}
+
+// replaySession is the streams a store keeps of one session. An idle
+// session has two (its GET stream and its initialize's), which it keeps
+// without a map.
+type replaySession struct {
+	few  [2]*replayStream
+	more map[string]*replayStream // by stream id, past the first two
+}
+
+func (rs *replaySession) get(id string) *replayStream {
+	for _, st := range rs.few {
+		if st != nil && st.id == id {
+			return st
+		}
+	}
+	return rs.more[id]
+}
+
+func (rs *replaySession) put(st *replayStream) {
+	for i, f := range rs.few {
+		if f == nil {
+			rs.few[i] = st
+			return
+		}
+	}
+	if rs.more == nil {
+		rs.more = make(map[string]*replayStream)
+	}
+	rs.more[st.id] = st
+}
+
+// del removes the stream st and reports whether the session has none left.
+func (rs *replaySession) del(st *replayStream) (empty bool) {
+	for i, f := range rs.few {
+		if f == st {
+			rs.few[i] = nil
+		}
+	}
+	if rs.more[st.id] == st {
+		delete(rs.more, st.id)
+	}
+	return rs.few[0] == nil && rs.few[1] == nil && len(rs.more) == 0
+}
+
+// all yields the session's streams.
+func (rs *replaySession) all(yield func(*replayStream) bool) {
+	for _, st := range rs.few {
+		if st != nil && !yield(st) {
+			return
+		}
+	}
+	for _, st := range rs.more {
+		if !yield(st) {
+			return
+		}
+	}
+}
+
+// stream returns the stream id of session, or nil. Requires s.mu.
+func (s *replayStore) stream(session, id string) *replayStream {
+	if rs := s.sessions[session]; rs != nil {
+		return rs.get(id)
+	}
+	return nil
 }
 
 type replayStream struct {
@@ -120,7 +186,7 @@ func (l *replayLRU) moveToBack(st *replayStream) {
 
 func newReplayStore(max int) *replayStore {
 	return &replayStore{
-		max: max, sessions: make(map[string]map[string]*replayStream),
+		max: max, sessions: make(map[string]*replaySession),
 		atClose: make(map[string][]func()), shared: make(map[string][]byte),
 	}
 }
@@ -161,18 +227,18 @@ func (s *replayStore) onAnyClose(f func(session string)) {
 func (s *replayStore) Open(_ context.Context, session, stream string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.sessions[session][stream]; st != nil {
+	if st := s.stream(session, stream); st != nil {
 		s.lru.moveToBack(st)
 		return nil
 	}
-	streams := s.sessions[session]
-	if streams == nil {
-		streams = make(map[string]*replayStream)
-		s.sessions[session] = streams
+	rs := s.sessions[session]
+	if rs == nil {
+		rs = &replaySession{}
+		s.sessions[session] = rs
 	}
 	st := &replayStream{session: session, id: stream, size: replayStreamCost}
 	s.lru.pushBack(st)
-	streams[stream] = st
+	rs.put(st)
 	s.size += st.size
 	s.trim(st)
 	return nil
@@ -183,7 +249,7 @@ func (s *replayStore) Open(_ context.Context, session, stream string) error {
 func (s *replayStore) Append(_ context.Context, session, stream string, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.sessions[session][stream]
+	st := s.stream(session, stream)
 	if st == nil {
 		return fmt.Errorf("stream %q of session %q: %w", stream, session, mcp.ErrEventsPurged)
 	}
@@ -200,7 +266,7 @@ func (s *replayStore) Append(_ context.Context, session, stream string, data []b
 func (s *replayStore) After(_ context.Context, session, stream string, index int) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
 		s.mu.Lock()
-		st := s.sessions[session][stream]
+		st := s.stream(session, stream)
 		var (
 			msgs [][]byte
 			err  error
@@ -232,9 +298,11 @@ func (s *replayStore) After(_ context.Context, session, stream string, index int
 // SessionClosed implements [mcp.EventStore].
 func (s *replayStore) SessionClosed(_ context.Context, session string) error {
 	s.mu.Lock()
-	for _, st := range s.sessions[session] {
-		s.lru.remove(st)
-		s.size -= st.size
+	if rs := s.sessions[session]; rs != nil {
+		for st := range rs.all {
+			s.lru.remove(st)
+			s.size -= st.size
+		}
 	}
 	delete(s.sessions, session)
 	fs := s.atClose[session]
@@ -250,6 +318,15 @@ func (s *replayStore) SessionClosed(_ context.Context, session string) error {
 	return nil
 }
 
+// drop forgets the stream st. Requires s.mu.
+func (s *replayStore) drop(st *replayStream) {
+	s.lru.remove(st)
+	s.size -= st.size
+	if s.sessions[st.session].del(st) {
+		delete(s.sessions, st.session)
+	}
+}
+
 // trim brings the store under its bound, keeping the stream keep (the one
 // just used, last in the LRU list) and at least its newest message.
 // Requires s.mu.
@@ -257,13 +334,7 @@ func (s *replayStore) trim(keep *replayStream) {
 	for s.size > s.max {
 		st := s.lru.front
 		if st != keep {
-			s.lru.remove(st)
-			s.size -= st.size
-			streams := s.sessions[st.session]
-			delete(streams, st.id)
-			if len(streams) == 0 {
-				delete(s.sessions, st.session)
-			}
+			s.drop(st)
 			continue
 		}
 		if len(keep.msgs) <= 1 {

@@ -57,6 +57,42 @@ func TestReplayStoreReplaysAfterIndex(t *testing.T) {
 	}
 }
 
+// TestReplayStoreManyStreams: a session's streams past the first two are
+// kept as well as those, found again, dropped singly and all at its end.
+func TestReplayStoreManyStreams(t *testing.T) {
+	ctx := context.Background()
+	s := newReplayStore(1 << 20)
+	ids := []string{"", "a", "b", "c", "d"}
+	for _, id := range ids {
+		s.Open(ctx, "s", id)
+		s.Append(ctx, "s", id, []byte("m-"+id))
+	}
+	s.Open(ctx, "s", "b") // again: the same stream
+	for _, id := range ids {
+		if got, err := after(s, "s", id, -1); err != nil || !slices.Equal(got, []string{"m-" + id}) {
+			t.Errorf("After(%q) = %q, %v", id, got, err)
+		}
+	}
+	if s.lru.Len() != len(ids) {
+		t.Errorf("%d streams, want %d", s.lru.Len(), len(ids))
+	}
+	s.mu.Lock()
+	for _, id := range []string{"a", "c"} { // one of the first two, one past them
+		s.drop(s.stream("s", id))
+	}
+	s.mu.Unlock()
+	checkSize(t, s)
+	s.Open(ctx, "s", "e") // takes the free place of "a"
+	if s.stream("s", "a") != nil || s.stream("s", "c") != nil || s.stream("s", "e") == nil || s.stream("s", "d") == nil {
+		t.Error("streams not where they should be after del and Open")
+	}
+	checkSize(t, s)
+	s.SessionClosed(ctx, "s")
+	if len(s.sessions) != 0 || s.lru.Len() != 0 || s.size != 0 {
+		t.Errorf("after SessionClosed: %d sessions, %d streams, size %d", len(s.sessions), s.lru.Len(), s.size)
+	}
+}
+
 // TestReplayStoreBound: past its bound the store drops the streams used
 // least recently, whole; a stream alone over the bound keeps its newest
 // message; resuming what was dropped fails; the charged size never stays
@@ -112,8 +148,8 @@ func TestReplayStoreBound(t *testing.T) {
 func checkSize(t *testing.T, s *replayStore) {
 	t.Helper()
 	n := 0
-	for _, streams := range s.sessions {
-		for _, st := range streams {
+	for _, rs := range s.sessions {
+		for st := range rs.all {
 			sz := replayStreamCost
 			for _, m := range st.msgs {
 				sz += len(m) + replayEventCost
@@ -134,7 +170,7 @@ func checkSize(t *testing.T, s *replayStore) {
 	walked := 0
 	var prev *replayStream
 	for st := s.lru.front; st != nil; st = st.newer {
-		if st.older != prev || s.sessions[st.session][st.id] != st {
+		if st.older != prev || s.stream(st.session, st.id) != st {
 			t.Fatalf("LRU list broken at stream %s/%s", st.session, st.id)
 		}
 		prev = st
@@ -159,7 +195,7 @@ func TestReplayStoreSharesInitializeAnswers(t *testing.T) {
 		s.Append(ctx, sid, "init", answer(1))
 		s.Append(ctx, sid, "init", []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`))
 	}
-	a, b := s.sessions["a"]["init"].msgs, s.sessions["b"]["init"].msgs
+	a, b := s.stream("a", "init").msgs, s.stream("b", "init").msgs
 	if &a[0][0] != &b[0][0] || string(a[0]) != string(answer(1)) {
 		t.Error("two sessions keep two copies of the same answer to initialize")
 	}
@@ -171,7 +207,7 @@ func TestReplayStoreSharesInitializeAnswers(t *testing.T) {
 		s.Open(ctx, sid, "init")
 		s.Append(ctx, sid, "init", slices.Clone(big))
 	}
-	if &s.sessions["c"]["init"].msgs[0][0] == &s.sessions["d"]["init"].msgs[0][0] {
+	if &s.stream("c", "init").msgs[0][0] == &s.stream("d", "init").msgs[0][0] {
 		t.Error("an answer over replaySharedBytes is shared")
 	}
 	for i := range 2 * replaySharedMax {
