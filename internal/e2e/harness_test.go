@@ -166,10 +166,17 @@ func startServe(t testing.TB, args ...string) (mcpURL string) {
 // at its stderr.
 func startServer(t testing.TB, args ...string) *serveProc {
 	t.Helper()
+	return startServerEnv(t, nil, args...)
+}
+
+// startServerEnv is [startServer] with env (KEY=VALUE) added to the
+// process's environment.
+func startServerEnv(t testing.TB, env []string, args ...string) *serveProc {
+	t.Helper()
 	const prefix = "junction: listening on "
 	full := append([]string{"serve", "-http", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(junctionBin(t), full...)
-	cmd.Env = childEnv(t.TempDir())
+	cmd.Env = append(childEnv(t.TempDir()), env...)
 	w := newLineWatcher(prefix)
 	cmd.Stdout = w // serve -http writes nothing there; keep it anyway
 	cmd.Stderr = w
@@ -303,11 +310,19 @@ func nodeTools(t testing.TB) (node, modulesDir string) {
 	if problem == "" {
 		return node, modulesDir
 	}
-	if os.Getenv(envRequireTools) == "1" {
-		t.Fatalf("Node tools required (%s=1) but unavailable: %s", envRequireTools, problem)
-	}
-	t.Skipf("skipping: needs the Node tools: %s", problem)
+	toolsMissing(t, "the Node tools", problem)
 	return "", ""
+}
+
+// toolsMissing skips the test because the tools it names are unavailable
+// (problem says why and what to run), or fails it if
+// JUNCTION_REQUIRE_TOOLS=1.
+func toolsMissing(t testing.TB, tools, problem string) {
+	t.Helper()
+	if os.Getenv(envRequireTools) == "1" {
+		t.Fatalf("%s required (%s=1) but unavailable: %s", tools, envRequireTools, problem)
+	}
+	t.Skipf("skipping: needs %s: %s", tools, problem)
 }
 
 // npmPackageDir returns the directory of an installed npm package, failing
