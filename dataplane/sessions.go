@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,6 +56,10 @@ type sealedSession struct {
 	Init *mcp.InitializeParams `json:"i"`
 	// Issued is when the host initialized, in Unix seconds.
 	Issued int64 `json:"t"`
+	// User is the authenticated user who initialized (go-sdk's
+	// auth.TokenInfo.UserID), if any: only that user's requests may
+	// take the session up, as go-sdk checks for its own sessions.
+	User string `json:"u,omitempty"`
 }
 
 type sessionSealer struct{ aead cipher.AEAD }
@@ -144,7 +149,7 @@ func (ps *portableSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tok == "" {
 		if init := initializeParams(r); init != nil {
 			w = &sessionIDWriter{ResponseWriter: w, issue: func(id string) string {
-				t, err := ps.sealer.seal(&sealedSession{Init: init, Issued: time.Now().Unix()})
+				t, err := ps.sealer.seal(&sealedSession{Init: init, Issued: time.Now().Unix(), User: userID(r)})
 				if err != nil {
 					return id
 				}
@@ -201,6 +206,9 @@ func (ps *portableSessions) localID(r *http.Request, tok string) (string, error)
 	if err != nil {
 		return "", err
 	}
+	if st.User != userID(r) {
+		return "", errors.New("the session belongs to another user")
+	}
 	id, err := ps.adopt(r, st, isInitialized(r))
 	if err != nil {
 		return "", err
@@ -234,6 +242,14 @@ func (ps *portableSessions) adopt(r *http.Request, st *sealedSession, initialize
 		return "", fmt.Errorf("setting up the session on this replica failed (HTTP %d)", rec.status)
 	}
 	return id, nil
+}
+
+// userID is the authenticated user of r, or "".
+func userID(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
 }
 
 func syntheticPOST(r *http.Request, sid, version string, body []byte) *http.Request {

@@ -1,16 +1,19 @@
 package dataplane
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,6 +114,34 @@ func TestPortableSessionsRefuse(t *testing.T) {
 	s, _ := newSessionSealer(newKey(t))
 	if _, err := s.open(old, time.Now()); err == nil {
 		t.Error("a token under another key opened")
+	}
+}
+
+// TestPortableSessionsUser: a session initialized by one user is not
+// taken up for another (go-sdk's check for its own sessions, kept when a
+// replica takes a session up).
+func TestPortableSessionsUser(t *testing.T) {
+	key := newKey(t)
+	s, _ := newSessionSealer(key)
+	tok, _ := s.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25"}, Issued: time.Now().Unix(), User: "alice"})
+	ps, _ := newPortableSessions(http.NotFoundHandler(), key, 0)
+	var got error
+	// The bearer token is the user id.
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	h := auth.RequireBearerToken(verify, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, got = ps.localID(r, tok)
+	}))
+	for _, user := range []string{"mallory", "alice"} {
+		r, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		r.Header.Set("Authorization", "Bearer "+user)
+		got = nil
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		refused := got != nil && strings.Contains(got.Error(), "another user")
+		if refused != (user != "alice") {
+			t.Errorf("user %s: taking alice's session up: %v", user, got)
+		}
 	}
 }
 

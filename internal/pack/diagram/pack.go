@@ -64,6 +64,11 @@ type Options struct {
 	// file lock per process in DataDir/diagram-owners. The caller keeps
 	// and closes it.
 	Owners Owners
+	// InterruptedSweep is how often, on a store shared by several
+	// processes (a CancelRelay), the pack fails the runs whose owner is
+	// gone, so that a run nobody reads does not stay running; zero means
+	// 10s. Other runs are checked when read.
+	InterruptedSweep time.Duration
 	// AllowCommands enables command nodes, which run programs on this
 	// machine. Off by default.
 	AllowCommands bool
@@ -341,8 +346,9 @@ func (p *Pack) openStore(store Store) {
 	}
 	p.store = store
 	if relay, ok := store.(CancelRelay); ok {
-		p.wg.Add(1)
+		p.wg.Add(2)
 		go p.watchCancels(relay)
+		go p.sweepInterrupted()
 	}
 	if err := p.recover(context.Background()); err != nil {
 		p.storeErr = fmt.Errorf("diagram pack: %w", err)
@@ -421,6 +427,28 @@ func (p *Pack) watchCancels(relay CancelRelay) {
 	})
 	if err != nil && p.base.Err() == nil {
 		p.logger.Error("watching for cancel requests stopped; cancel_run through another process no longer reaches this one's runs", "error", err)
+	}
+}
+
+// sweepInterrupted marks failed, every Options.InterruptedSweep until
+// Close, the runs whose owner is gone.
+func (p *Pack) sweepInterrupted() {
+	defer p.wg.Done()
+	every := p.opts.InterruptedSweep
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.base.Done():
+			return
+		case <-t.C:
+		}
+		if err := p.recover(p.base); err != nil && p.base.Err() == nil {
+			p.logger.Warn("looking for runs whose process is gone", "error", err)
+		}
 	}
 }
 

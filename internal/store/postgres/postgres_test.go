@@ -134,6 +134,12 @@ edges: [{from: start, to: w}, {from: w, to: end}]
 `
 
 func newReplica(t *testing.T, db *postgres.DB, lease time.Duration) *replica {
+	return newReplicaSweeping(t, db, lease, time.Hour)
+}
+
+// newReplicaSweeping is newReplica whose pack looks for interrupted runs
+// every sweep.
+func newReplicaSweeping(t *testing.T, db *postgres.DB, lease, sweep time.Duration) *replica {
 	t.Helper()
 	ctx := t.Context()
 	rep, err := db.Join(ctx, postgres.ReplicaInfo{Address: "127.0.0.1:1", Heartbeat: lease / 4, Lease: lease})
@@ -151,7 +157,7 @@ func newReplica(t *testing.T, db *postgres.DB, lease time.Duration) *replica {
 	}
 	runs := db.Runs()
 	runs.CancelPoll = time.Hour // the notification alone must reach the owner
-	p, err := diagram.New(diagram.Options{Hub: hub, DataDir: t.TempDir(), Store: runs, Owners: rep})
+	p, err := diagram.New(diagram.Options{Hub: hub, DataDir: t.TempDir(), Store: runs, Owners: rep, InterruptedSweep: sweep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +238,38 @@ func TestPoolSize(t *testing.T) {
 	}
 	if got := open(t, srv.URL+"&pool_max_conns=3").Pool().Config().MaxConns; got != 3 {
 		t.Errorf("MaxConns with pool_max_conns=3 = %d, want 3", got)
+	}
+}
+
+// TestSweepFailsUnreadRuns: a run whose owner is gone is failed by
+// another replica's sweep, without anyone reading it.
+func TestSweepFailsUnreadRuns(t *testing.T) {
+	db := open(t, pgtest.Start(t).URL)
+	a := newReplica(t, db, 10*time.Second)
+	newReplicaSweeping(t, db, 10*time.Second, 100*time.Millisecond)
+	run, err := a.pack.Start(diagram.RunRequest{Content: []byte(waitDiagram)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(t.Context(), "UPDATE replicas SET lease_until = now() - interval '1 second' WHERE id = $1", a.rep.ID()); err != nil {
+		t.Fatal(err)
+	}
+	a.rep.Close()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		var status string
+		if err := db.Pool().QueryRow(t.Context(), "SELECT status FROM diagram_runs WHERE id = $1", run.SessionID).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status == diagram.StatusFailed {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("run still %s 10s after its owner's lease ended", status)
+		}
 	}
 }
