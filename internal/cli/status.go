@@ -17,7 +17,9 @@ const statusAbout = `
 Ask a running "junction serve -http" for its sources: each one's kind,
 state (initializing, connected, degraded, failed; "ready" for packs and
 plugins), tool count, process id, last error and drift against the lock
-file. The hub is found at -url, else at the config file's http.listen.
+file; with a store (replicas sharing PostgreSQL), every replica too: its
+id, address, config version and last heartbeat. The hub is found at
+-url, else at the config file's http.listen.
 
 Exit status: 0 when every source is up or on its way, 3 when one has
 failed (after printing the status: for scripts and health checks), 1 when

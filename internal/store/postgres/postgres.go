@@ -89,6 +89,11 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		// pgx's message can quote the URL, password included.
 		return nil, errors.New("store: the PostgreSQL URL cannot be parsed; want postgres://USER:PASSWORD@HOST:PORT/DATABASE")
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A server that does not answer (a firewall that drops packets)
+		// must not hold the start of junction for ever.
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
 	switch {
 	case o.MaxConns > 0:
 		cfg.MaxConns = o.MaxConns
@@ -101,7 +106,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("store: PostgreSQL at %s: %w", redact(cfg.ConnConfig), err)
+		return nil, fmt.Errorf("store: PostgreSQL at %s: %w (check the store URL in the config, and that the server runs and lets this user in)", redact(cfg.ConnConfig), err)
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	db := &DB{pool: pool, logger: o.Logger, cancel: cancel, subs: map[string][]*subscription{}}

@@ -5,6 +5,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -271,5 +272,20 @@ func TestSweepFailsUnreadRuns(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("run still %s 10s after its owner's lease ended", status)
 		}
+	}
+}
+
+// TestOpenUnreachable: a server that is not there is an error that
+// names it and says what to check, without the password.
+func TestOpenUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = postgres.Open(t.Context(), "postgres://junction:hunter2@"+addr+"/junction", nil)
+	if err == nil || !strings.Contains(err.Error(), addr+"/junction") || !strings.Contains(err.Error(), "check the store URL") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Open(nothing listening) = %v", err)
 	}
 }
