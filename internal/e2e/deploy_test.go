@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 )
 
@@ -220,10 +221,17 @@ type (
 		} `yaml:"spec"`
 	}
 	podSpec struct {
-		AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
-		SecurityContext              struct {
-			RunAsNonRoot *bool `yaml:"runAsNonRoot"`
-			RunAsUser    int64 `yaml:"runAsUser"`
+		AutomountServiceAccountToken  *bool `yaml:"automountServiceAccountToken"`
+		EnableServiceLinks            *bool `yaml:"enableServiceLinks"`
+		TerminationGracePeriodSeconds int   `yaml:"terminationGracePeriodSeconds"`
+		SecurityContext               struct {
+			RunAsNonRoot   *bool `yaml:"runAsNonRoot"`
+			RunAsUser      int64 `yaml:"runAsUser"`
+			RunAsGroup     int64 `yaml:"runAsGroup"`
+			FSGroup        int64 `yaml:"fsGroup"`
+			SeccompProfile struct {
+				Type string `yaml:"type"`
+			} `yaml:"seccompProfile"`
 		} `yaml:"securityContext"`
 		Containers []container `yaml:"containers"`
 		Volumes    []volume    `yaml:"volumes"`
@@ -233,7 +241,10 @@ type (
 		ConfigMap *struct {
 			Name string `yaml:"name"`
 		} `yaml:"configMap"`
-		EmptyDir *yaml.Node `yaml:"emptyDir"`
+		EmptyDir *struct {
+			Medium    string `yaml:"medium"`
+			SizeLimit string `yaml:"sizeLimit"`
+		} `yaml:"emptyDir"`
 	}
 	secretRef struct {
 		Name string `yaml:"name"`
@@ -277,7 +288,10 @@ type (
 		} `yaml:"volumeMounts"`
 	}
 	probe struct {
-		HTTPGet *struct {
+		PeriodSeconds    int `yaml:"periodSeconds"`
+		TimeoutSeconds   int `yaml:"timeoutSeconds"`
+		FailureThreshold int `yaml:"failureThreshold"`
+		HTTPGet          *struct {
 			Path        string `yaml:"path"`
 			Port        string `yaml:"port"`
 			HTTPHeaders []struct {
@@ -420,6 +434,52 @@ func subset(sub, of map[string]string) bool {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// samePod is d's pod spec without what differs by design between the
+// manifests and the chart: the container's image, its -allowed-host
+// names (the chart knows its namespace, the manifests take the pod's),
+// the POD_NAMESPACE variable that gives the manifests theirs, and the
+// ConfigMap's and Secret's names.
+func samePod(d *deployment) podSpec {
+	pod := d.Deployment.Spec.Template.Spec
+	c := pod.Containers[0]
+	var args []string
+	for i := 0; i < len(c.Args); i++ {
+		if c.Args[i] == "-allowed-host" {
+			i++
+			continue
+		}
+		args = append(args, c.Args[i])
+	}
+	c.Args, c.Image = args, ""
+	env := c.Env[:0:0]
+	for _, e := range c.Env {
+		if e.Name == "POD_NAMESPACE" {
+			continue
+		}
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			ref := *e.ValueFrom.SecretKeyRef
+			ref.Name = ""
+			vf := *e.ValueFrom
+			vf.SecretKeyRef = &ref
+			e.ValueFrom = &vf
+		}
+		env = append(env, e)
+	}
+	c.Env = env
+	pod.Containers = []container{c}
+	vols := make([]volume, len(pod.Volumes))
+	for i, v := range pod.Volumes {
+		if v.ConfigMap != nil {
+			v.ConfigMap = &struct {
+				Name string `yaml:"name"`
+			}{}
+		}
+		vols[i] = v
+	}
+	pod.Volumes = vols
+	return pod
+}
 
 // kubeVar is Kubernetes' $(VAR) reference in a container's args.
 var kubeVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
@@ -618,6 +678,15 @@ func allowedHosts(c container, vars map[string]string) []string {
 	return hosts
 }
 
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func randomToken(t *testing.T) string {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -717,6 +786,45 @@ func TestDeployManifests(t *testing.T) {
 		t.Errorf("image %q under the operator's kustomization, want registry.example.com/junction:v0.1.0", img)
 	}
 
+	// The commented store lines, uncommented, make valid objects and a
+	// valid config.
+	storeDir := t.TempDir()
+	for _, f := range []struct{ name, commented string }{
+		{"configmap.yaml", "    # store: ${JUNCTION_STORE_URL}\n"},
+		{"deployment.yaml", "            # - name: JUNCTION_STORE_URL\n            #   valueFrom:\n            #     secretKeyRef:\n            #       name: junction-store\n            #       key: url\n"},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(f.commented)) {
+			t.Fatalf("%s: the commented store lines are not there as docs/kubernetes.md describes them:\n%s", f.name, f.commented)
+		}
+		b = bytes.Replace(b, []byte(f.commented), []byte(strings.ReplaceAll(f.commented, "# ", "")), 1)
+		if err := os.WriteFile(filepath.Join(storeDir, f.name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withStore := filepath.Join(storeDir, "all.yaml")
+	if err := os.WriteFile(withStore, append(append(mustRead(t, filepath.Join(storeDir, "configmap.yaml")), "\n---\n"...), mustRead(t, filepath.Join(storeDir, "deployment.yaml"))...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeValidate(t, tools.validate, withStore)
+	var storeObjs []object
+	storeObjs = append(storeObjs, parseObjects(t, "with the store", mustRead(t, withStore))...)
+	var storeDep k8sDeployment
+	var storeCM k8sConfigMap
+	only(t, storeObjs, "Deployment", &storeDep)
+	only(t, storeObjs, "ConfigMap", &storeCM)
+	if ref := storeDep.Spec.Template.Spec.Containers[0].secretEnv("JUNCTION_STORE_URL"); ref == nil || ref.Name != "junction-store" || ref.Key != "url" {
+		t.Errorf("with the store: JUNCTION_STORE_URL from %+v, want Secret junction-store key url", ref)
+	}
+	storeCfg := filepath.Join(storeDir, "junction.yaml")
+	if err := os.WriteFile(storeCfg, []byte(storeCM.Data["junction.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	configCheck(t, storeCfg, []string{"JUNCTION_STORE_URL=postgres://junction:pw@db.tools.svc:5432/junction"})
+
 	const namespace = "tools"
 	token := randomToken(t)
 	ref := c.secretEnv("JUNCTION_TOKEN")
@@ -793,6 +901,12 @@ func TestDeployHelmChart(t *testing.T) {
 		if c.Image != "junction:dev" {
 			t.Errorf("image %q, want junction:dev (the chart's appVersion)", c.Image)
 		}
+		// The same pod as the manifests', but for the names.
+		manifests := readDeployment(t, kustomizeBuild(t, tools, filepath.Join(repoRoot(t), "deploy", "kubernetes")))
+		if diff := cmp.Diff(samePod(manifests), samePod(d)); diff != "" {
+			t.Errorf("the chart's pod differs from the manifests' (-manifests +chart):\n%s", diff)
+		}
+
 		token := randomToken(t)
 		p := runPod(t, d, "tools", map[string]map[string]string{ref.Name: {ref.Key: token}})
 		hosts := allowedHosts(c, nil)
