@@ -164,8 +164,10 @@ func (r *Replica) heartbeat(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Close stops renewing the lease and ends it, so other replicas take
-// this one's running runs for interrupted at once. It is idempotent.
+// Close stops renewing the lease and leaves the replicas table, so other
+// replicas take this one's running runs for interrupted at once, and
+// junction status no longer lists it (a replica that dies instead stays
+// listed, gone, for an hour). It is idempotent.
 func (r *Replica) Close() error {
 	var err error
 	r.closeOnce.Do(func() {
@@ -173,7 +175,7 @@ func (r *Replica) Close() error {
 		r.wg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err = r.db.pool.Exec(ctx, "UPDATE replicas SET lease_until = now() WHERE id = $1", r.id)
+		_, err = r.db.pool.Exec(ctx, "DELETE FROM replicas WHERE id = $1", r.id)
 	})
 	return err
 }
