@@ -18,6 +18,7 @@ const (
 	EnvOAuthClientID          = "JUNCTION_OAUTH_CLIENT_ID"
 	EnvOAuthClientSecret      = "JUNCTION_OAUTH_CLIENT_SECRET"
 	EnvOAuthClientMetadataURL = "JUNCTION_OAUTH_CLIENT_METADATA_URL"
+	EnvOAuthClientKeyFile     = "JUNCTION_OAUTH_CLIENT_KEY_FILE"
 )
 
 // oauthTransport wraps base with the OAuth client of the -url target:
@@ -32,7 +33,8 @@ func oauthTransport(env *Env, target string, base http.RoundTripper) http.RoundT
 		return base
 	}
 	c := oauth.New(oauth.Settings{URL: target, Mode: mode, ClientID: env.Getenv(EnvOAuthClientID),
-		ClientSecret: env.Getenv(EnvOAuthClientSecret), ClientMetadataURL: env.Getenv(EnvOAuthClientMetadataURL)},
+		ClientSecret: env.Getenv(EnvOAuthClientSecret), ClientKeyFile: env.Getenv(EnvOAuthClientKeyFile),
+		ClientMetadataURL: env.Getenv(EnvOAuthClientMetadataURL)},
 		oauthOptions(env))
 	return c.WrapTransport(base)
 }

@@ -198,6 +198,10 @@ type Server struct {
 	OAuthClientID          string
 	OAuthClientSecret      string
 	OAuthClientMetadataURL string
+	// OAuthClientKeyFile is a PEM private key that auth:
+	// client_credentials authenticates with instead of
+	// OAuthClientSecret (private_key_jwt); relative to the config file.
+	OAuthClientKeyFile string
 
 	// ConnectTimeout bounds one connection attempt (spawn or dial,
 	// initialize, first listing); zero means the upstream package default.

@@ -71,3 +71,25 @@ func TestHTTPAuthErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServerClientKeyFile: oauth_client_key_file, the private key of
+// auth: client_credentials with private_key_jwt, is relative to the
+// config file and excludes a secret.
+func TestServerClientKeyFile(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(strings.NewReader("servers:\n  s:\n    url: https://s.example.com/mcp\n    auth: client_credentials\n    oauth_client_id: bot\n    oauth_client_key_file: ${KEY}\n"), "yaml", mapEnv(map[string]string{"KEY": "/etc/junction/bot.pem"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Servers["s"].OAuthClientKeyFile; got != "/etc/junction/bot.pem" {
+		t.Errorf("oauth_client_key_file = %q", got)
+	}
+	for in, want := range map[string]string{
+		"servers:\n  s:\n    url: https://s.example.com/mcp\n    auth: client_credentials\n    oauth_client_id: bot\n    oauth_client_secret: x\n    oauth_client_key_file: k.pem\n": "line 4: servers.s.auth: client_credentials needs oauth_client_id and one of oauth_client_secret and oauth_client_key_file",
+		"servers:\n  s:\n    url: https://s.example.com/mcp\n    auth: oauth\n    oauth_client_key_file: k.pem\n":                                                                    "line 5: servers.s.oauth_client_key_file: only with auth: client_credentials (private_key_jwt)",
+	} {
+		if _, err := Parse(strings.NewReader(in), "yaml", mapEnv(nil)); err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) = %v, want %s", in, err, want)
+		}
+	}
+}

@@ -166,7 +166,7 @@ func (v *validator) server(s *Server, path string) {
 		}
 		v.notFor(path, "stdio", map[string]bool{"url": s.URL != "", "headers": len(s.Headers) > 0, "bearer_token": s.BearerToken != "",
 			"auth": s.Auth != "", "oauth_client_id": s.OAuthClientID != "", "oauth_client_secret": s.OAuthClientSecret != "",
-			"oauth_client_metadata_url": s.OAuthClientMetadataURL != ""})
+			"oauth_client_metadata_url": s.OAuthClientMetadataURL != "", "oauth_client_key_file": s.OAuthClientKeyFile != ""})
 	case TransportSSE, TransportHTTP:
 		v.url(s.URL, join(path, "url"), s.Transport+" server")
 		v.notFor(path, s.Transport, map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0,
@@ -485,8 +485,8 @@ func (v *validator) auth(s *Server, path string) {
 	switch s.Auth {
 	case "", AuthOAuth, AuthNone:
 	case AuthClientCredentials:
-		if s.OAuthClientID == "" || s.OAuthClientSecret == "" {
-			v.fail(join(path, "auth"), "client_credentials needs oauth_client_id and oauth_client_secret")
+		if s.OAuthClientID == "" || (s.OAuthClientSecret == "") == (s.OAuthClientKeyFile == "") {
+			v.fail(join(path, "auth"), "client_credentials needs oauth_client_id and one of oauth_client_secret and oauth_client_key_file")
 		}
 	default:
 		v.fail(join(path, "auth"), "%q: use oauth, client_credentials or none", s.Auth)
@@ -498,6 +498,9 @@ func (v *validator) auth(s *Server, path string) {
 	}
 	if s.OAuthClientSecret != "" && s.OAuthClientID == "" {
 		v.fail(join(path, "oauth_client_secret"), "needs oauth_client_id")
+	}
+	if s.OAuthClientKeyFile != "" && s.Auth != AuthClientCredentials {
+		v.fail(join(path, "oauth_client_key_file"), "only with auth: client_credentials (private_key_jwt)")
 	}
 	if u := s.OAuthClientMetadataURL; u != "" {
 		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || strings.Trim(p.Path, "/") == "" {

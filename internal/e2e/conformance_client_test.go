@@ -304,8 +304,9 @@ func (d *clientDriver) oauthSetup(name string) (string, error) {
 		return "", err
 	}
 	var ctx struct {
-		ClientID     string `json:"client_id"`
-		ClientSecret string `json:"client_secret"`
+		ClientID      string `json:"client_id"`
+		ClientSecret  string `json:"client_secret"`
+		PrivateKeyPEM string `json:"private_key_pem"` // client-credentials-jwt
 	}
 	if d.context != "" {
 		json.Unmarshal([]byte(d.context), &ctx)
@@ -326,6 +327,14 @@ func (d *clientDriver) oauthSetup(name string) (string, error) {
 	if ctx.ClientSecret != "" {
 		env["JUNCTION_OAUTH_CLIENT_SECRET"] = ctx.ClientSecret
 		yaml += fmt.Sprintf("    oauth_client_secret: %q\n", ctx.ClientSecret)
+	}
+	if ctx.PrivateKeyPEM != "" {
+		key := filepath.Join(dir, "client-key.pem")
+		if err := os.WriteFile(key, []byte(ctx.PrivateKeyPEM), 0o600); err != nil {
+			return "", err
+		}
+		env["JUNCTION_OAUTH_CLIENT_KEY_FILE"] = key
+		yaml += fmt.Sprintf("    oauth_client_key_file: %q\n", key)
 	}
 	for k, v := range env {
 		os.Setenv(k, v)

@@ -5,8 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -32,17 +34,19 @@ import (
 // whose scope opens one profile that profile's tools only, and refuses it
 // /status with 403 insufficient_scope; refuses a token for another
 // resource, an alg "none" token and a forged one with 401, logging the
-// reason and no token. junction's own client (client_credentials,
-// discovered from the hub's metadata) calls a tool through it.
+// reason and no token. junction's own client (client_credentials with a
+// secret, and with a private key, discovered from the hub's metadata,
+// naming the hub as the resource) calls a tool through it.
 func TestHubOAuthResource(t *testing.T) {
 	node, modules := nodeTools(t)
 	npmPackageDir(t, modules, "oidc-provider")
 
 	port := freePort(t)
 	audience := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-	issuer := startOIDCProvider(t, node, modules, audience)
-
 	dir := t.TempDir()
+	agentKey, agentJWK := clientKey(t, dir)
+	issuer := startOIDCProvider(t, node, modules, agentJWK)
+
 	hubConfig := writeFile(t, dir, "hub.yaml", `packs: [core, conformance]
 profiles:
   small: {tools: [greet]}
@@ -144,6 +148,19 @@ servers:
 	if code != 0 || !strings.Contains(out, "Hello, oauth!") {
 		t.Errorf("junction tools call through the hub with client_credentials: exit %d\n%s%s", code, out, errOut)
 	}
+	// The same with a private key instead of a secret (private_key_jwt).
+	jwtConfig := writeFile(t, dir, "client-jwt.yaml", `packs: []
+servers:
+  hub:
+    url: `+audience+`
+    auth: client_credentials
+    oauth_client_id: agent-jwt
+    oauth_client_key_file: `+agentKey+`
+`)
+	out, errOut, code = runJunction(t, env, "tools", "call", "hub__greet", "-json", `{"name":"key"}`, "-config", jwtConfig)
+	if code != 0 || !strings.Contains(out, "Hello, key!") {
+		t.Errorf("junction tools call through the hub with client_credentials and private_key_jwt: exit %d\n%s%s", code, out, errOut)
+	}
 
 	log := hub.Stderr()
 	for _, tok := range []string{small, all, opaque, other, forged} {
@@ -156,15 +173,35 @@ servers:
 	}
 }
 
+// clientKey makes the EC key of the provider's private_key_jwt client:
+// the private key in a PEM file in dir, and the public key as a JWK.
+func clientKey(t *testing.T, dir string) (pemFile, publicJWK string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemFile = writeFile(t, dir, "agent-jwt.pem", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	jwk, err := json.Marshal(jose.JSONWebKey{Key: &key.PublicKey, KeyID: "agent-jwt", Algorithm: "ES256", Use: "sig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pemFile, string(jwk)
+}
+
 // startOIDCProvider runs testdata/oidc/provider.mjs and returns its
 // issuer URL; it stops when the test ends (its stdin closes).
-func startOIDCProvider(t *testing.T, node, modules, audience string) string {
+func startOIDCProvider(t *testing.T, node, modules, agentJWK string) string {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("testdata", "oidc", "provider.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, script, modules, audience)
+	cmd := exec.Command(node, script, modules, agentJWK)
 	cmd.Env = childEnv(t.TempDir())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

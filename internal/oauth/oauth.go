@@ -5,15 +5,20 @@
 // or OpenID discovery), identifies itself (a client ID metadata document,
 // a pre-registered client, or dynamic client registration, RFC 7591),
 // runs the authorization code flow with PKCE S256 and resource indicators
-// (RFC 8707), or the client_credentials grant, and retries the request
-// with the token. Tokens are kept in a [Store], encrypted at rest, and
-// refreshed when they expire.
+// (RFC 8707), or the client_credentials grant (with a client secret or a
+// private key, private_key_jwt), and retries the request with the token.
+// Tokens are kept in a [Store], encrypted at rest, and refreshed when
+// they expire.
 //
 // The protocol pieces are go-sdk's (auth.AuthorizationCodeHandler,
-// extauth.ClientCredentialsHandler, oauthex) and golang.org/x/oauth2's;
-// this package adds the transport that carries the token and answers
+// oauthex) and golang.org/x/oauth2's; this package adds the
+// client_credentials grant (go-sdk's sends no resource indicator and has
+// no private_key_jwt), the transport that carries the token and answers
 // challenges, the login front ends (a redirect listener on 127.0.0.1,
 // and a headless one for tests), and the token store.
+//
+// The other side, [Resource], checks the access tokens hosts send to the
+// hub's own HTTP front.
 package oauth
 
 import (
@@ -27,7 +32,6 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 )
@@ -61,6 +65,9 @@ type Settings struct {
 	// may be empty for a public client.
 	ClientID     string
 	ClientSecret string
+	// ClientKeyFile is a PEM private key the client_credentials grant
+	// authenticates with instead of ClientSecret (private_key_jwt).
+	ClientKeyFile string
 	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
 	// describing junction, used as the client id where the authorization
 	// server supports them.
@@ -287,13 +294,9 @@ func (c *Client) getHandler() (auth.OAuthHandler, error) {
 		return c.handler, nil
 	}
 	if c.s.Mode == ModeClientCredentials {
-		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-			Credentials: &oauthex.ClientCredentials{ClientID: c.s.ClientID,
-				ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: c.s.ClientSecret}},
-			HTTPClient: c.hc,
-		})
+		h, err := newClientCredentials(c.s, c.hc)
 		if err != nil {
-			return nil, fmt.Errorf("OAuth client_credentials: %w", err)
+			return nil, err
 		}
 		c.handler = h
 		return h, nil

@@ -470,7 +470,9 @@ func (in *introspector) ask(ctx context.Context, token string, now time.Time) (_
 		return nil, refuse("token is not active (introspection)"), true
 	case ans.Iss != "" && ans.Iss != in.o.Issuer:
 		return nil, refuse("issuer %q is not %q", ans.Iss, in.o.Issuer), true
-	case len(ans.Aud) > 0 && !slices.Contains([]string(ans.Aud), in.o.Audience):
+	case len(ans.Aud) == 0:
+		return nil, refuse("the introspection answer names no audience, so the token may be for any resource"), true
+	case !slices.Contains([]string(ans.Aud), in.o.Audience):
 		return nil, refuse("token is for %q, not this resource (%q)", []string(ans.Aud), in.o.Audience), true
 	case ans.Exp != nil && now.After(ans.Exp.Time().Add(in.o.Leeway)):
 		return nil, refuse("token expired"), true

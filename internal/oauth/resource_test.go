@@ -242,6 +242,7 @@ func TestResourceIntrospection(t *testing.T) {
 	ti.introspect["opaque-good"] = map[string]any{"active": true, "scope": "mcp:tools", "sub": "bob",
 		"exp": now.Add(time.Hour).Unix(), "aud": testAudience, "iss": ti.srv.URL}
 	ti.introspect["opaque-other"] = map[string]any{"active": true, "aud": "https://other.example.com/mcp"}
+	ti.introspect["opaque-anyone"] = map[string]any{"active": true, "scope": "mcp:tools"}
 	o := ResourceOptions{IntrospectionURL: ti.srv.URL + "/introspect", IntrospectionClientID: "hub", IntrospectionClientSecret: "s3cret"}
 	r := newTestResource(t, ti, &now, o)
 
@@ -261,7 +262,7 @@ func TestResourceIntrospection(t *testing.T) {
 	if n := ti.introHits.Load(); n != 2 {
 		t.Errorf("introspected %d times after the cache time, want 2", n)
 	}
-	for token, want := range map[string]string{"opaque-other": "not this resource", "opaque-unknown": "not active"} {
+	for token, want := range map[string]string{"opaque-other": "not this resource", "opaque-unknown": "not active", "opaque-anyone": "names no audience"} {
 		if _, err := r.Verify(t.Context(), token); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Verify(%s) = %v, want %q", token, err, want)
 		}

@@ -1,21 +1,23 @@
 // An OpenID provider for TestHubOAuthResource: panva's oidc-provider
 // (OpenID Certified), on 127.0.0.1 with a port of its own choosing.
 //
-//   node provider.mjs NODE_MODULES_DIR AUDIENCE
+//   node provider.mjs NODE_MODULES_DIR AGENT_JWK
 //
 // It prints "issuer http://127.0.0.1:PORT" on stdout once it listens,
 // and serves until its stdin closes. Clients (client_credentials, secret
 // "<id>-secret"): "agent" gets JWT access tokens, "agent-opaque" opaque
-// ones; "hub" may introspect. Every resource indicator is accepted, so
-// the test can ask for a token for another resource.
+// ones; "agent-jwt" authenticates with a JWT signed by the key whose
+// public JWK is AGENT_JWK (private_key_jwt) and gets JWTs; "hub" may
+// introspect. A token request must name its resource (RFC 8707); every
+// resource is accepted, so the test can ask for a token for another one.
 import { createServer } from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [modules, audience] = process.argv.slice(2);
-if (!modules || !audience) {
-  console.error('usage: node provider.mjs NODE_MODULES_DIR AUDIENCE');
+const [modules, agentJWK] = process.argv.slice(2);
+if (!modules || !agentJWK) {
+  console.error('usage: node provider.mjs NODE_MODULES_DIR AGENT_JWK');
   process.exit(2);
 }
 const { default: Provider } = await import(pathToFileURL(join(modules, 'oidc-provider', 'lib', 'index.js')));
@@ -32,7 +34,9 @@ server.listen(0, '127.0.0.1', () => {
     redirect_uris: [], response_types: [], scope, id_token_signed_response_alg: 'ES256',
   });
   const provider = new Provider(issuer, {
-    clients: [client('agent'), client('agent-opaque'), { ...client('hub'), grant_types: [], scope: undefined }],
+    clients: [client('agent'), client('agent-opaque'), { ...client('hub'), grant_types: [], scope: undefined },
+      { ...client('agent-jwt'), client_secret: undefined, token_endpoint_auth_method: 'private_key_jwt',
+        token_endpoint_auth_signing_alg: 'ES256', jwks: { keys: [JSON.parse(agentJWK)] } }],
     jwks: { keys: [jwk] },
     scopes: scope.split(' '),
     features: {
@@ -41,7 +45,7 @@ server.listen(0, '127.0.0.1', () => {
       introspection: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => audience,
+        defaultResource: () => undefined,
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, resource, c) => ({
           scope,
