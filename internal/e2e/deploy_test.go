@@ -528,8 +528,25 @@ func runPod(t *testing.T, d *deployment, namespace string, secrets map[string]ma
 		mounts[m.MountPath] = dir
 	}
 
+	// onVolume maps a path in the container to its folder, failing the
+	// test for a path on no volume (the root filesystem is read-only).
+	onVolume := func(what, p string) string {
+		mp := "" // the longest mount path that holds p
+		for m := range mounts {
+			if rel, ok := strings.CutPrefix(p, m); ok && (rel == "" || rel[0] == '/') && len(m) > len(mp) {
+				mp = m
+			}
+		}
+		if mp == "" {
+			t.Fatalf("%s %q: a path on no volume (the root filesystem is read-only)", what, p)
+		}
+		return mounts[mp] + strings.TrimPrefix(p, mp)
+	}
+
 	vars := map[string]string{}
-	var env []string
+	// The image sets no XDG variables: junction's per-user folders come
+	// from HOME, as in the pod.
+	env := []string{"XDG_STATE_HOME=", "XDG_CONFIG_HOME=", "XDG_CACHE_HOME=", "XDG_DATA_HOME="}
 	for _, e := range c.Env {
 		val := e.Value
 		switch {
@@ -547,7 +564,13 @@ func runPod(t *testing.T, d *deployment, namespace string, secrets map[string]ma
 			t.Fatalf("env %s: a source the test does not know", e.Name)
 		}
 		vars[e.Name] = val
+		if e.Name == "HOME" {
+			val = onVolume("env HOME", val)
+		}
 		env = append(env, e.Name+"="+val)
+	}
+	if vars["HOME"] == "" {
+		t.Error("container: no HOME on a volume; the image's /home/nonroot is on the read-only root filesystem")
 	}
 
 	var args []string
@@ -564,17 +587,7 @@ func runPod(t *testing.T, d *deployment, namespace string, secrets map[string]ma
 			continue
 		}
 		if strings.HasPrefix(a, "/") {
-			mp := "" // the longest mount path that holds a
-			for m := range mounts {
-				if rel, ok := strings.CutPrefix(a, m); ok && (rel == "" || rel[0] == '/') && len(m) > len(mp) {
-					mp = m
-				}
-			}
-			if mp != "" {
-				a = mounts[mp] + strings.TrimPrefix(a, mp)
-			} else {
-				t.Fatalf("arg %q: a path on no volume (the root filesystem is read-only)", a)
-			}
+			a = onVolume("arg", a)
 		}
 		args = append(args, a)
 	}
