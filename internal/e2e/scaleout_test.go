@@ -179,7 +179,8 @@ type callRecord struct {
 // sharing a real PostgreSQL 15 behind a real HAProxy, and checks what
 // docs/scale-out.md promises:
 //   - a config change reaches all three (each reports the new version,
-//     and serves the profile it adds);
+//     and serves the profile it adds), two of them only through the
+//     first one's NOTIFY;
 //   - a background diagram run is read and cancelled through a replica
 //     other than the one running it; the run of a replica that is killed
 //     is failed, with the reason, by another;
@@ -197,12 +198,24 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	}
 	pg := pgtest.Start(t)
 	const token = "scale-out-test-token"
-	cfgPath := filepath.Join(t.TempDir(), "junction.yaml")
-	writeAtomic(t, cfgPath, scaleoutConfig(pg.URL, ""))
+	// One file, seen by each replica through a directory of its own (hard
+	// links): a change written through the first replica's directory makes
+	// no file event in the others', as on a network volume that reports
+	// none; they learn of it from the first replica's NOTIFY.
+	var paths []string
+	for i := range 3 {
+		p := filepath.Join(t.TempDir(), "junction.yaml")
+		if i == 0 {
+			writeAtomic(t, p, scaleoutConfig(pg.URL, ""))
+		} else if err := os.Link(paths[0], p); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
 	var reps []*serveProc
 	var addrs []string
-	for range 3 {
-		p := startServer(t, "-config", cfgPath, "-token", token)
+	for _, path := range paths {
+		p := startServer(t, "-config", path, "-token", token)
 		reps = append(reps, p)
 		addrs = append(addrs, p.Addr)
 	}
@@ -212,7 +225,9 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	changed := scaleoutConfig(pg.URL, "profiles:\n  scale: {tools: [junction_version]}\n")
 	sum := sha256.Sum256([]byte(changed))
 	version := hex.EncodeToString(sum[:6])
-	writeAtomic(t, cfgPath, changed)
+	if err := os.WriteFile(paths[0], []byte(changed), 0o600); err != nil { // in place: the links see it
+		t.Fatal(err)
+	}
 	for i, p := range reps {
 		waitFor(t, fmt.Sprintf("replica %d to run config %s", i, version), 15*time.Second, func() bool {
 			st, err := replicasOf(t, "http://"+p.Addr, token)
@@ -226,6 +241,11 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 			}
 			return true
 		})
+	}
+	for i, p := range reps[1:] {
+		if !strings.Contains(p.Stderr(), "another replica applied a new config") {
+			t.Errorf("replica %d did not reload on the notification:\n%s", i+1, p.Stderr())
+		}
 	}
 
 	// Background runs across replicas.
