@@ -307,8 +307,9 @@ type (
 	k8sService struct {
 		Metadata meta `yaml:"metadata"`
 		Spec     struct {
-			Selector map[string]string `yaml:"selector"`
-			Ports    []struct {
+			Selector        map[string]string `yaml:"selector"`
+			SessionAffinity string            `yaml:"sessionAffinity"`
+			Ports           []struct {
 				Port       int    `yaml:"port"`
 				TargetPort string `yaml:"targetPort"`
 			} `yaml:"ports"`
@@ -770,6 +771,9 @@ func TestDeployManifests(t *testing.T) {
 	if c.Image != "junction:dev" {
 		t.Errorf("image %q, want junction:dev", c.Image)
 	}
+	if d.Service.Spec.SessionAffinity != "ClientIP" {
+		t.Errorf("Service: sessionAffinity %q; without a shared store older clients' sessions need ClientIP", d.Service.Spec.SessionAffinity)
+	}
 
 	// A kustomization of the operator's own, as docs/kubernetes.md has it.
 	own := filepath.Join(t.TempDir(), "hub")
@@ -914,6 +918,9 @@ func TestDeployHelmChart(t *testing.T) {
 		if c.Image != "junction:dev" {
 			t.Errorf("image %q, want junction:dev (the chart's appVersion)", c.Image)
 		}
+		if d.Service.Spec.SessionAffinity != "ClientIP" {
+			t.Errorf("Service: sessionAffinity %q; without a shared store older clients' sessions need ClientIP", d.Service.Spec.SessionAffinity)
+		}
 		// The same pod as the manifests', but for the names.
 		manifests := readDeployment(t, kustomizeBuild(t, tools, filepath.Join(repoRoot(t), "deploy", "kubernetes")))
 		if diff := cmp.Diff(samePod(manifests), samePod(d)); diff != "" {
@@ -937,11 +944,14 @@ func TestDeployHelmChart(t *testing.T) {
 			"--set", "token.existingSecret=", "--set", "token.value=s3cret",
 			"--set", "store.existingSecret=junction-store",
 			"--set", "allowedHosts[0]=hub.example.com",
-			"--set", "podDisruptionBudget.maxUnavailable=2")
+			"--set", "podDisruptionBudget.maxUnavailable=2", "--set", "service.sessionAffinity=None")
 		d := readDeployment(t, objs)
 		c := d.Deployment.Spec.Template.Spec.Containers[0]
 		if d.Deployment.Spec.Replicas != 3 || c.Image != "registry.example.com/junction:v0.1.0" || d.PDB.Spec.MaxUnavailable != 2 {
 			t.Errorf("replicas %d, image %s, maxUnavailable %d; want 3, registry.example.com/junction:v0.1.0, 2", d.Deployment.Spec.Replicas, c.Image, d.PDB.Spec.MaxUnavailable)
+		}
+		if d.Service.Spec.SessionAffinity != "None" {
+			t.Errorf("Service: sessionAffinity %q, want None", d.Service.Spec.SessionAffinity)
 		}
 		var secret k8sSecret
 		only(t, objs, "Secret", &secret)
