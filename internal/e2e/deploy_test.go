@@ -981,6 +981,35 @@ func TestDeployHelmChart(t *testing.T) {
 		configCheck(t, file, []string{"JUNCTION_STORE_URL=postgres://junction:pw@db.tools.svc:5432/junction"})
 	})
 
+	t.Run("values of kubernetes.md", func(t *testing.T) {
+		// The values file docs/kubernetes.md shows renders, validates, and
+		// gives a config that config check passes.
+		doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "kubernetes.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const start = "```yaml\n# values.yaml of a Helm release\n"
+		_, rest, ok := strings.Cut(string(doc), start)
+		values, _, ok2 := strings.Cut(rest, "```")
+		if !ok || !ok2 {
+			t.Fatalf("docs/kubernetes.md has no block starting %q", start)
+		}
+		file := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := readDeployment(t, render(t, "--values", file))
+		c := d.Deployment.Spec.Template.Spec.Containers[0]
+		if ref := c.secretEnv("GITHUB_TOKEN"); ref == nil || ref.Name != "github" || ref.Key != "token" {
+			t.Errorf("GITHUB_TOKEN from %+v, want Secret github key token", ref)
+		}
+		cfg := filepath.Join(t.TempDir(), "junction.yaml")
+		if err := os.WriteFile(cfg, []byte(d.ConfigMap.Data["junction.yaml"]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		configCheck(t, cfg, []string{"GITHUB_TOKEN=ghp_example"})
+	})
+
 	t.Run("bad values", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string
