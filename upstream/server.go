@@ -491,13 +491,16 @@ func (s *Server) connect() (*session, error) {
 	if err == nil || !probes || s.ctx.Err() != nil {
 		return sess, err
 	}
+	// Logged before the second attempt: once it connects, the server is
+	// ready, and whoever waits for that may read the log at once.
+	s.logger.Warn("the server failed the server/discover probe; connecting again with initialize alone, and if that works it will be offered protocol "+legacyProtocol+" from now on (set protocol_version to say so in the config)",
+		"probe_error", err)
+	s.noDiscover.Store(true) // before: the attempt makes the server ready
 	sess, err2 := s.connectWith(cfg, legacyProtocol)
 	if err2 != nil {
+		s.noDiscover.Store(false)
 		return nil, err // the first error says more: it is how the server meets junction's default
 	}
-	s.noDiscover.Store(true)
-	s.logger.Warn("the server failed the server/discover probe and connected with initialize; it will be offered protocol "+legacyProtocol+" from now on (set protocol_version to say so in the config)",
-		"probe_error", err)
 	return sess, nil
 }
 
@@ -525,6 +528,12 @@ func (s *Server) connectWith(cfg *Config, protocol string) (*session, error) {
 				return nil, fmt.Errorf("connect: timed out after %v waiting for the server to answer initialize: %w", cfg.connectTimeout(), err)
 			}
 			return nil, fmt.Errorf("connect: timed out after %v: %v: %w", cfg.connectTimeout(), err, context.DeadlineExceeded)
+		}
+		if t, ok := transport.(*commandTransport); ok && t.conn != nil && t.conn.endedFirst.Load() {
+			// The server ended the connection during initialize: how the
+			// process ended (exit status, last lines on stderr) says more
+			// than go-sdk's "connection closed" or "broken pipe".
+			return nil, fmt.Errorf("connect: %w", t.conn.endErr())
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}

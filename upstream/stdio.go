@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/junction-mcp/junction/dataplane"
@@ -120,11 +123,11 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 			c.logger.Warn("no reaper for the server: it may outlive this program if the program is killed", "error", err)
 		}
 	}
-	c.ServerConn = dataplane.NewServerConn(stdinW, stdoutR, &dataplane.ServerConnOptions{
+	c.ServerConn = dataplane.NewServerConn(stdinPipe{File: stdinW, broken: c.serverEnded}, stdoutR, &dataplane.ServerConnOptions{
 		Logger:   c.logger,
 		MaxLine:  maxLineLength,
 		Observe:  t.progress.observe,
-		EndError: c.endErr,
+		EndError: func() error { c.serverEnded(); return c.endErr() },
 	})
 	t.conn = c
 	c.wg.Add(2)
@@ -189,6 +192,11 @@ type stdioConn struct {
 	lastLines  []string      // the last lines read from stderr (at most keptLines), for exitError
 
 	endErr func() error // exitError, computed once
+	// endedFirst is set when the server ended the connection before
+	// junction closed it (its stdout ended, or its stdin was found
+	// closed): endErr then says how the server ended.
+	endedFirst atomic.Bool
+	closing    atomic.Bool // Close has begun
 
 	closeOnce sync.Once
 	closeErr  error
@@ -299,12 +307,45 @@ func (c *stdioConn) wait() {
 // configured stop timeout; then it releases the reaper. It is safe to call
 // more than once and concurrently; later calls return the first call's
 // result.
+// serverEnded notes that the server's end of the connection is gone,
+// unless junction is closing it.
+func (c *stdioConn) serverEnded() {
+	if !c.closing.Load() {
+		c.endedFirst.Store(true)
+	}
+}
+
+// stdinPipe is a server's stdin. A write that finds the pipe closed (the
+// server exited, or closed its stdin) means the server ended first.
+type stdinPipe struct {
+	*os.File
+	broken func()
+}
+
+func (p stdinPipe) Write(b []byte) (int, error) {
+	n, err := p.File.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.broken()
+	}
+	return n, err
+}
+
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
+		c.closing.Store(true)
 		c.ServerConn.Close() // closes stdin
 		c.closeErr = reaper.StopGroup(c.pgid, c.stop, c.logger, c.waitGroupGone, c.cmd.Process)
 		c.reaper.Release()
 		c.stdout.Close()
+		// The group is gone, so stderr ends once its last lines are read
+		// (exitError quotes them); a process that left the group and
+		// keeps it open is cut off after exitGrace.
+		drained := time.NewTimer(exitGrace)
+		select {
+		case <-c.stderrDone:
+		case <-drained.C:
+		}
+		drained.Stop()
 		c.stderr.Close()
 		c.ServerConn.Wait()
 		c.wg.Wait()

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,35 @@ func TestExitErrorNamesStatusAndStderr(t *testing.T) {
 	for _, want := range []string{"server exited: exit status 1", `last line on stderr: "fake: not fixed yet, exiting"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("LastError = %q, want it to contain %q", got, want)
+		}
+	}
+}
+
+// A server that exits before it reads anything (junction's initialize
+// then meets a closed pipe, or its stdout ends first: whichever the
+// scheduler makes happen) is reported the same way every time: its exit
+// status and stderr, not go-sdk's "broken pipe" or "connection closed".
+func TestExitBeforeInitializeNamesStatus(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, &Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	const n = 8
+	servers := make([]*Server, n)
+	for i := range servers {
+		s, err := r.Add(fmt.Sprintf("quick%d", i), Config{Command: "sh", Args: []string{"-c", `echo "API_KEY is not set" >&2; exit 7`}, StopTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[i] = s
+	}
+	for _, s := range servers {
+		if err := s.WaitReady(ctxTimeout(t, 20*time.Second)); err == nil {
+			t.Fatal("WaitReady succeeded for a server that exits at start")
+		}
+		got := s.Snapshot().LastError
+		for _, want := range []string{"server exited: exit status 7", `last line on stderr: "API_KEY is not set"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("LastError = %q, want it to contain %q", got, want)
+			}
 		}
 	}
 }
