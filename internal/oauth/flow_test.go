@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +97,45 @@ func TestLoginLifecycle(t *testing.T) {
 	srv.RevokeAll()
 	if err := callEcho(t, New(settings, Options{Store: store}), srv); !errors.Is(err, ErrLoginRequired) {
 		t.Fatalf("revoked: %v, want ErrLoginRequired", err)
+	}
+}
+
+// TestLoginReusesRegisteredClient: a second login with the same
+// authorization server uses the client the first one registered; once
+// the authorization server has forgotten it, junction registers anew
+// (once) and uses that client from then on.
+func TestLoginReusesRegisteredClient(t *testing.T) {
+	srv := oauthtest.New()
+	defer srv.Close()
+	store := NewFileStore(t.TempDir())
+	settings := Settings{Name: "docs", URL: srv.Resource()}
+	login := func() error {
+		return callEcho(t, New(settings, Options{Store: store, Login: HeadlessLogin{}, Fresh: true}), srv)
+	}
+	for i := 1; i <= 2; i++ {
+		if err := login(); err != nil {
+			t.Fatalf("login %d: %v", i, err)
+		}
+		if reg, auths, _ := srv.Counts(); reg != 1 || auths != i {
+			t.Fatalf("after login %d: %d registrations, %d authorizations; want 1 and %d", i, reg, auths, i)
+		}
+	}
+	e, err := store.Load(srv.Resource())
+	if err != nil || e == nil || !e.Registered || e.Issuer != srv.URL {
+		t.Fatalf("stored entry %+v, %v: want a registered client of issuer %s", e, err, srv.URL)
+	}
+
+	srv.ForgetClients()
+	// The login with the forgotten client fails; the client is dropped, so
+	// the MCP client's retry of the request (or the next login) registers
+	// a new one.
+	if err := login(); err != nil && !strings.Contains(err.Error(), "registered at an earlier login") {
+		t.Fatalf("login with a forgotten client: %v, want success or a failure naming the earlier client", err)
+	}
+	if err := login(); err != nil {
+		t.Fatalf("login after that: %v", err)
+	}
+	if reg, _, _ := srv.Counts(); reg != 2 {
+		t.Errorf("%d registrations, want 2 (one new one after the old client was refused)", reg)
 	}
 }

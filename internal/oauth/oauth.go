@@ -146,6 +146,8 @@ type Client struct {
 	ts      oauth2.TokenSource
 	handler auth.OAuthHandler
 	loaded  bool
+	issuer  string                     // of the authorization server, once found
+	reused  *oauthex.ClientCredentials // a client registered earlier, in use
 }
 
 // New returns the OAuth client of one server.
@@ -254,6 +256,9 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 			}
 		}
 	}
+	if c.opts.Login != nil && c.s.Mode != ModeClientCredentials {
+		c.findRegistered(ctx, req, resp)
+	}
 	h, err := c.getHandler()
 	if err != nil {
 		drain(resp)
@@ -273,6 +278,9 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		return &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope}
 	}
 	if err := h.Authorize(ctx, req, resp); err != nil {
+		if c.forgetRegistered() {
+			return fmt.Errorf("OAuth, with the client registered at an earlier login (the next login registers a new one): %w", err)
+		}
 		return fmt.Errorf("OAuth: %w", err)
 	}
 	ts, err := h.TokenSource(ctx)
@@ -330,6 +338,8 @@ func (c *Client) getHandler() (auth.OAuthHandler, error) {
 			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: c.s.ClientSecret}
 		}
 		cfg.PreregisteredClient = pre
+	} else if c.reused != nil {
+		cfg.PreregisteredClient = c.reused
 	}
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
@@ -387,8 +397,12 @@ func (c *Client) scopeFilter(discovered []string) []string {
 // newTokenSource wraps the token source go-sdk builds after a code
 // exchange so that the token, and every refreshed one, is stored.
 func (c *Client) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+	c.mu.Lock()
+	issuer := c.issuer
+	c.mu.Unlock()
 	e := Entry{Name: c.s.Name, Resource: c.s.URL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
-		TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle), Scopes: grantedScopes(cfg.Scopes, tok)}
+		TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle), Scopes: grantedScopes(cfg.Scopes, tok),
+		Issuer: issuer, Registered: c.s.ClientID == "" && cfg.ClientID != c.s.ClientMetadataURL}
 	s := &savingSource{c: c, entry: e, inner: cfg.TokenSource(ctx, tok)}
 	s.save(tok)
 	return s, nil
@@ -496,4 +510,78 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+tok)
 	}
 	return t.base.RoundTrip(r)
+}
+
+// findRegistered looks for a client junction registered earlier (RFC
+// 7591) with the authorization server this challenge leads to, in every
+// stored entry, so that a login does not register a new client each
+// time: the server's metadata is read here (go-sdk's handler reads it
+// again), and a client found is offered to the handler as pre-registered
+// and bound to that issuer. Nothing is reused when the config names a
+// client, or the authorization server takes client ID metadata
+// documents (which come first). The redirect URI may differ from the one
+// registered only in its port, which OAuth 2.1 requires authorization
+// servers to accept for loopback redirects.
+func (c *Client) findRegistered(ctx context.Context, req *http.Request, resp *http.Response) {
+	c.mu.Lock()
+	known := c.handler != nil
+	c.mu.Unlock()
+	if known || c.opts.Store == nil || c.s.ClientID != "" {
+		return
+	}
+	chs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	prm, err := resourceMetadata(ctx, chs, req.URL.String(), c.hc)
+	if err != nil {
+		return
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], c.hc)
+	if err != nil || asm == nil {
+		return
+	}
+	c.mu.Lock()
+	c.issuer = asm.Issuer
+	c.mu.Unlock()
+	if c.s.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported {
+		return
+	}
+	entries, err := c.opts.Store.List()
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Registered && e.Issuer == asm.Issuer && e.ClientID != "" {
+			pre := &oauthex.ClientCredentials{ClientID: e.ClientID, Issuer: asm.Issuer}
+			if e.ClientSecret != "" {
+				pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: e.ClientSecret}
+			}
+			c.mu.Lock()
+			c.reused = pre
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+// forgetRegistered, after a failed authorization with a client
+// registered earlier, marks the entries of that client as not to be
+// used again (the authorization server may have dropped it), and drops
+// the handler, so that the next login registers anew. It reports
+// whether there was such a client.
+func (c *Client) forgetRegistered() bool {
+	c.mu.Lock()
+	pre := c.reused
+	c.reused, c.handler = nil, nil
+	c.mu.Unlock()
+	if pre == nil {
+		return false
+	}
+	if entries, err := c.opts.Store.List(); err == nil {
+		for _, e := range entries {
+			if e.Registered && e.ClientID == pre.ClientID && e.Issuer == pre.Issuer {
+				e.Registered = false
+				_ = c.opts.Store.Save(e)
+			}
+		}
+	}
+	return true
 }

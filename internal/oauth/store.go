@@ -33,9 +33,15 @@ type Entry struct {
 	Scopes       []string `json:"scopes,omitempty"`
 	// Wanted are scopes the server asked for that no login has granted
 	// yet (a hub met the challenge); the next login asks for them too.
-	Wanted []string      `json:"wanted_scopes,omitempty"`
-	Token  *oauth2.Token `json:"token"`
-	Saved  time.Time     `json:"saved"`
+	Wanted []string `json:"wanted_scopes,omitempty"`
+	// Issuer is the authorization server's issuer, and Registered says
+	// that junction registered the client itself (RFC 7591): a later
+	// login with the same authorization server, for this server or
+	// another, uses the client again instead of registering a new one.
+	Issuer     string        `json:"issuer,omitempty"`
+	Registered bool          `json:"registered,omitempty"`
+	Token      *oauth2.Token `json:"token"`
+	Saved      time.Time     `json:"saved"`
 }
 
 // Store keeps entries by resource URL.

@@ -36,6 +36,7 @@ type Server struct {
 	codes          map[string]grant // code → grant
 	access         map[string]bool
 	refresh        map[string]bool
+	clients        map[string]bool // registered client ids
 	Registrations  int
 	Authorizations int
 	Refreshes      int
@@ -47,7 +48,7 @@ type grant struct {
 
 // New starts the server.
 func New() *Server {
-	s := &Server{codes: map[string]grant{}, access: map[string]bool{}, refresh: map[string]bool{}}
+	s := &Server{codes: map[string]grant{}, access: map[string]bool{}, refresh: map[string]bool{}, clients: map[string]bool{}}
 	mcpSrv := mcp.NewServer(&mcp.Implementation{Name: "oauthtest", Version: "1"}, nil)
 	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "echo", Description: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 		Text string `json:"text"`
@@ -80,10 +81,12 @@ func New() *Server {
 	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
 		var meta map[string]any
 		json.NewDecoder(r.Body).Decode(&meta)
+		id := "client-" + rand.Text()
 		s.mu.Lock()
 		s.Registrations++
+		s.clients[id] = true
 		s.mu.Unlock()
-		meta["client_id"] = "client-" + rand.Text()
+		meta["client_id"] = id
 		meta["token_endpoint_auth_method"] = "none"
 		w.WriteHeader(http.StatusCreated)
 		writeJSON(w, meta)
@@ -96,6 +99,11 @@ func New() *Server {
 		}
 		code := rand.Text()
 		s.mu.Lock()
+		if !s.clients[q.Get("client_id")] {
+			s.mu.Unlock()
+			http.Error(w, "unknown client_id", http.StatusBadRequest)
+			return
+		}
 		s.Authorizations++
 		s.codes[code] = grant{challenge: q.Get("code_challenge"), resource: q.Get("resource"), redirect: q.Get("redirect_uri")}
 		s.mu.Unlock()
@@ -165,6 +173,14 @@ func (s *Server) RevokeAll() {
 	defer s.mu.Unlock()
 	clear(s.access)
 	clear(s.refresh)
+}
+
+// ForgetClients drops every registered client, as an authorization
+// server that expires registrations does.
+func (s *Server) ForgetClients() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.clients)
 }
 
 // Counts returns the registrations, authorizations and refreshes so far.
