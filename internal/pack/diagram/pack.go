@@ -416,11 +416,22 @@ func (p *Pack) recover(ctx context.Context) error {
 // another process asked for, until Close.
 func (p *Pack) watchCancels(relay CancelRelay) {
 	defer p.wg.Done()
+	// The relay repeats a request until the run's record is final; act
+	// on it once.
+	done := map[*active]bool{}
 	err := relay.WatchCancels(p.base, p.owners.ID(), func(id string) {
 		p.mu.Lock()
 		a := p.active[id]
 		p.mu.Unlock()
-		if a != nil {
+		for old := range done { // forget the runs that have ended
+			select {
+			case <-old.done:
+				delete(done, old)
+			default:
+			}
+		}
+		if a != nil && !done[a] {
+			done[a] = true
 			p.logger.Info("cancelling run at another process's request", "run", id)
 			a.cancel(errCancelled)
 		}
