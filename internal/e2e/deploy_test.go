@@ -28,13 +28,13 @@ import (
 // The deployment in deploy/: the Kubernetes manifests (deploy/kubernetes,
 // applied with kubectl apply -k) and the Helm chart (deploy/helm/junction).
 // The tests check them with the real tools, offline: kustomize build, helm
-// lint and helm template, and kubectl-validate (Kubernetes SIG CLI's schema validator,
-// with Kubernetes' OpenAPI schemas built in) on every object, the
-// manifests and the chart's output alike. Then they run what the
-// Deployment runs: the container's arguments and environment, its volumes
-// as directories (the ConfigMap's files in the config mount), against the
-// binary built for this run, and probe it as the kubelet and a client in
-// the cluster do.
+// lint and helm template, and kubectl-validate (Kubernetes SIG CLI's
+// schema validator, with Kubernetes' OpenAPI schemas built in) on every
+// object, the manifests and the chart's output alike. Then they run what
+// the Deployment runs: the container's arguments and environment, its
+// volumes as directories (the ConfigMap's files in the config mount),
+// against the binary built for this run, and probe it as the kubelet and
+// a client in the cluster do.
 
 const (
 	// envK8sTools is the folder holding helm, kustomize and
@@ -81,10 +81,10 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// runTool runs a helm, kustomize or kubectl-validate command line, bounded in time,
-// with no cluster within reach: no kubeconfig, no in-cluster variables, so
-// kubectl-validate takes the schemas it has built in. It returns stdout,
-// and stderr folded into the error.
+// runTool runs a helm, kustomize or kubectl-validate command line,
+// bounded in time, with no cluster within reach: no kubeconfig, no
+// in-cluster variables, so kubectl-validate takes the schemas it has
+// built in. It returns stdout, and stderr folded into the error.
 func runTool(t *testing.T, name string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), deployTimeout)
@@ -182,8 +182,8 @@ func parseObjects(t *testing.T, what string, data []byte) []object {
 	return objs
 }
 
-// only returns the one object of kind in objs, failing the test if there
-// is not exactly one.
+// only decodes the one object of kind in objs into into, failing the test
+// if there is not exactly one.
 func only(t *testing.T, objs []object, kind string, into any) {
 	t.Helper()
 	var found []object
@@ -398,8 +398,7 @@ func readDeployment(t *testing.T, objs []object) *deployment {
 		path  string
 	}{{"readinessProbe", c.ReadinessProbe, "/readyz"}, {"livenessProbe", c.LivenessProbe, "/healthz"}} {
 		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port != "http" {
-			t.Errorf("container: %s %+v; want GET %s on port http", p.name, p.probe, p.path)
-			continue
+			t.Fatalf("container: %s %+v; want GET %s on port http", p.name, p.probe, p.path)
 		}
 		if h := p.probe.HTTPGet.HTTPHeaders; len(h) != 1 || h[0].Name != "Host" || h[0].Value != "localhost" {
 			t.Errorf("container: %s sends headers %+v; want Host: localhost (junction refuses the pod IP as a Host)", p.name, h)
@@ -409,7 +408,7 @@ func readDeployment(t *testing.T, objs []object) *deployment {
 		t.Errorf("container: args %q; want serve -http 0.0.0.0:7331", c.Args)
 	}
 	if ref := c.secretEnv("JUNCTION_TOKEN"); ref == nil || ref.Name == "" || ref.Key == "" {
-		t.Error("container: JUNCTION_TOKEN does not come from a Secret")
+		t.Fatal("container: JUNCTION_TOKEN does not come from a Secret")
 	}
 	return d
 }
@@ -622,6 +621,8 @@ const podIP = "10.1.2.3:7331"
 func probePod(t *testing.T, p *serveProc, c container, token string, serviceHosts []string) {
 	t.Helper()
 	base := "http://" + p.Addr
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
 	get := func(path, host, token string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
@@ -632,7 +633,7 @@ func probePod(t *testing.T, p *serveProc, c container, token string, serviceHost
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
