@@ -50,7 +50,7 @@ func TestUpstreamOAuthLogin(t *testing.T) {
 		st, _ := getStatus(t, hub.URL, token).source("docs")
 		return st == "connected"
 	})
-	out, errOut, code = runJunction(t, nil, "tools", "call", "docs__echo", "-json", `{"text":"through the hub"}`, "-url", hub.URL, "-token", token)
+	out, errOut, code = runJunction(t, nil, "tools", "call", "docs__echo", "-args", `{"text":"through the hub"}`, "-url", hub.URL, "-token", token)
 	if code != 0 || !strings.Contains(out, "through the hub") {
 		t.Fatalf("call through the hub: exit %d\n%s%s", code, out, errOut)
 	}
@@ -58,7 +58,7 @@ func TestUpstreamOAuthLogin(t *testing.T) {
 	// login is needed, and a call fails naming it long before its
 	// timeout (60 s): the hub does not wait for a login either.
 	srv.RevokeAll()
-	runJunction(t, nil, "tools", "call", "docs__echo", "-json", `{"text":"x"}`, "-url", hub.URL, "-token", token)
+	runJunction(t, nil, "tools", "call", "docs__echo", "-args", `{"text":"x"}`, "-url", hub.URL, "-token", token)
 	waitFor(t, "docs to report the login it needs again", 30*time.Second, func() bool {
 		for _, s := range getStatus(t, hub.URL, token).Sources {
 			if s.Name == "docs" && s.State == "failed" && strings.Contains(s.Error, `junction auth login docs`) {
@@ -68,7 +68,7 @@ func TestUpstreamOAuthLogin(t *testing.T) {
 		return false
 	})
 	start := time.Now()
-	out, errOut, code = runJunction(t, nil, "tools", "call", "docs__echo", "-json", `{"text":"x"}`, "-url", hub.URL, "-token", token)
+	out, errOut, code = runJunction(t, nil, "tools", "call", "docs__echo", "-args", `{"text":"x"}`, "-url", hub.URL, "-token", token)
 	if code == 0 || !strings.Contains(out+errOut, "junction auth login docs") || time.Since(start) > 30*time.Second {
 		t.Errorf("call after revocation: exit %d after %v\n%s%s", code, time.Since(start), out, errOut)
 	}
