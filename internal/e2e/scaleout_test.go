@@ -225,6 +225,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	changed := scaleoutConfig(pg.URL, "profiles:\n  scale: {tools: [junction_version]}\n")
 	sum := sha256.Sum256([]byte(changed))
 	version := hex.EncodeToString(sum[:6])
+	written := time.Now()
 	if err := os.WriteFile(paths[0], []byte(changed), 0o600); err != nil { // in place: the links see it
 		t.Fatal(err)
 	}
@@ -242,6 +243,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 			return true
 		})
 	}
+	t.Logf("the config change reached the three replicas in %s", time.Since(written).Round(time.Millisecond))
 	for i, p := range reps[1:] {
 		if !strings.Contains(p.Stderr(), "another replica applied a new config") {
 			t.Errorf("replica %d did not reload on the notification:\n%s", i+1, p.Stderr())
