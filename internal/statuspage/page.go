@@ -13,16 +13,24 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
 //go:embed page.html login.html page.css
 var files embed.FS
 
+// The templates are parsed when first used, not at start: most runs of
+// junction (a stdio hub, a CLI command) never show a page, and parsing
+// costs hundreds of allocations that every start would pay.
 var (
-	pageTmpl  = template.Must(template.New("page.html").Funcs(funcs).ParseFS(files, "page.html"))
-	loginTmpl = template.Must(template.New("login.html").ParseFS(files, "login.html"))
-	css, _    = files.ReadFile("page.css")
+	pageTmpl = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("page.html").Funcs(funcs).ParseFS(files, "page.html"))
+	})
+	loginTmpl = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("login.html").ParseFS(files, "login.html"))
+	})
+	css, _ = files.ReadFile("page.css")
 )
 
 // CSP is the Content-Security-Policy of every page: nothing but the
@@ -127,7 +135,7 @@ func roundDuration(d time.Duration) string {
 // template error answers 500 instead of half a page.
 func Render(w http.ResponseWriter, d Data) {
 	var b bytes.Buffer
-	if err := pageTmpl.Execute(&b, d); err != nil {
+	if err := pageTmpl().Execute(&b, d); err != nil {
 		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -137,7 +145,7 @@ func Render(w http.ResponseWriter, d Data) {
 
 func writeLogin(w http.ResponseWriter, code int, msg string) {
 	var b bytes.Buffer
-	if err := loginTmpl.Execute(&b, struct{ Message string }{msg}); err != nil {
+	if err := loginTmpl().Execute(&b, struct{ Message string }{msg}); err != nil {
 		http.Error(w, "login page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
