@@ -17,7 +17,8 @@ import (
 // BenchmarkReplicaThroughput measures tools/call throughput through the
 // binary with the same load (16 calls in flight, a stdio echo upstream
 // per replica, every replica on one PostgreSQL store): one replica
-// called directly, one behind HAProxy, and three behind HAProxy; for a
+// called directly, one behind HAProxy, and three behind HAProxy (round
+// robin, and a hash on Mcp-Session-Id); for a
 // 2025-11-25 host (one portable session) and a 2026-07-28 one
 // (stateless). docs/scale-out.md has the figures:
 //
@@ -43,11 +44,13 @@ func BenchmarkReplicaThroughput(b *testing.B) {
 	}
 	one := startHAProxy(b, []string{reps[0].Addr})
 	three := startHAProxy(b, []string{reps[0].Addr, reps[1].Addr, reps[2].Addr})
+	hashed := startHAProxyBalance(b, []string{reps[0].Addr, reps[1].Addr, reps[2].Addr}, "hdr(Mcp-Session-Id)\n  hash-type consistent")
 	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
 		for _, tc := range []struct{ name, url string }{
 			{"1-replica-direct", reps[0].URL},
 			{"1-replica-haproxy", one + "/mcp"},
 			{"3-replicas-haproxy", three + "/mcp"},
+			{"3-replicas-haproxy-hash", hashed + "/mcp"},
 		} {
 			b.Run(protocol+"/"+tc.name, func(b *testing.B) {
 				for b.Loop() {

@@ -56,6 +56,13 @@ func writeAtomic(t *testing.T, path, content string) {
 // free 127.0.0.1 port; it returns the base URL. It is stopped at cleanup.
 func startHAProxy(t testing.TB, backends []string) string {
 	t.Helper()
+	return startHAProxyBalance(t, backends, "roundrobin")
+}
+
+// startHAProxyBalance is startHAProxy with another balance algorithm
+// (HAProxy's "balance" line).
+func startHAProxyBalance(t testing.TB, backends []string, balance string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -82,12 +89,12 @@ frontend hub
   bind %s
   default_backend replicas
 backend replicas
-  balance roundrobin
+  balance %s
   option httpchk
   http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost
   http-check expect status 200
   default-server inter 200ms fall 1 rise 1
-%s`, addr, servers.String())
+%s`, addr, balance, servers.String())
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
