@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -50,14 +51,14 @@ func (d *Daemon) openShared(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// SetAddress records where this replica serves, for junction status.
+// setAddress records where this replica serves, for junction status.
 func (s *Shared) setAddress(addr net.Addr) {
 	if s == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.Replica.SetAddress(ctx, addr.String()); err != nil {
+	if err := s.Replica.SetAddress(ctx, advertised(addr, net.InterfaceAddrs)); err != nil {
 		s.logger.Warn("recording this replica's address in the store", "error", err)
 	}
 }
@@ -113,4 +114,24 @@ func (s *Shared) replicas() []postgres.ReplicaStatus {
 		s.logger.Warn("listing the replicas for status", "error", err)
 	}
 	return list
+}
+
+// advertised is addr as other machines reach it: a listener on every
+// interface (0.0.0.0:8080, [::]:8080) is shown with the first address of
+// the machine that is not loopback, or as it is if there is none.
+func advertised(addr net.Addr, interfaceAddrs func() ([]net.Addr, error)) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	addrs, err := interfaceAddrs()
+	if err != nil {
+		return addr.String()
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
+			return net.JoinHostPort(ipn.IP.String(), strconv.Itoa(tcp.Port))
+		}
+	}
+	return addr.String()
 }
