@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -123,8 +124,12 @@ type portableSessions struct {
 	// unused for nearly that long is taken for expired and made anew.
 	idle time.Duration
 
-	mu    sync.Mutex               // guards local
+	mu    sync.Mutex               // guards local and setup
 	local map[string]*localSession // by token
+	// setup holds the tokens whose local session is being set up; the
+	// channel is closed when it is, so that two first requests of a
+	// session on this replica make one.
+	setup map[string]chan struct{}
 }
 
 type localSession struct {
@@ -133,31 +138,42 @@ type localSession struct {
 }
 
 // idleMargin is how long before go-sdk would expire a local session it
-// is made anew instead of used.
+// is made anew instead of used: a minute, or a quarter of the session
+// timeout if that is shorter.
 const idleMargin = time.Minute
+
+// fresh reports whether a local session last used at used can still be
+// used at now.
+func (ps *portableSessions) fresh(used, now time.Time) bool {
+	return ps.idle == 0 || now.Sub(used) < ps.idle-min(idleMargin, ps.idle/4)
+}
 
 func newPortableSessions(inner http.Handler, key []byte, idle time.Duration) (*portableSessions, error) {
 	sealer, err := newSessionSealer(key)
 	if err != nil {
 		return nil, err
 	}
-	return &portableSessions{inner: inner, sealer: sealer, idle: idle, local: map[string]*localSession{}}, nil
+	return &portableSessions{inner: inner, sealer: sealer, idle: idle, local: map[string]*localSession{}, setup: map[string]chan struct{}{}}, nil
 }
 
 func (ps *portableSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok := r.Header.Get("Mcp-Session-Id")
 	if tok == "" {
-		if init := initializeParams(r); init != nil {
-			w = &sessionIDWriter{ResponseWriter: w, issue: func(id string) string {
-				t, err := ps.sealer.seal(&sealedSession{Init: init, Issued: time.Now().Unix(), User: userID(r)})
-				if err != nil {
-					return id
-				}
-				ps.remember(t, id)
-				return t
-			}}
+		init := initializeParams(r)
+		if init == nil {
+			ps.inner.ServeHTTP(w, r)
+			return
 		}
-		ps.inner.ServeHTTP(w, r)
+		sw := &sessionIDWriter{ResponseWriter: w, issue: func(id string) string {
+			t, err := ps.sealer.seal(&sealedSession{Init: init, Issued: time.Now().Unix(), User: userID(r)})
+			if err != nil {
+				return id
+			}
+			ps.remember(t, id)
+			return t
+		}}
+		ps.inner.ServeHTTP(sw, r)
+		sw.fix() // a handler that wrote nothing: net/http writes the header now
 		return
 	}
 	id, err := ps.localID(r, tok)
@@ -167,7 +183,9 @@ func (ps *portableSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Header.Set("Mcp-Session-Id", id)
-	ps.inner.ServeHTTP(&sessionIDWriter{ResponseWriter: w, issue: func(string) string { return tok }}, r)
+	sw := &sessionIDWriter{ResponseWriter: w, issue: func(string) string { return tok }}
+	ps.inner.ServeHTTP(sw, r)
+	sw.fix()
 	if r.Method == http.MethodDelete {
 		ps.mu.Lock()
 		delete(ps.local, tok)
@@ -183,7 +201,7 @@ func (ps *portableSessions) remember(tok, id string) {
 	// go-sdk's.
 	if ps.idle > 0 && len(ps.local)%64 == 0 {
 		for t, l := range ps.local {
-			if time.Since(l.used) > ps.idle {
+			if !ps.fresh(l.used, time.Now()) {
 				delete(ps.local, t)
 			}
 		}
@@ -193,15 +211,37 @@ func (ps *portableSessions) remember(tok, id string) {
 // localID returns this replica's go-sdk session for tok, setting one up
 // from the token if there is none (or it is about to expire).
 func (ps *portableSessions) localID(r *http.Request, tok string) (string, error) {
-	now := time.Now()
-	ps.mu.Lock()
-	l := ps.local[tok]
-	if l != nil && (ps.idle == 0 || now.Sub(l.used) < ps.idle-idleMargin) {
-		l.used = now
+	for {
+		now := time.Now()
+		ps.mu.Lock()
+		if l := ps.local[tok]; l != nil && ps.fresh(l.used, now) {
+			l.used = now
+			ps.mu.Unlock()
+			return l.id, nil
+		}
+		wait := ps.setup[tok]
+		if wait == nil {
+			done := make(chan struct{})
+			ps.setup[tok] = done
+			ps.mu.Unlock()
+			id, err := ps.takeUp(r, tok, now)
+			ps.mu.Lock()
+			delete(ps.setup, tok)
+			ps.mu.Unlock()
+			close(done)
+			return id, err
+		}
 		ps.mu.Unlock()
-		return l.id, nil
+		select {
+		case <-wait: // another request set it up (or failed to): look again
+		case <-r.Context().Done():
+			return "", context.Cause(r.Context())
+		}
 	}
-	ps.mu.Unlock()
+}
+
+// takeUp opens tok and sets up a local session from it.
+func (ps *portableSessions) takeUp(r *http.Request, tok string, now time.Time) (string, error) {
 	st, err := ps.sealer.open(tok, now)
 	if err != nil {
 		return "", err

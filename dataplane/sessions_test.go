@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,6 +144,53 @@ func TestPortableSessionsUser(t *testing.T) {
 		if refused != (user != "alice") {
 			t.Errorf("user %s: taking alice's session up: %v", user, got)
 		}
+	}
+}
+
+// TestPortableSessionsSetUpOnce: requests that arrive together with a
+// session id this replica does not know make one local session, not one
+// each.
+func TestPortableSessionsSetUpOnce(t *testing.T) {
+	key := newKey(t)
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := New(v, nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful})
+	var inits atomic.Int32
+	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if initializeParams(r) != nil {
+			inits.Add(1)
+		}
+		plain.ServeHTTP(w, r)
+	})
+	ps, err := newPortableSessions(counting, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(ps)
+	t.Cleanup(srv.Close)
+	s, _ := newSessionSealer(key)
+	tok, _ := s.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25", ClientInfo: &mcp.Implementation{Name: "t", Version: "1"}}, Issued: time.Now().Unix()})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			resp := sessionPOST(t, srv.URL, tok, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`, i))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") != tok {
+				t.Errorf("call %d: HTTP %d, session id %.20q", i, resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
+			}
+		})
+	}
+	wg.Wait()
+	if n := inits.Load(); n != 1 {
+		t.Errorf("%d local sessions set up for one session id, want 1", n)
 	}
 }
 
