@@ -22,6 +22,15 @@ import (
 // fast path on.
 func startHTTPFast(t testing.TB, src junction.Source, opts HTTPOptions) *httptest.Server {
 	t.Helper()
+	srv := httptest.NewServer(New(viewOf(t, src), nil).HTTPHandler(&opts))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// viewOf is the default view of a hub serving src (prefix "s__"),
+// closed at cleanup.
+func viewOf(t testing.TB, src junction.Source) *junction.View {
+	t.Helper()
 	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })
 	if err := hub.Add(t.Context(), "s", src, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
@@ -31,9 +40,7 @@ func startHTTPFast(t testing.TB, src junction.Source, opts HTTPOptions) *httptes
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(v, nil).HTTPHandler(&opts))
-	t.Cleanup(srv.Close)
-	return srv
+	return v
 }
 
 // echoRaw answers a raw call with the text of its "msg" argument.

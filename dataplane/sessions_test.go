@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -152,17 +151,7 @@ func TestPortableSessionsUser(t *testing.T) {
 // each.
 func TestPortableSessionsSetUpOnce(t *testing.T) {
 	key := newKey(t)
-	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
-	hub := junction.New(nil)
-	t.Cleanup(func() { hub.Close() })
-	if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
-		t.Fatal(err)
-	}
-	v, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain := New(v, nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful})
+	plain := New(viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful})
 	var inits atomic.Int32
 	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if initializeParams(r) != nil {
