@@ -41,6 +41,8 @@ type Server struct {
 	// (Dir/log).
 	Dir  string
 	bin  string
+	data string
+	opts string // the server's options (-o of pg_ctl)
 	cred *syscall.Credential
 }
 
@@ -87,6 +89,7 @@ func Start(t testing.TB) *Server {
 		username = u.Username
 	}
 	data := filepath.Join(dir, "data")
+	s.data = data
 	s.run(t, "initdb", "-D", data, "-U", username, "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C")
 	t.Cleanup(func() {
 		// immediate: the test is over, and a test's cluster needs no
@@ -96,10 +99,18 @@ func Start(t testing.TB) *Server {
 			t.Errorf("stopping PostgreSQL: %v\n%s", err, out)
 		}
 	})
-	s.run(t, "pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", filepath.Join(dir, "log"),
-		"-o", fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c max_connections=200", dir))
+	s.opts = fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c max_connections=200", dir)
+	s.run(t, "pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", filepath.Join(dir, "log"), "-o", s.opts)
 	s.URL = (&url.URL{Scheme: "postgres", User: url.User(username), Path: "/postgres", RawQuery: "host=" + url.QueryEscape(dir)}).String()
 	return s
+}
+
+// Restart stops the server (fast: open connections are cut, as when a
+// database fails over) and starts it again, for tests of what clients
+// do when their connections break.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.run(t, "pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D", s.data, "-l", filepath.Join(s.Dir, "log"), "-o", s.opts)
 }
 
 // Log returns what the server has logged so far.

@@ -289,3 +289,44 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Errorf("Open(nothing listening) = %v", err)
 	}
 }
+
+// TestDatabaseRestart: when the server restarts (its connections cut),
+// the store makes its notification connection again, tells subscribers
+// they may have missed notifications, and notifications flow again; the
+// pool reconnects for queries.
+func TestDatabaseRestart(t *testing.T) {
+	srv := pgtest.Start(t)
+	db := open(t, srv.URL)
+	got := make(chan string, 16)
+	defer db.Subscribe(postgres.ChannelConfig, func(v string) {
+		select {
+		case got <- v:
+		default:
+		}
+	})()
+	srv.Restart(t)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	missed := false
+	for {
+		db.Notify(t.Context(), postgres.ChannelConfig, "after") // fails until the pool reconnects
+		select {
+		case v := <-got:
+			if v == "" {
+				missed = true
+				continue
+			}
+			if !missed {
+				t.Error("a notification arrived after the restart, but subscribers were not told they may have missed some")
+			}
+			if _, err := db.Replicas(t.Context()); err != nil {
+				t.Errorf("a query after the restart: %v", err)
+			}
+			return
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no notification within 20s of the restart\n%s", srv.Log())
+		}
+	}
+}
