@@ -148,6 +148,14 @@ type Client struct {
 	loaded  bool
 	issuer  string                     // of the authorization server, once found
 	reused  *oauthex.ClientCredentials // a client registered earlier, in use
+	dp      *dpopKey                   // the DPoP key, once a server asked for DPoP
+}
+
+// dpopKey returns the client's DPoP key, or nil when it uses none.
+func (c *Client) dpopKey() *dpopKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dp
 }
 
 // New returns the OAuth client of one server.
@@ -156,7 +164,14 @@ func New(s Settings, opts Options) *Client {
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport}
 	}
-	return &Client{s: s, opts: opts, hc: hc}
+	c := &Client{s: s, opts: opts}
+	// Token requests carry DPoP proofs once a server asks for DPoP.
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.hc = &http.Client{Transport: &dpopTokenTransport{c: c, base: base}, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+	return c
 }
 
 // Settings returns the client's settings.
@@ -190,6 +205,11 @@ func (c *Client) tokenSource() oauth2.TokenSource {
 // storedSource is a token source for a stored entry: it refreshes with
 // the stored client and saves what it gets.
 func (c *Client) storedSource(e *Entry) oauth2.TokenSource {
+	if len(e.DPoPKey) > 0 { // the caller holds c.mu
+		if k, err := dpopKeyFrom(e.DPoPKey); err == nil {
+			c.dp = k
+		}
+	}
 	cfg := &oauth2.Config{ClientID: e.ClientID, ClientSecret: e.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: e.TokenURL, AuthStyle: oauth2.AuthStyle(e.AuthStyle)}, Scopes: e.Scopes}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.hc)
@@ -197,11 +217,12 @@ func (c *Client) storedSource(e *Entry) oauth2.TokenSource {
 }
 
 // token returns the access token to send, or "" when there is none (or
-// it could not be refreshed: the server's challenge starts over).
-func (c *Client) token() string {
+// it could not be refreshed: the server's challenge starts over), and
+// whether it is DPoP-bound.
+func (c *Client) token() (string, bool) {
 	ts := c.tokenSource()
 	if ts == nil {
-		return ""
+		return "", false
 	}
 	tok, err := ts.Token()
 	if err != nil || tok == nil || tok.AccessToken == "" {
@@ -210,9 +231,29 @@ func (c *Client) token() string {
 			c.ts = nil
 		}
 		c.mu.Unlock()
-		return ""
+		return "", false
 	}
-	return tok.AccessToken
+	return tok.AccessToken, strings.EqualFold(tok.Type(), "DPoP")
+}
+
+// setAuthorization puts the token on r: as a bearer token, or with the
+// DPoP scheme and a fresh proof.
+func (c *Client) setAuthorization(r *http.Request, tok string, dpop bool) error {
+	if tok == "" {
+		return nil
+	}
+	key := c.dpopKey()
+	if !dpop || key == nil {
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return nil
+	}
+	p, err := key.proof(r.Method, r.URL, tok)
+	if err != nil {
+		return fmt.Errorf("DPoP proof: %v", err)
+	}
+	r.Header.Set("Authorization", "DPoP "+tok)
+	r.Header.Set("DPoP", p)
+	return nil
 }
 
 // challenged reports whether resp is a challenge this client answers.
@@ -221,7 +262,7 @@ func (c *Client) challenged(resp *http.Response) bool {
 		return false
 	}
 	chs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	bearer := slices.IndexFunc(chs, func(ch oauthex.Challenge) bool { return ch.Scheme == "bearer" })
+	bearer := slices.IndexFunc(chs, func(ch oauthex.Challenge) bool { return ch.Scheme == "bearer" || ch.Scheme == "dpop" })
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		return bearer >= 0 || c.s.Mode != ModeAuto
@@ -238,7 +279,7 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 	defer c.authMu.Unlock()
 	if resp.StatusCode == http.StatusUnauthorized {
 		// Another request may have authorized while this one waited.
-		if now := c.token(); now != "" && now != sent {
+		if now, _ := c.token(); now != "" && now != sent {
 			drain(resp)
 			return nil
 		}
@@ -250,11 +291,21 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 			c.mu.Lock()
 			c.ts = c.storedSource(e)
 			c.mu.Unlock()
-			if c.token() != "" {
+			if now, _ := c.token(); now != "" {
 				drain(resp)
 				return nil
 			}
 		}
+	}
+	if usesDPoP(resp) && c.dpopKey() == nil {
+		k, err := newDPoPKey()
+		if err != nil {
+			drain(resp)
+			return fmt.Errorf("DPoP key: %v", err)
+		}
+		c.mu.Lock()
+		c.dp = k
+		c.mu.Unlock()
 	}
 	if c.opts.Login != nil && c.s.Mode != ModeClientCredentials {
 		c.findRegistered(ctx, req, resp)
@@ -403,6 +454,9 @@ func (c *Client) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oa
 	e := Entry{Name: c.s.Name, Resource: c.s.URL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 		TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle), Scopes: grantedScopes(cfg.Scopes, tok),
 		Issuer: issuer, Registered: c.s.ClientID == "" && cfg.ClientID != c.s.ClientMetadataURL}
+	if k := c.dpopKey(); k != nil && strings.EqualFold(tok.Type(), "DPoP") {
+		e.DPoPKey = k.marshal()
+	}
 	s := &savingSource{c: c, entry: e, inner: cfg.TokenSource(ctx, tok)}
 	s.save(tok)
 	return s, nil
@@ -474,16 +528,33 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	sent := t.c.token()
+	sent, dpop := t.c.token()
 	r := req.Clone(req.Context())
-	if sent != "" {
-		r.Header.Set("Authorization", "Bearer "+sent)
+	if err := t.c.setAuthorization(r, sent, dpop); err != nil {
+		return nil, err
 	}
 	resp, err := t.base.RoundTrip(r)
-	if err != nil || !t.c.challenged(resp) {
+	if err != nil {
 		return resp, err
 	}
-	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	if key := t.c.dpopKey(); key != nil && key.noteNonce(resp) && wantsNonce(resp) && dpop && replayable {
+		// The server wants a nonce in the proof: once more with it.
+		drain(resp)
+		if r, err = t.resend(req); err != nil {
+			return nil, err
+		}
+		if err := t.c.setAuthorization(r, sent, dpop); err != nil {
+			return nil, err
+		}
+		if resp, err = t.base.RoundTrip(r); err != nil {
+			return resp, err
+		}
+	}
+	if !t.c.challenged(resp) {
+		return resp, nil
+	}
+	if !replayable {
 		return resp, nil // cannot send it again
 	}
 	if err := t.c.authorize(req.Context(), r, resp, sent); err != nil {
@@ -498,7 +569,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	r = req.Clone(req.Context())
+	if r, err = t.resend(req); err != nil {
+		return nil, err
+	}
+	tok, dpop := t.c.token()
+	if err := t.c.setAuthorization(r, tok, dpop); err != nil {
+		return nil, err
+	}
+	resp, err = t.base.RoundTrip(r)
+	if key := t.c.dpopKey(); err == nil && dpop && key != nil && key.noteNonce(resp) && wantsNonce(resp) {
+		// A first request with a new token may meet the nonce too.
+		drain(resp)
+		if r, err = t.resend(req); err != nil {
+			return nil, err
+		}
+		if err := t.c.setAuthorization(r, tok, dpop); err != nil {
+			return nil, err
+		}
+		return t.base.RoundTrip(r)
+	}
+	return resp, err
+}
+
+// resend returns a copy of req to send again, with its body anew.
+func (t *transport) resend(req *http.Request) (*http.Request, error) {
+	r := req.Clone(req.Context())
 	if req.GetBody != nil {
 		body, err := req.GetBody()
 		if err != nil {
@@ -506,10 +601,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		r.Body = body
 	}
-	if tok := t.c.token(); tok != "" {
-		r.Header.Set("Authorization", "Bearer "+tok)
-	}
-	return t.base.RoundTrip(r)
+	return r, nil
 }
 
 // findRegistered looks for a client junction registered earlier (RFC

@@ -38,10 +38,12 @@ type Entry struct {
 	// that junction registered the client itself (RFC 7591): a later
 	// login with the same authorization server, for this server or
 	// another, uses the client again instead of registering a new one.
-	Issuer     string        `json:"issuer,omitempty"`
-	Registered bool          `json:"registered,omitempty"`
-	Token      *oauth2.Token `json:"token"`
-	Saved      time.Time     `json:"saved"`
+	Issuer     string `json:"issuer,omitempty"`
+	Registered bool   `json:"registered,omitempty"`
+	// DPoPKey is the private JWK a DPoP-bound token is bound to.
+	DPoPKey json.RawMessage `json:"dpop_key,omitempty"`
+	Token   *oauth2.Token   `json:"token"`
+	Saved   time.Time       `json:"saved"`
 }
 
 // Store keeps entries by resource URL.
