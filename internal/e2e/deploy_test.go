@@ -43,6 +43,10 @@ const (
 	// k8sSchemaVersion is the Kubernetes version whose built-in schemas
 	// kubectl-validate checks against: the newest it carries.
 	k8sSchemaVersion = "1.30"
+	// k8sOldestVersion is the oldest Kubernetes the chart allows
+	// (kubeVersion in Chart.yaml); the objects are checked against its
+	// schemas too.
+	k8sOldestVersion = "1.25"
 	// deployTimeout bounds each run of one of the tools.
 	deployTimeout = 2 * time.Minute
 )
@@ -110,14 +114,22 @@ func runTool(t *testing.T, name string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// kubeValidate runs kubectl-validate on files and fails the test with its
-// report unless every object of every file is valid.
+// kubeValidate runs kubectl-validate on files, against the schemas of
+// the newest and the oldest Kubernetes the deployment is for, and fails
+// the test with its report unless every object of every file is valid.
 func kubeValidate(t *testing.T, validate string, files ...string) {
 	t.Helper()
-	args := append([]string{"--version", k8sSchemaVersion, "--output", "json"}, files...)
+	for _, v := range []string{k8sSchemaVersion, k8sOldestVersion} {
+		kubeValidateAt(t, validate, v, files...)
+	}
+}
+
+func kubeValidateAt(t *testing.T, validate, version string, files ...string) {
+	t.Helper()
+	args := append([]string{"--version", version, "--output", "json"}, files...)
 	out, err := runTool(t, validate, args...)
 	if err != nil {
-		t.Fatalf("kubectl-validate found invalid objects:\n%v", err)
+		t.Fatalf("kubectl-validate (Kubernetes %s) found invalid objects:\n%v", version, err)
 	}
 	var report map[string][]struct {
 		Status  string `json:"status"`
@@ -128,11 +140,11 @@ func kubeValidate(t *testing.T, validate string, files ...string) {
 	}
 	for _, f := range files {
 		if len(report[f]) == 0 {
-			t.Errorf("kubectl-validate checked no object in %s:\n%s", f, out)
+			t.Errorf("kubectl-validate (Kubernetes %s) checked no object in %s:\n%s", version, f, out)
 		}
 		for _, r := range report[f] {
 			if r.Status != "Success" {
-				t.Errorf("kubectl-validate on %s: %s %s", f, r.Status, r.Message)
+				t.Errorf("kubectl-validate (Kubernetes %s) on %s: %s %s", version, f, r.Status, r.Message)
 			}
 		}
 	}
@@ -882,6 +894,16 @@ func TestDeployHelmChart(t *testing.T) {
 	tools := needK8sTools(t)
 	helm := tools.helm
 	chart := filepath.Join(repoRoot(t), "deploy", "helm", "junction")
+
+	var meta struct {
+		KubeVersion string `yaml:"kubeVersion"`
+	}
+	if err := yaml.Unmarshal(mustRead(t, filepath.Join(chart, "Chart.yaml")), &meta); err != nil {
+		t.Fatalf("Chart.yaml: %v", err)
+	}
+	if want := ">=" + k8sOldestVersion + ".0-0"; meta.KubeVersion != want {
+		t.Errorf("Chart.yaml: kubeVersion %q; the objects are validated from Kubernetes %s on (%q)", meta.KubeVersion, k8sOldestVersion, want)
+	}
 
 	if out, err := runTool(t, helm, "lint", "--strict", chart); err != nil {
 		t.Fatalf("helm lint:\n%v", err)
