@@ -62,8 +62,13 @@ func TestDependencyDirection(t *testing.T) {
 		}
 	}
 	for p := range imports(t, "dataplane") {
-		if strings.HasPrefix(p, module+"/") && p != module && p != module+"/internal/rawjson" {
-			t.Errorf("package dataplane imports %s; it may import only the core (%s) and internal/rawjson of ours", p, module)
+		if strings.HasPrefix(p, module+"/") && p != module && p != module+"/internal/rawjson" && p != module+"/internal/seal" {
+			t.Errorf("package dataplane imports %s; it may import only the core (%s), internal/rawjson and internal/seal of ours", p, module)
+		}
+	}
+	for p := range imports(t, "internal/seal") {
+		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+			t.Errorf("internal/seal imports %s; it may import only the standard library", p)
 		}
 	}
 	for p := range imports(t, "internal/rawjson") {

@@ -3,9 +3,6 @@ package dataplane
 import (
 	"bytes"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -15,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/seal"
 
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -47,7 +46,7 @@ import (
 const SessionTokenMaxAge = 24 * time.Hour
 
 // SessionKeySize is the size of [HTTPOptions.SessionKey]: AES-256.
-const SessionKeySize = 32
+const SessionKeySize = seal.KeySize
 
 // sessionTokenPrefix starts every token: its format's version.
 const sessionTokenPrefix = "j1."
@@ -63,21 +62,14 @@ type sealedSession struct {
 	User string `json:"u,omitempty"`
 }
 
-type sessionSealer struct{ aead cipher.AEAD }
+type sessionSealer struct{ box *seal.Box }
 
 func newSessionSealer(key []byte) (*sessionSealer, error) {
-	if len(key) != SessionKeySize {
-		return nil, fmt.Errorf("session key: %d bytes, want %d", len(key), SessionKeySize)
-	}
-	block, err := aes.NewCipher(key)
+	box, err := seal.New(key, "junction-session-v1")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("session key: %w", err)
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &sessionSealer{aead: aead}, nil
+	return &sessionSealer{box: box}, nil
 }
 
 func (s *sessionSealer) seal(st *sealedSession) (string, error) {
@@ -85,9 +77,7 @@ func (s *sessionSealer) seal(st *sealedSession) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
-	rand.Read(nonce)
-	return sessionTokenPrefix + base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, nil)), nil
+	return sessionTokenPrefix + base64.RawURLEncoding.EncodeToString(s.box.Seal(plain)), nil
 }
 
 var errBadSessionToken = errors.New("not a session id of this hub")
@@ -98,10 +88,10 @@ func (s *sessionSealer) open(tok string, now time.Time) (*sealedSession, error) 
 		return nil, errBadSessionToken
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || len(raw) < s.aead.NonceSize() {
+	if err != nil {
 		return nil, errBadSessionToken
 	}
-	plain, err := s.aead.Open(nil, raw[:s.aead.NonceSize()], raw[s.aead.NonceSize():], nil)
+	plain, err := s.box.Open(raw)
 	if err != nil {
 		return nil, errBadSessionToken
 	}
