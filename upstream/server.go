@@ -487,26 +487,27 @@ const legacyProtocol = "2025-11-25"
 func (s *Server) connect() (*session, error) {
 	cfg := s.cfg.load()
 	probes := (cfg.ProtocolVersion == "" || cfg.ProtocolVersion >= junction.StatelessProtocolVersion) && !s.noDiscover.Load()
-	sess, err := s.connectWith(cfg, cfg.ProtocolVersion)
+	sess, err := s.connectWith(cfg, cfg.ProtocolVersion, nil)
 	if err == nil || !probes || s.ctx.Err() != nil {
 		return sess, err
 	}
-	// Logged before the second attempt: once it connects, the server is
-	// ready, and whoever waits for that may read the log at once.
-	s.logger.Warn("the server failed the server/discover probe; connecting again with initialize alone, and if that works it will be offered protocol "+legacyProtocol+" from now on (set protocol_version to say so in the config)",
-		"probe_error", err)
-	s.noDiscover.Store(true) // before: the attempt makes the server ready
-	sess, err2 := s.connectWith(cfg, legacyProtocol)
+	sess, err2 := s.connectWith(cfg, legacyProtocol, func() {
+		// Before the server is made ready: whoever waits for that may
+		// read the log and the setting at once.
+		s.noDiscover.Store(true)
+		s.logger.Warn("the server failed the server/discover probe and connected with initialize; it will be offered protocol "+legacyProtocol+" from now on (set protocol_version to say so in the config)",
+			"probe_error", err)
+	})
 	if err2 != nil {
-		s.noDiscover.Store(false)
 		return nil, err // the first error says more: it is how the server meets junction's default
 	}
 	return sess, nil
 }
 
 // connectWith makes one connection attempt offering protocol ("": the
-// newest go-sdk speaks).
-func (s *Server) connectWith(cfg *Config, protocol string) (*session, error) {
+// newest go-sdk speaks). connected, if not nil, runs once the session is
+// up, before its tools are installed and the server is made ready.
+func (s *Server) connectWith(cfg *Config, protocol string, connected func()) (*session, error) {
 	if protocol == "" && s.noDiscover.Load() {
 		protocol = legacyProtocol
 	}
@@ -598,6 +599,9 @@ func (s *Server) connectWith(cfg *Config, protocol string) (*session, error) {
 	s.levelSent = sent
 	s.pushLevel() // SetLogLevel may have been called since level was read
 	s.mu.Unlock()
+	if connected != nil {
+		connected()
+	}
 	s.install(cat, tools)
 	s.logger.Info("upstream connected", "tools", len(cat.Tools), "protocol", cs.InitializeResult().ProtocolVersion)
 	s.setState(StateConnected, nil)
