@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -691,6 +692,62 @@ func probePod(t *testing.T, p *serveProc, c container, token string, serviceHost
 	connectHTTP(t, base+"/mcp", token)
 }
 
+// helmTestPod runs the chart's test hook (helm test): its container's
+// junction command, with the binary of this run, against the running pod
+// p in place of the Service. It must list the hub's tools with the token
+// from the Secret, and fail with a wrong one; the hook's pod must not be
+// one the Service or the PodDisruptionBudget selects.
+func helmTestPod(t *testing.T, objs []object, d *deployment, p *serveProc, token string) {
+	t.Helper()
+	var pod struct {
+		Metadata struct {
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"metadata"`
+		Spec podSpec `yaml:"spec"`
+	}
+	only(t, objs, "Pod", &pod)
+	if pod.Metadata.Annotations["helm.sh/hook"] != "test" || len(pod.Spec.Containers) != 1 {
+		t.Fatalf("the Pod is not a helm test hook with one container: %+v", pod.Metadata)
+	}
+	if subset(d.Service.Spec.Selector, pod.Metadata.Labels) || subset(d.PDB.Spec.Selector.MatchLabels, pod.Metadata.Labels) {
+		t.Errorf("the test pod's labels %v are selected by the Service or the PodDisruptionBudget", pod.Metadata.Labels)
+	}
+	c := pod.Spec.Containers[0]
+	i := slices.Index(c.Args, "-url")
+	if i < 0 || i+1 >= len(c.Args) {
+		t.Fatalf("test pod: args %q without -url", c.Args)
+	}
+	u, err := url.Parse(c.Args[i+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Port() != "7331" || !slices.Contains(allowedHosts(d.Deployment.Spec.Template.Spec.Containers[0], nil), u.Hostname()) {
+		t.Errorf("test pod: -url %s is not the Service's name and port", u)
+	}
+	u.Host = p.Addr
+	args := slices.Clone(c.Args)
+	args[i+1] = u.String()
+	ref := c.secretEnv("JUNCTION_TOKEN")
+	if ref == nil || ref.Name != d.Deployment.Spec.Template.Spec.Containers[0].secretEnv("JUNCTION_TOKEN").Name {
+		t.Fatalf("test pod: JUNCTION_TOKEN from %+v, not the hub's Secret", ref)
+	}
+	run := func(token string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), deployTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, junctionBin(t), args...)
+		cmd.Env = append(childEnv(t.TempDir()), "HOME="+t.TempDir(), "JUNCTION_TOKEN="+token)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(token); err != nil || !strings.Contains(out, "junction_version") {
+		t.Errorf("helm test's junction %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if out, err := run(token + "x"); err == nil {
+		t.Errorf("helm test's command passed with a wrong token:\n%s", out)
+	}
+}
+
 // allowedHosts returns the container's -allowed-host values, with $(VAR)
 // expanded from vars.
 func allowedHosts(c container, vars map[string]string) []string {
@@ -959,6 +1016,7 @@ func TestDeployHelmChart(t *testing.T) {
 			}
 		}
 		probePod(t, p, c, token, hosts)
+		helmTestPod(t, objs, d, p, token)
 	})
 
 	t.Run("values", func(t *testing.T) {
