@@ -608,6 +608,21 @@ func runPod(t *testing.T, d *deployment, namespace string, secrets map[string]ma
 	return startServerEnv(t, env, args...)
 }
 
+// storeURL stands for a PostgreSQL store's URL, for config check (which
+// checks its form and does not connect).
+const storeURL = "postgres://junction:pw@db.tools.svc:5432/junction"
+
+// checkConfigMap runs "junction config check" on the junction.yaml of cm,
+// with env (KEY=VALUE) added to its environment.
+func checkConfigMap(t *testing.T, cm k8sConfigMap, env ...string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "junction.yaml")
+	if err := os.WriteFile(file, []byte(cm.Data["junction.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	configCheck(t, file, env)
+}
+
 // configCheck runs "junction config check" on a config file of a
 // ConfigMap, with env (KEY=VALUE) added to its environment.
 func configCheck(t *testing.T, file string, env []string) {
@@ -822,10 +837,7 @@ func TestDeployManifests(t *testing.T) {
 	kubeValidate(t, tools.validate, objects...)
 
 	// The validator is not a formality: a misspelt field fails.
-	dep, err := os.ReadFile(filepath.Join(dir, "deployment.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dep := mustRead(t, filepath.Join(dir, "deployment.yaml"))
 	bad := filepath.Join(t.TempDir(), "deployment.yaml")
 	if err := os.WriteFile(bad, bytes.Replace(dep, []byte("readOnlyRootFilesystem:"), []byte("readOnlyRootFileSystem:"), 1), 0o600); err != nil {
 		t.Fatal(err)
@@ -875,30 +887,18 @@ func TestDeployManifests(t *testing.T) {
 
 	// The commented store lines, uncommented, make valid objects and a
 	// valid config.
-	storeDir := t.TempDir()
+	var withStore strings.Builder
 	for _, f := range []struct{ name, commented string }{
 		{"configmap.yaml", "    # store: ${JUNCTION_STORE_URL}\n"},
 		{"deployment.yaml", "            # - name: JUNCTION_STORE_URL\n            #   valueFrom:\n            #     secretKeyRef:\n            #       name: junction-store\n            #       key: url\n"},
 	} {
-		b, err := os.ReadFile(filepath.Join(dir, f.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(b, []byte(f.commented)) {
+		b := string(mustRead(t, filepath.Join(dir, f.name)))
+		if !strings.Contains(b, f.commented) {
 			t.Fatalf("%s: the commented store lines are not there as docs/kubernetes.md describes them:\n%s", f.name, f.commented)
 		}
-		b = bytes.Replace(b, []byte(f.commented), []byte(strings.ReplaceAll(f.commented, "# ", "")), 1)
-		if err := os.WriteFile(filepath.Join(storeDir, f.name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		withStore.WriteString(strings.Replace(b, f.commented, strings.ReplaceAll(f.commented, "# ", ""), 1) + "\n---\n")
 	}
-	withStore := filepath.Join(storeDir, "all.yaml")
-	if err := os.WriteFile(withStore, append(append(mustRead(t, filepath.Join(storeDir, "configmap.yaml")), "\n---\n"...), mustRead(t, filepath.Join(storeDir, "deployment.yaml"))...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubeValidate(t, tools.validate, withStore)
-	var storeObjs []object
-	storeObjs = append(storeObjs, parseObjects(t, "with the store", mustRead(t, withStore))...)
+	storeObjs := validObjects(t, tools, "with the store", withStore.String())
 	var storeDep k8sDeployment
 	var storeCM k8sConfigMap
 	only(t, storeObjs, "Deployment", &storeDep)
@@ -906,11 +906,7 @@ func TestDeployManifests(t *testing.T) {
 	if ref := storeDep.Spec.Template.Spec.Containers[0].secretEnv("JUNCTION_STORE_URL"); ref == nil || ref.Name != "junction-store" || ref.Key != "url" {
 		t.Errorf("with the store: JUNCTION_STORE_URL from %+v, want Secret junction-store key url", ref)
 	}
-	storeCfg := filepath.Join(storeDir, "junction.yaml")
-	if err := os.WriteFile(storeCfg, []byte(storeCM.Data["junction.yaml"]), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	configCheck(t, storeCfg, []string{"JUNCTION_STORE_URL=postgres://junction:pw@db.tools.svc:5432/junction"})
+	checkConfigMap(t, storeCM, "JUNCTION_STORE_URL="+storeURL)
 
 	const namespace = "tools"
 	token := randomToken(t)
@@ -933,12 +929,19 @@ func kustomizeBuild(t *testing.T, tools k8sTools, dir string) []object {
 	if err != nil {
 		t.Fatalf("kustomize build:\n%v", err)
 	}
-	f := filepath.Join(t.TempDir(), "built.yaml")
+	return validObjects(t, tools, "kustomize build "+filepath.Base(dir), out)
+}
+
+// validObjects validates the objects of a tool's output with
+// kubectl-validate and returns them; what names the output in messages.
+func validObjects(t *testing.T, tools k8sTools, what, out string) []object {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "objects.yaml")
 	if err := os.WriteFile(f, []byte(out), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	kubeValidate(t, tools.validate, f)
-	return parseObjects(t, "kustomize build "+filepath.Base(dir), []byte(out))
+	return parseObjects(t, what, []byte(out))
 }
 
 // TestDeployHelmChart checks deploy/helm/junction: helm lint passes; helm
@@ -974,12 +977,7 @@ func TestDeployHelmChart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("helm template:\n%v", err)
 		}
-		f := filepath.Join(t.TempDir(), "rendered.yaml")
-		if err := os.WriteFile(f, []byte(out), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		kubeValidate(t, tools.validate, f)
-		return parseObjects(t, "helm template", []byte(out))
+		return validObjects(t, tools, "helm template", out)
 	}
 
 	t.Run("defaults", func(t *testing.T) {
@@ -1055,11 +1053,7 @@ func TestDeployHelmChart(t *testing.T) {
 		if cfg.Store != "${JUNCTION_STORE_URL}" || !slices.Equal(cfg.HTTP.AllowedHosts, []string{"hub.example.com"}) {
 			t.Errorf("config: store %q, allowed_hosts %q; want ${JUNCTION_STORE_URL} and [hub.example.com]", cfg.Store, cfg.HTTP.AllowedHosts)
 		}
-		file := filepath.Join(t.TempDir(), "junction.yaml")
-		if err := os.WriteFile(file, []byte(d.ConfigMap.Data["junction.yaml"]), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		configCheck(t, file, []string{"JUNCTION_STORE_URL=postgres://junction:pw@db.tools.svc:5432/junction"})
+		checkConfigMap(t, d.ConfigMap, "JUNCTION_STORE_URL="+storeURL)
 	})
 
 	t.Run("values of kubernetes.md", func(t *testing.T) {
@@ -1084,11 +1078,7 @@ func TestDeployHelmChart(t *testing.T) {
 		if ref := c.secretEnv("GITHUB_TOKEN"); ref == nil || ref.Name != "github" || ref.Key != "token" {
 			t.Errorf("GITHUB_TOKEN from %+v, want Secret github key token", ref)
 		}
-		cfg := filepath.Join(t.TempDir(), "junction.yaml")
-		if err := os.WriteFile(cfg, []byte(d.ConfigMap.Data["junction.yaml"]), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		configCheck(t, cfg, []string{"GITHUB_TOKEN=ghp_example"})
+		checkConfigMap(t, d.ConfigMap, "GITHUB_TOKEN=ghp_example")
 	})
 
 	t.Run("bad values", func(t *testing.T) {
