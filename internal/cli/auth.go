@@ -118,8 +118,8 @@ func runAuthLogin(ctx context.Context, env *Env, args []string) error {
 	// result is what the login came to, for -o json; msg says it.
 	var result, msg string
 	switch {
-	case s.Mode == oauth.ModeClientCredentials:
-		result, msg = "client_credentials", what+": the client_credentials grant works; junction gets its tokens itself, no login is kept"
+	case s.Mode == oauth.ModeClientCredentials || s.Mode == oauth.ModeJWTBearer:
+		result, msg = string(s.Mode), what+": the "+string(s.Mode)+" grant works; junction gets its tokens itself, no login is kept"
 	case opts.Store != nil:
 		if e, _ := opts.Store.Load(s.URL); e != nil && e.Token != nil {
 			result, msg = "logged_in", "logged in to "+what+"; the token is stored encrypted"

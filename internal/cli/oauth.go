@@ -19,6 +19,7 @@ const (
 	EnvOAuthClientSecret      = "JUNCTION_OAUTH_CLIENT_SECRET"
 	EnvOAuthClientMetadataURL = "JUNCTION_OAUTH_CLIENT_METADATA_URL"
 	EnvOAuthClientKeyFile     = "JUNCTION_OAUTH_CLIENT_KEY_FILE"
+	EnvOAuthAssertionFile     = "JUNCTION_OAUTH_ASSERTION_FILE"
 )
 
 // oauthTransport wraps base with the OAuth client of the -url target:
@@ -34,6 +35,7 @@ func oauthTransport(env *Env, target string, base http.RoundTripper) http.RoundT
 	}
 	c := oauth.New(oauth.Settings{URL: target, Mode: mode, ClientID: env.Getenv(EnvOAuthClientID),
 		ClientSecret: env.Getenv(EnvOAuthClientSecret), ClientKeyFile: env.Getenv(EnvOAuthClientKeyFile),
+		AssertionFile:     env.Getenv(EnvOAuthAssertionFile),
 		ClientMetadataURL: env.Getenv(EnvOAuthClientMetadataURL)},
 		oauthOptions(env))
 	return c.WrapTransport(base)

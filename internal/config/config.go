@@ -56,6 +56,7 @@ const (
 const (
 	AuthOAuth             = "oauth"
 	AuthClientCredentials = "client_credentials"
+	AuthJWTBearer         = "jwt_bearer"
 	AuthNone              = "none"
 )
 
@@ -202,6 +203,10 @@ type Server struct {
 	// client_credentials authenticates with instead of
 	// OAuthClientSecret (private_key_jwt); relative to the config file.
 	OAuthClientKeyFile string
+	// OAuthAssertionFile holds the workload's JWT that auth: jwt_bearer
+	// presents (RFC 7523, workload identity federation); relative to the
+	// config file, read at each token request.
+	OAuthAssertionFile string
 
 	// ConnectTimeout bounds one connection attempt (spawn or dial,
 	// initialize, first listing); zero means the upstream package default.

@@ -82,6 +82,7 @@ func (c *Config) resolvePaths(dir string) {
 		s.Cwd = abs(s.Cwd)
 		s.EnvFile = abs(s.EnvFile)
 		s.OAuthClientKeyFile = abs(s.OAuthClientKeyFile)
+		s.OAuthAssertionFile = abs(s.OAuthAssertionFile)
 	}
 	for _, p := range c.Plugins {
 		p.Cwd = abs(p.Cwd)
@@ -433,7 +434,7 @@ func (d *decoder) inputs(n *node, path string) {
 // --- servers ---
 
 var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_file", "url", "headers", "bearer_token",
-	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url", "oauth_client_key_file",
+	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url", "oauth_client_key_file", "oauth_assertion_file",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
 	"sessions", "max_host_sessions",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
@@ -542,6 +543,8 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.OAuthClientMetadataURL = d.strX(e.val, p)
 		case "oauth_client_key_file":
 			s.OAuthClientKeyFile = d.strX(e.val, p)
+		case "oauth_assertion_file":
+			s.OAuthAssertionFile = d.strX(e.val, p)
 		case "connect_timeout":
 			s.ConnectTimeout = d.duration(e.val, p)
 		case "keep_alive":

@@ -86,6 +86,7 @@ func TestServerClientKeyFile(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"servers:\n  s:\n    url: https://s.example.com/mcp\n    auth: client_credentials\n    oauth_client_id: bot\n    oauth_client_secret: x\n    oauth_client_key_file: k.pem\n": "line 4: servers.s.auth: client_credentials needs oauth_client_id and one of oauth_client_secret and oauth_client_key_file",
+		"servers:\n  s:\n    url: https://s.example.com/mcp\n    auth: jwt_bearer\n":                                                                                                 "line 4: servers.s.auth: jwt_bearer needs oauth_assertion_file (the file of the workload's JWT)",
 		"servers:\n  s:\n    url: https://s.example.com/mcp\n    auth: oauth\n    oauth_client_key_file: k.pem\n":                                                                    "line 5: servers.s.oauth_client_key_file: only with auth: client_credentials (private_key_jwt)",
 	} {
 		if _, err := Parse(strings.NewReader(in), "yaml", mapEnv(nil)); err == nil || err.Error() != want {

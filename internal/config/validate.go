@@ -166,7 +166,7 @@ func (v *validator) server(s *Server, path string) {
 		}
 		v.notFor(path, "stdio", map[string]bool{"url": s.URL != "", "headers": len(s.Headers) > 0, "bearer_token": s.BearerToken != "",
 			"auth": s.Auth != "", "oauth_client_id": s.OAuthClientID != "", "oauth_client_secret": s.OAuthClientSecret != "",
-			"oauth_client_metadata_url": s.OAuthClientMetadataURL != "", "oauth_client_key_file": s.OAuthClientKeyFile != ""})
+			"oauth_client_metadata_url": s.OAuthClientMetadataURL != "", "oauth_client_key_file": s.OAuthClientKeyFile != "", "oauth_assertion_file": s.OAuthAssertionFile != ""})
 	case TransportSSE, TransportHTTP:
 		v.url(s.URL, join(path, "url"), s.Transport+" server")
 		v.notFor(path, s.Transport, map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0,
@@ -488,10 +488,17 @@ func (v *validator) auth(s *Server, path string) {
 		if s.OAuthClientID == "" || (s.OAuthClientSecret == "") == (s.OAuthClientKeyFile == "") {
 			v.fail(join(path, "auth"), "client_credentials needs oauth_client_id and one of oauth_client_secret and oauth_client_key_file")
 		}
+	case AuthJWTBearer:
+		if s.OAuthAssertionFile == "" {
+			v.fail(join(path, "auth"), "jwt_bearer needs oauth_assertion_file (the file of the workload's JWT)")
+		}
 	default:
-		v.fail(join(path, "auth"), "%q: use oauth, client_credentials or none", s.Auth)
+		v.fail(join(path, "auth"), "%q: use oauth, client_credentials, jwt_bearer or none", s.Auth)
 	}
-	if s.Auth == AuthOAuth || s.Auth == AuthClientCredentials {
+	if s.OAuthAssertionFile != "" && s.Auth != AuthJWTBearer {
+		v.fail(join(path, "oauth_assertion_file"), "only with auth: jwt_bearer")
+	}
+	if s.Auth == AuthOAuth || s.Auth == AuthClientCredentials || s.Auth == AuthJWTBearer {
 		if s.BearerToken != "" {
 			v.fail(join(path, "bearer_token"), "not with auth: %s (OAuth sends its own token)", s.Auth)
 		}

@@ -307,6 +307,7 @@ func (d *clientDriver) oauthSetup(name string) (string, error) {
 		ClientID      string `json:"client_id"`
 		ClientSecret  string `json:"client_secret"`
 		PrivateKeyPEM string `json:"private_key_pem"` // client-credentials-jwt
+		ValidJWT      string `json:"valid_jwt"`       // wif-jwt-bearer: the workload's token
 	}
 	if d.context != "" {
 		json.Unmarshal([]byte(d.context), &ctx)
@@ -327,6 +328,15 @@ func (d *clientDriver) oauthSetup(name string) (string, error) {
 	if ctx.ClientSecret != "" {
 		env["JUNCTION_OAUTH_CLIENT_SECRET"] = ctx.ClientSecret
 		yaml += fmt.Sprintf("    oauth_client_secret: %q\n", ctx.ClientSecret)
+	}
+	if name == "auth/wif-jwt-bearer" {
+		assertion := filepath.Join(dir, "workload.jwt")
+		if err := os.WriteFile(assertion, []byte(ctx.ValidJWT), 0o600); err != nil {
+			return "", err
+		}
+		env["JUNCTION_OAUTH"] = "jwt_bearer"
+		env["JUNCTION_OAUTH_ASSERTION_FILE"] = assertion
+		yaml += fmt.Sprintf("    auth: jwt_bearer\n    oauth_assertion_file: %q\n", assertion)
 	}
 	if ctx.PrivateKeyPEM != "" {
 		key := filepath.Join(dir, "client-key.pem")

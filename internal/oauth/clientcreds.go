@@ -41,7 +41,10 @@ type clientCredentials struct {
 	secret   string        // or
 	key      crypto.Signer // with alg
 	alg      jose.SignatureAlgorithm
-	hc       *http.Client
+	// assertionFile, for the JWT bearer grant (ModeJWTBearer): the
+	// workload's JWT, presented as the grant itself (RFC 7523 §2.1).
+	assertionFile string
+	hc            *http.Client
 
 	ts      oauth2.TokenSource // set by Authorize; guarded by Client.authMu
 	granted map[string][]string
@@ -56,6 +59,13 @@ const assertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 // private key in s.ClientKeyFile.
 func newClientCredentials(s Settings, hc *http.Client) (*clientCredentials, error) {
 	h := &clientCredentials{clientID: s.ClientID, secret: s.ClientSecret, hc: hc, granted: map[string][]string{}}
+	if s.Mode == ModeJWTBearer {
+		if s.AssertionFile == "" {
+			return nil, errors.New("OAuth jwt_bearer needs the file of the workload's JWT (oauth_assertion_file)")
+		}
+		h.assertionFile = s.AssertionFile
+		return h, nil
+	}
 	switch {
 	case s.ClientID == "":
 		return nil, errors.New("OAuth client_credentials needs a client id (oauth_client_id)")
@@ -158,7 +168,10 @@ func (h *clientCredentials) Authorize(ctx context.Context, req *http.Request, re
 		EndpointParams: url.Values{"resource": {resource}}, AuthStyle: secretStyle(asm.TokenEndpointAuthMethodsSupported)}
 	cctx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, h.hc)
 	var src oauth2.TokenSource = cfg.TokenSource(cctx)
-	if h.key != nil {
+	switch {
+	case h.assertionFile != "":
+		src = &bearerGrantSource{h: h, cfg: cfg, ctx: cctx}
+	case h.key != nil:
 		src = &assertingSource{h: h, cfg: cfg, ctx: cctx, audience: asm.Issuer}
 	}
 	ts := oauth2.ReuseTokenSource(nil, src)
@@ -209,6 +222,38 @@ func (s *assertingSource) Token() (*oauth2.Token, error) {
 	cfg := *s.cfg
 	cfg.AuthStyle = oauth2.AuthStyleInParams // client_id in the body, no secret
 	cfg.EndpointParams = url.Values{"client_assertion_type": {assertionType}, "client_assertion": {assertion}}
+	for k, v := range s.cfg.EndpointParams {
+		cfg.EndpointParams[k] = v
+	}
+	return cfg.Token(s.ctx)
+}
+
+// bearerGrantSource asks for each token with the JWT bearer grant: the
+// workload's JWT, read from its file each time, is the grant; the client
+// id, if any, goes in the body. A refused grant is the answer: no retry,
+// no other grant.
+type bearerGrantSource struct {
+	h   *clientCredentials
+	cfg *clientcredentials.Config
+	ctx context.Context
+}
+
+// jwtBearerGrant is RFC 7523's grant type.
+const jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+func (s *bearerGrantSource) Token() (*oauth2.Token, error) {
+	b, err := os.ReadFile(s.h.assertionFile)
+	if err != nil {
+		return nil, fmt.Errorf("workload JWT: %w", err)
+	}
+	assertion := strings.TrimSpace(string(b))
+	if strings.Count(assertion, ".") != 2 {
+		return nil, fmt.Errorf("workload JWT %s: not a JWT (want header.payload.signature)", s.h.assertionFile)
+	}
+	cfg := *s.cfg
+	cfg.AuthStyle = oauth2.AuthStyleInParams
+	// clientcredentials lets grant_type be replaced.
+	cfg.EndpointParams = url.Values{"grant_type": {jwtBearerGrant}, "assertion": {assertion}}
 	for k, v := range s.cfg.EndpointParams {
 		cfg.EndpointParams[k] = v
 	}

@@ -28,8 +28,9 @@ type ccServers struct {
 	as, mcp *httptest.Server
 	pub     *ecdsa.PublicKey // the client's key, for private_key_jwt
 
-	mu       sync.Mutex
-	problems []string
+	mu        sync.Mutex
+	assertion string // the workload JWT a jwt-bearer grant must present
+	problems  []string
 	jtis     map[string]bool
 	issued   int
 }
@@ -52,13 +53,23 @@ func newCCServers(t *testing.T, authMethods []string, pub *ecdsa.PublicKey) *ccS
 	})
 	as.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
-		if got := r.PostForm.Get("grant_type"); got != "client_credentials" {
+		s.mu.Lock()
+		assertion := s.assertion
+		s.mu.Unlock()
+		switch got := r.PostForm.Get("grant_type"); {
+		case assertion != "":
+			if got != jwtBearerGrant || r.PostForm.Get("assertion") != assertion {
+				s.fail("grant_type %q with assertion %q, want the jwt-bearer grant with %q", got, r.PostForm.Get("assertion"), assertion)
+			}
+		case got != "client_credentials":
 			s.fail("grant_type %q", got)
 		}
 		if got, want := r.PostForm.Get("resource"), s.mcp.URL+"/mcp"; got != want {
 			s.fail("resource %q, want %q", got, want)
 		}
-		if s.pub != nil {
+		if assertion != "" {
+			// the grant is the client's proof
+		} else if s.pub != nil {
 			s.checkAssertion(r)
 		} else if id, secret, ok := r.BasicAuth(); !(ok && id == "bot" && secret == "s3cret") && !(r.PostForm.Get("client_id") == "bot" && r.PostForm.Get("client_secret") == "s3cret") {
 			s.fail("no client secret")
@@ -177,5 +188,27 @@ func TestClientCredentialsPrivateKeyJWT(t *testing.T) {
 	}
 	if _, err := newClientCredentials(Settings{ClientID: "bot", ClientSecret: "x", ClientKeyFile: path}, nil); err == nil {
 		t.Error("a secret and a key were both accepted")
+	}
+}
+
+// TestJWTBearerGrant: the workload's JWT is the grant (RFC 7523), read
+// from its file at each token request (platforms rotate it).
+func TestJWTBearerGrant(t *testing.T) {
+	t.Parallel()
+	s := newCCServers(t, []string{"none"}, nil)
+	file := filepath.Join(t.TempDir(), "workload.jwt")
+	for _, jwt := range []string{"aaa.bbb.ccc", "ddd.eee.fff"} {
+		if err := os.WriteFile(file, []byte(jwt+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.assertion = jwt
+		s.mu.Unlock()
+		s.get(t, New(Settings{URL: s.mcp.URL + "/mcp", Mode: ModeJWTBearer, ClientID: "workload", AssertionFile: file}, Options{}))
+	}
+	os.WriteFile(file, []byte("not a jwt"), 0o600)
+	hc := &http.Client{Transport: New(Settings{URL: s.mcp.URL + "/mcp", Mode: ModeJWTBearer, AssertionFile: file}, Options{}).WrapTransport(nil)}
+	if _, err := hc.Get(s.mcp.URL + "/mcp"); err == nil || !strings.Contains(err.Error(), "not a JWT") {
+		t.Errorf("GET with a file that holds no JWT: %v, want an error saying so", err)
 	}
 }

@@ -48,9 +48,17 @@ const (
 	// ModeClientCredentials is the client_credentials grant with the
 	// configured client id and secret (machine to machine).
 	ModeClientCredentials Mode = "client_credentials"
+	// ModeJWTBearer is the JWT bearer grant (RFC 7523) with a workload
+	// identity token read from Settings.AssertionFile at each token
+	// request (workload identity federation, SEP-1933).
+	ModeJWTBearer Mode = "jwt_bearer"
 	// ModeNone never starts OAuth.
 	ModeNone Mode = "none"
 )
+
+// machine reports whether m is a grant with no person: the client gets
+// its tokens itself, and none is stored.
+func (m Mode) machine() bool { return m == ModeClientCredentials || m == ModeJWTBearer }
 
 // Settings describe one server's OAuth client.
 type Settings struct {
@@ -68,6 +76,9 @@ type Settings struct {
 	// ClientKeyFile is a PEM private key the client_credentials grant
 	// authenticates with instead of ClientSecret (private_key_jwt).
 	ClientKeyFile string
+	// AssertionFile holds the JWT that ModeJWTBearer presents; it is read
+	// at each token request, as workload platforms rotate it.
+	AssertionFile string
 	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
 	// describing junction, used as the client id where the authorization
 	// server supports them.
@@ -193,7 +204,7 @@ func (c *Client) tokenSource() oauth2.TokenSource {
 	defer c.mu.Unlock()
 	if !c.loaded {
 		c.loaded = true
-		if c.opts.Store != nil && c.s.Mode != ModeClientCredentials && !c.opts.Fresh {
+		if c.opts.Store != nil && !c.s.Mode.machine() && !c.opts.Fresh {
 			if e, err := c.opts.Store.Load(c.s.URL); err == nil && e != nil && e.Token != nil {
 				c.ts = c.storedSource(e)
 			}
@@ -286,7 +297,7 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 	}
 	// A login elsewhere (junction auth login, another process) may have
 	// stored a token since this one was read.
-	if c.opts.Store != nil && !c.opts.Fresh && c.s.Mode != ModeClientCredentials {
+	if c.opts.Store != nil && !c.opts.Fresh && !c.s.Mode.machine() {
 		if e, err := c.opts.Store.Load(c.s.URL); err == nil && e != nil && e.Token != nil && e.Token.AccessToken != sent {
 			c.mu.Lock()
 			c.ts = c.storedSource(e)
@@ -307,7 +318,7 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		c.dp = k
 		c.mu.Unlock()
 	}
-	if c.opts.Login != nil && c.s.Mode != ModeClientCredentials {
+	if c.opts.Login != nil && !c.s.Mode.machine() {
 		c.findRegistered(ctx, req, resp)
 	}
 	h, err := c.getHandler()
@@ -352,7 +363,7 @@ func (c *Client) getHandler() (auth.OAuthHandler, error) {
 	if c.handler != nil {
 		return c.handler, nil
 	}
-	if c.s.Mode == ModeClientCredentials {
+	if c.s.Mode.machine() {
 		h, err := newClientCredentials(c.s, c.hc)
 		if err != nil {
 			return nil, err
