@@ -1,8 +1,6 @@
 package oauth
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/seal"
 
 	"golang.org/x/oauth2"
 
@@ -103,7 +103,7 @@ func (s *FileStore) read() (map[string]*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	plain, err := open(key, b)
+	plain, err := openFile(key, b)
 	if err != nil {
 		return nil, fmt.Errorf("token store %s: %w", s.path, err)
 	}
@@ -123,7 +123,7 @@ func (s *FileStore) write(m map[string]*Entry) error {
 	if err != nil {
 		return err
 	}
-	sealed, err := seal(key, plain)
+	sealed, err := sealFile(key, plain)
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func fileKey(path string) ([]byte, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	key := make([]byte, 32)
+	key := make([]byte, seal.KeySize)
 	rand.Read(key)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
@@ -255,33 +255,24 @@ func fileKey(path string) ([]byte, error) {
 	return key, f.Close()
 }
 
-func seal(key, plain []byte) ([]byte, error) {
-	block, err := aes.NewCipher(key)
+// storePurpose binds a store file's records to their use (internal/seal).
+const storePurpose = "junction-oauth-v1"
+
+// sealFile and openFile encrypt and decrypt the store's file under key.
+func sealFile(key, plain []byte) ([]byte, error) {
+	box, err := seal.New(key, storePurpose)
 	if err != nil {
 		return nil, err
 	}
-	gcm, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, gcm.NonceSize())
-	rand.Read(nonce)
-	return gcm.Seal(nonce, nonce, plain, []byte("junction-oauth-v1")), nil
+	return box.Seal(plain), nil
 }
 
-func open(key, sealed []byte) ([]byte, error) {
-	block, err := aes.NewCipher(key)
+func openFile(key, sealed []byte) ([]byte, error) {
+	box, err := seal.New(key, storePurpose)
 	if err != nil {
 		return nil, err
 	}
-	gcm, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	if len(sealed) < gcm.NonceSize() {
-		return nil, errors.New("file too short")
-	}
-	plain, err := gcm.Open(nil, sealed[:gcm.NonceSize()], sealed[gcm.NonceSize():], []byte("junction-oauth-v1"))
+	plain, err := box.Open(sealed)
 	if err != nil {
 		return nil, errors.New("cannot decrypt (the key changed, or the file is damaged)")
 	}
