@@ -118,7 +118,7 @@ func runAuthLogin(ctx context.Context, env *Env, args []string) error {
 	// result is what the login came to, for -o json; msg says it.
 	var result, msg string
 	switch {
-	case s.Mode == oauth.ModeClientCredentials || s.Mode == oauth.ModeJWTBearer:
+	case s.Mode == oauth.ModeClientCredentials || s.Mode == oauth.ModeJWTBearer || s.Mode == oauth.ModeEnterprise:
 		result, msg = string(s.Mode), what+": the "+string(s.Mode)+" grant works; junction gets its tokens itself, no login is kept"
 	case opts.Store != nil:
 		if e, _ := opts.Store.Load(s.URL); e != nil && e.Token != nil {

@@ -20,6 +20,10 @@ const (
 	EnvOAuthClientMetadataURL = "JUNCTION_OAUTH_CLIENT_METADATA_URL"
 	EnvOAuthClientKeyFile     = "JUNCTION_OAUTH_CLIENT_KEY_FILE"
 	EnvOAuthAssertionFile     = "JUNCTION_OAUTH_ASSERTION_FILE"
+	EnvOAuthIdPIssuer         = "JUNCTION_OAUTH_IDP_ISSUER"
+	EnvOAuthIdPClientID       = "JUNCTION_OAUTH_IDP_CLIENT_ID"
+	EnvOAuthIdPClientSecret   = "JUNCTION_OAUTH_IDP_CLIENT_SECRET"
+	EnvOAuthIDTokenFile       = "JUNCTION_OAUTH_ID_TOKEN_FILE"
 )
 
 // oauthTransport wraps base with the OAuth client of the -url target:
@@ -35,7 +39,9 @@ func oauthTransport(env *Env, target string, base http.RoundTripper) http.RoundT
 	}
 	c := oauth.New(oauth.Settings{URL: target, Mode: mode, ClientID: env.Getenv(EnvOAuthClientID),
 		ClientSecret: env.Getenv(EnvOAuthClientSecret), ClientKeyFile: env.Getenv(EnvOAuthClientKeyFile),
-		AssertionFile:     env.Getenv(EnvOAuthAssertionFile),
+		AssertionFile: env.Getenv(EnvOAuthAssertionFile),
+		IdPIssuer:     env.Getenv(EnvOAuthIdPIssuer), IdPClientID: env.Getenv(EnvOAuthIdPClientID),
+		IdPClientSecret: env.Getenv(EnvOAuthIdPClientSecret), IDTokenFile: env.Getenv(EnvOAuthIDTokenFile),
 		ClientMetadataURL: env.Getenv(EnvOAuthClientMetadataURL)},
 		oauthOptions(env))
 	return c.WrapTransport(base)

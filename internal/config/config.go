@@ -57,6 +57,7 @@ const (
 	AuthOAuth             = "oauth"
 	AuthClientCredentials = "client_credentials"
 	AuthJWTBearer         = "jwt_bearer"
+	AuthEnterprise        = "enterprise"
 	AuthNone              = "none"
 )
 
@@ -207,6 +208,15 @@ type Server struct {
 	// presents (RFC 7523, workload identity federation); relative to the
 	// config file, read at each token request.
 	OAuthAssertionFile string
+	// OAuthIdPIssuer, OAuthIdPClientID, OAuthIdPClientSecret and
+	// OAuthIDTokenFile are for auth: enterprise (enterprise-managed
+	// authorization): the company's identity provider, junction's client
+	// there, and the file of the person's ID token from it (relative to
+	// the config file).
+	OAuthIdPIssuer       string
+	OAuthIdPClientID     string
+	OAuthIdPClientSecret string
+	OAuthIDTokenFile     string
 
 	// ConnectTimeout bounds one connection attempt (spawn or dial,
 	// initialize, first listing); zero means the upstream package default.

@@ -83,6 +83,7 @@ func (c *Config) resolvePaths(dir string) {
 		s.EnvFile = abs(s.EnvFile)
 		s.OAuthClientKeyFile = abs(s.OAuthClientKeyFile)
 		s.OAuthAssertionFile = abs(s.OAuthAssertionFile)
+		s.OAuthIDTokenFile = abs(s.OAuthIDTokenFile)
 	}
 	for _, p := range c.Plugins {
 		p.Cwd = abs(p.Cwd)
@@ -435,6 +436,7 @@ func (d *decoder) inputs(n *node, path string) {
 
 var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_file", "url", "headers", "bearer_token",
 	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url", "oauth_client_key_file", "oauth_assertion_file",
+	"oauth_idp_issuer", "oauth_idp_client_id", "oauth_idp_client_secret", "oauth_id_token_file",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
 	"sessions", "max_host_sessions",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
@@ -545,6 +547,14 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.OAuthClientKeyFile = d.strX(e.val, p)
 		case "oauth_assertion_file":
 			s.OAuthAssertionFile = d.strX(e.val, p)
+		case "oauth_idp_issuer":
+			s.OAuthIdPIssuer = d.strX(e.val, p)
+		case "oauth_idp_client_id":
+			s.OAuthIdPClientID = d.strX(e.val, p)
+		case "oauth_idp_client_secret":
+			s.OAuthIdPClientSecret = d.strX(e.val, p)
+		case "oauth_id_token_file":
+			s.OAuthIDTokenFile = d.strX(e.val, p)
 		case "connect_timeout":
 			s.ConnectTimeout = d.duration(e.val, p)
 		case "keep_alive":

@@ -166,7 +166,8 @@ func (v *validator) server(s *Server, path string) {
 		}
 		v.notFor(path, "stdio", map[string]bool{"url": s.URL != "", "headers": len(s.Headers) > 0, "bearer_token": s.BearerToken != "",
 			"auth": s.Auth != "", "oauth_client_id": s.OAuthClientID != "", "oauth_client_secret": s.OAuthClientSecret != "",
-			"oauth_client_metadata_url": s.OAuthClientMetadataURL != "", "oauth_client_key_file": s.OAuthClientKeyFile != "", "oauth_assertion_file": s.OAuthAssertionFile != ""})
+			"oauth_client_metadata_url": s.OAuthClientMetadataURL != "", "oauth_client_key_file": s.OAuthClientKeyFile != "", "oauth_assertion_file": s.OAuthAssertionFile != "",
+			"oauth_idp_issuer": s.OAuthIdPIssuer != "", "oauth_id_token_file": s.OAuthIDTokenFile != ""})
 	case TransportSSE, TransportHTTP:
 		v.url(s.URL, join(path, "url"), s.Transport+" server")
 		v.notFor(path, s.Transport, map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0,
@@ -492,13 +493,20 @@ func (v *validator) auth(s *Server, path string) {
 		if s.OAuthAssertionFile == "" {
 			v.fail(join(path, "auth"), "jwt_bearer needs oauth_assertion_file (the file of the workload's JWT)")
 		}
+	case AuthEnterprise:
+		if s.OAuthIdPIssuer == "" || s.OAuthIdPClientID == "" || s.OAuthIDTokenFile == "" || s.OAuthClientID == "" {
+			v.fail(join(path, "auth"), "enterprise needs oauth_idp_issuer, oauth_idp_client_id, oauth_id_token_file and oauth_client_id")
+		}
 	default:
-		v.fail(join(path, "auth"), "%q: use oauth, client_credentials, jwt_bearer or none", s.Auth)
+		v.fail(join(path, "auth"), "%q: use oauth, client_credentials, jwt_bearer, enterprise or none", s.Auth)
+	}
+	if (s.OAuthIdPIssuer != "" || s.OAuthIdPClientID != "" || s.OAuthIdPClientSecret != "" || s.OAuthIDTokenFile != "") && s.Auth != AuthEnterprise {
+		v.fail(join(path, "auth"), "the oauth_idp_* keys and oauth_id_token_file need auth: enterprise")
 	}
 	if s.OAuthAssertionFile != "" && s.Auth != AuthJWTBearer {
 		v.fail(join(path, "oauth_assertion_file"), "only with auth: jwt_bearer")
 	}
-	if s.Auth == AuthOAuth || s.Auth == AuthClientCredentials || s.Auth == AuthJWTBearer {
+	if s.Auth == AuthOAuth || s.Auth == AuthClientCredentials || s.Auth == AuthJWTBearer || s.Auth == AuthEnterprise {
 		if s.BearerToken != "" {
 			v.fail(join(path, "bearer_token"), "not with auth: %s (OAuth sends its own token)", s.Auth)
 		}

@@ -77,7 +77,9 @@ func (d *Daemon) oauthFor(name string, s *config.Server) interface {
 // OAuthSettings are the OAuth settings of the config's server name.
 func OAuthSettings(name string, s *config.Server) oauth.Settings {
 	return oauth.Settings{Name: name, URL: s.URL, Mode: oauth.Mode(s.Auth), ClientID: s.OAuthClientID,
-		ClientSecret: s.OAuthClientSecret, ClientKeyFile: s.OAuthClientKeyFile, AssertionFile: s.OAuthAssertionFile, ClientMetadataURL: s.OAuthClientMetadataURL}
+		ClientSecret: s.OAuthClientSecret, ClientKeyFile: s.OAuthClientKeyFile, AssertionFile: s.OAuthAssertionFile,
+		IdPIssuer: s.OAuthIdPIssuer, IdPClientID: s.OAuthIdPClientID, IdPClientSecret: s.OAuthIdPClientSecret, IDTokenFile: s.OAuthIDTokenFile,
+		ClientMetadataURL: s.OAuthClientMetadataURL}
 }
 
 // FrontAuth makes the HTTP front an OAuth 2.1 protected resource

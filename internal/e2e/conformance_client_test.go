@@ -308,6 +308,9 @@ func (d *clientDriver) oauthSetup(name string) (string, error) {
 		ClientSecret  string `json:"client_secret"`
 		PrivateKeyPEM string `json:"private_key_pem"` // client-credentials-jwt
 		ValidJWT      string `json:"valid_jwt"`       // wif-jwt-bearer: the workload's token
+		IdPIssuer     string `json:"idp_issuer"`      // enterprise-managed-authorization
+		IdPClientID   string `json:"idp_client_id"`
+		IdPIDToken    string `json:"idp_id_token"`
 	}
 	if d.context != "" {
 		json.Unmarshal([]byte(d.context), &ctx)
@@ -328,6 +331,17 @@ func (d *clientDriver) oauthSetup(name string) (string, error) {
 	if ctx.ClientSecret != "" {
 		env["JUNCTION_OAUTH_CLIENT_SECRET"] = ctx.ClientSecret
 		yaml += fmt.Sprintf("    oauth_client_secret: %q\n", ctx.ClientSecret)
+	}
+	if name == "auth/enterprise-managed-authorization" {
+		idToken := filepath.Join(dir, "id-token.jwt")
+		if err := os.WriteFile(idToken, []byte(ctx.IdPIDToken), 0o600); err != nil {
+			return "", err
+		}
+		env["JUNCTION_OAUTH"] = "enterprise"
+		env["JUNCTION_OAUTH_IDP_ISSUER"] = ctx.IdPIssuer
+		env["JUNCTION_OAUTH_IDP_CLIENT_ID"] = ctx.IdPClientID
+		env["JUNCTION_OAUTH_ID_TOKEN_FILE"] = idToken
+		yaml += fmt.Sprintf("    auth: enterprise\n    oauth_idp_issuer: %q\n    oauth_idp_client_id: %q\n    oauth_id_token_file: %q\n", ctx.IdPIssuer, ctx.IdPClientID, idToken)
 	}
 	if name == "auth/wif-jwt-bearer" {
 		assertion := filepath.Join(dir, "workload.jwt")

@@ -31,8 +31,8 @@ type ccServers struct {
 	mu        sync.Mutex
 	assertion string // the workload JWT a jwt-bearer grant must present
 	problems  []string
-	jtis     map[string]bool
-	issued   int
+	jtis      map[string]bool
+	issued    int
 }
 
 func (s *ccServers) fail(format string, args ...any) {

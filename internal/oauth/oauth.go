@@ -52,13 +52,19 @@ const (
 	// identity token read from Settings.AssertionFile at each token
 	// request (workload identity federation, SEP-1933).
 	ModeJWTBearer Mode = "jwt_bearer"
+	// ModeEnterprise is enterprise-managed authorization (SEP-990): the
+	// ID token of Settings.IDTokenFile is exchanged at the identity
+	// provider for a grant for the server, and that for a token.
+	ModeEnterprise Mode = "enterprise"
 	// ModeNone never starts OAuth.
 	ModeNone Mode = "none"
 )
 
 // machine reports whether m is a grant with no person: the client gets
 // its tokens itself, and none is stored.
-func (m Mode) machine() bool { return m == ModeClientCredentials || m == ModeJWTBearer }
+func (m Mode) machine() bool {
+	return m == ModeClientCredentials || m == ModeJWTBearer || m == ModeEnterprise
+}
 
 // Settings describe one server's OAuth client.
 type Settings struct {
@@ -79,6 +85,14 @@ type Settings struct {
 	// AssertionFile holds the JWT that ModeJWTBearer presents; it is read
 	// at each token request, as workload platforms rotate it.
 	AssertionFile string
+	// For ModeEnterprise: the identity provider's issuer, the client
+	// junction is there, and the file of the person's ID token from it
+	// (ClientID and ClientSecret are the client at the server's
+	// authorization server).
+	IdPIssuer       string
+	IdPClientID     string
+	IdPClientSecret string
+	IDTokenFile     string
 	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
 	// describing junction, used as the client id where the authorization
 	// server supports them.
@@ -362,6 +376,14 @@ func (c *Client) getHandler() (auth.OAuthHandler, error) {
 	defer c.mu.Unlock()
 	if c.handler != nil {
 		return c.handler, nil
+	}
+	if c.s.Mode == ModeEnterprise {
+		h, err := newEnterprise(c.s, c.hc)
+		if err != nil {
+			return nil, err
+		}
+		c.handler = h
+		return h, nil
 	}
 	if c.s.Mode.machine() {
 		h, err := newClientCredentials(c.s, c.hc)
