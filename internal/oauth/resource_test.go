@@ -36,7 +36,7 @@ type testIssuer struct {
 	introspect map[string]map[string]any // token → answer
 }
 
-func newTestIssuer(t *testing.T) *testIssuer {
+func newTestIssuer(t testing.TB) *testIssuer {
 	t.Helper()
 	ti := &testIssuer{introspect: map[string]map[string]any{}}
 	mux := http.NewServeMux()
@@ -75,7 +75,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 
 // signer makes a key pair, publishes its public half under kid, and
 // returns a function that signs claims with it.
-func (ti *testIssuer) signer(t *testing.T, kid string) func(claims any) string {
+func (ti *testIssuer) signer(t testing.TB, kid string) func(claims any) string {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -87,7 +87,7 @@ func (ti *testIssuer) signer(t *testing.T, kid string) func(claims any) string {
 	return signWith(t, jose.ES256, priv, kid)
 }
 
-func signWith(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string) func(claims any) string {
+func signWith(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string) func(claims any) string {
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid).WithType("at+jwt"))
 	if err != nil {
 		t.Fatal(err)
@@ -295,5 +295,27 @@ func TestResourceMetadata(t *testing.T) {
 	}
 	if _, err := NewResource(ResourceOptions{Issuer: "https://idp.example.com", Audience: testAudience, Algorithms: []string{"HS256"}}); err == nil {
 		t.Error("NewResource accepted HS256")
+	}
+}
+
+// BenchmarkResourceVerifyJWT is the cost the HTTP front adds to a request
+// with an ES256 access token, keys cached.
+func BenchmarkResourceVerifyJWT(b *testing.B) {
+	ti := newTestIssuer(b)
+	sign := ti.signer(b, "k1")
+	now := time.Now()
+	r, err := NewResource(ResourceOptions{Issuer: ti.srv.URL, Audience: testAudience, Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := sign(ti.claims(now, nil))
+	if _, err := r.Verify(b.Context(), tok); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Verify(b.Context(), tok); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
