@@ -314,7 +314,9 @@ func (k *keySet) fetch(ctx context.Context, now time.Time) {
 		return
 	}
 	k.fetched = now
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	// The fetch serves every request waiting for the keys: one client
+	// that goes away must not fail it (and have the failure remembered).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 	defer cancel()
 	if k.url == "" {
 		meta, err := auth.GetAuthServerMetadata(ctx, k.issuer, k.client)
