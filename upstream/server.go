@@ -40,6 +40,9 @@ type Server struct {
 	readyOnce sync.Once
 	kick      chan struct{} // capacity 1: connect now, skipping the backoff
 	relist    chan struct{} // capacity 1: the upstream announced a list change
+	// relistWhich are the lists announced changed since serve last
+	// listed (listTools, listPrompts, listResources).
+	relistWhich atomic.Uint32
 
 	mu           sync.Mutex // guards the fields below
 	state        State
@@ -348,9 +351,9 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		// answers are forwarded on the retried call: junction does not
 		// answer them itself.
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.signalRelist() },
-		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.signalRelist() },
-		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.signalRelist() },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.signalRelist(listTools) },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.signalRelist(listPrompts) },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.signalRelist(listResources) },
 		ResourceUpdatedHandler:      s.onResourceUpdated,
 		ProgressNotificationHandler: s.onProgress,
 		LoggingMessageHandler:       s.onLog,
@@ -370,7 +373,18 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 	return o
 }
 
-func (s *Server) signalRelist() {
+// The lists an upstream can announce a change of (signalRelist).
+const (
+	listTools uint32 = 1 << iota
+	listPrompts
+	listResources
+)
+
+// signalRelist asks serve to list again what changed (listTools, ...):
+// only that, so that a host waiting for the change (a list_changed of the
+// hub's own) is not kept waiting for lists that did not change.
+func (s *Server) signalRelist(which uint32) {
+	s.relistWhich.Or(which)
 	select {
 	case s.relist <- struct{}{}:
 	default:
@@ -621,7 +635,7 @@ func (s *Server) serve(sess *session) error {
 			// Already connected; nothing to do.
 		case <-s.relist:
 			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.connectTimeout())
-			cat, tools, err := s.list(ctx, sess.cs)
+			cat, tools, err := s.relistChanged(ctx, sess.cs, s.relistWhich.Swap(0))
 			cancel()
 			if err != nil {
 				if s.ctx.Err() != nil {
@@ -939,6 +953,45 @@ func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) (*junction.Cat
 	}
 	cat.Tools = s.serveTools(tools, s.cfg.load(), true)
 	return cat, tools, nil
+}
+
+// relistChanged lists again the lists in which (listTools, ...) and
+// keeps the others as they are; with none known, or nothing listed yet,
+// it lists everything.
+func (s *Server) relistChanged(ctx context.Context, cs *mcp.ClientSession, which uint32) (*junction.Catalog, []*mcp.Tool, error) {
+	s.mu.Lock()
+	prev, prevTools := s.catalog, s.tools
+	s.mu.Unlock()
+	if which == 0 || prev == nil {
+		return s.list(ctx, cs)
+	}
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil {
+		caps = &mcp.ServerCapabilities{}
+	}
+	cat := *prev
+	tools := prevTools
+	var err error
+	if which&listTools != 0 {
+		if tools, err = collect(cs.Tools(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("tools/list: %w", err)
+		}
+		cat.Tools = s.serveTools(tools, s.cfg.load(), true)
+	}
+	if which&listResources != 0 && caps.Resources != nil {
+		if cat.Resources, err = collect(cs.Resources(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("resources/list: %w", err)
+		}
+		if cat.ResourceTemplates, err = collect(cs.ResourceTemplates(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("resources/templates/list: %w", err)
+		}
+	}
+	if which&listPrompts != 0 && caps.Prompts != nil {
+		if cat.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
+			return nil, nil, fmt.Errorf("prompts/list: %w", err)
+		}
+	}
+	return &cat, tools, nil
 }
 
 // serveTools returns the tools of an upstream's list that cfg's filters
