@@ -924,35 +924,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // list reads the whole catalog, walking every page.
 func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) (*junction.Catalog, []*mcp.Tool, error) {
-	caps := cs.InitializeResult().Capabilities
-	if caps == nil {
-		caps = &mcp.ServerCapabilities{}
-	}
-	cat := &junction.Catalog{}
-	var tools []*mcp.Tool
-	var err error
-	// Some servers list tools without declaring the capability; ask anyway
-	// unless it declares other features only.
-	if caps.Tools != nil || (caps.Resources == nil && caps.Prompts == nil) {
-		if tools, err = collect(cs.Tools(ctx, nil)); err != nil {
-			return nil, nil, fmt.Errorf("tools/list: %w", err)
-		}
-	}
-	if caps.Resources != nil {
-		if cat.Resources, err = collect(cs.Resources(ctx, nil)); err != nil {
-			return nil, nil, fmt.Errorf("resources/list: %w", err)
-		}
-		if cat.ResourceTemplates, err = collect(cs.ResourceTemplates(ctx, nil)); err != nil {
-			return nil, nil, fmt.Errorf("resources/templates/list: %w", err)
-		}
-	}
-	if caps.Prompts != nil {
-		if cat.Prompts, err = collect(cs.Prompts(ctx, nil)); err != nil {
-			return nil, nil, fmt.Errorf("prompts/list: %w", err)
-		}
-	}
-	cat.Tools = s.serveTools(tools, s.cfg.load(), true)
-	return cat, tools, nil
+	return s.listSome(ctx, cs, listTools|listPrompts|listResources, &junction.Catalog{}, nil)
 }
 
 // relistChanged lists again the lists in which (listTools, ...) and
@@ -965,6 +937,13 @@ func (s *Server) relistChanged(ctx context.Context, cs *mcp.ClientSession, which
 	if which == 0 || prev == nil {
 		return s.list(ctx, cs)
 	}
+	return s.listSome(ctx, cs, which, prev, prevTools)
+}
+
+// listSome reads the lists in which (listTools, ...) that the server
+// declares, walking every page, onto a copy of prev (and prevTools, the
+// server's whole tool list): the lists not read stay as they were.
+func (s *Server) listSome(ctx context.Context, cs *mcp.ClientSession, which uint32, prev *junction.Catalog, prevTools []*mcp.Tool) (*junction.Catalog, []*mcp.Tool, error) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
@@ -972,7 +951,9 @@ func (s *Server) relistChanged(ctx context.Context, cs *mcp.ClientSession, which
 	cat := *prev
 	tools := prevTools
 	var err error
-	if which&listTools != 0 {
+	// Some servers list tools without declaring the capability; ask anyway
+	// unless it declares other features only.
+	if which&listTools != 0 && (caps.Tools != nil || (caps.Resources == nil && caps.Prompts == nil)) {
 		if tools, err = collect(cs.Tools(ctx, nil)); err != nil {
 			return nil, nil, fmt.Errorf("tools/list: %w", err)
 		}

@@ -307,7 +307,6 @@ func getCode(t *testing.T, u, token string) int {
 	return resp.StatusCode
 }
 
-
 // TestAdminListener: -admin's address rules through the binary, and the
 // config file's http.admin: a stdio hub whose page, /status, /metrics,
 // /healthz and /readyz are on the admin address, and whose /mcp is not.

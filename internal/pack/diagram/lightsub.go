@@ -99,7 +99,7 @@ func checkLightSub(ln *lightNode, at string, str func(string) string, errf func(
 			}
 		}
 	}
-	str("batch_input_key")
+	str("batch_input_key") // str reports a value that is not text
 	str("result_key")
 	switch m := str("output_mode"); m {
 	case "", "pure_list", "rich_object":

@@ -159,7 +159,6 @@ func manySteps(n int) string {
 	return b.String()
 }
 
-
 // overlapHost counts requests that arrive while another is open.
 type overlapHost struct {
 	open, overlaps atomic.Int64
