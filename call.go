@@ -58,6 +58,7 @@ type Call struct {
 	inRaw   bool
 	res     *mcp.CallToolResult
 	resJSON json.RawMessage
+	resSize int   // a streamed result's size (see FinishStreamed)
 	code    int64 // a protocol error's
 	panic   bool
 }
@@ -341,6 +342,25 @@ func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *json
 	return res, nil
 }
 
+// FinishStreamed is [Call.FinishRaw] for a result the data plane wrote
+// to the host while it arrived from the source, rewritten as FinishRaw
+// rewrites a result (its text fixed as rawjson.FixText fixes it): size is
+// the result's length as the host received it and isError its isError
+// member, which stand for the bytes in what the call reports. It reports
+// false if the call had already ended.
+func (c *Call) FinishStreamed(size int, isError bool) bool {
+	if !c.end() {
+		return false
+	}
+	outcome := "ok"
+	if isError {
+		outcome = "tool_error"
+	}
+	c.resSize = size
+	c.observe(outcome)
+	return true
+}
+
 // Release drops a call that was begun but will not be made (a data
 // plane that found, after [View.BeginRaw], that the call must take the
 // typed path): nothing is observed or logged, and it stops counting.
@@ -394,7 +414,7 @@ func (c *Call) observe(outcome string) {
 	c.hub.opts.Observe(CallInfo{
 		Source: c.st.name, Tool: c.name, Start: c.start, Duration: time.Since(c.start), Outcome: outcome,
 		Code: c.code, Panicked: c.panic, Raw: c.raw, View: c.view, Session: ss, Context: c.ctx,
-		in: c.in, inRaw: c.inRaw, res: c.res, resJSON: c.resJSON,
+		in: c.in, inRaw: c.inRaw, res: c.res, resJSON: c.resJSON, resSize: c.resSize,
 	})
 }
 

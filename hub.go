@@ -108,6 +108,7 @@ type CallInfo struct {
 	inRaw   bool                // in is a params object
 	res     *mcp.CallToolResult // the typed call's result, if any
 	resJSON json.RawMessage     // the raw call's result, if any
+	resSize int                 // the size of a raw result forwarded while it arrived
 }
 
 // Arguments returns the tool's arguments as the host sent them (JSON; {}
@@ -169,6 +170,9 @@ func (ci CallInfo) RequestSize() int { return len(ci.Arguments()) }
 // its result to measure it, so it costs a marshal there: call it only
 // when the size is wanted.
 func (ci CallInfo) ResultSize() int {
+	if ci.resSize > 0 {
+		return ci.resSize
+	}
 	if ci.resJSON != nil || ci.res == nil {
 		return len(ci.resJSON)
 	}

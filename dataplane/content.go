@@ -87,44 +87,77 @@ func knownBlockAt(b []byte, i int) (int, bool) {
 	return end, end >= 0 && seen && known
 }
 
-// sanitizeFull is SanitizeContent without the quick scan.
+// sanitizeFull is SanitizeContent without the quick scan. It changes
+// nothing but the blocks it replaces (see replaceBlock), in place: the
+// other bytes stay as they were, so that an answer forwarded while it
+// arrives (see cutthrough.go) can be rewritten block by block and come
+// out the same. A result the scanner cannot walk is returned unchanged.
 func sanitizeFull(result json.RawMessage) (json.RawMessage, int) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(result, &top) != nil {
-		return result, 0
+	type span struct {
+		start, end int
+		repl       []byte
 	}
-	var blocks []json.RawMessage
-	if json.Unmarshal(top["content"], &blocks) != nil {
-		return result, 0
-	}
-	n := 0
-	for i, b := range blocks {
-		var head struct {
-			Type string `json:"type"`
+	var spans []span
+	end := rawjson.WalkObject(result, 0, func(key []byte, v int) int {
+		if !isContentKey(key) || result[v] != '[' {
+			return rawjson.SkipValue(result, v)
 		}
-		if json.Unmarshal(b, &head) != nil || knownContent[head.Type] {
-			continue
-		}
-		text, _ := json.Marshal(map[string]any{
-			"type":  "text",
-			"text":  fmt.Sprintf("[unsupported content type %q]", head.Type),
-			"_meta": map[string]any{"junction/original": b},
+		return rawjson.WalkArray(result, v, func(e int) int {
+			end := rawjson.SkipValue(result, e)
+			if end < 0 {
+				return -1
+			}
+			if repl, ok := replaceBlock(result[e:end]); ok {
+				spans = append(spans, span{e, end, repl})
+			}
+			return end
 		})
-		blocks[i] = text
-		n++
-	}
-	if n == 0 {
+	})
+	if end < 0 || len(spans) == 0 {
 		return result, 0
 	}
-	var err error
-	if top["content"], err = json.Marshal(blocks); err != nil {
-		return result, 0
+	size := len(result)
+	for _, s := range spans {
+		size += len(s.repl) - (s.end - s.start)
 	}
-	out, err := json.Marshal(top)
+	out := make([]byte, 0, size)
+	last := 0
+	for _, s := range spans {
+		out = append(out, result[last:s.start]...)
+		out = append(out, s.repl...)
+		last = s.end
+	}
+	return append(out, result[last:]...), len(spans)
+}
+
+// isContentKey reports whether a member's key (as sent) is "content".
+// A key spelled with escapes is not: SanitizeContent's quick check looks
+// for the plain spelling, and both ways of forwarding a result must
+// agree.
+func isContentKey(key []byte) bool { return string(key) == "content" }
+
+// replaceBlock decides one content block b: if go-sdk would not know its
+// type (decoded as encoding/json decodes it), it returns the text block
+// that replaces it, naming the type and keeping b in its _meta.
+func replaceBlock(b []byte) ([]byte, bool) {
+	if _, known := knownBlockAt(b, 0); known {
+		return nil, false
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(b, &head) != nil || knownContent[head.Type] {
+		return nil, false
+	}
+	text, err := json.Marshal(map[string]any{
+		"type":  "text",
+		"text":  fmt.Sprintf("[unsupported content type %q]", head.Type),
+		"_meta": map[string]any{"junction/original": json.RawMessage(b)},
+	})
 	if err != nil {
-		return result, 0
+		return nil, false
 	}
-	return out, n
+	return text, true
 }
 
 // sanitizeMessage applies sanitizeContent to a JSON-RPC response (or a

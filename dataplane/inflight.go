@@ -47,6 +47,10 @@ type hostCall struct {
 	// queued there. Each is set only while its goroutine runs the call's
 	// code (a call finished elsewhere, on a timer say, writes at once).
 	from, via atomic.Pointer[batch]
+
+	// stream, if not nil, takes the call's answer while it arrives (see
+	// cutthrough.go); set before the call starts.
+	stream *streamTo
 }
 
 type hostCallKey struct{}

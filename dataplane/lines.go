@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"errors"
 	"io"
 )
 
@@ -33,6 +34,101 @@ type LineReader struct {
 	// more. A reading loop flushes the writes it deferred there (see
 	// batch).
 	beforeRead func()
+
+	// A long line's head (see SplitLong): long is the length from which a
+	// line without an end yet is offered; offered is set once this line's
+	// head was; partial, while the caller holds a head or a piece of the
+	// line (Rest); taken counts the line's bytes Rest's caller consumed;
+	// discard makes Next skip what is left of a line given up on.
+	long    int
+	offered bool
+	partial bool
+	taken   int
+	discard bool
+}
+
+// errLineTooLong is what Rest returns when the line it reads grows beyond
+// the reader's limit; what is left of the line is skipped.
+var errLineTooLong = errors.New("line too long")
+
+// SplitLong makes Next return, once per line, the head of a line that
+// has n bytes or more read and no end yet: the bytes read so far, not
+// copied (valid until the next call), with Partial reporting true. The
+// caller then takes the rest of the line as it arrives, with Rest (the
+// line's bytes need not be held in memory at once: cut-through
+// forwarding), or lets Next go on reading the line and return it whole.
+func (l *LineReader) SplitLong(n int) { l.long = n }
+
+// Partial reports whether the last Next returned only the head of a line
+// (see SplitLong).
+func (l *LineReader) Partial() bool { return l.partial }
+
+// Rest is the way to take the line whose head Next returned (Partial):
+// used says how many of the bytes returned last (the head, then Rest's
+// own) the caller has consumed; the others are returned again, with what
+// was read after them. Rest reads at least once unless the line has
+// ended. chunk is valid until the next call; ended is set when the line
+// ended with chunk (its line end not included: the next Next starts
+// after it). err is the reader's error, with the bytes read before it; a
+// line that grows beyond the limit gives errLineTooLong, and its rest is
+// skipped.
+func (l *LineReader) Rest(used int) (chunk []byte, ended bool, err error) {
+	l.start += used
+	l.taken += used
+	scanned := l.start
+	read := false
+	for {
+		if i := bytes.IndexByte(l.buf[scanned:l.end], '\n'); i >= 0 {
+			nl := scanned + i
+			chunk = l.buf[l.start:nl]
+			if len(chunk) > 0 && chunk[len(chunk)-1] == '\r' {
+				chunk = chunk[:len(chunk)-1]
+			}
+			total := l.taken + len(chunk)
+			l.start = nl + 1
+			l.partial, l.offered, l.taken = false, false, 0
+			if total > l.limit {
+				return nil, false, errLineTooLong
+			}
+			return chunk, true, nil
+		}
+		scanned = l.end
+		if l.taken+l.end-l.start > l.limit+1 {
+			l.Skip()
+			return nil, false, errLineTooLong
+		}
+		if read || l.err != nil {
+			return l.buf[l.start:l.end], false, l.err
+		}
+		n, err := l.fill(&scanned)
+		read = n > 0 || err != nil
+	}
+}
+
+// Skip gives up the line whose head Next returned: Next skips what is
+// left of it.
+func (l *LineReader) Skip() {
+	l.partial, l.offered, l.taken = false, false, 0
+	l.start, l.end = 0, 0
+	l.discard = true
+}
+
+// skipLine skips bytes up to the end of the line given up on (Skip). It
+// reports false if the input ended first.
+func (l *LineReader) skipLine() bool {
+	for {
+		if i := bytes.IndexByte(l.buf[l.start:l.end], '\n'); i >= 0 {
+			l.start += i + 1
+			l.discard = false
+			return true
+		}
+		l.start, l.end = 0, 0
+		if l.err != nil {
+			return false
+		}
+		scanned := 0
+		l.fill(&scanned)
+	}
 }
 
 // BeforeRead makes Next call f before each read of r, when every line
@@ -52,6 +148,10 @@ func NewLineReader(r io.Reader, limit int) *LineReader {
 // with the last, unterminated line if there is one; once err is set, every
 // later call returns it again.
 func (l *LineReader) Next() (line []byte, tooLong bool, err error) {
+	l.partial = false
+	if l.discard && !l.skipLine() {
+		return nil, false, l.err
+	}
 	scanned := l.start // buf[start:scanned] holds no newline
 	for {
 		if i := bytes.IndexByte(l.buf[scanned:l.end], '\n'); i >= 0 {
@@ -61,6 +161,7 @@ func (l *LineReader) Next() (line []byte, tooLong bool, err error) {
 				tooLong = len(line) > l.limit
 			}
 			l.start = nl + 1
+			l.offered = false
 			l.shrink()
 			if tooLong {
 				return nil, true, nil
@@ -87,16 +188,28 @@ func (l *LineReader) Next() (line []byte, tooLong bool, err error) {
 			}
 			return line, false, l.err
 		}
-		l.makeRoom(&scanned)
-		if l.beforeRead != nil {
-			l.beforeRead()
+		if l.long > 0 && !l.offered && !tooLong && l.end-l.start >= l.long {
+			l.offered, l.partial = true, true
+			return l.buf[l.start:l.end], false, nil
 		}
-		n, err := l.r.Read(l.buf[l.end:])
-		l.end += n
-		if err != nil {
-			l.err = err
-		}
+		l.fill(&scanned)
 	}
+}
+
+// fill reads r once into buf after end, making room first (see
+// makeRoom; scanned moves with the bytes), after beforeRead, and returns
+// what the read returned.
+func (l *LineReader) fill(scanned *int) (int, error) {
+	l.makeRoom(scanned)
+	if l.beforeRead != nil {
+		l.beforeRead()
+	}
+	n, err := l.r.Read(l.buf[l.end:])
+	l.end += n
+	if err != nil {
+		l.err = err
+	}
+	return n, err
 }
 
 // take copies buf[start:stop] into a slice of its own, without the '\r'

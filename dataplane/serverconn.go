@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -42,6 +43,10 @@ type ServerConnOptions struct {
 	// process exited, with what); Read returns its error, which should
 	// wrap io.EOF.
 	EndError func() error
+	// StreamStall bounds a pause of the server in the middle of an answer
+	// forwarded while it arrives (see cutthrough.go); zero means
+	// [DefaultStreamStall].
+	StreamStall time.Duration
 }
 
 // A ServerConn is junction's side of the stdin and stdout of an MCP
@@ -58,6 +63,7 @@ type ServerConn struct {
 	logger   *slog.Logger
 	observe  func(string, json.RawMessage)
 	endError func() error
+	stall    time.Duration // see ServerConnOptions.StreamStall
 
 	in       *writer
 	stdin    io.Closer
@@ -93,6 +99,9 @@ func NewServerConn(stdin io.WriteCloser, stdout io.Reader, opts *ServerConnOptio
 	if o.MaxLine <= 0 {
 		o.MaxLine = DefaultMaxLine
 	}
+	if o.StreamStall <= 0 {
+		o.StreamStall = DefaultStreamStall
+	}
 	if o.EndError == nil {
 		o.EndError = func() error { return fmt.Errorf("server closed stdout: %w", io.EOF) }
 	}
@@ -100,6 +109,7 @@ func NewServerConn(stdin io.WriteCloser, stdout io.Reader, opts *ServerConnOptio
 		logger:   o.Logger,
 		observe:  o.Observe,
 		endError: o.EndError,
+		stall:    o.StreamStall,
 		in:       newWriter(stdin),
 		stdin:    stdin,
 		incoming: make(chan jsonrpc.Message),
@@ -166,10 +176,21 @@ func (c *ServerConn) read(stdout io.Reader, max int) {
 	defer func() { c.failAll(c.endError()) }()
 	r := NewLineReader(stdout, max)
 	r.beforeRead = c.batch.flush
+	r.SplitLong(minLineBuf)
 	defer c.batch.flush()
 	junk := 0
 	for {
 		line, tooLong, err := r.Next()
+		if r.Partial() {
+			// A long line, not ended yet: an answer to forward while it
+			// arrives (see cutthrough.go), or else Next reads it whole.
+			if c.rawPending.Load() > 0 {
+				if _, err := c.cutThrough(r, line); err != nil {
+					return
+				}
+			}
+			continue
+		}
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", max)
 		} else if c.rawPending.Load() > 0 && (bytes.Contains(line, []byte(`"jr-`)) || bytes.Contains(line, []byte(`null`))) && c.deliverRaw(line) {

@@ -216,6 +216,19 @@ func (s *stdioSession) take(line []byte) bool {
 			cancelCtx(nil)
 		}
 	}
+	if starts && !mi.modern {
+		// A long answer may come to the host while it arrives (see
+		// cutthrough.go); a host at 2026-07-28 or later gets its results
+		// rewritten (modernResult), which needs them whole.
+		hc.stream = &streamTo{id: tc.id, out: s.c.out, done: func(size int, isError bool, err error) {
+			if err != nil {
+				answer(call.FinishRaw(nil, err))
+				return
+			}
+			call.FinishStreamed(size, isError)
+			s.calls.finish(key, hc, nil)
+		}}
+	}
 	if starts {
 		// No goroutine waits: the source's reader answers (see
 		// junction.RawStarter). The request queues with this read's. A

@@ -186,6 +186,60 @@ func (wr *writer) writeAnswer(id []byte, res json.RawMessage) error {
 	return err
 }
 
+// beginLine takes the writer for one line written in parts, an answer
+// forwarded while it arrives (see cutthrough.go): it waits for a write
+// under way to end, writes the lines queued before, and holds the writer
+// until endLine. Lines written meanwhile queue (up to maxQueuedWrite,
+// then their writers wait) and go out after it.
+func (wr *writer) beginLine() error {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	for wr.writing && !wr.closed && wr.err == nil {
+		wr.cond.Wait()
+	}
+	if wr.closed {
+		return mcp.ErrConnectionClosed
+	}
+	if wr.err != nil {
+		return wr.err
+	}
+	wr.writing = true
+	if len(wr.queue) > 0 {
+		wr.drainLocked(0) // lines queued before this one go first
+		wr.writing = true
+		if wr.err != nil {
+			wr.writing = false
+			wr.cond.Broadcast()
+			return wr.err
+		}
+	}
+	return nil
+}
+
+// linePart writes part of the line begun with beginLine, straight to w.
+func (wr *writer) linePart(p []byte) error {
+	wr.mu.Lock()
+	err := wr.err
+	wr.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err := wr.w.Write(p); err != nil {
+		wr.mu.Lock()
+		defer wr.mu.Unlock()
+		return wr.failed(err)
+	}
+	return nil
+}
+
+// endLine lets go of the writer beginLine took, after writing what was
+// queued meanwhile.
+func (wr *writer) endLine() {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	wr.drainLocked(0)
+}
+
 // drainLocked writes the queue, round after round, until it is empty;
 // called with mu held and writing set, which it clears. It returns the
 // error of round mine (zero: none of interest).

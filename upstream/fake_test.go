@@ -57,6 +57,8 @@ func TestMain(m *testing.M) {
 		runFakeServer()
 	case "raw":
 		runRawServer()
+	case "cut":
+		runCutServer()
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)

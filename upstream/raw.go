@@ -255,6 +255,43 @@ func (f *rawFlight) ReceiveRaw(r dataplane.RawReply) {
 	f.finish(res, err)
 }
 
+var _ dataplane.StreamReceiver = (*rawFlight)(nil)
+
+// CanStream implements dataplane.StreamReceiver: the result may go to
+// the host while it arrives when the flight hands it on as the server
+// sent it (rawResult rewrites only content blocks of unknown types, which
+// the data plane rewrites on the way too): a StartToolRaw call on a
+// session before 2026-07-28, whose results neither name the server
+// (StripServerFields) nor ask for input (bridges).
+func (f *rawFlight) CanStream() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.async && f.c != nil && !f.bridgeable && !f.c.sess.modern()
+}
+
+// ReceiveStream implements dataplane.StreamReceiver: the answer is on
+// its way to the host, so the call ends here as ReceiveRaw would end it
+// (the progress and log messages read before it go to the host first),
+// and a failure in the middle of the answer is named as rawError names
+// the failure of a call. A pause in the middle of the answer is bounded
+// by the tool's no-progress timeout, where that is the shorter bound.
+func (f *rawFlight) ReceiveStream() (func(error) error, time.Duration) {
+	f.mu.Lock()
+	c, stop, ctx := f.c, f.stop, f.ctx
+	f.finished = true
+	f.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if c.progress != nil {
+		f.s.drainProgress(c)
+	} else {
+		f.s.drainLogs()
+	}
+	f.s.end(c)
+	return func(cause error) error { return f.s.rawError(ctx, f.name, f.timeout, cause) }, f.timeout
+}
+
 // cancel ends the call with cause (the host cancelled it, or its context
 // is done), and tells the server.
 func (f *rawFlight) cancel(cause error) {

@@ -265,6 +265,67 @@ func FixText(b []byte) []byte {
 	return out
 }
 
+// TextCut returns the length of the longest prefix of b that FixText
+// fixes the same on its own as within b and whatever follows b: it does
+// not end inside an escape, before the second half of a possible
+// surrogate pair, or inside a UTF-8 sequence that more bytes may
+// complete. b must start where FixText's reading of the whole text would
+// be (at its start, or at the end of an earlier cut). With final set (no
+// bytes follow b) it is len(b). A text fixed piece by piece, cut there,
+// comes out as FixText fixes it whole.
+func TextCut(b []byte, final bool) int {
+	if final {
+		return len(b)
+	}
+	n := len(b)
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j
+		if i+1 >= len(b) {
+			n = i
+			break
+		}
+		if b[i+1] == 'u' {
+			if i+6 > len(b) {
+				n = i
+				break
+			}
+			if r, ok := escapeAt(b, i); ok && utf16.IsSurrogate(r) {
+				if r < 0xDC00 {
+					if i+12 > len(b) {
+						n = i
+						break
+					}
+					if r2, ok := escapeAt(b, i+6); ok && r2 >= 0xDC00 && r2 <= 0xDFFF {
+						i += 12
+						continue
+					}
+				}
+				i += 6
+				continue
+			}
+		}
+		if b[i+1] >= utf8.RuneSelf {
+			i++ // FixText keeps the backslash and reads the next byte on its own
+			continue
+		}
+		i += 2
+	}
+	// A UTF-8 sequence cut short at n.
+	for k := n - 1; k >= 0 && k >= n-utf8.UTFMax; k-- {
+		if utf8.RuneStart(b[k]) {
+			if !utf8.FullRune(b[k:n]) {
+				n = k
+			}
+			break
+		}
+	}
+	return n
+}
+
 // hasLoneSurrogate reports whether b has a \u escape of a surrogate that
 // is not part of a high-low pair.
 func hasLoneSurrogate(b []byte) bool {

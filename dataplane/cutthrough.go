@@ -1,0 +1,659 @@
+package dataplane
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+)
+
+// Cut-through: a long answer to a raw call is forwarded to the host while
+// the server's line is still arriving, rather than once it has ended, so
+// that reading it and writing it overlap (a 1 MiB result no longer waits
+// for its last byte before its first is written, and needs no 1 MiB
+// buffer). It is the same forwarding as for a whole line, done piece by
+// piece: the bytes go through the same rewrites (content blocks of
+// unknown types, FixText's U+FFFD) with the same functions, so the host
+// receives the same bytes either way. docs/design.md ("The data plane")
+// has the conditions and the faults.
+//
+// A line is cut through only when all of these hold, and otherwise is
+// read whole as before:
+//   - it has filled minLineBuf bytes without ending;
+//   - its head shows the id of a raw call in flight ("jr-N") before its
+//     "result", whose value is an object;
+//   - the call's host takes answers that way (hostCall.stream: the host
+//     needs no conversion of the result by revision) and the call's
+//     receiver can let it (StreamReceiver.CanStream: nothing it does to a
+//     result needs bytes not seen yet).
+//
+// While it streams, bytes are held back only where a decision needs more
+// of them: a few at a chunk's end (an escape or a UTF-8 sequence cut in
+// two: rawjson.TextCut), a content block until its type is known to be
+// one go-sdk knows (a block of another type, or whose type comes after a
+// member that does not fit, is held whole and then replaced or passed as
+// replaceBlock decides), and the members after the result.
+
+// DefaultStreamStall bounds how long a server may pause in the middle of
+// an answer being forwarded: the host's line is then ended, and the call
+// fails. The host's stdio writer, which all calls share, is held while an
+// answer streams, so a server that stops mid-line must not hold it for
+// long.
+const DefaultStreamStall = 10 * time.Second
+
+// A StreamReceiver is a [RawReceiver] that can let a long answer be
+// forwarded to the host while it arrives (see cutthrough.go).
+type StreamReceiver interface {
+	RawReceiver
+	// CanStream reports whether nothing the receiver does to a result
+	// needs bytes not yet seen. It is called by the server's reader and
+	// must not block.
+	CanStream() bool
+	// ReceiveStream is ReceiveRaw for an answer that goes to the host as
+	// it arrives: the receiver's part of the call ends here (the host's
+	// side finishes it), except that fail turns the cause of a failure in
+	// the middle of the answer (the server stalled, ended, or sent a line
+	// too long or malformed) into the error the call ends with. stall,
+	// if positive, bounds a pause of the server in the middle of the
+	// answer where it is shorter than the connection's bound (the call's
+	// own no-progress timeout, say).
+	ReceiveStream() (fail func(cause error) error, stall time.Duration)
+}
+
+// A streamTo is how a host connection takes a call's answer while it
+// arrives: set on the call's hostCall before the call starts.
+type streamTo struct {
+	id  []byte // the host's request id, as sent
+	out lineOut
+	// done finishes the call once the answer's line is written: with
+	// err nil, the result had size bytes and that isError; otherwise the
+	// line was cut short, and err is how the call ends (its answer, an
+	// error, follows on a line of its own).
+	done func(size int, isError bool, err error)
+}
+
+// A lineOut takes one line in parts: the host's stdio writer, or an HTTP
+// response.
+type lineOut interface {
+	beginLine() error
+	linePart(p []byte) error
+	endLine()
+}
+
+// errStreamStalled, errStreamMalformed and errStreamTooLong are the causes
+// of an answer cut short.
+var (
+	errStreamStalled   = errors.New("stopped in the middle of its answer")
+	errStreamMalformed = errors.New("sent a malformed answer")
+)
+
+// streamHead reads the head of a long line: the id of the raw call it
+// answers, and where its result object starts. ok is false for anything
+// else (a request, an error, an id after the result).
+func streamHead(head []byte) (id []byte, start int, ok bool) {
+	i := rawjson.SkipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
+		return nil, 0, false
+	}
+	i++
+	for {
+		i = rawjson.SkipSpace(head, i)
+		if i >= len(head) || head[i] != '"' {
+			return nil, 0, false
+		}
+		e := rawjson.SkipString(head, i+1)
+		if e < 0 {
+			return nil, 0, false
+		}
+		key := head[i+1 : e]
+		i = rawjson.SkipSpace(head, e+1)
+		if i >= len(head) || head[i] != ':' {
+			return nil, 0, false
+		}
+		v := rawjson.SkipSpace(head, i+1)
+		if v >= len(head) {
+			return nil, 0, false
+		}
+		switch string(key) {
+		case "result":
+			if id == nil || head[v] != '{' {
+				return nil, 0, false
+			}
+			return id, v, true
+		case "error", "method":
+			return nil, 0, false
+		}
+		end := rawjson.SkipValue(head, v)
+		if end < 0 || end >= len(head) {
+			return nil, 0, false
+		}
+		if string(key) == "id" {
+			if !bytes.HasPrefix(head[v:end], []byte(`"jr-`)) {
+				return nil, 0, false
+			}
+			id = head[v:end]
+		}
+		i = rawjson.SkipSpace(head, end)
+		if i >= len(head) || head[i] != ',' {
+			return nil, 0, false
+		}
+		i++
+	}
+}
+
+// Where a cutter is in the answer.
+const (
+	cutResult  = iota // before the result's '{'
+	cutMember         // in the result object, between members
+	cutValue          // in a value, passed through (see scan)
+	cutContent        // in a content array, between blocks
+	cutBlock          // at a content block whose type is not known yet: held
+	cutInBlock        // in a content block of a known type, between members
+	cutRest           // after the result: the rest of the message
+	cutDone
+)
+
+// A cutter rewrites a result piece by piece as SanitizeContent and then
+// rawjson.FixText rewrite it whole, and writes the pieces out. Its feed
+// is given the answer's bytes not consumed yet; it consumes what it can
+// decide on.
+type cutter struct {
+	emitTo func(p []byte) error
+
+	stage  int
+	parent int // the stage a value passed through returns to
+	// A value passed through: its depth in brackets, whether the scan is
+	// in a string, and whether it is a literal (true, 12).
+	depth int
+	inStr bool
+	lit   bool
+
+	isErrorSeen, isError bool
+	size                 int // bytes of the result written
+	replaced             int // content blocks replaced
+	scratch              []byte
+	err                  error // the sink's
+}
+
+// emitMin is the size from which a piece is written on its own rather
+// than gathered with the small ones around it.
+const emitMin = 4 << 10
+
+// emit writes seg, fixed as FixText fixes it: seg starts and ends where
+// FixText's reading of the whole result would (see rawjson.TextCut).
+func (c *cutter) emit(seg []byte) {
+	if len(seg) == 0 {
+		return
+	}
+	seg = rawjson.FixText(seg)
+	c.size += len(seg)
+	if len(seg) < emitMin {
+		c.scratch = append(c.scratch, seg...)
+		return
+	}
+	c.flush()
+	if c.err == nil {
+		c.err = c.emitTo(seg)
+	}
+}
+
+// flush writes the small pieces gathered.
+func (c *cutter) flush() {
+	if len(c.scratch) > 0 && c.err == nil {
+		c.err = c.emitTo(c.scratch)
+	}
+	c.scratch = c.scratch[:0]
+}
+
+// raw writes bytes that are not part of the result (the envelope).
+func (c *cutter) raw(p []byte) {
+	c.scratch = append(c.scratch, p...)
+}
+
+// feed consumes what it can of b, the answer's bytes not consumed yet
+// (final: there are no more), and returns how many it consumed and
+// whether the answer is complete. A malformed answer is an error.
+func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
+	i := 0
+	defer c.flush()
+	for {
+		switch c.stage {
+		case cutResult:
+			j := rawjson.SkipSpace(b, i)
+			if j >= len(b) {
+				return c.more(i, final)
+			}
+			if b[j] != '{' {
+				return i, false, errStreamMalformed
+			}
+			c.emit(b[i : j+1])
+			i, c.stage = j+1, cutMember
+		case cutMember, cutInBlock:
+			j := rawjson.SkipSpace(b, i)
+			if j >= len(b) {
+				return c.more(i, final)
+			}
+			switch b[j] {
+			case '}':
+				c.emit(b[i : j+1])
+				i = j + 1
+				if c.stage == cutMember {
+					c.stage = cutRest
+				} else {
+					c.stage = cutContent
+				}
+				continue
+			case ',':
+				c.emit(b[i : j+1])
+				i = j + 1
+				continue
+			case '"':
+			default:
+				return i, false, errStreamMalformed
+			}
+			key, v, ok := memberAt(b, j)
+			if !ok {
+				return c.more(i, final)
+			}
+			if c.stage == cutInBlock {
+				if bytes.IndexByte(key, '\\') >= 0 || bytes.EqualFold(key, []byte("type")) {
+					// A second type, after bytes already forwarded: the
+					// whole line would have been rewritten.
+					return i, false, fmt.Errorf("%w: a content block with a type member after its text", errStreamMalformed)
+				}
+				c.emit(b[i:v])
+				i = c.pass(b, v, cutInBlock)
+				continue
+			}
+			if isContentKey(key) && b[v] == '[' {
+				c.emit(b[i : v+1])
+				i, c.stage = v+1, cutContent
+				continue
+			}
+			if string(key) == "isError" && !c.isErrorSeen {
+				e := valueEnd(b, v, final)
+				if e < 0 {
+					return c.more(i, final)
+				}
+				c.isErrorSeen, c.isError = true, string(b[v:e]) == "true"
+				c.emit(b[i:e])
+				i = e
+				continue
+			}
+			c.emit(b[i:v])
+			i = c.pass(b, v, cutMember)
+		case cutValue:
+			n := i + rawjson.TextCut(b[i:], final)
+			e := c.scan(b, i, n)
+			if e < 0 {
+				c.emit(b[i:n])
+				return c.more(n, final)
+			}
+			c.emit(b[i:e])
+			i, c.stage = e, c.parent
+		case cutContent:
+			j := rawjson.SkipSpace(b, i)
+			if j >= len(b) {
+				return c.more(i, final)
+			}
+			switch b[j] {
+			case ']':
+				c.emit(b[i : j+1])
+				i, c.stage = j+1, cutMember
+			case ',':
+				c.emit(b[i : j+1])
+				i = j + 1
+			default:
+				c.emit(b[i:j])
+				i, c.stage = j, cutBlock
+			}
+		case cutBlock:
+			if e := valueEnd(b, i, final); e >= 0 {
+				// The whole block is here: decide it as SanitizeContent does.
+				if repl, ok := replaceBlock(b[i:e]); ok {
+					c.replaced++
+					c.emit(repl)
+				} else {
+					c.emit(b[i:e])
+				}
+				i, c.stage = e, cutContent
+				continue
+			}
+			v, ok := knownBlockHead(b, i)
+			if !ok {
+				return c.more(i, final) // held until the block is whole
+			}
+			c.emit(b[i:v])
+			i = c.pass(b, v, cutInBlock)
+		case cutRest:
+			if !final {
+				return i, false, nil
+			}
+			if !restOK(b[i:]) {
+				return i, false, fmt.Errorf("%w: after its result", errStreamMalformed)
+			}
+			c.stage = cutDone
+			return len(b), true, c.err
+		}
+		if c.err != nil {
+			return i, false, c.err
+		}
+	}
+}
+
+// more ends a feed that needs more bytes than b holds: an error if there
+// are none.
+func (c *cutter) more(i int, final bool) (int, bool, error) {
+	if final {
+		return i, false, fmt.Errorf("%w: it ends in the middle", errStreamMalformed)
+	}
+	return i, false, c.err
+}
+
+// pass starts passing through the value at b[v:], and returns v: the
+// cutValue stage goes on from there, back to parent at its end.
+func (c *cutter) pass(b []byte, v int, parent int) int {
+	c.stage, c.parent = cutValue, parent
+	c.depth, c.inStr, c.lit = 0, false, false
+	switch b[v] {
+	case '"', '{', '[':
+	default:
+		c.lit = true
+	}
+	return v
+}
+
+// scan goes on with the value passed through, over b[i:n], and returns
+// the index just past its end, or -1 if it goes on after n (the state is
+// then kept for n). A backslash and the byte after it are stepped over
+// together, as FixText steps over them (a byte from 0x80 on is stepped
+// over on its own), so n, which TextCut chose, never splits one.
+func (c *cutter) scan(b []byte, i, n int) int {
+	for i < n {
+		if c.inStr {
+			rest := b[i:n]
+			q := bytes.IndexByte(rest, '"')
+			limit := rest
+			if q >= 0 {
+				limit = rest[:q]
+			}
+			if bs := bytes.IndexByte(limit, '\\'); bs >= 0 {
+				i += bs
+				if i+1 < n && b[i+1] >= 0x80 {
+					i++
+				} else {
+					i += 2
+				}
+				continue
+			}
+			if q < 0 {
+				return -1
+			}
+			i += q + 1
+			c.inStr = false
+			if c.depth == 0 {
+				return i
+			}
+			continue
+		}
+		switch ch := b[i]; {
+		case c.lit:
+			if rawjson.IsSpace(ch) || ch == ',' || ch == '}' || ch == ']' {
+				return i
+			}
+		case ch == '"':
+			c.inStr = true
+		case ch == '{' || ch == '[':
+			c.depth++
+		case ch == '}' || ch == ']':
+			c.depth--
+			if c.depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// memberAt reads the key of the member at b[j] (a quote) and where its
+// value starts; ok is false if b ends first.
+func memberAt(b []byte, j int) (key []byte, v int, ok bool) {
+	e := rawjson.SkipString(b, j+1)
+	if e < 0 {
+		return nil, 0, false
+	}
+	k := rawjson.SkipSpace(b, e+1)
+	if k >= len(b) || b[k] != ':' {
+		return nil, 0, false
+	}
+	v = rawjson.SkipSpace(b, k+1)
+	if v >= len(b) {
+		return nil, 0, false
+	}
+	return b[j+1 : e], v, true
+}
+
+// valueEnd returns the index just past the value at b[v:], or -1 if it
+// goes on after b (a literal at the very end may, unless final).
+func valueEnd(b []byte, v int, final bool) int {
+	e := rawjson.SkipValue(b, v)
+	if e == len(b) && !final {
+		switch b[v] {
+		case '"', '{', '[':
+		default:
+			return -1
+		}
+	}
+	return e
+}
+
+// knownBlockHead reads the head of the content block at b[i] (an object
+// that does not end in b) and returns where the value of its first
+// member that does not end in b starts, if the members before it show
+// the block's type, one go-sdk knows, as SanitizeContent reads it (see
+// knownBlockAt): then the block may go on while it arrives.
+func knownBlockHead(b []byte, i int) (int, bool) {
+	if b[i] != '{' {
+		return 0, false
+	}
+	known := false
+	j := i + 1
+	for {
+		j = rawjson.SkipSpace(b, j)
+		if j >= len(b) || b[j] != '"' {
+			return 0, false
+		}
+		key, v, ok := memberAt(b, j)
+		if !ok || bytes.IndexByte(key, '\\') >= 0 {
+			return 0, false
+		}
+		e := valueEnd(b, v, false)
+		if bytes.EqualFold(key, []byte("type")) {
+			if e < 0 {
+				return 0, false
+			}
+			val := b[v:e]
+			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
+				return 0, false
+			}
+			known = true
+		}
+		if e < 0 {
+			return v, known
+		}
+		j = rawjson.SkipSpace(b, e)
+		if j >= len(b) || b[j] != ',' {
+			return 0, false
+		}
+		j++
+	}
+}
+
+// restOK reports whether b, what follows the result in the server's
+// line, ends the message without a member that would have changed how
+// the whole line was read (a second id or result, an error, a method).
+func restOK(b []byte) bool {
+	i := 0
+	for {
+		i = rawjson.SkipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '}':
+			return true
+		case ',':
+			i++
+			continue
+		case '"':
+		default:
+			return false
+		}
+		key, v, ok := memberAt(b, i)
+		if !ok {
+			return false
+		}
+		switch string(key) {
+		case "id", "result", "error", "method":
+			return false
+		}
+		if i = rawjson.SkipValue(b, v); i < 0 {
+			return false
+		}
+	}
+}
+
+// A cutStream is one answer being forwarded while it arrives: the
+// server's reader feeds it, and the stall timer may cut it short.
+type cutStream struct {
+	to   *streamTo
+	fail func(error) error
+
+	mu    sync.Mutex // held while writing; guards the fields below
+	ended bool
+	cut   cutter
+}
+
+// abort ends the host's line where it is, once, and fails the call with
+// cause: the host reads a line that is not JSON (what it got of the
+// answer) and then the call's answer, an error naming the server.
+func (s *cutStream) abort(cause error) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended = true
+	s.cut.flush()
+	s.to.out.linePart([]byte("\n"))
+	s.to.out.endLine()
+	s.mu.Unlock()
+	s.to.done(0, false, s.fail(cause))
+}
+
+// finish ends the host's line after a whole answer and finishes the
+// call. Called with s.mu held, which it releases.
+func (s *cutStream) finish(c *ServerConn) {
+	s.ended = true
+	s.cut.raw([]byte("}\n"))
+	s.cut.flush()
+	err := s.cut.err
+	s.to.out.endLine()
+	s.mu.Unlock()
+	if s.cut.replaced > 0 {
+		c.logger.Warn("replaced content blocks of unknown type", "count", s.cut.replaced)
+	}
+	if err != nil {
+		// The host's side failed to take the answer: its writer says so to
+		// every later write; the call ends with the failure.
+		s.to.done(0, false, s.fail(err))
+		return
+	}
+	s.to.done(s.cut.size, s.cut.isError, nil)
+}
+
+// cutThrough forwards the answer whose head r returned, if it can, and
+// reports whether it did (else r reads the line whole). It returns r's
+// error if the input ended in the middle of the line.
+func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
+	id, start, ok := streamHead(head)
+	if !ok {
+		return false, nil
+	}
+	c.rawMu.Lock()
+	call := c.raw[string(id)]
+	c.rawMu.Unlock()
+	if call == nil || call.hc == nil || call.hc.stream == nil {
+		return false, nil
+	}
+	sr, ok := call.to.(StreamReceiver)
+	if !ok || !sr.CanStream() || !call.Take() {
+		return false, nil
+	}
+	fail, stall := sr.ReceiveStream()
+	if stall <= 0 || stall > c.stall {
+		stall = c.stall
+	}
+	s := &cutStream{to: call.hc.stream, fail: fail}
+	s.cut.emitTo = s.to.out.linePart
+	if err := s.to.out.beginLine(); err != nil {
+		r.Skip()
+		s.ended = true
+		s.to.done(0, false, s.fail(err))
+		return true, nil
+	}
+	s.cut.raw(answerHead(s.to.id))
+	timer := time.AfterFunc(stall, func() {
+		s.abort(fmt.Errorf("%w: no bytes for %v", errStreamStalled, stall))
+	})
+	defer timer.Stop()
+	b, off, final := head[start:], start, false
+	for {
+		s.mu.Lock()
+		if s.ended {
+			s.mu.Unlock()
+			if !final {
+				r.Skip()
+			}
+			return true, nil
+		}
+		used, done, err := s.cut.feed(b, final)
+		if done {
+			s.finish(c)
+			return true, nil
+		}
+		s.mu.Unlock()
+		if err != nil {
+			if !final {
+				r.Skip()
+			}
+			s.abort(err)
+			return true, nil
+		}
+		timer.Reset(stall)
+		chunk, ended, rerr := r.Rest(off + used)
+		timer.Stop() // if it fired while Rest read, the stream has ended: see the top
+		switch {
+		case errors.Is(rerr, errLineTooLong):
+			s.abort(fmt.Errorf("%w: its answer is longer than %d bytes", errStreamMalformed, r.limit))
+			return true, nil
+		case rerr != nil && !ended:
+			// The input ended: what was read is all there is.
+			s.mu.Lock()
+			if !s.ended {
+				if _, done, _ := s.cut.feed(chunk, true); done {
+					s.finish(c)
+					return true, rerr
+				}
+			}
+			s.mu.Unlock()
+			s.abort(c.endError())
+			return true, rerr
+		}
+		b, off, final = chunk, 0, ended
+	}
+}

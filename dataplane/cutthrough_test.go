@@ -1,0 +1,337 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+)
+
+// cutReceiver is a raw call's receiver that lets its answer stream (when
+// its host side takes answers that way) and names failures as they come.
+type cutReceiver struct{ reply chan RawReply }
+
+func (r cutReceiver) ReceiveRaw(reply RawReply) { r.reply <- reply }
+func (r cutReceiver) CanStream() bool           { return true }
+func (r cutReceiver) ReceiveStream() (func(error) error, time.Duration) {
+	return func(err error) error { return err }, 0
+}
+
+// streamed is how a streamed call ended, as its host side learned it.
+type streamed struct {
+	size    int
+	isError bool
+	err     error
+}
+
+// cutConn is a ServerConn whose server's stdout the test writes through
+// an io.Pipe, so that each write is one read (up to the reader's free
+// buffer): the test chooses where the answer's pieces end.
+type cutConn struct {
+	c   *ServerConn
+	out *io.PipeWriter
+}
+
+func newCutConn(t *testing.T, opts *ServerConnOptions) *cutConn {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, inR) // the requests junction writes
+	outR, outW := io.Pipe()
+	c := NewServerConn(inW, outR, opts)
+	t.Cleanup(func() {
+		outW.Close()
+		c.Wait()
+		c.Close()
+		inR.Close()
+	})
+	return &cutConn{c: c, out: outW}
+}
+
+// call makes a raw call; with host set, its host side takes the answer
+// while it arrives, into host, and says how it ended on ended.
+func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*RawCall, chan RawReply, chan streamed) {
+	t.Helper()
+	reply := make(chan RawReply, 1)
+	ended := make(chan streamed, 1)
+	hc := &hostCall{}
+	if host != nil {
+		hc.stream = &streamTo{id: []byte(`7`), out: newWriter(lockedWriter{hostMu, host}), done: func(size int, isError bool, err error) {
+			ended <- streamed{size, isError, err}
+		}}
+	}
+	rc := cc.c.NewRawCall(cutReceiver{reply})
+	if err := rc.Send(withHostCall(context.Background(), hc), nil, json.RawMessage(`{"name":"echo"}`)); err != nil {
+		t.Fatal(err)
+	}
+	return rc, reply, ended
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// writeIn writes line to the server's stdout in pieces of the sizes
+// sizes gives.
+func (cc *cutConn) writeIn(t *testing.T, line []byte, sizes func() int) {
+	t.Helper()
+	for len(line) > 0 {
+		n := min(sizes(), len(line))
+		if _, err := cc.out.Write(line[:n]); err != nil {
+			t.Errorf("writing the server's stdout: %v", err)
+			return
+		}
+		line = line[n:]
+	}
+}
+
+// wholeAnswer is what the host gets when the line is read whole: the
+// result rewritten by the server's side (SanitizeContent), by the call's
+// finish (FixText), and put in the host's envelope.
+func wholeAnswer(res []byte) (line []byte, size int, isError bool) {
+	res, _ = SanitizeContent(res)
+	res = rawjson.FixText(res)
+	seen := false
+	rawjson.Object(res, func(key, val []byte) {
+		if !seen && string(key) == "isError" {
+			seen, isError = true, string(val) == "true"
+		}
+	})
+	return answerLine([]byte(`7`), res, nil), len(res), isError
+}
+
+// cutCorpus are results long enough to stream, with what makes
+// forwarding them piece by piece hard.
+func cutCorpus() map[string]string {
+	big := func(n int, unit string) string { return strings.Repeat(unit, n/len(unit)+1) }
+	text := big(300<<10, "plain text, ")
+	mixed := big(200<<10, `esc \" \\ \n \t \/ \u00e9 pair \ud83d\ude00 lone \ud800 low \udc00 `+"€ 😀 bad \xff\xfe cut \xe2\x82 ")
+	withBackslashes := big(150<<10, `\\\\\\\"\\u`)
+	return map[string]string{
+		"text":                     `{"content":[{"type":"text","text":"` + text + `"}]}`,
+		"escapes and bad UTF-8":    `{"content":[{"type":"text","text":"` + mixed + `"}],"isError":false}`,
+		"backslash runs":           `{"content":[{"type":"text","text":"` + withBackslashes + `"}]}`,
+		"isError first":            `{"isError":true,"content":[{"type":"text","text":"` + text + `"}]}`,
+		"isError last":             `{"content":[{"type":"text","text":"` + mixed + `"}],"isError":true}`,
+		"isError twice":            `{"isError":false,"content":[{"type":"text","text":"` + text + `"}],"isError":true}`,
+		"unknown type early":       `{"content":[{"type":"widget","spin":3},{"type":"text","text":"` + text + `"}]}`,
+		"unknown type, big":        `{"content":[{"type":"widget","data":"` + mixed + `"},{"type":"text","text":"x"}]}`,
+		"unknown type late":        `{"content":[{"type":"text","text":"a"},{"data":"` + text + `","type":"widget"}]}`,
+		"type after the text":      `{"content":[{"text":"` + mixed + `","type":"text"}]}`,
+		"type in capitals":         `{"content":[{"TYPE":"text","text":"` + text + `"}]}`,
+		"escaped key":              `{"content":[{"t\u0079pe":"text","text":"` + text + `"}]}`,
+		"not an object":            `{"content":["` + text + `",null,{"type":"text","text":"y"}]}`,
+		"structured first":         `{"structuredContent":{"rows":[` + strings.Repeat(`{"a":"\u00e9\ud800","b":[1,2,{"c":null}]},`, 8000) + `{}]},"content":[{"type":"text","text":"z"}]}`,
+		"meta and spaces":          "{ \"_meta\" : {\"k\":\"v\"} , \"content\" : [ { \"type\" : \"text\" , \"text\" : \"" + mixed + "\" } , {\"type\":\"image\",\"data\":\"AAAA\",\"mimeType\":\"image/png\"} ] , \"isError\" : false }",
+		"content key escaped":      `{"cont\u0065nt":[{"type":"widget"},{"type":"text","text":"` + text + `"}]}`,
+		"resource with blob":       `{"content":[{"type":"resource","resource":{"uri":"file:///a","blob":"` + big(200<<10, "QUJD") + `"}}]}`,
+		"number and literal ends":  `{"content":[{"type":"text","text":"` + text + `"}],"n":12345,"b":true,"z":null}`,
+		"nested arrays in content": `{"content":[[{"type":"widget"}],{"type":"text","text":"` + text + `"}]}`,
+	}
+}
+
+// TestCutThroughSameBytes forwards each result of the corpus both ways,
+// read whole and cut through, in pieces of many sizes, and compares what
+// the host receives: the same bytes, the same size and isError.
+func TestCutThroughSameBytes(t *testing.T) {
+	t.Parallel()
+	corpus := cutCorpus()
+	pieces := map[string]func(*rand.Rand) int{
+		"at once": func(*rand.Rand) int { return 1 << 30 },
+		"1000":    func(*rand.Rand) int { return 1000 },
+		"4093":    func(*rand.Rand) int { return 4093 },
+		"random":  func(r *rand.Rand) int { return 1 + r.IntN(70000) },
+		"tiny":    func(r *rand.Rand) int { return 1 + r.IntN(13) },
+	}
+	for name, res := range corpus {
+		for _, lineEnd := range []string{"\n", "\r\n"} {
+			for pname, size := range pieces {
+				if pname == "tiny" && len(res) > 400<<10 {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%q/%s", name, lineEnd, pname), func(t *testing.T) {
+					t.Parallel()
+					want, wantSize, wantErr := wholeAnswer([]byte(res))
+					line := []byte(`{"jsonrpc":"2.0","id":"jr-1","result":` + res + `}` + lineEnd)
+					rnd := rand.New(rand.NewPCG(1, uint64(len(pname))))
+					sizes := func() int { return size(rnd) }
+
+					// Read whole (the host takes no stream).
+					cc := newCutConn(t, nil)
+					_, reply, _ := cc.call(t, nil, nil)
+					cc.writeIn(t, line, sizes)
+					r := <-reply
+					if r.Fail != nil || r.Err != nil {
+						t.Fatalf("whole: reply %+v", r)
+					}
+					if got, _, _ := wholeAnswer(r.Result); !bytes.Equal(got, want) {
+						t.Fatalf("the whole line's result changed on its way")
+					}
+
+					// Cut through.
+					cc = newCutConn(t, nil)
+					var host bytes.Buffer
+					var mu sync.Mutex
+					_, reply, ended := cc.call(t, &host, &mu)
+					cc.writeIn(t, line, sizes)
+					var e streamed
+					select {
+					case e = <-ended:
+					case r := <-reply:
+						// Not streamed (the head did not allow it): the whole
+						// path's answer is the one.
+						if got, _, _ := wholeAnswer(r.Result); !bytes.Equal(got, want) {
+							t.Fatalf("declined stream: answer differs")
+						}
+						return
+					}
+					mu.Lock()
+					got := host.Bytes()
+					mu.Unlock()
+					if e.err != nil {
+						t.Fatalf("stream failed: %v", e.err)
+					}
+					if !bytes.Equal(got, want) {
+						i := 0
+						for i < len(got) && i < len(want) && got[i] == want[i] {
+							i++
+						}
+						t.Fatalf("cut through: %d bytes, want %d; first difference at %d: got %q, want %q", len(got), len(want), i, excerpt(got, i), excerpt(want, i))
+					}
+					if e.size != wantSize || e.isError != wantErr {
+						t.Errorf("cut through: size %d isError %v, want %d %v", e.size, e.isError, wantSize, wantErr)
+					}
+				})
+			}
+		}
+	}
+}
+
+func excerpt(b []byte, i int) []byte {
+	return b[max(0, i-20):min(len(b), i+40)]
+}
+
+// The results of the corpus that can stream do: the test above would
+// pass if none did.
+func TestCutThroughStreams(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"text", "escapes and bad UTF-8", "isError first", "unknown type early", "structured first", "resource with blob"} {
+		res := cutCorpus()[name]
+		cc := newCutConn(t, nil)
+		var host bytes.Buffer
+		var mu sync.Mutex
+		_, reply, ended := cc.call(t, &host, &mu)
+		cc.writeIn(t, []byte(`{"jsonrpc":"2.0","id":"jr-1","result":`+res+"}\n"), func() int { return 8192 })
+		select {
+		case e := <-ended:
+			if e.err != nil {
+				t.Errorf("%s: %v", name, e.err)
+			}
+		case <-reply:
+			t.Errorf("%s: read whole, want cut through", name)
+		}
+	}
+}
+
+// hostLines splits what the host received into lines.
+func hostLines(mu *sync.Mutex, b *bytes.Buffer) []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return strings.SplitAfter(b.String(), "\n")
+}
+
+// Faults in the middle of an answer: the host's line is ended where it
+// is (what it got is not JSON), the call fails with the cause, and what
+// the server sends next is read as before.
+func TestCutThroughFaults(t *testing.T) {
+	t.Parallel()
+	head := `{"jsonrpc":"2.0","id":"jr-1","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 100<<10)
+	next := `{"jsonrpc":"2.0","id":"jr-2","result":{"content":[{"type":"text","text":"next"}]}}` + "\n"
+	check := func(t *testing.T, cc *cutConn, host *bytes.Buffer, mu *sync.Mutex, ended chan streamed, want error) {
+		t.Helper()
+		e := <-ended
+		if !errors.Is(e.err, want) {
+			t.Fatalf("stream ended with %v, want %v", e.err, want)
+		}
+		lines := hostLines(mu, host)
+		if len(lines) < 1 || !strings.HasSuffix(lines[0], "\n") || json.Valid([]byte(lines[0])) {
+			t.Fatalf("host's line after the fault: %d lines, first ends %q", len(lines), excerpt([]byte(lines[0]), len(lines[0])))
+		}
+	}
+	nextArrives := func(t *testing.T, cc *cutConn) {
+		t.Helper()
+		_, reply, _ := cc.call(t, nil, nil)
+		if _, err := io.WriteString(cc.out, next); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-reply; r.Result == nil {
+			t.Fatalf("the next answer: %+v", r)
+		}
+	}
+
+	// start makes a call whose answer streams, and writes line (from a
+	// goroutine: a line longer than the pipe takes blocks its writer).
+	start := func(t *testing.T, opts *ServerConnOptions, line string) (*cutConn, *bytes.Buffer, *sync.Mutex, chan streamed) {
+		cc := newCutConn(t, opts)
+		var host bytes.Buffer
+		var mu sync.Mutex
+		_, _, ended := cc.call(t, &host, &mu)
+		written := make(chan struct{})
+		go func() {
+			io.WriteString(cc.out, line)
+			close(written)
+		}()
+		t.Cleanup(func() { <-written })
+		return cc, &host, &mu, ended
+	}
+
+	t.Run("stall", func(t *testing.T) {
+		t.Parallel()
+		cc, host, mu, ended := start(t, &ServerConnOptions{StreamStall: 50 * time.Millisecond}, head)
+		check(t, cc, host, mu, ended, errStreamStalled)
+		// The server goes on, late: the rest of its line is skipped.
+		io.WriteString(cc.out, strings.Repeat("y", 200<<10)+`"}]}}`+"\n")
+		nextArrives(t, cc)
+	})
+	t.Run("too long", func(t *testing.T) {
+		t.Parallel()
+		cc, host, mu, ended := start(t, &ServerConnOptions{MaxLine: 300 << 10}, head+strings.Repeat("y", 400<<10)+`"}]}}`+"\n")
+		check(t, cc, host, mu, ended, errStreamMalformed)
+		nextArrives(t, cc)
+	})
+	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
+		cc, host, mu, ended := start(t, nil, head+`"}]},"error":{"code":1,"message":"both"}}`+"\n")
+		check(t, cc, host, mu, ended, errStreamMalformed)
+		nextArrives(t, cc)
+	})
+	t.Run("end of stdout", func(t *testing.T) {
+		t.Parallel()
+		cc := newCutConn(t, nil)
+		var host bytes.Buffer
+		var mu sync.Mutex
+		_, _, ended := cc.call(t, &host, &mu)
+		io.WriteString(cc.out, head)
+		cc.out.Close()
+		check(t, cc, &host, &mu, ended, io.EOF)
+	})
+}

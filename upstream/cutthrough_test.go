@@ -1,0 +1,273 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
+)
+
+// cutText is the text of the fake's long results: escapes, a surrogate
+// pair, a lone surrogate and bytes that are not UTF-8, which the hub
+// rewrites on the way.
+var cutText = strings.Repeat(`plain \" \\ \u00e9 \ud83d\ude00 \ud800 `+"\xff€ ", 1<<20/40)
+
+// runCutServer is a stdio server (2025-06-18) whose tools answer with
+// long lines, well or badly: big (1 MiB, in pieces), stall (stops in the
+// middle until the file FAKE_RESUME exists), die (exits in the middle),
+// long (a line beyond the hub's limit), and slow (pauses between pieces
+// until FAKE_RESUME exists).
+func runCutServer() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	reply := func(id json.RawMessage, result string) {
+		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
+		out.Flush()
+	}
+	waitResume := func() {
+		for range 3000 {
+			if _, err := os.Stat(os.Getenv("FAKE_RESUME")); err == nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for in.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
+			continue
+		}
+		switch msg.Method {
+		case "initialize":
+			reply(msg.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"cut","version":"0"}}`)
+		case "tools/list":
+			var tools []string
+			for _, n := range []string{"big", "stall", "die", "long", "slow"} {
+				tools = append(tools, `{"name":"`+n+`","inputSchema":{"type":"object"}}`)
+			}
+			reply(msg.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
+		case "tools/call":
+			head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, msg.ID)
+			tail := `"}],"isError":false}}` + "\n"
+			switch msg.Params.Name {
+			case "big":
+				out.WriteString(head + cutText + tail)
+				out.Flush()
+			case "stall", "slow":
+				out.WriteString(head + cutText[:len(cutText)/2])
+				out.Flush()
+				waitResume()
+				out.WriteString(cutText[len(cutText)/2:] + tail)
+				out.Flush()
+			case "die":
+				out.WriteString(head + cutText[:len(cutText)/2])
+				out.Flush()
+				os.Exit(5)
+			case "long":
+				out.WriteString(head)
+				for range 17 {
+					out.WriteString(cutText)
+				}
+				out.WriteString(tail)
+				out.Flush()
+			}
+		case "ping":
+			reply(msg.ID, `{}`)
+		default:
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
+			out.Flush()
+		}
+	}
+}
+
+// cutHost is a host on a stdio connection of the hub's data plane, in
+// front of the cut fake.
+type cutHost struct {
+	w      io.Writer
+	r      *bufio.Reader
+	resume string
+}
+
+func startCutHost(t *testing.T, cfg Config, opts *junction.SourceOptions) *cutHost {
+	t.Helper()
+	resume := filepath.Join(t.TempDir(), "resume")
+	cfg.Env["FAKE_RESUME"] = resume
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	ctx := ctxTimeout(t, 60*time.Second)
+	if err := hub.Add(ctx, "up", up, opts); err != nil {
+		t.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- dataplane.New(view, nil).ServeStdio(ctx, inR, outW, nil) }()
+	t.Cleanup(func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		<-done
+		outR.Close()
+	})
+	h := &cutHost{w: inW, r: bufio.NewReaderSize(outR, 1<<20), resume: resume}
+	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
+	h.line(t)
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+func (h *cutHost) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(h.w, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *cutHost) line(t *testing.T) []byte {
+	t.Helper()
+	b, err := h.r.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("host read: %v", err)
+	}
+	return b
+}
+
+func (h *cutHost) call(t *testing.T, id int, tool string) {
+	t.Helper()
+	h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"up__%s","arguments":{}}}`, id, tool))
+}
+
+// answer reads the host's next line as an answer to id.
+func (h *cutHost) answer(t *testing.T, id int) (text string, isError bool) {
+	t.Helper()
+	var msg struct {
+		ID     int `json:"id"`
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	b := h.line(t)
+	if err := json.Unmarshal(b, &msg); err != nil || msg.ID != id || len(msg.Result.Content) != 1 {
+		t.Fatalf("host got %d bytes (%q…), want an answer to %d: %v", len(b), b[:min(len(b), 200)], id, err)
+	}
+	return msg.Result.Content[0].Text, msg.Result.IsError
+}
+
+// cutShort reads the host's next lines: the head of the answer to id,
+// cut short (not JSON), then the answer to id, a tool error naming the
+// upstream and saying why.
+func (h *cutHost) cutShort(t *testing.T, id int, why string) {
+	t.Helper()
+	b := h.line(t)
+	if json.Valid(b) || !bytes.HasPrefix(b, []byte(`{"jsonrpc":"2.0","id":`)) {
+		t.Fatalf("host got %q…, want the head of an answer cut short", b[:min(len(b), 200)])
+	}
+	if text, isErr := h.answer(t, id); !isErr || !strings.Contains(text, `upstream \"up\"`) || !strings.Contains(text, why) {
+		t.Fatalf("the answer after the line cut short: %q (isError %v), want an error saying %q", text, isErr, why)
+	}
+}
+
+// wantText is cutText as a host decodes it after the hub's rewriting.
+func wantText(t *testing.T) string {
+	var s string
+	if err := json.Unmarshal([]byte(`"`+strings.ToValidUTF8(cutText, "\uFFFD")+`"`), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestCutThroughUpstream: a real server process answers with long lines,
+// which the hub forwards while they arrive; when the server misbehaves in
+// the middle of one, the host reads a line that is not JSON, then the
+// call's answer, an error naming the server, and the connection goes on.
+func TestCutThroughUpstream(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "cut", nil)
+	cfg.CallTimeout = 2 * time.Second // also the bound of a stall mid-answer
+	want := wantText(t)
+
+	t.Run("big", func(t *testing.T) {
+		t.Parallel()
+		h := startCutHost(t, cloneConfig(cfg), nil)
+		for id := 1; id <= 3; id++ {
+			h.call(t, id, "big")
+			if got, isErr := h.answer(t, id); got != want || isErr {
+				t.Fatalf("big: %d bytes of text, isError %v; want %d bytes", len(got), isErr, len(want))
+			}
+		}
+	})
+	// The server stalls (and goes on once the host has its answer: the
+	// rest of the line is skipped), dies (the next call goes to the next
+	// session), or sends a line over the limit.
+	for _, c := range []struct{ tool, why string }{
+		{"stall", "stopped in the middle of its answer"},
+		{"die", "session ended"},
+		{"long", "longer than"},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			t.Parallel()
+			h := startCutHost(t, cloneConfig(cfg), nil)
+			h.call(t, 1, c.tool)
+			h.cutShort(t, 1, c.why)
+			os.WriteFile(h.resume, nil, 0o644)
+			h.call(t, 2, "big")
+			if got, _ := h.answer(t, 2); got != want {
+				t.Fatalf("the call after: %d bytes of text, want %d", len(got), len(want))
+			}
+		})
+	}
+	// A cancellation, or the call's timeout, that comes while the answer
+	// streams does not cut it: the host reads it whole.
+	t.Run("cancelled and timed out while streaming", func(t *testing.T) {
+		t.Parallel()
+		h := startCutHost(t, cloneConfig(cfg), &junction.SourceOptions{Timeout: 500 * time.Millisecond})
+		h.call(t, 1, "slow")
+		if _, err := h.r.Peek(64 << 10); err != nil { // the answer has begun
+			t.Fatal(err)
+		}
+		h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+		time.Sleep(time.Second) // past the call's timeout
+		os.WriteFile(h.resume, nil, 0o644)
+		if got, _ := h.answer(t, 1); got != want {
+			t.Fatalf("slow: %d bytes of text, want %d", len(got), len(want))
+		}
+		h.call(t, 2, "big")
+		if got, _ := h.answer(t, 2); got != want {
+			t.Fatalf("the next call: %d bytes of text, want %d", len(got), len(want))
+		}
+	})
+}
+
+// cloneConfig copies cfg with an Env of its own.
+func cloneConfig(cfg Config) Config {
+	env := make(map[string]string, len(cfg.Env)+1)
+	for k, v := range cfg.Env {
+		env[k] = v
+	}
+	cfg.Env = env
+	return cfg
+}
