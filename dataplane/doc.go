@@ -51,6 +51,7 @@
 //	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
 //	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered
 //	serverconn.go ServerConn, a stdio upstream's pipes; RawCall, one raw call on it
+//	cutthrough.go a long answer forwarded while it arrives
 //	envelope.go   reading a request's envelope, writing answers around result bytes
 //	ids.go        request ids kept byte for byte on go-sdk's path
 //	content.go    content blocks of unknown types, a result's server fields
