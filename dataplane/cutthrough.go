@@ -76,11 +76,13 @@ type streamTo struct {
 }
 
 // A lineOut takes one line in parts: the host's stdio writer, or an HTTP
-// response.
+// response. cutLine ends a line cut short, so that what the host reads
+// next is whole.
 type lineOut interface {
 	beginLine() error
 	linePart(p []byte) error
 	endLine()
+	cutLine()
 }
 
 // errStreamStalled, errStreamMalformed and errStreamTooLong are the causes
@@ -549,8 +551,7 @@ func (s *cutStream) abort(cause error) {
 	}
 	s.ended = true
 	s.cut.flush()
-	s.to.out.linePart([]byte("\n"))
-	s.to.out.endLine()
+	s.to.out.cutLine()
 	s.mu.Unlock()
 	s.to.done(0, false, s.fail(cause))
 }

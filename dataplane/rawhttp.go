@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -148,16 +149,68 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		// the host go where go-sdk puts them (the session's GET stream).
 		ctx = context.WithValue(ctx, streamKey{}, sink)
 	}
+	// A long answer may go on while it arrives (see cutthrough.go): the
+	// hostCall in the call's context tells the source's reader where.
+	ctx = withHostCall(ctx, hc)
 	call, rc := f.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
 		s.calls.finish(key, hc, nil)
 		return false
 	}
-	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
-	if s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, res, werr)) }) {
-		sink.finish(nil) // JSON-RPC: no answer to a cancelled request
+	o := f.call(call, rc, rawParams(call.Local(), tc), hc, tc.id, sink)
+	switch {
+	case !o.streamed:
+		if s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, o.res, o.werr)) }) {
+			sink.finish(nil) // JSON-RPC: no answer to a cancelled request
+		}
+	case o.cut == nil:
+		s.calls.finish(key, hc, nil)
+		sink.release()
+	default:
+		s.calls.finish(key, hc, nil)
+		sink.cutShort(answerLine(tc.id, o.res, o.werr))
 	}
 	return true
+}
+
+// rawOutcome is how an HTTP raw call ended: its answer (res or werr), or
+// streamed, when the source's reader wrote the answer while it arrived
+// (and cut, if it cut the answer short: res and werr are then the call's
+// error answer).
+type rawOutcome struct {
+	res      json.RawMessage
+	werr     *jsonrpc.Error
+	streamed bool
+	cut      error
+}
+
+// call makes a raw call and waits for it. A source that starts calls
+// ([junction.RawStarter]) may hand a long answer to the sink while it
+// arrives (hc.stream), unless answers are JSON only.
+func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hc *hostCall, id json.RawMessage, sink *sseSink) rawOutcome {
+	rs, ok := rc.(junction.RawStarter)
+	if !ok || f.jsonOnly {
+		// With JSON answers only, the answer cannot be an SSE event (see
+		// sseSink.beginLine).
+		res, werr := call.CallToolRaw(rc, params)
+		return rawOutcome{res: res, werr: werr}
+	}
+	out := make(chan rawOutcome, 2)
+	hc.stream = &streamTo{id: id, out: sink, done: func(size int, isError bool, err error) {
+		if err != nil {
+			res, werr := call.FinishRaw(nil, err)
+			out <- rawOutcome{res: res, werr: werr, streamed: true, cut: err}
+			return
+		}
+		call.FinishStreamed(size, isError)
+		out <- rawOutcome{streamed: true}
+	}}
+	// The call's context is cancelled by the host (hc.cancel) and ends
+	// with the request: the source's cancel func is not needed.
+	call.StartToolRaw(rs, params, func(res json.RawMessage, werr *jsonrpc.Error) {
+		out <- rawOutcome{res: res, werr: werr}
+	})
+	return <-out
 }
 
 // takeStateless answers a tools/call of a client before protocol
@@ -526,6 +579,72 @@ func (s *sseSink) finish(answer [][]byte) {
 	if answer != nil {
 		s.event(bytes.TrimRight(bytes.Join(answer, nil), "\n"))
 	}
+}
+
+// beginLine starts the answer as one line written in parts, by the
+// source's reader while the answer arrives (see cutthrough.go): the data
+// of an SSE event (a JSON line has no raw newline), which the response
+// becomes if it is not one yet, so that an answer cut short can be
+// followed by the call's error (see cutLine). No notification or request
+// goes on the response after it.
+func (s *sseSink) beginLine() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || s.w == nil {
+		return errAnswered
+	}
+	s.done = true
+	s.startStream()
+	_, err := s.w.Write([]byte("data: "))
+	return err
+}
+
+// errAnswered is beginLine's error when the call has its answer.
+var errAnswered = errors.New("the call has been answered")
+
+// linePart writes a part of the line begun with beginLine.
+func (s *sseSink) linePart(p []byte) error {
+	_, err := s.w.Write(p)
+	return err
+}
+
+// endLine ends the event begun with beginLine (its last part ends in a
+// newline; the blank line after it ends the event), and flushes it.
+func (s *sseSink) endLine() {
+	s.w.Write([]byte("\n"))
+	s.flush()
+}
+
+// cutLine ends the event begun with beginLine where it is, as an event
+// of a type of junction's own ("junction-cut"), which a client takes for
+// no message (go-sdk's reads only "message" events, as the transport's
+// messages are), so that the call's error can follow (cutShort).
+func (s *sseSink) cutLine() {
+	s.w.Write([]byte("\nevent: junction-cut\n\n"))
+	s.flush()
+}
+
+func (s *sseSink) flush() {
+	if fl, ok := s.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// release lets go of the response once the answer is written (see
+// finish).
+func (s *sseSink) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = nil
+}
+
+// cutShort follows an answer cut short (cutLine) with answer, the call's
+// error, as an event of its own, and lets go of the response.
+func (s *sseSink) cutShort(answer []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() { s.w = nil }()
+	s.event(bytes.TrimRight(answer, "\n"))
 }
 
 // startStream writes the SSE response header once; called with mu held.

@@ -240,6 +240,15 @@ func (wr *writer) endLine() {
 	wr.drainLocked(0)
 }
 
+// cutLine ends a line begun with beginLine and cut short: with a line
+// end, so the reader on the other side reads what it got of it as one
+// line that is not JSON, and the next line whole; and lets go of the
+// writer.
+func (wr *writer) cutLine() {
+	wr.linePart([]byte("\n"))
+	wr.endLine()
+}
+
 // drainLocked writes the queue, round after round, until it is empty;
 // called with mu held and writing set, which it clears. It returns the
 // error of round mine (zero: none of interest).

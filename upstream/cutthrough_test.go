@@ -3,9 +3,11 @@ package upstream
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/dataplane"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // cutText is the text of the fake's long results: escapes, a surrogate
@@ -104,15 +107,18 @@ type cutHost struct {
 	resume string
 }
 
-func startCutHost(t *testing.T, cfg Config, opts *junction.SourceOptions) *cutHost {
+// cutView runs the cut fake (a copy of cfg) as the source "up" of a
+// hub, and returns the hub's view, and the file that lets the fake go on
+// (FAKE_RESUME).
+func cutView(t *testing.T, ctx context.Context, cfg Config, opts *junction.SourceOptions) (*junction.View, string) {
 	t.Helper()
+	cfg = cloneConfig(cfg)
 	resume := filepath.Join(t.TempDir(), "resume")
 	cfg.Env["FAKE_RESUME"] = resume
 	r, _ := newRegistry(t, nil)
 	up := addReady(t, r, "up", cfg)
 	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })
-	ctx := ctxTimeout(t, 60*time.Second)
 	if err := hub.Add(ctx, "up", up, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +126,13 @@ func startCutHost(t *testing.T, cfg Config, opts *junction.SourceOptions) *cutHo
 	if err != nil {
 		t.Fatal(err)
 	}
+	return view, resume
+}
+
+func startCutHost(t *testing.T, cfg Config, opts *junction.SourceOptions) *cutHost {
+	t.Helper()
+	ctx := ctxTimeout(t, 60*time.Second)
+	view, resume := cutView(t, ctx, cfg, opts)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -200,6 +213,17 @@ func wantText(t *testing.T) string {
 	return s
 }
 
+// cutFaults are the cut fake's tools that misbehave in the middle of an
+// answer, with what the call's error says: the server stalls (and goes
+// on once the host has its answer: the rest of its line is skipped), dies
+// (the next call goes to the next session), or sends a line over the
+// limit.
+var cutFaults = []struct{ tool, why string }{
+	{"stall", "stopped in the middle of its answer"},
+	{"die", "session ended"},
+	{"long", "longer than"},
+}
+
 // TestCutThroughUpstream: a real server process answers with long lines,
 // which the hub forwards while they arrive; when the server misbehaves in
 // the middle of one, the host reads a line that is not JSON, then the
@@ -212,7 +236,7 @@ func TestCutThroughUpstream(t *testing.T) {
 
 	t.Run("big", func(t *testing.T) {
 		t.Parallel()
-		h := startCutHost(t, cloneConfig(cfg), nil)
+		h := startCutHost(t, cfg, nil)
 		for id := 1; id <= 3; id++ {
 			h.call(t, id, "big")
 			if got, isErr := h.answer(t, id); got != want || isErr {
@@ -220,17 +244,10 @@ func TestCutThroughUpstream(t *testing.T) {
 			}
 		}
 	})
-	// The server stalls (and goes on once the host has its answer: the
-	// rest of the line is skipped), dies (the next call goes to the next
-	// session), or sends a line over the limit.
-	for _, c := range []struct{ tool, why string }{
-		{"stall", "stopped in the middle of its answer"},
-		{"die", "session ended"},
-		{"long", "longer than"},
-	} {
+	for _, c := range cutFaults {
 		t.Run(c.tool, func(t *testing.T) {
 			t.Parallel()
-			h := startCutHost(t, cloneConfig(cfg), nil)
+			h := startCutHost(t, cfg, nil)
 			h.call(t, 1, c.tool)
 			h.cutShort(t, 1, c.why)
 			os.WriteFile(h.resume, nil, 0o644)
@@ -244,7 +261,7 @@ func TestCutThroughUpstream(t *testing.T) {
 	// streams does not cut it: the host reads it whole.
 	t.Run("cancelled and timed out while streaming", func(t *testing.T) {
 		t.Parallel()
-		h := startCutHost(t, cloneConfig(cfg), &junction.SourceOptions{Timeout: 500 * time.Millisecond})
+		h := startCutHost(t, cfg, &junction.SourceOptions{Timeout: 500 * time.Millisecond})
 		h.call(t, 1, "slow")
 		if _, err := h.r.Peek(64 << 10); err != nil { // the answer has begun
 			t.Fatal(err)
@@ -270,4 +287,49 @@ func cloneConfig(cfg Config) Config {
 	}
 	cfg.Env = env
 	return cfg
+}
+
+// TestCutThroughUpstreamHTTP: the same over Streamable HTTP, to a go-sdk
+// client on a session: a long answer is the data of an SSE event, written
+// while it arrives; one cut short ends as an event of another type, which
+// the client skips, and the call's error follows; the session goes on.
+func TestCutThroughUpstreamHTTP(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "cut", nil)
+	cfg.CallTimeout = 2 * time.Second
+	want := wantText(t)
+	for _, c := range cutFaults {
+		t.Run(c.tool, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxTimeout(t, 60*time.Second)
+			view, resume := cutView(t, ctx, cfg, nil)
+			srv := httptest.NewServer(dataplane.New(view, nil).HTTPHandler(nil))
+			t.Cleanup(srv.Close)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			big := func() {
+				t.Helper()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__big"})
+				if err != nil {
+					t.Fatalf("big: %v", err)
+				}
+				if got := resultText(t, res); got != want {
+					t.Fatalf("big: %d bytes of text, want %d", len(got), len(want))
+				}
+			}
+			big()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__" + c.tool})
+			if err != nil {
+				t.Fatalf("%s: %v", c.tool, err)
+			}
+			if text := resultText(t, res); !res.IsError || !strings.Contains(text, `upstream \"up\"`) || !strings.Contains(text, c.why) {
+				t.Fatalf("%s: %q (isError %v), want an error saying %q", c.tool, text, res.IsError, c.why)
+			}
+			os.WriteFile(resume, nil, 0o644)
+			big()
+		})
+	}
 }
