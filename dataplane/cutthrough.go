@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Cut-through: a long answer to a raw call is forwarded to the host while
@@ -68,21 +69,24 @@ type StreamReceiver interface {
 type streamTo struct {
 	id  []byte // the host's request id, as sent
 	out lineOut
+	// begun is set once the answer's line has begun (out.beginLine);
+	// inText, when it was cut short inside a string member of a content
+	// block, where closing it (textCloser) makes the line whole again.
+	// Both are set before done is called.
+	begun, inText bool
 	// done finishes the call once the answer's line is written: with
-	// err nil, the result had size bytes and that isError; otherwise the
-	// line was cut short, and err is how the call ends (its answer, an
-	// error, follows on a line of its own).
+	// err nil, the result had size bytes and that isError. Otherwise the
+	// answer was cut short, and err is how the call ends: done ends the
+	// line, if it had begun, and gives the host the call's error.
 	done func(size int, isError bool, err error)
 }
 
 // A lineOut takes one line in parts: the host's stdio writer, or an HTTP
-// response. cutLine ends a line cut short, so that what the host reads
-// next is whole.
+// response. A line cut short is ended by the host's side (streamTo.done).
 type lineOut interface {
 	beginLine() error
 	linePart(p []byte) error
 	endLine()
-	cutLine()
 }
 
 // errStreamStalled, errStreamMalformed and errStreamTooLong are the causes
@@ -91,6 +95,47 @@ var (
 	errStreamStalled   = errors.New("stopped in the middle of its answer")
 	errStreamMalformed = errors.New("sent a malformed answer")
 )
+
+// endCutLine ends, on w, the line of an answer cut short, for a stdio
+// host: closed as the call's answer, errResult, whole, if it was cut
+// inside a string of a content block (see textCloser), and then it
+// reports true; otherwise with a line end where it is (a reader of lines
+// drops the line; one that reads the stream as one JSON text fails
+// there), and the call's answer must follow on a line of its own.
+func (to *streamTo) endCutLine(w *writer, errResult []byte, werr *jsonrpc.Error) bool {
+	if !to.begun {
+		return false
+	}
+	if to.inText && werr == nil {
+		if closer := textCloser(errResult); closer != nil {
+			w.linePart(closer)
+			w.endLine()
+			return true
+		}
+	}
+	w.cutLine()
+	return false
+}
+
+// textCloser returns what ends an answer cut short inside the text of a
+// content block (streamTo.inText) as a whole answer, a tool error: the
+// text and its block end there, and the content blocks of errResult (the
+// call's error, as the host would get it) follow, with isError true
+// (after an isError already written, the last one is the one JSON
+// readers keep). It returns nil if errResult has no content blocks.
+func textCloser(errResult []byte) []byte {
+	var blocks []byte
+	rawjson.Object(errResult, func(key, val []byte) {
+		if string(key) == "content" && len(val) > 2 && val[0] == '[' {
+			blocks = bytes.TrimSpace(val[1 : len(val)-1])
+		}
+	})
+	if len(blocks) == 0 {
+		return nil
+	}
+	out := append([]byte(`"},`), blocks...)
+	return append(out, `],"isError":true}}`+"\n"...)
+}
 
 // streamHead reads the head of a long line: the id of the raw call it
 // answers, and where its result object starts. ok is false for anything
@@ -540,9 +585,8 @@ type cutStream struct {
 	cut   cutter
 }
 
-// abort ends the host's line where it is, once, and fails the call with
-// cause: the host reads a line that is not JSON (what it got of the
-// answer) and then the call's answer, an error naming the server.
+// abort cuts the answer short, once, and fails the call with cause: the
+// host's side ends the line (see streamTo.done).
 func (s *cutStream) abort(cause error) {
 	s.mu.Lock()
 	if s.ended {
@@ -551,7 +595,8 @@ func (s *cutStream) abort(cause error) {
 	}
 	s.ended = true
 	s.cut.flush()
-	s.to.out.cutLine()
+	c := &s.cut
+	s.to.inText = c.stage == cutValue && c.parent == cutInBlock && c.inStr && c.depth == 0
 	s.mu.Unlock()
 	s.to.done(0, false, s.fail(cause))
 }
@@ -607,6 +652,7 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 		s.to.done(0, false, s.fail(err))
 		return true, nil
 	}
+	s.to.begun = true
 	s.cut.raw(answerHead(s.to.id))
 	timer := time.AfterFunc(stall, func() {
 		s.abort(fmt.Errorf("%w: no bytes for %v", errStreamStalled, stall))

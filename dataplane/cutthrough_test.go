@@ -68,9 +68,17 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 	ended := make(chan streamed, 1)
 	hc := &hostCall{}
 	if host != nil {
-		hc.stream = &streamTo{id: []byte(`7`), out: newWriter(lockedWriter{hostMu, host}), done: func(size int, isError bool, err error) {
+		// The host's side as ServeStdio's: a line cut short is ended, as
+		// the call's answer (a tool error) where it can be.
+		w := newWriter(lockedWriter{hostMu, host})
+		to := &streamTo{id: []byte(`7`), out: w}
+		to.done = func(size int, isError bool, err error) {
+			if err != nil && !to.endCutLine(w, []byte(cutFailed), nil) {
+				w.Write(answerLine(to.id, []byte(cutFailed), nil))
+			}
 			ended <- streamed{size, isError, err}
-		}}
+		}
+		hc.stream = to
 	}
 	rc := cc.c.NewRawCall(cutReceiver{reply})
 	if err := rc.Send(withHostCall(context.Background(), hc), nil, json.RawMessage(`{"name":"echo"}`)); err != nil {
@@ -259,9 +267,13 @@ func hostLines(mu *sync.Mutex, b *bytes.Buffer) []string {
 	return strings.SplitAfter(b.String(), "\n")
 }
 
-// Faults in the middle of an answer: the host's line is ended where it
-// is (what it got is not JSON), the call fails with the cause, and what
-// the server sends next is read as before.
+// cutFailed is the tool error the test's calls cut short end with.
+const cutFailed = `{"content":[{"type":"text","text":"failed"}],"isError":true}`
+
+// Faults in the middle of an answer: the call fails with the cause, the
+// host's line is ended (as the call's answer, a tool error, when the
+// answer was cut inside a text; otherwise where it is, not JSON, and the
+// answer follows), and what the server sends next is read as before.
 func TestCutThroughFaults(t *testing.T) {
 	t.Parallel()
 	head := `{"jsonrpc":"2.0","id":"jr-1","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 100<<10)
@@ -273,8 +285,26 @@ func TestCutThroughFaults(t *testing.T) {
 			t.Fatalf("stream ended with %v, want %v", e.err, want)
 		}
 		lines := hostLines(mu, host)
-		if len(lines) < 1 || !strings.HasSuffix(lines[0], "\n") || json.Valid([]byte(lines[0])) {
-			t.Fatalf("host's line after the fault: %d lines, first ends %q", len(lines), excerpt([]byte(lines[0]), len(lines[0])))
+		var answer struct {
+			ID     int `json:"id"`
+			Result struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+				IsError bool `json:"isError"`
+			} `json:"result"`
+		}
+		last := lines[0]
+		if !json.Valid([]byte(last)) {
+			// Cut where it could not be closed: the answer follows.
+			if len(lines) < 2 || !strings.HasSuffix(lines[0], "\n") {
+				t.Fatalf("host's lines after the fault: %d, the first ends %q", len(lines), excerpt([]byte(lines[0]), len(lines[0])))
+			}
+			last = lines[1]
+		}
+		if err := json.Unmarshal([]byte(last), &answer); err != nil || answer.ID != 7 || !answer.Result.IsError ||
+			len(answer.Result.Content) == 0 || answer.Result.Content[len(answer.Result.Content)-1].Text != "failed" {
+			t.Fatalf("host's answer after the fault: %q…: %v", excerpt([]byte(last), 0), err)
 		}
 	}
 	nextArrives := func(t *testing.T, cc *cutConn) {

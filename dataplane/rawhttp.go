@@ -166,9 +166,20 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	case o.cut == nil:
 		s.calls.finish(key, hc, nil)
 		sink.release()
+	case !hc.stream.begun:
+		s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, o.res, o.werr)) })
 	default:
 		s.calls.finish(key, hc, nil)
-		sink.cutShort(answerLine(tc.id, o.res, o.werr))
+		var closer []byte
+		if hc.stream.inText && o.werr == nil {
+			closer = textCloser(o.res)
+		}
+		if !sink.cutShort(closer, answerLine(tc.id, o.res, o.werr)) {
+			// A JSON body cut short where it cannot be closed: the
+			// response is broken off, so the host does not read half an
+			// answer as a whole one.
+			panic(http.ErrAbortHandler)
+		}
 	}
 	return true
 }
@@ -186,12 +197,10 @@ type rawOutcome struct {
 
 // call makes a raw call and waits for it. A source that starts calls
 // ([junction.RawStarter]) may hand a long answer to the sink while it
-// arrives (hc.stream), unless answers are JSON only.
+// arrives (hc.stream).
 func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hc *hostCall, id json.RawMessage, sink *sseSink) rawOutcome {
 	rs, ok := rc.(junction.RawStarter)
-	if !ok || f.jsonOnly {
-		// With JSON answers only, the answer cannot be an SSE event (see
-		// sseSink.beginLine).
+	if !ok {
 		res, werr := call.CallToolRaw(rc, params)
 		return rawOutcome{res: res, werr: werr}
 	}
@@ -582,11 +591,10 @@ func (s *sseSink) finish(answer [][]byte) {
 }
 
 // beginLine starts the answer as one line written in parts, by the
-// source's reader while the answer arrives (see cutthrough.go): the data
-// of an SSE event (a JSON line has no raw newline), which the response
-// becomes if it is not one yet, so that an answer cut short can be
-// followed by the call's error (see cutLine). No notification or request
-// goes on the response after it.
+// source's reader while the answer arrives (see cutthrough.go): the body
+// of an application/json response, or, if the response has become an SSE
+// stream, the data of an event (a JSON line has no raw newline). No
+// notification or request goes on the response after it.
 func (s *sseSink) beginLine() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -594,9 +602,15 @@ func (s *sseSink) beginLine() error {
 		return errAnswered
 	}
 	s.done = true
-	s.startStream()
-	_, err := s.w.Write([]byte("data: "))
-	return err
+	if s.started {
+		_, err := s.w.Write([]byte("data: "))
+		return err
+	}
+	h := s.w.Header()
+	h.Set("Mcp-Session-Id", s.sid)
+	h.Set("Content-Type", "application/json")
+	s.w.WriteHeader(http.StatusOK)
+	return nil
 }
 
 // errAnswered is beginLine's error when the call has its answer.
@@ -608,19 +622,12 @@ func (s *sseSink) linePart(p []byte) error {
 	return err
 }
 
-// endLine ends the event begun with beginLine (its last part ends in a
-// newline; the blank line after it ends the event), and flushes it.
+// endLine ends the line begun with beginLine (its last part ends in a
+// newline; an SSE event wants a blank line after it), and flushes it.
 func (s *sseSink) endLine() {
-	s.w.Write([]byte("\n"))
-	s.flush()
-}
-
-// cutLine ends the event begun with beginLine where it is, as an event
-// of a type of junction's own ("junction-cut"), which a client takes for
-// no message (go-sdk's reads only "message" events, as the transport's
-// messages are), so that the call's error can follow (cutShort).
-func (s *sseSink) cutLine() {
-	s.w.Write([]byte("\nevent: junction-cut\n\n"))
+	if s.started {
+		s.w.Write([]byte("\n"))
+	}
 	s.flush()
 }
 
@@ -638,13 +645,31 @@ func (s *sseSink) release() {
 	s.w = nil
 }
 
-// cutShort follows an answer cut short (cutLine) with answer, the call's
-// error, as an event of its own, and lets go of the response.
-func (s *sseSink) cutShort(answer []byte) {
+// cutShort ends an answer cut short, and lets go of the response. With
+// closer (see textCloser), the answer is closed as a tool error, whole.
+// Otherwise, on an SSE stream, the event cut short ends as an event of a
+// type of junction's own ("junction-cut"), which a client takes for no
+// message (go-sdk's reads only "message" events, as the transport's
+// messages are), and answer, the call's error, follows as an event of
+// its own. It reports false for a JSON body that cannot be closed.
+func (s *sseSink) cutShort(closer, answer []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer func() { s.w = nil }()
-	s.event(bytes.TrimRight(answer, "\n"))
+	switch {
+	case closer != nil:
+		s.w.Write(closer)
+		if s.started {
+			s.w.Write([]byte("\n"))
+		}
+	case s.started:
+		s.w.Write([]byte("\nevent: junction-cut\n\n"))
+		s.event(bytes.TrimRight(answer, "\n"))
+	default:
+		return false
+	}
+	s.flush()
+	return true
 }
 
 // startStream writes the SSE response header once; called with mu held.

@@ -220,14 +220,20 @@ func (s *stdioSession) take(line []byte) bool {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go); a host at 2026-07-28 or later gets its results
 		// rewritten (modernResult), which needs them whole.
-		hc.stream = &streamTo{id: tc.id, out: s.c.out, done: func(size int, isError bool, err error) {
-			if err != nil {
-				answer(call.FinishRaw(nil, err))
+		hc.stream = &streamTo{id: tc.id, out: s.c.out}
+		hc.stream.done = func(size int, isError bool, err error) {
+			if err == nil {
+				call.FinishStreamed(size, isError)
+				s.calls.finish(key, hc, nil)
 				return
 			}
-			call.FinishStreamed(size, isError)
-			s.calls.finish(key, hc, nil)
-		}}
+			res, werr := call.FinishRaw(nil, err)
+			if hc.stream.endCutLine(s.c.out, res, werr) {
+				s.calls.finish(key, hc, nil) // the line was closed as the answer
+				return
+			}
+			s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(tc.id, res, werr)) })
+		}
 	}
 	if starts {
 		// No goroutine waits: the source's reader answers (see

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -171,18 +170,21 @@ func (h *cutHost) call(t *testing.T, id int, tool string) {
 	h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"up__%s","arguments":{}}}`, id, tool))
 }
 
+// hostAnswer is an answer to a tools/call, as the host reads it.
+type hostAnswer struct {
+	ID     int `json:"id"`
+	Result struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	} `json:"result"`
+}
+
 // answer reads the host's next line as an answer to id.
 func (h *cutHost) answer(t *testing.T, id int) (text string, isError bool) {
 	t.Helper()
-	var msg struct {
-		ID     int `json:"id"`
-		Result struct {
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-			IsError bool `json:"isError"`
-		} `json:"result"`
-	}
+	var msg hostAnswer
 	b := h.line(t)
 	if err := json.Unmarshal(b, &msg); err != nil || msg.ID != id || len(msg.Result.Content) != 1 {
 		t.Fatalf("host got %d bytes (%q…), want an answer to %d: %v", len(b), b[:min(len(b), 200)], id, err)
@@ -190,17 +192,18 @@ func (h *cutHost) answer(t *testing.T, id int) (text string, isError bool) {
 	return msg.Result.Content[0].Text, msg.Result.IsError
 }
 
-// cutShort reads the host's next lines: the head of the answer to id,
-// cut short (not JSON), then the answer to id, a tool error naming the
-// upstream and saying why.
+// cutShort reads the host's answer to id, cut short in the middle of its
+// text and closed as a tool error: what came of the text, then the call's
+// error, naming the upstream and saying why.
 func (h *cutHost) cutShort(t *testing.T, id int, why string) {
 	t.Helper()
+	var msg hostAnswer
 	b := h.line(t)
-	if json.Valid(b) || !bytes.HasPrefix(b, []byte(`{"jsonrpc":"2.0","id":`)) {
-		t.Fatalf("host got %q…, want the head of an answer cut short", b[:min(len(b), 200)])
+	if err := json.Unmarshal(b, &msg); err != nil || msg.ID != id || !msg.Result.IsError || len(msg.Result.Content) != 2 {
+		t.Fatalf("host got %q…, want the answer to %d closed as a tool error: %v", b[:min(len(b), 200)], id, err)
 	}
-	if text, isErr := h.answer(t, id); !isErr || !strings.Contains(text, `upstream \"up\"`) || !strings.Contains(text, why) {
-		t.Fatalf("the answer after the line cut short: %q (isError %v), want an error saying %q", text, isErr, why)
+	if text := msg.Result.Content[1].Text; !strings.Contains(text, `upstream \"up\"`) || !strings.Contains(text, why) {
+		t.Fatalf("the error closing the answer: %q, want one saying %q", text, why)
 	}
 }
 
@@ -226,8 +229,8 @@ var cutFaults = []struct{ tool, why string }{
 
 // TestCutThroughUpstream: a real server process answers with long lines,
 // which the hub forwards while they arrive; when the server misbehaves in
-// the middle of one, the host reads a line that is not JSON, then the
-// call's answer, an error naming the server, and the connection goes on.
+// the middle of one, the answer ends there as a tool error naming the
+// server, and the connection goes on.
 func TestCutThroughUpstream(t *testing.T) {
 	t.Parallel()
 	cfg := fakeConfig(t, "cut", nil)
@@ -290,9 +293,9 @@ func cloneConfig(cfg Config) Config {
 }
 
 // TestCutThroughUpstreamHTTP: the same over Streamable HTTP, to a go-sdk
-// client on a session: a long answer is the data of an SSE event, written
-// while it arrives; one cut short ends as an event of another type, which
-// the client skips, and the call's error follows; the session goes on.
+// client on a session: a long answer is the body of its JSON response,
+// written while it arrives; one cut short is closed as a tool error, and
+// the session goes on.
 func TestCutThroughUpstreamHTTP(t *testing.T) {
 	t.Parallel()
 	cfg := fakeConfig(t, "cut", nil)
