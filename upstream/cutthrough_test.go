@@ -26,8 +26,9 @@ var cutText = strings.Repeat(`plain \" \\ \u00e9 \ud83d\ude00 \ud800 `+"\xff€ 
 // runCutServer is a stdio server (2025-06-18) whose tools answer with
 // long lines, well or badly: big (1 MiB, in pieces), stall (stops in the
 // middle until the file FAKE_RESUME exists), die (exits in the middle),
-// long (a line beyond the hub's limit), and slow (pauses between pieces
-// until FAKE_RESUME exists).
+// long (a line beyond the hub's limit), slow (pauses between pieces
+// until FAKE_RESUME exists), and nested (sends progress, if asked, and
+// stops inside a nested value until FAKE_RESUME exists).
 func runCutServer() {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
@@ -50,6 +51,9 @@ func runCutServer() {
 			Method string          `json:"method"`
 			Params struct {
 				Name string `json:"name"`
+				Meta struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				} `json:"_meta"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
@@ -60,7 +64,7 @@ func runCutServer() {
 			reply(msg.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"cut","version":"0"}}`)
 		case "tools/list":
 			var tools []string
-			for _, n := range []string{"big", "stall", "die", "long", "slow"} {
+			for _, n := range []string{"big", "stall", "die", "long", "slow", "nested"} {
 				tools = append(tools, `{"name":"`+n+`","inputSchema":{"type":"object"}}`)
 			}
 			reply(msg.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
@@ -76,6 +80,17 @@ func runCutServer() {
 				out.Flush()
 				waitResume()
 				out.WriteString(cutText[len(cutText)/2:] + tail)
+				out.Flush()
+			case "nested":
+				// Progress first, then an answer that stops inside a
+				// nested value, until FAKE_RESUME exists.
+				if msg.Params.Meta.ProgressToken != nil {
+					fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`+"\n", msg.Params.Meta.ProgressToken)
+				}
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"structuredContent":{"rows":["%s`, msg.ID, cutText[:len(cutText)/2])
+				out.Flush()
+				waitResume()
+				out.WriteString(`"]},"content":[]}}` + "\n")
 				out.Flush()
 			case "die":
 				out.WriteString(head + cutText[:len(cutText)/2])
@@ -260,6 +275,24 @@ func TestCutThroughUpstream(t *testing.T) {
 			}
 		})
 	}
+	// Cut inside a nested value, the answer cannot be closed: the line
+	// ends where it is, and the call's error follows on a line of its own.
+	t.Run("nested", func(t *testing.T) {
+		t.Parallel()
+		h := startCutHost(t, cfg, nil)
+		h.call(t, 1, "nested")
+		if b := h.line(t); json.Valid(b) || !strings.HasPrefix(string(b), `{"jsonrpc":"2.0","id":1,"result":{"structuredContent"`) {
+			t.Fatalf("host got %q…, want the head of the answer, cut short", b[:min(len(b), 200)])
+		}
+		if text, isErr := h.answer(t, 1); !isErr || !strings.Contains(text, "stopped in the middle of its answer") {
+			t.Fatalf("the answer after the line cut short: %q (isError %v)", text, isErr)
+		}
+		os.WriteFile(h.resume, nil, 0o644)
+		h.call(t, 2, "big")
+		if got, _ := h.answer(t, 2); got != want {
+			t.Fatalf("the next call: %d bytes of text, want %d", len(got), len(want))
+		}
+	})
 	// A cancellation, or the call's timeout, that comes while the answer
 	// streams does not cut it: the host reads it whole.
 	t.Run("cancelled and timed out while streaming", func(t *testing.T) {
@@ -334,5 +367,54 @@ func TestCutThroughUpstreamHTTP(t *testing.T) {
 			os.WriteFile(resume, nil, 0o644)
 			big()
 		})
+	}
+}
+
+// An HTTP answer cut short inside a nested value cannot be closed: when
+// progress has made the response an SSE stream, the event cut short ends
+// as a junction-cut event, which go-sdk's client skips, and the call's
+// error follows; the session goes on. A JSON body is broken off.
+func TestCutThroughUpstreamHTTPNested(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "cut", nil)
+	cfg.CallTimeout = 2 * time.Second
+	ctx := ctxTimeout(t, 60*time.Second)
+	view, resume := cutView(t, ctx, cfg, nil)
+	srv := httptest.NewServer(dataplane.New(view, nil).HTTPHandler(nil))
+	t.Cleanup(srv.Close)
+	progressed := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progressed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	connect := func() *mcp.ClientSession {
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	cs := connect()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__nested", Meta: mcp.Meta{"progressToken": "p"}})
+	if err != nil {
+		t.Fatalf("nested, with progress: %v", err)
+	}
+	if text := resultText(t, res); !res.IsError || !strings.Contains(text, "stopped in the middle of its answer") {
+		t.Fatalf("nested, with progress: %q (isError %v)", text, res.IsError)
+	}
+	<-progressed
+	os.WriteFile(resume, nil, 0o644)
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__big"}); err != nil || resultText(t, res) != wantText(t) {
+		t.Fatalf("the next call on the session: %v", err)
+	}
+	os.Remove(resume)
+	// Without progress the answer is a JSON body: broken off.
+	if _, err := connect().CallTool(ctx, &mcp.CallToolParams{Name: "up__nested"}); err == nil {
+		t.Fatal("nested, as JSON: the call succeeded, want the response broken off")
 	}
 }
