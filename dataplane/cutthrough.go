@@ -218,11 +218,48 @@ type cutter struct {
 	inStr bool
 	lit   bool
 
+	// sep is where each level (the result, its content array, a block in
+	// it) is between its members or elements: as rawjson's walks, a
+	// cutter takes them separated by exactly one comma.
+	sep [3]uint8
+
 	isErrorSeen, isError bool
 	size                 int // bytes of the result written
 	replaced             int // content blocks replaced
 	scratch              []byte
 	err                  error // the sink's
+}
+
+// Levels of a cutter's sep, and where a level is.
+const (
+	lvResult, lvContent, lvBlock = 0, 1, 2
+	sepOpen, sepValue, sepComma  = 0, 1, 2
+)
+
+// level is the level of the stages between members or elements.
+func level(stage int) int {
+	switch stage {
+	case cutContent, cutBlock:
+		return lvContent
+	case cutInBlock:
+		return lvBlock
+	}
+	return lvResult
+}
+
+// next checks the byte ch, at level l between members or elements (a
+// closing bracket, a comma, or the start of the next one), against what
+// came before it, and notes where the level is then.
+func (c *cutter) next(l int, ch byte) bool {
+	switch ch {
+	case '}', ']':
+		return c.sep[l] != sepComma
+	case ',':
+		ok := c.sep[l] == sepValue
+		c.sep[l] = sepComma
+		return ok
+	}
+	return c.sep[l] != sepValue
 }
 
 // emitMin is the size from which a piece is written on its own rather
@@ -283,6 +320,9 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 			if j >= len(b) {
 				return c.more(i, final)
 			}
+			if !c.next(level(c.stage), b[j]) {
+				return i, false, errStreamMalformed
+			}
 			switch b[j] {
 			case '}':
 				c.emit(b[i : j+1])
@@ -290,7 +330,7 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 				if c.stage == cutMember {
 					c.stage = cutRest
 				} else {
-					c.stage = cutContent
+					c.stage, c.sep[lvContent] = cutContent, sepValue
 				}
 				continue
 			case ',':
@@ -305,6 +345,9 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 			if !ok {
 				return c.more(i, final)
 			}
+			if b[v] == ',' || b[v] == '}' || b[v] == ']' {
+				return i, false, errStreamMalformed // a member without a value
+			}
 			if c.stage == cutInBlock {
 				if bytes.IndexByte(key, '\\') >= 0 || bytes.EqualFold(key, []byte("type")) {
 					// A second type, after bytes already forwarded: the
@@ -317,7 +360,7 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 			}
 			if isContentKey(key) && b[v] == '[' {
 				c.emit(b[i : v+1])
-				i, c.stage = v+1, cutContent
+				i, c.stage, c.sep[lvContent] = v+1, cutContent, sepOpen
 				continue
 			}
 			if string(key) == "isError" && !c.isErrorSeen {
@@ -327,7 +370,7 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 				}
 				c.isErrorSeen, c.isError = true, string(b[v:e]) == "true"
 				c.emit(b[i:e])
-				i = e
+				i, c.sep[lvResult] = e, sepValue
 				continue
 			}
 			c.emit(b[i:v])
@@ -335,21 +378,28 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 		case cutValue:
 			n := i + rawjson.TextCut(b[i:], final)
 			e := c.scan(b, i, n)
+			if e == scanBad {
+				return i, false, errStreamMalformed
+			}
 			if e < 0 {
 				c.emit(b[i:n])
 				return c.more(n, final)
 			}
 			c.emit(b[i:e])
 			i, c.stage = e, c.parent
+			c.sep[level(c.parent)] = sepValue
 		case cutContent:
 			j := rawjson.SkipSpace(b, i)
 			if j >= len(b) {
 				return c.more(i, final)
 			}
+			if !c.next(lvContent, b[j]) {
+				return i, false, errStreamMalformed
+			}
 			switch b[j] {
 			case ']':
 				c.emit(b[i : j+1])
-				i, c.stage = j+1, cutMember
+				i, c.stage, c.sep[lvResult] = j+1, cutMember, sepValue
 			case ',':
 				c.emit(b[i : j+1])
 				i = j + 1
@@ -366,7 +416,7 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 				} else {
 					c.emit(b[i:e])
 				}
-				i, c.stage = e, cutContent
+				i, c.stage, c.sep[lvContent] = e, cutContent, sepValue
 				continue
 			}
 			v, ok := knownBlockHead(b, i)
@@ -413,9 +463,12 @@ func (c *cutter) pass(b []byte, v int, parent int) int {
 	return v
 }
 
+// scanBad is what scan returns for a value that is not one.
+const scanBad = -2
+
 // scan goes on with the value passed through, over b[i:n], and returns
 // the index just past its end, or -1 if it goes on after n (the state is
-// then kept for n). A backslash and the byte after it are stepped over
+// then kept for n), or scanBad. A backslash and the byte after it are stepped over
 // together, as FixText steps over them (a byte from 0x80 on is stepped
 // over on its own), so n, which TextCut chose, never splits one.
 func (c *cutter) scan(b []byte, i, n int) int {
@@ -450,6 +503,9 @@ func (c *cutter) scan(b []byte, i, n int) int {
 		case c.lit:
 			if rawjson.IsSpace(ch) || ch == ',' || ch == '}' || ch == ']' {
 				return i
+			}
+			if !('a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '.' || ch == '+' || ch == '-') {
+				return scanBad // a bracket or a quote in a literal
 			}
 		case ch == '"':
 			c.inStr = true

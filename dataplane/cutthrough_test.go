@@ -365,3 +365,73 @@ func TestCutThroughFaults(t *testing.T) {
 		check(t, cc, &host, &mu, ended, io.EOF)
 	})
 }
+
+// cutInPieces forwards the result res through a cutter in pieces of the
+// sizes seed picks, as the server's reader hands them over (what a feed
+// did not consume comes again, with the next piece), and returns what it
+// wrote.
+func cutInPieces(res []byte, seed uint64) ([]byte, *cutter, error) {
+	var out bytes.Buffer
+	c := &cutter{emitTo: func(p []byte) error { out.Write(p); return nil }}
+	rnd := rand.New(rand.NewPCG(seed, seed>>7))
+	var pending []byte
+	for i := 0; ; {
+		n := min(1+rnd.IntN(16), len(res)-i)
+		pending = append(pending, res[i:i+n]...)
+		i += n
+		final := i == len(res)
+		used, done, err := c.feed(pending, final)
+		if err != nil {
+			return nil, c, err
+		}
+		pending = append(pending[:0], pending[used:]...)
+		if done {
+			return out.Bytes(), c, nil
+		}
+		if final {
+			return nil, c, errors.New("not done at the end")
+		}
+	}
+}
+
+// FuzzCutter: a result forwarded piece by piece, when the cutter takes it
+// whole, comes out as the whole line's rewriting makes it, with the same
+// isError and size.
+func FuzzCutter(f *testing.F) {
+	for _, res := range []string{
+		`{"content":[{"type":"text","text":"plain"}]}`,
+		`{"content":[{"type":"text","text":"esc \" \\ \u00e9 \ud83d\ude00 \ud800 \udc00 ` + "\xff\xe2\x82 €" + `"}],"isError":true}`,
+		`{"isError":false,"content":[{"type":"widget","x":1},{"text":"late","type":"video"}],"isError":true}`,
+		`{"content":[{"TYPE":"text","text":"a"},"s",null,[1],{"type":"te\u0078t","text":"b"}]}`,
+		`{"structuredContent":{"a":[1,{"b":"\\\""}]},"content":[],"n":-1.5e3,"t":true}`,
+		"{ \"content\" : [ { \"type\" : \"image\" , \"data\" : \"AA\" } ] , \"_meta\" : { } }",
+		`{"content":[{"text":"` + strings.Repeat(`\\`, 9) + `","type":"text"}]}`,
+	} {
+		f.Add([]byte(res), uint64(1))
+	}
+	f.Fuzz(func(t *testing.T, res []byte, seed uint64) {
+		line := append(append([]byte(`{"jsonrpc":"2.0","id":"jr-1","result":`), res...), '}')
+		var result []byte
+		if !rawjson.EachMember(line, func(key, val []byte) {
+			if string(key) == "result" {
+				result = val
+			}
+		}) || len(result) == 0 || result[0] != '{' {
+			return // not an answer the reader would take
+		}
+		// The reader starts the cutter at the result's '{' (streamHead).
+		start := len(line) - 1 - len(bytes.TrimLeft(res, " \t\r\n"))
+		got, c, err := cutInPieces(line[start:], seed)
+		if err != nil {
+			return // cut short: the answer is malformed, or not one it can stream
+		}
+		want, wantSize, wantErr := wholeAnswer(result)
+		want = want[len(`{"jsonrpc":"2.0","id":7,"result":`) : len(want)-2]
+		if !bytes.Equal(got, want) {
+			t.Fatalf("cut in pieces:\n%q\nwhole:\n%q", got, want)
+		}
+		if c.size != wantSize || c.isError != wantErr {
+			t.Fatalf("size %d isError %v, want %d %v", c.size, c.isError, wantSize, wantErr)
+		}
+	})
+}

@@ -112,3 +112,24 @@ func FuzzFixText(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTextCut: a text fixed in two pieces, cut where TextCut says a
+// prefix of it may be cut, comes out as FixText fixes it whole.
+func FuzzTextCut(f *testing.F) {
+	for _, s := range []string{
+		`plain`, `a\"b\\c`, `\ud83d\ude00`, `\ud800x`, `\udc00`, `\u00e9`, "\xff\xe2\x82€😀", `\\\\\u`, "\\\xe2\x82\xac",
+	} {
+		f.Add([]byte(s), uint(len(s)/2))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, m uint) {
+		prefix := b[:int(m%uint(len(b)+1))]
+		k := TextCut(prefix, false)
+		if k > len(prefix) || k < 0 {
+			t.Fatalf("TextCut(%q) = %d", prefix, k)
+		}
+		got := append(append([]byte(nil), FixText(b[:k])...), FixText(b[k:])...)
+		if want := FixText(b); !bytes.Equal(got, want) {
+			t.Fatalf("cut at %d of %q: %q, want %q", k, b, got, want)
+		}
+	})
+}
