@@ -23,7 +23,8 @@ import (
 //
 // A line is cut through only when all of these hold, and otherwise is
 // read whole as before:
-//   - it has filled minLineBuf bytes without ending;
+//   - it has filled minLineBuf bytes without ending, in at most
+//     maxHeadReads reads;
 //   - its head shows the id of a raw call in flight ("jr-N") before its
 //     "result", whose value is an object;
 //   - the call's host takes answers that way (hostCall.stream: the host
@@ -44,6 +45,15 @@ import (
 // answer streams, so a server that stops mid-line must not hold it for
 // long.
 const DefaultStreamStall = 10 * time.Second
+
+// maxHeadReads bounds the reads the head of a line may take for the line
+// to be forwarded while it arrives. A server that writes its answer at
+// once fills the pipe faster than junction reads it, so the head comes in
+// a few large reads; one that writes it in small pieces as it computes it
+// would hold the host's writer while it trickles, so its answer is read
+// whole. (A count rather than a time: on a busy machine a reader that
+// waits for the CPU finds more in the pipe, not less.)
+const maxHeadReads = 16
 
 // A StreamReceiver is a [RawReceiver] that can let a long answer be
 // forwarded to the host while it arrives (see cutthrough.go).
@@ -683,7 +693,7 @@ func (s *cutStream) finish(c *ServerConn) {
 // error if the input ended in the middle of the line.
 func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 	id, start, ok := streamHead(head)
-	if !ok {
+	if !ok || r.HeadReads() > maxHeadReads {
 		return false, nil
 	}
 	c.rawMu.Lock()

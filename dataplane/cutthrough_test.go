@@ -260,6 +260,26 @@ func TestCutThroughStreams(t *testing.T) {
 	}
 }
 
+// A line whose head comes in many small reads (a server writing its
+// answer as it computes it) is read whole: forwarded while it trickled,
+// it would hold the host's writer.
+func TestCutThroughNotTrickled(t *testing.T) {
+	t.Parallel()
+	cc := newCutConn(t, nil)
+	var host bytes.Buffer
+	var mu sync.Mutex
+	_, reply, ended := cc.call(t, &host, &mu)
+	cc.writeIn(t, []byte(`{"jsonrpc":"2.0","id":"jr-1","result":`+cutCorpus()["text"]+"}\n"), func() int { return 1024 })
+	select {
+	case r := <-reply:
+		if r.Result == nil {
+			t.Fatalf("reply %+v", r)
+		}
+	case e := <-ended:
+		t.Fatalf("forwarded while it trickled (%+v), want it read whole", e)
+	}
+}
+
 // hostLines splits what the host received into lines.
 func hostLines(mu *sync.Mutex, b *bytes.Buffer) []string {
 	mu.Lock()

@@ -45,7 +45,15 @@ type LineReader struct {
 	partial bool
 	taken   int
 	discard bool
+	// reads counts the reads that brought bytes of the line being read
+	// (the first may have brought the end of lines before it too).
+	reads int
 }
+
+// HeadReads reports how many reads brought the head Next returned (see
+// SplitLong): a line written at once comes in a few large reads, one a
+// server writes as it computes it in many small ones.
+func (l *LineReader) HeadReads() int { return l.reads }
 
 // errLineTooLong is what Rest returns when the line it reads grows beyond
 // the reader's limit; what is left of the line is skipped.
@@ -86,7 +94,7 @@ func (l *LineReader) Rest(used int) (chunk []byte, ended bool, err error) {
 			}
 			total := l.taken + len(chunk)
 			l.start = nl + 1
-			l.partial, l.offered, l.taken = false, false, 0
+			l.partial, l.offered, l.taken, l.reads = false, false, 0, 0
 			if total > l.limit {
 				return nil, false, errLineTooLong
 			}
@@ -108,7 +116,7 @@ func (l *LineReader) Rest(used int) (chunk []byte, ended bool, err error) {
 // Skip gives up the line whose head Next returned: Next skips what is
 // left of it.
 func (l *LineReader) Skip() {
-	l.partial, l.offered, l.taken = false, false, 0
+	l.partial, l.offered, l.taken, l.reads = false, false, 0, 0
 	l.start, l.end = 0, 0
 	l.discard = true
 }
@@ -119,7 +127,7 @@ func (l *LineReader) skipLine() bool {
 	for {
 		if i := bytes.IndexByte(l.buf[l.start:l.end], '\n'); i >= 0 {
 			l.start += i + 1
-			l.discard = false
+			l.discard, l.reads = false, 0
 			return true
 		}
 		l.start, l.end = 0, 0
@@ -161,7 +169,7 @@ func (l *LineReader) Next() (line []byte, tooLong bool, err error) {
 				tooLong = len(line) > l.limit
 			}
 			l.start = nl + 1
-			l.offered = false
+			l.offered, l.reads = false, 0
 			l.shrink()
 			if tooLong {
 				return nil, true, nil
@@ -208,6 +216,9 @@ func (l *LineReader) fill(scanned *int) (int, error) {
 	l.end += n
 	if err != nil {
 		l.err = err
+	}
+	if n > 0 {
+		l.reads++
 	}
 	return n, err
 }
