@@ -9,11 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/junction-mcp/junction/bench/echo"
+	"github.com/junction-mcp/junction/bench/load"
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/httpguard"
 )
@@ -22,6 +24,7 @@ import (
 // connection, with requests and answers written and read by hand, so that
 // the benchmark's allocations are nearly all the server's.
 type httpHost struct {
+	addr    string // the server's, for more connections (see dial)
 	conn    net.Conn
 	r       *bufio.Reader
 	session string // Mcp-Session-Id; empty at 2026-07-28
@@ -69,7 +72,7 @@ func serveHTTP(tb testing.TB, srv *http.Server, modern bool) *httpHost {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h := &httpHost{conn: conn, r: bufio.NewReaderSize(conn, 64<<10), modern: modern}
+	h := &httpHost{addr: ln.Addr().String(), conn: conn, r: bufio.NewReaderSize(conn, 64<<10), modern: modern}
 	tb.Cleanup(func() {
 		conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -92,6 +95,17 @@ func serveHTTP(tb testing.TB, srv *http.Server, modern bool) *httpHost {
 		tb.Fatalf("initialized: %v", err)
 	}
 	return h
+}
+
+// dial returns a host on a connection of its own, in h's session, whose
+// request ids start after first.
+func (h *httpHost) dial(tb testing.TB, first int) *httpHost {
+	conn, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	return &httpHost{addr: h.addr, conn: conn, r: bufio.NewReaderSize(conn, 64<<10), session: h.session, modern: h.modern, id: first}
 }
 
 // post sends one JSON-RPC message and returns the answer's body (the
@@ -207,6 +221,16 @@ func (h *httpHost) answer() ([]byte, error) {
 }
 
 func (h *httpHost) call(tb testing.TB, tool, args string) []byte {
+	res, err := h.tryCall(tool, args)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+// tryCall is call for a goroutine that must not stop the benchmark (one
+// of RunParallel's): it returns what went wrong.
+func (h *httpHost) tryCall(tool, args string) ([]byte, error) {
 	h.id++
 	var meta string
 	if h.modern {
@@ -214,12 +238,12 @@ func (h *httpHost) call(tb testing.TB, tool, args string) []byte {
 	}
 	res, err := h.post(`{"jsonrpc":"2.0","id":`+strconv.Itoa(h.id)+`,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+meta+`}}`, "tools/call", tool)
 	if err != nil {
-		tb.Fatalf("call %s: %v", args, err)
+		return nil, fmt.Errorf("call %s: %w", args, err)
 	}
 	if !bytes.Contains(res, []byte(`"result"`)) || bytes.Contains(res, []byte(`"isError":true`)) {
-		tb.Fatalf("call %s: %.300s", args, res)
+		return nil, fmt.Errorf("call %s: %.300s", args, res)
 	}
-	return res
+	return res, nil
 }
 
 var httpForwarders = []struct {
@@ -250,6 +274,11 @@ func TestForwardHTTP(t *testing.T) {
 // endpoint, sequentially. Allocations are the server's (through the hub:
 // without its upstream, another process) and the few of the
 // hand-written host.
+//
+// The c16 cases make 16 calls at a time (each on a connection of its
+// own, in one session) and report the process's CPU time per call
+// (cpu-µs/op: the server's, the hand-written hosts' little, not the
+// upstream's), which varies less with the machine's load than ns/op.
 func BenchmarkForwardHTTP(b *testing.B) {
 	for _, tc := range httpForwarders {
 		b.Run(tc.name, func(b *testing.B) {
@@ -258,6 +287,29 @@ func BenchmarkForwardHTTP(b *testing.B) {
 			for b.Loop() {
 				h.call(b, "echo", `{"msg":"hello, hub"}`)
 			}
+		})
+		b.Run(tc.name+"/c16", func(b *testing.B) {
+			h := tc.new(b)
+			hosts := make(chan *httpHost, 16)
+			for i := range cap(hosts) {
+				hosts <- h.dial(b, (i+1)<<32) // ids unique in the session
+			}
+			b.ReportAllocs()
+			b.SetParallelism((cap(hosts) + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			cpu := load.SelfCPU()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				h := <-hosts // more goroutines than hosts wait for one
+				defer func() { hosts <- h }()
+				for pb.Next() {
+					if _, err := h.tryCall("echo", `{"msg":"hello, hub"}`); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(load.SelfCPU()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 		})
 	}
 }

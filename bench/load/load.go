@@ -214,14 +214,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if pid > 0 {
 		before = Usage(pid)
 	}
-	selfBefore := selfCPU()
+	selfBefore := SelfCPU()
 	start := time.Now()
 	lat, errs, err := drive(ctx, c, cfg.Calls, cfg.Concurrency, msg)
 	elapsed := time.Since(start)
 	if err != nil {
 		return nil, err
 	}
-	selfAfter := selfCPU()
+	selfAfter := SelfCPU()
 	if pid > 0 {
 		after := Usage(pid)
 		res.ServerCPUus = float64(after.Ticks-before.Ticks) / clockTicks * 1e6 / float64(cfg.Calls)

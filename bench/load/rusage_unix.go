@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// selfCPU is the CPU time the load generator has used so far.
-func selfCPU() time.Duration {
+// SelfCPU is the CPU time the calling process (the load generator, or a
+// benchmark) has used so far.
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
