@@ -50,6 +50,17 @@ type pipeHost struct {
 func newForwarder(tb testing.TB, fast bool) *pipeHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	view, stop := echoView(tb, ctx)
+	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return dataplane.New(view, &dataplane.Options{NoRaw: !fast}).ServeStdio(ctx, in, out, nil)
+	}, stop)
+}
+
+// echoView builds a hub whose one source is the echo server as an
+// upstream process (tool "echo"), and returns its view and what stops
+// them.
+func echoView(tb testing.TB, ctx context.Context) (*junction.View, func()) {
+	tb.Helper()
 	hub := junction.New(nil)
 	up, err := upstream.New("echo", upstream.Config{Command: os.Args[0], Env: map[string]string{envEcho: "1"}}, nil)
 	if err != nil {
@@ -70,12 +81,10 @@ func newForwarder(tb testing.TB, fast bool) *pipeHost {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
-		return dataplane.New(view, &dataplane.Options{NoRaw: !fast}).ServeStdio(ctx, in, out, nil)
-	}, func() {
+	return view, func() {
 		hub.Close()
 		up.Close()
-	})
+	}
 }
 
 func hubForwarder(tb testing.TB) *pipeHost  { return newForwarder(tb, false) }

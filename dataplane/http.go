@@ -208,7 +208,7 @@ func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+		body, err := readBody(w, r, max)
 		if err != nil {
 			if _, ok := err.(*http.MaxBytesError); ok {
 				WriteJSONRPCError(w, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("request body exceeds %d bytes", max))
@@ -234,6 +234,28 @@ func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http
 		next.ServeHTTP(w, r)
 	})
 }
+
+// readBody reads r's body, at most max bytes (a longer one fails with an
+// *http.MaxBytesError). A body whose Content-Length is at most
+// preallocBody is read into a buffer of that length; a longer one's
+// buffer grows as its bytes arrive, so that headers alone cannot make the
+// hub allocate.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= min(max, preallocBody) {
+		// net/http ends the body after n bytes: no buffer to grow, and
+		// no limit to watch.
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+}
+
+// preallocBody bounds the buffer readBody makes from a Content-Length:
+// as much as a connection's own read buffer, which most calls fit in.
+const preallocBody = 4 << 10
 
 // WriteJSONRPCError writes a JSON-RPC error response with a null id.
 func WriteJSONRPCError(w http.ResponseWriter, status int, code int64, message string) {

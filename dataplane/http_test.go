@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -506,5 +507,59 @@ func TestOlderResult(t *testing.T) {
 	ev := "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"ttlMs\":0,\"prompts\":[]}}\n\n"
 	if got := string(olderMessage([]byte(ev))); got != "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"prompts\":[]}}\n\n" {
 		t.Errorf("olderMessage(SSE event) = %q", got)
+	}
+}
+
+// TestHTTPBodies: a body over MaxRequestBytes gets 413 and a JSON-RPC
+// error, whether it says its length or comes chunked; one shorter than
+// its Content-Length gets 400; and the session goes on.
+func TestHTTPBodies(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	srv := startHTTPFast(t, f, HTTPOptions{MaxRequestBytes: 256})
+	sid := rawSession(t, srv.URL)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"` + strings.Repeat("x", 300) + `"}}}`
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = strings.NewReader(call)
+		if chunked {
+			body = io.MultiReader(body) // no length: sent chunked
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), `"code":-32600`) || !strings.Contains(string(b), "request body exceeds 256 bytes") {
+			t.Errorf("a body over the limit (chunked %v): %s %s", chunked, resp.Status, b)
+		}
+	}
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"", sid)
+	conn.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a body shorter than its Content-Length: %s, want 400", resp.Status)
+	}
+
+	resp = rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"}}}`)
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"text":"hi"`) {
+		t.Errorf("a call after them: %s %s", resp.Status, b)
 	}
 }

@@ -136,14 +136,14 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		return false
 	}
 	key := string(tc.id)
-	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the call
-	defer cancel()
-	hc := &hostCall{cancel: func(error) { cancel() }}
+	ctx, cancel := context.WithCancelCause(r.Context()) // a client that goes away cancels the call
+	defer cancel(nil)
+	rc := &httpRawCall{hc: hostCall{cancel: cancel}, sink: sseSink{w: w, sid: sid, f: f}}
+	hc, sink := &rc.hc, &rc.sink
 	if !s.calls.add(key, hc) {
 		return false // a reused id: go-sdk answers it
 	}
 	ctx = junction.WithHostSession(ctx, s.ss)
-	sink := &sseSink{w: w, sid: sid, f: f}
 	if !f.jsonOnly {
 		// With JSON answers only, progress, log messages and requests to
 		// the host go where go-sdk puts them (the session's GET stream).
@@ -152,12 +152,12 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	// A long answer may go on while it arrives (see cutthrough.go): the
 	// hostCall in the call's context tells the source's reader where.
 	ctx = withHostCall(ctx, hc)
-	call, rc := f.p.v.BeginRaw(ctx, tc.name)
+	call, src := f.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
 		s.calls.finish(key, hc, nil)
 		return false
 	}
-	o := f.call(call, rc, rawParams(call.Local(), tc), hc, tc.id, sink)
+	o := f.call(call, src, rawParams(call.Local(), tc), hc, tc.id, sink)
 	switch {
 	case !o.streamed:
 		if s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, o.res, o.werr)) }) {
@@ -220,6 +220,13 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 		out <- rawOutcome{res: res, werr: werr}
 	})
 	return <-out
+}
+
+// httpRawCall is what take keeps of one raw call, in one allocation:
+// the session's record of it and its response.
+type httpRawCall struct {
+	hc   hostCall
+	sink sseSink
 }
 
 // takeStateless answers a tools/call of a client before protocol
@@ -359,43 +366,46 @@ func (f *httpRaw) acceptable(r *http.Request) bool {
 // session is unknown, not initialized, or due for go-sdk to see it.
 func (f *httpRaw) session(sid string) *httpSession {
 	f.mu.Lock()
-	s := f.sessions[sid]
+	if s := f.sessions[sid]; s != nil {
+		defer f.mu.Unlock()
+		return f.touched(s)
+	}
 	closes := f.closes
 	f.mu.Unlock()
-	if s == nil {
-		var ss *mcp.ServerSession
-		for c := range f.p.v.Server().Sessions() {
-			if c.ID() == sid {
-				ss = c
-				break
-			}
+	var ss *mcp.ServerSession
+	for c := range f.p.v.Server().Sessions() {
+		if c.ID() == sid {
+			ss = c
+			break
 		}
-		if ss == nil || ss.InitializeParams() == nil {
-			return nil
-		}
-		f.mu.Lock()
-		if s = f.sessions[sid]; s == nil {
-			s = &httpSession{ss: ss, lastSlow: time.Now()}
-			f.sessions[sid] = s
-			// Forget the session when go-sdk closes it (DELETE, idle
-			// timeout, shutdown). The event store tells of it, but a
-			// session that closed since the lookup above was told of
-			// before it was entered here: then, and without a store, a
-			// goroutine waits for the close (at once, if it was this one).
-			if !f.hears || f.closes != closes {
-				go func() {
-					ss.Wait()
-					f.forget(sid, s)
-				}()
-			}
-		}
-		f.mu.Unlock()
+	}
+	if ss == nil || ss.InitializeParams() == nil {
+		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.sessions[sid] != s {
-		return nil // closed meanwhile
+	s := f.sessions[sid]
+	if s == nil {
+		s = &httpSession{ss: ss, lastSlow: time.Now()}
+		f.sessions[sid] = s
+		// Forget the session when go-sdk closes it (DELETE, idle
+		// timeout, shutdown). The event store tells of it, but a
+		// session that closed since the lookup above was told of
+		// before it was entered here: then, and without a store, a
+		// goroutine waits for the close (at once, if it was this one).
+		if !f.hears || f.closes != closes {
+			go func() {
+				ss.Wait()
+				f.forget(sid, s)
+			}()
+		}
 	}
+	return f.touched(s)
+}
+
+// touched returns s, or nil when its request is due to go to go-sdk (see
+// httpRaw.touch); called with f.mu held.
+func (f *httpRaw) touched(s *httpSession) *httpSession {
 	if f.touch > 0 {
 		if now := time.Now(); now.Sub(s.lastSlow) >= f.touch {
 			s.lastSlow = now

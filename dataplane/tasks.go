@@ -51,10 +51,10 @@ func isTaskMethod(method string) bool {
 // tools/call request of that revision (a message that names neither a
 // tasks/ method nor the extension is not read at all).
 func readTaskRequest(msg []byte) (taskRequest, bool) {
-	var tr taskRequest
 	if !bytes.Contains(msg, []byte(`"tasks/`)) && !bytes.Contains(msg, []byte(junction.TasksExtension)) {
-		return tr, false // the common case, without reading the message
+		return taskRequest{}, false // the common case, without reading the message
 	}
+	var tr taskRequest
 	var method []byte
 	if rawjson.Object(msg, func(key, val []byte) {
 		switch string(key) {

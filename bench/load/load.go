@@ -33,7 +33,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -215,14 +214,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if pid > 0 {
 		before = Usage(pid)
 	}
-	selfBefore := selfCPU()
+	selfBefore := SelfCPU()
 	start := time.Now()
 	lat, errs, err := drive(ctx, c, cfg.Calls, cfg.Concurrency, msg)
 	elapsed := time.Since(start)
 	if err != nil {
 		return nil, err
 	}
-	selfAfter := selfCPU()
+	selfAfter := SelfCPU()
 	if pid > 0 {
 		after := Usage(pid)
 		res.ServerCPUus = float64(after.Ticks-before.Ticks) / clockTicks * 1e6 / float64(cfg.Calls)
@@ -307,14 +306,6 @@ func percentile(sorted []time.Duration, p float64) float64 {
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
 	i = max(0, min(i, len(sorted)-1))
 	return float64(sorted[i]) / float64(time.Microsecond)
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // checkResult reports whether a tools/call response is a successful result.

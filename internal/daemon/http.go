@@ -404,8 +404,19 @@ func (m *Metrics) countRequests(next http.Handler) http.Handler {
 		default:
 			endpoint = "other"
 		}
-		m.requests.WithLabelValues(endpoint, fmt.Sprintf("%dxx", rec.status/100)).Inc()
+		m.requests.WithLabelValues(endpoint, statusClass(rec.status)).Inc()
 	})
+}
+
+// statusClasses are the status classes of the statuses a server sends.
+var statusClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// statusClass is status's class, "2xx" for 204 say.
+func statusClass(status int) string {
+	if c := status/100 - 1; c >= 0 && c < len(statusClasses) {
+		return statusClasses[c]
+	}
+	return fmt.Sprintf("%dxx", status/100)
 }
 
 type statusRecorder struct {

@@ -153,20 +153,31 @@ func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
 		progress = DefaultProgressTimeout
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
+		// One allocation per request for the controller and both wrappers.
+		g := &guarded{rc: *http.NewResponseController(w)}
+		rc := &g.rc
 		if r.Body != nil && r.Body != http.NoBody {
 			// A request without a body is left alone: net/http keeps a read
 			// pending on its connection while the handler runs, and a
 			// deadline on that read would cancel the request's context.
 			rc.SetReadDeadline(time.Now().Add(progress))
-			r.Body = &progressBody{ReadCloser: r.Body, rc: rc, timeout: progress}
+			g.body = progressBody{ReadCloser: r.Body, rc: rc, timeout: progress}
+			r.Body = &g.body
 		}
-		next.ServeHTTP(&progressWriter{ResponseWriter: w, rc: rc, timeout: progress}, r)
+		g.w = progressWriter{ResponseWriter: w, rc: rc, timeout: progress}
+		next.ServeHTTP(&g.w, r)
 		// net/http flushes the rest of the response after the handler
 		// returns, which may be long after the last write (a deploy runs
 		// its command first): give that flush a window of its own.
 		rc.SetWriteDeadline(time.Now().Add(progress))
 	})
+}
+
+// guarded is what ProgressHandler keeps of one request.
+type guarded struct {
+	rc   http.ResponseController
+	body progressBody
+	w    progressWriter
 }
 
 // progressBody extends the connection's read deadline as the body
