@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,7 +52,18 @@ func connect(t *testing.T, v *junction.View, opts *mcp.ClientOptions) *mcp.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	acked := make(chan struct{})
+	var ack sync.Once
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				ack.Do(func() { close(acked) })
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cs, err := c.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +71,17 @@ func connect(t *testing.T, v *junction.View, opts *mcp.ClientOptions) *mcp.Clien
 		cs.Close()
 		ss.Wait()
 	})
+	// A client of 2026-07-28 with a list-changed handler subscribes after
+	// Connect returns; a change before the server has the subscription is
+	// told to nobody, so wait for the server's acknowledgement.
+	if opts != nil && (opts.ToolListChangedHandler != nil || opts.PromptListChangedHandler != nil || opts.ResourceListChangedHandler != nil) &&
+		cs.InitializeResult().ProtocolVersion >= "2026-07-28" {
+		select {
+		case <-acked:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server did not acknowledge the client's subscription within 5s")
+		}
+	}
 	return cs
 }
 

@@ -99,8 +99,8 @@ type lineOut interface {
 	endLine()
 }
 
-// errStreamStalled, errStreamMalformed and errStreamTooLong are the causes
-// of an answer cut short.
+// errStreamStalled and errStreamMalformed are causes of an answer cut short
+// (errLineTooLong, the line reader's, is the third).
 var (
 	errStreamStalled   = errors.New("stopped in the middle of its answer")
 	errStreamMalformed = errors.New("sent a malformed answer")
