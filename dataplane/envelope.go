@@ -84,8 +84,14 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	}
 	if plainASCII(rawName) {
 		tc.name = string(rawName[1 : len(rawName)-1])
-	} else if json.Unmarshal(rawName, &tc.name) != nil { // escapes, or UTF-8 to check
-		return toolCall{}, false
+	} else {
+		// Escapes, or UTF-8 to check. Decoded into a variable of its own:
+		// &tc.name would move tc to the heap on every call.
+		var name string
+		if json.Unmarshal(rawName, &name) != nil {
+			return toolCall{}, false
+		}
+		tc.name = name
 	}
 	for _, v := range []json.RawMessage{tc.args, tc.meta, tc.inputResponses, tc.requestState} {
 		if len(v) > 0 && !json.Valid(v) {
@@ -125,9 +131,11 @@ func readMeta(meta []byte) metaInfo {
 		case "io.modelcontextprotocol/logLevel":
 			mi.logLevel = true
 		case "io.modelcontextprotocol/protocolVersion":
-			if json.Unmarshal(val, &mi.version) != nil {
+			var v string // not &mi.version, which would move mi to the heap
+			if json.Unmarshal(val, &v) != nil {
 				mi.ok = false
 			}
+			mi.version = v
 		case "io.modelcontextprotocol/clientCapabilities":
 			caps = len(val) > 0 && val[0] == '{'
 		case "io.modelcontextprotocol/clientInfo":

@@ -195,17 +195,18 @@ func (s *stdioSession) take(line []byte) bool {
 		return false // a reused id, or closing: go-sdk answers it
 	}
 	params := rawParams(call.Local(), tc)
+	id, modern := tc.id, mi.modern // captured rather than tc and mi, which then stay on the stack
 	answer := func(res json.RawMessage, werr *jsonrpc.Error) {
-		if werr == nil && mi.modern {
+		if werr == nil && modern {
 			res = modernResult(res, s.p.impl)
 		}
 		// JSON-RPC: no answer to a cancelled request.
 		s.calls.finish(key, hc, func() {
 			if werr == nil && len(res) > bigWrite {
-				s.c.out.writeAnswer(tc.id, res) // not held back: no copy
+				s.c.out.writeAnswer(id, res) // not held back: no copy
 				return
 			}
-			line := answerLine(tc.id, res, werr)
+			line := answerLine(id, res, werr)
 			if via := hc.via.Load(); via != nil {
 				s.c.out.writeDeferred(line, "", via) // the server's reader flushes it
 			} else {
