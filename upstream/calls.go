@@ -490,7 +490,13 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 // With drains set the call gets the channel drainProgress waits on
 // (onProgress skips a nil one); raw calls do without.
 func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
-	c := &call{host: host, hostCtx: ctx, caps: caps, sess: sess, timeout: timeout, cancel: cancel}
+	return s.registerIn(new(call), ctx, sess, host, caps, timeout, cancel, drains)
+}
+
+// registerIn is register with the call's record in c, a new one (a raw
+// call keeps it in its rawFlight: one allocation for both).
+func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host *mcp.ServerSession, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
+	*c = call{host: host, hostCtx: ctx, caps: caps, sess: sess, timeout: timeout, cancel: cancel}
 	if drains {
 		c.progress = make(chan struct{}, 1)
 	}
@@ -549,7 +555,7 @@ func (s *Server) end(c *call) {
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
-		s.recent[c.host] = recentHost{ctx: context.WithoutCancel(streamOf{c.hostCtx}), until: now.Add(recentHostGrace)}
+		s.recent[c.host] = recentHost{callCtx: c.hostCtx, until: now.Add(recentHostGrace)}
 	}
 	s.mu.Unlock()
 	s.noteIdle()
@@ -980,8 +986,15 @@ func (s *Server) sendLevels(sess *session) {
 const recentHostGrace = 2 * time.Second
 
 type recentHost struct {
-	ctx   context.Context
-	until time.Time
+	callCtx context.Context // the context of the host's last call (see ctx)
+	until   time.Time
+}
+
+// ctx is the context log messages go to the host with: that of its last
+// call, without its cancellation. Made when a message needs it rather
+// than at the end of each call.
+func (r recentHost) ctx() context.Context {
+	return context.WithoutCancel(streamOf{r.callCtx})
 }
 
 // logHosts returns the host sessions an upstream log message goes to:
@@ -1003,7 +1016,7 @@ func (s *Server) logHosts() []hostRef {
 		}
 		if !seen[h] {
 			seen[h] = true
-			out = append(out, hostRef{h, r.ctx})
+			out = append(out, hostRef{h, r.ctx()})
 		}
 	}
 	return out

@@ -30,7 +30,12 @@ func hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
 	if host == nil {
 		return nil
 	}
-	p := host.InitializeParams()
+	return initCapabilities(host.InitializeParams())
+}
+
+// initCapabilities returns the capabilities of p, a host's initialize,
+// as JSON; nil when it has none.
+func initCapabilities(p *mcp.InitializeParams) []byte {
 	if p == nil || p.Capabilities == nil {
 		return nil
 	}
@@ -38,6 +43,30 @@ func hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
 	if err != nil {
 		return nil
 	}
+	return b
+}
+
+// initCaps is a host's initialize and its capabilities as JSON.
+type initCaps struct {
+	params *mcp.InitializeParams
+	caps   []byte
+}
+
+// hostCapabilities is the function hostCapabilities for a raw call,
+// which asks on every call: the JSON of the last host's capabilities is
+// kept, for as long as its initialize is the same (go-sdk replaces,
+// never modifies, a session's initialize params). The bytes returned
+// must not be modified.
+func (s *Server) hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
+	if len(sent) > 0 || host == nil {
+		return hostCapabilities(sent, host)
+	}
+	p := host.InitializeParams()
+	if last := s.lastCaps.Load(); last != nil && last.params == p {
+		return last.caps
+	}
+	b := initCapabilities(p)
+	s.lastCaps.Store(&initCaps{params: p, caps: b})
 	return b
 }
 

@@ -192,7 +192,8 @@ type rawFlight struct {
 	done     func(json.RawMessage, error)
 	finished bool    // done has been called (or handed to a goroutine)
 	b        *bridge // the bridge the call became, if it did
-	c        *call   // nil: setting up failed, and start ends the call
+	c        *call   // &rec once registered; nil: setting up failed, and start ends the call
+	rec      call    // the call's record with the server (see registerIn)
 	stop     func() bool
 	// For a call that went on as CallToolRaw: cancels its context
 	// (slowCancel), or the cause it was cancelled with first.
@@ -210,7 +211,7 @@ func (f *rawFlight) start(sess *session) {
 	// (the server's stdout ending): f.mu holds it back until then.
 	f.mu.Lock()
 	f.rc = sess.stdio().NewRawCall(f)
-	c := s.register(f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
+	c := s.registerIn(&f.rec, f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
 	if c == nil {
 		f.rc.Forget()
 		f.mu.Unlock()
@@ -232,8 +233,10 @@ func (f *rawFlight) start(sess *session) {
 		f.stop = context.AfterFunc(f.ctx, func() { f.cancel(context.Cause(f.ctx)) })
 	}
 	f.mu.Unlock()
-	// A failure to write ends the call through ReceiveRaw.
-	f.rc.Send(f.ctx, s.rawMeta(c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
+	// A failure to write ends the call through ReceiveRaw. The _meta is
+	// copied into the request: its buffer can be this frame's.
+	var meta [512]byte
+	f.rc.Send(f.ctx, s.rawMeta(meta[:0], c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
 }
 
 // ReceiveRaw implements dataplane.RawReceiver: it ends the call with the
@@ -419,21 +422,20 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 	return hm
 }
 
-// rawMeta is the _meta members of a raw call's request: junction's
+// rawMeta appends to b the _meta members of a raw call's request: junction's
 // progress token; to an upstream at 2026-07-28 or later, the protocol
 // fields go-sdk would send, with the host's capabilities in place of
 // junction's (see hostCapabilities), and the log level (the host's, or
 // the one the hub asked for); the host's other _meta members; and the
 // trace context: tc, the hub's span, if the call is traced (see
 // junction.Options.Trace), else the host's as sent.
-func (s *Server) rawMeta(token string, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
-	b := make([]byte, 0, 64+len(sess.meta)+len(hm.extra)+len(hm.traceParent)+len(hm.traceState))
+func (s *Server) rawMeta(b []byte, token string, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
 	b = append(b, `"progressToken":`...)
 	b = appendToken(b, token)
 	if sess.modern() {
 		if len(sess.meta) > 0 {
 			b = append(b, ',')
-			b = appendProtocolMeta(b, sess.meta, hostCapabilities(hm.caps, hm.host))
+			b = appendProtocolMeta(b, sess.meta, s.hostCapabilities(hm.caps, hm.host))
 		}
 		b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
 		if hm.logLevel != nil {

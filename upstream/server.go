@@ -43,6 +43,9 @@ type Server struct {
 	// relistWhich are the lists announced changed since serve last
 	// listed (listTools, listPrompts, listResources).
 	relistWhich atomic.Uint32
+	// lastCaps: the capabilities of the last host a raw call to a
+	// 2026-07-28 server named, as JSON (see Server.hostCapabilities).
+	lastCaps atomic.Pointer[initCaps]
 
 	mu           sync.Mutex // guards the fields below
 	state        State
