@@ -64,6 +64,8 @@ type Server struct {
 	since        time.Time
 	info         *mcp.Implementation
 	calls        map[string]*call // in-flight calls by upstream progress token
+	watch        *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
+	watchDue     time.Time        // when watch fires; zero when it is not set
 	recent       map[*mcp.ServerSession]recentHost
 	acked        map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
 	ackSignal    chan struct{}                          // closed and replaced on every acknowledgement
