@@ -84,20 +84,28 @@ func capabilitiesV2(c *mcp.ClientCapabilities) any {
 // session's protocol _meta (session.meta), where it comes last (noteMeta).
 var capsKey = []byte(`"` + mcp.MetaKeyClientCapabilities + `":`)
 
-// appendProtocolMeta appends meta, a session's protocol _meta members, to
-// b, with caps, if non-nil, in place of the capabilities member.
-func appendProtocolMeta(b, meta, caps []byte) []byte {
+// appendProtocolMeta appends the session's protocol _meta members to b,
+// with caps, if non-nil, in place of the capabilities member.
+func (sess *session) appendProtocolMeta(b, caps []byte) []byte {
 	if caps == nil {
-		return append(b, meta...)
+		return append(b, sess.meta...)
 	}
-	if i := bytes.Index(meta, capsKey); i >= 0 {
-		meta = meta[:i]
-	} else if len(meta) > 0 {
-		meta = append(meta[:len(meta):len(meta)], ',')
-	}
-	b = append(b, meta...)
+	b = append(b, sess.metaHead...)
 	b = append(b, capsKey...)
 	return append(b, caps...)
+}
+
+// protocolMetaHead returns meta, a session's protocol _meta members,
+// without its capabilities member, ready for another one to follow (see
+// appendProtocolMeta): found once per session, not once per call.
+func protocolMetaHead(meta []byte) []byte {
+	if i := bytes.Index(meta, capsKey); i >= 0 {
+		return meta[:i]
+	}
+	if len(meta) > 0 {
+		return append(meta[:len(meta):len(meta)], ',')
+	}
+	return nil
 }
 
 // hopMeta copies a host request's _meta for an upstream, without the

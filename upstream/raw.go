@@ -435,7 +435,7 @@ func (s *Server) rawMeta(b []byte, token string, sess *session, hm hostMeta, tc 
 	if sess.modern() {
 		if len(sess.meta) > 0 {
 			b = append(b, ',')
-			b = appendProtocolMeta(b, sess.meta, s.hostCapabilities(hm.caps, hm.host))
+			b = sess.appendProtocolMeta(b, s.hostCapabilities(hm.caps, hm.host))
 		}
 		b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
 		if hm.logLevel != nil {

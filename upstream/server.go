@@ -108,6 +108,7 @@ type session struct {
 	done      chan struct{} // closed when cs has ended
 	cancel    context.CancelFunc
 	meta      []byte // at 2026-07-28: the protocol members of each request's _meta (see captureMeta)
+	metaHead  []byte // meta without its capabilities member (see appendProtocolMeta)
 }
 
 var (
@@ -567,7 +568,7 @@ func (s *Server) connectWith(cfg *Config, protocol string, connected func()) (*s
 		sessCancel()
 		return nil, err
 	}
-	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel, meta: meta}
+	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel, meta: meta, metaHead: protocolMetaHead(meta)}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
