@@ -56,7 +56,7 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	if !ok || end < 0 || seen != [4]bool{true, true, true, true} || len(bytes.TrimSpace(msg[end:])) > 0 {
 		return toolCall{}, false
 	}
-	if c := tc.id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !json.Valid(tc.id) {
+	if c := tc.id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !plainInt(tc.id) && !json.Valid(tc.id) {
 		return toolCall{}, false // null, or not an id at all
 	}
 	var pseen [5]bool
@@ -147,6 +147,21 @@ func readMeta(meta []byte) metaInfo {
 		mi.ok = mi.ok && mi.version == junction.StatelessProtocolVersion && caps && info
 	}
 	return mi
+}
+
+// plainInt reports whether b is a JSON number made of digits only (no
+// sign, fraction or exponent), as most hosts' request ids are: valid
+// JSON without running the general validator.
+func plainInt(b []byte) bool {
+	if len(b) == 0 || len(b) > 1 && b[0] == '0' {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // plainASCII reports whether b holds only printable ASCII without
