@@ -600,10 +600,15 @@ func (s *Server) end(c *call) {
 	s.mu.Lock()
 	delete(s.calls, c.token)
 	now := time.Now()
-	for h, r := range s.recent {
-		if now.After(r.until) {
-			delete(s.recent, h) // do not keep closed host sessions alive
+	if now.After(s.recentSweep) {
+		// At most once per grace period, not per call: logHosts skips
+		// entries past their time anyway.
+		for h, r := range s.recent {
+			if now.After(r.until) {
+				delete(s.recent, h) // do not keep closed host sessions alive
+			}
 		}
+		s.recentSweep = now.Add(recentHostGrace)
 	}
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
