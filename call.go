@@ -1,6 +1,7 @@
 package junction
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -407,6 +408,9 @@ func (c *Call) observe(outcome string) {
 // Values are skipped with the scanner, so a megabyte of text costs one
 // pass.
 func resultIsError(res []byte) bool {
+	if !bytes.Contains(res, []byte(`"isError"`)) {
+		return false // most results: found without walking them
+	}
 	isErr, seen := false, false
 	rawjson.Object(res, func(key, val []byte) {
 		if !seen && string(key) == "isError" {
