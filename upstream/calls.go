@@ -32,10 +32,10 @@ type call struct {
 	host      *mcp.ServerSession // nil for calls made outside a host session
 	hostCtx   context.Context    // the host handler's context, for routing on HTTP
 	hostToken any                // the host's progress token; nil if it asked for none
-	srv       *Server
-	due       time.Time  // when the no-progress timeout ends the call (see watch); zero: never. Guarded by Server.mu
-	bridge    *bridge    // non-nil for a call bridged to a 2026-07-28 host
-	lazy      *rawFlight // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
+	srv       *Server            // the server the call is registered with
+	due       time.Time          // when the no-progress timeout ends the call (see watchLocked); zero: never. Guarded by Server.mu
+	bridge    *bridge            // non-nil for a call bridged to a 2026-07-28 host
+	lazy      *rawFlight         // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
 	sess      *session
 	caps      []byte        // the capabilities the host sent with the call (2026-07-28); nil if none. Guarded by Server.mu
