@@ -53,15 +53,18 @@ type initCaps struct {
 }
 
 // hostCapabilities is the function hostCapabilities for a raw call,
-// which asks on every call: the JSON of the last host's capabilities is
-// kept, for as long as its initialize is the same (go-sdk replaces,
+// which asks on every call, with p the host's initialize (nil: none) as
+// the call read it (hostMeta): the JSON of the last host's capabilities
+// is kept, for as long as its initialize is the same (go-sdk replaces,
 // never modifies, a session's initialize params). The bytes returned
 // must not be modified.
-func (s *Server) hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
-	if len(sent) > 0 || host == nil {
-		return hostCapabilities(sent, host)
+func (s *Server) hostCapabilities(sent []byte, p *mcp.InitializeParams) []byte {
+	if len(sent) > 0 {
+		return sent
 	}
-	p := host.InitializeParams()
+	if p == nil {
+		return nil
+	}
 	if last := s.lastCaps.Load(); last != nil && last.params == p {
 		return last.caps
 	}

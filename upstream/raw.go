@@ -356,13 +356,13 @@ func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage,
 
 // hostMeta is what a raw call's params say about the host's request.
 type hostMeta struct {
-	token    any    // the host's progress token; nil if it asked for none
-	modern   bool   // the host speaks 2026-07-28 or later
-	retry    bool   // the params answer input requests (inputResponses, requestState)
-	logLevel []byte // the host's own log level for the call, as sent; nil if none
-	caps     []byte // the host's capabilities for the call, as sent (2026-07-28); nil if none
-	host     *mcp.ServerSession
-	extra    []byte // other _meta members, as sent, comma-separated
+	token    any                   // the host's progress token; nil if it asked for none
+	modern   bool                  // the host speaks 2026-07-28 or later
+	retry    bool                  // the params answer input requests (inputResponses, requestState)
+	logLevel []byte                // the host's own log level for the call, as sent; nil if none
+	caps     []byte                // the host's capabilities for the call, as sent (2026-07-28); nil if none
+	init     *mcp.InitializeParams // the host session's initialize, if it has one; read once per call
+	extra    []byte                // other _meta members, as sent, comma-separated
 	// The host's W3C trace context, as sent; nil if none. The upstream
 	// gets the hub's span in their place when there is one (rawMeta).
 	traceParent, traceState []byte
@@ -371,9 +371,10 @@ type hostMeta struct {
 // readHostMeta reads params' _meta, and whether the call is the retry of
 // one that asked for input. host is the host's session, if it has one.
 func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
-	hm := hostMeta{host: host}
+	var hm hostMeta
 	if host != nil {
-		if p := host.InitializeParams(); p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion {
+		hm.init = host.InitializeParams()
+		if p := hm.init; p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion {
 			hm.modern = true
 		}
 	}
@@ -435,7 +436,7 @@ func (s *Server) rawMeta(b []byte, token string, sess *session, hm hostMeta, tc 
 	if sess.modern() {
 		if len(sess.meta) > 0 {
 			b = append(b, ',')
-			b = sess.appendProtocolMeta(b, s.hostCapabilities(hm.caps, hm.host))
+			b = sess.appendProtocolMeta(b, s.hostCapabilities(hm.caps, hm.init))
 		}
 		b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
 		if hm.logLevel != nil {
