@@ -1,6 +1,7 @@
 package junction
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,9 @@ type Call struct {
 	start time.Time
 	raw   bool
 	done  atomic.Bool
+	// answered: StartToolRaw's answer has been called (it is called
+	// once, whoever ends the call).
+	answered atomic.Bool
 	// keepTasks: the call may come back as a task of its source's (see
 	// View.CallToolTask); other calls do not offer the source tasks.
 	keepTasks bool
@@ -247,9 +251,10 @@ func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessag
 // exactly once, from the goroutine that ends the call. It returns the
 // source's cancel func (see [RawStarter]); never nil.
 func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(json.RawMessage, *jsonrpc.Error)) (cancel func(error)) {
-	var once sync.Once
 	finish := func(res json.RawMessage, err error) {
-		once.Do(func() { answer(c.FinishRaw(res, err)) })
+		if !c.answered.Swap(true) {
+			answer(c.FinishRaw(res, err))
+		}
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -423,6 +428,9 @@ func (c *Call) observe(outcome string) {
 // Values are skipped with the scanner, so a megabyte of text costs one
 // pass.
 func resultIsError(res []byte) bool {
+	if !bytes.Contains(res, []byte(`"isError"`)) {
+		return false // most results: found without walking them
+	}
 	isErr, seen := false, false
 	rawjson.Object(res, func(key, val []byte) {
 		if !seen && string(key) == "isError" {

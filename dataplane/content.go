@@ -381,28 +381,34 @@ func StripServerFields(res []byte) []byte {
 				return
 			}
 		case "_meta":
-			meta := make([]byte, 0, len(val))
-			meta = append(meta, '{')
+			// Its members are written into out as they are read, and
+			// taken back if it turns out empty or not an object.
+			mark, wasFirst := len(out), first
+			member(key, nil)
+			out = append(out, '{')
 			n := 0
 			if rawjson.Object(val, func(k, v []byte) {
 				if string(k) == mcp.MetaKeyServerInfo {
 					return
 				}
 				if n > 0 {
-					meta = append(meta, ',')
+					out = append(out, ',')
 				}
 				n++
-				meta = append(meta, '"')
-				meta = append(meta, k...)
-				meta = append(meta, `":`...)
-				meta = append(meta, v...)
+				out = append(out, '"')
+				out = append(out, k...)
+				out = append(out, `":`...)
+				out = append(out, v...)
 			}) < 0 {
+				out, first = out[:mark], wasFirst
 				break // not an object: keep it as it is
 			}
 			if n == 0 {
+				out, first = out[:mark], wasFirst
 				return
 			}
-			val = append(meta, '}')
+			out = append(out, '}')
+			return
 		}
 		member(key, val)
 	})

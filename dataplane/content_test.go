@@ -51,3 +51,34 @@ func FuzzSSEFixer(f *testing.F) {
 		}
 	})
 }
+
+// TestStripServerFields: a result loses the upstream's serverInfo (and an
+// _meta it leaves empty) and a "resultType" of "complete", and keeps
+// everything else in its order; what is not an object is kept as it is.
+func TestStripServerFields(t *testing.T) {
+	const info = `"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}`
+	for _, tc := range []struct{ in, want string }{
+		{`{"content":[]}`, `{"content":[]}`},
+		{`{"content":[],"resultType":"complete","_meta":{` + info + `}}`, `{"content":[]}`},
+		{`{"_meta":{` + info + `},"content":[],"resultType":"complete"}`, `{"content":[]}`},
+		{`{"_meta":{` + info + `,"k":1},"content":[]}`, `{"_meta":{"k":1},"content":[]}`},
+		{`{"_meta":{"a":[1],` + info + `,"b":{"c":2}},"isError":true}`, `{"_meta":{"a":[1],"b":{"c":2}},"isError":true}`},
+		{`{"resultType":"input_required","_meta":{` + info + `}}`, `{"resultType":"input_required"}`},
+		{`{"content":[], "_meta" : "x", "resultType":"complete"}`, `{"content":[],"_meta":"x"}`},
+		{`{"resultType":"complete"}`, `{}`},
+		{`{"_meta":{` + info + `},"resultType":"complete"}`, `{}`},
+		{`{"_meta":{"k":1,` + info + `}}`, `{"_meta":{"k":1}}`},
+		{`{"_meta":[` + info + `],"resultType":"complete","x":1}`, `{"_meta":[` + info + `],"x":1}`},
+		{`{"resultType":"complete","_meta":{` + info, `{"resultType":"complete","_meta":{` + info},
+	} {
+		if got := string(StripServerFields([]byte(tc.in))); got != tc.want {
+			t.Errorf("StripServerFields(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	// It runs on every result of a 2026-07-28 server: one allocation, the
+	// result's.
+	res := []byte(`{"content":[{"type":"text","text":"hi"}],"resultType":"complete","_meta":{"k":1,` + info + `}}`)
+	if n := testing.AllocsPerRun(100, func() { StripServerFields(res) }); n > 1 && !raceEnabled {
+		t.Errorf("StripServerFields: %v allocations, want 1", n)
+	}
+}

@@ -56,7 +56,7 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	if !ok || end < 0 || seen != [4]bool{true, true, true, true} || len(bytes.TrimSpace(msg[end:])) > 0 {
 		return toolCall{}, false
 	}
-	if c := tc.id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !json.Valid(tc.id) {
+	if c := tc.id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !plainInt(tc.id) && !json.Valid(tc.id) {
 		return toolCall{}, false // null, or not an id at all
 	}
 	var pseen [5]bool
@@ -84,8 +84,14 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	}
 	if plainASCII(rawName) {
 		tc.name = string(rawName[1 : len(rawName)-1])
-	} else if json.Unmarshal(rawName, &tc.name) != nil { // escapes, or UTF-8 to check
-		return toolCall{}, false
+	} else {
+		// Escapes, or UTF-8 to check. Decoded into a variable of its own:
+		// &tc.name would move tc to the heap on every call.
+		var name string
+		if json.Unmarshal(rawName, &name) != nil {
+			return toolCall{}, false
+		}
+		tc.name = name
 	}
 	for _, v := range []json.RawMessage{tc.args, tc.meta, tc.inputResponses, tc.requestState} {
 		if len(v) > 0 && !json.Valid(v) {
@@ -125,9 +131,11 @@ func readMeta(meta []byte) metaInfo {
 		case "io.modelcontextprotocol/logLevel":
 			mi.logLevel = true
 		case "io.modelcontextprotocol/protocolVersion":
-			if json.Unmarshal(val, &mi.version) != nil {
+			var v string // not &mi.version, which would move mi to the heap
+			if json.Unmarshal(val, &v) != nil {
 				mi.ok = false
 			}
+			mi.version = v
 		case "io.modelcontextprotocol/clientCapabilities":
 			caps = len(val) > 0 && val[0] == '{'
 		case "io.modelcontextprotocol/clientInfo":
@@ -139,6 +147,21 @@ func readMeta(meta []byte) metaInfo {
 		mi.ok = mi.ok && mi.version == junction.StatelessProtocolVersion && caps && info
 	}
 	return mi
+}
+
+// plainInt reports whether b is a JSON number made of digits only (no
+// sign, fraction or exponent), as most hosts' request ids are: valid
+// JSON without running the general validator.
+func plainInt(b []byte) bool {
+	if len(b) == 0 || len(b) > 1 && b[0] == '0' {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // plainASCII reports whether b holds only printable ASCII without

@@ -37,6 +37,11 @@ func (t *inflight) lookup(key string) *hostCall {
 // (hostCallOf), which is how a server connection of this package learns
 // the batches the call's writes belong to.
 type hostCall struct {
+	// The call's context, once withHostCall has made it: its parent, of
+	// which hostCall is the child that carries it (one allocation for
+	// both).
+	context.Context
+
 	cancel    func(cause error) // nil until set; guarded by inflight.mu
 	cancelled bool              // the host cancelled it; guarded by inflight.mu
 
@@ -55,9 +60,19 @@ type hostCall struct {
 
 type hostCallKey struct{}
 
-// withHostCall returns ctx carrying hc.
+// withHostCall returns ctx carrying hc: hc itself, as a child of ctx.
+// It is called once for hc, before hc is shared.
 func withHostCall(ctx context.Context, hc *hostCall) context.Context {
-	return context.WithValue(ctx, hostCallKey{}, hc)
+	hc.Context = ctx
+	return hc
+}
+
+// Value implements context.Context: hc carries itself.
+func (hc *hostCall) Value(key any) any {
+	if _, ok := key.(hostCallKey); ok {
+		return hc
+	}
+	return hc.Context.Value(key)
 }
 
 // hostCallOf returns the hostCall ctx carries, or nil.

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -51,5 +52,57 @@ func TestInflight(t *testing.T) {
 	tab.wait(time.Minute) // returns at once: nothing in flight
 	if tab.one != nil || len(tab.calls) != 0 || tab.add("5", &hostCall{}) {
 		t.Errorf("after wait: one %v, %d calls, or a new call accepted", tab.one, len(tab.calls))
+	}
+}
+
+// TestHostCallContext: the context withHostCall makes is the call itself,
+// found from it and from its children, with its parent's values,
+// deadline and cancellation.
+func TestHostCallContext(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
+	hc := &hostCall{}
+	ctx := withHostCall(parent, hc)
+	child, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	for name, c := range map[string]context.Context{"ctx": ctx, "child": child} {
+		if got := hostCallOf(c); got != hc {
+			t.Errorf("hostCallOf(%s) = %p, want %p", name, got, hc)
+		}
+		if got := c.Value(key{}); got != "v" {
+			t.Errorf("%s.Value(parent's key) = %v, want v", name, got)
+		}
+	}
+	if hostCallOf(parent) != nil {
+		t.Error("hostCallOf(parent) is not nil")
+	}
+	cancel()
+	<-child.Done()
+	if ctx.Err() != context.Canceled || child.Err() != context.Canceled {
+		t.Errorf("after the parent's cancel: ctx.Err() = %v, child.Err() = %v", ctx.Err(), child.Err())
+	}
+}
+
+// TestEnvelopeAllocs: reading a plain tools/call's envelope allocates
+// only the tool's name, and a line that is not for the tasks extension
+// is not read for it at all.
+func TestEnvelopeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hi"},"_meta":{"progressToken":1}}}`)
+	meta := []byte(`{"progressToken":1}`)
+	for _, tc := range []struct {
+		name string
+		max  float64
+		f    func()
+	}{
+		{"readTaskRequest", 0, func() { readTaskRequest(line) }},
+		{"parseToolCall", 1, func() { parseToolCall(line) }},
+		{"readMeta", 0, func() { readMeta(meta) }},
+	} {
+		if n := testing.AllocsPerRun(100, tc.f); n > tc.max {
+			t.Errorf("%s: %v allocations per run, want at most %v", tc.name, n, tc.max)
+		}
 	}
 }

@@ -143,6 +143,18 @@ func (s *stdioSession) take(line []byte) bool {
 	if !s.p.raw {
 		return false // everything to go-sdk, which has no tasks (see tasks.go)
 	}
+	// A plain tools/call first, the line most read: it is no cancellation,
+	// and a request for the tasks extension only if its _meta names it,
+	// so the whole line is not searched for those.
+	isCall := bytes.Contains(line, []byte(`"tools/call"`))
+	if isCall {
+		if tc, ok := parseToolCall(line); ok {
+			if bytes.Contains(tc.meta, []byte(junction.TasksExtension)) && s.takeTask(line) {
+				return true
+			}
+			return s.takeCall(tc)
+		}
+	}
 	if s.takeTask(line) {
 		return true
 	}
@@ -150,16 +162,15 @@ func (s *stdioSession) take(line []byte) bool {
 		id, ok := cancelledID(line)
 		return ok && s.calls.cancel(string(id))
 	}
-	if !bytes.Contains(line, []byte(`"tools/call"`)) {
-		if !s.ready {
-			s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
-		}
-		return false
+	if !isCall && !s.ready {
+		s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
 	}
-	tc, ok := parseToolCall(line)
-	if !ok {
-		return false
-	}
+	return false
+}
+
+// takeCall answers tc, a plain tools/call, on the raw path if it can, and
+// reports whether it did. Called by the reading goroutine.
+func (s *stdioSession) takeCall(tc toolCall) bool {
 	mi := readMeta(tc.meta)
 	// Before notifications/initialized only a request of 2026-07-28 or
 	// later stands on its own. The log level such a request names lives
@@ -195,17 +206,18 @@ func (s *stdioSession) take(line []byte) bool {
 		return false // a reused id, or closing: go-sdk answers it
 	}
 	params := rawParams(call.Local(), tc)
+	id, modern := tc.id, mi.modern // captured rather than tc and mi, which then stay on the stack
 	answer := func(res json.RawMessage, werr *jsonrpc.Error) {
-		if werr == nil && mi.modern {
+		if werr == nil && modern {
 			res = modernResult(res, s.p.impl)
 		}
 		// JSON-RPC: no answer to a cancelled request.
 		s.calls.finish(key, hc, func() {
 			if werr == nil && len(res) > bigWrite {
-				s.c.out.writeAnswer(tc.id, res) // not held back: no copy
+				s.c.out.writeAnswer(id, res) // not held back: no copy
 				return
 			}
-			line := answerLine(tc.id, res, werr)
+			line := answerLine(id, res, werr)
 			if via := hc.via.Load(); via != nil {
 				s.c.out.writeDeferred(line, "", via) // the server's reader flushes it
 			} else {

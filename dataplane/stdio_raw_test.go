@@ -436,6 +436,12 @@ func TestParseToolCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":1}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"a"}}`, "0", "a", "", true},
+		{`{"jsonrpc":"2.0","id":01,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/call","params":{"name":"a"}}`, "18446744073709551617", "a", "", true},
+		{`{"jsonrpc":"2.0","id":1.5e3,"method":"tools/call","params":{"name":"a"}}`, "1.5e3", "a", "", true},
+		{`{"jsonrpc":"2.0","id":1.,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":-,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
 		{`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"a"}}`, "", "", "", false},
 	} {
 		got, ok := parseToolCall([]byte(tc.msg))
@@ -451,6 +457,7 @@ func TestParseToolCall(t *testing.T) {
 func FuzzParseToolCall(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"}"]}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"\u00e9"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":007,"method":"tools/call","params":{"name":"a"}}`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		tc, ok := parseToolCall(msg)
 		if !ok {

@@ -229,7 +229,9 @@ func (s *stdioSession) takeTask(line []byte) bool {
 	owner := s.taskOwner()
 	ctx, cancel := context.WithCancelCause(withHostCall(s.base, hc))
 	hc.cancel = cancel
-	go func() {
+	// tr is passed, not captured: a capture would put it on the heap for
+	// every line read, tools/call or not.
+	go func(tr taskRequest) {
 		defer cancel(nil)
 		var res json.RawMessage
 		var werr *jsonrpc.Error
@@ -245,7 +247,7 @@ func (s *stdioSession) takeTask(line []byte) bool {
 			res = modernResult(res, s.p.impl)
 		}
 		s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(tr.id, res, werr)) })
-	}()
+	}(tr)
 	return true
 }
 

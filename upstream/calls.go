@@ -32,7 +32,8 @@ type call struct {
 	host      *mcp.ServerSession // nil for calls made outside a host session
 	hostCtx   context.Context    // the host handler's context, for routing on HTTP
 	hostToken any                // the host's progress token; nil if it asked for none
-	timer     *time.Timer        // the no-progress timer; nil without a timeout
+	srv       *Server            // the server the call is registered with
+	due       time.Time          // when the no-progress timeout ends the call (see watchLocked); zero: never. Guarded by Server.mu
 	bridge    *bridge            // non-nil for a call bridged to a 2026-07-28 host
 	lazy      *rawFlight         // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
@@ -46,19 +47,72 @@ type call struct {
 
 // reset restarts the call's no-progress timer.
 func (c *call) reset() {
-	if c.timer != nil {
-		c.timer.Reset(c.timeout)
+	if c.timeout <= 0 {
+		return
 	}
+	s := c.srv
+	s.mu.Lock()
+	c.due = time.Now().Add(c.timeout)
+	s.watchLocked(c.due)
+	s.mu.Unlock()
 }
 
 // hold stops the no-progress timer while junction waits for the host (a
 // person answering an elicitation is not the upstream hanging); the
 // returned func restarts it.
 func (c *call) hold() func() {
-	if c.timer != nil {
-		c.timer.Stop()
+	if c.timeout > 0 {
+		c.srv.mu.Lock()
+		c.due = time.Time{}
+		c.srv.mu.Unlock()
 	}
 	return c.reset
+}
+
+// watchLocked has the server's no-progress watchdog fire by due. One
+// timer serves all of a server's calls (a timer per call cost 4% of the
+// hub's CPU at 16 calls in flight): it is set for the earliest time a
+// call may be due, and when it fires (watchFire) it ends the calls that
+// are and sets itself for the next. A call's progress only moves its due
+// time later, so the watchdog is set again only when it is idle or a
+// call is due before it. s.mu must be held.
+func (s *Server) watchLocked(due time.Time) {
+	if !s.watchDue.IsZero() && !due.Before(s.watchDue) {
+		return
+	}
+	s.watchDue = due
+	if s.watch == nil {
+		s.watch = time.AfterFunc(time.Until(due), s.watchFire)
+	} else {
+		s.watch.Reset(time.Until(due))
+	}
+}
+
+// watchFire ends the calls whose no-progress timeout has run out, and
+// sets the watchdog for the next one due.
+func (s *Server) watchFire() {
+	now := time.Now()
+	var over []*call
+	s.mu.Lock()
+	s.watchDue = time.Time{}
+	var next time.Time
+	for _, c := range s.calls {
+		switch {
+		case c.due.IsZero():
+		case !now.Before(c.due):
+			c.due = time.Time{}
+			over = append(over, c)
+		case next.IsZero() || c.due.Before(next):
+			next = c.due
+		}
+	}
+	if !next.IsZero() {
+		s.watchLocked(next)
+	}
+	s.mu.Unlock()
+	for _, c := range over {
+		c.noProgress()
+	}
 }
 
 type callKey struct{}
@@ -490,12 +544,19 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 // With drains set the call gets the channel drainProgress waits on
 // (onProgress skips a nil one); raw calls do without.
 func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
-	c := &call{host: host, hostCtx: ctx, caps: caps, sess: sess, timeout: timeout, cancel: cancel}
+	return s.registerIn(new(call), ctx, sess, host, caps, timeout, cancel, drains)
+}
+
+// registerIn is register with the call's record in c, a new one (a raw
+// call keeps it in its rawFlight: one allocation for both).
+func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host *mcp.ServerSession, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
+	*c = call{srv: s, host: host, hostCtx: ctx, caps: caps, sess: sess, timeout: timeout, cancel: cancel}
 	if drains {
 		c.progress = make(chan struct{}, 1)
 	}
+	var due time.Time
 	if timeout > 0 {
-		c.timer = time.AfterFunc(timeout, c.noProgress)
+		due = time.Now().Add(timeout)
 	}
 	s.mu.Lock()
 	if s.sess != sess {
@@ -503,10 +564,11 @@ func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSe
 		// Close wait for this request.
 		s.mu.Unlock()
 		cancel.Fail(nil)
-		if c.timer != nil {
-			c.timer.Stop()
-		}
 		return nil
+	}
+	if !due.IsZero() {
+		c.due = due
+		s.watchLocked(due)
 	}
 	s.nextToken++
 	c.seq = s.nextToken
@@ -528,28 +590,30 @@ type causeFunc context.CancelCauseFunc
 
 func (f causeFunc) Fail(cause error) { f(cause) }
 
-// noProgress ends the call when its no-progress timer fires.
+// noProgress ends the call when its no-progress timeout has run out.
 func (c *call) noProgress() { c.cancel.Fail(errNoProgress) }
 
 // end ends a call registered by register.
 func (s *Server) end(c *call) {
-	if c.timer != nil {
-		c.timer.Stop()
-	}
 	c.cancel.Fail(nil)
 	s.progress.take(c.token) // forget its count
 	s.mu.Lock()
 	delete(s.calls, c.token)
 	now := time.Now()
-	for h, r := range s.recent {
-		if now.After(r.until) {
-			delete(s.recent, h) // do not keep closed host sessions alive
+	if now.After(s.recentSweep) {
+		// At most once per grace period, not per call: logHosts skips
+		// entries past their time anyway.
+		for h, r := range s.recent {
+			if now.After(r.until) {
+				delete(s.recent, h) // do not keep closed host sessions alive
+			}
 		}
+		s.recentSweep = now.Add(recentHostGrace)
 	}
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
-		s.recent[c.host] = recentHost{ctx: context.WithoutCancel(streamOf{c.hostCtx}), until: now.Add(recentHostGrace)}
+		s.recent[c.host] = recentHost{callCtx: c.hostCtx, until: now.Add(recentHostGrace)}
 	}
 	s.mu.Unlock()
 	s.noteIdle()
@@ -980,8 +1044,15 @@ func (s *Server) sendLevels(sess *session) {
 const recentHostGrace = 2 * time.Second
 
 type recentHost struct {
-	ctx   context.Context
-	until time.Time
+	callCtx context.Context // the context of the host's last call (see ctx)
+	until   time.Time
+}
+
+// ctx is the context log messages go to the host with: that of its last
+// call, without its cancellation. Made when a message needs it rather
+// than at the end of each call.
+func (r recentHost) ctx() context.Context {
+	return context.WithoutCancel(streamOf{r.callCtx})
 }
 
 // logHosts returns the host sessions an upstream log message goes to:
@@ -1003,7 +1074,7 @@ func (s *Server) logHosts() []hostRef {
 		}
 		if !seen[h] {
 			seen[h] = true
-			out = append(out, hostRef{h, r.ctx})
+			out = append(out, hostRef{h, r.ctx()})
 		}
 	}
 	return out

@@ -30,7 +30,12 @@ func hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
 	if host == nil {
 		return nil
 	}
-	p := host.InitializeParams()
+	return initCapabilities(host.InitializeParams())
+}
+
+// initCapabilities returns the capabilities of p, a host's initialize,
+// as JSON; nil when it has none.
+func initCapabilities(p *mcp.InitializeParams) []byte {
 	if p == nil || p.Capabilities == nil {
 		return nil
 	}
@@ -38,6 +43,33 @@ func hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
 	if err != nil {
 		return nil
 	}
+	return b
+}
+
+// initCaps is a host's initialize and its capabilities as JSON.
+type initCaps struct {
+	params *mcp.InitializeParams
+	caps   []byte
+}
+
+// hostCapabilities is the function hostCapabilities for a raw call,
+// which asks on every call, with p the host's initialize (nil: none) as
+// the call read it (hostMeta): the JSON of the last host's capabilities
+// is kept, for as long as its initialize is the same (go-sdk replaces,
+// never modifies, a session's initialize params). The bytes returned
+// must not be modified.
+func (s *Server) hostCapabilities(sent []byte, p *mcp.InitializeParams) []byte {
+	if len(sent) > 0 {
+		return sent
+	}
+	if p == nil {
+		return nil
+	}
+	if last := s.lastCaps.Load(); last != nil && last.params == p {
+		return last.caps
+	}
+	b := initCapabilities(p)
+	s.lastCaps.Store(&initCaps{params: p, caps: b})
 	return b
 }
 
@@ -55,20 +87,28 @@ func capabilitiesV2(c *mcp.ClientCapabilities) any {
 // session's protocol _meta (session.meta), where it comes last (noteMeta).
 var capsKey = []byte(`"` + mcp.MetaKeyClientCapabilities + `":`)
 
-// appendProtocolMeta appends meta, a session's protocol _meta members, to
-// b, with caps, if non-nil, in place of the capabilities member.
-func appendProtocolMeta(b, meta, caps []byte) []byte {
+// appendProtocolMeta appends the session's protocol _meta members to b,
+// with caps, if non-nil, in place of the capabilities member.
+func (sess *session) appendProtocolMeta(b, caps []byte) []byte {
 	if caps == nil {
-		return append(b, meta...)
+		return append(b, sess.meta...)
 	}
-	if i := bytes.Index(meta, capsKey); i >= 0 {
-		meta = meta[:i]
-	} else if len(meta) > 0 {
-		meta = append(meta[:len(meta):len(meta)], ',')
-	}
-	b = append(b, meta...)
+	b = append(b, sess.metaHead...)
 	b = append(b, capsKey...)
 	return append(b, caps...)
+}
+
+// protocolMetaHead returns meta, a session's protocol _meta members,
+// without its capabilities member, ready for another one to follow (see
+// appendProtocolMeta): found once per session, not once per call.
+func protocolMetaHead(meta []byte) []byte {
+	if i := bytes.Index(meta, capsKey); i >= 0 {
+		return meta[:i]
+	}
+	if len(meta) > 0 {
+		return append(meta[:len(meta):len(meta)], ',')
+	}
+	return nil
 }
 
 // hopMeta copies a host request's _meta for an upstream, without the

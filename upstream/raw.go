@@ -192,7 +192,8 @@ type rawFlight struct {
 	done     func(json.RawMessage, error)
 	finished bool    // done has been called (or handed to a goroutine)
 	b        *bridge // the bridge the call became, if it did
-	c        *call   // nil: setting up failed, and start ends the call
+	c        *call   // &rec once registered; nil: setting up failed, and start ends the call
+	rec      call    // the call's record with the server (see registerIn)
 	stop     func() bool
 	// For a call that went on as CallToolRaw: cancels its context
 	// (slowCancel), or the cause it was cancelled with first.
@@ -210,7 +211,7 @@ func (f *rawFlight) start(sess *session) {
 	// (the server's stdout ending): f.mu holds it back until then.
 	f.mu.Lock()
 	f.rc = sess.stdio().NewRawCall(f)
-	c := s.register(f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
+	c := s.registerIn(&f.rec, f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
 	if c == nil {
 		f.rc.Forget()
 		f.mu.Unlock()
@@ -232,8 +233,10 @@ func (f *rawFlight) start(sess *session) {
 		f.stop = context.AfterFunc(f.ctx, func() { f.cancel(context.Cause(f.ctx)) })
 	}
 	f.mu.Unlock()
-	// A failure to write ends the call through ReceiveRaw.
-	f.rc.Send(f.ctx, s.rawMeta(c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
+	// A failure to write ends the call through ReceiveRaw. The _meta is
+	// copied into the request: its buffer can be this frame's.
+	var meta [512]byte
+	f.rc.Send(f.ctx, s.rawMeta(meta[:0], c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
 }
 
 // ReceiveRaw implements dataplane.RawReceiver: it ends the call with the
@@ -390,13 +393,13 @@ func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage,
 
 // hostMeta is what a raw call's params say about the host's request.
 type hostMeta struct {
-	token    any    // the host's progress token; nil if it asked for none
-	modern   bool   // the host speaks 2026-07-28 or later
-	retry    bool   // the params answer input requests (inputResponses, requestState)
-	logLevel []byte // the host's own log level for the call, as sent; nil if none
-	caps     []byte // the host's capabilities for the call, as sent (2026-07-28); nil if none
-	host     *mcp.ServerSession
-	extra    []byte // other _meta members, as sent, comma-separated
+	token    any                   // the host's progress token; nil if it asked for none
+	modern   bool                  // the host speaks 2026-07-28 or later
+	retry    bool                  // the params answer input requests (inputResponses, requestState)
+	logLevel []byte                // the host's own log level for the call, as sent; nil if none
+	caps     []byte                // the host's capabilities for the call, as sent (2026-07-28); nil if none
+	init     *mcp.InitializeParams // the host session's initialize, if it has one; read once per call
+	extra    []byte                // other _meta members, as sent, comma-separated
 	// The host's W3C trace context, as sent; nil if none. The upstream
 	// gets the hub's span in their place when there is one (rawMeta).
 	traceParent, traceState []byte
@@ -405,9 +408,10 @@ type hostMeta struct {
 // readHostMeta reads params' _meta, and whether the call is the retry of
 // one that asked for input. host is the host's session, if it has one.
 func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
-	hm := hostMeta{host: host}
+	var hm hostMeta
 	if host != nil {
-		if p := host.InitializeParams(); p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion {
+		hm.init = host.InitializeParams()
+		if p := hm.init; p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion {
 			hm.modern = true
 		}
 	}
@@ -456,21 +460,20 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 	return hm
 }
 
-// rawMeta is the _meta members of a raw call's request: junction's
+// rawMeta appends to b the _meta members of a raw call's request: junction's
 // progress token; to an upstream at 2026-07-28 or later, the protocol
 // fields go-sdk would send, with the host's capabilities in place of
 // junction's (see hostCapabilities), and the log level (the host's, or
 // the one the hub asked for); the host's other _meta members; and the
 // trace context: tc, the hub's span, if the call is traced (see
 // junction.Options.Trace), else the host's as sent.
-func (s *Server) rawMeta(token string, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
-	b := make([]byte, 0, 64+len(sess.meta)+len(hm.extra)+len(hm.traceParent)+len(hm.traceState))
+func (s *Server) rawMeta(b []byte, token string, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
 	b = append(b, `"progressToken":`...)
 	b = appendToken(b, token)
 	if sess.modern() {
 		if len(sess.meta) > 0 {
 			b = append(b, ',')
-			b = appendProtocolMeta(b, sess.meta, hostCapabilities(hm.caps, hm.host))
+			b = sess.appendProtocolMeta(b, s.hostCapabilities(hm.caps, hm.init))
 		}
 		b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
 		if hm.logLevel != nil {

@@ -390,3 +390,54 @@ func TestCallToolRawModernUpstream(t *testing.T) {
 		t.Errorf("the upstream got _meta %v", got)
 	}
 }
+
+// TestCallToolRawModernUpstreamHostCapabilities: a raw call to a
+// 2026-07-28 upstream carries the capabilities of its own host's
+// initialize, whichever host called last.
+func TestCallToolRawModernUpstreamHostCapabilities(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	m := addReady(t, r, "modern", fakeConfig(t, "server", nil))
+	ctx := ctxTimeout(t, 30*time.Second)
+	host := func(opts *mcp.ClientOptions) *mcp.ServerSession {
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := mcp.NewServer(&mcp.Implementation{Name: "hub"}, nil).Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return ss
+	}
+	sampling := host(&mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return nil, errors.New("no")
+	}})
+	elicitation := host(&mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return nil, errors.New("no")
+	}})
+	for i, ss := range []*mcp.ServerSession{sampling, elicitation, sampling, elicitation} {
+		raw, err := m.CallToolRaw(junction.WithHostSession(ctx, ss), "echo", json.RawMessage(`{"name":"echo","arguments":{}}`))
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		var res struct {
+			Meta struct {
+				Echoed map[string]json.RawMessage `json:"echoedMeta"`
+			} `json:"_meta"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		var caps map[string]any
+		json.Unmarshal(res.Meta.Echoed["io.modelcontextprotocol/clientCapabilities"], &caps)
+		_, hasSampling := caps["sampling"]
+		_, hasElicitation := caps["elicitation"]
+		if want := ss == sampling; hasSampling != want || hasElicitation == want {
+			t.Errorf("call %d (sampling host: %v): the upstream got capabilities %v", i, want, caps)
+		}
+	}
+}

@@ -43,6 +43,9 @@ type Server struct {
 	// relistWhich are the lists announced changed since serve last
 	// listed (listTools, listPrompts, listResources).
 	relistWhich atomic.Uint32
+	// lastCaps: the capabilities of the last host a raw call to a
+	// 2026-07-28 server named, as JSON (see Server.hostCapabilities).
+	lastCaps atomic.Pointer[initCaps]
 
 	mu           sync.Mutex // guards the fields below
 	state        State
@@ -61,7 +64,10 @@ type Server struct {
 	since        time.Time
 	info         *mcp.Implementation
 	calls        map[string]*call // in-flight calls by upstream progress token
+	watch        *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
+	watchDue     time.Time        // when watch fires; zero when it is not set
 	recent       map[*mcp.ServerSession]recentHost
+	recentSweep  time.Time                              // when end next drops the hosts of recent past their time
 	acked        map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
 	ackSignal    chan struct{}                          // closed and replaced on every acknowledgement
 	http         *http.Client                           // built on first use
@@ -103,6 +109,7 @@ type session struct {
 	done      chan struct{} // closed when cs has ended
 	cancel    context.CancelFunc
 	meta      []byte // at 2026-07-28: the protocol members of each request's _meta (see captureMeta)
+	metaHead  []byte // meta without its capabilities member (see appendProtocolMeta)
 }
 
 var (
@@ -562,7 +569,7 @@ func (s *Server) connectWith(cfg *Config, protocol string, connected func()) (*s
 		sessCancel()
 		return nil, err
 	}
-	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel, meta: meta}
+	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel, meta: meta, metaHead: protocolMetaHead(meta)}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

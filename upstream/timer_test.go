@@ -61,6 +61,49 @@ func TestNoProgressTimer(t *testing.T) {
 	})
 }
 
+// One watchdog times out every call of a server, each at its own time: a
+// call due before those already waiting (registered later with a shorter
+// timeout), a call whose progress moves it past the others, and calls
+// that end before they are due.
+func TestNoProgressWatchdog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, sess := bareServer(t)
+		begin := func(timeout time.Duration) (*call, context.Context, func()) {
+			c, ctx, end, err := s.begin(t.Context(), sess, nil, timeout, "tool")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c, ctx, end
+		}
+		start := time.Now()
+		_, slow, endSlow := begin(10 * time.Second)
+		defer endSlow()
+		_, fast, endFast := begin(time.Second)
+		defer endFast()
+		kept, keptCtx, endKept := begin(2 * time.Second)
+		defer endKept()
+		_, _, endDone := begin(500 * time.Millisecond)
+		endDone() // ends before it is due
+		ended := func(ctx context.Context) time.Duration {
+			<-ctx.Done()
+			if !errors.Is(context.Cause(ctx), errNoProgress) {
+				t.Errorf("cause = %v, want errNoProgress", context.Cause(ctx))
+			}
+			return time.Since(start)
+		}
+		if d := ended(fast); d != time.Second {
+			t.Errorf("the 1 s call ended after %v", d)
+		}
+		kept.reset() // progress at 1 s: due at 3 s
+		if d := ended(keptCtx); d != 3*time.Second {
+			t.Errorf("the 2 s call with progress at 1 s ended after %v, want 3s", d)
+		}
+		if d := ended(slow); d != 10*time.Second {
+			t.Errorf("the 10 s call ended after %v", d)
+		}
+	})
+}
+
 // A request the upstream sends outside any call can only go to a host if
 // exactly one host session has calls in flight.
 func TestRouteRequest(t *testing.T) {

@@ -120,10 +120,11 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	metrics := NewMetrics()
 	calls := statuspage.NewRing[statuspage.Call](statuspage.RecentCalls)
 	// One observation of each call feeds the metrics and the status
-	// page's recent calls.
+	// page's recent calls (timed at the call's end, Start plus Duration,
+	// rather than by reading the clock once more per call).
 	observe := func(c junction.CallInfo) {
 		metrics.ObserveCall(c)
-		calls.Add(statuspage.Call{Time: time.Now(), Tool: c.Tool, Source: c.Source, DurationMS: float64(c.Duration) / float64(time.Millisecond), Outcome: c.Outcome})
+		calls.Add(statuspage.Call{Time: c.Start.Add(c.Duration), Tool: c.Tool, Source: c.Source, DurationMS: float64(c.Duration) / float64(time.Millisecond), Outcome: c.Outcome})
 	}
 	name := spec.Name
 	if name == "" {
