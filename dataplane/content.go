@@ -10,7 +10,6 @@ import (
 	"net/http"
 
 	"github.com/junction-mcp/junction/internal/rawjson"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // knownContent are the content block types go-sdk's client decodes.
@@ -348,72 +347,4 @@ func rewriteEvent(event, data []byte) []byte {
 		out.Write(line)
 	}
 	return out.Bytes()
-}
-
-// StripServerFields returns a tools/call result without what names the
-// server that produced it rather than the hub that serves it: the
-// io.modelcontextprotocol/serverInfo member of its _meta (an _meta left
-// empty goes too) and a "resultType" of "complete", which hosts before
-// 2026-07-28 do not know and which the hub's front sets for those that
-// do. Other result types ("input_required") stay. res is returned as it
-// is when there is nothing to strip.
-func StripServerFields(res []byte) []byte {
-	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(`"io.modelcontextprotocol/serverInfo"`)) {
-		return res
-	}
-	out := make([]byte, 0, len(res))
-	out = append(out, '{')
-	first := true
-	member := func(key, val []byte) {
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = append(out, '"')
-		out = append(out, key...)
-		out = append(out, `":`...)
-		out = append(out, val...)
-	}
-	end := rawjson.Object(res, func(key, val []byte) {
-		switch string(key) {
-		case "resultType":
-			if string(val) == `"complete"` {
-				return
-			}
-		case "_meta":
-			// Its members are written into out as they are read, and
-			// taken back if it turns out empty or not an object.
-			mark, wasFirst := len(out), first
-			member(key, nil)
-			out = append(out, '{')
-			n := 0
-			if rawjson.Object(val, func(k, v []byte) {
-				if string(k) == mcp.MetaKeyServerInfo {
-					return
-				}
-				if n > 0 {
-					out = append(out, ',')
-				}
-				n++
-				out = append(out, '"')
-				out = append(out, k...)
-				out = append(out, `":`...)
-				out = append(out, v...)
-			}) < 0 {
-				out, first = out[:mark], wasFirst
-				break // not an object: keep it as it is
-			}
-			if n == 0 {
-				out, first = out[:mark], wasFirst
-				return
-			}
-			out = append(out, '}')
-			return
-		}
-		member(key, val)
-	})
-	if end < 0 {
-		return res
-	}
-	return append(out, '}')
 }

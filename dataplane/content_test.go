@@ -54,7 +54,8 @@ func FuzzSSEFixer(f *testing.F) {
 
 // TestStripServerFields: a result loses the upstream's serverInfo (and an
 // _meta it leaves empty) and a "resultType" of "complete", and keeps
-// everything else in its order; what is not an object is kept as it is.
+// everything else in its order and its white space; what is not an
+// object is kept as it is.
 func TestStripServerFields(t *testing.T) {
 	const info = `"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}`
 	for _, tc := range []struct{ in, want string }{
@@ -64,7 +65,9 @@ func TestStripServerFields(t *testing.T) {
 		{`{"_meta":{` + info + `,"k":1},"content":[]}`, `{"_meta":{"k":1},"content":[]}`},
 		{`{"_meta":{"a":[1],` + info + `,"b":{"c":2}},"isError":true}`, `{"_meta":{"a":[1],"b":{"c":2}},"isError":true}`},
 		{`{"resultType":"input_required","_meta":{` + info + `}}`, `{"resultType":"input_required"}`},
-		{`{"content":[], "_meta" : "x", "resultType":"complete"}`, `{"content":[],"_meta":"x"}`},
+		{`{"content":[], "_meta" : "x", "resultType":"complete"}`, `{"content":[], "_meta" : "x"}`},
+		{"{ \"resultType\" : \"complete\" ,\n \"content\":[] , \"x\":1 }", "{\n \"content\":[] , \"x\":1 }"},
+		{`{"_meta":{}, "resultType":"complete"}`, `{"_meta":{}}`},
 		{`{"resultType":"complete"}`, `{}`},
 		{`{"_meta":{` + info + `},"resultType":"complete"}`, `{}`},
 		{`{"_meta":{"k":1,` + info + `}}`, `{"_meta":{"k":1}}`},

@@ -27,17 +27,20 @@ import (
 //     maxHeadReads reads;
 //   - its head shows the id of a raw call in flight ("jr-N") before its
 //     "result", whose value is an object;
-//   - the call's host takes answers that way (hostCall.stream: the host
-//     needs no conversion of the result by revision) and the call's
-//     receiver can let it (StreamReceiver.CanStream: nothing it does to a
-//     result needs bytes not seen yet).
+//   - the call's host takes answers that way (hostCall.stream) and the
+//     call's receiver can let it (StreamReceiver.CanStream: nothing it
+//     does to a result needs bytes not seen yet, but for what a Rewrite
+//     does to the result's members for a server or a host at 2026-07-28
+//     or later).
 //
 // While it streams, bytes are held back only where a decision needs more
 // of them: a few at a chunk's end (an escape or a UTF-8 sequence cut in
 // two: rawjson.TextCut), a content block until its type is known to be
 // one go-sdk knows (a block of another type, or whose type comes after a
 // member that does not fit, is held whole and then replaced or passed as
-// replaceBlock decides), and the members after the result.
+// replaceBlock decides), what is between the result's members until the
+// next one shows whether it goes, the values of "_meta" and "resultType"
+// where a Rewrite changes them, and the members after the result.
 
 // DefaultStreamStall bounds how long a server may pause in the middle of
 // an answer being forwarded: the host's line is then ended, and the call
@@ -60,9 +63,9 @@ const maxHeadReads = 16
 type StreamReceiver interface {
 	RawReceiver
 	// CanStream reports whether nothing the receiver does to a result
-	// needs bytes not yet seen. It is called by the server's reader and
-	// must not block.
-	CanStream() bool
+	// needs bytes not yet seen but what rw does (see Rewrite). It is
+	// called by the server's reader and must not block.
+	CanStream() (rw Rewrite, ok bool)
 	// ReceiveStream is ReceiveRaw for an answer that goes to the host as
 	// it arrives: the receiver's part of the call ends here (the host's
 	// side finishes it), except that fail turns the cause of a failure in
@@ -79,6 +82,9 @@ type StreamReceiver interface {
 type streamTo struct {
 	id  []byte // the host's request id, as sent
 	out lineOut
+	// stamp is the hub's serverInfo, for a host at 2026-07-28 or later
+	// (see Rewrite).
+	stamp []byte
 	// begun is set once the answer's line has begun (out.beginLine);
 	// inText, when it was cut short inside a string member of a content
 	// block, where closing it (textCloser) makes the line whole again.
@@ -233,6 +239,13 @@ type cutter struct {
 	// cutter takes them separated by exactly one comma.
 	sep [3]uint8
 
+	// rw is how the result's members change on the way (see Rewrite);
+	// st what it has seen of them; held what is read of the result
+	// between its members and not written yet.
+	rw   Rewrite
+	st   rewriteState
+	held []byte
+
 	isErrorSeen, isError bool
 	size                 int // bytes of the result written
 	replaced             int // content blocks replaced
@@ -325,23 +338,109 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 			}
 			c.emit(b[i : j+1])
 			i, c.stage = j+1, cutMember
-		case cutMember, cutInBlock:
+		case cutMember:
+			// Between the result's members, what is read is held (in
+			// c.held) until the next member shows whether it goes (see
+			// Rewrite).
+			j := rawjson.SkipSpace(b, i)
+			c.held = append(c.held, b[i:j]...)
+			i = j
+			if j >= len(b) {
+				return c.more(i, final)
+			}
+			if !c.next(lvResult, b[j]) {
+				return i, false, errStreamMalformed
+			}
+			switch b[j] {
+			case '}':
+				c.emit(c.held)
+				c.emit(c.rw.tail(&c.st))
+				c.emit(b[j : j+1])
+				c.held = c.held[:0]
+				i, c.stage = j+1, cutRest
+				continue
+			case ',':
+				if c.st.skipComm {
+					c.held, c.st.skipComm = c.held[:0], false
+				} else {
+					c.held = append(c.held, ',')
+				}
+				i = j + 1
+				continue
+			case '"':
+			default:
+				return i, false, errStreamMalformed
+			}
+			key, v, ok := memberAt(b, j)
+			if !ok {
+				return c.more(i, final)
+			}
+			if b[v] == ',' || b[v] == '}' || b[v] == ']' {
+				return i, false, errStreamMalformed // a member without a value
+			}
+			if c.rw.active() && (string(key) == "_meta" || string(key) == "resultType") {
+				e := valueEnd(b, v, final)
+				if e == scanBad {
+					return i, false, errStreamMalformed
+				}
+				if e < 0 {
+					return c.more(i, final)
+				}
+				if c.rw.OnlyComplete && string(key) == "resultType" && string(b[v:e]) != `"complete"` {
+					return i, false, fmt.Errorf("%w: a result of type %s, which the hub must act on, too long to be held", errStreamMalformed, b[v:e])
+				}
+				c.held = append(c.held, b[j:v]...)
+				var keep bool
+				c.held, keep = c.rw.member(c.held, key, b[v:e], &c.st)
+				i, c.sep[lvResult] = e, sepValue
+				if !keep {
+					c.held = c.held[:0]
+					if c.st.members == 0 {
+						c.st.skipComm = true
+					}
+					continue
+				}
+				c.emit(c.held)
+				c.held = c.held[:0]
+				c.st.members++
+				continue
+			}
+			c.emit(c.held)
+			c.held = c.held[:0]
+			c.st.members++
+			i = j
+			if isContentKey(key) && b[v] == '[' {
+				c.emit(b[i : v+1])
+				i, c.stage, c.sep[lvContent] = v+1, cutContent, sepOpen
+				continue
+			}
+			if string(key) == "isError" && !c.isErrorSeen {
+				e := valueEnd(b, v, final)
+				if e == scanBad {
+					return i, false, errStreamMalformed
+				}
+				if e < 0 {
+					return c.more(i, final)
+				}
+				c.isErrorSeen, c.isError = true, string(b[v:e]) == "true"
+				c.emit(b[i:e])
+				i, c.sep[lvResult] = e, sepValue
+				continue
+			}
+			c.emit(b[i:v])
+			i = c.pass(b, v, cutMember)
+		case cutInBlock:
 			j := rawjson.SkipSpace(b, i)
 			if j >= len(b) {
 				return c.more(i, final)
 			}
-			if !c.next(level(c.stage), b[j]) {
+			if !c.next(lvBlock, b[j]) {
 				return i, false, errStreamMalformed
 			}
 			switch b[j] {
 			case '}':
 				c.emit(b[i : j+1])
-				i = j + 1
-				if c.stage == cutMember {
-					c.stage = cutRest
-				} else {
-					c.stage, c.sep[lvContent] = cutContent, sepValue
-				}
+				i, c.stage, c.sep[lvContent] = j+1, cutContent, sepValue
 				continue
 			case ',':
 				c.emit(b[i : j+1])
@@ -358,33 +457,13 @@ func (c *cutter) feed(b []byte, final bool) (used int, done bool, err error) {
 			if b[v] == ',' || b[v] == '}' || b[v] == ']' {
 				return i, false, errStreamMalformed // a member without a value
 			}
-			if c.stage == cutInBlock {
-				if bytes.IndexByte(key, '\\') >= 0 || bytes.EqualFold(key, []byte("type")) {
-					// A second type, after bytes already forwarded: the
-					// whole line would have been rewritten.
-					return i, false, fmt.Errorf("%w: a content block with a type member after its text", errStreamMalformed)
-				}
-				c.emit(b[i:v])
-				i = c.pass(b, v, cutInBlock)
-				continue
-			}
-			if isContentKey(key) && b[v] == '[' {
-				c.emit(b[i : v+1])
-				i, c.stage, c.sep[lvContent] = v+1, cutContent, sepOpen
-				continue
-			}
-			if string(key) == "isError" && !c.isErrorSeen {
-				e := valueEnd(b, v, final)
-				if e < 0 {
-					return c.more(i, final)
-				}
-				c.isErrorSeen, c.isError = true, string(b[v:e]) == "true"
-				c.emit(b[i:e])
-				i, c.sep[lvResult] = e, sepValue
-				continue
+			if bytes.IndexByte(key, '\\') >= 0 || bytes.EqualFold(key, []byte("type")) {
+				// A second type, after bytes already forwarded: the
+				// whole line would have been rewritten.
+				return i, false, fmt.Errorf("%w: a content block with a type member after its text", errStreamMalformed)
 			}
 			c.emit(b[i:v])
-			i = c.pass(b, v, cutMember)
+			i = c.pass(b, v, cutInBlock)
 		case cutValue:
 			n := i + rawjson.TextCut(b[i:], final)
 			e := c.scan(b, i, n)
@@ -514,7 +593,7 @@ func (c *cutter) scan(b []byte, i, n int) int {
 			if rawjson.IsSpace(ch) || ch == ',' || ch == '}' || ch == ']' {
 				return i
 			}
-			if !('a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '.' || ch == '+' || ch == '-') {
+			if !literalByte(ch) {
 				return scanBad // a bracket or a quote in a literal
 			}
 		case ch == '"':
@@ -551,17 +630,32 @@ func memberAt(b []byte, j int) (key []byte, v int, ok bool) {
 }
 
 // valueEnd returns the index just past the value at b[v:], or -1 if it
-// goes on after b (a literal at the very end may, unless final).
+// goes on after b (a literal at the very end may, unless final), or
+// scanBad for a literal with a bracket or a quote in it (which a reader
+// counting brackets, as the whole line's is, would read otherwise).
 func valueEnd(b []byte, v int, final bool) int {
 	e := rawjson.SkipValue(b, v)
+	switch b[v] {
+	case '"', '{', '[':
+		return e
+	}
 	if e == len(b) && !final {
-		switch b[v] {
-		case '"', '{', '[':
-		default:
-			return -1
+		return -1
+	}
+	if e < 0 {
+		return e
+	}
+	for _, ch := range b[v:e] {
+		if !literalByte(ch) {
+			return scanBad
 		}
 	}
 	return e
+}
+
+// literalByte reports whether ch may be part of a literal (true, -1.5e3).
+func literalByte(ch byte) bool {
+	return 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '.' || ch == '+' || ch == '-'
 }
 
 // knownBlockHead reads the head of the content block at b[i] (an object
@@ -703,7 +797,11 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 		return false, nil
 	}
 	sr, ok := call.to.(StreamReceiver)
-	if !ok || !sr.CanStream() || !call.Take() {
+	if !ok {
+		return false, nil
+	}
+	rw, ok := sr.CanStream()
+	if !ok || !call.Take() {
 		return false, nil
 	}
 	fail, stall := sr.ReceiveStream()
@@ -711,6 +809,8 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 		stall = c.stall
 	}
 	s := &cutStream{to: call.hc.stream, fail: fail}
+	rw.stamp = s.to.stamp
+	s.cut.rw = rw
 	s.cut.emitTo = s.to.out.linePart
 	if err := s.to.out.beginLine(); err != nil {
 		r.Skip()

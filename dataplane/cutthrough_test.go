@@ -18,11 +18,15 @@ import (
 )
 
 // cutReceiver is a raw call's receiver that lets its answer stream (when
-// its host side takes answers that way) and names failures as they come.
-type cutReceiver struct{ reply chan RawReply }
+// its host side takes answers that way), rewritten as rw says, and names
+// failures as they come.
+type cutReceiver struct {
+	reply chan RawReply
+	rw    Rewrite
+}
 
-func (r cutReceiver) ReceiveRaw(reply RawReply) { r.reply <- reply }
-func (r cutReceiver) CanStream() bool           { return true }
+func (r cutReceiver) ReceiveRaw(reply RawReply)  { r.reply <- reply }
+func (r cutReceiver) CanStream() (Rewrite, bool) { return r.rw, true }
 func (r cutReceiver) ReceiveStream() (func(error) error, time.Duration) {
 	return func(err error) error { return err }, 0
 }
@@ -40,6 +44,7 @@ type streamed struct {
 type cutConn struct {
 	c   *ServerConn
 	out *io.PipeWriter
+	rw  Rewrite // how results are rewritten: the receiver's, and the host's stamp
 }
 
 func newCutConn(t *testing.T, opts *ServerConnOptions) *cutConn {
@@ -71,7 +76,7 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 		// The host's side as ServeStdio's: a line cut short is ended, as
 		// the call's answer (a tool error) where it can be.
 		w := newWriter(lockedWriter{hostMu, host})
-		to := &streamTo{id: []byte(`7`), out: w}
+		to := &streamTo{id: []byte(`7`), out: w, stamp: cc.rw.stamp}
 		to.done = func(size int, isError bool, err error) {
 			if err != nil && !to.endCutLine(w, []byte(cutFailed), nil) {
 				w.Write(answerLine(to.id, []byte(cutFailed), nil))
@@ -80,7 +85,9 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 		}
 		hc.stream = to
 	}
-	rc := cc.c.NewRawCall(cutReceiver{reply})
+	rw := cc.rw
+	rw.stamp = nil // the host's side sets it
+	rc := cc.c.NewRawCall(cutReceiver{reply, rw})
 	if err := rc.Send(withHostCall(context.Background(), hc), nil, json.RawMessage(`{"name":"echo"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +120,15 @@ func (cc *cutConn) writeIn(t *testing.T, line []byte, sizes func() int) {
 }
 
 // wholeAnswer is what the host gets when the line is read whole: the
-// result rewritten by the server's side (SanitizeContent), by the call's
-// finish (FixText), and put in the host's envelope.
-func wholeAnswer(res []byte) (line []byte, size int, isError bool) {
+// result rewritten by the server's side (SanitizeContent, and
+// StripServerFields for a server at 2026-07-28), by the call's finish
+// (FixText), by the host's side (modernResult, for a host at 2026-07-28),
+// and put in the host's envelope.
+func wholeAnswer(res []byte, rw Rewrite) (line []byte, size int, isError bool) {
 	res, _ = SanitizeContent(res)
+	if rw.Strip {
+		res = StripServerFields(res)
+	}
 	res = rawjson.FixText(res)
 	seen := false
 	rawjson.Object(res, func(key, val []byte) {
@@ -124,7 +136,26 @@ func wholeAnswer(res []byte) (line []byte, size int, isError bool) {
 			seen, isError = true, string(val) == "true"
 		}
 	})
+	if rw.stamp != nil {
+		res = modernResult(res, rw.stamp)
+	}
 	return answerLine([]byte(`7`), res, nil), len(res), isError
+}
+
+// testImpl is a hub's serverInfo, for results to hosts at 2026-07-28.
+var testImpl = []byte(`{"name":"hub","version":"1.0"}`)
+
+// rewrites are the four ways a result goes between a server and a host,
+// before or at 2026-07-28: nothing changes, the server's serverInfo and
+// resultType go, the hub's come, or both.
+var rewrites = []struct {
+	name string
+	rw   Rewrite
+}{
+	{"as is", Rewrite{}},
+	{"server at 2026", Rewrite{Strip: true, OnlyComplete: true}},
+	{"host at 2026", Rewrite{stamp: testImpl}},
+	{"both at 2026", Rewrite{Strip: true, stamp: testImpl}},
 }
 
 // cutCorpus are results long enough to stream, with what makes
@@ -157,6 +188,26 @@ func cutCorpus() map[string]string {
 	}
 }
 
+// rewriteCorpus are long results with what a Rewrite changes: the
+// server's serverInfo and resultType, before and after the content, with
+// white space, an _meta with more in it, and one that is not an object.
+func rewriteCorpus() map[string]string {
+	text := strings.Repeat(`plain text, \u00e9 \ud800 `, 300<<10/24)
+	info := `"io.modelcontextprotocol/serverInfo":{"name":"up","version":"2"}`
+	content := `"content":[{"type":"text","text":"` + text + `"}]`
+	return map[string]string{
+		"go-sdk order":         `{"_meta":{` + info + `},` + content + `,"resultType":"complete"}`,
+		"type first":           `{"resultType":"complete",` + content + `,"_meta":{` + info + `}}`,
+		"only the content":     `{` + content + `}`,
+		"spaces":               "{ \"resultType\" : \"complete\" ,\t \"_meta\" : { " + info + " , \"k\" : [1] } , " + content + " , \"isError\" : true }",
+		"meta kept, type last": `{"isError":false,"_meta":{"trace":"x",` + info + `},` + content + `,"resultType":"complete"}`,
+		"meta not an object":   `{"_meta":"x",` + content + `,"resultType":"complete"}`,
+		"empty meta":           `{"_meta":{},` + content + `}`,
+		"other result type":    `{` + content + `,"resultType":"input_required","_meta":{` + info + `}}`,
+		"two metas":            `{"_meta":{` + info + `},` + content + `,"_meta":{"a":1},"resultType":"complete"}`,
+	}
+}
+
 // TestCutThroughSameBytes forwards each result of the corpus both ways,
 // read whole and cut through, in pieces of many sizes, and compares what
 // the host receives: the same bytes, the same size and isError.
@@ -170,7 +221,21 @@ func TestCutThroughSameBytes(t *testing.T) {
 		"random":  func(r *rand.Rand) int { return 1 + r.IntN(70000) },
 		"tiny":    func(r *rand.Rand) int { return 1 + r.IntN(13) },
 	}
+	type sameCase struct {
+		res string
+		rw  Rewrite
+	}
+	cases := map[string]sameCase{}
 	for name, res := range corpus {
+		cases[name] = sameCase{res, Rewrite{}}
+	}
+	for name, res := range rewriteCorpus() {
+		for _, rw := range rewrites {
+			cases[name+"/"+rw.name] = sameCase{res, rw.rw}
+		}
+	}
+	for name, tc := range cases {
+		res := tc.res
 		for _, lineEnd := range []string{"\n", "\r\n"} {
 			for pname, size := range pieces {
 				if pname == "tiny" && len(res) > 400<<10 {
@@ -178,25 +243,27 @@ func TestCutThroughSameBytes(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("%s/%q/%s", name, lineEnd, pname), func(t *testing.T) {
 					t.Parallel()
-					want, wantSize, wantErr := wholeAnswer([]byte(res))
+					want, wantSize, wantErr := wholeAnswer([]byte(res), tc.rw)
 					line := []byte(`{"jsonrpc":"2.0","id":"jr-1","result":` + res + `}` + lineEnd)
 					rnd := rand.New(rand.NewPCG(1, uint64(len(pname))))
 					sizes := func() int { return size(rnd) }
 
 					// Read whole (the host takes no stream).
 					cc := newCutConn(t, nil)
+					cc.rw = tc.rw
 					_, reply, _ := cc.call(t, nil, nil)
 					cc.writeIn(t, line, sizes)
 					r := <-reply
 					if r.Fail != nil || r.Err != nil {
 						t.Fatalf("whole: reply %+v", r)
 					}
-					if got, _, _ := wholeAnswer(r.Result); !bytes.Equal(got, want) {
+					if got, _, _ := wholeAnswer(r.Result, tc.rw); !bytes.Equal(got, want) {
 						t.Fatalf("the whole line's result changed on its way")
 					}
 
 					// Cut through.
 					cc = newCutConn(t, nil)
+					cc.rw = tc.rw
 					var host bytes.Buffer
 					var mu sync.Mutex
 					_, reply, ended := cc.call(t, &host, &mu)
@@ -207,7 +274,7 @@ func TestCutThroughSameBytes(t *testing.T) {
 					case r := <-reply:
 						// Not streamed (the head did not allow it): the whole
 						// path's answer is the one.
-						if got, _, _ := wholeAnswer(r.Result); !bytes.Equal(got, want) {
+						if got, _, _ := wholeAnswer(r.Result, tc.rw); !bytes.Equal(got, want) {
 							t.Fatalf("declined stream: answer differs")
 						}
 						return
@@ -215,6 +282,13 @@ func TestCutThroughSameBytes(t *testing.T) {
 					mu.Lock()
 					got := host.Bytes()
 					mu.Unlock()
+					if tc.rw.OnlyComplete && strings.Contains(res, `"input_required"`) {
+						// A result for the hub to act on cannot go on.
+						if !errors.Is(e.err, errStreamMalformed) {
+							t.Fatalf("stream of a result asking for input: %v, want it cut short", e.err)
+						}
+						return
+					}
 					if e.err != nil {
 						t.Fatalf("stream failed: %v", e.err)
 					}
@@ -386,13 +460,13 @@ func TestCutThroughFaults(t *testing.T) {
 	})
 }
 
-// cutInPieces forwards the result res through a cutter in pieces of the
-// sizes seed picks, as the server's reader hands them over (what a feed
-// did not consume comes again, with the next piece), and returns what it
-// wrote.
-func cutInPieces(res []byte, seed uint64) ([]byte, *cutter, error) {
+// cutInPieces forwards the result res through a cutter that rewrites it
+// as rw says, in pieces of the sizes seed picks, as the server's reader
+// hands them over (what a feed did not consume comes again, with the
+// next piece), and returns what it wrote.
+func cutInPieces(res []byte, seed uint64, rw Rewrite) ([]byte, *cutter, error) {
 	var out bytes.Buffer
-	c := &cutter{emitTo: func(p []byte) error { out.Write(p); return nil }}
+	c := &cutter{emitTo: func(p []byte) error { out.Write(p); return nil }, rw: rw}
 	rnd := rand.New(rand.NewPCG(seed, seed>>7))
 	var pending []byte
 	for i := 0; ; {
@@ -416,7 +490,8 @@ func cutInPieces(res []byte, seed uint64) ([]byte, *cutter, error) {
 
 // FuzzCutter: a result forwarded piece by piece, when the cutter takes it
 // whole, comes out as the whole line's rewriting makes it, with the same
-// isError and size.
+// isError and size, in each of the ways a result is rewritten between
+// revisions (seed's low bits choose one).
 func FuzzCutter(f *testing.F) {
 	for _, res := range []string{
 		`{"content":[{"type":"text","text":"plain"}]}`,
@@ -426,8 +501,12 @@ func FuzzCutter(f *testing.F) {
 		`{"structuredContent":{"a":[1,{"b":"\\\""}]},"content":[],"n":-1.5e3,"t":true}`,
 		"{ \"content\" : [ { \"type\" : \"image\" , \"data\" : \"AA\" } ] , \"_meta\" : { } }",
 		`{"content":[{"text":"` + strings.Repeat(`\\`, 9) + `","type":"text"}]}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"content":[],"resultType":"complete"}`,
+		"{ \"resultType\":\"complete\" , \"_meta\" : {\"a\":1} ,\"isError\":true }",
 	} {
-		f.Add([]byte(res), uint64(1))
+		for mode := range uint64(len(rewrites)) {
+			f.Add([]byte(res), mode)
+		}
 	}
 	f.Fuzz(func(t *testing.T, res []byte, seed uint64) {
 		line := append(append([]byte(`{"jsonrpc":"2.0","id":"jr-1","result":`), res...), '}')
@@ -441,11 +520,12 @@ func FuzzCutter(f *testing.F) {
 		}
 		// The reader starts the cutter at the result's '{' (streamHead).
 		start := len(line) - 1 - len(bytes.TrimLeft(res, " \t\r\n"))
-		got, c, err := cutInPieces(line[start:], seed)
+		rw := rewrites[seed%uint64(len(rewrites))].rw
+		got, c, err := cutInPieces(line[start:], seed, rw)
 		if err != nil {
 			return // cut short: the answer is malformed, or not one it can stream
 		}
-		want, wantSize, wantErr := wholeAnswer(result)
+		want, wantSize, wantErr := wholeAnswer(result, rw)
 		want = want[len(`{"jsonrpc":"2.0","id":7,"result":`) : len(want)-2]
 		if !bytes.Equal(got, want) {
 			t.Fatalf("cut in pieces:\n%q\nwhole:\n%q", got, want)

@@ -213,61 +213,6 @@ func appendString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// modernResult returns a result for a host at 2026-07-28 or later, as
-// go-sdk's server writes it there: with "resultType":"complete" if it has
-// no result type, and the hub's serverInfo (impl, as JSON) in its _meta.
-func modernResult(res []byte, impl []byte) []byte {
-	out := make([]byte, 0, len(res)+len(impl)+96)
-	out = append(out, '{')
-	hasType, hasMeta := false, false
-	n := 0
-	member := func(key, val []byte) {
-		if n > 0 {
-			out = append(out, ',')
-		}
-		n++
-		out = append(out, '"')
-		out = append(out, key...)
-		out = append(out, `":`...)
-		out = append(out, val...)
-	}
-	end := rawjson.Object(res, func(key, val []byte) {
-		switch string(key) {
-		case "resultType":
-			hasType = true
-		case "_meta":
-			if len(val) == 0 || val[0] != '{' {
-				break
-			}
-			hasMeta = true
-			meta := make([]byte, 0, len(val)+len(impl)+48)
-			meta = append(meta, `{"io.modelcontextprotocol/serverInfo":`...)
-			meta = append(meta, impl...)
-			rawjson.Object(val, func(k, v []byte) {
-				if string(k) == "io.modelcontextprotocol/serverInfo" {
-					return
-				}
-				meta = append(meta, `,"`...)
-				meta = append(meta, k...)
-				meta = append(meta, `":`...)
-				meta = append(meta, v...)
-			})
-			val = append(meta, '}')
-		}
-		member(key, val)
-	})
-	if end < 0 {
-		return res
-	}
-	if !hasMeta {
-		member([]byte("_meta"), append(append([]byte(`{"io.modelcontextprotocol/serverInfo":`), impl...), '}'))
-	}
-	if !hasType {
-		member([]byte("resultType"), []byte(`"complete"`))
-	}
-	return append(out, '}')
-}
-
 // answerLine is the JSON-RPC answer to the host's request id: the result
 // res, or the protocol error werr; it ends in a newline.
 func answerLine(id []byte, res json.RawMessage, werr *jsonrpc.Error) []byte {

@@ -228,11 +228,14 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 			cancelCtx(nil)
 		}
 	}
-	if starts && !mi.modern {
+	if starts {
 		// A long answer may come to the host while it arrives (see
-		// cutthrough.go); a host at 2026-07-28 or later gets its results
-		// rewritten (modernResult), which needs them whole.
+		// cutthrough.go), rewritten on the way for a host at 2026-07-28
+		// or later as modernResult rewrites it whole.
 		hc.stream = &streamTo{id: tc.id, out: s.c.out}
+		if modern {
+			hc.stream.stamp = s.p.impl
+		}
 		hc.stream.done = func(size int, isError bool, err error) {
 			if err == nil {
 				call.FinishStreamed(size, isError)

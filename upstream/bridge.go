@@ -283,12 +283,13 @@ func bridgeable(hm hostMeta, sess *session) bool {
 // openBridge turns the raw call f into a bridge, when its upstream asks
 // for input (at most once; nil if the call is over): the host request
 // that made it gets the question, and the upstream call goes on without
-// it, until a retry of the host's takes it up (resumeRaw).
+// it, until a retry of the host's takes it up (resumeRaw). A call whose
+// answer has begun to go to the host (CanStream) does not become one.
 func (f *rawFlight) openBridge() *bridge {
 	s := f.s
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.b != nil || f.finished || f.c == nil {
+	if f.b != nil || f.finished || f.streams || f.c == nil {
 		return f.b
 	}
 	b := newBridge(func() { f.cancel(context.Canceled) }, junction.HostSession(f.ctx))

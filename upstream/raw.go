@@ -191,6 +191,7 @@ type rawFlight struct {
 	mu       sync.Mutex // held while the call is set up; guards the fields below
 	done     func(json.RawMessage, error)
 	finished bool    // done has been called (or handed to a goroutine)
+	streams  bool    // the answer may go to the host while it arrives (CanStream)
 	b        *bridge // the bridge the call became, if it did
 	c        *call   // &rec once registered; nil: setting up failed, and start ends the call
 	rec      call    // the call's record with the server (see registerIn)
@@ -262,14 +263,23 @@ var _ dataplane.StreamReceiver = (*rawFlight)(nil)
 
 // CanStream implements dataplane.StreamReceiver: the result may go to
 // the host while it arrives when the flight hands it on as the server
-// sent it (rawResult rewrites only content blocks of unknown types, which
-// the data plane rewrites on the way too): a StartToolRaw call on a
-// session before 2026-07-28, whose results neither name the server
-// (StripServerFields) nor ask for input (bridges).
-func (f *rawFlight) CanStream() bool {
+// sent it, but for what dataplane.Rewrite does on the way (rawResult
+// also rewrites content blocks of unknown types, which the data plane
+// rewrites on the way too): a StartToolRaw call that has not become a
+// bridge. A server at 2026-07-28 or later names itself in its results
+// (StripServerFields), and for a host before that revision, a result
+// asking for input is for the hub to act on (finish), so only a complete
+// one may go on. Once it has said yes, the call no longer becomes a
+// bridge (openBridge): its answer has begun.
+func (f *rawFlight) CanStream() (dataplane.Rewrite, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.async && f.c != nil && !f.bridgeable && !f.c.sess.modern()
+	if !f.async || f.c == nil || f.b != nil || f.finished {
+		return dataplane.Rewrite{}, false
+	}
+	f.streams = true
+	modern := f.c.sess.modern()
+	return dataplane.Rewrite{Strip: modern, OnlyComplete: modern && !f.hm.modern}, true
 }
 
 // ReceiveStream implements dataplane.StreamReceiver: the answer is on

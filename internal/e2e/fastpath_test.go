@@ -18,9 +18,9 @@ import (
 )
 
 // echoConfig builds the benchmark's echo server (bench/cmd/echoserver, a
-// hand-written stdio MCP server) and writes a config file that serves it
-// as the upstream "echo".
-func echoConfig(t *testing.T) string {
+// hand-written stdio MCP server) and writes a config file that serves it,
+// with args, as the upstream "echo".
+func echoConfig(t *testing.T, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "echoserver")
@@ -30,7 +30,11 @@ func echoConfig(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("building echoserver: %v\n%s", err, out)
 	}
-	return writeConfig(t, filepath.Join(dir, "junction.yaml"), fmt.Sprintf("servers:\n  echo:\n    command: %q\n", bin))
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	return writeConfig(t, filepath.Join(dir, "junction.yaml"), fmt.Sprintf("servers:\n  echo:\n    command: %q\n    args: [%s]\n", bin, strings.Join(quoted, ", ")))
 }
 
 // echoTool waits until the hub lists the echo upstream's tool and returns
@@ -94,9 +98,24 @@ func textContent(res *mcp.CallToolResult) string {
 
 // TestServeFastPathRawClient drives "junction serve -fast-path" with a
 // raw JSON-RPC client: 200 tools/call sent at once, from 8 writers, must
-// get 200 answers, each with its own text.
+// get 200 answers, each with its own text, for a host and an upstream of
+// each protocol era: a result of 2026-07-28 names the hub (and not the
+// upstream) to a host of that revision, and nothing to one before it,
+// long results (forwarded while they arrive) included.
 func TestServeFastPathRawClient(t *testing.T) {
-	cfg := echoConfig(t)
+	for _, up := range []string{"2025-11-25", "2026-07-28"} {
+		for _, host := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run("upstream "+up+"/host "+host, func(t *testing.T) {
+				rawClientCalls(t, up, host >= "2026-07-28")
+			})
+		}
+	}
+}
+
+// rawClientCalls is TestServeFastPathRawClient with an upstream speaking
+// protocol up and a host at 2026-07-28 (modern) or 2025-11-25.
+func rawClientCalls(t *testing.T, up string, modern bool) {
+	cfg := echoConfig(t, "-protocol", up)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, junctionBin(t), "serve", "-fast-path", "-no-default-packs", "-config", cfg)
@@ -171,16 +190,23 @@ func TestServeFastPathRawClient(t *testing.T) {
 		return response{}
 	}
 
-	send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	if r := next(); string(r.ID) != `"init"` || r.Result == nil {
-		t.Fatalf("initialize answer: id %s, error %s", r.ID, r.Error)
+	// A host at 2026-07-28 sends no initialize: each request says in its
+	// _meta what initialize said.
+	meta := ""
+	if modern {
+		meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	} else {
+		send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		if r := next(); string(r.ID) != `"init"` || r.Result == nil {
+			t.Fatalf("initialize answer: id %s, error %s", r.ID, r.Error)
+		}
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 	// The upstream connects in the background: list until its tool shows.
 	var tool string
 	for i := 0; tool == ""; i++ {
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"list-%d","method":"tools/list"}`, i))
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"list-%d","method":"tools/list","params":{%s}}`, i, meta))
 		r := next()
 		for string(r.ID) != fmt.Sprintf(`"list-%d"`, i) {
 			r = next() // a list_changed notification
@@ -217,7 +243,7 @@ func TestServeFastPathRawClient(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"msg":"m-%d","size":%d}}}`, i, tool, i, size(i)))
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"msg":"m-%d","size":%d}%s}}`, i, tool, i, size(i), strings.TrimSuffix(","+meta, ",")))
 			}
 		}()
 	}
@@ -244,6 +270,21 @@ func TestServeFastPathRawClient(t *testing.T) {
 		}
 		if got := textContent(&res); got != want || res.IsError {
 			t.Errorf("id %d: %d bytes of text (isError %v), want %d", id, len(got), res.IsError, len(want))
+		}
+		var names struct {
+			ResultType string `json:"resultType"`
+			Meta       struct {
+				ServerInfo *struct{ Name string } `json:"io.modelcontextprotocol/serverInfo"`
+			} `json:"_meta"`
+		}
+		if err := json.Unmarshal(r.Result, &names); err != nil {
+			t.Fatalf("id %d: %v", id, err)
+		}
+		switch info := names.Meta.ServerInfo; {
+		case modern && (names.ResultType != "complete" || info == nil || info.Name != "junction"):
+			t.Errorf("id %d: resultType %q, serverInfo %+v; want complete, and junction's", id, names.ResultType, info)
+		case !modern && (names.ResultType != "" || info != nil):
+			t.Errorf("id %d: resultType %q, serverInfo %+v; want neither before 2026-07-28", id, names.ResultType, info)
 		}
 	}
 }

@@ -1,0 +1,231 @@
+package dataplane
+
+import (
+	"bytes"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Rewrite is what a tools/call result needs on its way from a server to
+// a host where one of them is at protocol 2026-07-28 or later: results of
+// that revision name the server that produced them (the
+// io.modelcontextprotocol/serverInfo member of _meta) and say their type
+// ("resultType"). The hub strips the server's and, for a host of that
+// revision, puts its own. Only members of the result object change, and
+// everything else, white space included, stays as it is: a result
+// rewritten whole (StripServerFields, modernResult) and one rewritten
+// while it arrives (cutthrough.go) read the same, byte for byte.
+//
+// A member that goes takes the comma before it with it, or, for the
+// first member, the comma after it; the white space between them goes
+// too. Members the hub adds come last, just before the closing brace.
+type Rewrite struct {
+	// Strip is set when the server is at 2026-07-28 or later: its
+	// serverInfo goes from _meta (and an _meta left empty goes), and so
+	// does a resultType of "complete", which hosts before 2026-07-28 do
+	// not know. Other result types ("input_required") stay.
+	Strip bool
+	// OnlyComplete is set when only a complete result can go to the host
+	// as it is: one of another type is for the hub to act on (it asks a
+	// host before 2026-07-28 for the input the server wants), so it
+	// cannot be forwarded while it arrives.
+	OnlyComplete bool
+	// stamp is the hub's serverInfo as JSON, for a host at 2026-07-28 or
+	// later: it goes first in _meta (replacing the server's), and a
+	// result without a resultType gets "complete". The data plane's
+	// front sets it.
+	stamp []byte
+}
+
+// active reports whether rw changes anything.
+func (rw *Rewrite) active() bool { return rw.Strip || rw.stamp != nil }
+
+// rewriteState is what a rewrite has seen of a result's members.
+type rewriteState struct {
+	members  int  // members written
+	meta     bool // an _meta object was written
+	typed    bool // a resultType was written
+	skipComm bool // the first member went: so does the comma after it
+}
+
+// member appends to dst the value of the result's member key (as sent):
+// val itself or val rewritten; keep is false if the member goes.
+func (rw *Rewrite) member(dst, key, val []byte, st *rewriteState) (out []byte, keep bool) {
+	switch string(key) {
+	case "resultType":
+		if rw.Strip && string(val) == `"complete"` {
+			return dst, false
+		}
+		st.typed = true
+	case "_meta":
+		if len(val) == 0 || val[0] != '{' {
+			break // not an object: kept as it is
+		}
+		switch out, state := rw.meta(dst, val); state {
+		case metaGone:
+			return dst, false
+		case metaKept:
+			st.meta = true
+			return out, true
+		}
+	}
+	return append(dst, val...), true
+}
+
+// How meta leaves an _meta.
+const (
+	metaKept = iota
+	metaGone
+	metaMalformed
+)
+
+// meta appends to dst the object val, the value of a result's _meta,
+// without the server's serverInfo and with the hub's first (rw.stamp).
+// If the server's serverInfo was all it held, the member goes (metaGone),
+// and the hub's comes in tail, as it would after StripServerFields; if
+// val is not a well-formed object (metaMalformed), it is kept as it is.
+func (rw *Rewrite) meta(dst, val []byte) ([]byte, int) {
+	mark := len(dst)
+	out := append(dst, '{')
+	if rw.stamp != nil {
+		out = append(out, `"`+mcp.MetaKeyServerInfo+`":`...)
+		out = append(out, rw.stamp...)
+	}
+	n, had := 0, false // the members kept of val's; whether it named the server
+	if rawjson.Object(val, func(k, v []byte) {
+		if string(k) == mcp.MetaKeyServerInfo {
+			had = true
+			return
+		}
+		if n > 0 || rw.stamp != nil {
+			out = append(out, ',')
+		}
+		n++
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, `":`...)
+		out = append(out, v...)
+	}) < 0 {
+		return out[:mark], metaMalformed
+	}
+	switch {
+	case !had && rw.stamp == nil:
+		return append(out[:mark], val...), metaKept // nothing to change
+	case n == 0 && had && rw.Strip:
+		return out[:mark], metaGone
+	}
+	return append(out, '}'), metaKept
+}
+
+// tail returns the members the hub adds at the end of the result, after
+// st's members: for a host at 2026-07-28 or later, its serverInfo in an
+// _meta and a resultType of "complete" where the result has none.
+func (rw *Rewrite) tail(st *rewriteState) []byte {
+	if rw.stamp == nil || st.meta && st.typed {
+		return nil
+	}
+	var out []byte
+	if !st.meta {
+		if st.members > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
+		out = append(out, rw.stamp...)
+		out = append(out, '}')
+		st.members++
+	}
+	if !st.typed {
+		if st.members > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `"resultType":"complete"`...)
+		st.members++
+	}
+	return out
+}
+
+// apply returns the result res rewritten, or res itself if it is not a
+// well-formed object. Its walk of the members is cutter.feed's at the
+// result's level, done over the whole result at once.
+func (rw *Rewrite) apply(res []byte) []byte {
+	i := rawjson.SkipSpace(res, 0)
+	if i >= len(res) || res[i] != '{' {
+		return res
+	}
+	out := make([]byte, 0, len(res)+len(rw.stamp)+96)
+	out = append(out, res[:i+1]...)
+	var st rewriteState
+	i++
+	held := i      // res[held:] is not written yet: what is between members
+	sep := sepOpen // where the object is between members
+	for {
+		j := rawjson.SkipSpace(res, i)
+		if j >= len(res) {
+			return res
+		}
+		switch res[j] {
+		case '}':
+			if sep == sepComma {
+				return res
+			}
+			out = append(out, res[held:j]...)
+			out = append(out, rw.tail(&st)...)
+			return append(out, res[j:]...)
+		case ',':
+			if sep != sepValue {
+				return res
+			}
+			sep, i = sepComma, j+1
+			if st.skipComm {
+				held, st.skipComm = i, false
+			}
+			continue
+		case '"':
+			if sep == sepValue {
+				return res
+			}
+		default:
+			return res
+		}
+		key, v, ok := memberAt(res, j)
+		if !ok {
+			return res
+		}
+		end := rawjson.SkipValue(res, v)
+		if end < 0 {
+			return res
+		}
+		mark := len(out)
+		out = append(out, res[held:v]...)
+		var keep bool
+		out, keep = rw.member(out, key, res[v:end], &st)
+		sep, i, held = sepValue, end, end
+		if !keep {
+			out = out[:mark]
+			if st.members == 0 {
+				st.skipComm = true
+			}
+			continue
+		}
+		st.members++
+	}
+}
+
+// StripServerFields returns a tools/call result from a server at
+// 2026-07-28 or later as a host before it reads it (see [Rewrite.Strip]).
+// res is returned as it is when there is nothing to strip.
+func StripServerFields(res []byte) []byte {
+	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(`"`+mcp.MetaKeyServerInfo+`"`)) {
+		return res
+	}
+	rw := Rewrite{Strip: true}
+	return rw.apply(res)
+}
+
+// modernResult returns a tools/call result for a host at 2026-07-28 or
+// later: with impl, the hub's serverInfo, in its _meta, and a resultType.
+func modernResult(res []byte, impl []byte) []byte {
+	rw := Rewrite{stamp: impl}
+	return rw.apply(res)
+}
