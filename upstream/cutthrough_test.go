@@ -37,6 +37,9 @@ func runCutServer() {
 		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
 		out.Flush()
 	}
+	// waitResume polls: a file, unlike a fifo, stays there for the
+	// session that replaces a dead one, and a test can create it
+	// whether or not the fake is waiting.
 	waitResume := func() {
 		for range 3000 {
 			if _, err := os.Stat(os.Getenv("FAKE_RESUME")); err == nil {
@@ -122,16 +125,16 @@ type cutHost struct {
 }
 
 // cutView runs the cut fake (a copy of cfg) as the source "up" of a
-// hub, and returns the hub's view, and the file that lets the fake go on
-// (FAKE_RESUME).
-func cutView(t *testing.T, ctx context.Context, cfg Config, opts *junction.SourceOptions) (*junction.View, string) {
+// hub made with hubOpts, and returns the hub's view, and the file that
+// lets the fake go on (FAKE_RESUME).
+func cutView(t *testing.T, ctx context.Context, cfg Config, hubOpts *junction.Options, opts *junction.SourceOptions) (*junction.View, string) {
 	t.Helper()
 	cfg = cloneConfig(cfg)
 	resume := filepath.Join(t.TempDir(), "resume")
 	cfg.Env["FAKE_RESUME"] = resume
 	r, _ := newRegistry(t, nil)
 	up := addReady(t, r, "up", cfg)
-	hub := junction.New(nil)
+	hub := junction.New(hubOpts)
 	t.Cleanup(func() { hub.Close() })
 	if err := hub.Add(ctx, "up", up, opts); err != nil {
 		t.Fatal(err)
@@ -143,10 +146,10 @@ func cutView(t *testing.T, ctx context.Context, cfg Config, opts *junction.Sourc
 	return view, resume
 }
 
-func startCutHost(t *testing.T, cfg Config, opts *junction.SourceOptions) *cutHost {
+func startCutHost(t *testing.T, cfg Config, hubOpts *junction.Options, opts *junction.SourceOptions) *cutHost {
 	t.Helper()
 	ctx := ctxTimeout(t, 60*time.Second)
-	view, resume := cutView(t, ctx, cfg, opts)
+	view, resume := cutView(t, ctx, cfg, hubOpts, opts)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -254,7 +257,7 @@ func TestCutThroughUpstream(t *testing.T) {
 
 	t.Run("big", func(t *testing.T) {
 		t.Parallel()
-		h := startCutHost(t, cfg, nil)
+		h := startCutHost(t, cfg, nil, nil)
 		for id := 1; id <= 3; id++ {
 			h.call(t, id, "big")
 			if got, isErr := h.answer(t, id); got != want || isErr {
@@ -265,7 +268,7 @@ func TestCutThroughUpstream(t *testing.T) {
 	for _, c := range cutFaults {
 		t.Run(c.tool, func(t *testing.T) {
 			t.Parallel()
-			h := startCutHost(t, cfg, nil)
+			h := startCutHost(t, cfg, nil, nil)
 			h.call(t, 1, c.tool)
 			h.cutShort(t, 1, c.why)
 			os.WriteFile(h.resume, nil, 0o644)
@@ -279,7 +282,7 @@ func TestCutThroughUpstream(t *testing.T) {
 	// ends where it is, and the call's error follows on a line of its own.
 	t.Run("nested", func(t *testing.T) {
 		t.Parallel()
-		h := startCutHost(t, cfg, nil)
+		h := startCutHost(t, cfg, nil, nil)
 		h.call(t, 1, "nested")
 		if b := h.line(t); json.Valid(b) || !strings.HasPrefix(string(b), `{"jsonrpc":"2.0","id":1,"result":{"structuredContent"`) {
 			t.Fatalf("host got %q…, want the head of the answer, cut short", b[:min(len(b), 200)])
@@ -294,19 +297,51 @@ func TestCutThroughUpstream(t *testing.T) {
 		}
 	})
 	// A cancellation, or the call's timeout, that comes while the answer
-	// streams does not cut it: the host reads it whole.
+	// streams does not cut it: the host reads it whole, and the call ends
+	// as a success. The server goes on only once the call's context has
+	// ended by its timeout (which Options.Trace gives the test), a bound
+	// shorter than the 2 s the server may pause in the middle.
 	t.Run("cancelled and timed out while streaming", func(t *testing.T) {
 		t.Parallel()
-		h := startCutHost(t, cfg, &junction.SourceOptions{Timeout: 500 * time.Millisecond})
+		traced := make(chan context.Context, 2)
+		outcomes := make(chan string, 2)
+		h := startCutHost(t, cfg, &junction.Options{
+			Trace: func(ctx context.Context, _ *junction.Call, _ junction.TraceContext) context.Context {
+				select {
+				case traced <- ctx:
+				default:
+				}
+				return ctx
+			},
+			Observe: func(ci junction.CallInfo) {
+				select {
+				case outcomes <- ci.Outcome:
+				default:
+				}
+			},
+		}, &junction.SourceOptions{Timeout: 500 * time.Millisecond})
 		h.call(t, 1, "slow")
 		if _, err := h.r.Peek(64 << 10); err != nil { // the answer has begun
 			t.Fatal(err)
 		}
+		callCtx := <-traced
 		h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-		time.Sleep(time.Second) // past the call's timeout
-		os.WriteFile(h.resume, nil, 0o644)
-		if got, _ := h.answer(t, 1); got != want {
-			t.Fatalf("slow: %d bytes of text, want %d", len(got), len(want))
+		select {
+		case <-callCtx.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the call's context did not end: its timeout did not fire")
+		}
+		if err := callCtx.Err(); err != context.DeadlineExceeded {
+			t.Fatalf("the call's context ended with %v before its timeout, want %v", err, context.DeadlineExceeded)
+		}
+		if err := os.WriteFile(h.resume, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, isErr := h.answer(t, 1); got != want || isErr {
+			t.Fatalf("slow: %d bytes of text, isError %v; want %d bytes", len(got), isErr, len(want))
+		}
+		if o := <-outcomes; o != "ok" {
+			t.Fatalf("slow: the call ended as %q, want \"ok\"", o)
 		}
 		h.call(t, 2, "big")
 		if got, _ := h.answer(t, 2); got != want {
@@ -338,7 +373,7 @@ func TestCutThroughUpstreamHTTP(t *testing.T) {
 		t.Run(c.tool, func(t *testing.T) {
 			t.Parallel()
 			ctx := ctxTimeout(t, 60*time.Second)
-			view, resume := cutView(t, ctx, cfg, nil)
+			view, resume := cutView(t, ctx, cfg, nil, nil)
 			srv := httptest.NewServer(dataplane.New(view, nil).HTTPHandler(nil))
 			t.Cleanup(srv.Close)
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -379,7 +414,7 @@ func TestCutThroughUpstreamHTTPNested(t *testing.T) {
 	cfg := fakeConfig(t, "cut", nil)
 	cfg.CallTimeout = 2 * time.Second
 	ctx := ctxTimeout(t, 60*time.Second)
-	view, resume := cutView(t, ctx, cfg, nil)
+	view, resume := cutView(t, ctx, cfg, nil, nil)
 	srv := httptest.NewServer(dataplane.New(view, nil).HTTPHandler(nil))
 	t.Cleanup(srv.Close)
 	progressed := make(chan struct{}, 1)
