@@ -157,7 +157,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		s.calls.finish(key, hc, nil)
 		return false
 	}
-	o := f.call(call, src, rawParams(call.Local(), tc), hc, tc.id, sink)
+	o := f.call(call, src, rawParams(call.Local(), tc), hc, tc.id, sink, nil)
 	switch {
 	case !o.streamed:
 		if s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, o.res, o.werr)) }) {
@@ -170,18 +170,24 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, o.res, o.werr)) })
 	default:
 		s.calls.finish(key, hc, nil)
-		var closer []byte
-		if hc.stream.inText && o.werr == nil {
-			closer = textCloser(o.res)
-		}
-		if !sink.cutShort(closer, answerLine(tc.id, o.res, o.werr)) {
-			// A JSON body cut short where it cannot be closed: the
-			// response is broken off, so the host does not read half an
-			// answer as a whole one.
-			panic(http.ErrAbortHandler)
-		}
+		sink.endCut(hc.stream, o)
 	}
 	return true
+}
+
+// endCut ends the response to a call whose answer, begun on it, was cut
+// short: o is how the call ended (see rawOutcome).
+func (s *sseSink) endCut(to *streamTo, o rawOutcome) {
+	var closer []byte
+	if to.inText && o.werr == nil {
+		closer = textCloser(o.res)
+	}
+	if !s.cutShort(closer, answerLine(to.id, o.res, o.werr)) {
+		// A JSON body cut short where it cannot be closed: the response
+		// is broken off, so the host does not read half an answer as a
+		// whole one.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // rawOutcome is how an HTTP raw call ended: its answer (res or werr), or
@@ -197,15 +203,16 @@ type rawOutcome struct {
 
 // call makes a raw call and waits for it. A source that starts calls
 // ([junction.RawStarter]) may hand a long answer to the sink while it
-// arrives (hc.stream).
-func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hc *hostCall, id json.RawMessage, sink *sseSink) rawOutcome {
+// arrives (hc.stream), stamped for a host at 2026-07-28 or later (see
+// Rewrite).
+func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hc *hostCall, id json.RawMessage, sink *sseSink, stamp []byte) rawOutcome {
 	rs, ok := rc.(junction.RawStarter)
 	if !ok {
 		res, werr := call.CallToolRaw(rc, params)
 		return rawOutcome{res: res, werr: werr}
 	}
 	out := make(chan rawOutcome, 2)
-	hc.stream = &streamTo{id: id, out: sink, done: func(size int, isError bool, err error) {
+	hc.stream = &streamTo{id: id, out: sink, stamp: stamp, done: func(size int, isError bool, err error) {
 		if err != nil {
 			res, werr := call.FinishRaw(nil, err)
 			out <- rawOutcome{res: res, werr: werr, streamed: true, cut: err}
@@ -245,13 +252,35 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	if mi := readMeta(tc.meta); !mi.ok || mi.modern || mi.progress {
 		return false
 	}
-	call, rc := f.p.v.BeginRaw(r.Context(), tc.name)
+	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
+	call, src := f.p.v.BeginRaw(withHostCall(r.Context(), &rc.hc), tc.name)
 	if call == nil {
 		return false
 	}
-	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
-	writeJSON(w, answerParts(tc.id, res, werr))
+	f.answerAlone(rc, call, src, tc, nil)
 	return true
+}
+
+// answerAlone makes a raw call for a POST without a session, and writes
+// its answer: as it arrives, if it is long (see cutthrough.go), stamped
+// for a host at 2026-07-28 or later (stamp, see Rewrite), whose errors
+// also have their own HTTP status (modernErrorStatus). A client that
+// goes away cancels the call (its request's context).
+func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction.RawCaller, tc toolCall, stamp []byte) {
+	o := f.call(call, src, rawParams(call.Local(), tc), &rc.hc, tc.id, &rc.sink, stamp)
+	switch {
+	case o.streamed && o.cut == nil:
+		rc.sink.release()
+	case o.streamed && rc.hc.stream.begun:
+		rc.sink.endCut(rc.hc.stream, o)
+	case stamp != nil:
+		if o.werr == nil {
+			o.res = modernResult(o.res, stamp)
+		}
+		writeJSONStatus(rc.sink.w, modernErrorStatus(o.werr), answerParts(tc.id, o.res, o.werr))
+	default:
+		writeJSON(rc.sink.w, answerParts(tc.id, o.res, o.werr))
+	}
 }
 
 // takeModern answers a tools/call of a client at 2026-07-28 or later,
@@ -273,7 +302,8 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if mi := readMeta(tc.meta); !mi.ok || !mi.modern || mi.version != version || mi.progress || mi.logLevel {
 		return false
 	}
-	call, rc := f.p.v.BeginRaw(r.Context(), tc.name)
+	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
+	call, src := f.p.v.BeginRaw(withHostCall(r.Context(), &rc.hc), tc.name)
 	if call == nil {
 		return false
 	}
@@ -281,11 +311,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		call.Release() // go-sdk checks Mcp-Param-* headers against the arguments
 		return false
 	}
-	res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
-	if werr == nil {
-		res = modernResult(res, f.p.impl)
-	}
-	writeJSONStatus(w, modernErrorStatus(werr), answerParts(tc.id, res, werr))
+	f.answerAlone(rc, call, src, tc, f.p.impl)
 	return true
 }
 
@@ -588,8 +614,7 @@ func (s *sseSink) finish(answer [][]byte) {
 	defer s.mu.Unlock()
 	s.done = true
 	defer func() { s.w = nil }()
-	h := s.w.Header()
-	h.Set("Mcp-Session-Id", s.sid)
+	s.header()
 	if !s.started && answer != nil {
 		writeJSON(s.w, answer)
 		return
@@ -616,11 +641,19 @@ func (s *sseSink) beginLine() error {
 		_, err := s.w.Write([]byte("data: "))
 		return err
 	}
-	h := s.w.Header()
-	h.Set("Mcp-Session-Id", s.sid)
-	h.Set("Content-Type", "application/json")
+	s.header().Set("Content-Type", "application/json")
 	s.w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// header returns the response's header, with the session's id if there
+// is a session.
+func (s *sseSink) header() http.Header {
+	h := s.w.Header()
+	if s.sid != "" {
+		h.Set("Mcp-Session-Id", s.sid)
+	}
+	return h
 }
 
 // errAnswered is beginLine's error when the call has its answer.
@@ -688,8 +721,7 @@ func (s *sseSink) startStream() {
 		return
 	}
 	s.started = true
-	h := s.w.Header()
-	h.Set("Mcp-Session-Id", s.sid)
+	h := s.header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	s.w.WriteHeader(http.StatusOK)

@@ -360,48 +360,64 @@ func cloneConfig(cfg Config) Config {
 	return cfg
 }
 
-// TestCutThroughUpstreamHTTP: the same over Streamable HTTP, to a go-sdk
-// client on a session: a long answer is the body of its JSON response,
-// written while it arrives; one cut short is closed as a tool error, and
-// the session goes on.
+// TestCutThroughUpstreamHTTP: the same over Streamable HTTP, to go-sdk
+// clients on a session, without one (stateless), and at 2026-07-28
+// (without one, and stamped with the hub's serverInfo): a long answer is
+// the body of its JSON response, written while it arrives; one cut short
+// is closed as a tool error, and the host goes on.
 func TestCutThroughUpstreamHTTP(t *testing.T) {
 	t.Parallel()
 	cfg := fakeConfig(t, "cut", nil)
 	cfg.CallTimeout = 2 * time.Second
 	want := wantText(t)
-	for _, c := range cutFaults {
-		t.Run(c.tool, func(t *testing.T) {
-			t.Parallel()
-			ctx := ctxTimeout(t, 60*time.Second)
-			view, resume := cutView(t, ctx, cfg, nil, nil)
-			srv := httptest.NewServer(dataplane.New(view, nil).HTTPHandler(nil))
-			t.Cleanup(srv.Close)
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
-			big := func() {
-				t.Helper()
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__big"})
+	hosts := []struct {
+		name    string
+		mode    dataplane.HTTPMode
+		version string // the client's; "" is go-sdk's newest, 2026-07-28
+	}{
+		{"session", dataplane.HTTPDual, "2025-11-25"},
+		{"stateless", dataplane.HTTPStateless, "2025-11-25"},
+		{"2026-07-28", dataplane.HTTPDual, ""},
+	}
+	for _, host := range hosts {
+		for _, c := range cutFaults {
+			t.Run(host.name+"/"+c.tool, func(t *testing.T) {
+				t.Parallel()
+				ctx := ctxTimeout(t, 60*time.Second)
+				view, resume := cutView(t, ctx, cfg, nil, nil)
+				srv := httptest.NewServer(dataplane.New(view, nil).HTTPHandler(&dataplane.HTTPOptions{Mode: host.mode}))
+				t.Cleanup(srv.Close)
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, &mcp.ClientSessionOptions{ProtocolVersion: host.version})
 				if err != nil {
-					t.Fatalf("big: %v", err)
+					t.Fatal(err)
 				}
-				if got := resultText(t, res); got != want {
-					t.Fatalf("big: %d bytes of text, want %d", len(got), len(want))
+				t.Cleanup(func() { cs.Close() })
+				big := func() {
+					t.Helper()
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__big"})
+					if err != nil {
+						t.Fatalf("big: %v", err)
+					}
+					if got := resultText(t, res); got != want {
+						t.Fatalf("big: %d bytes of text, want %d", len(got), len(want))
+					}
+					info, _ := res.Meta[mcp.MetaKeyServerInfo].(map[string]any)
+					if modern := host.version == ""; modern != (info != nil) || modern && info["name"] != view.Implementation().Name {
+						t.Fatalf("big: serverInfo %v in the result's _meta", res.Meta[mcp.MetaKeyServerInfo])
+					}
 				}
-			}
-			big()
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__" + c.tool})
-			if err != nil {
-				t.Fatalf("%s: %v", c.tool, err)
-			}
-			if text := resultText(t, res); !res.IsError || !strings.Contains(text, `upstream \"up\"`) || !strings.Contains(text, c.why) {
-				t.Fatalf("%s: %q (isError %v), want an error saying %q", c.tool, text, res.IsError, c.why)
-			}
-			os.WriteFile(resume, nil, 0o644)
-			big()
-		})
+				big()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__" + c.tool})
+				if err != nil {
+					t.Fatalf("%s: %v", c.tool, err)
+				}
+				if text := resultText(t, res); !res.IsError || !strings.Contains(text, `upstream \"up\"`) || !strings.Contains(text, c.why) {
+					t.Fatalf("%s: %q (isError %v), want an error saying %q", c.tool, text, res.IsError, c.why)
+				}
+				os.WriteFile(resume, nil, 0o644)
+				big()
+			})
+		}
 	}
 }
 
