@@ -142,8 +142,9 @@ func TestConformanceThroughHub(t *testing.T) {
 }
 
 // rawCalls returns the hub's count of calls to source that the fast path
-// forwarded (junction_tool_calls_raw_total); the hub at url serves
-// /metrics without a token.
+// forwarded (junction_tool_calls_raw_total), or of calls to every source
+// when source is ""; the hub at url (its MCP endpoint) serves /metrics
+// without a token.
 func rawCalls(t *testing.T, url, source string) int {
 	t.Helper()
 	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
@@ -152,16 +153,23 @@ func rawCalls(t *testing.T, url, source string) int {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m := regexp.MustCompile(`(?m)^junction_tool_calls_raw_total\{source="` + regexp.QuoteMeta(source) + `"\} (\d+)`).FindSubmatch(metrics)
-	if m == nil {
-		return 0
-	}
-	n, err := strconv.Atoi(string(m[1]))
-	if err != nil {
-		t.Fatalf("junction_tool_calls_raw_total: %v", err)
+	n := 0
+	for _, m := range rawCallsLine.FindAllSubmatch(metrics, -1) {
+		if source != "" && string(m[1]) != source {
+			continue
+		}
+		v, err := strconv.Atoi(string(m[2]))
+		if err != nil {
+			t.Fatalf("junction_tool_calls_raw_total: %v", err)
+		}
+		n += v
 	}
 	return n
 }
+
+// rawCallsLine matches a line of junction_tool_calls_raw_total: the
+// source and the count.
+var rawCallsLine = regexp.MustCompile(`(?m)^junction_tool_calls_raw_total\{source="([^"]*)"\} (\d+)$`)
 
 // hubConfig writes a config file whose only server, "fixtures", is a
 // second junction serving the conformance pack over stdio, with the given

@@ -300,7 +300,7 @@ func auditHTTP(t *testing.T, mode string) {
 			}
 			lines[fast] = append(lines[fast], line)
 		}
-		raw := rawCallsMetric(t, p.URL)
+		raw := rawCalls(t, p.URL, "")
 		if fast != (raw > 0) {
 			t.Errorf("-fast-path=%v: junction_tool_calls_raw_total = %d", fast, raw)
 		}
@@ -311,25 +311,4 @@ func auditHTTP(t *testing.T, mode string) {
 	if diff := cmp.Diff(lines[true], lines[false]); diff != "" {
 		t.Errorf("audit lines over HTTP differ between the fast path and go-sdk's (-fast +sdk):\n%s", diff)
 	}
-}
-
-// rawCallsMetric reads junction_tool_calls_raw_total (all sources) from
-// the /metrics of the hub whose MCP endpoint is mcpURL.
-func rawCallsMetric(t *testing.T, mcpURL string) int {
-	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(mcpURL, "/mcp") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	n := 0
-	for _, l := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(l, "junction_tool_calls_raw_total") {
-			f := strings.Fields(l)
-			v, _ := strconv.Atoi(f[len(f)-1])
-			n += v
-		}
-	}
-	return n
 }
