@@ -191,7 +191,7 @@ func WriteFile(dst string, r io.Reader) (int64, error) {
 		os.Remove(tmp)
 		return n, err
 	}
-	n, err := io.Copy(f, r)
+	n, err := io.CopyBuffer(fileWriter{f}, r, make([]byte, copyBuf))
 	if err != nil {
 		return fail(n, err)
 	}
@@ -209,6 +209,18 @@ func WriteFile(dst string, r io.Reader) (int64, error) {
 	}
 	return n, nil
 }
+
+// copyBuf is the buffer WriteFile copies through: each read takes what
+// the connection has, up to 1 MiB, where io.Copy's 32 KiB buffer makes a
+// 256 MiB pull 8,000 reads, each a wait for the network poller, and as
+// many writes.
+const copyBuf = 1 << 20
+
+// fileWriter hides the file's ReadFrom, which would copy through a 32 KiB
+// buffer of its own when the source is not a file or a socket.
+type fileWriter struct{ f *os.File }
+
+func (w fileWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
 
 // CountingReader counts the bytes read through it and calls Progress (if
 // set) after each read with the running total.
