@@ -346,7 +346,6 @@ func (d *Daemon) Close() error {
 // closes; those still running are then cancelled (the upstream is told).
 // When the host closes its end, the calls it made are answered first.
 func (d *Daemon) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	d.Metrics.serving("stdio")
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	go func() {

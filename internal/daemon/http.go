@@ -219,7 +219,6 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
-	d.Metrics.serving("http")
 	d.logger.Info("serving HTTP", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "auth", !cfg.InsecureNoAuth)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"runtime"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,11 +26,6 @@ type Metrics struct {
 	latency  *metrics.HistogramVec
 	requests *metrics.CounterVec
 	methods  *metrics.CounterVec
-
-	// front is the front the daemon serves its hosts on, "stdio" or
-	// "http": the front of a call the fast path forwarded (see
-	// ObserveCall).
-	front atomic.Value
 }
 
 // NewMetrics returns the hub metrics, with the Go and process metrics.
@@ -59,7 +53,6 @@ func NewMetrics() *Metrics {
 			"JSON-RPC requests and notifications from hosts, by front (stdio or http) and MCP method; a method the MCP specification does not name is counted as other.",
 			"front", "method"),
 	}
-	m.front.Store("stdio")
 	r.GaugeFunc("junction_build_info", "1, labelled with the version, the Go version and the VCS revision junction was built from.",
 		[]string{"version", "go_version", "revision"}, func(emit func(float64, ...string)) {
 			emit(1, buildinfo.Version(), runtime.Version(), buildinfo.Revision())
@@ -77,7 +70,7 @@ func (m *Metrics) ObserveCall(c junction.CallInfo) {
 		m.raw.WithLabelValues(c.Source).Inc()
 		// The fast path answers these requests without go-sdk, so
 		// countMethods does not see them.
-		m.methods.WithLabelValues(m.front.Load().(string), "tools/call").Inc()
+		m.methods.WithLabelValues(callFront(c), "tools/call").Inc()
 	}
 	if c.Outcome != "ok" {
 		m.errors.WithLabelValues(c.Source, c.Tool).Inc()
@@ -95,8 +88,16 @@ func (m *Metrics) Handler() http.Handler {
 	return m.Registry.Handler()
 }
 
-// serving records the front the daemon serves hosts on.
-func (m *Metrics) serving(front string) { m.front.Store(front) }
+// callFront returns the front a call came in on, "http" or "stdio": the
+// context of a request net/http serves holds the address it came to,
+// whichever server and handler serve it, and a stdio host's calls have
+// none.
+func callFront(c junction.CallInfo) string {
+	if c.Context != nil && c.Context.Value(http.LocalAddrContextKey) != nil {
+		return "http"
+	}
+	return "stdio"
+}
 
 // countMethods is a go-sdk receiving middleware that counts the requests
 // and notifications hosts send to a view, by front and method.

@@ -234,6 +234,28 @@ func TestPageMetricsAndCalls(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize at 2025-11-25 = %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
 	}
+	// In that session, a tools/call the fast path forwards (go-sdk never
+	// sees it) still counts under the HTTP front.
+	sid := resp.Header.Get("Mcp-Session-Id")
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"raw"}}}`,
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 || strings.Contains(body, "tools/call") && !strings.Contains(string(b), `"raw"`) {
+			t.Fatalf("%s = %d %s", body, resp.StatusCode, b)
+		}
+	}
 
 	// The upstream's process ends; the hub starts it again.
 	pid := sourcePID(t, d, "up")
@@ -277,8 +299,11 @@ func TestPageMetricsAndCalls(t *testing.T) {
 	}
 	// Both tools/call, whichever path they took (up__echo may take the
 	// fast path, which go-sdk never sees).
-	if !strings.Contains(metrics, `junction_mcp_requests_total{front="http",method="tools/call"} 2`) {
-		t.Errorf("/metrics does not count 2 tools/call:\n%s", grepLines(metrics, "junction_mcp_requests_total"))
+	if !strings.Contains(metrics, `junction_mcp_requests_total{front="http",method="tools/call"} 3`) || strings.Contains(metrics, `front="stdio"`) {
+		t.Errorf("/metrics does not count 3 tools/call over HTTP, and none over stdio:\n%s", grepLines(metrics, "junction_mcp_requests_total"))
+	}
+	if !regexp.MustCompile(`(?m)^junction_tool_calls_raw_total\{source="up"\} [1-9]`).MatchString(metrics) {
+		t.Errorf("/metrics counts no call to up forwarded by the fast path:\n%s", grepLines(metrics, "junction_tool_calls_raw_total"))
 	}
 	if !regexp.MustCompile(`junction_build_info\{go_version="go[^"]+",revision="[^"]*",version="[^"]+"\} 1`).MatchString(metrics) {
 		t.Errorf("/metrics lacks junction_build_info:\n%s", grepLines(metrics, "build_info"))
@@ -289,8 +314,8 @@ func TestPageMetricsAndCalls(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.RecentCalls) != 2 || st.RecentCalls[0].Tool != "junction_version" || st.RecentCalls[1].Tool != "up__echo" || st.RecentCalls[1].Outcome != "ok" {
-		t.Errorf("recent_calls = %+v, want junction_version then up__echo, ok", st.RecentCalls)
+	if len(st.RecentCalls) != 3 || st.RecentCalls[0].Tool != "up__echo" || st.RecentCalls[1].Tool != "junction_version" || st.RecentCalls[2].Tool != "up__echo" || st.RecentCalls[2].Outcome != "ok" {
+		t.Errorf("recent_calls = %+v, want up__echo, junction_version then up__echo, ok", st.RecentCalls)
 	}
 	for _, s := range st.Sources {
 		if s.Name == "up" && (s.ConnectedSince == nil || s.Error == "") {
