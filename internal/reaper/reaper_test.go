@@ -3,6 +3,7 @@
 package reaper
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,13 +20,18 @@ import (
 )
 
 // The test binary is the reaper the tests start (/proc/self/exe), and,
-// with envSleeper set, a sleeper that ignores SIGTERM.
+// with envSleeper set, a sleeper that ignores SIGTERM, and says so on
+// stdout once it does.
 const envSleeper = "REAPER_TEST_SLEEPER"
+
+// sleeperReady is the sleeper's line once it ignores SIGTERM.
+const sleeperReady = "ignoring SIGTERM\n"
 
 func TestMain(m *testing.M) {
 	RunIfReaper()
 	if os.Getenv(envSleeper) != "" {
 		signal.Ignore(syscall.SIGTERM)
+		os.Stdout.WriteString(sleeperReady)
 		time.Sleep(2 * time.Minute)
 		os.Exit(0)
 	}
@@ -63,12 +69,16 @@ func startGroup(t *testing.T, kind int) (leader, member *exec.Cmd, stdin io.Clos
 	}
 	defer r.Close()
 	cmds := [2]*exec.Cmd{exec.Command("sleep", "300"), exec.Command("sleep", "301")}
+	var ready io.Reader // the sleeper's stdout
 	switch kind {
 	case groupEOF:
 		cmds = [2]*exec.Cmd{exec.Command("cat"), exec.Command("cat")}
 	case groupStubborn:
 		cmds[1] = exec.Command(os.Args[0])
 		cmds[1].Env = append(os.Environ(), envSleeper+"=1")
+		if ready, err = cmds[1].StdoutPipe(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, c := range cmds {
 		c.Stdin = r
@@ -85,6 +95,13 @@ func startGroup(t *testing.T, kind int) (leader, member *exec.Cmd, stdin io.Clos
 		})
 	}
 	t.Cleanup(func() { w.Close() })
+	if ready != nil {
+		// A SIGTERM sent before the sleeper ignores it would stop it, and
+		// the group would not need the SIGKILL the test is about.
+		if line, err := bufio.NewReader(ready).ReadString('\n'); line != sleeperReady {
+			t.Fatalf("the sleeper said %q (%v), want %q", line, err, sleeperReady)
+		}
+	}
 	return cmds[0], cmds[1], w
 }
 
