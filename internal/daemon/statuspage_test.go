@@ -297,8 +297,9 @@ func TestPageMetricsAndCalls(t *testing.T) {
 			t.Errorf("/metrics lacks %s\n%s", want, grepLines(metrics, "junction_mcp")+grepLines(metrics, "junction_sess"))
 		}
 	}
-	// Both tools/call, whichever path they took (up__echo may take the
-	// fast path, which go-sdk never sees).
+	// All three tools/call, under the HTTP front, whichever path they
+	// took (the last up__echo took the fast path, which go-sdk never
+	// sees; the first may have too).
 	if !strings.Contains(metrics, `junction_mcp_requests_total{front="http",method="tools/call"} 3`) || strings.Contains(metrics, `front="stdio"`) {
 		t.Errorf("/metrics does not count 3 tools/call over HTTP, and none over stdio:\n%s", grepLines(metrics, "junction_mcp_requests_total"))
 	}
