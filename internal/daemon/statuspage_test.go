@@ -190,6 +190,93 @@ func TestStatusPageNoAuth(t *testing.T) {
 	}
 }
 
+// rawSessionCall opens a session at 2025-11-25 on the hub at srv, as a
+// host of that revision does with raw HTTP, and calls up__echo in it,
+// which the fast path forwards.
+func rawSessionCall(t *testing.T, srv *httptest.Server) {
+	t.Helper()
+	sid := ""
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"raw"}}}`,
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if sid == "" {
+			sid = resp.Header.Get("Mcp-Session-Id")
+			if resp.StatusCode != 200 || sid == "" {
+				t.Fatalf("initialize at 2025-11-25 = %d, session %q", resp.StatusCode, sid)
+			}
+			continue
+		}
+		if resp.StatusCode >= 300 || strings.Contains(body, "tools/call") && !strings.Contains(string(b), `"raw"`) {
+			t.Fatalf("%s = %d %s", body, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestMetricsFrontPerCall serves one daemon over stdio and over HTTP at
+// once: each tools/call counts under the front it came in on, the HTTP
+// one forwarded by the fast path included.
+func TestMetricsFrontPerCall(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	d, err := Build(ctx, Spec{Packs: []string{"core"}, DataDir: t.TempDir(), Config: parseConfig(t, "servers:\n"+upstreamYAML("up"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+
+	hostR, hubW := io.Pipe()
+	hubR, hostW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- d.ServeStdio(ctx, hubR, hubW)
+		hubW.Close()
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).
+		Connect(ctx, &mcp.IOTransport{Reader: hostR, Writer: hostW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "hi"}}); err != nil || res.IsError {
+		t.Fatalf("up__echo over stdio = %v, %v", res, err)
+	}
+
+	srv := httptest.NewServer(d.Handler(HTTPConfig{InsecureNoAuth: true}, "127.0.0.1"))
+	defer srv.Close()
+	rawSessionCall(t, srv)
+
+	_, metrics := get(t, srv.Client(), srv.URL+"/metrics")
+	for _, want := range []string{
+		`junction_mcp_requests_total{front="stdio",method="tools/call"} 1`,
+		`junction_mcp_requests_total{front="http",method="tools/call"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s\n%s", want, grepLines(metrics, "junction_mcp_requests_total"))
+		}
+	}
+	cs.Close()
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdio = %v", err)
+	}
+	hostR.Close()
+}
+
 // TestPageMetricsAndCalls: a host's requests are counted by front and
 // method, its session is in the gauge, its call is in the recent calls
 // and on the page, a restarted upstream counts a reconnect, and the build
@@ -221,41 +308,10 @@ func TestPageMetricsAndCalls(t *testing.T) {
 	}
 
 	// A host of 2025-11-25 opens a session (the go-sdk client above
-	// speaks 2026-07-28, without sessions).
-	req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize at 2025-11-25 = %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
-	}
-	// In that session, a tools/call the fast path forwards (go-sdk never
-	// sees it) still counts under the HTTP front.
-	sid := resp.Header.Get("Mcp-Session-Id")
-	for _, body := range []string{
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"raw"}}}`,
-	} {
-		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode >= 300 || strings.Contains(body, "tools/call") && !strings.Contains(string(b), `"raw"`) {
-			t.Fatalf("%s = %d %s", body, resp.StatusCode, b)
-		}
-	}
+	// speaks 2026-07-28, without sessions), in which a tools/call the
+	// fast path forwards (go-sdk never sees it) still counts under the
+	// HTTP front.
+	rawSessionCall(t, srv)
 
 	// The upstream's process ends; the hub starts it again.
 	pid := sourcePID(t, d, "up")

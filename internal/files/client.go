@@ -191,7 +191,9 @@ func WriteFile(dst string, r io.Reader) (int64, error) {
 		os.Remove(tmp)
 		return n, err
 	}
-	n, err := io.CopyBuffer(fileWriter{f}, r, make([]byte, copyBuf))
+	// The file's ReadFrom, hidden here, would copy through a 32 KiB
+	// buffer of its own: r is not a file or a socket.
+	n, err := io.CopyBuffer(struct{ io.Writer }{f}, r, make([]byte, copyBuf))
 	if err != nil {
 		return fail(n, err)
 	}
@@ -215,12 +217,6 @@ func WriteFile(dst string, r io.Reader) (int64, error) {
 // 256 MiB pull 8,000 reads, each a wait for the network poller, and as
 // many writes.
 const copyBuf = 1 << 20
-
-// fileWriter hides the file's ReadFrom, which would copy through a 32 KiB
-// buffer of its own when the source is not a file or a socket.
-type fileWriter struct{ f *os.File }
-
-func (w fileWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
 
 // CountingReader counts the bytes read through it and calls Progress (if
 // set) after each read with the running total.
