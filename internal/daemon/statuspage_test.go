@@ -190,6 +190,23 @@ func TestStatusPageNoAuth(t *testing.T) {
 	}
 }
 
+// coreAndUp builds a daemon with the core pack and one stdio upstream,
+// "up" (tool up__echo), closed at the end of the test, which also checks
+// that no goroutine is left; ctx bounds the test.
+func coreAndUp(t *testing.T) (context.Context, *Daemon) {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	d, err := Build(ctx, Spec{Packs: []string{"core"}, DataDir: t.TempDir(), Config: parseConfig(t, "servers:\n"+upstreamYAML("up"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return ctx, d
+}
+
 // rawSessionCall opens a session at 2025-11-25 on the hub at srv, as a
 // host of that revision does with raw HTTP, and calls up__echo in it,
 // which the fast path forwards.
@@ -231,15 +248,7 @@ func rawSessionCall(t *testing.T, srv *httptest.Server) {
 // once: each tools/call counts under the front it came in on, the HTTP
 // one forwarded by the fast path included.
 func TestMetricsFrontPerCall(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	d, err := Build(ctx, Spec{Packs: []string{"core"}, DataDir: t.TempDir(), Config: parseConfig(t, "servers:\n"+upstreamYAML("up"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	ctx, d := coreAndUp(t)
 
 	hostR, hubW := io.Pipe()
 	hubR, hostW := io.Pipe()
@@ -282,15 +291,7 @@ func TestMetricsFrontPerCall(t *testing.T) {
 // and on the page, a restarted upstream counts a reconnect, and the build
 // is described.
 func TestPageMetricsAndCalls(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	d, err := Build(ctx, Spec{Packs: []string{"core"}, DataDir: t.TempDir(), Config: parseConfig(t, "servers:\n"+upstreamYAML("up"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	ctx, d := coreAndUp(t)
 	srv := httptest.NewServer(d.Handler(HTTPConfig{InsecureNoAuth: true}, "127.0.0.1"))
 	defer srv.Close()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).
