@@ -90,6 +90,7 @@ func runMCP(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	logger.Info("diode mcp ready", "tools", len(view.ToolNames()))
+	defer releaseStartupPages(ctx, hub, logger)()
 	err = dataplane.New(view, &dataplane.Options{Logger: logger}).ServeStdio(ctx, env.Stdin, env.Stdout, nil)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("stdio: %w", err)

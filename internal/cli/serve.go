@@ -16,6 +16,7 @@ import (
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
+	"github.com/junction-mcp/junction/internal/memtrim"
 )
 
 // EnvToken holds the HTTP API token(s), comma-separated.
@@ -221,6 +222,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		logger.Info("hub stopped", "tool_calls", calls, "fast_path_calls", raw)
 	}()
 	logger.Info("hub ready", "tools", len(d.View.ToolNames()), "sources", strings.Join(d.Hub.SourceNames(), ","))
+	defer releaseStartupPages(ctx, d.Hub, logger)()
 
 	if cfgPath != "" {
 		stopWatch := watchConfig(ctx, cfgPath, fileCfg, env, d, logger)
@@ -292,6 +294,32 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// releaseStartupPages gives back the pages of junction's own code and
+// read-only data that only its startup used (package memtrim), once every
+// source has connected or the startup budget has run out. stop ends the
+// wait, if it is still on.
+func releaseStartupPages(ctx context.Context, h *junction.Hub, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.WaitStartup(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		n, err := memtrim.Release()
+		if err != nil {
+			logger.Warn("releasing startup pages failed; memory use is unchanged", "error", err)
+			return
+		}
+		logger.Debug("startup pages released", "bytes", n)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 func configHTTP(c *config.Config) *config.HTTP {

@@ -87,6 +87,7 @@ func runToolboxMCP(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("toolbox mcp: %w", err)
 	}
+	defer releaseStartupPages(ctx, hub, logger)()
 	err = dataplane.New(view, &dataplane.Options{Logger: logger}).ServeStdio(ctx, env.Stdin, env.Stdout, nil)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("toolbox mcp: stdio: %w", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +60,31 @@ func TestStdioServe(t *testing.T) {
 	cs := connectStdio(t)
 	if names := toolNames(t, cs); !hasName(names, "junction_version") {
 		t.Fatalf("tools over stdio = %v, want junction_version among them", names)
+	}
+	callVersion(t, cs)
+}
+
+// TestServeReleasesStartupPages: once its startup is over, junction serve
+// gives back the pages of its own code that only startup used (it says so
+// at debug level, with how many bytes were resident), and serves on from
+// the pages it maps again.
+func TestServeReleasesStartupPages(t *testing.T) {
+	stderr := newOutput()
+	cs := connectStdioWatched(t, newClient(nil), stderr, "-log-level", "debug")
+	released := regexp.MustCompile(`msg="startup pages released" bytes=([0-9]+)`)
+	deadline := time.Now().Add(startTimeout)
+	var m []string
+	for m = released.FindStringSubmatch(stderr.String()); m == nil; m = released.FindStringSubmatch(stderr.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q line within %v", released, startTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 1<<20 {
+		t.Errorf("released %s bytes; want the startup's pages, megabytes", m[1])
+	}
+	if names := toolNames(t, cs); !hasName(names, "junction_version") {
+		t.Fatalf("tools after the release = %v, want junction_version among them", names)
 	}
 	callVersion(t, cs)
 }

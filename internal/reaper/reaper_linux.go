@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/memtrim"
 )
 
 // supported: Linux lets a reaper watch its group through /proc
@@ -118,6 +120,10 @@ func reap(args []string) int {
 	// The group's SIGTERM stage reaches the reaper too; so may a
 	// terminal's signals.
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	// From here on the reaper waits, with none of the program's startup
+	// code in use: it keeps only its own memory (about 3 MiB, against
+	// the program's 15 or more).
+	memtrim.Release()
 	var b [1]byte
 	if n, _ := os.Stdin.Read(b[:]); n == 1 && b[0] == releaseByte {
 		return 0
