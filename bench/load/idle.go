@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -82,8 +83,10 @@ type Idle struct {
 
 // IdleRSS spawns cfg's command, completes the handshake (initialize, or
 // server/discover at 2026-07-28), waits wait, and measures the memory of
-// the idle server. It calls no tool.
-func IdleRSS(ctx context.Context, cfg Config, wait time.Duration) (*Idle, error) {
+// the idle server. With called set, the server first answers cfg.Calls
+// calls of cfg.Tool at cfg.Concurrency (the memory of a server that has
+// served and gone idle); without it, IdleRSS calls no tool.
+func IdleRSS(ctx context.Context, cfg Config, wait time.Duration, called bool) (*Idle, error) {
 	if len(cfg.Command) == 0 {
 		return nil, errors.New("load: idle RSS: need a command")
 	}
@@ -95,6 +98,15 @@ func IdleRSS(ctx context.Context, cfg Config, wait time.Duration) (*Idle, error)
 		return nil, err
 	}
 	defer c.close()
+	if called {
+		_, failed, err := drive(ctx, c, cfg.Calls, cfg.Concurrency, strings.Repeat("x", cfg.Payload))
+		if err != nil {
+			return nil, err
+		}
+		if failed > 0 {
+			return nil, fmt.Errorf("load: idle RSS: %d of %d calls of %s failed", failed, cfg.Calls, cfg.Tool)
+		}
+	}
 	select {
 	case <-time.After(wait):
 	case <-ctx.Done():

@@ -183,14 +183,20 @@ func checkModernRequests(t *testing.T, lines []string, n int) {
 
 func TestIdleRSS(t *testing.T) {
 	cmd, env := echoCommand()
-	idle, err := IdleRSS(t.Context(), Config{Command: cmd, Env: env}, 10*time.Millisecond)
-	if err != nil {
-		t.Fatalf("IdleRSS: %v", err)
+	for _, called := range []bool{false, true} {
+		idle, err := IdleRSS(t.Context(), Config{Command: cmd, Env: env, Calls: 50, Concurrency: 4}, 10*time.Millisecond, called)
+		if err != nil {
+			t.Fatalf("IdleRSS (called %t): %v", called, err)
+		}
+		if idle.RootRSSMiB <= 0 || idle.TreeRSSMiB != idle.RootRSSMiB || idle.Procs != 1 || idle.InitMs <= 0 {
+			t.Errorf("IdleRSS (called %t) = %+v, want one measured process", called, idle)
+		}
 	}
-	if idle.RootRSSMiB <= 0 || idle.TreeRSSMiB != idle.RootRSSMiB || idle.Procs != 1 || idle.InitMs <= 0 {
-		t.Errorf("IdleRSS = %+v, want one measured process", idle)
+	// Called, the server answers the calls first: a tool it lacks fails.
+	if _, err := IdleRSS(t.Context(), Config{Command: cmd, Env: env, Calls: 5, Tool: "nope"}, time.Millisecond, true); err == nil {
+		t.Error("IdleRSS calling a missing tool: nil error")
 	}
-	if _, err := IdleRSS(t.Context(), Config{URL: "http://127.0.0.1:1/mcp"}, time.Millisecond); err == nil {
+	if _, err := IdleRSS(t.Context(), Config{URL: "http://127.0.0.1:1/mcp"}, time.Millisecond, false); err == nil {
 		t.Error("IdleRSS of a URL: nil error")
 	}
 }

@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "json", "output `format`: json or text")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	idle := fs.Int("idle-sessions", 0, "instead of calls, open this many idle HTTP sessions and report memory per session")
-	idleCall := fs.Bool("idle-call", false, "with -idle-sessions: each session calls -tool once before it idles")
+	idleCall := fs.Bool("idle-call", false, "with -idle-sessions: each session calls -tool once before it idles; with -idle-rss: the server answers -n calls of -tool at -c first")
 	spawnRuns := fs.Int("spawn-runs", 0, "instead of calls, spawn the command this many times and report the median time to initialize")
 	idleRSS := fs.Duration("idle-rss", 0, "instead of calls, spawn the command, complete the handshake, wait this `long` and report its resident memory")
 	serverStderr := fs.Bool("server-stderr", false, "pass the spawned server's stderr through")
@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(cfg.Command) == 0 {
 			return errors.New("-idle-rss needs a command after --")
 		}
-		idle, err := load.IdleRSS(ctx, cfg, *idleRSS)
+		idle, err := load.IdleRSS(ctx, cfg, *idleRSS, *idleCall)
 		if err != nil {
 			return err
 		}
