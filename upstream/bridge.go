@@ -424,13 +424,24 @@ func checkBridgeState(state string, host *mcp.ServerSession) error {
 }
 
 // setHost points the call's notifications at the host request now
-// active: its context, session and progress token.
+// active: its context, session and progress token. The progress that
+// came while no host request was open goes to it first.
 func (s *Server) setHost(c *call, ctx context.Context, host *mcp.ServerSession, token any) {
+	c.notify.Lock()
+	defer c.notify.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c.host, c.hostCtx, c.hostToken = host, ctx, nil
 	if token != nil && host != nil {
 		c.hostToken = token
+	}
+	held := c.held
+	c.held = nil
+	s.mu.Unlock()
+	if token == nil || host == nil {
+		return
+	}
+	for _, p := range held {
+		s.forwardProgress(host, ctx, token, p)
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -42,7 +44,12 @@ type call struct {
 	cancel    failer        // ends the request; see register
 	handled   atomic.Int64  // progress notifications handled
 	progress  chan struct{} // capacity 1; signalled on each one
-	seq       uint64        // order of registration (see better)
+	// notify orders what goes to the host about the call: progress as it
+	// comes, and the progress held while a bridged call had no host
+	// request open, which the next one gets first (setHost).
+	notify sync.Mutex
+	held   []mcp.ProgressNotificationParams // guarded by Server.mu; at most maxHeldProgress
+	seq    uint64                           // order of registration (see better)
 }
 
 // reset restarts the call's no-progress timer.
@@ -890,13 +897,6 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	token, _ := req.Params.ProgressToken.(string)
 	s.mu.Lock()
 	c := s.calls[token]
-	var host *mcp.ServerSession
-	var hostCtx context.Context
-	var hostToken any
-	if c != nil {
-		// A bridged call changes hosts (setHost); read them under the lock.
-		host, hostCtx, hostToken = c.host, c.hostCtx, c.hostToken
-	}
 	s.mu.Unlock()
 	if c == nil {
 		return
@@ -909,12 +909,38 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		default:
 		}
 	}()
+	c.notify.Lock()
+	defer c.notify.Unlock()
+	// A bridged call changes hosts (setHost); read them under the lock.
+	s.mu.Lock()
+	host, hostCtx, hostToken := c.host, c.hostCtx, c.hostToken
+	if c.bridge != nil && hostCtx != nil && hostCtx.Err() != nil {
+		// The host's request is over (it took a question back); its
+		// retry gets this first.
+		c.held = append(c.held, *req.Params)
+		if len(c.held) > maxHeldProgress {
+			c.held = slices.Delete(c.held, 0, len(c.held)-maxHeldProgress)
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
 	if hostToken == nil || host == nil {
 		return
 	}
-	p := *req.Params
-	p.ProgressToken = hostToken
-	if err := host.NotifyProgress(hostCtx, &p); err != nil {
+	s.forwardProgress(host, hostCtx, hostToken, *req.Params)
+}
+
+// maxHeldProgress bounds the progress a bridged call keeps for its host's
+// retry; past it the oldest go (each says how far the call is, so the
+// latest matter most).
+const maxHeldProgress = 64
+
+// forwardProgress sends the upstream's progress p to the host request
+// ctx on host, under the host's token.
+func (s *Server) forwardProgress(host *mcp.ServerSession, ctx context.Context, token any, p mcp.ProgressNotificationParams) {
+	p.ProgressToken = token
+	if err := host.NotifyProgress(ctx, &p); err != nil {
 		s.logger.Debug("forwarding progress failed", "error", err)
 	}
 }

@@ -302,6 +302,45 @@ func runFakeServer() {
 		}
 		return text("elicited: " + strings.Join(names, ", ")), nil
 	})
+	// elicit_progress reports progress 1, asks (a host before 2026-07-28
+	// only: it is for the bridge), and while it waits for the answer
+	// reports progress 2 once the file "go" appears in FAKE_MARK_DIR
+	// (marking "sent2"); then progress 3, and the answer.
+	server.AddTool(&mcp.Tool{Name: "elicit_progress", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tok := req.Params.GetProgressToken()
+		notify := func(p float64) {
+			if tok != nil {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p, Total: 3})
+			}
+		}
+		notify(1)
+		type answer struct {
+			res *mcp.ElicitResult
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			res, err := req.Session.Elicit(ctx, elicitParams)
+			ch <- answer{res, err}
+		}()
+		goFile := filepath.Join(os.Getenv("FAKE_MARK_DIR"), "go")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(goFile); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, errors.New("no go mark")
+			}
+		}
+		notify(2)
+		mark("sent2")
+		a := <-ch
+		if a.err != nil {
+			return nil, a.err
+		}
+		notify(3)
+		return text(fmt.Sprintf("elicited: %s %v", a.res.Action, a.res.Content["name"])), nil
+	})
 	server.AddTool(&mcp.Tool{Name: "log", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "fake", Data: "hello from upstream"})
 		return text("logged"), nil

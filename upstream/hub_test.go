@@ -268,6 +268,67 @@ func TestBridgeByHand(t *testing.T) {
 	}
 }
 
+// TestBridgeKeepsProgress: progress that a bridged upstream call reports
+// while it waits for the host's answer, when no request of the host's is
+// open, is not lost: the host's retry gets it, ahead of what follows.
+func TestBridgeKeepsProgress(t *testing.T) {
+	t.Parallel()
+	marks := t.TempDir()
+	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": marks})
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	ctx := ctxTimeout(t, 60*time.Second)
+	var mu sync.Mutex
+	var progress []float64
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, req.Params.Progress)
+			mu.Unlock()
+		},
+	})
+	cs := hostThroughHub(t, ctx, "up", up, client, "")
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit_progress", Meta: mcp.Meta{"progressToken": "p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("first result = %+v; want one input request and a request state", res)
+	}
+	var id string
+	for k := range res.InputRequests {
+		id = k
+	}
+	// The host's request is over; the upstream reports progress now.
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the upstream's progress 2", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "sent2"))
+		return err == nil
+	})
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{
+		Name:           "up__elicit_progress",
+		Meta:           mcp.Meta{"progressToken": "p"},
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
+		RequestState:   res.RequestState,
+	})
+	if err != nil || resultText(t, res) != "elicited: accept zoe" {
+		t.Fatalf("retried call = %v, %v; want elicited: accept zoe", res, err)
+	}
+	// go-sdk's client queues notifications for their handler, which may
+	// run after the result is back.
+	waitFor(t, "progress 1, 2, 3", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Equal(progress, []float64{1, 2, 3})
+	})
+}
+
 // TestBridgeRaw plays a 2026-07-28 host without a session (a stateless
 // request) through the raw path, against a 2025-11-25 upstream that asks
 // twice: each question comes back as an input-required result under the
