@@ -311,7 +311,7 @@ func releaseStartupPages(ctx context.Context, h *junction.Hub, logger *slog.Logg
 		}
 		n, err := memtrim.Release()
 		if err != nil {
-			logger.Warn("releasing startup pages failed; memory use is unchanged", "error", err)
+			logger.Warn("could not give back the startup pages; junction serves on, with them", "error", err)
 			return
 		}
 		logger.Debug("startup pages released", "bytes", n)
