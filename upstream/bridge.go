@@ -50,6 +50,7 @@ type bridge struct {
 	queue   []*ask          // questions no host request has been given yet
 	final   *outcome        // the outcome, when no host request was waiting for it
 	pending map[string]*ask // questions given to the host and not answered yet
+	expire  *time.Timer     // set when the call ended with no host request waiting: forgets the outcome (forget)
 }
 
 // outcome is what a host request gets from a bridge: a question for the
@@ -146,15 +147,34 @@ func (b *bridge) give(s *Server, o outcome) func() {
 	return func() { (*w)(o) }
 }
 
-// finish ends the bridge with the upstream call's outcome.
+// finish ends the bridge with the upstream call's outcome. When no host
+// request is waiting for it (the host has a question and has not come
+// back yet), the outcome waits for the host's retry under the state the
+// host holds, as long as a question would wait for its answer: the retry
+// gets the call's outcome, and the call does not run again.
 func (b *bridge) finish(s *Server, o outcome) {
 	s.mu.Lock()
-	delete(s.bridges, b.state)
 	b.ended = true
 	deliver := b.give(s, o)
+	if b.final != nil && s.bridges[b.state] == b {
+		b.expire = time.AfterFunc(bridgeIdle, func() { b.forget(s) })
+	} else {
+		delete(s.bridges, b.state)
+	}
 	s.mu.Unlock()
 	deliver()
 	close(b.done)
+	s.noteIdle()
+}
+
+// forget drops a finished bridge's outcome that no retry came for.
+func (b *bridge) forget(s *Server) {
+	s.mu.Lock()
+	if s.bridges[b.state] == b {
+		delete(s.bridges, b.state)
+	}
+	b.final = nil
+	s.mu.Unlock()
 	s.noteIdle()
 }
 
@@ -477,6 +497,19 @@ func (s *Server) awaitBridge(ctx context.Context, b *bridge, what string) outcom
 	w := func(o outcome) { ch <- o }
 	s.mu.Lock()
 	switch {
+	case b.final != nil:
+		// The call is over: its outcome, not what it asked meanwhile.
+		o := *b.final
+		b.final = nil
+		if b.expire != nil {
+			b.expire.Stop()
+		}
+		if s.bridges[b.state] == b {
+			delete(s.bridges, b.state)
+		}
+		s.mu.Unlock()
+		s.noteIdle()
+		return o
 	case len(b.queue) > 0:
 		a := b.queue[0]
 		b.queue = b.queue[1:]
@@ -484,11 +517,6 @@ func (s *Server) awaitBridge(ctx context.Context, b *bridge, what string) outcom
 		b.rekey(s, a)
 		s.mu.Unlock()
 		return outcome{ask: a}
-	case b.final != nil:
-		o := *b.final
-		b.final = nil
-		s.mu.Unlock()
-		return o
 	}
 	b.waiter = &w
 	s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -340,6 +341,26 @@ func runFakeServer() {
 		}
 		notify(3)
 		return text(fmt.Sprintf("elicited: %s %v", a.res.Action, a.res.Content["name"])), nil
+	})
+	// elicit_then_done asks (a host before 2026-07-28 only: it is for the
+	// bridge) without waiting for the answer, and once the file "go"
+	// appears in FAKE_MARK_DIR answers "run N" (N: its calls so far),
+	// marking "done".
+	var runs atomic.Int64
+	server.AddTool(&mcp.Tool{Name: "elicit_then_done", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := runs.Add(1)
+		go req.Session.Elicit(ctx, elicitParams)
+		goFile := filepath.Join(os.Getenv("FAKE_MARK_DIR"), "go")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(goFile); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, errors.New("no go mark")
+			}
+		}
+		mark("done")
+		return text(fmt.Sprintf("run %d", n)), nil
 	})
 	server.AddTool(&mcp.Tool{Name: "log", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "fake", Data: "hello from upstream"})

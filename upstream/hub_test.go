@@ -329,6 +329,57 @@ func TestBridgeKeepsProgress(t *testing.T) {
 	})
 }
 
+// TestBridgeOutcomeWaitsForRetry: when a bridged call ends while its
+// host holds a question and has not come back, the host's retry gets the
+// call's result; the call does not run again.
+func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
+	t.Parallel()
+	marks := t.TempDir()
+	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": marks})
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	ctx := ctxTimeout(t, 60*time.Second)
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
+	})
+	cs := hostThroughHub(t, ctx, "up", up, client, "")
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit_then_done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("first result = %+v; want one input request and a request state", res)
+	}
+	var id string
+	for k := range res.InputRequests {
+		id = k
+	}
+	// The upstream call ends while the host holds the question.
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the upstream call to end", func() bool {
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		return len(up.calls) == 0
+	})
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{
+		Name:           "up__elicit_then_done",
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
+		RequestState:   res.RequestState,
+	})
+	if err != nil || len(res.InputRequests) != 0 || resultText(t, res) != "run 1" {
+		t.Fatalf("retried call = %+v, %v; want the first run's result, run 1", res, err)
+	}
+	// Collected, the outcome is gone: nothing of the call stays parked.
+	if !up.idle() {
+		t.Error("a bridge is still parked after its outcome was collected")
+	}
+}
+
 // TestBridgeRaw plays a 2026-07-28 host without a session (a stateless
 // request) through the raw path, against a 2025-11-25 upstream that asks
 // twice: each question comes back as an input-required result under the

@@ -112,8 +112,8 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The named tools plus 25 extra, over pages of 10.
-	if got := len(cat.Tools); got != 39 {
-		t.Errorf("len(Catalog.Tools) = %d, want 39 (all pages)", got)
+	if got := len(cat.Tools); got != 40 {
+		t.Errorf("len(Catalog.Tools) = %d, want 40 (all pages)", got)
 	}
 	if len(cat.Resources) != 1 || len(cat.ResourceTemplates) != 1 || len(cat.Prompts) != 2 {
 		t.Errorf("catalog has %d resources, %d templates, %d prompts; want 1, 1 and 2", len(cat.Resources), len(cat.ResourceTemplates), len(cat.Prompts))
@@ -160,8 +160,8 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 
 	// Registry view: bridged names and calls by full name.
 	tools := r.Tools()
-	if len(tools) != 39 || tools[0].Name != "fake__die" {
-		t.Errorf("Registry.Tools() = %d tools starting %q, want 39 starting fake__die", len(tools), tools[0].Name)
+	if len(tools) != 40 || tools[0].Name != "fake__die" {
+		t.Errorf("Registry.Tools() = %d tools starting %q, want 40 starting fake__die", len(tools), tools[0].Name)
 	}
 	res, err = r.CallTool(t.Context(), "fake__echo", json.RawMessage(`{"text":"x"}`))
 	if err != nil || resultText(t, res) != `{"text":"x"}` {
@@ -194,7 +194,7 @@ func TestEchoCatalogAndForwarding(t *testing.T) {
 		t.Fatalf("Snapshots() = %d entries, want 1", len(snaps))
 	}
 	snap := snaps[0]
-	if snap.State != StateConnected || len(snap.Tools) != 39 || snap.Connects != 1 || snap.ServerInfo.Name != "fake" {
+	if snap.State != StateConnected || len(snap.Tools) != 40 || snap.Connects != 1 || snap.ServerInfo.Name != "fake" {
 		t.Errorf("Snapshot = %+v", snap)
 	}
 	if !strings.Contains(logs.String(), `msg=stderr source=fake pid=`) || !strings.Contains(logs.String(), `line="fake: starting"`) {
