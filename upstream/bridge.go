@@ -45,12 +45,13 @@ type bridge struct {
 	done   chan struct{} // closed when the upstream call has ended
 
 	// Guarded by Server.mu:
-	waiter  *func(outcome)  // the host request waiting for the next question or the outcome; nil if none
-	ended   bool            // the upstream call has ended (finish)
-	queue   []*ask          // questions no host request has been given yet
-	final   *outcome        // the outcome, when no host request was waiting for it
-	pending map[string]*ask // questions given to the host and not answered yet
-	expire  *time.Timer     // set when the call ended with no host request waiting: forgets the outcome (forget)
+	waiter  *func(outcome)                   // the host request waiting for the next question or the outcome; nil if none
+	ended   bool                             // the upstream call has ended (finish)
+	queue   []*ask                           // questions no host request has been given yet
+	final   *outcome                         // the outcome, when no host request was waiting for it
+	pending map[string]*ask                  // questions given to the host and not answered yet
+	expire  *time.Timer                      // set when the call ended with no host request waiting: forgets the outcome (forget)
+	held    []mcp.ProgressNotificationParams // progress that came while no host request was open, for the next one; at most maxHeldProgress
 }
 
 // outcome is what a host request gets from a bridge: a question for the
@@ -454,8 +455,20 @@ func (s *Server) setHost(c *call, ctx context.Context, host *mcp.ServerSession, 
 	if token != nil && host != nil {
 		c.hostToken = token
 	}
-	held := c.held
-	c.held = nil
+	b := c.bridge
+	s.mu.Unlock()
+	if b != nil {
+		s.sendHeld(b, ctx, host, token)
+	}
+}
+
+// sendHeld sends the progress b held while no host request was open to
+// the host request ctx on host, under the host's token (none: it is
+// dropped).
+func (s *Server) sendHeld(b *bridge, ctx context.Context, host *mcp.ServerSession, token any) {
+	s.mu.Lock()
+	held := b.held
+	b.held = nil
 	s.mu.Unlock()
 	if token == nil || host == nil {
 		return
@@ -485,6 +498,9 @@ func (s *Server) resumeBridge(ctx context.Context, b *bridge, answers mcp.InputR
 	s.mu.Unlock()
 	if c != nil {
 		s.setHost(c, ctx, host, token)
+	} else {
+		// The call has ended; what it reported before it did is due.
+		s.sendHeld(b, ctx, host, token)
 	}
 	return s.awaitBridge(ctx, b, what)
 }

@@ -45,10 +45,9 @@ type call struct {
 	handled   atomic.Int64  // progress notifications handled
 	progress  chan struct{} // capacity 1; signalled on each one
 	// notify orders what goes to the host about the call: progress as it
-	// comes, and the progress held while a bridged call had no host
-	// request open, which the next one gets first (setHost).
+	// comes, and the progress its bridge held while no host request was
+	// open, which the next one gets first (setHost).
 	notify sync.Mutex
-	held   []mcp.ProgressNotificationParams // guarded by Server.mu; at most maxHeldProgress
 	seq    uint64                           // order of registration (see better)
 }
 
@@ -914,12 +913,12 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	// A bridged call changes hosts (setHost); read them under the lock.
 	s.mu.Lock()
 	host, hostCtx, hostToken := c.host, c.hostCtx, c.hostToken
-	if c.bridge != nil && hostCtx != nil && hostCtx.Err() != nil {
+	if b := c.bridge; b != nil && hostCtx != nil && hostCtx.Err() != nil {
 		// The host's request is over (it took a question back); its
 		// retry gets this first.
-		c.held = append(c.held, *req.Params)
-		if len(c.held) > maxHeldProgress {
-			c.held = slices.Delete(c.held, 0, len(c.held)-maxHeldProgress)
+		b.held = append(b.held, *req.Params)
+		if len(b.held) > maxHeldProgress {
+			b.held = slices.Delete(b.held, 0, len(b.held)-maxHeldProgress)
 		}
 		s.mu.Unlock()
 		return

@@ -344,8 +344,8 @@ func runFakeServer() {
 	})
 	// elicit_then_done asks (a host before 2026-07-28 only: it is for the
 	// bridge) without waiting for the answer, and once the file "go"
-	// appears in FAKE_MARK_DIR answers "run N" (N: its calls so far),
-	// marking "done".
+	// appears in FAKE_MARK_DIR reports progress 1 and answers "run N" (N:
+	// its calls so far).
 	var runs atomic.Int64
 	server.AddTool(&mcp.Tool{Name: "elicit_then_done", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		n := runs.Add(1)
@@ -359,7 +359,9 @@ func runFakeServer() {
 				return nil, errors.New("no go mark")
 			}
 		}
-		mark("done")
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 1})
+		}
 		return text(fmt.Sprintf("run %d", n)), nil
 	})
 	server.AddTool(&mcp.Tool{Name: "log", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

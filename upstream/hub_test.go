@@ -331,7 +331,8 @@ func TestBridgeKeepsProgress(t *testing.T) {
 
 // TestBridgeOutcomeWaitsForRetry: when a bridged call ends while its
 // host holds a question and has not come back, the host's retry gets the
-// call's result; the call does not run again.
+// call's result, and the progress it reported before it ended; the call
+// does not run again.
 func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
 	t.Parallel()
 	marks := t.TempDir()
@@ -340,13 +341,20 @@ func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
 	r, _ := newRegistry(t, nil)
 	up := addReady(t, r, "up", cfg)
 	ctx := ctxTimeout(t, 60*time.Second)
+	var mu sync.Mutex
+	var progress []float64
 	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
 		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, req.Params.Progress)
+			mu.Unlock()
+		},
 	})
 	cs := hostThroughHub(t, ctx, "up", up, client, "")
 
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit_then_done"})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit_then_done", Meta: mcp.Meta{"progressToken": "p"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,12 +376,18 @@ func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
 	})
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:           "up__elicit_then_done",
+		Meta:           mcp.Meta{"progressToken": "p"},
 		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
 		RequestState:   res.RequestState,
 	})
 	if err != nil || len(res.InputRequests) != 0 || resultText(t, res) != "run 1" {
 		t.Fatalf("retried call = %+v, %v; want the first run's result, run 1", res, err)
 	}
+	waitFor(t, "the call's progress", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Equal(progress, []float64{1})
+	})
 	// Collected, the outcome is gone: nothing of the call stays parked.
 	if !up.idle() {
 		t.Error("a bridge is still parked after its outcome was collected")
