@@ -48,7 +48,7 @@ type call struct {
 	// comes, and the progress its bridge held while no host request was
 	// open, which the next one gets first (setHost).
 	notify sync.Mutex
-	seq    uint64                           // order of registration (see better)
+	seq    uint64 // order of registration (see better)
 }
 
 // reset restarts the call's no-progress timer.
