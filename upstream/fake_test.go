@@ -75,6 +75,20 @@ func mark(name string) {
 	}
 }
 
+// awaitMark waits up to 30 s for the test to create the file name in
+// FAKE_MARK_DIR.
+func awaitMark(name string) error {
+	file := filepath.Join(os.Getenv("FAKE_MARK_DIR"), name)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(file); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fake: no %q mark from the test", name)
+		}
+	}
+}
+
 // junkWriter prints a junk line before every message the server writes.
 type junkWriter struct {
 	mu sync.Mutex
@@ -324,14 +338,8 @@ func runFakeServer() {
 			res, err := req.Session.Elicit(ctx, elicitParams)
 			ch <- answer{res, err}
 		}()
-		goFile := filepath.Join(os.Getenv("FAKE_MARK_DIR"), "go")
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if _, err := os.Stat(goFile); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, errors.New("no go mark")
-			}
+		if err := awaitMark("go"); err != nil {
+			return nil, err
 		}
 		notify(2)
 		mark("sent2")
@@ -350,14 +358,8 @@ func runFakeServer() {
 	server.AddTool(&mcp.Tool{Name: "elicit_then_done", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		n := runs.Add(1)
 		go req.Session.Elicit(ctx, elicitParams)
-		goFile := filepath.Join(os.Getenv("FAKE_MARK_DIR"), "go")
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if _, err := os.Stat(goFile); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, errors.New("no go mark")
-			}
+		if err := awaitMark("go"); err != nil {
+			return nil, err
 		}
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 1})
