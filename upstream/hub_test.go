@@ -268,54 +268,87 @@ func TestBridgeByHand(t *testing.T) {
 	}
 }
 
-// TestBridgeKeepsProgress: progress that a bridged upstream call reports
-// while it waits for the host's answer, when no request of the host's is
-// open, is not lost: the host's retry gets it, ahead of what follows.
-func TestBridgeKeepsProgress(t *testing.T) {
-	t.Parallel()
-	marks := t.TempDir()
-	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": marks})
+// bridgeHost is a 2026-07-28 host (go-sdk's client, answering nothing on
+// its own) through a hub in front of the fake upstream at 2025-11-25,
+// whose marks go to a directory of the test's; it records the progress
+// it gets.
+type bridgeHost struct {
+	up    *Server
+	cs    *mcp.ClientSession
+	ctx   context.Context
+	marks string
+
+	mu  sync.Mutex
+	got []float64
+}
+
+func newBridgeHost(t *testing.T) *bridgeHost {
+	t.Helper()
+	h := &bridgeHost{marks: t.TempDir()}
+	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": h.marks})
 	cfg.ProtocolVersion = "2025-11-25"
 	r, _ := newRegistry(t, nil)
-	up := addReady(t, r, "up", cfg)
-	ctx := ctxTimeout(t, 60*time.Second)
-	var mu sync.Mutex
-	var progress []float64
+	h.up = addReady(t, r, "up", cfg)
+	h.ctx = ctxTimeout(t, 60*time.Second)
 	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
 		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			progress = append(progress, req.Params.Progress)
-			mu.Unlock()
+			h.mu.Lock()
+			h.got = append(h.got, req.Params.Progress)
+			h.mu.Unlock()
 		},
 	})
-	cs := hostThroughHub(t, ctx, "up", up, client, "")
+	h.cs = hostThroughHub(t, h.ctx, "up", h.up, client, "")
+	return h
+}
 
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit_progress", Meta: mcp.Meta{"progressToken": "p"}})
+// progress returns the progress values the host got so far.
+func (h *bridgeHost) progress() []float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.got)
+}
+
+// askThenGo calls tool (with progress token "p"), requires one question
+// back, then creates the mark "go" the fake's tool waits for, and returns
+// the question's id and the request state.
+func (h *bridgeHost) askThenGo(t *testing.T, tool string) (id, state string) {
+	t.Helper()
+	res, err := h.cs.CallTool(h.ctx, &mcp.CallToolParams{Name: tool, Meta: mcp.Meta{"progressToken": "p"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.InputRequests) != 1 || res.RequestState == "" {
 		t.Fatalf("first result = %+v; want one input request and a request state", res)
 	}
-	var id string
 	for k := range res.InputRequests {
 		id = k
 	}
-	// The host's request is over; the upstream reports progress now.
-	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(h.marks, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return id, res.RequestState
+}
+
+// TestBridgeKeepsProgress: progress that a bridged upstream call reports
+// while it waits for the host's answer, when no request of the host's is
+// open, is not lost: the host's retry gets it, ahead of what follows.
+func TestBridgeKeepsProgress(t *testing.T) {
+	t.Parallel()
+	h := newBridgeHost(t)
+	cs, ctx, marks := h.cs, h.ctx, h.marks
+	// Once the host's request is over, the upstream reports progress.
+	id, state := h.askThenGo(t, "up__elicit_progress")
 	waitFor(t, "the upstream's progress 2", func() bool {
 		_, err := os.Stat(filepath.Join(marks, "sent2"))
 		return err == nil
 	})
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:           "up__elicit_progress",
 		Meta:           mcp.Meta{"progressToken": "p"},
 		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
-		RequestState:   res.RequestState,
+		RequestState:   state,
 	})
 	if err != nil || resultText(t, res) != "elicited: accept zoe" {
 		t.Fatalf("retried call = %v, %v; want elicited: accept zoe", res, err)
@@ -323,9 +356,7 @@ func TestBridgeKeepsProgress(t *testing.T) {
 	// go-sdk's client queues notifications for their handler, which may
 	// run after the result is back.
 	waitFor(t, "progress 1, 2, 3", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Equal(progress, []float64{1, 2, 3})
+		return slices.Equal(h.progress(), []float64{1, 2, 3})
 	})
 }
 
@@ -335,58 +366,26 @@ func TestBridgeKeepsProgress(t *testing.T) {
 // does not run again.
 func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
 	t.Parallel()
-	marks := t.TempDir()
-	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": marks})
-	cfg.ProtocolVersion = "2025-11-25"
-	r, _ := newRegistry(t, nil)
-	up := addReady(t, r, "up", cfg)
-	ctx := ctxTimeout(t, 60*time.Second)
-	var mu sync.Mutex
-	var progress []float64
-	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
-		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil },
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			progress = append(progress, req.Params.Progress)
-			mu.Unlock()
-		},
-	})
-	cs := hostThroughHub(t, ctx, "up", up, client, "")
-
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__elicit_then_done", Meta: mcp.Meta{"progressToken": "p"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.InputRequests) != 1 || res.RequestState == "" {
-		t.Fatalf("first result = %+v; want one input request and a request state", res)
-	}
-	var id string
-	for k := range res.InputRequests {
-		id = k
-	}
+	h := newBridgeHost(t)
+	up, cs, ctx := h.up, h.cs, h.ctx
 	// The upstream call ends while the host holds the question.
-	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	id, state := h.askThenGo(t, "up__elicit_then_done")
 	waitFor(t, "the upstream call to end", func() bool {
 		up.mu.Lock()
 		defer up.mu.Unlock()
 		return len(up.calls) == 0
 	})
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:           "up__elicit_then_done",
 		Meta:           mcp.Meta{"progressToken": "p"},
 		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
-		RequestState:   res.RequestState,
+		RequestState:   state,
 	})
 	if err != nil || len(res.InputRequests) != 0 || resultText(t, res) != "run 1" {
 		t.Fatalf("retried call = %+v, %v; want the first run's result, run 1", res, err)
 	}
 	waitFor(t, "the call's progress", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Equal(progress, []float64{1})
+		return slices.Equal(h.progress(), []float64{1})
 	})
 	// Collected, the outcome is gone: nothing of the call stays parked.
 	if !up.idle() {

@@ -72,14 +72,11 @@ func TestServeReleasesStartupPages(t *testing.T) {
 	stderr := newOutput()
 	cs := connectStdioWatched(t, newClient(nil), stderr, "-log-level", "debug")
 	released := regexp.MustCompile(`msg="startup pages released" bytes=([0-9]+)`)
-	deadline := time.Now().Add(startTimeout)
 	var m []string
-	for m = released.FindStringSubmatch(stderr.String()); m == nil; m = released.FindStringSubmatch(stderr.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q line within %v", released, startTimeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the startup pages released line", startTimeout, func() bool {
+		m = released.FindStringSubmatch(stderr.String())
+		return m != nil
+	})
 	if n, _ := strconv.Atoi(m[1]); n < 1<<20 {
 		t.Errorf("released %s bytes; want the startup's pages, megabytes", m[1])
 	}
