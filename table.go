@@ -122,6 +122,16 @@ type templateEntry struct {
 	source   *sourceState
 }
 
+// template returns t's entry for the URI template key, or nil.
+func (t *table) template(key string) *templateEntry {
+	for _, e := range t.templates {
+		if e.template.URITemplate == key {
+			return e
+		}
+	}
+	return nil
+}
+
 func (t *table) toolNames() []string {
 	names := make([]string, len(t.tools))
 	for i, e := range t.tools {
@@ -246,7 +256,10 @@ func buildTable(sources []*sourceState, catalogs []*Catalog, prev *table, logger
 				collisions = append(collisions, Collision{Kind: "resource", Name: r.URI, Winner: prev.source.name, Loser: s.name})
 				continue
 			}
-			e := &resourceEntry{resource: r, source: s}
+			e := prev.resIdx[r.URI]
+			if e == nil || e.source != s || !sameJSON(e.resource, r) {
+				e = &resourceEntry{resource: r, source: s}
+			}
 			t.resources = append(t.resources, e)
 			t.resIdx[r.URI] = e
 		}
@@ -263,7 +276,11 @@ func buildTable(sources []*sourceState, catalogs []*Catalog, prev *table, logger
 				collisions = append(collisions, Collision{Kind: "resource template", Name: rt.URITemplate, Winner: t.templates[i].source.name, Loser: s.name})
 				continue
 			}
-			t.templates = append(t.templates, &templateEntry{template: rt, matcher: m, source: s})
+			e := prev.template(rt.URITemplate)
+			if e == nil || e.source != s || !sameJSON(e.template, rt) {
+				e = &templateEntry{template: rt, matcher: m, source: s}
+			}
+			t.templates = append(t.templates, e)
 		}
 	}
 	for _, names := range t.presets {
