@@ -144,9 +144,16 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Mode != HTTPStateful {
 		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	}
+	var raw *httpRaw
+	if p.raw {
+		raw = newHTTPRaw(p, o, store)
+	}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
 		version := r.Header.Get("Mcp-Protocol-Version")
+		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
+			endSessionCalls(sf, r, sid, calls, raw)
+		}
 		if sf == nil || sl != nil && r.Header.Get("Mcp-Session-Id") == "" && version >= junction.StatelessProtocolVersion {
 			sl.ServeHTTP(w, r)
 			return
@@ -162,8 +169,8 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		sf.ServeHTTP(w, r)
 	})
 	var take func(http.ResponseWriter, *http.Request, []byte) bool
-	if p.raw {
-		take = newHTTPRaw(p, o, store).take
+	if raw != nil {
+		take = raw.take
 	}
 	h := checkJSONBody(next, calls, o.MaxRequestBytes, take)
 	if len(o.SessionKey) == 0 || sf == nil {
@@ -177,6 +184,45 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	}
 	return ps
 }
+
+// endSessionCalls cancels the calls in flight on session sid, whose host
+// is ending it (r is its DELETE, which goes to go-sdk next). go-sdk's
+// session Close waits for its handlers without cancelling them, so a long
+// call would hold up the DELETE and go on upstream with no host to answer.
+// A call go-sdk handles is cancelled as its host would cancel it, by a
+// notifications/cancelled on the session (sent with r's context, so that
+// go-sdk checks it is the session's own user); a raw call directly.
+func endSessionCalls(sf http.Handler, r *http.Request, sid string, calls *sdkCalls, raw *httpRaw) {
+	if raw != nil {
+		raw.mu.Lock()
+		s := raw.sessions[sid]
+		raw.mu.Unlock()
+		if s != nil {
+			s.calls.cancelAll()
+		}
+	}
+	for _, id := range calls.endSession(sid) {
+		body := make([]byte, 0, 128)
+		body = append(body, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+		body = append(body, id...)
+		body = append(body, `,"reason":"the host ended its session"}}`...)
+		req := r.Clone(r.Context())
+		req.Method = http.MethodPost
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		sf.ServeHTTP(discardResponse{header: make(http.Header)}, req)
+	}
+}
+
+// discardResponse is a ResponseWriter that keeps nothing: the answer to a
+// request the plane makes of go-sdk for itself.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.header }
+func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (d discardResponse) WriteHeader(int)             {}
 
 // resumableProtocolVersion is the first revision whose SSE streams go-sdk
 // can resume (it sends the priming event of SEP-1699); 2026-07-28 has no

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -171,6 +173,17 @@ func TestHTTPFastPathLogs(t *testing.T) {
 // rawPost POSTs body on session sid and returns the response.
 func rawPost(t *testing.T, url, sid, body string) *http.Response {
 	t.Helper()
+	resp, err := http.DefaultClient.Do(rawRequest(t, url, sid, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// rawRequest is rawPost's request, with t's context.
+func rawRequest(t *testing.T, url, sid, body string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -181,12 +194,7 @@ func rawPost(t *testing.T, url, sid, body string) *http.Response {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return req
 }
 
 // rawSession initializes a session by hand and returns its id.
@@ -297,6 +305,93 @@ func TestHTTPFastPathSessionEnds(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		if resp.StatusCode != http.StatusNotFound || raw.Load() != int32(i+1) || f.slow.Load() != 0 {
 			t.Errorf("session %d after DELETE: %s, %d raw calls, %d through go-sdk; want 404 and none", i, resp.Status, raw.Load()-int32(i+1), f.slow.Load())
+		}
+	}
+}
+
+// TestDeleteEndsSessionCalls: a host's DELETE of its session cancels the
+// session's calls in flight, on go-sdk's path (a pack's tool; the id a
+// fraction, which go-sdk gets as one of the plane's) and on the raw path,
+// and is answered without waiting for them to end on their own. go-sdk
+// alone would wait for its handlers, and the calls would go on.
+func TestDeleteEndsSessionCalls(t *testing.T) {
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	started, cancelled := make(chan string, 2), make(chan string, 2)
+	release := make(chan struct{}) // the test is over: end the calls
+	wait := func(ctx context.Context, which string) error {
+		started <- which
+		select {
+		case <-ctx.Done():
+			cancelled <- which
+			return ctx.Err()
+		case <-release:
+			return errors.New("not cancelled")
+		}
+	}
+	p := junction.NewPack("p")
+	junction.AddTool(p, &mcp.Tool{Name: "typed"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return nil, nil, wait(ctx, "typed")
+	})
+	f := &rawFake{tools: []string{"raw"}, raw: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		return nil, wait(ctx, "raw")
+	}}
+	for name, src := range map[string]junction.Source{"p": p, "f": f} {
+		if err := hub.Add(t.Context(), name, src, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(v, nil).HTTPHandler(&HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	var posts sync.WaitGroup
+	t.Cleanup(func() { // before srv.Close, which waits for the calls
+		close(release)
+		cancel()
+		posts.Wait()
+	})
+	sid := rawSession(t, srv.URL)
+	for _, call := range []string{
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"typed","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"raw","arguments":{}}}`,
+	} {
+		req := rawRequest(t, srv.URL, sid, call)
+		posts.Go(func() {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatal("the two calls did not start")
+		}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, srv.URL, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("DELETE with two calls in flight: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("DELETE: %s, want 204", resp.Status)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case which := <-cancelled:
+			got[which] = true
+		case <-ctx.Done():
+			t.Fatalf("calls cancelled by the DELETE: %v; want typed and raw", got)
 		}
 	}
 }
@@ -507,6 +602,40 @@ func TestOlderResult(t *testing.T) {
 	ev := "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"ttlMs\":0,\"prompts\":[]}}\n\n"
 	if got := string(olderMessage([]byte(ev))); got != "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"prompts\":[]}}\n\n" {
 		t.Errorf("olderMessage(SSE event) = %q", got)
+	}
+}
+
+// TestStatelessStreamsCarryNoUntaggedListChanged: on the stream of a
+// 2026-07-28 request without a session, a list_changed notification that
+// names no listen stream is dropped (go-sdk's race, see
+// untaggedListChanged); a tagged one, other notifications and results
+// that only mention list_changed go through, and an older client's
+// stream keeps everything.
+func TestStatelessStreamsCarryNoUntaggedListChanged(t *testing.T) {
+	event := func(msg string) string { return "event: message\ndata: " + msg + "\n\n" }
+	untagged := event(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{}}`)
+	tagged := event(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`)
+	progress := event(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
+	mention := event(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"see notifications/tools/list_changed"}]}}`)
+	for _, c := range []struct {
+		sid, version string
+		want         string
+	}{
+		{"", "2026-07-28", tagged + progress + mention},
+		{"s1", "2025-11-25", untagged + tagged + progress + mention},
+	} {
+		var calls sdkCalls
+		rec := httptest.NewRecorder()
+		w, _, done := calls.around(rec, c.sid, c.version, []byte(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{}}`))
+		for _, ev := range []string{untagged, tagged, progress, mention} {
+			if n, err := w.Write([]byte(ev)); n != len(ev) || err != nil {
+				t.Fatalf("Write = %d, %v", n, err)
+			}
+		}
+		done()
+		if got := rec.Body.String(); got != c.want {
+			t.Errorf("session %q, version %s: the stream carried\n%s\nwant\n%s", c.sid, c.version, got, c.want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -35,6 +36,7 @@ type sdkCall struct {
 	ours      []byte // the plane's id, if go-sdk got one in place of the host's
 	host      []byte // the host's id, as sent
 	older     bool   // the client is before 2026-07-28: see olderResult
+	stateless bool   // a 2026-07-28 request without a session: see untaggedListChanged
 	cancelled atomic.Bool
 	answered  atomic.Bool // the answer went out (tracked only when ours != nil)
 }
@@ -64,10 +66,10 @@ func (t *sdkCalls) around(w http.ResponseWriter, sid, version string, body []byt
 	}
 	s, e, hasID := member(body, "id")
 	body, ours := t.ids.toSDK(sid, body)
-	if !hasID || sid == "" && ours == "" && !older {
+	if !hasID {
 		return w, body, func() {}
 	}
-	c := &sdkCall{ResponseWriter: w, host: bytes.Clone(body[s:e]), sdkID: bytes.Clone(body[s:e]), older: older}
+	c := &sdkCall{ResponseWriter: w, host: bytes.Clone(body[s:e]), sdkID: bytes.Clone(body[s:e]), older: older, stateless: sid == "" && !older}
 	if ours != "" {
 		c.host, _ = t.ids.hostID(ours)
 		c.ours = ourJSON(ours)
@@ -105,6 +107,23 @@ func (t *sdkCalls) around(w http.ResponseWriter, sid, version string, body []byt
 	}
 }
 
+// endSession marks the requests of session sid that go-sdk is answering
+// as cancelled (their answers go nowhere now) and returns their ids as
+// go-sdk has them.
+func (t *sdkCalls) endSession(sid string) [][]byte {
+	prefix := sid + "\x00"
+	var ids [][]byte
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for key, c := range t.calls {
+		if strings.HasPrefix(key, prefix) {
+			c.cancelled.Store(true)
+			ids = append(ids, c.sdkID)
+		}
+	}
+	return ids
+}
+
 func (c *sdkCall) WriteHeader(code int) {
 	if c.ours != nil || c.older || c.cancelled.Load() {
 		c.Header().Del("Content-Length") // the body changes
@@ -113,7 +132,7 @@ func (c *sdkCall) WriteHeader(code int) {
 }
 
 func (c *sdkCall) Write(p []byte) (int, error) {
-	if c.cancelled.Load() && c.answers(p) {
+	if c.cancelled.Load() && c.answers(p) || c.stateless && untaggedListChanged(p) {
 		return len(p), nil
 	}
 	if c.ours != nil && !c.answered.Load() && c.answers(p) {
@@ -166,6 +185,16 @@ func mapMessage(p []byte, f func([]byte) []byte) []byte {
 // answers reports whether p, a JSON body or an SSE event, is go-sdk's
 // answer to the call: a message with its id and no method.
 func (c *sdkCall) answers(p []byte) bool {
+	msg := eventMessage(p)
+	if _, _, ok := member(msg, "method"); ok {
+		return false
+	}
+	s, e, ok := member(msg, "id")
+	return ok && bytes.Equal(msg[s:e], c.sdkID)
+}
+
+// eventMessage returns the message of p, a JSON body or one SSE event.
+func eventMessage(p []byte) []byte {
 	msg := bytes.TrimSpace(p)
 	if i := bytes.Index(msg, []byte("data: ")); i >= 0 && (len(msg) == 0 || msg[0] != '{') {
 		msg = msg[i+len("data: "):]
@@ -173,11 +202,24 @@ func (c *sdkCall) answers(p []byte) bool {
 			msg = msg[:j]
 		}
 	}
-	if _, _, ok := member(msg, "method"); ok {
+	return msg
+}
+
+// untaggedListChanged reports whether p, a JSON body or one SSE event, is
+// a list_changed notification that names no subscriptions/listen stream.
+//
+// In 2026-07-28 such a notification goes only to a listen stream that
+// asked for it, tagged with that stream's id. go-sdk v1.8.0 can send one
+// untagged on a stateless request's stream anyway: it counts a session
+// that has not yet read its request's _meta as one of an older revision,
+// and sends it every list change (docs/reports/go-sdk-stateless-notify.md).
+func untaggedListChanged(p []byte) bool {
+	if !bytes.Contains(p, []byte(`/list_changed"`)) || bytes.Contains(p, []byte(`"io.modelcontextprotocol/subscriptionId"`)) {
 		return false
 	}
-	s, e, ok := member(msg, "id")
-	return ok && bytes.Equal(msg[s:e], c.sdkID)
+	msg := eventMessage(p)
+	s, e, ok := member(msg, "method")
+	return ok && bytes.HasPrefix(msg[s:e], []byte(`"notifications/`)) && bytes.HasSuffix(msg[s:e], []byte(`/list_changed"`))
 }
 
 func (c *sdkCall) Flush() {
