@@ -214,9 +214,27 @@ func NewClient(up *Upstream) (*Recorder, *mcp.Client) {
 // [Recorder.Run] has made its next call: the widest the window can be in
 // which a go-sdk client, which sends the notification in the background,
 // starts its next call before the server hears of the cancellation.
+//
+// The notification is held back, never dropped. go-sdk v1.8.0 gives the
+// request that carries it five seconds (notifyCancellationTimeout in
+// mcp/transport.go) and, when they run out, gives the notification up
+// for good; under load the next call can take longer than that (an
+// upstream flooding log messages), and the server would then never hear
+// of the cancellation, which is not what is being tested. So the held
+// request goes out with a context of its own once the gate opens (at
+// most [heldCancelWait] later).
 func (r *Recorder) DelayCancel(base http.RoundTripper) http.RoundTripper {
 	return delayCancel{r: r, base: base}
 }
+
+// heldCancelWait bounds how long DelayCancel holds a cancellation back
+// when nothing opens the gate (a test that never calls
+// [Recorder.ReleaseHeld]); sendHeldTimeout bounds the request that then
+// carries it.
+const (
+	heldCancelWait  = time.Minute
+	sendHeldTimeout = 30 * time.Second
+)
 
 type delayCancel struct {
 	r    *Recorder
@@ -231,16 +249,41 @@ func (d delayCancel) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+			wait := time.NewTimer(heldCancelWait)
 			select {
 			case <-d.r.gate:
-			case <-req.Context().Done():
-				return nil, req.Context().Err()
+			case <-wait.C:
 			}
+			wait.Stop()
+			// Not req's context: go-sdk's has run out if the wait was long.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), sendHeldTimeout)
+			req = req.Clone(ctx)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			resp, err := d.base.RoundTrip(req)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			resp.Body = cancelOnClose{resp.Body, cancel}
+			return resp, nil
 		}
 		req = req.Clone(req.Context())
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return d.base.RoundTrip(req)
+}
+
+// cancelOnClose is a response body that cancels its request's context
+// when closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,
