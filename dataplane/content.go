@@ -215,9 +215,17 @@ type ContentTransport struct {
 	// Warn, if not nil, is told how many blocks a response had replaced.
 	Warn func(n int)
 	// Observe, if not nil, sees every notification read from an event
-	// stream, before go-sdk does (see [ServerConnOptions.Observe]).
-	Observe func(method string, params json.RawMessage)
+	// stream, before go-sdk does (see [ServerConnOptions.Observe]). stream
+	// is the progress token of the request whose response the event
+	// stream is (a tools/call's, say), or "" for a stream that answers no
+	// request with one (the GET stream) or whose request's body was not
+	// read (larger than [maxObservedBody]).
+	Observe func(stream, method string, params json.RawMessage)
 }
+
+// maxObservedBody bounds the request bodies ContentTransport reads again
+// to find their progress token.
+const maxObservedBody = 64 << 10
 
 func (t *ContentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.Base.RoundTrip(req)
@@ -248,9 +256,39 @@ func (t *ContentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 	case "text/event-stream":
-		resp.Body = &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warned, observe: t.Observe}
+		f := &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warned}
+		if t.Observe != nil {
+			stream := requestProgressToken(req)
+			f.observe = func(method string, params json.RawMessage) { t.Observe(stream, method, params) }
+		}
+		resp.Body = f
 	}
 	return resp, nil
+}
+
+// requestProgressToken returns the progress token (a string) in the _meta
+// of req's JSON-RPC request, or "".
+func requestProgressToken(req *http.Request) string {
+	if req.Method != http.MethodPost || req.GetBody == nil || req.ContentLength <= 0 || req.ContentLength > maxObservedBody {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	var msg struct {
+		Params struct {
+			Meta struct {
+				ProgressToken any `json:"progressToken"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.NewDecoder(io.LimitReader(body, maxObservedBody)).Decode(&msg) != nil {
+		return ""
+	}
+	token, _ := msg.Params.Meta.ProgressToken.(string)
+	return token
 }
 
 func (t *ContentTransport) warned(n int) {

@@ -2,7 +2,10 @@ package dataplane
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +28,42 @@ func TestSSEFixer(t *testing.T) {
 		"data: partial"
 	if string(out) != want {
 		t.Errorf("sseFixer output:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestContentTransportNamesStream: a notification is observed with the
+// progress token of the request whose event stream carried it: a POSTed
+// call's token, or "" for a GET or a request without one.
+func TestContentTransportNamesStream(t *testing.T) {
+	t.Parallel()
+	const event = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n"
+	base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(event))}, nil
+	})
+	var got []string
+	ct := &ContentTransport{Base: base, Observe: func(stream, method string, _ json.RawMessage) {
+		got = append(got, stream+" "+method)
+	}}
+	for _, c := range []struct{ method, body string }{
+		{http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":"junction-7"}}}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":7}}}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t"}}`},
+		{http.MethodGet, ""},
+	} {
+		req, err := http.NewRequest(c.method, "http://127.0.0.1/mcp", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := ct.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	want := []string{"junction-7 notifications/message", " notifications/message", " notifications/message", " notifications/message"}
+	if !slices.Equal(got, want) {
+		t.Errorf("observed %q, want %q", got, want)
 	}
 }
 
@@ -85,3 +124,8 @@ func TestStripServerFields(t *testing.T) {
 		t.Errorf("StripServerFields: %v allocations, want 1", n)
 	}
 }
+
+// roundTripFunc is an http.RoundTripper in a func.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -453,7 +453,7 @@ func stripServerFields(res *mcp.CallToolResult) *mcp.CallToolResult {
 // host sees them before the result, as the upstream sent them (see
 // progressCounter).
 func (s *Server) drainProgress(c *call) {
-	s.drainLogs()
+	s.drainLogs(c)
 	want := int64(s.progress.take(c.token))
 	if c.handled.Load() >= want {
 		return
@@ -477,10 +477,11 @@ func (s *Server) drainProgress(c *call) {
 // result forever.
 const drainWait = 5 * time.Second
 
-// drainLogs waits, at most drainWait, until every log message read from the
-// upstream so far has been handled (forwarded to hosts).
-func (s *Server) drainLogs() {
-	want := s.progress.logs.Load()
+// drainLogs waits, at most drainWait, until the log messages read from the
+// upstream before c's result that c's host must see first have been
+// handled (forwarded to hosts): see progressCounter.
+func (s *Server) drainLogs(c *call) {
+	want := s.progress.logsBefore(c.token)
 	if s.logsHandled.Load() >= want {
 		return
 	}

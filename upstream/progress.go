@@ -12,28 +12,66 @@ import (
 // call's result can overtake the progress sent before it; a call waits
 // until as many notifications as were read have been handled.
 //
-// It also counts log messages (notifications/message), which name no call:
-// a call's result waits until every log message read so far has been
-// handled, so a host sees the logs an upstream sent before the result.
+// It also counts log messages (notifications/message), which name no call,
+// so that a host sees the logs an upstream sent before a result ahead of
+// it. Each log message read gets the next number; a call's result waits
+// until as many have been handled as the number of the last one read on
+// its own response stream (Streamable HTTP sends a call's log messages
+// there) or on a stream of no call in particular (stdio, the GET stream,
+// the legacy SSE transport), whichever is later. A call is not held up by
+// another call's log messages, however many that one streams.
 type progressCounter struct {
-	mu   sync.Mutex
-	n    map[string]int
-	logs atomic.Int64 // notifications/message read
+	mu      sync.Mutex
+	n       map[string]int
+	logs    atomic.Int64     // notifications/message read
+	free    atomic.Int64     // the number of the last one read on a stream of no call
+	ownLogs map[string]int64 // by progress token: the number of the last one read on that call's stream
 }
 
-// observe counts a notification as it is read (see
-// dataplane.ServerConnOptions.Observe).
+// observe counts a notification as it is read on a stream of no call in
+// particular (see dataplane.ServerConnOptions.Observe).
 func (p *progressCounter) observe(method string, params json.RawMessage) {
+	p.observeStream("", method, params)
+}
+
+// observeStream counts a notification as it is read on the response
+// stream of the call with progress token stream, or, with stream "", on
+// a stream of no call (see dataplane.ContentTransport.Observe).
+func (p *progressCounter) observeStream(stream, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
 		p.count(params)
 	case "notifications/message":
-		p.countLog()
+		p.countLog(stream)
 	}
 }
 
-// countLog records one notifications/message read from the upstream.
-func (p *progressCounter) countLog() { p.logs.Add(1) }
+// countLog records one notifications/message read from the upstream on
+// stream (see observeStream).
+func (p *progressCounter) countLog(stream string) {
+	n := p.logs.Add(1)
+	if stream == "" {
+		p.free.Store(n)
+		return
+	}
+	p.mu.Lock()
+	if p.ownLogs == nil {
+		p.ownLogs = make(map[string]int64)
+	}
+	p.ownLogs[stream] = n
+	p.mu.Unlock()
+}
+
+// logsBefore returns how many log messages must have been handled before
+// the result of the call with progress token token goes to its host, and
+// forgets the call's own.
+func (p *progressCounter) logsBefore(token string) int64 {
+	p.mu.Lock()
+	own := p.ownLogs[token]
+	delete(p.ownLogs, token)
+	p.mu.Unlock()
+	return max(own, p.free.Load())
+}
 
 func (p *progressCounter) count(params json.RawMessage) {
 	var v struct {
@@ -54,12 +92,13 @@ func (p *progressCounter) count(params json.RawMessage) {
 	p.mu.Unlock()
 }
 
-// take returns how many notifications for token were read, and forgets
-// the token.
+// take returns how many progress notifications for token were read, and
+// forgets the token (its log messages' number too).
 func (p *progressCounter) take(token string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.n[token]
 	delete(p.n, token)
+	delete(p.ownLogs, token)
 	return n
 }

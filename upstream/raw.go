@@ -299,7 +299,7 @@ func (f *rawFlight) ReceiveStream() (func(error) error, time.Duration) {
 	if c.progress != nil {
 		f.s.drainProgress(c)
 	} else {
-		f.s.drainLogs()
+		f.s.drainLogs(c)
 	}
 	f.s.end(c)
 	return func(cause error) error { return f.s.rawError(ctx, f.name, f.timeout, cause) }, f.timeout
@@ -567,7 +567,7 @@ func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, 
 	if c.progress != nil {
 		s.drainProgress(c) // and the logs
 	} else {
-		s.drainLogs()
+		s.drainLogs(c)
 	}
 	return res, nil
 }

@@ -415,11 +415,12 @@ func TestLogLevelInMetaOfModernCalls(t *testing.T) {
 func TestDrainLogsSignalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := bareServer(t)
-		s.progress.countLog() // one message read, not yet handled
+		c := &call{token: "junction-1"}
+		s.progress.countLog("") // one message read, not yet handled
 		done := make(chan time.Duration)
 		go func() {
 			start := time.Now()
-			s.drainLogs()
+			s.drainLogs(c)
 			done <- time.Since(start)
 		}()
 		synctest.Wait()
@@ -429,9 +430,56 @@ func TestDrainLogsSignalled(t *testing.T) {
 		}
 		// Nothing left to wait for: it returns at once.
 		start := time.Now()
-		s.drainLogs()
+		s.drainLogs(c)
 		if d := time.Since(start); d != 0 {
 			t.Errorf("drainLogs with nothing pending took %v", d)
+		}
+	})
+}
+
+// A call's result waits for the log messages read on its own response
+// stream and on streams of no call, not for those of another call's
+// stream: a call that streams log messages without end holds up no one
+// else's result.
+func TestDrainLogsOwnStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := bareServer(t)
+		quiet, chatty := &call{token: "junction-1"}, &call{token: "junction-2"}
+		handle := func(n int) {
+			for range n {
+				s.onLog(t.Context(), &mcp.LoggingMessageRequest{Params: &mcp.LoggingMessageParams{Level: "info", Data: "x"}})
+			}
+		}
+		waits := func(c *call) bool {
+			done := make(chan struct{})
+			go func() { s.drainLogs(c); close(done) }()
+			synctest.Wait()
+			select {
+			case <-done:
+				return false
+			default:
+				handle(int(s.progress.logs.Load() - s.logsHandled.Load()))
+				<-done
+				return true
+			}
+		}
+		for range 3 {
+			s.progress.countLog(chatty.token) // read, not handled
+		}
+		if waits(quiet) {
+			t.Error("a call without log messages waited for another call's")
+		}
+		for range 3 {
+			s.progress.countLog(chatty.token)
+		}
+		s.progress.countLog(quiet.token)
+		if !waits(quiet) {
+			t.Error("a call's result did not wait for its own log message")
+		}
+		s.progress.countLog(chatty.token)
+		s.progress.countLog("")
+		if !waits(quiet) {
+			t.Error("a call's result did not wait for a log message of no call")
 		}
 	})
 }

@@ -904,7 +904,7 @@ func (s *Server) httpClient() *http.Client {
 	if cfg.Auth != nil {
 		rt = cfg.Auth.WrapTransport(rt)
 	}
-	c.Transport = &dataplane.ContentTransport{Base: rt, Observe: s.progress.observe, Warn: func(n int) {
+	c.Transport = &dataplane.ContentTransport{Base: rt, Observe: s.progress.observeStream, Warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 	}}
 	s.http = &c

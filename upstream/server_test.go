@@ -693,6 +693,13 @@ func TestStrictServerWithoutDiscover(t *testing.T) {
 // are closed when the test ends.
 func hostThroughHub(t *testing.T, ctx context.Context, name string, up *Server, client *mcp.Client, version string) *mcp.ClientSession {
 	t.Helper()
+	return hostThroughHubOver(t, ctx, name, up, client, version, nil)
+}
+
+// hostThroughHubOver is hostThroughHub with the host's transport wrapped
+// by wrap (if not nil).
+func hostThroughHubOver(t *testing.T, ctx context.Context, name string, up *Server, client *mcp.Client, version string, wrap func(mcp.Transport) mcp.Transport) *mcp.ClientSession {
+	t.Helper()
 	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })
 	if err := hub.Add(ctx, name, up, nil); err != nil {
@@ -712,7 +719,11 @@ func hostThroughHub(t *testing.T, ctx context.Context, name string, up *Server, 
 	if version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	cs, err := client.Connect(ctx, ct, opts)
+	var host mcp.Transport = ct
+	if wrap != nil {
+		host = wrap(ct)
+	}
+	cs, err := client.Connect(ctx, host, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
