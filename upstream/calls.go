@@ -582,6 +582,7 @@ func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host *m
 	var buf [32]byte
 	c.token = string(strconv.AppendUint(append(buf[:0], "junction-"...), s.nextToken, 10))
 	s.calls[c.token] = c
+	s.progress.begin(c.token)
 	s.mu.Unlock()
 	return c
 }

@@ -26,6 +26,27 @@ type progressCounter struct {
 	logs    atomic.Int64     // notifications/message read
 	free    atomic.Int64     // the number of the last one read on a stream of no call
 	ownLogs map[string]int64 // by progress token: the number of the last one read on that call's stream
+	// live holds the progress tokens of the calls in flight (see begin):
+	// what is read for a token not in it (a call that has ended, whose
+	// upstream went on a moment after a cancellation, say) is not kept, as
+	// nothing would take it. nil: every token is kept.
+	live map[string]bool
+}
+
+// begin starts counting for the call with progress token token.
+func (p *progressCounter) begin(token string) {
+	p.mu.Lock()
+	if p.live == nil {
+		p.live = make(map[string]bool)
+	}
+	p.live[token] = true
+	p.mu.Unlock()
+}
+
+// keeps reports whether what is read for token is kept; called with p.mu
+// held.
+func (p *progressCounter) keeps(token string) bool {
+	return p.live == nil || p.live[token]
 }
 
 // observe counts a notification as it is read on a stream of no call in
@@ -55,11 +76,14 @@ func (p *progressCounter) countLog(stream string) {
 		return
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.keeps(stream) {
+		return
+	}
 	if p.ownLogs == nil {
 		p.ownLogs = make(map[string]int64)
 	}
 	p.ownLogs[stream] = n
-	p.mu.Unlock()
 }
 
 // logsBefore returns how many log messages must have been handled before
@@ -85,20 +109,25 @@ func (p *progressCounter) count(params json.RawMessage) {
 		return
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.keeps(tok) {
+		return
+	}
 	if p.n == nil {
 		p.n = make(map[string]int)
 	}
 	p.n[tok]++
-	p.mu.Unlock()
 }
 
 // take returns how many progress notifications for token were read, and
-// forgets the token (its log messages' number too).
+// forgets the token (its log messages' number too). A call that has ended
+// takes its token once more, so that nothing read for it later is kept.
 func (p *progressCounter) take(token string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.n[token]
 	delete(p.n, token)
 	delete(p.ownLogs, token)
+	delete(p.live, token)
 	return n
 }
