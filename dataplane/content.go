@@ -277,17 +277,21 @@ func requestProgressToken(req *http.Request) string {
 		return ""
 	}
 	defer body.Close()
-	var msg struct {
-		Params struct {
-			Meta struct {
-				ProgressToken any `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.NewDecoder(io.LimitReader(body, maxObservedBody)).Decode(&msg) != nil {
+	b, err := io.ReadAll(io.LimitReader(body, maxObservedBody))
+	if err != nil {
 		return ""
 	}
-	token, _ := msg.Params.Meta.ProgressToken.(string)
+	for _, key := range []string{"params", "_meta", "progressToken"} {
+		s, e, ok := member(b, key)
+		if !ok {
+			return ""
+		}
+		b = b[s:e]
+	}
+	var token string
+	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &token) != nil {
+		return ""
+	}
 	return token
 }
 

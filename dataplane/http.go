@@ -194,18 +194,10 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 // go-sdk checks it is the session's own user); a raw call directly.
 func endSessionCalls(sf http.Handler, r *http.Request, sid string, calls *sdkCalls, raw *httpRaw) {
 	if raw != nil {
-		raw.mu.Lock()
-		s := raw.sessions[sid]
-		raw.mu.Unlock()
-		if s != nil {
-			s.calls.cancelAll()
-		}
+		raw.endSession(sid)
 	}
 	for _, id := range calls.endSession(sid) {
-		body := make([]byte, 0, 128)
-		body = append(body, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
-		body = append(body, id...)
-		body = append(body, `,"reason":"the host ended its session"}}`...)
+		body := appendCancelled(nil, string(id), "the host ended its session")
 		req := r.Clone(r.Context())
 		req.Method = http.MethodPost
 		req.Body = io.NopCloser(bytes.NewReader(body))

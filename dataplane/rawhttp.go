@@ -455,6 +455,17 @@ func (f *httpRaw) cancel(w http.ResponseWriter, sid string, id json.RawMessage) 
 	return true
 }
 
+// endSession cancels the raw calls of session sid, whose host is ending
+// it.
+func (f *httpRaw) endSession(sid string) {
+	f.mu.Lock()
+	s := f.sessions[sid]
+	f.mu.Unlock()
+	if s != nil {
+		s.calls.cancelAll()
+	}
+}
+
 // reply takes a host's POSTed answer to a request sent on a raw call's
 // stream, and reports false for anything else.
 func (f *httpRaw) reply(w http.ResponseWriter, sid string, body []byte) bool {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -464,16 +465,22 @@ func (r *RawCall) Cancel(cause error) {
 	if cause != nil {
 		reason = cause.Error()
 	}
-	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
-	line := make([]byte, 0, 96+len(q))
-	line = append(line, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
-	line = append(line, r.id...)
-	line = append(line, `,"reason":`...)
-	line = append(line, q...)
-	line = append(line, "}}\n"...)
+	line := append(appendCancelled(nil, r.id, reason), '\n')
 	if err := r.c.in.write(line, "", false); err != nil {
 		r.c.logger.Debug("sending notifications/cancelled failed", "error", err)
 	}
+}
+
+// appendCancelled appends to dst a notifications/cancelled for the
+// request id (JSON, as sent), with reason.
+func appendCancelled(dst []byte, id, reason string) []byte {
+	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
+	dst = slices.Grow(dst, 96+len(id)+len(q))
+	dst = append(dst, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"reason":`...)
+	dst = append(dst, q...)
+	return append(dst, "}}"...)
 }
 
 // fail ends the raw call id, if it still waits, with cause.

@@ -331,25 +331,31 @@ func (h *bridgeHost) askThenGo(t *testing.T, tool string) (id, state string) {
 	return id, res.RequestState
 }
 
+// retry calls tool again, with progress token "p", answering the
+// question id with accept and the name "zoe", under state.
+func (h *bridgeHost) retry(tool, id, state string) (*mcp.CallToolResult, error) {
+	return h.cs.CallTool(h.ctx, &mcp.CallToolParams{
+		Name:           tool,
+		Meta:           mcp.Meta{"progressToken": "p"},
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
+		RequestState:   state,
+	})
+}
+
 // TestBridgeKeepsProgress: progress that a bridged upstream call reports
 // while it waits for the host's answer, when no request of the host's is
 // open, is not lost: the host's retry gets it, ahead of what follows.
 func TestBridgeKeepsProgress(t *testing.T) {
 	t.Parallel()
 	h := newBridgeHost(t)
-	cs, ctx, marks := h.cs, h.ctx, h.marks
+	marks := h.marks
 	// Once the host's request is over, the upstream reports progress.
 	id, state := h.askThenGo(t, "up__elicit_progress")
 	waitFor(t, "the upstream's progress 2", func() bool {
 		_, err := os.Stat(filepath.Join(marks, "sent2"))
 		return err == nil
 	})
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
-		Name:           "up__elicit_progress",
-		Meta:           mcp.Meta{"progressToken": "p"},
-		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
-		RequestState:   state,
-	})
+	res, err := h.retry("up__elicit_progress", id, state)
 	if err != nil || resultText(t, res) != "elicited: accept zoe" {
 		t.Fatalf("retried call = %v, %v; want elicited: accept zoe", res, err)
 	}
@@ -367,7 +373,7 @@ func TestBridgeKeepsProgress(t *testing.T) {
 func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
 	t.Parallel()
 	h := newBridgeHost(t)
-	up, cs, ctx := h.up, h.cs, h.ctx
+	up := h.up
 	// The upstream call ends while the host holds the question.
 	id, state := h.askThenGo(t, "up__elicit_then_done")
 	waitFor(t, "the upstream call to end", func() bool {
@@ -375,12 +381,7 @@ func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
 		defer up.mu.Unlock()
 		return len(up.calls) == 0
 	})
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
-		Name:           "up__elicit_then_done",
-		Meta:           mcp.Meta{"progressToken": "p"},
-		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "zoe"}}},
-		RequestState:   state,
-	})
+	res, err := h.retry("up__elicit_then_done", id, state)
 	if err != nil || len(res.InputRequests) != 0 || resultText(t, res) != "run 1" {
 		t.Fatalf("retried call = %+v, %v; want the first run's result, run 1", res, err)
 	}
