@@ -607,24 +607,38 @@ func (s *Server) end(c *call) {
 	s.progress.take(c.token) // forget its count
 	s.mu.Lock()
 	delete(s.calls, c.token)
-	now := time.Now()
-	if now.After(s.recentSweep) {
-		// At most once per grace period, not per call: logHosts skips
-		// entries past their time anyway.
-		for h, r := range s.recent {
-			if now.After(r.until) {
-				delete(s.recent, h) // do not keep closed host sessions alive
-			}
-		}
-		s.recentSweep = now.Add(recentHostGrace)
-	}
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
-		s.recent[c.host] = recentHost{callCtx: c.hostCtx, until: now.Add(recentHostGrace)}
+		s.recent[c.host] = recentHost{callCtx: c.hostCtx, until: time.Now().Add(recentHostGrace)}
+		if s.recentSweep == nil {
+			s.recentSweep = time.AfterFunc(recentHostGrace, s.sweepRecent)
+		}
 	}
 	s.mu.Unlock()
 	s.noteIdle()
+}
+
+// sweepRecent forgets the recent hosts past their time, so that a host
+// session that has ended is not kept alive (with all it holds) by its
+// last call here, and runs again while any are left.
+func (s *Server) sweepRecent() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	next := time.Duration(0)
+	for h, r := range s.recent {
+		if left := r.until.Sub(now); left <= 0 {
+			delete(s.recent, h)
+		} else if next == 0 || left < next {
+			next = left
+		}
+	}
+	if next == 0 {
+		s.recentSweep = nil
+		return
+	}
+	s.recentSweep.Reset(next)
 }
 
 // callError classifies the failure of a request to the upstream.

@@ -67,7 +67,7 @@ type Server struct {
 	watch        *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
 	watchDue     time.Time        // when watch fires; zero when it is not set
 	recent       map[*mcp.ServerSession]recentHost
-	recentSweep  time.Time                              // when end next drops the hosts of recent past their time
+	recentSweep  *time.Timer                            // runs sweepRecent while recent has hosts
 	acked        map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
 	ackSignal    chan struct{}                          // closed and replaced on every acknowledgement
 	http         *http.Client                           // built on first use

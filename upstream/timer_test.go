@@ -141,3 +141,37 @@ func TestRouteRequest(t *testing.T) {
 		t.Error("begin on a closing session succeeded")
 	}
 }
+
+// A host whose calls have ended is forgotten once its grace is over,
+// whether or not another call comes: an ended host session (and all it
+// holds) is not kept alive by its last call.
+func TestRecentHostsForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, sess := bareServer(t)
+		recent := func() int {
+			synctest.Wait()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return len(s.recent)
+		}
+		for range 3 { // calls end at 0, 0.5 and 1 s; their hosts stay until 2, 2.5 and 3 s
+			_, _, end, err := s.begin(t.Context(), sess, &mcp.ServerSession{}, 0, "tool")
+			if err != nil {
+				t.Fatal(err)
+			}
+			end()
+			time.Sleep(recentHostGrace / 4)
+		}
+		if n := recent(); n != 3 {
+			t.Errorf("%d recent hosts at 1.5 s, want 3", n)
+		}
+		time.Sleep(recentHostGrace * 3 / 8) // 2.25 s
+		if n := recent(); n != 2 {
+			t.Errorf("%d recent hosts at 2.25 s, want 2", n)
+		}
+		time.Sleep(recentHostGrace) // 4.25 s
+		if n := recent(); n != 0 {
+			t.Errorf("%d recent hosts after every grace ran out, want none", n)
+		}
+	})
+}
