@@ -270,8 +270,8 @@ type Hub struct {
 
 	inflight atomic.Int64 // tool calls being routed now
 
-	levelMu     sync.Mutex // guards hostLevels and sentLevel (see loglevel.go)
-	hostLevels  map[*mcp.ServerSession]mcp.LoggingLevel
+	levelMu     sync.Mutex // guards hosts and sentLevel (see loglevel.go)
+	hosts       map[*mcp.ServerSession]*hostState
 	sentLevel   mcp.LoggingLevel // last level given to LevelSetter sources; "" before any
 	levelSendMu sync.Mutex       // serialises updateSourceLevel
 

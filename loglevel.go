@@ -40,6 +40,38 @@ func (v *View) trackLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// hostState is what the hub keeps of one host session beyond go-sdk's
+// own record of it: the log level it set ("" if none) and the resources
+// it subscribes to.
+type hostState struct {
+	level mcp.LoggingLevel
+	subs  map[string]bool // by URI
+}
+
+// hostStateOf returns the record of host session ss, making it (and a
+// goroutine that forgets it when the session ends) if there is none.
+// Requires h.levelMu.
+func (h *Hub) hostStateOf(ss *mcp.ServerSession) *hostState {
+	if st := h.hosts[ss]; st != nil {
+		return st
+	}
+	if h.hosts == nil {
+		h.hosts = make(map[*mcp.ServerSession]*hostState)
+	}
+	st := &hostState{}
+	h.hosts[ss] = st
+	// The goroutine ends with the session; Close closes every host
+	// session, so none outlives the hub for long.
+	go func() {
+		ss.Wait()
+		h.levelMu.Lock()
+		delete(h.hosts, ss)
+		h.levelMu.Unlock()
+		h.updateSourceLevel()
+	}()
+	return st
+}
+
 // setHostLevel records the level host session ss asked for and updates
 // the sources. The level is forgotten when the session ends.
 func (h *Hub) setHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
@@ -47,24 +79,43 @@ func (h *Hub) setHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
 		return // go-sdk has refused it already; nothing to pass on
 	}
 	h.levelMu.Lock()
-	if h.hostLevels == nil {
-		h.hostLevels = make(map[*mcp.ServerSession]mcp.LoggingLevel)
-	}
-	_, seen := h.hostLevels[ss]
-	h.hostLevels[ss] = level
+	h.hostStateOf(ss).level = level
 	h.levelMu.Unlock()
-	if !seen {
-		// The goroutine ends with the session; Close closes every host
-		// session, so none outlives the hub for long.
-		go func() {
-			ss.Wait()
-			h.levelMu.Lock()
-			delete(h.hostLevels, ss)
-			h.levelMu.Unlock()
-			h.updateSourceLevel()
-		}()
-	}
 	h.updateSourceLevel()
+}
+
+// setHostSubscribed records that host session ss subscribes to uri (or
+// no longer does).
+func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool) {
+	if ss == nil {
+		return
+	}
+	h.levelMu.Lock()
+	defer h.levelMu.Unlock()
+	st := h.hostStateOf(ss)
+	if on {
+		if st.subs == nil {
+			st.subs = make(map[string]bool)
+		}
+		st.subs[uri] = true
+	} else {
+		delete(st.subs, uri)
+	}
+}
+
+// HostState returns what the hub keeps of host session ss beyond its
+// initialize: the log level it set with logging/setLevel ("" if none),
+// and whether it subscribes to any resource. A transport that closes a
+// quiet session and makes it anew later, as the host comes back, must
+// set the level again, and cannot make subscriptions anew.
+func (v *View) HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool) {
+	h := v.hub
+	h.levelMu.Lock()
+	defer h.levelMu.Unlock()
+	if st := h.hosts[ss]; st != nil {
+		return st.level, len(st.subs) > 0
+	}
+	return "", false
 }
 
 // LogLevel returns the level the hub's [LevelSetter] sources are told to
@@ -77,8 +128,8 @@ func (h *Hub) LogLevel() mcp.LoggingLevel {
 
 func (h *Hub) sourceLevelLocked() mcp.LoggingLevel {
 	level := mcp.LoggingLevel("")
-	for _, l := range h.hostLevels {
-		if level == "" || levelRank[l] < levelRank[level] {
+	for _, st := range h.hosts {
+		if l := st.level; l != "" && (level == "" || levelRank[l] < levelRank[level]) {
 			level = l
 		}
 	}

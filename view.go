@@ -82,9 +82,14 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 		},
 		CompletionHandler: h.complete,
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
-			return h.subscribe(ctx, req.Params.URI, true)
+			err := h.subscribe(ctx, req.Params.URI, true)
+			if err == nil {
+				h.setHostSubscribed(req.Session, req.Params.URI, true)
+			}
+			return err
 		},
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			h.setHostSubscribed(req.Session, req.Params.URI, false)
 			return h.subscribe(ctx, req.Params.URI, false)
 		},
 	})
