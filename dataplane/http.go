@@ -53,9 +53,23 @@ type HTTPOptions struct {
 	// stream. Notifications sent during a call (progress, logs) then go
 	// to the session's GET stream, if the host opened one.
 	JSONResponse bool
-	// SessionTimeout closes stateful sessions idle for that long. Zero means
+	// SessionTimeout ends stateful sessions that get no POST for that
+	// long (an open GET stream does not keep a session alive, as in
+	// go-sdk): the host then gets 404 and starts a new one. Zero means
 	// [DefaultSessionTimeout]; negative means never.
 	SessionTimeout time.Duration
+	// SessionPark parks stateful sessions quiet for that long (no
+	// request being answered, no GET stream open): their go-sdk session
+	// is closed, and what it takes to make it anew (the host's
+	// initialize, the log level it set) is kept, in under a KiB of heap
+	// instead of the 15 to 20 KiB of memory a live session costs. The host
+	// does not see it: its next request, under the same session id, makes
+	// the go-sdk session anew first (0.6 to 1 ms on two cores). What a
+	// parked session does not keep: a stream it dropped cannot be resumed
+	// with Last-Event-ID. Sessions holding resource subscriptions are
+	// never parked. Zero means [DefaultSessionPark]; negative means
+	// never.
+	SessionPark time.Duration
 	// MaxRequestBytes bounds a request body. Zero means
 	// [DefaultMaxRequestBytes].
 	MaxRequestBytes int64
@@ -104,6 +118,11 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	} else if o.SessionTimeout < 0 {
 		o.SessionTimeout = 0
 	}
+	if o.SessionPark == 0 {
+		o.SessionPark = DefaultSessionPark
+	} else if o.SessionPark < 0 {
+		o.SessionPark = 0
+	}
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -126,8 +145,9 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// would refuse them.
 		DisableLocalhostProtection: true,
 	}
+	// go-sdk's stateful sessions have no timeout of their own: the
+	// session front ends and parks them (sessions.go).
 	stateful, stateless := base, base
-	stateful.SessionTimeout = o.SessionTimeout
 	if store != nil {
 		// Without sessions there is nothing to resume.
 		stateful.EventStore = store
@@ -173,16 +193,16 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		take = raw.take
 	}
 	h := checkJSONBody(next, calls, o.MaxRequestBytes, take)
-	if len(o.SessionKey) == 0 || sf == nil {
+	if sf == nil {
 		return h
 	}
-	ps, err := newPortableSessions(h, o.SessionKey, o.SessionTimeout)
+	front, err := newSessionFront(h, p.v, o.SessionKey, o.SessionTimeout, o.SessionPark, &p.parked)
 	if err != nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "the hub's "+err.Error())
 		})
 	}
-	return ps
+	return front
 }
 
 // endSessionCalls cancels the calls in flight on session sid, whose host

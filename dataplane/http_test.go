@@ -396,30 +396,46 @@ func TestDeleteEndsSessionCalls(t *testing.T) {
 	}
 }
 
-// TestHTTPFastPathKeepsSessionAlive: go-sdk closes a session idle for its
-// timeout; a session busy only with fast calls must not look idle to it.
+// TestHTTPFastPathKeepsSessionAlive: a session busy only with raw calls
+// (which go-sdk never sees) is not ended as idle; quiet for longer than
+// the timeout, it is.
 func TestHTTPFastPathKeepsSessionAlive(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
-	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateful, SessionTimeout: 400 * time.Millisecond})
+	h := New(viewOf(t, f), nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionTimeout: 200 * time.Millisecond})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
 	sid := rawSession(t, srv.URL)
-	end := time.Now().Add(1500 * time.Millisecond)
-	for i := 0; time.Now().Before(end); i++ {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; i < 40; i++ { // 0.8 s: four timeouts
 		resp := rawPost(t, srv.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`, i+10))
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"result"`)) {
-			t.Fatalf("call %d after %v: %s %s", i, time.Until(end), resp.Status, b)
+			t.Fatalf("call %d: %s %s", i, resp.Status, b)
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-tick.C
 	}
-	if f.slow.Load() == 0 {
-		t.Error("no call went to go-sdk, so nothing kept its idle timer from expiring")
+	if f.slow.Load() != 0 {
+		t.Errorf("%d calls went to go-sdk", f.slow.Load())
 	}
-	// Idle for longer than the timeout, the session is gone.
-	time.Sleep(time.Second)
+	// Quiet for longer than the timeout, the session ends.
+	front := h.(*sessionFront)
+	waitFor(t, "the session to end", func() bool { return front.count() == 0 })
 	resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`)
 	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("after idling past the timeout: %s, want 404", resp.Status)
+	}
+}
+
+// waitFor polls cond until it holds, failing t after 10 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

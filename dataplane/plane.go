@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,7 +34,14 @@ type Plane struct {
 	impl   []byte // the view's serverInfo as JSON, for results to hosts at 2026-07-28
 
 	bound sync.Map // *mcp.Tool -> bool: its input schema binds arguments to headers (x-mcp-header)
+
+	parked atomic.Int64 // HTTP sessions parked (see HTTPOptions.SessionPark)
 }
+
+// ParkedSessions returns how many of the plane's Streamable HTTP sessions
+// are parked (see [HTTPOptions.SessionPark]): live to their hosts, but
+// without a go-sdk session, so not among the view's server's Sessions.
+func (p *Plane) ParkedSessions() int { return int(p.parked.Load()) }
 
 // headerBound reports whether tool's input schema binds arguments to
 // HTTP headers (x-mcp-header), which go-sdk checks on requests of

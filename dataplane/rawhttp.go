@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,10 +32,9 @@ import (
 // that mode: the session's GET stream.
 //
 // A session is looked up among the view's live go-sdk sessions, so go-sdk
-// still creates, checks, expires and deletes sessions; so that its idle
-// timer sees a session in use, one request per session goes to go-sdk at
-// least every quarter of the session timeout. The raw path forgets a
-// session when go-sdk closes it: the handler's event store hears of it
+// still creates, checks and deletes sessions (the plane's session front,
+// sessions.go, decides when they end or are parked). The raw path forgets
+// a session when go-sdk closes it: the handler's event store hears of it
 // (replayStore.onAnyClose), and, without a store, a goroutine per session
 // waits for it.
 
@@ -45,7 +43,6 @@ type httpRaw struct {
 	p        *Plane
 	jsonOnly bool // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
 	mode     HTTPMode
-	touch    time.Duration // pass a session's request to go-sdk at least this often; 0: never needed
 
 	seq   atomic.Uint64 // ids of requests to hosts ("jh-N")
 	hears bool          // the event store tells forget of closed sessions
@@ -64,9 +61,8 @@ type hostReply struct {
 
 // httpSession is what the raw path keeps of one go-sdk session.
 type httpSession struct {
-	ss       *mcp.ServerSession
-	lastSlow time.Time // when a request of the session last went to go-sdk; guarded by httpRaw.mu
-	calls    inflight
+	ss    *mcp.ServerSession
+	calls inflight
 }
 
 // newHTTPRaw returns the raw path of a handler whose stateful sessions
@@ -74,7 +70,7 @@ type httpSession struct {
 func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
 	p.v.OfferTasks() // the raw path takes the extension's requests (tasks.go)
 	f := &httpRaw{
-		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, touch: o.SessionTimeout / 4,
+		p: p, jsonOnly: o.JSONResponse, mode: o.Mode,
 		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
 	}
 	if store != nil {
@@ -389,12 +385,12 @@ func (f *httpRaw) acceptable(r *http.Request) bool {
 
 // session returns the raw path's record of the initialized go-sdk
 // session sid, or nil when the request should go to go-sdk instead: the
-// session is unknown, not initialized, or due for go-sdk to see it.
+// session is unknown or not initialized.
 func (f *httpRaw) session(sid string) *httpSession {
 	f.mu.Lock()
 	if s := f.sessions[sid]; s != nil {
-		defer f.mu.Unlock()
-		return f.touched(s)
+		f.mu.Unlock()
+		return s
 	}
 	closes := f.closes
 	f.mu.Unlock()
@@ -412,7 +408,7 @@ func (f *httpRaw) session(sid string) *httpSession {
 	defer f.mu.Unlock()
 	s := f.sessions[sid]
 	if s == nil {
-		s = &httpSession{ss: ss, lastSlow: time.Now()}
+		s = &httpSession{ss: ss}
 		f.sessions[sid] = s
 		// Forget the session when go-sdk closes it (DELETE, idle
 		// timeout, shutdown). The event store tells of it, but a
@@ -424,18 +420,6 @@ func (f *httpRaw) session(sid string) *httpSession {
 				ss.Wait()
 				f.forget(sid, s)
 			}()
-		}
-	}
-	return f.touched(s)
-}
-
-// touched returns s, or nil when its request is due to go to go-sdk (see
-// httpRaw.touch); called with f.mu held.
-func (f *httpRaw) touched(s *httpSession) *httpSession {
-	if f.touch > 0 {
-		if now := time.Now(); now.Sub(s.lastSlow) >= f.touch {
-			s.lastSlow = now
-			return nil
 		}
 	}
 	return s

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction/internal/seal"
@@ -105,171 +106,398 @@ func (s *sessionSealer) open(tok string, now time.Time) (*sealedSession, error) 
 	return &st, nil
 }
 
-// portableSessions wraps a stateful handler (go-sdk's, with the plane's
-// raw path) so that session ids are tokens (see above).
-type portableSessions struct {
-	inner  http.Handler
-	sealer *sessionSealer
-	// idle is the go-sdk session timeout (zero: never). A local session
-	// unused for nearly that long is taken for expired and made anew.
-	idle time.Duration
+// DefaultSessionPark is how long a stateful session may be quiet before
+// the plane parks it ([HTTPOptions.SessionPark]).
+const DefaultSessionPark = time.Minute
 
-	mu    sync.Mutex               // guards local and setup
-	local map[string]*localSession // by token
-	// setup holds the tokens whose local session is being set up; the
-	// channel is closed when it is, so that two first requests of a
-	// session on this replica make one.
-	setup map[string]chan struct{}
+// sessionFront stands between hosts and go-sdk's stateful handler, and
+// owns the lifetime of every session (see the comment on parking in
+// HTTPOptions.SessionPark). The session id a host holds is the front's;
+// the go-sdk session behind it is made when the host initializes, closed
+// (parked) once the session has been quiet for the park delay, and made
+// anew from what the host said in initialize, and the log level it set,
+// when the host comes back. A session ends when the host deletes it or
+// after the session timeout of quiet; the front then forgets it, and
+// go-sdk answers 404 for it.
+//
+// A session is parked only when no request of it is being served (a
+// POST being answered, an open GET stream) and none has come for the
+// park delay. It ends, as go-sdk would end it, when no POST has come for
+// the session timeout: an open GET stream does not keep it alive. A
+// session holding resource subscriptions is never parked (they cannot be
+// made anew). A parked session costs its id, its initialize params and a
+// few words.
+//
+// With a session key, ids are sealed tokens (see above); a token the
+// front does not know is taken up like a parked session of its own.
+// Without one, the id is go-sdk's for the session's first go-sdk
+// session, and later ones answer under it.
+type sessionFront struct {
+	inner  http.Handler // the raw path, then go-sdk's stateful handler
+	v      *junction.View
+	sealer *sessionSealer // nil: ids are not portable
+	idle   time.Duration  // the session timeout; 0: never
+	park   time.Duration  // 0: never
+	parked *atomic.Int64  // the plane's count of parked sessions
+
+	mu       sync.Mutex
+	entries  map[string]*frontSession // by the host's session id
+	waking   map[string]chan struct{} // ids whose go-sdk session is being made; closed when it is
+	sweeping *time.Timer              // the next sweep, if one is due
 }
 
-type localSession struct {
-	id   string // go-sdk's session id on this replica
-	used time.Time
+// frontSession is the front's record of one session.
+type frontSession struct {
+	id     string    // the host's
+	local  string    // the go-sdk session's id; "" while parked
+	user   string    // the authenticated user who initialized, if any
+	used   time.Time // when the last request other than a GET came or ended
+	active int       // requests being served
+	posts  int       // those of them other than GETs
+
+	// While parked: its initialize params and protocol version, and the
+	// log level it had set ("" if none). A portable session that
+	// another replica served has neither: its token has them.
+	init    []byte
+	version string
+	level   mcp.LoggingLevel
 }
 
-// idleMargin is how long before go-sdk would expire a local session it
-// is made anew instead of used: a minute, or a quarter of the session
-// timeout if that is shorter.
-const idleMargin = time.Minute
-
-// fresh reports whether a local session last used at used can still be
-// used at now.
-func (ps *portableSessions) fresh(used, now time.Time) bool {
-	return ps.idle == 0 || now.Sub(used) < ps.idle-min(idleMargin, ps.idle/4)
-}
-
-func newPortableSessions(inner http.Handler, key []byte, idle time.Duration) (*portableSessions, error) {
-	sealer, err := newSessionSealer(key)
-	if err != nil {
-		return nil, err
+func newSessionFront(inner http.Handler, v *junction.View, key []byte, idle, park time.Duration, parked *atomic.Int64) (*sessionFront, error) {
+	f := &sessionFront{
+		inner: inner, v: v, idle: idle, park: park, parked: parked,
+		entries: make(map[string]*frontSession), waking: make(map[string]chan struct{}),
 	}
-	return &portableSessions{inner: inner, sealer: sealer, idle: idle, local: map[string]*localSession{}, setup: map[string]chan struct{}{}}, nil
+	if idle > 0 && park >= idle {
+		f.park = 0 // the session ends before it would park
+	}
+	if len(key) > 0 {
+		sealer, err := newSessionSealer(key)
+		if err != nil {
+			return nil, err
+		}
+		f.sealer = sealer
+	}
+	return f, nil
 }
 
-func (ps *portableSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tok := r.Header.Get("Mcp-Session-Id")
-	if tok == "" {
-		init := initializeParams(r)
-		if init == nil {
-			ps.inner.ServeHTTP(w, r)
-			return
-		}
-		sw := &sessionIDWriter{ResponseWriter: w, issue: func(id string) string {
-			t, err := ps.sealer.seal(&sealedSession{Init: init, Issued: time.Now().Unix(), User: userID(r)})
-			if err != nil {
-				return id
-			}
-			ps.remember(t, id)
-			return t
-		}}
-		ps.inner.ServeHTTP(sw, r)
-		sw.fix() // a handler that wrote nothing: net/http writes the header now
+// errSessionDeleted is acquire's answer to the DELETE of a parked
+// session: done, nothing to wake.
+var errSessionDeleted = errors.New("session deleted")
+
+func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		f.serveNew(w, r)
 		return
 	}
-	id, err := ps.localID(r, tok)
-	if err != nil {
+	e, local, err := f.acquire(r, sid)
+	switch {
+	case errors.Is(err, errSessionDeleted):
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case err != nil:
 		// As go-sdk answers an unknown session: the host starts anew.
 		WriteJSONRPCError(w, http.StatusNotFound, -32001, "session not found: "+err.Error()+"; send initialize without Mcp-Session-Id to start a new session")
 		return
+	case e == nil:
+		f.inner.ServeHTTP(w, r) // not a session of the front's: go-sdk refuses it
+		return
 	}
-	r.Header.Set("Mcp-Session-Id", id)
-	sw := &sessionIDWriter{ResponseWriter: w, issue: func(string) string { return tok }}
-	ps.inner.ServeHTTP(sw, r)
-	sw.fix()
-	if r.Method == http.MethodDelete {
-		ps.mu.Lock()
-		delete(ps.local, tok)
-		ps.mu.Unlock()
+	defer f.release(e, r)
+	if local == sid {
+		f.inner.ServeHTTP(w, r)
+		return
 	}
+	r.Header.Set("Mcp-Session-Id", local)
+	sw := &sessionIDWriter{ResponseWriter: w, issue: func(string) string { return sid }}
+	f.inner.ServeHTTP(sw, r)
+	sw.fix() // a handler that wrote nothing: net/http writes the header now
 }
 
-func (ps *portableSessions) remember(tok, id string) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.local[tok] = &localSession{id: id, used: time.Now()}
-	// Forget sessions go-sdk has expired, so the table stays as small as
-	// go-sdk's.
-	if ps.idle > 0 && len(ps.local)%64 == 0 {
-		for t, l := range ps.local {
-			if !ps.fresh(l.used, time.Now()) {
-				delete(ps.local, t)
+// serveNew serves a request without a session id: an initialize makes a
+// session.
+func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
+	init := initializeParams(r) // nil for a 2026-07-28 request
+	if init == nil {
+		f.inner.ServeHTTP(w, r)
+		return
+	}
+	user := userID(r)
+	var e *frontSession
+	sw := &sessionIDWriter{ResponseWriter: w, issue: func(local string) string {
+		id := local
+		if f.sealer != nil {
+			t, err := f.sealer.seal(&sealedSession{Init: init, Issued: time.Now().Unix(), User: user})
+			if err != nil {
+				return local
 			}
+			id = t
 		}
+		e = &frontSession{id: id, local: local, user: user, used: time.Now(), active: 1, posts: 1}
+		f.mu.Lock()
+		f.entries[id] = e
+		f.mu.Unlock()
+		return id
+	}}
+	f.inner.ServeHTTP(sw, r)
+	sw.fix()
+	if e != nil {
+		f.release(e, r)
 	}
 }
 
-// localID returns this replica's go-sdk session for tok, setting one up
-// from the token if there is none (or it is about to expire).
-func (ps *portableSessions) localID(r *http.Request, tok string) (string, error) {
+// acquire returns the record of session sid, with the id of its go-sdk
+// session, counting r as served until release; a parked session (or a
+// portable one this replica has not served) is woken first. It returns a
+// nil record for an id the front does not know (go-sdk's to refuse), and
+// errSessionDeleted for the DELETE of a parked session, which it forgets.
+func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, string, error) {
 	for {
-		now := time.Now()
-		ps.mu.Lock()
-		if l := ps.local[tok]; l != nil && ps.fresh(l.used, now) {
-			l.used = now
-			ps.mu.Unlock()
-			return l.id, nil
+		f.mu.Lock()
+		e := f.entries[sid]
+		switch {
+		case e != nil && e.local != "":
+			e.begin(r)
+			local := e.local
+			f.mu.Unlock()
+			return e, local, nil
+		case e == nil && f.sealer == nil:
+			f.mu.Unlock()
+			return nil, "", nil
+		case e != nil && e.user != userID(r):
+			f.mu.Unlock()
+			return nil, "", errors.New("the session belongs to another user")
+		case e != nil && r.Method == http.MethodDelete:
+			delete(f.entries, sid)
+			f.parked.Add(-1)
+			f.mu.Unlock()
+			return nil, "", errSessionDeleted
 		}
-		wait := ps.setup[tok]
+		wait := f.waking[sid]
 		if wait == nil {
 			done := make(chan struct{})
-			ps.setup[tok] = done
-			ps.mu.Unlock()
-			id, err := ps.takeUp(r, tok, now)
-			ps.mu.Lock()
-			delete(ps.setup, tok)
-			ps.mu.Unlock()
+			f.waking[sid] = done
+			f.mu.Unlock()
+			e, local, err := f.wake(r, sid, e)
+			f.mu.Lock()
+			delete(f.waking, sid)
+			f.mu.Unlock()
 			close(done)
-			return id, err
+			return e, local, err
 		}
-		ps.mu.Unlock()
+		f.mu.Unlock()
 		select {
-		case <-wait: // another request set it up (or failed to): look again
+		case <-wait: // woken (or not): look again
 		case <-r.Context().Done():
-			return "", context.Cause(r.Context())
+			return nil, "", context.Cause(r.Context())
 		}
 	}
 }
 
-// takeUp opens tok and sets up a local session from it.
-func (ps *portableSessions) takeUp(r *http.Request, tok string, now time.Time) (string, error) {
-	st, err := ps.sealer.open(tok, now)
+// wake makes a go-sdk session for session sid, parked here (e) or, with a
+// session key, served elsewhere (e nil), and returns it acquired.
+func (f *sessionFront) wake(r *http.Request, sid string, e *frontSession) (*frontSession, string, error) {
+	var init []byte
+	var version string
+	var level mcp.LoggingLevel
+	f.mu.Lock()
+	if e != nil {
+		init, version, level = e.init, e.version, e.level
+	}
+	f.mu.Unlock()
+	user := userID(r)
+	if e == nil {
+		st, err := f.sealer.open(sid, time.Now())
+		if err != nil {
+			return nil, "", err
+		}
+		if st.User != user {
+			return nil, "", errors.New("the session belongs to another user")
+		}
+		if init, err = json.Marshal(st.Init); err != nil {
+			return nil, "", err
+		}
+		version = st.Init.ProtocolVersion
+	}
+	local, err := f.adopt(r, init, version, level, isInitialized(r))
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	if st.User != userID(r) {
-		return "", errors.New("the session belongs to another user")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur := f.entries[sid]; cur != nil && cur.local == "" {
+		f.parked.Add(-1)
 	}
-	id, err := ps.adopt(r, st, isInitialized(r))
-	if err != nil {
-		return "", err
-	}
-	ps.remember(tok, id)
-	return id, nil
+	e = &frontSession{id: sid, local: local, user: user, used: time.Now()}
+	e.begin(r)
+	f.entries[sid] = e
+	return e, local, nil
 }
 
-// adopt makes a go-sdk session on this replica for a host that
-// initialized elsewhere: the sealed initialize, then
-// notifications/initialized unless r is the host's own, through the
-// handler, in the request's context (its authentication).
-func (ps *portableSessions) adopt(r *http.Request, st *sealedSession, initialized bool) (string, error) {
-	params, err := json.Marshal(st.Init)
-	if err != nil {
-		return "", err
+// begin counts r as served; end, once it has been. Both require the
+// front's mu.
+func (e *frontSession) begin(r *http.Request) {
+	e.active++
+	if r.Method != http.MethodGet {
+		e.posts++
+		e.used = time.Now()
 	}
+}
+
+func (e *frontSession) end(r *http.Request) {
+	e.active--
+	if r.Method != http.MethodGet {
+		e.posts--
+		e.used = time.Now()
+	}
+}
+
+// release ends request r of session e, acquired before; a DELETE ends
+// the session.
+func (f *sessionFront) release(e *frontSession, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e.end(r)
+	if r.Method == http.MethodDelete {
+		if f.entries[e.id] == e {
+			delete(f.entries, e.id)
+		}
+		return
+	}
+	f.scheduleLocked()
+}
+
+// sweepEvery is how often the front looks for sessions to park or end,
+// while it has any: a quarter of the shorter delay, so that a session is
+// parked (or ended) at most a quarter late.
+func (f *sessionFront) sweepEvery() time.Duration {
+	d := f.idle
+	if f.park > 0 && (d == 0 || f.park < d) {
+		d = f.park
+	}
+	return max(d/4, time.Millisecond)
+}
+
+// scheduleLocked arms the next sweep, if there is anything to park or end
+// and none is armed. Requires f.mu.
+func (f *sessionFront) scheduleLocked() {
+	if f.sweeping != nil || len(f.entries) == 0 || (f.idle == 0 && f.park == 0) {
+		return
+	}
+	f.sweeping = time.AfterFunc(f.sweepEvery(), f.sweep)
+}
+
+// sweep parks the sessions quiet for the park delay and ends those quiet
+// for the session timeout.
+func (f *sessionFront) sweep() {
+	type due struct {
+		e     *frontSession
+		local string
+	}
+	var park []due
+	var end []string // go-sdk sessions to close
+	now := time.Now()
+	f.mu.Lock()
+	f.sweeping = nil
+	for id, e := range f.entries {
+		quiet := now.Sub(e.used)
+		switch {
+		case e.posts == 0 && f.idle > 0 && quiet >= f.idle:
+			delete(f.entries, id)
+			if e.local == "" {
+				f.parked.Add(-1)
+			} else {
+				end = append(end, e.local)
+			}
+		case e.active == 0 && e.local != "" && f.park > 0 && quiet >= f.park:
+			park = append(park, due{e, e.local})
+		}
+	}
+	f.mu.Unlock()
+	if len(park)+len(end) > 0 {
+		live := make(map[string]*mcp.ServerSession)
+		for ss := range f.v.Server().Sessions() {
+			live[ss.ID()] = ss
+		}
+		for _, id := range end {
+			if ss := live[id]; ss != nil {
+				ss.Close()
+			}
+		}
+		for _, d := range park {
+			f.parkOne(d.e, d.local, live[d.local])
+		}
+	}
+	f.mu.Lock()
+	f.scheduleLocked()
+	f.mu.Unlock()
+}
+
+// parkOne parks session e, whose go-sdk session is ss (id local; nil if
+// go-sdk has closed it), unless it came back meanwhile or holds
+// subscriptions.
+func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSession) {
+	var init []byte
+	var version string
+	var level mcp.LoggingLevel
+	if ss != nil {
+		var subscribed bool
+		if level, subscribed = f.v.HostState(ss); subscribed {
+			return
+		}
+		if p := ss.InitializeParams(); p != nil {
+			init, _ = json.Marshal(p)
+			version = p.ProtocolVersion
+		}
+	}
+	f.mu.Lock()
+	if f.entries[e.id] != e || e.active > 0 || e.local != local || time.Since(e.used) < f.park {
+		f.mu.Unlock()
+		return // in use again
+	}
+	delete(f.entries, e.id)
+	if init != nil {
+		// A new record, its strings copied: the old one was allocated
+		// among the go-sdk session's objects, and would keep the memory
+		// they free from going back to the system.
+		p := &frontSession{id: strings.Clone(e.id), user: strings.Clone(e.user), used: e.used, init: init, version: strings.Clone(version), level: level}
+		f.entries[p.id] = p
+		f.parked.Add(1)
+	} // else go-sdk closed the session (the hub closed it, or it never initialized): it ends here too
+	f.mu.Unlock()
+	if ss != nil {
+		ss.Close()
+	}
+}
+
+// adopt makes a go-sdk session for a host that initialized before (on
+// this replica or another): its initialize (params init, protocol
+// version), then notifications/initialized unless r is the host's own,
+// and logging/setLevel if it had set a level, through the handler, in
+// the request's context (its authentication). It returns the session's
+// id.
+func (f *sessionFront) adopt(r *http.Request, init []byte, version string, level mcp.LoggingLevel, initialized bool) (string, error) {
 	rec := &headerRecorder{h: http.Header{}}
-	ps.inner.ServeHTTP(rec, syntheticPOST(r, "", st.Init.ProtocolVersion,
-		fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"junction-adopt","method":"initialize","params":%s}`, params)))
+	f.inner.ServeHTTP(rec, syntheticPOST(r, "", version,
+		fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"junction-adopt","method":"initialize","params":%s}`, init)))
 	id := rec.h.Get("Mcp-Session-Id")
 	if rec.status != http.StatusOK || id == "" {
-		return "", fmt.Errorf("setting up the session on this replica failed (HTTP %d)", rec.status)
+		return "", fmt.Errorf("setting up the session again failed (HTTP %d)", rec.status)
 	}
-	if initialized {
-		return id, nil
+	var then [][]byte
+	if !initialized {
+		then = append(then, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	}
-	rec = &headerRecorder{h: http.Header{}}
-	ps.inner.ServeHTTP(rec, syntheticPOST(r, id, st.Init.ProtocolVersion, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
-	if rec.status/100 != 2 {
-		return "", fmt.Errorf("setting up the session on this replica failed (HTTP %d)", rec.status)
+	if level != "" {
+		then = append(then, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"junction-level","method":"logging/setLevel","params":{"level":%q}}`, level))
+	}
+	for _, body := range then {
+		rec = &headerRecorder{h: http.Header{}}
+		f.inner.ServeHTTP(rec, syntheticPOST(r, id, version, body))
+		if rec.status/100 != 2 {
+			return "", fmt.Errorf("setting up the session again failed (HTTP %d)", rec.status)
+		}
 	}
 	return id, nil
 }
@@ -321,17 +549,31 @@ func isInitialized(r *http.Request) bool {
 	return peekBody(r, &msg) && msg.Method == "notifications/initialized"
 }
 
-// peekBody decodes a POST's body, a single JSON-RPC message, into v,
-// and leaves the body to be read again. It reports whether it could.
+// peekBody decodes a POST's body, a single JSON-RPC message of at most
+// maxPeek bytes, into v, and leaves the body to be read again. It reports
+// whether it could.
 func peekBody(r *http.Request, v any) bool {
-	if r.Method != http.MethodPost || r.Body == nil {
+	if r.Method != http.MethodPost || r.Body == nil || r.ContentLength > maxPeek {
 		return false
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeek+1))
+	if len(body) > maxPeek {
+		// Too long for an initialize: the handler reads it (and
+		// refuses it past its own bound).
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		return false
+	}
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return err == nil && json.Unmarshal(body, v) == nil
 }
+
+// maxPeek bounds the body peekBody reads: an initialize's params are a
+// few hundred bytes; 64 KiB leaves room for large client metadata.
+const maxPeek = 64 << 10
 
 // sessionIDWriter replaces the Mcp-Session-Id of a response with
 // issue(the id go-sdk set).

@@ -5,15 +5,18 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -125,14 +128,14 @@ func TestPortableSessionsUser(t *testing.T) {
 	key := newKey(t)
 	s, _ := newSessionSealer(key)
 	tok, _ := s.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25"}, Issued: time.Now().Unix(), User: "alice"})
-	ps, _ := newPortableSessions(http.NotFoundHandler(), key, 0)
+	front, _ := newSessionFront(http.NotFoundHandler(), nil, key, 0, 0, new(atomic.Int64))
 	var got error
 	// The bearer token is the user id.
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
 	}
 	h := auth.RequireBearerToken(verify, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, got = ps.localID(r, tok)
+		_, _, got = front.acquire(r, tok)
 	}))
 	for _, user := range []string{"mallory", "alice"} {
 		r, _ := http.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -151,7 +154,8 @@ func TestPortableSessionsUser(t *testing.T) {
 // each.
 func TestPortableSessionsSetUpOnce(t *testing.T) {
 	key := newKey(t)
-	plain := New(viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful})
+	v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
+	plain := New(v, nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful})
 	var inits atomic.Int32
 	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if initializeParams(r) != nil {
@@ -159,11 +163,11 @@ func TestPortableSessionsSetUpOnce(t *testing.T) {
 		}
 		plain.ServeHTTP(w, r)
 	})
-	ps, err := newPortableSessions(counting, key, time.Minute)
+	front, err := newSessionFront(counting, v, key, time.Minute, 0, new(atomic.Int64))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(ps)
+	srv := httptest.NewServer(front)
 	t.Cleanup(srv.Close)
 	s, _ := newSessionSealer(key)
 	tok, _ := s.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25", ClientInfo: &mcp.Implementation{Name: "t", Version: "1"}}, Issued: time.Now().Unix()})
@@ -241,4 +245,136 @@ func BenchmarkSessionAdopt(b *testing.B) {
 			}
 		}
 	})
+}
+
+// count returns how many sessions f keeps, parked or not.
+func (f *sessionFront) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.entries)
+}
+
+// liveSessions returns the go-sdk sessions of v's server.
+func liveSessions(v *junction.View) []*mcp.ServerSession {
+	return slices.Collect(v.Server().Sessions())
+}
+
+// TestSessionParks: a quiet session is parked (its go-sdk session
+// closed) and made anew, under the same id and with the log level it had
+// set, when its host comes back, on go-sdk's path and on the raw path; a
+// parked session can be deleted.
+func TestSessionParks(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	v := viewOf(t, f)
+	plane := New(v, nil)
+	srv := httptest.NewServer(plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+	sid := rawSession(t, srv.URL)
+	resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("setLevel: %s", resp.Status)
+	}
+	parked := func() bool { return plane.ParkedSessions() == 1 && len(liveSessions(v)) == 0 }
+
+	for i, req := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, `"name":"s__echo"`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"back"}}}`, `"text":"back"`},
+	} {
+		waitFor(t, "the session to park", parked)
+		resp := rawPost(t, srv.URL, sid, req.body)
+		b, _ := io.ReadAll(resp.Body)
+		// The host never sees the new go-sdk session's id.
+		if got := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != http.StatusOK || (got != "" && got != sid) || !strings.Contains(string(b), req.want) {
+			t.Errorf("request %d after parking: %s, session %q\n%s", i, resp.Status, resp.Header.Get("Mcp-Session-Id"), b)
+		}
+		live := liveSessions(v)
+		if len(live) != 1 || plane.ParkedSessions() != 0 {
+			t.Fatalf("after request %d: %d go-sdk sessions, %d parked; want 1, 0", i, len(live), plane.ParkedSessions())
+		}
+		if live[0].ID() == sid {
+			t.Errorf("request %d: the go-sdk session has the host's id; it was not made anew", i)
+		}
+		if level, _ := v.HostState(live[0]); level != "debug" {
+			t.Errorf("request %d: log level %q after waking, want debug", i, level)
+		}
+	}
+	if f.slow.Load() != 0 {
+		t.Errorf("%d calls went to go-sdk, not the raw path", f.slow.Load())
+	}
+
+	waitFor(t, "the session to park", parked)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, srv.URL, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	dresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dresp.Body.Close()
+	if dresp.StatusCode != http.StatusNoContent || plane.ParkedSessions() != 0 || len(liveSessions(v)) != 0 {
+		t.Errorf("DELETE of a parked session: %s, %d parked, %d live; want 204, 0, 0", dresp.Status, plane.ParkedSessions(), len(liveSessions(v)))
+	}
+	resp = rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("after DELETE: %s, want 404", resp.Status)
+	}
+}
+
+// TestSessionNotParked: a session with a request in flight (here its GET
+// stream) or holding a resource subscription is not parked; sessions that
+// get no POST for the session timeout end, parked or not, with a GET
+// stream open or not (as go-sdk's own timeout ends them).
+func TestSessionNotParked(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, uris: []string{"test://r"}, raw: echoRaw}
+	v := viewOf(t, f)
+	plane := New(v, nil)
+	h := plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond, SessionTimeout: 400 * time.Millisecond})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	front := h.(*sessionFront)
+
+	streaming := rawSession(t, srv.URL)
+	get, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	get.Header.Set("Mcp-Session-Id", streaming)
+	get.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	get.Header.Set("Accept", "text/event-stream")
+	gresp, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gresp.Body.Close()
+	if gresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", gresp.Status)
+	}
+
+	subscribed := rawSession(t, srv.URL)
+	resp := rawPost(t, srv.URL, subscribed, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://r"}}`)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"result"`) {
+		t.Fatalf("subscribe: %s %s", resp.Status, b)
+	}
+
+	quiet := rawSession(t, srv.URL)
+	waitFor(t, "the quiet session to park", func() bool { return plane.ParkedSessions() == 1 })
+	for _, ss := range liveSessions(v) {
+		if ss.ID() != streaming && ss.ID() != subscribed {
+			t.Errorf("live go-sdk session %q: only the streaming and the subscribed ones should be", ss.ID())
+		}
+	}
+	if n := len(liveSessions(v)); n != 2 {
+		t.Errorf("%d live go-sdk sessions, want 2", n)
+	}
+
+	waitFor(t, "quiet sessions to end", func() bool { return front.count() == 0 })
+	if plane.ParkedSessions() != 0 || len(liveSessions(v)) != 0 {
+		t.Errorf("after the timeout: %d parked, %d live; want none", plane.ParkedSessions(), len(liveSessions(v)))
+	}
+	for _, sid := range []string{quiet, subscribed, streaming} {
+		resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("session %s after the timeout: %s, want 404", sid, resp.Status)
+		}
+	}
 }

@@ -26,12 +26,16 @@ type rawFake struct {
 	raw   func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
 	slow  atomic.Int32
 	tools []string
+	uris  []string // resources
 }
 
 func (f *rawFake) Catalog(context.Context) (*junction.Catalog, error) {
 	c := &junction.Catalog{}
 	for _, n := range f.tools {
 		c.Tools = append(c.Tools, &mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	for _, u := range f.uris {
+		c.Resources = append(c.Resources, &mcp.Resource{URI: u, Name: u})
 	}
 	return c, nil
 }

@@ -79,7 +79,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		mode           = fs.String("http-mode", "dual", "HTTP session `mode`: dual (stateless for 2026-07-28 clients, sessions for older ones), stateful or stateless")
 		stateless      = fs.Bool("stateless", false, "shorthand for -http-mode stateless")
 		jsonResponse   = fs.Bool("json-response", false, "answer HTTP POSTs with application/json instead of SSE streams")
-		sessionTimeout = fs.Duration("session-timeout", dataplane.DefaultSessionTimeout, "close HTTP sessions idle this long (negative: never)")
+		sessionTimeout = fs.Duration("session-timeout", dataplane.DefaultSessionTimeout, "end HTTP sessions that get no POST for this long; the host then starts a new one (negative: never)")
+		sessionPark    = fs.Duration("session-park", dataplane.DefaultSessionPark, "park HTTP sessions quiet this long (no request answered, no stream open): under a KiB of each stays, and the host's next request makes the rest anew (negative: never)")
 		maxBody        = fs.Int64("max-request-bytes", dataplane.DefaultMaxRequestBytes, "largest HTTP request body accepted")
 		replayBytes    = fs.Int("replay-bytes", dataplane.DefaultReplayBytes, "keep up to `n` bytes of HTTP sessions' SSE messages (all sessions together) so that hosts can resume dropped streams with Last-Event-ID; 0: keep none")
 		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `duration` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
@@ -155,6 +156,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		if !hf.set["session-timeout"] && h.SessionTimeout != 0 {
 			*sessionTimeout = h.SessionTimeout
+		}
+		if !hf.set["session-park"] && h.SessionPark != 0 {
+			*sessionPark = h.SessionPark
 		}
 		if !hf.set["max-request-bytes"] && h.MaxRequestBytes != 0 {
 			*maxBody = h.MaxRequestBytes
@@ -278,6 +282,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			Mode:            httpMode,
 			JSONResponse:    *jsonResponse,
 			SessionTimeout:  *sessionTimeout,
+			SessionPark:     *sessionPark,
 			MaxRequestBytes: *maxBody,
 			ReplayBytes:     *replayBytes,
 		},

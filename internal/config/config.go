@@ -289,9 +289,13 @@ type HTTP struct {
 	// Mode is "dual" (default), "stateful" or "stateless".
 	Mode         string
 	JSONResponse bool
-	// SessionTimeout closes idle sessions; zero means the hub's default,
-	// negative means never.
+	// SessionTimeout ends sessions that get no POST for that long; zero
+	// means the hub's default, negative means never.
 	SessionTimeout time.Duration
+	// SessionPark parks quiet sessions (they keep under a KiB of heap
+	// until the host comes back); zero means the hub's default, negative
+	// means never.
+	SessionPark time.Duration
 	// MaxRequestBytes bounds request bodies; zero means the hub's default.
 	MaxRequestBytes int64
 	// Tokens are accepted API tokens; TokenFile holds more, one a line.

@@ -862,7 +862,7 @@ func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 
 // --- http, lock, log ---
 
-var httpKeys = []string{"listen", "mode", "json_response", "session_timeout", "max_request_bytes", "tokens",
+var httpKeys = []string{"listen", "mode", "json_response", "session_timeout", "session_park", "max_request_bytes", "tokens",
 	"token_file", "allowed_hosts", "allowed_origins", "insecure_no_auth", "admin", "auth"}
 
 func (d *decoder) http(h *HTTP, n *node, path string) {
@@ -877,6 +877,8 @@ func (d *decoder) http(h *HTTP, n *node, path string) {
 			h.JSONResponse = d.boolean(e.val, p)
 		case "session_timeout":
 			h.SessionTimeout = d.duration(e.val, p)
+		case "session_park":
+			h.SessionPark = d.duration(e.val, p)
 		case "max_request_bytes":
 			h.MaxRequestBytes = d.integer(e.val, p)
 		case "tokens":

@@ -200,6 +200,7 @@ http:
   mode: stateless
   json_response: true
   session_timeout: -1s
+  session_park: 30s
   max_request_bytes: 1048576
   tokens: [one, "${TOKEN}"]
   token_file: /etc/junction/tokens
@@ -238,7 +239,7 @@ log: {level: debug, format: json}
 		},
 		Presets:  map[string][]string{"ro": {"gh__a", "local__x"}},
 		Profiles: map[string]*Profile{"p": {Servers: []string{"gh", "diode"}, Tools: []string{"local__x"}, Presets: []string{"ro", "minimal"}, Deny: []string{"gh__b"}}},
-		HTTP: HTTP{Listen: "127.0.0.1:7331", Mode: "stateless", JSONResponse: true, SessionTimeout: -time.Second,
+		HTTP: HTTP{Listen: "127.0.0.1:7331", Mode: "stateless", JSONResponse: true, SessionTimeout: -time.Second, SessionPark: 30 * time.Second,
 			MaxRequestBytes: 1 << 20, Tokens: []string{"one", "tok"}, TokenFile: "/etc/junction/tokens",
 			AllowedHosts: []string{"hub.internal"}, AllowedOrigins: []string{"https://hub.internal:8443"}},
 		Lock:  Lock{Path: "junction.lock"},

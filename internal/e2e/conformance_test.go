@@ -147,12 +147,7 @@ func TestConformanceThroughHub(t *testing.T) {
 // without a token.
 func rawCalls(t *testing.T, url, source string) int {
 	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	metrics := hubMetrics(t, url)
 	n := 0
 	for _, m := range rawCallsLine.FindAllSubmatch(metrics, -1) {
 		if source != "" && string(m[1]) != source {
@@ -165,6 +160,22 @@ func rawCalls(t *testing.T, url, source string) int {
 		n += v
 	}
 	return n
+}
+
+// hubMetrics returns the /metrics of the hub at url (its MCP endpoint),
+// which serves it without a token.
+func hubMetrics(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // rawCallsLine matches a line of junction_tool_calls_raw_total: the
