@@ -14,20 +14,22 @@ import (
 // notifications/initialized) on url and leaves them idle, and returns how
 // much the resident memory of pid's process tree grew per session. With a
 // tool named, each session first calls it once (with {"msg": "idle"}), as
-// a host that has used the server and then sits idle. Sessions are
-// deleted before it returns.
-func IdleSessions(ctx context.Context, url, token, tool string, pid, n int) (bytesPerSession float64, err error) {
+// a host that has used the server and then sits idle. With wait
+// positive it measures again after that long (a server may shed the state
+// of sessions that stay quiet), and returns that figure as after.
+// Sessions are deleted before it returns.
+func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait time.Duration) (bytesPerSession, after float64, err error) {
 	if pid <= 0 {
-		return 0, errors.New("load: idle sessions: need the server's pid")
+		return 0, 0, errors.New("load: idle sessions: need the server's pid")
 	}
 	if n <= 0 {
-		return 0, errors.New("load: idle sessions: need a positive count")
+		return 0, 0, errors.New("load: idle sessions: need a positive count")
 	}
 	// One session first, so one-time costs (first handler, TLS-free
 	// listener buffers) are not counted per session.
 	cfg := Config{URL: url, Token: token, Tool: tool, Concurrency: 1}
 	if err := cfg.defaults(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// All sessions share one client: what is measured is the server's
 	// state per session, not a TCP connection per session.
@@ -35,12 +37,12 @@ func IdleSessions(ctx context.Context, url, token, tool string, pid, n int) (byt
 	defer client.CloseIdleConnections()
 	first, _, err := dialRawHTTPClient(ctx, &cfg, client)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer first.close()
 	if tool != "" {
 		if err := first.call(ctx, "idle"); err != nil {
-			return 0, fmt.Errorf("load: tools/call %s: %w", tool, err)
+			return 0, 0, fmt.Errorf("load: tools/call %s: %w", tool, err)
 		}
 	}
 	settle()
@@ -54,18 +56,27 @@ func IdleSessions(ctx context.Context, url, token, tool string, pid, n int) (byt
 	for i := range n {
 		c, _, err := dialRawHTTPClient(ctx, &cfg, client)
 		if err != nil {
-			return 0, fmt.Errorf("load: session %d: %w", i+1, err)
+			return 0, 0, fmt.Errorf("load: session %d: %w", i+1, err)
 		}
 		conns = append(conns, c)
 		if tool != "" {
 			if err := c.call(ctx, "idle"); err != nil {
-				return 0, fmt.Errorf("load: session %d: tools/call %s: %w", i+1, tool, err)
+				return 0, 0, fmt.Errorf("load: session %d: tools/call %s: %w", i+1, tool, err)
 			}
 		}
 	}
 	settle()
-	after := Usage(pid).RSSBytes
-	return float64(after-before) / float64(n), nil
+	per := func() float64 { return float64(Usage(pid).RSSBytes-before) / float64(n) }
+	bytesPerSession = per()
+	if wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+		after = per()
+	}
+	return bytesPerSession, after, nil
 }
 
 func settle() { time.Sleep(500 * time.Millisecond) }

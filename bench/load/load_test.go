@@ -332,7 +332,7 @@ func TestRunHTTPEcho(t *testing.T) {
 	if _, err := Run(t.Context(), Config{URL: old.URL, Calls: 5, ProtocolVersion: "2026-07-28"}); err == nil || !strings.Contains(err.Error(), "HTTP 400") {
 		t.Errorf("Run(2026-07-28 against a 2025-11-25 HTTP floor) = %v, want HTTP 400", err)
 	}
-	per, err := IdleSessions(t.Context(), ts.URL, "", "", os.Getpid(), 50)
+	per, _, err := IdleSessions(t.Context(), ts.URL, "", "", os.Getpid(), 50, 0)
 	if err != nil {
 		t.Fatalf("IdleSessions: %v", err)
 	}
@@ -341,20 +341,20 @@ func TestRunHTTPEcho(t *testing.T) {
 
 func TestIdleSessions(t *testing.T) {
 	url := newHTTPEcho(t, false)
-	per, err := IdleSessions(t.Context(), url, "tok", "", os.Getpid(), 20)
+	per, _, err := IdleSessions(t.Context(), url, "tok", "", os.Getpid(), 20, 0)
 	if err != nil {
 		t.Fatalf("IdleSessions: %v", err)
 	}
 	// Memory can shrink between samples (GC), so only the call is checked.
 	t.Logf("%.0f bytes per session", per)
-	if per, err = IdleSessions(t.Context(), url, "tok", "echo", os.Getpid(), 20); err != nil {
+	if per, _, err = IdleSessions(t.Context(), url, "tok", "echo", os.Getpid(), 20, 0); err != nil {
 		t.Fatalf("IdleSessions after a call each: %v", err)
 	}
 	t.Logf("%.0f bytes per session after a call", per)
-	if _, err := IdleSessions(t.Context(), url, "tok", "nope", os.Getpid(), 2); err == nil || !strings.Contains(err.Error(), "nope") {
+	if _, _, err := IdleSessions(t.Context(), url, "tok", "nope", os.Getpid(), 2, 0); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("IdleSessions calling an unknown tool: %v, want its error", err)
 	}
-	if _, err := IdleSessions(t.Context(), url, "tok", "", 0, 20); err == nil {
+	if _, _, err := IdleSessions(t.Context(), url, "tok", "", 0, 20, 0); err == nil {
 		t.Error("IdleSessions without a pid: nil error")
 	}
 }

@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	idle := fs.Int("idle-sessions", 0, "instead of calls, open this many idle HTTP sessions and report memory per session")
 	idleCall := fs.Bool("idle-call", false, "with -idle-sessions: each session calls -tool once before it idles; with -idle-rss: the server answers -n calls of -tool at -c first")
 	spawnRuns := fs.Int("spawn-runs", 0, "instead of calls, spawn the command this many times and report the median time to initialize")
+	idleWait := fs.Duration("idle-wait", 0, "with -idle-sessions: measure again after the sessions have been quiet this `long` (bytes_per_session_after_wait)")
 	idleRSS := fs.Duration("idle-rss", 0, "instead of calls, spawn the command, complete the handshake, wait this `long` and report its resident memory")
 	serverStderr := fs.Bool("server-stderr", false, "pass the spawned server's stderr through")
 	if err := fs.Parse(args); err != nil {
@@ -86,12 +87,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *idleCall {
 			tool = cfg.Tool
 		}
-		per, err := load.IdleSessions(ctx, cfg.URL, cfg.Token, tool, cfg.PID, *idle)
+		per, after, err := load.IdleSessions(ctx, cfg.URL, cfg.Token, tool, cfg.PID, *idle, *idleWait)
 		if err != nil {
 			return err
 		}
 		out["idle_sessions"] = *idle
 		out["bytes_per_session"] = per
+		if *idleWait > 0 {
+			out["bytes_per_session_after_wait"] = after
+		}
 	case *idleRSS > 0:
 		if len(cfg.Command) == 0 {
 			return errors.New("-idle-rss needs a command after --")
