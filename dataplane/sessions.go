@@ -140,20 +140,24 @@ type sessionFront struct {
 	park   time.Duration  // 0: never
 	parked *atomic.Int64  // the plane's count of parked sessions
 
-	mu       sync.Mutex
+	// mu guards the map, and each record's session id, user and parked
+	// state; a request of a live session takes it for reading only.
+	mu       sync.RWMutex
 	entries  map[string]*frontSession // by the host's session id
 	waking   map[string]chan struct{} // ids whose go-sdk session is being made; closed when it is
 	sweeping *time.Timer              // the next sweep, if one is due
+	armed    atomic.Bool              // sweeping is set (read without mu)
 }
 
 // frontSession is the front's record of one session.
 type frontSession struct {
-	id     string    // the host's
-	local  string    // the go-sdk session's id; "" while parked
-	user   string    // the authenticated user who initialized, if any
-	used   time.Time // when the last request other than a GET came or ended
-	active int       // requests being served
-	posts  int       // those of them other than GETs
+	id    string // the host's
+	local string // the go-sdk session's id; "" while parked
+	user  string // the authenticated user who initialized, if any
+
+	used   atomic.Int64 // when the last request other than a GET ended, in Unix ns
+	active atomic.Int32 // requests being served
+	posts  atomic.Int32 // those of them other than GETs
 
 	// While parked: its initialize params and protocol version, and the
 	// log level it had set ("" if none). A portable session that
@@ -234,7 +238,8 @@ func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
 			}
 			id = t
 		}
-		e = &frontSession{id: id, local: local, user: user, used: time.Now(), active: 1, posts: 1}
+		e = newFrontSession(id, local, user)
+		e.begin(r)
 		f.mu.Lock()
 		f.entries[id] = e
 		f.mu.Unlock()
@@ -253,6 +258,14 @@ func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
 // nil record for an id the front does not know (go-sdk's to refuse), and
 // errSessionDeleted for the DELETE of a parked session, which it forgets.
 func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, string, error) {
+	f.mu.RLock()
+	if e := f.entries[sid]; e != nil && e.local != "" {
+		e.begin(r)
+		local := e.local
+		f.mu.RUnlock()
+		return e, local, nil
+	}
+	f.mu.RUnlock()
 	for {
 		f.mu.Lock()
 		e := f.entries[sid]
@@ -268,7 +281,9 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 		case e != nil && e.user != userID(r):
 			f.mu.Unlock()
 			return nil, "", errors.New("the session belongs to another user")
-		case e != nil && r.Method == http.MethodDelete:
+		case e != nil && r.Method == http.MethodDelete && f.waking[sid] == nil:
+			// (While another request wakes it, the DELETE waits and
+			// then goes to go-sdk like any other.)
 			delete(f.entries, sid)
 			f.parked.Add(-1)
 			f.mu.Unlock()
@@ -329,41 +344,51 @@ func (f *sessionFront) wake(r *http.Request, sid string, e *frontSession) (*fron
 	if cur := f.entries[sid]; cur != nil && cur.local == "" {
 		f.parked.Add(-1)
 	}
-	e = &frontSession{id: sid, local: local, user: user, used: time.Now()}
+	e = newFrontSession(sid, local, user)
 	e.begin(r)
 	f.entries[sid] = e
 	return e, local, nil
 }
 
-// begin counts r as served; end, once it has been. Both require the
-// front's mu.
+func newFrontSession(id, local, user string) *frontSession {
+	e := &frontSession{id: id, local: local, user: user}
+	e.used.Store(time.Now().UnixNano())
+	return e
+}
+
+// begin counts r as served, with the front's mu held (for reading at
+// least, so that a sweep sees it); end, once it has been.
 func (e *frontSession) begin(r *http.Request) {
-	e.active++
+	e.active.Add(1)
 	if r.Method != http.MethodGet {
-		e.posts++
-		e.used = time.Now()
+		e.posts.Add(1)
 	}
 }
 
 func (e *frontSession) end(r *http.Request) {
-	e.active--
 	if r.Method != http.MethodGet {
-		e.posts--
-		e.used = time.Now()
+		e.used.Store(time.Now().UnixNano()) // before posts: a sweep that sees none in flight sees when the last ended
+		e.posts.Add(-1)
 	}
+	e.active.Add(-1)
+}
+
+// quiet returns how long e has had no request other than a GET, at now.
+func (e *frontSession) quiet(now time.Time) time.Duration {
+	return time.Duration(now.UnixNano() - e.used.Load())
 }
 
 // release ends request r of session e, acquired before; a DELETE ends
 // the session.
 func (f *sessionFront) release(e *frontSession, r *http.Request) {
+	e.end(r)
+	if r.Method != http.MethodDelete && f.armed.Load() {
+		return // the next sweep will see it
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e.end(r)
-	if r.Method == http.MethodDelete {
-		if f.entries[e.id] == e {
-			delete(f.entries, e.id)
-		}
-		return
+	if r.Method == http.MethodDelete && f.entries[e.id] == e {
+		delete(f.entries, e.id)
 	}
 	f.scheduleLocked()
 }
@@ -386,6 +411,7 @@ func (f *sessionFront) scheduleLocked() {
 		return
 	}
 	f.sweeping = time.AfterFunc(f.sweepEvery(), f.sweep)
+	f.armed.Store(true)
 }
 
 // sweep parks the sessions quiet for the park delay and ends those quiet
@@ -400,17 +426,18 @@ func (f *sessionFront) sweep() {
 	now := time.Now()
 	f.mu.Lock()
 	f.sweeping = nil
+	f.armed.Store(false)
 	for id, e := range f.entries {
-		quiet := now.Sub(e.used)
+		quiet := e.quiet(now)
 		switch {
-		case e.posts == 0 && f.idle > 0 && quiet >= f.idle:
+		case e.posts.Load() == 0 && f.idle > 0 && quiet >= f.idle:
 			delete(f.entries, id)
 			if e.local == "" {
 				f.parked.Add(-1)
 			} else {
 				end = append(end, e.local)
 			}
-		case e.active == 0 && e.local != "" && f.park > 0 && quiet >= f.park:
+		case e.active.Load() == 0 && e.local != "" && f.park > 0 && quiet >= f.park:
 			park = append(park, due{e, e.local})
 		}
 	}
@@ -452,7 +479,7 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSess
 		}
 	}
 	f.mu.Lock()
-	if f.entries[e.id] != e || e.active > 0 || e.local != local || time.Since(e.used) < f.park {
+	if f.entries[e.id] != e || e.active.Load() > 0 || e.local != local || e.quiet(time.Now()) < f.park {
 		f.mu.Unlock()
 		return // in use again
 	}
@@ -461,7 +488,8 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSess
 		// A new record, its strings copied: the old one was allocated
 		// among the go-sdk session's objects, and would keep the memory
 		// they free from going back to the system.
-		p := &frontSession{id: strings.Clone(e.id), user: strings.Clone(e.user), used: e.used, init: init, version: strings.Clone(version), level: level}
+		p := &frontSession{id: strings.Clone(e.id), user: strings.Clone(e.user), init: init, version: strings.Clone(version), level: level}
+		p.used.Store(e.used.Load())
 		f.entries[p.id] = p
 		f.parked.Add(1)
 	} // else go-sdk closed the session (the hub closed it, or it never initialized): it ends here too

@@ -299,6 +299,22 @@ func TestSessionParks(t *testing.T) {
 			t.Errorf("request %d: log level %q after waking, want debug", i, level)
 		}
 	}
+	// Requests that come together to a parked session wake it once.
+	waitFor(t, "the session to park", parked)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			resp := rawPost(t, srv.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`, 10+i))
+			io.Copy(io.Discard, resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("call %d together: %s", i, resp.Status)
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(liveSessions(v)); n != 1 {
+		t.Errorf("%d go-sdk sessions after 8 requests woke one parked session, want 1", n)
+	}
 	if f.slow.Load() != 0 {
 		t.Errorf("%d calls went to go-sdk, not the raw path", f.slow.Load())
 	}
