@@ -185,6 +185,11 @@ func newSessionFront(inner http.Handler, v *junction.View, key []byte, idle, par
 	return f, nil
 }
 
+// errOtherUser is acquire's answer to a request for a parked (or
+// portable) session from a user other than the one who initialized it:
+// 403, as go-sdk answers for its own sessions.
+var errOtherUser = errors.New("the session belongs to another user")
+
 // errSessionDeleted is acquire's answer to the DELETE of a parked
 // session: done, nothing to wake.
 var errSessionDeleted = errors.New("session deleted")
@@ -199,6 +204,9 @@ func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, errSessionDeleted):
 		w.WriteHeader(http.StatusNoContent)
+		return
+	case errors.Is(err, errOtherUser):
+		WriteJSONRPCError(w, http.StatusForbidden, -32600, "session user mismatch: "+err.Error())
 		return
 	case err != nil:
 		// As go-sdk answers an unknown session: the host starts anew.
@@ -280,7 +288,7 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 			return nil, "", nil
 		case e != nil && e.user != userID(r):
 			f.mu.Unlock()
-			return nil, "", errors.New("the session belongs to another user")
+			return nil, "", errOtherUser
 		case e != nil && r.Method == http.MethodDelete && f.waking[sid] == nil:
 			// (While another request wakes it, the DELETE waits and
 			// then goes to go-sdk like any other.)
@@ -328,7 +336,7 @@ func (f *sessionFront) wake(r *http.Request, sid string, e *frontSession) (*fron
 			return nil, "", err
 		}
 		if st.User != user {
-			return nil, "", errors.New("the session belongs to another user")
+			return nil, "", errOtherUser
 		}
 		if init, err = json.Marshal(st.Init); err != nil {
 			return nil, "", err

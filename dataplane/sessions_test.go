@@ -394,3 +394,42 @@ func TestSessionNotParked(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedSessionUser: a parked session is woken only for the user who
+// initialized it; another gets 403, as go-sdk answers for a live session.
+func TestParkedSessionUser(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	plane := New(viewOf(t, f), nil)
+	// The bearer token is the user id.
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	h := auth.RequireBearerToken(verify, nil)(plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(user, sid, body string) *http.Response {
+		req := rawRequest(t, srv.URL, sid, body)
+		req.Header.Set("Authorization", "Bearer "+user)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("alice", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s, session %q", resp.Status, sid)
+	}
+	post("alice", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	waitFor(t, "the session to park", func() bool { return plane.ParkedSessions() == 1 })
+	const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`
+	if resp := post("mallory", sid, call); resp.StatusCode != http.StatusForbidden || plane.ParkedSessions() != 1 {
+		t.Errorf("another user's call on a parked session: %s, %d parked; want 403 and still parked", resp.Status, plane.ParkedSessions())
+	}
+	if resp := post("alice", sid, call); resp.StatusCode != http.StatusOK {
+		t.Errorf("its own user's call: %s, want 200", resp.Status)
+	}
+}
