@@ -10,6 +10,14 @@ import (
 	"time"
 )
 
+// IdleGrowth is how much a server's memory grew per idle session.
+type IdleGrowth struct {
+	// RSS is the growth of the resident memory of the server's process
+	// tree; Anon that of pid's own anonymous resident memory (heap and
+	// stacks, without the pages of files such as its executable's code).
+	RSS, Anon float64
+}
+
 // IdleSessions opens n Streamable HTTP sessions (initialize, then
 // notifications/initialized) on url and leaves them idle, and returns how
 // much the resident memory of pid's process tree grew per session. With a
@@ -18,18 +26,18 @@ import (
 // positive it measures again after that long (a server may shed the state
 // of sessions that stay quiet), and returns that figure as after.
 // Sessions are deleted before it returns.
-func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait time.Duration) (bytesPerSession, after float64, err error) {
+func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait time.Duration) (perSession, after IdleGrowth, err error) {
 	if pid <= 0 {
-		return 0, 0, errors.New("load: idle sessions: need the server's pid")
+		return IdleGrowth{}, IdleGrowth{}, errors.New("load: idle sessions: need the server's pid")
 	}
 	if n <= 0 {
-		return 0, 0, errors.New("load: idle sessions: need a positive count")
+		return IdleGrowth{}, IdleGrowth{}, errors.New("load: idle sessions: need a positive count")
 	}
 	// One session first, so one-time costs (first handler, TLS-free
 	// listener buffers) are not counted per session.
 	cfg := Config{URL: url, Token: token, Tool: tool, Concurrency: 1}
 	if err := cfg.defaults(); err != nil {
-		return 0, 0, err
+		return IdleGrowth{}, IdleGrowth{}, err
 	}
 	// All sessions share one client: what is measured is the server's
 	// state per session, not a TCP connection per session.
@@ -37,16 +45,16 @@ func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait
 	defer client.CloseIdleConnections()
 	first, _, err := dialRawHTTPClient(ctx, &cfg, client)
 	if err != nil {
-		return 0, 0, err
+		return IdleGrowth{}, IdleGrowth{}, err
 	}
 	defer first.close()
 	if tool != "" {
 		if err := first.call(ctx, "idle"); err != nil {
-			return 0, 0, fmt.Errorf("load: tools/call %s: %w", tool, err)
+			return IdleGrowth{}, IdleGrowth{}, fmt.Errorf("load: tools/call %s: %w", tool, err)
 		}
 	}
 	settle()
-	before := Usage(pid).RSSBytes
+	before, anonBefore := Usage(pid).RSSBytes, anonRSS(pid)
 	conns := make([]*rawHTTP, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -56,27 +64,32 @@ func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait
 	for i := range n {
 		c, _, err := dialRawHTTPClient(ctx, &cfg, client)
 		if err != nil {
-			return 0, 0, fmt.Errorf("load: session %d: %w", i+1, err)
+			return IdleGrowth{}, IdleGrowth{}, fmt.Errorf("load: session %d: %w", i+1, err)
 		}
 		conns = append(conns, c)
 		if tool != "" {
 			if err := c.call(ctx, "idle"); err != nil {
-				return 0, 0, fmt.Errorf("load: session %d: tools/call %s: %w", i+1, tool, err)
+				return IdleGrowth{}, IdleGrowth{}, fmt.Errorf("load: session %d: tools/call %s: %w", i+1, tool, err)
 			}
 		}
 	}
 	settle()
-	per := func() float64 { return float64(Usage(pid).RSSBytes-before) / float64(n) }
-	bytesPerSession = per()
+	per := func() IdleGrowth {
+		return IdleGrowth{
+			RSS:  float64(Usage(pid).RSSBytes-before) / float64(n),
+			Anon: float64(anonRSS(pid)-anonBefore) / float64(n),
+		}
+	}
+	perSession = per()
 	if wait > 0 {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return 0, 0, ctx.Err()
+			return IdleGrowth{}, IdleGrowth{}, ctx.Err()
 		}
 		after = per()
 	}
-	return bytesPerSession, after, nil
+	return perSession, after, nil
 }
 
 func settle() { time.Sleep(500 * time.Millisecond) }

@@ -336,7 +336,7 @@ func TestRunHTTPEcho(t *testing.T) {
 	if err != nil {
 		t.Fatalf("IdleSessions: %v", err)
 	}
-	t.Logf("%.0f bytes per echo session", per)
+	t.Logf("%.0f bytes per echo session", per.RSS)
 }
 
 func TestIdleSessions(t *testing.T) {
@@ -346,11 +346,12 @@ func TestIdleSessions(t *testing.T) {
 		t.Fatalf("IdleSessions: %v", err)
 	}
 	// Memory can shrink between samples (GC), so only the call is checked.
-	t.Logf("%.0f bytes per session", per)
-	if per, _, err = IdleSessions(t.Context(), url, "tok", "echo", os.Getpid(), 20, 0); err != nil {
+	t.Logf("%.0f bytes per session (%.0f anonymous)", per.RSS, per.Anon)
+	var after IdleGrowth
+	if per, after, err = IdleSessions(t.Context(), url, "tok", "echo", os.Getpid(), 20, time.Millisecond); err != nil {
 		t.Fatalf("IdleSessions after a call each: %v", err)
 	}
-	t.Logf("%.0f bytes per session after a call", per)
+	t.Logf("%.0f bytes per session after a call, %.0f a moment later", per.RSS, after.RSS)
 	if _, _, err := IdleSessions(t.Context(), url, "tok", "nope", os.Getpid(), 2, 0); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("IdleSessions calling an unknown tool: %v, want its error", err)
 	}
@@ -390,11 +391,15 @@ func TestParseStat(t *testing.T) {
 }
 
 func TestParseRSS(t *testing.T) {
-	if got := parseRSS([]byte("Name:\tx\nVmRSS:\t  1234 kB\n")); got != 1234<<10 {
-		t.Errorf("parseRSS = %d, want %d", got, 1234<<10)
+	status := []byte("Name:\tx\nVmRSS:\t  1234 kB\nRssAnon:\t  1000 kB\n")
+	if got := parseStatus(status, "VmRSS:"); got != 1234<<10 {
+		t.Errorf("VmRSS = %d, want %d", got, 1234<<10)
 	}
-	if got := parseRSS([]byte("Name:\tx\n")); got != 0 {
-		t.Errorf("parseRSS(no VmRSS) = %d, want 0", got)
+	if got := parseStatus(status, "RssAnon:"); got != 1000<<10 {
+		t.Errorf("RssAnon = %d, want %d", got, 1000<<10)
+	}
+	if got := parseStatus([]byte("Name:\tx\n"), "VmRSS:"); got != 0 {
+		t.Errorf("no VmRSS = %d, want 0", got)
 	}
 }
 

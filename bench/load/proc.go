@@ -105,17 +105,25 @@ func Usage(root int) TreeUsage {
 }
 
 // rss returns VmRSS of pid in bytes, or 0.
-func rss(pid int) int64 {
+func rss(pid int) int64 { return statusBytes(pid, "VmRSS:") }
+
+// anonRSS returns RssAnon of pid in bytes (its resident memory that no
+// file backs: heap, stacks), or 0.
+func anonRSS(pid int) int64 { return statusBytes(pid, "RssAnon:") }
+
+func statusBytes(pid int, key string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
-	return parseRSS(b)
+	return parseStatus(b, key)
 }
 
-func parseRSS(status []byte) int64 {
+// parseStatus returns the field key (such as "VmRSS:") of a
+// /proc/PID/status in bytes, or 0.
+func parseStatus(status []byte, key string) int64 {
 	for line := range bytes.Lines(status) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
 			f := strings.Fields(string(rest))
 			if len(f) >= 1 {
 				kb, err := strconv.ParseInt(f[0], 10, 64)

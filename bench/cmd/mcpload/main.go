@@ -92,9 +92,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		out["idle_sessions"] = *idle
-		out["bytes_per_session"] = per
+		out["bytes_per_session"] = per.RSS
+		out["anon_bytes_per_session"] = per.Anon
 		if *idleWait > 0 {
-			out["bytes_per_session_after_wait"] = after
+			out["bytes_per_session_after_wait"] = after.RSS
+			out["anon_bytes_per_session_after_wait"] = after.Anon
 		}
 	case *idleRSS > 0:
 		if len(cfg.Command) == 0 {
