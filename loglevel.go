@@ -92,15 +92,17 @@ func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool) {
 	}
 	h.levelMu.Lock()
 	defer h.levelMu.Unlock()
-	st := h.hostStateOf(ss)
-	if on {
-		if st.subs == nil {
-			st.subs = make(map[string]bool)
+	if !on {
+		if st := h.hosts[ss]; st != nil {
+			delete(st.subs, uri)
 		}
-		st.subs[uri] = true
-	} else {
-		delete(st.subs, uri)
+		return
 	}
+	st := h.hostStateOf(ss)
+	if st.subs == nil {
+		st.subs = make(map[string]bool)
+	}
+	st.subs[uri] = true
 }
 
 // HostState returns what the hub keeps of host session ss beyond its

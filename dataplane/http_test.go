@@ -401,13 +401,14 @@ func TestDeleteEndsSessionCalls(t *testing.T) {
 // the timeout, it is.
 func TestHTTPFastPathKeepsSessionAlive(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
-	h := New(viewOf(t, f), nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionTimeout: 200 * time.Millisecond})
+	const timeout = time.Second
+	h := New(viewOf(t, f), nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionTimeout: timeout})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	sid := rawSession(t, srv.URL)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for i := 0; i < 40; i++ { // 0.8 s: four timeouts
+	for i, start := 0, time.Now(); time.Since(start) < 2*timeout; i++ {
 		resp := rawPost(t, srv.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`, i+10))
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"result"`)) {

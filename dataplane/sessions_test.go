@@ -261,11 +261,29 @@ func liveSessions(v *junction.View) []*mcp.ServerSession {
 
 // TestSessionParks: a quiet session is parked (its go-sdk session
 // closed) and made anew, under the same id and with the log level it had
-// set, when its host comes back, on go-sdk's path and on the raw path; a
-// parked session can be deleted.
+// set, when its host comes back, on go-sdk's path and on the raw path;
+// requests that come together wake it once; a parked session can be
+// deleted. What a woken session is like is looked at while one of its
+// calls is held in flight, so that it cannot park again meanwhile.
 func TestSessionParks(t *testing.T) {
-	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	started, release := make(chan struct{}), make(chan struct{})
+	f := &rawFake{tools: []string{"echo", "hold"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+		if name == "hold" {
+			started <- struct{}{}
+			<-release
+		}
+		return echoRaw(ctx, name, params)
+	}}
 	v := viewOf(t, f)
+	var inits atomic.Int32 // go-sdk sessions made
+	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "initialize" {
+				inits.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	plane := New(v, nil)
 	srv := httptest.NewServer(plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond}))
 	t.Cleanup(srv.Close)
@@ -276,31 +294,47 @@ func TestSessionParks(t *testing.T) {
 		t.Fatalf("setLevel: %s", resp.Status)
 	}
 	parked := func() bool { return plane.ParkedSessions() == 1 && len(liveSessions(v)) == 0 }
-
-	for i, req := range []struct{ body, want string }{
-		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, `"name":"s__echo"`},
-		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"back"}}}`, `"text":"back"`},
-	} {
-		waitFor(t, "the session to park", parked)
-		resp := rawPost(t, srv.URL, sid, req.body)
+	post := func(body, want string) {
+		t.Helper()
+		resp := rawPost(t, srv.URL, sid, body)
 		b, _ := io.ReadAll(resp.Body)
 		// The host never sees the new go-sdk session's id.
-		if got := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != http.StatusOK || (got != "" && got != sid) || !strings.Contains(string(b), req.want) {
-			t.Errorf("request %d after parking: %s, session %q\n%s", i, resp.Status, resp.Header.Get("Mcp-Session-Id"), b)
-		}
-		live := liveSessions(v)
-		if len(live) != 1 || plane.ParkedSessions() != 0 {
-			t.Fatalf("after request %d: %d go-sdk sessions, %d parked; want 1, 0", i, len(live), plane.ParkedSessions())
-		}
-		if live[0].ID() == sid {
-			t.Errorf("request %d: the go-sdk session has the host's id; it was not made anew", i)
-		}
-		if level, _ := v.HostState(live[0]); level != "debug" {
-			t.Errorf("request %d: log level %q after waking, want debug", i, level)
+		if got := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != http.StatusOK || (got != "" && got != sid) || !strings.Contains(string(b), want) {
+			t.Errorf("%s after parking: %s, session %q\n%s", body, resp.Status, got, b)
 		}
 	}
+
+	// go-sdk's path, then the raw path.
+	waitFor(t, "the session to park", parked)
+	post(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, `"name":"s__echo"`)
+	waitFor(t, "the session to park", parked)
+	post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"back"}}}`, `"text":"back"`)
+
+	// Woken by a call held in flight: one go-sdk session, not under the
+	// host's id, with the host's log level.
+	waitFor(t, "the session to park", parked)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"s__hold","arguments":{"msg":"held"}}}`, `"text":"held"`)
+	}()
+	<-started
+	if live := liveSessions(v); len(live) != 1 || plane.ParkedSessions() != 0 {
+		t.Errorf("with a call in flight: %d go-sdk sessions, %d parked; want 1, 0", len(live), plane.ParkedSessions())
+	} else {
+		if live[0].ID() == sid {
+			t.Error("the go-sdk session has the host's id; it was not made anew")
+		}
+		if level, _ := v.HostState(live[0]); level != "debug" {
+			t.Errorf("log level %q after waking, want debug", level)
+		}
+	}
+	close(release)
+	<-done
+
 	// Requests that come together to a parked session wake it once.
 	waitFor(t, "the session to park", parked)
+	before := inits.Load()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -312,8 +346,8 @@ func TestSessionParks(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := len(liveSessions(v)); n != 1 {
-		t.Errorf("%d go-sdk sessions after 8 requests woke one parked session, want 1", n)
+	if n := inits.Load() - before; n != 1 {
+		t.Errorf("8 requests together made %d go-sdk sessions, want 1", n)
 	}
 	if f.slow.Load() != 0 {
 		t.Errorf("%d calls went to go-sdk, not the raw path", f.slow.Load())
@@ -338,14 +372,15 @@ func TestSessionParks(t *testing.T) {
 }
 
 // TestSessionNotParked: a session with a request in flight (here its GET
-// stream) or holding a resource subscription is not parked; sessions that
+// stream) or holding a resource subscription is not parked (until it
+// unsubscribes); sessions that
 // get no POST for the session timeout end, parked or not, with a GET
 // stream open or not (as go-sdk's own timeout ends them).
 func TestSessionNotParked(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, uris: []string{"test://r"}, raw: echoRaw}
 	v := viewOf(t, f)
 	plane := New(v, nil)
-	h := plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond, SessionTimeout: 400 * time.Millisecond})
+	h := plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond, SessionTimeout: 3 * time.Second})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	front := h.(*sessionFront)
@@ -381,6 +416,10 @@ func TestSessionNotParked(t *testing.T) {
 	if n := len(liveSessions(v)); n != 2 {
 		t.Errorf("%d live go-sdk sessions, want 2", n)
 	}
+	// Without its subscription, the session parks too.
+	resp = rawPost(t, srv.URL, subscribed, `{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"test://r"}}`)
+	io.Copy(io.Discard, resp.Body)
+	waitFor(t, "the unsubscribed session to park", func() bool { return plane.ParkedSessions() == 2 })
 
 	waitFor(t, "quiet sessions to end", func() bool { return front.count() == 0 })
 	if plane.ParkedSessions() != 0 || len(liveSessions(v)) != 0 {

@@ -14,7 +14,7 @@ import (
 // TestServeParksQuietSessions: through junction serve -http, a go-sdk
 // host's quiet session is parked (junction_sessions_parked) and its next
 // requests, on the raw path and on go-sdk's, are answered under the same
-// session as if nothing had happened; each wakes it.
+// session as if nothing had happened: each must wake it to be answered.
 func TestServeParksQuietSessions(t *testing.T) {
 	cfg := echoConfig(t)
 	url := startServe(t, "-insecure-no-auth", "-config", cfg, "-session-park", "100ms")
@@ -38,9 +38,6 @@ func TestServeParksQuietSessions(t *testing.T) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"msg": msg}})
 		if err != nil || res.IsError || textContent(res) != msg {
 			t.Fatalf("call %d after parking: %v %v", i, err, res)
-		}
-		if n := gauge(t, url, "junction_sessions_parked"); n != 0 {
-			t.Errorf("call %d: %d parked sessions after the call, want 0", i, n)
 		}
 		waitFor(t, "the session to park", 20*time.Second, func() bool { return gauge(t, url, "junction_sessions_parked") == 1 })
 		if _, err := cs.ListTools(ctx, nil); err != nil {
