@@ -213,7 +213,10 @@ func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteJSONRPCError(w, http.StatusNotFound, -32001, "session not found: "+err.Error()+"; send initialize without Mcp-Session-Id to start a new session")
 		return
 	case e == nil:
-		f.inner.ServeHTTP(w, r) // not a session of the front's: go-sdk refuses it
+		// Every session is made through the front, so one it does not
+		// know has ended (or never was), though go-sdk may not have
+		// closed it yet.
+		WriteJSONRPCError(w, http.StatusNotFound, -32001, "session not found; send initialize without Mcp-Session-Id to start a new session")
 		return
 	}
 	defer f.release(e, r)
@@ -263,7 +266,7 @@ func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
 // acquire returns the record of session sid, with the id of its go-sdk
 // session, counting r as served until release; a parked session (or a
 // portable one this replica has not served) is woken first. It returns a
-// nil record for an id the front does not know (go-sdk's to refuse), and
+// nil record for an id the front does not know (ended, or never made), and
 // errSessionDeleted for the DELETE of a parked session, which it forgets.
 func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, string, error) {
 	f.mu.RLock()

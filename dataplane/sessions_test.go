@@ -407,7 +407,9 @@ func TestSessionNotParked(t *testing.T) {
 	}
 
 	quiet := rawSession(t, srv.URL)
-	waitFor(t, "the quiet session to park", func() bool { return plane.ParkedSessions() == 1 })
+	// (A session counts as parked a moment before its go-sdk session is
+	// closed.)
+	waitFor(t, "the quiet session to park", func() bool { return plane.ParkedSessions() == 1 && len(liveSessions(v)) == 2 })
 	for _, ss := range liveSessions(v) {
 		if ss.ID() != streaming && ss.ID() != subscribed {
 			t.Errorf("live go-sdk session %q: only the streaming and the subscribed ones should be", ss.ID())
@@ -421,7 +423,9 @@ func TestSessionNotParked(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	waitFor(t, "the unsubscribed session to park", func() bool { return plane.ParkedSessions() == 2 })
 
-	waitFor(t, "quiet sessions to end", func() bool { return front.count() == 0 })
+	waitFor(t, "quiet sessions to end", func() bool {
+		return front.count() == 0 && plane.ParkedSessions() == 0 && len(liveSessions(v)) == 0
+	})
 	if plane.ParkedSessions() != 0 || len(liveSessions(v)) != 0 {
 		t.Errorf("after the timeout: %d parked, %d live; want none", plane.ParkedSessions(), len(liveSessions(v)))
 	}
