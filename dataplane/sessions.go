@@ -117,8 +117,9 @@ const DefaultSessionPark = time.Minute
 // (parked) once the session has been quiet for the park delay, and made
 // anew from what the host said in initialize, and the log level it set,
 // when the host comes back. A session ends when the host deletes it or
-// after the session timeout of quiet; the front then forgets it, and
-// go-sdk answers 404 for it.
+// after the session timeout of quiet; the front then forgets it and
+// answers 404 for it (a portable session's token stays good elsewhere,
+// and here too until it expires: it is taken up again).
 //
 // A session is parked only when no request of it is being served (a
 // POST being answered, an open GET stream) and none has come for the
