@@ -495,16 +495,14 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSess
 		f.mu.Unlock()
 		return // in use again
 	}
-	delete(f.entries, e.id)
-	if init != nil {
-		// A new record, its strings copied: the old one was allocated
-		// among the go-sdk session's objects, and would keep the memory
-		// they free from going back to the system.
-		p := &frontSession{id: strings.Clone(e.id), user: strings.Clone(e.user), init: init, version: strings.Clone(version), level: level}
-		p.used.Store(e.used.Load())
-		f.entries[p.id] = p
+	if init == nil {
+		// go-sdk closed the session (the hub closed it, or it never
+		// initialized): it ends here too.
+		delete(f.entries, e.id)
+	} else {
+		e.local, e.init, e.version, e.level = "", init, version, level
 		f.parked.Add(1)
-	} // else go-sdk closed the session (the hub closed it, or it never initialized): it ends here too
+	}
 	f.mu.Unlock()
 	if ss != nil {
 		ss.Close()

@@ -476,3 +476,20 @@ func TestParkedSessionUser(t *testing.T) {
 		t.Errorf("its own user's call: %s, want 200", resp.Status)
 	}
 }
+
+// TestPeekBodyLong: a body too long to be an initialize is not decoded,
+// and is left whole for the handler to read (and refuse past its bound).
+func TestPeekBodyLong(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("a", maxPeek) + `"}}`
+	for _, length := range []int64{int64(len(body)), -1} { // with a Content-Length, and chunked
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.ContentLength = length
+		if initializeParams(r) != nil {
+			t.Errorf("length %d: a %d-byte body was decoded", length, len(body))
+		}
+		got, err := io.ReadAll(r.Body)
+		if err != nil || string(got) != body {
+			t.Errorf("length %d: body read back %d bytes (%v), want all %d", length, len(got), err, len(body))
+		}
+	}
+}
