@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,13 +149,14 @@ func (t *inflight) cancel(key string) bool {
 	return c != nil
 }
 
-// errHostCancelled is the cause of a call the host cancelled. It is the
-// bare context.Canceled that go-sdk's server gives a handler whose call
-// was cancelled, so that an upstream is told the same reason on every
-// path.
+// errHostCancelled is the cause of a call the host cancelled, or whose
+// host's session ended. It is the bare context.Canceled that go-sdk's
+// server gives a handler whose call was cancelled or whose session
+// closed, so that an upstream is told the same reason on every path.
 var errHostCancelled = context.Canceled
 
-// cancelAll cancels every call in the table (the connection is closing).
+// cancelAll cancels every call in the table (the connection is closing,
+// or the session ended).
 func (t *inflight) cancelAll() {
 	t.mu.Lock()
 	var cancels []func(error)
@@ -174,12 +174,9 @@ func (t *inflight) cancelAll() {
 	}
 	t.mu.Unlock()
 	for _, cancel := range cancels {
-		cancel(errConnClosed)
+		cancel(errHostCancelled)
 	}
 }
-
-// errConnClosed is the cause of a call whose host connection closed.
-var errConnClosed = errors.New("the host's connection closed")
 
 // wait refuses new calls and waits up to d for those in the table.
 func (t *inflight) wait(d time.Duration) {

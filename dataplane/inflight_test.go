@@ -44,7 +44,7 @@ func TestInflight(t *testing.T) {
 	}
 	c1b := newCall("1") // its id is free again
 	tab.cancelAll()
-	if !errors.Is(cancelled["1"], errConnClosed) || !errors.Is(cancelled["3"], errConnClosed) {
+	if cancelled["1"] != errHostCancelled || cancelled["3"] != errHostCancelled {
 		t.Errorf("cancelAll: %v", cancelled)
 	}
 	tab.finish("3", c3, nil)

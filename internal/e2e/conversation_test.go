@@ -39,7 +39,9 @@ package e2e
 //     message with that method; "await log TEXT" until junction has
 //     written TEXT on stderr. "ready NAME..." waits until tools/list
 //     lists these tools (see below). "reload NAME.yaml" makes that
-//     section junction's config file and sends junction SIGHUP.
+//     section junction's config file and sends junction SIGHUP. "end"
+//     ends the host's session: it closes junction's stdin (stdio) or
+//     DELETEs the session (HTTP).
 //   - NAME.yaml (optional, other than config.yaml): a config for reload.
 //   - hub: every message the host received, in order.
 //
@@ -615,6 +617,9 @@ type hostFront interface {
 	// send sends a message; wait says whether to wait for the exchange to
 	// end (the response to a request, or the POST).
 	send(body []byte, wait bool) error
+	// end ends the host's session as a host would: over stdio it closes
+	// junction's stdin, over HTTP it DELETEs the session.
+	end() error
 	// finish ends the conversation and waits for junction to exit.
 	finish()
 	// stderrText is what junction wrote on stderr.
@@ -807,6 +812,11 @@ func (r *convRun) runHost(front hostFront) {
 				r.failf("host line %d: %v", st.line, err)
 				return
 			}
+		case "end":
+			if err := front.end(); err != nil {
+				r.failf("host line %d: %v", st.line, err)
+				return
+			}
 		}
 	}
 }
@@ -988,10 +998,18 @@ func (s *stdioFront) send(body []byte, wait bool) error {
 	})
 }
 
+// end closes junction's stdin: the host is gone.
+func (s *stdioFront) end() error {
+	if err := s.stdin.Close(); err != nil {
+		return fmt.Errorf("closing junction's stdin: %v", err)
+	}
+	return nil
+}
+
 // finish closes stdin, reads stdout to its end and waits for junction to
 // exit, which it must do by itself, with status 0.
 func (s *stdioFront) finish() {
-	s.stdin.Close()
+	s.stdin.Close() // if the script did not end the session already
 	timer := time.NewTimer(stopTimeout)
 	defer timer.Stop()
 	select {
@@ -1189,8 +1207,34 @@ func readSSEEvents(body io.Reader, got func([]byte)) error {
 	}
 }
 
-// finish waits for the POSTs still open, ends the session and stops
-// junction with SIGTERM.
+// end DELETEs the host's session, which must exist and must be ended
+// with a 2xx.
+func (h *httpFront) end() error {
+	h.mu.Lock()
+	session := h.session
+	h.session = ""
+	h.mu.Unlock()
+	if session == "" {
+		return errors.New("end: the host has no session to end (it did not initialize)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), convWaitTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, h.url, nil)
+	req.Header.Set("Mcp-Session-Id", session)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("end: DELETE of the session: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("end: DELETE of the session: %s", resp.Status)
+	}
+	return nil
+}
+
+// finish waits for the POSTs still open, ends the session (if the script
+// did not) and stops junction with SIGTERM.
 func (h *httpFront) finish() {
 	done := make(chan struct{})
 	go func() {
@@ -1270,7 +1314,7 @@ var convJSONVerbs = map[string]bool{"send": true, "start": true, "recv": true}
 
 // Verbs each kind of section accepts.
 var (
-	convHostVerbs     = []string{"send", "start", "write", "await", "ready", "reload"}
+	convHostVerbs     = []string{"send", "start", "write", "await", "ready", "reload", "end"}
 	convUpstreamVerbs = []string{"recv", "send", "write", "await", "exit", "spawn"}
 )
 
