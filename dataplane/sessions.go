@@ -57,9 +57,8 @@ type sealedSession struct {
 	Init *mcp.InitializeParams `json:"i"`
 	// Issued is when the host initialized, in Unix seconds.
 	Issued int64 `json:"t"`
-	// User is the authenticated user who initialized (go-sdk's
-	// auth.TokenInfo.UserID), if any: only that user's requests may
-	// take the session up, as go-sdk checks for its own sessions.
+	// User is the authenticated user who initialized (see WithUser), if
+	// any: only that user's requests may take the session up.
 	User string `json:"u,omitempty"`
 }
 
@@ -186,9 +185,9 @@ func newSessionFront(inner http.Handler, v *junction.View, key []byte, idle, par
 	return f, nil
 }
 
-// errOtherUser is acquire's answer to a request for a parked (or
-// portable) session from a user other than the one who initialized it:
-// 403, as go-sdk answers for its own sessions.
+// errOtherUser is acquire's answer to a request for a session from a
+// user other than the one who initialized it: 403, as go-sdk answers for
+// its own sessions.
 var errOtherUser = errors.New("the session belongs to another user")
 
 // errSessionDeleted is acquire's answer to the DELETE of a parked
@@ -270,8 +269,9 @@ func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
 // nil record for an id the front does not know (ended, or never made), and
 // errSessionDeleted for the DELETE of a parked session, which it forgets.
 func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, string, error) {
+	user := userID(r)
 	f.mu.RLock()
-	if e := f.entries[sid]; e != nil && e.local != "" {
+	if e := f.entries[sid]; e != nil && e.local != "" && e.user == user {
 		e.begin(r)
 		local := e.local
 		f.mu.RUnlock()
@@ -282,6 +282,9 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 		f.mu.Lock()
 		e := f.entries[sid]
 		switch {
+		case e != nil && e.user != user:
+			f.mu.Unlock()
+			return nil, "", errOtherUser
 		case e != nil && e.local != "":
 			e.begin(r)
 			local := e.local
@@ -290,9 +293,6 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 		case e == nil && f.sealer == nil:
 			f.mu.Unlock()
 			return nil, "", nil
-		case e != nil && e.user != userID(r):
-			f.mu.Unlock()
-			return nil, "", errOtherUser
 		case e != nil && r.Method == http.MethodDelete && f.waking[sid] == nil:
 			// (While another request wakes it, the DELETE waits and
 			// then goes to go-sdk like any other.)
@@ -540,8 +540,23 @@ func (f *sessionFront) adopt(r *http.Request, init []byte, version string, level
 	return id, nil
 }
 
-// userID is the authenticated user of r, or "".
+// WithUser returns ctx naming the authenticated user of the request it
+// belongs to: a session is bound to the user who initialized it, and the
+// front answers another user's requests for it with 403 (docs/security.md).
+// An HTTP handler in front of the plane that authenticates requests sets
+// it; go-sdk's auth.RequireBearerToken sets auth.TokenInfo.UserID, which
+// the front reads when WithUser was not used.
+func WithUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
+type userKey struct{}
+
+// userID is the authenticated user of r (see [WithUser]), or "".
 func userID(r *http.Request) string {
+	if u, ok := r.Context().Value(userKey{}).(string); ok {
+		return u
+	}
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		return ti.UserID
 	}

@@ -438,42 +438,66 @@ func TestSessionNotParked(t *testing.T) {
 	}
 }
 
-// TestParkedSessionUser: a parked session is woken only for the user who
-// initialized it; another gets 403, as go-sdk answers for a live session.
-func TestParkedSessionUser(t *testing.T) {
-	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
-	plane := New(viewOf(t, f), nil)
+// TestSessionUser: a session is bound to the user who initialized it,
+// named by go-sdk's auth middleware or by WithUser: another user's
+// requests for it, live or parked, are refused with 403 and change
+// nothing; its own user's are served.
+func TestSessionUser(t *testing.T) {
 	// The bearer token is the user id.
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	h := auth.RequireBearerToken(verify, nil)(plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond}))
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	post := func(user, sid, body string) *http.Response {
-		req := rawRequest(t, srv.URL, sid, body)
-		req.Header.Set("Authorization", "Bearer "+user)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
+	withUser := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))))
+		})
 	}
-	resp := post("alice", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	sid := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %s, session %q", resp.Status, sid)
-	}
-	post("alice", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	waitFor(t, "the session to park", func() bool { return plane.ParkedSessions() == 1 })
-	const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`
-	if resp := post("mallory", sid, call); resp.StatusCode != http.StatusForbidden || plane.ParkedSessions() != 1 {
-		t.Errorf("another user's call on a parked session: %s, %d parked; want 403 and still parked", resp.Status, plane.ParkedSessions())
-	}
-	if resp := post("alice", sid, call); resp.StatusCode != http.StatusOK {
-		t.Errorf("its own user's call: %s, want 200", resp.Status)
+	for name, wrap := range map[string]func(http.Handler) http.Handler{"go-sdk": auth.RequireBearerToken(verify, nil), "WithUser": withUser} {
+		t.Run(name, func(t *testing.T) {
+			f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+			plane := New(viewOf(t, f), nil)
+			srv := httptest.NewServer(wrap(plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 100 * time.Millisecond})))
+			t.Cleanup(srv.Close)
+			do := func(method, user, sid, body string) *http.Response {
+				req := rawRequest(t, srv.URL, sid, body)
+				req.Method = method
+				req.Header.Set("Authorization", "Bearer "+user)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp
+			}
+			resp := do(http.MethodPost, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			sid := resp.Header.Get("Mcp-Session-Id")
+			if resp.StatusCode != http.StatusOK || sid == "" {
+				t.Fatalf("initialize: %s, session %q", resp.Status, sid)
+			}
+			do(http.MethodPost, "alice", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"x"}}}`
+			for _, state := range []string{"live", "parked"} {
+				if state == "parked" {
+					waitFor(t, "the session to park", func() bool { return plane.ParkedSessions() == 1 })
+				}
+				if resp := do(http.MethodPost, "mallory", sid, call); resp.StatusCode != http.StatusForbidden {
+					t.Errorf("another user's call on a %s session: %s, want 403", state, resp.Status)
+				}
+				if resp := do(http.MethodDelete, "mallory", sid, ""); resp.StatusCode != http.StatusForbidden {
+					t.Errorf("another user's DELETE of a %s session: %s, want 403", state, resp.Status)
+				}
+				if resp := do(http.MethodPost, "", sid, call); resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusUnauthorized {
+					t.Errorf("a call with no user on a %s session: %s, want 403 (or go-sdk's 401)", state, resp.Status)
+				}
+				if state == "parked" && plane.ParkedSessions() != 1 {
+					t.Errorf("another user's requests woke the parked session")
+				}
+				if resp := do(http.MethodPost, "alice", sid, call); resp.StatusCode != http.StatusOK {
+					t.Errorf("its own user's call on a %s session: %s, want 200", state, resp.Status)
+				}
+			}
+		})
 	}
 }
 

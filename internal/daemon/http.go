@@ -278,7 +278,8 @@ func checkListen(flag, addr string, insecureNoAuth bool) error {
 
 // requireToken accepts a request carrying one of tokens as a bearer token
 // or X-API-Key (see httpguard.Tokens: no timing leak of content or
-// length), and a request for the status page, /status or /metrics
+// length), naming its user after the token (sessions are bound to it,
+// see dataplane.WithUser), and a request for the status page, /status or /metrics
 // carrying the session cookie of login (MCP endpoints take no cookie:
 // docs/security.md says why). A browser asking for the page without
 // either is sent to the login form.
@@ -288,8 +289,8 @@ func requireToken(next http.Handler, accepted httpguard.Tokens, login *statuspag
 		if presented == "" {
 			presented = httpguard.Bearer(r)
 		}
-		if accepted.Match(presented) {
-			next.ServeHTTP(w, r)
+		if user, ok := accepted.Check(presented); ok {
+			next.ServeHTTP(w, r.WithContext(dataplane.WithUser(r.Context(), user)))
 			return
 		}
 		if presented == "" && cookiePath(r.URL.Path) {

@@ -147,7 +147,7 @@ func TestConformanceThroughHub(t *testing.T) {
 // without a token.
 func rawCalls(t *testing.T, url, source string) int {
 	t.Helper()
-	metrics := hubMetrics(t, url)
+	metrics := hubMetrics(t, url, "")
 	n := 0
 	for _, m := range rawCallsLine.FindAllSubmatch(metrics, -1) {
 		if source != "" && string(m[1]) != source {
@@ -163,10 +163,17 @@ func rawCalls(t *testing.T, url, source string) int {
 }
 
 // hubMetrics returns the /metrics of the hub at url (its MCP endpoint),
-// which serves it without a token.
-func hubMetrics(t *testing.T, url string) []byte {
+// asked for with token if the hub needs one.
+func hubMetrics(t *testing.T, url, token string) []byte {
 	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,13 +36,13 @@ func TestServeParksQuietSessions(t *testing.T) {
 	}
 	rawBefore := rawCalls(t, url, "")
 	for i := range 3 {
-		waitFor(t, "the session to park", 20*time.Second, func() bool { return gauge(t, url, "junction_sessions_parked") == 1 })
+		waitFor(t, "the session to park", 20*time.Second, func() bool { return gauge(t, url, "", "junction_sessions_parked") == 1 })
 		msg := fmt.Sprintf("after parking %d", i)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"msg": msg}})
 		if err != nil || res.IsError || textContent(res) != msg {
 			t.Fatalf("call %d after parking: %v %v", i, err, res)
 		}
-		waitFor(t, "the session to park", 20*time.Second, func() bool { return gauge(t, url, "junction_sessions_parked") == 1 })
+		waitFor(t, "the session to park", 20*time.Second, func() bool { return gauge(t, url, "", "junction_sessions_parked") == 1 })
 		if _, err := cs.ListTools(ctx, nil); err != nil {
 			t.Fatalf("tools/list %d after parking: %v", i, err)
 		}
@@ -53,13 +56,78 @@ func TestServeParksQuietSessions(t *testing.T) {
 }
 
 // gauge reads an unlabelled gauge from the /metrics of the hub at url
-// (its MCP endpoint).
-func gauge(t *testing.T, url, name string) int {
+// (its MCP endpoint), with token if it needs one.
+func gauge(t *testing.T, url, token, name string) int {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\d+)$`).FindSubmatch(hubMetrics(t, url))
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\d+)$`).FindSubmatch(hubMetrics(t, url, token))
 	if m == nil {
 		t.Fatalf("/metrics has no %s", name)
 	}
 	n, _ := strconv.Atoi(string(m[1]))
 	return n
+}
+
+// TestServeSessionBoundToToken: through junction serve -http with two API
+// tokens, a session belongs to the token that initialized it: a request
+// for it with the other token is refused with 403 (and does not call
+// through it, end it or wake it), live and parked; its own token's
+// requests are served.
+func TestServeSessionBoundToToken(t *testing.T) {
+	const alice, mallory = "e2e-token-alice", "e2e-token-mallory"
+	url := startServe(t, "-token", alice, "-token", mallory, "-config", echoConfig(t), "-session-park", "300ms")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	session := ""
+	post := func(token, method, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if session == "" {
+			session = resp.Header.Get("Mcp-Session-Id")
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := post(alice, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`); code != http.StatusOK || session == "" {
+		t.Fatalf("initialize: HTTP %d, session %q", code, session)
+	}
+	post(alice, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call := func(token, msg string) (int, string) {
+		return post(token, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo__echo","arguments":{"msg":"`+msg+`"}}}`)
+	}
+	waitFor(t, "the upstream's tool", 20*time.Second, func() bool {
+		code, body := call(alice, "ready")
+		return code == http.StatusOK && strings.Contains(body, `"text":"ready"`)
+	})
+	for _, state := range []string{"live", "parked"} {
+		if state == "parked" {
+			waitFor(t, "the session to park", 20*time.Second, func() bool { return gauge(t, url, alice, "junction_sessions_parked") == 1 })
+		}
+		if code, body := call(mallory, "stolen"); code != http.StatusForbidden || strings.Contains(body, "stolen") {
+			t.Errorf("the other token's tools/call on the %s session: HTTP %d %s, want 403", state, code, body)
+		}
+		if code, _ := post(mallory, http.MethodDelete, ""); code != http.StatusForbidden {
+			t.Errorf("the other token's DELETE of the %s session: HTTP %d, want 403", state, code)
+		}
+		if state == "parked" && gauge(t, url, alice, "junction_sessions_parked") != 1 {
+			t.Errorf("the other token's requests woke the parked session")
+		}
+		if code, body := call(alice, state); code != http.StatusOK || !strings.Contains(body, `"text":"`+state+`"`) {
+			t.Errorf("its own token's call on the %s session: HTTP %d %s", state, code, body)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package httpguard
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"net/http"
 	"strings"
 )
@@ -32,15 +33,27 @@ func (t Tokens) Empty() bool { return len(t.digests) == 0 }
 // Match reports whether presented is one of the tokens. Every token is
 // compared, whichever matches.
 func (t Tokens) Match(presented string) bool {
+	_, ok := t.Check(presented)
+	return ok
+}
+
+// Check is [Tokens.Match] that also names who presented the token: user
+// is "token:" and the first 8 bytes of the token's SHA-256 digest in hex,
+// the same for the same token on every replica, and saying nothing of the
+// token itself. Sessions are bound to it (docs/security.md).
+func (t Tokens) Check(presented string) (user string, ok bool) {
 	if presented == "" {
-		return false
+		return "", false
 	}
 	got := sha256.Sum256([]byte(presented))
-	ok := 0
+	match := 0
 	for i := range t.digests {
-		ok |= subtle.ConstantTimeCompare(got[:], t.digests[i][:])
+		match |= subtle.ConstantTimeCompare(got[:], t.digests[i][:])
 	}
-	return ok == 1
+	if match != 1 {
+		return "", false
+	}
+	return "token:" + hex.EncodeToString(got[:8]), true
 }
 
 // Bearer returns the token of r's "Authorization: Bearer <token>" header

@@ -92,9 +92,22 @@ type ResourceOptions struct {
 
 // Grant is what an accepted token grants.
 type Grant struct {
-	Subject string
+	Subject string // "sub": who the token is for
+	Client  string // "client_id": the client it was issued to, if the token says
 	Scopes  []string
 	Expiry  time.Time
+}
+
+// User names who holds the grant, for binding sessions to it: its
+// subject, or, for a token that has none, the client it was issued to.
+func (g *Grant) User() string {
+	if g.Subject != "" {
+		return "oauth:" + g.Subject
+	}
+	if g.Client != "" {
+		return "oauth-client:" + g.Client
+	}
+	return "oauth:"
 }
 
 // Has reports whether g carries scope.
@@ -185,8 +198,9 @@ func (r *Resource) Verify(ctx context.Context, token string) (*Grant, error) {
 // claims are the access token claims junction reads (RFC 9068).
 type claims struct {
 	jwt.Claims
-	Scope string   `json:"scope"`
-	Scp   scopeSet `json:"scp"`
+	Scope    string   `json:"scope"`
+	Scp      scopeSet `json:"scp"`
+	ClientID string   `json:"client_id"`
 }
 
 // scopeSet reads "scp" as a list or as a space-separated string (both
@@ -249,7 +263,7 @@ func (r *Resource) verifyJWT(ctx context.Context, token string) (*Grant, error) 
 	if len(scopes) == 0 {
 		scopes = c.Scp
 	}
-	return &Grant{Subject: c.Subject, Scopes: scopes, Expiry: c.Expiry.Time()}, nil
+	return &Grant{Subject: c.Subject, Client: c.ClientID, Scopes: scopes, Expiry: c.Expiry.Time()}, nil
 }
 
 // headerAlg returns the alg of a compact JWS's header, or "".
@@ -462,6 +476,7 @@ func (in *introspector) ask(ctx context.Context, token string, now time.Time) (_
 		Iss       string           `json:"iss"`
 		Aud       jwt.Audience     `json:"aud"`
 		Sub       string           `json:"sub"`
+		ClientID  string           `json:"client_id"`
 		TokenType string           `json:"token_type"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&ans); err != nil {
@@ -481,7 +496,7 @@ func (in *introspector) ask(ctx context.Context, token string, now time.Time) (_
 	case ans.Nbf != nil && now.Add(in.o.Leeway).Before(ans.Nbf.Time()):
 		return nil, refuse("token not valid yet"), true
 	}
-	g := &Grant{Subject: ans.Sub, Scopes: strings.Fields(ans.Scope)}
+	g := &Grant{Subject: ans.Sub, Client: ans.ClientID, Scopes: strings.Fields(ans.Scope)}
 	if ans.Exp != nil {
 		g.Expiry = ans.Exp.Time()
 	}

@@ -143,6 +143,13 @@ func TestResourceJWT(t *testing.T) {
 	if err != nil || !cmp.Equal(g.Scopes, []string{"a", "b"}) {
 		t.Errorf("Verify(scp list) = %v, %v; want scopes [a b]", g, err)
 	}
+	if g.User() != "oauth:alice" {
+		t.Errorf("User() = %q, want oauth:alice", g.User())
+	}
+	g, err = r.Verify(t.Context(), sign(ti.claims(now, map[string]any{"sub": nil, "client_id": "agent"})))
+	if err != nil || g.Client != "agent" || g.User() != "oauth-client:agent" {
+		t.Errorf("Verify(no sub, client_id agent) = %+v, %v; want the client named, user oauth-client:agent", g, err)
+	}
 
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -248,7 +255,7 @@ func TestResourceIntrospection(t *testing.T) {
 
 	for range 3 {
 		g, err := r.Verify(t.Context(), "opaque-good")
-		if err != nil || g.Subject != "bob" || !g.Has("mcp:tools") {
+		if err != nil || g.Subject != "bob" || !g.Has("mcp:tools") || g.User() != "oauth:bob" {
 			t.Fatalf("Verify(opaque-good) = %+v, %v", g, err)
 		}
 	}
