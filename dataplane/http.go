@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -243,13 +244,90 @@ const resumableProtocolVersion = "2025-11-25"
 
 // SSEHandler returns the legacy HTTP+SSE endpoint (protocol 2024-11-05):
 // GET opens the event stream, whose first event names the URL to POST
-// messages to. Everything goes through go-sdk.
+// messages to. Everything goes through go-sdk, which binds a session to
+// nobody; the handler binds it to the user who opened its stream (see
+// [WithUser]): another user's POSTs to it get 403.
 func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
 	server := p.v.Server()
-	return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, &mcp.SSEOptions{
+	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, &mcp.SSEOptions{
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        maxRequestBytes,
 	})
+	b := &sseOwners{owners: make(map[string]string)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			sw := &sseEndpointWriter{ResponseWriter: w, user: userID(r), b: b}
+			defer sw.forget()
+			h.ServeHTTP(sw, r)
+		case http.MethodPost:
+			if !b.allows(r.URL.Query().Get("sessionid"), userID(r)) {
+				WriteJSONRPCError(w, http.StatusForbidden, -32600, "session user mismatch: "+errOtherUser.Error())
+				return
+			}
+			h.ServeHTTP(w, r)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// sseOwners is who opened each legacy SSE session's stream.
+type sseOwners struct {
+	mu     sync.Mutex
+	owners map[string]string // session id → user
+}
+
+// allows reports whether user may post to session sid: its owner, or
+// anyone for a session not open here (go-sdk answers 404).
+func (b *sseOwners) allows(sid, user string) bool {
+	b.mu.Lock()
+	owner, ok := b.owners[sid]
+	b.mu.Unlock()
+	return !ok || owner == user
+}
+
+// sseEndpointWriter passes an SSE stream through, reading the session id
+// from its "endpoint" event (the first, naming ?sessionid=ID) to record
+// who owns it, before the host can learn it, until the stream ends.
+type sseEndpointWriter struct {
+	http.ResponseWriter
+	user string
+	b    *sseOwners
+	sid  string
+}
+
+func (w *sseEndpointWriter) Write(p []byte) (int, error) {
+	if w.sid == "" {
+		if _, rest, ok := bytes.Cut(p, []byte("sessionid=")); ok {
+			if i := bytes.IndexAny(rest, "&\r\n"); i >= 0 {
+				rest = rest[:i]
+			}
+			w.sid = string(rest)
+			w.b.mu.Lock()
+			w.b.owners[w.sid] = w.user
+			w.b.mu.Unlock()
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *sseEndpointWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *sseEndpointWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// forget drops the session's owner once its stream has ended (go-sdk
+// drops the session then too).
+func (w *sseEndpointWriter) forget() {
+	if w.sid != "" {
+		w.b.mu.Lock()
+		delete(w.b.owners, w.sid)
+		w.b.mu.Unlock()
+	}
 }
 
 // checkJSONBody answers a POST whose body is not JSON with 400 and a

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -514,6 +515,74 @@ func TestPeekBodyLong(t *testing.T) {
 		got, err := io.ReadAll(r.Body)
 		if err != nil || string(got) != body {
 			t.Errorf("length %d: body read back %d bytes (%v), want all %d", length, len(got), err, len(body))
+		}
+	}
+}
+
+// TestSSESessionUser: a legacy SSE session is bound to the user who opened
+// its stream: another user's POST to it gets 403 and reaches nothing; its
+// own user's is taken (202), and its answer comes on the stream.
+func TestSSESessionUser(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	plane := New(viewOf(t, f), nil)
+	sse := plane.SSEHandler(DefaultMaxRequestBytes)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sse.ServeHTTP(w, r.WithContext(WithUser(r.Context(), user)))
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/sse", nil)
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	var endpoint string
+	for endpoint == "" {
+		line, err := events.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the endpoint event: %v", err)
+		}
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			endpoint = data
+		}
+	}
+	post := func(user, body string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+endpoint, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+user)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("mallory", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"m","version":"1"}}}`); code != http.StatusForbidden {
+		t.Errorf("another user's POST to the session: %d, want 403", code)
+	}
+	if code := post("alice", `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`); code != http.StatusAccepted {
+		t.Errorf("its own user's POST: %d, want 202", code)
+	}
+	// The stream carries alice's answer (id 2), and nothing for mallory's.
+	for {
+		line, err := events.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			if !strings.Contains(data, `"id":2`) {
+				t.Errorf("first message on the stream: %s, want the answer to id 2", data)
+			}
+			break
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -128,6 +129,55 @@ func TestServeSessionBoundToToken(t *testing.T) {
 		}
 		if code, body := call(alice, state); code != http.StatusOK || !strings.Contains(body, `"text":"`+state+`"`) {
 			t.Errorf("its own token's call on the %s session: HTTP %d %s", state, code, body)
+		}
+	}
+}
+
+// TestServeSSESessionBoundToToken: the legacy SSE endpoint of junction
+// serve -http binds its sessions as /mcp does: a POST to a session with
+// another token than the one that opened its stream gets 403.
+func TestServeSSESessionBoundToToken(t *testing.T) {
+	const alice, mallory = "e2e-token-alice", "e2e-token-mallory"
+	base := strings.TrimSuffix(startServe(t, "-token", alice, "-token", mallory), "/mcp")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sse", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	endpoint := ""
+	for endpoint == "" {
+		line, err := events.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading /sse's endpoint event: %v", err)
+		}
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			endpoint = data
+		}
+	}
+	for token, want := range map[string]int{mallory: http.StatusForbidden, alice: http.StatusAccepted} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+endpoint, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("POST to the session with token %s: HTTP %d, want %d", token, resp.StatusCode, want)
 		}
 	}
 }
