@@ -111,6 +111,27 @@ http:
 		t.Errorf("tools for an opaque mcp:small token = %v, want [greet]", got)
 	}
 
+	// A session belongs to the client whose token opened it: another
+	// client's token, with the same scopes, gets 403 for it; another token
+	// of the same client is the same holder.
+	opaqueAll := providerToken(t, issuer, "agent-opaque", "mcp:all", audience)
+	allAgain := providerToken(t, issuer, "agent", "mcp:all", audience)
+	init := httpDo(t, http.MethodPost, hub.URL, all, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`))
+	if init.status != 200 || init.session == "" {
+		t.Fatalf("initialize with a mcp:all token: %d, session %q", init.status, init.session)
+	}
+	inSession := []string{"Mcp-Session-Id", init.session, "Mcp-Protocol-Version", "2025-11-25"}
+	httpDo(t, http.MethodPost, hub.URL, all, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), inSession...)
+	list := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	for _, tc := range []struct {
+		name, token string
+		want        int
+	}{{"another client", opaqueAll, 403}, {"the same client", allAgain, 200}, {"the same token", all, 200}} {
+		if resp := httpDo(t, http.MethodPost, hub.URL, tc.token, list, inSession...); resp.status != tc.want {
+			t.Errorf("tools/list in the session with %s's token: %d %s, want %d", tc.name, resp.status, resp.body, tc.want)
+		}
+	}
+
 	// Refused with 401 and the reason: a token for another resource, alg
 	// none, a forged signature, an opaque token the provider never issued.
 	other := providerToken(t, issuer, "agent", "mcp:all", "http://127.0.0.1:9/mcp")
@@ -298,11 +319,13 @@ func forgeToken(t *testing.T, issuer, audience string) string {
 }
 
 type httpResult struct {
-	status          int
-	challenge, body string
+	status                   int
+	challenge, body, session string
 }
 
-func httpDo(t *testing.T, method, u, token string, body []byte) httpResult {
+// httpDo makes one request with token, and with more headers (name,
+// value, ...) if given.
+func httpDo(t *testing.T, method, u, token string, body []byte, headers ...string) httpResult {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(string(body)))
 	if err != nil {
@@ -313,6 +336,9 @@ func httpDo(t *testing.T, method, u, token string, body []byte) httpResult {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	hc := httpClient("")
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Do(req)
@@ -321,7 +347,7 @@ func httpDo(t *testing.T, method, u, token string, body []byte) httpResult {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	return httpResult{status: resp.StatusCode, challenge: resp.Header.Get("WWW-Authenticate"), body: string(b)}
+	return httpResult{status: resp.StatusCode, challenge: resp.Header.Get("WWW-Authenticate"), body: string(b), session: resp.Header.Get("Mcp-Session-Id")}
 }
 
 // freePort returns a port that was free on 127.0.0.1 a moment ago, for a
