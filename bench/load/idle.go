@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,15 +19,29 @@ type IdleGrowth struct {
 	RSS, Anon float64
 }
 
+// IdleOptions shape the sessions [IdleSessions] opens.
+type IdleOptions struct {
+	// Tool, if set, is called once by each session (with {"msg":
+	// "idle"}) before it idles, as a host that has used the server and
+	// then sits idle.
+	Tool string
+	// Wait, if positive, is how long the sessions stay quiet before
+	// memory is measured again (a server may shed the state of sessions
+	// that stay quiet).
+	Wait time.Duration
+	// Streams makes each session also keep a standalone GET stream open
+	// (on a connection of its own, as it holds it), as most go-sdk and
+	// TypeScript clients do.
+	Streams bool
+}
+
 // IdleSessions opens n Streamable HTTP sessions (initialize, then
 // notifications/initialized) on url and leaves them idle, and returns how
-// much the resident memory of pid's process tree grew per session. With a
-// tool named, each session first calls it once (with {"msg": "idle"}), as
-// a host that has used the server and then sits idle. With wait
-// positive it measures again after that long (a server may shed the state
-// of sessions that stay quiet), and returns that figure as after.
-// Sessions are deleted before it returns.
-func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait time.Duration) (perSession, after IdleGrowth, err error) {
+// much the resident memory of pid's process tree grew per session, and,
+// with o.Wait positive, after that long as after. Sessions are deleted
+// before it returns.
+func IdleSessions(ctx context.Context, url, token string, pid, n int, o IdleOptions) (perSession, after IdleGrowth, err error) {
+	tool, wait := o.Tool, o.Wait
 	if pid <= 0 {
 		return IdleGrowth{}, IdleGrowth{}, errors.New("load: idle sessions: need the server's pid")
 	}
@@ -56,7 +71,11 @@ func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait
 	settle()
 	before, anonBefore := Usage(pid).RSSBytes, anonRSS(pid)
 	conns := make([]*rawHTTP, 0, n)
+	var streams []io.Closer
 	defer func() {
+		for _, s := range streams {
+			s.Close()
+		}
 		for _, c := range conns {
 			c.close()
 		}
@@ -71,6 +90,13 @@ func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait
 			if err := c.call(ctx, "idle"); err != nil {
 				return IdleGrowth{}, IdleGrowth{}, fmt.Errorf("load: session %d: tools/call %s: %w", i+1, tool, err)
 			}
+		}
+		if o.Streams {
+			st, err := c.openStream(ctx)
+			if err != nil {
+				return IdleGrowth{}, IdleGrowth{}, fmt.Errorf("load: session %d: %w", i+1, err)
+			}
+			streams = append(streams, st)
 		}
 	}
 	settle()
@@ -93,6 +119,26 @@ func IdleSessions(ctx context.Context, url, token, tool string, pid, n int, wait
 }
 
 func settle() { time.Sleep(500 * time.Millisecond) }
+
+// openStream opens the session's standalone GET stream, on a connection
+// of its own, and returns it open; nothing reads it.
+func (h *rawHTTP) openStream(ctx context.Context) (io.Closer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.headers(req, "", "")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := (&http.Client{Transport: newHTTPTransport(0)}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET stream: HTTP %d (the server keeps no standalone stream)", resp.StatusCode)
+	}
+	return resp.Body, nil
+}
 
 // Idle is the resident memory of a stdio server left idle after its
 // handshake.

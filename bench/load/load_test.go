@@ -332,32 +332,39 @@ func TestRunHTTPEcho(t *testing.T) {
 	if _, err := Run(t.Context(), Config{URL: old.URL, Calls: 5, ProtocolVersion: "2026-07-28"}); err == nil || !strings.Contains(err.Error(), "HTTP 400") {
 		t.Errorf("Run(2026-07-28 against a 2025-11-25 HTTP floor) = %v, want HTTP 400", err)
 	}
-	per, _, err := IdleSessions(t.Context(), ts.URL, "", "", os.Getpid(), 50, 0)
+	per, _, err := IdleSessions(t.Context(), ts.URL, "", os.Getpid(), 50, IdleOptions{})
 	if err != nil {
 		t.Fatalf("IdleSessions: %v", err)
 	}
 	t.Logf("%.0f bytes per echo session", per.RSS)
+	if _, _, err := IdleSessions(t.Context(), ts.URL, "", os.Getpid(), 2, IdleOptions{Streams: true}); err == nil || !strings.Contains(err.Error(), "HTTP 405") {
+		t.Errorf("IdleSessions with streams on a server without them: %v, want its 405", err)
+	}
 }
 
 func TestIdleSessions(t *testing.T) {
 	url := newHTTPEcho(t, false)
-	per, _, err := IdleSessions(t.Context(), url, "tok", "", os.Getpid(), 20, 0)
+	per, _, err := IdleSessions(t.Context(), url, "tok", os.Getpid(), 20, IdleOptions{})
 	if err != nil {
 		t.Fatalf("IdleSessions: %v", err)
 	}
 	// Memory can shrink between samples (GC), so only the call is checked.
 	t.Logf("%.0f bytes per session (%.0f anonymous)", per.RSS, per.Anon)
 	var after IdleGrowth
-	if per, after, err = IdleSessions(t.Context(), url, "tok", "echo", os.Getpid(), 20, time.Millisecond); err != nil {
+	if per, after, err = IdleSessions(t.Context(), url, "tok", os.Getpid(), 20, IdleOptions{Tool: "echo", Wait: time.Millisecond}); err != nil {
 		t.Fatalf("IdleSessions after a call each: %v", err)
 	}
 	t.Logf("%.0f bytes per session after a call, %.0f a moment later", per.RSS, after.RSS)
-	if _, _, err := IdleSessions(t.Context(), url, "tok", "nope", os.Getpid(), 2, 0); err == nil || !strings.Contains(err.Error(), "nope") {
+	if _, _, err := IdleSessions(t.Context(), url, "tok", os.Getpid(), 2, IdleOptions{Tool: "nope"}); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("IdleSessions calling an unknown tool: %v, want its error", err)
 	}
-	if _, _, err := IdleSessions(t.Context(), url, "tok", "", 0, 20, 0); err == nil {
+	if _, _, err := IdleSessions(t.Context(), url, "tok", 0, 20, IdleOptions{}); err == nil {
 		t.Error("IdleSessions without a pid: nil error")
 	}
+	if per, _, err = IdleSessions(t.Context(), url, "tok", os.Getpid(), 20, IdleOptions{Streams: true}); err != nil {
+		t.Fatalf("IdleSessions with GET streams: %v", err)
+	}
+	t.Logf("%.0f bytes per session with a GET stream open", per.RSS)
 }
 
 func TestSpawnToInitialize(t *testing.T) {

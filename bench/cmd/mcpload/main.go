@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	idle := fs.Int("idle-sessions", 0, "instead of calls, open this many idle HTTP sessions and report memory per session")
 	idleCall := fs.Bool("idle-call", false, "with -idle-sessions: each session calls -tool once before it idles; with -idle-rss: the server answers -n calls of -tool at -c first")
+	idleStream := fs.Bool("idle-stream", false, "with -idle-sessions: each session also keeps a standalone GET stream open, on a connection of its own")
 	spawnRuns := fs.Int("spawn-runs", 0, "instead of calls, spawn the command this many times and report the median time to initialize")
 	idleWait := fs.Duration("idle-wait", 0, "with -idle-sessions: measure again after the sessions have been quiet this `long` (bytes_per_session_after_wait)")
 	idleRSS := fs.Duration("idle-rss", 0, "instead of calls, spawn the command, complete the handshake, wait this `long` and report its resident memory")
@@ -83,11 +84,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.URL == "" {
 			return errors.New("-idle-sessions needs -url and -pid")
 		}
-		tool := ""
+		o := load.IdleOptions{Wait: *idleWait, Streams: *idleStream}
 		if *idleCall {
-			tool = cfg.Tool
+			o.Tool = cfg.Tool
 		}
-		per, after, err := load.IdleSessions(ctx, cfg.URL, cfg.Token, tool, cfg.PID, *idle, *idleWait)
+		per, after, err := load.IdleSessions(ctx, cfg.URL, cfg.Token, cfg.PID, *idle, o)
 		if err != nil {
 			return err
 		}
