@@ -49,8 +49,11 @@ const SessionTokenMaxAge = 24 * time.Hour
 // SessionKeySize is the size of [HTTPOptions.SessionKey]: AES-256.
 const SessionKeySize = seal.KeySize
 
-// sessionTokenPrefix starts every token: its format's version.
-const sessionTokenPrefix = "j1."
+// sessionTokenPrefix starts every token: its format's version. j2 names
+// the user after the credential (WithUser); a j1 id, sealed when junction
+// serve named nobody, is refused as unknown (404, so its host starts a new
+// session) rather than as another user's (403).
+const sessionTokenPrefix = "j2."
 
 // sealedSession is what a token carries.
 type sealedSession struct {

@@ -98,14 +98,20 @@ func sessionPOST(tb testing.TB, url, sid, body string) *http.Response {
 }
 
 // TestPortableSessionsRefuse: a token under another key, an altered
-// one, and a plain id are all 404, as an unknown session.
+// one, a plain id and one of the format before are all 404, as an
+// unknown session.
 func TestPortableSessionsRefuse(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
-	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateful, SessionKey: newKey(t)})
+	srvKey := newKey(t)
+	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateful, SessionKey: srvKey})
 	other, _ := newSessionSealer(newKey(t))
 	foreign, _ := other.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25"}, Issued: time.Now().Unix()})
 	old, _ := other.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25"}, Issued: time.Now().Add(-25 * time.Hour).Unix()})
-	for _, sid := range []string{foreign, foreign[:len(foreign)-2] + "AA", "plain-id", old} {
+	// The same session under the same key, with the format before j2.
+	s1, _ := newSessionSealer(srvKey)
+	current, _ := s1.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25"}, Issued: time.Now().Unix()})
+	formerFormat := "j1." + strings.TrimPrefix(current, sessionTokenPrefix)
+	for _, sid := range []string{foreign, foreign[:len(foreign)-2] + "AA", "plain-id", old, formerFormat} {
 		resp := sessionPOST(t, srv.URL, sid, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		var body struct {
 			Error struct{ Message string } `json:"error"`
