@@ -270,7 +270,7 @@ type Hub struct {
 
 	inflight atomic.Int64 // tool calls being routed now
 
-	levelMu     sync.Mutex // guards hosts and sentLevel (see loglevel.go)
+	hostsMu     sync.Mutex // guards hosts and sentLevel (see loglevel.go)
 	hosts       map[*mcp.ServerSession]*hostState
 	sentLevel   mcp.LoggingLevel // last level given to LevelSetter sources; "" before any
 	levelSendMu sync.Mutex       // serialises updateSourceLevel

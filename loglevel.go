@@ -50,7 +50,7 @@ type hostState struct {
 
 // hostStateOf returns the record of host session ss, making it (and a
 // goroutine that forgets it when the session ends) if there is none.
-// Requires h.levelMu.
+// Requires h.hostsMu.
 func (h *Hub) hostStateOf(ss *mcp.ServerSession) *hostState {
 	if st := h.hosts[ss]; st != nil {
 		return st
@@ -64,9 +64,9 @@ func (h *Hub) hostStateOf(ss *mcp.ServerSession) *hostState {
 	// session, so none outlives the hub for long.
 	go func() {
 		ss.Wait()
-		h.levelMu.Lock()
+		h.hostsMu.Lock()
 		delete(h.hosts, ss)
-		h.levelMu.Unlock()
+		h.hostsMu.Unlock()
 		h.updateSourceLevel()
 	}()
 	return st
@@ -78,9 +78,9 @@ func (h *Hub) setHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	if _, known := levelRank[level]; !known {
 		return // go-sdk has refused it already; nothing to pass on
 	}
-	h.levelMu.Lock()
+	h.hostsMu.Lock()
 	h.hostStateOf(ss).level = level
-	h.levelMu.Unlock()
+	h.hostsMu.Unlock()
 	h.updateSourceLevel()
 }
 
@@ -90,8 +90,8 @@ func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool) {
 	if ss == nil {
 		return
 	}
-	h.levelMu.Lock()
-	defer h.levelMu.Unlock()
+	h.hostsMu.Lock()
+	defer h.hostsMu.Unlock()
 	if !on {
 		if st := h.hosts[ss]; st != nil {
 			delete(st.subs, uri)
@@ -112,8 +112,8 @@ func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool) {
 // set the level again, and cannot make subscriptions anew.
 func (v *View) HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool) {
 	h := v.hub
-	h.levelMu.Lock()
-	defer h.levelMu.Unlock()
+	h.hostsMu.Lock()
+	defer h.hostsMu.Unlock()
 	if st := h.hosts[ss]; st != nil {
 		return st.level, len(st.subs) > 0
 	}
@@ -123,8 +123,8 @@ func (v *View) HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscri
 // LogLevel returns the level the hub's [LevelSetter] sources are told to
 // send: the most verbose any host session has set, or "info".
 func (h *Hub) LogLevel() mcp.LoggingLevel {
-	h.levelMu.Lock()
-	defer h.levelMu.Unlock()
+	h.hostsMu.Lock()
+	defer h.hostsMu.Unlock()
 	return h.sourceLevelLocked()
 }
 
@@ -148,14 +148,14 @@ func (h *Hub) updateSourceLevel() {
 	// they were decided.
 	h.levelSendMu.Lock()
 	defer h.levelSendMu.Unlock()
-	h.levelMu.Lock()
+	h.hostsMu.Lock()
 	level := h.sourceLevelLocked()
 	if level == h.sentLevel || (h.sentLevel == "" && level == defaultSourceLevel) {
-		h.levelMu.Unlock()
+		h.hostsMu.Unlock()
 		return
 	}
 	h.sentLevel = level
-	h.levelMu.Unlock()
+	h.hostsMu.Unlock()
 	h.mu.RLock()
 	var setters []LevelSetter
 	for _, s := range h.sources {
@@ -177,9 +177,9 @@ func (h *Hub) tellLevel(src Source) {
 	if !ok {
 		return
 	}
-	h.levelMu.Lock()
+	h.hostsMu.Lock()
 	level := h.sentLevel
-	h.levelMu.Unlock()
+	h.hostsMu.Unlock()
 	if level != "" {
 		ls.SetLogLevel(level)
 	}

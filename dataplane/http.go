@@ -262,7 +262,7 @@ func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
 			h.ServeHTTP(sw, r)
 		case http.MethodPost:
 			if !b.allows(r.URL.Query().Get("sessionid"), userID(r)) {
-				WriteJSONRPCError(w, http.StatusForbidden, -32600, "session user mismatch: "+errOtherUser.Error())
+				writeOtherUser(w)
 				return
 			}
 			h.ServeHTTP(w, r)

@@ -193,6 +193,12 @@ func newSessionFront(inner http.Handler, v *junction.View, key []byte, idle, par
 // its own sessions.
 var errOtherUser = errors.New("the session belongs to another user")
 
+// writeOtherUser answers a request for another user's session (of
+// Streamable HTTP or the legacy SSE endpoint).
+func writeOtherUser(w http.ResponseWriter) {
+	WriteJSONRPCError(w, http.StatusForbidden, -32600, "session user mismatch: "+errOtherUser.Error())
+}
+
 // errSessionDeleted is acquire's answer to the DELETE of a parked
 // session: done, nothing to wake.
 var errSessionDeleted = errors.New("session deleted")
@@ -209,7 +215,7 @@ func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case errors.Is(err, errOtherUser):
-		WriteJSONRPCError(w, http.StatusForbidden, -32600, "session user mismatch: "+err.Error())
+		writeOtherUser(w)
 		return
 	case err != nil:
 		// As go-sdk answers an unknown session: the host starts anew.
@@ -309,7 +315,7 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 			done := make(chan struct{})
 			f.waking[sid] = done
 			f.mu.Unlock()
-			e, local, err := f.wake(r, sid, e)
+			e, local, err := f.wake(r, sid, user, e)
 			f.mu.Lock()
 			delete(f.waking, sid)
 			f.mu.Unlock()
@@ -326,8 +332,9 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 }
 
 // wake makes a go-sdk session for session sid, parked here (e) or, with a
-// session key, served elsewhere (e nil), and returns it acquired.
-func (f *sessionFront) wake(r *http.Request, sid string, e *frontSession) (*frontSession, string, error) {
+// session key, served elsewhere (e nil), for r of user, and returns it
+// acquired.
+func (f *sessionFront) wake(r *http.Request, sid, user string, e *frontSession) (*frontSession, string, error) {
 	var init []byte
 	var version string
 	var level mcp.LoggingLevel
@@ -336,7 +343,6 @@ func (f *sessionFront) wake(r *http.Request, sid string, e *frontSession) (*fron
 		init, version, level = e.init, e.version, e.level
 	}
 	f.mu.Unlock()
-	user := userID(r)
 	if e == nil {
 		st, err := f.sealer.open(sid, time.Now())
 		if err != nil {

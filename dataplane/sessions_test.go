@@ -447,8 +447,8 @@ func TestSessionNotParked(t *testing.T) {
 
 // TestSessionUser: a session is bound to the user who initialized it,
 // named by go-sdk's auth middleware or by WithUser: another user's
-// requests for it, live or parked, are refused with 403 and change
-// nothing; its own user's are served.
+// requests for it (a call, a DELETE, a GET stream), live or parked, are
+// refused with 403 and change nothing; its own user's are served.
 func TestSessionUser(t *testing.T) {
 	// The bearer token is the user id.
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -468,14 +468,7 @@ func TestSessionUser(t *testing.T) {
 			do := func(method, user, sid, body string) *http.Response {
 				req := rawRequest(t, srv.URL, sid, body)
 				req.Method = method
-				req.Header.Set("Authorization", "Bearer "+user)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return resp
+				return doAs(t, req, user)
 			}
 			resp := do(http.MethodPost, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 			sid := resp.Header.Get("Mcp-Session-Id")
@@ -493,6 +486,9 @@ func TestSessionUser(t *testing.T) {
 				}
 				if resp := do(http.MethodDelete, "mallory", sid, ""); resp.StatusCode != http.StatusForbidden {
 					t.Errorf("another user's DELETE of a %s session: %s, want 403", state, resp.Status)
+				}
+				if resp := do(http.MethodGet, "mallory", sid, ""); resp.StatusCode != http.StatusForbidden {
+					t.Errorf("another user's GET stream of a %s session: %s, want 403", state, resp.Status)
 				}
 				if resp := do(http.MethodPost, "", sid, call); resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusUnauthorized {
 					t.Errorf("a call with no user on a %s session: %s, want 403 (or go-sdk's 401)", state, resp.Status)
@@ -523,6 +519,20 @@ func TestPeekBodyLong(t *testing.T) {
 			t.Errorf("length %d: body read back %d bytes (%v), want all %d", length, len(got), err, len(body))
 		}
 	}
+}
+
+// doAs sends req with user as its bearer token, and returns the
+// response, its body read and closed.
+func doAs(t *testing.T, req *http.Request, user string) *http.Response {
+	t.Helper()
+	req.Header.Set("Authorization", "Bearer "+user)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }
 
 // TestSSESessionUser: a legacy SSE session is bound to the user who opened
@@ -558,19 +568,7 @@ func TestSSESessionUser(t *testing.T) {
 		}
 	}
 	post := func(user, body string) int {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+endpoint, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+user)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return doAs(t, rawRequest(t, srv.URL+endpoint, "", body), user).StatusCode
 	}
 	if code := post("mallory", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"m","version":"1"}}}`); code != http.StatusForbidden {
 		t.Errorf("another user's POST to the session: %d, want 403", code)

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -440,3 +441,36 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
 // pool.
 func (b bearer) CloseIdleConnections() { b.next.CloseIdleConnections() }
+
+// httpResult is what httpDo saw of a response.
+type httpResult struct {
+	status                   int
+	challenge, body, session string
+}
+
+// httpDo makes one request with token, and with more headers (name,
+// value, ...) if given.
+func httpDo(t *testing.T, method, u, token string, body []byte, headers ...string) httpResult {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	hc := httpClient("")
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return httpResult{status: resp.StatusCode, challenge: resp.Header.Get("WWW-Authenticate"), body: string(b), session: resp.Header.Get("Mcp-Session-Id")}
+}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -76,35 +75,15 @@ func gauge(t *testing.T, url, token, name string) int {
 func TestServeSessionBoundToToken(t *testing.T) {
 	const alice, mallory = "e2e-token-alice", "e2e-token-mallory"
 	url := startServe(t, "-token", alice, "-token", mallory, "-config", echoConfig(t), "-session-park", "300ms")
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	session := ""
+	init := httpDo(t, http.MethodPost, url, alice, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`))
+	if init.status != http.StatusOK || init.session == "" {
+		t.Fatalf("initialize: HTTP %d, session %q", init.status, init.session)
+	}
+	inSession := []string{"Mcp-Session-Id", init.session, "Mcp-Protocol-Version", "2025-11-25"}
 	post := func(token, method, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+token)
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if session == "" {
-			session = resp.Header.Get("Mcp-Session-Id")
-		}
-		return resp.StatusCode, string(b)
-	}
-	if code, _ := post(alice, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`); code != http.StatusOK || session == "" {
-		t.Fatalf("initialize: HTTP %d, session %q", code, session)
+		r := httpDo(t, method, url, token, []byte(body), inSession...)
+		return r.status, r.body
 	}
 	post(alice, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	call := func(token, msg string) (int, string) {
@@ -164,20 +143,8 @@ func TestServeSSESessionBoundToToken(t *testing.T) {
 	}
 	for token, want := range map[string]int{mallory: http.StatusForbidden, alice: http.StatusAccepted} {
 		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+endpoint, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("POST to the session with token %s: HTTP %d, want %d", token, resp.StatusCode, want)
+		if r := httpDo(t, http.MethodPost, base+endpoint, token, []byte(body)); r.status != want {
+			t.Errorf("POST to the session with token %s: HTTP %d, want %d", token, r.status, want)
 		}
 	}
 }
