@@ -328,14 +328,10 @@ func (f *sseFixer) Close() error { return f.body.Close() }
 // nextEvent reads one event (up to and including its blank line) into out.
 func (f *sseFixer) nextEvent() {
 	var raw bytes.Buffer
-	var data [][]byte
 	for {
 		line, err := f.r.ReadBytes('\n')
 		raw.Write(line)
 		trimmed := bytes.TrimRight(line, "\r\n")
-		if d, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
-			data = append(data, bytes.TrimPrefix(d, []byte(" ")))
-		}
 		if err != nil {
 			f.err = err
 			break
@@ -347,8 +343,7 @@ func (f *sseFixer) nextEvent() {
 			break // too big to hold: pass it on unchanged
 		}
 	}
-	if len(data) > 0 && f.err == nil {
-		joined := bytes.Join(data, []byte("\n"))
+	if _, joined := eventFields(raw.Bytes()); len(joined) > 0 && f.err == nil {
 		if f.observe != nil && bytes.Contains(joined, []byte(`"notifications/`)) {
 			var msg struct {
 				ID     json.RawMessage `json:"id"`
@@ -366,6 +361,42 @@ func (f *sseFixer) nextEvent() {
 		}
 	}
 	f.out.Write(raw.Bytes())
+}
+
+// eventEnd returns the length of the first whole server-sent event in b,
+// through the empty line that ends it, or -1 if b holds no whole event.
+// Lines end in LF or CRLF, as the streams junction reads write them.
+func eventEnd(b []byte) int {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		line := bytes.TrimSuffix(b[i:i+j], []byte("\r"))
+		i += j + 1
+		if len(line) == 0 {
+			return i
+		}
+	}
+}
+
+// eventFields returns the name of one server-sent event, given as its
+// lines ("message" when it names none), and its data: the values of its
+// data lines, joined with LF.
+func eventFields(event []byte) (name string, data []byte) {
+	name = "message"
+	var values [][]byte
+	for line := range bytes.Lines(event) {
+		field, value, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			name = string(value)
+		case "data":
+			values = append(values, value)
+		}
+	}
+	return name, bytes.Join(values, []byte("\n"))
 }
 
 // rewriteEvent returns the event's lines with its data lines replaced by

@@ -3,10 +3,12 @@ package dataplane
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -287,29 +289,74 @@ func (b *sseOwners) allows(sid, user string) bool {
 	return !ok || owner == user
 }
 
+// maxEndpointEvent bounds the bytes of a legacy SSE stream held back
+// while its first event, which names the session, is not yet whole.
+const maxEndpointEvent = 4 << 10
+
+// errNoEndpoint ends a legacy SSE stream whose first event does not name
+// its session: the host is never told an id whose owner is unknown.
+var errNoEndpoint = errors.New("legacy SSE stream: the first event is not an endpoint event naming a session")
+
 // sseEndpointWriter passes an SSE stream through, reading the session id
-// from its "endpoint" event (the first, naming ?sessionid=ID) to record
-// who owns it, before the host can learn it, until the stream ends.
+// from its first event ("endpoint", naming ?sessionid=ID) to record who
+// owns it before the host can learn it, until the stream ends. The stream
+// is held back until that event is whole, however it is split into
+// writes; a stream whose first event names no session ends there
+// (errNoEndpoint), so no session goes out without an owner.
 type sseEndpointWriter struct {
 	http.ResponseWriter
 	user string
 	b    *sseOwners
 	sid  string
+	head []byte // the first event so far, while it is not whole
+	err  error  // errNoEndpoint, once the first event turned out wrong
 }
 
 func (w *sseEndpointWriter) Write(p []byte) (int, error) {
-	if w.sid == "" {
-		if _, rest, ok := bytes.Cut(p, []byte("sessionid=")); ok {
-			if i := bytes.IndexAny(rest, "&\r\n"); i >= 0 {
-				rest = rest[:i]
-			}
-			w.sid = string(rest)
-			w.b.mu.Lock()
-			w.b.owners[w.sid] = w.user
-			w.b.mu.Unlock()
-		}
+	if w.sid != "" {
+		return w.ResponseWriter.Write(p)
 	}
-	return w.ResponseWriter.Write(p)
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.head = append(w.head, p...)
+	end := eventEnd(w.head)
+	if end < 0 {
+		if len(w.head) > maxEndpointEvent {
+			w.err, w.head = errNoEndpoint, nil
+			return 0, w.err
+		}
+		return len(p), nil
+	}
+	sid := endpointSession(w.head[:end])
+	if sid == "" {
+		w.err, w.head = errNoEndpoint, nil
+		return 0, w.err
+	}
+	w.sid = sid
+	w.b.mu.Lock()
+	w.b.owners[sid] = w.user
+	w.b.mu.Unlock()
+	head := w.head
+	w.head = nil
+	if _, err := w.ResponseWriter.Write(head); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// endpointSession returns the session id an "endpoint" event's URL names
+// (its sessionid query parameter), or "" for any other event.
+func endpointSession(event []byte) string {
+	name, data := eventFields(event)
+	if name != "endpoint" {
+		return ""
+	}
+	u, err := url.Parse(string(data))
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("sessionid")
 }
 
 func (w *sseEndpointWriter) Flush() {
