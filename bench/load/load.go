@@ -19,7 +19,6 @@
 package load
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -309,14 +309,41 @@ func percentile(sorted []time.Duration, p float64) float64 {
 }
 
 // checkResult reports whether a tools/call response is a successful result.
+// It reads the response's members and its result's, skipping their values
+// (a long result is passed over by a search for its closing quote), so
+// that the driver's cost per call does not grow with what a result holds
+// beyond that search.
 func checkResult(b []byte) error {
-	if bytes.Contains(b, []byte(`"error":{`)) && !bytes.Contains(b, []byte(`"result"`)) {
+	var result, errMember []byte
+	end := rawjson.WalkObject(b, 0, func(key []byte, v int) int {
+		e := rawjson.SkipValue(b, v)
+		if e >= 0 {
+			switch string(key) {
+			case "result":
+				result = b[v:e]
+			case "error":
+				errMember = b[v:e]
+			}
+		}
+		return e
+	})
+	switch {
+	case end < 0:
+		return &callError{msg: "not a JSON object: " + preview(b)}
+	case result == nil && errMember != nil:
 		return &callError{msg: "JSON-RPC error: " + preview(b)}
-	}
-	if !bytes.Contains(b, []byte(`"result"`)) {
+	case result == nil:
 		return &callError{msg: "no result: " + preview(b)}
 	}
-	if bytes.Contains(b, []byte(`"isError":true`)) {
+	isError := false
+	rawjson.WalkObject(result, 0, func(key []byte, v int) int {
+		e := rawjson.SkipValue(result, v)
+		if e >= 0 && string(key) == "isError" {
+			isError = string(result[v:e]) == "true"
+		}
+		return e
+	})
+	if isError {
 		return &callError{msg: "tool error: " + preview(b)}
 	}
 	return nil

@@ -449,3 +449,37 @@ func FuzzResponseID(f *testing.F) {
 		checkResult(b)
 	})
 }
+
+func TestCheckResult(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 1<<20) + `"}]}}` + "\n"
+	for _, c := range []struct {
+		resp string
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`, true},
+		{big, true},
+		{` {"id":1,"result":{"content":[],"isError":false}}` + "\n", true},
+		{`{"id":1,"result":{"content":[{"type":"text","text":"\"isError\":true"}]}}`, true},
+		{`{"id":1,"result":{"content":[{"type":"text","text":"boom"}],"isError":true}}`, false},
+		{`{"id":1,"error":{"code":-32602,"message":"unknown tool"}}`, false},
+		{`{"id":1,"error":{"code":1,"message":"\"result\""}}`, false},
+		{`{"id":1}`, false},
+		{`{"id":1,"result":`, false},
+		{`not json`, false},
+	} {
+		err := checkResult([]byte(c.resp))
+		if (err == nil) != c.ok {
+			t.Errorf("checkResult(%.80q) = %v, want ok %v", c.resp, err, c.ok)
+		}
+	}
+}
+
+func BenchmarkCheckResult(b *testing.B) {
+	resp := []byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 1<<20) + `"}]}}`)
+	b.SetBytes(int64(len(resp)))
+	for b.Loop() {
+		if err := checkResult(resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
