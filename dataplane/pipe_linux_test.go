@@ -1,6 +1,9 @@
-package upstream
+package dataplane
 
 import (
+	"bufio"
+	"bytes"
+	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -8,19 +11,11 @@ import (
 
 func pipeSize(t *testing.T, f *os.File) int {
 	t.Helper()
-	rc, err := f.SyscallConn()
+	n, err := PipeCapacity(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n uintptr
-	var errno syscall.Errno
-	rc.Control(func(fd uintptr) {
-		n, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, 1032 /* F_GETPIPE_SZ */, 0)
-	})
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	return int(n)
+	return n
 }
 
 func TestGrowPipe(t *testing.T) {
@@ -32,29 +27,56 @@ func TestGrowPipe(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	before := pipeSize(t, r)
-	if err := growPipe(r, 256<<10); err == syscall.EPERM {
+	if err := GrowPipe(r, 256<<10); err == syscall.EPERM {
 		t.Skipf("F_SETPIPE_SZ refused: the user's pipe quota is spent: %v", err)
 	} else if err != nil {
-		t.Fatalf("growPipe: %v", err)
+		t.Fatalf("GrowPipe: %v", err)
 	}
 	if got := pipeSize(t, w); got < 256<<10 {
-		t.Errorf("pipe size after growPipe(256 KiB) = %d (was %d)", got, before)
+		t.Errorf("pipe size after GrowPipe(256 KiB) = %d (was %d)", got, before)
 	}
 }
 
-// TestStdoutPipeGrown: a stdio server's stdout pipe gets stdoutPipeSize.
-func TestStdoutPipeGrown(t *testing.T) {
+// TestServeStdioGrowsPipe: a host's stdout pipe is grown to HostPipeSize,
+// and the host is answered through it.
+func TestServeStdioGrowsPipe(t *testing.T) {
 	t.Parallel()
-	r, _ := newRegistry(t, nil)
-	s := addReady(t, r, "pipe", rawConfig(t, nil))
-	s.mu.Lock()
-	sess := s.sess
-	s.mu.Unlock()
-	conn := sess.stdio()
-	if conn == nil {
-		t.Fatal("no stdio connection")
+	probeR, probeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := pipeSize(t, conn.stdout); got < stdoutPipeSize {
-		t.Errorf("stdout pipe holds %d bytes, want %d", got, stdoutPipeSize)
+	err = GrowPipe(probeR, HostPipeSize)
+	probeR.Close()
+	probeW.Close()
+	if err != nil {
+		t.Skipf("this machine grows no pipe to %d bytes (pipe-max-size, or the user's pipe quota): %v", HostPipeSize, err)
 	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	before := pipeSize(t, outR)
+	done := make(chan error, 1)
+	go func() {
+		done <- New(viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil).ServeStdio(t.Context(), inR, outW, nil)
+		outW.Close()
+	}()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+	line, err := bufio.NewReader(outR).ReadBytes('\n')
+	if err != nil || !bytes.Contains(line, []byte(`"id":1`)) {
+		t.Fatalf("answer to ping: %q, %v", line, err)
+	}
+	if got := pipeSize(t, outR); got < HostPipeSize {
+		t.Errorf("stdout pipe holds %d bytes (%d before), want %d", got, before, HostPipeSize)
+	}
+	inW.Close()
+	if err := <-done; err != nil && err != io.EOF {
+		t.Errorf("ServeStdio: %v", err)
+	}
+	inR.Close()
 }

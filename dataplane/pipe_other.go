@@ -1,11 +1,14 @@
 //go:build !linux
 
-package upstream
+package dataplane
 
 import (
 	"errors"
 	"os"
 )
 
-// growPipe is a no-op where pipes cannot be resized.
-func growPipe(*os.File, int) error { return errors.ErrUnsupported }
+// GrowPipe is a no-op where pipes cannot be resized.
+func GrowPipe(*os.File, int) error { return errors.ErrUnsupported }
+
+// PipeCapacity is unknown where pipes cannot be resized.
+func PipeCapacity(*os.File) (int, error) { return 0, errors.ErrUnsupported }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,19 @@ type StdioOptions struct {
 	MaxFrame int
 }
 
+// HostPipeSize is the capacity [Plane.ServeStdio] asks for the pipe of
+// its host (out): every result of every source goes to the host through
+// it. With the default 64 KiB each piece of a long result waits for the
+// host to read the one before. With 1 MiB (Linux's default maximum for an
+// unprivileged user), 1 MiB results went through the hub 26-50% faster in
+// five interleaved pairs, with less CPU on both sides (1.6-2.1 against
+// 1.9-2.3 ms per call for the hub and its upstream, 0.60-0.74 against
+// 0.87-0.99 for the host); 256 KiB made about a third of that gain.
+// Small calls were unchanged. Pipe pages are allocated as data is
+// written, so an idle pipe costs no more; the size counts against the
+// user's pipe quota (see [GrowPipe]), once per hub.
+const HostPipeSize = 1 << 20
+
 // ServeStdio serves the plane's view on in and out as the MCP stdio
 // transport specifies (newline-delimited JSON-RPC; out carries nothing
 // else), until in ends or ctx is done.
@@ -46,11 +60,19 @@ type StdioOptions struct {
 // batch or a line over MaxFrame with -32600 (id null), and reading goes
 // on.
 //
+// When out is a pipe ([os.File]), it is grown to [HostPipeSize] (see
+// [GrowPipe]).
+//
 // When in ends, the requests already read are answered first (up to
 // [DrainTimeout]); when ctx is done, the connection closes at once (a
 // caller that wants calls in flight to finish waits for
 // [junction.Hub.WaitIdle] first: raw calls count there too).
 func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts *StdioOptions) error {
+	if f, ok := out.(*os.File); ok {
+		if err := GrowPipe(f, HostPipeSize); err != nil && p.logger != nil {
+			p.logger.Debug("stdout keeps its pipe size", "error", err)
+		}
+	}
 	max := DefaultMaxFrame
 	if opts != nil && opts.MaxFrame > 0 {
 		max = opts.MaxFrame

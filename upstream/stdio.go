@@ -28,7 +28,7 @@ import (
 const maxLineLength = dataplane.DefaultMaxLine
 
 // stdoutPipeSize is the capacity asked for the pipe of a stdio server's
-// stdout (see growPipe). Pipe pages are allocated as data is written, so
+// stdout (see dataplane.GrowPipe). Pipe pages are allocated as data is written, so
 // an idle pipe costs no more, but the size counts against the user's pipe
 // quota (/proc/sys/fs/pipe-user-pages-soft, 64 MiB by default; past it
 // the user's new pipes get 8 KiB). 256 KiB forwarded 1 MiB results as
@@ -89,7 +89,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	// Results are the large messages: a bigger stdout pipe takes a
 	// megabyte in four writes rather than sixteen. Best effort.
-	if err := growPipe(stdoutR, stdoutPipeSize); err != nil {
+	if err := dataplane.GrowPipe(stdoutR, stdoutPipeSize); err != nil {
 		t.logger.Debug("could not grow the stdout pipe", "error", err)
 	}
 	// The child gets its ends as *os.File, so exec starts no copying

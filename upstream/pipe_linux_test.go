@@ -1,0 +1,28 @@
+package upstream
+
+import (
+	"testing"
+
+	"github.com/junction-mcp/junction/dataplane"
+)
+
+// TestStdoutPipeGrown: a stdio server's stdout pipe gets stdoutPipeSize.
+func TestStdoutPipeGrown(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "pipe", rawConfig(t, nil))
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	conn := sess.stdio()
+	if conn == nil {
+		t.Fatal("no stdio connection")
+	}
+	got, err := dataplane.PipeCapacity(conn.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got < stdoutPipeSize {
+		t.Errorf("stdout pipe holds %d bytes, want %d", got, stdoutPipeSize)
+	}
+}
