@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -275,7 +276,7 @@ func dialRawHTTPClient(ctx context.Context, cfg *Config, client *http.Client) (*
 		// 2026-07-28: no initialize and no session; every POST names its
 		// method (and tool) in headers and carries the protocol fields in
 		// _meta. server/discover stands for the handshake, as on stdio.
-		_, body, err := h.post(ctx, discoverBody(h.nextID.Add(1), h.meta), "server/discover", "")
+		_, body, err := h.post(ctx, discoverBody(h.nextID.Add(1), h.meta), nil, "server/discover", "")
 		if err == nil {
 			err = checkResult(body)
 		}
@@ -287,7 +288,7 @@ func dialRawHTTPClient(ctx context.Context, cfg *Config, client *http.Client) (*
 		}
 		return h, time.Since(start), nil
 	}
-	resp, body, err := h.post(ctx, initializeBody(h.nextID.Add(1), cfg.ProtocolVersion), "initialize", "")
+	resp, body, err := h.post(ctx, initializeBody(h.nextID.Add(1), cfg.ProtocolVersion), nil, "initialize", "")
 	if err != nil {
 		return nil, 0, fmt.Errorf("load: initialize: %w", err)
 	}
@@ -297,7 +298,7 @@ func dialRawHTTPClient(ctx context.Context, cfg *Config, client *http.Client) (*
 	init := time.Since(start)
 	h.session = resp.Header.Get("Mcp-Session-Id")
 	h.initialized = true
-	if _, _, err := h.post(ctx, []byte(initializedBody), "notifications/initialized", ""); err != nil {
+	if _, _, err := h.post(ctx, []byte(initializedBody), nil, "notifications/initialized", ""); err != nil {
 		return nil, 0, fmt.Errorf("load: initialized: %w", err)
 	}
 	return h, init, nil
@@ -347,7 +348,12 @@ func (h *rawHTTP) headers(req *http.Request, method, name string) {
 // post sends one JSON-RPC message (method, and name for a tools/call, as
 // headers at 2026-07-28) and returns the JSON-RPC answer in the body (the
 // last SSE data event that has an id, for an event stream).
-func (h *rawHTTP) post(ctx context.Context, b []byte, method, name string) (*http.Response, []byte, error) {
+// post sends b and returns the response and its answer: the body, or the
+// data of its SSE event that carries an id. The body is read into *buf
+// (nil: a buffer of its own), which keeps what it grew to, so that a
+// worker reads each answer into the same memory rather than allocating
+// (and zeroing) one of its size per call.
+func (h *rawHTTP) post(ctx context.Context, b []byte, buf *[]byte, method, name string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(b))
 	if err != nil {
 		return nil, nil, err
@@ -358,7 +364,11 @@ func (h *rawHTTP) post(ctx context.Context, b []byte, method, name string) (*htt
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf, err = readAll((*buf)[:0], resp.Body, resp.ContentLength)
+	body := *buf
 	if err != nil {
 		return nil, nil, err
 	}
@@ -372,6 +382,27 @@ func (h *rawHTTP) post(ctx context.Context, b []byte, method, name string) (*htt
 		body = sseAnswer(body)
 	}
 	return resp, body, nil
+}
+
+// readAll appends what r holds to dst, as io.ReadAll would to a new
+// slice; size, if positive, is how much to expect.
+func readAll(dst []byte, r io.Reader, size int64) ([]byte, error) {
+	if size > 0 && size < maxLine {
+		dst = slices.Grow(dst, int(size)+1) // +1: room to read the EOF
+	}
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
 }
 
 // sseAnswer returns the data of the last event that carries an id.
@@ -399,9 +430,11 @@ func (h *rawHTTP) call(ctx context.Context, msg string) error {
 	enc := h.enc.get(msg)
 	id := h.nextID.Add(1)
 	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	rp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(rp)
 	*bp = rawCall((*bp)[:0], id, h.tool, enc, h.size, h.meta)
-	_, body, err := h.post(ctx, *bp, "tools/call", h.tool)
-	bufPool.Put(bp)
+	_, body, err := h.post(ctx, *bp, rp, "tools/call", h.tool)
 	if err != nil {
 		return err
 	}
