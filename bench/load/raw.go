@@ -347,12 +347,10 @@ func (h *rawHTTP) headers(req *http.Request, method, name string) {
 
 // post sends one JSON-RPC message (method, and name for a tools/call, as
 // headers at 2026-07-28) and returns the JSON-RPC answer in the body (the
-// last SSE data event that has an id, for an event stream).
-// post sends b and returns the response and its answer: the body, or the
-// data of its SSE event that carries an id. The body is read into *buf
-// (nil: a buffer of its own), which keeps what it grew to, so that a
-// worker reads each answer into the same memory rather than allocating
-// (and zeroing) one of its size per call.
+// last SSE data event that has an id, for an event stream). The body is
+// read into *buf (nil: a buffer of its own), which keeps what it grew to,
+// so that a worker reads each answer into the same memory rather than
+// allocating (and zeroing) one of its size per call.
 func (h *rawHTTP) post(ctx context.Context, b []byte, buf *[]byte, method, name string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(b))
 	if err != nil {
