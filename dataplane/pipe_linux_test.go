@@ -9,6 +9,18 @@ import (
 	"testing"
 )
 
+// osPipe returns a pipe whose ends are closed at cleanup (closing one
+// twice is harmless).
+func osPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
 func pipeSize(t *testing.T, f *os.File) int {
 	t.Helper()
 	n, err := PipeCapacity(f)
@@ -20,12 +32,7 @@ func pipeSize(t *testing.T, f *os.File) int {
 
 func TestGrowPipe(t *testing.T) {
 	t.Parallel()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
+	r, w := osPipe(t)
 	before := pipeSize(t, r)
 	if err := GrowPipe(r, 256<<10); err == syscall.EPERM {
 		t.Skipf("F_SETPIPE_SZ refused: the user's pipe quota is spent: %v", err)
@@ -41,25 +48,12 @@ func TestGrowPipe(t *testing.T) {
 // and the host is answered through it.
 func TestServeStdioGrowsPipe(t *testing.T) {
 	t.Parallel()
-	probeR, probeW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = GrowPipe(probeR, HostPipeSize)
-	probeR.Close()
-	probeW.Close()
-	if err != nil {
+	probe, _ := osPipe(t)
+	if err := GrowPipe(probe, HostPipeSize); err != nil {
 		t.Skipf("this machine grows no pipe to %d bytes (pipe-max-size, or the user's pipe quota): %v", HostPipeSize, err)
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
+	inR, inW := osPipe(t)
+	outR, outW := osPipe(t)
 	before := pipeSize(t, outR)
 	done := make(chan error, 1)
 	go func() {
@@ -78,5 +72,4 @@ func TestServeStdioGrowsPipe(t *testing.T) {
 	if err := <-done; err != nil && err != io.EOF {
 		t.Errorf("ServeStdio: %v", err)
 	}
-	inR.Close()
 }

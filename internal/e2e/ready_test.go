@@ -22,7 +22,8 @@ type stdioHost struct {
 	t      *testing.T
 	ctx    context.Context
 	stdin  io.WriteCloser
-	lines  chan []byte // every line junction writes, until it closes stdout
+	stdout io.ReadCloser // the pipe junction writes to (an *os.File)
+	lines  chan []byte   // every line junction writes, until it closes stdout
 	stderr *lineWatcher
 	wmu    sync.Mutex
 }
@@ -48,7 +49,7 @@ func startStdioHost(t *testing.T, args ...string) *stdioHost {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.stdin = stdin
+	h.stdin, h.stdout = stdin, stdout
 	go func() {
 		defer close(h.lines)
 		r := bufio.NewReaderSize(stdout, 1<<20)
