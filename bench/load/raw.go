@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,6 +52,10 @@ func rawCall(buf []byte, id int64, tool string, enc []byte, size int, meta []byt
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// answerPool holds the buffers HTTP workers read their answers into (see
+// rawHTTP.post).
+var answerPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // rawStdio drives a spawned server over its stdin and stdout.
 type rawStdio struct {
@@ -348,10 +351,10 @@ func (h *rawHTTP) headers(req *http.Request, method, name string) {
 // post sends one JSON-RPC message (method, and name for a tools/call, as
 // headers at 2026-07-28) and returns the JSON-RPC answer in the body (the
 // last SSE data event that has an id, for an event stream). The body is
-// read into *buf (nil: a buffer of its own), which keeps what it grew to,
+// read into buf (nil: a buffer of its own), which keeps what it grew to,
 // so that a worker reads each answer into the same memory rather than
 // allocating (and zeroing) one of its size per call.
-func (h *rawHTTP) post(ctx context.Context, b []byte, buf *[]byte, method, name string) (*http.Response, []byte, error) {
+func (h *rawHTTP) post(ctx context.Context, b []byte, buf *bytes.Buffer, method, name string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(b))
 	if err != nil {
 		return nil, nil, err
@@ -363,13 +366,13 @@ func (h *rawHTTP) post(ctx context.Context, b []byte, buf *[]byte, method, name 
 	}
 	defer resp.Body.Close()
 	if buf == nil {
-		buf = new([]byte)
+		buf = new(bytes.Buffer)
 	}
-	*buf, err = readAll((*buf)[:0], resp.Body, resp.ContentLength)
-	body := *buf
-	if err != nil {
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, nil, err
 	}
+	body := buf.Bytes()
 	if resp.StatusCode == http.StatusAccepted {
 		return resp, nil, nil
 	}
@@ -380,27 +383,6 @@ func (h *rawHTTP) post(ctx context.Context, b []byte, buf *[]byte, method, name 
 		body = sseAnswer(body)
 	}
 	return resp, body, nil
-}
-
-// readAll appends what r holds to dst, as io.ReadAll would to a new
-// slice; size, if positive, is how much to expect.
-func readAll(dst []byte, r io.Reader, size int64) ([]byte, error) {
-	if size > 0 && size < maxLine {
-		dst = slices.Grow(dst, int(size)+1) // +1: room to read the EOF
-	}
-	for {
-		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
-		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
-		dst = dst[:len(dst)+n]
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, err
-		}
-	}
 }
 
 // sseAnswer returns the data of the last event that carries an id.
@@ -429,8 +411,8 @@ func (h *rawHTTP) call(ctx context.Context, msg string) error {
 	id := h.nextID.Add(1)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	rp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(rp)
+	rp := answerPool.Get().(*bytes.Buffer)
+	defer answerPool.Put(rp)
 	*bp = rawCall((*bp)[:0], id, h.tool, enc, h.size, h.meta)
 	_, body, err := h.post(ctx, *bp, rp, "tools/call", h.tool)
 	if err != nil {
