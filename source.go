@@ -167,6 +167,26 @@ func HostSession(ctx context.Context) *mcp.ServerSession {
 	return ss
 }
 
+type userKey struct{}
+
+// WithUser returns ctx naming the authenticated user of the request a
+// call belongs to: the name of a static token, or an OAuth token's
+// subject or client. A front that authenticates requests sets it; the
+// hub binds what it hands out for a request to that user (sessions,
+// tasks, the request state of a question asked on a call's behalf), so
+// another user's credential cannot reach it (docs/security.md).
+func WithUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
+// User returns the authenticated user ctx names (see [WithUser]): ""
+// for a request no front authenticated (stdio, a hub that asks for no
+// credential), and for a pack's [Hub.Call].
+func User(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}
+
 // StatelessProtocolVersion is the first MCP revision without sessions
 // (SEP-2575): requests carry the protocol version, client info and
 // capabilities in their _meta, and there is no initialize.

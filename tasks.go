@@ -93,15 +93,21 @@ const (
 	TaskTTL = time.Hour
 	// TaskPollInterval is the polling interval suggested to hosts.
 	TaskPollInterval = 500 * time.Millisecond
-	// MaxLiveTasksPerOwner bounds the tasks one host (owner) has running
-	// or waiting for input.
+	// MaxLiveTasksPerOwner bounds the tasks one owner (an authenticated
+	// user, or one stdio connection) has running or waiting for input.
 	MaxLiveTasksPerOwner = 64
+	// MaxTasksPerOwner bounds the tasks a hub keeps for one owner,
+	// finished ones included: the owner's oldest finished ones make room
+	// for its new ones, so no one owner fills the hub's store.
+	MaxTasksPerOwner = MaxTasks / 8
 	// MaxTasks bounds the tasks a hub keeps, finished ones included; the
 	// oldest finished ones make room for new ones.
 	MaxTasks = 4096
 	// maxTaskBytes bounds the bytes a hub keeps for its tasks: the
 	// requests (for later rounds), results and errors.
 	maxTaskBytes = 64 << 20
+	// maxTaskBytesPerOwner bounds those bytes for one owner.
+	maxTaskBytesPerOwner = maxTaskBytes / 4
 )
 
 // ErrTooManyTasks is the error when a task cannot be created because its
@@ -190,9 +196,16 @@ type taskStore struct {
 	mu       sync.Mutex
 	closed   bool
 	tasks    map[string]*task
-	live     map[string]int // per owner: tasks not finished
+	owners   map[string]*holding // what each owner holds; no entry for none
 	bytes    int
 	watchers map[*taskWatcher]struct{}
+}
+
+// holding is what one owner has in a task store.
+type holding struct {
+	live  int // tasks not finished
+	kept  int // tasks, finished or not
+	bytes int
 }
 
 // taskWatcher gets the status changes of one owner's tasks of a view.
@@ -204,7 +217,7 @@ type taskWatcher struct {
 
 func newTaskStore(h *Hub) *taskStore {
 	ctx, stop := context.WithCancel(context.Background())
-	return &taskStore{h: h, ctx: ctx, stop: stop, tasks: make(map[string]*task), live: make(map[string]int),
+	return &taskStore{h: h, ctx: ctx, stop: stop, tasks: make(map[string]*task), owners: make(map[string]*holding),
 		watchers: make(map[*taskWatcher]struct{})}
 }
 
@@ -252,37 +265,70 @@ func (st *taskStore) create(v *View, owner, name string, params json.RawMessage,
 	if st.closed {
 		return nil, errors.New("the hub is shutting down")
 	}
-	if st.live[owner] >= MaxLiveTasksPerOwner {
-		return nil, fmt.Errorf("%w: %d tasks of this host are running", ErrTooManyTasks, MaxLiveTasksPerOwner)
+	if hd := st.owners[owner]; hd != nil && hd.live >= MaxLiveTasksPerOwner {
+		return nil, fmt.Errorf("%w: %d tasks of this user are running; wait for one to end, or cancel one (tasks/cancel)", ErrTooManyTasks, MaxLiveTasksPerOwner)
 	}
-	if !st.evictLocked(1, len(params)) {
-		return nil, fmt.Errorf("%w: the hub has %d tasks running", ErrTooManyTasks, len(st.tasks))
+	if !st.evictLocked(owner, 1, len(params)) {
+		return nil, fmt.Errorf("%w: the hub keeps as many unfinished tasks as it may; try again when one has ended", ErrTooManyTasks)
 	}
 	now := time.Now()
 	t := &task{id: newTaskID(), owner: owner, view: v, name: name, params: params, created: now, updated: now,
-		remote: remote, ctx: ctx, cancel: cancel, status: taskWorking, size: len(params)}
-	st.bytes += t.size
+		remote: remote, ctx: ctx, cancel: cancel, status: taskWorking}
 	t.expire = time.AfterFunc(TaskTTL, func() { st.expireTask(t) })
 	st.tasks[t.id] = t
-	st.live[owner]++
+	hd := st.owners[owner]
+	if hd == nil {
+		hd = &holding{}
+		st.owners[owner] = hd
+	}
+	hd.live++
+	hd.kept++
+	st.growLocked(t, len(params))
 	return t, nil
 }
 
-// evictLocked drops the oldest finished tasks until n more tasks fit
-// and need more bytes do; it reports whether they do.
-func (st *taskStore) evictLocked(n, need int) bool {
-	for len(st.tasks)+n > MaxTasks || st.bytes+need > maxTaskBytes {
-		var oldest *task
-		for _, t := range st.tasks {
-			if terminal(t.status) && (oldest == nil || t.updated.Before(oldest.updated)) {
-				oldest = t
-			}
-		}
-		if oldest == nil {
+// growLocked counts size more bytes kept for t.
+func (st *taskStore) growLocked(t *task, size int) {
+	t.size += size
+	st.bytes += size
+	st.owners[t.owner].bytes += size
+}
+
+// evictLocked drops the oldest finished tasks until n more tasks of
+// owner, and need more bytes of theirs, fit: first the owner's own (an
+// owner at its share makes room among its own tasks, never another's),
+// then anyone's. It reports whether they fit.
+func (st *taskStore) evictLocked(owner string, n, need int) bool {
+	over := func() bool {
+		hd := st.owners[owner]
+		return hd != nil && (hd.kept+n > MaxTasksPerOwner || hd.bytes+need > maxTaskBytesPerOwner)
+	}
+	for over() {
+		if !st.dropOldestLocked(owner, true) {
 			return false
 		}
-		st.dropLocked(oldest)
 	}
+	for len(st.tasks)+n > MaxTasks || st.bytes+need > maxTaskBytes {
+		if !st.dropOldestLocked("", false) {
+			return false
+		}
+	}
+	return true
+}
+
+// dropOldestLocked drops the finished task updated longest ago (of
+// owner alone, if mine), and reports whether there was one.
+func (st *taskStore) dropOldestLocked(owner string, mine bool) bool {
+	var oldest *task
+	for _, t := range st.tasks {
+		if terminal(t.status) && (!mine || t.owner == owner) && (oldest == nil || t.updated.Before(oldest.updated)) {
+			oldest = t
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	st.dropLocked(oldest)
 	return true
 }
 
@@ -295,11 +341,14 @@ func (st *taskStore) dropLocked(t *task) {
 	t.expire.Stop()
 	delete(st.tasks, t.id)
 	st.bytes -= t.size
+	hd := st.owners[t.owner]
+	hd.kept--
+	hd.bytes -= t.size
 	if !terminal(t.status) {
-		st.live[t.owner]--
-		if st.live[t.owner] <= 0 {
-			delete(st.live, t.owner)
-		}
+		hd.live--
+	}
+	if hd.kept <= 0 {
+		delete(st.owners, t.owner)
 	}
 	t.cancel()
 }
@@ -339,10 +388,7 @@ func (st *taskStore) lookup(v *View, owner, id string) *task {
 // (after unlocking, with notify).
 func (st *taskStore) setLocked(t *task, status string) []func() {
 	if !terminal(t.status) && terminal(status) {
-		st.live[t.owner]--
-		if st.live[t.owner] <= 0 {
-			delete(st.live, t.owner)
-		}
+		st.owners[t.owner].live--
 		defer t.cancel()
 	}
 	t.status = status
@@ -449,29 +495,26 @@ func (st *taskStore) finishRound(t *task, res *mcp.CallToolResult, err error) {
 	switch {
 	case werr != nil:
 		size := len(werr.Message) + len(werr.Data)
-		if !st.evictLocked(0, size) {
+		if !st.evictLocked(t.owner, 0, size) {
 			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the error is too large to keep"}
 			size = len(werr.Message)
 		}
 		t.err, t.message = werr, werr.Message
-		t.size += size
-		st.bytes += size
+		st.growLocked(t, size)
 		calls = st.setLocked(t, taskFailed)
 	case inputs != nil:
 		t.inputs, t.answers, t.state, t.message = inputs, make(map[string]json.RawMessage), res.RequestState, ""
 		calls = st.setLocked(t, taskInputRequired)
 	default:
-		if !st.evictLocked(0, len(result)) {
+		if !st.evictLocked(t.owner, 0, len(result)) {
 			t.err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the result (%d bytes) is too large to keep", len(result))}
 			t.message = t.err.Message
-			t.size += len(t.err.Message)
-			st.bytes += len(t.err.Message)
+			st.growLocked(t, len(t.err.Message))
 			calls = st.setLocked(t, taskFailed)
 			break
 		}
 		t.result, t.message = result, ""
-		t.size += len(result)
-		st.bytes += len(result)
+		st.growLocked(t, len(result))
 		calls = st.setLocked(t, taskCompleted)
 	}
 	st.mu.Unlock()
@@ -579,6 +622,7 @@ type taskStarter struct {
 	t       *task         // the task, once started
 	started chan struct{} // closed when t is set
 	over    bool          // the handler returned without starting one
+	refused error         // why the store refused the task, if it did
 }
 
 // StartTask, called by a tool handler, turns the call into a task, if
@@ -608,6 +652,7 @@ func StartTask(ctx context.Context) bool {
 	t, err := s.st.create(s.v, s.owner, s.name, s.params, nil, s.ctx, s.cancel)
 	if err != nil {
 		s.st.h.logger.Warn("task not created", LogKeyTool, s.name, "error", err)
+		s.refused = err
 		return false
 	}
 	s.st.mu.Lock()
@@ -728,6 +773,15 @@ func (v *View) runTaskCall(ctx context.Context, owner, name string, params json.
 	case o := <-sync:
 		stopWatch()
 		cancel()
+		s.mu.Lock()
+		refused := s.refused
+		s.mu.Unlock()
+		if o.err != nil && refused != nil {
+			// The handler failed after the store refused its task: a
+			// tool that runs only as a task says the host declared no
+			// tasks (-32021), which is not why. Say why.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: refused.Error()}
+		}
 		if o.err != nil {
 			return nil, asWireError(o.err)
 		}

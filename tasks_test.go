@@ -78,7 +78,7 @@ func taskPack(started chan<- struct{}) *junction.Pack {
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "q", RequestedSchema: map[string]any{"type": "object"}}}}, nil
 		}
 		if !junction.StartTask(ctx) {
-			return nil, errors.New("no task")
+			return nil, &jsonrpc.Error{Code: -32021, Message: "no task: the host declared no tasks"}
 		}
 		return text("asked, then a task"), nil
 	})
@@ -302,8 +302,45 @@ func TestTaskLimit(t *testing.T) {
 	if created, _, _ := taskCall(t, v, "other", "wait", ""); created["resultType"] != "task" {
 		t.Errorf("another host: %v, want a task", created)
 	}
+	// A tool that runs only as a task, refused one over the limit, fails
+	// with the reason (not its own "no task", which reads as if the host
+	// had declared no tasks).
+	_, werr, _ = taskCall(t, v, "o", "ask_first", `,"inputResponses":{"q":{"action":"accept","content":{}}}`)
+	if werr == nil || !strings.Contains(werr.Message, "too many tasks") {
+		t.Errorf("a task-only tool over the limit: %v; want the store's reason (too many tasks)", werr)
+	}
 	// Closing the hub (taskView's cleanup) cancels the waiting handlers
 	// and waits for them.
+}
+
+// TestTaskOwnerShare: one owner making tasks without end keeps at most
+// its share (its oldest finished ones make room for its new ones), and
+// never pushes out another owner's task.
+func TestTaskOwnerShare(t *testing.T) {
+	_, v := taskView(t, nil)
+	created, werr, _ := taskCall(t, v, "b", "quick", "")
+	if werr != nil || created["resultType"] != "task" {
+		t.Fatalf("b's task: %v, %v", created, werr)
+	}
+	bid := created["taskId"].(string)
+	pollTask(t, v, "b", bid, "completed")
+	var first string
+	for i := range junction.MaxTasks + 8 {
+		created, werr, _ := taskCall(t, v, "a", "quick", "")
+		if werr != nil || created["resultType"] != "task" {
+			t.Fatalf("a's task %d: %v, %v", i, created, werr)
+		}
+		if i == 0 {
+			first = created["taskId"].(string)
+			pollTask(t, v, "a", first, "completed")
+		}
+	}
+	if _, werr := taskReq(t, v, "b", "tasks/get", `{"taskId":`+quote(bid)+`}`); werr != nil {
+		t.Errorf("b's task after a's %d: %v; want it kept", junction.MaxTasks+8, werr)
+	}
+	if _, werr := taskReq(t, v, "a", "tasks/get", `{"taskId":`+quote(first)+`}`); werr == nil || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("a's first task after %d more: %v; want it gone (-32602), over a's share of %d", junction.MaxTasks+8, werr, junction.MaxTasksPerOwner)
+	}
 }
 
 func mustJSON(t *testing.T, v any) string {

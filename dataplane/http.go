@@ -248,7 +248,7 @@ const resumableProtocolVersion = "2025-11-25"
 // GET opens the event stream, whose first event names the URL to POST
 // messages to. Everything goes through go-sdk, which binds a session to
 // nobody; the handler binds it to the user who opened its stream (see
-// [WithUser]): another user's POSTs to it get 403.
+// [junction.WithUser]): another user's POSTs to it get 403.
 func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
 	server := p.v.Server()
 	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, &mcp.SSEOptions{

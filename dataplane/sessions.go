@@ -50,7 +50,7 @@ const SessionTokenMaxAge = 24 * time.Hour
 const SessionKeySize = seal.KeySize
 
 // sessionTokenPrefix starts every token: its format's version. j2 names
-// the user after the credential (WithUser); a j1 id, sealed when junction
+// the user after the credential (junction.WithUser); a j1 id, sealed when junction
 // serve named nobody, is refused as unknown (404, so its host starts a new
 // session) rather than as another user's (403).
 const sessionTokenPrefix = "j2."
@@ -60,7 +60,7 @@ type sealedSession struct {
 	Init *mcp.InitializeParams `json:"i"`
 	// Issued is when the host initialized, in Unix seconds.
 	Issued int64 `json:"t"`
-	// User is the authenticated user who initialized (see WithUser), if
+	// User is the authenticated user who initialized (see junction.WithUser), if
 	// any: only that user's requests may take the session up.
 	User string `json:"u,omitempty"`
 }
@@ -549,21 +549,11 @@ func (f *sessionFront) adopt(r *http.Request, init []byte, version string, level
 	return id, nil
 }
 
-// WithUser returns ctx naming the authenticated user of the request it
-// belongs to: a session is bound to the user who initialized it, and the
-// front answers another user's requests for it with 403 (docs/security.md).
-// An HTTP handler in front of the plane that authenticates requests sets
-// it; go-sdk's auth.RequireBearerToken sets auth.TokenInfo.UserID, which
-// the front reads when WithUser was not used.
-func WithUser(ctx context.Context, user string) context.Context {
-	return context.WithValue(ctx, userKey{}, user)
-}
-
-type userKey struct{}
-
-// userID is the authenticated user of r (see [WithUser]), or "".
+// userID is the authenticated user of r: the one its context names (see
+// [junction.WithUser]), or, when no front set one, the user of go-sdk's
+// auth.RequireBearerToken (auth.TokenInfo.UserID); "" for none.
 func userID(r *http.Request) string {
-	if u, ok := r.Context().Value(userKey{}).(string); ok {
+	if u := junction.User(r.Context()); u != "" {
 		return u
 	}
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {

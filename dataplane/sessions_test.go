@@ -446,8 +446,16 @@ func TestSessionNotParked(t *testing.T) {
 	}
 }
 
+// bearerUser names each request's user after its bearer token, as a
+// front that authenticates does (junction.WithUser).
+func bearerUser(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(junction.WithUser(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))))
+	})
+}
+
 // TestSessionUser: a session is bound to the user who initialized it,
-// named by go-sdk's auth middleware or by WithUser: another user's
+// named by go-sdk's auth middleware or by junction.WithUser: another user's
 // requests for it (a call, a DELETE, a GET stream), live or parked, are
 // refused with 403 and change nothing; its own user's are served.
 func TestSessionUser(t *testing.T) {
@@ -455,12 +463,7 @@ func TestSessionUser(t *testing.T) {
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	withUser := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))))
-		})
-	}
-	for name, wrap := range map[string]func(http.Handler) http.Handler{"go-sdk": auth.RequireBearerToken(verify, nil), "WithUser": withUser} {
+	for name, wrap := range map[string]func(http.Handler) http.Handler{"go-sdk": auth.RequireBearerToken(verify, nil), "WithUser": bearerUser} {
 		t.Run(name, func(t *testing.T) {
 			f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
 			plane := New(viewOf(t, f), nil)
@@ -545,7 +548,7 @@ func TestSSESessionUser(t *testing.T) {
 	sse := plane.SSEHandler(DefaultMaxRequestBytes)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sse.ServeHTTP(w, r.WithContext(WithUser(r.Context(), user)))
+		sse.ServeHTTP(w, r.WithContext(junction.WithUser(r.Context(), user)))
 	}))
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -184,18 +183,14 @@ func (f *httpRaw) writeTaskAnswer(w http.ResponseWriter, status int, id, res jso
 	w.Write(line)
 }
 
-// httpOwner names the host of an HTTP request for its tasks: a digest of
-// the credentials it presented (Authorization, X-API-Key), so a task
-// answers only requests made with the credentials that created it. Hosts
-// of a hub that asks for none share one owner; the task ids, 128 random
-// bits, keep their tasks apart.
+// httpOwner names the owner of an HTTP request's tasks: its
+// authenticated user (see [junction.WithUser]), so a task answers only
+// requests of the user who created it, and the store's share of tasks
+// per owner is one user's, however they vary their other headers. The
+// hosts of a hub that authenticates no one share one owner; the task
+// ids, 128 random bits, keep their tasks apart.
 func httpOwner(r *http.Request) string {
-	h := sha256.New()
-	h.Write([]byte("http\x00"))
-	h.Write([]byte(r.Header.Get("Authorization")))
-	h.Write([]byte{0})
-	h.Write([]byte(r.Header.Get("X-API-Key")))
-	return hex.EncodeToString(h.Sum(nil))
+	return "http:" + userID(r)
 }
 
 // takeTask answers a stdio line for the tasks extension, and reports

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ const (
 
 // modernPost POSTs a 2026-07-28 request (no session) with the routing
 // headers given, and returns the status and the decoded answer.
-func modernPost(t *testing.T, url, method, name, token, body string) (int, map[string]any) {
+func modernPost(t *testing.T, url, method, name, token, body string, headers ...string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -57,6 +58,9 @@ func modernPost(t *testing.T, url, method, name, token, body string) (int, map[s
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -87,7 +91,8 @@ func errCode(m map[string]any) float64 {
 
 func TestHTTPTasks(t *testing.T) {
 	release := make(chan struct{})
-	srv := startHTTPFast(t, taskSource(release), HTTPOptions{})
+	srv := httptest.NewServer(bearerUser(New(viewOf(t, taskSource(release)), nil).HTTPHandler(&HTTPOptions{})))
+	t.Cleanup(srv.Close)
 	call := func(tool, meta string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + meta + `}}`
 	}
@@ -120,7 +125,7 @@ func TestHTTPTasks(t *testing.T) {
 		{"mismatched Mcp-Name", "tasks/get", "other", "a", get(id, tasksMeta), 400, -32020},
 		{"mismatched Mcp-Method", "tools/call", id, "a", get(id, tasksMeta), 400, -32020},
 		{"no extension", "tasks/get", id, "a", get(id, noTasksMeta), 400, -32021},
-		{"another token", "tasks/get", id, "b", get(id, tasksMeta), 200, -32602},
+		{"another user", "tasks/get", id, "b", get(id, tasksMeta), 200, -32602},
 		{"unknown task", "tasks/get", "nope", "a", get("nope", tasksMeta), 200, -32602},
 	} {
 		status, m := modernPost(t, srv.URL, c.method, c.name, c.token, c.body)
@@ -135,6 +140,12 @@ func TestHTTPTasks(t *testing.T) {
 	_, m = modernPost(t, srv.URL, "tasks/get", id, "a", get(id, tasksMeta))
 	if res, _ := m["result"].(map[string]any); res["status"] != "working" || res["resultType"] != "complete" {
 		t.Fatalf("tasks/get: %v, want working", m)
+	}
+	// The owner is the user, not the headers: the same user with other
+	// headers beside the credential gets the task.
+	_, m = modernPost(t, srv.URL, "tasks/get", id, "a", get(id, tasksMeta), "X-API-Key", "junk")
+	if res, _ := m["result"].(map[string]any); res["status"] != "working" {
+		t.Errorf("tasks/get by the same user with a junk X-API-Key: %v, want the task", m)
 	}
 	close(release)
 	for {

@@ -40,7 +40,7 @@ import (
 // from the start (bridgedCall).
 type bridge struct {
 	state  string        // the requestState given to the host last (a new one each round); guarded by Server.mu
-	host   string        // the id of the host session that started it ("" if none); states are bound to it
+	owner  string        // whom its states are bound to (see bridgeOwner)
 	cancel func()        // cancels the upstream call
 	done   chan struct{} // closed when the upstream call has ended
 
@@ -95,15 +95,25 @@ func hostModern(meta mcp.Meta, session *mcp.ServerSession) bool {
 	return p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion
 }
 
-// newBridge returns a bridge whose upstream call cancel cancels, for the
-// host session host (nil if none).
-func newBridge(cancel func(), host *mcp.ServerSession) *bridge {
-	b := &bridge{cancel: cancel, done: make(chan struct{}), pending: make(map[string]*ask)}
-	if host != nil {
-		b.host = host.ID()
-	}
-	b.state = newBridgeState(b.host)
+// newBridge returns a bridge whose upstream call cancel cancels, for
+// owner (see bridgeOwner).
+func newBridge(cancel func(), owner string) *bridge {
+	b := &bridge{cancel: cancel, done: make(chan struct{}), pending: make(map[string]*ask), owner: owner}
+	b.state = newBridgeState(owner)
 	return b
+}
+
+// bridgeOwner names whom the request states of a call made under ctx
+// for the host session host (nil: none, as for a 2026-07-28 host over
+// HTTP) are bound to: that session and the authenticated user
+// ([junction.User]). A retry from another session, or with another
+// user's credential, does not verify.
+func bridgeOwner(ctx context.Context, host *mcp.ServerSession) string {
+	var id string
+	if host != nil {
+		id = host.ID()
+	}
+	return id + "\x00" + junction.User(ctx)
 }
 
 // rekey gives b a new request state for the question a, which is being
@@ -113,7 +123,7 @@ func (b *bridge) rekey(s *Server, a *ask) {
 	if s.bridges[b.state] == b {
 		delete(s.bridges, b.state)
 	}
-	b.state = newBridgeState(b.host)
+	b.state = newBridgeState(b.owner)
 	if !b.ended {
 		s.bridges[b.state] = b
 	}
@@ -248,7 +258,7 @@ type bridged struct {
 // or the upstream's answer.
 func (s *Server) bridge(ctx context.Context, sess *session, br bridged, timeout time.Duration, run func(context.Context, *call) (any, error)) outcome {
 	if br.state != "" {
-		if err := checkBridgeState(br.state, br.host); err != nil {
+		if err := checkBridgeState(br.state, bridgeOwner(ctx, br.host)); err != nil {
 			return outcome{err: err}
 		}
 		if b := s.bridgeFor(br.state); b != nil {
@@ -265,7 +275,7 @@ func (s *Server) bridge(ctx context.Context, sess *session, br bridged, timeout 
 		return outcome{err: err}
 	}
 	s.setCaps(c, br.caps)
-	b := newBridge(cancel, br.host)
+	b := newBridge(cancel, bridgeOwner(ctx, br.host))
 	s.mu.Lock()
 	if s.sess != sess {
 		// The session closed since begin; nothing was sent.
@@ -313,7 +323,7 @@ func (f *rawFlight) openBridge() *bridge {
 	if f.b != nil || f.finished || f.streams || f.c == nil {
 		return f.b
 	}
-	b := newBridge(func() { f.cancel(context.Canceled) }, junction.HostSession(f.ctx))
+	b := newBridge(func() { f.cancel(context.Canceled) }, bridgeOwner(f.ctx, junction.HostSession(f.ctx)))
 	if f.stop != nil {
 		f.stop() // the host's request no longer ends the call
 		f.stop = nil
@@ -345,7 +355,7 @@ func (s *Server) resumeRaw(ctx context.Context, sess *session, name string, para
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
 	}
 	if p.RequestState != "" {
-		if err := checkBridgeState(p.RequestState, junction.HostSession(ctx)); err != nil {
+		if err := checkBridgeState(p.RequestState, bridgeOwner(ctx, junction.HostSession(ctx))); err != nil {
 			return nil, err
 		}
 		if b := s.bridgeFor(p.RequestState); b != nil {
@@ -400,10 +410,11 @@ func withoutMembers(obj json.RawMessage, names ...string) json.RawMessage {
 }
 
 // A bridge's request state is "junction-bridge-" and 64 hex digits: 16
-// random bytes, then the first 16 bytes of their HMAC-SHA256 with the id
-// of the host session it was given to, under a key of this process. A
-// retry whose state does not verify (altered, made up, or given to
-// another host session) is refused; one that verifies but names no
+// random bytes, then the first 16 bytes of their HMAC-SHA256 with its
+// owner (the host session and the user it was given to, bridgeOwner),
+// under a key of this process. A retry whose state does not verify
+// (altered, made up, or given to another host session or another user)
+// is refused; one that verifies but names no
 // bridge (its call ended, or it is from an earlier round) starts the
 // call again.
 const bridgePrefix = "junction-bridge-"
@@ -415,31 +426,27 @@ var bridgeKey = func() []byte {
 	return k
 }()
 
-func newBridgeState(host string) string {
+func newBridgeState(owner string) string {
 	var b [32]byte
 	rand.Read(b[:16])
-	copy(b[16:], stateMAC(b[:16], host))
+	copy(b[16:], stateMAC(b[:16], owner))
 	return bridgePrefix + hex.EncodeToString(b[:])
 }
 
-func stateMAC(nonce []byte, host string) []byte {
+func stateMAC(nonce []byte, owner string) []byte {
 	m := hmac.New(sha256.New, bridgeKey)
 	m.Write(nonce)
-	m.Write([]byte(host))
+	m.Write([]byte(owner))
 	return m.Sum(nil)[:16]
 }
 
 // checkBridgeState reports an error if state is not a request state this
-// process gave to the host session host (nil: none).
-func checkBridgeState(state string, host *mcp.ServerSession) error {
-	var id string
-	if host != nil {
-		id = host.ID()
-	}
+// process gave to owner (see bridgeOwner).
+func checkBridgeState(state, owner string) error {
 	raw, err := hex.DecodeString(strings.TrimPrefix(state, bridgePrefix))
-	if !strings.HasPrefix(state, bridgePrefix) || err != nil || len(raw) != 32 || !hmac.Equal(raw[16:], stateMAC(raw[:16], id)) {
+	if !strings.HasPrefix(state, bridgePrefix) || err != nil || len(raw) != 32 || !hmac.Equal(raw[16:], stateMAC(raw[:16], owner)) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "requestState: not a state this server gave to this client (altered, made up, or from another session); call the tool again without inputResponses and requestState"}
+			Message: "requestState: not a state this server gave to this client (altered, made up, or from another session or user); call the tool again without inputResponses and requestState"}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -475,7 +476,8 @@ func TestBridgeRaw(t *testing.T) {
 }
 
 // TestBridgeStateChecked: a retry whose request state this process did
-// not give out (altered by a character, made up) is refused with
+// not give out (altered by a character, made up), or gave to another
+// user, is refused with
 // -32602 and resumes nothing; the call's own state still resumes it.
 func TestBridgeStateChecked(t *testing.T) {
 	t.Parallel()
@@ -514,6 +516,12 @@ func TestBridgeStateChecked(t *testing.T) {
 		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "requestState") {
 			t.Errorf("retry with state %q: error %v; want -32602 naming requestState", bad, err)
 		}
+	}
+	// The call's own state, with another user's credential: refused.
+	_, err = up.CallToolRaw(junction.WithUser(t.Context(), "mallory"), "elicit2", json.RawMessage(fmt.Sprintf(
+		`{"name":"elicit2","arguments":{},"inputResponses":{%q:{"action":"accept","content":{"name":"eve"}}},"requestState":%q,%s}`, id, q.RequestState, meta)))
+	if werr := (*jsonrpc.Error)(nil); !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "requestState") {
+		t.Errorf("retry with the call's state by another user: error %v; want -32602 naming requestState", err)
 	}
 	raw, err = retry(q.RequestState)
 	if err != nil {

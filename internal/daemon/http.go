@@ -279,7 +279,7 @@ func checkListen(flag, addr string, insecureNoAuth bool) error {
 // requireToken accepts a request carrying one of tokens as a bearer token
 // or X-API-Key (see httpguard.Tokens: no timing leak of content or
 // length), naming its user after the token (sessions are bound to it,
-// see dataplane.WithUser), and a request for the status page, /status or /metrics
+// see junction.WithUser), and a request for the status page, /status or /metrics
 // carrying the session cookie of login (MCP endpoints take no cookie:
 // docs/security.md says why). A browser asking for the page without
 // either is sent to the login form.
@@ -290,7 +290,7 @@ func requireToken(next http.Handler, accepted httpguard.Tokens, login *statuspag
 			presented = httpguard.Bearer(r)
 		}
 		if user, ok := accepted.Check(presented); ok {
-			next.ServeHTTP(w, r.WithContext(dataplane.WithUser(r.Context(), user)))
+			next.ServeHTTP(w, r.WithContext(junction.WithUser(r.Context(), user)))
 			return
 		}
 		if presented == "" && cookiePath(r.URL.Path) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/junction-mcp/junction/dataplane"
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/httpguard"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -139,8 +139,8 @@ func (f *FrontAuth) serve(w http.ResponseWriter, r *http.Request, next http.Hand
 		f.challenge(w, http.StatusUnauthorized, "invalid_token", nil, reason)
 		return
 	}
-	// Sessions are bound to the token's subject (dataplane.WithUser).
-	r = r.WithContext(dataplane.WithUser(r.Context(), g.User()))
+	// Sessions are bound to the token's subject (junction.WithUser).
+	r = r.WithContext(junction.WithUser(r.Context(), g.User()))
 	for _, s := range f.Resource.Required() {
 		if !g.Has(s) {
 			f.challenge(w, http.StatusForbidden, "insufficient_scope", f.Resource.Required(), "the token lacks scope "+strconv.Quote(s))
