@@ -9,6 +9,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The envelope of a raw call: the host's request is read just far enough
@@ -292,11 +293,21 @@ func cancelledID(msg []byte) (json.RawMessage, bool) {
 // that no earlier revision defines: go-sdk writes them to every client.
 var cacheFields = [][]byte{[]byte(`"ttlMs"`), []byte(`"cacheScope"`)}
 
+// mayHaveNewerMembers reports whether p may hold a member that
+// olderResult removes: false when it names none of them anywhere.
+func mayHaveNewerMembers(p []byte) bool {
+	return bytes.Contains(p, cacheFields[0]) || bytes.Contains(p, cacheFields[1]) ||
+		bytes.Contains(p, []byte(`"resultType"`)) || bytes.Contains(p, []byte(`"`+mcp.MetaKeyServerInfo+`"`))
+}
+
 // olderResult returns msg, a JSON-RPC message, for a client before
-// protocol 2026-07-28: a result without the members that revision added
-// (cacheFields). Anything else is returned as it is.
+// protocol 2026-07-28: a result without the members that revision added,
+// whatever the method (a tools/call, prompts/get, resources/read or
+// completion/complete result alike): its cacheFields, a resultType of
+// "complete" and the serverInfo in its _meta (see [StripServerFields]).
+// Anything else is returned as it is.
 func olderResult(msg []byte) []byte {
-	if !bytes.Contains(msg, cacheFields[0]) && !bytes.Contains(msg, cacheFields[1]) {
+	if !mayHaveNewerMembers(msg) {
 		return msg
 	}
 	s, e, ok := member(msg, "result")
@@ -320,9 +331,13 @@ func olderResult(msg []byte) []byte {
 		kept = append(kept, `":`...)
 		kept = append(kept, res[vs:ve]...)
 	})
+	kept = append(kept, '}')
 	if !dropped {
+		kept = res
+	}
+	stripped := StripServerFields(kept)
+	if !dropped && len(stripped) == len(res) {
 		return msg
 	}
-	kept = append(kept, '}')
-	return replaceMember(msg, "result", kept)
+	return replaceMember(msg, "result", stripped)
 }

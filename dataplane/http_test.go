@@ -611,6 +611,11 @@ func TestOlderResult(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`:                                       `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`:             `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`,
 		`{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`:                                            `{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`,
+		// prompts/get, resources/read, completion/complete: no resultType,
+		// no server's serverInfo (an _meta left empty goes).
+		`{"jsonrpc":"2.0","id":2,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"messages":[],"resultType":"complete"}}`:   `{"jsonrpc":"2.0","id":2,"result":{"messages":[]}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":1},"contents":[],"resultType":"complete","ttlMs":0}}`: `{"jsonrpc":"2.0","id":3,"result":{"_meta":{"k":1},"contents":[]}}`,
+		`{"jsonrpc":"2.0","id":4,"result":{"resultType":"complete","completion":{"values":[]}}}`:                                                                 `{"jsonrpc":"2.0","id":4,"result":{"completion":{"values":[]}}}`,
 	} {
 		if got := string(olderResult([]byte(in))); got != want {
 			t.Errorf("olderResult(%s) = %s, want %s", in, got, want)

@@ -154,7 +154,7 @@ func (c *sdkCall) Write(p []byte) (int, error) {
 // olderMessage is olderResult for p, a JSON body or one SSE event
 // ("data: " then the message, on one line).
 func olderMessage(p []byte) []byte {
-	if !bytes.Contains(p, cacheFields[0]) && !bytes.Contains(p, cacheFields[1]) {
+	if !mayHaveNewerMembers(p) {
 		return p
 	}
 	return mapMessage(p, olderResult)

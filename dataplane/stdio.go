@@ -338,6 +338,12 @@ type conn struct {
 	// older: the host negotiated a revision before 2026-07-28, so results
 	// go without that revision's members (olderResult).
 	older atomic.Bool
+	// greeted: initialize has been answered. Until then go-sdk's
+	// list_changed notifications, which it sends to every session it
+	// has, are not written: nothing reaches a host before it initializes
+	// (a 2026-07-28 host, which never does, gets them only on a
+	// subscriptions/listen stream, tagged with its id).
+	greeted atomic.Bool
 
 	pendMu  sync.Mutex
 	pending map[jsonrpc.ID]bool // requests read and not yet answered: true once the host cancelled it
@@ -478,10 +484,15 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			var init struct {
 				ProtocolVersion string `json:"protocolVersion"`
 			}
-			if json.Unmarshal(resp.Result, &init) == nil && init.ProtocolVersion != "" && init.ProtocolVersion < junction.StatelessProtocolVersion {
-				c.older.Store(true)
+			if json.Unmarshal(resp.Result, &init) == nil && init.ProtocolVersion != "" {
+				c.greeted.Store(true)
+				if init.ProtocolVersion < junction.StatelessProtocolVersion {
+					c.older.Store(true)
+				}
 			}
 		}
+	} else if !c.greeted.Load() && untaggedListChanged(b) {
+		return nil
 	}
 	c.pendMu.Lock()
 	cancelled := isResp && c.pending[resp.ID]
