@@ -151,6 +151,22 @@ func (p *Pack) dipeoResolve(ref string) (string, error) {
 	return "", fmt.Errorf("Diagram not found: %s", ref)
 }
 
+// dipeoLoad finds the diagram a DiPeO reference names ([Pack.dipeoResolve])
+// and reads it. dipeo_run, and in DiPeO mode run_diagram and run_backend,
+// look diagrams up with it. It returns the path relative to the root.
+func (p *Pack) dipeoLoad(ref string) (string, []byte, error) {
+	rel, err := p.dipeoResolve(ref)
+	if err != nil {
+		return "", nil, err
+	}
+	src, err := p.dipeoRead(rel)
+	if err != nil {
+		path := filepath.Join(p.dipeoRoot(), rel)
+		return rel, nil, fmt.Errorf("reading %s: %v", path, err)
+	}
+	return rel, src, nil
+}
+
 // dipeoIsFile reports whether rel is a regular file inside the root,
 // following no link out of it.
 func (p *Pack) dipeoIsFile(rel string) bool {
@@ -231,15 +247,15 @@ func (p *Pack) toolDiPeORun(ctx context.Context, creq *mcp.CallToolRequest, in d
 	case in.Timeout < 0:
 		return fail(dipeoRunOutput{Error: fmt.Sprintf("timeout must be a positive number of seconds, not %d", in.Timeout)})
 	}
-	rel, err := p.dipeoResolve(in.Diagram)
+	rel, src, err := p.dipeoLoad(in.Diagram)
 	if err != nil {
-		return fail(dipeoRunOutput{Diagram: in.Diagram, Format: format, Error: err.Error(), Message: "Diagram execution failed"})
+		diagram := in.Diagram
+		if rel != "" {
+			diagram = filepath.Join(p.dipeoRoot(), rel)
+		}
+		return fail(dipeoRunOutput{Diagram: diagram, Format: format, Error: err.Error(), Message: "Diagram execution failed"})
 	}
 	path := filepath.Join(p.dipeoRoot(), rel)
-	src, err := p.dipeoRead(rel)
-	if err != nil {
-		return fail(dipeoRunOutput{Diagram: path, Format: format, Error: fmt.Sprintf("reading %s: %v", path, err), Message: "Diagram execution failed"})
-	}
 	req := RunRequest{Content: src, Name: filepath.ToSlash(rel), Input: in.InputData, Timeout: time.Duration(in.Timeout) * time.Second}
 	r, ask, err := p.runForCall(ctx, creq, req)
 	if ask != nil {

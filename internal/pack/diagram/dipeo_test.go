@@ -2,6 +2,7 @@ package diagram
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,5 +159,57 @@ func TestExpiredRequestState(t *testing.T) {
 	}
 	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "unknown or expired requestState") {
 		t.Errorf("a made-up request state: %s", text)
+	}
+}
+
+// TestDiPeORunBackendLookup: in DiPeO mode run_backend and run_diagram
+// find a diagram as dipeo_run does (a name in projects/mcp-diagrams or
+// examples/simple_diagrams, or a path under the root), and a name that
+// is not there is "Diagram not found".
+func TestDiPeORunBackendLookup(t *testing.T) {
+	env, _ := dipeoEnv(t)
+	for _, ref := range []string{"greeting", "projects/mcp-diagrams/sub/nested", "dipeo://diagrams/hello_world"} {
+		want, isErr := env.call(t, "dipeo_run", map[string]any{"diagram": ref, "input_data": map[string]any{"words": []any{"a"}}})
+		if isErr {
+			t.Fatalf("dipeo_run %s: %v", ref, want)
+		}
+		out, isErr := env.call(t, "run_backend", map[string]any{"diagram": ref, "input_data": map[string]any{"words": []any{"a"}}})
+		if isErr || out["status"] != "started" {
+			t.Errorf("run_backend %s: %v", ref, out)
+			continue
+		}
+		if r := env.poll(t, out["session_id"].(string)); r["status"] != StatusCompleted || fmt.Sprint(r["output"]) != fmt.Sprint(want["output"]) {
+			t.Errorf("run_backend %s: run %v, want the output dipeo_run gave: %v", ref, r, want["output"])
+		}
+		if out, isErr := env.call(t, "run_diagram", map[string]any{"diagram": ref, "input_data": map[string]any{"words": []any{"a"}}}); isErr || fmt.Sprint(out["output"]) != fmt.Sprint(want["output"]) {
+			t.Errorf("run_diagram %s: %v, want the output dipeo_run gave: %v", ref, out, want["output"])
+		}
+	}
+	for ref, want := range map[string]string{
+		"nothing_here":     "Diagram not found: nothing_here",
+		"../../etc/passwd": "outside the diagrams root",
+	} {
+		out, isErr := env.call(t, "run_backend", map[string]any{"diagram": ref})
+		if !isErr || out["success"] != false || !strings.Contains(fmt.Sprint(out["error"]), want) {
+			t.Errorf("run_backend %s: %v, want an error containing %q", ref, out, want)
+		}
+	}
+}
+
+// TestRunNamesTheDiagramParameter: outside DiPeO mode diagram names a
+// saved diagram; a path there gets an error about the diagram parameter,
+// not about push_as (which the caller did not give).
+func TestRunNamesTheDiagramParameter(t *testing.T) {
+	env := newEnv(t, "", nil)
+	for _, tool := range []string{"run_backend", "run_diagram"} {
+		out, isErr := env.call(t, tool, map[string]any{"diagram": "examples/simple_diagrams/simple_iter"})
+		msg := fmt.Sprint(out["error"])
+		if !isErr || strings.Contains(msg, "push_as") || !strings.Contains(msg, "path separators and '..' are not allowed in diagram parameter") || !strings.Contains(msg, "diagram_content") {
+			t.Errorf("%s with a path: %v", tool, out)
+		}
+	}
+	out, _ := env.call(t, "fetch", map[string]any{"id": "../x"})
+	if msg := fmt.Sprint(out["error"]); strings.Contains(msg, "push_as") || !strings.Contains(msg, "id parameter") {
+		t.Errorf("fetch with a path: %v", out)
 	}
 }

@@ -43,6 +43,16 @@ type engine struct {
 	// steps counts the node runs of a run and of its sub-diagrams, which
 	// max_steps bounds together; set when the run starts.
 	steps *atomic.Int64
+	// held counts the bytes (as JSON) of the node outputs the run holds:
+	// its own, those of its sub-diagrams in progress, and the items a
+	// batch has collected so far. max_run_bytes bounds them together, so
+	// nesting and batches do not multiply what a run may hold. Set when
+	// the run starts.
+	held *atomic.Int64
+	// inParallel is set inside the items of a parallel batch: a batch
+	// there runs its items one at a time, so a run never has more than
+	// subParallel items in progress at once.
+	inParallel bool
 }
 
 // A LimitError is a run stopped, or refused, by one of the pack's
@@ -123,6 +133,9 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 	}
 	if e.depth == 0 || e.steps == nil {
 		e.steps = new(atomic.Int64)
+	}
+	if e.depth == 0 || e.held == nil {
+		e.held = new(atomic.Int64)
 	}
 	byID := make(map[string]*Node, len(d.Nodes))
 	var start *Node
@@ -207,10 +220,20 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 	}
 
 	queue = []string{start.ID}
-	// sizes holds the JSON size of each node's latest output; runBytes
-	// is their sum, bounded by maxRunBytes.
+	// sizes holds the JSON size of each node's latest output; their sum
+	// is in e.held, with the rest of the run's, bounded by maxRunBytes.
 	sizes := make(map[string]int, len(d.Nodes))
-	runBytes := 0
+	if e.depth > 0 {
+		// A sub-diagram's outputs are dropped when it ends: only its
+		// output goes on, counted by the node that ran it.
+		defer func() {
+			total := 0
+			for _, n := range sizes {
+				total += n
+			}
+			e.held.Add(-int64(total))
+		}()
+	}
 	for len(queue) > 0 {
 		if err := ctx.Err(); err != nil {
 			out.err = context.Cause(ctx)
@@ -233,10 +256,10 @@ func (e *engine) run(ctx context.Context, d *Diagram, input map[string]any, step
 		if err == nil {
 			var size int
 			size, err = e.checkSize(val)
-			runBytes += size - sizes[id]
+			held := e.held.Add(int64(size - sizes[id]))
 			sizes[id] = size
-			if err == nil && e.maxRunBytes > 0 && runBytes > e.maxRunBytes {
-				err = &LimitError{Setting: "max_run_bytes", msg: fmt.Sprintf("with this output the run's node outputs come to %d bytes, over the limit of %d bytes per run", runBytes, e.maxRunBytes)}
+			if err == nil && e.maxRunBytes > 0 && held > int64(e.maxRunBytes) {
+				err = e.runBytesError(held)
 			}
 		}
 		if err != nil {
@@ -320,15 +343,40 @@ func markBackEdges(start string, edges []*graphEdge, outEdges map[string][]int) 
 	visit(start)
 }
 
+// runBytesError is the error for a run whose node outputs (with its
+// sub-diagrams' and its batches') come to held bytes, over max_run_bytes.
+func (e *engine) runBytesError(held int64) error {
+	return &LimitError{Setting: "max_run_bytes", msg: fmt.Sprintf("with this output the run's node outputs come to %d bytes, over the limit of %d bytes per run", held, e.maxRunBytes)}
+}
+
+// outputLimit is the most bytes one node's output may take: the
+// max_node_output_bytes setting, and never more than maxRenderBytes.
+func (e *engine) outputLimit() int {
+	if e.maxOutputBytes > 0 {
+		return min(e.maxOutputBytes, maxRenderBytes)
+	}
+	return maxRenderBytes
+}
+
+// renderOverLimit is the error for a template whose text, the node's
+// output, would pass limit bytes ([engine.outputLimit]).
+func (e *engine) renderOverLimit(limit int) error {
+	if e.maxOutputBytes > 0 && limit == e.maxOutputBytes {
+		return &LimitError{Setting: "max_node_output_bytes", msg: fmt.Sprintf("the rendered text passes the limit of %d bytes per node output; rendering stopped there", limit)}
+	}
+	return fmt.Errorf("the rendered text passes the limit of %d bytes; rendering stopped there", limit)
+}
+
 // checkSize returns the size of a node's output as JSON, and an error if
-// it is over the output limit or not JSON at all.
+// it is over the output limit or not JSON at all. It measures without
+// encoding, and stops at the limit.
 func (e *engine) checkSize(v any) (int, error) {
-	n := jsonSize(v)
+	n := jsonSizeAtMost(v, e.maxOutputBytes)
 	switch {
 	case n < 0:
 		return 0, errors.New("output cannot be expressed as JSON")
 	case e.maxOutputBytes > 0 && n > e.maxOutputBytes:
-		return n, &LimitError{Setting: "max_node_output_bytes", msg: fmt.Sprintf("output is %d bytes, over the limit of %d bytes per node output", n, e.maxOutputBytes)}
+		return n, &LimitError{Setting: "max_node_output_bytes", msg: fmt.Sprintf("output is over the limit of %d bytes per node output", e.maxOutputBytes)}
 	}
 	return n, nil
 }
@@ -352,9 +400,14 @@ func (e *engine) runNode(ctx context.Context, n *Node, data map[string]any, inco
 	case TypeHTTP:
 		return e.runHTTP(ctx, n, data)
 	case TypeTemplate:
-		s, err := render(n.ID, n.Template, data)
+		// The text is the node's output, unless it is JSON to decode.
+		limit, over := e.outputLimit(), e.renderOverLimit
+		if n.Format == "json" {
+			limit, over = maxRenderBytes, nil
+		}
+		s, err := renderAtMost(n.ID, n.Template, data, limit, over)
 		if err != nil {
-			return nil, fmt.Errorf("template: %v", err)
+			return nil, fmt.Errorf("template: %w", err)
 		}
 		if n.Format == "json" {
 			var v any

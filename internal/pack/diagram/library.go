@@ -25,16 +25,24 @@ var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 
 // checkName applies DiPeO's push_as checks, in its order and with its
 // texts, and then junction's own stricter pattern.
-func checkName(name string) error {
+func checkName(name string) error { return checkNameParam("push_as", name) }
+
+// checkNameParam is [checkName] for a name given as the parameter param
+// (push_as, or diagram and id, which name a saved diagram): its errors
+// name that parameter.
+func checkNameParam(param, name string) error {
 	switch {
 	case strings.ContainsAny(name, `/\`) || strings.Contains(name, ".."):
-		return errors.New("Invalid filename: path separators and '..' are not allowed in push_as parameter")
+		return fmt.Errorf("Invalid filename: path separators and '..' are not allowed in %s parameter", param)
 	case strings.TrimSpace(name) == "" || strings.HasPrefix(name, "."):
-		return errors.New("Invalid filename: push_as must be a valid filename (non-empty, not starting with '.')")
+		return fmt.Errorf("Invalid filename: %s must be a valid filename (non-empty, not starting with '.')", param)
 	case strings.ContainsFunc(name, func(r rune) bool { return r == 0 || (unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r') }):
-		return errors.New("Invalid filename: null bytes and control characters are not allowed")
+		if param == "push_as" {
+			return errors.New("Invalid filename: null bytes and control characters are not allowed") // DiPeO's text
+		}
+		return fmt.Errorf("Invalid filename: null bytes and control characters are not allowed in %s parameter", param)
 	case !namePattern().MatchString(name):
-		return errors.New("Invalid filename: push_as may contain only letters, digits, '.', '_' and '-' (at most 128 characters)")
+		return fmt.Errorf("Invalid filename: %s may contain only letters, digits, '.', '_' and '-' (at most 128 characters)", param)
 	}
 	return nil
 }

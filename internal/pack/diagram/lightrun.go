@@ -81,6 +81,13 @@ func (ls *lightState) vars(n *Node, data map[string]any) map[string]any {
 // renderLight substitutes {{ expr }} in s. A string that is one
 // substitution and nothing else keeps the value's type.
 func renderLight(s string, vars map[string]any) (any, error) {
+	return renderLightAtMost(s, vars, maxRenderBytes, nil)
+}
+
+// renderLightAtMost is renderLight stopping before the text passes limit
+// bytes (see [renderAtMost]): a template that repeats a large value
+// fails at the limit instead of building all of it.
+func renderLightAtMost(s string, vars map[string]any, limit int, overLimit func(limit int) error) (any, error) {
 	re := lightTemplatePattern()
 	if m := re.FindStringSubmatchIndex(s); m != nil && m[0] == 0 && m[1] == len(s) {
 		v, err := evalExpr(strings.TrimSpace(s[m[2]:m[3]]), vars, false)
@@ -92,16 +99,20 @@ func renderLight(s string, vars map[string]any) (any, error) {
 	var b strings.Builder
 	last := 0
 	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
-		b.WriteString(s[last:m[0]])
 		v, err := evalExpr(strings.TrimSpace(s[m[2]:m[3]]), vars, false)
 		if err != nil {
 			return nil, fmt.Errorf("{{%s}}: %s", s[m[2]:m[3]], strings.TrimPrefix(err.Error(), "runtime: "))
 		}
-		b.WriteString(textOf(v))
-		if b.Len() > maxRenderBytes {
-			return nil, fmt.Errorf("rendered text is over the limit of %d bytes", maxRenderBytes)
+		text := textOf(v)
+		if b.Len()+(m[0]-last)+len(text) > limit {
+			return nil, renderLimitError(limit, overLimit)
 		}
+		b.WriteString(s[last:m[0]])
+		b.WriteString(text)
 		last = m[1]
+	}
+	if b.Len()+len(s)-last > limit {
+		return nil, renderLimitError(limit, overLimit)
 	}
 	b.WriteString(s[last:])
 	return b.String(), nil
@@ -115,15 +126,29 @@ func renderLightText(s string, vars map[string]any) (string, error) {
 	return textOf(v), nil
 }
 
-// renderLightValue renders every string inside v.
+// renderLightValue renders every string inside v. The text of all the
+// strings together is at most maxRenderBytes (see [renderValue]).
 func renderLightValue(v any, vars map[string]any) (any, error) {
+	left := maxRenderBytes
+	return renderLightValueAtMost(v, vars, &left)
+}
+
+// renderLightValueAtMost is renderLightValue with *left bytes of text
+// left to render, which it decreases.
+func renderLightValueAtMost(v any, vars map[string]any, left *int) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return renderLight(x, vars)
+		r, err := renderLightAtMost(x, vars, *left, func(int) error {
+			return fmt.Errorf("rendered text is over the limit of %d bytes", maxRenderBytes)
+		})
+		if s, ok := r.(string); ok {
+			*left -= len(s)
+		}
+		return r, err
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := renderLightValue(e, vars)
+			r, err := renderLightValueAtMost(e, vars, left)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
@@ -133,7 +158,7 @@ func renderLightValue(v any, vars map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := renderLightValue(e, vars)
+			r, err := renderLightValueAtMost(e, vars, left)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -357,10 +382,11 @@ func (e *engine) lightTemplate(n *Node, vars map[string]any) (any, error) {
 			vars[k] = v
 		}
 	}
-	out, err := renderLightText(text, vars)
+	v, err := renderLightAtMost(text, vars, e.outputLimit(), e.renderOverLimit)
 	if err != nil {
-		return nil, fmt.Errorf("template: %v", err)
+		return nil, fmt.Errorf("template: %w", err)
 	}
+	out := textOf(v)
 	if p := ln.str("output_path"); p != "" {
 		if err := e.writeFile(p, []byte(out), false); err != nil {
 			return nil, err

@@ -172,18 +172,24 @@ func (e *engine) lightSub(ctx context.Context, n *Node, vars map[string]any) (an
 	g, gctx := errgroup.WithContext(ctx)
 	limit := 1
 	sub := e
-	if ln.flag("batch_parallel") {
+	if ln.flag("batch_parallel") && !e.inParallel {
 		limit = subParallel
+		cp := *e
+		cp.inParallel = true
 		// Items that ask the host do so one at a time.
 		if e.host != nil {
-			cp := *e
 			cp.host = &serialHost{h: e.host}
-			sub = &cp
 		}
+		sub = &cp
 	}
 	g.SetLimit(limit)
 	rich := ln.str("output_mode") == "rich_object"
+	acct := &batchBytes{e: e, items: len(items)}
+	defer acct.release()
 	for i := range items {
+		if gctx.Err() != nil {
+			break // an item failed, or a limit was reached: start no more
+		}
 		g.Go(func() error {
 			out, err := sub.runSub(gctx, name, d, inputs[i])
 			if err != nil {
@@ -191,10 +197,10 @@ func (e *engine) lightSub(ctx context.Context, n *Node, vars map[string]any) (an
 				if !rich {
 					return fmt.Errorf("batch item %d of %d: %w", i, len(items), err)
 				}
-				return nil
+				return acct.add(i, map[string]any{"index": float64(i), "error": err.Error(), "item": items[i]})
 			}
 			results[i] = map[string]any{"index": float64(i), "output": out}
-			return nil
+			return acct.add(i, results[i])
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -230,6 +236,50 @@ func (e *engine) lightSub(ctx context.Context, n *Node, vars map[string]any) (an
 		out["errors"] = failed
 	}
 	return out, nil
+}
+
+// batchBytes counts a batch's results as they arrive, against the
+// node's output limit (max_node_output_bytes) and, with everything else
+// the run holds, the run's (max_run_bytes): the batch stops at the first
+// item over either, instead of holding every item's output first.
+type batchBytes struct {
+	e     *engine
+	items int
+
+	mu       sync.Mutex
+	total    int   // the results so far, as JSON, with a comma each
+	reserved int64 // added to e.held; release gives it back
+}
+
+// add counts the result of item i.
+func (b *batchBytes) add(i int, result any) error {
+	n := jsonSizeAtMost(result, b.e.maxOutputBytes)
+	if n < 0 {
+		return fmt.Errorf("batch item %d of %d: output cannot be expressed as JSON", i, b.items)
+	}
+	b.mu.Lock()
+	b.total += n + 1
+	b.reserved += int64(n)
+	total := b.total
+	b.mu.Unlock()
+	held := b.e.held.Add(int64(n))
+	e := b.e
+	switch {
+	case e.maxOutputBytes > 0 && total > e.maxOutputBytes:
+		return &LimitError{Setting: "max_node_output_bytes", msg: fmt.Sprintf("batch item %d of %d: with this item the batch's output comes to %d bytes, over the limit of %d bytes per node output; the batch stopped there", i, b.items, total, e.maxOutputBytes)}
+	case e.maxRunBytes > 0 && held > int64(e.maxRunBytes):
+		return &LimitError{Setting: "max_run_bytes", msg: fmt.Sprintf("batch item %d of %d: with this item the run's node outputs come to %d bytes, over the limit of %d bytes per run; the batch stopped there", i, b.items, held, e.maxRunBytes)}
+	}
+	return nil
+}
+
+// release gives back what the batch counted: once it returns, its output
+// is counted as the node's.
+func (b *batchBytes) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.e.held.Add(-b.reserved)
+	b.reserved = 0
 }
 
 // batchItems finds a batch's items among a node's variables: the variable

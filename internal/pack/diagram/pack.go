@@ -23,11 +23,14 @@ import (
 const Name = "diagram"
 
 // Defaults for [Options]. Together they keep one run under 64 MiB of
-// memory: a run holds at most MaxRunBytes of node outputs, and its result
-// is encoded several times on its way to the store and to the host (the
-// answer to the host costs about twenty times its size before the
-// collector frees it), plus one template's text (4 MiB at most) and one
-// HTTP body (MaxOutputBytes) at a time.
+// memory: a run holds at most MaxRunBytes of node outputs (those of its
+// sub-diagrams in progress and the items its batches have collected
+// included), and its result is encoded several times on its way to the
+// store and to the host (the answer to the host costs about twenty times
+// its size before the collector frees it), plus, for each of at most
+// four batch items in progress, one template's text or one HTTP body
+// (MaxOutputBytes). The hub's memory for runs is then bounded by
+// MaxConcurrentRuns times that: about 512 MiB with the defaults.
 const (
 	DefaultMaxConcurrentRuns = 8
 	DefaultTimeout           = 300 * time.Second
@@ -81,11 +84,14 @@ type Options struct {
 	// MaxNodes bounds the nodes of a diagram and MaxFanOut the edges
 	// that leave one node; a diagram over either does not validate.
 	MaxNodes, MaxFanOut int
-	// MaxOutputBytes bounds each node's output (as JSON), HTTP bodies and
-	// command output.
+	// MaxOutputBytes bounds each node's output (as JSON), HTTP bodies,
+	// command output and a template's text; a sub_diagram batch stops at
+	// the first item that brings its output over it.
 	MaxOutputBytes int
 	// MaxRunBytes bounds the total of a run's node outputs (as JSON, the
-	// latest output of each node, the start node's being the input).
+	// latest output of each node, the start node's being the input),
+	// counting with them the outputs of its sub-diagrams in progress and
+	// the items its batches have collected so far.
 	MaxRunBytes int
 	// MaxSteps bounds node runs per diagram run (loops).
 	MaxSteps int
@@ -563,8 +569,19 @@ func (p *Pack) load(req RunRequest) (string, *Diagram, error) {
 	switch {
 	case req.Diagram != "" && len(req.Content) > 0:
 		return "", nil, errors.New("give a diagram name or diagram content, not both")
+	case req.Diagram != "" && p.opts.DiPeO:
+		// DiPeO's lookup, as dipeo_run's: a name in its folders, or a
+		// path under the diagrams root.
+		rel, b, err := p.dipeoLoad(req.Diagram)
+		if err != nil {
+			return req.Diagram, nil, err
+		}
+		name, src = filepath.ToSlash(rel), b
 	case req.Diagram != "":
 		name = normName(req.Diagram)
+		if err := checkNameParam("diagram", name); err != nil {
+			return name, nil, fmt.Errorf("%w: diagram names a saved diagram (as search lists them); to run a document, give it as diagram_content", err)
+		}
 		b, err := p.lib.load(name)
 		if err != nil {
 			return name, nil, err

@@ -59,18 +59,34 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 
 // render evaluates one template string.
 func render(name, text string, data map[string]any) (string, error) {
+	return renderAtMost(name, text, data, maxRenderBytes, nil)
+}
+
+// renderAtMost evaluates one template string, stopping as soon as the
+// text would pass limit bytes: with overLimit's error if it is set, else
+// an error naming the limit.
+func renderAtMost(name, text string, data map[string]any, limit int, overLimit func(limit int) error) (string, error) {
 	t, err := newTemplate(name, text)
 	if err != nil {
 		return "", err
 	}
-	b := &limitedBuffer{max: maxRenderBytes}
+	b := &limitedBuffer{max: limit}
 	if err := t.Execute(b, data); err != nil {
 		if b.over {
-			return "", fmt.Errorf("rendered text is over the limit of %d bytes", maxRenderBytes)
+			return "", renderLimitError(limit, overLimit)
 		}
 		return "", cleanExecErr(err)
 	}
 	return b.buf.String(), nil
+}
+
+// renderLimitError is the error for a template whose text would pass
+// limit bytes.
+func renderLimitError(limit int, overLimit func(limit int) error) error {
+	if overLimit != nil {
+		return overLimit(limit)
+	}
+	return fmt.Errorf("rendered text is over the limit of %d bytes", limit)
 }
 
 // cleanExecErr drops text/template's "template: name:1:2: executing ..."
@@ -88,18 +104,31 @@ var execErrPattern = sync.OnceValue(func() *regexp.Regexp {
 
 // renderValue evaluates every string inside v (maps and lists walked
 // recursively) as a template. A string that is a single reference keeps
-// the referenced value's type.
+// the referenced value's type. The text of all the strings together is
+// at most maxRenderBytes: a value of many strings that each repeat a
+// large one stops there.
 func renderValue(name string, v any, data map[string]any) (any, error) {
+	left := maxRenderBytes
+	return renderValueAtMost(name, v, data, &left)
+}
+
+// renderValueAtMost is renderValue with *left bytes of text left to
+// render, which it decreases.
+func renderValueAtMost(name string, v any, data map[string]any, left *int) (any, error) {
 	switch x := v.(type) {
 	case string:
 		if m := wholeRef().FindStringSubmatch(x); m != nil {
 			return lookup(m[1], data)
 		}
-		return render(name, x, data)
+		s, err := renderAtMost(name, x, data, *left, func(int) error {
+			return fmt.Errorf("rendered text is over the limit of %d bytes", maxRenderBytes)
+		})
+		*left -= len(s)
+		return s, err
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := renderValue(name+"."+k, e, data)
+			r, err := renderValueAtMost(name+"."+k, e, data, left)
 			if err != nil {
 				return nil, err
 			}
@@ -109,7 +138,7 @@ func renderValue(name string, v any, data map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := renderValue(fmt.Sprintf("%s[%d]", name, i), e, data)
+			r, err := renderValueAtMost(fmt.Sprintf("%s[%d]", name, i), e, data, left)
 			if err != nil {
 				return nil, err
 			}

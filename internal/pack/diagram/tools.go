@@ -32,7 +32,7 @@ func jsonResult(v any, isError bool) *mcp.CallToolResult {
 }
 
 type runInput struct {
-	Diagram        string         `json:"diagram,omitempty" jsonschema:"name of a saved diagram (see search); give this or diagram_content"`
+	Diagram        string         `json:"diagram,omitempty" jsonschema:"name of a saved diagram (see search); in the dipeo pack, found as dipeo_run finds it (a name in projects/mcp-diagrams or examples/simple_diagrams, or a path under the diagrams root); give this or diagram_content"`
 	DiagramContent string         `json:"diagram_content,omitempty" jsonschema:"a diagram document (YAML) to run without saving it"`
 	InputData      map[string]any `json:"input_data,omitempty" jsonschema:"the run's input object: the start node's output and .input in templates"`
 	Timeout        int            `json:"timeout,omitempty" jsonschema:"bound on the whole run, in seconds (default 300)"`
@@ -367,7 +367,7 @@ func (p *Pack) toolSearch(_ context.Context, _ *mcp.CallToolRequest, in searchIn
 
 func (p *Pack) toolFetch(_ context.Context, _ *mcp.CallToolRequest, in fetchInput) (*mcp.CallToolResult, any, error) {
 	name := normName(strings.TrimPrefix(in.ID, uriPrefix))
-	if err := checkName(name); err != nil {
+	if err := checkNameParam("id", name); err != nil {
 		return jsonResult(map[string]any{"error": "Diagram not found: " + in.ID + " (" + err.Error() + ")", "id": in.ID}, true), nil, nil
 	}
 	s, src := p.summarise(name)
