@@ -842,12 +842,12 @@ func (s *Server) transport(cfg *Config, life context.Context, cancel context.Can
 	switch cfg.TransportKind() {
 	case TransportSSE:
 		return &detachedTransport{
-			inner:  &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient()},
+			inner:  &mcp.SSEClientTransport{Endpoint: shownEndpoint(cfg.URL), HTTPClient: s.httpClient()},
 			life:   life,
 			cancel: cancel,
 		}
 	case TransportStreamableHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient()}
+		return &mcp.StreamableClientTransport{Endpoint: shownEndpoint(cfg.URL), HTTPClient: s.httpClient()}
 	}
 	return &commandTransport{cfg: *cfg, logger: s.logger, progress: &s.progress}
 }
@@ -879,8 +879,8 @@ func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error)
 
 // httpClient returns the client for HTTP transports: Config.HTTPClient,
 // or one of the server's own whose idle connections Close shuts, with the
-// configured headers added and tool results made decodable (see
-// contentTransport).
+// configured headers added, tool results made decodable (see
+// contentTransport) and the URL's real query restored (see shownEndpoint).
 func (s *Server) httpClient() *http.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -904,9 +904,9 @@ func (s *Server) httpClient() *http.Client {
 	if cfg.Auth != nil {
 		rt = cfg.Auth.WrapTransport(rt)
 	}
-	c.Transport = &dataplane.ContentTransport{Base: rt, Observe: s.progress.observeStream, Warn: func(n int) {
+	c.Transport = withRealQuery(&dataplane.ContentTransport{Base: rt, Observe: s.progress.observeStream, Warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
-	}}
+	}}, cfg.URL)
 	s.http = &c
 	return s.http
 }

@@ -143,7 +143,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	if cfg != nil {
 		presets = cfg.Presets
 	}
-	obs, err := newObservers(ctx, spec, getenv, observe)
+	obs, err := newObservers(ctx, spec, getenv, observe, metrics.auditLines)
 	if err != nil {
 		return nil, err
 	}

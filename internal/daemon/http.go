@@ -116,6 +116,7 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 	} else {
 		tokens := httpguard.NewTokens(cfg.Tokens...)
 		login := statuspage.NewAuth(tokens, cfg.AllowedOrigins...)
+		login.Logger = d.logger
 		protected = requireToken(protected, tokens, login)
 		protected = cfg.OAuth.front(protected, mux, cfg.Tokens, d.logger)
 		root.HandleFunc("/login", login.Login)

@@ -26,6 +26,9 @@ type Metrics struct {
 	latency  *metrics.HistogramVec
 	requests *metrics.CounterVec
 	methods  *metrics.CounterVec
+	// auditLines counts the audit trail's lines by result (see
+	// telemetry.AuditOptions.Lines).
+	auditLines *metrics.CounterVec
 }
 
 // NewMetrics returns the hub metrics, with the Go and process metrics.
@@ -52,6 +55,9 @@ func NewMetrics() *Metrics {
 		methods: r.NewCounterVec("junction_mcp_requests_total",
 			"JSON-RPC requests and notifications from hosts, by front (stdio or http) and MCP method; a method the MCP specification does not name is counted as other.",
 			"front", "method"),
+		auditLines: r.NewCounterVec("junction_audit_lines_total",
+			"Audit trail lines, by result: written; truncated (written without the arguments, the line being over the file's max_size_mb); dropped (not written: too long even so, or the write failed).",
+			"result"),
 	}
 	r.GaugeFunc("junction_build_info", "1, labelled with the version, the Go version and the VCS revision junction was built from.",
 		[]string{"version", "go_version", "revision"}, func(emit func(float64, ...string)) {

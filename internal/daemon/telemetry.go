@@ -8,6 +8,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/internal/metrics"
 	"github.com/junction-mcp/junction/internal/telemetry"
 )
 
@@ -21,9 +22,10 @@ type observers struct {
 	closers []io.Closer
 }
 
-// newObservers sets up the audit trail spec asks for and the tracer the
-// OTEL_* variables ask for (see telemetry.NewOTLPTracer).
-func newObservers(ctx context.Context, spec Spec, getenv func(string) string, base func(junction.CallInfo)) (*observers, error) {
+// newObservers sets up the audit trail spec asks for, its lines counted
+// in auditLines, and the tracer the OTEL_* variables ask for (see
+// telemetry.NewOTLPTracer).
+func newObservers(ctx context.Context, spec Spec, getenv func(string) string, base func(junction.CallInfo), auditLines *metrics.CounterVec) (*observers, error) {
 	o := &observers{observe: base}
 	fns := []func(junction.CallInfo){base}
 	if spec.Audit.Output != "" {
@@ -32,7 +34,7 @@ func newObservers(ctx context.Context, spec Spec, getenv func(string) string, ba
 			stderr = os.Stderr
 		}
 		a, err := telemetry.OpenAudit(telemetry.AuditFile{Output: spec.Audit.Output, MaxSizeMB: spec.Audit.MaxSizeMB, MaxFiles: spec.Audit.MaxFiles},
-			stderr, telemetry.AuditOptions{Arguments: spec.Audit.Arguments})
+			stderr, telemetry.AuditOptions{Arguments: spec.Audit.Arguments, Lines: auditLines})
 		if err != nil {
 			return nil, err
 		}

@@ -4,9 +4,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,11 +41,24 @@ const (
 // it was given (the public address of a reverse proxy that does not pass
 // the Host on): with the cookie's SameSite=Strict, no other site can log a
 // browser in or out.
+//
+// Failed logins are limited per remote address and in all (see
+// [LoginBurst]): past the limits a login is answered 429 with
+// Retry-After, without its token being looked at. Tokens are compared in
+// constant time (httpguard.Tokens). Each failed login is logged as a
+// warning with its remote address; the logins refused by the limits are
+// summed up in one warning every ten seconds at most, so that a flood
+// of guesses does not flood the log.
 type Auth struct {
+	// Logger gets the warnings about failed and refused logins; nil
+	// logs nothing. Set it before serving.
+	Logger *slog.Logger
+
 	tokens  httpguard.Tokens
 	origins []string // scheme://host[:port], lower case
 	ttl     time.Duration
 	now     func() time.Time
+	limit   *loginLimiter
 
 	mu       sync.Mutex
 	sessions map[[32]byte]time.Time // digest of the id -> expiry
@@ -52,7 +68,7 @@ type Auth struct {
 // from one of origins (scheme://host[:port]) counts as the server's own;
 // "*" is not taken to mean every origin here.
 func NewAuth(tokens httpguard.Tokens, origins ...string) *Auth {
-	a := &Auth{tokens: tokens, ttl: SessionTTL, now: time.Now, sessions: map[[32]byte]time.Time{}}
+	a := &Auth{tokens: tokens, ttl: SessionTTL, now: time.Now, limit: newLoginLimiter(), sessions: map[[32]byte]time.Time{}}
 	for _, o := range origins {
 		if o != "*" {
 			a.origins = append(a.origins, strings.ToLower(strings.TrimRight(o, "/")))
@@ -141,10 +157,20 @@ func (a *Auth) Login(w http.ResponseWriter, r *http.Request) {
 			writeLogin(w, http.StatusBadRequest, "The form could not be read: "+err.Error())
 			return
 		}
+		key := limitKey(r.RemoteAddr)
+		if wait, ok := a.limit.take(a.now(), key); !ok {
+			a.refused(r)
+			secs := retryAfter(wait)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeLogin(w, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins. Try again in %d s.", secs))
+			return
+		}
 		if !a.tokens.Match(r.PostForm.Get("token")) {
+			a.warn("status page login failed: invalid token", "remote", r.RemoteAddr)
 			writeLogin(w, http.StatusUnauthorized, "Invalid token. Use a token junction accepts: -token, -token-file, JUNCTION_TOKEN, or the one it printed on start.")
 			return
 		}
+		a.limit.give(key)
 		http.SetCookie(w, &http.Cookie{
 			Name:     CookieName,
 			Value:    a.newSession(),
@@ -158,6 +184,21 @@ func (a *Auth) Login(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST")
 		http.Error(w, "method not allowed: use GET or POST", http.StatusMethodNotAllowed)
+	}
+}
+
+// refused notes a login the limits refused, and now and then logs how
+// many were.
+func (a *Auth) refused(r *http.Request) {
+	if n, warn := a.limit.refusal(a.now()); warn {
+		a.warn("status page logins refused: too many failed logins", "refused", n, "last_remote", r.RemoteAddr,
+			"limits", fmt.Sprintf("%d at once and %g/s per address, %d and %g/s in all", LoginBurst, LoginRate, GlobalLoginBurst, GlobalLoginRate))
+	}
+}
+
+func (a *Auth) warn(msg string, args ...any) {
+	if a.Logger != nil {
+		a.Logger.Warn(msg, args...)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,9 +84,10 @@ type Tool struct {
 	Drift string
 }
 
-// funcs are the page template's helpers: durations, times and the
-// colour class of a state.
+// funcs are the page template's helpers: counts of things, durations,
+// times and the colour class of a state.
 var funcs = template.FuncMap{
+	"count": count,
 	"since": func(now, t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -119,6 +121,15 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.0f ms", v)
 	},
+}
+
+// count is n with the noun that goes with it: "1 tool", "0 tools",
+// "2 tools".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func roundDuration(d time.Duration) string {

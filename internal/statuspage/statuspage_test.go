@@ -282,6 +282,7 @@ func TestRender(t *testing.T) {
 		"v1.2.3", `id="source-fs"`, "4242", "1m30s", "fs__write", "changed: description",
 		"exit status 3", "&lt;script&gt;alert(1)&lt;/script&gt;", "next try in 2s",
 		"1.50 ms", "servers: added fs", "refused: servers.x.command: required",
+		"2 tools served", "<strong>fs</strong>: 2 tools", "<strong>broken</strong>: 0 tools",
 		`href="/metrics"`, `href="/status"`, `action="/logout"`,
 	} {
 		if !strings.Contains(body, want) {
@@ -290,5 +291,21 @@ func TestRender(t *testing.T) {
 	}
 	if strings.Contains(body, "<script>") {
 		t.Error("page carries an unescaped <script>")
+	}
+}
+
+// TestRenderOne: one of a thing is counted in the singular.
+func TestRenderOne(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Render(rec, Data{Version: "v1", Now: time.Now(), Tools: 1,
+		Sources: []Source{{Name: "core", Kind: "pack", State: "ready", Tools: []Tool{{Name: "junction_version"}}}}})
+	body := rec.Body.String()
+	for _, want := range []string{"1 tool served", "<strong>core</strong>: 1 tool<"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "1 tools") {
+		t.Errorf("page says \"1 tools\":\n%s", body)
 	}
 }

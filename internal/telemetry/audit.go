@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/metrics"
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
@@ -22,13 +23,27 @@ type AuditOptions struct {
 	// queries, secrets a model was given), and an audit trail is often
 	// kept longer and read by more people than the tools' own logs.
 	Arguments bool
+	// Lines, if set, counts the lines by result: "written" whole,
+	// "truncated" (written without their arguments, being over the
+	// file's size limit) and "dropped" (not written at all: over the limit
+	// even without arguments, or the write failed). See
+	// junction_audit_lines_total in docs/metrics.md.
+	Lines *metrics.CounterVec
 }
+
+// Results counted by [AuditOptions.Lines].
+const (
+	AuditWritten   = "written"
+	AuditTruncated = "truncated"
+	AuditDropped   = "dropped"
+)
 
 // An Audit writes one JSON line per tool call to a writer: see
 // [AuditLine] for the fields. It is safe for concurrent use; each line
 // is one Write.
 type Audit struct {
 	opts AuditOptions
+	max  int        // the longest line the writer takes, newline included; 0: no limit
 	mu   sync.Mutex // guards w
 	w    io.Writer
 	c    io.Closer // nil: the writer is not the Audit's to close
@@ -58,6 +73,9 @@ const (
 	DefaultAuditMaxFiles  = 5
 )
 
+// megabyte is lumberjack's megabyte, in which MaxSizeMB counts.
+const megabyte = 1024 * 1024
+
 // OpenAudit returns an Audit writing to f.Output: stderr as it is given,
 // or a file rotated by size (the rotated files are named after it, with
 // the time of rotation, and the oldest beyond f.MaxFiles are removed).
@@ -86,7 +104,9 @@ func OpenAudit(f AuditFile, stderr io.Writer, opts AuditOptions) (*Audit, error)
 	}
 	fh.Close()
 	lj := &lumberjack.Logger{Filename: f.Output, MaxSize: f.MaxSizeMB, MaxBackups: f.MaxFiles, LocalTime: false}
-	return &Audit{opts: opts, w: lj, c: lj}, nil
+	// lumberjack refuses a write longer than the file may grow; such a
+	// line is written without its arguments instead (see Observe).
+	return &Audit{opts: opts, max: f.MaxSizeMB * megabyte, w: lj, c: lj}, nil
 }
 
 // CheckAuditFile reports whether [OpenAudit] could write to f.Output, as
@@ -129,6 +149,11 @@ type AuditLine struct {
 	RequestBytes int             `json:"request_bytes"`  // the arguments' size
 	ResultBytes  int             `json:"result_bytes"`   // the result's size as JSON
 	Arguments    json.RawMessage `json:"arguments,omitempty"`
+	// ArgumentsTruncated says the arguments were left out because the
+	// line with them, of LineBytes bytes, was over the audit file's size
+	// limit (max_size_mb).
+	ArgumentsTruncated bool `json:"arguments_truncated,omitempty"`
+	LineBytes          int  `json:"line_bytes,omitempty"`
 }
 
 // Line returns the audit line of ci (without the newline).
@@ -154,21 +179,44 @@ func (a *Audit) Line(ci junction.CallInfo) AuditLine {
 }
 
 // Observe writes the line of ci; it is meant for [junction.Options.Observe].
-// A line that cannot be written is dropped: an audit trail that cannot
-// be written must not stop tool calls.
+// A line over the file's size limit is written without its arguments,
+// marked arguments_truncated with its full size in line_bytes. A line
+// that cannot be written is dropped, and counted (AuditOptions.Lines):
+// an audit trail that cannot be written must not stop tool calls.
 func (a *Audit) Observe(ci junction.CallInfo) {
-	b, err := json.Marshal(a.Line(ci))
+	l := a.Line(ci)
+	b, err := json.Marshal(l)
 	if err != nil {
 		// Arguments that are not valid JSON cannot reach here (both paths
 		// check them); keep the line without them all the same.
-		l := a.Line(ci)
 		l.Arguments = nil
 		b, _ = json.Marshal(l)
 	}
 	b = append(b, '\n')
+	result := AuditWritten
+	if a.max > 0 && len(b) > a.max {
+		l.Arguments, l.ArgumentsTruncated, l.LineBytes = nil, true, len(b)
+		b, _ = json.Marshal(l)
+		b = append(b, '\n')
+		result = AuditTruncated
+		if len(b) > a.max {
+			a.count(AuditDropped)
+			return
+		}
+	}
 	a.mu.Lock()
-	_, _ = a.w.Write(b)
+	_, err = a.w.Write(b)
 	a.mu.Unlock()
+	if err != nil {
+		result = AuditDropped
+	}
+	a.count(result)
+}
+
+func (a *Audit) count(result string) {
+	if a.opts.Lines != nil {
+		a.opts.Lines.WithLabelValues(result).Inc()
+	}
 }
 
 // Close closes the audit file, if the Audit opened one. It is safe to

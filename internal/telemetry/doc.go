@@ -15,7 +15,10 @@
 // outcome, and the sizes of the arguments and the result. The arguments
 // themselves only when the operator asks for them (they are the host's
 // data: file contents, queries, tokens a model pasted). [OpenAudit]
-// writes to stderr or to a file that is rotated by size.
+// writes to stderr or to a file that is rotated by size; a line too long
+// for that size goes without its arguments, marked arguments_truncated,
+// and [AuditOptions.Lines] counts the lines written, truncated and
+// dropped.
 //
 // # Traces
 //

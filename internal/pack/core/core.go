@@ -25,15 +25,29 @@ const Name = "core"
 // VersionOutput is the structured result of junction_version.
 type VersionOutput struct {
 	Version   string `json:"version" jsonschema:"the junction binary's version"`
-	BuildTime string `json:"build_time,omitempty" jsonschema:"when the binary was built, RFC 3339"`
+	BuildTime string `json:"build_time" jsonschema:"when the binary was built, RFC 3339 (the time of the commit it was built from, for a build without a stamped time), or unknown"`
 }
+
+// UnknownBuildTime is the build_time of a binary that knows neither when
+// it was built nor the time of its commit (go build outside a checkout,
+// or with -buildvcs=false).
+const UnknownBuildTime = "unknown"
 
 // The schemas junction.AddTool infers for an any input and a VersionOutput
 // output.
 const (
 	inputSchema  = `{"type":"object"}`
-	outputSchema = `{"type":"object","properties":{"version":{"type":"string","description":"the junction binary's version"},"build_time":{"type":"string","description":"when the binary was built, RFC 3339"}},"required":["version"],"additionalProperties":false}`
+	outputSchema = `{"type":"object","properties":{"version":{"type":"string","description":"the junction binary's version"},"build_time":{"type":"string","description":"when the binary was built, RFC 3339 (the time of the commit it was built from, for a build without a stamped time), or unknown"}},"required":["version","build_time"],"additionalProperties":false}`
 )
+
+// output is what junction_version returns.
+func output() VersionOutput {
+	bt := buildinfo.BuildTime()
+	if bt == "" {
+		bt = UnknownBuildTime
+	}
+	return VersionOutput{Version: buildinfo.Version(), BuildTime: bt}
+}
 
 // versionTool describes junction_version; New copies it.
 func versionTool() *mcp.Tool {
@@ -66,7 +80,7 @@ func version(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, 
 			}}, nil
 		}
 	}
-	b, err := json.Marshal(VersionOutput{Version: buildinfo.Version(), BuildTime: buildinfo.BuildTime()})
+	b, err := json.Marshal(output())
 	if err != nil {
 		return nil, err
 	}

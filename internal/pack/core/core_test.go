@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,7 +19,7 @@ func typed() *junction.Pack {
 	t := versionTool()
 	t.InputSchema, t.OutputSchema = nil, nil
 	junction.AddTool(p, t, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, VersionOutput, error) {
-		return nil, VersionOutput{Version: buildinfo.Version(), BuildTime: buildinfo.BuildTime()}, nil
+		return nil, output(), nil
 	})
 	return p
 }
@@ -70,5 +71,33 @@ func TestCallMatchesTyped(t *testing.T) {
 		if diff := cmp.Diff(asJSON(t, want), asJSON(t, got)); diff != "" {
 			t.Errorf("arguments %q: result differs from the typed tool's (-typed +raw):\n%s", args, diff)
 		}
+	}
+}
+
+// TestVersionHasBuildTime: the description promises the build time, so
+// the result always has one, "unknown" when the binary does not know it
+// (as in a test binary, which has no VCS stamp).
+func TestVersionHasBuildTime(t *testing.T) {
+	res, err := New().CallTool(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "junction_version"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]string
+	if err := json.Unmarshal(res.StructuredContent.(json.RawMessage), &out); err != nil {
+		t.Fatalf("structured content %v: %v", res.StructuredContent, err)
+	}
+	want := buildinfo.BuildTime()
+	if want == "" {
+		want = UnknownBuildTime
+	}
+	if got, ok := out["build_time"]; !ok || got != want {
+		t.Errorf("build_time = %q (present %v), want %q; result %v", got, ok, want, out)
+	}
+	var schema struct{ Required []string }
+	if err := json.Unmarshal(versionTool().OutputSchema.(json.RawMessage), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(schema.Required, "build_time") {
+		t.Errorf("output schema requires %v, want build_time among them", schema.Required)
 	}
 }
