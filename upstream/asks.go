@@ -85,10 +85,14 @@ func (s *Server) hostDeclares(c *call, capability string) bool {
 }
 
 // undeclared is the error an upstream gets for a request the host it is
-// meant for cannot answer.
+// meant for cannot answer: a MissingRequiredClientCapabilityError, whose
+// data names the capability (requiredCapabilities), as a 2026-07-28
+// server's does, so that a server that passes the error on to the host
+// passes on what the host lacks.
 func undeclared(method, capability string) error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
-		Message: fmt.Sprintf("%s: the host this request is for did not declare the %s capability", method, capability)}
+		Message: fmt.Sprintf("%s: the host this request is for did not declare the %s capability", method, capability), Data: data}
 }
 
 // routeAsk finds the host call a request of the upstream's belongs to

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/junction-mcp/junction"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -181,4 +183,18 @@ func FuzzCanonicalJSON(f *testing.F) {
 			t.Fatalf("CanonicalJSON is not idempotent: %s -> %s (%v)", c1, c2, err)
 		}
 	})
+}
+
+// TestUndeclaredNamesCapability: the -32021 an upstream gets for a
+// question its host cannot answer carries requiredCapabilities, as a
+// 2026-07-28 server's MissingRequiredClientCapabilityError does.
+func TestUndeclaredNamesCapability(t *testing.T) {
+	t.Parallel()
+	var werr *jsonrpc.Error
+	if !errors.As(undeclared("sampling/createMessage", capSampling), &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities {
+		t.Fatalf("undeclared: %v, want -32021", werr)
+	}
+	if got, want := string(werr.Data), `{"requiredCapabilities":{"sampling":{}}}`; got != want {
+		t.Errorf("data %s, want %s", got, want)
+	}
 }
