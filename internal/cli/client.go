@@ -14,6 +14,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/internal/oauth"
 	"github.com/junction-mcp/junction/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -218,7 +219,11 @@ func (f *targetFlags) httpClient(ctx context.Context, env *Env) (*http.Client, e
 	}
 	base := http.DefaultTransport
 	if h.Get("Authorization") == "" {
-		base = oauthTransport(env, f.url, base)
+		inner := base
+		if oauth.Mode(env.Getenv(EnvOAuthMode)) == oauth.ModeAuto {
+			inner = &tokenOnlyGuard{base: base}
+		}
+		base = oauthTransport(env, f.url, inner)
 	}
 	return &http.Client{Transport: &headerTransport{base: base, header: h, ctx: ctx}}, nil
 }
@@ -232,13 +237,17 @@ func connectHint(hc *http.Client, u *url.URL, transport string) string {
 	if !ok {
 		return ""
 	}
-	status, sentAuth := ht.last()
+	status, sentAuth, reason := ht.last()
+	said := ""
+	if reason != "" {
+		said = fmt.Sprintf(", saying %q", reason)
+	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		if sentAuth {
-			return fmt.Sprintf(" (HTTP %d: the server refused the token; check -token or %s)", status, EnvToken)
+			return fmt.Sprintf(" (HTTP %d: the server refused the token%s; check -token or %s)", status, said, EnvToken)
 		}
-		return fmt.Sprintf(" (HTTP %d: the server wants a token; give it with -token or %s)", status, EnvToken)
+		return fmt.Sprintf(" (HTTP %d: the server wants a token%s; give it with -token or %s)", status, said, EnvToken)
 	case status >= 400 && status < 500 && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/sse") && !strings.EqualFold(transport, "sse"):
 		return fmt.Sprintf(" (HTTP %d: %s looks like a legacy SSE endpoint; add -transport sse)", status, u.Path)
 	}
@@ -257,16 +266,18 @@ type headerTransport struct {
 	ctx    context.Context
 
 	mu       sync.Mutex
-	status   int  // the last response's status
-	sentAuth bool // whether the last request carried Authorization
+	status   int    // the last response's status
+	sentAuth bool   // whether the last request carried Authorization
+	reason   string // what the server said when it refused the last request (401, 403)
 }
 
-// last returns the status of the last response and whether its request
-// carried an Authorization header.
-func (t *headerTransport) last() (int, bool) {
+// last returns the status of the last response, whether its request
+// carried an Authorization header, and, for a refusal, the server's
+// reason.
+func (t *headerTransport) last() (int, bool, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.status, t.sentAuth
+	return t.status, t.sentAuth, t.reason
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -285,8 +296,12 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	reason := ""
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		reason = refusalReason(resp)
+	}
 	t.mu.Lock()
-	t.status, t.sentAuth = resp.StatusCode, r.Header.Get("Authorization") != ""
+	t.status, t.sentAuth, t.reason = resp.StatusCode, r.Header.Get("Authorization") != "", reason
 	t.mu.Unlock()
 	resp.Body = &endingBody{ReadCloser: resp.Body, end: end}
 	return resp, nil

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
+	"github.com/junction-mcp/junction/internal/redact"
 )
 
 const configCheckAbout = `
@@ -21,23 +24,42 @@ ${VAR} references are resolved from the environment, as "junction serve"
 would. On success it prints a summary (servers by transport, packs,
 plugins, presets, profiles) and any warnings; otherwise every problem, each
 as file:line: path: message, and exits 1. Secrets (env values, headers,
-tokens, arguments) are never printed.
+tokens, arguments) are never printed. The file is FILE, or -config FILE
+as for the other commands, or $JUNCTION_CONFIG when neither is given.
+
+A stdio server whose command is not on PATH (or, given as a path, does not
+exist) is a warning, not an error: serve may run with another PATH, but
+if it does not, it cannot start that server.
 
 Examples:
   junction config check junction.yaml
+  junction config check -config junction.yaml
   junction config check ~/.config/Claude/claude_desktop_config.json
   junction config check -o json .vscode/mcp.json | jq .errors`
 
 func runConfigCheck(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "config check", "[-o json] FILE", configCheckAbout)
+	fs := newFlagSet(env, "config check", "[-o json] FILE | -config FILE", configCheckAbout)
 	out := outputFlags(fs, true)
-	if err := parseFlags(env, fs, args); err != nil {
+	flagPath := fs.String("config", "", "the config `file` to check (the same as FILE)")
+	pos, err := parseInterspersed(env, fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("config check needs exactly one FILE, got %d arguments", fs.NArg())
+	var path string
+	switch {
+	case len(pos) > 1:
+		return usageErrorf("config check takes one FILE, got %d: %q", len(pos), pos)
+	case len(pos) == 1 && *flagPath != "" && pos[0] != *flagPath:
+		return usageErrorf("config check got two files, %s and -config %s; give one", pos[0], *flagPath)
+	case len(pos) == 1:
+		path = pos[0]
+	case *flagPath != "":
+		path = *flagPath
+	case env.Getenv(EnvConfig) != "":
+		path = env.Getenv(EnvConfig)
+	default:
+		return usageErrorf("config check needs a FILE (or -config FILE, or $%s)", EnvConfig)
 	}
-	path := fs.Arg(0)
 	c, err := config.Load(path, env.Getenv)
 	var problems config.Errors
 	if err != nil && !errors.As(err, &problems) {
@@ -50,6 +72,8 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 		problems = append(problems, checkTokenFile(path, c)...)
 		if len(problems) > 0 {
 			c = nil
+		} else {
+			c.Warnings = append(c.Warnings, commandWarnings(c, env.Getenv)...)
 		}
 	}
 	report := newCheckReport(path, c, problems)
@@ -64,6 +88,67 @@ func runConfigCheck(ctx context.Context, env *Env, args []string) error {
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// commandWarnings warns about each enabled stdio server whose command
+// serve could not start: a bare name that is not on PATH, or a path that
+// does not exist or is not executable. A warning, not an error: serve may
+// run with another PATH (a host's, a service manager's).
+func commandWarnings(c *config.Config, getenv func(string) string) []config.Warning {
+	var out []config.Warning
+	for _, name := range sortedMapKeys(c.Servers) {
+		s := c.Servers[name]
+		if s.Disabled || s.Transport != config.TransportStdio || s.Command == "" {
+			continue
+		}
+		path := c.FieldPath("server", name) + ".command"
+		warn := func(format string, args ...any) {
+			out = append(out, config.Warning{Line: c.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+		}
+		if !strings.ContainsAny(s.Command, `/\`) {
+			if !onPath(s.Command, getenv("PATH"), getenv("PATHEXT")) {
+				warn("server %q: command %q is not on PATH, so junction serve cannot start it unless the PATH it runs with has it: install it, or give its full path", name, s.Command)
+			}
+			continue
+		}
+		file := s.Command
+		if !filepath.IsAbs(file) && s.Cwd != "" {
+			file = filepath.Join(s.Cwd, file)
+		}
+		fi, err := os.Stat(file)
+		switch {
+		case err != nil:
+			warn("server %q: command %s does not exist, so junction serve cannot start it", name, file)
+		case fi.IsDir() || (runtime.GOOS != "windows" && fi.Mode()&0o111 == 0):
+			warn("server %q: command %s is not an executable file, so junction serve cannot start it", name, file)
+		}
+	}
+	return out
+}
+
+// onPath reports whether the command name is an executable file in one
+// of the directories of path (a PATH value); on Windows, with one of the
+// extensions of pathext too.
+func onPath(name, path, pathext string) bool {
+	exts := []string{""}
+	if runtime.GOOS == "windows" {
+		if pathext == "" {
+			pathext = ".COM;.EXE;.BAT;.CMD"
+		}
+		exts = append(exts, filepath.SplitList(strings.ToLower(pathext))...)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		for _, ext := range exts {
+			fi, err := os.Stat(filepath.Join(dir, name+ext))
+			if err == nil && !fi.IsDir() && (runtime.GOOS == "windows" || fi.Mode()&0o111 != 0) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkTokenFile reports an http.token_file that serve could not read.
@@ -100,8 +185,9 @@ type checkReport struct {
 type checkServer struct {
 	Name      string `json:"name"`
 	Transport string `json:"transport"`
-	// Target is the command (without arguments) or the URL (without its
-	// query), so that no secret is printed.
+	// Target is the command (without arguments) or the URL with its
+	// password and query values hidden (redact.URL), so that no secret is
+	// printed.
 	Target   string `json:"target"`
 	Args     int    `json:"args,omitempty"`
 	Disabled bool   `json:"disabled,omitempty"`
@@ -131,7 +217,7 @@ func newCheckReport(path string, c *config.Config, problems config.Errors) *chec
 		if s.Transport == config.TransportStdio {
 			cs.Target = s.Command
 		} else {
-			cs.Target = redactURL(s.URL)
+			cs.Target = redact.URL(s.URL)
 		}
 		r.Servers = append(r.Servers, cs)
 		if !s.Disabled {
@@ -142,7 +228,7 @@ func newCheckReport(path string, c *config.Config, problems config.Errors) *chec
 		p := c.Plugins[name]
 		cs := checkServer{Name: name, Transport: "process", Target: p.Command, Args: len(p.Args), Disabled: p.Disabled}
 		if p.URL != "" {
-			cs.Transport, cs.Target = "url", redactURL(p.URL)
+			cs.Transport, cs.Target = "url", redact.URL(p.URL)
 		}
 		r.Plugins = append(r.Plugins, cs)
 	}
@@ -154,16 +240,6 @@ func newCheckReport(path string, c *config.Config, problems config.Errors) *chec
 		r.Warnings = append(r.Warnings, checkProblem{Line: w.Line, Path: w.Path, Message: w.Msg})
 	}
 	return r
-}
-
-// redactURL drops user info, query and fragment, where tokens hide.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
 }
 
 func (r *checkReport) print(stdout, stderr io.Writer) {

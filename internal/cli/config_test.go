@@ -93,7 +93,12 @@ func TestConfigCheckErrors(t *testing.T) {
 
 func TestConfigCheckJSONValid(t *testing.T) {
 	t.Parallel()
-	out, errOut, code := runConfig(t, map[string]string{"GITHUB_TOKEN": "t", "HOME": "/home/u"}, "-json", "../config/testdata/junction.yaml")
+	// npx, the servers' command, is on this PATH: no warning about it.
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "npx"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runConfig(t, map[string]string{"GITHUB_TOKEN": "t", "HOME": "/home/u", "PATH": bin}, "-json", "../config/testdata/junction.yaml")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}

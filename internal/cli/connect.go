@@ -45,7 +45,14 @@ junction's config (-config) defaults to junction/junction.json in your
 config directory (~/.config, ~/Library/Application Support or %APPDATA%),
 or DIR/junction.json for the project and local scopes. Servers are added
 to its "servers" object; one already there with the same definition is
-left alone, one with the same name and another definition is an error.
+left alone (a command server without "type" is the same as one with
+"type": "stdio"), one with the same name and another definition is an
+error that names the fields that differ.
+
+A repository is not trusted: for the project and local scopes, a file
+inside DIR (the host's file, junction.json, a backup) that is a symbolic
+link, or lies under one, leading out of DIR is refused, naming the link
+and where it points, and nothing is written.
 
 Examples:
   junction connect claude-desktop                 # show what would change

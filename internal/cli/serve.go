@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -32,7 +33,9 @@ Prometheus metrics at /metrics, liveness at /healthz and readiness at
 HTTP requires a token (Authorization: Bearer <token> or X-API-Key: <token>)
 from -token, -token-file or JUNCTION_TOKEN. With none given, junction makes a
 random token and prints it on stderr. -insecure-no-auth turns auth off, and is
-refused on anything but a loopback address.
+refused on anything but a loopback address. An -http or -admin address
+that something already listens on stops serve before it builds the hub or
+makes a token; -http 127.0.0.1:0 picks a free port.
 
 The status page: a browser at / (on -http, or on the listener of its own
 that -admin 127.0.0.1:PORT opens, in stdio mode too) gets a page of the
@@ -197,6 +200,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		if err := daemon.CheckAdmin(*admin, *insecure); err != nil {
 			return usageErrorf("%v", err)
 		}
+		if err := checkFree("-admin", *admin); err != nil {
+			return err
+		}
 	}
 	if *addr != "" || *admin != "" {
 		// Check the address and the token file before building anything
@@ -204,6 +210,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		if *addr != "" {
 			if err := daemon.CheckListen(*addr, *insecure); err != nil {
 				return usageErrorf("%v", err)
+			}
+			if err := checkFree("-http", *addr); err != nil {
+				return err
 			}
 		}
 		if err := guard.check(); err != nil {
@@ -296,9 +305,49 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		cfg.MCP.ReplayBytes = -1 // none kept; HTTPOptions reads 0 as the default
 	}
 	if err := d.ServeHTTP(ctx, cfg); err != nil {
+		if addrInUse(err) {
+			// Taken since checkFree looked.
+			return fmt.Errorf("%w\n%s", err, addrInUseHint("-http", *addr))
+		}
 		return err
 	}
 	return nil
+}
+
+// checkFree reports an address that serve could not listen on because
+// something listens there already, before the hub is built and a token
+// printed: trying to listen is the one sure test (the address is given
+// back at once; daemon listens again when it serves). Other listen errors
+// are left to the daemon, which says them in its own words.
+func checkFree(flagName, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if addrInUse(err) {
+			return &ExitError{Code: 1, Err: fmt.Errorf("%s %s: the address is in use: another program (perhaps another junction serve) listens there\n%s", flagName, addr, addrInUseHint(flagName, addr))}
+		}
+		return nil
+	}
+	ln.Close()
+	return nil
+}
+
+// addrInUse reports whether err is a listen that failed because the
+// address is taken (EADDRINUSE; WSAEADDRINUSE on Windows).
+func addrInUse(err error) bool {
+	const wsaEADDRINUSE = 10048
+	var errno syscall.Errno
+	return errors.Is(err, syscall.EADDRINUSE) ||
+		runtime.GOOS == "windows" && errors.As(err, &errno) && errno == wsaEADDRINUSE
+}
+
+// addrInUseHint says how to choose another address than addr.
+func addrInUseHint(flagName, addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = "127.0.0.1"
+	}
+	return fmt.Sprintf("Stop that program, or choose another address: %s %s lets the system pick a free port (junction prints the address it got), or name another port.",
+		flagName, net.JoinHostPort(host, "0"))
 }
 
 // releaseStartupPages gives back the pages of junction's own code and

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -19,15 +21,24 @@ state (initializing, connected, degraded, failed; "ready" for packs and
 plugins), tool count, process id, last error and drift against the lock
 file; with a store (replicas sharing PostgreSQL), every replica too: its
 id, address, config version and last heartbeat. The hub is found at
--url, else at the config file's http.listen.
+-url, else at the config file's http.listen, else at
+http://127.0.0.1:7331 (where "junction serve -http 127.0.0.1:7331" serves).
+The token is -token, else $JUNCTION_TOKEN: the one serve was given, or the
+one it printed on its stderr when it started ("no token given; this run
+accepts the generated token").
 
 Exit status: 0 when every source is up or on its way, 3 when one has
 failed (after printing the status: for scripts and health checks), 1 when
 the hub cannot be asked, 2 for bad flags.`
 
+// defaultStatusURL is where "junction status" looks for a hub when
+// neither -url nor a config file says: the address of the README's first
+// command, "junction serve -http 127.0.0.1:7331".
+const defaultStatusURL = "http://127.0.0.1:7331"
+
 func runStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "status", "[flags]", statusAbout)
-	base := fs.String("url", "", "the hub's base `URL` (http://HOST:PORT, or its /mcp URL)")
+	base := fs.String("url", "", "the hub's base `URL` (http://HOST:PORT, or its /mcp URL; default: the config file's http.listen, else "+defaultStatusURL+")")
 	token := fs.String("token", "", "API `token` (default: $JUNCTION_TOKEN)")
 	configPath := fs.String("config", "", "take the address from this config `file`'s http.listen (default $"+EnvConfig+")")
 	out := outputFlags(fs, true)
@@ -37,16 +48,18 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("status takes no arguments, got %q", fs.Args())
 	}
+	defaulted := false
 	if *base == "" {
 		hf := hubFlags{configPath: *configPath}
 		cfg, _, err := hf.loadConfig(env)
 		if err != nil {
 			return err
 		}
-		if cfg == nil || cfg.HTTP.Listen == "" {
-			return usageErrorf("give -url (or a -config file with http.listen)")
+		if cfg != nil && cfg.HTTP.Listen != "" {
+			*base = "http://" + cfg.HTTP.Listen
+		} else {
+			*base, defaulted = defaultStatusURL, true
 		}
-		*base = "http://" + cfg.HTTP.Listen
 	}
 	u := strings.TrimSuffix(strings.TrimSuffix(*base, "/"), "/mcp") + "/status"
 	if *token == "" {
@@ -63,10 +76,16 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if defaulted && errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("status: no hub answers at %s, the default address: start one with \"junction serve -http 127.0.0.1:7331\", or say where yours is with -url (or -config FILE with http.listen)", defaultStatusURL)
+		}
 		return fmt.Errorf("status: %w", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode == http.StatusUnauthorized && *token == "" {
+		return fmt.Errorf("status: %s from %s: the hub wants its token: give it with -token or %s (a hub started without one printed the token it made on its stderr, after \"no token given\")", resp.Status, u, EnvToken)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status: %s from %s: %s", resp.Status, u, strings.TrimSpace(string(body)))
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,5 +44,20 @@ func TestStatusExitsOnFailedSource(t *testing.T) {
 	st.Sources = st.Sources[:1]
 	if out, errOut, code := run(t, nil, "status", "-url", serve(st)); code != 0 || !strings.Contains(out, "good") {
 		t.Errorf("status with every source up: exit %d, stdout %q, stderr %q; want 0", code, out, errOut)
+	}
+}
+
+// TestStatusDefaultNoHub: with no -url and no config, status asks
+// 127.0.0.1:7331, and when nothing answers there says so and how to start
+// a hub or point at another. Skipped when something listens on the port.
+func TestStatusDefaultNoHub(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:7331")
+	if err != nil {
+		t.Skipf("skipping: 127.0.0.1:7331 is busy (%v)", err)
+	}
+	ln.Close()
+	_, errOut, code := run(t, nil, "status")
+	if code != 1 || !strings.Contains(errOut, "no hub answers at http://127.0.0.1:7331") || !strings.Contains(errOut, "-url") {
+		t.Errorf("status with nothing on the default address: exit %d, stderr %q", code, errOut)
 	}
 }

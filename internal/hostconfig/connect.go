@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -104,6 +105,9 @@ func serversObject(loc *Location, root *jvalue) (parent, servers *jvalue, err er
 // PlanConnect reads the host's file and junction's config file and works
 // out both new files. It writes nothing.
 func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, error) {
+	if err := loc.confineHost(loc.File); err != nil {
+		return nil, err
+	}
 	data, mode, root, err := readHost(loc)
 	if err != nil {
 		return nil, err
@@ -322,6 +326,9 @@ func sameFile(a, b string) bool {
 // (JSON: edited in place; YAML: a servers section appended when it has
 // none), and checks that the result is a config junction accepts.
 func (p *ConnectPlan) planJunctionConfig(order []string, moved map[string][]byte, loc *Location) error {
+	if err := loc.Confine(p.JunctionFile); err != nil {
+		return fmt.Errorf("junction config: %w", err)
+	}
 	data, err := os.ReadFile(p.JunctionFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -384,11 +391,12 @@ func (p *ConnectPlan) planJunctionConfig(order []string, moved map[string][]byte
 		var add []string
 		for _, name := range order {
 			if old, ok := existing[name]; ok {
-				if bytes.Equal(compactJSON(old), compactJSON(moved[name])) {
+				fields := serverDiff(old, moved[name])
+				if len(fields) == 0 {
 					p.Same = append(p.Same, name)
 					continue
 				}
-				return fmt.Errorf("junction config %s already has a server %q that differs from %s's; rename one of them (in either file) and run again", p.JunctionFile, name, loc.Host.Name)
+				return fmt.Errorf("junction config %s already has a server %q that differs from %s's in %s; rename one of them (in either file), or make them the same, and run again", p.JunctionFile, name, loc.Host.Name, quoteFields(fields))
 			}
 			add = append(add, name)
 		}
@@ -423,20 +431,131 @@ func (p *ConnectPlan) planJunctionConfig(order []string, moved map[string][]byte
 	sort.Strings(p.Moved)
 	sort.Strings(p.Same)
 	p.JunctionAfter = after
-	// What junction will read must parse: ${VAR} are set to a placeholder,
+	// What junction will read must load: ${VAR} are set to a placeholder,
 	// since the host may set them in its own environment.
-	if _, err := config.Parse(bytes.NewReader(after), formatOf(p.JunctionFile), func(string) string { return "x" }); err != nil {
+	if err := checkLoads(p.JunctionFile, after); err != nil {
 		return fmt.Errorf("junction config %s would not load with these servers, so nothing was changed:\n%v", p.JunctionFile, err)
 	}
 	return nil
 }
 
-func formatOf(path string) string {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".yaml", ".yml":
-		return "yaml"
+// checkLoads loads data as the config file path would be loaded, from a
+// copy of the same name in a directory of its own: as a file, so that
+// ${workspaceFolder} and the other references that only a file has are
+// known (their values do not matter here), without writing next to path.
+func checkLoads(path string, data []byte) error {
+	dir, err := os.MkdirTemp("", "junction-connect-")
+	if err != nil {
+		return err
 	}
-	return "json"
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	_, err = config.Load(tmp, func(string) string { return "x" })
+	if es, ok := err.(config.Errors); ok {
+		for _, e := range es {
+			e.File = "" // the copy's name means nothing to the user
+		}
+	}
+	return err
+}
+
+// serverDiff compares two definitions of a server (strict JSON) as junction
+// reads them, and returns the fields that differ, sorted; none when they
+// are the same server. Key order, the hosts' spellings of a key ("type"
+// for junction's "transport", "envFile" for "env_file") and what junction
+// takes for a missing field do not count: a server without "type" that
+// has a command is "stdio" (what Claude Code writes and Claude Desktop
+// leaves out), one with a url is "http", and empty args or env are none.
+func serverDiff(a, b []byte) []string {
+	na, errA := normalServer(a)
+	nb, errB := normalServer(b)
+	if errA != nil || errB != nil {
+		if bytes.Equal(compactJSON(a), compactJSON(b)) {
+			return nil
+		}
+		return []string{"its definition"}
+	}
+	var fields []string
+	for k := range na {
+		if !reflect.DeepEqual(na[k], nb[k]) {
+			fields = append(fields, k)
+		}
+	}
+	for k := range nb {
+		if _, ok := na[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	sort.Strings(fields)
+	return fields
+}
+
+// serverKeyAliases are the hosts' spellings of junction's server keys
+// that connect may meet in a host file (see internal/config).
+var serverKeyAliases = map[string]string{
+	"type":          "transport",
+	"transportType": "transport",
+	"envFile":       "env_file",
+	"serverUrl":     "url",
+}
+
+func normalServer(raw []byte) (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("not an object")
+	}
+	for alias, key := range serverKeyAliases {
+		if v, ok := m[alias]; ok {
+			if _, both := m[key]; !both {
+				m[key] = v
+			}
+			delete(m, alias)
+		}
+	}
+	if _, ok := m["transport"]; !ok {
+		switch {
+		case m["command"] != nil:
+			m["transport"] = "stdio"
+		case m["url"] != nil:
+			m["transport"] = "http"
+		}
+	}
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case []any:
+			if len(v) == 0 {
+				delete(m, k)
+			}
+		case map[string]any:
+			if len(v) == 0 {
+				delete(m, k)
+			}
+		}
+	}
+	return m, nil
+}
+
+// quoteFields names fields for a message: "args", or "args" and "env".
+func quoteFields(fields []string) string {
+	q := make([]string, len(fields))
+	for i, f := range fields {
+		q[i] = fmt.Sprintf("%q", f)
+		if f == "its definition" {
+			q[i] = f
+		}
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }
 
 // Backup names: the host file's name, ".junction-backup-", a UTC time.
@@ -471,26 +590,32 @@ func (p *ConnectPlan) Apply(now time.Time) (backup string, err error) {
 	if !bytes.Equal(cur, p.HostBefore) {
 		return "", fmt.Errorf("%s changed while connect was running; nothing was written; run again", p.Loc.File)
 	}
+	if err := p.Loc.confineHost(p.Loc.File); err != nil {
+		return "", err
+	}
+	if err := p.Loc.Confine(p.JunctionFile); err != nil {
+		return "", fmt.Errorf("junction config: %w", err)
+	}
 	if !bytes.Equal(p.JunctionBefore, p.JunctionAfter) {
 		if err := os.MkdirAll(filepath.Dir(p.JunctionFile), 0o700); err != nil {
 			return "", fmt.Errorf("junction config: %w", err)
 		}
-		if err := WriteFileAtomic(p.JunctionFile, p.JunctionAfter, p.JunctionMode); err != nil {
+		if err := p.Loc.writeConfined(p.JunctionFile, p.JunctionAfter, p.JunctionMode); err != nil {
 			return "", fmt.Errorf("junction config: %w", err)
 		}
 	}
 	stamp := now.UTC().Format("20060102T150405.000Z")
 	backup = p.Loc.File + backupInfix + strings.Replace(stamp, ".", "", 1)
-	if err := WriteFileAtomic(backup, p.HostBefore, p.HostMode); err != nil {
+	if err := p.Loc.writeHost(backup, p.HostBefore, p.HostMode); err != nil {
 		return "", fmt.Errorf("backing up %s: %w", p.Loc.File, err)
 	}
 	sum := sha256.Sum256(p.HostAfter)
 	meta, _ := json.MarshalIndent(backupMeta{Host: p.Loc.Host.ID, Scope: p.Loc.Scope, File: p.Loc.File, Time: now.UTC().Format(time.RFC3339),
 		WrittenSHA256: hex.EncodeToString(sum[:]), WrittenServers: serversCompact(p.Loc, p.HostAfter), JunctionFile: p.JunctionFile, Moved: p.Moved}, "", "  ")
-	if err := WriteFileAtomic(backup+".json", append(meta, '\n'), 0o600); err != nil {
+	if err := p.Loc.writeHost(backup+".json", append(meta, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("backing up %s: %w", p.Loc.File, err)
 	}
-	if err := WriteFileAtomic(p.Loc.File, p.HostAfter, p.HostMode); err != nil {
+	if err := p.Loc.writeHost(p.Loc.File, p.HostAfter, p.HostMode); err != nil {
 		return "", fmt.Errorf("%s: %w (the backup %s is intact)", p.Loc.File, err, backup)
 	}
 	return backup, nil
@@ -543,6 +668,9 @@ func globEscape(s string) string {
 // PlanDisconnect picks the backup to restore (backup, or the newest) and
 // compares the host file with what connect wrote.
 func PlanDisconnect(loc *Location, backup string) (*DisconnectPlan, error) {
+	if err := loc.confineHost(loc.File); err != nil {
+		return nil, err
+	}
 	if backup == "" {
 		list, err := Backups(loc)
 		if err != nil {
@@ -552,6 +680,9 @@ func PlanDisconnect(loc *Location, backup string) (*DisconnectPlan, error) {
 			return nil, fmt.Errorf("%s: no backup made by junction connect (%s*) to restore; was %s connected from this file?", loc.File, filepath.Base(loc.File)+backupInfix, loc.Host.Name)
 		}
 		backup = list[0]
+	}
+	if err := loc.confineHost(backup); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
 	}
 	p := &DisconnectPlan{Loc: loc, Backup: backup}
 	var err error
@@ -592,7 +723,7 @@ func PlanDisconnect(loc *Location, backup string) (*DisconnectPlan, error) {
 // Apply restores the backup over the host file, atomically. The backup
 // is kept.
 func (p *DisconnectPlan) Apply() error {
-	if err := WriteFileAtomic(p.Loc.File, p.Restored, p.Mode); err != nil {
+	if err := p.Loc.writeHost(p.Loc.File, p.Restored, p.Mode); err != nil {
 		return fmt.Errorf("%s: %w (the backup %s is intact)", p.Loc.File, err, p.Backup)
 	}
 	return nil

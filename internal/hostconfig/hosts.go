@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/junction-mcp/junction/internal/editdist"
 )
 
 // Env is what the package may know of the machine.
@@ -126,6 +128,13 @@ type Location struct {
 	// that holds the servers object (empty: the top level). Claude Code's
 	// local scope is ["projects", DIR].
 	Path []string
+	// Dir is the project directory of the project and local scopes
+	// (empty for the user scope). A file of the project that lies inside
+	// it must also resolve inside it once symbolic links are followed:
+	// connect and disconnect refuse one that leads out (see
+	// [Location.Confine]). The files of the project are junction's
+	// config, and in the project scope the host's file and its backups.
+	Dir string
 }
 
 // Describe names the servers object, for messages: "mcpServers" or
@@ -242,7 +251,29 @@ func Lookup(name string) (*Host, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("unknown host %q (known hosts: %s)", name, strings.Join(HostIDs(), ", "))
+	hint := ""
+	if near := nearestHost(n, norm); near != "" {
+		hint = fmt.Sprintf("; did you mean %q?", near)
+	}
+	return nil, fmt.Errorf("unknown host %q%s (known hosts: %s)", name, hint, strings.Join(HostIDs(), ", "))
+}
+
+// nearestHost returns the ID of the host whose ID, name or alias is
+// closest to the normalised name n, if one is close enough to be a typo
+// ("claud-desktop"), else "".
+func nearestHost(n string, norm func(string) string) string {
+	best, bestD := "", 3
+	if len(n) <= 6 {
+		bestD = 2
+	}
+	for _, h := range hosts {
+		for _, cand := range append([]string{h.ID, h.Name}, h.Aliases...) {
+			if d := editdist.Distance(n, norm(cand)); d <= bestD && (best == "" || d < bestD) {
+				best, bestD = h.ID, d
+			}
+		}
+	}
+	return best
 }
 
 // Locate returns the host file for scope ("" means the host's default).
@@ -272,6 +303,9 @@ func (h *Host) Locate(e Env, scope, file string) (*Location, error) {
 	}
 	if scope == ScopeLocal {
 		loc.Path = []string{"projects", e.Dir}
+	}
+	if scope == ScopeProject || scope == ScopeLocal {
+		loc.Dir = e.Dir
 	}
 	return loc, nil
 }
