@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/httpguard"
@@ -92,6 +93,55 @@ type FrontAuth struct {
 	// config.AllProfiles for the whole hub. Empty: every accepted token
 	// sees the whole hub.
 	Profiles map[string]string
+
+	refusals refusalLog
+}
+
+// Refused access tokens are logged at INFO, the first refusalBurst at
+// once and then one per refusalEvery; the others are logged at DEBUG and
+// counted in the next INFO line, so that a flood of made-up tokens does
+// not fill the log.
+const (
+	refusalBurst = 5
+	refusalEvery = 10 * time.Second
+)
+
+// refusalLog logs refused access tokens (the reasons quote what a token
+// says only cut short: package oauth sees to that).
+type refusalLog struct {
+	mu         sync.Mutex
+	credit     float64   // INFO lines that may be written now
+	last       time.Time // when credit was counted; zero: full
+	suppressed int       // refusals logged at DEBUG since the last INFO line
+}
+
+func (l *refusalLog) log(logger *slog.Logger, reason string, r *http.Request) {
+	l.mu.Lock()
+	now := time.Now()
+	if l.last.IsZero() {
+		l.credit = refusalBurst
+	} else {
+		l.credit = min(refusalBurst, l.credit+now.Sub(l.last).Seconds()/refusalEvery.Seconds())
+	}
+	l.last = now
+	info := l.credit >= 1
+	suppressed := l.suppressed
+	if info {
+		l.credit--
+		l.suppressed = 0
+	} else {
+		l.suppressed++
+	}
+	l.mu.Unlock()
+	if !info {
+		logger.Debug("access token refused", "reason", reason, "remote", r.RemoteAddr, "path", r.URL.Path)
+		return
+	}
+	args := []any{"reason", reason, "remote", r.RemoteAddr, "path", r.URL.Path}
+	if suppressed > 0 {
+		args = append(args, "refused_meanwhile", suppressed)
+	}
+	logger.Info("access token refused", args...)
 }
 
 // NewFrontAuth returns the FrontAuth of the config's http.auth, or nil
@@ -130,12 +180,22 @@ func (f *FrontAuth) serve(w http.ResponseWriter, r *http.Request, next http.Hand
 		return
 	}
 	g, err := f.Resource.Verify(r.Context(), token)
+	if errors.Is(err, oauth.ErrBusy) {
+		// Not checked (too many opaque tokens to introspect): not a 401,
+		// which would tell a client with a good token to drop it.
+		logger.Debug("access token not checked", "reason", err.Error(), "remote", r.RemoteAddr, "path", r.URL.Path)
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
 	if err != nil {
 		reason := err.Error()
 		if te, ok := errors.AsType[*oauth.TokenError](err); ok {
 			reason = te.Reason
 		}
-		logger.Info("access token refused", "reason", reason, "remote", r.RemoteAddr, "path", r.URL.Path)
+		f.refusals.log(logger, reason, r)
 		f.challenge(w, http.StatusUnauthorized, "invalid_token", nil, reason)
 		return
 	}

@@ -174,6 +174,7 @@ type Client struct {
 	issuer  string                     // of the authorization server, once found
 	reused  *oauthex.ClientCredentials // a client registered earlier, in use
 	dp      *dpopKey                   // the DPoP key, once a server asked for DPoP
+	legacy  map[string][]byte          // discovery answers for a 2025-03-26 server (legacy.go)
 }
 
 // dpopKey returns the client's DPoP key, or nil when it uses none.
@@ -195,6 +196,8 @@ func New(s Settings, opts Options) *Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	// Discovery of a 2025-03-26 server may be answered here (legacy.go).
+	base = &legacyTransport{c: c, base: base}
 	c.hc = &http.Client{Transport: &dpopTokenTransport{c: c, base: base}, CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
 	return c
 }
@@ -331,6 +334,9 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		c.mu.Lock()
 		c.dp = k
 		c.mu.Unlock()
+	}
+	if c.opts.Login != nil || c.s.Mode.machine() {
+		c.prepareLegacy(ctx, req, resp)
 	}
 	if c.opts.Login != nil && !c.s.Mode.machine() {
 		c.findRegistered(ctx, req, resp)

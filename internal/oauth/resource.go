@@ -7,6 +7,7 @@ package oauth
 // metadata (RFC 9728).
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -17,14 +18,17 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/sync/singleflight"
 )
 
 // DefaultAlgorithms are the JWS algorithms a [Resource] accepts when its
@@ -46,8 +50,17 @@ const (
 	// an inactive answer is reused for introspectionNegativeTTL.
 	introspectionTTL         = 30 * time.Second
 	introspectionNegativeTTL = 10 * time.Second
-	// introspectionCacheSize bounds the cached answers.
-	introspectionCacheSize = 4096
+	// introspectionCacheSize bounds the cached accepted answers,
+	// introspectionNegativeCacheSize the cached refusals.
+	introspectionCacheSize         = 4096
+	introspectionNegativeCacheSize = 1024
+	// introspectionRate is how many introspection requests a second the
+	// hub sends at most, in bursts of up to introspectionBurst, and
+	// introspectionConcurrency how many at once (answers from the cache
+	// do not count).
+	introspectionRate        = 20
+	introspectionBurst       = 50
+	introspectionConcurrency = 8
 	// fetchTimeout bounds one request to the authorization server.
 	fetchTimeout = 10 * time.Second
 	// maxBody bounds a key set or introspection answer.
@@ -100,6 +113,8 @@ type Grant struct {
 
 // User names who holds the grant, for binding sessions to it: its
 // subject, or, for a token that has none, the client it was issued to.
+// [Resource.Verify] refuses tokens that name neither, so every grant it
+// returns has an owner of its own.
 func (g *Grant) User() string {
 	if g.Subject != "" {
 		return "oauth:" + g.Subject
@@ -171,7 +186,7 @@ func NewResource(o ResourceOptions) (*Resource, error) {
 	}
 	r.keys = keySet{client: o.HTTPClient, now: o.Now, url: o.JWKSURL, issuer: o.Issuer}
 	if o.IntrospectionURL != "" {
-		r.intro = &introspector{o: &r.o, cache: map[[sha256.Size]byte]introspected{}}
+		r.intro = newIntrospector(&r.o)
 	}
 	return r, nil
 }
@@ -225,7 +240,7 @@ func (r *Resource) verifyJWT(ctx context.Context, token string) (*Grant, error) 
 	tok, err := jwt.ParseSigned(token, r.algs)
 	if err != nil {
 		if alg := headerAlg(token); alg != "" && !slices.Contains(r.algs, jose.SignatureAlgorithm(alg)) {
-			return nil, refuse("signing algorithm %q is not accepted", alg)
+			return nil, refuse("signing algorithm %s is not accepted", short(alg))
 		}
 		return nil, refuse("malformed JWT")
 	}
@@ -233,6 +248,9 @@ func (r *Resource) verifyJWT(ctx context.Context, token string) (*Grant, error) 
 		return nil, refuse("want one signature, got %d", len(tok.Headers))
 	}
 	h := tok.Headers[0]
+	if err := checkType(h.ExtraHeaders[jose.HeaderType]); err != nil {
+		return nil, err
+	}
 	key, err := r.keys.key(ctx, h.KeyID, h.Algorithm)
 	if err != nil {
 		return nil, err
@@ -249,7 +267,7 @@ func (r *Resource) verifyJWT(ctx context.Context, token string) (*Grant, error) 
 		case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
 			return nil, refuse("token not valid yet")
 		case errors.Is(err, jwt.ErrInvalidIssuer):
-			return nil, refuse("issuer %q is not %q", c.Issuer, r.o.Issuer)
+			return nil, refuse("issuer %s is not %q", short(c.Issuer), r.o.Issuer)
 		}
 		return nil, refuse("claims: %v", err)
 	}
@@ -257,13 +275,76 @@ func (r *Resource) verifyJWT(ctx context.Context, token string) (*Grant, error) 
 		return nil, refuse("token has no exp")
 	}
 	if !slices.Contains([]string(c.Audience), r.o.Audience) {
-		return nil, refuse("token is for %q, not this resource (%q)", []string(c.Audience), r.o.Audience)
+		return nil, refuse("token is for %s, not this resource (%q)", shortList(c.Audience), r.o.Audience)
+	}
+	if c.Subject == "" && c.ClientID == "" {
+		return nil, errNoOwner
 	}
 	scopes := strings.Fields(c.Scope)
 	if len(scopes) == 0 {
 		scopes = c.Scp
 	}
 	return &Grant{Subject: c.Subject, Client: c.ClientID, Scopes: scopes, Expiry: c.Expiry.Time()}, nil
+}
+
+// errNoOwner refuses a token that names no subject (sub) and no client
+// (client_id): the hub binds sessions to one of them, and every such
+// token would share one owner, each able to drive the others' sessions.
+var errNoOwner = refuse("the token names no subject (sub) or client (client_id), so no session can be bound to it; have the authorization server put sub in access tokens")
+
+// checkType checks a JWT's typ header (RFC 9068 §2.1 asks for at+jwt).
+// Accepted: at+jwt and application/at+jwt, and, as many authorization
+// servers still issue access tokens so, JWT, application/jwt or no typ;
+// any other value names another kind of token (an ID token's
+// "id_token+jwt", a DPoP proof's "dpop+jwt", a logout token...) that
+// must not pass for an access token.
+func checkType(v any) error {
+	if v == nil {
+		return nil
+	}
+	typ, ok := v.(string)
+	if !ok {
+		return refuse("typ header is not a string")
+	}
+	switch strings.ToLower(typ) {
+	case "at+jwt", "application/at+jwt", "jwt", "application/jwt":
+		return nil
+	}
+	return refuse("token type (typ) %s is not an access token's (want at+jwt)", short(typ))
+}
+
+// maxShown bounds each value from a token that a refusal quotes: the
+// reason is logged and sent back, and the value is the sender's.
+const maxShown = 40
+
+// short quotes s, cut to maxShown bytes.
+func short(s string) string {
+	if len(s) <= maxShown {
+		return strconv.Quote(s)
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
+}
+
+// shortList quotes at most three values of list, each cut by short.
+func shortList(list []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, s := range list {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(list)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(short(s))
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // headerAlg returns the alg of a compact JWS's header, or "".
@@ -284,72 +365,112 @@ func headerAlg(token string) string {
 
 // keySet is the issuer's signing keys, fetched when first needed, again
 // after keysMaxAge, and again when a token names a key id it does not
-// have, at most once per keysMinRefresh.
+// have, at most once per keysMinRefresh. A fetch runs without the lock:
+// tokens signed with a key already known are checked at once while it
+// runs (after keysMaxAge the old keys serve until the new ones are in),
+// and tokens that need the fetch wait for that one fetch, never start
+// another.
 type keySet struct {
 	client *http.Client
 	now    func() time.Time
 	issuer string
 
-	mu      sync.Mutex // guards the fields below; held during a fetch
-	url     string     // from the options or the issuer's metadata
-	keys    *jose.JSONWebKeySet
-	fetched time.Time // last attempt
-	err     error     // of the last attempt
+	mu     sync.Mutex // guards the fields below; never held during a fetch
+	url    string     // from the options or the issuer's metadata
+	keys   *jose.JSONWebKeySet
+	got    time.Time     // when keys were fetched
+	tried  time.Time     // when the last fetch started
+	err    error         // of the last fetch
+	flight chan struct{} // while a fetch runs: closed when it ends
 }
 
 func (k *keySet) key(ctx context.Context, kid string, alg string) (*jose.JSONWebKey, error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	now := k.now()
-	stale := k.keys == nil || now.Sub(k.fetched) > keysMaxAge
-	if stale {
-		k.fetch(ctx, now)
-	}
 	if key := k.find(kid, alg); key != nil {
+		if now.Sub(k.got) > keysMaxAge {
+			k.startLocked(ctx, now) // refresh, but serve this token now
+		}
+		k.mu.Unlock()
 		return key, nil
 	}
-	if !stale && now.Sub(k.fetched) >= keysMinRefresh {
-		// Perhaps the issuer rotated its keys.
-		k.fetch(ctx, now)
-		if key := k.find(kid, alg); key != nil {
-			return key, nil
+	// A key id not in the set (or no set yet): perhaps the issuer
+	// rotated its keys. Wait for the fetch running, or start one if
+	// the last started keysMinRefresh ago.
+	done := k.startLocked(ctx, now)
+	k.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, refuse("gave up waiting for the issuer's signing keys: %v", ctx.Err())
 		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if key := k.find(kid, alg); key != nil {
+		return key, nil
 	}
 	if k.keys == nil {
 		return nil, refuse("the issuer's signing keys cannot be fetched: %v", k.err)
 	}
-	return nil, refuse("no signing key %q in the issuer's key set", kid)
+	return nil, refuse("no signing key %s in the issuer's key set", short(kid))
 }
 
-// fetch reads the key set, keeping the old one if it fails; at most once
-// per keysMinRefresh.
-func (k *keySet) fetch(ctx context.Context, now time.Time) {
-	if !k.fetched.IsZero() && now.Sub(k.fetched) < keysMinRefresh {
-		return
+// startLocked starts a fetch of the key set unless one is running or the
+// last one started less than keysMinRefresh ago, and returns the channel
+// closed when the running fetch ends (nil when none runs). k.mu is held.
+func (k *keySet) startLocked(ctx context.Context, now time.Time) chan struct{} {
+	if k.flight != nil {
+		return k.flight
 	}
-	k.fetched = now
+	if !k.tried.IsZero() && now.Sub(k.tried) < keysMinRefresh {
+		return nil
+	}
+	k.tried = now
+	done := make(chan struct{})
+	k.flight = done
 	// The fetch serves every request waiting for the keys: one client
 	// that goes away must not fail it (and have the failure remembered).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
+	fctx, known := context.WithoutCancel(ctx), k.url
+	go func() {
+		defer close(done)
+		set, u, err := k.fetch(fctx, known)
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.flight = nil
+		if u != "" {
+			k.url = u
+		}
+		if err != nil {
+			k.err = err // the old keys, if any, stay
+			return
+		}
+		k.keys, k.got, k.err = set, now, nil
+	}()
+	return done
+}
+
+// fetch reads the key set at u, or at the jwks_uri of the issuer's
+// metadata when u is "", and returns it with the URL it read.
+func (k *keySet) fetch(ctx context.Context, u string) (*jose.JSONWebKeySet, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	if k.url == "" {
+	if u == "" {
 		meta, err := auth.GetAuthServerMetadata(ctx, k.issuer, k.client)
 		switch {
 		case err != nil:
-			k.err = fmt.Errorf("issuer metadata: %v", err)
-			return
+			return nil, "", fmt.Errorf("issuer metadata: %v", err)
 		case meta == nil || meta.JWKSURI == "":
-			k.err = fmt.Errorf("issuer %s publishes no jwks_uri in its metadata; set http.auth.jwks_url", k.issuer)
-			return
+			return nil, "", fmt.Errorf("issuer %s publishes no jwks_uri in its metadata; set http.auth.jwks_url", k.issuer)
 		}
-		k.url = meta.JWKSURI
+		u = meta.JWKSURI
 	}
 	var set jose.JSONWebKeySet
-	if err := getJSON(ctx, k.client, k.url, &set); err != nil {
-		k.err = err
-		return
+	if err := getJSON(ctx, k.client, u, &set); err != nil {
+		return nil, u, err
 	}
-	k.keys, k.err = &set, nil
+	return &set, u, nil
 }
 
 // find returns the public key for kid, or the one key usable for alg
@@ -395,13 +516,38 @@ func getJSON(ctx context.Context, c *http.Client, u string, v any) error {
 	return nil
 }
 
+// ErrBusy is the error of [Resource.Verify] for an opaque token when the
+// introspection endpoint is asked as often, or by as many requests at
+// once, as the hub allows: the token was not checked, so the request is
+// answered 503 with Retry-After rather than 401 (a valid token is not to
+// be dropped). Floods of made-up tokens end here, not at the
+// authorization server.
+var ErrBusy = errors.New("too many opaque tokens to introspect at once: try again shortly")
+
 // introspector asks the authorization server about opaque tokens (RFC
-// 7662) and reuses its answers briefly.
+// 7662) and reuses its answers briefly: accepted ones for up to
+// introspectionTTL in one cache, refusals for introspectionNegativeTTL in
+// another, each dropping its least recently used answer when full, so
+// that floods of bad tokens never push out good ones. It asks at most
+// introspectionConcurrency questions at once and introspectionRate a
+// second (bursts of introspectionBurst); one token asked about by many
+// requests at once is asked about once.
 type introspector struct {
 	o *ResourceOptions
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]introspected // by the token's hash
+	good, bad *lru // answers by the token's hash
+	limit     *bucket
+	slots     chan struct{} // one per introspection request running
+	flight    singleflight.Group
+}
+
+func newIntrospector(o *ResourceOptions) *introspector {
+	return &introspector{o: o,
+		good:  newLRU(introspectionCacheSize),
+		bad:   newLRU(introspectionNegativeCacheSize),
+		limit: &bucket{rate: introspectionRate, burst: introspectionBurst},
+		slots: make(chan struct{}, introspectionConcurrency),
+	}
 }
 
 type introspected struct {
@@ -413,37 +559,126 @@ type introspected struct {
 func (in *introspector) check(ctx context.Context, token string) (*Grant, error) {
 	sum := sha256.Sum256([]byte(token))
 	now := in.o.Now()
-	in.mu.Lock()
-	e, ok := in.cache[sum]
-	in.mu.Unlock()
-	if ok && now.Before(e.until) {
-		return e.grant, e.err
+	for _, c := range []*lru{in.good, in.bad} {
+		if e, ok := c.get(sum, now); ok {
+			return e.grant, e.err
+		}
 	}
-	g, err, final := in.ask(ctx, token, now)
-	if !final {
+	v, err, _ := in.flight.Do(string(sum[:]), func() (any, error) {
+		if !in.limit.take(now) {
+			return nil, ErrBusy
+		}
+		select {
+		case in.slots <- struct{}{}:
+		default:
+			return nil, ErrBusy
+		}
+		defer func() { <-in.slots }()
+		// The answer serves every request asking about the token.
+		g, err, final := in.ask(context.WithoutCancel(ctx), token, now)
+		if !final {
+			return nil, err
+		}
+		if err != nil {
+			in.bad.put(sum, introspected{err: err, until: now.Add(introspectionNegativeTTL)})
+			return nil, err
+		}
+		until := now.Add(introspectionTTL)
+		if !g.Expiry.IsZero() && g.Expiry.Before(until) {
+			until = g.Expiry
+		}
+		in.good.put(sum, introspected{grant: g, until: until})
+		return g, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	e = introspected{grant: g, err: err, until: now.Add(introspectionNegativeTTL)}
-	if g != nil {
-		e.until = now.Add(introspectionTTL)
-		if !g.Expiry.IsZero() && g.Expiry.Before(e.until) {
-			e.until = g.Expiry
-		}
+	return v.(*Grant), nil
+}
+
+// lru is a bounded cache of introspection answers that drops the least
+// recently used one when full, and expired ones when met.
+type lru struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of *lruEntry, most recently used first
+	items map[[sha256.Size]byte]*list.Element
+}
+
+type lruEntry struct {
+	key [sha256.Size]byte
+	val introspected
+}
+
+func newLRU(max int) *lru {
+	return &lru{max: max, order: list.New(), items: map[[sha256.Size]byte]*list.Element{}}
+}
+
+func (c *lru) get(key [sha256.Size]byte, now time.Time) (introspected, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[key]
+	if !ok {
+		return introspected{}, false
 	}
-	in.mu.Lock()
-	if len(in.cache) >= introspectionCacheSize {
-		for k, old := range in.cache {
-			if !now.Before(old.until) {
-				delete(in.cache, k)
-			}
-		}
-		if len(in.cache) >= introspectionCacheSize {
-			clear(in.cache)
-		}
+	e := el.Value.(*lruEntry)
+	if !now.Before(e.val.until) {
+		c.order.Remove(el)
+		delete(c.items, key)
+		return introspected{}, false
 	}
-	in.cache[sum] = e
-	in.mu.Unlock()
-	return g, err
+	c.order.MoveToFront(el)
+	return e.val, true
+}
+
+func (c *lru) put(key [sha256.Size]byte, v introspected) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		el.Value.(*lruEntry).val = v
+		c.order.MoveToFront(el)
+		return
+	}
+	for c.order.Len() >= c.max {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.items, oldest.Value.(*lruEntry).key)
+	}
+	c.items[key] = c.order.PushFront(&lruEntry{key: key, val: v})
+}
+
+func (c *lru) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
+
+// bucket is a token bucket: rate tokens a second, at most burst saved.
+type bucket struct {
+	rate, burst float64
+
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time // zero: full
+}
+
+// take reports whether a token was there at now, and uses it.
+func (b *bucket) take(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last.IsZero() {
+		b.tokens = b.burst
+	} else if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(b.burst, b.tokens+d.Seconds()*b.rate)
+	}
+	if now.After(b.last) {
+		b.last = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // ask introspects token; final is false when the answer says nothing
@@ -486,15 +721,17 @@ func (in *introspector) ask(ctx context.Context, token string, now time.Time) (_
 	case !ans.Active:
 		return nil, refuse("token is not active (introspection)"), true
 	case ans.Iss != "" && ans.Iss != in.o.Issuer:
-		return nil, refuse("issuer %q is not %q", ans.Iss, in.o.Issuer), true
+		return nil, refuse("issuer %s is not %q", short(ans.Iss), in.o.Issuer), true
 	case len(ans.Aud) == 0:
 		return nil, refuse("the introspection answer names no audience, so the token may be for any resource"), true
 	case !slices.Contains([]string(ans.Aud), in.o.Audience):
-		return nil, refuse("token is for %q, not this resource (%q)", []string(ans.Aud), in.o.Audience), true
+		return nil, refuse("token is for %s, not this resource (%q)", shortList(ans.Aud), in.o.Audience), true
 	case ans.Exp != nil && now.After(ans.Exp.Time().Add(in.o.Leeway)):
 		return nil, refuse("token expired"), true
 	case ans.Nbf != nil && now.Add(in.o.Leeway).Before(ans.Nbf.Time()):
 		return nil, refuse("token not valid yet"), true
+	case ans.Sub == "" && ans.ClientID == "":
+		return nil, errNoOwner, true
 	}
 	g := &Grant{Subject: ans.Sub, Client: ans.ClientID, Scopes: strings.Fields(ans.Scope)}
 	if ans.Exp != nil {

@@ -46,8 +46,26 @@ type grant struct {
 	challenge, resource, redirect string
 }
 
+// Options change what the server publishes.
+type Options struct {
+	// NoResourceMetadata makes a server of the 2025-03-26 revision: no
+	// protected resource metadata, and challenges that name none.
+	NoResourceMetadata bool
+	// IssuerPath puts the authorization server under a path of the
+	// origin: its issuer is the URL with that path (http://host/oauth)
+	// and its endpoints are under it; its metadata stays at the
+	// origin's well-known URL, as 2025-03-26 clients look for it (the
+	// protected resource metadata, if any, still names the origin).
+	IssuerPath string
+	// Issuer, if set, is the issuer the metadata names instead.
+	Issuer string
+}
+
 // New starts the server.
-func New() *Server {
+func New() *Server { return NewWith(Options{}) }
+
+// NewWith starts the server with o.
+func NewWith(o Options) *Server {
 	s := &Server{codes: map[string]grant{}, access: map[string]bool{}, refresh: map[string]bool{}, clients: map[string]bool{}}
 	mcpSrv := mcp.NewServer(&mcp.Implementation{Name: "oauthtest", Version: "1"}, nil)
 	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "echo", Description: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -64,21 +82,31 @@ func New() *Server {
 		s.mu.Unlock()
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+s.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			if o.NoResourceMetadata {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+			}
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		mcpHandler.ServeHTTP(w, r)
 	})
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"resource": s.Resource(), "authorization_servers": []string{s.URL}})
-	})
+	if !o.NoResourceMetadata {
+		mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, map[string]any{"resource": s.Resource(), "authorization_servers": []string{s.URL}})
+		})
+	}
+	p := o.IssuerPath
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"issuer": s.URL, "authorization_endpoint": s.URL + "/authorize",
-			"token_endpoint": s.URL + "/token", "registration_endpoint": s.URL + "/register",
+		issuer := s.URL + p
+		if o.Issuer != "" {
+			issuer = o.Issuer
+		}
+		writeJSON(w, map[string]any{"issuer": issuer, "authorization_endpoint": s.URL + p + "/authorize",
+			"token_endpoint": s.URL + p + "/token", "registration_endpoint": s.URL + p + "/register",
 			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"}})
 	})
-	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+p+"/register", func(w http.ResponseWriter, r *http.Request) {
 		var meta map[string]any
 		json.NewDecoder(r.Body).Decode(&meta)
 		id := "client-" + rand.Text()
@@ -91,7 +119,7 @@ func New() *Server {
 		w.WriteHeader(http.StatusCreated)
 		writeJSON(w, meta)
 	})
-	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+p+"/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if q.Get("code_challenge_method") != "S256" || q.Get("resource") != s.Resource() || q.Get("redirect_uri") == "" {
 			http.Error(w, "want PKCE S256, the resource and a redirect_uri", http.StatusBadRequest)
@@ -114,7 +142,7 @@ func New() *Server {
 		u.RawQuery = v.Encode()
 		http.Redirect(w, r, u.String(), http.StatusFound)
 	})
-	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+p+"/token", func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
 		s.mu.Lock()
 		defer s.mu.Unlock()
