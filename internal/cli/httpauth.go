@@ -83,15 +83,18 @@ func printable(s string) string {
 }
 
 // tokenOnlyGuard sits under the OAuth client of a -url target that was
-// given no token. A 401 whose Bearer challenge names no protected resource
-// metadata (RFC 9728 resource_metadata) comes from a server that may want
-// a static token, not an OAuth login: junction serve with -token answers
-// so. The guard then looks for the metadata at the well-known URLs (and,
+// given no token. A junction hub's 401 (realm "junction") whose Bearer
+// challenge names no protected resource metadata (RFC 9728
+// resource_metadata) comes from a hub that may want a static token, not
+// an OAuth login: junction serve with -token answers so. The guard then looks for the metadata at the well-known URLs (and,
 // for servers of the 2025-03-26 revision, for authorization server
 // metadata at the root); when there is none, it takes the challenge off
 // the response, so the OAuth client leaves it alone and the command says
 // that the server wants a token (-token), instead of sending the user to
 // "junction auth login", which would fail the same way.
+// hubRealm is the realm of a junction hub's Bearer challenge.
+const hubRealm = "junction"
+
 type tokenOnlyGuard struct {
 	base http.RoundTripper
 
@@ -105,12 +108,18 @@ func (g *tokenOnlyGuard) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	chs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	hub := false
 	for _, ch := range chs {
 		if ch.Params["resource_metadata"] != "" {
 			return resp, nil // the server says where its OAuth metadata is
 		}
+		hub = hub || ch.Params["realm"] == hubRealm
 	}
-	if len(chs) == 0 || g.oauthOffered(r) {
+	// Only a junction hub's challenge is taken off: another server that
+	// publishes no metadata may be one of the 2025-03-26 revision, whose
+	// OAuth endpoints are found by their default paths (/authorize,
+	// /token, /register), with nothing to probe for.
+	if !hub || g.oauthOffered(r) {
 		return resp, nil
 	}
 	resp.Header = resp.Header.Clone()

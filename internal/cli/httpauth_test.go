@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestTokenOnlyGuard: a 401 whose Bearer challenge names no resource
-// metadata, from a server with no OAuth metadata at the well-known URLs,
-// asks for -token; the same 401 from a server that publishes metadata
+// TestTokenOnlyGuard: a junction hub's 401 whose Bearer challenge names
+// no resource metadata, from a hub with no OAuth metadata at the
+// well-known URLs, asks for -token; the same 401 from a server that publishes metadata
 // (at the path-suffixed URL, or only the 2025-03-26 authorization server
 // metadata) still goes to OAuth, which without a terminal says to log in;
 // and so does a challenge that names its metadata.
@@ -23,9 +23,12 @@ func TestTokenOnlyGuard(t *testing.T) {
 		want      string
 		notWant   string
 	}{
-		{name: "static token", challenge: `Bearer realm="hub"`, want: "the server wants a token", notWant: "auth login"},
-		{name: "protected resource metadata", challenge: `Bearer realm="hub"`, metadata: "/.well-known/oauth-protected-resource/mcp", want: "needs an OAuth login"},
-		{name: "authorization server metadata", challenge: `Bearer realm="hub"`, metadata: "/.well-known/oauth-authorization-server", want: "needs an OAuth login"},
+		{name: "static token", challenge: `Bearer realm="junction"`, want: "the server wants a token", notWant: "auth login"},
+		{name: "protected resource metadata", challenge: `Bearer realm="junction"`, metadata: "/.well-known/oauth-protected-resource/mcp", want: "needs an OAuth login"},
+		{name: "authorization server metadata", challenge: `Bearer realm="junction"`, metadata: "/.well-known/oauth-authorization-server", want: "needs an OAuth login"},
+		// Another server without metadata may be a 2025-03-26 one whose
+		// OAuth endpoints are at their default paths: it goes to OAuth.
+		{name: "another server without metadata", challenge: `Bearer realm="other"`, want: "needs an OAuth login"},
 		{name: "challenge names metadata", challenge: `Bearer resource_metadata="http://127.0.0.1:1/x"`, want: "needs an OAuth login"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
