@@ -85,11 +85,10 @@ func TestHostCallContext(t *testing.T) {
 
 // TestEnvelopeAllocs: reading a plain tools/call's envelope allocates
 // only the tool's name, and a line that is not for the tasks extension
-// is not read for it at all.
+// is not read for it at all. It runs without the race detector (see
+// skipAllocsUnderRace).
 func TestEnvelopeAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts differ under the race detector")
-	}
+	skipAllocsUnderRace(t)
 	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hi"},"_meta":{"progressToken":1}}}`)
 	meta := []byte(`{"progressToken":1}`)
 	for _, tc := range []struct {

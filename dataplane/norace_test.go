@@ -2,5 +2,8 @@
 
 package dataplane
 
-// raceEnabled: see race_test.go.
-const raceEnabled = false
+import "testing"
+
+// skipAllocsUnderRace: see race_test.go. Without the race detector the
+// test runs.
+func skipAllocsUnderRace(*testing.T) {}

@@ -154,13 +154,7 @@ var (
 // junction is known to be wrong today: the runs it names (all four when
 // runs is empty) are skipped unless -pending is given, and -update never
 // rewrites what they expect. Remove an entry when its fix lands.
-var pendingFix = map[string]convPending{
-	"crash-after-answer.txtar": {runs: []string{"stdio/slow", "http/slow"}, defect: "go-sdk's path loses the answer an upstream " +
-		"wrote just before it exited, in about a third of the runs: the host gets SOURCE_UNAVAILABLE \"session closed during the call\""},
-	"crash-mid-call.txtar": {defect: "a call whose upstream died gets a SOURCE_UNAVAILABLE tool error whose message names " +
-		"whichever internal cause won the race (\"server closed stdout: EOF\", \"server exited\", \"session closed during the call\"; " +
-		"go-sdk's path adds \"calling \\\"tools/call\\\": \"), so it differs between runs and between paths"},
-}
+var pendingFix = map[string]convPending{}
 
 // convPending is an entry of pendingFix.
 type convPending struct {
