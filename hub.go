@@ -274,6 +274,7 @@ type Hub struct {
 	hosts       map[*mcp.ServerSession]*hostState
 	sentLevel   mcp.LoggingLevel // last level given to LevelSetter sources; "" before any
 	levelSendMu sync.Mutex       // serialises updateSourceLevel
+	soleSendMu  sync.Mutex       // serialises updateSoleHosts; guards sourceState.sole
 
 	dirty   chan struct{} // a source changed; capacity 1
 	done    chan struct{} // closed by Close
@@ -288,6 +289,7 @@ type Hub struct {
 type sourceState struct {
 	name    string
 	src     Source
+	sole    *mcp.ServerSession // the sole host last given to a HostWatcher src; guarded by Hub.soleSendMu
 	opts    SourceOptions
 	catalog *Catalog // last good catalog; guarded by Hub.mu
 	err     error    // last Catalog error; guarded by Hub.mu
@@ -410,7 +412,9 @@ func (h *Hub) Add(ctx context.Context, name string, src Source, opts *SourceOpti
 	}
 	h.tellLevel(src)
 	h.loadCatalog(ctx, st)
-	return h.rebuild()
+	err := h.rebuild()
+	h.updateSoleHosts()
+	return err
 }
 
 // Remove removes the source called name; its tools disappear from every
@@ -427,6 +431,7 @@ func (h *Hub) Remove(name string) error {
 	h.mu.Unlock()
 	err := h.rebuild()
 	h.retireAfterRebuild(old)
+	h.updateSoleHosts()
 	return err
 }
 
@@ -488,6 +493,7 @@ func (h *Hub) Replace(ctx context.Context, name string, src Source, opts *Source
 	h.refreshMu.Unlock()
 	err := h.rebuild()
 	h.retireAfterRebuild(old)
+	h.updateSoleHosts()
 	return err
 }
 
@@ -704,12 +710,10 @@ func (h *Hub) rebuild() error {
 
 	h.mu.RLock()
 	prev := h.table
-	lock, presets, prevDrift := h.lock, h.presets, h.drift
+	lock, presets, prevDrift, prevCollisions := h.lock, h.presets, h.drift, h.collisions
 	h.mu.RUnlock()
 	t, collisions := buildTable(sources, catalogs, prev, h.logger)
-	for _, c := range collisions {
-		h.logger.Warn("name collision", "kind", c.Kind, "name", c.Name, "served_from", c.Winner, "hidden_from", c.Loser)
-	}
+	logCollisions(h.logger, prevCollisions, collisions)
 	drift := applyLock(t, sources, lock)
 	for name, d := range drift {
 		if old := prevDrift[name]; old == nil || old.String() != d.String() {
@@ -745,6 +749,39 @@ func (h *Hub) rebuild() error {
 	h.signal()
 	h.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// logCollisions logs the collisions of a rebuild that the previous one did
+// not have, so a collision that persists across refreshes and reloads is
+// logged once, not once per rebuild. A collision is the item a source
+// cannot serve (kind, name, loser): it is logged when it appears or when
+// the source that serves the name instead changes, and its end is logged
+// once, when the loser's item is served again or gone.
+func logCollisions(logger *slog.Logger, prev, cur []Collision) {
+	type key struct{ kind, name, loser string }
+	winners := make(map[key]string, len(prev))
+	for _, c := range prev {
+		winners[key{c.Kind, c.Name, c.Loser}] = c.Winner
+	}
+	seen := make(map[key]bool, len(cur))
+	for _, c := range cur {
+		k := key{c.Kind, c.Name, c.Loser}
+		if seen[k] {
+			continue // a source that lists the name twice
+		}
+		seen[k] = true
+		if w, ok := winners[k]; !ok || w != c.Winner {
+			logger.Warn("name collision", "kind", c.Kind, "name", c.Name, "served_from", c.Winner, "hidden_from", c.Loser)
+		}
+		delete(winners, k)
+	}
+	for _, c := range prev {
+		k := key{c.Kind, c.Name, c.Loser}
+		if _, ok := winners[k]; ok {
+			logger.Info("name collision ended", "kind", c.Kind, "name", c.Name, "hidden_from", c.Loser)
+			delete(winners, k)
+		}
+	}
 }
 
 func (h *Hub) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

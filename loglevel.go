@@ -46,6 +46,7 @@ func (v *View) trackLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 type hostState struct {
 	level mcp.LoggingLevel
 	subs  map[string]bool // by URI
+	view  *View           // set once the session has initialized (see hostGreeted)
 }
 
 // hostStateOf returns the record of host session ss, making it (and a
@@ -68,6 +69,7 @@ func (h *Hub) hostStateOf(ss *mcp.ServerSession) *hostState {
 		delete(h.hosts, ss)
 		h.hostsMu.Unlock()
 		h.updateSourceLevel()
+		h.updateSoleHosts()
 	}()
 	return st
 }
@@ -182,5 +184,66 @@ func (h *Hub) tellLevel(src Source) {
 	h.hostsMu.Unlock()
 	if level != "" {
 		ls.SetLogLevel(level)
+	}
+}
+
+// hostGreeted records that host session ss of v has initialized, and
+// tells the HostWatcher sources who their sole host is now.
+func (h *Hub) hostGreeted(v *View, ss *mcp.ServerSession) {
+	if ss == nil {
+		return
+	}
+	h.hostsMu.Lock()
+	h.hostStateOf(ss).view = v
+	h.hostsMu.Unlock()
+	h.updateSoleHosts()
+}
+
+// hostRootsChanged tells the HostWatcher sources v serves that host
+// session ss's roots changed.
+func (h *Hub) hostRootsChanged(v *View, ss *mcp.ServerSession) {
+	for _, st := range h.hostWatchers() {
+		if v.fromSource(st) {
+			st.src.(HostWatcher).HostRootsChanged(ss)
+		}
+	}
+}
+
+// hostWatchers returns the sources that are HostWatchers.
+func (h *Hub) hostWatchers() []*sourceState {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []*sourceState
+	for _, st := range h.sources {
+		if _, ok := st.src.(HostWatcher); ok {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// updateSoleHosts tells each HostWatcher source its sole host (see
+// [HostWatcher]), if that changed since it was last told.
+func (h *Hub) updateSoleHosts() {
+	h.soleSendMu.Lock()
+	defer h.soleSendMu.Unlock()
+	for _, st := range h.hostWatchers() {
+		var sole *mcp.ServerSession
+		n := 0
+		h.hostsMu.Lock()
+		for ss, hs := range h.hosts {
+			if hs.view != nil && hs.view.fromSource(st) {
+				sole = ss
+				n++
+			}
+		}
+		h.hostsMu.Unlock()
+		if n != 1 {
+			sole = nil
+		}
+		if sole != st.sole {
+			st.sole = sole
+			st.src.(HostWatcher).SetSoleHost(sole)
+		}
 	}
 }

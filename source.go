@@ -107,6 +107,22 @@ type LevelSetter interface {
 	SetLogLevel(level mcp.LoggingLevel)
 }
 
+// A HostWatcher is a [Source] whose server may turn to a host outside
+// any call: a server before protocol 2026-07-28 asks roots/list (or for
+// sampling or elicitation) when it likes, and sends log messages that
+// name no request. Over stdio, and on an HTTP front with one session,
+// there is only one host it can mean. The hub calls SetSoleHost with
+// that host session whenever it changes: the only host session, of the
+// views that serve the source, that has initialized (so one before
+// 2026-07-28: later revisions do not initialize); nil when there is none
+// or more than one. It calls HostRootsChanged when a host session of
+// such a view says its roots changed (notifications/roots/list_changed).
+// Neither may block.
+type HostWatcher interface {
+	SetSoleHost(ss *mcp.ServerSession)
+	HostRootsChanged(ss *mcp.ServerSession)
+}
+
 // A RawCaller is a [Source] that can forward a tools/call without decoding
 // its arguments or its result: the hub's data plane (package dataplane)
 // hands it the params object as the host sent it, with the source-local

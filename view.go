@@ -82,7 +82,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 		},
 		CompletionHandler: h.complete,
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
-			err := h.subscribe(ctx, req.Params.URI, true)
+			err := h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, true)
 			if err == nil {
 				h.setHostSubscribed(req.Session, req.Params.URI, true)
 			}
@@ -90,7 +90,13 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 		},
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 			h.setHostSubscribed(req.Session, req.Params.URI, false)
-			return h.subscribe(ctx, req.Params.URI, false)
+			return h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, false)
+		},
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			h.hostGreeted(v, req.Session)
+		},
+		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
+			h.hostRootsChanged(v, req.Session)
 		},
 	})
 	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.advertiseTasks)

@@ -399,8 +399,9 @@ func configWarnings(c *config.Config) []string {
 var errReloadIncomplete = errors.New("reload incomplete")
 
 // watchConfig reloads the config file on change and on SIGHUP until ctx is
-// done or the returned stop is called. A bad file is logged and changes
-// nothing.
+// done or the returned stop is called; the lock file it names is watched
+// with it, so a new "junction lock" applies at once. A bad file is logged
+// and changes nothing. It returns once the files are watched.
 func watchConfig(ctx context.Context, path string, current *config.Config, env *Env, d *daemon.Daemon, logger *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	hup := make(chan os.Signal, 1)
@@ -428,7 +429,15 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 			d.ReloadRefused(err)
 			logger.Error("config reload refused; the running config is unchanged", "file", path, "error", err)
 		},
+		Related: func(c *config.Config) []string {
+			if lock := d.LockFile(c); lock != "" {
+				return []string{lock}
+			}
+			return nil
+		},
 	}
+	started := make(chan struct{})
+	w.OnStart = func() { close(started) }
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -436,6 +445,10 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 			logger.Error("config watcher stopped", "file", path, "error", err)
 		}
 	}()
+	select { // a change made once serve listens is seen
+	case <-started:
+	case <-done:
+	}
 	return func() {
 		stopPeers()
 		signal.Stop(hup)

@@ -26,6 +26,10 @@ const DefaultDebounce = 200 * time.Millisecond
 // Kubernetes ConfigMaps), which a watch on the old file would miss. Any
 // event in the directory starts the debounce timer; when it fires the file
 // is read, and if its bytes are the ones already in force nothing happens.
+//
+// Files the config depends on (the lock file, see Related) are watched the
+// same way, by the same watcher: a change of their bytes reloads the
+// config as a change of its own does, so that the reload reads them again.
 type Watcher struct {
 	// Path of the config file.
 	Path string
@@ -51,38 +55,80 @@ type Watcher struct {
 	// they should return quickly. Nil means ignore.
 	OnChange func(*Config) error
 	OnError  func(error)
+	// Related, if non-nil, returns the other files that applying a config
+	// reads (the daemon's: the lock file), absolute or relative to the
+	// working directory. Their directories are watched too, so renames
+	// over them are seen, and a change of their bytes (appearing and going
+	// away included) reloads the config, unchanged as it may be. It is
+	// asked for the config in force, at the start and after every applied
+	// reload, as the config may name other files. A directory that cannot
+	// be watched is reported through OnError; the file is still read on
+	// each reload.
+	Related func(*Config) []string
+	// OnStart, if non-nil, is called once, from Run's goroutine, when the
+	// watches are in place: a change made after it is called is seen.
+	OnStart func()
 }
 
 // Run watches until ctx is done, then returns ctx.Err(). It fails at once
-// if the file's directory cannot be watched.
+// if the config file's directory cannot be watched.
 func (w *Watcher) Run(ctx context.Context) error {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("config watch: %w", err)
 	}
 	defer fw.Close()
-	dir := filepath.Dir(w.Path)
-	if err := fw.Add(dir); err != nil {
-		return fmt.Errorf("config watch %s: %w", dir, err)
-	}
-	// A config that is a symlink into another directory (a dotfiles
-	// repository) changes there; watch that directory too.
-	if real, err := filepath.EvalSymlinks(w.Path); err == nil {
-		if rdir := filepath.Dir(real); rdir != dir {
-			if err := fw.Add(rdir); err != nil {
-				return fmt.Errorf("config watch %s: %w", rdir, err)
-			}
+	watched := make(map[string]bool) // directories
+	// watchFile watches the directory of path, and that of its target if
+	// it is a symlink into another directory (a config in a dotfiles
+	// repository), which is where it changes.
+	watchFile := func(path string) error {
+		dirs := []string{filepath.Dir(path)}
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			dirs = append(dirs, filepath.Dir(real))
 		}
+		for _, dir := range dirs {
+			if watched[dir] {
+				continue
+			}
+			if err := fw.Add(dir); err != nil {
+				return fmt.Errorf("config watch %s: %w", dir, err)
+			}
+			watched[dir] = true
+		}
+		return nil
 	}
+	if err := watchFile(w.Path); err != nil {
+		return err
+	}
+	dir := filepath.Dir(w.Path)
 	debounce := w.Debounce
 	if debounce <= 0 {
 		debounce = DefaultDebounce
 	}
+	// watchRelated watches the related files of c, the config in force.
+	watchRelated := func(c *Config) {
+		for _, p := range w.related(c) {
+			if err := watchFile(p); err != nil && w.OnError != nil {
+				w.OnError(fmt.Errorf("%w (a change of %s is seen on the next reload only)", err, p))
+			}
+		}
+	}
+	// last is the digest of what is in force: the config file's bytes and
+	// those of its related files.
 	var last [sha256.Size]byte
-	if w.Current != nil {
-		last = w.Current.digest
+	cur := w.Current
+	if cur == nil {
+		cur, _ = Load(w.Path, w.Getenv)
+	}
+	if cur != nil {
+		watchRelated(cur)
+		last = w.digest(cur)
 	} else if data, err := os.ReadFile(w.Path); err == nil {
-		last = sha256.Sum256(data)
+		last = sha256.Sum256(data) // a file that does not load yet
+	}
+	if w.OnStart != nil {
+		w.OnStart()
 	}
 
 	sigs := w.Signals
@@ -98,7 +144,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 			return
 		}
-		if !force && c.digest == last {
+		sum := w.digest(c)
+		if !force && sum == last {
 			return
 		}
 		if w.OnChange != nil {
@@ -109,7 +156,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 				return
 			}
 		}
-		last = c.digest
+		last = sum
+		watchRelated(c)
 	}
 
 	for {
@@ -140,4 +188,35 @@ func (w *Watcher) Run(ctx context.Context) error {
 			reload(true)
 		}
 	}
+}
+
+func (w *Watcher) related(c *Config) []string {
+	if w.Related == nil {
+		return nil
+	}
+	return w.Related(c)
+}
+
+// digest sums c's bytes and those of its related files, each with its
+// name. A file that cannot be read counts by its error, so its appearing,
+// going away or becoming readable is a change.
+func (w *Watcher) digest(c *Config) [sha256.Size]byte {
+	related := w.related(c)
+	if len(related) == 0 {
+		return c.digest
+	}
+	h := sha256.New()
+	h.Write(c.digest[:])
+	for _, p := range related {
+		fmt.Fprintf(h, "\x00%s\x00", p)
+		if data, err := os.ReadFile(p); err != nil {
+			fmt.Fprintf(h, "error: %v", err)
+		} else {
+			sum := sha256.Sum256(data)
+			h.Write(sum[:])
+		}
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }

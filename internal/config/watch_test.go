@@ -31,6 +31,12 @@ type watchHarness struct {
 
 func startWatcher(t *testing.T, initial string) *watchHarness {
 	t.Helper()
+	return startWatcherRelated(t, initial, nil)
+}
+
+// startWatcherRelated is startWatcher with a Watcher.Related.
+func startWatcherRelated(t *testing.T, initial string, related func(*Config) []string) *watchHarness {
+	t.Helper()
 	dir := t.TempDir()
 	h := &watchHarness{
 		t:       t,
@@ -62,7 +68,10 @@ func startWatcher(t *testing.T, initial string) *watchHarness {
 			return nil
 		},
 		OnError: func(err error) { h.errs <- err },
+		Related: related,
 	}
+	started := make(chan struct{})
+	w.OnStart = func() { close(started) }
 	go func() { h.done <- w.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -75,9 +84,13 @@ func startWatcher(t *testing.T, initial string) *watchHarness {
 			t.Error("Watcher.Run did not return after cancel")
 		}
 	})
-	// fsnotify registers the watch inside Run; give it a moment so the
-	// first write below is not missed.
-	time.Sleep(50 * time.Millisecond)
+	// fsnotify registers the watches inside Run; a write before that would
+	// be missed.
+	select {
+	case <-started:
+	case err := <-h.done:
+		t.Fatalf("Watcher.Run = %v before it started", err)
+	}
 	return h
 }
 
@@ -217,13 +230,15 @@ func TestWatcherSymlinkTarget(t *testing.T) {
 	changes := make(chan *Config, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	w := &Watcher{Path: link, Debounce: 50 * time.Millisecond, OnChange: func(c *Config) error { changes <- c; return nil }}
+	started := make(chan struct{})
+	w := &Watcher{Path: link, Debounce: 50 * time.Millisecond, OnChange: func(c *Config) error { changes <- c; return nil },
+		OnStart: func() { close(started) }}
 	go func() { done <- w.Run(ctx) }()
 	defer func() {
 		cancel()
 		<-done
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-started
 	if err := os.WriteFile(real, []byte("servers:\n  b: {command: y}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -250,4 +265,119 @@ func TestWatcherRejected(t *testing.T) {
 	if err := h.nextError(); err.Error() != "rejected by the daemon" {
 		t.Errorf("OnError(%v) after the same bytes again, want the rejection again", err)
 	}
+}
+
+// TestWatcherRelatedFile: a file the config depends on (the daemon's lock
+// file), in another directory, is watched with the config: replacing it
+// by rename, writing it in place and removing it each reload the config,
+// unchanged as it is; writing the same bytes does not.
+func TestWatcherRelatedFile(t *testing.T) {
+	t.Parallel()
+	lock := filepath.Join(t.TempDir(), "junction.lock.json")
+	if err := os.WriteFile(lock, []byte("v1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const content = "servers:\n  a: {command: x}\n"
+	h := startWatcherRelated(t, content, func(*Config) []string { return []string{lock} })
+	writeRenamed := func(data string) {
+		t.Helper()
+		tmp := lock + ".tmp"
+		if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, lock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeRenamed("v2")
+	if c := h.nextChange(); c.Servers["a"].Command != "x" {
+		t.Errorf("reloaded command = %q, want x", c.Servers["a"].Command)
+	}
+	writeRenamed("v2")
+	h.quiet(300 * time.Millisecond)
+	if err := os.WriteFile(lock, []byte("v3"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.nextChange()
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	h.nextChange()
+	writeRenamed("v4")
+	h.nextChange()
+}
+
+// TestWatcherRelatedRejected: a reload for a changed related file that the
+// caller could not apply (a broken lock file) counts as not applied, and
+// fixing the file reloads again.
+func TestWatcherRelatedRejected(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "junction.lock.json")
+	if err := os.WriteFile(lock, []byte("good"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changes := make(chan string, 10)
+	errs := make(chan error, 10)
+	cur, err := Load(writeFile(t, filepath.Join(dir, "junction.yaml"), "servers:\n  a: {command: x}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	w := &Watcher{
+		Path:     filepath.Join(dir, "junction.yaml"),
+		Debounce: 50 * time.Millisecond,
+		Current:  cur,
+		Related:  func(*Config) []string { return []string{lock} },
+		OnChange: func(*Config) error {
+			b, _ := os.ReadFile(lock)
+			if string(b) == "broken" {
+				return errors.New("lock: broken")
+			}
+			changes <- string(b)
+			return nil
+		},
+		OnError: func(err error) { errs <- err },
+		OnStart: func() { close(started) },
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-started
+	next := func() (string, error) {
+		t.Helper()
+		select {
+		case s := <-changes:
+			return s, nil
+		case err := <-errs:
+			return "", err
+		case <-time.After(5 * time.Second):
+			t.Fatal("no OnChange or OnError within 5s")
+		}
+		return "", nil
+	}
+	if err := os.WriteFile(lock, []byte("broken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next(); err == nil || err.Error() != "lock: broken" {
+		t.Fatalf("after breaking the lock: OnError(%v), want the rejection", err)
+	}
+	if err := os.WriteFile(lock, []byte("fixed"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := next(); err != nil || got != "fixed" {
+		t.Fatalf("after fixing the lock: OnChange(%q), OnError(%v); want OnChange(fixed)", got, err)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -130,7 +130,8 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	}
 	errs = append(errs, d.Hub.SetPresets(cfg.Presets))
 	if lock, err := loadLock(spec, cfg); err != nil {
-		errs = append(errs, fmt.Errorf("lock: %w", err))
+		// A broken lock file changes nothing: the pins read before stay.
+		errs = append(errs, fmt.Errorf("lock file not applied, the tools are still checked against the lock read before: %w", err))
 	} else {
 		errs = append(errs, d.Hub.SetLock(lock))
 	}
@@ -157,6 +158,29 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 			"unchanged", len(delta.Servers.Unchanged)+len(delta.Plugins.Unchanged)+len(delta.Packs.Unchanged))
 	}
 	return err
+}
+
+// LockFile returns the lock file that [Daemon.Reload] reads for cfg, or ""
+// for none. serve watches it with the config file, so that a lock
+// rewritten by "junction lock" is applied without SIGHUP.
+func (d *Daemon) LockFile(cfg *config.Config) string {
+	d.mu.Lock()
+	spec := d.spec
+	d.mu.Unlock()
+	return lockPath(spec, cfg)
+}
+
+// lockPath is the lock file loadLock reads, or "" for none.
+func lockPath(spec Spec, cfg *config.Config) string {
+	switch {
+	case spec.IgnoreLock:
+		return ""
+	case spec.LockPath != "":
+		return spec.LockPath
+	case cfg != nil:
+		return cfg.Lock.Path
+	}
+	return ""
 }
 
 // ReloadRefused records, for the status page and /status, a config file
