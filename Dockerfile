@@ -10,7 +10,11 @@
 # stdio hosts run it with -i and no -p:
 #   docker run --rm -i junction serve -pack diode
 
-FROM golang:1.26-bookworm AS build
+# The Go release is go.mod's toolchain line (go1.27.3): the image's tag must
+# name the same version (the image sets GOTOOLCHAIN=local, so its own go
+# builds); scripts/test checks that they agree (check_go_pins in
+# scripts/lib/go.sh).
+FROM golang:1.27.3-bookworm AS build
 WORKDIR /src
 # Modules first, so a source change does not download them again.
 COPY go.mod go.sum ./

@@ -2,6 +2,8 @@ module github.com/junction-mcp/junction
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/armon/go-socks5 v0.0.0-20160902184237-e75332964ef5

@@ -9,6 +9,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# The pinned Go (go.mod's toolchain line; GOTOOLCHAIN).
+source "$root/scripts/lib/go.sh"
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(1 100 1024)
 work="$(mktemp -d)"

@@ -2,6 +2,8 @@ module github.com/junction-mcp/junction/tools/release
 
 go 1.26.1
 
+toolchain go1.27.3
+
 tool (
 	github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 	github.com/goreleaser/goreleaser/v2

@@ -2,6 +2,8 @@ module github.com/junction-mcp/junction/tools/deploy/helm
 
 go 1.26.1
 
+toolchain go1.27.3
+
 tool (
 	helm.sh/helm/v4/cmd/helm
 	sigs.k8s.io/kustomize/kustomize/v5

@@ -2,6 +2,8 @@ module github.com/junction-mcp/junction/tools/deploy/kubectl-validate
 
 go 1.26.1
 
+toolchain go1.27.3
+
 tool sigs.k8s.io/kubectl-validate
 
 require (
