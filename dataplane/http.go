@@ -93,7 +93,11 @@ type HTTPOptions struct {
 	// session id is a token sealed with it that any replica with the key
 	// can take up, so no sticky routing is needed (see sessions.go).
 	SessionKey []byte
-	Logger     *slog.Logger
+	// SessionLedger, with a SessionKey, records the sessions hosts
+	// deleted and when each was last used, for every replica (see
+	// [SessionLedger]); nil means one in memory, for this replica only.
+	SessionLedger SessionLedger
+	Logger        *slog.Logger
 }
 
 // Defaults for [HTTPOptions].
@@ -199,7 +203,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if sf == nil {
 		return h
 	}
-	front, err := newSessionFront(h, p.v, o.SessionKey, o.SessionTimeout, o.SessionPark, &p.parked)
+	front, err := newSessionFront(h, p.v, o.SessionKey, o.SessionLedger, o.SessionTimeout, o.SessionPark, &p.parked, o.Logger)
 	if err != nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "the hub's "+err.Error())

@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/junction-mcp/junction/internal/seal"
 
@@ -36,6 +39,19 @@ import (
 // not open (another key, altered) or is older than [SessionTokenMaxAge]
 // gets 404, as a session the server does not know, so the host starts a
 // new one.
+//
+// A session ends for every replica through the plane's [SessionLedger]
+// (a PostgreSQL table with a store; in memory for one replica without):
+// a DELETE records a tombstone there before it is answered, kept until
+// the token would have expired, and replicas learn of it at once (they
+// are told; a token no replica holds is looked up when it is taken up).
+// The uses each replica serves reach the ledger from its sweep, at most
+// once per sweep (a quarter of the session timeout or of the park delay,
+// the shorter) per session, and a token is not taken up once the last
+// use recorded is older than the session timeout and half again
+// (takeUpGrace: the uses of other replicas reach the ledger up to a
+// quarter of it late). The ledger is read only when a token is taken up,
+// never for a session the replica holds.
 //
 // What stays with one replica: a stream the host resumes with
 // Last-Event-ID (the events are kept where they were sent), and
@@ -120,8 +136,9 @@ const DefaultSessionPark = time.Minute
 // anew from what the host said in initialize, and the log level it set,
 // when the host comes back. A session ends when the host deletes it or
 // after the session timeout of quiet; the front then forgets it and
-// answers 404 for it (a portable session's token stays good elsewhere,
-// and here too until it expires: it is taken up again).
+// answers 404 for it (a portable session's token, once the front has
+// forgotten it, is taken up again unless the ledger says it has ended:
+// deleted, or quiet past the timeout; see the top of this file).
 //
 // A session is parked only when no request of it is being served (a
 // POST being answered, an open GET stream) and none has come for the
@@ -142,14 +159,21 @@ type sessionFront struct {
 	idle   time.Duration  // the session timeout; 0: never
 	park   time.Duration  // 0: never
 	parked *atomic.Int64  // the plane's count of parked sessions
+	ledger SessionLedger  // non-nil with a sealer
+	logger *slog.Logger
 
 	// mu guards the map, and each record's session id, user and parked
 	// state; a request of a live session takes it for reading only.
 	mu       sync.RWMutex
 	entries  map[string]*frontSession // by the host's session id
-	waking   map[string]chan struct{} // ids whose go-sdk session is being made; closed when it is
-	sweeping *time.Timer              // the next sweep, if one is due
-	armed    atomic.Bool              // sweeping is set (read without mu)
+	byKey    map[string]*frontSession // the portable ones, by their ledger id
+	deleting map[string]int           // ledger ids whose DELETE this front is serving
+	// The ledger ids of the portable sessions being woken, and whether
+	// the ledger said meanwhile that they ended.
+	wakingKeys map[string]bool
+	waking     map[string]chan struct{} // ids whose go-sdk session is being made; closed when it is
+	sweeping   *time.Timer              // the next sweep, if one is due
+	armed      atomic.Bool              // sweeping is set (read without mu)
 }
 
 // frontSession is the front's record of one session.
@@ -157,6 +181,11 @@ type frontSession struct {
 	id    string // the host's
 	local string // the go-sdk session's id; "" while parked
 	user  string // the authenticated user who initialized, if any
+	// A portable session's ledger id and its token's expiry; "" and zero
+	// for one that is not.
+	key     string
+	expires time.Time
+	written int64 // the last use written to the ledger, in Unix ns; guarded by mu
 
 	used   atomic.Int64 // when the last request other than a GET ended, in Unix ns
 	active atomic.Int32 // requests being served
@@ -170,23 +199,50 @@ type frontSession struct {
 	level   mcp.LoggingLevel
 }
 
-func newSessionFront(inner http.Handler, v *junction.View, key []byte, idle, park time.Duration, parked *atomic.Int64) (*sessionFront, error) {
+// newSessionFront makes the front. With a session key and no ledger, the
+// front keeps one in memory.
+func newSessionFront(inner http.Handler, v *junction.View, key []byte, ledger SessionLedger, idle, park time.Duration, parked *atomic.Int64, logger *slog.Logger) (*sessionFront, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	f := &sessionFront{
-		inner: inner, v: v, idle: idle, park: park, parked: parked,
+		inner: inner, v: v, idle: idle, park: park, parked: parked, logger: logger,
 		entries: make(map[string]*frontSession), waking: make(map[string]chan struct{}),
+		byKey: make(map[string]*frontSession), deleting: make(map[string]int), wakingKeys: make(map[string]bool),
 	}
 	if idle > 0 && park >= idle {
 		f.park = 0 // the session ends before it would park
 	}
-	if len(key) > 0 {
-		sealer, err := newSessionSealer(key)
-		if err != nil {
-			return nil, err
-		}
-		f.sealer = sealer
+	if len(key) == 0 {
+		return f, nil
 	}
+	sealer, err := newSessionSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	f.sealer = sealer
+	if ledger == nil {
+		ledger = NewMemoryLedger(0)
+	}
+	f.ledger = ledger
+	// The ledger outlives the front (one store serves every handler the
+	// daemon makes): it holds the front weakly, and forgets it once the
+	// front is gone.
+	wf := weak.Make(f)
+	stop := ledger.Watch(func(id string) {
+		if f := wf.Value(); f != nil {
+			f.endedElsewhere(id)
+		}
+	})
+	runtime.AddCleanup(f, func(stop func()) { stop() }, stop)
 	return f, nil
 }
+
+// takeUpGrace is how much longer than the session timeout a session may
+// have been quiet, by the ledger, and still be taken up: other replicas'
+// uses reach the ledger up to a sweep (a quarter of the timeout at most)
+// late, and the grace must cover that and the write's own delay.
+func takeUpGrace(idle time.Duration) time.Duration { return idle / 2 }
 
 // errOtherUser is acquire's answer to a request for a session from a
 // user other than the one who initialized it: 403, as go-sdk answers for
@@ -200,8 +256,13 @@ func writeOtherUser(w http.ResponseWriter) {
 }
 
 // errSessionDeleted is acquire's answer to the DELETE of a parked
-// session: done, nothing to wake.
+// session (or of a portable one this replica does not hold): done,
+// nothing to wake.
 var errSessionDeleted = errors.New("session deleted")
+
+// errLedger wraps the failures of the session ledger: 503, as the
+// session may well be good.
+var errLedger = errors.New("the session store cannot be reached")
 
 func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -209,17 +270,21 @@ func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveNew(w, r)
 		return
 	}
+	if r.Method == http.MethodDelete && f.ledger != nil {
+		key, err := f.endPortable(r, sid)
+		if err != nil {
+			f.writeError(w, err)
+			return
+		}
+		defer f.doneDeleting(key)
+	}
 	e, local, err := f.acquire(r, sid)
 	switch {
 	case errors.Is(err, errSessionDeleted):
 		w.WriteHeader(http.StatusNoContent)
 		return
-	case errors.Is(err, errOtherUser):
-		writeOtherUser(w)
-		return
 	case err != nil:
-		// As go-sdk answers an unknown session: the host starts anew.
-		WriteJSONRPCError(w, http.StatusNotFound, -32001, "session not found: "+err.Error()+"; send initialize without Mcp-Session-Id to start a new session")
+		f.writeError(w, err)
 		return
 	case e == nil:
 		// Every session is made through the front, so one it does not
@@ -239,6 +304,153 @@ func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.fix() // a handler that wrote nothing: net/http writes the header now
 }
 
+// writeError answers a request for a session that acquire (or
+// endPortable) refused with err.
+func (f *sessionFront) writeError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errOtherUser):
+		writeOtherUser(w)
+	case errors.Is(err, errLedger):
+		WriteJSONRPCError(w, http.StatusServiceUnavailable, -32603, err.Error())
+	default:
+		// As go-sdk answers an unknown session: the host starts anew.
+		WriteJSONRPCError(w, http.StatusNotFound, -32001, "session not found: "+err.Error()+"; send initialize without Mcp-Session-Id to start a new session")
+	}
+}
+
+// errSessionEnded is the answer for a token whose session a host
+// deleted: 404.
+var errSessionEnded = errors.New("the session was deleted")
+
+// endPortable records in the ledger that the host of portable session
+// sid ends it, before its DELETE goes on (so that no replica takes it up
+// again once the host has its answer), and returns its ledger id, which
+// this front is deleting until doneDeleting. A token that does not open
+// or is not the user's is refused as any request for it; one that had
+// ended already is errSessionEnded.
+func (f *sessionFront) endPortable(r *http.Request, sid string) (string, error) {
+	st, err := f.sealer.open(sid, time.Now())
+	if err != nil {
+		return "", err
+	}
+	if st.User != userID(r) {
+		return "", errOtherUser
+	}
+	key := SessionLedgerID(sid)
+	f.mu.Lock()
+	f.deleting[key]++ // the ledger's word of it is this DELETE's own
+	f.mu.Unlock()
+	already, err := f.ledger.End(r.Context(), key, tokenExpiry(st))
+	if err == nil && already {
+		err = errSessionEnded
+	} else if err != nil {
+		err = fmt.Errorf("%w: recording the end of the session: %v", errLedger, err)
+	}
+	if err != nil {
+		f.doneDeleting(key)
+		return "", err
+	}
+	return key, nil
+}
+
+func (f *sessionFront) doneDeleting(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deleting[key]--; f.deleting[key] <= 0 {
+		delete(f.deleting, key)
+	}
+}
+
+// tokenExpiry is when the token st was sealed in expires.
+func tokenExpiry(st *sealedSession) time.Time {
+	return time.Unix(st.Issued, 0).Add(SessionTokenMaxAge)
+}
+
+// endedElsewhere ends the session of ledger id key, which the ledger
+// says has ended (another replica, or another front, served its
+// DELETE): the front forgets it, and closes its go-sdk session. An empty
+// key means some may have been missed: every session held is looked up.
+func (f *sessionFront) endedElsewhere(key string) {
+	if key == "" {
+		go f.recheck()
+		return
+	}
+	f.mu.Lock()
+	if _, ok := f.wakingKeys[key]; ok && f.deleting[key] == 0 {
+		f.wakingKeys[key] = true // wake drops it
+	}
+	e := f.byKey[key]
+	if e == nil || f.deleting[key] > 0 {
+		f.mu.Unlock()
+		return // not held here, or this front's own DELETE, which go-sdk ends
+	}
+	f.forgetLocked(e)
+	local := e.local
+	f.mu.Unlock()
+	if local != "" {
+		go f.closeLocal([]string{local})
+	}
+}
+
+// recheck looks up every portable session f holds, and ends those that
+// ended elsewhere.
+func (f *sessionFront) recheck() {
+	f.mu.Lock()
+	keys := make([]string, 0, len(f.byKey))
+	for k := range f.byKey {
+		keys = append(keys, k)
+	}
+	f.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ended, err := f.ledger.Ended(ctx, keys)
+	if err != nil {
+		f.logger.Warn("looking up the sessions ended by other replicas", "error", err)
+		return
+	}
+	for _, k := range ended {
+		f.endedElsewhere(k)
+	}
+}
+
+// closeLocal closes the go-sdk sessions of those ids.
+func (f *sessionFront) closeLocal(ids []string) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	for ss := range f.v.Server().Sessions() {
+		if want[ss.ID()] {
+			ss.Close()
+		}
+	}
+}
+
+// putLocked records e; forgetLocked forgets it, if it is still the
+// record of its session. Both require f.mu.
+func (f *sessionFront) putLocked(e *frontSession) {
+	f.entries[e.id] = e
+	if e.key != "" {
+		f.byKey[e.key] = e
+	}
+}
+
+func (f *sessionFront) forgetLocked(e *frontSession) {
+	if f.entries[e.id] != e {
+		return
+	}
+	delete(f.entries, e.id)
+	if e.key != "" {
+		delete(f.byKey, e.key)
+	}
+	if e.local == "" {
+		f.parked.Add(-1)
+	}
+}
+
 // serveNew serves a request without a session id: an initialize makes a
 // session.
 func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
@@ -251,17 +463,19 @@ func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
 	var e *frontSession
 	sw := &sessionIDWriter{ResponseWriter: w, issue: func(local string) string {
 		id := local
+		var st *sealedSession
 		if f.sealer != nil {
-			t, err := f.sealer.seal(&sealedSession{Init: init, Issued: time.Now().Unix(), User: user})
+			st = &sealedSession{Init: init, Issued: time.Now().Unix(), User: user}
+			t, err := f.sealer.seal(st)
 			if err != nil {
 				return local
 			}
 			id = t
 		}
-		e = newFrontSession(id, local, user)
+		e = newFrontSession(id, local, user, st)
 		e.begin(r)
 		f.mu.Lock()
-		f.entries[id] = e
+		f.putLocked(e)
 		f.mu.Unlock()
 		return id
 	}}
@@ -302,11 +516,14 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 		case e == nil && f.sealer == nil:
 			f.mu.Unlock()
 			return nil, "", nil
-		case e != nil && r.Method == http.MethodDelete && f.waking[sid] == nil:
+		case r.Method == http.MethodDelete && f.waking[sid] == nil:
+			// Parked here, or (a portable session, whose end the
+			// ledger has recorded) not held here: nothing to wake.
 			// (While another request wakes it, the DELETE waits and
 			// then goes to go-sdk like any other.)
-			delete(f.entries, sid)
-			f.parked.Add(-1)
+			if e != nil {
+				f.forgetLocked(e)
+			}
 			f.mu.Unlock()
 			return nil, "", errSessionDeleted
 		}
@@ -338,18 +555,33 @@ func (f *sessionFront) wake(r *http.Request, sid, user string, e *frontSession) 
 	var init []byte
 	var version string
 	var level mcp.LoggingLevel
+	var st *sealedSession
+	var key string // a portable session's: the ledger may end it meanwhile
+	if f.sealer != nil {
+		key = SessionLedgerID(sid)
+	}
 	f.mu.Lock()
 	if e != nil {
 		init, version, level = e.init, e.version, e.level
+		if e.key != "" {
+			st = &sealedSession{Issued: e.expires.Add(-SessionTokenMaxAge).Unix()}
+		}
+	}
+	if key != "" {
+		f.wakingKeys[key] = false
 	}
 	f.mu.Unlock()
+	if key != "" {
+		defer func() {
+			f.mu.Lock()
+			delete(f.wakingKeys, key)
+			f.mu.Unlock()
+		}()
+	}
 	if e == nil {
-		st, err := f.sealer.open(sid, time.Now())
-		if err != nil {
+		var err error
+		if st, err = f.takeUp(r, sid, user); err != nil {
 			return nil, "", err
-		}
-		if st.User != user {
-			return nil, "", errOtherUser
 		}
 		if init, err = json.Marshal(st.Init); err != nil {
 			return nil, "", err
@@ -362,17 +594,52 @@ func (f *sessionFront) wake(r *http.Request, sid, user string, e *frontSession) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if cur := f.entries[sid]; cur != nil && cur.local == "" {
-		f.parked.Add(-1)
+	if cur := f.entries[sid]; cur != nil {
+		f.forgetLocked(cur)
 	}
-	e = newFrontSession(sid, local, user)
+	if f.wakingKeys[key] {
+		// Ended elsewhere while it was being set up.
+		go f.closeLocal([]string{local})
+		return nil, "", errSessionEnded
+	}
+	e = newFrontSession(sid, local, user, st)
 	e.begin(r)
-	f.entries[sid] = e
+	f.putLocked(e)
 	return e, local, nil
 }
 
-func newFrontSession(id, local, user string) *frontSession {
+// takeUp opens token sid, which this replica does not hold, for r of
+// user, and asks the ledger whether its session may be taken up: not if
+// its host deleted it, nor if it has been quiet, by the ledger, for
+// longer than the session timeout and takeUpGrace.
+func (f *sessionFront) takeUp(r *http.Request, sid, user string) (*sealedSession, error) {
+	now := time.Now()
+	st, err := f.sealer.open(sid, now)
+	if err != nil {
+		return nil, err
+	}
+	if st.User != user {
+		return nil, errOtherUser
+	}
+	rec, err := f.ledger.Lookup(r.Context(), SessionLedgerID(sid), tokenExpiry(st))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: looking the session up: %v", errLedger, err)
+	case rec.Ended:
+		return nil, errSessionEnded
+	case f.idle > 0 && !rec.LastUsed.IsZero() && now.Sub(rec.LastUsed) > f.idle+takeUpGrace(f.idle):
+		return nil, fmt.Errorf("the session ended: no request for %s, longer than the session timeout (%s)", now.Sub(rec.LastUsed).Round(time.Second), f.idle)
+	}
+	return st, nil
+}
+
+// newFrontSession makes the record of a session; st is what its token
+// carries, nil if it is not portable.
+func newFrontSession(id, local, user string, st *sealedSession) *frontSession {
 	e := &frontSession{id: id, local: local, user: user}
+	if st != nil {
+		e.key, e.expires = SessionLedgerID(id), tokenExpiry(st)
+	}
 	e.used.Store(time.Now().UnixNano())
 	return e
 }
@@ -408,8 +675,8 @@ func (f *sessionFront) release(e *frontSession, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r.Method == http.MethodDelete && f.entries[e.id] == e {
-		delete(f.entries, e.id)
+	if r.Method == http.MethodDelete {
+		f.forgetLocked(e)
 	}
 	f.scheduleLocked()
 }
@@ -444,25 +711,36 @@ func (f *sessionFront) sweep() {
 	}
 	var park []due
 	var end []string // go-sdk sessions to close
+	var uses []SessionUse
 	now := time.Now()
 	f.mu.Lock()
 	f.sweeping = nil
 	f.armed.Store(false)
-	for id, e := range f.entries {
+	for _, e := range f.entries {
+		if used := e.used.Load(); f.idle > 0 && e.key != "" && used > e.written {
+			// Record the use for the other replicas.
+			e.written = used
+			uses = append(uses, SessionUse{ID: e.key, At: time.Unix(0, used), Expires: e.expires})
+		}
 		quiet := e.quiet(now)
 		switch {
 		case e.posts.Load() == 0 && f.idle > 0 && quiet >= f.idle:
-			delete(f.entries, id)
-			if e.local == "" {
-				f.parked.Add(-1)
-			} else {
+			if e.local != "" {
 				end = append(end, e.local)
 			}
+			f.forgetLocked(e)
 		case e.active.Load() == 0 && e.local != "" && f.park > 0 && quiet >= f.park:
 			park = append(park, due{e, e.local})
 		}
 	}
 	f.mu.Unlock()
+	if len(uses) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), max(f.sweepEvery(), 5*time.Second))
+		if err := f.ledger.Touch(ctx, uses); err != nil {
+			f.logger.Warn("recording when sessions were last used; other replicas may end them early", "sessions", len(uses), "error", err)
+		}
+		cancel()
+	}
 	if len(park)+len(end) > 0 {
 		live := make(map[string]*mcp.ServerSession)
 		for ss := range f.v.Server().Sessions() {
@@ -507,7 +785,7 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSess
 	if init == nil {
 		// go-sdk closed the session (the hub closed it, or it never
 		// initialized): it ends here too.
-		delete(f.entries, e.id)
+		f.forgetLocked(e)
 	} else {
 		e.local, e.init, e.version, e.level = "", init, version, level
 		f.parked.Add(1)

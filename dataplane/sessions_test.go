@@ -136,7 +136,7 @@ func TestPortableSessionsUser(t *testing.T) {
 	key := newKey(t)
 	s, _ := newSessionSealer(key)
 	tok, _ := s.seal(&sealedSession{Init: &mcp.InitializeParams{ProtocolVersion: "2025-11-25"}, Issued: time.Now().Unix(), User: "alice"})
-	front, _ := newSessionFront(http.NotFoundHandler(), nil, key, 0, 0, new(atomic.Int64))
+	front, _ := newSessionFront(http.NotFoundHandler(), nil, key, nil, 0, 0, new(atomic.Int64), nil)
 	var got error
 	// The bearer token is the user id.
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -171,7 +171,7 @@ func TestPortableSessionsSetUpOnce(t *testing.T) {
 		}
 		plain.ServeHTTP(w, r)
 	})
-	front, err := newSessionFront(counting, v, key, time.Minute, 0, new(atomic.Int64))
+	front, err := newSessionFront(counting, v, key, nil, time.Minute, 0, new(atomic.Int64), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,7 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	mcpOpts := cfg.MCP
 	if d.shared != nil {
 		mcpOpts.SessionKey = d.shared.SessionKey // sessions any replica can take up
+		mcpOpts.SessionLedger = d.shared.Sessions
 	}
 	if mcpOpts.Logger == nil {
 		mcpOpts.Logger = d.logger

@@ -23,7 +23,11 @@ type Shared struct {
 	// SessionKey seals HTTP session ids so that any replica can take up
 	// a session (dataplane.HTTPOptions.SessionKey).
 	SessionKey []byte
-	logger     *slog.Logger
+	// Sessions is the ledger of portable sessions: those hosts deleted
+	// and when each was last used, for every replica
+	// (dataplane.HTTPOptions.SessionLedger).
+	Sessions *postgres.SessionLedger
+	logger   *slog.Logger
 }
 
 // openShared opens the config's store, if it names one, and joins the
@@ -46,7 +50,7 @@ func (d *Daemon) openShared(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	d.shared = &Shared{DB: db, Replica: rep, SessionKey: key, logger: d.logger}
+	d.shared = &Shared{DB: db, Replica: rep, SessionKey: key, Sessions: db.Sessions(), logger: d.logger}
 	d.logger.Info("joined the replicas sharing the store", "replica", rep.ID())
 	return nil
 }

@@ -14,8 +14,11 @@
 //   - replicas ([Replica]): each process renews a lease; when a replica
 //     dies its lease expires and the runs it owned are failed by whichever
 //     replica reads them next;
+//   - portable HTTP sessions ([SessionLedger]): those hosts deleted, and
+//     when each was last used, so that no replica takes them up again;
 //   - notifications ([DB.Subscribe]): PostgreSQL LISTEN/NOTIFY carries
-//     cancel requests and config reloads between replicas.
+//     cancel requests, config reloads and ended sessions between
+//     replicas.
 //
 // # Migrations
 //
@@ -226,9 +229,12 @@ const (
 	ChannelCancel = "junction_cancel"
 	// ChannelConfig carries a config version: reload the config.
 	ChannelConfig = "junction_config"
+	// ChannelSessionEnded carries the ledger id of an HTTP session a
+	// host deleted (see [SessionLedger]).
+	ChannelSessionEnded = "junction_session_ended"
 )
 
-var channels = []string{ChannelCancel, ChannelConfig}
+var channels = []string{ChannelCancel, ChannelConfig, ChannelSessionEnded}
 
 type subscription struct {
 	fn func(payload string)
@@ -310,7 +316,7 @@ func (db *DB) listen(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- erro
 		if ctx.Err() != nil {
 			return
 		}
-		db.logger.Warn("store: notification connection lost; cancel requests and reloads from other replicas wait until it is made again", "error", err, "retry_in", backoff)
+		db.logger.Warn("store: notification connection lost; cancel requests, reloads and ended sessions from other replicas wait until it is made again", "error", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return

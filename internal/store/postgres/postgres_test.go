@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/pack/diagram"
 	"github.com/junction-mcp/junction/internal/pgtest"
 	"github.com/junction-mcp/junction/internal/store/postgres"
@@ -328,5 +330,75 @@ func TestDatabaseRestart(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("no notification within 20s of the restart\n%s", srv.Log())
 		}
+	}
+}
+
+// TestSessionLedger: two replicas' handles on one store share the ledger
+// of portable sessions: an end recorded through one is seen, and
+// announced, through the other, once; the last use only moves forward;
+// expired rows are deleted.
+func TestSessionLedger(t *testing.T) {
+	srv := pgtest.Start(t)
+	a, b := open(t, srv.URL).Sessions(), open(t, srv.URL).Sessions()
+	ctx := t.Context()
+	told := make(chan string, 4)
+	stop := b.Watch(func(id string) { told <- id })
+	defer stop()
+	day := time.Now().Add(24 * time.Hour)
+
+	if rec, err := b.Lookup(ctx, "s1", day); err != nil || rec.Ended || !rec.LastUsed.IsZero() {
+		t.Fatalf("Lookup(unknown) = %+v, %v; want nothing", rec, err)
+	}
+	t0 := time.Now().Truncate(time.Microsecond)
+	if err := a.Touch(ctx, []dataplane.SessionUse{{ID: "s1", At: t0, Expires: day}, {ID: "s2", At: t0, Expires: day}, {ID: "s1", At: t0.Add(-time.Second), Expires: day}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Touch(ctx, []dataplane.SessionUse{{ID: "s1", At: t0.Add(-time.Minute), Expires: day}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := b.Lookup(ctx, "s1", day); err != nil || rec.Ended || !rec.LastUsed.Equal(t0) {
+		t.Errorf("Lookup(s1) = %+v, %v; want last used at %s (an older use does not move it back)", rec, err, t0)
+	}
+
+	if already, err := a.End(ctx, "s1", day); err != nil || already {
+		t.Fatalf("End(s1) = %v, %v; want false, nil", already, err)
+	}
+	select {
+	case id := <-told:
+		if id != "s1" {
+			t.Errorf("the other replica was told %q ended, want s1", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other replica was not told that s1 ended")
+	}
+	if already, err := b.End(ctx, "s1", day); err != nil || !already {
+		t.Errorf("End(s1) again = %v, %v; want true, nil", already, err)
+	}
+	if already, err := b.End(ctx, "s3", day); err != nil || already {
+		t.Errorf("End(s3), never used = %v, %v; want false, nil", already, err)
+	}
+	if rec, err := b.Lookup(ctx, "s1", day); err != nil || !rec.Ended {
+		t.Errorf("Lookup(s1) after End = %+v, %v; want ended", rec, err)
+	}
+	ended, err := b.Ended(ctx, []string{"s1", "s2", "s3", "s4"})
+	slices.Sort(ended)
+	if err != nil || !slices.Equal(ended, []string{"s1", "s3"}) {
+		t.Errorf("Ended = %v, %v; want [s1 s3]", ended, err)
+	}
+	// Only one notification each: s3's; s1's second End told nobody.
+	if id := <-told; id != "s3" {
+		t.Errorf("told %q, want s3", id)
+	}
+
+	// A fresh handle prunes on its first Touch.
+	if _, err := a.End(ctx, "old", time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, srv.URL).Sessions()
+	if err := c.Touch(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ended, err := c.Ended(ctx, []string{"old", "s1"}); err != nil || !slices.Equal(ended, []string{"s1"}) {
+		t.Errorf("after pruning, Ended(old, s1) = %v, %v; want [s1]", ended, err)
 	}
 }
