@@ -171,10 +171,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Mode != HTTPStateful {
 		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	}
-	var raw *httpRaw
-	if p.raw {
-		raw = newHTTPRaw(p, o, store)
-	}
+	raw := newHTTPRaw(p, o, store)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
 		version := r.Header.Get("Mcp-Protocol-Version")
@@ -195,11 +192,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		sf.ServeHTTP(w, r)
 	})
-	var take func(http.ResponseWriter, *http.Request, []byte) bool
-	if raw != nil {
-		take = raw.take
-	}
-	h := checkJSONBody(next, calls, o.MaxRequestBytes, take)
+	h := checkJSONBody(next, calls, o.MaxRequestBytes, raw.take)
 	if sf == nil {
 		return h
 	}

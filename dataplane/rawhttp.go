@@ -92,7 +92,8 @@ func (f *httpRaw) forget(sid string, s *httpSession) {
 }
 
 // take answers the POST r, whose body is body, if it is for the raw
-// path, and reports whether it did.
+// path, and reports whether it did. With the plane's raw calls off, only
+// the tasks extension's requests are for it.
 func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !f.acceptable(r) {
 		return false
@@ -103,6 +104,8 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	switch {
 	case sid == "" && modern && f.mode != HTTPStateful && f.takeTaskHTTP(w, r, body, version):
 		return true // the tasks extension (tasks.go)
+	case !f.p.raw:
+		return false // calls go to go-sdk (Options.Raw off); the tasks extension, which only the plane has, still is taken
 	case sid == "" && modern:
 		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
 	case sid == "":

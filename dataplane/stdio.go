@@ -82,6 +82,7 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	w := newWriter(out)
 	defer w.flush()
 	c := newConn(w, p.onBadFrame)
+	c.listens = &listens{c: c}
 	ss, err := p.v.Server().Connect(ctx, connTransport{c}, nil)
 	if err != nil {
 		return err
@@ -90,9 +91,7 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
 	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(context.Background(), ss)}
-	if p.raw {
-		p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
-	}
+	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
 
 	runErr := make(chan error, 1)
 	go func() {
@@ -163,7 +162,18 @@ type stdioSession struct {
 // lines it does not take go to go-sdk. Called by the reading goroutine.
 func (s *stdioSession) take(line []byte) bool {
 	if !s.p.raw {
-		return false // everything to go-sdk, which has no tasks (see tasks.go)
+		// Calls go to go-sdk. The tasks extension and the host's
+		// subscriptions/listen streams, which go-sdk has not (see tasks.go
+		// and listen.go), are the plane's either way.
+		if s.takeTask(line) {
+			return true
+		}
+		if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+			if id, ok := cancelledID(line); ok && s.calls.cancel(string(id)) {
+				return true
+			}
+		}
+		return s.takeListen(line)
 	}
 	// A plain tools/call first, the line most read: it is no cancellation,
 	// and a request for the tasks extension only if its _meta names it,
@@ -182,12 +192,26 @@ func (s *stdioSession) take(line []byte) bool {
 	}
 	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
 		id, ok := cancelledID(line)
-		return ok && s.calls.cancel(string(id))
+		return ok && (s.c.listens.cancel(id) || s.calls.cancel(string(id)))
+	}
+	if bytes.Contains(line, []byte(`"subscriptions/listen"`)) {
+		return s.c.listens.take(line)
 	}
 	if !isCall && !s.ready {
 		s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
 	}
 	return false
+}
+
+// takeListen takes the host's subscriptions/listen requests and their
+// cancellations, which the plane answers (see listen.go), and reports
+// whether it did.
+func (s *stdioSession) takeListen(line []byte) bool {
+	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+		id, ok := cancelledID(line)
+		return ok && s.c.listens.cancel(id)
+	}
+	return bytes.Contains(line, []byte(`"subscriptions/listen"`)) && s.c.listens.take(line)
 }
 
 // takeCall answers tc, a plain tools/call, on the raw path if it can, and
@@ -338,6 +362,9 @@ type conn struct {
 	// older: the host negotiated a revision before 2026-07-28, so results
 	// go without that revision's members (olderResult).
 	older atomic.Bool
+	// listens are the host's subscriptions/listen streams, which the
+	// plane answers (see listen.go).
+	listens *listens
 	// greeted: initialize has been answered. Until then go-sdk's
 	// list_changed notifications, which it sends to every session it
 	// has, are not written: nothing reaches a host before it initializes
@@ -419,7 +446,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case msg := <-c.incoming:
 		if req, ok := msg.(*jsonrpc.Request); ok {
 			c.pendMu.Lock()
-			if req.IsCall() {
+			if req.IsCall() && !planeRequest(req.ID) { // the plane's listen is not answered before the end
 				c.pending[req.ID] = false
 			} else if id, ok := cancelledSDKID(req); ok {
 				if _, pending := c.pending[id]; pending {
@@ -463,6 +490,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	case <-c.closed:
 		return mcp.ErrConnectionClosed
 	default:
+	}
+	if c.listens != nil && c.listens.fromSDK(msg) {
+		return nil
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {

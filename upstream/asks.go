@@ -112,8 +112,8 @@ func (s *Server) routeAsk(ctx context.Context, method, capability string) (*call
 // forwardRoots is client middleware that answers the upstream's
 // roots/list with the roots of the host whose call is in flight: asked on
 // its session, or, for a 2026-07-28 host, through the call's bridge. When
-// no single host call is in flight (a server that asks right after
-// initialize, say), go-sdk answers with junction's own roots, none.
+// no single host call is in flight and the hub has no sole host (see
+// sole.go), the answer is no roots.
 func (s *Server) forwardRoots(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "roots/list" {
@@ -121,7 +121,8 @@ func (s *Server) forwardRoots(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		c, err := s.routeRequest(ctx, method)
 		if err != nil {
-			return next(ctx, method, req)
+			// No host to ask: junction has no roots of its own.
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 		}
 		if !s.hostDeclares(c, capRoots) {
 			return nil, undeclared(method, capRoots)

@@ -275,6 +275,12 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 			s.awaitSessionEnd(ctx, sess, deadline)
 			continue // nothing was sent: wait for the next session
 		}
+		if junction.HostSession(ctx) == nil {
+			ctx = junction.WithHostSession(ctx, req.Session)
+		}
+		if s.learnOldAsks(ctx, typedResultText(res), err) {
+			return s.CallTool(rerun(ctx), req) // on the host's own session now
+		}
 		return res, err
 	}
 }
@@ -800,17 +806,34 @@ func forwardOn[R any](s *Server, ctx context.Context, sess *session, host *mcp.S
 
 // Subscribe implements [junction.Subscriber]. The subscription is kept
 // across reconnects. An upstream that does not support subscriptions
-// accepts it silently and never sends updates.
+// accepts it silently and never sends updates. With [Config.PerHost],
+// the subscription of a host that has a session of its own (ctx names it,
+// see [junction.HostSession]) is made on that session, where the host's
+// calls go.
 func (s *Server) Subscribe(ctx context.Context, uri string) error {
 	return s.subscribe(ctx, uri, true)
 }
 
 // Unsubscribe implements [junction.Subscriber].
+//
+// Under 2026-07-28 it only stops passing the resource's updates on: the
+// subscriptions/listen stream that carries the subscription stays open
+// until the session ends. go-sdk v1.8.0's server forgets all of a
+// session's list_changed subscriptions when any listen on it ends, so
+// ending it would leave the hub deaf to the upstream's list changes
+// (docs/reports/go-sdk-listen-unsubscribe.md). Subscribing again reuses
+// the stream.
 func (s *Server) Unsubscribe(ctx context.Context, uri string) error {
 	return s.subscribe(ctx, uri, false)
 }
 
 func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
+	if t, release, err := s.routeSubscribe(junction.HostSession(ctx)); err != nil {
+		return err
+	} else if t != s {
+		defer release()
+		return t.subscribe(ctx, uri, on)
+	}
 	s.mu.Lock()
 	if on {
 		s.subs[uri] = true
@@ -832,7 +855,7 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
 		if err == nil && sess.cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion {
 			s.awaitAck(ctx, sess.cs, uri)
 		}
-	} else {
+	} else if !sess.modern() { // see Unsubscribe
 		err = sess.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	}
 	if err != nil {
@@ -894,11 +917,17 @@ func (s *Server) awaitAck(ctx context.Context, cs *mcp.ClientSession, uri string
 	}
 }
 
+// onResourceUpdated passes an update on, for a resource still subscribed
+// to (a 2026-07-28 session keeps sending those unsubscribed, see
+// Unsubscribe).
 func (s *Server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	if req.Params == nil {
+		return
+	}
 	s.mu.Lock()
-	l := s.listener
+	l, subscribed := s.listener, s.subs[req.Params.URI]
 	s.mu.Unlock()
-	if l != nil && req.Params != nil {
+	if l != nil && subscribed {
 		l.ResourceUpdated(req.Params.URI)
 	}
 }
@@ -1118,6 +1147,9 @@ func (s *Server) logHosts() []hostRef {
 			out = append(out, hostRef{h, r.ctx()})
 		}
 	}
+	if len(out) == 0 && s.sole != nil {
+		out = append(out, hostRef{s.sole, context.Background()})
+	}
 	return out
 }
 
@@ -1161,11 +1193,53 @@ func (s *Server) routeRequest(ctx context.Context, method string) (*call, error)
 	case 1:
 		return calls[0], nil
 	case 0:
+		if c := s.soleCall(); c != nil {
+			return c, nil
+		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("%s: no host call in flight to route the request to", method)}
 	}
+	if c := s.onlyAsker(calls); c != nil {
+		return c, nil
+	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("%s: calls from %d host sessions are in flight; cannot tell which one asked", method, len(calls))}
+}
+
+// onlyAsker returns the one call of calls that can be asking, if there
+// is one and every call is the same user's: a call bridged to a
+// 2026-07-28 host whose question is still with the host (asked and not
+// answered, or queued) is parked, its upstream handler waiting for the
+// answer, so a new request is most likely another call's. The calls
+// left parked by hosts that never answered (for 5 minutes, see
+// bridgeIdle) would otherwise make every later question ambiguous. The
+// guess is made only among one user's calls (junction.User): a wrong one
+// puts a question to the same user who made both calls, never to
+// another. Otherwise nil.
+func (s *Server) onlyAsker(calls []*call) *call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var asker *call
+	userOf := func(c *call) string {
+		if c.hostCtx == nil {
+			return ""
+		}
+		return junction.User(c.hostCtx)
+	}
+	user := userOf(calls[0])
+	for _, c := range calls {
+		if userOf(c) != user {
+			return nil
+		}
+		if b := c.bridge; b != nil && (len(b.pending) > 0 || len(b.queue) > 0) {
+			continue // parked on its question
+		}
+		if asker != nil {
+			return nil
+		}
+		asker = c
+	}
+	return asker
 }
 
 // routable reports whether a request from the upstream can go to c's

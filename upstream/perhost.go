@@ -23,7 +23,9 @@ import (
 // first request that may make the server ask, declaring the host's
 // capabilities in initialize. Everything the own session's server asks
 // is then for that host. The parent Server keeps its shared session for
-// the catalog, the subscriptions and the calls made without a host.
+// the catalog and the calls made without a host. A host's resource
+// subscriptions go where its calls go (routeSubscribe), so that the
+// update a call causes comes from the process the host subscribed on.
 //
 // Whose session a request takes:
 //   - a host with a session (stdio, a stateful HTTP session) before
@@ -66,7 +68,9 @@ func noRelease() {}
 // caps are the capabilities a sessionless host sent, as JSON.
 func (s *Server) route(host *mcp.ServerSession, modernHost bool, state string, caps []byte) (*Server, func(), error) {
 	cfg := s.cfg.load()
-	if !cfg.PerHost {
+	if !s.perHost(cfg) || !cfg.PerHost && (host == nil || modernHost) {
+		// A server that asks the old way gives sessions of their own only
+		// to the hosts it could ask that way (see oldasks.go).
 		return s, noRelease, nil
 	}
 	s.mu.Lock()
@@ -139,6 +143,7 @@ func (s *Server) startOwn(key any, host *mcp.ServerSession, caps []byte, cfg *Co
 		}
 	}
 	o.srv = start(s.name, c, opts, declared, func() { s.ownIdle(o) })
+	o.srv.SetListener(ownListener{s})
 	o.srv.SetLogLevel(s.logLevel)
 	s.own.m[key] = o
 	s.logger.Debug("started a host's own session", "host", what, "open", len(s.own.m))
@@ -272,16 +277,43 @@ func (s *Server) ownServers() []*Server {
 
 // routeCall routes a typed tools/call (see route).
 func (s *Server) routeCall(req *mcp.CallToolRequest) (*Server, func(), error) {
-	if !s.cfg.load().PerHost {
+	if !s.perHost(s.cfg.load()) {
 		return s, noRelease, nil
 	}
 	return s.route(req.Session, hostIsModern(req), req.Params.RequestState, metaCaps(req.Params.Meta))
 }
 
+// routeSubscribe routes a host's resources/subscribe and unsubscribe to
+// the session its calls go to: a host with a session before 2026-07-28
+// to its own (see route); anything else (no host, a 2026-07-28 host,
+// whose calls may each have a session that ends with the call) to the
+// shared session.
+func (s *Server) routeSubscribe(host *mcp.ServerSession) (*Server, func(), error) {
+	if !s.perHost(s.cfg.load()) || host == nil || hostModern(nil, host) {
+		return s, noRelease, nil
+	}
+	return s.route(host, false, "", nil)
+}
+
+// ownListener is an own session's listener: its resource updates go to
+// the parent's listener; its catalog is not served (the parent's is).
+type ownListener struct{ parent *Server }
+
+func (l ownListener) CatalogChanged() {}
+
+func (l ownListener) ResourceUpdated(uri string) {
+	l.parent.mu.Lock()
+	pl := l.parent.listener
+	l.parent.mu.Unlock()
+	if pl != nil {
+		pl.ResourceUpdated(uri)
+	}
+}
+
 // routeRaw routes a raw tools/call (see route): host is the host's
 // session, params the call's params.
 func (s *Server) routeRaw(ctx context.Context, params json.RawMessage) (*Server, func(), error) {
-	if !s.cfg.load().PerHost {
+	if !s.perHost(s.cfg.load()) {
 		return s, noRelease, nil
 	}
 	host := junction.HostSession(ctx)

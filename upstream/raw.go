@@ -70,11 +70,21 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		defer release()
 		return t.CallToolRaw(ctx, name, params)
 	}
+	orig := params
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
 		return nil, err
 	}
 	hm := readHostMeta(params, junction.HostSession(ctx))
+	res, err := s.callToolRaw(ctx, name, params, hm, timeout)
+	if s.learnOldAsks(ctx, res, err) {
+		return s.CallToolRaw(rerun(ctx), name, orig) // on the host's own session now
+	}
+	return res, err
+}
+
+// callToolRaw is CallToolRaw on s's own session, params checked.
+func (s *Server) callToolRaw(ctx context.Context, name string, params json.RawMessage, hm hostMeta, timeout time.Duration) (json.RawMessage, error) {
 	deadline := deadlineAfter(timeout)
 	for {
 		sess, err := s.sessionUntil(ctx, deadline)
@@ -119,6 +129,23 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 			done(res, err)
 		})
 	}
+	if host := junction.HostSession(ctx); host != nil && !s.oldAsks.Load() && !s.cfg.load().PerHost && !hostModern(nil, host) && ctx.Value(rerunKey{}) == nil {
+		// The call may have to run again, on the host's own session (see
+		// oldasks.go).
+		r := &retryingStart{s: s, ctx: ctx, name: name, params: params, done: done}
+		c := s.startToolRaw(ctx, name, params, r.finish)
+		r.mu.Lock()
+		if r.cancel == nil {
+			r.cancel = c
+		}
+		r.mu.Unlock()
+		return r.cancelFunc
+	}
+	return s.startToolRaw(ctx, name, params, done)
+}
+
+// startToolRaw is StartToolRaw on s's own session.
+func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(error)) {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
 		done(nil, err)

@@ -67,6 +67,7 @@ type Server struct {
 	watch        *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
 	watchDue     time.Time        // when watch fires; zero when it is not set
 	recent       map[*mcp.ServerSession]recentHost
+	sole         *mcp.ServerSession                     // the hub's only host session, if it has one (see sole.go)
 	recentSweep  *time.Timer                            // runs sweepRecent while recent has hosts
 	acked        map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
 	ackSignal    chan struct{}                          // closed and replaced on every acknowledgement
@@ -80,6 +81,7 @@ type Server struct {
 	own          ownSessions                   // Config.PerHost: the hosts' own sessions
 	onIdle       func()                        // a host's own session: see start
 	noDiscover   atomic.Bool                   // the server failed the server/discover probe: offer legacyProtocol (see connect)
+	oldAsks      atomic.Bool                   // the server asks the old way on 2026-07-28 sessions (see oldasks.go)
 	metaOf       map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
 
 	// Withdrawal (see Config.WithdrawAfter). downSince is when the last

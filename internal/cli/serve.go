@@ -88,7 +88,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		replayBytes    = fs.Int("replay-bytes", dataplane.DefaultReplayBytes, "keep up to `n` bytes of HTTP sessions' SSE messages (all sessions together) so that hosts can resume dropped streams with Last-Event-ID; 0: keep none")
 		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `duration` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
-		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk (docs/performance.md)")
+		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk, but those of the tasks extension, which go-sdk has not (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
 		admin          = fs.String("admin", "", "also serve the status page, /status, /metrics, /healthz and /readyz on `host:port`, with -http's token rules; works in stdio mode too")
 		audit          = fs.String("audit", "", "write one JSON line per tool call to `output`: stderr, or a file rotated by size (docs/observability.md; default: the config file's audit.output, else none)")

@@ -59,10 +59,20 @@ func conformanceTargets() []conformanceTarget {
 			return url
 		}}
 	}
+	// The hub's default: one upstream session shared by every host.
+	shared := func(protocol string) conformanceTarget {
+		return conformanceTarget{"hub-shared/upstream-" + protocol, func(t *testing.T) string {
+			url := startServe(t, "-config", hubConfig(t, "never", protocol), "-insecure-no-auth")
+			waitForTool(t, url, "test_simple_text")
+			return url
+		}}
+	}
 	return []conformanceTarget{
 		{"direct", func(t *testing.T) string { return startServe(t, "-pack", "conformance", "-insecure-no-auth") }},
 		hub("2026-07-28"),
 		hub("2025-11-25"),
+		shared("2026-07-28"),
+		shared("2025-11-25"),
 	}
 }
 

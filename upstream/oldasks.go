@@ -1,0 +1,154 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Servers that ask the old way.
+//
+// A server whose SDK speaks 2026-07-28 may still be written for the
+// requests of the revisions before it: a go-sdk handler that calls
+// CreateMessage, Elicit or ListRoots. Its SDK refuses those on a session
+// at 2026-07-28, the hub's shared one by default, and the call fails;
+// connected directly, a host before 2026-07-28 would have had a session
+// at its own revision, where they work. junction learns it from that
+// refusal: the call's error names it (oldAskRefusal). From then on every
+// host before 2026-07-28 with a session gets a session of its own with
+// that server, at its revision, as sessions: per_host gives them (see
+// perhost.go), and the call that failed runs again there, once. A host
+// at 2026-07-28 could not be asked that way directly either: its calls
+// stay on the shared session.
+
+// oldAskRefusal is the words of go-sdk's refusal of a server-initiated
+// request on a 2026-07-28 session.
+const oldAskRefusal = "cannot be sent while serving a request on protocol version"
+
+// perHost reports whether hosts get sessions of their own with s: it is
+// configured (Config.PerHost), or s asks the old way (see above).
+func (s *Server) perHost(cfg *Config) bool {
+	return cfg.PerHost || s.oldAsks.Load()
+}
+
+// learnOldAsks reports whether a call of an older host with a session
+// (ctx names it), not made again already, on s's shared 2026-07-28
+// session failed with its SDK's refusal
+// of an old-style request (in err, or in the raw result res), and if so
+// records that s asks the old way: the call is to be made again, and is
+// routed to the host's own session then.
+func (s *Server) learnOldAsks(ctx context.Context, res []byte, err error) bool {
+	host := junction.HostSession(ctx)
+	if host == nil || hostModern(nil, host) || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
+		return false
+	}
+	if !(err != nil && strings.Contains(err.Error(), oldAskRefusal) || bytes.Contains(res, []byte(oldAskRefusal))) {
+		return false
+	}
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil || !sess.modern() {
+		return false
+	}
+	if !s.oldAsks.Swap(true) {
+		s.logger.Warn("the server sends sampling, elicitation or roots requests of the kind before protocol 2026-07-28, which its SDK refuses on the hub's 2026-07-28 session: "+
+			"hosts before 2026-07-28 now get a session of their own with it, at their revision (as sessions: per_host gives), and the call runs again there; "+
+			"set sessions: per_host to have that from the start", "error", firstLine(err, res))
+	}
+	return true
+}
+
+// rerunKey marks the context of a call made again by learnOldAsks: it is
+// not made a third time.
+type rerunKey struct{}
+
+// rerun returns ctx for the call made again.
+func rerun(ctx context.Context) context.Context { return context.WithValue(ctx, rerunKey{}, true) }
+
+// firstLine is what a failed call said: err, or the result's text.
+func firstLine(err error, res []byte) string {
+	if err != nil {
+		return err.Error()
+	}
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(res, &r) == nil && len(r.Content) > 0 {
+		return r.Content[0].Text
+	}
+	return string(res)
+}
+
+// typedResultText is res's error text, for learnOldAsks: the text of an
+// isError result.
+func typedResultText(res *mcp.CallToolResult) []byte {
+	if res == nil || !res.IsError {
+		return nil
+	}
+	var b []byte
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b = append(b, t.Text...)
+		}
+	}
+	return b
+}
+
+// retryingStart is StartToolRaw's done for a call that may have to run
+// again on the host's own session (see learnOldAsks): its cancel reaches
+// whichever attempt is running.
+type retryingStart struct {
+	s      *Server
+	ctx    context.Context
+	name   string
+	params json.RawMessage
+	done   func(json.RawMessage, error)
+
+	mu      sync.Mutex
+	cancel  func(error)
+	retried bool
+	ended   error // the cancellation's cause, once cancelled
+}
+
+func (r *retryingStart) finish(res json.RawMessage, err error) {
+	r.mu.Lock()
+	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, res, err)
+	r.retried = r.retried || again
+	r.mu.Unlock()
+	if !again {
+		r.done(res, err)
+		return
+	}
+	c := r.s.StartToolRaw(rerun(r.ctx), r.name, r.params, r.done)
+	r.mu.Lock()
+	r.cancel = c
+	cause := r.ended
+	r.mu.Unlock()
+	if cause != nil {
+		c(cause)
+	}
+}
+
+func (r *retryingStart) cancelFunc(cause error) {
+	r.mu.Lock()
+	if r.ended == nil {
+		r.ended = cause
+		if r.ended == nil {
+			r.ended = errors.New("cancelled")
+		}
+	}
+	c := r.cancel
+	r.mu.Unlock()
+	if c != nil {
+		c(cause)
+	}
+}
