@@ -1,17 +1,20 @@
 package diagram
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf8"
+	"unsafe"
 )
 
 // jsonSizeAtMost returns the size of v as json.Marshal writes it, without
 // writing it, or -1 if v is not JSON. It stops counting once the size
 // passes limit (if limit > 0), returning a number over limit: a value
 // that holds one large value many times (a map of references to the same
-// string) is measured without building its text.
+// string) is measured without building its text. Strings are measured by
+// encoding/json itself, each distinct one once, so that the count follows
+// its escaping whatever the Go release.
 func jsonSizeAtMost(v any, limit int) int {
 	m := sizer{limit: limit}
 	if !m.add(v) {
@@ -22,6 +25,45 @@ func jsonSizeAtMost(v any, limit int) int {
 
 type sizer struct {
 	n, limit int
+
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	seen map[strKey]int // long strings measured, by their bytes
+}
+
+// strKey names a string by its bytes' address and length: the same
+// string held many times is measured once.
+type strKey struct {
+	p *byte
+	n int
+}
+
+// longString is the length from which a string's size is kept (see
+// strKey); shorter ones are measured each time.
+const longString = 1024
+
+// stringSize is the size of s as encoding/json writes it.
+func (m *sizer) stringSize(s string) int {
+	var k strKey
+	if len(s) >= longString {
+		k = strKey{unsafe.StringData(s), len(s)}
+		if n, ok := m.seen[k]; ok {
+			return n
+		}
+	}
+	if m.enc == nil {
+		m.enc = json.NewEncoder(&m.buf)
+	}
+	m.buf.Reset()
+	m.enc.Encode(s)      // a string always encodes
+	n := m.buf.Len() - 1 // Encode ends with a newline
+	if len(s) >= longString {
+		if m.seen == nil {
+			m.seen = make(map[strKey]int)
+		}
+		m.seen[k] = n
+	}
+	return n
 }
 
 // over reports whether the count has passed the limit.
@@ -42,7 +84,11 @@ func (m *sizer) add(v any) bool {
 			m.n += 5
 		}
 	case string:
-		m.n += jsonStringSize(x)
+		if m.limit > 0 && m.n+len(x)+2 > m.limit {
+			m.n += len(x) + 2 // at least that: over the limit, whatever its escapes
+			return true
+		}
+		m.n += m.stringSize(x)
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return false
@@ -61,7 +107,7 @@ func (m *sizer) add(v any) bool {
 	case map[string]any:
 		m.n += 2 + max(len(x)-1, 0)
 		for k, e := range x {
-			m.n += jsonStringSize(k) + 1
+			m.n += m.stringSize(k) + 1
 			if !m.add(e) {
 				return false
 			}
@@ -78,36 +124,6 @@ func (m *sizer) add(v any) bool {
 		m.n += len(b)
 	}
 	return true
-}
-
-// jsonStringSize is the size of s as a JSON string, quotes included, as
-// encoding/json escapes it (HTML characters too).
-func jsonStringSize(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			switch {
-			case b == '\\' || b == '"' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
-				n += 2
-			case b < 0x20 || b == '<' || b == '>' || b == '&':
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1, c == '\u2028', c == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
 }
 
 // floatSize is the size of f as encoding/json writes a float64.
