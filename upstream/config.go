@@ -165,7 +165,11 @@ func (c Config) Validate() error {
 		if c.URL == "" {
 			bad("url", "must not be empty for the %s transport", c.TransportKind())
 		} else if u, err := url.Parse(c.URL); err != nil {
-			bad("url", "%v", err)
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // without the URL, which may hold a secret
+			}
+			bad("url", "does not parse: %v", err)
 		} else if u.Scheme != "http" && u.Scheme != "https" {
 			bad("url", "scheme %q: want http or https", u.Scheme)
 		} else if u.Host == "" {

@@ -198,3 +198,14 @@ func TestUndeclaredNamesCapability(t *testing.T) {
 		t.Errorf("data %s, want %s", got, want)
 	}
 }
+
+// TestConfigValidateHidesURL: a URL that does not parse is not quoted in
+// the error (it may hold a secret, expanded from the environment).
+func TestConfigValidateHidesURL(t *testing.T) {
+	t.Parallel()
+	c := Config{URL: "http://host:bad port/mcp?api_key=s3cret"}
+	err := c.Validate()
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Validate: %v; want an error without the URL's secret", err)
+	}
+}

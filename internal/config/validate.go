@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/redact"
 )
 
 // Validate checks the config as a whole: names, required fields per
@@ -223,7 +225,7 @@ func (v *validator) url(raw, path, what string) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.fail(path, "invalid URL %q: must be http:// or https:// with a host", raw)
+		v.fail(path, "invalid URL %q: must be http:// or https:// with a host", redact.URL(raw))
 	}
 }
 

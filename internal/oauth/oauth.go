@@ -34,6 +34,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/junction-mcp/junction/internal/redact"
 )
 
 // Mode says when a server's requests get OAuth.
@@ -142,7 +144,13 @@ func (e *LoginRequiredError) Error() string {
 	}
 	msg := fmt.Sprintf("%s needs an OAuth login: run %q", what, cmd)
 	if e.Name == "" && e.URL != "" {
-		msg = fmt.Sprintf("%s needs an OAuth login: run %q", e.URL, "junction auth login "+e.URL)
+		// The URL's secrets (a password, query values) are not shown;
+		// the command then names the URL as the user wrote it.
+		shown, arg := redact.URL(e.URL), e.URL
+		if shown != e.URL {
+			arg = "URL"
+		}
+		msg = fmt.Sprintf("%s needs an OAuth login: run %q", shown, "junction auth login "+arg)
 	}
 	if e.Scope != "" {
 		msg += fmt.Sprintf(" (it asks for scope %q)", e.Scope)

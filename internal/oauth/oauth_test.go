@@ -220,3 +220,16 @@ func TestHubRecordsWantedScopes(t *testing.T) {
 		t.Errorf("scopes asked at the next login: %v, want %v", got, want)
 	}
 }
+
+// TestLoginRequiredHidesURL: the error for a server given by URL alone
+// does not show the URL's secrets.
+func TestLoginRequiredHidesURL(t *testing.T) {
+	msg := (&LoginRequiredError{URL: "https://mcp.example/mcp?api_key=s3cret"}).Error()
+	if strings.Contains(msg, "s3cret") || !strings.Contains(msg, "api_key=xxxxx") {
+		t.Errorf("LoginRequiredError = %q; want the URL with its query value hidden", msg)
+	}
+	msg = (&LoginRequiredError{URL: "https://mcp.example/mcp"}).Error()
+	if !strings.Contains(msg, `"junction auth login https://mcp.example/mcp"`) {
+		t.Errorf("LoginRequiredError = %q; want the command with the URL", msg)
+	}
+}
