@@ -361,13 +361,20 @@ func connectStdioClient(t testing.TB, c *mcp.Client, args ...string) *mcp.Client
 // going to stderr, for tests that wait for a line on it.
 func connectStdioWatched(t testing.TB, c *mcp.Client, stderr *lineWatcher, args ...string) *mcp.ClientSession {
 	t.Helper()
+	return connectStdioOpts(t, c, stderr, nil, args...)
+}
+
+// connectStdioOpts is [connectStdioWatched] with the session options
+// opts (nil: go-sdk's defaults).
+func connectStdioOpts(t testing.TB, c *mcp.Client, stderr *lineWatcher, opts *mcp.ClientSessionOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
 	cmd := exec.Command(junctionBin(t), append([]string{"serve"}, args...)...)
 	cmd.Env = childEnv(t.TempDir())
 	cmd.Stderr = stderr
 	cmd.WaitDelay = stopTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}, opts)
 	if err != nil {
 		if cmd.Process != nil {
 			cmd.Process.Kill()

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -77,31 +76,7 @@ func drain(ch chan struct{}) {
 // 2026-07-28).
 func connectStdioVersion(t *testing.T, c *mcp.Client, version string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	stderr := newOutput()
-	cmd := exec.Command(junctionBin(t), append([]string{"serve"}, args...)...)
-	cmd.Env = childEnv(t.TempDir())
-	cmd.Stderr = stderr
-	cmd.WaitDelay = stopTimeout
-	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: stopTimeout},
-		&mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		if cmd.Process != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		t.Fatalf("connecting over stdio to junction serve %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	t.Cleanup(func() {
-		if err := cs.Close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
-			t.Logf("closing stdio session: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("junction serve (stdio) stderr:\n%s", stderr.String())
-		}
-	})
-	return cs
+	return connectStdioOpts(t, c, newOutput(), &mcp.ClientSessionOptions{ProtocolVersion: version}, args...)
 }
 
 // TestServeListenEndKeepsOthers: a 2026-07-28 host on junction serve's
