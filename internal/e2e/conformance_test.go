@@ -95,7 +95,9 @@ func TestConformanceStateless(t *testing.T) {
 //
 // It runs as a matrix: the hub's fast path on (the default) and off
 // (-fast-path=false), with the fixtures upstream at protocol 2025-11-25
-// and at 2026-07-28 (its protocol_version). With the fast path on, the
+// and at 2026-07-28 (its protocol_version), in the hub's default (one
+// upstream session for every host) and, with the fast path on, with
+// sessions: per_host. With the fast path on, the
 // suite's plain tools/call requests are forwarded as raw bytes to either
 // upstream; those runs must show raw calls in /metrics, or they prove
 // nothing, and the runs with it off must show none. Each run takes a second or
@@ -105,19 +107,29 @@ func TestConformanceThroughHub(t *testing.T) {
 	for _, tc := range []struct {
 		fast     bool
 		protocol string
+		perHost  bool
 	}{
-		{true, "2025-11-25"},
-		{true, "2026-07-28"},
-		{false, "2025-11-25"},
-		{false, "2026-07-28"},
+		{true, "2025-11-25", false},
+		{true, "2026-07-28", false},
+		{false, "2025-11-25", false},
+		{false, "2026-07-28", false},
+		{true, "2025-11-25", true},
+		{true, "2026-07-28", true},
 	} {
 		path := "fast-path"
 		if !tc.fast {
 			path = "go-sdk-path"
 		}
+		var more []string
+		if tc.perHost {
+			// The suite opens a session per scenario and ends none: each
+			// keeps its own upstream process, past the default bound of 16.
+			path += "/per_host"
+			more = append(more, "sessions: per_host", "max_host_sessions: 64")
+		}
 		t.Run(path+"/upstream-"+tc.protocol, func(t *testing.T) {
 			start := time.Now()
-			url := startServe(t, "-config", hubConfig(t, "never", tc.protocol), "-insecure-no-auth", fmt.Sprintf("-fast-path=%v", tc.fast))
+			url := startServe(t, "-config", hubConfig(t, "never", tc.protocol, more...), "-insecure-no-auth", fmt.Sprintf("-fast-path=%v", tc.fast))
 			waitForTool(t, url, "test_simple_text")
 			results, run := runConformanceSuite(t, node, modules, url)
 			report := judge(results, nil)
