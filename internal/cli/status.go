@@ -99,7 +99,7 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 		}
 		return failedSources(st)
 	}
-	fmt.Fprintf(env.Stdout, "junction %s: %d tools served", st.Version, st.Tools)
+	fmt.Fprintf(env.Stdout, "junction %s: %d tool%s served", st.Version, st.Tools, plural(st.Tools))
 	if st.Config != "" {
 		fmt.Fprintf(env.Stdout, ", config %s", st.Config)
 	}

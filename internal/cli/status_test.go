@@ -45,6 +45,12 @@ func TestStatusExitsOnFailedSource(t *testing.T) {
 	if out, errOut, code := run(t, nil, "status", "-url", serve(st)); code != 0 || !strings.Contains(out, "good") {
 		t.Errorf("status with every source up: exit %d, stdout %q, stderr %q; want 0", code, out, errOut)
 	}
+	for n, want := range map[int]string{1: "junction dev: 1 tool served", 3: "junction dev: 3 tools served"} {
+		st.Tools = n
+		if out, _, _ := run(t, nil, "status", "-url", serve(st)); !strings.Contains(out, want) {
+			t.Errorf("status with %d tools: stdout %q; want %q", n, out, want)
+		}
+	}
 }
 
 // TestStatusDefaultNoHub: with no -url and no config, status asks
