@@ -44,7 +44,8 @@ func imports(t *testing.T, dir string) map[string]bool {
 // other.
 func TestDependencyDirection(t *testing.T) {
 	allowed := []string{
-		module + "/internal/rawjson/", // a leaf: the standard library only (checked below)
+		module + "/internal/rawjson/",    // a leaf: the standard library only (checked below)
+		module + "/internal/toolsearch/", // a leaf: the standard library only (checked below)
 		"github.com/modelcontextprotocol/go-sdk/",
 		"github.com/google/jsonschema-go/",
 		"github.com/yosida95/uritemplate/",
@@ -74,6 +75,11 @@ func TestDependencyDirection(t *testing.T) {
 	for p := range imports(t, "internal/rawjson") {
 		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
 			t.Errorf("internal/rawjson imports %s; it may import only the standard library", p)
+		}
+	}
+	for p := range imports(t, "internal/toolsearch") {
+		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+			t.Errorf("internal/toolsearch imports %s; it may import only the standard library", p)
 		}
 	}
 	packs, err := os.ReadDir("internal/pack")

@@ -1,0 +1,102 @@
+package toolsearch
+
+import "sort"
+
+// terms is the analysed text of a field: its words, split, lower-cased,
+// without stop words, stemmed.
+type terms []string
+
+// analyse appends to dst the terms of each text.
+func analyse(dst terms, texts ...string) terms {
+	var words []string
+	for _, s := range texts {
+		words = splitWords(s, words[:0])
+		for _, w := range words {
+			if !stopWords[w] {
+				dst = append(dst, stem(w))
+			}
+		}
+	}
+	return dst
+}
+
+type termCount struct {
+	term string
+	n    int
+}
+
+// counts returns each distinct term with its number of occurrences, in
+// the order of first occurrence.
+func (ts terms) counts() []termCount {
+	idx := make(map[string]int, len(ts))
+	var out []termCount
+	for _, t := range ts {
+		if i, ok := idx[t]; ok {
+			out[i].n++
+			continue
+		}
+		idx[t] = len(out)
+		out = append(out, termCount{t, 1})
+	}
+	return out
+}
+
+// analysedDoc is a tool ready to be indexed.
+type analysedDoc struct {
+	len      [fServer]int
+	distinct [fServer]int // distinct words (not pairs) in each field
+	terms    []docTerm
+}
+
+type docTerm struct {
+	term string
+	tf   [fServer]uint8
+}
+
+func analyseTool(t Tool) analysedDoc {
+	name := t.LocalName
+	if name == "" {
+		name = t.Name
+	}
+	fields := [fServer]terms{
+		fName:   analyse(nil, name, t.Title),
+		fDesc:   analyse(nil, t.Description),
+		fParams: analyse(nil, schemaText(t.InputSchema, nil)...),
+	}
+	var a analysedDoc
+	idx := map[string]int{}
+	for f, ts := range fields {
+		a.len[f] = len(ts)
+		a.distinct[f] = len(ts.counts())
+		if f != fParams {
+			ts = withBigrams(ts)
+		}
+		for _, term := range ts {
+			i, ok := idx[term]
+			if !ok {
+				i = len(a.terms)
+				idx[term] = i
+				a.terms = append(a.terms, docTerm{term: term})
+			}
+			if a.terms[i].tf[f] < 255 {
+				a.terms[i].tf[f]++
+			}
+		}
+	}
+	sort.Slice(a.terms, func(i, j int) bool { return a.terms[i].term < a.terms[j].term })
+	return a
+}
+
+// withBigrams returns the terms followed by each pair of neighbours,
+// joined by a space (which no word holds): "list", "tabl", "list tabl".
+// Pairs reward a tool whose text has the query's words side by side.
+// pairSep joins the two words of a pair term.
+const pairSep = " "
+
+func withBigrams(ts terms) terms {
+	out := append(terms(nil), ts...)
+	for i := 1; i < len(ts); i++ {
+		out = append(out, ts[i-1]+pairSep+ts[i])
+	}
+	return out
+}
