@@ -46,6 +46,7 @@ type analysedDoc struct {
 	len      [fServer]int
 	distinct [fServer]int // distinct words (not pairs) in each field
 	terms    []docTerm
+	intent   nameIntent
 }
 
 type docTerm struct {
@@ -63,7 +64,8 @@ func analyseTool(t Tool) analysedDoc {
 		fDesc:   analyse(nil, t.Description),
 		fParams: analyse(nil, schemaText(t.InputSchema, nil)...),
 	}
-	var a analysedDoc
+
+	a := analysedDoc{intent: toolIntent(name)}
 	idx := map[string]int{}
 	for f, ts := range fields {
 		a.len[f] = len(ts)

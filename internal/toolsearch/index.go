@@ -10,7 +10,9 @@
 // ranks with BM25F over four fields of each tool (its name, its
 // description, its parameters and its server's name, title and
 // instructions), after stemming, with a small table of synonyms of
-// general software vocabulary; docs/discovery.md ("Ranking") explains the
+// general software vocabulary, and two signals beside it: the request's
+// verb and nouns against the tool name's (intent.go) and tolerance of
+// one-letter typos (typo.go); docs/discovery.md ("Ranking") explains the
 // weights. A search sees only the tools its caller may see: the caller
 // passes its profile as a filter, and a tool the filter rejects is neither
 // returned nor counted.
@@ -110,6 +112,7 @@ type doc struct {
 	len      [fServer]uint16 // words in each field
 	distinct [fServer]uint16 // distinct words in each field
 	terms    []int32         // the distinct terms of the tool's fields
+	intent   nameIntent      // the verb and nouns of its name
 	live     bool
 }
 
@@ -228,7 +231,7 @@ func (x *Index) addDocLocked(name string, s *source, a *analysedDoc) int32 {
 		x.docs = append(x.docs, doc{})
 	}
 	d := &x.docs[slot]
-	*d = doc{name: name, src: s, live: true, terms: make([]int32, 0, len(a.terms))}
+	*d = doc{name: name, src: s, live: true, terms: make([]int32, 0, len(a.terms)), intent: a.intent}
 	for f := range fServer {
 		d.len[f] = uint16(min(a.len[f], 65535))
 		d.distinct[f] = uint16(min(a.distinct[f], 65535))
@@ -319,6 +322,9 @@ func (x *Index) MemoryBytes() int64 {
 	n += int64(cap(x.docs))*int64(strHdr+8+2*fServer+2+sliceHdr+8) + int64(cap(x.freeDocs))*4
 	for i := range x.docs {
 		n += int64(len(x.docs[i].name)) + int64(cap(x.docs[i].terms))*4
+		for _, nn := range x.docs[i].intent.nouns {
+			n += int64(strHdr + 8 + len(nn.term)) // the noun and its flag, padded
+		}
 	}
 	n += int64(len(x.byName)) * (mapEntry + strHdr) // keys share the tools' name bytes
 	for name, s := range x.sources {

@@ -48,6 +48,9 @@ type scoring struct {
 	quoted float64          // weight of a query word in quotes
 	number float64          // weight of a query word that is a number
 	bigram float64          // weight of two neighbouring query words found side by side
+	verb   float64          // bonus when the request's verb and the tool name's are of one class, malus when not
+	plural float64          // bonus for the tool name's nouns the request writes in the same number
+	typo   float64          // weight of a dictionary word at one edit from a query word the dictionary lacks
 }
 
 var defaultScoring = scoring{
@@ -59,6 +62,9 @@ var defaultScoring = scoring{
 	quoted: 0.3,
 	number: 0.3,
 	bigram: 0.15,
+	verb:   0.5,
+	plural: 0.5,
+	typo:   0.5,
 }
 
 // qterm is one term a query word looks for, with the weight of its
@@ -111,9 +117,10 @@ func (x *Index) Search(query string, opts SearchOptions) (Result, error) {
 		return Result{}, nil
 	}
 	concepts := x.conceptsLocked(words)
+	intent := intentOf(query)
 	sc := x.getScratch()
 	defer x.scratch.Put(sc)
-	x.scoreLocked(concepts, &defaultScoring, sc)
+	x.scoreLocked(concepts, &intent, &defaultScoring, sc)
 	return x.collectLocked(sc, opts, limit), nil
 }
 
@@ -227,12 +234,20 @@ func (x *Index) df(id int32) int {
 
 func (x *Index) conceptsLocked(words []qword) []concept {
 	var out []concept
+	typos := 0
 	for _, qw := range words {
 		w := qw.term
 		c := concept{w: qw.w, pair: strings.Contains(w, pairSep)}
 		if id, ok := x.terms[w]; ok {
 			c.terms = append(c.terms, qterm{id, 1})
 			c.df = x.df(id)
+		}
+		if len(c.terms) == 0 && !c.pair && !isNumber(w) && typos < maxTypoWords && defaultScoring.typo > 0 {
+			typos++
+			for _, id := range x.nearTermsLocked(w) {
+				c.terms = append(c.terms, qterm{id, defaultScoring.typo})
+				c.df = max(c.df, x.df(id))
+			}
 		}
 		for _, s := range synonyms[w] {
 			if id, ok := x.terms[s]; ok {
@@ -268,8 +283,8 @@ func (x *Index) getScratch() *scratch {
 
 // scoreLocked adds each concept's BM25F score to sc.score, then the
 // bonus for the share of each tool's name and description the query
-// covers.
-func (x *Index) scoreLocked(concepts []concept, p *scoring, sc *scratch) {
+// covers, and the intent bonus (intentScore).
+func (x *Index) scoreLocked(concepts []concept, intent *queryIntent, p *scoring, sc *scratch) {
 	var invAvg [nFields]float64
 	for f := range fServer {
 		if x.fieldSum[f] > 0 {
@@ -338,6 +353,7 @@ func (x *Index) scoreLocked(concepts []concept, p *scoring, sc *scratch) {
 			}
 			sc.cov[f][slot] = 0
 		}
+		sc.score[slot] += intentScore(intent, &d.intent, p)
 	}
 }
 

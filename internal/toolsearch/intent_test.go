@@ -1,0 +1,92 @@
+package toolsearch
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestIsPlural(t *testing.T) {
+	t.Parallel()
+	for w, want := range map[string]bool{
+		"issues": true, "entries": true, "users": true, "files": true,
+		"issue": false, "status": false, "analysis": false, "class": false, "gas": false, "s3": false,
+	} {
+		if got := isPlural(w); got != want {
+			t.Errorf("isPlural(%q) = %v, want %v", w, got, want)
+		}
+	}
+}
+
+func TestToolIntent(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]nameIntent{
+		"list_issues":       {act: actRead, many: true, nouns: []nameNoun{{"issu", true}}},
+		"get_issue":         {act: actRead, nouns: []nameNoun{{"issu", false}}},
+		"createPullRequest": {act: actCreate, nouns: []nameNoun{{"pull", false}, {"request", false}, {"createpullrequest", false}}},
+		"customer_delete":   {act: actDelete, nouns: []nameNoun{{"custom", false}}},
+		"weather":           {nouns: []nameNoun{{"weather", false}}},
+	} {
+		if got := toolIntent(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("toolIntent(%q) = %+v, want %+v", name, got, want)
+		}
+	}
+}
+
+func TestIntentOf(t *testing.T) {
+	t.Parallel()
+	in := intentOf(`Please fetch the issues labelled "bugs" and the milestone`)
+	if in.act != actRead {
+		t.Errorf("act = %v, want %v (read)", in.act, actRead)
+	}
+	for term, want := range map[string]uint8{"issu": numPlural, "mileston": numSingular, "bug": 0} {
+		if got := in.num[term]; got != want {
+			t.Errorf("num[%q] = %v, want %v (all: %v)", term, got, want, in.num)
+		}
+	}
+	// The verb is looked for only near the start of the request.
+	if in := intentOf("the report for the team about the quarter budget plans should delete nothing"); in.act != actNone {
+		t.Errorf("a late verb gave act %v", in.act)
+	}
+}
+
+func TestIntentScore(t *testing.T) {
+	t.Parallel()
+	p := &scoring{verb: 1, plural: 1}
+	q := intentOf("delete the issues")
+	for name, want := range map[string]float64{
+		"delete_issues":   2,  // same verb class, same number
+		"remove_issue":    0,  // same verb class, other number
+		"list_issue":      0,  // other verb class; a listing name is plural
+		"create_issue":    -2, // other verb class, other number
+		"weather_station": 0,  // no verb, no noun in common
+	} {
+		d := toolIntent(name)
+		if got := intentScore(&q, &d, p); got != want {
+			t.Errorf("intentScore(%q, %q) = %v, want %v", "delete the issues", name, got, want)
+		}
+	}
+}
+
+// TestIntentRanking checks that the request's verb and number choose
+// among tools of one server that share most of their words.
+func TestIntentRanking(t *testing.T) {
+	t.Parallel()
+	x := New()
+	x.SetSource(Source{Name: "tracker"}, []Tool{
+		{Name: "get_ticket", Description: "Get a ticket of the tracker by its number, with its comments."},
+		{Name: "list_tickets", Description: "List the tickets of the tracker, with their comments."},
+		{Name: "create_ticket", Description: "Create a ticket in the tracker, with comments."},
+		{Name: "delete_ticket", Description: "Delete a ticket from the tracker, with its comments."},
+	})
+	for q, want := range map[string]string{
+		"retrieve ticket 42 and its comments": "get_ticket",
+		"the open tickets and their comments": "list_tickets",
+		"erase ticket 42 from the tracker":    "delete_ticket",
+		"add a ticket with comments":          "create_ticket",
+	} {
+		r := mustSearch(t, x, q, SearchOptions{Limit: 4})
+		if len(r.Hits) == 0 || r.Hits[0].Name != want {
+			t.Errorf("%q: got %v, want %s first", q, names(r), want)
+		}
+	}
+}
