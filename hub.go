@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/internal/toolsearch"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -103,6 +104,12 @@ type CallInfo struct {
 	// Context is the context the source got (see [Options.Trace]). It is
 	// done, or soon will be: use it for its values only.
 	Context context.Context
+	// Query is the query of a call of a search meta-tool (see
+	// [DiscoverySearch]), and Matched the number of tools it matched;
+	// "" and 0 for other calls. A meta-tool call's Source is
+	// [MetaSource].
+	Query   string
+	Matched int
 
 	in      json.RawMessage     // the typed call's arguments, or the raw call's params
 	inRaw   bool                // in is a params object
@@ -284,6 +291,14 @@ type Hub struct {
 	closeMu sync.Once
 
 	tasks *taskStore // the tasks of the extension (tasks.go)
+
+	// index is what the search meta-tools search (discovery.go); indexed
+	// holds, per source, the entries indexed last. Both are updated by
+	// rebuild, with refreshMu held; the index is safe to search at any
+	// time.
+	index     *toolsearch.Index
+	indexed   map[string][]*toolEntry
+	onReindex func(source string) // tests: called for each source indexed again or dropped
 }
 
 type sourceState struct {
@@ -341,6 +356,7 @@ func New(opts *Options) *Hub {
 	h.lock = h.opts.Lock
 	h.presets = h.opts.Presets
 	h.tasks = newTaskStore(h)
+	h.index, h.indexed = toolsearch.New(), map[string][]*toolEntry{}
 	h.wg.Add(1)
 	go h.refresher()
 	return h
@@ -732,6 +748,7 @@ func (h *Hub) rebuild() error {
 		}
 		sort.Strings(t.presets[key])
 	}
+	h.updateIndex(t, sources)
 	h.mu.Lock()
 	h.table = t
 	h.drift = drift

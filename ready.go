@@ -182,10 +182,11 @@ func (v *View) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// serves reports whether name is registered on the view's server.
+// serves reports whether name is registered on the view's server: a
+// tool of the hub's, or a meta-tool of DiscoverySearch.
 func (v *View) serves(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	_, ok := v.tools[name]
-	return ok
+	return ok || v.isMeta(name)
 }

@@ -21,7 +21,9 @@ type View struct {
 
 	tasksOffered atomic.Bool // see OfferTasks
 
-	mu        sync.RWMutex    // guards the fields below
+	disc discoveryState // guarded by mu; see SetDiscovery
+
+	mu        sync.RWMutex    // guards disc and the fields below
 	active    map[string]bool // selected exposed tool names; nil means all
 	tools     map[string]*toolEntry
 	prompts   map[string]*promptEntry
@@ -99,7 +101,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			h.hostRootsChanged(v, req.Session)
 		},
 	})
-	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.advertiseTasks)
+	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.advertiseTasks, v.listTools)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}
@@ -167,6 +169,9 @@ func (v *View) Tools() []ToolInfo {
 func (v *View) allows(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	if v.isMeta(name) {
+		return false // the meta-tool of DiscoverySearch shadows it
+	}
 	return v.active == nil || v.active[name]
 }
 
@@ -191,6 +196,9 @@ func (v *View) sync(t *table) error {
 		}
 		active = narrowed
 	}
+	v.hub.mu.RLock()
+	pending := v.hub.pending // read before v.mu: h.mu is never taken under it
+	v.hub.mu.RUnlock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.active = active
@@ -213,6 +221,10 @@ func (v *View) sync(t *table) error {
 		if active != nil && !active[e.name] {
 			continue
 		}
+		if v.isMeta(e.name) {
+			v.shadowed(e)
+			continue
+		}
 		if v.tools[e.name] == e {
 			continue
 		}
@@ -222,6 +234,7 @@ func (v *View) sync(t *table) error {
 		}
 		v.tools[e.name] = e
 	}
+	v.syncMeta(t, pending)
 
 	var removePrompts []string
 	for name, e := range v.prompts {

@@ -68,6 +68,7 @@ func commands() []command {
 		{name: "serve", summary: "serve the hub over stdio or HTTP", run: runServe},
 		{name: "tools list", summary: "list the tools of an MCP server or of the hub", run: runToolsList},
 		{name: "tools call", summary: "call a tool of an MCP server or of the hub", run: runToolsCall},
+		{name: "tools search", summary: "search the tools of a hub in plain words (discovery)", run: runToolsSearch},
 		{name: "resources list", summary: "list the resources of an MCP server or of the hub", run: runResourcesList},
 		{name: "resources read", summary: "read a resource of an MCP server or of the hub", run: runResourcesRead},
 		{name: "prompts list", summary: "list the prompts of an MCP server or of the hub", run: runPromptsList},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
+	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/oauth"
 	"github.com/junction-mcp/junction/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +32,8 @@ type targetFlags struct {
 	reconnects int
 	elicit     string
 	hub        hubFlags
+	// built is the in-process hub dial made (neither -url nor --), or nil.
+	built *daemon.Daemon
 }
 
 // defaultReconnects bounds how often a client command resumes a dropped
@@ -149,6 +152,7 @@ func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, ar
 		if err != nil {
 			return nil, nil, err
 		}
+		f.built = d
 		st, ct := mcp.NewInMemoryTransports()
 		ss, err := d.View.Server().Connect(ctx, st, nil)
 		if err != nil {
@@ -339,7 +343,10 @@ type clientRun struct {
 	args       []string // positional arguments before "--"
 	json       bool     // -json output
 	streamable bool     // the target is a -url over Streamable HTTP
-	done       func()
+	// hub is the hub run in-process when the target is neither -url nor
+	// a command, else nil.
+	hub  *daemon.Daemon
+	done func()
 }
 
 // paramHeaders reports whether the session sends SEP-2243's HTTP headers
@@ -377,7 +384,7 @@ func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, 
 		cancel()
 		return nil, err
 	}
-	run.ctx, run.cs = ctx, cs
+	run.ctx, run.cs, run.hub = ctx, cs, tf.built
 	run.streamable = tf.url != "" && strings.ToLower(tf.transport) != "sse"
 	run.done = func() { closeFn(); cancel() }
 	return run, nil

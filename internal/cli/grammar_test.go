@@ -28,7 +28,7 @@ Usage: junction <command> [flags] [args]; "junction help" lists the commands.
 `},
 		{[]string{"tools", "lst"}, `junction: unknown command "tools lst"
 Did you mean "tools list"?
-Usage: junction tools list|call [flags] [args]; "junction help tools" says more.
+Usage: junction tools list|call|search [flags] [args]; "junction help tools" says more.
 `},
 		{[]string{"tool"}, `junction: unknown command "tool"
 Did you mean "tools" or "toolbox"?
@@ -331,8 +331,8 @@ source $1
 words=(junction tools ""); CURRENT=3; _junction
 words=(junction completion ""); CURRENT=3; _junction
 words=(junction config check ""); CURRENT=4; _junction`, "zsh", filepath.Join(dir, "junction.zsh")).CombinedOutput()
-	if err != nil || string(out) != "list\ncall\nbash\nzsh\nfish\nFILES\n" {
-		t.Errorf("zsh completions: %v\n%s\nwant list, call (tools), bash, zsh, fish (completion), FILES (config check)", err, out)
+	if err != nil || string(out) != "list\ncall\nsearch\nbash\nzsh\nfish\nFILES\n" {
+		t.Errorf("zsh completions: %v\n%s\nwant list, call, search (tools), bash, zsh, fish (completion), FILES (config check)", err, out)
 	}
 	out, err = exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C "junction tools l"; complete -C "junction fil"`, filepath.Join(dir, "junction.fish")).CombinedOutput()
 	if err != nil {

@@ -194,8 +194,11 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger, cfg
 		d.Close()
 		return nil, usageErrorf("%v", err)
 	}
-	d.Hub.RemoveView(d.View) // the unfiltered view Build made
-	d.View = view
+	if err := d.SetView(view); err != nil { // in the place of the unfiltered view Build made
+		d.Hub.RemoveView(view)
+		d.Close()
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -96,10 +96,13 @@ type Config struct {
 	Presets map[string][]string
 	// Profiles are named subsets served on /mcp/p/<name>.
 	Profiles map[string]*Profile
-	HTTP     HTTP
-	Lock     Lock
-	Log      Log
-	Audit    Audit
+	// Discovery is how the default view (stdio, /mcp) presents its tools
+	// ("discovery"); profiles have their own.
+	Discovery Discovery
+	HTTP      HTTP
+	Lock      Lock
+	Log       Log
+	Audit     Audit
 	// StartupBudget, if set ("startup_budget"), bounds how long hosts'
 	// first lists wait for upstreams and plugins to connect; zero means
 	// they do not wait. Nil means junction's default (10s).
@@ -279,6 +282,36 @@ type Profile struct {
 	Tools   []string
 	Presets []string
 	Deny    []string
+	// Discovery is how the profile presents its tools; the top-level
+	// discovery section does not apply to profiles.
+	Discovery Discovery
+}
+
+// Discovery modes for [Discovery.Mode].
+const (
+	DiscoveryList   = "list"
+	DiscoverySearch = "search"
+)
+
+// Discovery is how a view presents its tools (docs/discovery.md): all of
+// them in tools/list ("list", the default), or three meta-tools and the
+// pinned tools ("search"), the others being found by searching.
+type Discovery struct {
+	// Mode is "list" (default, also "") or "search".
+	Mode string
+	// Pinned are the tools listed beside the meta-tools in search mode:
+	// exposed names or path.Match patterns ("github__*").
+	Pinned []string
+	// Names rename the meta-tools; empty fields keep the defaults
+	// (search_tools, describe_tools, call_tool).
+	Names DiscoveryNames
+}
+
+// DiscoveryNames are the names of the meta-tools of search mode.
+type DiscoveryNames struct {
+	Search   string
+	Describe string
+	Call     string
 }
 
 // HTTP configures the HTTP front (junction serve -http).

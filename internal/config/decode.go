@@ -320,7 +320,7 @@ func (d *decoder) strMap(n *node, path string, expand bool) map[string]string {
 
 // --- top level ---
 
-var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "audit", "startup_budget", "store", "inputs"}
+var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store", "inputs"}
 
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
@@ -361,6 +361,8 @@ func (d *decoder) config(root *node) *Config {
 			c.Presets = d.presets(e.val, "presets")
 		case "profiles":
 			c.Profiles = d.profiles(e.val, "profiles")
+		case "discovery":
+			d.discovery(&c.Discovery, e.val, "discovery")
 		case "http":
 			d.http(&c.HTTP, e.val, "http")
 		case "lock":
@@ -391,7 +393,7 @@ func (d *decoder) config(root *node) *Config {
 	switch {
 	case shape["mcpServers"] && len(shape) == 1+countHost(shape):
 		c.Shape = ShapeMCPServers
-	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "http", "lock", "log", "audit", "startup_budget", "store"):
+	case d.json && shape["servers"] && vscodeOnly && !hasAny(shape, "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store"):
 		c.Shape = ShapeVSCode
 	default:
 		c.Shape = ShapeJunction
@@ -832,7 +834,7 @@ func (d *decoder) presets(n *node, path string) map[string][]string {
 	return out
 }
 
-var profileKeys = []string{"servers", "tools", "presets", "deny"}
+var profileKeys = []string{"servers", "tools", "presets", "deny", "discovery"}
 
 func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 	entries := d.mapping(n, path)
@@ -851,6 +853,8 @@ func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 				pr.Presets = d.strList(f.val, p, false)
 			case "deny":
 				pr.Deny = d.strList(f.val, p, false)
+			case "discovery":
+				d.discovery(&pr.Discovery, f.val, p)
 			default:
 				d.unknown(f, pp, profileKeys)
 			}
@@ -858,6 +862,36 @@ func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 		out[e.key] = pr
 	}
 	return out
+}
+
+var discoveryKeys = []string{"mode", "pinned", "names"}
+
+func (d *decoder) discovery(ds *Discovery, n *node, path string) {
+	for _, e := range d.mapping(n, path) {
+		p := join(path, e.key)
+		switch e.key {
+		case "mode":
+			ds.Mode = strings.ToLower(strings.TrimSpace(d.str(e.val, p)))
+		case "pinned":
+			ds.Pinned = d.strList(e.val, p, false)
+		case "names":
+			for _, f := range d.mapping(e.val, p) {
+				q := join(p, f.key)
+				switch f.key {
+				case "search":
+					ds.Names.Search = d.str(f.val, q)
+				case "describe":
+					ds.Names.Describe = d.str(f.val, q)
+				case "call":
+					ds.Names.Call = d.str(f.val, q)
+				default:
+					d.unknown(f, p, []string{"search", "describe", "call"})
+				}
+			}
+		default:
+			d.unknown(e, path, discoveryKeys)
+		}
+	}
 }
 
 // --- http, lock, log ---

@@ -10,7 +10,7 @@ type Delta struct {
 	Plugins SourceDelta
 	Packs   SourceDelta
 	// Sections lists the other top-level sections that differ, from
-	// "presets", "profiles", "http", "lock", "log", "audit", "startup_budget" and "store".
+	// "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget" and "store".
 	Sections []string
 }
 
@@ -70,6 +70,7 @@ func Diff(old, new *Config) Delta {
 	}{
 		{"presets", old.Presets, new.Presets},
 		{"profiles", old.Profiles, new.Profiles},
+		{"discovery", old.Discovery, new.Discovery},
 		{"http", old.HTTP, new.HTTP},
 		{"lock", old.Lock, new.Lock},
 		{"log", old.Log, new.Log},

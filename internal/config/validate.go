@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	pathpkg "path"
 	"slices"
 	"sort"
 	"strconv"
@@ -67,7 +68,9 @@ func (c *Config) validate(skip map[string]bool) Errors {
 			v.fail(p, "profile %s", msg)
 		}
 		v.profile(c.Profiles[name], p, owner)
+		v.discovery(&c.Profiles[name].Discovery, join(p, "discovery"))
 	}
+	v.discovery(&c.Discovery, "discovery")
 	v.http(&c.HTTP)
 	v.log(&c.Log)
 	v.audit(&c.Audit)
@@ -314,6 +317,59 @@ func (v *validator) profile(pr *Profile, path string, owner map[string]string) {
 	}
 	v.names(pr.Tools, join(path, "tools"))
 	v.names(pr.Deny, join(path, "deny"))
+}
+
+// discovery checks a discovery section. Whether a pattern matches a
+// tool, and whether a meta-tool's name is also a tool's, can only be
+// known once the sources have listed their tools: the hub checks them
+// when it starts and on reload.
+func (v *validator) discovery(ds *Discovery, path string) {
+	switch ds.Mode {
+	case "", DiscoveryList, DiscoverySearch:
+	default:
+		v.fail(join(path, "mode"), "unknown discovery mode %q (use list or search)", ds.Mode)
+	}
+	for i, p := range ds.Pinned {
+		pp := index(join(path, "pinned"), i)
+		if strings.TrimSpace(p) == "" {
+			v.fail(pp, "must not be empty")
+		} else if _, err := pathpkg.Match(p, ""); err != nil {
+			v.fail(pp, "invalid pattern %q: %v (use a tool name, or * and ? as in github__*)", p, err)
+		}
+	}
+	names := join(path, "names")
+	seen := map[string]string{}
+	for _, m := range []struct{ key, name, def string }{
+		{"search", ds.Names.Search, "search_tools"}, {"describe", ds.Names.Describe, "describe_tools"}, {"call", ds.Names.Call, "call_tool"},
+	} {
+		name := m.name
+		if name == "" {
+			name = m.def
+		} else if msg := metaNameProblem(name); msg != "" {
+			v.fail(join(names, m.key), "%q %s", name, msg)
+			continue
+		}
+		if prev, ok := seen[name]; ok {
+			v.fail(join(names, m.key), "%q is also the name of the %s meta-tool; each needs its own", name, prev)
+		}
+		seen[name] = m.key
+	}
+	if ds.Mode != DiscoverySearch && (len(ds.Pinned) > 0 || ds.Names != (DiscoveryNames{})) {
+		v.warns = append(v.warns, Warning{Line: v.lineOf(path), Path: path, Msg: "pinned and names apply only with mode: search"})
+	}
+}
+
+// metaNameProblem says what makes name unfit for a tool name, or "".
+func metaNameProblem(name string) string {
+	if len(name) > 128 {
+		return "is longer than 128 characters"
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return "is not a valid tool name: use letters, digits, \"_\", \"-\" and \".\""
+		}
+	}
+	return ""
 }
 
 func hasFold(m map[string][]string, key string) bool {

@@ -191,6 +191,9 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	}
 	d.View = view
 	if cfg != nil {
+		if err := setDiscovery(view, cfg.Discovery, "discovery"); err != nil {
+			return nil, err
+		}
 		if err := d.buildProfiles(cfg); err != nil {
 			return nil, err
 		}
@@ -265,10 +268,14 @@ func (d *Daemon) buildProfiles(cfg *config.Config) error {
 	}
 	d.mu.Unlock()
 	views := map[string]*junction.View{}
+	var errs []error
 	for _, name := range sortedNames(cfg.Profiles) {
 		p := cfg.Profiles[name]
-		if v := oldViews[name]; v != nil && reflect.DeepEqual(oldDefs[name], p) {
+		if v := oldViews[name]; v != nil && sameSelection(oldDefs[name], p) {
+			// Kept with its host sessions; a new discovery applies in
+			// place (hosts are told their tool list changed).
 			views[name] = v
+			errs = append(errs, setDiscovery(v, p.Discovery, "profiles."+name+".discovery"))
 			continue
 		}
 		sel := junction.Selection{Presets: p.Presets, Tools: p.Tools, Deny: p.Deny, Sources: p.Servers}
@@ -278,6 +285,10 @@ func (d *Daemon) buildProfiles(cfg *config.Config) error {
 		v, err := d.Hub.NewLenientView(name, sel)
 		if err != nil {
 			return fmt.Errorf("profiles.%s: %w", name, err)
+		}
+		if err := setDiscovery(v, p.Discovery, "profiles."+name+".discovery"); err != nil {
+			d.Hub.RemoveView(v)
+			return err
 		}
 		views[name] = v
 	}
@@ -292,6 +303,62 @@ func (d *Daemon) buildProfiles(cfg *config.Config) error {
 			d.mu.Unlock()
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// sameSelection reports whether two definitions of a profile select the
+// same tools (their discovery aside).
+func sameSelection(a, b *config.Profile) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.Discovery, y.Discovery = config.Discovery{}, config.Discovery{}
+	return reflect.DeepEqual(x, y)
+}
+
+// Discovery returns the discovery settings of the config file's
+// discovery section (or a profile's).
+func Discovery(c config.Discovery) junction.Discovery {
+	mode, _ := junction.ParseDiscoveryMode(c.Mode) // validated by config
+	return junction.Discovery{Mode: mode, Pinned: c.Pinned,
+		Names: junction.MetaToolNames{Search: c.Names.Search, Describe: c.Names.Describe, Call: c.Names.Call}}
+}
+
+// setDiscovery applies c to v, unless v has it already (which would tell
+// hosts their tool list changed for nothing). The error names the field
+// (path) and, for a meta-tool whose name a tool has, both.
+func setDiscovery(v *junction.View, c config.Discovery, path string) error {
+	want := Discovery(c)
+	if reflect.DeepEqual(normalizeDiscovery(v.Discovery()), normalizeDiscovery(want)) {
+		return nil
+	}
+	if err := v.SetDiscovery(want); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func normalizeDiscovery(d junction.Discovery) junction.Discovery {
+	if len(d.Pinned) == 0 {
+		d.Pinned = nil
+	}
+	return d
+}
+
+// SetView makes v the default view in the place of the one Build made
+// (which is removed), with the config file's discovery.
+func (d *Daemon) SetView(v *junction.View) error {
+	d.mu.Lock()
+	cfg := d.cfg
+	d.mu.Unlock()
+	if cfg != nil {
+		if err := setDiscovery(v, cfg.Discovery, "discovery"); err != nil {
+			return err
+		}
+	}
+	d.Hub.RemoveView(d.View)
+	d.View = v
 	return nil
 }
 

@@ -32,7 +32,7 @@ import (
 //     routed to them, then are stopped;
 //   - unchanged sources are not touched.
 //
-// Presets, profiles and the lock file are re-read. Changes to the http
+// Presets, profiles, discovery and the lock file are re-read. Changes to the http
 // and log sections, and to a pack's settings, need a restart; they are
 // logged. A source that cannot be set up (an unknown pack, a command
 // that does not start) is left as it was, and Reload goes on with the
@@ -136,6 +136,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		errs = append(errs, d.Hub.SetLock(lock))
 	}
 	errs = append(errs, d.buildProfiles(cfg))
+	errs = append(errs, setDiscovery(d.View, cfg.Discovery, "discovery"))
 
 	d.mu.Lock()
 	d.cfg = cfg

@@ -154,6 +154,12 @@ type AuditLine struct {
 	// limit (max_size_mb).
 	ArgumentsTruncated bool `json:"arguments_truncated,omitempty"`
 	LineBytes          int  `json:"line_bytes,omitempty"`
+	// Query and Matched are, for a call of the search meta-tool
+	// (docs/discovery.md), its query and how many tools matched it. They
+	// are written with or without Arguments: what was searched for is
+	// what an audit of discovery is about.
+	Query   string `json:"query,omitempty"`
+	Matched *int   `json:"matched,omitempty"`
 }
 
 // Line returns the audit line of ci (without the newline).
@@ -174,6 +180,9 @@ func (a *Audit) Line(ci junction.CallInfo) AuditLine {
 	}
 	if a.opts.Arguments {
 		l.Arguments = ci.Arguments()
+	}
+	if ci.Query != "" {
+		l.Query, l.Matched = ci.Query, &ci.Matched
 	}
 	return l
 }

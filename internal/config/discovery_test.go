@@ -1,0 +1,102 @@
+package config
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDiscoveryParses(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(strings.NewReader(`
+packs: [core]
+discovery:
+  mode: search
+  pinned: [junction_version, "github__*"]
+  names: {search: find_tools, describe: show_tools, call: run_tool}
+profiles:
+  ops:
+    servers: [core]
+    discovery: {mode: Search}
+  plain:
+    servers: [core]
+`), "yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Discovery{Mode: DiscoverySearch, Pinned: []string{"junction_version", "github__*"},
+		Names: DiscoveryNames{Search: "find_tools", Describe: "show_tools", Call: "run_tool"}}
+	if diff := cmp.Diff(want, c.Discovery); diff != "" {
+		t.Errorf("discovery (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Discovery{Mode: DiscoverySearch}, c.Profiles["ops"].Discovery); diff != "" {
+		t.Errorf("profiles.ops.discovery (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Discovery{}, c.Profiles["plain"].Discovery); diff != "" {
+		t.Errorf("a profile without discovery (-want +got):\n%s", diff)
+	}
+	if len(c.Warnings) != 0 {
+		t.Errorf("warnings: %v", c.Warnings)
+	}
+}
+
+func TestDiscoveryErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"discovery: {mode: lazy}\n", `line 1: discovery.mode: unknown discovery mode "lazy" (use list or search)`},
+		{"discovery: {mod: search}\n", `line 1: discovery.mod: unknown key (did you mean "mode"?)`},
+		{"discovery:\n  mode: search\n  pinned: [\"a[\"]\n", `line 3: discovery.pinned[0]: invalid pattern "a[": syntax error in pattern`},
+		{"discovery:\n  mode: search\n  pinned: [\"\"]\n", `line 3: discovery.pinned[0]: must not be empty`},
+		{"discovery:\n  mode: search\n  names: {search: call_tool}\n", `discovery.names.call: "call_tool" is also the name of the search meta-tool; each needs its own`},
+		{"discovery:\n  mode: search\n  names: {describe: \"two words\"}\n", `discovery.names.describe: "two words" is not a valid tool name`},
+		{"discovery:\n  names: {find: x}\n", `line 2: discovery.names.find: unknown key`},
+		{"profiles:\n  p:\n    discovery: {mode: maybe}\n", `line 3: profiles.p.discovery.mode: unknown discovery mode "maybe"`},
+	} {
+		_, err := Parse(strings.NewReader(tc.in), "yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestDiscoveryWarnsOutsideSearchMode(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(strings.NewReader("discovery:\n  pinned: [a]\n"), "yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || c.Warnings[0].String() != "line 1: discovery: pinned and names apply only with mode: search" {
+		t.Errorf("warnings = %v", c.Warnings)
+	}
+}
+
+func TestDiscoveryDiff(t *testing.T) {
+	t.Parallel()
+	a := &Config{}
+	b := &Config{Discovery: Discovery{Mode: DiscoverySearch}}
+	if d := Diff(a, b); !cmp.Equal(d.Sections, []string{"discovery"}) {
+		t.Errorf("Diff sections = %v, want [discovery]", d.Sections)
+	}
+}
+
+// TestDiscoveryDocExamples: every YAML example of docs/discovery.md
+// parses and validates.
+func TestDiscoveryDocExamples(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../docs/discovery.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	if len(blocks) < 2 {
+		t.Fatalf("found %d YAML examples in docs/discovery.md, want 2 or more", len(blocks))
+	}
+	for i, m := range blocks {
+		if _, err := Parse(strings.NewReader(m[1]), "yaml", func(string) string { return "set" }); err != nil {
+			t.Errorf("docs/discovery.md YAML example %d: %v\n%s", i+1, err, m[1])
+		}
+	}
+}
