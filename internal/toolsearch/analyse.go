@@ -12,7 +12,7 @@ func analyse(dst terms, texts ...string) terms {
 	for _, s := range texts {
 		words = splitWords(s, words[:0])
 		for _, w := range words {
-			if !stopWords[w] {
+			if !stopWords()[w] {
 				dst = append(dst, stem(w))
 			}
 		}

@@ -1,5 +1,7 @@
 package toolsearch
 
+import "sync"
+
 // A server often offers several tools about one thing: get_issue,
 // list_issues, create_issue, update_issue, delete_issue. Their
 // descriptions share most words, so BM25F alone ranks them close
@@ -31,7 +33,7 @@ const (
 
 // actionWords maps a verb (stemmed) to its class. The table is general
 // software vocabulary, like the synonym table.
-var actionWords = func() map[string]action {
+var actionWords = sync.OnceValue(func() map[string]action {
 	m := map[string]action{}
 	for act, words := range map[action]string{
 		actRead:   "get retrieve fetch read obtain show view describe inspect list enumerate browse display",
@@ -48,10 +50,10 @@ var actionWords = func() map[string]action {
 		}
 	}
 	return m
-}()
+})
 
 // listingWords are the verbs of a name that returns many items at once.
-var listingWords = setOf("list enumerate search browse")
+var listingWords = sync.OnceValue(func() map[string]bool { return setOf("list enumerate search browse") })
 
 // nameIntent is the intent of a tool's name: its verb's class and its
 // other words, each marked plural or singular.
@@ -70,13 +72,13 @@ type nameNoun struct {
 func toolIntent(name string) nameIntent {
 	var in nameIntent
 	for _, w := range splitWords(name, nil) {
-		if stopWords[w] {
+		if stopWords()[w] {
 			continue
 		}
 		s := stem(w)
-		if act, ok := actionWords[s]; ok && in.act == actNone {
+		if act, ok := actionWords()[s]; ok && in.act == actNone {
 			in.act = act
-			in.many = listingWords[w]
+			in.many = listingWords()[w]
 			continue
 		}
 		in.nouns = append(in.nouns, nameNoun{s, isPlural(w)})
@@ -124,11 +126,11 @@ func intentOf(query string) queryIntent {
 		}
 		words = splitWords(span.text, words[:0])
 		for _, w := range words {
-			if stopWords[w] || isNumber(w) {
+			if stopWords()[w] || isNumber(w) {
 				continue
 			}
 			s := stem(w)
-			if act, ok := actionWords[s]; ok && in.act == actNone && pos < maxVerbPos {
+			if act, ok := actionWords()[s]; ok && in.act == actNone && pos < maxVerbPos {
 				in.act = act
 			}
 			pos++

@@ -151,7 +151,7 @@ func queryWords(query string) []qword {
 	for _, span := range quoteSpans(query) {
 		words = splitWords(span.text, words[:0])
 		for _, w := range words {
-			if stopWords[w] {
+			if stopWords()[w] {
 				continue
 			}
 			weight := 1.0
@@ -249,7 +249,7 @@ func (x *Index) conceptsLocked(words []qword) []concept {
 				c.df = max(c.df, x.df(id))
 			}
 		}
-		for _, s := range synonyms[w] {
+		for _, s := range synonyms()[w] {
 			if id, ok := x.terms[s]; ok {
 				c.terms = append(c.terms, qterm{id, defaultScoring.syn})
 				if len(c.terms) == 1 || c.terms[0].w != 1 {

@@ -1,5 +1,7 @@
 package toolsearch
 
+import "sync"
+
 // synonymGroups are words of general software vocabulary that requests
 // and tool descriptions use for one another. They are not fitted to any
 // query set: each group is a common paraphrase (retrieve for get, remove
@@ -49,7 +51,7 @@ var synonymGroups = [][]string{
 }
 
 // synonyms maps a stemmed word to the stemmed words of its groups.
-var synonyms = buildSynonyms(synonymGroups)
+var synonyms = sync.OnceValue(func() map[string][]string { return buildSynonyms(synonymGroups) })
 
 func buildSynonyms(groups [][]string) map[string][]string {
 	m := map[string][]string{}

@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -77,12 +78,16 @@ func splitWords(s string, dst []string) []string {
 // stopWords are function words that carry no meaning for a search. They
 // are left out of both the index and queries, which also keeps the
 // posting lists that every query would walk ("the", "a") out of the index.
-var stopWords = setOf(`a an the and or but if then else of to in on at by for with from into onto
+// Like the other tables, it is made on first use, not when the program
+// starts (every junction command links this package).
+var stopWords = sync.OnceValue(func() map[string]bool {
+	return setOf(`a an the and or but if then else of to in on at by for with from into onto
 about as is are was were be been being am do does did doing have has had having can could
 should would will shall may might must i me my mine we us our ours you your yours he him his she
 her it its they them their this that these those there here what which who whom whose when where
 why how all any some each every no nor not only own same so than too very just also please
 let via etc e g i e eg ie s t whether either neither`)
+})
 
 func setOf(words string) map[string]bool {
 	m := map[string]bool{}
