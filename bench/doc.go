@@ -2,16 +2,23 @@
 // benchmarks of a forwarded call (go test -bench . ./bench/), and, in its
 // subdirectories, the pieces scripts/bench runs as processes:
 //
-//	bench/echo           the floor: a hand-written MCP echo server, over
-//	                     stdio and Streamable HTTP, of 2025-11-25 or 2026-07-28
-//	bench/load           the load generator (calls/s, latency, CPU, RSS),
-//	                     speaking either revision
-//	bench/cmd/echoserver the echo server as a program (-http, -protocol)
-//	bench/cmd/mcpload    the load generator as a program
-//	bench/cmd/benchhub   a hub with one upstream, served over stdio or HTTP
+//	bench/echo               the floor: a hand-written MCP echo server,
+//	                         over stdio and Streamable HTTP, of 2025-11-25
+//	                         or 2026-07-28
+//	bench/load               the load generator (calls/s, latency, CPU,
+//	                         RSS), speaking either revision
+//	bench/cmd/echoserver     the echo server as a program (-http, -protocol)
+//	bench/cmd/mcpload        the load generator as a program
+//	bench/cmd/benchhub       a hub with one upstream, served over stdio or HTTP
+//	bench/cmd/toolsearch     the tool-search benchmark, in-process
+//	bench/catalog            its catalog, named for one MCP server
+//	bench/cmd/catalogserver  that catalog as a fixture MCP server (stdio)
+//	bench/cmd/discoverybench discovery modes through "junction serve": the
+//	                         size of tools/list, search_tools' quality
 //
-// scripts/bench runs them all against "junction serve" and prints each
-// target as a ratio from one run; docs/performance.md has the results and
-// how to read them; docs/profiles has CPU and allocation profiles of a
-// forwarded call.
+// scripts/bench runs the first five against "junction serve" and prints
+// each target as a ratio from one run; the last four measure tool search
+// and are run by hand. docs/performance.md has the results and how to
+// read them; docs/profiles has CPU and allocation profiles of a forwarded
+// call.
 package bench

@@ -1,0 +1,300 @@
+// Command discoverybench measures junction's discovery modes
+// (docs/discovery.md) through the hub, over MCP, as a host sees them: the
+// size of the first tools/list in list and in search mode, and the
+// quality of search_tools over the tool-search benchmark
+// (docs/performance.md, "Through the hub").
+//
+//	go build -o /tmp/junction ./cmd/junction
+//	go build -o /tmp/catalogserver ./bench/cmd/catalogserver
+//	discoverybench -junction /tmp/junction -fixture /tmp/catalogserver \
+//	    -catalog catalog.json [-queries queries-dev.json -ranked /tmp/hub-dev.jsonl [-score score.py]] \
+//	    [-node node -npm node_modules]
+//
+// For each configuration it starts "junction serve" over stdio, once per
+// mode, and reads the whole tools/list (every page) as a host does after
+// initialize: tools, pages, bytes of the JSON-RPC responses, and tokens
+// of the tools' JSON (the "tools" arrays) with the cl100k_base and
+// o200k_base BPE encodings, embedded in the binary (no network). The
+// configurations are
+//
+//   - catalog: -fixture serving -catalog, the only upstream, prefix never;
+//   - desktop, with -node and -npm (a node_modules directory): the npm
+//     server-everything and server-filesystem (on an empty directory),
+//     default prefixes.
+//
+// The hub runs with -no-default-packs, so only the upstreams' tools count.
+//
+// With -queries and -ranked, the search-mode hub of the catalog is also
+// asked search_tools {query, limit} for every query of the file (a JSON
+// list of {id, query}), and the served names of the hits are mapped back
+// to catalog keys (package bench/catalog): one {"id", "ranked"} line per
+// query, the scorer's --ranked format. With -score it then runs
+// "python3 SCORE --queries QUERIES --ranked RANKED" and prints its output.
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/bench/catalog"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "discoverybench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	junction, fixture, catalog string
+	queries, ranked, score     string
+	limit                      int
+	node, npm                  string
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("discoverybench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.junction, "junction", "junction", "the junction `binary`")
+	fs.StringVar(&o.fixture, "fixture", "", "the catalogserver `binary` (bench/cmd/catalogserver)")
+	fs.StringVar(&o.catalog, "catalog", "", "the benchmark's catalog `file`")
+	fs.StringVar(&o.queries, "queries", "", "a query `file` (JSON list of {id, query}) to run through search_tools")
+	fs.StringVar(&o.ranked, "ranked", "", "with -queries: write the rankings (JSON lines) to `file`")
+	fs.StringVar(&o.score, "score", "", "with -queries: run this scorer (score.py) on the rankings")
+	fs.IntVar(&o.limit, "limit", 10, "search_tools' limit")
+	fs.StringVar(&o.node, "node", "", "node `binary`, for the desktop configuration")
+	fs.StringVar(&o.npm, "npm", "", "node_modules `directory` holding @modelcontextprotocol/server-everything and server-filesystem")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.catalog == "" && o.node == "" {
+		return errors.New("nothing to measure: give -catalog (and -fixture), or -node and -npm")
+	}
+	if (o.catalog == "") != (o.fixture == "") || (o.node == "") != (o.npm == "") {
+		return errors.New("-catalog needs -fixture, and -node needs -npm")
+	}
+	if (o.queries == "") != (o.ranked == "") || o.queries != "" && o.catalog == "" {
+		return errors.New("-queries needs -ranked and -catalog")
+	}
+	tok, err := newCounter()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "discoverybench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	var rows []row
+	if o.catalog != "" {
+		servers := fmt.Sprintf("  catalog:\n    command: %q\n    args: [-catalog, %q]\n    prefix: never\n", o.fixture, o.catalog)
+		r, err := measure(ctx, o.junction, dir, "catalog", servers, tok, func(h *hub) error {
+			if o.queries == "" {
+				return nil
+			}
+			return searchAll(ctx, h, o, stderr)
+		})
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
+	}
+	if o.node != "" {
+		root := filepath.Join(dir, "files")
+		if err := os.Mkdir(root, 0o755); err != nil {
+			return err
+		}
+		pkg := filepath.Join(o.npm, "@modelcontextprotocol")
+		servers := fmt.Sprintf("  everything:\n    command: %q\n    args: [%q, stdio]\n  files:\n    command: %q\n    args: [%q, %q]\n",
+			o.node, filepath.Join(pkg, "server-everything", "dist", "index.js"),
+			o.node, filepath.Join(pkg, "server-filesystem", "dist", "index.js"), root)
+		r, err := measure(ctx, o.junction, dir, "desktop", servers, tok, nil)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
+	}
+	printTable(stdout, rows)
+	if o.score != "" && o.queries != "" {
+		cmd := exec.CommandContext(ctx, "python3", o.score, "--queries", o.queries, "--ranked", o.ranked)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		fmt.Fprintf(stdout, "\n$ %s\n", strings.Join(cmd.Args, " "))
+		return cmd.Run()
+	}
+	return nil
+}
+
+// A row is one configuration's first tools/list in one mode.
+type row struct {
+	config, mode string
+	list         listing
+	cl100k       int
+	o200k        int
+}
+
+// measure starts a hub of servers (YAML under "servers:") in list mode,
+// then in search mode, and measures each one's tools/list. In search mode
+// it then calls then, if not nil, with the hub.
+func measure(ctx context.Context, junction, dir, name, servers string, tok *counter, then func(*hub) error) ([]row, error) {
+	var rows []row
+	for _, mode := range []string{"list", "search"} {
+		cfg := filepath.Join(dir, name+"-"+mode+".yaml")
+		if err := os.WriteFile(cfg, []byte(config(servers, mode)), 0o644); err != nil {
+			return nil, err
+		}
+		h, err := startHub(ctx, junction, cfg, filepath.Join(dir, "data-"+name+"-"+mode))
+		if err != nil {
+			return nil, err
+		}
+		l, err := h.listAll(ctx)
+		if err == nil && mode == "search" && then != nil {
+			err = then(h)
+		}
+		if cerr := h.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s, %s mode: %w", name, mode, err)
+		}
+		r := row{config: name, mode: mode, list: l}
+		for _, page := range l.toolsJSON {
+			r.cl100k += tok.cl100k(page)
+			r.o200k += tok.o200k(page)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// config returns a config file of servers in the discovery mode.
+func config(servers, mode string) string {
+	return "servers:\n" + servers + "discovery:\n  mode: " + mode + "\n"
+}
+
+func printTable(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "| configuration | mode | tools | pages | bytes | tokens cl100k | tokens o200k | of list mode (bytes / tokens o200k) |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
+	list := map[string]row{}
+	for _, r := range rows {
+		if r.mode == "list" {
+			list[r.config] = r
+		}
+		l := list[r.config]
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %d | %s / %s |\n", r.config, r.mode, r.list.tools, len(r.list.toolsJSON),
+			r.list.bytes, r.cl100k, r.o200k, share(r.list.bytes, l.list.bytes), share(r.o200k, l.o200k))
+	}
+}
+
+// share returns n as a percentage of of.
+func share(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(of))
+}
+
+// searchAll runs every query of o.queries through search_tools and writes
+// the rankings, as catalog keys, to o.ranked.
+func searchAll(ctx context.Context, h *hub, o options, stderr io.Writer) error {
+	tools, err := catalog.Load(o.catalog)
+	if err != nil {
+		return err
+	}
+	_, keys, err := catalog.Names(tools)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(o.queries)
+	if err != nil {
+		return err
+	}
+	var qs []struct{ ID, Query string }
+	if err := json.Unmarshal(b, &qs); err != nil {
+		return fmt.Errorf("%s: %w", o.queries, err)
+	}
+	f, err := os.Create(o.ranked)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	took := make([]time.Duration, 0, len(qs))
+	for _, q := range qs {
+		start := time.Now()
+		res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": q.Query, "limit": o.limit}})
+		took = append(took, time.Since(start))
+		if err != nil {
+			return fmt.Errorf("query %s: %w", q.ID, err)
+		}
+		ranked, err := rankedKeys(res, keys)
+		if err != nil {
+			return fmt.Errorf("query %s: %w", q.ID, err)
+		}
+		if err := enc.Encode(struct {
+			ID     string   `json:"id"`
+			Ranked []string `json:"ranked"`
+		}{q.ID, ranked}); err != nil {
+			return err
+		}
+	}
+	slices.Sort(took)
+	fmt.Fprintf(stderr, "%d search_tools calls through the hub: p50 %v, p99 %v\n", len(took), percentile(took, 50), percentile(took, 99))
+	return f.Close()
+}
+
+// rankedKeys returns the catalog keys of a search_tools result's hits,
+// in order; a name keys lacks is kept as it is (the scorer counts it as
+// not in the catalog).
+func rankedKeys(res *mcp.CallToolResult, keys map[string]string) ([]string, error) {
+	if res.IsError {
+		var text []string
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				text = append(text, t.Text)
+			}
+		}
+		return nil, fmt.Errorf("search_tools: %s", strings.Join(text, " "))
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil, err
+	}
+	var sc struct {
+		Tools []struct{ Name string }
+	}
+	if err := json.Unmarshal(b, &sc); err != nil {
+		return nil, fmt.Errorf("search_tools structuredContent: %w", err)
+	}
+	ranked := make([]string, len(sc.Tools))
+	for i, t := range sc.Tools {
+		ranked[i] = cmp.Or(keys[t.Name], t.Name)
+	}
+	return ranked, nil
+}
+
+// percentile returns the p-th percentile of sorted durations.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
