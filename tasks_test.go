@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -311,6 +312,24 @@ func TestTaskLimit(t *testing.T) {
 	}
 	// Closing the hub (taskView's cleanup) cancels the waiting handlers
 	// and waits for them.
+}
+
+// TestTaskUnlistedInSearchMode: in discovery search mode a tool that is
+// not listed (only the meta-tools are) still runs as a task when called
+// by its name.
+func TestTaskUnlistedInSearchMode(t *testing.T) {
+	_, v := taskView(t, nil)
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(v.ListedToolNames(), "quick") {
+		t.Fatalf("quick is listed in search mode: %v", v.ListedToolNames())
+	}
+	created, werr, handled := taskCall(t, v, "o", "quick", "")
+	if !handled || werr != nil || created["resultType"] != "task" {
+		t.Fatalf("quick as a task in search mode: %v, %v, handled %v; want a task", created, werr, handled)
+	}
+	pollTask(t, v, "o", created["taskId"].(string), "completed")
 }
 
 // TestTaskOwnerShare: one owner making tasks without end keeps at most
