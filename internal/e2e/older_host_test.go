@@ -80,6 +80,19 @@ func TestStdioQuietUntilInitialize(t *testing.T) {
 	h.send(initializeLine)
 	h.answers("1")
 	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// As a host would, list before reading: the upstream's log line
+	// comes before the hub has put its resources in the view.
+	for n, deadline := 100, time.Now().Add(30*time.Second); ; n++ {
+		id := fmt.Sprint(n)
+		h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/list"}`)
+		if strings.Contains(string(h.answers(id)[id]["result"]), "test://static-text") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hub did not list test://static-text within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	ids := make([]string, 0, len(olderHostRequests))
 	for id, req := range olderHostRequests {
 		h.send(req)
