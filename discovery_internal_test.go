@@ -19,10 +19,12 @@ func TestIndexFollowsSourcesOneByOne(t *testing.T) {
 	defer h.Close()
 	var mu sync.Mutex
 	var reindexed []string
+	indexed := make(chan string, 16) // each source indexed, as it is
 	h.onReindex = func(s string) {
 		mu.Lock()
 		reindexed = append(reindexed, s)
 		mu.Unlock()
+		indexed <- s
 	}
 	tool := func(p *Pack, name, desc string) {
 		p.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -51,20 +53,21 @@ func TestIndexFollowsSourcesOneByOne(t *testing.T) {
 	reindexed = nil
 	mu.Unlock()
 
+	for range 2 {
+		<-indexed // a and b, at start
+	}
 	tool(b, "gamma", "Rotate a picture by some degrees")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r, err := v.SearchTools("rotate picture degrees", SearchOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Tools) > 0 && r.Tools[0].Name == "b__gamma" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b__gamma not found after b changed: %+v", r)
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-indexed: // the hub rebuilds in the background
+	case <-time.After(5 * time.Second):
+		t.Fatal("no source re-indexed within 5s after b changed")
+	}
+	r, err := v.SearchTools("rotate picture degrees", SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tools) == 0 || r.Tools[0].Name != "b__gamma" {
+		t.Fatalf("b__gamma not found first after b changed: %+v", r)
 	}
 	mu.Lock()
 	if !slices.Equal(reindexed, []string{"b"}) {

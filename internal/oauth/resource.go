@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 )
 
 // DefaultAlgorithms are the JWS algorithms a [Resource] accepts when its
@@ -536,7 +537,7 @@ type introspector struct {
 	o *ResourceOptions
 
 	good, bad *lru // answers by the token's hash
-	limit     *bucket
+	limit     *rate.Limiter
 	slots     chan struct{} // one per introspection request running
 	flight    singleflight.Group
 }
@@ -545,7 +546,7 @@ func newIntrospector(o *ResourceOptions) *introspector {
 	return &introspector{o: o,
 		good:  newLRU(introspectionCacheSize),
 		bad:   newLRU(introspectionNegativeCacheSize),
-		limit: &bucket{rate: introspectionRate, burst: introspectionBurst},
+		limit: rate.NewLimiter(introspectionRate, introspectionBurst),
 		slots: make(chan struct{}, introspectionConcurrency),
 	}
 }
@@ -565,7 +566,7 @@ func (in *introspector) check(ctx context.Context, token string) (*Grant, error)
 		}
 	}
 	v, err, _ := in.flight.Do(string(sum[:]), func() (any, error) {
-		if !in.limit.take(now) {
+		if !in.limit.AllowN(now, 1) {
 			return nil, ErrBusy
 		}
 		select {
@@ -651,34 +652,6 @@ func (c *lru) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.order.Len()
-}
-
-// bucket is a token bucket: rate tokens a second, at most burst saved.
-type bucket struct {
-	rate, burst float64
-
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time // zero: full
-}
-
-// take reports whether a token was there at now, and uses it.
-func (b *bucket) take(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.last.IsZero() {
-		b.tokens = b.burst
-	} else if d := now.Sub(b.last); d > 0 {
-		b.tokens = min(b.burst, b.tokens+d.Seconds()*b.rate)
-	}
-	if now.After(b.last) {
-		b.last = now
-	}
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }
 
 // ask introspects token; final is false when the answer says nothing

@@ -15,6 +15,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"golang.org/x/time/rate"
 )
 
 // clock is a settable clock safe to read from other goroutines.
@@ -304,7 +305,7 @@ func TestResourceIntrospectionCache(t *testing.T) {
 	clk := newClock()
 	ti.introspect["good"] = map[string]any{"active": true, "sub": "bob", "aud": testAudience, "exp": clk.now().Add(time.Hour).Unix()}
 	r := introspectingResource(t, ti, clk.now)
-	r.intro.limit = &bucket{rate: 1e9, burst: 1e9}
+	r.intro.limit = rate.NewLimiter(rate.Inf, 0)
 	if _, err := r.Verify(t.Context(), "good"); err != nil {
 		t.Fatal(err)
 	}

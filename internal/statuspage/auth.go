@@ -158,7 +158,8 @@ func (a *Auth) Login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		key := limitKey(r.RemoteAddr)
-		if wait, ok := a.limit.take(a.now(), key); !ok {
+		try, wait, ok := a.limit.take(a.now(), key)
+		if !ok {
 			a.refused(r)
 			secs := retryAfter(wait)
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -170,7 +171,7 @@ func (a *Auth) Login(w http.ResponseWriter, r *http.Request) {
 			writeLogin(w, http.StatusUnauthorized, "Invalid token. Use a token junction accepts: -token, -token-file, JUNCTION_TOKEN, or the one it printed on start.")
 			return
 		}
-		a.limit.give(key)
+		try.giveBack(a.now())
 		http.SetCookie(w, &http.Cookie{
 			Name:     CookieName,
 			Value:    a.newSession(),

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Limits on failed logins, which [Auth] enforces with token buckets: each
@@ -34,80 +36,57 @@ const (
 	refusedLogEvery = 10 * time.Second
 )
 
-// bucket is a token bucket: tokens, as of last.
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// fill brings b up to now.
-func (b *bucket) fill(now time.Time, rate, burst float64) {
-	if d := now.Sub(b.last); d > 0 {
-		b.tokens = math.Min(burst, b.tokens+d.Seconds()*rate)
-	}
-	b.last = now
-}
-
-// take takes a token, or says how long until one is there.
-func (b *bucket) take(now time.Time, rate, burst float64) (wait time.Duration, ok bool) {
-	b.fill(now, rate, burst)
-	if b.tokens >= 1 {
-		b.tokens--
-		return 0, true
-	}
-	return time.Duration((1 - b.tokens) / rate * float64(time.Second)), false
-}
-
-// give puts back a token taken.
-func (b *bucket) give(burst float64) { b.tokens = math.Min(burst, b.tokens+1) }
-
-// loginLimiter holds the buckets of failed logins.
+// loginLimiter holds the token buckets of failed logins
+// (golang.org/x/time/rate).
 type loginLimiter struct {
 	mu     sync.Mutex
-	global bucket
-	addrs  map[netip.Prefix]*bucket
+	global *rate.Limiter
+	addrs  map[netip.Prefix]*rate.Limiter
 	// refused counts the logins refused since the last warning about
 	// them, at lastWarn.
 	refused  int
 	lastWarn time.Time
 }
 
-// newLoginLimiter returns a limiter with every bucket full (a zero
-// bucket fills up at its first use).
+// newLoginLimiter returns a limiter with every bucket full.
 func newLoginLimiter() *loginLimiter {
-	return &loginLimiter{addrs: map[netip.Prefix]*bucket{}}
+	return &loginLimiter{
+		global: rate.NewLimiter(GlobalLoginRate, GlobalLoginBurst),
+		addrs:  map[netip.Prefix]*rate.Limiter{},
+	}
+}
+
+// loginTry is a login's tokens, taken by take.
+type loginTry struct{ addr, global *rate.Reservation }
+
+// giveBack puts back the tokens of a login that succeeded.
+func (t loginTry) giveBack(now time.Time) {
+	t.addr.CancelAt(now)
+	t.global.CancelAt(now)
 }
 
 // take takes a token for a login from addr, from both buckets or
 // neither; when it cannot, it returns how long until it could.
-func (l *loginLimiter) take(now time.Time, addr netip.Prefix) (wait time.Duration, ok bool) {
+func (l *loginLimiter) take(now time.Time, addr netip.Prefix) (try loginTry, wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.addrs[addr]
 	if b == nil {
 		l.makeRoom(now)
-		b = &bucket{tokens: LoginBurst, last: now}
+		b = rate.NewLimiter(LoginRate, LoginBurst)
 		l.addrs[addr] = b
 	}
-	wait, ok = b.take(now, LoginRate, LoginBurst)
-	if !ok {
-		return wait, false
+	try.addr = b.ReserveN(now, 1)
+	if wait = try.addr.DelayFrom(now); wait > 0 {
+		try.addr.CancelAt(now)
+		return loginTry{}, wait, false
 	}
-	if wait, ok = l.global.take(now, GlobalLoginRate, GlobalLoginBurst); !ok {
-		b.give(LoginBurst)
-		return wait, false
+	try.global = l.global.ReserveN(now, 1)
+	if wait = try.global.DelayFrom(now); wait > 0 {
+		try.giveBack(now)
+		return loginTry{}, wait, false
 	}
-	return 0, true
-}
-
-// give puts back the tokens of a login that succeeded.
-func (l *loginLimiter) give(addr netip.Prefix) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if b := l.addrs[addr]; b != nil {
-		b.give(LoginBurst)
-	}
-	l.global.give(GlobalLoginBurst)
+	return try, 0, true
 }
 
 // makeRoom drops buckets until there is room for one more: the full ones
@@ -117,7 +96,7 @@ func (l *loginLimiter) makeRoom(now time.Time) {
 		return
 	}
 	for k, b := range l.addrs {
-		if b.fill(now, LoginRate, LoginBurst); b.tokens >= LoginBurst {
+		if b.TokensAt(now) >= LoginBurst {
 			delete(l.addrs, k)
 		}
 	}
