@@ -31,6 +31,26 @@ import (
 // request on a 2026-07-28 session.
 const oldAskRefusal = "cannot be sent while serving a request on protocol version"
 
+// maxRefusalResult bounds the results searched for oldAskRefusal: a tool
+// error holding it is a few hundred bytes.
+const maxRefusalResult = 4 << 10
+
+// mayLearnOldAsks reports whether a call of a host before 2026-07-28
+// with a session (ctx names it) on s's shared session might teach
+// learnOldAsks anything: only a 2026-07-28 session refuses old-style
+// requests, and only until it has been learnt. It is cheap, for the
+// call path.
+func (s *Server) mayLearnOldAsks(ctx context.Context) bool {
+	host := junction.HostSession(ctx)
+	if host == nil || s.oldAsks.Load() || s.cfg.load().PerHost || hostModern(nil, host) || ctx.Value(rerunKey{}) != nil {
+		return false
+	}
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	return sess != nil && sess.modern()
+}
+
 // perHost reports whether hosts get sessions of their own with s: it is
 // configured (Config.PerHost), or s asks the old way (see above).
 func (s *Server) perHost(cfg *Config) bool {
@@ -48,7 +68,8 @@ func (s *Server) learnOldAsks(ctx context.Context, res []byte, err error) bool {
 	if host == nil || hostModern(nil, host) || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
 		return false
 	}
-	if !(err != nil && strings.Contains(err.Error(), oldAskRefusal) || bytes.Contains(res, []byte(oldAskRefusal))) {
+	// The refusal is a short error: a long result is not searched.
+	if !(err != nil && strings.Contains(err.Error(), oldAskRefusal) || len(res) <= maxRefusalResult && bytes.Contains(res, []byte(oldAskRefusal))) {
 		return false
 	}
 	s.mu.Lock()

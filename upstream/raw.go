@@ -129,7 +129,7 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 			done(res, err)
 		})
 	}
-	if host := junction.HostSession(ctx); host != nil && !s.oldAsks.Load() && !s.cfg.load().PerHost && !hostModern(nil, host) && ctx.Value(rerunKey{}) == nil {
+	if s.mayLearnOldAsks(ctx) {
 		// The call may have to run again, on the host's own session (see
 		// oldasks.go).
 		r := &retryingStart{s: s, ctx: ctx, name: name, params: params, done: done}
