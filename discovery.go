@@ -316,7 +316,8 @@ func (v *View) metaTool(name string) *mcp.Tool {
 
 // listTools is a receiving middleware of the view's server: in
 // DiscoverySearch, a tools/list answers the meta-tools and the pinned
-// tools only, in one page. Every tool stays registered with go-sdk, so
+// tools only, in one page; in both modes, tools whose sources gave their
+// annotations verbatim are listed with them (see annotations.go). Every tool stays registered with go-sdk, so
 // that a tools/call of any of them takes the usual path.
 func (v *View) listTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -331,7 +332,7 @@ func (v *View) listTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if listed, search := v.listed(); search {
 			r.Tools, r.NextCursor = listed, ""
 		}
-		return res, err
+		return v.withVerbatimAnnotations(r), nil
 	}
 }
 
@@ -657,7 +658,7 @@ type describedTool struct {
 	Description  string               `json:"description,omitempty"`
 	InputSchema  any                  `json:"inputSchema"`
 	OutputSchema any                  `json:"outputSchema,omitempty"`
-	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	Annotations  any                  `json:"annotations,omitempty"` // *mcp.ToolAnnotations, or the source's own bytes
 }
 
 type describeError struct {
@@ -689,8 +690,14 @@ func (v *View) describeHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 				out.Errors = append(out.Errors, describeError{Name: name, Error: unknownTool(name, 0).Error()})
 				continue
 			}
-			out.Tools = append(out.Tools, describedTool{Name: tool.Name, Title: tool.Title, Description: tool.Description,
-				InputSchema: tool.InputSchema, OutputSchema: tool.OutputSchema, Annotations: tool.Annotations})
+			d := describedTool{Name: tool.Name, Title: tool.Title, Description: tool.Description,
+				InputSchema: tool.InputSchema, OutputSchema: tool.OutputSchema}
+			if raw := v.servedAnnotations(name); raw != nil {
+				d.Annotations = raw
+			} else if tool.Annotations != nil {
+				d.Annotations = tool.Annotations
+			}
+			out.Tools = append(out.Tools, d)
 		}
 		text, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {

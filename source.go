@@ -59,6 +59,15 @@ type Catalog struct {
 	Presets map[string][]string
 }
 
+// MetaAnnotations is the _meta key under which a [Source] may give a
+// tool's annotations object byte for byte, as a JSON string (a source
+// that relays another server's tools, which it decoded into
+// [mcp.ToolAnnotations], loses absent hints and unknown members
+// otherwise). The hub lists the object as the tool's annotations, in
+// place of Tool.Annotations, and never lists the key itself. A value
+// that is not a string holding a JSON object is ignored.
+const MetaAnnotations = "dev.junction/annotations"
+
 // A Subscriber is a [Source] that supports resources/subscribe. Sources
 // that do not implement it accept subscriptions silently and never send
 // updates.

@@ -83,6 +83,7 @@ type table struct {
 	resIdx    map[string]*resourceEntry
 	templates []*templateEntry
 	presets   map[string][]string // lower-case preset name -> exposed tool names
+	verbatim  int                 // tools with annotations given verbatim (toolEntry.annotations)
 }
 
 type toolEntry struct {
@@ -91,6 +92,9 @@ type toolEntry struct {
 	tool   *mcp.Tool // copy with the exposed name
 	orig   *mcp.Tool // as the source gave it
 	source *sourceState
+	// annotations is the tool's annotations object as its source gave it
+	// under MetaAnnotations, or nil: listed in place of tool.Annotations.
+	annotations json.RawMessage
 }
 
 type promptEntry struct {
@@ -214,9 +218,13 @@ func buildTable(sources []*sourceState, catalogs []*Catalog, prev *table, logger
 				tc := *tool
 				tc.Name = name
 				e = &toolEntry{name: name, local: tool.Name, tool: &tc, orig: tool, source: s}
+				tc.Meta, e.annotations = verbatimAnnotations(tool.Meta)
 			}
 			t.tools = append(t.tools, e)
 			t.toolIndex[name] = e
+			if e.annotations != nil {
+				t.verbatim++
+			}
 			localToExposed[tool.Name] = name
 		}
 		for preset, locals := range c.Presets {

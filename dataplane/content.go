@@ -232,6 +232,7 @@ func (t *ContentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil || resp.StatusCode/100 != 2 || resp.Body == nil {
 		return resp, err
 	}
+	list := isToolsList(req)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
@@ -248,15 +249,23 @@ func (t *ContentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			return resp, nil
 		}
 		resp.Body.Close()
-		if fixed, n := sanitizeMessage(b); n > 0 {
+		fixed, n := sanitizeMessage(b)
+		if n > 0 {
 			t.warned(n)
+		}
+		if list {
+			var k int
+			fixed, k = keepAnnotationsMessage(fixed)
+			n += k
+		}
+		if n > 0 {
 			b = fixed
 			resp.ContentLength = int64(len(b))
 			resp.Header.Del("Content-Length")
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 	case "text/event-stream":
-		f := &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warned}
+		f := &sseFixer{body: resp.Body, r: bufio.NewReader(resp.Body), warn: t.warned, list: list}
 		if t.Observe != nil {
 			stream := requestProgressToken(req)
 			f.observe = func(method string, params json.RawMessage) { t.Observe(stream, method, params) }
@@ -264,6 +273,54 @@ func (t *ContentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp.Body = f
 	}
 	return resp, nil
+}
+
+// maxListRequest bounds the request bodies isToolsList reads again: a
+// tools/list request (a cursor, a progress token) is far smaller.
+const maxListRequest = 4 << 10
+
+// isToolsList reports whether req carries a JSON-RPC tools/list request,
+// whose response keeps its tools' annotations (see KeepAnnotations).
+func isToolsList(req *http.Request) bool {
+	if req.Method != http.MethodPost || req.GetBody == nil || req.ContentLength <= 0 || req.ContentLength > maxListRequest {
+		return false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, maxListRequest))
+	if err != nil || !bytes.Contains(b, []byte(`"tools/list"`)) {
+		return false
+	}
+	var msg struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(b, &msg) == nil && msg.Method == "tools/list" && msg.ID != nil
+}
+
+// keepAnnotationsMessage applies KeepAnnotations to the result of a
+// JSON-RPC response in wire form; n is how many tools it marked.
+func keepAnnotationsMessage(b []byte) (out []byte, n int) {
+	if !bytes.Contains(b, []byte(`"annotations"`)) {
+		return b, 0
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(b, &msg) != nil || msg["result"] == nil {
+		return b, 0
+	}
+	fixed, n := KeepAnnotations(msg["result"])
+	if n == 0 {
+		return b, 0
+	}
+	msg["result"] = fixed
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return b, 0
+	}
+	return out, n
 }
 
 // requestProgressToken returns the progress token (a string) in the _meta
@@ -309,6 +366,7 @@ type sseFixer struct {
 	r       *bufio.Reader
 	warn    func(n int)
 	observe func(method string, params json.RawMessage) // nil: nothing to tell
+	list    bool                                        // the stream answers a tools/list: keep its annotations
 	out     bytes.Buffer                                // rewritten bytes not yet read
 	err     error                                       // the underlying reader's error, after out drains
 }
@@ -354,8 +412,16 @@ func (f *sseFixer) nextEvent() {
 				f.observe(msg.Method, msg.Params)
 			}
 		}
-		if fixed, n := sanitizeMessage(joined); n > 0 {
+		fixed, n := sanitizeMessage(joined)
+		if n > 0 {
 			f.warn(n)
+		}
+		if f.list {
+			var k int
+			fixed, k = keepAnnotationsMessage(fixed)
+			n += k
+		}
+		if n > 0 {
 			f.out.Write(rewriteEvent(raw.Bytes(), fixed))
 			return
 		}

@@ -80,6 +80,12 @@ type ServerConn struct {
 	raw        map[string]*RawCall
 	readEnded  bool // the reading goroutine has ended: no reply will come
 
+	// go-sdk's tools/list requests not answered yet, by id: their
+	// results keep the tools' annotations (see annotations.go).
+	listsPending atomic.Int64 // len(lists), read by read without the lock
+	listsMu      sync.Mutex
+	lists        map[any]bool
+
 	// batch is the reading goroutine's: answers to hosts queue there while
 	// it handles what one read of stdout brought in (see writer.go).
 	batch batch
@@ -146,6 +152,17 @@ func (c *ServerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // Write implements [mcp.Connection]: it returns once msg is written.
 func (c *ServerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "tools/list" && r.IsCall() {
+		c.listsMu.Lock()
+		if c.lists == nil {
+			c.lists = make(map[any]bool)
+		}
+		if !c.lists[r.ID.Raw()] {
+			c.lists[r.ID.Raw()] = true
+			c.listsPending.Add(1)
+		}
+		c.listsMu.Unlock()
+	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
@@ -201,7 +218,9 @@ func (c *ServerConn) read(stdout io.Reader, max int) {
 			msg, derr := decodeLine(line)
 			switch m := msg.(type) {
 			case *jsonrpc.Response:
-				if m.Result != nil {
+				if c.listsPending.Load() > 0 && c.answersList(m.ID) {
+					m.Result, _ = KeepAnnotations(m.Result)
+				} else if m.Result != nil {
 					if fixed, n := SanitizeContent(m.Result); n > 0 {
 						c.logger.Warn("replaced content blocks of unknown type", "count", n)
 						m.Result = fixed
@@ -233,6 +252,19 @@ func (c *ServerConn) read(stdout io.Reader, max int) {
 			return
 		}
 	}
+}
+
+// answersList reports whether id is a pending tools/list request of
+// go-sdk's, and forgets it.
+func (c *ServerConn) answersList(id jsonrpc.ID) bool {
+	c.listsMu.Lock()
+	defer c.listsMu.Unlock()
+	if !c.lists[id.Raw()] {
+		return false
+	}
+	delete(c.lists, id.Raw())
+	c.listsPending.Add(-1)
+	return true
 }
 
 // decodeLine decodes one line as a JSON-RPC message. go-sdk's decoder
