@@ -771,11 +771,19 @@ func (v *View) observeMeta(ctx context.Context, req *mcp.CallToolRequest, start 
 	obs(ci)
 }
 
+// indexedSource is what the search index holds of a source: its own
+// text (title, instructions) and its tool entries.
+type indexedSource struct {
+	src   toolsearch.Source
+	tools []*toolEntry
+}
+
 // updateIndex brings the hub's search index in line with t: sources whose
-// tools changed (other entries than the last time) are indexed again,
-// sources that went away are dropped, the others are not touched. Called
-// by rebuild, with refreshMu held.
-func (h *Hub) updateIndex(t *table, sources []*sourceState) {
+// tools or text changed (other entries, another title or instructions
+// than the last time) are indexed again, sources that went away are
+// dropped, the others are not touched. catalogs are the sources' catalogs,
+// in the order of sources. Called by rebuild, with refreshMu held.
+func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog) {
 	bySource := make(map[string][]*toolEntry, len(sources))
 	for _, e := range t.tools {
 		bySource[e.source.name] = append(bySource[e.source.name], e)
@@ -791,31 +799,34 @@ func (h *Hub) updateIndex(t *table, sources []*sourceState) {
 			h.reindexed(name)
 		}
 	}
-	var failed []string
-	for _, s := range sources {
-		cur := bySource[s.name]
-		if prev, ok := h.indexed[s.name]; ok && slices.Equal(prev, cur) {
+	var failed []indexedSource
+	for i, s := range sources {
+		cur := indexedSource{src: toolsearch.Source{Name: s.name}, tools: bySource[s.name]}
+		if c := catalogs[i]; c != nil {
+			cur.src.Title, cur.src.Instructions = c.Title, c.Instructions
+		}
+		if prev, ok := h.indexed[s.name]; ok && prev.src == cur.src && slices.Equal(prev.tools, cur.tools) {
 			continue
 		}
-		if err := h.index.SetSource(toolsearch.Source{Name: s.name}, searchTools(cur)); err != nil {
-			failed = append(failed, s.name) // a name another source still holds
+		if err := h.index.SetSource(cur.src, searchTools(cur.tools)); err != nil {
+			failed = append(failed, cur) // a name another source still holds
 			continue
 		}
 		h.indexed[s.name] = cur
 		h.reindexed(s.name)
 	}
 	// Names that moved between sources: free them all, then set again.
-	for _, name := range failed {
-		h.index.SetSource(toolsearch.Source{Name: name}, nil)
+	for _, f := range failed {
+		h.index.SetSource(f.src, nil)
 	}
-	for _, name := range failed {
-		if err := h.index.SetSource(toolsearch.Source{Name: name}, searchTools(bySource[name])); err != nil {
-			h.logger.Warn("tool search index not updated", LogKeySource, name, "error", err)
-			delete(h.indexed, name)
+	for _, f := range failed {
+		if err := h.index.SetSource(f.src, searchTools(f.tools)); err != nil {
+			h.logger.Warn("tool search index not updated", LogKeySource, f.src.Name, "error", err)
+			delete(h.indexed, f.src.Name)
 			continue
 		}
-		h.indexed[name] = bySource[name]
-		h.reindexed(name)
+		h.indexed[f.src.Name] = f
+		h.reindexed(f.src.Name)
 	}
 }
 

@@ -395,3 +395,38 @@ func TestCallToolForwardsProgress(t *testing.T) {
 		t.Fatal("no progress notification through call_tool")
 	}
 }
+
+// instructed is a pack whose catalog says what the server is for.
+type instructed struct {
+	*junction.Pack
+	title, instructions string
+}
+
+func (s instructed) Catalog(ctx context.Context) (*junction.Catalog, error) {
+	c, err := s.Pack.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cc := *c
+	cc.Title, cc.Instructions = s.title, s.instructions
+	return &cc, nil
+}
+
+// TestSearchFindsByServerText: a query in the words of a server's title
+// or instructions (and in none of its tools') finds that server's tools.
+func TestSearchFindsByServerText(t *testing.T) {
+	h, v, _ := discoveryHub(t, nil, junction.Selection{})
+	p := junction.NewPack("acme")
+	p.AddTool(&mcp.Tool{Name: "lookup", Description: "Look up a record by its key", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	add(t, h, "acme", instructed{Pack: p, title: "Zanzibar Ledger", instructions: "Bookkeeping for the warehouse: invoices and shipments."}, junction.PrefixAlways)
+	for _, q := range []string{"zanzibar ledger record", "warehouse invoices"} {
+		r, err := v.SearchTools(q, junction.SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := hitNames(*r); len(names) == 0 || names[0] != "acme__lookup" {
+			t.Errorf("search %q = %v, want acme__lookup first", q, names)
+		}
+	}
+}

@@ -297,7 +297,7 @@ type Hub struct {
 	// rebuild, with refreshMu held; the index is safe to search at any
 	// time.
 	index     *toolsearch.Index
-	indexed   map[string][]*toolEntry
+	indexed   map[string]indexedSource
 	onReindex func(source string) // tests: called for each source indexed again or dropped
 }
 
@@ -356,7 +356,7 @@ func New(opts *Options) *Hub {
 	h.lock = h.opts.Lock
 	h.presets = h.opts.Presets
 	h.tasks = newTaskStore(h)
-	h.index, h.indexed = toolsearch.New(), map[string][]*toolEntry{}
+	h.index, h.indexed = toolsearch.New(), map[string]indexedSource{}
 	h.wg.Add(1)
 	go h.refresher()
 	return h
@@ -748,7 +748,7 @@ func (h *Hub) rebuild() error {
 		}
 		sort.Strings(t.presets[key])
 	}
-	h.updateIndex(t, sources)
+	h.updateIndex(t, sources, catalogs)
 	h.mu.Lock()
 	h.table = t
 	h.drift = drift

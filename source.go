@@ -57,6 +57,13 @@ type Catalog struct {
 	// Presets are named tool sets, by source-local tool name. A hub merges
 	// the presets of all its sources; see [Selection].
 	Presets map[string][]string
+
+	// Title and Instructions are what the source says of itself (an
+	// upstream server's title and instructions from initialize). Tool
+	// search indexes them: a query may name the server or use the words
+	// of its instructions.
+	Title        string
+	Instructions string
 }
 
 // MetaAnnotations is the _meta key under which a [Source] may give a

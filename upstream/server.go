@@ -933,7 +933,11 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // list reads the whole catalog, walking every page.
 func (s *Server) list(ctx context.Context, cs *mcp.ClientSession) (*junction.Catalog, []*mcp.Tool, error) {
-	return s.listSome(ctx, cs, listTools|listPrompts|listResources, &junction.Catalog{}, nil)
+	cat := &junction.Catalog{Instructions: cs.InitializeResult().Instructions}
+	if info := cs.InitializeResult().ServerInfo; info != nil {
+		cat.Title = info.Title
+	}
+	return s.listSome(ctx, cs, listTools|listPrompts|listResources, cat, nil)
 }
 
 // relistChanged lists again the lists in which (listTools, ...) and

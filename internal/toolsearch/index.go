@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -46,8 +47,28 @@ type Tool struct {
 	InputSchema json.RawMessage
 }
 
+// maxInstructions bounds the bytes of a source's instructions that are
+// indexed: their opening says what the server is for; the rest (usage
+// rules, long examples) would only dilute the field that holds the
+// server's name.
+const maxInstructions = 1024
+
+// clip returns s cut to at most n bytes, at a space if there is one in
+// its last quarter, so that no word is indexed in part.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	if i := strings.LastIndexByte(s, ' '); i > n*3/4 {
+		s = s[:i]
+	}
+	return s
+}
+
 // Source is the server-level text of a source: a query may name the
-// server ("in my Aiven account") or use words of its instructions.
+// server ("in my Aiven account") or use words of its instructions (the
+// first [maxInstructions] bytes).
 type Source struct {
 	Name         string // the source's name, as Hit.Server and SearchOptions.Servers give it
 	Title        string
@@ -161,7 +182,7 @@ func (x *Index) SetSource(src Source, tools []Tool) error {
 		seen[t.Name] = true
 		docs[i] = analyseTool(t)
 	}
-	srcText := analyse(nil, src.Name, src.Title, src.Instructions)
+	srcText := analyse(nil, src.Name, src.Title, clip(src.Instructions, maxInstructions))
 
 	x.mu.Lock()
 	defer x.mu.Unlock()
