@@ -46,6 +46,7 @@ func TestDependencyDirection(t *testing.T) {
 	allowed := []string{
 		module + "/internal/rawjson/",    // a leaf: the standard library only (checked below)
 		module + "/internal/toolsearch/", // a leaf: the standard library only (checked below)
+		module + "/internal/embed/",      // a leaf: the standard library only (checked below)
 		"github.com/modelcontextprotocol/go-sdk/",
 		"github.com/google/jsonschema-go/",
 		"github.com/yosida95/uritemplate/",
@@ -72,14 +73,11 @@ func TestDependencyDirection(t *testing.T) {
 			t.Errorf("internal/seal imports %s; it may import only the standard library", p)
 		}
 	}
-	for p := range imports(t, "internal/rawjson") {
-		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
-			t.Errorf("internal/rawjson imports %s; it may import only the standard library", p)
-		}
-	}
-	for p := range imports(t, "internal/toolsearch") {
-		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
-			t.Errorf("internal/toolsearch imports %s; it may import only the standard library", p)
+	for _, leaf := range []string{"internal/rawjson", "internal/toolsearch", "internal/embed"} {
+		for p := range imports(t, leaf) {
+			if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+				t.Errorf("%s imports %s; it may import only the standard library", leaf, p)
+			}
 		}
 	}
 	packs, err := os.ReadDir("internal/pack")

@@ -1,6 +1,7 @@
 package junction
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -516,7 +517,7 @@ const (
 // view's selection is never returned nor counted. It fails on an empty
 // query, one over [MaxSearchQueryBytes], a limit outside 1 to
 // [MaxSearchLimit], or a Server the view serves no tool of.
-func (v *View) SearchTools(query string, opts SearchOptions) (*SearchResult, error) {
+func (v *View) SearchTools(ctx context.Context, query string, opts SearchOptions) (*SearchResult, error) {
 	switch {
 	case strings.TrimSpace(query) == "":
 		return nil, errors.New("query must not be empty")
@@ -546,17 +547,45 @@ func (v *View) SearchTools(query string, opts SearchOptions) (*SearchResult, err
 		}
 		so.Servers = []string{opts.Server}
 	}
+	limit := cmp.Or(opts.Limit, toolsearch.DefaultLimit)
+	if h.embed != nil {
+		so.Limit = toolsearch.MaxLimit // more lexical hits to fuse
+	}
 	r, err := h.index.Search(query, so)
 	if err != nil {
 		return nil, err
 	}
-	out := &SearchResult{Matched: r.Matched, Tools: make([]SearchHit, 0, len(r.Hits))}
-	for _, hit := range r.Hits {
-		desc := ""
-		if e := t.toolIndex[hit.Name]; e != nil {
-			desc = oneLine(e.tool.Description)
+	names := make([]string, len(r.Hits))
+	for i, hit := range r.Hits {
+		names[i] = hit.Name
+	}
+	matched := r.Matched
+	if h.embed != nil {
+		allowed := func(name string) bool {
+			e := t.toolIndex[name]
+			return e != nil && v.allows(name) && (opts.Server == "" || e.source.name == opts.Server)
 		}
-		out.Tools = append(out.Tools, SearchHit{Name: hit.Name, Server: hit.Server, Description: desc})
+		var candidates []string
+		for _, e := range t.tools {
+			if allowed(e.name) {
+				candidates = append(candidates, e.name)
+			}
+		}
+		if fused, ok := h.semanticRerank(ctx, query, names, allowed, candidates, limit); ok {
+			for _, n := range fused {
+				if !slices.Contains(names, n) {
+					matched++ // found by meaning only
+				}
+			}
+			names = fused
+		}
+	}
+	names = names[:min(len(names), limit)]
+	out := &SearchResult{Matched: matched, Tools: make([]SearchHit, 0, len(names))}
+	for _, name := range names {
+		if e := t.toolIndex[name]; e != nil {
+			out.Tools = append(out.Tools, SearchHit{Name: name, Server: e.source.name, Description: oneLine(e.tool.Description)})
+		}
 	}
 	return out, nil
 }
@@ -614,7 +643,7 @@ func (v *View) searchHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 			limit = *in.Limit
 		}
 		var err error
-		if found, err = v.SearchTools(*in.Query, SearchOptions{Server: in.Server, Limit: limit}); err != nil {
+		if found, err = v.SearchTools(ctx, *in.Query, SearchOptions{Server: in.Server, Limit: limit}); err != nil {
 			res = metaError("%v", err)
 		} else {
 			res = searchResult(*in.Query, found)
@@ -653,12 +682,12 @@ func searchResult(query string, r *SearchResult) *mcp.CallToolResult {
 
 // describedTool is one definition describe_tools returns.
 type describedTool struct {
-	Name         string               `json:"name"`
-	Title        string               `json:"title,omitempty"`
-	Description  string               `json:"description,omitempty"`
-	InputSchema  any                  `json:"inputSchema"`
-	OutputSchema any                  `json:"outputSchema,omitempty"`
-	Annotations  any                  `json:"annotations,omitempty"` // *mcp.ToolAnnotations, or the source's own bytes
+	Name         string `json:"name"`
+	Title        string `json:"title,omitempty"`
+	Description  string `json:"description,omitempty"`
+	InputSchema  any    `json:"inputSchema"`
+	OutputSchema any    `json:"outputSchema,omitempty"`
+	Annotations  any    `json:"annotations,omitempty"` // *mcp.ToolAnnotations, or the source's own bytes
 }
 
 type describeError struct {
@@ -795,6 +824,7 @@ func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog)
 	for name := range h.indexed {
 		if !live[name] {
 			h.index.RemoveSource(name)
+			h.embedSource(name, nil, true)
 			delete(h.indexed, name)
 			h.reindexed(name)
 		}
@@ -813,6 +843,7 @@ func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog)
 			continue
 		}
 		h.indexed[s.name] = cur
+		h.embedSource(s.name, cur.tools, false)
 		h.reindexed(s.name)
 	}
 	// Names that moved between sources: free them all, then set again.
@@ -826,6 +857,7 @@ func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog)
 			continue
 		}
 		h.indexed[f.src.Name] = f
+		h.embedSource(f.src.Name, f.tools, false)
 		h.reindexed(f.src.Name)
 	}
 }

@@ -62,7 +62,7 @@ func TestIndexFollowsSourcesOneByOne(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no source re-indexed within 5s after b changed")
 	}
-	r, err := v.SearchTools("rotate picture degrees", SearchOptions{})
+	r, err := v.SearchTools(t.Context(), "rotate picture degrees", SearchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestIndexFollowsSourcesOneByOne(t *testing.T) {
 		t.Errorf("re-indexed %v after a went away, want [a]", reindexed)
 	}
 	mu.Unlock()
-	if r, _ := v.SearchTools("send an email message", SearchOptions{}); r.Matched != 0 {
+	if r, _ := v.SearchTools(t.Context(), "send an email message", SearchOptions{}); r.Matched != 0 {
 		t.Errorf("a's tool still found after Remove: %+v", r)
 	}
 }

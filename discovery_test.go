@@ -171,7 +171,7 @@ func TestSearchToolFindsAndStaysInsideTheView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := denied.SearchTools("merge a pull request", junction.SearchOptions{}); err != nil || len(r.Tools) > 0 && r.Tools[0].Name == "github__merge_pull_request" {
+	if r, err := denied.SearchTools(t.Context(), "merge a pull request", junction.SearchOptions{}); err != nil || len(r.Tools) > 0 && r.Tools[0].Name == "github__merge_pull_request" {
 		t.Errorf("search of a view that denies the tool = %+v, %v", r, err)
 	} else {
 		for _, hit := range r.Tools {
@@ -180,7 +180,7 @@ func TestSearchToolFindsAndStaysInsideTheView(t *testing.T) {
 			}
 		}
 	}
-	if _, err := fsOnly.SearchTools("x", junction.SearchOptions{Server: "github"}); err == nil || !strings.Contains(err.Error(), `no server "github" among the servers of these tools (fs)`) {
+	if _, err := fsOnly.SearchTools(t.Context(), "x", junction.SearchOptions{Server: "github"}); err == nil || !strings.Contains(err.Error(), `no server "github" among the servers of these tools (fs)`) {
 		t.Errorf("server outside the view: err = %v", err)
 	}
 }
@@ -418,10 +418,12 @@ func TestSearchFindsByServerText(t *testing.T) {
 	h, v, _ := discoveryHub(t, nil, junction.Selection{})
 	p := junction.NewPack("acme")
 	p.AddTool(&mcp.Tool{Name: "lookup", Description: "Look up a record by its key", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	add(t, h, "acme", instructed{Pack: p, title: "Zanzibar Ledger", instructions: "Bookkeeping for the warehouse: invoices and shipments."}, junction.PrefixAlways)
 	for _, q := range []string{"zanzibar ledger record", "warehouse invoices"} {
-		r, err := v.SearchTools(q, junction.SearchOptions{})
+		r, err := v.SearchTools(t.Context(), q, junction.SearchOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

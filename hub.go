@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/embed"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/internal/toolsearch"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -70,6 +71,10 @@ type Options struct {
 	// to a tool the hub does not know yet waits for them up to the budget.
 	// Zero means [DefaultStartupBudget]; negative means no waiting.
 	StartupBudget time.Duration
+
+	// Semantic, if not nil, adds the semantic stage to tool search (see
+	// [SemanticSearch]). Off by default.
+	Semantic *SemanticSearch
 }
 
 // DefaultStartupBudget is the zero value's meaning of
@@ -298,6 +303,7 @@ type Hub struct {
 	// time.
 	index     *toolsearch.Index
 	indexed   map[string]indexedSource
+	embed     *embed.Embedder     // the semantic stage, or nil (Options.Semantic)
 	onReindex func(source string) // tests: called for each source indexed again or dropped
 }
 
@@ -357,6 +363,12 @@ func New(opts *Options) *Hub {
 	h.presets = h.opts.Presets
 	h.tasks = newTaskStore(h)
 	h.index, h.indexed = toolsearch.New(), map[string]indexedSource{}
+	if sem := h.opts.Semantic; sem != nil {
+		var err error
+		if h.embed, err = embed.New(sem.config(), h.logger.With("component", "semantic search")); err != nil {
+			h.logger.Error("semantic search is off: its configuration is not usable", "error", err)
+		}
+	}
 	h.wg.Add(1)
 	go h.refresher()
 	return h
@@ -391,6 +403,9 @@ func (h *Hub) Close() error {
 	})
 	h.tasks.close()
 	h.wg.Wait()
+	if h.embed != nil {
+		h.embed.Close()
+	}
 	h.mu.RLock()
 	views := slices.Clone(h.views)
 	h.mu.RUnlock()

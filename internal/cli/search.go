@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -22,6 +23,10 @@ Against -url or a command, the server's search_tools tool is called (a
 junction hub has it in discovery mode search; -search-tool names another); with
 neither, the hub that -config and the hub flags describe is built here
 and its index searched, whatever its discovery mode.`
+
+// semanticWait bounds how long tools search waits for the semantic
+// stage's embeddings.
+const semanticWait = 30 * time.Second
 
 func runToolsSearch(ctx context.Context, env *Env, args []string) error {
 	var (
@@ -47,7 +52,17 @@ func runToolsSearch(ctx context.Context, env *Env, args []string) error {
 	}
 	var r *junction.SearchResult
 	if run.hub != nil {
-		if r, err = run.hub.View.SearchTools(query, junction.SearchOptions{Server: server, Limit: limit}); err != nil {
+		// A one-shot search waits for the semantic stage's embeddings, if
+		// the hub has one, for a while; past it, the tools without one rank
+		// by words.
+		wctx, cancel := context.WithTimeout(ctx, semanticWait)
+		if err := run.hub.Hub.WaitSemantic(wctx); errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			fmt.Fprintf(env.Stderr, "junction: the embeddings endpoint did not embed every tool within %v; those left rank by words only\n", semanticWait)
+		} else if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(env.Stderr, "junction: %v; tools rank by words only\n", err)
+		}
+		cancel()
+		if r, err = run.hub.View.SearchTools(ctx, query, junction.SearchOptions{Server: server, Limit: limit}); err != nil {
 			return usageErrorf("%v", err)
 		}
 	} else if r, err = remoteSearch(run, toolName, query, server, limit); err != nil {

@@ -305,6 +305,20 @@ type Discovery struct {
 	// Names rename the meta-tools; empty fields keep the defaults
 	// (search_tools, describe_tools, call_tool).
 	Names DiscoveryNames
+	// Semantic, under the top-level discovery only (the index is the
+	// hub's), adds an embeddings endpoint to tool search. Nil: off.
+	Semantic *Semantic
+}
+
+// Semantic is the semantic stage of tool search: an OpenAI-compatible
+// /v1/embeddings endpoint.
+type Semantic struct {
+	URL        string // a base (…/v1) or the full …/embeddings URL
+	Model      string
+	APIKey     string // sent as a bearer token; ${VAR} references are expanded
+	Dimensions int
+	Timeout    time.Duration
+	Weight     float64 // 0: 1
 }
 
 // DiscoveryNames are the names of the meta-tools of search mode.

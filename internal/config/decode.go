@@ -276,6 +276,18 @@ func (d *decoder) integer(n *node, path string) int64 {
 	return 0
 }
 
+// float reads a number, whole or not.
+func (d *decoder) float(n *node, path string) float64 {
+	if n.kind == scalarNode && (n.tag == "int" || n.tag == "float") {
+		v, err := strconv.ParseFloat(n.value, 64)
+		if err == nil {
+			return v
+		}
+	}
+	d.fail(n.line, path, "expected a number, got %s", n.describe())
+	return 0
+}
+
 // strList reads a list of strings, expanding them if expand is set. Null
 // is an empty list.
 func (d *decoder) strList(n *node, path string, expand bool) []string {
@@ -864,7 +876,9 @@ func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 	return out
 }
 
-var discoveryKeys = []string{"mode", "pinned", "names"}
+var discoveryKeys = []string{"mode", "pinned", "names", "semantic"}
+
+var semanticKeys = []string{"url", "model", "api_key", "dimensions", "timeout", "weight"}
 
 func (d *decoder) discovery(ds *Discovery, n *node, path string) {
 	for _, e := range d.mapping(n, path) {
@@ -886,6 +900,27 @@ func (d *decoder) discovery(ds *Discovery, n *node, path string) {
 					ds.Names.Call = d.str(f.val, q)
 				default:
 					d.unknown(f, p, []string{"search", "describe", "call"})
+				}
+			}
+		case "semantic":
+			ds.Semantic = &Semantic{}
+			for _, f := range d.mapping(e.val, p) {
+				q := join(p, f.key)
+				switch f.key {
+				case "url":
+					ds.Semantic.URL = d.strX(f.val, q)
+				case "model":
+					ds.Semantic.Model = d.strX(f.val, q)
+				case "api_key":
+					ds.Semantic.APIKey = d.strX(f.val, q)
+				case "dimensions":
+					ds.Semantic.Dimensions = int(d.integer(f.val, q))
+				case "timeout":
+					ds.Semantic.Timeout = d.duration(f.val, q)
+				case "weight":
+					ds.Semantic.Weight = d.float(f.val, q)
+				default:
+					d.unknown(f, p, semanticKeys)
 				}
 			}
 		default:

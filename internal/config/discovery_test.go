@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -54,6 +55,13 @@ func TestDiscoveryErrors(t *testing.T) {
 		{"discovery:\n  mode: search\n  names: {describe: \"two words\"}\n", `discovery.names.describe: "two words" is not a valid tool name`},
 		{"discovery:\n  names: {find: x}\n", `line 2: discovery.names.find: unknown key`},
 		{"profiles:\n  p:\n    discovery: {mode: maybe}\n", `line 3: profiles.p.discovery.mode: unknown discovery mode "maybe"`},
+		{"discovery:\n  semantic: {model: m}\n", `discovery.semantic.url: is required`},
+		{"discovery:\n  semantic: {url: \"ftp://h/v1\", model: m}\n", `discovery.semantic.url: "ftp://h/v1" is not an http or https URL`},
+		{"discovery:\n  semantic: {url: \"http://10.0.0.5/v1\", model: m, api_key: k}\n", `the API key would travel in clear (use https)`},
+		{"discovery:\n  semantic: {url: \"http://127.0.0.1:8080/v1\"}\n", `discovery.semantic.model: is required`},
+		{"discovery:\n  semantic: {url: \"http://127.0.0.1:8080/v1\", model: m, weight: -1}\n", `discovery.semantic.weight: must be between 0 and 10`},
+		{"discovery:\n  semantic: {url: \"http://127.0.0.1:8080/v1\", model: m, dimension: 3}\n", `discovery.semantic.dimension: unknown key (did you mean "dimensions"?)`},
+		{"profiles:\n  p:\n    discovery:\n      semantic: {url: \"http://127.0.0.1/v1\", model: m}\n", `profiles.p.discovery.semantic: the search index is the hub's`},
 	} {
 		_, err := Parse(strings.NewReader(tc.in), "yaml", nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -98,5 +106,27 @@ func TestDiscoveryDocExamples(t *testing.T) {
 		if _, err := Parse(strings.NewReader(m[1]), "yaml", func(string) string { return "set" }); err != nil {
 			t.Errorf("docs/discovery.md YAML example %d: %v\n%s", i+1, err, m[1])
 		}
+	}
+}
+
+func TestSemanticParses(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(strings.NewReader(`
+discovery:
+  mode: search
+  semantic:
+    url: https://embed.example/v1
+    model: text-embedding-3-small
+    api_key: ${EMBED_KEY}
+    dimensions: 512
+    timeout: 2s
+    weight: 0.5
+`), "yaml", func(k string) string { return map[string]string{"EMBED_KEY": "sk-1"}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Semantic{URL: "https://embed.example/v1", Model: "text-embedding-3-small", APIKey: "sk-1", Dimensions: 512, Timeout: 2 * time.Second, Weight: 0.5}
+	if diff := cmp.Diff(want, c.Discovery.Semantic); diff != "" {
+		t.Errorf("discovery.semantic (-want +got):\n%s", diff)
 	}
 }

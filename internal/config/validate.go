@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	pathpkg "path"
@@ -69,6 +70,9 @@ func (c *Config) validate(skip map[string]bool) Errors {
 		}
 		v.profile(c.Profiles[name], p, owner)
 		v.discovery(&c.Profiles[name].Discovery, join(p, "discovery"))
+		if c.Profiles[name].Discovery.Semantic != nil {
+			v.fail(join(join(p, "discovery"), "semantic"), "the search index is the hub's, shared by every profile: set semantic under the top-level discovery")
+		}
 	}
 	v.discovery(&c.Discovery, "discovery")
 	v.http(&c.HTTP)
@@ -324,6 +328,9 @@ func (v *validator) profile(pr *Profile, path string, owner map[string]string) {
 // known once the sources have listed their tools: the hub checks them
 // when it starts and on reload.
 func (v *validator) discovery(ds *Discovery, path string) {
+	if sem := ds.Semantic; sem != nil {
+		v.semantic(sem, join(path, "semantic"))
+	}
 	switch ds.Mode {
 	case "", DiscoveryList, DiscoverySearch:
 	default:
@@ -579,5 +586,31 @@ func (v *validator) auth(s *Server, path string) {
 		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || strings.Trim(p.Path, "/") == "" {
 			v.fail(join(path, "oauth_client_metadata_url"), "%q: want an https URL with a path (a client ID metadata document)", u)
 		}
+	}
+}
+
+// semantic checks the semantic stage's endpoint: a URL junction can
+// reach, a model, and an API key that does not travel in clear.
+func (v *validator) semantic(sem *Semantic, path string) {
+	u, err := url.Parse(sem.URL)
+	switch {
+	case strings.TrimSpace(sem.URL) == "":
+		v.fail(join(path, "url"), "is required: the embeddings endpoint, e.g. http://127.0.0.1:8080/v1")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		v.fail(join(path, "url"), "%q is not an http or https URL", redact.URL(sem.URL))
+	case sem.APIKey != "" && u.Scheme == "http" && !isLoopback(u.Hostname()):
+		v.fail(join(path, "url"), "%q is plain http to another machine: the API key would travel in clear (use https)", redact.URL(sem.URL))
+	}
+	if strings.TrimSpace(sem.Model) == "" {
+		v.fail(join(path, "model"), "is required: the model the endpoint embeds with")
+	}
+	if sem.Dimensions < 0 || sem.Dimensions > 65536 {
+		v.fail(join(path, "dimensions"), "must be between 1 and 65536 (or left out), got %d", sem.Dimensions)
+	}
+	if sem.Timeout < 0 {
+		v.fail(join(path, "timeout"), "must not be negative")
+	}
+	if sem.Weight < 0 || sem.Weight > 10 || math.IsNaN(sem.Weight) {
+		v.fail(join(path, "weight"), "must be between 0 and 10 (1, the default, weighs meaning as much as words), got %v", sem.Weight)
 	}
 }

@@ -158,6 +158,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		Lock:          lock,
 		Presets:       presets,
 		StartupBudget: startupBudget(spec, cfg),
+		Semantic:      semantic(cfg),
 	})
 	d := &Daemon{
 		Hub: hub, Metrics: metrics, logger: logger, getenv: getenv, dataDir: spec.DataDir,
@@ -167,6 +168,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	}
 	metrics.watchSources(d)
 	metrics.watchSessions(d)
+	metrics.watchSemantic(hub)
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -315,6 +317,16 @@ func sameSelection(a, b *config.Profile) bool {
 	x, y := *a, *b
 	x.Discovery, y.Discovery = config.Discovery{}, config.Discovery{}
 	return reflect.DeepEqual(x, y)
+}
+
+// semantic returns the semantic stage of tool search the config file
+// asks for, or nil.
+func semantic(cfg *config.Config) *junction.SemanticSearch {
+	if cfg == nil || cfg.Discovery.Semantic == nil {
+		return nil
+	}
+	s := cfg.Discovery.Semantic
+	return &junction.SemanticSearch{URL: s.URL, Model: s.Model, APIKey: s.APIKey, Dimensions: s.Dimensions, Timeout: s.Timeout, Weight: s.Weight}
 }
 
 // Discovery returns the discovery settings of the config file's

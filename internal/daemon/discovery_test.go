@@ -44,7 +44,7 @@ profiles:
 	if diff := cmp.Diff([]string{"junction_version"}, d.Profile("plain").ListedToolNames()); diff != "" {
 		t.Errorf("profile plain lists (-want +got):\n%s", diff)
 	}
-	r, err := ops.SearchTools("version of the binary", junctionSearch())
+	r, err := ops.SearchTools(t.Context(), "version of the binary", junctionSearch())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,6 +174,32 @@ func (m *Metrics) watchSessions(d *Daemon) {
 }
 
 // watchSources exports per-source state, read at scrape time.
+// watchSemantic exports the counters of tool search's semantic stage,
+// when the hub has one.
+func (m *Metrics) watchSemantic(h *junction.Hub) {
+	if _, ok := h.SemanticStats(); !ok {
+		return
+	}
+	stat := func(f func(junction.SemanticStats) float64) func(emit func(float64, ...string)) {
+		return func(emit func(float64, ...string)) {
+			st, _ := h.SemanticStats()
+			emit(f(st))
+		}
+	}
+	m.Registry.CounterFunc("junction_search_semantic_requests_total", "Requests tool search sent to its embeddings endpoint.",
+		nil, stat(func(s junction.SemanticStats) float64 { return float64(s.Requests) }))
+	m.Registry.CounterFunc("junction_search_semantic_failures_total", "Requests to the embeddings endpoint that failed.",
+		nil, stat(func(s junction.SemanticStats) float64 { return float64(s.Failures) }))
+	m.Registry.CounterFunc("junction_search_semantic_fallbacks_total", "Searches ranked by words only because the embeddings endpoint failed.",
+		nil, stat(func(s junction.SemanticStats) float64 { return float64(s.Fallbacks) }))
+	m.Registry.GaugeFunc("junction_search_semantic_tools", "Tools with an embedding (state=ready) and waiting for one (state=pending).",
+		[]string{"state"}, func(emit func(float64, ...string)) {
+			st, _ := h.SemanticStats()
+			emit(float64(st.Tools), "ready")
+			emit(float64(st.Pending), "pending")
+		})
+}
+
 func (m *Metrics) watchSources(d *Daemon) {
 	sources := func(each func(s SourceStatus)) {
 		if d.View == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -137,6 +138,9 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	}
 	errs = append(errs, d.buildProfiles(cfg))
 	errs = append(errs, setDiscovery(d.View, cfg.Discovery, "discovery"))
+	if old != nil && !reflect.DeepEqual(old.Discovery.Semantic, cfg.Discovery.Semantic) {
+		d.logger.Warn("config section changed; restart junction to apply it", "section", "discovery.semantic")
+	}
 
 	d.mu.Lock()
 	d.cfg = cfg

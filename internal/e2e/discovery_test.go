@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/internal/embed/embedtest"
 )
 
 // TestDiscoverySearchMode serves the npm server-everything and
@@ -173,4 +175,47 @@ func connectHTTPEra(t *testing.T, mcpURL, version string) *mcp.ClientSession {
 		hc.CloseIdleConnections()
 	})
 	return cs
+}
+
+// TestSemanticSearchThroughBinary: `junction tools search` with a config
+// whose discovery has an embeddings endpoint finds the real
+// server-everything's get-tiny-image for a query in none of its words
+// ("a little photo"); with the endpoint failing, it still answers, by
+// words.
+func TestSemanticSearchThroughBinary(t *testing.T) {
+	node, everything := everythingCmd(t)
+	srv := embedtest.NewServer([][]string{{"photo", "image", "picture", "logo"}, {"little", "tiny", "small"}, {"add", "sum", "plus"}})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, filepath.Join(dir, "junction.yaml"), fmt.Sprintf(`
+servers:
+  everything:
+    command: %q
+    args: [%q, stdio]
+discovery:
+  mode: search
+  semantic:
+    url: %q
+    model: concepts
+`, node, everything, srv.URL+"/v1"))
+	out, stderr, code := runJunction(t, nil, "tools", "search", "-config", cfg, "-no-default-packs", "-o", "json", "a little photo")
+	if code != 0 {
+		t.Fatalf("tools search exited %d: %s", code, stderr)
+	}
+	var r struct{ Tools []struct{ Name string } }
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("tools search -o json: %v: %s", err, out)
+	}
+	if len(r.Tools) == 0 || r.Tools[0].Name != "everything__get-tiny-image" {
+		t.Errorf("tools search %q = %+v, want everything__get-tiny-image first\n%s", "a little photo", r.Tools, stderr)
+	}
+	if srv.Requests.Load() == 0 {
+		t.Error("the embeddings endpoint got no request")
+	}
+
+	srv.Failing.Store(true)
+	out, stderr, code = runJunction(t, nil, "tools", "search", "-config", cfg, "-no-default-packs", "echo a message back")
+	if code != 0 || !strings.Contains(out, "everything__echo") {
+		t.Errorf("tools search with the endpoint failing: exit %d, %s\n%s", code, out, stderr)
+	}
 }
