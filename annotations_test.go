@@ -55,7 +55,9 @@ func (t *recordingTransport) Connect(ctx context.Context) (mcp.Connection, error
 func TestVerbatimAnnotations(t *testing.T) {
 	const given = `{"readOnlyHint":true,"x-vendor":{"z":1,"a":2}}`
 	p := junction.NewPack("up")
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	p.AddTool(&mcp.Tool{Name: "kept", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Meta:        mcp.Meta{junction.MetaAnnotations: given, "own": "x"}}, noop)
