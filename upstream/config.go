@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -55,6 +56,11 @@ type Config struct {
 	Env      map[string]string
 	UnsetEnv []string
 	Dir      string
+	// Sandbox, if set with a level other than "off", confines a stdio
+	// server: it then gets only PATH, HOME, LANG, LC_ALL, the variables
+	// Sandbox.Env names, and Env (UnsetEnv does not apply: nothing else is
+	// inherited). See [Sandbox].
+	Sandbox *Sandbox
 
 	// URL is the endpoint of an SSE or Streamable HTTP server.
 	URL string
@@ -228,7 +234,7 @@ func (c Config) NeedsRestart(o Config) bool {
 		c.URL != o.URL || !maps.Equal(c.Headers, o.Headers) ||
 		c.BearerToken != o.BearerToken || c.HTTPClient != o.HTTPClient || c.Auth != o.Auth ||
 		c.KeepAlive != o.KeepAlive || c.ProtocolVersion != o.ProtocolVersion ||
-		c.PerHost != o.PerHost
+		c.PerHost != o.PerHost || !reflect.DeepEqual(c.Sandbox, o.Sandbox)
 }
 
 // allows reports whether the filters let tool through.
@@ -290,6 +296,12 @@ func (c Config) clone() Config {
 	c.ToolTimeouts = maps.Clone(c.ToolTimeouts)
 	c.Allow = slices.Clone(c.Allow)
 	c.Deny = slices.Clone(c.Deny)
+	if c.Sandbox != nil {
+		sb := *c.Sandbox
+		sb.ReadOnly, sb.ReadWrite = slices.Clone(sb.ReadOnly), slices.Clone(sb.ReadWrite)
+		sb.Deny, sb.Network, sb.Env = slices.Clone(sb.Deny), slices.Clone(sb.Network), slices.Clone(sb.Env)
+		c.Sandbox = &sb
+	}
 	return c
 }
 

@@ -50,6 +50,9 @@ type Server struct {
 	mu           sync.Mutex // guards the fields below
 	state        State
 	lastErr      error
+	// sandboxEvents are the last MaxSandboxEvents denials and warnings of
+	// a sandboxed stdio server (sandboxNote).
+	sandboxEvents []SandboxEvent
 	lastErrAt    time.Time // when lastErr was set
 	backoffUntil time.Time
 	sess         *session      // nil unless connected
@@ -272,6 +275,18 @@ func (s *Server) Reconnect() {
 	}
 }
 
+// sandboxNote records a sandbox event of the server: one line its
+// sandbox wrote on stderr ("sandbox: ..."), or a connection its egress
+// proxy refused.
+func (s *Server) sandboxNote(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sandboxEvents) == MaxSandboxEvents {
+		s.sandboxEvents = slices.Delete(s.sandboxEvents, 0, 1)
+	}
+	s.sandboxEvents = append(s.sandboxEvents, SandboxEvent{At: time.Now(), Text: text})
+}
+
 // Snapshot returns the server's status.
 func (s *Server) Snapshot() Snapshot {
 	s.mu.Lock()
@@ -303,6 +318,11 @@ func (s *Server) Snapshot() Snapshot {
 	if s.info != nil {
 		info := *s.info
 		snap.ServerInfo = &info
+	}
+	if s.cfg.TransportKind() == TransportStdio {
+		lvl, _ := s.cfg.load().Sandbox.level()
+		snap.Sandbox = lvl.String()
+		snap.SandboxEvents = slices.Clone(s.sandboxEvents)
 	}
 	if s.catalog != nil {
 		for _, t := range s.catalog.Tools {
@@ -851,7 +871,7 @@ func (s *Server) transport(cfg *Config, life context.Context, cancel context.Can
 	case TransportStreamableHTTP:
 		return &mcp.StreamableClientTransport{Endpoint: shownEndpoint(cfg.URL), HTTPClient: s.httpClient()}
 	}
-	return &commandTransport{cfg: *cfg, logger: s.logger, progress: &s.progress}
+	return &commandTransport{cfg: *cfg, logger: s.logger, progress: &s.progress, note: s.sandboxNote}
 }
 
 // stdio returns the session's stdio connection, or nil for other

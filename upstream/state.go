@@ -76,7 +76,23 @@ type Snapshot struct {
 	PID int
 	// Own counts the hosts' own sessions open now (Config.PerHost).
 	Own int
+	// Sandbox is the level a stdio server runs at ("off", "on",
+	// "strict"); empty for other transports. SandboxEvents are its recent
+	// denials and warnings, oldest first (see [MaxSandboxEvents]).
+	Sandbox       string
+	SandboxEvents []SandboxEvent
 }
+
+// A SandboxEvent is something a sandboxed server was refused, or a
+// layer of its sandbox that could not be applied: a connection its
+// egress proxy denied, a limit that ended it, a warning of the sandbox.
+type SandboxEvent struct {
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
+}
+
+// MaxSandboxEvents is how many of a server's sandbox events are kept.
+const MaxSandboxEvents = 20
 
 // Options configure a [Registry] and the servers in it. A nil *Options is
 // the same as a zero one.

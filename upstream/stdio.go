@@ -20,6 +20,7 @@ import (
 
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/reaper"
+	"github.com/junction-mcp/junction/internal/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +50,15 @@ type commandTransport struct {
 	cfg      Config
 	logger   *slog.Logger
 	progress *progressCounter
-	conn     *stdioConn // set by Connect
+	note     func(string) // records a sandbox event (Server.sandboxNote); nil: none
+	conn     *stdioConn   // set by Connect
+}
+
+// sandboxNote records a sandbox event, if the transport has somewhere to.
+func (t *commandTransport) sandboxNote(text string) {
+	if t.note != nil {
+		t.note(text)
+	}
 }
 
 var _ mcp.Transport = (*commandTransport)(nil)
@@ -60,10 +69,24 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(t.cfg.Command, t.cfg.Args...)
-	cmd.Dir = t.cfg.Dir
-	cmd.Env = mergeEnv(os.Environ(), t.cfg.UnsetEnv, t.cfg.Env)
-	setProcessGroup(cmd)
+	lvl, err := t.cfg.Sandbox.level()
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	var cmd *exec.Cmd
+	var box *box
+	if lvl != sandbox.Off {
+		// In a session and process group of its own, with only the
+		// declared environment (see sandbox.go).
+		if cmd, box, err = t.sandboxed(lvl); err != nil {
+			return nil, fmt.Errorf("spawn %q in its sandbox: %w", t.cfg.Command, err)
+		}
+	} else {
+		cmd = exec.Command(t.cfg.Command, t.cfg.Args...)
+		cmd.Dir = t.cfg.Dir
+		cmd.Env = mergeEnv(os.Environ(), t.cfg.UnsetEnv, t.cfg.Env)
+		setProcessGroup(cmd)
+	}
 	reaping := reaper.Enabled()
 	if reaping {
 		clearParentDeathSignal(cmd)
@@ -71,12 +94,14 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
+		box.Close()
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
+		box.Close()
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	stderrR, stderrW, err := os.Pipe()
@@ -85,6 +110,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		stdinW.Close()
 		stdoutR.Close()
 		stdoutW.Close()
+		box.Close()
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	// Results are the large messages: a bigger stdout pipe takes a
@@ -103,9 +129,12 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		stdinW.Close()
 		stdoutR.Close()
 		stderrR.Close()
+		box.Close()
 		return nil, fmt.Errorf("spawn %q: %w", t.cfg.Command, err)
 	}
 	c := &stdioConn{
+		box:        box,
+		note:       t.sandboxNote,
 		logger:     t.logger.With("pid", cmd.Process.Pid),
 		cmd:        cmd,
 		pgid:       cmd.Process.Pid,
@@ -175,6 +204,8 @@ func cutEnv(kv string) (string, string, bool) {
 // stdout reader; Close stops the process group and waits for all three.
 type stdioConn struct {
 	*dataplane.ServerConn
+	box    *box         // the sandbox's temporary directory and egress proxy; nil when not sandboxed
+	note   func(string) // records a sandbox event
 	logger *slog.Logger
 	cmd    *exec.Cmd
 	pgid   int
@@ -283,6 +314,11 @@ func (c *stdioConn) readStderr() {
 		} else if len(line) > 0 {
 			c.logger.Info("stderr", "line", string(line))
 			c.keepLastLine(line)
+			if c.box != nil && bytes.HasPrefix(line, []byte("sandbox: ")) {
+				// The sandbox's own lines: a layer it could not apply, a
+				// limit that ended the server.
+				c.note(string(line))
+			}
 		}
 		if err != nil {
 			return
@@ -349,6 +385,7 @@ func (c *stdioConn) Close() error {
 		c.stderr.Close()
 		c.ServerConn.Wait()
 		c.wg.Wait()
+		c.box.Close()
 	})
 	return c.closeErr
 }

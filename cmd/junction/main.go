@@ -11,6 +11,7 @@ import (
 
 	"github.com/junction-mcp/junction/internal/cli"
 	"github.com/junction-mcp/junction/internal/reaper"
+	"github.com/junction-mcp/junction/internal/sandbox"
 )
 
 func main() {
@@ -18,6 +19,10 @@ func main() {
 	// server's, a plugin's or a command's process group), this does the
 	// reaper's work and exits; see internal/reaper.
 	reaper.Enable()
+	// Likewise in a process junction started as a stdio server's sandbox
+	// (its init, or the stage that confines itself and runs the server);
+	// see internal/sandbox.
+	sandbox.Enable()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

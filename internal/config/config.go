@@ -24,8 +24,10 @@
 package config
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -112,6 +114,9 @@ type Config struct {
 	// expanded. Empty means each process keeps its own state in its data
 	// directory.
 	Store string
+	// Sandbox is the sandbox of every stdio server that does not set its
+	// own (docs/sandbox.md); nil means off.
+	Sandbox *Sandbox
 
 	// Shape says which form the file used (one of the Shape* constants).
 	// A junction file that also has an mcpServers object is ShapeJunction.
@@ -183,6 +188,9 @@ type Server struct {
 	// Code's "env": {"NAME": null}).
 	UnsetEnv []string
 	Cwd      string
+	// Sandbox confines the stdio server (docs/sandbox.md); nil means the
+	// top-level sandbox, if any.
+	Sandbox *Sandbox
 	// EnvFile is a dotenv file (VS Code, Cursor) whose variables are added
 	// before Env when the server starts. Parse does not read it.
 	EnvFile string
@@ -492,4 +500,52 @@ func (c *Config) Enabled() []string {
 	}
 	sortStrings(names)
 	return names
+}
+
+// Sandbox levels, for [Sandbox.Level].
+const (
+	SandboxOff    = "off"
+	SandboxOn     = "on"
+	SandboxStrict = "strict"
+)
+
+// Sandbox confines a stdio server: the files, network, processes,
+// resources and environment it may use. A server's sandbox is laid over
+// the top-level one: its level and limits replace those set there, its
+// lists are added to theirs.
+type Sandbox struct {
+	Level     string   // off, on or strict; "" inherits (off at the top)
+	ReadOnly  []string // more paths it may read
+	ReadWrite []string // more paths it may write
+	Network   []string // host[:port] patterns it may reach through junction's egress proxy
+	Env       []string // names of junction's variables it gets
+	Memory    int64    // bytes per process; 0: the default
+	CPU       time.Duration
+	Procs     int
+	Files     int
+}
+
+// Over returns s laid over base (see [Sandbox]); either may be nil.
+func (s *Sandbox) Over(base *Sandbox) *Sandbox {
+	switch {
+	case s == nil && base == nil:
+		return nil
+	case s == nil:
+		c := *base
+		return &c
+	case base == nil:
+		c := *s
+		return &c
+	}
+	out := *base
+	out.Level = cmp.Or(s.Level, base.Level)
+	out.ReadOnly = append(slices.Clone(base.ReadOnly), s.ReadOnly...)
+	out.ReadWrite = append(slices.Clone(base.ReadWrite), s.ReadWrite...)
+	out.Network = append(slices.Clone(base.Network), s.Network...)
+	out.Env = append(slices.Clone(base.Env), s.Env...)
+	out.Memory = cmp.Or(s.Memory, base.Memory)
+	out.CPU = cmp.Or(s.CPU, base.CPU)
+	out.Procs = cmp.Or(s.Procs, base.Procs)
+	out.Files = cmp.Or(s.Files, base.Files)
+	return &out
 }

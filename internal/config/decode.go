@@ -332,7 +332,7 @@ func (d *decoder) strMap(n *node, path string, expand bool) map[string]string {
 
 // --- top level ---
 
-var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store", "inputs"}
+var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store", "sandbox", "inputs"}
 
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
@@ -391,6 +391,8 @@ func (d *decoder) config(root *node) *Config {
 			}
 		case "store":
 			c.Store = d.strX(e.val, "store")
+		case "sandbox":
+			c.Sandbox = d.sandbox(e.val, "sandbox")
 		case "inputs":
 			d.inputs(e.val, "inputs")
 		case "$schema":
@@ -452,7 +454,7 @@ var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_fil
 	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url", "oauth_client_key_file", "oauth_assertion_file",
 	"oauth_idp_issuer", "oauth_idp_client_id", "oauth_idp_client_secret", "oauth_id_token_file",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
-	"sessions", "max_host_sessions",
+	"sessions", "max_host_sessions", "sandbox",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
 
 // serverAliases are the spellings hosts use for junction's keys.
@@ -537,6 +539,8 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.Env, s.UnsetEnv = d.env(e.val, p)
 		case "cwd":
 			s.Cwd = d.strX(e.val, p)
+		case "sandbox":
+			s.Sandbox = d.sandbox(e.val, p)
 		case "env_file":
 			s.EnvFile = d.strX(e.val, p)
 		case "url":
@@ -927,6 +931,89 @@ func (d *decoder) discovery(ds *Discovery, n *node, path string) {
 			d.unknown(e, path, discoveryKeys)
 		}
 	}
+}
+
+var sandboxKeys = []string{"level", "read_only", "read_write", "network", "env", "limits"}
+
+var sandboxLimitKeys = []string{"memory", "cpu", "procs", "files"}
+
+// sandbox reads a sandbox: a level alone (off, on, strict; YAML's
+// true and false read as on and off) or a mapping.
+func (d *decoder) sandbox(n *node, path string) *Sandbox {
+	sb := &Sandbox{}
+	switch {
+	case n.kind == scalarNode && n.tag == "bool":
+		sb.Level = SandboxOff
+		if d.boolean(n, path) {
+			sb.Level = SandboxOn
+		}
+		return sb
+	case n.kind == scalarNode:
+		sb.Level = strings.ToLower(strings.TrimSpace(d.str(n, path)))
+		return sb
+	}
+	for _, e := range d.mapping(n, path) {
+		p := join(path, e.key)
+		switch e.key {
+		case "level":
+			if e.val.kind == scalarNode && e.val.tag == "bool" {
+				sb.Level = d.sandbox(e.val, p).Level
+			} else {
+				sb.Level = strings.ToLower(strings.TrimSpace(d.str(e.val, p)))
+			}
+		case "read_only":
+			sb.ReadOnly = d.strList(e.val, p, true)
+		case "read_write":
+			sb.ReadWrite = d.strList(e.val, p, true)
+		case "network":
+			sb.Network = d.strList(e.val, p, false)
+		case "env":
+			sb.Env = d.strList(e.val, p, false)
+		case "limits":
+			for _, f := range d.mapping(e.val, p) {
+				q := join(p, f.key)
+				switch f.key {
+				case "memory":
+					sb.Memory = d.bytes(f.val, q)
+				case "cpu":
+					sb.CPU = d.duration(f.val, q)
+				case "procs":
+					sb.Procs = int(d.integer(f.val, q))
+				case "files":
+					sb.Files = int(d.integer(f.val, q))
+				default:
+					d.unknown(f, p, sandboxLimitKeys)
+				}
+			}
+		default:
+			d.unknown(e, path, sandboxKeys)
+		}
+	}
+	return sb
+}
+
+// bytes reads a size: a whole number of bytes, or one with a unit (KiB,
+// MiB, GiB, or KB, MB, GB as powers of 1000).
+func (d *decoder) bytes(n *node, path string) int64 {
+	if n.kind == scalarNode && n.tag == "int" {
+		return d.integer(n, path)
+	}
+	s := strings.TrimSpace(d.str(n, path))
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+			if err == nil && v >= 0 && v <= (1<<62)/u.mult {
+				return v * u.mult
+			}
+			break
+		}
+	}
+	d.fail(n.line, path, "expected a size such as 512MiB or 2GiB, got %q", s)
+	return 0
 }
 
 // --- http, lock, log ---

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/url"
 	pathpkg "path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/egress"
 	"github.com/junction-mcp/junction/internal/redact"
 )
 
@@ -75,6 +77,9 @@ func (c *Config) validate(skip map[string]bool) Errors {
 		}
 	}
 	v.discovery(&c.Discovery, "discovery")
+	if c.Sandbox != nil {
+		v.sandbox(c.Sandbox, "sandbox")
+	}
 	v.http(&c.HTTP)
 	v.log(&c.Log)
 	v.audit(&c.Audit)
@@ -180,7 +185,10 @@ func (v *validator) server(s *Server, path string) {
 	case TransportSSE, TransportHTTP:
 		v.url(s.URL, join(path, "url"), s.Transport+" server")
 		v.notFor(path, s.Transport, map[string]bool{"command": s.Command != "", "args": len(s.Args) > 0,
-			"env": len(s.Env) > 0 || len(s.UnsetEnv) > 0, "cwd": s.Cwd != "", "env_file": s.EnvFile != ""})
+			"env": len(s.Env) > 0 || len(s.UnsetEnv) > 0, "cwd": s.Cwd != "", "env_file": s.EnvFile != "", "sandbox": s.Sandbox != nil})
+	}
+	if s.Sandbox != nil {
+		v.sandbox(s.Sandbox, join(path, "sandbox"))
 	}
 	v.headers(s.Headers, join(path, "headers"))
 	v.auth(s, path)
@@ -612,5 +620,47 @@ func (v *validator) semantic(sem *Semantic, path string) {
 	}
 	if sem.Weight < 0 || sem.Weight > 10 || math.IsNaN(sem.Weight) {
 		v.fail(join(path, "weight"), "must be between 0 and 10 (1, the default, weighs meaning as much as words), got %v", sem.Weight)
+	}
+}
+
+// sandbox checks a sandbox's form: its level, its network patterns, its
+// paths (absolute) and limits. Whether the paths exist, and whether this
+// system can apply the level, config check and the start find out.
+func (v *validator) sandbox(sb *Sandbox, path string) {
+	switch sb.Level {
+	case "", SandboxOff, SandboxOn, SandboxStrict:
+	default:
+		v.fail(join(path, "level"), "unknown sandbox level %q (use off, on or strict)", sb.Level)
+	}
+	if _, err := egress.ParseAllowlist(sb.Network); err != nil {
+		v.fail(join(path, "network"), "%v", err)
+	}
+	for _, l := range []struct {
+		key   string
+		paths []string
+	}{{"read_only", sb.ReadOnly}, {"read_write", sb.ReadWrite}} {
+		for i, p := range l.paths {
+			if !filepath.IsAbs(p) {
+				v.fail(index(join(path, l.key), i), "%q is not an absolute path", p)
+			}
+		}
+	}
+	for i, name := range sb.Env {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			v.fail(index(join(path, "env"), i), "%q is not a variable name", name)
+		}
+	}
+	limits := join(path, "limits")
+	if sb.Memory < 0 || sb.Memory > 0 && sb.Memory < 16<<20 {
+		v.fail(join(limits, "memory"), "must be at least 16MiB (no server starts in less), got %d bytes", sb.Memory)
+	}
+	if sb.CPU < 0 {
+		v.fail(join(limits, "cpu"), "must not be negative")
+	}
+	if sb.Procs < 0 {
+		v.fail(join(limits, "procs"), "must not be negative")
+	}
+	if sb.Files < 0 || sb.Files > 0 && sb.Files < 16 {
+		v.fail(join(limits, "files"), "must be at least 16 (stdin, stdout, stderr and the runtime's own), got %d", sb.Files)
 	}
 }

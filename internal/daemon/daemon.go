@@ -93,7 +93,8 @@ type Daemon struct {
 	sources  map[string]*managed // by source name
 	profiles map[string]*junction.View
 	planes   map[*junction.View]*dataplane.Plane
-	cfg      *config.Config // in force; nil without a config file
+	cfg      *config.Config  // in force; nil without a config file
+	sandbox  *config.Sandbox // the top-level sandbox of the config in force (or being applied by Reload)
 	spec     Spec
 	closers  []io.Closer
 	// shared is the store replicas share (the config's store), or nil.
@@ -165,6 +166,9 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		started: time.Now(), calls: calls, reloads: statuspage.NewRing[statuspage.Reload](statuspage.RecentReloads),
 		sources: map[string]*managed{}, profiles: map[string]*junction.View{}, planes: map[*junction.View]*dataplane.Plane{}, cfg: cfg, spec: spec,
 		closers: obs.closers,
+	}
+	if cfg != nil {
+		d.sandbox = cfg.Sandbox
 	}
 	metrics.watchSources(d)
 	metrics.watchSessions(d)

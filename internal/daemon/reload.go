@@ -55,6 +55,18 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	delta := config.Diff(withEffectivePacks(spec, old), withEffectivePacks(spec, cfg))
 	var errs []error
 	r := &reload{d: d, ctx: ctx}
+	d.mu.Lock()
+	d.sandbox = cfg.Sandbox
+	d.mu.Unlock()
+	if !reflect.DeepEqual(old.Sandbox, cfg.Sandbox) {
+		// The top-level sandbox is every stdio server's base: each is
+		// brought in line (restarted where its own sandbox changes).
+		for _, name := range delta.Servers.Unchanged {
+			if s := cfg.Servers[name]; s.Transport == config.TransportStdio || s.Transport == "" && s.Command != "" {
+				delta.Servers.Updated = append(delta.Servers.Updated, name)
+			}
+		}
+	}
 
 	// Upstream servers. A changed or updated server whose new settings
 	// need no new process (timeouts) is updated in place; the others

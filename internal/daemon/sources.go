@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
 	"github.com/junction-mcp/junction/internal/config"
+	"github.com/junction-mcp/junction/internal/oauth"
 	"github.com/junction-mcp/junction/toolbox"
 	"github.com/junction-mcp/junction/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,7 +146,26 @@ func (d *Daemon) upstreamConfigFor(name string, s *config.Server) (upstream.Conf
 		env[k] = v
 	}
 	c.Env = env
+	d.mu.Lock()
+	base := d.sandbox
+	d.mu.Unlock()
+	c.Sandbox = d.sandboxFor(s.Sandbox.Over(base))
 	return c, nil
+}
+
+// sandboxFor translates a config sandbox into the upstream package's,
+// denying junction's own stores besides the keys the sandbox always
+// denies. Nil stays nil.
+func (d *Daemon) sandboxFor(sb *config.Sandbox) *upstream.Sandbox {
+	if sb == nil {
+		return nil
+	}
+	deny := []string{cmp.Or(d.dataDir, DefaultDataDir(d.getenv))}
+	if dir, err := oauth.DefaultDir(d.getenv); err == nil {
+		deny = append(deny, dir)
+	}
+	return &upstream.Sandbox{Level: sb.Level, ReadOnly: sb.ReadOnly, ReadWrite: sb.ReadWrite, Deny: deny,
+		Network: sb.Network, Env: sb.Env, Memory: sb.Memory, CPU: sb.CPU, Procs: sb.Procs, Files: sb.Files}
 }
 
 // startUpstream creates (and starts connecting) the upstream server name.

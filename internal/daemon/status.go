@@ -11,6 +11,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/statuspage"
 	"github.com/junction-mcp/junction/internal/store/postgres"
+	"github.com/junction-mcp/junction/upstream"
 )
 
 // Status is what "junction status" and GET /status report.
@@ -54,6 +55,10 @@ type SourceStatus struct {
 	Connects     int        `json:"connects,omitempty"`
 	// Drift is how the source's tools differ from the lock file.
 	Drift *junction.Drift `json:"drift,omitempty"`
+	// Sandbox is a stdio upstream's sandbox level (off, on, strict), and
+	// SandboxEvents its recent denials and warnings, oldest first.
+	Sandbox       string                  `json:"sandbox,omitempty"`
+	SandboxEvents []upstream.SandboxEvent `json:"sandbox_events,omitempty"`
 }
 
 // Status reports every source's state, tool count, last error and drift.
@@ -81,6 +86,7 @@ func (d *Daemon) Status() Status {
 				s.ConnectedSince = &since
 			}
 			s.Connects = snap.Connects
+			s.Sandbox, s.SandboxEvents = snap.Sandbox, snap.SandboxEvents
 			if !snap.BackoffUntil.IsZero() {
 				b := snap.BackoffUntil
 				s.BackoffUntil = &b
