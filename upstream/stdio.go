@@ -87,7 +87,11 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		cmd.Env = mergeEnv(os.Environ(), t.cfg.UnsetEnv, t.cfg.Env)
 		setProcessGroup(cmd)
 	}
-	reaping := reaper.Enabled()
+	// A sandboxed server needs no reaper: its init is PID 1 of a PID
+	// namespace and dies with junction (its parent-death signal), which
+	// ends every process in the namespace; and a reaper could not join
+	// its process group, which is in a session of its own.
+	reaping := reaper.Enabled() && box == nil
 	if reaping {
 		clearParentDeathSignal(cmd)
 	}

@@ -91,6 +91,7 @@ func commands() []command {
 		{name: "diagram run", summary: "run a saved diagram or a diagram file, now or in the background", run: runDiagramRun},
 		{name: "diagram results", summary: "print a diagram run's status and node outputs by session id", run: runDiagramResults},
 		{name: "status", summary: "show a running hub's sources: states, tools, errors, drift", run: runStatus},
+		{name: "sandbox check", summary: "show what this system supports for sandboxing stdio servers", run: runSandboxCheck},
 		{name: "auth login", summary: "log in to an MCP server that wants OAuth and keep its token", run: runAuthLogin},
 		{name: "auth status", summary: "list the stored OAuth tokens of upstream servers", run: runAuthStatus},
 		{name: "auth logout", summary: "forget an upstream server's OAuth token", run: runAuthLogout},

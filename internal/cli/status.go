@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,9 @@ const statusAbout = `
 Ask a running "junction serve -http" for its sources: each one's kind,
 state (initializing, connected, degraded, failed; "ready" for packs and
 plugins), tool count, process id, last error and drift against the lock
-file; with a store (replicas sharing PostgreSQL), every replica too: its
+file; for a stdio server run in a sandbox, its level (a SANDBOX column)
+and its recent sandbox events, denials and warnings, under its row
+(docs/sandbox.md); with a store (replicas sharing PostgreSQL), every replica too: its
 id, address, config version and last heartbeat. The hub is found at
 -url, else at the config file's http.listen, else at
 http://127.0.0.1:7331 (where "junction serve -http 127.0.0.1:7331" serves).
@@ -104,27 +107,7 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, ", config %s", st.Config)
 	}
 	fmt.Fprintln(env.Stdout)
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tKIND\tSTATE\tTOOLS\tPID\tDRIFT\tLAST ERROR")
-	for _, s := range st.Sources {
-		pid, drift := "-", "-"
-		if s.PID != 0 {
-			pid = fmt.Sprint(s.PID)
-		}
-		if s.Drift != nil {
-			drift = s.Drift.Summary()
-		}
-		state := s.State
-		if s.BackoffUntil != nil {
-			state += fmt.Sprintf(" (retry in %s)", time.Until(*s.BackoffUntil).Round(time.Second))
-		}
-		lastErr := s.Error
-		if lastErr != "" && s.ErrorAt != nil {
-			lastErr = fmt.Sprintf("%s ago: %s", time.Since(*s.ErrorAt).Round(time.Second), lastErr)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Kind, state, s.Tools, pid, drift, lastErr)
-	}
-	tw.Flush()
+	printSources(env.Stdout, st.Sources, time.Now())
 	for _, c := range st.Collisions {
 		fmt.Fprintf(env.Stdout, "collision: %s\n", c)
 	}
@@ -148,6 +131,79 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 		tw.Flush()
 	}
 	return failedSources(st)
+}
+
+// printSources prints the table of sources and, under each, its sandbox
+// events (oldest first). A SANDBOX column shows each source's level when
+// one of them runs sandboxed.
+func printSources(w io.Writer, sources []daemon.SourceStatus, now time.Time) {
+	sandboxed := false
+	for _, s := range sources {
+		if s.Sandbox != "" && s.Sandbox != "off" {
+			sandboxed = true
+		}
+	}
+	// The rows go through one tabwriter, so they align; each row's lines
+	// are then printed with the source's events after them.
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	head := "SOURCE\tKIND\t"
+	if sandboxed {
+		head += "SANDBOX\t"
+	}
+	fmt.Fprintln(tw, head+"STATE\tTOOLS\tPID\tDRIFT\tLAST ERROR")
+	rowLines := make([]int, len(sources))
+	for i, s := range sources {
+		pid, drift := "-", "-"
+		if s.PID != 0 {
+			pid = fmt.Sprint(s.PID)
+		}
+		if s.Drift != nil {
+			drift = s.Drift.Summary()
+		}
+		state := s.State
+		if s.BackoffUntil != nil {
+			state += fmt.Sprintf(" (retry in %s)", s.BackoffUntil.Sub(now).Round(time.Second))
+		}
+		lastErr := s.Error
+		if lastErr != "" && s.ErrorAt != nil {
+			lastErr = fmt.Sprintf("%s ago: %s", now.Sub(*s.ErrorAt).Round(time.Second), lastErr)
+		}
+		row := s.Name + "\t" + s.Kind + "\t"
+		if sandboxed {
+			level := s.Sandbox
+			if level == "" {
+				level = "-"
+			}
+			row += level + "\t"
+		}
+		row += fmt.Sprintf("%s\t%d\t%s\t%s\t%s\n", state, s.Tools, pid, drift, lastErr)
+		rowLines[i] = strings.Count(row, "\n")
+		io.WriteString(tw, row)
+	}
+	tw.Flush()
+	lines := strings.SplitAfter(table.String(), "\n")
+	io.WriteString(w, lines[0])
+	lines = lines[1:]
+	for i, s := range sources {
+		n := min(rowLines[i], len(lines))
+		io.WriteString(w, strings.Join(lines[:n], ""))
+		lines = lines[n:]
+		for _, e := range s.SandboxEvents {
+			fmt.Fprintf(w, "  sandbox %s (%s ago): %s\n", eventClock(e.At, now), now.Sub(e.At).Round(time.Second), printable(e.Text))
+		}
+	}
+	io.WriteString(w, strings.Join(lines, ""))
+}
+
+// eventClock is t's local time of day, with the date when t is not
+// today.
+func eventClock(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if y, m, d := t.Date(); now.Year() == y && now.Month() == m && now.Day() == d {
+		return t.Format(time.TimeOnly)
+	}
+	return t.Format(time.DateTime)
 }
 
 // exitFailed is the exit status of "junction status" when a source has

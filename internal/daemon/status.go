@@ -148,7 +148,7 @@ const (
 )
 
 // pageData is what the status page shows: the Status, with each
-// source's tools and their drift.
+// source's tools and their drift, sandbox level and sandbox events.
 func (d *Daemon) pageData(logout bool) statuspage.Data {
 	st := d.Status()
 	tools := map[string][]statuspage.Tool{}
@@ -162,7 +162,10 @@ func (d *Daemon) pageData(logout bool) statuspage.Data {
 	for _, s := range st.Sources {
 		ps := statuspage.Source{
 			Name: s.Name, Kind: s.Kind, State: s.State, PID: s.PID, Error: s.Error,
-			Connects: s.Connects, Tools: tools[s.Name],
+			Connects: s.Connects, Tools: tools[s.Name], Sandbox: s.Sandbox,
+		}
+		for _, e := range s.SandboxEvents {
+			ps.SandboxEvents = append(ps.SandboxEvents, statuspage.SandboxEvent{At: e.At, Text: e.Text})
 		}
 		if s.ConnectedSince != nil {
 			ps.Since = *s.ConnectedSince

@@ -381,7 +381,8 @@ func TestPageMetricsAndCalls(t *testing.T) {
 		}
 	}
 	_, page := get(t, srv.Client(), srv.URL+"/", "Accept", browserAccept)
-	for _, want := range []string{`id="source-up"`, "up__echo", "junction_version"} {
+	// up is a stdio server without a sandbox: its badge says off.
+	for _, want := range []string{`id="source-up"`, "up__echo", "junction_version", `id="sandbox-up" class="badge sandbox-off"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

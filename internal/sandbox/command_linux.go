@@ -90,7 +90,7 @@ func Command(p Policy, path string, args []string, dir string) (*exec.Cmd, error
 		}, nil
 	}
 	s := cachedSupport()
-	if missing := s.missing(p); p.Level == Strict && len(missing) > 0 {
+	if missing := s.Missing(p); p.Level == Strict && len(missing) > 0 {
 		return nil, fmt.Errorf("%w: level strict refuses to start %s: %s", ErrUnsupported, path, strings.Join(missing, "; "))
 	}
 	for _, d := range p.ReadWrite {

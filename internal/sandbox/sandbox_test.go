@@ -92,7 +92,7 @@ func newFixture(t *testing.T) *fixture {
 		Env:       []string{"PATH=/usr/bin:/bin", "HOME=" + f.home, "DECLARED=yes"},
 		Limits:    Limits{Files: 256},
 	}
-	if m := cachedSupport().missing(f.policy); len(m) > 0 {
+	if m := cachedSupport().Missing(f.policy); len(m) > 0 {
 		t.Logf("level on (this system lacks: %s)", strings.Join(m, "; "))
 		f.policy.Level = On
 	}

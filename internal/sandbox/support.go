@@ -88,8 +88,10 @@ func (s Support) Lines() []string {
 	return l
 }
 
-// missing lists what policy p needs that s lacks, one line each.
-func (s Support) missing(p Policy) []string {
+// Missing lists what policy p needs that s lacks, one line each: what a
+// server at level Strict is refused for, and at level On warned about.
+// [StrictPolicy] needs every layer.
+func (s Support) Missing(p Policy) []string {
 	if s.OS != "linux" {
 		return []string{"no sandbox on " + s.OS}
 	}
@@ -122,3 +124,7 @@ func (s Support) missing(p Policy) []string {
 	}
 	return m
 }
+
+// StrictPolicy is the most demanding policy [Support.Missing] judges: a
+// network list (the loopback and its proxy) and a process limit.
+var StrictPolicy = Policy{Level: Strict, ProxySocket: "proxy.sock", Limits: Limits{Procs: 1}}

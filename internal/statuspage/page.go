@@ -75,6 +75,18 @@ type Source struct {
 	// the server's previous list; empty when they do not.
 	Drift string
 	Tools []Tool
+	// Sandbox is a stdio server's sandbox level (off, on, strict); empty
+	// for other sources. SandboxEvents are its recent denials and
+	// warnings, oldest first.
+	Sandbox       string
+	SandboxEvents []SandboxEvent
+}
+
+// SandboxEvent is something a sandboxed server was refused, or a layer of
+// its sandbox that could not be applied.
+type SandboxEvent struct {
+	At   time.Time
+	Text string
 }
 
 // Tool is one tool of a source, with its drift.
@@ -85,7 +97,7 @@ type Tool struct {
 }
 
 // funcs are the page template's helpers: counts of things, durations,
-// times and the colour class of a state.
+// times and the colour class of a state or a sandbox level.
 var funcs = template.FuncMap{
 	"count": count,
 	"since": func(now, t time.Time) string {
@@ -105,6 +117,13 @@ var funcs = template.FuncMap{
 			return ""
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"sandboxClass": func(level string) string {
+		switch level {
+		case "strict", "on":
+			return "sandbox-" + level
+		}
+		return "sandbox-off"
 	},
 	"stateClass": func(state string) string {
 		switch state {

@@ -309,3 +309,43 @@ func TestRenderOne(t *testing.T) {
 		t.Errorf("page says \"1 tools\":\n%s", body)
 	}
 }
+
+// TestRenderSandbox: a stdio source's sandbox level is a badge, its
+// events a list under it, oldest first, with their text escaped.
+func TestRenderSandbox(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := httptest.NewRecorder()
+	Render(rec, Data{Version: "v1", Now: now,
+		Sources: []Source{
+			{Name: "core", Kind: "pack", State: "ready"},
+			{Name: "files", Kind: "upstream", State: "connected", Sandbox: "strict", SandboxEvents: []SandboxEvent{
+				{At: now.Add(-90 * time.Second), Text: "proxy: denied CONNECT evil.example:443"},
+				{At: now.Add(-5 * time.Second), Text: `denied host "<img src=x onerror=alert(1)>.example"`},
+			}},
+			{Name: "plain", Kind: "upstream", State: "connected", Sandbox: "off"},
+		}})
+	body := rec.Body.String()
+	if rec.Code != 200 {
+		t.Fatalf("Render: %d", rec.Code)
+	}
+	for _, want := range []string{
+		`id="sandbox-files" class="badge sandbox-strict"`, ">sandbox strict</span>",
+		`id="sandbox-plain" class="badge sandbox-off"`, ">sandbox off</span>",
+		"2 sandbox events",
+		"2026-01-02 03:02:35Z (1m30s ago)", "proxy: denied CONNECT evil.example:443",
+		"2026-01-02 03:04:00Z (5s ago)", "&lt;img src=x onerror=alert(1)&gt;.example",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<img") {
+		t.Error("page carries an event's unescaped <img>")
+	}
+	if strings.Contains(body, `id="sandbox-core"`) {
+		t.Error("a pack has a sandbox badge")
+	}
+	if first, last := strings.Index(body, "evil.example:443"), strings.Index(body, "onerror"); first > last {
+		t.Error("sandbox events not oldest first")
+	}
+}
