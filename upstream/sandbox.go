@@ -78,7 +78,9 @@ func (s *Sandbox) Check(command string, args []string, dir string) error {
 		errs = append(errs, fmt.Errorf("network: %w", err))
 	}
 	for _, p := range s.ReadOnly {
-		if _, err := os.Stat(p); err != nil {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("read_only: %s does not exist (create it, or take it out of the list)", p))
+		} else if err != nil {
 			errs = append(errs, fmt.Errorf("read_only: %w", err))
 		}
 	}
@@ -242,3 +244,9 @@ func (b *box) Close() {
 		}
 	})
 }
+
+// EnableSandbox lets this program start sandboxed servers: a program that
+// embeds the upstream package and sets [Config.Sandbox] calls it first
+// thing in main, as junction's own main does; in a process started as a
+// sandbox's init or its exec stage it does that work and never returns.
+func EnableSandbox() { sandbox.Enable() }

@@ -68,6 +68,20 @@ func Preflight(file string, cfg *config.Config, getenv func(string) string) conf
 	if err := telemetry.CheckAuditFile(telemetry.AuditFile{Output: cfg.Audit.Output}); err != nil {
 		add("audit.output", "%v", err)
 	}
+	// Each stdio server's sandbox as it would run: paths that do not
+	// exist, a path that holds a key or junction's own stores, a level
+	// this system cannot give.
+	d := &Daemon{getenv: getenv}
+	for _, name := range sortedNames(cfg.Servers) {
+		s := cfg.Servers[name]
+		sb := s.Sandbox.Over(cfg.Sandbox)
+		if sb == nil || s.Disabled || s.Command == "" {
+			continue
+		}
+		if err := d.sandboxFor(sb).Check(s.Command, s.Args, s.Cwd); err != nil {
+			add(cfg.FieldPath("server", name)+".sandbox", "%v", err)
+		}
+	}
 	return errs
 }
 
