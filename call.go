@@ -418,7 +418,7 @@ func (c *Call) observe(outcome string) {
 	ss := c.HostSession()
 	c.hub.opts.Observe(CallInfo{
 		Source: c.st.name, Tool: c.name, Start: c.start, Duration: time.Since(c.start), Outcome: outcome,
-		Code: c.code, Panicked: c.panic, Raw: c.raw, View: c.view, Session: ss, Context: c.ctx,
+		Code: c.code, Panicked: c.panic, Raw: c.raw, View: c.view, Session: ss, Context: c.ctx, Via: viaOf(c.ctx),
 		in: c.in, inRaw: c.inRaw, res: c.res, resJSON: c.resJSON, resSize: c.resSize,
 	})
 }

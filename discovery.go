@@ -48,11 +48,13 @@ func (m DiscoveryMode) String() string {
 	return "list"
 }
 
-// Default names of the meta-tools of [DiscoverySearch].
+// Default names of the meta-tools of [DiscoverySearch] and of code mode
+// ([Discovery.CodeMode]).
 const (
 	DefaultSearchToolName   = "search_tools"
 	DefaultDescribeToolName = "describe_tools"
 	DefaultCallToolName     = "call_tool"
+	DefaultScriptToolName   = "run_script"
 )
 
 // MetaToolNames are the names a view in [DiscoverySearch] serves its
@@ -63,6 +65,7 @@ type MetaToolNames struct {
 	Search   string
 	Describe string
 	Call     string
+	Script   string // code mode's ([Discovery.CodeMode]); default [DefaultScriptToolName]
 }
 
 func (n MetaToolNames) withDefaults() MetaToolNames {
@@ -75,7 +78,28 @@ func (n MetaToolNames) withDefaults() MetaToolNames {
 	if n.Call == "" {
 		n.Call = DefaultCallToolName
 	}
+	if n.Script == "" {
+		n.Script = DefaultScriptToolName
+	}
 	return n
+}
+
+// metaName is one meta-tool a view serves: its key in [MetaToolNames]
+// and its name.
+type metaName struct{ key, name string }
+
+// active returns the meta-tools d serves, in listing order: the three of
+// DiscoverySearch, and the script tool with CodeMode.
+func (d Discovery) active() []metaName {
+	n := d.Names.withDefaults()
+	var out []metaName
+	if d.Mode == DiscoverySearch {
+		out = append(out, metaName{"search", n.Search}, metaName{"describe", n.Describe}, metaName{"call", n.Call})
+	}
+	if d.CodeMode {
+		out = append(out, metaName{"script", n.Script})
+	}
+	return out
 }
 
 // Discovery is how a view presents its tools. The zero value is
@@ -88,6 +112,11 @@ type Discovery struct {
 	Pinned []string
 	// Names are the meta-tools' names.
 	Names MetaToolNames
+	// CodeMode adds the script meta-tool (run_script), in either mode: a
+	// script that calls the view's tools as typed async functions inside
+	// the hub, so that only its answer comes back (docs/code-mode.md). It
+	// needs the hub's [Options.Scripts].
+	CodeMode bool
 }
 
 // Check reports a Discovery that cannot be served: a bad pattern in
@@ -104,7 +133,7 @@ func (d Discovery) Check() error {
 	}
 	n := d.Names.withDefaults()
 	seen := map[string]string{}
-	for _, m := range []struct{ key, name string }{{"search", n.Search}, {"describe", n.Describe}, {"call", n.Call}} {
+	for _, m := range []metaName{{"search", n.Search}, {"describe", n.Describe}, {"call", n.Call}, {"script", n.Script}} {
 		if msg := toolNameProblem(m.name); msg != "" {
 			return fmt.Errorf("names.%s: %q %s", m.key, m.name, msg)
 		}
@@ -143,7 +172,7 @@ func PinnedMatch(pinned []string, name string) bool {
 // ClashError reports a meta-tool name that is also the name of a tool
 // the view serves.
 type ClashError struct {
-	Key    string // "search", "describe" or "call"
+	Key    string // "search", "describe", "call" or "script"
 	Name   string // the name both have
 	Source string // the source of the tool
 }
@@ -155,13 +184,18 @@ func (e *ClashError) Error() string {
 // discoveryState is the part of a view that discovery keeps; guarded by
 // View.mu.
 type discoveryState struct {
-	d     Discovery
-	names MetaToolNames // d.Names with defaults; zero in DiscoveryList
-	// meta are the meta-tools registered on the server now (nil in
-	// DiscoveryList); searchDesc is the search tool's description they
-	// were registered with.
+	d      Discovery
+	names  MetaToolNames // d.Names with defaults
+	active []metaName    // the meta-tools d serves (Discovery.active)
+	// meta are the meta-tools registered on the server now (nil with
+	// none active); searchDesc and scriptDesc are the search and script
+	// tools' descriptions they were registered with.
 	meta       []*mcp.Tool
 	searchDesc string
+	scriptDesc string
+	// decls are the URIs of the code-mode declaration resources
+	// registered now, one per server (see syncDeclarations).
+	decls []string
 	// warned are the shadowed tools and the unmatched pins logged already.
 	warned map[string]bool
 }
@@ -192,18 +226,18 @@ func (v *View) SetDiscovery(d Discovery) error {
 	h.mu.RLock()
 	t := h.table
 	h.mu.RUnlock()
-	var names MetaToolNames
-	if d.Mode == DiscoverySearch {
-		names = d.Names.withDefaults()
-		for _, m := range []struct{ key, name string }{{"search", names.Search}, {"describe", names.Describe}, {"call", names.Call}} {
-			if e := t.toolIndex[m.name]; e != nil && v.selects(t, e) {
-				return &ClashError{Key: m.key, Name: m.name, Source: e.source.name}
-			}
+	if d.CodeMode && h.opts.Scripts == nil {
+		return errors.New("code mode needs a script engine (Options.Scripts), and this hub has none")
+	}
+	names, active := d.Names.withDefaults(), d.active()
+	for _, m := range active {
+		if e := t.toolIndex[m.name]; e != nil && v.selects(t, e) {
+			return &ClashError{Key: m.key, Name: m.name, Source: e.source.name}
 		}
 	}
 	v.mu.Lock()
 	old := v.disc
-	if old.names != names {
+	if !slices.Equal(old.active, active) {
 		// Tools the old meta-tools shadowed are registered again by sync.
 		var drop []string
 		for _, m := range old.meta {
@@ -212,12 +246,16 @@ func (v *View) SetDiscovery(d Discovery) error {
 		if len(drop) > 0 {
 			v.server.RemoveTools(drop...)
 		}
-		old.meta, old.searchDesc = nil, ""
+		old.meta, old.searchDesc, old.scriptDesc = nil, "", ""
 	}
-	for _, n := range []string{names.Search, names.Describe, names.Call} {
-		delete(v.tools, n) // a tool the new meta-tool shadows
+	if !d.CodeMode && len(old.decls) > 0 {
+		v.server.RemoveResources(old.decls...)
+		old.decls = nil
 	}
-	v.disc = discoveryState{d: d, names: names, meta: old.meta, searchDesc: old.searchDesc}
+	for _, m := range active {
+		delete(v.tools, m.name) // a tool the new meta-tool shadows
+	}
+	v.disc = discoveryState{d: d, names: names, active: active, meta: old.meta, searchDesc: old.searchDesc, scriptDesc: old.scriptDesc, decls: old.decls}
 	v.mu.Unlock()
 	if err := v.sync(t); err != nil {
 		return err
@@ -248,8 +286,12 @@ func (v *View) selects(t *table, e *toolEntry) bool {
 // isMeta reports whether name is one of the view's meta-tools; called
 // with v.mu held.
 func (v *View) isMeta(name string) bool {
-	n := v.disc.names
-	return v.disc.d.Mode == DiscoverySearch && (name == n.Search || name == n.Describe || name == n.Call)
+	for _, m := range v.disc.active {
+		if m.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // syncMeta registers the meta-tools of a view in DiscoverySearch, again
@@ -258,17 +300,34 @@ func (v *View) isMeta(name string) bool {
 // all connected. Called by sync with v.mu held.
 func (v *View) syncMeta(t *table, pending int) {
 	ds := &v.disc
-	if ds.d.Mode != DiscoverySearch {
+	if len(ds.active) == 0 {
 		return
 	}
-	if desc := v.searchDescription(t); ds.meta == nil || desc != ds.searchDesc {
-		ds.searchDesc = desc
-		ds.meta = []*mcp.Tool{v.searchToolDef(desc), v.describeToolDef(), v.callToolDef()}
-		v.server.AddTool(ds.meta[0], v.searchHandler)
-		v.server.AddTool(ds.meta[1], v.describeHandler)
-		v.server.AddTool(ds.meta[2], v.callHandler)
+	var searchDesc, scriptDesc string
+	if ds.d.Mode == DiscoverySearch {
+		searchDesc = v.searchDescription(t)
 	}
-	if pending > 0 {
+	if ds.d.CodeMode {
+		scriptDesc = v.scriptDescription(t)
+	}
+	if ds.meta == nil || searchDesc != ds.searchDesc || scriptDesc != ds.scriptDesc {
+		ds.searchDesc, ds.scriptDesc, ds.meta = searchDesc, scriptDesc, nil
+		if ds.d.Mode == DiscoverySearch {
+			ds.meta = append(ds.meta, v.searchToolDef(searchDesc), v.describeToolDef(), v.callToolDef())
+			v.server.AddTool(ds.meta[0], v.searchHandler)
+			v.server.AddTool(ds.meta[1], v.describeHandler)
+			v.server.AddTool(ds.meta[2], v.callHandler)
+		}
+		if ds.d.CodeMode {
+			m := v.scriptToolDef(scriptDesc)
+			ds.meta = append(ds.meta, m)
+			v.server.AddTool(m, v.scriptHandler)
+		}
+	}
+	if ds.d.CodeMode {
+		v.syncDeclarations(t)
+	}
+	if ds.d.Mode != DiscoverySearch || pending > 0 {
 		return
 	}
 	for _, p := range ds.d.Pinned {
@@ -447,7 +506,7 @@ func (v *View) searchToolDef(desc string) *mcp.Tool {
 			`"required":["query"],"additionalProperties":false}`, toolsearch.MaxQueryBytes, toolsearch.MaxLimit, toolsearch.DefaultLimit)),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"matched":{"type":"integer","description":"How many tools matched; a larger limit returns more of them."},` +
-			`"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"server":{"type":"string"},"description":{"type":"string"}},"required":["name","server","description"]}}},` +
+			`"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"server":{"type":"string"},"description":{"type":"string"},"signature":{"type":"string"}},"required":["name","server","description"]}}},` +
 			`"required":["matched","tools"]}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
 	}
@@ -504,6 +563,9 @@ type SearchHit struct {
 	Name        string `json:"name"`   // exposed name
 	Server      string `json:"server"` // source name
 	Description string `json:"description"`
+	// Signature is the tool's function in code mode, on one line, when
+	// the view's code mode is on (see [View.ToolSignature]).
+	Signature string `json:"signature,omitempty"`
 }
 
 // Limits of [View.SearchTools].
@@ -581,10 +643,15 @@ func (v *View) SearchTools(ctx context.Context, query string, opts SearchOptions
 		}
 	}
 	names = names[:min(len(names), limit)]
+	code := v.Discovery().CodeMode
 	out := &SearchResult{Matched: matched, Tools: make([]SearchHit, 0, len(names))}
 	for _, name := range names {
 		if e := t.toolIndex[name]; e != nil {
-			out.Tools = append(out.Tools, SearchHit{Name: name, Server: e.source.name, Description: oneLine(e.tool.Description)})
+			hit := SearchHit{Name: name, Server: e.source.name, Description: oneLine(e.tool.Description)}
+			if code {
+				hit.Signature = v.ToolSignature(name)
+			}
+			out.Tools = append(out.Tools, hit)
 		}
 	}
 	return out, nil
@@ -676,6 +743,10 @@ func searchResult(query string, r *SearchResult) *mcp.CallToolResult {
 			b.WriteString(" — ")
 			b.WriteString(t.Description)
 		}
+		if t.Signature != "" {
+			b.WriteString("\n  ")
+			b.WriteString(t.Signature)
+		}
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}, StructuredContent: r}
 }
@@ -688,6 +759,9 @@ type describedTool struct {
 	InputSchema  any    `json:"inputSchema"`
 	OutputSchema any    `json:"outputSchema,omitempty"`
 	Annotations  any    `json:"annotations,omitempty"` // *mcp.ToolAnnotations, or the source's own bytes
+	// TypeScript is the tool's function in code mode, with its argument
+	// and result types, when the view's code mode is on.
+	TypeScript string `json:"typescript,omitempty"`
 }
 
 type describeError struct {
@@ -725,6 +799,9 @@ func (v *View) describeHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 				d.Annotations = raw
 			} else if tool.Annotations != nil {
 				d.Annotations = tool.Annotations
+			}
+			if v.Discovery().CodeMode {
+				d.TypeScript = v.ToolSignature(name)
 			}
 			out.Tools = append(out.Tools, d)
 		}

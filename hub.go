@@ -75,6 +75,10 @@ type Options struct {
 	// Semantic, if not nil, adds the semantic stage to tool search (see
 	// [SemanticSearch]). Off by default.
 	Semantic *SemanticSearch
+
+	// Scripts runs code mode's scripts ([Discovery.CodeMode]); a view
+	// cannot turn code mode on without it.
+	Scripts ScriptEngine
 }
 
 // DefaultStartupBudget is the zero value's meaning of
@@ -115,6 +119,10 @@ type CallInfo struct {
 	// [MetaSource].
 	Query   string
 	Matched int
+	// Via is the meta-tool that made the call for its caller: the script
+	// tool (run_script) for a call a code-mode script made; "" for a
+	// call a host made.
+	Via string
 
 	in      json.RawMessage     // the typed call's arguments, or the raw call's params
 	inRaw   bool                // in is a params object
@@ -304,6 +312,7 @@ type Hub struct {
 	index     *toolsearch.Index
 	indexed   map[string]indexedSource
 	embed     *embed.Embedder     // the semantic stage, or nil (Options.Semantic)
+	paused    pausedScripts       // code-mode scripts waiting for their hosts' answers
 	onReindex func(source string) // tests: called for each source indexed again or dropped
 }
 

@@ -23,6 +23,8 @@ type View struct {
 
 	disc discoveryState // guarded by mu; see SetDiscovery
 
+	scripts atomic.Pointer[scriptBindings] // code mode's bindings, for the table they were made from
+
 	mu        sync.RWMutex    // guards disc and the fields below
 	active    map[string]bool // selected exposed tool names; nil means all
 	tools     map[string]*toolEntry

@@ -47,45 +47,45 @@ type Server struct {
 	// 2026-07-28 server named, as JSON (see Server.hostCapabilities).
 	lastCaps atomic.Pointer[initCaps]
 
-	mu           sync.Mutex // guards the fields below
-	state        State
-	lastErr      error
+	mu      sync.Mutex // guards the fields below
+	state   State
+	lastErr error
 	// sandboxEvents are the last MaxSandboxEvents denials and warnings of
 	// a sandboxed stdio server (sandboxNote).
 	sandboxEvents []SandboxEvent
-	lastErrAt    time.Time // when lastErr was set
-	backoffUntil time.Time
-	sess         *session      // nil unless connected
-	changed      chan struct{} // closed and replaced on every state change
-	attempts     int           // finished connection attempts
-	catalog      *junction.Catalog
-	tools        []*mcp.Tool     // the last tool list, unfiltered: the drift baseline
-	drift        *junction.Drift // the last non-empty drift; never modified once set
-	listener     junction.Listener
-	subs         map[string]bool // resource URIs the hub subscribed to
-	connects     int
-	since        time.Time
-	info         *mcp.Implementation
-	calls        map[string]*call // in-flight calls by upstream progress token
-	watch        *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
-	watchDue     time.Time        // when watch fires; zero when it is not set
-	recent       map[*mcp.ServerSession]recentHost
-	sole         *mcp.ServerSession                     // the hub's only host session, if it has one (see sole.go)
-	recentSweep  *time.Timer                            // runs sweepRecent while recent has hosts
-	acked        map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
-	ackSignal    chan struct{}                          // closed and replaced on every acknowledgement
-	http         *http.Client                           // built on first use
-	ownTransport *http.Transport                        // nil when Config.HTTPClient is set
-	nextToken    uint64
-	progress     progressCounter               // progress notifications read, for drainProgress
-	logsHandled  atomic.Int64                  // log messages handled by onLog, for drainLogs
-	bridges      map[string]*bridge            // parked calls, by requestState (see bridge)
-	hostCaps     *mcp.ClientCapabilities       // a host's own session: the capabilities declared (see perhost.go)
-	own          ownSessions                   // Config.PerHost: the hosts' own sessions
-	onIdle       func()                        // a host's own session: see start
-	noDiscover   atomic.Bool                   // the server failed the server/discover probe: offer legacyProtocol (see connect)
-	oldAsks      atomic.Bool                   // the server asks the old way on 2026-07-28 sessions (see oldasks.go)
-	metaOf       map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
+	lastErrAt     time.Time // when lastErr was set
+	backoffUntil  time.Time
+	sess          *session      // nil unless connected
+	changed       chan struct{} // closed and replaced on every state change
+	attempts      int           // finished connection attempts
+	catalog       *junction.Catalog
+	tools         []*mcp.Tool     // the last tool list, unfiltered: the drift baseline
+	drift         *junction.Drift // the last non-empty drift; never modified once set
+	listener      junction.Listener
+	subs          map[string]bool // resource URIs the hub subscribed to
+	connects      int
+	since         time.Time
+	info          *mcp.Implementation
+	calls         map[string]*call // in-flight calls by upstream progress token
+	watch         *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
+	watchDue      time.Time        // when watch fires; zero when it is not set
+	recent        map[*mcp.ServerSession]recentHost
+	sole          *mcp.ServerSession                     // the hub's only host session, if it has one (see sole.go)
+	recentSweep   *time.Timer                            // runs sweepRecent while recent has hosts
+	acked         map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
+	ackSignal     chan struct{}                          // closed and replaced on every acknowledgement
+	http          *http.Client                           // built on first use
+	ownTransport  *http.Transport                        // nil when Config.HTTPClient is set
+	nextToken     uint64
+	progress      progressCounter               // progress notifications read, for drainProgress
+	logsHandled   atomic.Int64                  // log messages handled by onLog, for drainLogs
+	bridges       map[string]*bridge            // parked calls, by requestState (see bridge)
+	hostCaps      *mcp.ClientCapabilities       // a host's own session: the capabilities declared (see perhost.go)
+	own           ownSessions                   // Config.PerHost: the hosts' own sessions
+	onIdle        func()                        // a host's own session: see start
+	noDiscover    atomic.Bool                   // the server failed the server/discover probe: offer legacyProtocol (see connect)
+	oldAsks       atomic.Bool                   // the server asks the old way on 2026-07-28 sessions (see oldasks.go)
+	metaOf        map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
 
 	// Withdrawal (see Config.WithdrawAfter). downSince is when the last
 	// session ended, zero while a session is up and before the first

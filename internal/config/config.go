@@ -117,6 +117,9 @@ type Config struct {
 	// Sandbox is the sandbox of every stdio server that does not set its
 	// own (docs/sandbox.md); nil means off.
 	Sandbox *Sandbox
+	// CodeMode is the default view's code mode, and the script limits of
+	// every view's.
+	CodeMode CodeMode
 
 	// Shape says which form the file used (one of the Shape* constants).
 	// A junction file that also has an mcpServers object is ShapeJunction.
@@ -293,6 +296,29 @@ type Profile struct {
 	// Discovery is how the profile presents its tools; the top-level
 	// discovery section does not apply to profiles.
 	Discovery Discovery
+	// CodeMode is the profile's code mode (its Limits are the top
+	// level's); the top-level code_mode does not apply to profiles.
+	CodeMode CodeMode
+}
+
+// CodeMode is code mode (docs/code-mode.md): a run_script meta-tool
+// whose scripts call the view's tools inside the hub.
+type CodeMode struct {
+	Enabled bool
+	// Name renames the meta-tool; "" means run_script.
+	Name string
+	// Limits bound every script; set at the top level only, for the hub.
+	Limits CodeLimits
+}
+
+// CodeLimits bound a script; zero fields take the engine's defaults
+// (30s, 10s of CPU, 64 MiB, 100 calls, 4 at once, 1 MiB of output).
+type CodeLimits struct {
+	Wall, CPU  time.Duration
+	Memory     int64
+	Calls      int
+	Concurrent int
+	Output     int64
 }
 
 // Discovery modes for [Discovery.Mode].

@@ -332,7 +332,7 @@ func (d *decoder) strMap(n *node, path string, expand bool) map[string]string {
 
 // --- top level ---
 
-var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store", "sandbox", "inputs"}
+var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store", "sandbox", "code_mode", "inputs"}
 
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
@@ -375,6 +375,8 @@ func (d *decoder) config(root *node) *Config {
 			c.Profiles = d.profiles(e.val, "profiles")
 		case "discovery":
 			d.discovery(&c.Discovery, e.val, "discovery")
+		case "code_mode":
+			c.CodeMode = d.codeMode(e.val, "code_mode", true)
 		case "http":
 			d.http(&c.HTTP, e.val, "http")
 		case "lock":
@@ -850,7 +852,7 @@ func (d *decoder) presets(n *node, path string) map[string][]string {
 	return out
 }
 
-var profileKeys = []string{"servers", "tools", "presets", "deny", "discovery"}
+var profileKeys = []string{"servers", "tools", "presets", "deny", "discovery", "code_mode"}
 
 func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 	entries := d.mapping(n, path)
@@ -871,6 +873,8 @@ func (d *decoder) profiles(n *node, path string) map[string]*Profile {
 				pr.Deny = d.strList(f.val, p, false)
 			case "discovery":
 				d.discovery(&pr.Discovery, f.val, p)
+			case "code_mode":
+				pr.CodeMode = d.codeMode(f.val, p, false)
 			default:
 				d.unknown(f, pp, profileKeys)
 			}
@@ -931,6 +935,73 @@ func (d *decoder) discovery(ds *Discovery, n *node, path string) {
 			d.unknown(e, path, discoveryKeys)
 		}
 	}
+}
+
+var codeModeKeys = []string{"enabled", "name", "limits"}
+
+var codeLimitKeys = []string{"wall", "cpu", "memory", "calls", "concurrent", "output"}
+
+// codeMode reads code_mode: on or off (YAML's true and false too), or a
+// mapping; limits only where top is set (they are the hub's).
+func (d *decoder) codeMode(n *node, path string, top bool) CodeMode {
+	var cm CodeMode
+	onOff := func(n *node, path string) bool {
+		if n.kind == scalarNode && n.tag == "bool" {
+			return d.boolean(n, path)
+		}
+		switch v := strings.ToLower(strings.TrimSpace(d.str(n, path))); v {
+		case "on":
+			return true
+		case "off", "":
+			return false
+		default:
+			d.fail(n.line, path, "want on or off, got %q", v)
+			return false
+		}
+	}
+	if n.kind == scalarNode {
+		cm.Enabled = onOff(n, path)
+		return cm
+	}
+	keys := codeModeKeys
+	if !top {
+		keys = codeModeKeys[:2]
+	}
+	for _, e := range d.mapping(n, path) {
+		p := join(path, e.key)
+		switch {
+		case e.key == "enabled":
+			cm.Enabled = onOff(e.val, p)
+		case e.key == "name":
+			cm.Name = d.str(e.val, p)
+		case e.key == "limits" && top:
+			for _, f := range d.mapping(e.val, p) {
+				q := join(p, f.key)
+				l := &cm.Limits
+				switch f.key {
+				case "wall":
+					l.Wall = d.duration(f.val, q)
+				case "cpu":
+					l.CPU = d.duration(f.val, q)
+				case "memory":
+					l.Memory = d.bytes(f.val, q)
+				case "calls":
+					l.Calls = int(d.integer(f.val, q))
+				case "concurrent":
+					l.Concurrent = int(d.integer(f.val, q))
+				case "output":
+					l.Output = d.bytes(f.val, q)
+				default:
+					d.unknown(f, p, codeLimitKeys)
+				}
+			}
+		case e.key == "limits":
+			d.fail(e.line, p, "script limits are the hub's: set them under the top-level code_mode")
+		default:
+			d.unknown(e, path, keys)
+		}
+	}
+	return cm
 }
 
 var sandboxKeys = []string{"level", "read_only", "read_write", "network", "env", "limits"}

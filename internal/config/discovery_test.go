@@ -130,3 +130,47 @@ discovery:
 		t.Errorf("discovery.semantic (-want +got):\n%s", diff)
 	}
 }
+
+func TestCodeModeParses(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(strings.NewReader(`
+code_mode:
+  enabled: true
+  name: run_js
+  limits: {wall: 5s, cpu: 2s, memory: 32MiB, calls: 10, concurrent: 2, output: 64KiB}
+profiles:
+  a: {code_mode: on}
+  b: {code_mode: {enabled: true, name: script}}
+  c: {code_mode: false}
+`), "yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CodeMode{Enabled: true, Name: "run_js", Limits: CodeLimits{Wall: 5 * time.Second, CPU: 2 * time.Second, Memory: 32 << 20, Calls: 10, Concurrent: 2, Output: 64 << 10}}
+	if diff := cmp.Diff(want, c.CodeMode); diff != "" {
+		t.Errorf("code_mode (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string]CodeMode{"a": {Enabled: true}, "b": {Enabled: true, Name: "script"}, "c": {}} {
+		if diff := cmp.Diff(want, c.Profiles[name].CodeMode); diff != "" {
+			t.Errorf("profiles.%s.code_mode (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func TestCodeModeErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"code_mode: maybe\n", `code_mode: want on or off, got "maybe"`},
+		{"code_mode: {enabled: true, name: \"two words\"}\n", `code_mode.name: "two words"`},
+		{"code_mode: {limits: {memory: 1KiB}}\n", `code_mode.limits.memory: must be between 4MiB and 4GiB`},
+		{"code_mode: {limits: {concurrent: 100}}\n", `code_mode.limits.concurrent: must be between 1 and 64`},
+		{"code_mode: {limits: {wal: 1s}}\n", `code_mode.limits.wal: unknown key (did you mean "wall"?)`},
+		{"profiles:\n  p:\n    code_mode: {limits: {wall: 1s}}\n", `profiles.p.code_mode.limits: script limits are the hub's`},
+		{"profiles:\n  p:\n    code_mode: {nam: x}\n", `profiles.p.code_mode.nam: unknown key (did you mean "name"?)`},
+	} {
+		_, err := Parse(strings.NewReader(tc.in), "yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}

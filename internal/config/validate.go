@@ -72,11 +72,13 @@ func (c *Config) validate(skip map[string]bool) Errors {
 		}
 		v.profile(c.Profiles[name], p, owner)
 		v.discovery(&c.Profiles[name].Discovery, join(p, "discovery"))
+		v.codeMode(&c.Profiles[name].CodeMode, join(p, "code_mode"))
 		if c.Profiles[name].Discovery.Semantic != nil {
 			v.fail(join(join(p, "discovery"), "semantic"), "the search index is the hub's, shared by every profile: set semantic under the top-level discovery")
 		}
 	}
 	v.discovery(&c.Discovery, "discovery")
+	v.codeMode(&c.CodeMode, "code_mode")
 	if c.Sandbox != nil {
 		v.sandbox(c.Sandbox, "sandbox")
 	}
@@ -662,5 +664,36 @@ func (v *validator) sandbox(sb *Sandbox, path string) {
 	}
 	if sb.Files < 0 || sb.Files > 0 && sb.Files < 16 {
 		v.fail(join(limits, "files"), "must be at least 16 (stdin, stdout, stderr and the runtime's own), got %d", sb.Files)
+	}
+}
+
+// codeMode checks a code_mode section: the meta-tool's name and the
+// script limits.
+func (v *validator) codeMode(cm *CodeMode, path string) {
+	if cm.Name != "" {
+		if msg := metaNameProblem(cm.Name); msg != "" {
+			v.fail(join(path, "name"), "%q %s", cm.Name, msg)
+		}
+	}
+	l, lp := cm.Limits, join(path, "limits")
+	for _, d := range []struct {
+		key string
+		val time.Duration
+	}{{"wall", l.Wall}, {"cpu", l.CPU}} {
+		if d.val < 0 || d.val > time.Hour {
+			v.fail(join(lp, d.key), "must be between 0 (the default) and 1h, got %v", d.val)
+		}
+	}
+	if l.Memory < 0 || l.Memory > 0 && (l.Memory < 4<<20 || l.Memory > 4<<30) {
+		v.fail(join(lp, "memory"), "must be between 4MiB and 4GiB (or left out for 64MiB), got %d bytes", l.Memory)
+	}
+	if l.Calls < 0 || l.Calls > 100000 {
+		v.fail(join(lp, "calls"), "must be between 1 and 100000 (or left out for 100), got %d", l.Calls)
+	}
+	if l.Concurrent < 0 || l.Concurrent > 64 {
+		v.fail(join(lp, "concurrent"), "must be between 1 and 64 (or left out for 4), got %d", l.Concurrent)
+	}
+	if l.Output < 0 || l.Output > 64<<20 {
+		v.fail(join(lp, "output"), "must be between 1 byte and 64MiB (or left out for 1MiB), got %d bytes", l.Output)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/codemode"
 	"github.com/junction-mcp/junction/internal/config"
 
 	"github.com/junction-mcp/junction"
@@ -160,6 +161,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 		Presets:       presets,
 		StartupBudget: startupBudget(spec, cfg),
 		Semantic:      semantic(cfg),
+		Scripts:       scriptEngine(cfg, logger),
 	})
 	d := &Daemon{
 		Hub: hub, Metrics: metrics, logger: logger, getenv: getenv, dataDir: spec.DataDir,
@@ -197,7 +199,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	}
 	d.View = view
 	if cfg != nil {
-		if err := setDiscovery(view, cfg.Discovery, "discovery"); err != nil {
+		if err := setDiscovery(view, cfg.Discovery, cfg.CodeMode, "discovery"); err != nil {
 			return nil, err
 		}
 		if err := d.buildProfiles(cfg); err != nil {
@@ -281,7 +283,7 @@ func (d *Daemon) buildProfiles(cfg *config.Config) error {
 			// Kept with its host sessions; a new discovery applies in
 			// place (hosts are told their tool list changed).
 			views[name] = v
-			errs = append(errs, setDiscovery(v, p.Discovery, "profiles."+name+".discovery"))
+			errs = append(errs, setDiscovery(v, p.Discovery, p.CodeMode, "profiles."+name))
 			continue
 		}
 		sel := junction.Selection{Presets: p.Presets, Tools: p.Tools, Deny: p.Deny, Sources: p.Servers}
@@ -292,7 +294,7 @@ func (d *Daemon) buildProfiles(cfg *config.Config) error {
 		if err != nil {
 			return fmt.Errorf("profiles.%s: %w", name, err)
 		}
-		if err := setDiscovery(v, p.Discovery, "profiles."+name+".discovery"); err != nil {
+		if err := setDiscovery(v, p.Discovery, p.CodeMode, "profiles."+name); err != nil {
 			d.Hub.RemoveView(v)
 			return err
 		}
@@ -334,18 +336,28 @@ func semantic(cfg *config.Config) *junction.SemanticSearch {
 }
 
 // Discovery returns the discovery settings of the config file's
-// discovery section (or a profile's).
-func Discovery(c config.Discovery) junction.Discovery {
+// discovery and code_mode sections (or a profile's).
+func Discovery(c config.Discovery, cm config.CodeMode) junction.Discovery {
 	mode, _ := junction.ParseDiscoveryMode(c.Mode) // validated by config
-	return junction.Discovery{Mode: mode, Pinned: c.Pinned,
-		Names: junction.MetaToolNames{Search: c.Names.Search, Describe: c.Names.Describe, Call: c.Names.Call}}
+	return junction.Discovery{Mode: mode, Pinned: c.Pinned, CodeMode: cm.Enabled,
+		Names: junction.MetaToolNames{Search: c.Names.Search, Describe: c.Names.Describe, Call: c.Names.Call, Script: cm.Name}}
 }
 
-// setDiscovery applies c to v, unless v has it already (which would tell
-// hosts their tool list changed for nothing). The error names the field
-// (path) and, for a meta-tool whose name a tool has, both.
-func setDiscovery(v *junction.View, c config.Discovery, path string) error {
-	want := Discovery(c)
+// scriptEngine is code mode's engine, with the config's script limits.
+func scriptEngine(cfg *config.Config, logger *slog.Logger) *codemode.Engine {
+	e := &codemode.Engine{Logger: logger}
+	if cfg != nil {
+		l := cfg.CodeMode.Limits
+		e.Limits = codemode.Limits{Wall: l.Wall, CPU: l.CPU, Memory: l.Memory, Calls: l.Calls, Concurrent: l.Concurrent, Output: int(l.Output)}
+	}
+	return e
+}
+
+// setDiscovery applies c and cm to v, unless v has them already (which
+// would tell hosts their tool list changed for nothing). The error names
+// the section (path) and, for a meta-tool whose name a tool has, both.
+func setDiscovery(v *junction.View, c config.Discovery, cm config.CodeMode, path string) error {
+	want := Discovery(c, cm)
 	if reflect.DeepEqual(normalizeDiscovery(v.Discovery()), normalizeDiscovery(want)) {
 		return nil
 	}
@@ -369,7 +381,7 @@ func (d *Daemon) SetView(v *junction.View) error {
 	cfg := d.cfg
 	d.mu.Unlock()
 	if cfg != nil {
-		if err := setDiscovery(v, cfg.Discovery, "discovery"); err != nil {
+		if err := setDiscovery(v, cfg.Discovery, cfg.CodeMode, "discovery"); err != nil {
 			return err
 		}
 	}

@@ -149,9 +149,12 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		errs = append(errs, d.Hub.SetLock(lock))
 	}
 	errs = append(errs, d.buildProfiles(cfg))
-	errs = append(errs, setDiscovery(d.View, cfg.Discovery, "discovery"))
+	errs = append(errs, setDiscovery(d.View, cfg.Discovery, cfg.CodeMode, "discovery"))
 	if old != nil && !reflect.DeepEqual(old.Discovery.Semantic, cfg.Discovery.Semantic) {
 		d.logger.Warn("config section changed; restart junction to apply it", "section", "discovery.semantic")
+	}
+	if old != nil && old.CodeMode.Limits != cfg.CodeMode.Limits {
+		d.logger.Warn("config section changed; restart junction to apply it", "section", "code_mode.limits")
 	}
 
 	d.mu.Lock()

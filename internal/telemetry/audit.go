@@ -160,6 +160,9 @@ type AuditLine struct {
 	// what an audit of discovery is about.
 	Query   string `json:"query,omitempty"`
 	Matched *int   `json:"matched,omitempty"`
+	// Via is the meta-tool that made the call: run_script for a call a
+	// code-mode script made.
+	Via string `json:"via,omitempty"`
 }
 
 // Line returns the audit line of ci (without the newline).
@@ -184,6 +187,7 @@ func (a *Audit) Line(ci junction.CallInfo) AuditLine {
 	if ci.Query != "" {
 		l.Query, l.Matched = ci.Query, &ci.Matched
 	}
+	l.Via = ci.Via
 	return l
 }
 

@@ -1,0 +1,230 @@
+package junction_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	junction "github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/codemode"
+)
+
+// codeModeHub is discoveryHub's two packs behind a view in list mode
+// with code mode on, the real script engine, and the calls observed.
+func codeModeHub(t *testing.T) (*junction.View, *mcp.ClientSession, func() []junction.CallInfo) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []junction.CallInfo
+	opts := &junction.Options{Scripts: &codemode.Engine{}, Observe: func(ci junction.CallInfo) {
+		mu.Lock()
+		seen = append(seen, ci)
+		mu.Unlock()
+	}}
+	h, v, _ := discoveryHub(t, opts, junction.Selection{})
+	fail := junction.NewPack("flaky")
+	fail.AddTool(&mcp.Tool{Name: "broken", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk on fire"}}}, nil
+		})
+	add(t, h, "flaky", fail, junction.PrefixAlways)
+	if err := v.SetDiscovery(junction.Discovery{CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	return v, connect(t, v, nil), func() []junction.CallInfo {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]junction.CallInfo(nil), seen...)
+	}
+}
+
+func runScript(t *testing.T, cs *mcp.ClientSession, script string) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_script", Arguments: map[string]any{"script": script}})
+	if err != nil {
+		t.Fatalf("run_script: %v", err)
+	}
+	var out map[string]any
+	if !res.IsError {
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &out)
+	}
+	return res, out
+}
+
+// TestCodeMode: in list mode with code mode on, run_script is listed
+// beside the tools; a TypeScript script calls tools by namespace and by
+// listed name, catches a tool's error, and only its answer comes back;
+// each inner call is a call of the view, marked as the script's.
+func TestCodeMode(t *testing.T) {
+	_, cs, seen := codeModeHub(t)
+	list, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := toolNames(list)
+	if !slices.Contains(names, "run_script") || !slices.Contains(names, "fs__read_file") {
+		t.Fatalf("tools/list = %v, want run_script beside the tools", names)
+	}
+	res, out := runScript(t, cs, `
+const a: any = await fs.read_file({path: "a.txt"});
+const b = await tools["github__create_issue"]({repo: "x"});
+let failed = "";
+try { await flaky.broken({}); } catch (e: any) { failed = e.message; }
+console.log("done");
+return {a: a[0].text, b: b[0].text, failed};`)
+	if res.IsError {
+		t.Fatalf("run_script failed: %v", res.Content[0].(*mcp.TextContent).Text)
+	}
+	value, _ := out["value"].(map[string]any)
+	if value["a"] != `fs/read_file:{"path":"a.txt"}` || value["b"] != "github/create_issue" || !strings.Contains(value["failed"].(string), "disk on fire") {
+		t.Errorf("value = %v", value)
+	}
+	if out["console"] != "done\n" || out["calls"] != float64(3) {
+		t.Errorf("console %q, calls %v", out["console"], out["calls"])
+	}
+	via := map[string]string{}
+	for _, ci := range seen() {
+		via[ci.Tool] = ci.Via
+	}
+	for _, tool := range []string{"fs__read_file", "github__create_issue", "flaky__broken"} {
+		if via[tool] != "run_script" {
+			t.Errorf("call of %s observed with Via %q, want run_script", tool, via[tool])
+		}
+	}
+	if v, ok := via["run_script"]; !ok || v != "" {
+		t.Errorf("run_script itself observed: %v (Via %q)", ok, v)
+	}
+}
+
+// TestCodeModeErrors: what a script gets wrong is a tool error that says
+// what to change, and the hub goes on serving.
+func TestCodeModeErrors(t *testing.T) {
+	_, cs, _ := codeModeHub(t)
+	for _, c := range []struct{ script, want string }{
+		{"return 1 +", "line"},
+		{"return await nosuch.tool({})", "nosuch"},
+		{`return await tools["github__nope"]({})`, "github__nope"},
+		{"return () => 1", "JSON"},
+		{"", "script is required"},
+	} {
+		res, _ := runScript(t, cs, c.script)
+		if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, c.want) {
+			t.Errorf("run_script %q = %+v, want a tool error mentioning %q", c.script, res.Content, c.want)
+		}
+	}
+	if res, out := runScript(t, cs, "return 42"); res.IsError || out["value"] != float64(42) {
+		t.Errorf("after the errors: %+v %v", res, out)
+	}
+}
+
+// TestCodeModeNeedsEngine: a hub without a script engine refuses code
+// mode.
+func TestCodeModeNeedsEngine(t *testing.T) {
+	_, v, _ := discoveryHub(t, nil, junction.Selection{})
+	if err := v.SetDiscovery(junction.Discovery{CodeMode: true}); err == nil || !strings.Contains(err.Error(), "script engine") {
+		t.Errorf("SetDiscovery(CodeMode) without an engine = %v", err)
+	}
+}
+
+// TestCodeModeInSearchMode: with search mode too, run_script is listed
+// beside the search meta-tools, and search results and describe_tools
+// give each tool's TypeScript signature.
+func TestCodeModeInSearchMode(t *testing.T) {
+	_, v, _ := discoveryHub(t, &junction.Options{Scripts: &codemode.Engine{}}, junction.Selection{})
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch, CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, v, nil)
+	list, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := toolNames(list); !slices.Equal(names, []string{"call_tool", "describe_tools", "run_script", "search_tools"}) {
+		t.Errorf("tools/list = %v, want the three meta-tools and run_script", names)
+	}
+	_, r := search(t, cs, map[string]any{"query": "read a file"})
+	if len(r.Tools) == 0 || r.Tools[0].Name != "fs__read_file" || !strings.HasPrefix(r.Tools[0].Signature, "fs.read_file(args") {
+		t.Errorf("search hits = %+v, want fs__read_file with its signature", r.Tools)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": []string{"fs__read_file"}}})
+	if err != nil || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"typescript": "fs.read_file(args`) {
+		t.Errorf("describe_tools = %v, %v; want the TypeScript signature", res, err)
+	}
+}
+
+// TestCodeModeDeclarations: each server's TypeScript declarations are a
+// resource, listed and read like any other, and gone with code mode.
+func TestCodeModeDeclarations(t *testing.T) {
+	v, cs, _ := codeModeHub(t)
+	list, err := cs.ListResources(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	want := []string{junction.DeclarationsURI("flaky"), junction.DeclarationsURI("fs"), junction.DeclarationsURI("github")}
+	for _, w := range want {
+		if !slices.Contains(uris, w) {
+			t.Errorf("resources/list = %v, want %s", uris, w)
+		}
+	}
+	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: junction.DeclarationsURI("fs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Contents[0].Text; !strings.Contains(text, "declare namespace fs") || !strings.Contains(text, "function read_file(") || !strings.Contains(text, "ToolError") {
+		t.Errorf("fs declarations:\n%s", text)
+	}
+	if err := v.SetDiscovery(junction.Discovery{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: junction.DeclarationsURI("fs")}); err == nil {
+		t.Error("the declarations are still read with code mode off")
+	}
+}
+
+// TestCodeModePause: a tool that needs the host's input pauses the
+// script for a host at 2026-07-28: run_script asks the host, and the
+// host's retry resumes the script with the answer.
+func TestCodeModePause(t *testing.T) {
+	p := junction.NewPack("asker")
+	p.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if ans, ok := req.Params.InputResponses["q"]; ok && req.Params.RequestState == "asked" {
+				b, _ := json.Marshal(ans)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer: " + string(b)}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{}, RequestState: "asked", InputRequests: mcp.InputRequestMap{
+				"q": &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}},
+			}}, nil
+		})
+	h := junction.New(&junction.Options{Scripts: &codemode.Engine{}})
+	t.Cleanup(func() { h.Close() })
+	add(t, h, "asker", p, junction.PrefixAlways)
+	view, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.SetDiscovery(junction.Discovery{CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	cs := connect(t, view, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	}})
+	res, out := runScript(t, cs, `const r: any = await asker.ask({}); return r[0].text`)
+	if res.IsError || asked != 1 {
+		t.Fatalf("run_script = %+v (asked %d times)", res.Content, asked)
+	}
+	if s, _ := out["value"].(string); !strings.Contains(s, "Ada") {
+		t.Errorf("value = %v, want the host's answer", out["value"])
+	}
+}
