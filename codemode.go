@@ -246,11 +246,20 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	// cancellation, which await passes on while a request waits for it.
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseWait)
 	run := &scriptRun{owner: scriptOwner(ctx), cancel: cancel, asks: make(chan scriptAsk), done: make(chan scriptDone, 1)}
+	var traceMeta mcp.Meta
+	if tc := metaTraceContext(req.Params.Meta); tc.Parent != "" {
+		traceMeta = mcp.Meta{MetaKeyTraceParent: tc.Parent}
+		if tc.State != "" {
+			traceMeta[MetaKeyTraceState] = tc.State
+		}
+	}
 	var done atomic.Int64
 	script := &ScriptRun{
 		Source: in.Script, TypeScript: ts, Funcs: funcs,
 		Call: func(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
-			params := &mcp.CallToolParamsRaw{Name: tool, Arguments: args}
+			// The host's trace context goes on: each call's span is a child
+			// of the request that ran the script.
+			params := &mcp.CallToolParamsRaw{Name: tool, Arguments: args, Meta: traceMeta}
 			for {
 				inner := *req
 				inner.Params = params
@@ -266,7 +275,7 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 				if answers == nil {
 					return nil, fmt.Errorf("tool %q needs the host's input, and the script ended before it came", tool)
 				}
-				params = &mcp.CallToolParamsRaw{Name: tool, Arguments: args, InputResponses: answers, RequestState: res.RequestState}
+				params = &mcp.CallToolParamsRaw{Name: tool, Arguments: args, Meta: traceMeta, InputResponses: answers, RequestState: res.RequestState}
 			}
 		},
 		Progress: func(calls int, msg string) {

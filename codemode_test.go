@@ -228,3 +228,32 @@ func TestCodeModePause(t *testing.T) {
 		t.Errorf("value = %v, want the host's answer", out["value"])
 	}
 }
+
+// TestCodeModeTraceContext: each inner call's span is started with the
+// trace context of the request that ran the script.
+func TestCodeModeTraceContext(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	var mu sync.Mutex
+	parents := map[string]string{}
+	opts := &junction.Options{Scripts: &codemode.Engine{}, Trace: func(ctx context.Context, c *junction.Call, tc junction.TraceContext) context.Context {
+		mu.Lock()
+		parents[c.Name()] = tc.Parent
+		mu.Unlock()
+		return ctx
+	}}
+	_, v, _ := discoveryHub(t, opts, junction.Selection{})
+	if err := v.SetDiscovery(junction.Discovery{CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, v, nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_script", Meta: mcp.Meta{junction.MetaKeyTraceParent: parent},
+		Arguments: map[string]any{"script": `await fs.read_file({path: "x"}); return 1`}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_script: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if parents["fs__read_file"] != parent {
+		t.Errorf("inner call's trace parent = %q, want the request's %q", parents["fs__read_file"], parent)
+	}
+}

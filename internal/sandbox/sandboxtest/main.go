@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command sandboxtest is the hostile server of internal/sandbox's tests:
 // each mode tries one thing a sandboxed server must not be able to do
 // (or must) and prints what happened, one "key: value" line per attempt,
