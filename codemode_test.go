@@ -3,6 +3,7 @@ package junction_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -255,5 +256,58 @@ func TestCodeModeTraceContext(t *testing.T) {
 	defer mu.Unlock()
 	if parents["fs__read_file"] != parent {
 		t.Errorf("inner call's trace parent = %q, want the request's %q", parents["fs__read_file"], parent)
+	}
+}
+
+// BenchmarkCodeModeCall compares a tool call made by a script with a
+// direct in-process call of the hub: script-N runs one script of N
+// calls, and reports the cost of each (ns/call), script and engine
+// start shared among them.
+func BenchmarkCodeModeCall(b *testing.B) {
+	h := junction.New(&junction.Options{Scripts: &codemode.Engine{}})
+	defer h.Close()
+	p := junction.NewPack("p")
+	p.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	if err := h.Add(b.Context(), "p", p, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		b.Fatal(err)
+	}
+	v, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := v.SetDiscovery(junction.Discovery{CodeMode: true}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := h.Call(b.Context(), "p__echo", json.RawMessage(`{}`)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("script-%d", n), func(b *testing.B) {
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := v.Server().Connect(b.Context(), st, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), ct, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { cs.Close(); ss.Wait() }()
+			script := fmt.Sprintf("for (let i = 0; i < %d; i++) await p.echo({}); return 1", n)
+			for b.Loop() {
+				res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "run_script", Arguments: map[string]any{"script": script, "language": "javascript"}})
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/call")
+		})
 	}
 }
