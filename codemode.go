@@ -141,13 +141,11 @@ func (v *View) scriptDescription(t *table) string {
 		groups[len(groups)-1].n++
 	}
 	var b strings.Builder
-	b.WriteString("Runs a short TypeScript or JavaScript script inside the hub and returns only its return value (as JSON) and its console output. " +
-		"The script is the body of an async function: use await and return. Every tool is an async function, " +
-		"namespace.tool_name(args), one namespace per server, and also tools[\"exact tool name\"](args); " +
-		"a tool with an output schema resolves to its structured content, any other to its content blocks; " +
-		"a failed tool throws a ToolError (code, message, tool). " +
-		"Use it to chain calls, loop, filter and combine results without passing every intermediate result through the conversation. " +
-		"There is no file system, network, timer or process: only the tools.")
+	b.WriteString("Runs a TypeScript script in the hub and returns only its return value and console output. " +
+		"The script is an async function body (await, return). Each tool is an async function namespace.tool(args), " +
+		"also tools[\"listed name\"](args); it resolves to the structured content, or else the content blocks, " +
+		"and throws ToolError(code, message) on failure. Use it to chain, loop and filter calls without passing their results through the conversation. " +
+		"No file system, network or timers: only the tools.")
 	if len(groups) > 0 {
 		b.WriteString(" Namespaces: ")
 		const shown = 20
@@ -168,12 +166,12 @@ func (v *View) scriptDescription(t *table) string {
 		b.WriteString(".")
 	}
 	if v.disc.d.Mode == DiscoverySearch {
-		fmt.Fprintf(&b, " %s and %s give each tool's TypeScript signature.", v.disc.names.Search, v.disc.names.Describe)
+		fmt.Fprintf(&b, " %s results give each tool's signature.", v.disc.names.Search)
 	} else {
-		b.WriteString(" Each tool's parameters are its input schema in the tool list.")
+		b.WriteString(" Arguments are as each tool's input schema.")
 	}
 	if len(groups) > 0 {
-		fmt.Fprintf(&b, " The resources %s (one per server) hold the TypeScript declarations.", DeclarationsURI("SERVER"))
+		fmt.Fprintf(&b, " Types: resource %s.", DeclarationsURI("SERVER"))
 	}
 	return b.String()
 }
@@ -184,14 +182,10 @@ func (v *View) scriptToolDef(desc string) *mcp.Tool {
 		Title:       "Run a script",
 		Description: desc,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"script":{"type":"string","description":"The script: the body of an async function that awaits tool functions and returns the answer."},` +
-			`"language":{"type":"string","enum":["typescript","javascript"],"default":"typescript","description":"TypeScript (types are stripped) or plain JavaScript."}},` +
+			`"script":{"type":"string"},` +
+			`"language":{"type":"string","enum":["typescript","javascript"],"default":"typescript"}},` +
 			`"required":["script"],"additionalProperties":false}`),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"value":{"description":"The script's return value."},` +
-			`"console":{"type":"string","description":"What the script wrote to the console."},` +
-			`"calls":{"type":"integer","description":"The tool calls it made."}},` +
-			`"required":["value","calls"]}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"value":{},"console":{"type":"string"},"calls":{"type":"integer"}},"required":["value","calls"]}`),
 	}
 }
 

@@ -153,7 +153,7 @@ func TestCodeModeInSearchMode(t *testing.T) {
 		t.Errorf("search hits = %+v, want fs__read_file with its signature", r.Tools)
 	}
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": []string{"fs__read_file"}}})
-	if err != nil || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"typescript": "fs.read_file(args`) {
+	if err != nil || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"typescript":"fs.read_file(args`) {
 		t.Errorf("describe_tools = %v, %v; want the TypeScript signature", res, err)
 	}
 }

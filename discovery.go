@@ -805,7 +805,7 @@ func (v *View) describeHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 			}
 			out.Tools = append(out.Tools, d)
 		}
-		text, err := json.MarshalIndent(out, "", "  ")
+		text, err := json.Marshal(out)
 		if err != nil {
 			return nil, err
 		}
