@@ -221,9 +221,6 @@ var hosts = []*Host{
 	},
 }
 
-// Hosts lists the supported hosts.
-func Hosts() []*Host { return append([]*Host(nil), hosts...) }
-
 // HostIDs lists the hosts' command-line names.
 func HostIDs() []string {
 	var ids []string

@@ -59,10 +59,6 @@ func (v *validator) errorf(nodeID, field, format string, args ...any) {
 	v.ps = append(v.ps, Problem{Phase: "validate", Severity: "error", NodeID: nodeID, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-func (v *validator) warnf(nodeID, field, format string, args ...any) {
-	v.ps = append(v.ps, Problem{Phase: "validate", Severity: "warning", NodeID: nodeID, Field: field, Message: fmt.Sprintf(format, args...)})
-}
-
 func (v *validator) check() {
 	d := v.d
 	if d.Version != 0 && d.Version != 1 {
