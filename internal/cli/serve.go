@@ -414,19 +414,22 @@ func watchConfig(ctx context.Context, path string, current *config.Config, env *
 		Current: current,
 		OnChange: func(c *config.Config) error {
 			skipSelf(c, path, env)
-			if err := d.Reload(ctx, c); err != nil {
+			err := d.Reload(ctx, c)
+			if err != nil && !errors.Is(err, daemon.ErrReloadRefused) {
 				return fmt.Errorf("%w: %w", errReloadIncomplete, err)
 			}
-			return nil
+			return err
 		},
 		OnError: func(err error) {
 			if errors.Is(err, errReloadIncomplete) {
-				// Reload applies what it can: the rest of the new config
-				// is running.
+				// A source's change failed once the new sources were
+				// in: the rest of the new config is running.
 				logger.Error("config reload incomplete: what failed is named below, the rest of the new config is applied; fix the file to retry", "file", path, "error", err)
 				return
 			}
-			d.ReloadRefused(err)
+			if !errors.Is(err, daemon.ErrReloadRefused) {
+				d.ReloadRefused(err) // the file did not load; Reload records its own refusals
+			}
 			logger.Error("config reload refused; the running config is unchanged", "file", path, "error", err)
 		},
 		Related: func(c *config.Config) []string {

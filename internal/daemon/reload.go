@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,6 +15,11 @@ import (
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/statuspage"
 )
+
+// ErrReloadRefused is the error of a [Daemon.Reload] that applied
+// nothing: a source of the new config could not be set up, and the
+// running config stays in force (the reload is recorded as refused).
+var ErrReloadRefused = errors.New("reload refused; the running config is unchanged")
 
 // Reload brings the running hub in line with cfg, a config that has
 // already parsed and validated:
@@ -35,11 +41,18 @@ import (
 //
 // Presets, profiles, discovery and the lock file are re-read. Changes to the http
 // and log sections, and to a pack's settings, need a restart; they are
-// logged. A source that cannot be set up (an unknown pack, a command
-// that does not start) is left as it was, and Reload goes on with the
-// rest and returns every such error together; the new config is then the
-// running one. Reload returns once the replaced and removed sources are
-// stopped.
+// logged.
+//
+// A reload is applied in two steps. First every source the new config
+// adds or starts anew is started; if one cannot be set up (an unknown
+// pack, an env_file that cannot be read, settings the source refuses),
+// those started are stopped again, the reload is refused, and the
+// running config stays in force, untouched. Then the new sources are
+// swapped in. A change that fails there (a name the hub refuses, an
+// in-place update it cannot take) is reported with the others; the
+// config in force is then the new one but for that source, which keeps
+// its old entry, so the next reload tries it again. Reload returns once
+// the replaced and removed sources are stopped.
 func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	d.mu.Lock()
 	old := d.cfg
@@ -68,13 +81,22 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 
-	// Upstream servers. A changed or updated server whose new settings
-	// need no new process (timeouts) is updated in place; the others
-	// are restarted.
+	// First start every source the new config adds or starts anew. If
+	// one cannot be set up, the reload is refused as a whole: the others
+	// are stopped again and the running config stays in force.
+	if err := r.prepare(delta, cfg); err != nil {
+		d.mu.Lock()
+		d.sandbox = old.Sandbox
+		d.mu.Unlock()
+		d.ReloadRefused(err)
+		return fmt.Errorf("%w: %w", ErrReloadRefused, err)
+	}
+
+	// Then swap them in. Upstream servers: a changed or updated server
+	// whose new settings need no new process (timeouts) is updated in
+	// place; the others were started anew above.
 	for _, name := range delta.Servers.Added {
-		errs = append(errs, r.add(name, func() (*managed, *junction.SourceOptions, error) {
-			return d.startUpstream(name, cfg.Servers[name])
-		}, cfg.Servers[name].Disabled))
+		errs = append(errs, r.add(name))
 	}
 	for _, name := range slices.Concat(delta.Servers.Changed, delta.Servers.Updated) {
 		s := cfg.Servers[name]
@@ -82,13 +104,13 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 			errs = append(errs, r.remove(name))
 			continue
 		}
-		if updated, err := d.updateUpstream(name, s); updated {
-			errs = append(errs, err)
+		if r.started[name] != nil {
+			errs = append(errs, r.replace(name))
 			continue
 		}
-		errs = append(errs, r.replace(name, func() (*managed, *junction.SourceOptions, error) {
-			return d.startUpstream(name, s)
-		}))
+		if _, err := d.updateUpstream(name, s); err != nil {
+			errs = append(errs, r.failed(name, err))
+		}
 	}
 	for _, name := range delta.Servers.Removed {
 		errs = append(errs, r.remove(name))
@@ -96,21 +118,17 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 
 	// Toolbox plugins.
 	for _, name := range delta.Plugins.Added {
-		errs = append(errs, r.add(name, func() (*managed, *junction.SourceOptions, error) {
-			return d.startPlugin(name, cfg.Plugins[name])
-		}, cfg.Plugins[name].Disabled))
+		errs = append(errs, r.add(name))
 	}
 	for _, name := range delta.Plugins.Changed {
 		if cfg.Plugins[name].Disabled {
 			errs = append(errs, r.remove(name))
 			continue
 		}
-		errs = append(errs, r.replace(name, func() (*managed, *junction.SourceOptions, error) {
-			return d.startPlugin(name, cfg.Plugins[name])
-		}))
+		errs = append(errs, r.replace(name))
 	}
 	for _, name := range delta.Plugins.Updated {
-		errs = append(errs, d.reloadOptions(name, cfg.Plugins[name].Source, junction.PrefixAlways))
+		errs = append(errs, r.failed(name, d.reloadOptions(name, cfg.Plugins[name].Source, junction.PrefixAlways)))
 	}
 	for _, name := range delta.Plugins.Removed {
 		errs = append(errs, r.remove(name))
@@ -119,15 +137,13 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	// Packs: added and removed ones follow the file; a pack's settings
 	// are read once, at start.
 	for _, name := range delta.Packs.Added {
-		errs = append(errs, r.add(name, func() (*managed, *junction.SourceOptions, error) {
-			return d.startPack(name, cfg.Packs[name]) // nil settings for a default pack
-		}, false))
+		errs = append(errs, r.add(name))
 	}
 	for _, name := range delta.Packs.Changed {
 		d.logger.Warn("pack settings changed; restart junction to apply them", junction.LogKeySource, name)
 	}
 	for _, name := range delta.Packs.Updated {
-		errs = append(errs, d.reloadOptions(name, cfg.Packs[name].Source, junction.PrefixNever))
+		errs = append(errs, r.failed(name, d.reloadOptions(name, cfg.Packs[name].Source, junction.PrefixNever)))
 	}
 	for _, name := range delta.Packs.Removed {
 		errs = append(errs, r.remove(name))
@@ -157,8 +173,11 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		d.logger.Warn("config section changed; restart junction to apply it", "section", "code_mode.limits")
 	}
 
+	// The config in force is the new one, but for the sources whose
+	// change failed: they keep their old entries, so that the next reload
+	// tries them again.
 	d.mu.Lock()
-	d.cfg = cfg
+	d.cfg = withReverted(cfg, old, r.failures)
 	d.mu.Unlock()
 	errs = append(errs, r.retire())
 	err := errors.Join(errs...)
@@ -244,22 +263,88 @@ func describeDelta(delta config.Delta) string {
 type reload struct {
 	d         *Daemon
 	ctx       context.Context
+	started   map[string]*startedSource // by prepare: sources to add or swap in
+	failures  map[string]bool           // sources whose change failed (withReverted)
 	retiring  []*managed
 	restarted int // sources started anew in place of a running one
 }
 
-func (r *reload) add(name string, start func() (*managed, *junction.SourceOptions, error), disabled bool) error {
-	if disabled {
+// startedSource is a source prepare started, not yet in the hub.
+type startedSource struct {
+	m    *managed
+	opts *junction.SourceOptions
+}
+
+// prepare starts every source that delta adds or starts anew. On the
+// first that cannot be set up, it stops those it started and returns the
+// errors of all: nothing in the hub has changed.
+func (r *reload) prepare(delta config.Delta, cfg *config.Config) error {
+	d := r.d
+	r.started = map[string]*startedSource{}
+	var errs []error
+	start := func(name string, f func() (*managed, *junction.SourceOptions, error)) {
+		m, opts, err := f()
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		r.started[name] = &startedSource{m, opts}
+	}
+	for _, name := range delta.Servers.Added {
+		if s := cfg.Servers[name]; !s.Disabled {
+			start(name, func() (*managed, *junction.SourceOptions, error) { return d.startUpstream(name, s) })
+		}
+	}
+	for _, name := range slices.Concat(delta.Servers.Changed, delta.Servers.Updated) {
+		if s := cfg.Servers[name]; !s.Disabled && d.upstreamNeedsRestart(name, s) {
+			start(name, func() (*managed, *junction.SourceOptions, error) { return d.startUpstream(name, s) })
+		}
+	}
+	for _, name := range slices.Concat(delta.Plugins.Added, delta.Plugins.Changed) {
+		if p := cfg.Plugins[name]; !p.Disabled {
+			start(name, func() (*managed, *junction.SourceOptions, error) { return d.startPlugin(name, p) })
+		}
+	}
+	for _, name := range delta.Packs.Added {
+		start(name, func() (*managed, *junction.SourceOptions, error) {
+			return d.startPack(name, cfg.Packs[name]) // nil settings for a default pack
+		})
+	}
+	if len(errs) == 0 {
 		return nil
 	}
-	m, opts, err := start()
+	for _, s := range r.started {
+		if err := s.m.close(); err != nil {
+			d.logger.Warn("stopping a source of a refused reload", junction.LogKeySource, s.m.name, "error", err)
+		}
+	}
+	r.started = nil
+	return errors.Join(errs...)
+}
+
+// failed records that the change of source name failed (err not nil),
+// and returns err.
+func (r *reload) failed(name string, err error) error {
 	if err != nil {
-		return err
+		if r.failures == nil {
+			r.failures = map[string]bool{}
+		}
+		r.failures[name] = true
+	}
+	return err
+}
+
+// add puts the source prepare started for name into the hub; a disabled
+// one was not started and is not added.
+func (r *reload) add(name string) error {
+	s := r.started[name]
+	if s == nil {
+		return nil
 	}
 	r.d.mu.Lock()
-	r.d.sources[name] = m
+	r.d.sources[name] = s.m
 	r.d.mu.Unlock()
-	return r.d.Hub.Add(addContext(r.ctx, m), name, m.src, opts)
+	return r.failed(name, r.d.Hub.Add(addContext(r.ctx, s.m), name, s.m.src, s.opts))
 }
 
 // replace starts the new source and swaps it into the hub; the old one is
@@ -267,18 +352,19 @@ func (r *reload) add(name string, start func() (*managed, *junction.SourceOption
 // waits (at most reloadConnectWait) until the new source is ready, so its
 // tools do not go missing: calls go to the old one until the swap. A slow
 // one is swapped in anyway and serves when ready.
-func (r *reload) replace(name string, start func() (*managed, *junction.SourceOptions, error)) error {
-	m, opts, err := start()
-	if err != nil {
-		return err
+func (r *reload) replace(name string) error {
+	s := r.started[name]
+	if s == nil {
+		return nil
 	}
+	m, opts := s.m, s.opts
 	r.restarted++
 	r.d.mu.Lock()
 	old := r.d.sources[name]
 	r.d.sources[name] = m
 	r.d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(r.ctx, reloadConnectWait)
-	err = r.d.Hub.Replace(ctx, name, m.src, opts)
+	err := r.failed(name, r.d.Hub.Replace(ctx, name, m.src, opts))
 	cancel()
 	if err == nil {
 		r.d.logger.Info("source restarted; new calls go to the new one, calls in flight finish on the old one", junction.LogKeySource, name)
@@ -339,6 +425,23 @@ func (r *reload) retire() error {
 // place, the session is kept), and the hub's serving options too. It
 // reports whether it handled the change; if not, the upstream must be
 // restarted.
+// upstreamNeedsRestart reports whether s, the new config of the running
+// upstream name, needs a new process or connection (or there is no such
+// upstream running).
+func (d *Daemon) upstreamNeedsRestart(name string, s *config.Server) bool {
+	d.mu.Lock()
+	m := d.sources[name]
+	d.mu.Unlock()
+	if m == nil || m.up == nil {
+		return true
+	}
+	uc, err := d.upstreamConfigFor(name, s)
+	if err != nil {
+		return true // starting it anew reports the error
+	}
+	return m.up.Config().NeedsRestart(uc)
+}
+
 func (d *Daemon) updateUpstream(name string, s *config.Server) (bool, error) {
 	d.mu.Lock()
 	m := d.sources[name]
@@ -393,4 +496,32 @@ func withEffectivePacks(spec Spec, cfg *config.Config) *config.Config {
 	}
 	c.Packs = packs
 	return &c
+}
+
+// withReverted returns cfg with the entries of the sources named in
+// failed taken from old (or left out, where old has none): the config in
+// force after a reload in which their change failed.
+func withReverted(cfg, old *config.Config, failed map[string]bool) *config.Config {
+	if len(failed) == 0 {
+		return cfg
+	}
+	c := *cfg
+	c.Servers, c.Plugins, c.Packs = maps.Clone(cfg.Servers), maps.Clone(cfg.Plugins), maps.Clone(cfg.Packs)
+	for name := range failed {
+		revert(c.Servers, old.Servers, name)
+		revert(c.Plugins, old.Plugins, name)
+		revert(c.Packs, old.Packs, name)
+	}
+	return &c
+}
+
+func revert[T any](now, old map[string]*T, name string) {
+	if _, ok := now[name]; !ok {
+		return
+	}
+	if o, ok := old[name]; ok {
+		now[name] = o
+	} else {
+		delete(now, name)
+	}
 }

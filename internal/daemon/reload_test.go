@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -412,5 +413,69 @@ func TestUpstreamConfigWithdrawAfter(t *testing.T) {
 		if err != nil || !tc.want(c.WithdrawAfter) {
 			t.Errorf("withdraw_after %v: upstream WithdrawAfter %v, %v", tc.in, c.WithdrawAfter, err)
 		}
+	}
+}
+
+// TestReloadRefusedAsAWhole: a reload with one source that cannot be
+// set up changes nothing, not even the sources it would have added
+// beside it; the running config stays in force, and the same file, once
+// mended, is applied by the next reload.
+func TestReloadRefusedAsAWhole(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	dir := t.TempDir()
+	d, err := Build(t.Context(), Spec{Config: parseConfig(t, "packs: [core]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	envFile := filepath.Join(dir, "server.env")
+	next := fmt.Sprintf(`
+packs: [core]
+servers:
+  good:
+    command: sh
+    args: [-c, "exec cat"]
+  bad:
+    command: sh
+    args: [-c, "exec cat"]
+    env_file: %q
+`, envFile)
+	err = d.Reload(t.Context(), parseConfig(t, next))
+	if err == nil || !strings.Contains(err.Error(), "server.env") {
+		t.Fatalf("reload with an env_file that does not exist = %v", err)
+	}
+	if names := d.Hub.SourceNames(); slices.Contains(names, "good") || slices.Contains(names, "bad") {
+		t.Errorf("a refused reload added sources: %v", names)
+	}
+	if st := d.Status(); len(st.Reloads) == 0 || !strings.Contains(st.Reloads[len(st.Reloads)-1].Error, "refused; the running config is unchanged") {
+		t.Errorf("the refused reload is not recorded: %+v", st.Reloads)
+	}
+	if err := os.WriteFile(envFile, []byte("A=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(t.Context(), parseConfig(t, next)); err != nil {
+		t.Fatalf("the same file, mended: %v", err)
+	}
+	if names := d.Hub.SourceNames(); !slices.Contains(names, "good") || !slices.Contains(names, "bad") {
+		t.Errorf("after the mended reload the sources are %v", names)
+	}
+}
+
+// TestWithReverted: after a reload in which a source's change failed,
+// the config in force keeps that source's old entry (or none), so that
+// the next reload sees the change again.
+func TestWithReverted(t *testing.T) {
+	old := parseConfig(t, "servers:\n  a: {command: sh}\n  b: {command: sh}\n")
+	cfg := parseConfig(t, "servers:\n  a: {command: bash}\n  b: {command: bash}\n  c: {command: sh}\n")
+	got := withReverted(cfg, old, map[string]bool{"a": true, "c": true})
+	if got.Servers["a"] != old.Servers["a"] || got.Servers["b"] != cfg.Servers["b"] || got.Servers["c"] != nil {
+		t.Errorf("servers after revert: a %v, b %v, c %v", got.Servers["a"], got.Servers["b"], got.Servers["c"])
+	}
+	if cfg.Servers["a"].Command != "bash" || cfg.Servers["c"] == nil {
+		t.Error("withReverted changed the config it was given")
+	}
+	if withReverted(cfg, old, nil) != cfg {
+		t.Error("with nothing failed, the config is not the one given")
 	}
 }
