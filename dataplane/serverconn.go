@@ -302,9 +302,10 @@ type RawCall struct {
 	unsent error       // the call was made after the connection ended: Send fails with it
 }
 
-// ErrNotSent is wrapped by the reply of a raw call made after the
-// server's stdout had ended: nothing was written, so the call may be made
-// again on a new connection.
+// ErrNotSent is wrapped by the reply of a raw call the server cannot
+// have read: one made after the connection ended, or whose line failed
+// to be written (the pipe's reader is gone: a server that has exited
+// reads nothing more). Such a call may go to the next session.
 var ErrNotSent = errors.New("not sent: the server's connection had ended")
 
 // A RawReceiver gets a raw call's reply: the server's answer, a failure

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -442,4 +443,24 @@ func TestRawCallNullIDError(t *testing.T) {
 	default:
 	}
 	waiting.Fail(errors.New("test over"))
+}
+
+// A raw call whose line cannot be written, because the server closed
+// its stdin (it exited), was not read by the server: its reply says so
+// (ErrNotSent), so that the call may go to the next session.
+func TestRawCallUnwritten(t *testing.T) {
+	t.Parallel()
+	p := newPipeConn(t)
+	p.serverIn.Close() // the server is gone: nothing reads its stdin
+	rcv := make(replies, 1)
+	rc := p.c.NewRawCall(rcv)
+	rc.Send(context.Background(), nil, json.RawMessage(`{"name":"echo"}`))
+	select {
+	case r := <-rcv:
+		if !errors.Is(r.Fail, ErrNotSent) || !errors.Is(r.Fail, syscall.EPIPE) {
+			t.Errorf("reply = %+v, want a failure wrapping ErrNotSent and EPIPE", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply within 10s for a call whose write failed")
+	}
 }

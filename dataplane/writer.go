@@ -366,7 +366,9 @@ func (b *batch) flush() {
 // every later write gets.
 func (wr *writer) failed(err error) error {
 	if wr.err == nil {
-		wr.err = fmt.Errorf("write: %w: %w", mcp.ErrConnectionClosed, err)
+		// A pipe's write fails when its reader is gone: what was not
+		// read is lost, and so is every line after it (ErrNotSent).
+		wr.err = fmt.Errorf("write: %w: %w: %w", ErrNotSent, mcp.ErrConnectionClosed, err)
 	}
 	return wr.err
 }
