@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/junction-mcp/junction/internal/reaper"
+	"github.com/junction-mcp/junction/internal/sandbox"
 )
 
 // goPluginPath is the example Go plugin, built once by TestMain.
@@ -19,6 +20,7 @@ var goPluginPath string
 
 func TestMain(m *testing.M) {
 	reaper.RunIfReaper() // the reapers of reaper_test.go run this binary
+	sandbox.Enable()     // the sandboxes of sandbox_test.go run this binary as their init
 	dir, err := os.MkdirTemp("", "toolbox-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -63,7 +63,8 @@ type Options struct {
 	// MaxBackoff (zero means 30s), with jitter.
 	MinBackoff, MaxBackoff time.Duration
 	// UnixSocket asks spawned plugins to listen on a unix socket in a
-	// private temporary directory instead of a loopback TCP port.
+	// private temporary directory instead of a loopback TCP port. A
+	// sandboxed plugin (Command.Sandbox) always does.
 	UnixSocket bool
 }
 

@@ -17,6 +17,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/junction-mcp/junction/internal/reaper"
+	"github.com/junction-mcp/junction/internal/sandbox"
 	"github.com/junction-mcp/junction/toolbox/plugin"
 	toolboxv1 "github.com/junction-mcp/junction/toolbox/v1"
 )
@@ -27,10 +28,16 @@ type Command struct {
 	Path string
 	Args []string
 	// Env is the plugin's environment; nil means the hub's own. The hub
-	// adds the JUNCTION_TOOLBOX* variables either way.
+	// adds the JUNCTION_TOOLBOX* variables either way. For a sandboxed
+	// plugin nothing is inherited: Env holds only the variables set on top
+	// of what the sandbox passes (PATH, HOME, LANG, LC_ALL and the names
+	// in Sandbox.Env).
 	Env []string
 	// Dir is the working directory; empty means the hub's.
 	Dir string
+	// Sandbox, if set with a level other than "off", confines the plugin
+	// (see [Sandbox]); it then always uses the unix socket handshake.
+	Sandbox *Sandbox
 }
 
 func (c Command) String() string {
@@ -51,10 +58,15 @@ func (c Command) String() string {
 //   - the plugin runs in its own process group, and the whole group is
 //     killed when the plugin exits or is stopped, so helpers it started are
 //     reaped too; once [EnableReaper] has run, a reaper in the group stops
-//     it if this program dies first.
+//     it if this program dies first;
+//   - with cmd.Sandbox set (a level other than "off"), it runs in a
+//     sandbox as a stdio server does (docs/sandbox.md), under an init
+//     that ends it and all it started when this program dies, and it
+//     always gets the unix socket handshake.
 //
 // NewPlugin returns at once; calls wait (up to ReadyTimeout) for the
-// first handshake. It fails only when cmd cannot be found.
+// first handshake. It fails only when cmd cannot be found or its
+// sandbox level is unknown.
 func NewPlugin(cmd Command, opts *Options) (*Source, error) {
 	o := opts.withDefaults()
 	if cmd.Path == "" {
@@ -62,6 +74,9 @@ func NewPlugin(cmd Command, opts *Options) (*Source, error) {
 	}
 	if _, err := exec.LookPath(cmd.Path); err != nil {
 		return nil, fmt.Errorf("toolbox %s: plugin command: %w", o.Name, err)
+	}
+	if _, err := cmd.Sandbox.ParsedLevel(); err != nil {
+		return nil, fmt.Errorf("toolbox %s: %w", o.Name, err)
 	}
 	s := newSource(o)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -103,24 +118,44 @@ func (s *Source) supervise(ctx context.Context, cmd Command) {
 // and reaps it. It returns why the plugin stopped.
 func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 	token := randomToken()
-	c := exec.Command(cmd.Path, cmd.Args...)
-	c.Dir = cmd.Dir
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
+	lvl, err := cmd.Sandbox.ParsedLevel()
+	if err != nil {
+		return err
 	}
-	c.Env = append(append([]string(nil), env...), plugin.EnvMagic+"=1", plugin.EnvToken+"="+token)
+	confined := lvl != sandbox.Off
+	hubEnv := []string{plugin.EnvMagic + "=1", plugin.EnvToken + "=" + token}
 	var sockDir string
-	if s.opts.UnixSocket {
+	if s.opts.UnixSocket || confined {
+		// A sandboxed plugin's loopback is its own: only a socket in a
+		// directory both sides see reaches it.
 		d, err := os.MkdirTemp("", "junction-toolbox-")
 		if err != nil {
 			return fmt.Errorf("socket directory: %w", err)
 		}
 		sockDir = d
 		defer os.RemoveAll(d)
-		c.Env = append(c.Env, plugin.EnvUnixDir+"="+d)
+		hubEnv = append(hubEnv, plugin.EnvUnixDir+"="+d)
 	}
-	ownProcessGroup(c)
+	var c *exec.Cmd
+	if confined {
+		// In a session and process group of its own (the init's), with
+		// only the declared environment; no reaper: the init dies with
+		// this program and takes the plugin's PID namespace with it.
+		var box *sandbox.Box
+		if c, box, err = s.sandboxed(cmd, hubEnv, sockDir); err != nil {
+			return fmt.Errorf("start %s in its sandbox: %w", cmd, err)
+		}
+		defer box.Close()
+	} else {
+		c = exec.Command(cmd.Path, cmd.Args...)
+		c.Dir = cmd.Dir
+		env := cmd.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		c.Env = append(append([]string(nil), env...), hubEnv...)
+		ownProcessGroup(c)
+	}
 	c.Stdin = nil
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -148,9 +183,11 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 	// Before anything reaps the plugin, so that its group exists to be
 	// joined. The reaper stops the group as stop does if this program
 	// dies, and pins the group's id until it is released.
-	rp, err := reaper.Start(pid, reaper.Stages{Term: s.opts.StopTimeout})
-	if err != nil {
-		log.Warn("no reaper for the plugin: it may outlive this program if the program is killed", "error", err)
+	var rp *reaper.Reaper
+	if !confined {
+		if rp, err = reaper.Start(pid, reaper.Stages{Term: s.opts.StopTimeout}); err != nil {
+			log.Warn("no reaper for the plugin: it may outlive this program if the program is killed", "error", err)
+		}
 	}
 
 	var readers sync.WaitGroup
@@ -162,7 +199,7 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 	}()
 	go func() {
 		defer readers.Done()
-		s.readStderr(errR, log)
+		s.readStderr(errR, log, confined)
 	}()
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
@@ -344,8 +381,20 @@ func (s *Source) readStdout(r io.Reader, handshake chan<- string, log interface 
 	})
 }
 
-func (s *Source) readStderr(r io.Reader, log interface{ Info(string, ...any) }) {
-	eachLine(r, func(line string) { log.Info("plugin stderr", "line", line) })
+// readStderr logs every stderr line. A sandboxed plugin's lines from the
+// sandbox itself ("sandbox: warning: ...", a limit that ended the
+// plugin) are logged as warnings.
+func (s *Source) readStderr(r io.Reader, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}, confined bool) {
+	eachLine(r, func(line string) {
+		if confined && strings.HasPrefix(line, "sandbox: ") {
+			log.Warn("plugin stderr", "line", line)
+			return
+		}
+		log.Info("plugin stderr", "line", line)
+	})
 }
 
 // eachLine calls f with every line of r (without the newline), cutting

@@ -320,7 +320,7 @@ func (s *Server) Snapshot() Snapshot {
 		snap.ServerInfo = &info
 	}
 	if s.cfg.TransportKind() == TransportStdio {
-		lvl, _ := s.cfg.load().Sandbox.level()
+		lvl, _ := s.cfg.load().Sandbox.ParsedLevel()
 		snap.Sandbox = lvl.String()
 		snap.SandboxEvents = slices.Clone(s.sandboxEvents)
 	}

@@ -69,16 +69,16 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	lvl, err := t.cfg.Sandbox.level()
+	lvl, err := t.cfg.Sandbox.ParsedLevel()
 	if err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	var cmd *exec.Cmd
-	var box *box
+	var box *sandbox.Box
 	if lvl != sandbox.Off {
 		// In a session and process group of its own, with only the
 		// declared environment (see sandbox.go).
-		if cmd, box, err = t.sandboxed(lvl); err != nil {
+		if cmd, box, err = t.sandboxed(); err != nil {
 			return nil, fmt.Errorf("spawn %q in its sandbox: %w", t.cfg.Command, err)
 		}
 	} else {
@@ -208,7 +208,7 @@ func cutEnv(kv string) (string, string, bool) {
 // stdout reader; Close stops the process group and waits for all three.
 type stdioConn struct {
 	*dataplane.ServerConn
-	box    *box         // the sandbox's temporary directory and egress proxy; nil when not sandboxed
+	box    *sandbox.Box // the sandbox's temporary directory and egress proxy; nil when not sandboxed
 	note   func(string) // records a sandbox event
 	logger *slog.Logger
 	cmd    *exec.Cmd

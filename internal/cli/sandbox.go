@@ -76,4 +76,3 @@ func runSandboxCheck(_ context.Context, env *Env, args []string) error {
 	}
 	return result
 }
-

@@ -114,8 +114,8 @@ type Config struct {
 	// expanded. Empty means each process keeps its own state in its data
 	// directory.
 	Store string
-	// Sandbox is the sandbox of every stdio server that does not set its
-	// own (docs/sandbox.md); nil means off.
+	// Sandbox is the sandbox of every stdio server and spawned plugin
+	// that does not set its own (docs/sandbox.md); nil means off.
 	Sandbox *Sandbox
 	// CodeMode is the default view's code mode, and the script limits of
 	// every view's.
@@ -266,6 +266,9 @@ type Plugin struct {
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+	// Sandbox confines a spawned plugin (docs/sandbox.md) as a stdio
+	// server's does; nil means the top-level sandbox, if any.
+	Sandbox *Sandbox
 
 	URL         string
 	Headers     map[string]string
@@ -535,10 +538,10 @@ const (
 	SandboxStrict = "strict"
 )
 
-// Sandbox confines a stdio server: the files, network, processes,
-// resources and environment it may use. A server's sandbox is laid over
-// the top-level one: its level and limits replace those set there, its
-// lists are added to theirs.
+// Sandbox confines a stdio server or a spawned plugin: the files,
+// network, processes, resources and environment it may use. A server's
+// (or plugin's) sandbox is laid over the top-level one: its level and
+// limits replace those set there, its lists are added to theirs.
 type Sandbox struct {
 	Level     string   // off, on or strict; "" inherits (off at the top)
 	ReadOnly  []string // more paths it may read

@@ -721,7 +721,7 @@ func (d *decoder) env(n *node, path string) (map[string]string, []string) {
 
 // --- plugins, packs ---
 
-var pluginKeys = []string{"command", "args", "env", "cwd", "url", "headers", "bearer_token",
+var pluginKeys = []string{"command", "args", "env", "cwd", "sandbox", "url", "headers", "bearer_token",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
 
 func (d *decoder) plugins(n *node, path string) map[string]*Plugin {
@@ -741,6 +741,8 @@ func (d *decoder) plugins(n *node, path string) map[string]*Plugin {
 				pl.Env = d.strMap(f.val, p, true)
 			case "cwd":
 				pl.Cwd = d.strX(f.val, p)
+			case "sandbox":
+				pl.Sandbox = d.sandbox(f.val, p)
 			case "url":
 				pl.URL = d.strX(f.val, p)
 			case "headers":

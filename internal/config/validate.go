@@ -266,6 +266,12 @@ func (v *validator) plugin(p *Plugin, path string) {
 		v.fail(path, "has both command and url; keep one")
 	case p.URL != "":
 		v.url(p.URL, join(path, "url"), "plugin")
+		if p.Sandbox != nil {
+			v.fail(join(path, "sandbox"), "not used by a plugin junction dials (a url); only a plugin it spawns (a command) runs in a sandbox")
+		}
+	}
+	if p.Sandbox != nil {
+		v.sandbox(p.Sandbox, join(path, "sandbox"))
 	}
 	v.headers(p.Headers, join(path, "headers"))
 }

@@ -82,6 +82,17 @@ func Preflight(file string, cfg *config.Config, getenv func(string) string) conf
 			add(cfg.FieldPath("server", name)+".sandbox", "%v", err)
 		}
 	}
+	// Each spawned plugin's, the same way.
+	for _, name := range sortedNames(cfg.Plugins) {
+		p := cfg.Plugins[name]
+		sb := p.Sandbox.Over(cfg.Sandbox)
+		if sb == nil || p.Disabled || p.Command == "" {
+			continue
+		}
+		if err := d.sandboxFor(sb).Check(p.Command, p.Args, p.Cwd); err != nil {
+			add(cfg.FieldPath("plugin", name)+".sandbox", "%v", err)
+		}
+	}
 	return errs
 }
 

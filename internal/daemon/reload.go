@@ -79,6 +79,13 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 				delta.Servers.Updated = append(delta.Servers.Updated, name)
 			}
 		}
+		// And every spawned plugin's: those whose sandbox it changes
+		// start anew.
+		for _, name := range delta.Plugins.Unchanged {
+			if p := cfg.Plugins[name]; p.Command != "" && !reflect.DeepEqual(p.Sandbox.Over(old.Sandbox), p.Sandbox.Over(cfg.Sandbox)) {
+				delta.Plugins.Changed = append(delta.Plugins.Changed, name)
+			}
+		}
 	}
 
 	// First start every source the new config adds or starts anew. If

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/junction-mcp/junction/internal/buildinfo"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/oauth"
+	"github.com/junction-mcp/junction/internal/sandbox"
 	"github.com/junction-mcp/junction/toolbox"
 	"github.com/junction-mcp/junction/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -153,9 +155,9 @@ func (d *Daemon) upstreamConfigFor(name string, s *config.Server) (upstream.Conf
 	return c, nil
 }
 
-// sandboxFor translates a config sandbox into the upstream package's,
-// denying junction's own stores besides the keys the sandbox always
-// denies. Nil stays nil.
+// sandboxFor translates a config sandbox into the upstream package's
+// (which is the toolbox package's too), denying junction's own stores
+// besides the keys the sandbox always denies. Nil stays nil.
 func (d *Daemon) sandboxFor(sb *config.Sandbox) *upstream.Sandbox {
 	if sb == nil {
 		return nil
@@ -203,14 +205,29 @@ func (d *Daemon) startPlugin(name string, p *config.Plugin) (*managed, *junction
 	if p.URL != "" {
 		src, err = toolbox.NewURL(p.URL, topts)
 	} else {
+		d.mu.Lock()
+		base := d.sandbox
+		d.mu.Unlock()
+		sb := d.sandboxFor(p.Sandbox.Over(base))
+		lvl, lerr := sb.ParsedLevel()
+		if lerr != nil {
+			return nil, nil, fmt.Errorf("plugins.%s: %w", name, lerr)
+		}
 		var env []string
-		if len(p.Env) > 0 {
+		if lvl != sandbox.Off {
+			// Nothing is inherited: the sandbox passes what it allows,
+			// and the plugin's env is set on top.
+			env = []string{}
+			for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+				env = append(env, k+"="+p.Env[k])
+			}
+		} else if len(p.Env) > 0 {
 			env = os.Environ()
 			for k, v := range p.Env {
 				env = append(env, k+"="+v)
 			}
 		}
-		src, err = toolbox.NewPlugin(toolbox.Command{Path: p.Command, Args: p.Args, Env: env, Dir: p.Cwd}, topts)
+		src, err = toolbox.NewPlugin(toolbox.Command{Path: p.Command, Args: p.Args, Env: env, Dir: p.Cwd, Sandbox: sb}, topts)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugins.%s: %w", name, err)

@@ -375,7 +375,7 @@ servers:
 		permitted := []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "NO_PROXY",
 			"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy",
 			"JUNCTION_HUB_PID", "JUNCTION_HUB_CONFIG", "JUNCTION_HUB_SOURCE", "JUNCTION_HUB_DEPTH",
-			"SERVER_SET", "JUNCTION_E2E_DECLARED"}
+			"SERVER_SET", "JUNCTION_E2E_DECLARED", "GIT_CONFIG_GLOBAL"}
 		for k := range vars {
 			if !slices.Contains(permitted, k) {
 				t.Errorf("ESCAPE: the server's environment has %s, which is neither a base, a sandbox nor a declared variable", k)
@@ -480,7 +480,26 @@ func TestSandboxRealServers(t *testing.T) {
 	_, mods := nodeTools(t)
 	fsScript := filepath.Join(npmPackageDir(t, mods, "@modelcontextprotocol/server-filesystem"), "dist", "index.js")
 	memScript := filepath.Join(npmPackageDir(t, mods, "@modelcontextprotocol/server-memory"), "dist", "index.js")
+	gitScript := filepath.Join(npmPackageDir(t, mods, "@cyanheads/git-mcp-server"), "dist", "index.js")
 	home := t.TempDir()
+	// A git repository with one commit, made by the test; the home's
+	// .gitconfig is junction's user's, which the sandbox does not show.
+	repo := t.TempDir()
+	gitRun := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	mkfile(t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = Home Identity\n\temail = home@example.com\n")
+	gitRun("init", "-q", "-b", "main")
+	mkfile(t, filepath.Join(repo, "a.txt"), "one\n")
+	gitRun("add", "a.txt")
+	gitRun("commit", "-qm", "first")
 	root := t.TempDir()
 	memDir := t.TempDir()
 	memFile := filepath.Join(memDir, "memory.jsonl")
@@ -503,14 +522,19 @@ servers:
     args: [%q]
     env: {MEMORY_FILE_PATH: %q}
     sandbox: {level: strict, read_write: [%q]}
-`, node, everything, node, fsScript, root, root, node, memScript, memFile, memDir))
+  git:
+    command: %q
+    args: [%q]
+    env: {MCP_TRANSPORT_TYPE: stdio, MCP_LOG_LEVEL: error, GIT_COMMITTER_NAME: Sandboxed, GIT_COMMITTER_EMAIL: sandbox@example.com}
+    sandbox: {level: strict, read_write: [%q]}
+`, node, everything, node, fsScript, root, root, node, memScript, memFile, memDir, node, gitScript, repo))
 	hub := startServerEnv(t, []string{"HOME=" + home}, "-insecure-no-auth", "-config", cfg)
 	cs := connectHTTP(t, hub.URL, "")
-	waitFor(t, "the three servers' tools", 90*time.Second, func() bool {
+	waitFor(t, "the four servers' tools", 90*time.Second, func() bool {
 		names := toolNames(t, cs)
-		return hasName(names, "everything__echo") && hasName(names, "files__write_file") && hasName(names, "memory__read_graph")
+		return hasName(names, "everything__echo") && hasName(names, "files__write_file") && hasName(names, "memory__read_graph") && hasName(names, "git__git_commit")
 	})
-	for _, name := range []string{"everything", "files", "memory"} {
+	for _, name := range []string{"everything", "files", "memory", "git"} {
 		if s := sandboxStatus(t, hub.URL, name); s.Sandbox != "strict" || s.State != "connected" {
 			t.Errorf("/status: %s is %s with sandbox %q, want connected and strict", name, s.State, s.Sandbox)
 		}
@@ -553,5 +577,19 @@ servers:
 	}
 	if got, err := os.ReadFile(memFile); err != nil || !strings.Contains(string(got), entity) {
 		t.Errorf("%s after create_entities = %q, %v; want the entity in it", memFile, got, err)
+	}
+
+	// The git server reads the repository's history, and commits a new
+	// file into it, as the author the call names (the user's .gitconfig
+	// is out of its reach).
+	if text := toolText(t, cs, "git__git_log", map[string]any{"path": repo}); !strings.Contains(text, "first") {
+		t.Errorf("git__git_log = %q, want the first commit", text)
+	}
+	mkfile(t, filepath.Join(repo, "b.txt"), "two\n")
+	toolText(t, cs, "git__git_add", map[string]any{"path": repo, "paths": []any{"b.txt"}})
+	toolText(t, cs, "git__git_commit", map[string]any{"path": repo, "message": "second, from a sandbox",
+		"author": map[string]any{"name": "Sandboxed", "email": "sandbox@example.com"}})
+	if log := gitRun("log", "--format=%an %s"); !strings.Contains(log, "Sandboxed second, from a sandbox") {
+		t.Errorf("git log after git__git_commit:\n%s", log)
 	}
 }

@@ -19,6 +19,7 @@ var systemReadOnly = []string{
 	"/etc/alternatives", "/etc/localtime", "/etc/timezone",
 	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
 	"/etc/mime.types", "/etc/os-release",
+	"/etc/gitconfig", // git stops at a configuration file it may not read
 }
 
 // DefaultPaths returns what command (a name looked up in PATH, or a
