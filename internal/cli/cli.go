@@ -86,6 +86,9 @@ func commands() []command {
 		{name: "config check", summary: "validate a config file (junction, Claude Desktop, Cursor or VS Code form)", run: runConfigCheck},
 		{name: "connect", summary: "move a host's MCP servers (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf) into junction and run junction there", run: runConnect},
 		{name: "disconnect", summary: "give a host its own MCP servers back from the backup connect made", run: runDisconnect},
+		{name: "registry search", summary: "search MCP registries (the official one, or -registry URL) for servers by name", run: runRegistrySearch},
+		{name: "registry show", summary: "show a registry server's server.json: packages, remotes, what it needs", run: runRegistryShow},
+		{name: "add", summary: "add a server from an MCP registry to junction's config, pinned to its version", run: runAdd},
 		{name: "diagram compile", summary: "validate a diagram file and optionally save it (-push-as)", run: runDiagramCompile},
 		{name: "diagram run", summary: "run a saved diagram or a diagram file, now or in the background", run: runDiagramRun},
 		{name: "diagram results", summary: "print a diagram run's status and node outputs by session id", run: runDiagramResults},
@@ -534,4 +537,3 @@ func (s *stringList) Set(v string) error {
 	*s = append(*s, v)
 	return nil
 }
-
