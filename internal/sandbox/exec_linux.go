@@ -29,18 +29,8 @@ func execMain() int {
 		return exitSetup
 	}
 	p := &sp.Policy
-	failed := false
-	need := func(what string, err error) {
-		if err == nil {
-			return
-		}
-		if p.Level == Strict {
-			say("refusing to start the server: %s: %v", what, err)
-			failed = true
-			return
-		}
-		say("warning: %s: %v (continuing without it)", what, err)
-	}
+	ls := &layers{level: p.Level}
+	need := ls.need
 	if sp.Dir != "" {
 		if err := os.Chdir(sp.Dir); err != nil {
 			say("server directory: %v", err)
@@ -82,7 +72,7 @@ func execMain() int {
 			need("Landlock", ll.allowConnect(sp.Port))
 		}
 	}
-	if failed {
+	if ls.failed {
 		return exitSetup
 	}
 
@@ -99,7 +89,7 @@ func execMain() int {
 	} else {
 		need("seccomp", loadSeccomp())
 	}
-	if failed {
+	if ls.failed {
 		return exitSetup
 	}
 
@@ -125,7 +115,7 @@ func execMain() int {
 	}
 	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 
-	if failed {
+	if ls.failed {
 		return exitSetup
 	}
 

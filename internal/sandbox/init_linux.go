@@ -48,20 +48,8 @@ func initMain() int {
 		return exitSetup
 	}
 	p := &sp.Policy
-	// need reports a layer that could not be applied: Strict refuses,
-	// On warns.
-	failed := false
-	need := func(what string, err error) {
-		if err == nil {
-			return
-		}
-		if p.Level == Strict {
-			say("refusing to start the server: %s: %v", what, err)
-			failed = true
-			return
-		}
-		say("warning: %s: %v (continuing without it)", what, err)
-	}
+	ls := &layers{level: p.Level}
+	need := ls.need
 	if sp.NS {
 		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 			need("making mounts private", err)
@@ -96,12 +84,12 @@ func initMain() int {
 		// Orphans of the server come to the init, which reaps them.
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	if p.ProxySocket != "" && !failed {
+	if p.ProxySocket != "" && !ls.failed {
 		port, err := forward(p.ProxySocket)
 		need("starting the proxy forwarder", err)
 		sp.Port = port
 	}
-	if failed {
+	if ls.failed {
 		return exitSetup
 	}
 	b, err := json.Marshal(sp)
@@ -271,4 +259,24 @@ func relay(c net.Conn, sock string) {
 	io.Copy(c, u)
 	c.(*net.TCPConn).CloseWrite()
 	<-done
+}
+
+// layers tracks the layers of a sandbox stage as they are applied.
+type layers struct {
+	level  Level
+	failed bool // a layer could not be applied at level Strict
+}
+
+// need reports a layer that could not be applied (err not nil): Strict
+// refuses to start the server, On warns and goes on without it.
+func (ls *layers) need(what string, err error) {
+	if err == nil {
+		return
+	}
+	if ls.level == Strict {
+		say("refusing to start the server: %s: %v", what, err)
+		ls.failed = true
+		return
+	}
+	say("warning: %s: %v (continuing without it)", what, err)
 }

@@ -63,6 +63,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/junction-mcp/junction/bench/tokens"
 	"io"
 	"os"
 	"os/exec"
@@ -125,7 +126,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tok, err := newCounter()
+	tok, err := tokens.New()
 	if err != nil {
 		return err
 	}
@@ -328,7 +329,7 @@ type result struct {
 // agree every time, and counts the context of the first run (the same in
 // every run: the answers and the calls do not change).
 // With show set, it prints the first run's context pieces there.
-func measure(ctx context.Context, h *hub, sg *signer, d described, e *env, t task, runs int, tok *counter, show io.Writer) (result, error) {
+func measure(ctx context.Context, h *hub, sg *signer, d described, e *env, t task, runs int, tok *tokens.Counter, show io.Writer) (result, error) {
 	r := result{task: t, tools: d.names}
 	var dwall, swall []time.Duration
 	script := strings.ReplaceAll(t.script, "@ROOT@", e.root)
@@ -393,11 +394,11 @@ func measure(ctx context.Context, h *hub, sg *signer, d described, e *env, t tas
 
 // count returns the bytes and cl100k tokens of pieces (no tokens
 // without tok).
-func count(pieces [][]byte, tok *counter) (bytes, tokens int) {
+func count(pieces [][]byte, tok *tokens.Counter) (bytes, tokens int) {
 	for _, p := range pieces {
 		bytes += len(p)
 		if tok != nil {
-			tokens += tok.cl100k(p)
+			tokens += tok.CL100k(p)
 		}
 	}
 	return bytes, tokens
@@ -416,7 +417,7 @@ func showContext(w io.Writer, title string, pieces [][]byte) {
 // namespace: every tool's definition (tools/list JSON), every tool's
 // signature line (describe_tools' typescript field), and the namespace's
 // declarations resource; and the run_script definition.
-func contextNote(w io.Writer, h *hub, sg *signer, tok *counter) {
+func contextNote(w io.Writer, h *hub, sg *signer, tok *tokens.Counter) {
 	fmt.Fprintln(w, "| definitions, bytes (tokens cl100k) | tools/list JSON | signature lines | NS.d.ts |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|")
 	for _, ns := range namespaces {
@@ -438,9 +439,9 @@ func contextNote(w io.Writer, h *hub, sg *signer, tok *counter) {
 			unit = "tool"
 		}
 		fmt.Fprintf(w, "| %s: its %d %s | %d (%d) | %d (%d) | %d (%d) |\n", ns, len(names), unit,
-			len(db), tok.cl100k(db), len(sb), tok.cl100k(sb), len(h.decl[ns]), tok.cl100k(h.decl[ns]))
+			len(db), tok.CL100k(db), len(sb), tok.CL100k(sb), len(h.decl[ns]), tok.CL100k(h.decl[ns]))
 	}
 	b, sb := h.defs[scriptTool], sg.scriptDef
 	fmt.Fprintf(w, "\nThe run_script definition: %d bytes (%d tokens) in list mode, %d (%d) in search mode.\n",
-		len(b), tok.cl100k(b), len(sb), tok.cl100k(sb))
+		len(b), tok.CL100k(b), len(sb), tok.CL100k(sb))
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction/bench/catalog"
+	"github.com/junction-mcp/junction/bench/tokens"
 )
 
 func main() {
@@ -94,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if (o.queries == "") != (o.ranked == "") || o.queries != "" && o.catalog == "" {
 		return errors.New("-queries needs -ranked and -catalog")
 	}
-	tok, err := newCounter()
+	tok, err := tokens.New()
 	if err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ type row struct {
 // measure starts a hub of servers (YAML under "servers:") in list mode,
 // then in search mode, and measures each one's tools/list. In search mode
 // it then calls then, if not nil, with the hub.
-func measure(ctx context.Context, junction, dir, name, servers string, tok *counter, then func(*hub) error) ([]row, error) {
+func measure(ctx context.Context, junction, dir, name, servers string, tok *tokens.Counter, then func(*hub) error) ([]row, error) {
 	var rows []row
 	for _, mode := range []string{"list", "search"} {
 		cfg := filepath.Join(dir, name+"-"+mode+".yaml")
@@ -177,8 +178,8 @@ func measure(ctx context.Context, junction, dir, name, servers string, tok *coun
 		}
 		r := row{config: name, mode: mode, list: l}
 		for _, page := range l.toolsJSON {
-			r.cl100k += tok.cl100k(page)
-			r.o200k += tok.o200k(page)
+			r.cl100k += tok.CL100k(page)
+			r.o200k += tok.O200k(page)
 		}
 		rows = append(rows, r)
 	}

@@ -101,16 +101,3 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
-
-func TestCounter(t *testing.T) {
-	c, err := newCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := c.o200k([]byte("hello world")); n != 2 {
-		t.Errorf("o200k(hello world) = %d tokens, want 2", n)
-	}
-	if n := c.cl100k([]byte("hello world")); n != 2 {
-		t.Errorf("cl100k(hello world) = %d tokens, want 2", n)
-	}
-}
