@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/evanw/esbuild/pkg/api"
 	"github.com/go-sourcemap/sourcemap"
@@ -68,14 +69,15 @@ func compile(s Script) (*compiled, error) {
 }
 
 // frameRE matches a position in a QuickJS stack frame: "at f (<input>:3:11)".
-var frameRE = regexp.MustCompile(`at (\S+)?.*?:(\d+):(\d+)\)?\s*$`)
+// Compiled on first use: package inits stay cheap (cmd/junction's TestInitBudget).
+var frameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`at (\S+)?.*?:(\d+):(\d+)\)?\s*$`) })
 
 // locate finds where in the user's script an error happened: the first
 // stack frame that is not the prelude's (whose function names start with
 // __cm_), mapped back through esbuild's source map. 0, 0 if none.
 func (c *compiled) locate(stack string) (line, col int) {
 	for fr := range strings.SplitSeq(stack, "\n") {
-		m := frameRE.FindStringSubmatch(strings.TrimSpace(fr))
+		m := frameRE().FindStringSubmatch(strings.TrimSpace(fr))
 		if m == nil || strings.HasPrefix(m[1], "__cm_") {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // InstallOptions are what the user gives "junction add" beside the
@@ -190,9 +191,11 @@ func runnable(p *Package, o InstallOptions) string {
 }
 
 // rangeLike matches versions that are not one exact version.
-var rangeLike = regexp.MustCompile(`^(latest|\*|x)$|^[\^~<>=]|[*\s]|\.(x|X)(\.|$)|\|\|`)
+var rangeLike = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(latest|\*|x)$|^[\^~<>=]|[*\s]|\.(x|X)(\.|$)|\|\|`)
+})
 
-func pinnedVersion(v string) bool { return v != "" && !rangeLike.MatchString(v) }
+func pinnedVersion(v string) bool { return v != "" && !rangeLike().MatchString(v) }
 
 func buildPackage(s *ServerJSON, p *Package, o InstallOptions) (*Entry, error) {
 	b := newBuilder(s, o)
@@ -459,7 +462,7 @@ func (b *builder) arguments(args []Argument, field string) ([]string, error) {
 	return out, nil
 }
 
-var braces = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var braces = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // fill resolves the {variables} of in.Value: from -arg, the variable's
 // own value or default, or a placeholder if it is required. Braces that
@@ -467,7 +470,7 @@ var braces = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // the value is the publisher's text, escaped for junction's ${...}.
 func (b *builder) fill(in Input, what string) (string, error) {
 	var err error
-	out := braces.ReplaceAllStringFunc(escape(in.Value), func(m string) string {
+	out := braces().ReplaceAllStringFunc(escape(in.Value), func(m string) string {
 		name := m[1 : len(m)-1]
 		if user, ok := b.userArg(name); ok {
 			if len(user) != 1 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -158,12 +159,12 @@ type ServerList struct {
 }
 
 // namePattern is the server.json schema's pattern for name.
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`) })
 
 // ValidName reports whether name has the form of a registry server name
 // (reverse-DNS namespace, one slash, name).
 func ValidName(name string) bool {
-	return len(name) >= 3 && len(name) <= 200 && namePattern.MatchString(name)
+	return len(name) >= 3 && len(name) <= 200 && namePattern().MatchString(name)
 }
 
 // ValidationError is a server.json that breaks the schema: Field is the
