@@ -176,7 +176,25 @@ func (v *View) scriptDescription(t *table) string {
 	return b.String()
 }
 
+// isScriptTool reports whether name is the view's script meta-tool (code
+// mode on).
+func (v *View) isScriptTool(name string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.disc.d.CodeMode && name == v.disc.names.Script
+}
+
+// scriptTaskAfter is how long a script runs before its call becomes a
+// task, for a host that takes tasks.
+const scriptTaskAfter = time.Second
+
 func (v *View) scriptToolDef(desc string) *mcp.Tool {
+	t := v.scriptToolDefOf(desc)
+	SetTaskSupport(t, TaskOptional) // a long script becomes a task
+	return t
+}
+
+func (v *View) scriptToolDefOf(desc string) *mcp.Tool {
 	return &mcp.Tool{
 		Name:        v.disc.names.Script,
 		Title:       "Run a script",

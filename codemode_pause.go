@@ -145,26 +145,40 @@ func (run *scriptRun) askHost(ctx context.Context, requests mcp.InputRequestMap)
 
 // await waits for the script to end or to ask the host, for the request
 // of ctx: it returns run_script's result, paused (an input-required
-// result) or final. A cancelled request cancels the script.
+// result) or final. A cancelled request cancels the script. For a host
+// that takes tasks, a script still running after scriptTaskAfter
+// becomes one: the host gets the task at once, and what await returns
+// becomes its outcome.
 func (v *View) await(ctx context.Context, run *scriptRun) (*mcp.CallToolResult, *ScriptOutput, error) {
-	select {
-	case d := <-run.done:
-		v.hub.paused.forget(run)
-		return nil, d.out, d.err
-	case ask := <-run.asks:
-		state, err := v.hub.paused.pause(run, ask)
-		if err != nil {
-			ask.answers <- nil
+	var becomeTask <-chan time.Time
+	if CanStartTask(ctx) {
+		tm := time.NewTimer(scriptTaskAfter)
+		defer tm.Stop()
+		becomeTask = tm.C
+	}
+	for {
+		select {
+		case <-becomeTask:
+			StartTask(ctx)
+			becomeTask = nil
+		case d := <-run.done:
+			v.hub.paused.forget(run)
+			return nil, d.out, d.err
+		case ask := <-run.asks:
+			state, err := v.hub.paused.pause(run, ask)
+			if err != nil {
+				ask.answers <- nil
+				run.cancel()
+				d := <-run.done
+				return nil, d.out, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: ask.requests, RequestState: state}, nil, nil
+		case <-ctx.Done():
 			run.cancel()
-			d := <-run.done
-			return nil, d.out, err
+			<-run.done
+			v.hub.paused.forget(run)
+			return nil, nil, ctx.Err()
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: ask.requests, RequestState: state}, nil, nil
-	case <-ctx.Done():
-		run.cancel()
-		<-run.done
-		v.hub.paused.forget(run)
-		return nil, nil, ctx.Err()
 	}
 }
 

@@ -311,3 +311,54 @@ func BenchmarkCodeModeCall(b *testing.B) {
 		})
 	}
 }
+
+// TestCodeModeTask: for a host that takes tasks, a script that is still
+// running after a second becomes a task, whose outcome is the script's
+// result; a quick script is answered as it is.
+func TestCodeModeTask(t *testing.T) {
+	release := make(chan struct{})
+	p := junction.NewPack("p")
+	p.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	h := junction.New(&junction.Options{Scripts: &codemode.Engine{}})
+	t.Cleanup(func() { h.Close() })
+	add(t, h, "p", p, junction.PrefixAlways)
+	v, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetDiscovery(junction.Discovery{CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !v.TakesTaskCall("run_script") {
+		t.Fatal("run_script is not taken for tasks")
+	}
+	call := func(script string) map[string]any {
+		params, _ := json.Marshal(map[string]any{"name": "run_script", "arguments": map[string]any{"script": script}})
+		res, werr, ok := v.CallToolTask(t.Context(), "o", "run_script", params)
+		if werr != nil || !ok {
+			t.Fatalf("CallToolTask(%q) = %v, %v", script, werr, ok)
+		}
+		return decodeObject(t, res)
+	}
+	if quick := call("return 7"); quick["resultType"] == "task" || !strings.Contains(mustJSON(t, quick), `"value":7`) {
+		t.Errorf("a quick script's answer = %v, want its result", quick)
+	}
+	created := call(`const r: any = await p.slow({}); return r[0].text`)
+	id, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || id == "" {
+		t.Fatalf("a long script's answer = %v, want a task", created)
+	}
+	close(release)
+	got := pollTask(t, v, "o", id, "completed")
+	if !strings.Contains(mustJSON(t, got["result"]), `"value":"done"`) {
+		t.Errorf("completed task = %v", got)
+	}
+}

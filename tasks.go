@@ -573,7 +573,7 @@ func (st *taskStore) runRound(t *task, answers map[string]json.RawMessage, state
 			return
 		}
 		ctx := context.WithValue(t.ctx, taskStarterKey{}, &taskStarter{t: t})
-		call, err := t.view.Begin(ctx, t.name)
+		call, err := t.view.beginTaskCall(ctx, t.name)
 		if err != nil {
 			st.finishRound(t, nil, err)
 			return
@@ -688,6 +688,9 @@ func (v *View) CallToolTask(ctx context.Context, owner, name string, params json
 // and no ts, as a task of the hub's that the tool's handler starts
 // (decides) or the hub starts at once; not ok: as an ordinary call.
 func (v *View) taskRoute(name string) (ts TaskSource, decides, ok bool) {
+	if v.isScriptTool(name) {
+		return nil, true, true // a long script becomes a task (scriptHandler)
+	}
 	h := v.hub
 	h.mu.RLock()
 	e := h.table.toolIndex[name]
@@ -731,7 +734,7 @@ func (v *View) runTaskCall(ctx context.Context, owner, name string, params json.
 	s := &taskStarter{st: st, v: v, owner: owner, name: name, params: taskParams(params), ctx: runCtx, cancel: cancel, started: make(chan struct{})}
 	// Until it is a task, the call ends with the host's request.
 	stopWatch := context.AfterFunc(ctx, cancel)
-	call, err := v.Begin(context.WithValue(runCtx, taskStarterKey{}, s), name)
+	call, err := v.beginTaskCall(context.WithValue(runCtx, taskStarterKey{}, s), name)
 	if err != nil {
 		stopWatch()
 		cancel()
@@ -1109,6 +1112,9 @@ func (v *View) TakesTaskCall(name string) bool {
 
 // ServedTool returns the tool v serves as name now, or nil.
 func (v *View) ServedTool(name string) *mcp.Tool {
+	if v.isScriptTool(name) {
+		return v.metaTool(name)
+	}
 	h := v.hub
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -1212,3 +1218,33 @@ func withoutTasksMeta(src Source, meta mcp.Meta) mcp.Meta {
 	}
 	return out
 }
+
+// A taskCall is a call that may become a task of the hub's: a tool's
+// routed [Call], or a call of the script meta-tool, which runs in the
+// view (see beginTaskCall).
+type taskCall interface {
+	Context() context.Context
+	CallTool(*mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	Release()
+}
+
+// beginTaskCall begins a call of name that may become a task: the script
+// meta-tool's runs its handler; any other is [View.Begin]'s.
+func (v *View) beginTaskCall(ctx context.Context, name string) (taskCall, error) {
+	if v.isScriptTool(name) {
+		return &metaCall{ctx: ctx, run: v.scriptHandler}, nil
+	}
+	return v.Begin(ctx, name)
+}
+
+// metaCall is a call of a meta-tool as a taskCall.
+type metaCall struct {
+	ctx context.Context
+	run func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error)
+}
+
+func (m *metaCall) Context() context.Context { return m.ctx }
+func (m *metaCall) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return m.run(m.ctx, req)
+}
+func (m *metaCall) Release() {}
