@@ -266,12 +266,20 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		}
 	}
 	var done atomic.Int64
+	taskOwner := scriptTaskOwner() // the tasks the hub makes for this script's calls (callAsTask)
 	script := &ScriptRun{
 		Source: in.Script, TypeScript: ts, Funcs: funcs,
 		Call: func(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 			// The host's trace context goes on: each call's span is a child
 			// of the request that ran the script.
 			params := &mcp.CallToolParamsRaw{Name: tool, Arguments: args, Meta: traceMeta}
+			if v.runsOnlyAsTask(tool) {
+				raw, err := json.Marshal(params)
+				if err != nil {
+					return nil, err
+				}
+				return v.callAsTask(withVia(ctx, req.Params.Name), taskOwner, tool, raw)
+			}
 			for {
 				inner := *req
 				inner.Params = params

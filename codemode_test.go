@@ -362,3 +362,45 @@ func TestCodeModeTask(t *testing.T) {
 		t.Errorf("completed task = %v", got)
 	}
 }
+
+// taskOnly is remoteTasks with its tool declaring that it runs only as a
+// task of its server.
+type taskOnly struct{ remoteTasks }
+
+func (r *taskOnly) Catalog(ctx context.Context) (*junction.Catalog, error) {
+	c, err := r.remoteTasks.Catalog(ctx)
+	if err == nil {
+		junction.SetTaskSupport(c.Tools[0], junction.TaskRequired)
+	}
+	return c, err
+}
+
+// TestCodeModeInnerTask: a script's call of a tool that runs only as a
+// task of its server is made as a task, which the hub polls; the script
+// gets the tool's result.
+func TestCodeModeInnerTask(t *testing.T) {
+	h := junction.New(&junction.Options{Scripts: &codemode.Engine{}})
+	t.Cleanup(func() { h.Close() })
+	src := &taskOnly{}
+	add(t, h, "up", src, junction.PrefixAlways)
+	v, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetDiscovery(junction.Discovery{CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, v, nil)
+	res, out := runScript(t, cs, `const r = await up.far({}); return r`)
+	if res.IsError {
+		t.Fatalf("run_script: %s", res.Content[0].(*mcp.TextContent).Text)
+	}
+	if v, ok := out["value"].([]any); !ok || len(v) != 0 {
+		t.Errorf("value = %#v, want the task's result (no content)", out["value"])
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.sent) == 0 || !strings.HasPrefix(src.sent[0], "tasks/get ") {
+		t.Errorf("the hub sent %q to the source; want it to poll the task", src.sent)
+	}
+}
