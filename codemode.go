@@ -108,6 +108,18 @@ func (v *View) ToolSignature(name string) string {
 	return tsgen.Signature(b.binds[i])
 }
 
+// ToolDeclaration returns the tool's TypeScript declaration in code mode,
+// with its documentation (a namespace holding its one function), or ""
+// for a tool the view does not serve.
+func (v *View) ToolDeclaration(name string) string {
+	b := v.bindings()
+	i, ok := b.byTool[name]
+	if !ok {
+		return ""
+	}
+	return tsgen.Declarations(b.binds[i:i+1], b.binds[i].Tool.Server)
+}
+
 // ScriptDeclarations returns the TypeScript declarations of code mode
 // for the view's tools of server (a source name), with the prelude
 // (ContentBlock, ToolError, tools) when prelude is set; "" when the view

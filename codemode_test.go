@@ -404,3 +404,30 @@ func TestCodeModeInnerTask(t *testing.T) {
 		t.Errorf("the hub sent %q to the source; want it to poll the task", src.sent)
 	}
 }
+
+// TestDescribeTypeScript: with code mode on, describe_tools answers each
+// tool's declaration for scripts, documentation and all, in the
+// typescript format; with it off, that format is refused.
+func TestDescribeTypeScript(t *testing.T) {
+	_, v, _ := discoveryHub(t, &junction.Options{Scripts: &codemode.Engine{}}, junction.Selection{})
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch, CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, v, nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": []string{"fs__read_file", "nope"}, "format": "typescript"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if res.IsError || !strings.Contains(text, "declare namespace fs") || !strings.Contains(text, "function read_file(") ||
+		!strings.Contains(text, "Read the contents of a file") || !strings.Contains(text, `// nope: unknown tool "nope"`) {
+		t.Errorf("describe_tools typescript:\n%s", text)
+	}
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": []string{"fs__read_file"}, "format": "typescript"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "code mode") {
+		t.Errorf("typescript with code mode off = %+v, %v", res, err)
+	}
+}

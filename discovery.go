@@ -519,7 +519,8 @@ func (v *View) describeToolDef() *mcp.Tool {
 		Description: fmt.Sprintf("Returns the full definitions (description, input and output schemas, annotations) of tools found with %s, by name, so that they can be called with the right arguments.",
 			v.disc.names.Search),
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"names":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20,"description":"Tool names, as search results give them."}},` +
+			`"names":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20,"description":"Tool names, as search results give them."},` +
+			`"format":{"type":"string","enum":["json","typescript"],"default":"json","description":"json: the definitions; typescript: with code mode on, each tool's declaration for scripts."}},` +
 			`"required":["names"],"additionalProperties":false}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"tools":{"type":"array","items":{"type":"object"}},` +
@@ -772,13 +773,20 @@ type describeError struct {
 func (v *View) describeHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	var in struct {
-		Names []string `json:"names"`
+		Names  []string `json:"names"`
+		Format string   `json:"format"`
 	}
 	var res *mcp.CallToolResult
 	if err := decodeArgs(req.Params.Arguments, &in); err != nil {
 		res = metaError("%v", err)
 	} else if len(in.Names) < 1 || len(in.Names) > 20 {
 		res = metaError("names must list 1 to 20 tool names, got %d", len(in.Names))
+	} else if in.Format != "" && in.Format != "json" && in.Format != "typescript" {
+		res = metaError("format %q: want json or typescript", in.Format)
+	} else if in.Format == "typescript" && !v.Discovery().CodeMode {
+		res = metaError("format typescript is the declarations of code mode, which is off in this view: ask for json")
+	} else if in.Format == "typescript" {
+		res = v.describeTypeScript(in.Names)
 	} else {
 		out := struct {
 			Tools  []describedTool `json:"tools"`
@@ -813,6 +821,33 @@ func (v *View) describeHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	v.observeMeta(ctx, req, start, res, "", nil)
 	return res, nil
+}
+
+// describeTypeScript answers describe_tools in the typescript format:
+// each tool's code-mode declaration, with its documentation, as the text
+// a script is written against.
+func (v *View) describeTypeScript(names []string) *mcp.CallToolResult {
+	type decl struct {
+		Name       string `json:"name"`
+		TypeScript string `json:"typescript"`
+	}
+	out := struct {
+		Tools  []decl          `json:"tools"`
+		Errors []describeError `json:"errors"`
+	}{Tools: []decl{}, Errors: []describeError{}}
+	var text strings.Builder
+	for _, name := range names {
+		d := v.ToolDeclaration(name)
+		if d == "" {
+			e := describeError{Name: name, Error: unknownTool(name, 0).Error()}
+			out.Errors = append(out.Errors, e)
+			fmt.Fprintf(&text, "// %s: %s\n", e.Name, e.Error)
+			continue
+		}
+		out.Tools = append(out.Tools, decl{Name: name, TypeScript: d})
+		text.WriteString(d)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}, StructuredContent: out, IsError: len(out.Tools) == 0}
 }
 
 // callHandler calls the named tool as a direct tools/call of it would:

@@ -143,7 +143,7 @@ func (s *signer) forScript(ctx context.Context, script string) (described, error
 	if err != nil {
 		return d, err
 	}
-	out, res, err := s.describe(ctx, names)
+	out, _, err := s.describe(ctx, names)
 	if err != nil {
 		return d, err
 	}
@@ -151,9 +151,19 @@ func (s *signer) forScript(ctx context.Context, script string) (described, error
 	for _, t := range out.Tools {
 		lines = append(lines, t.TypeScript)
 	}
+	// What a model writing a script asks for: the tools' declarations for
+	// scripts (format typescript), not their JSON definitions.
+	args := obj{"names": names, "format": "typescript"}
+	ts, err := s.hub.cs.CallTool(ctx, &mcp.CallToolParams{Name: describeTool, Arguments: args})
+	if err != nil {
+		return d, fmt.Errorf("%s typescript: %w", describeTool, err)
+	}
+	if err := toolError(describeTool, ts); err != nil {
+		return d, err
+	}
 	d.names = names
-	d.call = callBytes(describeTool, obj{"names": names})
-	d.result = resultBytes(res)
+	d.call = callBytes(describeTool, args)
+	d.result = resultBytes(ts)
 	d.sigs = []byte(strings.Join(lines, "\n"))
 	return d, nil
 }
