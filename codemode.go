@@ -269,6 +269,7 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	// codemode_pause.go): its context keeps the request's values, not its
 	// cancellation, which await passes on while a request waits for it.
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseWait)
+	stopWithHub := context.AfterFunc(v.hub.life, cancel) // and ends with the hub
 	run := &scriptRun{owner: scriptOwner(ctx), cancel: cancel, asks: make(chan scriptAsk), done: make(chan scriptDone, 1)}
 	var traceMeta mcp.Meta
 	if tc := metaTraceContext(req.Params.Meta); tc.Parent != "" {
@@ -319,6 +320,7 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	}
 	go func() {
 		out, err := v.hub.opts.Scripts.RunScript(runCtx, script)
+		stopWithHub()
 		cancel()
 		v.hub.paused.forget(run)
 		run.done <- scriptDone{out, err}
