@@ -47,6 +47,12 @@ and layout. A name that is already a server in the config is refused
 (-name picks another); so is a version the registry marks deprecated or
 deleted, with the registry's reason.
 
+The server is added in quarantine ("quarantine": true in its entry):
+"junction serve" does not start it, and "junction status" lists it as
+quarantined, until it is vetted and approved. "junction tools list
+-server NAME" starts it here to show its tools; "junction approve NAME"
+pins them in the lock file and takes the server out of quarantine.
+
 The config file: -config, else $JUNCTION_CONFIG, else the file "junction
 connect" uses (junction/junction.json in your config directory).
 ` + registryNote + `
@@ -136,7 +142,8 @@ func runAdd(ctx context.Context, env *Env, args []string) error {
 
 	again := addAgainLine(args, pos[0], ref)
 	if format.json {
-		report := addReport{Name: *local, Server: s.Name, Version: s.Version, Registry: found.Registry, Config: path, Entry: entry, Diff: diff}
+		report := addReport{Name: *local, Server: s.Name, Version: s.Version, Registry: found.Registry, Config: path, Entry: entry, Diff: diff,
+			Quarantine: true, Approve: approveLine(*local, path)}
 		if *yes {
 			if err := writeAdd(plan); err != nil {
 				return err
@@ -158,6 +165,7 @@ func runAdd(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(out, "  optional, not set: %s\n", o)
 	}
 	printPlaceholders(out, env, entry.Placeholders)
+	fmt.Fprintf(out, "  in quarantine: junction serve does not start it until \"%s\"\n", approveLine(*local, path))
 
 	write := *yes
 	if !write {
@@ -178,7 +186,10 @@ func runAdd(ctx context.Context, env *Env, args []string) error {
 	if err := writeAdd(plan); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nWrote %s. A running \"junction serve -config %s\" picks the server up on its own; \"junction config check %s\" checks the file.\n", path, path, path)
+	q := shellQuote(path)
+	fmt.Fprintf(out, "\nWrote %s, with %q in quarantine: \"junction serve\" does not start it yet (\"junction status\" lists it as quarantined). Vet it, then approve it:\n", path, *local)
+	fmt.Fprintf(out, "  junction tools list -server %s -config %s\n  %s\n", shellQuote(*local), q, approveLine(*local, path))
+	fmt.Fprintf(out, "A running \"junction serve -config %s\" starts it on its own once approved; \"junction config check %s\" checks the file.\n", q, q)
 	return nil
 }
 
@@ -191,6 +202,30 @@ type addReport struct {
 	Entry    *registry.Entry `json:"entry"`
 	Diff     string          `json:"diff"`
 	Written  bool            `json:"written"`
+	// Quarantine is always true: the entry is written in quarantine, and
+	// Approve is the command that takes it out.
+	Quarantine bool   `json:"quarantine"`
+	Approve    string `json:"approve"`
+}
+
+// approveLine is the command that approves server name of the config
+// file path.
+func approveLine(name, path string) string {
+	return "junction approve " + shellQuote(name) + " -config " + shellQuote(path)
+}
+
+// quarantined returns a server entry (a JSON object) with "quarantine":
+// true as its first member, so that it is the first thing a reader of
+// the config sees, and approve removes it with the comma after it.
+func quarantined(raw json.RawMessage) json.RawMessage {
+	b := bytes.TrimSpace(raw)
+	if len(b) < 2 || b[0] != '{' {
+		return raw
+	}
+	if bytes.Equal(bytes.TrimSpace(b[1:]), []byte("}")) {
+		return json.RawMessage(`{"quarantine": true}`)
+	}
+	return json.RawMessage(append([]byte(`{"quarantine": true, `), b[1:]...))
 }
 
 // keyValues parses repeated NAME=VALUE flags.
@@ -303,7 +338,7 @@ func planAdd(path, name string, e *registry.Entry) (*hostconfig.ConnectPlan, err
 		}
 		lower := strings.ToLower(path)
 		if (strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml")) && bytes.Contains(append([]byte("\n"), data...), []byte("\nservers:")) {
-			return nil, fmt.Errorf("junction config %s is YAML with a servers section, which add does not edit; add this entry under servers yourself:\n  %s: %s", path, name, compactJSON(e.Config()))
+			return nil, fmt.Errorf("junction config %s is YAML with a servers section, which add does not edit; add this entry under servers yourself:\n  %s: %s", path, name, compactJSON(quarantined(e.Config())))
 		}
 	}
 	dir, err := os.MkdirTemp("", "junction-add-")
@@ -312,7 +347,7 @@ func planAdd(path, name string, e *registry.Entry) (*hostconfig.ConnectPlan, err
 	}
 	defer os.RemoveAll(dir)
 	hostFile := filepath.Join(dir, "server.json")
-	doc, err := json.Marshal(map[string]map[string]json.RawMessage{"mcpServers": {name: e.Config()}})
+	doc, err := json.Marshal(map[string]map[string]json.RawMessage{"mcpServers": {name: quarantined(e.Config())}})
 	if err != nil {
 		return nil, err
 	}

@@ -89,6 +89,7 @@ func commands() []command {
 		{name: "registry search", summary: "search MCP registries (the official one, or -registry URL) for servers by name", run: runRegistrySearch},
 		{name: "registry show", summary: "show a registry server's server.json: packages, remotes, what it needs", run: runRegistryShow},
 		{name: "add", summary: "add a server from an MCP registry to junction's config, pinned to its version", run: runAdd},
+		{name: "approve", summary: "take a server out of quarantine: pin its tools in the lock file, then serve it", run: runApprove},
 		{name: "diagram compile", summary: "validate a diagram file and optionally save it (-push-as)", run: runDiagramCompile},
 		{name: "diagram run", summary: "run a saved diagram or a diagram file, now or in the background", run: runDiagramRun},
 		{name: "diagram results", summary: "print a diagram run's status and node outputs by session id", run: runDiagramResults},

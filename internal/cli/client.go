@@ -367,6 +367,9 @@ func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, 
 	// -json means JSON output, but in tools call, where it was the old
 	// name of -args.
 	out := outputFlags(fs, name != "tools call")
+	if name == "tools list" {
+		fs.StringVar(&tf.hub.vet, "server", "", "list the tools of this `source` of the config file alone (a server, plugin or pack): the hub run in-process starts only it, and starts a server in quarantine too, for you to vet it before \"junction approve\"")
+	}
 	if extra != nil {
 		extra(fs)
 	}
@@ -374,6 +377,12 @@ func clientCommand(ctx context.Context, env *Env, name, synopsis, about string, 
 	positional, err := parseInterspersed(env, fs, before)
 	if err != nil {
 		return nil, err
+	}
+	if tf.hub.vet != "" {
+		if dash || tf.url != "" {
+			return nil, usageErrorf("-server picks a source of the hub run in-process; it does not go with -url or --")
+		}
+		tf.hub.only = true
 	}
 	tf.hub.noteSet(fs)
 	run.args = positional

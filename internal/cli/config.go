@@ -191,6 +191,8 @@ type checkServer struct {
 	Target   string `json:"target"`
 	Args     int    `json:"args,omitempty"`
 	Disabled bool   `json:"disabled,omitempty"`
+	// Quarantine: not served until "junction approve" (docs/registry.md).
+	Quarantine bool `json:"quarantine,omitempty"`
 }
 
 type checkProblem struct {
@@ -213,7 +215,7 @@ func newCheckReport(path string, c *config.Config, problems config.Errors) *chec
 	r.Shape = c.Shape
 	for _, name := range sortedMapKeys(c.Servers) {
 		s := c.Servers[name]
-		cs := checkServer{Name: name, Transport: s.Transport, Disabled: s.Disabled, Args: len(s.Args)}
+		cs := checkServer{Name: name, Transport: s.Transport, Disabled: s.Disabled, Quarantine: s.Quarantine, Args: len(s.Args)}
 		if s.Transport == config.TransportStdio {
 			cs.Target = s.Command
 		} else {
@@ -273,6 +275,8 @@ func (r *checkReport) print(stdout, stderr io.Writer) {
 		note := ""
 		if s.Disabled {
 			note = "(disabled)"
+		} else if s.Quarantine {
+			note = "(quarantined: \"junction approve " + shellQuote(s.Name) + "\" serves it)"
 		}
 		target := s.Target
 		if s.Args > 0 {

@@ -43,6 +43,15 @@ type hubFlags struct {
 	// the config file's, which is meant for serve.
 	quiet bool
 
+	// vet names a server of the config file that the operator commands
+	// (tools list -server, approve) start even in quarantine, and that
+	// must start: buildAll fails with its error when it does not.
+	vet string
+	// only limits the hub to the source vet names: the other servers and
+	// plugins are not started, and the view serves that source alone
+	// (tools list -server).
+	only bool
+
 	// set records the flags given on the command line, to let them win
 	// over the config file.
 	set map[string]bool
@@ -127,7 +136,16 @@ func (f *hubFlags) selections(env *Env) []labelledSelection {
 		{"-tools", junction.Selection{Tools: junction.SplitList(f.toolsCSV)}},
 		{"-tool", junction.Selection{Tools: trimmed(f.tools)}},
 		{"-deny", junction.Selection{Deny: trimmed(f.deny)}},
+		{"-server", junction.Selection{Sources: f.onlySources()}},
 	}
+}
+
+// onlySources is the -server selection: the one source, or none.
+func (f *hubFlags) onlySources() []string {
+	if !f.only || f.vet == "" {
+		return nil
+	}
+	return []string{f.vet}
 }
 
 type labelledSelection struct {
@@ -215,11 +233,22 @@ func (f *hubFlags) buildAll(ctx context.Context, env *Env) (*daemon.Daemon, erro
 	if err != nil {
 		return nil, err
 	}
+	if f.vet != "" {
+		if cfg, err = f.vetConfig(env, cfg, path); err != nil {
+			return nil, err
+		}
+	}
 	d, err := f.build(ctx, env, logger, cfg, path)
 	if err != nil {
 		return nil, err
 	}
 	d.WaitUpstreams(ctx, upstreamWait)
+	if f.vet != "" {
+		if err := vetStarted(d, f.vet, path); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
 

@@ -19,7 +19,8 @@ import (
 const statusAbout = `
 Ask a running "junction serve -http" for its sources: each one's kind,
 state (initializing, connected, degraded, failed; "ready" for packs and
-plugins), tool count, process id, last error and drift against the lock
+plugins; "quarantined" for a server not vetted yet, which is not started,
+with the "junction approve" command that serves it), tool count, process id, last error and drift against the lock
 file; for a stdio server run in a sandbox, its level (a SANDBOX column)
 and its recent sandbox events, denials and warnings, under its row
 (docs/sandbox.md); with a store (replicas sharing PostgreSQL), every replica too: its
@@ -189,6 +190,13 @@ func printSources(w io.Writer, sources []daemon.SourceStatus, now time.Time) {
 		n := min(rowLines[i], len(lines))
 		io.WriteString(w, strings.Join(lines[:n], ""))
 		lines = lines[n:]
+		if s.State == daemon.StateQuarantined {
+			since := ""
+			if s.QuarantinedSince != nil {
+				since = fmt.Sprintf(" (%s ago)", now.Sub(*s.QuarantinedSince).Round(time.Second))
+			}
+			fmt.Fprintf(w, "  in quarantine%s: not started, none of its tools served; vet it with \"junction tools list -server %s\", then: %s\n", since, shellQuote(s.Name), printable(s.Approve))
+		}
 		for _, e := range s.SandboxEvents {
 			fmt.Fprintf(w, "  sandbox %s (%s ago): %s\n", eventClock(e.At, now), now.Sub(e.At).Round(time.Second), printable(e.Text))
 		}

@@ -14,7 +14,8 @@ import (
 
 func runToolsList(ctx context.Context, env *Env, args []string) error {
 	run, err := clientCommand(ctx, env, "tools list", "[flags] [-- COMMAND ARGS...]",
-		"List the tools of an MCP server: name and the first line of the description (-o json: the full tool objects).", args, nil)
+		"List the tools of an MCP server: name and the first line of the description (-o json: the full tool objects).\n"+
+			"-server NAME lists one source of the config file's hub: a server in quarantine (\"junction add\"\nwrites one) is started here, for you to vet its tools before \"junction approve NAME\".", args, nil)
 	if err != nil {
 		return err
 	}

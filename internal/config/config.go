@@ -255,8 +255,31 @@ type Server struct {
 	// MaxHostSessions bounds the per-host sessions open at once; zero
 	// means the upstream package default.
 	MaxHostSessions int
+	// Quarantine keeps a server that was added from a registry out of
+	// service until an operator vets it ("junction approve NAME"): the
+	// hub does not start it (status lists it as quarantined), while the
+	// operator commands ("junction tools list -server NAME", approve)
+	// start it in-process.
+	Quarantine bool
 
 	Source
+}
+
+// Serves reports whether the hub starts the server: it is neither
+// disabled nor quarantined.
+func (s *Server) Serves() bool { return !s.Disabled && !s.Quarantine }
+
+// Quarantined returns the names of the servers in quarantine (and not
+// disabled), sorted.
+func (c *Config) Quarantined() []string {
+	var names []string
+	for n, s := range c.Servers {
+		if s.Quarantine && !s.Disabled {
+			names = append(names, n)
+		}
+	}
+	sortStrings(names)
+	return names
 }
 
 // Plugin is a toolbox plugin: a program junction spawns (Command) or a

@@ -4,7 +4,8 @@ import "reflect"
 
 // Delta is what changed between two configs, so that a reload restarts
 // only what it must. Disabled sources count as absent: disabling a server
-// removes it, enabling one adds it.
+// removes it, enabling one adds it. So do quarantined servers: putting a
+// server in quarantine removes it, approving it (quarantine gone) adds it.
 type Delta struct {
 	Servers SourceDelta
 	Plugins SourceDelta
@@ -51,12 +52,15 @@ func Diff(old, new *Config) Delta {
 	}
 	var d Delta
 	d.Servers = diffSources(old.Servers, new.Servers,
+		(*Server).Serves,
 		func(s *Server) Source { return s.Source },
 		func(s *Server) any { c := *s; c.Source = Source{}; return normalize(c) })
 	d.Plugins = diffSources(old.Plugins, new.Plugins,
+		func(p *Plugin) bool { return !p.Disabled },
 		func(p *Plugin) Source { return p.Source },
 		func(p *Plugin) any { c := *p; c.Source = Source{}; return normalize(c) })
 	d.Packs = diffSources(old.Packs, new.Packs,
+		func(p *Pack) bool { return !p.Disabled },
 		func(p *Pack) Source { return p.Source },
 		func(p *Pack) any { return normalize(p.Settings) })
 	if (old.Packs == nil) != (new.Packs == nil) && len(d.Packs.Added)+len(d.Packs.Removed) == 0 {
@@ -85,11 +89,11 @@ func Diff(old, new *Config) Delta {
 	return d
 }
 
-func diffSources[T any](old, new map[string]*T, source func(*T) Source, reach func(*T) any) SourceDelta {
+func diffSources[T any](old, new map[string]*T, active func(*T) bool, source func(*T) Source, reach func(*T) any) SourceDelta {
 	enabled := func(m map[string]*T) map[string]*T {
 		out := make(map[string]*T, len(m))
 		for k, v := range m {
-			if !source(v).Disabled {
+			if active(v) {
 				out[k] = v
 			}
 		}

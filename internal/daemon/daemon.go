@@ -94,10 +94,13 @@ type Daemon struct {
 	sources  map[string]*managed // by source name
 	profiles map[string]*junction.View
 	planes   map[*junction.View]*dataplane.Plane
-	cfg      *config.Config  // in force; nil without a config file
-	sandbox  *config.Sandbox // the top-level sandbox of the config in force (or being applied by Reload)
-	spec     Spec
-	closers  []io.Closer
+	cfg      *config.Config // in force; nil without a config file
+	// quarantined are the servers of cfg in quarantine (not started),
+	// with when the hub first had each in quarantine.
+	quarantined map[string]time.Time
+	sandbox     *config.Sandbox // the top-level sandbox of the config in force (or being applied by Reload)
+	spec        Spec
+	closers     []io.Closer
 	// shared is the store replicas share (the config's store), or nil.
 	// Set by Build, then only read.
 	shared *Shared
@@ -172,6 +175,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	if cfg != nil {
 		d.sandbox = cfg.Sandbox
 	}
+	d.noteQuarantine(cfg, d.started)
 	metrics.watchSources(d)
 	metrics.watchSessions(d)
 	metrics.watchSemantic(hub)

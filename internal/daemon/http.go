@@ -135,8 +135,8 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 func (d *Daemon) failedSources() (failed []string, upstreams int) {
 	failed = []string{}
 	for _, s := range d.Status().Sources {
-		if s.Kind != KindUpstream {
-			continue
+		if s.Kind != KindUpstream || s.State == StateQuarantined {
+			continue // a server in quarantine is not started: neither up nor failed
 		}
 		upstreams++
 		if s.State == "failed" {

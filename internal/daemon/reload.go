@@ -107,7 +107,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	}
 	for _, name := range slices.Concat(delta.Servers.Changed, delta.Servers.Updated) {
 		s := cfg.Servers[name]
-		if s.Disabled {
+		if !s.Serves() {
 			errs = append(errs, r.remove(name))
 			continue
 		}
@@ -185,6 +185,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	// tries them again.
 	d.mu.Lock()
 	d.cfg = withReverted(cfg, old, r.failures)
+	d.noteQuarantine(d.cfg, time.Now())
 	d.mu.Unlock()
 	errs = append(errs, r.retire())
 	err := errors.Join(errs...)
@@ -298,12 +299,12 @@ func (r *reload) prepare(delta config.Delta, cfg *config.Config) error {
 		r.started[name] = &startedSource{m, opts}
 	}
 	for _, name := range delta.Servers.Added {
-		if s := cfg.Servers[name]; !s.Disabled {
+		if s := cfg.Servers[name]; s.Serves() {
 			start(name, func() (*managed, *junction.SourceOptions, error) { return d.startUpstream(name, s) })
 		}
 	}
 	for _, name := range slices.Concat(delta.Servers.Changed, delta.Servers.Updated) {
-		if s := cfg.Servers[name]; !s.Disabled && d.upstreamNeedsRestart(name, s) {
+		if s := cfg.Servers[name]; s.Serves() && d.upstreamNeedsRestart(name, s) {
 			start(name, func() (*managed, *junction.SourceOptions, error) { return d.startUpstream(name, s) })
 		}
 	}

@@ -275,7 +275,9 @@ func (d *Daemon) addSources(ctx context.Context, packNames []string, cfg *config
 	if cfg != nil {
 		for _, n := range sortedNames(cfg.Servers) {
 			s := cfg.Servers[n]
-			if s.Disabled {
+			if !s.Serves() {
+				// Disabled, or quarantined until "junction approve"
+				// (Status lists those).
 				continue
 			}
 			items = append(items, item{KindUpstream, n, func() (*managed, *junction.SourceOptions, error) { return d.startUpstream(n, s) }})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/statuspage"
 	"github.com/junction-mcp/junction/internal/store/postgres"
 	"github.com/junction-mcp/junction/upstream"
@@ -59,6 +60,53 @@ type SourceStatus struct {
 	// SandboxEvents its recent denials and warnings, oldest first.
 	Sandbox       string                  `json:"sandbox,omitempty"`
 	SandboxEvents []upstream.SandboxEvent `json:"sandbox_events,omitempty"`
+	// Approve is set for a server in quarantine (config key quarantine,
+	// State "quarantined"): the hub does not start it, and this is the
+	// command that vets and approves it. QuarantinedSince is when the
+	// hub first had it in quarantine.
+	Approve          string     `json:"approve,omitempty"`
+	QuarantinedSince *time.Time `json:"quarantined_since,omitempty"`
+}
+
+// StateQuarantined is the State of a server in quarantine: listed, not
+// started, none of its tools served, until "junction approve".
+const StateQuarantined = "quarantined"
+
+// noteQuarantine records when each server of cfg went into quarantine
+// (now, unless it already was), and forgets those no longer in it. The
+// caller holds d.mu.
+func (d *Daemon) noteQuarantine(cfg *config.Config, now time.Time) {
+	var names []string
+	if cfg != nil {
+		names = cfg.Quarantined()
+	}
+	seen := make(map[string]time.Time, len(names))
+	for _, n := range names {
+		if t, ok := d.quarantined[n]; ok {
+			seen[n] = t
+		} else {
+			seen[n] = now
+		}
+	}
+	d.quarantined = seen
+}
+
+// approveCommand is the command that approves server name of the config
+// file path ("" when the hub has none).
+func approveCommand(name, path string) string {
+	cmd := "junction approve " + shellWord(name)
+	if path != "" {
+		cmd += " -config " + shellWord(path)
+	}
+	return cmd
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Status reports every source's state, tool count, last error and drift.
@@ -93,6 +141,14 @@ func (d *Daemon) Status() Status {
 			}
 		}
 		st.Sources = append(st.Sources, s)
+	}
+	for name, since := range d.quarantined {
+		if _, running := d.sources[name]; running {
+			continue
+		}
+		at := since
+		st.Sources = append(st.Sources, SourceStatus{Name: name, Kind: KindUpstream, State: StateQuarantined,
+			Approve: approveCommand(name, d.spec.ConfigPath), QuarantinedSince: &at})
 	}
 	for name := range d.profiles {
 		st.Profiles = append(st.Profiles, name)
@@ -172,6 +228,14 @@ func (d *Daemon) pageData(logout bool) statuspage.Data {
 		}
 		if s.ErrorAt != nil {
 			ps.ErrorAt = *s.ErrorAt
+		}
+		if s.State == StateQuarantined {
+			// The page has no column of its own for it: the last error's
+			// shows since when and what to run.
+			ps.Error = "in quarantine: not started, none of its tools served, until approved: " + s.Approve
+			if s.QuarantinedSince != nil {
+				ps.ErrorAt = *s.QuarantinedSince
+			}
 		}
 		if s.BackoffUntil != nil {
 			ps.BackoffUntil = *s.BackoffUntil

@@ -56,7 +56,9 @@ return {sum: sum[0].text, echoed: echoed[0].text, sampled: JSON.stringify(sample
 		})
 	}
 	sessions := map[string]func(t *testing.T) *mcp.ClientSession{
-		"stdio-2026-07-28": func(t *testing.T) *mcp.ClientSession { return connectStdioOpts(t, client(), newOutput(), nil, "-config", cfg) },
+		"stdio-2026-07-28": func(t *testing.T) *mcp.ClientSession {
+			return connectStdioOpts(t, client(), newOutput(), nil, "-config", cfg)
+		},
 		"stdio-2025-11-25": func(t *testing.T) *mcp.ClientSession {
 			return connectStdioOpts(t, client(), newOutput(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "-config", cfg)
 		},
