@@ -45,12 +45,11 @@ func TestSemanticSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for st, _ := h.SemanticStats(); st.Tools < 3; st, _ = h.SemanticStats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("tools not embedded within 10s: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := h.WaitSemantic(ctx); err != nil {
+		st, _ := h.SemanticStats()
+		t.Fatalf("tools not embedded: %v (%+v)", err, st)
 	}
 
 	r, err := v.SearchTools(t.Context(), "spin a snapshot", junction.SearchOptions{})

@@ -113,3 +113,28 @@ func TestContentTransportKeepsListAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// TestIsToolsListHeader: a request at 2026-07-28 names its method in the
+// Mcp-Method header, which decides without reading the body again.
+func TestIsToolsListHeader(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		header, body string
+		want         bool
+	}{
+		{"tools/list", "", true},
+		{"tools/call", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, true},
+	} {
+		req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.header != "" {
+			req.Header.Set("Mcp-Method", c.header)
+		}
+		if got := isToolsList(req); got != c.want {
+			t.Errorf("isToolsList(Mcp-Method %q, body %q) = %v, want %v", c.header, c.body, got, c.want)
+		}
+	}
+}

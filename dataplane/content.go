@@ -282,7 +282,13 @@ const maxListRequest = 4 << 10
 // isToolsList reports whether req carries a JSON-RPC tools/list request,
 // whose response keeps its tools' annotations (see KeepAnnotations).
 func isToolsList(req *http.Request) bool {
-	if req.Method != http.MethodPost || req.GetBody == nil || req.ContentLength <= 0 || req.ContentLength > maxListRequest {
+	if req.Method != http.MethodPost {
+		return false
+	}
+	if m := req.Header.Get("Mcp-Method"); m != "" {
+		return m == "tools/list" // 2026-07-28 names it: no body to read again
+	}
+	if req.GetBody == nil || req.ContentLength <= 0 || req.ContentLength > maxListRequest {
 		return false
 	}
 	body, err := req.GetBody()

@@ -413,7 +413,7 @@ func TestEscape(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.name == "recursion after catching stack overflow" && raceEnabled {
-				t.Skip("unwinding an interrupt through thousands of catching frames takes minutes under -race")
+				t.Skip("unwinding an interrupt through thousands of catching frames takes minutes under -race; scripts/test runs this case without it")
 			}
 			lim := roomyMem
 			if spins[tt.name] {
