@@ -11,9 +11,10 @@
 # environment says GOTOOLCHAIN=local (CI, the Docker golang images, some
 # machines), where go would otherwise ignore go.mod's toolchain line and
 # build with itself. Then checks that `go env GOVERSION` is the pin.
-# The Dockerfile (golang:<version>-bookworm) and the tools modules
-# (tools/*/go.mod, tools/deploy/*/go.mod) name the same version:
-# check_go_pins (scripts/test runs it) fails when one of them differs.
+# The Dockerfile (golang:<version>-bookworm), the tools modules
+# (tools/*/go.mod, tools/deploy/*/go.mod) and the browser test's module
+# (internal/e2e/browser/go.mod) name the same version: check_go_pins
+# (scripts/test runs it) fails when one of them differs.
 # To move the pin: docs/security.md, "The Go toolchain".
 #
 # Also defines build_tools, the one way the scripts build pinned Go tools
@@ -37,11 +38,12 @@ junction_go_have="$(go env GOVERSION)" ||
 unset junction_go_have
 
 # check_go_pins: every other place that names the Go release agrees with
-# go.mod's toolchain line: the tools modules' toolchain lines and the
+# go.mod's toolchain line: the toolchain lines of the tools modules and of
+# internal/e2e/browser (the status page's browser test), and the
 # Dockerfile's golang image.
 check_go_pins() {
   local f want=${JUNCTION_GO#go} bad=0 img
-  for f in "$junction_root"/tools/*/go.mod "$junction_root"/tools/deploy/*/go.mod; do
+  for f in "$junction_root"/tools/*/go.mod "$junction_root"/tools/deploy/*/go.mod "$junction_root"/internal/e2e/browser/go.mod; do
     [[ -f $f ]] || continue
     if ! grep -qx "toolchain $JUNCTION_GO" "$f"; then
       echo "${0##*/}: ${f#"$junction_root"/} must say \"toolchain $JUNCTION_GO\" (go.mod's pin)" >&2

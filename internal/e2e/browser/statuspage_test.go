@@ -1,14 +1,11 @@
 //go:build linux
 
-package e2e
+package browser
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"image/png"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,7 +15,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The status page test drives a real headless Chromium (Debian's
@@ -51,23 +47,6 @@ func chromium(t *testing.T) string {
 		t.Skipf("chromium not found at %s; run scripts/setup, or set %s=1 to make this a failure", path, envRequireTools)
 	}
 	return path
-}
-
-// flakyServer is a config entry for an upstream named name that serves as
-// the fault upstream does (tools echo and crash) unless the file flag
-// exists, in which case it reads a line, writes a line on stderr and
-// exits with status 7, as a server missing its configuration would.
-func flakyServer(t *testing.T, name, flag string) string {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// It reads the initialize request before it fails, so that junction
-	// sees the exit, not a write to a closed pipe.
-	script := `if [ -e "$FLAKY_FLAG" ]; then read -r _; echo "flaky: down for maintenance ($FLAKY_FLAG exists)" >&2; exit 7; fi; exec "$FLAKY_SELF"`
-	return fmt.Sprintf("  %s:\n    command: /bin/sh\n    args: [-c, %q]\n    env: {FLAKY_FLAG: %q, FLAKY_SELF: %q, %s: serve, GORACE: \"atexit_sleep_ms=0\"}\n",
-		name, script, flag, self, envFaultUpstream)
 }
 
 // page is a logged-in browser tab on the status page.
@@ -169,7 +148,7 @@ func TestStatusPageBrowser(t *testing.T) {
 	const token = "e2e-status-page-token"
 	const prefix = "junction: status page on "
 	stderr := newLineWatcher(prefix)
-	host := connectStdioWatched(t, newClient(nil), stderr, "-no-default-packs", "-config", cfg, "-admin", "127.0.0.1:0", "-token", token)
+	host := connectStdioWatched(t, stderr, "-no-default-packs", "-config", cfg, "-admin", "127.0.0.1:0", "-token", token)
 	var base string
 	select {
 	case line := <-stderr.found:
@@ -177,12 +156,12 @@ func TestStatusPageBrowser(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("no %q line on stderr:\n%s", prefix, stderr.String())
 	}
-	waitFor(t, "flaky__echo", 30*time.Second, func() bool { return hasName(toolNames(t, host), "flaky__echo") })
+	waitFor(t, "flaky__echo", 30*time.Second, func() bool { return hasTool(t, host, "flaky__echo") })
 	mustEcho(t, host, "flaky__echo", "before the page")
 
 	// Without a session, a browser's request for the page is sent to the
 	// login form, and curl gets 401: no page without the token.
-	if code := getCode(t, base+"/status", ""); code != http.StatusUnauthorized {
+	if code := getCode(t, base+"/status"); code != http.StatusUnauthorized {
 		t.Errorf("GET /status without the token = %d, want 401", code)
 	}
 
@@ -243,7 +222,7 @@ func TestStatusPageBrowser(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, failed := callFault(ctx, host, "flaky__crash", ""); !failed {
+	if got, failed := callTool(ctx, host, "flaky__crash", ""); !failed {
 		t.Errorf("flaky__crash = %q, want a failure", got)
 	}
 	row := p.waitFor("source-flaky", 30*time.Second, "exit status 7", "down for maintenance")
@@ -289,90 +268,5 @@ func TestStatusPageBrowser(t *testing.T) {
 	}
 	if after := p.location(); after != base+"/login" {
 		t.Errorf("after logout the browser is at %s, want %s/login", after, base)
-	}
-}
-
-// getCode returns the status of a GET of u (with the bearer token, if
-// any) with no Accept header, as curl sends.
-func getCode(t *testing.T, u, token string) int {
-	t.Helper()
-	hc := httpClient(token)
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-// TestAdminListener: -admin's address rules through the binary, and the
-// config file's http.admin: a stdio hub whose page, /status, /metrics,
-// /healthz and /readyz are on the admin address, and whose /mcp is not.
-func TestAdminListener(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"serve", "-admin", "0.0.0.0:0", "-insecure-no-auth"}, "-insecure-no-auth is only allowed on a loopback address"},
-		{[]string{"serve", "-admin", "nonsense"}, `-admin "nonsense"`},
-		{[]string{"serve", "-admin", "127.0.0.1:70000"}, "port must be a number from 0 to 65535"},
-	} {
-		_, stderr, code := runJunction(t, nil, tc.args...)
-		if code != 2 || !strings.Contains(stderr, tc.want) {
-			t.Errorf("junction %s: exit %d, stderr %q; want 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
-
-	cfg := writeConfig(t, filepath.Join(t.TempDir(), "junction.yaml"), "packs: [core]\nhttp:\n  admin: 127.0.0.1:0\n  tokens: [e2e-admin-token]\n")
-	const prefix = "junction: status page on "
-	stderr := newLineWatcher(prefix)
-	host := connectStdioWatched(t, newClient(nil), stderr, "-config", cfg)
-	var base string
-	select {
-	case line := <-stderr.found:
-		base = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(line, prefix)), "/")
-	case <-time.After(startTimeout):
-		t.Fatalf("no %q line on stderr:\n%s", prefix, stderr.String())
-	}
-	if _, err := host.CallTool(t.Context(), &mcp.CallToolParams{Name: "junction_version"}); err != nil {
-		t.Fatal(err)
-	}
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/status": 401, "/metrics": 401, "/": 401} {
-		if code := getCode(t, base+path, ""); code != want {
-			t.Errorf("GET %s without the token = %d, want %d", path, code, want)
-		}
-	}
-	for path, want := range map[string]int{"/status": 200, "/metrics": 200, "/": 200, "/mcp": 404} {
-		if code := getCode(t, base+path, "e2e-admin-token"); code != want {
-			t.Errorf("GET %s with the token = %d, want %d", path, code, want)
-		}
-	}
-	hc := httpClient("e2e-admin-token")
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Get(base + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		RecentCalls []struct{ Tool, Outcome string } `json:"recent_calls"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
-	if err != nil || len(st.RecentCalls) != 1 || st.RecentCalls[0].Tool != "junction_version" || st.RecentCalls[0].Outcome != "ok" {
-		t.Errorf("/status recent_calls = %+v (%v), want the host's one call over stdio", st.RecentCalls, err)
-	}
-	resp, err = hc.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`junction_mcp_requests_total{front="stdio",method="tools/call"} 1`, "junction_build_info{"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("/metrics on -admin lacks %s", want)
-		}
 	}
 }
