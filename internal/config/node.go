@@ -2,14 +2,14 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/junction-mcp/junction/internal/jsonc"
+	"github.com/tailscale/hujson"
 	"gopkg.in/yaml.v3"
 )
 
@@ -214,252 +214,77 @@ func (c *yamlConv) conv(y *yaml.Node, depth int) (*node, error) {
 // --- JSON ---
 
 // parseJSON reads JSON as the hosts write it: VS Code's mcp.json allows
-// comments (// and /* */) and trailing commas, so this reader does too.
-// Everything else is strict JSON: one value, double-quoted keys, no
-// duplicate keys.
+// comments (// and /* */) and trailing commas, so this reader does too
+// (internal/jsonc, which reads with hujson). Everything else is strict
+// JSON: one value, double-quoted keys, no duplicate keys.
 func parseJSON(data []byte) (*node, error) {
-	p := &jsonParser{data: data, line: 1}
-	p.data = bytes.TrimPrefix(p.data, []byte("\xef\xbb\xbf"))
-	if err := p.space(); err != nil {
-		return nil, err
+	doc, err := jsonc.Parse(data, jsonc.Limits{Depth: maxDepth, Values: maxNodes})
+	if err != nil {
+		var je *jsonc.Error
+		if !errors.As(err, &je) {
+			return nil, &FieldError{Line: 1, Msg: "invalid JSON: " + err.Error()}
+		}
+		if je.Limit {
+			return nil, &FieldError{Line: je.Line, Msg: je.Msg}
+		}
+		return nil, &FieldError{Line: je.Line, Msg: "invalid JSON: " + je.Msg}
 	}
-	if p.pos >= len(p.data) {
+	if doc.Empty {
 		return &node{kind: nullNode, line: 1}, nil
 	}
-	n, err := p.value(0)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.space(); err != nil {
-		return nil, err
-	}
-	if p.pos < len(p.data) {
-		return nil, p.errorf("invalid JSON: unexpected %s after the top-level value", p.what())
-	}
-	return n, nil
+	return jsonNode(doc, &doc.Value)
 }
 
-type jsonParser struct {
-	data  []byte
-	pos   int
-	line  int
-	count int
-}
-
-func (p *jsonParser) errorf(format string, args ...any) error {
-	return &FieldError{Line: p.line, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (p *jsonParser) what() string {
-	if p.pos >= len(p.data) {
-		return "end of file"
-	}
-	r, _ := utf8.DecodeRune(p.data[p.pos:])
-	return fmt.Sprintf("character %q", r)
-}
-
-// space skips whitespace and comments, counting lines.
-func (p *jsonParser) space() error {
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		switch {
-		case c == '\n':
-			p.line++
-			p.pos++
-		case c == ' ' || c == '\t' || c == '\r':
-			p.pos++
-		case c == '/' && p.pos+1 < len(p.data) && p.data[p.pos+1] == '/':
-			for p.pos < len(p.data) && p.data[p.pos] != '\n' {
-				p.pos++
+// jsonNode converts hujson's tree, whose depth jsonc.Parse has bounded,
+// to nodes, with the line of each value and key.
+func jsonNode(doc *jsonc.Doc, v *hujson.Value) (*node, error) {
+	line := doc.Line(v.StartOffset)
+	switch x := v.Value.(type) {
+	case *hujson.Object:
+		n := &node{kind: mapNode, line: line, entries: make([]entry, 0, len(x.Members))}
+		seen := make(map[string]int, len(x.Members))
+		for i := range x.Members {
+			m := &x.Members[i]
+			key := m.Name.Value.(hujson.Literal).String()
+			kl := doc.Line(m.Name.StartOffset)
+			if prev, ok := seen[key]; ok {
+				return nil, &FieldError{Line: kl, Msg: fmt.Sprintf("key %q appears twice (first on line %d)", key, prev)}
 			}
-		case c == '/' && p.pos+1 < len(p.data) && p.data[p.pos+1] == '*':
-			start := p.line
-			p.pos += 2
-			for {
-				if p.pos+1 >= len(p.data) {
-					p.line = start
-					return p.errorf("invalid JSON: unterminated /* comment")
-				}
-				if p.data[p.pos] == '*' && p.data[p.pos+1] == '/' {
-					p.pos += 2
-					break
-				}
-				if p.data[p.pos] == '\n' {
-					p.line++
-				}
-				p.pos++
-			}
-		default:
-			return nil
-		}
-	}
-	return nil
-}
-
-func (p *jsonParser) value(depth int) (*node, error) {
-	p.count++
-	if p.count > maxNodes {
-		return nil, p.errorf("document too large (more than %d values)", maxNodes)
-	}
-	if depth > maxDepth {
-		return nil, p.errorf("document nested more than %d levels deep", maxDepth)
-	}
-	if p.pos >= len(p.data) {
-		return nil, p.errorf("invalid JSON: unexpected end of file")
-	}
-	switch c := p.data[p.pos]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
-	case c == '"':
-		line := p.line
-		s, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		return &node{kind: scalarNode, line: line, value: s, tag: "str"}, nil
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
-	}
-	for _, lit := range []string{"true", "false", "null"} {
-		if bytes.HasPrefix(p.data[p.pos:], []byte(lit)) {
-			p.pos += len(lit)
-			if lit == "null" {
-				return &node{kind: nullNode, line: p.line}, nil
-			}
-			return &node{kind: scalarNode, line: p.line, value: lit, tag: "bool"}, nil
-		}
-	}
-	return nil, p.errorf("invalid JSON: unexpected %s", p.what())
-}
-
-func (p *jsonParser) object(depth int) (*node, error) {
-	n := &node{kind: mapNode, line: p.line}
-	p.pos++ // {
-	seen := make(map[string]int)
-	for {
-		if err := p.space(); err != nil {
-			return nil, err
-		}
-		if p.pos < len(p.data) && p.data[p.pos] == '}' {
-			p.pos++
-			return n, nil
-		}
-		if len(n.entries) > 0 {
-			if p.pos >= len(p.data) || p.data[p.pos] != ',' {
-				return nil, p.errorf("invalid JSON: expected ',' or '}' after an object member, found %s", p.what())
-			}
-			p.pos++
-			if err := p.space(); err != nil {
+			seen[key] = kl
+			val, err := jsonNode(doc, &m.Value)
+			if err != nil {
 				return nil, err
 			}
-			if p.pos < len(p.data) && p.data[p.pos] == '}' { // trailing comma
-				p.pos++
-				return n, nil
-			}
+			n.entries = append(n.entries, entry{key: key, line: kl, val: val})
 		}
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.errorf("invalid JSON: expected a double-quoted key, found %s", p.what())
-		}
-		line := p.line
-		key, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		if prev, ok := seen[key]; ok {
-			return nil, &FieldError{Line: line, Msg: fmt.Sprintf("key %q appears twice (first on line %d)", key, prev)}
-		}
-		seen[key] = line
-		if err := p.space(); err != nil {
-			return nil, err
-		}
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.errorf("invalid JSON: expected ':' after key %q, found %s", key, p.what())
-		}
-		p.pos++
-		if err := p.space(); err != nil {
-			return nil, err
-		}
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		n.entries = append(n.entries, entry{key: key, line: line, val: v})
-	}
-}
-
-func (p *jsonParser) array(depth int) (*node, error) {
-	n := &node{kind: seqNode, line: p.line}
-	p.pos++ // [
-	for {
-		if err := p.space(); err != nil {
-			return nil, err
-		}
-		if p.pos < len(p.data) && p.data[p.pos] == ']' {
-			p.pos++
-			return n, nil
-		}
-		if len(n.items) > 0 {
-			if p.pos >= len(p.data) || p.data[p.pos] != ',' {
-				return nil, p.errorf("invalid JSON: expected ',' or ']' after a list item, found %s", p.what())
-			}
-			p.pos++
-			if err := p.space(); err != nil {
+		return n, nil
+	case *hujson.Array:
+		n := &node{kind: seqNode, line: line, items: make([]*node, 0, len(x.Elements))}
+		for i := range x.Elements {
+			it, err := jsonNode(doc, &x.Elements[i])
+			if err != nil {
 				return nil, err
 			}
-			if p.pos < len(p.data) && p.data[p.pos] == ']' {
-				p.pos++
-				return n, nil
-			}
+			n.items = append(n.items, it)
 		}
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		n.items = append(n.items, v)
-	}
-}
-
-// str reads a JSON string at p.pos and unquotes it with encoding/json, so
-// escapes follow the standard exactly.
-func (p *jsonParser) str() (string, error) {
-	start := p.pos
-	p.pos++ // opening quote
-	for p.pos < len(p.data) {
-		switch c := p.data[p.pos]; c {
-		case '\\':
-			p.pos += 2
-			continue
-		case '\n':
-			return "", p.errorf("invalid JSON: line break inside a string")
+		return n, nil
+	case hujson.Literal:
+		switch x.Kind() {
+		case 'n':
+			return &node{kind: nullNode, line: line}, nil
+		case 't', 'f':
+			return &node{kind: scalarNode, line: line, value: string(x), tag: "bool"}, nil
 		case '"':
-			p.pos++
-			var s string
-			if err := json.Unmarshal(p.data[start:p.pos], &s); err != nil {
-				return "", p.errorf("invalid JSON: bad string %s", truncate(string(p.data[start:p.pos]), 40))
+			return &node{kind: scalarNode, line: line, value: x.String(), tag: "str"}, nil
+		case '0':
+			tag := "int"
+			if bytes.ContainsAny(x, ".eE") {
+				tag = "float"
 			}
-			return s, nil
+			return &node{kind: scalarNode, line: line, value: string(x), tag: tag}, nil
 		}
-		p.pos++
 	}
-	return "", p.errorf("invalid JSON: unterminated string")
-}
-
-func (p *jsonParser) number() (*node, error) {
-	start := p.pos
-	for p.pos < len(p.data) && strings.IndexByte("+-0123456789.eE", p.data[p.pos]) >= 0 {
-		p.pos++
-	}
-	text := string(p.data[start:p.pos])
-	if !json.Valid([]byte(text)) {
-		return nil, p.errorf("invalid JSON: bad number %q", text)
-	}
-	tag := "int"
-	if strings.ContainsAny(text, ".eE") {
-		tag = "float"
-	}
-	return &node{kind: scalarNode, line: p.line, value: text, tag: tag}, nil
+	return nil, &FieldError{Line: line, Msg: "invalid JSON value"}
 }
 
 func truncate(s string, n int) string {

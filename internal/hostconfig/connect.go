@@ -133,10 +133,7 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 		}
 	}
 	for _, m := range servers.members {
-		raw, err := cleanJSON(data, m.val, "", "  ")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s.%s: %v", loc.File, loc.Describe(), m.key, err)
-		}
+		raw := m.val.strict()
 		if slices.Contains(j.Keep, m.key) {
 			p.Kept = append(p.Kept, m.key)
 			continue
@@ -175,7 +172,7 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 	if len(p.Kept) == 0 {
 		// The servers object becomes junction alone.
 		obj := []byte("{" + mustJSON(j.Name) + ":" + orderedEntry(ev, loc.Host.TypeField) + "}")
-		if after, err = setMember(data, parent, loc.Host.Key, obj); err != nil {
+		if after, err = setMember(parent, loc.Host.Key, obj); err != nil {
 			return nil, err
 		}
 	} else {
@@ -194,7 +191,7 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 			if err != nil {
 				return nil, err
 			}
-			after = removeMember(after, sv, i)
+			after = removeMember(sv, i)
 		}
 		r, err := parseJSONC(after)
 		if err != nil {
@@ -204,7 +201,7 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 		if err != nil {
 			return nil, err
 		}
-		if after, err = setMember(after, sv, j.Name, []byte(orderedEntry(ev, loc.Host.TypeField))); err != nil {
+		if after, err = setMember(sv, j.Name, []byte(orderedEntry(ev, loc.Host.TypeField))); err != nil {
 			return nil, err
 		}
 	}
@@ -212,55 +209,6 @@ func PlanConnect(loc *Location, junctionFile string, j Junction) (*ConnectPlan, 
 	sort.Strings(p.Replaced)
 	sort.Strings(p.Kept)
 	return p, nil
-}
-
-// removeMember returns data without member i of obj, and the comma that
-// separated it from its neighbour.
-func removeMember(data []byte, obj *jvalue, i int) []byte {
-	m := obj.members
-	switch {
-	case i < len(m)-1: // up to the next member's key
-		return replaceSpan(data, lineStartIfBlank(data, m[i].keyStart), lineStartIfBlank(data, m[i+1].keyStart), nil)
-	case i > 0: // the last one: from the end of the one before
-		end := m[i].val.end
-		if j := skipComma(data, end); j > end {
-			end = j // a trailing comma
-		}
-		return replaceSpan(data, m[i-1].val.end, end, nil)
-	default: // the only one
-		start := lineStartIfBlank(data, m[i].keyStart)
-		end := m[i].val.end
-		if j := skipComma(data, end); j > end {
-			end = j
-		}
-		return replaceSpan(data, start, end, nil)
-	}
-}
-
-// lineStartIfBlank moves offset back to the start of its line when only
-// blanks precede it there, so removing a member removes its indentation.
-func lineStartIfBlank(data []byte, offset int) int {
-	i := offset
-	for i > 0 && (data[i-1] == ' ' || data[i-1] == '\t') {
-		i--
-	}
-	if i == 0 || data[i-1] == '\n' {
-		return i
-	}
-	return offset
-}
-
-// skipComma returns the offset after a comma that follows offset (past
-// blanks), or offset.
-func skipComma(data []byte, offset int) int {
-	i := offset
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t') {
-		i++
-	}
-	if i < len(data) && data[i] == ',' {
-		return i + 1
-	}
-	return offset
 }
 
 func mustJSON(v any) string {
@@ -381,10 +329,7 @@ func (p *ConnectPlan) planJunctionConfig(order []string, moved map[string][]byte
 		existing := map[string]json.RawMessage{} // strict JSON
 		if servers != nil {
 			for _, m := range servers.members {
-				raw, err := cleanJSON(data, m.val, "", "  ")
-				if err == nil {
-					existing[m.key] = raw
-				}
+				existing[m.key] = m.val.strict()
 			}
 		}
 		// Check for names already taken before changing anything.
@@ -410,7 +355,7 @@ func (p *ConnectPlan) planJunctionConfig(order []string, moved map[string][]byte
 				b.WriteString(mustJSON(name) + ":" + string(compactJSON(moved[name])))
 			}
 			b.WriteString("}")
-			if after, err = setMember(data, root, key, b.Bytes()); err != nil {
+			if after, err = setMember(root, key, b.Bytes()); err != nil {
 				return err
 			}
 		} else {
@@ -420,7 +365,7 @@ func (p *ConnectPlan) planJunctionConfig(order []string, moved map[string][]byte
 				if err != nil {
 					return err
 				}
-				if after, err = setMember(after, r.get(key), name, moved[name]); err != nil {
+				if after, err = setMember(r.get(key), name, moved[name]); err != nil {
 					return err
 				}
 			}
@@ -777,11 +722,7 @@ func serversCompact(loc *Location, data []byte) string {
 	if err != nil || servers == nil {
 		return ""
 	}
-	clean, err := cleanJSON(data, servers, "", "")
-	if err != nil {
-		return ""
-	}
-	return string(compactJSON(clean))
+	return string(servers.strict())
 }
 
 // restoreServers returns cur with its servers object replaced by the
@@ -803,5 +744,5 @@ func restoreServers(loc *Location, cur, backup []byte) ([]byte, bool) {
 	if err != nil || bs == nil {
 		return nil, false
 	}
-	return replaceSpan(cur, cs.start, cs.end, backup[bs.start:bs.end]), true
+	return replaceValue(cs, bs), true
 }

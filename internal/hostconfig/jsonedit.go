@@ -3,20 +3,37 @@ package hostconfig
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/junction-mcp/junction/internal/jsonc"
+	"github.com/tailscale/hujson"
 )
 
-// This file edits JSON files the way a person would: it finds the span of
-// one value and replaces it, so every other byte of the file (key order,
-// spacing, comments, the keys of other tools) stays as it was. It reads
-// JSON with comments and trailing commas (VS Code's mcp.json allows both).
+// This file edits JSON files the way a person would. A file is read with
+// internal/jsonc (github.com/tailscale/hujson), whose tree keeps every
+// byte: comments, blanks, trailing commas. An edit changes one member or
+// value in a copy of the tree and packs it, so every other byte of the
+// file (key order, spacing, comments, the keys of other tools) stays as
+// it was. Files may have comments and trailing commas (VS Code's
+// mcp.json allows both).
 
-// jvalue is a parsed value with its byte span in the document.
+// maxDepth bounds nesting: a file nested deeper is refused, not read
+// with a recursion that could exhaust the stack.
+const maxDepth = 200
+
+// jvalue is a value of a parsed file, with its byte span in the file: a
+// view of hujson's tree that knows where the value is in it.
 type jvalue struct {
 	start, end int  // data[start:end] is the value
 	kind       byte // '{', '[', '"', or 'x' for other scalars
 	members    []jmember
+
+	doc  *jsonc.Doc
+	hv   *hujson.Value
+	path []int // the indexes of the members from the root to hv
 }
 
 type jmember struct {
@@ -26,21 +43,23 @@ type jmember struct {
 }
 
 func (v *jvalue) get(key string) *jvalue {
-	if v == nil || v.kind != '{' {
-		return nil
-	}
-	for i := len(v.members) - 1; i >= 0; i-- { // the last duplicate wins, as in most readers
-		if v.members[i].key == key {
-			return v.members[i].val
-		}
+	if i := v.index(key); i >= 0 {
+		return v.members[i].val
 	}
 	return nil
 }
 
-type jparser struct {
-	data []byte
-	pos  int
-	line int
+// index returns the index of key's member, or -1.
+func (v *jvalue) index(key string) int {
+	if v == nil || v.kind != '{' {
+		return -1
+	}
+	for i := len(v.members) - 1; i >= 0; i-- { // the last duplicate wins, as in most readers
+		if v.members[i].key == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // SyntaxError is a JSON file that could not be read.
@@ -53,219 +72,63 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line,
 
 // parseJSONC parses a whole document.
 func parseJSONC(data []byte) (*jvalue, error) {
-	p := &jparser{data: data}
-	p.skip()
-	if p.pos >= len(data) {
+	doc, err := jsonc.Parse(data, jsonc.Limits{Depth: maxDepth})
+	if err != nil {
+		var je *jsonc.Error
+		if errors.As(err, &je) {
+			return nil, &SyntaxError{je.Line, je.Msg}
+		}
+		return nil, err
+	}
+	if doc.Empty {
 		return nil, &SyntaxError{1, "the file is empty"}
 	}
-	v, err := p.value(0)
-	if err != nil {
-		return nil, err
-	}
-	p.skip()
-	if p.pos < len(data) {
-		return nil, p.errorf("unexpected %q after the top-level value", data[p.pos])
-	}
-	return v, nil
+	return view(doc, &doc.Value, nil), nil
 }
 
-func (p *jparser) errorf(format string, args ...any) error {
-	line := 1 + bytes.Count(p.data[:min(p.pos, len(p.data))], []byte("\n"))
-	return &SyntaxError{line, fmt.Sprintf(format, args...)}
+// view makes the jvalue of hv, at path in doc's tree, with its members'.
+func view(doc *jsonc.Doc, hv *hujson.Value, path []int) *jvalue {
+	v := &jvalue{start: doc.Base + hv.StartOffset, end: doc.Base + hv.EndOffset, doc: doc, hv: hv, path: path}
+	switch x := hv.Value.(type) {
+	case *hujson.Object:
+		v.kind = '{'
+		v.members = make([]jmember, len(x.Members))
+		for i := range x.Members {
+			m := &x.Members[i]
+			v.members[i] = jmember{
+				key:      m.Name.Value.(hujson.Literal).String(),
+				keyStart: doc.Base + m.Name.StartOffset,
+				val:      view(doc, &m.Value, append(path[:len(path):len(path)], i)),
+			}
+		}
+	case *hujson.Array:
+		v.kind = '['
+	case hujson.Literal:
+		v.kind = 'x'
+		if x.Kind() == '"' {
+			v.kind = '"'
+		}
+	}
+	return v
 }
 
-// skip passes whitespace and comments.
-func (p *jparser) skip() {
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			p.pos++
-		case c == '/' && p.pos+1 < len(p.data) && p.data[p.pos+1] == '/':
-			for p.pos < len(p.data) && p.data[p.pos] != '\n' {
-				p.pos++
-			}
-		case c == '/' && p.pos+1 < len(p.data) && p.data[p.pos+1] == '*':
-			end := bytes.Index(p.data[p.pos+2:], []byte("*/"))
-			if end < 0 {
-				p.pos = len(p.data)
-				return
-			}
-			p.pos += 2 + end + 2
-		case c == 0xEF && bytes.HasPrefix(p.data[p.pos:], []byte("\xEF\xBB\xBF")) && p.pos == 0:
-			p.pos += 3 // a byte order mark
-		default:
-			return
-		}
+// edit returns the file with f applied to v (in a copy of the tree).
+func (v *jvalue) edit(f func(*hujson.Value)) []byte {
+	doc := v.doc.Clone()
+	hv := &doc.Value
+	for _, i := range v.path {
+		hv = &hv.Value.(*hujson.Object).Members[i].Value
 	}
+	f(hv)
+	return doc.Pack()
 }
 
-func (p *jparser) value(depth int) (*jvalue, error) {
-	if depth > 200 {
-		return nil, p.errorf("nested too deeply")
-	}
-	if p.pos >= len(p.data) {
-		return nil, p.errorf("unexpected end of file")
-	}
-	start := p.pos
-	switch c := p.data[p.pos]; c {
-	case '{':
-		v := &jvalue{start: start, kind: '{'}
-		p.pos++
-		for {
-			p.skip()
-			if p.pos >= len(p.data) {
-				return nil, p.errorf("unexpected end of file in an object")
-			}
-			if p.data[p.pos] == '}' {
-				p.pos++
-				v.end = p.pos
-				return v, nil
-			}
-			if len(v.members) > 0 {
-				if p.data[p.pos] != ',' {
-					return nil, p.errorf("expected ',' or '}' in an object, got %q", p.data[p.pos])
-				}
-				p.pos++
-				p.skip()
-				if p.pos < len(p.data) && p.data[p.pos] == '}' { // trailing comma
-					p.pos++
-					v.end = p.pos
-					return v, nil
-				}
-			}
-			if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-				return nil, p.errorf("expected a quoted key in an object")
-			}
-			keyStart := p.pos
-			kv, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			var key string
-			if err := json.Unmarshal(p.data[kv.start:kv.end], &key); err != nil {
-				return nil, p.errorf("bad key: %v", err)
-			}
-			p.skip()
-			if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-				return nil, p.errorf("expected ':' after key %q", key)
-			}
-			p.pos++
-			p.skip()
-			val, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			v.members = append(v.members, jmember{key: key, keyStart: keyStart, val: val})
-		}
-	case '[':
-		v := &jvalue{start: start, kind: '['}
-		p.pos++
-		n := 0
-		for {
-			p.skip()
-			if p.pos >= len(p.data) {
-				return nil, p.errorf("unexpected end of file in a list")
-			}
-			if p.data[p.pos] == ']' {
-				p.pos++
-				v.end = p.pos
-				return v, nil
-			}
-			if n > 0 {
-				if p.data[p.pos] != ',' {
-					return nil, p.errorf("expected ',' or ']' in a list, got %q", p.data[p.pos])
-				}
-				p.pos++
-				p.skip()
-				if p.pos < len(p.data) && p.data[p.pos] == ']' {
-					p.pos++
-					v.end = p.pos
-					return v, nil
-				}
-			}
-			if _, err := p.value(depth + 1); err != nil {
-				return nil, err
-			}
-			n++
-		}
-	case '"':
-		p.pos++
-		for p.pos < len(p.data) {
-			switch p.data[p.pos] {
-			case '\\':
-				p.pos += 2
-				continue
-			case '"':
-				p.pos++
-				return &jvalue{start: start, end: p.pos, kind: '"'}, nil
-			case '\n':
-				return nil, p.errorf("newline in a string")
-			}
-			p.pos++
-		}
-		return nil, p.errorf("unterminated string")
-	default:
-		for p.pos < len(p.data) && strings.IndexByte(",}] \t\r\n/", p.data[p.pos]) < 0 {
-			p.pos++
-		}
-		tok := string(p.data[start:p.pos])
-		if tok == "" {
-			return nil, p.errorf("unexpected %q", c)
-		}
-		var x any
-		if err := json.Unmarshal([]byte(tok), &x); err != nil {
-			return nil, p.errorf("bad value %q", tok)
-		}
-		return &jvalue{start: start, end: p.pos, kind: 'x'}, nil
-	}
-}
-
-// cleanJSON returns data[v.start:v.end] as strict JSON (comments and
-// trailing commas removed), indented with indent and each line after the
-// first prefixed with prefix.
-func cleanJSON(data []byte, v *jvalue, prefix, indent string) ([]byte, error) {
-	var out bytes.Buffer
-	src := data[v.start:v.end]
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch {
-		case c == '"':
-			j := i + 1
-			for j < len(src) && src[j] != '"' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			out.Write(src[i : j+1])
-			i = j
-		case c == '/' && i+1 < len(src) && src[i+1] == '/':
-			for i < len(src) && src[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(src) && src[i+1] == '*':
-			end := bytes.Index(src[i+2:], []byte("*/"))
-			i += 2 + end + 1
-		case c == ',':
-			// Drop a trailing comma: the next significant byte closes.
-			k := i + 1
-			for k < len(src) && (src[k] == ' ' || src[k] == '\t' || src[k] == '\n' || src[k] == '\r') {
-				k++
-			}
-			if k < len(src) && (src[k] == '}' || src[k] == ']') {
-				continue
-			}
-			out.WriteByte(c)
-		default:
-			out.WriteByte(c)
-		}
-	}
-	var ind bytes.Buffer
-	if err := json.Indent(&ind, out.Bytes(), prefix, indent); err != nil {
-		return nil, err
-	}
-	return ind.Bytes(), nil
+// strict returns v as strict, compact JSON: no comments, blanks or
+// trailing commas.
+func (v *jvalue) strict() []byte {
+	c := v.hv.Clone() // it may lose trailing commas; Minimize drops them anyway
+	c.Minimize()
+	return c.Pack()
 }
 
 // lineIndent returns the whitespace that starts the line holding offset.
@@ -300,29 +163,23 @@ func indentUnit(data []byte) string {
 	return strings.Repeat(" ", best)
 }
 
-// replaceSpan returns data with data[start:end] replaced by repl.
-func replaceSpan(data []byte, start, end int, repl []byte) []byte {
-	out := make([]byte, 0, len(data)-(end-start)+len(repl))
-	out = append(out, data[:start]...)
-	out = append(out, repl...)
-	return append(out, data[end:]...)
-}
-
-// setMember sets key in the object obj of data to the JSON value val
-// (strict JSON, compact or indented from column 0): it replaces the value
-// in place when the key exists, or inserts a member before the closing
-// brace. Other bytes are kept.
-func setMember(data []byte, obj *jvalue, key string, val []byte) ([]byte, error) {
+// setMember sets key in the object obj to the JSON value val (strict
+// JSON, compact or indented from column 0) and returns the file: it
+// replaces the value in place when the key exists, or adds a member after
+// the last one. Other bytes are kept.
+func setMember(obj *jvalue, key string, val []byte) ([]byte, error) {
+	data := obj.doc.Data()
 	unit := indentUnit(data)
-	if m := obj.get(key); m != nil {
-		ind := lineIndent(data, m.start)
-		v, err := reindent(val, ind, unit)
+	if i := obj.index(key); i >= 0 {
+		v, err := reindent(val, lineIndent(data, obj.members[i].val.start), unit)
 		if err != nil {
 			return nil, err
 		}
-		return replaceSpan(data, m.start, m.end, v), nil
+		return obj.edit(func(o *hujson.Value) {
+			o.Value.(*hujson.Object).Members[i].Value.Value = v
+		}), nil
 	}
-	// Insert. The object's members are indented one unit deeper than the
+	// Add. The object's members are indented one unit deeper than the
 	// line of its opening brace, or like its existing members.
 	outer := lineIndent(data, obj.start)
 	inner := outer + unit
@@ -334,23 +191,99 @@ func setMember(data []byte, obj *jvalue, key string, val []byte) ([]byte, error)
 		return nil, err
 	}
 	k, _ := json.Marshal(key)
-	member := string(k) + ": " + string(v)
-	if len(obj.members) == 0 {
-		repl := "{\n" + inner + member + "\n" + outer + "}"
-		return replaceSpan(data, obj.start, obj.end, []byte(repl)), nil
+	return obj.edit(func(o *hujson.Value) {
+		x := o.Value.(*hujson.Object)
+		m := hujson.ObjectMember{
+			Name:  hujson.Value{BeforeExtra: hujson.Extra("\n" + inner), Value: hujson.Literal(k)},
+			Value: hujson.Value{BeforeExtra: hujson.Extra(" "), Value: v},
+		}
+		if n := len(x.Members); n > 0 {
+			// What followed the last value before its comma (blanks, a
+			// comment; non-nil for a trailing comma) now follows the new
+			// one: the new member goes right after the last value.
+			last := &x.Members[n-1].Value
+			m.Value.AfterExtra, last.AfterExtra = last.AfterExtra, nil
+		} else {
+			// The member on a line of its own, after any comment that
+			// was inside the empty object; the brace on the next line.
+			m.Name.BeforeExtra = slices.Concat(bytes.TrimRight(x.AfterExtra, " \t\r\n"), m.Name.BeforeExtra)
+			x.AfterExtra = hujson.Extra("\n" + outer)
+		}
+		x.Members = append(x.Members, m)
+	}), nil
+}
+
+// removeMember returns the file without member i of obj and the comma
+// that separated it from its neighbour; its line goes too when nothing
+// else is on it.
+func removeMember(obj *jvalue, i int) []byte {
+	return obj.edit(func(o *hujson.Value) {
+		x := o.Value.(*hujson.Object)
+		m := x.Members
+		switch {
+		case i < len(m)-1:
+			// Up to the next member's key: what was before this key, but
+			// the blanks that indent it, then the next key's indentation.
+			cur, next := m[i].Name.BeforeExtra, m[i+1].Name.BeforeExtra
+			m[i+1].Name.BeforeExtra = slices.Concat(cur[:lineStartIfBlank(cur)], next[lineStartIfBlank(next):])
+		case i > 0:
+			// The last one: from the end of the value before. A trailing
+			// comma goes with it when only blanks precede it; else it
+			// stays, with what precedes it.
+			after := m[i].Value.AfterExtra
+			if len(bytes.Trim(after, " \t")) == 0 {
+				after = nil
+			}
+			m[i-1].Value.AfterExtra = after
+		default:
+			// The only one: the object keeps what was before the key but
+			// its indentation, what followed the value but a trailing
+			// comma, and what was before the brace.
+			before, after := m[i].Name.BeforeExtra, m[i].Value.AfterExtra
+			if len(bytes.Trim(after, " \t")) == 0 {
+				after = nil
+			}
+			x.AfterExtra = slices.Concat(before[:lineStartIfBlank(before)], after, x.AfterExtra)
+		}
+		x.Members = slices.Delete(m, i, i+1)
+	})
+}
+
+// lineStartIfBlank returns the offset in extra (the blanks and comments
+// before a key) where the key's line starts when only blanks precede the
+// key there, so removing a member removes its indentation; else
+// len(extra).
+func lineStartIfBlank(extra []byte) int {
+	i := len(extra)
+	for i > 0 && (extra[i-1] == ' ' || extra[i-1] == '\t') {
+		i--
 	}
-	last := obj.members[len(obj.members)-1].val
-	return replaceSpan(data, last.end, last.end, []byte(",\n"+inner+member)), nil
+	if i > 0 && extra[i-1] == '\n' {
+		return i
+	}
+	return len(extra)
+}
+
+// replaceValue returns the file of dst with dst's value replaced by src's
+// (of another file), byte for byte; what surrounds dst is kept.
+func replaceValue(dst, src *jvalue) []byte {
+	// Not a Clone: it would lose a trailing comma (see jsonc.Doc.Clone);
+	// Pack copies, and the edited tree is dropped after it.
+	return dst.edit(func(v *hujson.Value) { v.Value = src.hv.Value })
 }
 
 // reindent indents strict JSON with unit, continuation lines prefixed by
-// prefix.
-func reindent(val []byte, prefix, unit string) ([]byte, error) {
+// prefix, as a value for hujson's tree.
+func reindent(val []byte, prefix, unit string) (hujson.ValueTrimmed, error) {
 	var b bytes.Buffer
 	if err := json.Indent(&b, compactJSON(val), prefix, unit); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	v, err := hujson.Parse(b.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return v.Value, nil
 }
 
 func compactJSON(val []byte) []byte {
