@@ -219,11 +219,6 @@ func User(ctx context.Context) string {
 	return u
 }
 
-// StatelessProtocolVersion is the first MCP revision without sessions
-// (SEP-2575): requests carry the protocol version, client info and
-// capabilities in their _meta, and there is no initialize.
-const StatelessProtocolVersion = "2026-07-28"
-
 // Errors a hub reports. Sources may return them too, wrapped.
 var (
 	// ErrUnknownTool is returned for a tool name that no source provides or

@@ -1082,7 +1082,7 @@ func (v *View) advertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.DiscoverResult:
 			r.Capabilities = withTasks(r.Capabilities)
 		case *mcp.InitializeResult:
-			if r.ProtocolVersion >= StatelessProtocolVersion {
+			if ParseRevision(r.ProtocolVersion).Tasks() {
 				r.Capabilities = withTasks(r.Capabilities)
 			}
 		}

@@ -107,18 +107,19 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 
 // metaInfo is what a request's _meta says, for the raw path.
 type metaInfo struct {
-	modern   bool // it follows 2026-07-28 or later (the per-request protocol fields)
-	version  string
-	progress bool // the host asked for progress (progressToken)
-	logLevel bool // the host asked for log messages (2026-07-28's logLevel)
-	ok       bool // go-sdk would take the request as it is; false sends it the typed way, which answers it
+	rev      junction.Revision // the revision version names (RevisionUnknown: none)
+	version  string            // the protocol version the _meta names, as sent
+	progress bool              // the host asked for progress (progressToken)
+	logLevel bool              // the host asked for log messages (2026-07-28's logLevel)
+	ok       bool              // go-sdk would take the request as it is; false sends it the typed way, which answers it
 }
 
-// readMeta reads a request's _meta (nil: none). A request that names the
-// protocol 2026-07-28 must carry what that revision asks for (client
-// capabilities, an object; client info, if any, an object) and name a
-// revision go-sdk speaks; anything else goes to go-sdk, whose answer (an
-// error) the raw path would otherwise have to copy.
+// readMeta reads a request's _meta (nil: none). A request that names a
+// revision with the per-request protocol fields (2026-07-28) must carry
+// what that revision asks for (client capabilities, an object; client
+// info, if any, an object) and name a revision go-sdk speaks exactly;
+// anything else goes to go-sdk, whose answer (an error) the raw path
+// would otherwise have to copy.
 func readMeta(meta []byte) metaInfo {
 	mi := metaInfo{ok: true}
 	if len(meta) == 0 {
@@ -143,9 +144,9 @@ func readMeta(meta []byte) metaInfo {
 			info = len(val) > 0 && val[0] == '{'
 		}
 	})
-	if mi.version >= junction.StatelessProtocolVersion {
-		mi.modern = true
-		mi.ok = mi.ok && mi.version == junction.StatelessProtocolVersion && caps && info
+	mi.rev = junction.ParseRevision(mi.version)
+	if mi.rev.PerRequestMeta() {
+		mi.ok = mi.ok && mi.rev.Known() && mi.version == mi.rev.String() && caps && info
 	}
 	return mi
 }

@@ -174,17 +174,17 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	raw := newHTTPRaw(p, o, store)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
-		version := r.Header.Get("Mcp-Protocol-Version")
+		rev := junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version"))
 		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
 			endSessionCalls(sf, r, sid, calls, raw)
 		}
-		if sf == nil || sl != nil && r.Header.Get("Mcp-Session-Id") == "" && version >= junction.StatelessProtocolVersion {
+		if sf == nil || sl != nil && r.Header.Get("Mcp-Session-Id") == "" && rev.Stateless() {
 			sl.ServeHTTP(w, r)
 			return
 		}
 		// go-sdk primes a stream with an event id, so that it can be
 		// resumed, from 2025-11-25 on, and only for SSE.
-		if store != nil && !o.JSONResponse && version >= resumableProtocolVersion {
+		if store != nil && !o.JSONResponse && rev.ResumableStreams() {
 			r.Header.Set(junction.ResumableStreamHeader, "1")
 		}
 		if store != nil && r.Method == http.MethodGet {
@@ -235,11 +235,6 @@ type discardResponse struct{ header http.Header }
 func (d discardResponse) Header() http.Header         { return d.header }
 func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
 func (d discardResponse) WriteHeader(int)             {}
-
-// resumableProtocolVersion is the first revision whose SSE streams go-sdk
-// can resume (it sends the priming event of SEP-1699); 2026-07-28 has no
-// resumable streams.
-const resumableProtocolVersion = "2025-11-25"
 
 // SSEHandler returns the legacy HTTP+SSE endpoint (protocol 2024-11-05):
 // GET opens the event stream, whose first event names the URL to POST

@@ -119,7 +119,7 @@ func (ls *listens) take(line []byte) bool {
 	if json.Unmarshal(params, &p) != nil || p.Notifications == nil {
 		return false // go-sdk says what is wrong, and registers nothing
 	}
-	if mi := readMeta(p.Meta); !mi.modern || !mi.ok {
+	if mi := readMeta(p.Meta); !mi.rev.ListenSubscriptions() || !mi.ok {
 		return false
 	}
 	l := &listen{id: bytes.Clone(id), want: *p.Notifications, meta: bytes.Clone(p.Meta)}

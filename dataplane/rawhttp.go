@@ -100,18 +100,18 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	version := r.Header.Get("Mcp-Protocol-Version")
-	modern := version >= junction.StatelessProtocolVersion
+	stateless := junction.ParseRevision(version).Stateless()
 	switch {
-	case sid == "" && modern && f.mode != HTTPStateful && f.takeTaskHTTP(w, r, body, version):
+	case sid == "" && stateless && f.mode != HTTPStateful && f.takeTaskHTTP(w, r, body, version):
 		return true // the tasks extension (tasks.go)
 	case !f.p.raw:
 		return false // calls go to go-sdk (Options.Raw off); the tasks extension, which only the plane has, still is taken
-	case sid == "" && modern:
+	case sid == "" && stateless:
 		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
 	case sid == "":
 		return f.mode == HTTPStateless && f.takeStateless(w, r, body)
-	case modern:
-		return false // a session of 2026-07-28: go-sdk's to refuse
+	case stateless:
+		return false // a session of a stateless revision (2026-07-28): go-sdk's to refuse
 	}
 	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
 		id, ok := cancelledID(body)
@@ -127,7 +127,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	if !ok {
 		return false
 	}
-	if mi := readMeta(tc.meta); !mi.ok || mi.modern {
+	if mi := readMeta(tc.meta); !mi.ok || mi.rev.PerRequestMeta() {
 		return false
 	}
 	s := f.session(sid)
@@ -248,7 +248,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	if !ok {
 		return false
 	}
-	if mi := readMeta(tc.meta); !mi.ok || mi.modern || mi.progress {
+	if mi := readMeta(tc.meta); !mi.ok || mi.rev.PerRequestMeta() || mi.progress {
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
@@ -298,7 +298,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if !ok || r.Header.Get("Mcp-Name") != tc.name || hasParamHeaders(r.Header) {
 		return false
 	}
-	if mi := readMeta(tc.meta); !mi.ok || !mi.modern || mi.version != version || mi.progress || mi.logLevel {
+	if mi := readMeta(tc.meta); !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version || mi.progress || mi.logLevel {
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}

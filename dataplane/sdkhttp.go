@@ -53,7 +53,7 @@ func (t *sdkCalls) around(w http.ResponseWriter, sid, version string, body []byt
 	if !hasMethod {
 		return w, body, func() {} // a response to go-sdk's own request
 	}
-	older := version < junction.StatelessProtocolVersion
+	older := !junction.ParseRevision(version).TypedResults()
 	if string(body[ms:me]) == `"notifications/cancelled"` && sid != "" {
 		if s, e, ok := cancelledRequestID(body); ok {
 			t.mu.Lock()

@@ -857,7 +857,7 @@ func syntheticPOST(r *http.Request, sid, version string, body []byte) *http.Requ
 // initializeParams returns the params of a POST whose body is an
 // initialize request, or nil.
 func initializeParams(r *http.Request) *mcp.InitializeParams {
-	if r.Header.Get("Mcp-Protocol-Version") >= junction.StatelessProtocolVersion {
+	if junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).Stateless() {
 		return nil
 	}
 	var msg struct {

@@ -221,7 +221,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	// Before notifications/initialized only a request of 2026-07-28 or
 	// later stands on its own. The log level such a request names lives
 	// in go-sdk's context for its handler, which the raw path has not got.
-	if !mi.ok || !s.ready && !mi.modern || mi.modern && mi.logLevel {
+	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && mi.logLevel {
 		return false
 	}
 	key := string(tc.id)
@@ -252,9 +252,9 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		return false // a reused id, or closing: go-sdk answers it
 	}
 	params := rawParams(call.Local(), tc)
-	id, modern := tc.id, mi.modern // captured rather than tc and mi, which then stay on the stack
+	id, typed := tc.id, mi.rev.TypedResults() // captured rather than tc and mi, which then stay on the stack
 	answer := func(res json.RawMessage, werr *jsonrpc.Error) {
-		if werr == nil && modern {
+		if werr == nil && typed {
 			res = modernResult(res, s.p.impl)
 		}
 		// JSON-RPC: no answer to a cancelled request.
@@ -279,7 +279,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
 		// or later as modernResult rewrites it whole.
 		hc.stream = &streamTo{id: tc.id, out: s.c.out}
-		if modern {
+		if typed {
 			hc.stream.stamp = s.p.impl
 		}
 		hc.stream.done = func(size int, isError bool, err error) {
@@ -516,7 +516,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 			if json.Unmarshal(resp.Result, &init) == nil && init.ProtocolVersion != "" {
 				c.greeted.Store(true)
-				if init.ProtocolVersion < junction.StatelessProtocolVersion {
+				if !junction.ParseRevision(init.ProtocolVersion).TypedResults() {
 					c.older.Store(true)
 				}
 			}

@@ -89,7 +89,7 @@ func readTaskRequest(msg []byte) (taskRequest, bool) {
 	}
 	tr.meta = readMeta(meta)
 	tr.tasks = declaresTasks(meta)
-	return tr, tr.meta.modern
+	return tr, tr.meta.rev.Tasks()
 }
 
 // declaresTasks reports whether a request's _meta holds client
@@ -210,7 +210,7 @@ func (s *stdioSession) takeTask(line []byte) bool {
 		}
 	case !tr.meta.ok:
 		s.c.out.Write(answerLine(tr.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "_meta must name protocol version " + junction.StatelessProtocolVersion + " and carry the client's capabilities"}))
+			Message: "_meta must name protocol version " + junction.Revision20260728.String() + " and carry the client's capabilities"}))
 		return true
 	case !tr.tasks:
 		s.c.out.Write(answerLine(tr.id, nil, missingTasks(tr.method)))

@@ -76,23 +76,26 @@ type ask struct {
 // come back with answers.
 const bridgeIdle = 5 * time.Minute
 
-// hostIsModern reports whether the host request follows protocol
-// 2026-07-28 or later, whose servers may not send requests to the client.
-func hostIsModern(req *mcp.CallToolRequest) bool {
-	return hostModern(req.Params.Meta, req.Session)
+// callRevision returns the revision the host's tools/call follows (see
+// hostRevision).
+func callRevision(req *mcp.CallToolRequest) junction.Revision {
+	return hostRevision(req.Params.Meta, req.Session)
 }
 
-// hostModern reports whether a host request with meta, on session (nil:
-// none), follows protocol 2026-07-28 or later.
-func hostModern(meta mcp.Meta, session *mcp.ServerSession) bool {
+// hostRevision returns the revision a host request with meta, on session
+// (nil: none), follows: the one its _meta names, else its session's.
+func hostRevision(meta mcp.Meta, session *mcp.ServerSession) junction.Revision {
 	if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); ok {
-		return v >= junction.StatelessProtocolVersion
+		return junction.ParseRevision(v)
 	}
 	if session == nil {
-		return false
+		return junction.RevisionUnknown
 	}
 	p := session.InitializeParams()
-	return p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion
+	if p == nil {
+		return junction.RevisionUnknown
+	}
+	return junction.ParseRevision(p.ProtocolVersion)
 }
 
 // newBridge returns a bridge whose upstream call cancel cancels, for
@@ -227,7 +230,7 @@ func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallTo
 // for input while it builds a prompt, too.
 func (s *Server) bridgedPrompt(ctx context.Context, sess *session, req *mcp.GetPromptRequest, timeout time.Duration) (*mcp.GetPromptResult, error) {
 	params := *req.Params
-	params.Meta = hopMeta(req.Params.Meta, req.Session, false)
+	params.Meta = hopMeta(req.Params.Meta, req.Session, sess.rev())
 	params.InputResponses, params.RequestState = nil, ""
 	br := bridged{host: req.Session, caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
 		state: req.Params.RequestState, answers: req.Params.InputResponses, what: "prompt " + strconv.Quote(req.Params.Name)}
@@ -305,10 +308,11 @@ func (s *Server) bridge(ctx context.Context, sess *session, br bridged, timeout 
 }
 
 // bridgeable reports whether a raw call from a host with hm to a server on
-// sess becomes a bridge if the server asks for input: the host is at
-// 2026-07-28 or later, the server before it.
+// sess becomes a bridge if the server asks for input: the host reads
+// questions inside results (2026-07-28 or later), the server asks with
+// requests of its own (before it).
 func bridgeable(hm hostMeta, sess *session) bool {
-	return hm.modern && !sess.modern()
+	return hm.rev.AsksInResults() && !sess.rev().AsksInResults()
 }
 
 // openBridge turns the raw call f into a bridge, when its upstream asks
@@ -654,7 +658,7 @@ const maxInputRounds = 10
 // inputRequired reports whether the raw result res, from a server on
 // sess, asks for input (which only a server at 2026-07-28 or later does).
 func inputRequired(sess *session, res json.RawMessage) bool {
-	if !sess.modern() || !bytes.Contains(res, []byte(`"input_required"`)) {
+	if !sess.rev().AsksInResults() || !bytes.Contains(res, []byte(`"input_required"`)) {
 		return false
 	}
 	var v struct {

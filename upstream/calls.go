@@ -322,13 +322,13 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
 		params.Arguments = req.Params.Arguments
 	}
-	upstreamModern := sess.modern()
-	params.Meta = traceMeta(ctx, hopMeta(req.Params.Meta, req.Session, upstreamModern))
+	up := sess.rev()
+	params.Meta = traceMeta(ctx, hopMeta(req.Params.Meta, req.Session, up))
 	// Under 2026-07-28 the log level travels with each request; without
 	// one the upstream sends no log messages at all. A host that names
 	// none gets the level the hub asked for (SetLogLevel); the hosts' own
 	// levels still filter what they receive.
-	if upstreamModern {
+	if up.PerRequestMeta() {
 		if _, ok := params.Meta[mcp.MetaKeyLogLevel]; !ok {
 			if params.Meta == nil {
 				params.Meta = mcp.Meta{}
@@ -341,7 +341,7 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 		// both), bridged ones included: see typedViaRaw.
 		return s.typedViaRaw(ctx, sess, req, timeout)
 	}
-	if !upstreamModern && hostIsModern(req) {
+	if !up.AsksInResults() && callRevision(req).AsksInResults() {
 		params.InputResponses, params.RequestState = nil, ""
 		return s.bridgedCall(ctx, sess, req, params, timeout)
 	}
@@ -360,7 +360,7 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 	res, err := sess.cs.CallTool(callCtx, params)
 	if err == nil {
 		s.drainProgress(c)
-		if upstreamModern {
+		if up.TypedResults() {
 			res = stripServerFields(res)
 		}
 		return res, nil
@@ -384,7 +384,7 @@ func (s *Server) typedViaRaw(ctx context.Context, sess *session, req *mcp.CallTo
 		ctx = junction.WithHostSession(ctx, req.Session)
 	}
 	hm := readHostMeta(params, req.Session)
-	hm.modern = hm.modern || hostIsModern(req)
+	hm.rev = max(hm.rev, callRevision(req))
 	res, err := s.rawOnce(ctx, sess, req.Params.Name, params, hm, timeout)
 	if err != nil {
 		return nil, err
@@ -706,7 +706,7 @@ func (s *Server) sessionEnded(sess *session, err error) bool {
 
 // ReadResource implements [junction.Source].
 func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	if t, release, err := s.route(req.Session, false, "", nil); err != nil {
+	if t, release, err := s.route(req.Session, junction.RevisionUnknown, "", nil); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
@@ -715,32 +715,32 @@ func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	params := *req.Params
 	return forward(s, ctx, req.Session, "resource "+strconv.Quote(req.Params.URI), nil,
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
-			params.Meta = hopMeta(req.Params.Meta, req.Session, modern(cs))
+			params.Meta = hopMeta(req.Params.Meta, req.Session, revisionOf(cs))
 			return cs.ReadResource(ctx, &params)
 		})
 }
 
 // GetPrompt implements [junction.Source].
 func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	modernHost := hostModern(req.Params.Meta, req.Session)
-	if t, release, err := s.route(req.Session, modernHost, req.Params.RequestState, metaCaps(req.Params.Meta)); err != nil {
+	hostRev := hostRevision(req.Params.Meta, req.Session)
+	if t, release, err := s.route(req.Session, hostRev, req.Params.RequestState, metaCaps(req.Params.Meta)); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
 		return t.GetPrompt(ctx, req)
 	}
-	if modernHost {
+	if hostRev.AsksInResults() {
 		// A legacy upstream that asks for input while building the prompt
 		// can only ask this host through a bridge.
 		d := s.cfg.callTimeout("")
-		if sess, err := s.sessionUntil(ctx, deadlineAfter(d)); err == nil && !sess.modern() {
+		if sess, err := s.sessionUntil(ctx, deadlineAfter(d)); err == nil && !sess.rev().AsksInResults() {
 			return s.bridgedPrompt(ctx, sess, req, d)
 		}
 	}
 	params := *req.Params
 	return forward(s, ctx, req.Session, "prompt "+strconv.Quote(req.Params.Name), nil,
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
-			params.Meta = hopMeta(req.Params.Meta, req.Session, modern(cs))
+			params.Meta = hopMeta(req.Params.Meta, req.Session, revisionOf(cs))
 			return cs.GetPrompt(ctx, &params)
 		})
 }
@@ -756,7 +756,7 @@ func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 			return empty, caps == nil || caps.Completions == nil
 		},
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
-			params.Meta = hopMeta(req.Params.Meta, req.Session, modern(cs))
+			params.Meta = hopMeta(req.Params.Meta, req.Session, revisionOf(cs))
 			return cs.Complete(ctx, &params)
 		})
 }
@@ -852,10 +852,10 @@ func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
 	var err error
 	if on {
 		err = sess.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-		if err == nil && sess.cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion {
+		if err == nil && sess.rev().ListenSubscriptions() {
 			s.awaitAck(ctx, sess.cs, uri)
 		}
-	} else if !sess.modern() { // see Unsubscribe
+	} else if !sess.rev().ListenSubscriptions() { // see Unsubscribe
 		err = sess.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	}
 	if err != nil {
@@ -1059,7 +1059,7 @@ func (s *Server) LogLevel() mcp.LoggingLevel {
 func takesSetLevel(sess *session) bool {
 	res := sess.cs.InitializeResult()
 	return res != nil && res.Capabilities != nil && res.Capabilities.Logging != nil &&
-		res.ProtocolVersion < junction.StatelessProtocolVersion
+		!junction.ParseRevision(res.ProtocolVersion).PerRequestMeta()
 }
 
 // pushLevel starts sendLevels if the current session should be sent a

@@ -114,12 +114,13 @@ func protocolMetaHead(meta []byte) []byte {
 // hopMeta copies a host request's _meta for an upstream, without the
 // keys that describe the host's own connection under protocol 2026-07-28
 // (its protocol version and client info: go-sdk fills in junction's). To
-// an upstream at 2026-07-28 or later (modern) it adds the host's
-// capabilities: those the request names, or those of host's initialize
-// (go-sdk keeps a capabilities member that is there).
-func hopMeta(m mcp.Meta, host *mcp.ServerSession, modern bool) mcp.Meta {
+// an upstream at up, when up carries the protocol fields in each request
+// (2026-07-28 or later), it adds the host's capabilities: those the
+// request names, or those of host's initialize (go-sdk keeps a
+// capabilities member that is there).
+func hopMeta(m mcp.Meta, host *mcp.ServerSession, up junction.Revision) mcp.Meta {
 	caps, sent := m[mcp.MetaKeyClientCapabilities]
-	if !modern {
+	if !up.PerRequestMeta() {
 		sent = false
 	} else if !sent && host != nil {
 		if b := hostCapabilities(nil, host); b != nil {

@@ -42,13 +42,13 @@ const maxRefusalResult = 4 << 10
 // call path.
 func (s *Server) mayLearnOldAsks(ctx context.Context) bool {
 	host := junction.HostSession(ctx)
-	if host == nil || s.oldAsks.Load() || s.cfg.load().PerHost || hostModern(nil, host) || ctx.Value(rerunKey{}) != nil {
+	if host == nil || s.oldAsks.Load() || s.cfg.load().PerHost || hostRevision(nil, host).AsksInResults() || ctx.Value(rerunKey{}) != nil {
 		return false
 	}
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	return sess != nil && sess.modern()
+	return sess != nil && sess.rev().AsksInResults()
 }
 
 // perHost reports whether hosts get sessions of their own with s: it is
@@ -65,7 +65,7 @@ func (s *Server) perHost(cfg *Config) bool {
 // routed to the host's own session then.
 func (s *Server) learnOldAsks(ctx context.Context, res []byte, err error) bool {
 	host := junction.HostSession(ctx)
-	if host == nil || hostModern(nil, host) || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
+	if host == nil || hostRevision(nil, host).AsksInResults() || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
 		return false
 	}
 	// The refusal is a short error: a long result is not searched.
@@ -75,7 +75,7 @@ func (s *Server) learnOldAsks(ctx context.Context, res []byte, err error) bool {
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	if sess == nil || !sess.modern() {
+	if sess == nil || !sess.rev().AsksInResults() {
 		return false
 	}
 	if !s.oldAsks.Swap(true) {

@@ -63,12 +63,14 @@ func noRelease() {}
 
 // route returns the Server a host request goes to: s, or the host's own
 // session (see above), and a func to call when the request is over.
-// host is the host's session, if it has one; modernHost tells whether
-// the host speaks 2026-07-28; state is the request state of a retry;
-// caps are the capabilities a sessionless host sent, as JSON.
-func (s *Server) route(host *mcp.ServerSession, modernHost bool, state string, caps []byte) (*Server, func(), error) {
+// host is the host's session, if it has one; hostRev is the revision
+// the host's request follows (RevisionUnknown where it does not matter);
+// state is the request state of a retry; caps are the capabilities a
+// sessionless host sent, as JSON.
+func (s *Server) route(host *mcp.ServerSession, hostRev junction.Revision, state string, caps []byte) (*Server, func(), error) {
 	cfg := s.cfg.load()
-	if !s.perHost(cfg) || !cfg.PerHost && (host == nil || modernHost) {
+	asksInResults := hostRev.AsksInResults() // the host reads questions inside results (2026-07-28)
+	if !s.perHost(cfg) || !cfg.PerHost && (host == nil || asksInResults) {
 		// A server that asks the old way gives sessions of their own only
 		// to the hosts it could ask that way (see oldasks.go).
 		return s, noRelease, nil
@@ -81,12 +83,12 @@ func (s *Server) route(host *mcp.ServerSession, modernHost bool, state string, c
 	// directly: a server written for the older revision's requests (a
 	// go-sdk handler that calls CreateMessage or Elicit) is refused them
 	// by its own SDK on a 2026-07-28 session.
-	if s.own.closed || (s.sess != nil && s.sess.modern() && (modernHost || host == nil)) {
+	if s.own.closed || (s.sess != nil && s.sess.rev().AsksInResults() && (asksInResults || host == nil)) {
 		return s, noRelease, nil
 	}
 	var key any
 	switch {
-	case host != nil && !modernHost:
+	case host != nil && !asksInResults:
 		key = host
 	case state != "":
 		if o := s.ownWithBridge(state); o != nil {
@@ -94,7 +96,7 @@ func (s *Server) route(host *mcp.ServerSession, modernHost bool, state string, c
 			return o.srv, func() { s.releaseOwn(o) }, nil
 		}
 		return s, noRelease, nil // the bridge is gone: the call starts again (see resumeRaw)
-	case modernHost:
+	case asksInResults:
 		s.own.next++
 		key = s.own.next
 	default:
@@ -120,7 +122,7 @@ func (s *Server) startOwn(key any, host *mcp.ServerSession, caps []byte, cfg *Co
 	c := cfg.clone()
 	c.PerHost = false
 	if host != nil {
-		if p := host.InitializeParams(); p != nil && p.ProtocolVersion < junction.StatelessProtocolVersion &&
+		if p := host.InitializeParams(); p != nil && !junction.ParseRevision(p.ProtocolVersion).AsksInResults() &&
 			(c.ProtocolVersion == "" || c.ProtocolVersion > p.ProtocolVersion) {
 			c.ProtocolVersion = p.ProtocolVersion // the host's revision, not a newer one
 		}
@@ -280,7 +282,7 @@ func (s *Server) routeCall(req *mcp.CallToolRequest) (*Server, func(), error) {
 	if !s.perHost(s.cfg.load()) {
 		return s, noRelease, nil
 	}
-	return s.route(req.Session, hostIsModern(req), req.Params.RequestState, metaCaps(req.Params.Meta))
+	return s.route(req.Session, callRevision(req), req.Params.RequestState, metaCaps(req.Params.Meta))
 }
 
 // routeSubscribe routes a host's resources/subscribe and unsubscribe to
@@ -289,10 +291,10 @@ func (s *Server) routeCall(req *mcp.CallToolRequest) (*Server, func(), error) {
 // whose calls may each have a session that ends with the call) to the
 // shared session.
 func (s *Server) routeSubscribe(host *mcp.ServerSession) (*Server, func(), error) {
-	if !s.perHost(s.cfg.load()) || host == nil || hostModern(nil, host) {
+	if !s.perHost(s.cfg.load()) || host == nil || hostRevision(nil, host).AsksInResults() {
 		return s, noRelease, nil
 	}
-	return s.route(host, false, "", nil)
+	return s.route(host, junction.RevisionUnknown, "", nil)
 }
 
 // ownListener is an own session's listener: its resource updates go to
@@ -327,5 +329,5 @@ func (s *Server) routeRaw(ctx context.Context, params json.RawMessage) (*Server,
 			state = p.RequestState
 		}
 	}
-	return s.route(host, hm.modern, state, hm.caps)
+	return s.route(host, hm.rev, state, hm.caps)
 }

@@ -96,7 +96,7 @@ func (s *Server) callToolRaw(ctx context.Context, name string, params json.RawMe
 			s.awaitSessionEnd(ctx, sess, deadline)
 			continue // nothing was sent: wait for the next session
 		}
-		for round := 0; err == nil && !hm.modern && inputRequired(sess, res); round++ {
+		for round := 0; err == nil && !hm.rev.AsksInResults() && inputRequired(sess, res); round++ {
 			// A host before 2026-07-28: ask it (see fulfilOnHost).
 			if round == maxInputRounds {
 				return nil, fmt.Errorf("upstream %q: %s: still asking for input after %d rounds", s.name, toolWhat(name), maxInputRounds)
@@ -169,7 +169,7 @@ func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawM
 // bridged to a host at 2026-07-28 or later (see bridge) by a server
 // before it.
 func resumes(hm hostMeta, sess *session) bool {
-	return hm.retry && !sess.modern()
+	return hm.retry && !sess.rev().AsksInResults()
 }
 
 // rawOnce makes one raw call on sess, or resumes a bridged one, and waits
@@ -305,8 +305,8 @@ func (f *rawFlight) CanStream() (dataplane.Rewrite, bool) {
 		return dataplane.Rewrite{}, false
 	}
 	f.streams = true
-	modern := f.c.sess.modern()
-	return dataplane.Rewrite{Strip: modern, OnlyComplete: modern && !f.hm.modern}, true
+	typed := f.c.sess.rev().TypedResults()
+	return dataplane.Rewrite{Strip: typed, OnlyComplete: typed && !f.hm.rev.AsksInResults()}, true
 }
 
 // ReceiveStream implements dataplane.StreamReceiver: the answer is on
@@ -366,7 +366,7 @@ func (f *rawFlight) finish(res json.RawMessage, err error) {
 	case errors.Is(err, errSessionGone):
 		f.goSlow(f.params) // nothing was sent
 		return
-	case err == nil && !f.hm.modern && inputRequired(f.c.sess, res):
+	case err == nil && !f.hm.rev.AsksInResults() && inputRequired(f.c.sess, res):
 		ctx := f.slowContext()
 		go func() {
 			retry, err := f.s.fulfilOnHost(ctx, junction.HostSession(ctx), f.params, res)
@@ -431,7 +431,7 @@ func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage,
 // hostMeta is what a raw call's params say about the host's request.
 type hostMeta struct {
 	token    any                   // the host's progress token; nil if it asked for none
-	modern   bool                  // the host speaks 2026-07-28 or later
+	rev      junction.Revision     // the host's revision: the later of its session's and the one the _meta names
 	retry    bool                  // the params answer input requests (inputResponses, requestState)
 	logLevel []byte                // the host's own log level for the call, as sent; nil if none
 	caps     []byte                // the host's capabilities for the call, as sent (2026-07-28); nil if none
@@ -448,8 +448,8 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 	var hm hostMeta
 	if host != nil {
 		hm.init = host.InitializeParams()
-		if p := hm.init; p != nil && p.ProtocolVersion >= junction.StatelessProtocolVersion {
-			hm.modern = true
+		if p := hm.init; p != nil {
+			hm.rev = junction.ParseRevision(p.ProtocolVersion)
 		}
 	}
 	if !bytes.Contains(params, []byte(`"_meta"`)) && !bytes.Contains(params, []byte(`"request`)) && !bytes.Contains(params, []byte(`"input`)) {
@@ -469,8 +469,8 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 					}
 				case mcp.MetaKeyProtocolVersion:
 					var ver string
-					if json.Unmarshal(v, &ver) == nil && ver >= junction.StatelessProtocolVersion {
-						hm.modern = true
+					if json.Unmarshal(v, &ver) == nil {
+						hm.rev = max(hm.rev, junction.ParseRevision(ver))
 					}
 				case mcp.MetaKeyLogLevel:
 					hm.logLevel = v
@@ -507,7 +507,7 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 func (s *Server) rawMeta(b []byte, token string, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
 	b = append(b, `"progressToken":`...)
 	b = appendToken(b, token)
-	if sess.modern() {
+	if sess.rev().PerRequestMeta() {
 		if len(sess.meta) > 0 {
 			b = append(b, ',')
 			b = sess.appendProtocolMeta(b, s.hostCapabilities(hm.caps, hm.init))
@@ -586,7 +586,7 @@ func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, 
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 		res = fixed
 	}
-	if c.sess.modern() {
+	if c.sess.rev().TypedResults() {
 		// Only a server at 2026-07-28 or later names itself in results:
 		// an older one's results (a megabyte, say) are not scanned.
 		res = dataplane.StripServerFields(res)
@@ -687,10 +687,10 @@ func (s *Server) noteMeta(cs *mcp.ClientSession, m map[string]any) {
 	s.mu.Unlock()
 }
 
-// modern reports whether the session speaks 2026-07-28 or later.
-func (sess *session) modern() bool { return modern(sess.cs) }
+// rev returns the revision the session speaks.
+func (sess *session) rev() junction.Revision { return revisionOf(sess.cs) }
 
-// modern reports whether cs speaks 2026-07-28 or later.
-func modern(cs *mcp.ClientSession) bool {
-	return cs.InitializeResult().ProtocolVersion >= junction.StatelessProtocolVersion
+// revisionOf returns the revision cs speaks.
+func revisionOf(cs *mcp.ClientSession) junction.Revision {
+	return junction.ParseRevision(cs.InitializeResult().ProtocolVersion)
 }

@@ -529,7 +529,7 @@ const legacyProtocol = "2025-11-25"
 // probed again.
 func (s *Server) connect() (*session, error) {
 	cfg := s.cfg.load()
-	probes := (cfg.ProtocolVersion == "" || cfg.ProtocolVersion >= junction.StatelessProtocolVersion) && !s.noDiscover.Load()
+	probes := (cfg.ProtocolVersion == "" || junction.ParseRevision(cfg.ProtocolVersion).HasDiscover()) && !s.noDiscover.Load()
 	sess, err := s.connectWith(cfg, cfg.ProtocolVersion, nil)
 	if err == nil || !probes || s.ctx.Err() != nil {
 		return sess, err

@@ -61,7 +61,7 @@ func (s *Server) rootsChanged() {
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	if sess == nil || sess.modern() {
+	if sess == nil || sess.rev().AsksInResults() {
 		return
 	}
 	s.wg.Go(func() {

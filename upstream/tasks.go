@@ -38,7 +38,7 @@ func (s *Server) OffersTasks() bool {
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	if sess == nil || sess.stdio() == nil || !sess.modern() {
+	if sess == nil || sess.stdio() == nil || !sess.rev().Tasks() {
 		return false
 	}
 	res := sess.cs.InitializeResult()
@@ -95,7 +95,7 @@ func (r taskReply) ReceiveRaw(reply dataplane.RawReply) { r <- reply }
 // protocol version, and client capabilities that declare the extension
 // (the hub's requests for a task stand for the host that declared it).
 func taskMeta(sess *session) []byte {
-	version := junction.StatelessProtocolVersion
+	version := junction.Revision20260728.String()
 	if res := sess.cs.InitializeResult(); res != nil && res.ProtocolVersion != "" {
 		version = res.ProtocolVersion
 	}

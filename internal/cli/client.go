@@ -354,7 +354,7 @@ type clientRun struct {
 // arguments): Streamable HTTP at protocol 2026-07-28 or later.
 func (r *clientRun) paramHeaders() bool {
 	res := r.cs.InitializeResult()
-	return r.streamable && res != nil && res.ProtocolVersion >= "2026-07-28"
+	return r.streamable && res != nil && junction.ParseRevision(res.ProtocolVersion).ParamHeaders()
 }
 
 // clientCommand parses flags for a client command and connects to its
