@@ -99,7 +99,11 @@ func runAdd(ctx context.Context, env *Env, args []string) error {
 		}
 		opts.Args[k] = append(opts.Args[k], v)
 	}
-	set, err := rf.set(env)
+	cfg, _, err := registryConfig(env, *cfgPath)
+	if err != nil {
+		return fmt.Errorf("%w\n(fix it, or choose another file with -config)", err)
+	}
+	set, err := rf.set(env, cfg)
 	if err != nil {
 		return err
 	}
@@ -126,6 +130,7 @@ func runAdd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	entry.From.URL = found.Registry
 	if *local == "" {
 		*local = registry.LocalName(s.Name)
 	}
@@ -167,22 +172,10 @@ func runAdd(ctx context.Context, env *Env, args []string) error {
 	printPlaceholders(out, env, entry.Placeholders)
 	fmt.Fprintf(out, "  in quarantine: junction serve does not start it until \"%s\"\n", approveLine(*local, path))
 
-	write := *yes
-	if !write {
-		if !isTerminal(env.Stdin) {
-			fmt.Fprintf(out, "\nNothing was written (there is no terminal to ask on). To write it:\n  %s -yes\n", again)
-			return nil
-		}
-		fmt.Fprintf(out, "\nAdd %q to %s? [y/N] ", *local, path)
-		line, _ := bufio.NewReader(env.Stdin).ReadString('\n')
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			write = true
-		default:
-			fmt.Fprintln(out, "Nothing was written.")
-			return nil
-		}
+	if !confirm(env, *yes, fmt.Sprintf("Add %q to %s?", *local, path), again) {
+		return nil
 	}
+
 	if err := writeAdd(plan); err != nil {
 		return err
 	}
@@ -206,6 +199,29 @@ type addReport struct {
 	// Approve is the command that takes it out.
 	Quarantine bool   `json:"quarantine"`
 	Approve    string `json:"approve"`
+}
+
+// confirm says whether a command that shows a change writes it: yes
+// (-yes), else the person's answer to question on a terminal. Without
+// one it is a dry run: it says nothing was written, and again (the
+// command) with -yes writes it.
+func confirm(env *Env, yes bool, question, again string) bool {
+	if yes {
+		return true
+	}
+	out := env.Stdout
+	if !isTerminal(env.Stdin) {
+		fmt.Fprintf(out, "\nNothing was written (there is no terminal to ask on). To write it:\n  %s -yes\n", again)
+		return false
+	}
+	fmt.Fprintf(out, "\n%s [y/N] ", question)
+	line, _ := bufio.NewReader(env.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	fmt.Fprintln(out, "Nothing was written.")
+	return false
 }
 
 // approveLine is the command that approves server name of the config

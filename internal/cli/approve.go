@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -30,7 +29,9 @@ here and lists its tools) and approved.
 
 junction approve starts the server in-process, with the rest of the hub
 as "junction lock" builds it, and reads its tools. Then it pins them in
-the lock file (-lock, else the config's lock:, else junction.lock.json):
+the lock file (-lock, else the config's lock:, else junction.lock.json
+beside the config, which approve then names in the config as lock:, so
+that serve checks the pins):
 the server's entries are added, or replace the ones it had; the other
 sources' entries stay. A lock file that does not exist yet is written
 whole, every tool the hub serves, as "junction lock" would. Last, it
@@ -59,7 +60,7 @@ Examples:
 func runApprove(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "approve", "NAME [-config FILE] [-lock FILE] [-yes] [-o json]", approveAbout)
 	cfgPath := fs.String("config", "", "junction's config `file` (default $"+EnvConfig+", else junction/junction.json in your config directory)")
-	lockFlag := fs.String("lock", "", "write the pins to this lock `file` (default: the config's lock:, else "+DefaultLockFile+")")
+	lockFlag := fs.String("lock", "", "write the pins to this lock `file` (default: the config's lock:, else "+DefaultLockFile+" beside the config, added to it as lock:)")
 	dataDir := fs.String("data-dir", "", "`directory` for durable state (default: the user's state directory)")
 	yes := fs.Bool("yes", false, "write without asking")
 	format := outputFlags(fs, false)
@@ -99,17 +100,21 @@ func runApprove(ctx context.Context, env *Env, args []string) error {
 	case s.Disabled:
 		return fmt.Errorf("server %q of %s is disabled (disabled: true); enable it before approving it", name, path)
 	}
+	// The lock file: -lock, else the config's lock:, else one beside the
+	// config, which the config then names (lock:), so that serve checks
+	// the pins.
 	lockPath := *lockFlag
-	lockNamed := lockPath != "" || cfg.Lock.Path != ""
+	addLock := lockPath == "" && cfg.Lock.Path == ""
 	if lockPath == "" {
-		lockPath = cmpOr(cfg.Lock.Path, DefaultLockFile)
+		lockPath = cmpOr(cfg.Lock.Path, filepath.Join(filepath.Dir(path), DefaultLockFile))
 	}
 	if abs, err := filepath.Abs(lockPath); err == nil {
 		lockPath = abs
 	}
+	lockNamed := addLock || cfg.Lock.Path != ""
 	// The approved config, worked out (and checked) before anything
 	// starts.
-	after, err := unquarantine(path, data, cfg, name)
+	after, err := unquarantine(path, data, cfg, name, addLock)
 	if err != nil {
 		return err
 	}
@@ -172,22 +177,10 @@ func runApprove(ctx context.Context, env *Env, args []string) error {
 	} else {
 		fmt.Fprintf(out, "lock file %s: pins these %d tool%s of %s; the other sources' pins stay\n", lockPath, len(pins), plural(len(pins)), name)
 	}
-	write := *yes
-	if !write {
-		if !isTerminal(env.Stdin) {
-			fmt.Fprintf(out, "\nNothing was written (there is no terminal to ask on). To write it:\n  %s -yes\n", approveLine(name, path))
-			return nil
-		}
-		fmt.Fprintf(out, "\nApprove %q: pin its tools and take it out of quarantine? [y/N] ", name)
-		line, _ := bufio.NewReader(env.Stdin).ReadString('\n')
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			write = true
-		default:
-			fmt.Fprintln(out, "Nothing was written.")
-			return nil
-		}
+	if !confirm(env, *yes, fmt.Sprintf("Approve %q: pin its tools and take it out of quarantine?", name), approveLine(name, path)) {
+		return nil
 	}
+
 	if err := writeApproval(path, data, after, lockPath, lock); err != nil {
 		return err
 	}
@@ -292,20 +285,13 @@ var quarantineKey = regexp.MustCompile(`(?:"quarantine"|'quarantine'|\bquarantin
 // where that does not give the same config, its true becomes false.
 // Every other byte is kept. Each candidate edit is loaded as a junction
 // config and must differ from the file only in that server's quarantine.
-func unquarantine(path string, data []byte, cfg *config.Config, name string) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "junction-approve-")
+func unquarantine(path string, data []byte, cfg *config.Config, name string, addLock bool) ([]byte, error) {
+	ec, err := newEditChecker(path)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	load := func(b []byte) (*config.Config, error) {
-		tmp := filepath.Join(dir, filepath.Base(path))
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			return nil, err
-		}
-		return config.Load(tmp, func(string) string { return "x" })
-	}
-	want, err := load(data)
+	defer ec.close()
+	want, err := ec.load(data)
 	if err != nil {
 		return nil, fmt.Errorf("junction config %s: %w", path, err)
 	}
@@ -314,19 +300,13 @@ func unquarantine(path string, data []byte, cfg *config.Config, name string) ([]
 		c.Quarantine = false
 		want.Servers[name] = &c
 	}
-	same := func(b []byte) bool {
-		got, err := load(b)
-		if err != nil || len(got.Servers) != len(want.Servers) {
-			return false
+	if addLock {
+		want.Lock.Path = filepath.Join(ec.dir, DefaultLockFile)
+		if data, err = withLockKey(data, want, ec); err != nil {
+			return nil, fmt.Errorf("junction config %s: %w", path, err)
 		}
-		for n, s := range want.Servers {
-			if !reflect.DeepEqual(s, got.Servers[n]) {
-				return false
-			}
-		}
-		delta := config.Diff(want, got)
-		return delta.Empty()
 	}
+	same := func(b []byte) bool { return ec.same(want, b) }
 	// The matches on the line the key was read from first, then the
 	// others.
 	line := cfg.Line(cfg.FieldPath("server", name) + ".quarantine")
@@ -349,6 +329,79 @@ func unquarantine(path string, data []byte, cfg *config.Config, name string) ([]
 		}
 	}
 	return nil, fmt.Errorf("junction config %s: could not find the quarantine: true of server %q to remove; remove it yourself (junction config check checks the file), or run approve again", path, name)
+}
+
+// editChecker tells whether an edit of a config file gives the config
+// wanted: each candidate is loaded as the file would be (under its own
+// name, in a temporary directory, every ${VAR} read as "x"), and must
+// have the same servers as want, field for field, and no other change.
+type editChecker struct{ dir, base string }
+
+func newEditChecker(path string) (*editChecker, error) {
+	dir, err := os.MkdirTemp("", "junction-edit-")
+	if err != nil {
+		return nil, err
+	}
+	return &editChecker{dir: dir, base: filepath.Base(path)}, nil
+}
+
+func (c *editChecker) close() { os.RemoveAll(c.dir) }
+
+func (c *editChecker) load(b []byte) (*config.Config, error) {
+	tmp := filepath.Join(c.dir, c.base)
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, err
+	}
+	return config.Load(tmp, func(string) string { return "x" })
+}
+
+func (c *editChecker) same(want *config.Config, b []byte) bool {
+	got, err := c.load(b)
+	if err != nil || len(got.Servers) != len(want.Servers) {
+		return false
+	}
+	for n, s := range want.Servers {
+		if !reflect.DeepEqual(s, got.Servers[n]) {
+			return false
+		}
+	}
+	delta := config.Diff(want, got)
+	return delta.Empty()
+}
+
+// withLockKey returns the config file with a top-level lock key naming
+// junction.lock.json beside it, as want has it (and as the server still
+// is in data): in a JSON object, as its first member; in YAML, as a line
+// at the end.
+func withLockKey(data []byte, want *config.Config, ec *editChecker) ([]byte, error) {
+	check := *want
+	check.Servers = maps.Clone(want.Servers)
+	if cur, err := ec.load(data); err == nil {
+		check.Servers = cur.Servers
+	}
+	member := `"lock": "` + DefaultLockFile + `"`
+	var cands [][]byte
+	if i := bytes.IndexByte(data, '{'); i >= 0 && strings.TrimSpace(string(data[:i])) == "" {
+		indent := "  "
+		for _, c := range [][]byte{
+			slices.Concat(data[:i+1], []byte("\n"+indent+member+","), data[i+1:]),
+			slices.Concat(data[:i+1], []byte("\n"+indent+member), data[i+1:]),
+		} {
+			cands = append(cands, c)
+		}
+	} else {
+		sep := ""
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			sep = "\n"
+		}
+		cands = append(cands, slices.Concat(data, []byte(sep+"lock: "+DefaultLockFile+"\n")))
+	}
+	for _, b := range cands {
+		if ec.same(&check, b) {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("could not add lock: %s to it; add it yourself (or give -lock FILE), then approve again", DefaultLockFile)
 }
 
 // lineOf is the 1-based line of offset.

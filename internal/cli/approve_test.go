@@ -42,7 +42,7 @@ func TestUnquarantine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := unquarantine(path, []byte(tc.in), cfg, "a")
+			got, err := unquarantine(path, []byte(tc.in), cfg, "a", false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,6 +50,39 @@ func TestUnquarantine(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnquarantineAddsLock: a config that names no lock file gets
+// lock: junction.lock.json with the approval, JSON and YAML.
+func TestUnquarantineAddsLock(t *testing.T) {
+	for _, tc := range []struct{ file, in, want string }{
+		{"j.json", "{\n  \"servers\": {\"a\": {\"quarantine\": true, \"command\": \"x\"}}\n}\n",
+			"{\n  \"lock\": \"junction.lock.json\",\n  \"servers\": {\"a\": {\"command\": \"x\"}}\n}\n"},
+		{"j.yaml", "servers:\n  a: {quarantine: true, command: x}", "servers:\n  a: {command: x}\nlock: junction.lock.json\n"},
+	} {
+		path := filepath.Join(t.TempDir(), tc.file)
+		if err := os.WriteFile(path, []byte(tc.in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(path, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := unquarantine(path, []byte(tc.in), cfg, "a", true)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.file, got, tc.want)
+		}
+		c, err := config.Load(path, nil)
+		if os.WriteFile(path, got, 0o600) != nil || err != nil {
+			t.Fatal(err)
+		}
+		if c, err = config.Load(path, nil); err != nil || c.Lock.Path != filepath.Join(filepath.Dir(path), "junction.lock.json") {
+			t.Errorf("%s: lock %q, %v", tc.file, c.Lock.Path, err)
+		}
 	}
 }
 

@@ -228,6 +228,11 @@ func (f *hubFlags) buildAll(ctx context.Context, env *Env) (*daemon.Daemon, erro
 	if err != nil {
 		return nil, err
 	}
+	return f.buildFrom(ctx, env, cfg, path)
+}
+
+// buildFrom is buildAll with the config given (read from path).
+func (f *hubFlags) buildFrom(ctx context.Context, env *Env, cfg *config.Config, path string) (*daemon.Daemon, error) {
 	f.applyLogConfig(cfg)
 	logger, err := f.logger(env)
 	if err != nil {

@@ -2,19 +2,25 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/registry"
 )
 
 const registryNote = `
 Registries: -registry URL (repeatable, asked in order: a company's own
 first), else $JUNCTION_REGISTRY (URLs separated by commas), else the
-official registry, ` + registry.DefaultURL + `. A registry is
+config file's registries: list (-config, else $JUNCTION_CONFIG, else
+junction/junction.json in your config directory, where there is one),
+else the official registry, ` + registry.DefaultURL + `. A registry is
 any server of the registry API v0.1. docs/registry.md has the details.`
 
 const registrySearchAbout = `
@@ -43,19 +49,25 @@ Examples:
   junction registry show io.github.modelcontextprotocol/server-filesystem
   junction registry show io.github.modelcontextprotocol/server-filesystem@2026.1.14 -o json`
 
-// registryFlags is -registry, shared by the registry commands and add.
+// registryFlags is -registry, shared by the registry commands, add and
+// update.
 type registryFlags struct{ urls stringList }
 
 func (r *registryFlags) register(fs *flag.FlagSet) {
-	fs.Var(&r.urls, "registry", "the registry API v0.1 base `URL` to ask (repeatable, in order; default $"+registry.EnvRegistry+", else "+registry.DefaultURL+")")
+	fs.Var(&r.urls, "registry", "the registry API v0.1 base `URL` to ask (repeatable, in order; default $"+registry.EnvRegistry+", else the config's registries:, else "+registry.DefaultURL+")")
 }
 
-func (r *registryFlags) set(env *Env) (registry.Set, error) {
+// set returns the registries to ask: the flags', else $JUNCTION_REGISTRY's,
+// else the config's registries: (cfg may be nil), else the official one.
+func (r *registryFlags) set(env *Env, cfg *config.Config) (registry.Set, error) {
 	urls := []string(r.urls)
 	if len(urls) == 0 {
 		if v := strings.TrimSpace(env.Getenv(registry.EnvRegistry)); v != "" {
 			urls = []string{v}
 		}
+	}
+	if len(urls) == 0 && cfg != nil {
+		urls = cfg.Registries
 	}
 	s, err := registry.NewSet(urls)
 	if err != nil {
@@ -64,10 +76,34 @@ func (r *registryFlags) set(env *Env) (registry.Set, error) {
 	return s, nil
 }
 
+// registryConfig loads the config file the registry commands read
+// registries: from: -config (flagValue), else $JUNCTION_CONFIG, else the
+// default file; nil when the file does not exist. ${VAR}s take
+// this environment's values, and a variable that is not set here reads as
+// "x", so that only the file itself can make it fail.
+func registryConfig(env *Env, flagValue string) (*config.Config, string, error) {
+	path, err := addConfigPath(env, flagValue)
+	if err != nil {
+		if flagValue == "" && env.Getenv(EnvConfig) == "" {
+			return nil, "", nil
+		}
+		return nil, "", err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, path, nil // not written yet: add makes it
+	}
+	cfg, err := config.Load(path, func(k string) string { return cmpOr(env.Getenv(k), "x") })
+	if err != nil {
+		return nil, path, fmt.Errorf("junction config %s: %w", path, err)
+	}
+	return cfg, path, nil
+}
+
 func runRegistrySearch(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "registry search", "[QUERY] [-registry URL]... [-limit N] [-all-versions] [-o json]", registrySearchAbout)
+	fs := newFlagSet(env, "registry search", "[QUERY] [-registry URL]... [-config FILE] [-limit N] [-all-versions] [-o json]", registrySearchAbout)
 	var rf registryFlags
 	rf.register(fs)
+	cfgPath := fs.String("config", "", "read registries: from this junction config `file`")
 	limit := fs.Int("limit", 100, "show at most `n` servers (0: every match)")
 	all := fs.Bool("all-versions", false, "list every version, not only the latest of each server")
 	format := outputFlags(fs, false)
@@ -82,7 +118,11 @@ func runRegistrySearch(ctx context.Context, env *Env, args []string) error {
 	if len(pos) == 1 {
 		query = pos[0]
 	}
-	set, err := rf.set(env)
+	cfg, _, err := registryConfig(env, *cfgPath)
+	if err != nil {
+		return err
+	}
+	set, err := rf.set(env, cfg)
 	if err != nil {
 		return err
 	}
@@ -174,9 +214,10 @@ func clean(s string) string {
 }
 
 func runRegistryShow(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "registry show", "NAME[@VERSION] [-registry URL]... [-o json]", registryShowAbout)
+	fs := newFlagSet(env, "registry show", "NAME[@VERSION] [-registry URL]... [-config FILE] [-o json]", registryShowAbout)
 	var rf registryFlags
 	rf.register(fs)
+	cfgPath := fs.String("config", "", "read registries: from this junction config `file`")
 	format := outputFlags(fs, false)
 	pos, err := parseInterspersed(env, fs, args)
 	if err != nil {
@@ -185,7 +226,11 @@ func runRegistryShow(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 {
 		return usageErrorf("registry show needs one NAME[@VERSION] (such as io.github.modelcontextprotocol/server-filesystem), got %d arguments", len(pos))
 	}
-	set, err := rf.set(env)
+	cfg, _, err := registryConfig(env, *cfgPath)
+	if err != nil {
+		return err
+	}
+	set, err := rf.set(env, cfg)
 	if err != nil {
 		return err
 	}

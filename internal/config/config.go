@@ -120,6 +120,11 @@ type Config struct {
 	// CodeMode is the default view's code mode, and the script limits of
 	// every view's.
 	CodeMode CodeMode
+	// Registries are the MCP registries (API v0.1 base URLs) that the
+	// registry commands ask, in order ("registries"): a company's own
+	// first, say. Empty means the official registry. The hub itself never
+	// asks a registry.
+	Registries []string
 
 	// Shape says which form the file used (one of the Shape* constants).
 	// A junction file that also has an mcpServers object is ShapeJunction.
@@ -261,8 +266,20 @@ type Server struct {
 	// operator commands ("junction tools list -server NAME", approve)
 	// start it in-process.
 	Quarantine bool
+	// Registry says which registry entry the server was added from
+	// ("registry": {name, version, url}), as "junction add" writes it:
+	// "junction registry check" and "junction update" read it. The hub
+	// itself does not use it, and a change to it alone restarts nothing.
+	Registry *RegistryRef
 
 	Source
+}
+
+// RegistryRef names the registry entry a server was added from.
+type RegistryRef struct {
+	Name    string // the server's registry name, such as io.github.modelcontextprotocol/server-memory
+	Version string // the exact version the entry pins
+	URL     string // the registry's API base URL; empty means the configured registries
 }
 
 // Serves reports whether the hub starts the server: it is neither

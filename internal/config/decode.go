@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -332,7 +333,7 @@ func (d *decoder) strMap(n *node, path string, expand bool) map[string]string {
 
 // --- top level ---
 
-var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store", "sandbox", "code_mode", "inputs"}
+var topKeys = []string{"servers", "mcpServers", "packs", "plugins", "presets", "profiles", "discovery", "http", "lock", "log", "audit", "startup_budget", "store", "sandbox", "code_mode", "registries", "inputs"}
 
 // hostTopKeys are top-level keys that hosts write beside their servers and
 // junction ignores.
@@ -395,6 +396,8 @@ func (d *decoder) config(root *node) *Config {
 			c.Store = d.strX(e.val, "store")
 		case "sandbox":
 			c.Sandbox = d.sandbox(e.val, "sandbox")
+		case "registries":
+			c.Registries = d.registries(e.val, "registries")
 		case "inputs":
 			d.inputs(e.val, "inputs")
 		case "$schema":
@@ -436,6 +439,65 @@ func hasAny(set map[string]bool, keys ...string) bool {
 	return false
 }
 
+// registries reads the top-level list of registry URLs.
+func (d *decoder) registries(n *node, path string) []string {
+	urls := d.strList(n, path, true)
+	for i, u := range urls {
+		if err := checkRegistryURL(u); err != nil {
+			d.fail(n.line, index(path, i), "%v", err)
+		}
+	}
+	return urls
+}
+
+// checkRegistryURL checks a registry's base URL: absolute, http or https,
+// no query or fragment.
+func checkRegistryURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL: %v", raw, err)
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("%q: want the registry's http:// or https:// base URL, such as https://registry.modelcontextprotocol.io", raw)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("%q: a registry's base URL has no query or fragment", raw)
+	}
+	return nil
+}
+
+var registryRefKeys = []string{"name", "version", "url"}
+
+// registryRef reads a server's registry: {name, version, url}.
+func (d *decoder) registryRef(n *node, path string) *RegistryRef {
+	if n.kind != mapNode {
+		d.fail(n.line, path, "expected a mapping {name, version, url}, got %s", n.describe())
+		return nil
+	}
+	r := &RegistryRef{}
+	for _, e := range d.mapping(n, path) {
+		p := join(path, e.key)
+		switch e.key {
+		case "name":
+			r.Name = d.str(e.val, p)
+		case "version":
+			r.Version = d.str(e.val, p)
+		case "url":
+			r.URL = d.str(e.val, p)
+			if r.URL != "" {
+				if err := checkRegistryURL(r.URL); err != nil {
+					d.fail(e.line, p, "%v", err)
+				}
+			}
+		default:
+			d.unknown(e, path, registryRefKeys)
+		}
+	}
+	if r.Name == "" || r.Version == "" {
+		d.fail(n.line, path, "needs name and version (as junction add writes them), such as {\"name\": \"io.github.modelcontextprotocol/server-memory\", \"version\": \"2026.1.26\"}")
+	}
+	return r
+}
+
 // inputs accepts VS Code's "inputs" list; junction cannot prompt, so a
 // non-empty list is a warning and each ${input:...} an error.
 func (d *decoder) inputs(n *node, path string) {
@@ -456,7 +518,7 @@ var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_fil
 	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url", "oauth_client_key_file", "oauth_assertion_file",
 	"oauth_idp_issuer", "oauth_idp_client_id", "oauth_idp_client_secret", "oauth_id_token_file",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
-	"sessions", "max_host_sessions", "sandbox", "quarantine",
+	"sessions", "max_host_sessions", "sandbox", "quarantine", "registry",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
 
 // serverAliases are the spellings hosts use for junction's keys.
@@ -591,6 +653,8 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.MaxHostSessions = int(d.integer(e.val, p))
 		case "quarantine":
 			s.Quarantine = d.boolean(e.val, p)
+		case "registry":
+			s.Registry = d.registryRef(e.val, p)
 		case "allow", "deny":
 			if seen["tools"] != "" {
 				d.fail(e.line, p, "set tools.%s instead, not both %s and tools", key, e.key)

@@ -54,7 +54,7 @@ func Diff(old, new *Config) Delta {
 	d.Servers = diffSources(old.Servers, new.Servers,
 		(*Server).Serves,
 		func(s *Server) Source { return s.Source },
-		func(s *Server) any { c := *s; c.Source = Source{}; return normalize(c) })
+		func(s *Server) any { c := *s; c.Source, c.Registry = Source{}, nil; return normalize(c) })
 	d.Plugins = diffSources(old.Plugins, new.Plugins,
 		func(p *Plugin) bool { return !p.Disabled },
 		func(p *Plugin) Source { return p.Source },

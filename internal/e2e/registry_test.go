@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -88,12 +89,39 @@ func registrySeed() []map[string]any {
 // lists every seeded server.
 func startRegistry(t *testing.T) (string, *pgtest.Server) {
 	t.Helper()
-	bin := registryServerBin(t)
 	pg := pgtest.Start(t)
+	base, _ := runRegistry(t, pg, registrySeed(), func(base string) bool {
+		return len(registryList(base)) == len(registrySeed())
+	})
+	return base, pg
+}
+
+// registryList lists the latest version of each server of the registry
+// at base (the first 100); nil when it does not answer.
+func registryList(base string) []json.RawMessage {
+	resp, err := http.Get(base + "/v0.1/servers?limit=100")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Servers []json.RawMessage `json:"servers"`
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	return list.Servers
+}
+
+// runRegistry runs a registry server on pg, seeded with seed (the
+// registry publishes each entry: a new version of a server it has is
+// published as its latest), and returns its base URL once ready(base)
+// holds, and a func that stops it (also called at the end of the test).
+func runRegistry(t *testing.T, pg *pgtest.Server, seed []map[string]any, ready func(base string) bool) (string, func()) {
+	t.Helper()
+	bin := registryServerBin(t)
 	dir := t.TempDir()
-	seed, _ := json.MarshalIndent(registrySeed(), "", "  ")
+	data, _ := json.MarshalIndent(seed, "", "  ")
 	seedFile := filepath.Join(dir, "seed.json")
-	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+	if err := os.WriteFile(seedFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -125,45 +153,41 @@ func startRegistry(t *testing.T) (string, *pgtest.Server) {
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); logw.Close(); close(done) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(stopTimeout):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(stopTimeout):
-			cmd.Process.Kill()
-			<-done
-		}
+		stop()
 		if t.Failed() {
 			b, _ := os.ReadFile(logFile)
-			t.Logf("registry server log:\n%s", b)
+			t.Logf("registry server log (%s):\n%s", addr, b)
 		}
 	})
 	base := "http://" + addr
 	deadline := time.Now().Add(90 * time.Second)
-	for {
+	for !ready(base) {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(logFile)
 			t.Fatalf("the registry server exited:\n%s", b)
 		default:
 		}
-		resp, err := http.Get(base + "/v0.1/servers?limit=100")
-		if err == nil {
-			var list struct {
-				Servers []json.RawMessage `json:"servers"`
-			}
-			json.NewDecoder(resp.Body).Decode(&list)
-			resp.Body.Close()
-			if len(list.Servers) == len(registrySeed()) {
-				return base, pg
-			}
-		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logFile)
-			t.Fatalf("the registry server did not list the %d seeded servers within 90s (last: %v):\n%s", len(registrySeed()), err, b)
+			t.Fatalf("the registry server was not ready within 90s:\n%s", b)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	return base, stop
 }
 
 // fakeCommands makes a directory with executables of these names (they

@@ -57,6 +57,17 @@ type Entry struct {
 	// Skipped are the server's other packages and remotes, and why they
 	// were not used.
 	Skipped []string `json:"skipped,omitempty"`
+
+	// From names the registry entry, as the config's "registry" key
+	// keeps it; BuildEntry sets its name and version, the caller its URL.
+	From Ref `json:"from"`
+}
+
+// Ref names a registry entry: what a server entry was made from.
+type Ref struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	URL     string `json:"url,omitempty"` // the registry's base URL
 }
 
 // Placeholder is one ${VAR} written into an entry.
@@ -69,19 +80,25 @@ type Placeholder struct {
 
 // Config is the entry as junction's config file has it ("servers": {NAME: ...}).
 func (e *Entry) Config() json.RawMessage {
+	var from *Ref
+	if e.From.Name != "" {
+		from = &e.From
+	}
 	var v any
 	if e.Transport == "stdio" {
 		v = struct {
-			Command string            `json:"command"`
-			Args    []string          `json:"args,omitempty"`
-			Env     map[string]string `json:"env,omitempty"`
-		}{e.Command, e.Args, e.Env}
+			Command  string            `json:"command"`
+			Args     []string          `json:"args,omitempty"`
+			Env      map[string]string `json:"env,omitempty"`
+			Registry *Ref              `json:"registry,omitempty"`
+		}{e.Command, e.Args, e.Env, from}
 	} else {
 		v = struct {
 			Transport string            `json:"transport"`
 			URL       string            `json:"url"`
 			Headers   map[string]string `json:"headers,omitempty"`
-		}{e.Transport, e.URL, e.Headers}
+			Registry  *Ref              `json:"registry,omitempty"`
+		}{e.Transport, e.URL, e.Headers, from}
 	}
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return b
@@ -121,6 +138,7 @@ func BuildEntry(s *ServerJSON, o InstallOptions) (*Entry, error) {
 			return nil, err
 		}
 		e.Skipped = skipped
+		e.From = Ref{Name: s.Name, Version: s.Version}
 		return e, nil
 	}
 	for i := range s.Remotes {
@@ -137,6 +155,7 @@ func BuildEntry(s *ServerJSON, o InstallOptions) (*Entry, error) {
 			return nil, err
 		}
 		e.Skipped = skipped
+		e.From = Ref{Name: s.Name, Version: s.Version}
 		return e, nil
 	}
 	if want != "" && len(skipped) == 0 {

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRegistryKeys(t *testing.T) {
+	t.Parallel()
+	c := mustParse(t, `
+registries: [https://mcp.corp.example, "https://registry.modelcontextprotocol.io/v0.1"]
+servers:
+  m:
+    command: npx
+    args: [-y, "@modelcontextprotocol/server-memory@2026.8.31"]
+    registry: {name: io.github.modelcontextprotocol/server-memory, version: 2026.8.31, url: https://mcp.corp.example}
+  hand: {command: x}
+`)
+	if want := []string{"https://mcp.corp.example", "https://registry.modelcontextprotocol.io/v0.1"}; !slices.Equal(c.Registries, want) {
+		t.Errorf("Registries = %q, want %q", c.Registries, want)
+	}
+	want := RegistryRef{Name: "io.github.modelcontextprotocol/server-memory", Version: "2026.8.31", URL: "https://mcp.corp.example"}
+	if r := c.Servers["m"].Registry; r == nil || *r != want {
+		t.Errorf("Registry = %+v, want %+v", r, want)
+	}
+	if c.Servers["hand"].Registry != nil {
+		t.Errorf("a server without the key has Registry %+v", c.Servers["hand"].Registry)
+	}
+}
+
+func TestRegistryKeysValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"registries: [ftp://x]\n", `registries[0]: "ftp://x": want the registry's http:// or https:// base URL`},
+		{"registries: [\"https://r.example/?key=1\"]\n", `registries[0]: "https://r.example/?key=1": a registry's base URL has no query or fragment`},
+		{"registries: https://r.example\n", "registries: expected a list"},
+		{"servers:\n  x: {command: a, registry: io.github.a/b}\n", "servers.x.registry: expected a mapping {name, version, url}"},
+		{"servers:\n  x: {command: a, registry: {name: io.github.a/b}}\n", "servers.x.registry: needs name and version"},
+		{"servers:\n  x: {command: a, registry: {name: io.github.a/b, version: 1, tag: x}}\n", "servers.x.registry.tag"},
+		{"servers:\n  x: {command: a, registry: {name: io.github.a/b, version: 1, url: \"mailto:x\"}}\n", "servers.x.registry.url"},
+	} {
+		_, err := Parse(strings.NewReader(tc.in), "yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q): %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestDiffRegistryRef: a change to where a server came from alone
+// restarts nothing (update changes the pin with it, which does).
+func TestDiffRegistryRef(t *testing.T) {
+	t.Parallel()
+	a := mustParse(t, "servers:\n  s: {command: a, registry: {name: io.github.a/b, version: 1}}\n")
+	b := mustParse(t, "servers:\n  s: {command: a, registry: {name: io.github.a/b, version: 2}}\n")
+	if d := Diff(a, b); !d.Empty() {
+		t.Errorf("registry.version alone: %+v, want no change", d.Servers)
+	}
+}
