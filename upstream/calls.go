@@ -257,7 +257,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if !s.cfg.allows(name) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	if t, release, err := s.routeCall(req); err != nil {
+	if t, release, err := s.routeCall(ctx, req); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
@@ -706,7 +706,7 @@ func (s *Server) sessionEnded(sess *session, err error) bool {
 
 // ReadResource implements [junction.Source].
 func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	if t, release, err := s.route(req.Session, junction.RevisionUnknown, "", nil); err != nil {
+	if t, release, err := s.route(junction.User(ctx), req.Session, junction.RevisionUnknown, "", nil); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
@@ -723,7 +723,7 @@ func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest)
 // GetPrompt implements [junction.Source].
 func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	hostRev := hostRevision(req.Params.Meta, req.Session)
-	if t, release, err := s.route(req.Session, hostRev, req.Params.RequestState, metaCaps(req.Params.Meta)); err != nil {
+	if t, release, err := s.route(junction.User(ctx), req.Session, hostRev, req.Params.RequestState, metaCaps(req.Params.Meta)); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
@@ -828,7 +828,7 @@ func (s *Server) Unsubscribe(ctx context.Context, uri string) error {
 }
 
 func (s *Server) subscribe(ctx context.Context, uri string, on bool) error {
-	if t, release, err := s.routeSubscribe(junction.HostSession(ctx)); err != nil {
+	if t, release, err := s.routeSubscribe(ctx); err != nil {
 		return err
 	} else if t != s {
 		defer release()

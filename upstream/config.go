@@ -131,9 +131,23 @@ type Config struct {
 	// from several hosts are in flight is refused rather than guessed.
 	PerHost bool
 	// MaxHostSessions bounds the host sessions of a PerHost server open
-	// at once; a call that would need one more fails at once with an
-	// error saying so. Zero means DefaultMaxHostSessions.
+	// at once, and the users' sessions of a server with UserAuth; a call
+	// that would need one more fails at once with an error saying so.
+	// Zero means DefaultMaxHostSessions.
 	MaxHostSessions int
+
+	// UserAuth, if set, gives the server per-user credentials: a request
+	// made for an authenticated user (junction.User of its context) goes
+	// on a session of that user's own, kept until [Server.DropUser] or
+	// Close, whose HTTP requests UserAuth(user) wraps in place of Auth
+	// (Headers' Authorization and BearerToken are not sent on it). A
+	// session never carries two users' requests. Requests without a user
+	// (the catalog, a host without a user) use the shared session, with
+	// Auth. Only for SSE and Streamable HTTP servers; PerHost does not
+	// apply with it.
+	UserAuth func(user string) interface {
+		WrapTransport(http.RoundTripper) http.RoundTripper
+	}
 
 	// Allow, if non-empty, lists the only tools served (upstream names).
 	// Otherwise Deny lists tools never served. Setting both is an error.
@@ -198,6 +212,9 @@ func (c Config) Validate() error {
 	if c.MaxHostSessions < 0 {
 		bad("max_host_sessions", "must not be negative")
 	}
+	if c.UserAuth != nil && c.TransportKind() == TransportStdio {
+		bad("user_auth", "per-user credentials are for SSE and Streamable HTTP servers")
+	}
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -234,7 +251,7 @@ func (c Config) NeedsRestart(o Config) bool {
 		c.URL != o.URL || !maps.Equal(c.Headers, o.Headers) ||
 		c.BearerToken != o.BearerToken || c.HTTPClient != o.HTTPClient || c.Auth != o.Auth ||
 		c.KeepAlive != o.KeepAlive || c.ProtocolVersion != o.ProtocolVersion ||
-		c.PerHost != o.PerHost || !reflect.DeepEqual(c.Sandbox, o.Sandbox)
+		c.PerHost != o.PerHost || (c.UserAuth == nil) != (o.UserAuth == nil) || !reflect.DeepEqual(c.Sandbox, o.Sandbox)
 }
 
 // allows reports whether the filters let tool through.

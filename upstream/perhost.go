@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/junction-mcp/junction"
@@ -67,8 +68,14 @@ func noRelease() {}
 // the host's request follows (RevisionUnknown where it does not matter);
 // state is the request state of a retry; caps are the capabilities a
 // sessionless host sent, as JSON.
-func (s *Server) route(host *mcp.ServerSession, hostRev junction.Revision, state string, caps []byte) (*Server, func(), error) {
+func (s *Server) route(user string, host *mcp.ServerSession, hostRev junction.Revision, state string, caps []byte) (*Server, func(), error) {
 	cfg := s.cfg.load()
+	if cfg.UserAuth != nil {
+		if user == "" {
+			return s, noRelease, nil // the hub's own calls, and hosts without a user: the shared session
+		}
+		return s.routeUser(user, cfg)
+	}
 	asksInResults := hostRev.AsksInResults() // the host reads questions inside results (2026-07-28)
 	if !s.perHost(cfg) || !cfg.PerHost && (host == nil || asksInResults) {
 		// A server that asks the old way gives sessions of their own only
@@ -112,6 +119,61 @@ func (s *Server) route(host *mcp.ServerSession, hostRev junction.Revision, state
 	}
 	o.users++
 	return o.srv, func() { s.releaseOwn(o) }, nil
+}
+
+// userKey keys a user's own session (Config.UserAuth) in ownSessions.
+type userKey string
+
+// routeUser returns user's own session, started on their first request
+// with their credentials (Config.UserAuth). A user's session is kept
+// until DropUser or Close. s.mu is not held.
+func (s *Server) routeUser(user string, cfg *Config) (*Server, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own.closed {
+		return nil, nil, fmt.Errorf("upstream %q: %w: closing", s.name, junction.ErrSourceDown)
+	}
+	o := s.own.m[userKey(user)]
+	if o == nil {
+		if max := cfg.maxHostSessions(); len(s.own.m) >= max {
+			return nil, nil, fmt.Errorf("upstream %q: %w: %d users' sessions are open, the most max_host_sessions allows; retry when one ends, or raise it",
+				s.name, junction.ErrSourceDown, max)
+		}
+		c := cfg.clone()
+		c.Auth, c.UserAuth, c.BearerToken = cfg.UserAuth(user), nil, ""
+		for k := range c.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				delete(c.Headers, k)
+			}
+		}
+		o = &ownSession{key: userKey(user)}
+		opts := s.opts
+		opts.OnEvent = nil // the parent stands for the server in events and status
+		opts.Logger = s.opts.Logger.With("user", user)
+		o.srv = start(s.name, c, opts, &mcp.ClientCapabilities{}, func() { s.ownIdle(o) })
+		o.srv.SetListener(ownListener{s})
+		o.srv.SetLogLevel(s.logLevel)
+		if s.own.m == nil {
+			s.own.m = make(map[any]*ownSession)
+		}
+		s.own.m[userKey(user)] = o
+		s.logger.Debug("started a user's own session", "user", user, "open", len(s.own.m))
+	}
+	o.users++
+	return o.srv, func() { s.releaseOwn(o) }, nil
+}
+
+// DropUser ends user's own session (Config.UserAuth), if they have one:
+// their next request starts a new one, with what UserAuth gives then
+// (a new token, or none). Requests in flight on it fail as on any closed
+// session.
+func (s *Server) DropUser(user string) {
+	s.mu.Lock()
+	o := s.own.m[userKey(user)]
+	s.mu.Unlock()
+	if o != nil {
+		s.dropOwn(o)
+	}
 }
 
 // startOwn starts an own session for key. s.mu is held.
@@ -278,11 +340,11 @@ func (s *Server) ownServers() []*Server {
 }
 
 // routeCall routes a typed tools/call (see route).
-func (s *Server) routeCall(req *mcp.CallToolRequest) (*Server, func(), error) {
-	if !s.perHost(s.cfg.load()) {
+func (s *Server) routeCall(ctx context.Context, req *mcp.CallToolRequest) (*Server, func(), error) {
+	if cfg := s.cfg.load(); !s.perHost(cfg) && cfg.UserAuth == nil {
 		return s, noRelease, nil
 	}
-	return s.route(req.Session, callRevision(req), req.Params.RequestState, metaCaps(req.Params.Meta))
+	return s.route(junction.User(ctx), req.Session, callRevision(req), req.Params.RequestState, metaCaps(req.Params.Meta))
 }
 
 // routeSubscribe routes a host's resources/subscribe and unsubscribe to
@@ -290,11 +352,15 @@ func (s *Server) routeCall(req *mcp.CallToolRequest) (*Server, func(), error) {
 // to its own (see route); anything else (no host, a 2026-07-28 host,
 // whose calls may each have a session that ends with the call) to the
 // shared session.
-func (s *Server) routeSubscribe(host *mcp.ServerSession) (*Server, func(), error) {
+func (s *Server) routeSubscribe(ctx context.Context) (*Server, func(), error) {
+	host := junction.HostSession(ctx)
+	if cfg := s.cfg.load(); cfg.UserAuth != nil {
+		return s.route(junction.User(ctx), host, junction.RevisionUnknown, "", nil)
+	}
 	if !s.perHost(s.cfg.load()) || host == nil || hostRevision(nil, host).AsksInResults() {
 		return s, noRelease, nil
 	}
-	return s.route(host, junction.RevisionUnknown, "", nil)
+	return s.route(junction.User(ctx), host, junction.RevisionUnknown, "", nil)
 }
 
 // ownListener is an own session's listener: its resource updates go to
@@ -315,7 +381,7 @@ func (l ownListener) ResourceUpdated(uri string) {
 // routeRaw routes a raw tools/call (see route): host is the host's
 // session, params the call's params.
 func (s *Server) routeRaw(ctx context.Context, params json.RawMessage) (*Server, func(), error) {
-	if !s.perHost(s.cfg.load()) {
+	if cfg := s.cfg.load(); !s.perHost(cfg) && cfg.UserAuth == nil {
 		return s, noRelease, nil
 	}
 	host := junction.HostSession(ctx)
@@ -329,5 +395,5 @@ func (s *Server) routeRaw(ctx context.Context, params json.RawMessage) (*Server,
 			state = p.RequestState
 		}
 	}
-	return s.route(host, hm.rev, state, hm.caps)
+	return s.route(junction.User(ctx), host, hm.rev, state, hm.caps)
 }

@@ -67,17 +67,27 @@ func authTarget(env *Env, configPath, arg string) (oauth.Settings, string, map[s
 }
 
 func runAuthLogin(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "auth login", "[flags] SERVER|URL", authLoginAbout)
+	fs := newFlagSet(env, "auth login", "[flags] SERVER|URL", authLoginAbout+"\n"+authUserNote+` Your token is read
+from standard input: one line, or a JSON token response (access_token,
+refresh_token, expires_in, and client_id and token_url for the hub to
+refresh it).
+
+  echo "$MY_GITHUB_TOKEN" | junction auth login -user -url https://hub.example.com github`)
 	configPath := fs.String("config", "", "the config `file` that names SERVER (default $"+EnvConfig+")")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the login")
+	hu := registerHubUser(fs)
 	format := outputFlags(fs, false)
-	if err := parseFlags(env, fs, args); err != nil {
+	pos, err := parseInterspersed(env, fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("auth login needs one SERVER or URL, got %q", fs.Args())
+	if len(pos) != 1 {
+		return usageErrorf("auth login needs one SERVER or URL, got %q", pos)
 	}
-	s, transport, headers, err := authTarget(env, *configPath, fs.Arg(0))
+	if *hu.user {
+		return runUserLogin(ctx, env, hu, *configPath, pos[0], *format)
+	}
+	s, transport, headers, err := authTarget(env, *configPath, pos[0])
 	if err != nil {
 		return err
 	}
@@ -108,7 +118,7 @@ func runAuthLogin(ctx context.Context, env *Env, args []string) error {
 	client := mcp.NewClient(&mcp.Implementation{Name: "junction-cli", Version: buildinfo.Version()}, nil)
 	cs, err := connectWithin(ctx, client, t)
 	if err != nil {
-		return fmt.Errorf("auth login %s: %w", fs.Arg(0), err)
+		return fmt.Errorf("auth login %s: %w", pos[0], err)
 	}
 	cs.Close()
 	what := s.URL
@@ -137,14 +147,20 @@ func runAuthLogin(ctx context.Context, env *Env, args []string) error {
 }
 
 func runAuthStatus(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "auth status", "[flags]", authStatusAbout)
+	fs := newFlagSet(env, "auth status", "[flags]", authStatusAbout+"\n"+authUserNote+` It lists your tokens there
+(state and expiry, never the token), -all every user's (an operator's).`)
 	configPath := fs.String("config", "", "also list this config `file`'s OAuth servers without a token (default $"+EnvConfig+")")
+	hu := registerHubUser(fs)
+	all := fs.Bool("all", false, "with -user: every user's tokens (an operator's view)")
 	out := outputFlags(fs, true)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("auth status takes no arguments, got %q", fs.Args())
+	}
+	if *hu.user {
+		return runUserStatus(ctx, env, hu, *configPath, *all, *out)
 	}
 	store, err := oauth.OpenStore(env.Getenv)
 	if err != nil {
@@ -259,16 +275,22 @@ func authStatusJSON(entries []*oauth.Entry, names map[string]string, missing []s
 }
 
 func runAuthLogout(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "auth logout", "[flags] SERVER|URL", authLogoutAbout)
+	fs := newFlagSet(env, "auth logout", "[flags] SERVER|URL", authLogoutAbout+"\n"+authUserNote+` The hub forgets
+your token and ends your connection to the server.`)
 	configPath := fs.String("config", "", "the config `file` that names SERVER (default $"+EnvConfig+")")
+	hu := registerHubUser(fs)
 	format := outputFlags(fs, false)
-	if err := parseFlags(env, fs, args); err != nil {
+	pos, err := parseInterspersed(env, fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("auth logout needs one SERVER or URL, got %q", fs.Args())
+	if len(pos) != 1 {
+		return usageErrorf("auth logout needs one SERVER or URL, got %q", pos)
 	}
-	s, _, _, err := authTarget(env, *configPath, fs.Arg(0))
+	if *hu.user {
+		return runUserLogout(ctx, env, hu, *configPath, pos[0], "", *format)
+	}
+	s, _, _, err := authTarget(env, *configPath, pos[0])
 	if err != nil {
 		return err
 	}
@@ -284,9 +306,9 @@ func runAuthLogout(ctx context.Context, env *Env, args []string) error {
 		return writeJSON(env.Stdout, map[string]any{"server": s.Name, "url": s.URL, "forgot": ok})
 	}
 	if !ok {
-		fmt.Fprintf(env.Stdout, "no token stored for %s\n", fs.Arg(0))
+		fmt.Fprintf(env.Stdout, "no token stored for %s\n", pos[0])
 		return nil
 	}
-	fmt.Fprintf(env.Stdout, "forgot the token of %s\n", fs.Arg(0))
+	fmt.Fprintf(env.Stdout, "forgot the token of %s\n", pos[0])
 	return nil
 }

@@ -100,6 +100,7 @@ func commands() []command {
 		{name: "auth login", summary: "log in to an MCP server that wants OAuth and keep its token", run: runAuthLogin},
 		{name: "auth status", summary: "list the stored OAuth tokens of upstream servers", run: runAuthStatus},
 		{name: "auth logout", summary: "forget an upstream server's OAuth token", run: runAuthLogout},
+		{name: "auth revoke", summary: "take back a user's own token for a server with per-user credentials, at a running hub", run: runAuthRevoke},
 		{name: "packs", summary: "list the built-in packs", run: runPacks},
 		{name: "completion", summary: "print a shell completion script: bash, zsh or fish", run: runCompletion},
 		{name: "version", summary: "print the version", run: runVersion},

@@ -40,6 +40,34 @@ the hub cannot be asked, 2 for bad flags.`
 // command, "junction serve -http 127.0.0.1:7331".
 const defaultStatusURL = "http://127.0.0.1:7331"
 
+// hubRoot is the base URL of a running hub for the commands that ask
+// one: base (-url: http://HOST:PORT, or its /mcp URL), else the config
+// file's http.listen, else defaultStatusURL (defaulted then says so).
+func hubRoot(env *Env, base, configPath string) (root string, defaulted bool, err error) {
+	if base == "" {
+		hf := hubFlags{configPath: configPath}
+		cfg, _, err := hf.loadConfig(env)
+		if err != nil {
+			return "", false, err
+		}
+		if cfg != nil && cfg.HTTP.Listen != "" {
+			base = "http://" + cfg.HTTP.Listen
+		} else {
+			base, defaulted = defaultStatusURL, true
+		}
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/mcp"), defaulted, nil
+}
+
+// hubToken is the API token for a running hub: flag, else the first of
+// $JUNCTION_TOKEN.
+func hubToken(env *Env, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return strings.TrimSpace(strings.Split(env.Getenv(EnvToken), ",")[0])
+}
+
 func runStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "status", "[flags]", statusAbout)
 	base := fs.String("url", "", "the hub's base `URL` (http://HOST:PORT, or its /mcp URL; default: the config file's http.listen, else "+defaultStatusURL+")")
@@ -52,23 +80,12 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("status takes no arguments, got %q", fs.Args())
 	}
-	defaulted := false
-	if *base == "" {
-		hf := hubFlags{configPath: *configPath}
-		cfg, _, err := hf.loadConfig(env)
-		if err != nil {
-			return err
-		}
-		if cfg != nil && cfg.HTTP.Listen != "" {
-			*base = "http://" + cfg.HTTP.Listen
-		} else {
-			*base, defaulted = defaultStatusURL, true
-		}
+	root, defaulted, err := hubRoot(env, *base, *configPath)
+	if err != nil {
+		return err
 	}
-	u := strings.TrimSuffix(strings.TrimSuffix(*base, "/"), "/mcp") + "/status"
-	if *token == "" {
-		*token = strings.TrimSpace(strings.Split(env.Getenv(EnvToken), ",")[0])
-	}
+	u := root + "/status"
+	*token = hubToken(env, *token)
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

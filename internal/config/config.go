@@ -69,6 +69,12 @@ const (
 	SessionsPerHost = "per_host"
 )
 
+// Server.Credentials modes.
+const (
+	CredentialsShared  = "shared"
+	CredentialsPerUser = "per_user"
+)
+
 // maxHostSessions bounds Server.MaxHostSessions: each is a process or a
 // connection.
 const maxHostSessions = 1024
@@ -260,6 +266,12 @@ type Server struct {
 	// MaxHostSessions bounds the per-host sessions open at once; zero
 	// means the upstream package default.
 	MaxHostSessions int
+	// Credentials is "shared" (the default, also ""): every call uses the
+	// hub's own credential; or "per_user" (an http or sse server): each
+	// authenticated user's calls use that user's own OAuth token, on a
+	// session of their own (docs/oauth.md, "Teams"). The hub's own
+	// credential still lists the server's tools.
+	Credentials string
 	// Quarantine keeps a server that was added from a registry out of
 	// service until an operator vets it ("junction approve NAME"): the
 	// hub does not start it (status lists it as quarantined), while the

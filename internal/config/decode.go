@@ -518,7 +518,7 @@ var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_fil
 	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url", "oauth_client_key_file", "oauth_assertion_file",
 	"oauth_idp_issuer", "oauth_idp_client_id", "oauth_idp_client_secret", "oauth_id_token_file",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
-	"sessions", "max_host_sessions", "sandbox", "quarantine", "registry",
+	"sessions", "max_host_sessions", "credentials", "sandbox", "quarantine", "registry",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
 
 // serverAliases are the spellings hosts use for junction's keys.
@@ -651,6 +651,8 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.Sessions = strings.ToLower(d.str(e.val, p))
 		case "max_host_sessions":
 			s.MaxHostSessions = int(d.integer(e.val, p))
+		case "credentials":
+			s.Credentials = strings.ToLower(d.str(e.val, p))
 		case "quarantine":
 			s.Quarantine = d.boolean(e.val, p)
 		case "registry":

@@ -47,7 +47,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative keep_alive", "yaml", "servers:\n  a:\n    command: x\n    keep_alive: -5s\n", `line 4: servers.a.keep_alive: must not be negative`},
 		{"negative withdraw_after", "yaml", "servers:\n  a:\n    command: x\n    withdraw_after: -5s\n", `line 4: servers.a.withdraw_after: must not be negative (write never to keep the tools listed)`},
 		{"unknown sessions mode", "yaml", "servers:\n  a:\n    command: x\n    sessions: per-client\n", `line 4: servers.a.sessions: unknown sessions mode "per-client" (use shared or per_host)`},
-		{"max_host_sessions without per_host", "yaml", "servers:\n  a:\n    command: x\n    max_host_sessions: 4\n", `line 4: servers.a.max_host_sessions: only applies with sessions: per_host`},
+		{"max_host_sessions without per_host", "yaml", "servers:\n  a:\n    command: x\n    max_host_sessions: 4\n", `line 4: servers.a.max_host_sessions: only applies with sessions: per_host or credentials: per_user`},
 		{"max_host_sessions negative", "yaml", "servers:\n  a:\n    command: x\n    sessions: per_host\n    max_host_sessions: -1\n", `line 5: servers.a.max_host_sessions: must be between 0 (the default) and 1024`},
 		{"withdraw_after not a duration", "yaml", "servers:\n  a:\n    command: x\n    withdraw_after: soon\n", `line 4: servers.a.withdraw_after: invalid duration "soon" (use a number of seconds or a Go duration such as "30s" or "2m")`},
 		{"bool expected", "yaml", "servers:\n  a:\n    command: x\n    disabled: \"yes\"\n", `line 4: servers.a.disabled: expected true or false, got the string "yes"`},

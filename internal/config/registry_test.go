@@ -57,3 +57,23 @@ func TestDiffRegistryRef(t *testing.T) {
 		t.Errorf("registry.version alone: %+v, want no change", d.Servers)
 	}
 }
+
+func TestCredentialsKey(t *testing.T) {
+	t.Parallel()
+	c := mustParse(t, "servers:\n  a: {url: \"https://a.example/mcp\", credentials: per_user}\n  b: {url: \"https://b.example/mcp\"}\n")
+	if c.Servers["a"].Credentials != CredentialsPerUser || c.Servers["b"].Credentials != "" {
+		t.Errorf("credentials: a %q, b %q", c.Servers["a"].Credentials, c.Servers["b"].Credentials)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"servers:\n  x: {command: a, credentials: per_user}\n", "servers.x.credentials: per_user is for http and sse servers"},
+		{"servers:\n  x: {url: \"https://a.example\", auth: none, credentials: per_user}\n", "per_user needs OAuth"},
+		{"servers:\n  x: {url: \"https://a.example\", auth: client_credentials, oauth_client_id: c, oauth_client_secret: s, credentials: per_user}\n", "auth client_credentials is the hub's own machine login"},
+		{"servers:\n  x: {url: \"https://a.example\", sessions: per_host, credentials: per_user}\n", "remove sessions: per_host"},
+		{"servers:\n  x: {url: \"https://a.example\", credentials: mine}\n", `unknown credentials mode "mine"`},
+	} {
+		_, err := Parse(strings.NewReader(tc.in), "yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q): %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}

@@ -212,8 +212,24 @@ func (v *validator) server(s *Server, path string) {
 	}
 	if s.MaxHostSessions < 0 || s.MaxHostSessions > maxHostSessions {
 		v.fail(join(path, "max_host_sessions"), "must be between 0 (the default) and %d", maxHostSessions)
-	} else if s.MaxHostSessions > 0 && s.Sessions != SessionsPerHost {
-		v.fail(join(path, "max_host_sessions"), "only applies with sessions: per_host")
+	} else if s.MaxHostSessions > 0 && s.Sessions != SessionsPerHost && s.Credentials != CredentialsPerUser {
+		v.fail(join(path, "max_host_sessions"), "only applies with sessions: per_host or credentials: per_user")
+	}
+	switch s.Credentials {
+	case "", CredentialsShared:
+	case CredentialsPerUser:
+		switch {
+		case s.Transport == TransportStdio:
+			v.fail(join(path, "credentials"), "per_user is for http and sse servers: a stdio server has no credentials of its own to send")
+		case s.Auth == AuthNone:
+			v.fail(join(path, "credentials"), "per_user needs OAuth (each user's token), and auth is none")
+		case s.Auth != "" && s.Auth != AuthOAuth:
+			v.fail(join(path, "credentials"), "per_user takes each user's own OAuth token; auth %s is the hub's own machine login (leave auth unset, or set it to oauth)", s.Auth)
+		case s.Sessions == SessionsPerHost:
+			v.fail(join(path, "credentials"), "per_user already gives each user a session of their own; remove sessions: per_host")
+		}
+	default:
+		v.fail(join(path, "credentials"), "unknown credentials mode %q (use shared or per_user)", s.Credentials)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/junction-mcp/junction/internal/codemode"
 	"github.com/junction-mcp/junction/internal/config"
+	"github.com/junction-mcp/junction/internal/oauth"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/dataplane"
@@ -104,6 +105,12 @@ type Daemon struct {
 	// shared is the store replicas share (the config's store), or nil.
 	// Set by Build, then only read.
 	shared *Shared
+
+	// users are the OAuth clients of per-user servers (usercreds.go);
+	// tokens is their token store, opened once.
+	users      userClients
+	tokensOnce sync.Once
+	tokens     oauth.Store
 }
 
 // Build constructs the hub described by spec. It fails before serving

@@ -93,6 +93,8 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	sse := d.Plane(d.View).SSEHandler(mcpOpts.MaxRequestBytes)
 	mux.Handle("/sse", sse)
 	mux.Handle("/metrics", d.Metrics.Handler())
+	mux.HandleFunc("/auth/tokens", d.tokensHandler)
+	mux.HandleFunc("/auth/tokens/{server}", d.tokensHandler)
 	mux.HandleFunc("/", d.page(!cfg.InsecureNoAuth, frontIndex))
 	return d.protect(mux, cfg, listenHost)
 }
@@ -306,13 +308,11 @@ func requireToken(next http.Handler, accepted httpguard.Tokens, login *statuspag
 			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="junction"`)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
 		msg := "authentication required: send Authorization: Bearer <token> or X-API-Key: <token>"
 		if presented != "" {
 			msg = "invalid token"
 		}
-		fmt.Fprintf(w, `{"error":%q}`+"\n", msg)
+		httpError(w, http.StatusUnauthorized, msg)
 	})
 }
 

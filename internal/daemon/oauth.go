@@ -277,9 +277,7 @@ func (f *FrontAuth) challenge(w http.ResponseWriter, status int, code string, sc
 		params = append(params, "error_description="+strconv.Quote(headerSafe(msg)))
 	}
 	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	httpError(w, status, msg)
 }
 
 // headerSafe keeps printable ASCII but for the quote and backslash, as

@@ -128,6 +128,9 @@ func (d *Daemon) upstreamConfigFor(name string, s *config.Server) (upstream.Conf
 		if a := d.oauthFor(name, s); a != nil {
 			c.Auth = a
 		}
+		if s.Credentials == config.CredentialsPerUser {
+			c.UserAuth = d.userAuth(name, s)
+		}
 	}
 	if err != nil || c.Transport != upstream.TransportStdio {
 		return c, err

@@ -24,11 +24,18 @@ import (
 // output and exit code.
 func runJunction(t *testing.T, extraEnv []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runJunctionIn(t, extraEnv, "", args...)
+}
+
+// runJunctionIn is [runJunction] with stdin as the process's standard
+// input.
+func runJunctionIn(t *testing.T, extraEnv []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, junctionBin(t), args...)
 	cmd.Env = append(childEnv(t.TempDir()), extraEnv...)
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

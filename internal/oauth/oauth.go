@@ -115,6 +115,11 @@ type Options struct {
 	// Fresh ignores the stored token, so that the flow runs again
 	// (junction auth login); the new token replaces it.
 	Fresh bool
+	// User, when set, is the hub user whose own token this client sends
+	// (a server with per-user credentials; Store is then that user's
+	// view, [UserStore]): a missing or refused token is that user's to
+	// give.
+	User string
 }
 
 // Login is how the authorization step reaches the person (or, in tests,
@@ -133,9 +138,20 @@ type LoginRequiredError struct {
 	Name  string
 	URL   string
 	Scope string // the scope the server asked for, if it said
+	// User is the hub user whose own token is missing or was refused
+	// (a server with per-user credentials).
+	User string
 }
 
 func (e *LoginRequiredError) Error() string {
+	if e.User != "" {
+		msg := fmt.Sprintf("server %q takes each user's own credentials, and user %q has none here, or the server refused it: give yours with %q (your token on its standard input)",
+			e.Name, e.User, "junction auth login -user -url HUB_URL "+e.Name)
+		if e.Scope != "" {
+			msg += fmt.Sprintf("; it asks for scope %q", e.Scope)
+		}
+		return msg
+	}
 	what := "the server"
 	cmd := "junction auth login SERVER"
 	if e.Name != "" {
@@ -365,7 +381,7 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		}
 		drain(resp)
 		c.want(strings.Fields(scope))
-		return &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope}
+		return &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User}
 	}
 	if err := h.Authorize(ctx, req, resp); err != nil {
 		if c.forgetRegistered() {

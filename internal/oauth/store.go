@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,6 +45,65 @@ type Entry struct {
 	DPoPKey json.RawMessage `json:"dpop_key,omitempty"`
 	Token   *oauth2.Token   `json:"token"`
 	Saved   time.Time       `json:"saved"`
+	// User is the hub user the token belongs to, for a server with
+	// per-user credentials; empty for the hub's own token. A store keeps
+	// one entry per user and resource ([UserKey]).
+	User string `json:"user,omitempty"`
+}
+
+// Key is the entry's key in a store: its resource, or, for a user's
+// entry, [UserKey].
+func (e *Entry) Key() string {
+	if e.User == "" {
+		return e.Resource
+	}
+	return UserKey(e.User, e.Resource)
+}
+
+// UserKey is the store key of user's entry for resource: the resource
+// URL with "#user=" and the user, escaped (a resource URL has no
+// fragment).
+func UserKey(user, resource string) string {
+	return resource + "#user=" + url.QueryEscape(user)
+}
+
+// UserStore is user's view of the store base: their entries only, by
+// resource, as a [Client] with per-user credentials keeps them. Entries
+// saved through it carry User.
+func UserStore(base Store, user string) Store { return userStore{base, user} }
+
+type userStore struct {
+	base Store
+	user string
+}
+
+func (s userStore) Load(resource string) (*Entry, error) {
+	e, err := s.base.Load(UserKey(s.user, resource))
+	if e == nil || err != nil || e.User != s.user {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (s userStore) Save(e *Entry) error {
+	c := *e
+	c.User = s.user
+	return s.base.Save(&c)
+}
+
+func (s userStore) Delete(resource string) (bool, error) {
+	return s.base.Delete(UserKey(s.user, resource))
+}
+
+func (s userStore) List() ([]*Entry, error) {
+	all, err := s.base.List()
+	var out []*Entry
+	for _, e := range all {
+		if e.User == s.user {
+			out = append(out, e)
+		}
+	}
+	return out, err
 }
 
 // Store keeps entries by resource URL.
@@ -186,7 +246,7 @@ func (s *FileStore) Save(e *Entry) error {
 	}
 	c := *e
 	c.Saved = time.Now().UTC()
-	m[e.Resource] = &c
+	m[e.Key()] = &c
 	return s.write(m)
 }
 
@@ -220,7 +280,7 @@ func (s *FileStore) List() ([]*Entry, error) {
 	for _, e := range m {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
 }
 
@@ -298,7 +358,7 @@ func (s *MemoryStore) Save(e *Entry) error {
 		s.m = map[string]*Entry{}
 	}
 	c := *e
-	s.m[e.Resource] = &c
+	s.m[e.Key()] = &c
 	return nil
 }
 
@@ -317,6 +377,6 @@ func (s *MemoryStore) List() ([]*Entry, error) {
 	for _, e := range s.m {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
 }

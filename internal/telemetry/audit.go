@@ -136,6 +136,7 @@ func CheckAuditFile(f AuditFile) error {
 type AuditLine struct {
 	Time     string `json:"time"`              // when the call began, RFC 3339 UTC with nanoseconds
 	Session  string `json:"session,omitempty"` // the host session's id (HTTP), if any
+	User     string `json:"user,omitempty"`    // the authenticated user at the HTTP front (an OAuth subject, token:… for an API token), if any
 	View     string `json:"view,omitempty"`    // the profile the call came through, if not the default
 	Host     string `json:"host,omitempty"`    // the host's client name from its initialize, if known
 	Tool     string `json:"tool"`              // the exposed tool name
@@ -177,6 +178,9 @@ func (a *Audit) Line(ci junction.CallInfo) AuditLine {
 	}
 	if ci.Session != nil {
 		l.Session = ci.Session.ID()
+	}
+	if ci.Context != nil {
+		l.User = junction.User(ci.Context)
 	}
 	if c := ci.Client(); c != nil {
 		l.Host = c.Name

@@ -1,0 +1,310 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/config"
+	"github.com/junction-mcp/junction/internal/oauth"
+)
+
+// Per-user credentials (credentials: per_user; docs/oauth.md, "Teams").
+//
+// A server with per-user credentials is called, for each authenticated
+// user of the HTTP front, on a session of that user's own (package
+// upstream keeps them), whose requests carry that user's OAuth token: an
+// OAuth client per user and server, over the user's view of the token
+// store (oauth.UserStore). A user gives the hub their token at
+// /auth/tokens/SERVER (junction auth login -user), and takes it back
+// there; the hub then drops the user's client and session, so that the
+// next call uses what is stored now.
+
+// userClients are the OAuth clients of per-user servers, by server
+// settings and user.
+type userClients struct {
+	mu sync.Mutex
+	m  map[userClientKey]*oauth.Client
+}
+
+type userClientKey struct {
+	settings oauth.Settings
+	user     string
+}
+
+// tokenStore is the token store the per-user clients share: the one
+// junction auth login uses, else (no state directory) one in memory.
+func (d *Daemon) tokenStore() oauth.Store {
+	d.tokensOnce.Do(func() {
+		if st, err := oauth.OpenStore(d.getenv); err == nil {
+			d.tokens = st
+		} else {
+			d.logger.Warn("per-user tokens are kept in memory only", "error", err)
+			d.tokens = &oauth.MemoryStore{}
+		}
+	})
+	return d.tokens
+}
+
+// userAuth is the upstream.Config.UserAuth of the per-user server name.
+func (d *Daemon) userAuth(name string, s *config.Server) func(user string) interface {
+	WrapTransport(http.RoundTripper) http.RoundTripper
+} {
+	settings := OAuthSettings(name, s)
+	return func(user string) interface {
+		WrapTransport(http.RoundTripper) http.RoundTripper
+	} {
+		d.users.mu.Lock()
+		defer d.users.mu.Unlock()
+		k := userClientKey{settings, user}
+		if c, ok := d.users.m[k]; ok {
+			return c
+		}
+		if d.users.m == nil {
+			d.users.m = map[userClientKey]*oauth.Client{}
+		}
+		c := oauth.New(settings, oauth.Options{Store: oauth.UserStore(d.tokenStore(), user), User: user})
+		d.users.m[k] = c
+		return c
+	}
+}
+
+// dropUser forgets user's client of server and ends their session with
+// it, so that the next call starts afresh from the store.
+func (d *Daemon) dropUser(server, user string) {
+	d.users.mu.Lock()
+	for k := range d.users.m {
+		if k.settings.Name == server && k.user == user {
+			delete(d.users.m, k)
+		}
+	}
+	d.users.mu.Unlock()
+	d.mu.Lock()
+	m := d.sources[server]
+	d.mu.Unlock()
+	if m != nil && m.up != nil {
+		m.up.DropUser(user)
+	}
+}
+
+// perUserServers returns the servers of the config in force with
+// per-user credentials, by name.
+func (d *Daemon) perUserServers() map[string]*config.Server {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]*config.Server{}
+	if d.cfg == nil {
+		return out
+	}
+	for n, s := range d.cfg.Servers {
+		if s.Credentials == config.CredentialsPerUser && s.Serves() {
+			out[n] = s
+		}
+	}
+	return out
+}
+
+// UserToken is what /auth/tokens says of one user's token for one server:
+// never the token itself.
+type UserToken struct {
+	Server string     `json:"server"`
+	URL    string     `json:"url"`
+	User   string     `json:"user"`
+	State  string     `json:"state"` // none, valid, expired
+	Expiry *time.Time `json:"expiry,omitempty"`
+	// Refresh says whether the hub can refresh it (a refresh token and
+	// the client that refreshes it came with it).
+	Refresh bool      `json:"refresh"`
+	Saved   time.Time `json:"saved,omitzero"`
+}
+
+// GivenToken is the body of PUT /auth/tokens/SERVER: the user's token,
+// and, for the hub to refresh it, the client and token endpoint it came
+// from.
+type GivenToken struct {
+	AccessToken  string    `json:"access_token"`
+	TokenType    string    `json:"token_type,omitempty"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	ExpiresIn    int64     `json:"expires_in,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	ClientID     string    `json:"client_id,omitempty"`
+	ClientSecret string    `json:"client_secret,omitempty"`
+	TokenURL     string    `json:"token_url,omitempty"`
+	Scopes       []string  `json:"scopes,omitempty"`
+}
+
+// maxGivenToken bounds the body of a PUT /auth/tokens/SERVER.
+const maxGivenToken = 64 << 10
+
+// tokensHandler serves /auth/tokens (GET: the caller's tokens for the
+// per-user servers) and /auth/tokens/SERVER (PUT: give one; DELETE: take
+// it back). The caller is the front's authenticated user; an operator (an
+// API token of a front whose users are OAuth subjects) may list every
+// user's (?all=1) and take back another user's (?user=U).
+func (d *Daemon) tokensHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	user := junction.User(r.Context())
+	if user == "" {
+		httpError(w, http.StatusForbidden, "per-user credentials need an authenticated user, and this request has none (a hub without tokens, -insecure-no-auth, has no users)")
+		return
+	}
+	operator := d.isOperator(user)
+	servers := d.perUserServers()
+	name := r.PathValue("server")
+	store := d.tokenStore()
+	if name == "" {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			httpError(w, http.StatusMethodNotAllowed, "use GET to list your tokens, PUT or DELETE /auth/tokens/SERVER to give or take back one")
+			return
+		}
+		all := r.URL.Query().Get("all") == "1"
+		if all && !operator {
+			httpError(w, http.StatusForbidden, "only an operator lists every user's tokens")
+			return
+		}
+		writeJSONBody(w, d.listUserTokens(store, servers, user, all))
+		return
+	}
+	s, ok := servers[name]
+	if !ok {
+		names := slices.Sorted(func(yield func(string) bool) {
+			for n := range servers {
+				if !yield(n) {
+					return
+				}
+			}
+		})
+		httpError(w, http.StatusNotFound, fmt.Sprintf("no server %q takes per-user credentials here (those that do: %s)", name, orNone(names)))
+		return
+	}
+	switch r.Method {
+	case http.MethodPut:
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxGivenToken))
+		if err != nil {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the token's body is over %d bytes", maxGivenToken))
+			return
+		}
+		var g GivenToken
+		if err := json.Unmarshal(body, &g); err != nil {
+			httpError(w, http.StatusBadRequest, "the body must be JSON with access_token (and optionally refresh_token, expires_in, client_id, token_url): "+err.Error())
+			return
+		}
+		g.AccessToken = strings.TrimSpace(g.AccessToken)
+		if g.AccessToken == "" || strings.ContainsAny(g.AccessToken, " \t\r\n") {
+			httpError(w, http.StatusBadRequest, "access_token is empty or holds white space")
+			return
+		}
+		tok := &oauth2.Token{AccessToken: g.AccessToken, TokenType: g.TokenType, RefreshToken: g.RefreshToken, Expiry: g.Expiry}
+		if g.ExpiresIn > 0 {
+			tok.Expiry = time.Now().Add(time.Duration(g.ExpiresIn) * time.Second)
+		}
+		e := &oauth.Entry{Name: name, Resource: s.URL, Token: tok, ClientID: g.ClientID, ClientSecret: g.ClientSecret, TokenURL: g.TokenURL, Scopes: g.Scopes}
+		if err := oauth.UserStore(store, user).Save(e); err != nil {
+			httpError(w, http.StatusInternalServerError, "the token store: "+err.Error())
+			return
+		}
+		d.dropUser(name, user)
+		d.logger.Info("per-user token given", "source", name, "user", user)
+		writeJSONBody(w, userToken(name, s.URL, user, e))
+	case http.MethodDelete:
+		whose := user
+		if u := r.URL.Query().Get("user"); u != "" && u != user {
+			if !operator {
+				httpError(w, http.StatusForbidden, "only an operator takes back another user's token")
+				return
+			}
+			whose = u
+		}
+		found, err := oauth.UserStore(store, whose).Delete(s.URL)
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "the token store: "+err.Error())
+			return
+		}
+		d.dropUser(name, whose)
+		if !found {
+			httpError(w, http.StatusNotFound, fmt.Sprintf("user %q has no token for %s", whose, name))
+			return
+		}
+		d.logger.Info("per-user token taken back", "source", name, "user", whose, "by", user)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "PUT, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, "use PUT to give your token for "+name+", DELETE to take it back")
+	}
+}
+
+// isOperator says whether user (junction.User of a request) may act for
+// other users: one of the front's API tokens where the users are the
+// OAuth subjects of an authorization server.
+func (d *Daemon) isOperator(user string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.HasPrefix(user, "token:") && d.cfg != nil && d.cfg.HTTP.Auth.Mode == config.HTTPAuthOAuth
+}
+
+func (d *Daemon) listUserTokens(store oauth.Store, servers map[string]*config.Server, user string, all bool) []UserToken {
+	entries, _ := store.List()
+	out := []UserToken{}
+	for name, s := range servers {
+		seen := false
+		for _, e := range entries {
+			if e.User == "" || e.Resource != s.URL || (!all && e.User != user) {
+				continue
+			}
+			seen = seen || e.User == user
+			out = append(out, userToken(name, s.URL, e.User, e))
+		}
+		if !seen && !all {
+			out = append(out, UserToken{Server: name, URL: s.URL, User: user, State: "none"})
+		}
+	}
+	slices.SortFunc(out, func(a, b UserToken) int {
+		return strings.Compare(a.Server+"\x00"+a.User, b.Server+"\x00"+b.User)
+	})
+	return out
+}
+
+func userToken(server, url, user string, e *oauth.Entry) UserToken {
+	t := UserToken{Server: server, URL: url, User: user, State: "none", Saved: e.Saved}
+	if e.Token == nil || e.Token.AccessToken == "" {
+		return t
+	}
+	t.State = "valid"
+	if !e.Token.Expiry.IsZero() {
+		exp := e.Token.Expiry
+		t.Expiry = &exp
+		if exp.Before(time.Now()) {
+			t.State = "expired"
+		}
+	}
+	t.Refresh = e.Token.RefreshToken != "" && e.TokenURL != "" && e.ClientID != ""
+	return t
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// httpError answers with status and {"error": msg}.
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func writeJSONBody(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}

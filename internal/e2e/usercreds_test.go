@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// whoServer is an HTTP MCP server on 127.0.0.1 that checks its own
+// bearer tokens (each names a subject) and whose tool whoami answers with
+// the subject of the token the call came with. A request without a known
+// token gets 401 with a Bearer challenge.
+func whoServer(t *testing.T, tokens map[string]string) string {
+	t.Helper()
+	subject := func(h http.Header) (string, bool) {
+		a := h.Get("Authorization")
+		if !strings.HasPrefix(a, "Bearer ") {
+			return "", false
+		}
+		s, ok := tokens[strings.TrimPrefix(a, "Bearer ")]
+		return s, ok
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Say whose token the call came with"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			who, _ := subject(req.Extra.Header)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you are " + who}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := subject(r.Header); !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="who"`)
+			http.Error(w, "unknown token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})}
+	go hs.Serve(l)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+	})
+	return "http://" + l.Addr().String() + "/mcp"
+}
+
+// TestPerUserCredentials: a hub with two users at its front (API tokens)
+// serves a server with credentials: per_user, which checks its own
+// tokens. Each user's calls reach it with that user's own token, given
+// with "junction auth login -user" through the binary; a user without
+// one, or whose token the server refuses, gets a tool error saying what
+// to do, and no one else's token; taking one user's token back leaves the
+// other working; status shows the tokens' states, never a token.
+func TestPerUserCredentials(t *testing.T) {
+	up := whoServer(t, map[string]string{"hub-up": "the hub", "alice-up": "alice", "bob-up": "bob"})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "junction.json")
+	if err := os.WriteFile(cfg, []byte(`{
+  "servers": {"who": {"url": "`+up+`", "bearer_token": "hub-up", "credentials": "per_user"}},
+  "http": {"tokens": ["front-alice", "front-bob"]},
+  "audit": {"output": "audit.jsonl"}
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hub := startServerEnv(t, []string{"XDG_STATE_HOME=" + filepath.Join(dir, "state")}, "-config", cfg, "-no-default-packs")
+	root := strings.TrimSuffix(hub.URL, "/mcp")
+	alice, bob := connectHTTP(t, hub.URL, "front-alice"), connectHTTP(t, hub.URL, "front-bob")
+
+	tool := ""
+	waitFor(t, "the who server's tool listed", 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		res, err := alice.ListTools(ctx, nil)
+		if err != nil {
+			return false
+		}
+		for _, tl := range res.Tools {
+			if strings.HasSuffix(tl.Name, "whoami") {
+				tool = tl.Name
+			}
+		}
+		return tool != ""
+	})
+	call := func(cs *mcp.ClientSession) (string, bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
+		if err != nil {
+			return err.Error(), true
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String(), res.IsError
+	}
+	expect := func(who string, cs *mcp.ClientSession, want string, wantErr bool) {
+		t.Helper()
+		got, isErr := call(cs)
+		if isErr != wantErr || !strings.Contains(got, want) {
+			t.Fatalf("%s calls whoami: %q (error %v), want %q (error %v)", who, got, isErr, want, wantErr)
+		}
+	}
+	run := func(stdin string, token string, want int, args ...string) (string, string) {
+		t.Helper()
+		args = append(args, "-url", root, "-token", token)
+		out, errOut, code := runJunctionIn(t, nil, stdin, args...)
+		if code != want {
+			t.Fatalf("junction %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out, errOut
+	}
+
+	// No user has a token yet: each is told how to give theirs; the hub's
+	// own token is never used for them.
+	expect("alice", alice, `takes each user's own credentials`, true)
+	expect("alice", alice, "junction auth login -user", true)
+
+	out, _ := run("alice-up\n", "front-alice", 0, "auth", "login", "-user", "who")
+	if !strings.Contains(out, "the hub keeps your token for who (as user token:") {
+		t.Errorf("auth login -user:\n%s", out)
+	}
+	expect("alice", alice, "you are alice", false)
+	expect("bob", bob, "has none here", true)
+
+	run(`{"access_token": "bob-up", "expires_in": 3600}`, "front-bob", 0, "auth", "login", "-user", "who")
+	expect("bob", bob, "you are bob", false)
+	expect("alice", alice, "you are alice", false)
+
+	out, _ = run("", "front-bob", 0, "auth", "status", "-user")
+	if !strings.Contains(out, "who") || !strings.Contains(out, "valid for ") || strings.Contains(out, "bob-up") || strings.Contains(out, "alice") {
+		t.Errorf("bob's auth status -user:\n%s", out)
+	}
+
+	// A token the server refuses is that user's problem alone.
+	run("not-a-token\n", "front-alice", 0, "auth", "login", "-user", "who")
+	expect("alice", alice, "has none here, or the server refused it", true)
+	expect("bob", bob, "you are bob", false)
+	run("alice-up\n", "front-alice", 0, "auth", "login", "-user", "who")
+	expect("alice", alice, "you are alice", false)
+
+	// Alice takes hers back; Bob goes on.
+	out, _ = run("", "front-alice", 0, "auth", "logout", "-user", "who")
+	if !strings.Contains(out, "the hub forgot your token for who") {
+		t.Errorf("auth logout -user:\n%s", out)
+	}
+	expect("alice", alice, "has none here", true)
+	expect("bob", bob, "you are bob", false)
+
+	// Bad input, and the hub keeps serving.
+	_, errOut := run("", "front-alice", 2, "auth", "login", "-user", "who")
+	if !strings.Contains(errOut, "no token on standard input") {
+		t.Errorf("auth login -user with no token:\n%s", errOut)
+	}
+	_, errOut = run("x\n", "front-alice", 1, "auth", "login", "-user", "nope")
+	if !strings.Contains(errOut, `no server "nope" takes per-user credentials here (those that do: who)`) {
+		t.Errorf("auth login -user for an unknown server:\n%s", errOut)
+	}
+	_, errOut = run("", "front-alice", 1, "auth", "revoke", "-user", "whoever", "-server", "who")
+	if !strings.Contains(errOut, "only an operator takes back another user's token") {
+		t.Errorf("auth revoke by a user:\n%s", errOut)
+	}
+	_, errOut = run("x\n", "wrong", 1, "auth", "login", "-user", "who")
+	if !strings.Contains(errOut, "401") {
+		t.Errorf("auth login -user with a wrong hub token:\n%s", errOut)
+	}
+	expect("bob", bob, "you are bob", false)
+	// Each call's audit line names its user.
+	audit, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	users := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(audit)), "\n") {
+		var line struct{ User, Tool string }
+		if json.Unmarshal([]byte(l), &line) == nil && line.Tool == tool {
+			users[line.User] = true
+		}
+	}
+	if len(users) != 2 || users[""] {
+		t.Errorf("the audit lines' users: %v, want the two users' (token:…)\n%s", users, audit)
+	}
+	if strings.Contains(hub.Stderr(), "bob-up") || strings.Contains(hub.Stderr(), "alice-up") {
+		t.Errorf("a user's token is in the hub's log:\n%s", hub.Stderr())
+	}
+}
