@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/junction-mcp/junction"
@@ -277,7 +278,9 @@ func writeApproval(path string, before, after []byte, lockPath string, lock *jun
 }
 
 // quarantineKey matches a quarantine: true member, JSON or YAML.
-var quarantineKey = regexp.MustCompile(`(?:"quarantine"|'quarantine'|\bquarantine)[ \t]*:[ \t]*true\b`)
+var quarantineKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:"quarantine"|'quarantine'|\bquarantine)[ \t]*:[ \t]*true\b`)
+})
 
 // unquarantine returns the config file's bytes without the server's
 // "quarantine": true, edited in place as a person would: the member is
@@ -310,7 +313,7 @@ func unquarantine(path string, data []byte, cfg *config.Config, name string, add
 	// The matches on the line the key was read from first, then the
 	// others.
 	line := cfg.Line(cfg.FieldPath("server", name) + ".quarantine")
-	matches := quarantineKey.FindAllIndex(data, -1)
+	matches := quarantineKey().FindAllIndex(data, -1)
 	slices.SortStableFunc(matches, func(a, b []int) int {
 		la, lb := lineOf(data, a[0]) == line, lineOf(data, b[0]) == line
 		switch {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/junction-mcp/junction"
@@ -542,8 +543,11 @@ func hasKeyFold(m map[string]string, k string) bool {
 	return false
 }
 
-// registryVersion matches a version member, JSON or YAML.
-var registryVersion = regexp.MustCompile(`(?:"version"|'version'|\bversion)[ \t]*:[ \t]*`)
+// registryVersion matches a version member, JSON or YAML; compiled on
+// first use (package init stays small: cmd/junction's TestInitBudget).
+var registryVersion = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:"version"|'version'|\bversion)[ \t]*:[ \t]*`)
+})
 
 // movedConfig returns the config file's bytes with the server's pin
 // moved and its registry.version set to version: the old pin's text
@@ -571,7 +575,7 @@ func movedConfig(path string, data []byte, name string, m move, version string) 
 	fail := fmt.Errorf("junction config %s: could not find the pin %s and registry.version %s of server %q to change; change them yourself (junction config check checks the file), or run update again", path, m.old, oldVersion, name)
 	for _, at := range allIndex(data, []byte(m.old)) {
 		pinned := slices.Concat(data[:at], []byte(m.new), data[at+len(m.old):])
-		for _, loc := range registryVersion.FindAllIndex(pinned, -1) {
+		for _, loc := range registryVersion().FindAllIndex(pinned, -1) {
 			v := loc[1]
 			q := 0
 			if v < len(pinned) && (pinned[v] == '"' || pinned[v] == '\'') {
