@@ -21,6 +21,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction/internal/codemode"
@@ -111,6 +112,10 @@ type Daemon struct {
 	users      userClients
 	tokensOnce sync.Once
 	tokens     oauth.Store
+	// signIns are the pending sign-ins of users' browsers, publicBase the
+	// hub's base URL for their links (set when HTTP is served).
+	signIns    signIns
+	publicBase atomic.Pointer[string]
 }
 
 // Build constructs the hub described by spec. It fails before serving

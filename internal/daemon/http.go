@@ -127,6 +127,10 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 	}
 	root.HandleFunc(statuspage.CSSPath, statuspage.ServeCSS)
 	root.HandleFunc("/healthz", d.healthz)
+	// A user's browser signs in to a per-user server here, without the
+	// front's token (usercreds.go).
+	root.HandleFunc("/auth/connect/{flow}", d.signInStart)
+	root.HandleFunc("/auth/callback", d.signInCallback)
 	root.HandleFunc("/readyz", d.readyz)
 	root.Handle("/", protected)
 	return d.Metrics.countRequests(checkHostOrigin(root, listenHost, cfg.AllowedHosts, cfg.AllowedOrigins))
@@ -220,6 +224,7 @@ func (d *Daemon) ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	srv := httpguard.NewServer(d.Handler(cfg, host), cfg.Guard)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	d.shared.setAddress(ln.Addr())
+	d.setPublicBase(cfg, ln.Addr())
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}

@@ -1,10 +1,15 @@
 package daemon
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -71,7 +76,8 @@ func (d *Daemon) userAuth(name string, s *config.Server) func(user string) inter
 		if d.users.m == nil {
 			d.users.m = map[userClientKey]*oauth.Client{}
 		}
-		c := oauth.New(settings, oauth.Options{Store: oauth.UserStore(d.tokenStore(), user), User: user})
+		c := oauth.New(settings, oauth.Options{Store: oauth.UserStore(d.tokenStore(), user), User: user,
+			SignIn: func() string { return d.signInURL(name, user) }})
 		d.users.m[k] = c
 		return c
 	}
@@ -307,4 +313,184 @@ func httpError(w http.ResponseWriter, status int, msg string) {
 func writeJSONBody(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
+}
+
+// Signing in from a browser (a hub flow, oauth.HubFlow).
+//
+// A call of a user without a usable token fails with a tool error that
+// carries a sign-in link: /auth/connect/FLOW on this hub, made for that
+// user and server, good for signInTTL. Opening it starts the
+// authorization code flow with PKCE at the server's authorization
+// server, with /auth/callback as the redirect URI, and sets a cookie
+// that binds the browser to the flow. The callback is taken once, only
+// with its flow's state and only from the browser that started it; the
+// token it brings is stored as that user's, and their session with the
+// server is dropped so that the next call uses it.
+
+const (
+	signInTTL    = 10 * time.Minute
+	maxSignIns   = 1024 // flows pending at once
+	signInCookie = "junction_sign_in"
+)
+
+type signIn struct {
+	id, user, server string
+	made             time.Time
+	state, nonce     string // set when the browser opened the link
+	flow             *oauth.HubFlow
+}
+
+type signIns struct {
+	mu      sync.Mutex
+	byID    map[string]*signIn
+	byState map[string]*signIn
+}
+
+// setPublicBase records the hub's base URL for sign-in links: the origin
+// of the front's OAuth audience (the URL hosts use), else the address
+// the listener got.
+func (d *Daemon) setPublicBase(cfg HTTPConfig, addr net.Addr) {
+	base := "http://" + addr.String()
+	if cfg.OAuth != nil && cfg.OAuth.Resource != nil {
+		if u, err := url.Parse(cfg.OAuth.Resource.Metadata().Resource); err == nil && u.Host != "" {
+			base = u.Scheme + "://" + u.Host
+		}
+	}
+	d.publicBase.Store(&base)
+}
+
+// signInURL returns the link where user signs in to server, reusing the
+// pending one; "" when the hub serves no HTTP or has too many pending.
+func (d *Daemon) signInURL(server, user string) string {
+	base := d.publicBase.Load()
+	if base == nil {
+		return ""
+	}
+	f := &d.signIns
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	for id, s := range f.byID {
+		if now.Sub(s.made) > signInTTL {
+			delete(f.byID, id)
+			delete(f.byState, s.state)
+			continue
+		}
+		if s.user == user && s.server == server && s.state == "" {
+			return *base + "/auth/connect/" + id
+		}
+	}
+	if len(f.byID) >= maxSignIns {
+		return ""
+	}
+	id := rand.Text()
+	if f.byID == nil {
+		f.byID, f.byState = map[string]*signIn{}, map[string]*signIn{}
+	}
+	f.byID[id] = &signIn{id: id, user: user, server: server, made: now}
+	return *base + "/auth/connect/" + id
+}
+
+// signInStart is /auth/connect/FLOW: it sends the browser to the
+// server's authorization server.
+func (d *Daemon) signInStart(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		signInPage(w, http.StatusMethodNotAllowed, "Open this link in a browser.")
+		return
+	}
+	f := &d.signIns
+	f.mu.Lock()
+	s := f.byID[r.PathValue("flow")]
+	if s != nil && (time.Since(s.made) > signInTTL || s.state != "") {
+		s = nil // expired, or opened already: each link starts one flow
+	}
+	if s != nil {
+		delete(f.byID, s.id)
+	}
+	f.mu.Unlock()
+	if s == nil {
+		signInPage(w, http.StatusNotFound, "This sign-in link is unknown, used or expired. Call the tool again from your host for a new one.")
+		return
+	}
+	servers := d.perUserServers()
+	cfg, ok := servers[s.server]
+	if !ok {
+		signInPage(w, http.StatusNotFound, "The server "+s.server+" no longer takes per-user credentials here.")
+		return
+	}
+	c, ok := d.userAuth(s.server, cfg)(s.user).(*oauth.Client)
+	if !ok {
+		signInPage(w, http.StatusInternalServerError, "No OAuth client for "+s.server+".")
+		return
+	}
+	s.state, s.nonce = rand.Text(), rand.Text()
+	base := d.publicBase.Load()
+	flow, err := c.BeginHubFlow(r.Context(), *base+"/auth/callback", s.state)
+	if err != nil {
+		d.logger.Warn("sign-in could not start", "source", s.server, "user", s.user, "error", err)
+		signInPage(w, http.StatusBadGateway, "The sign-in to "+s.server+" could not start: "+err.Error())
+		return
+	}
+	s.flow = flow
+	f.mu.Lock()
+	f.byState[s.state] = s
+	f.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: s.nonce, Path: "/auth/callback", MaxAge: int(signInTTL / time.Second),
+		HttpOnly: true, Secure: strings.HasPrefix(*base, "https://"), SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, flow.AuthURL, http.StatusFound)
+}
+
+// signInCallback is /auth/callback: the authorization server's redirect
+// with the code, which becomes the user's token.
+func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	q := r.URL.Query()
+	f := &d.signIns
+	f.mu.Lock()
+	s := f.byState[q.Get("state")]
+	if s != nil {
+		delete(f.byState, s.state) // taken once, whatever comes of it
+	}
+	f.mu.Unlock()
+	switch {
+	case s == nil || time.Since(s.made) > signInTTL:
+		signInPage(w, http.StatusBadRequest, "This sign-in is unknown, used or expired. Call the tool again from your host for a new link.")
+		return
+	case !sameCookie(r, s.nonce):
+		d.logger.Warn("sign-in callback refused: another browser", "source", s.server, "user", s.user)
+		signInPage(w, http.StatusForbidden, "This sign-in was started in another browser: open the link from your host in this browser.")
+		return
+	case q.Get("error") != "":
+		signInPage(w, http.StatusBadRequest, "The authorization server said: "+q.Get("error")+" "+q.Get("error_description"))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Path: "/auth/callback", MaxAge: -1})
+	e, err := s.flow.Finish(r.Context(), q.Get("code"))
+	if err != nil {
+		d.logger.Warn("sign-in failed", "source", s.server, "user", s.user, "error", err)
+		signInPage(w, http.StatusBadGateway, "The sign-in to "+s.server+" failed: "+err.Error())
+		return
+	}
+	if err := oauth.UserStore(d.tokenStore(), s.user).Save(e); err != nil {
+		signInPage(w, http.StatusInternalServerError, "The token could not be stored: "+err.Error())
+		return
+	}
+	d.dropUser(s.server, s.user)
+	d.logger.Info("per-user token from a sign-in", "source", s.server, "user", s.user)
+	signInPage(w, http.StatusOK, "Signed in to "+s.server+". Go back to your host and call the tool again.")
+}
+
+func sameCookie(r *http.Request, nonce string) bool {
+	c, err := r.Cookie(signInCookie)
+	return err == nil && nonce != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(nonce)) == 1
+}
+
+// signInPage answers with a small page of msg.
+func signInPage(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "<!doctype html><title>junction</title><p>%s</p>\n", html.EscapeString(msg))
 }

@@ -3,15 +3,20 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/internal/oauth/oauthtest"
 )
 
 // whoServer is an HTTP MCP server on 127.0.0.1 that checks its own
@@ -195,5 +200,120 @@ func TestPerUserCredentials(t *testing.T) {
 	}
 	if strings.Contains(hub.Stderr(), "bob-up") || strings.Contains(hub.Stderr(), "alice-up") {
 		t.Errorf("a user's token is in the hub's log:\n%s", hub.Stderr())
+	}
+}
+
+// TestPerUserSignIn: a user without a token of a per-user server is
+// given a sign-in link to the hub; a browser (a cookie jar here) that
+// opens it goes through the server's real OAuth authorization code flow
+// with PKCE (the test authorization server approves at once) and back to
+// the hub's callback, and that user's calls then work, with a token of
+// their own. The callback is taken once, and only from the browser that
+// opened the link; a used link is refused; another user still needs
+// their own sign-in.
+func TestPerUserSignIn(t *testing.T) {
+	srv := oauthtest.New()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	t.Setenv("JUNCTION_OAUTH_DIR", filepath.Join(dir, "oauth"))
+	t.Setenv("JUNCTION_OAUTH_KEYCHAIN", "0")
+	cfg := filepath.Join(dir, "junction.yaml")
+	if err := os.WriteFile(cfg, []byte("servers:\n  docs:\n    url: "+srv.Resource()+"\n    credentials: per_user\nhttp:\n  tokens: [front-alice, front-bob]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The operator logs the hub itself in: its token lists the tools.
+	if out, errOut, code := runJunction(t, []string{"JUNCTION_OAUTH_HEADLESS=1"}, "auth", "login", "-config", cfg, "docs"); code != 0 {
+		t.Fatalf("auth login: exit %d\n%s%s", code, out, errOut)
+	}
+	hub := startServer(t, "-no-default-packs", "-config", cfg)
+	waitFor(t, "docs connected", 40*time.Second, func() bool {
+		st, _ := getStatus(t, hub.URL, "front-alice").source("docs")
+		return st == "connected"
+	})
+	alice, bob := connectHTTP(t, hub.URL, "front-alice"), connectHTTP(t, hub.URL, "front-bob")
+	echo := func(cs *mcp.ClientSession) (string, bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "docs__echo", Arguments: map[string]any{"text": "hello"}})
+		if err != nil {
+			return err.Error(), true
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	linkRE := regexp.MustCompile(`sign in at (http://127\.0\.0\.1:\d+/auth/connect/[A-Za-z0-9]+)`)
+	link := func(who string, cs *mcp.ClientSession) string {
+		t.Helper()
+		text, isErr := echo(cs)
+		m := linkRE.FindStringSubmatch(text)
+		if !isErr || m == nil {
+			t.Fatalf("%s's call without a token: %q (error %v), want a sign-in link", who, text, isErr)
+		}
+		return m[1]
+	}
+	browser := func(follow bool) *http.Client {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+		if !follow {
+			c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		}
+		return c
+	}
+	get := func(c *http.Client, u string) (int, string, string) {
+		t.Helper()
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header.Get("Location")
+	}
+
+	// Alice signs in with her browser; her calls then work.
+	aliceLink := link("alice", alice)
+	if again := link("alice", alice); again != aliceLink {
+		t.Errorf("a second call gave another link: %s, then %s", aliceLink, again)
+	}
+	b := browser(false)
+	code, _, toAS := get(b, aliceLink)
+	if code != http.StatusFound || !strings.HasPrefix(toAS, srv.URL) || !strings.Contains(toAS, "code_challenge_method=S256") {
+		t.Fatalf("the link: %d, to %q; want a redirect to the authorization server with PKCE", code, toAS)
+	}
+	code, _, callback := get(b, toAS)
+	if code != http.StatusFound || !strings.Contains(callback, "/auth/callback?") {
+		t.Fatalf("the authorization server: %d, to %q", code, callback)
+	}
+	code, body, _ := get(b, callback)
+	if code != http.StatusOK || !strings.Contains(body, "Signed in to docs") {
+		t.Fatalf("the callback: %d\n%s", code, body)
+	}
+	if text, isErr := echo(alice); isErr || !strings.Contains(text, "hello") {
+		t.Fatalf("alice's call after signing in: %q (error %v)", text, isErr)
+	}
+	if code, body, _ := get(b, callback); code != http.StatusBadRequest || !strings.Contains(body, "unknown, used or expired") {
+		t.Errorf("the callback replayed: %d\n%s", code, body)
+	}
+	if code, body, _ := get(browser(true), aliceLink); code != http.StatusNotFound || !strings.Contains(body, "unknown, used or expired") {
+		t.Errorf("the used link: %d\n%s", code, body)
+	}
+
+	// Bob's link, finished in another browser: refused; Bob still has
+	// no token, and Alice's goes on working.
+	bobLink := link("bob", bob)
+	if bobLink == aliceLink {
+		t.Fatal("bob got alice's link")
+	}
+	b = browser(false)
+	_, _, toAS = get(b, bobLink)
+	_, _, callback = get(b, toAS)
+	if code, body, _ := get(browser(false), callback); code != http.StatusForbidden || !strings.Contains(body, "started in another browser") {
+		t.Errorf("bob's callback from another browser: %d\n%s", code, body)
+	}
+	if text, isErr := echo(bob); !isErr || !strings.Contains(text, "sign in at") {
+		t.Errorf("bob's call after a refused callback: %q (error %v)", text, isErr)
+	}
+	if text, isErr := echo(alice); isErr || !strings.Contains(text, "hello") {
+		t.Errorf("alice's call: %q (error %v)", text, isErr)
 	}
 }

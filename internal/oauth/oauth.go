@@ -120,6 +120,10 @@ type Options struct {
 	// view, [UserStore]): a missing or refused token is that user's to
 	// give.
 	User string
+	// SignIn, with User, returns the hub URL where the user signs in to
+	// the server from a browser (a [HubFlow] the hub runs), for the error
+	// of a missing or refused token; nil when the hub offers none.
+	SignIn func() string
 }
 
 // Login is how the authorization step reaches the person (or, in tests,
@@ -139,14 +143,19 @@ type LoginRequiredError struct {
 	URL   string
 	Scope string // the scope the server asked for, if it said
 	// User is the hub user whose own token is missing or was refused
-	// (a server with per-user credentials).
-	User string
+	// (a server with per-user credentials), and SignIn the hub URL where
+	// they sign in from a browser, if there is one.
+	User   string
+	SignIn string
 }
 
 func (e *LoginRequiredError) Error() string {
 	if e.User != "" {
-		msg := fmt.Sprintf("server %q takes each user's own credentials, and user %q has none here, or the server refused it: give yours with %q (your token on its standard input)",
-			e.Name, e.User, "junction auth login -user -url HUB_URL "+e.Name)
+		give := fmt.Sprintf("give yours with %q (your token on its standard input)", "junction auth login -user -url HUB_URL "+e.Name)
+		if e.SignIn != "" {
+			give = "sign in at " + e.SignIn + " in your browser, then call again (or " + give + ")"
+		}
+		msg := fmt.Sprintf("server %q takes each user's own credentials, and user %q has none here, or the server refused it: %s", e.Name, e.User, give)
 		if e.Scope != "" {
 			msg += fmt.Sprintf("; it asks for scope %q", e.Scope)
 		}
@@ -197,6 +206,7 @@ type Client struct {
 	loaded  bool
 	issuer  string                     // of the authorization server, once found
 	reused  *oauthex.ClientCredentials // a client registered earlier, in use
+	hubRegs map[string]*oauthex.ClientRegistrationResponse // clients registered for hub flows, by issuer and redirect URL
 	dp      *dpopKey                   // the DPoP key, once a server asked for DPoP
 	legacy  map[string][]byte          // discovery answers for a 2025-03-26 server (legacy.go)
 }
@@ -381,7 +391,11 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		}
 		drain(resp)
 		c.want(strings.Fields(scope))
-		return &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User}
+		e := &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User}
+		if e.User != "" {
+			e.SignIn = c.signInURL()
+		}
+		return e
 	}
 	if err := h.Authorize(ctx, req, resp); err != nil {
 		if c.forgetRegistered() {
