@@ -207,9 +207,11 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 		case withdrawn && attempts > start:
 			return nil, fmt.Errorf("upstream %q: %w: no working session for %v, so its tools are withdrawn until it reconnects (last error: %v)",
 				s.name, junction.ErrSourceDown, s.cfg.withdrawAfter(), err)
-		case !reconnecting && attempts > start, attempts > start && needsPerson(err):
-			// An attempt finished after we asked, and it did not connect
-			// (or cannot until someone acts: an OAuth login).
+		case attempts > start && needsPerson(err):
+			// It cannot connect until someone acts (an OAuth login).
+			return nil, personError(fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err), err)
+		case !reconnecting && attempts > start:
+			// An attempt finished after we asked, and it did not connect.
 			return nil, fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err)
 		}
 		select {
@@ -225,6 +227,34 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 			return nil, fmt.Errorf("upstream %q: closed: %w", s.name, junction.ErrSourceDown)
 		}
 	}
+}
+
+// signIn is what an error of Config.Auth may offer: a link where the
+// user signs in, and a channel closed once they have (package oauth's
+// LoginRequiredError of a per-user server).
+type signIn interface {
+	SignInURL() string
+	SignedIn() <-chan struct{}
+}
+
+// signInError is a call's error (err, which wraps ErrSourceDown) that
+// also offers the sign-in of cause, without carrying the rest of cause's
+// chain (transport errors that would read as the call's own).
+type signInError struct {
+	err error
+	signIn
+}
+
+func (e *signInError) Error() string { return e.err.Error() }
+func (e *signInError) Unwrap() error { return e.err }
+
+// personError is err, offering cause's sign-in if it has one.
+func personError(err, cause error) error {
+	var si signIn
+	if errors.As(cause, &si) && si.SignInURL() != "" {
+		return &signInError{err, si}
+	}
+	return err
 }
 
 // needsPerson reports whether err says no attempt can connect until a
@@ -261,7 +291,8 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, err
 	} else if t != s {
 		defer release()
-		return t.CallTool(ctx, req)
+		res, err := t.CallTool(ctx, req)
+		return res, s.signInElicitation(req, err)
 	}
 	timeout := s.cfg.callTimeout(name)
 	deadline := deadlineAfter(timeout)

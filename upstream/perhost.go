@@ -3,11 +3,14 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -162,6 +165,66 @@ func (s *Server) routeUser(user string, cfg *Config) (*Server, func(), error) {
 	o.users++
 	return o.srv, func() { s.releaseOwn(o) }, nil
 }
+
+// signInElicitation turns the error of a user's call that needs them to
+// sign in (an error with a SignInURL method, such as package oauth's
+// LoginRequiredError with a hub sign-in link) into a URL-mode
+// elicitation (-32042) when their host declared URL elicitation, so
+// that the host offers the link itself; other errors, and hosts without
+// it, keep err (a tool error that carries the link).
+func (s *Server) signInElicitation(req *mcp.CallToolRequest, err error) error {
+	var si signIn
+	if err == nil || !errors.As(err, &si) || si.SignInURL() == "" {
+		return err
+	}
+	var caps *mcp.ClientCapabilities
+	if b := metaCaps(req.Params.Meta); b != nil {
+		caps = parseCapabilities(b)
+	} else if req.Session != nil {
+		if p := req.Session.InitializeParams(); p != nil {
+			caps = p.Capabilities
+		}
+	}
+	if caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {
+		return err
+	}
+	id := rand.Text()
+	s.mu.Lock()
+	watch := !s.own.closed
+	if watch {
+		s.own.wg.Add(1) // closeOwn waits for it
+	}
+	s.mu.Unlock()
+	if host, done := req.Session, si.SignedIn(); !watch || host == nil || done == nil {
+		if watch {
+			s.own.wg.Done()
+		}
+	} else {
+		// Tell the host when the sign-in is done (notifications/
+		// elicitation/complete), so that it retries; give up with the
+		// host's session, the server, or the link's life.
+		go func() {
+			defer s.own.wg.Done()
+			t := time.NewTimer(signInWait)
+			defer t.Stop()
+			hostGone := make(chan struct{})
+			go func() { host.Wait(); close(hostGone) }()
+			select {
+			case <-done:
+				host.NotifyElicitationComplete(s.ctx, &mcp.ElicitationCompleteParams{ElicitationID: id})
+			case <-hostGone:
+			case <-s.ctx.Done():
+			case <-t.C:
+			}
+		}()
+	}
+	return mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", URL: si.SignInURL(), ElicitationID: id,
+		Message: "Sign in to " + req.Params.Name + "'s server with your own account, then call again."}})
+}
+
+// signInWait bounds how long a URL elicitation's completion is awaited
+// (a sign-in link is good for 10 minutes).
+const signInWait = 10 * time.Minute
 
 // DropUser ends user's own session (Config.UserAuth), if they have one:
 // their next request starts a new one, with what UserAuth gives then

@@ -77,7 +77,7 @@ func (d *Daemon) userAuth(name string, s *config.Server) func(user string) inter
 			d.users.m = map[userClientKey]*oauth.Client{}
 		}
 		c := oauth.New(settings, oauth.Options{Store: oauth.UserStore(d.tokenStore(), user), User: user,
-			SignIn: func() string { return d.signInURL(name, user) }})
+			SignIn: func() (string, <-chan struct{}) { return d.signInURL(name, user) }})
 		d.users.m[k] = c
 		return c
 	}
@@ -338,6 +338,7 @@ type signIn struct {
 	made             time.Time
 	state, nonce     string // set when the browser opened the link
 	flow             *oauth.HubFlow
+	done             chan struct{} // closed once the token is stored
 }
 
 type signIns struct {
@@ -360,11 +361,12 @@ func (d *Daemon) setPublicBase(cfg HTTPConfig, addr net.Addr) {
 }
 
 // signInURL returns the link where user signs in to server, reusing the
-// pending one; "" when the hub serves no HTTP or has too many pending.
-func (d *Daemon) signInURL(server, user string) string {
+// pending one, and a channel closed once they have; "" when the hub
+// serves no HTTP or has too many pending.
+func (d *Daemon) signInURL(server, user string) (string, <-chan struct{}) {
 	base := d.publicBase.Load()
 	if base == nil {
-		return ""
+		return "", nil
 	}
 	f := &d.signIns
 	f.mu.Lock()
@@ -377,18 +379,19 @@ func (d *Daemon) signInURL(server, user string) string {
 			continue
 		}
 		if s.user == user && s.server == server && s.state == "" {
-			return *base + "/auth/connect/" + id
+			return *base + "/auth/connect/" + id, s.done
 		}
 	}
 	if len(f.byID) >= maxSignIns {
-		return ""
+		return "", nil
 	}
 	id := rand.Text()
 	if f.byID == nil {
 		f.byID, f.byState = map[string]*signIn{}, map[string]*signIn{}
 	}
-	f.byID[id] = &signIn{id: id, user: user, server: server, made: now}
-	return *base + "/auth/connect/" + id
+	s := &signIn{id: id, user: user, server: server, made: now, done: make(chan struct{})}
+	f.byID[id] = s
+	return *base + "/auth/connect/" + id, s.done
 }
 
 // signInStart is /auth/connect/FLOW: it sends the browser to the
@@ -478,6 +481,7 @@ func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.dropUser(s.server, s.user)
+	close(s.done)
 	d.logger.Info("per-user token from a sign-in", "source", s.server, "user", s.user)
 	signInPage(w, http.StatusOK, "Signed in to "+s.server+". Go back to your host and call the tool again.")
 }

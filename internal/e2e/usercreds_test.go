@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction/internal/oauth/oauthtest"
@@ -218,7 +220,7 @@ func TestPerUserSignIn(t *testing.T) {
 	t.Setenv("JUNCTION_OAUTH_DIR", filepath.Join(dir, "oauth"))
 	t.Setenv("JUNCTION_OAUTH_KEYCHAIN", "0")
 	cfg := filepath.Join(dir, "junction.yaml")
-	if err := os.WriteFile(cfg, []byte("servers:\n  docs:\n    url: "+srv.Resource()+"\n    credentials: per_user\nhttp:\n  tokens: [front-alice, front-bob]\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("servers:\n  docs:\n    url: "+srv.Resource()+"\n    credentials: per_user\nhttp:\n  tokens: [front-alice, front-bob, front-carol]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The operator logs the hub itself in: its token lists the tools.
@@ -315,5 +317,60 @@ func TestPerUserSignIn(t *testing.T) {
 	}
 	if text, isErr := echo(alice); isErr || !strings.Contains(text, "hello") {
 		t.Errorf("alice's call: %q (error %v)", text, isErr)
+	}
+
+	// Carol's host declares URL elicitation: her call is answered with
+	// one (-32042) naming the link; as a host would, the test opens it
+	// (a browser that follows the redirects), waits for the hub to say
+	// she is signed in (notifications/elicitation/complete), and calls
+	// again, which works.
+	completed := make(chan string, 4)
+	carolClient := newClient(&mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			completed <- req.Params.ElicitationID
+		},
+	})
+	// A host with a session (before 2026-07-28) is told when the sign-in
+	// is done; a 2026-07-28 host has no session to tell, and retries when
+	// its user says so.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	hc := httpClient("front-carol")
+	defer hc.CloseIdleConnections()
+	carol, err := carolClient.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hub.URL, HTTPClient: hc, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer carol.Close()
+	_, err = carol.CallTool(ctx, &mcp.CallToolParams{Name: "docs__echo", Arguments: map[string]any{"text": "hello"}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeURLElicitationRequired {
+		t.Fatalf("carol's call without a token: %v, want a URL elicitation (-32042)", err)
+	}
+	var data struct {
+		Elicitations []mcp.ElicitParams `json:"elicitations"`
+	}
+	if err := json.Unmarshal(rpcErr.Data, &data); err != nil || len(data.Elicitations) != 1 || data.Elicitations[0].Mode != "url" ||
+		!strings.Contains(data.Elicitations[0].URL, "/auth/connect/") || data.Elicitations[0].ElicitationID == "" {
+		t.Fatalf("the elicitation: %v %s", err, rpcErr.Data)
+	}
+	if code, body, _ := get(browser(true), data.Elicitations[0].URL); code != http.StatusOK {
+		t.Fatalf("carol's sign-in: %d\n%s", code, body)
+	}
+	select {
+	case id := <-completed:
+		if id != data.Elicitations[0].ElicitationID {
+			t.Errorf("completed elicitation %q, want %q", id, data.Elicitations[0].ElicitationID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no notifications/elicitation/complete after carol signed in")
+	}
+	if text, isErr := echo(carol); isErr || !strings.Contains(text, "hello") {
+		t.Fatalf("carol's call after signing in: %q (error %v)", text, isErr)
 	}
 }

@@ -123,12 +123,3 @@ func (f *HubFlow) Finish(ctx context.Context, code string) (*Entry, error) {
 		TokenURL: f.conf.Endpoint.TokenURL, AuthStyle: int(f.conf.Endpoint.AuthStyle), Scopes: grantedScopes(f.conf.Scopes, tok),
 		Issuer: f.issuer, Registered: f.reg, Token: tok}, nil
 }
-
-// signInURL is the user's way to sign in, when the hub offers one
-// (Options.SignIn); "" otherwise.
-func (c *Client) signInURL() string {
-	if c.opts.SignIn == nil {
-		return ""
-	}
-	return c.opts.SignIn()
-}

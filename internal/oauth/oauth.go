@@ -122,8 +122,9 @@ type Options struct {
 	User string
 	// SignIn, with User, returns the hub URL where the user signs in to
 	// the server from a browser (a [HubFlow] the hub runs), for the error
-	// of a missing or refused token; nil when the hub offers none.
-	SignIn func() string
+	// of a missing or refused token, and a channel closed once they have
+	// (nil when it cannot tell); nil when the hub offers no sign-in.
+	SignIn func() (url string, done <-chan struct{})
 }
 
 // Login is how the authorization step reaches the person (or, in tests,
@@ -147,6 +148,9 @@ type LoginRequiredError struct {
 	// they sign in from a browser, if there is one.
 	User   string
 	SignIn string
+	// Done is closed once the user has signed in at SignIn; nil when no
+	// one can tell.
+	Done <-chan struct{}
 }
 
 func (e *LoginRequiredError) Error() string {
@@ -182,6 +186,12 @@ func (e *LoginRequiredError) Error() string {
 	}
 	return msg
 }
+
+// SignInURL is the hub link where the user signs in (SignIn), or "".
+func (e *LoginRequiredError) SignInURL() string { return e.SignIn }
+
+// SignedIn is closed once the user has signed in at SignInURL (Done).
+func (e *LoginRequiredError) SignedIn() <-chan struct{} { return e.Done }
 
 // ErrLoginRequired matches every [*LoginRequiredError] with errors.Is.
 var ErrLoginRequired = errors.New("OAuth login required")
@@ -392,8 +402,8 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		drain(resp)
 		c.want(strings.Fields(scope))
 		e := &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User}
-		if e.User != "" {
-			e.SignIn = c.signInURL()
+		if e.User != "" && c.opts.SignIn != nil {
+			e.SignIn, e.Done = c.opts.SignIn()
 		}
 		return e
 	}
