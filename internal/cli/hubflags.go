@@ -98,33 +98,18 @@ func (f *hubFlags) loadConfig(env *Env) (*config.Config, string, error) {
 }
 
 // applyLogConfig lets the config file's log section set what the flags
-// did not.
+// did not (daemon.MergeLog).
 func (f *hubFlags) applyLogConfig(cfg *config.Config) {
-	if cfg == nil {
-		return
-	}
-	if cfg.Log.Level != "" && !f.set["log-level"] && !f.quiet {
-		f.logLevel = cfg.Log.Level
-	}
-	if cfg.Log.Format != "" && !f.set["log-format"] {
-		f.logFormat = cfg.Log.Format
-	}
+	f.logLevel, f.logFormat = daemon.MergeLog(f.logLevel, f.logFormat, f.set, f.quiet, cfg)
 }
 
 // logger returns the slog logger the flags ask for, writing to env.Stderr.
 func (f *hubFlags) logger(env *Env) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return nil, usageErrorf("-log-level: %v", err)
+	logger, err := daemon.NewLogger(f.logLevel, f.logFormat, env.Stderr)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch strings.ToLower(f.logFormat) {
-	case "text", "":
-		return slog.New(slog.NewTextHandler(env.Stderr, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(env.Stderr, opts)), nil
-	}
-	return nil, usageErrorf("-log-format: unknown format %q (use text or json)", f.logFormat)
+	return logger, nil
 }
 
 // selections returns the selection from each origin, labelled for error

@@ -108,118 +108,55 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("serve takes no arguments, got %q", fs.Args())
 	}
-	if *replayBytes < 0 {
-		return usageErrorf("-replay-bytes %d: want 0 or more", *replayBytes)
-	}
 	hf.noteSet(fs)
-	hf.noRaw = !*fastPath
-	switch {
-	case *budget < 0:
-		return usageErrorf("-startup-budget: must not be negative (0 means hosts do not wait)")
-	case *budget > 0:
-		hf.startupBudget = *budget
-	case hf.set["startup-budget"]:
-		hf.startupBudget = -1 // 0 given: no waiting
+	flags := daemon.ServeFlags{
+		Set: hf.set, LogLevel: hf.logLevel, LogFormat: hf.logFormat,
+		HTTP: *addr, HTTPMode: *mode, Stateless: *stateless, JSONResponse: *jsonResponse,
+		SessionTimeout: *sessionTimeout, SessionPark: *sessionPark, MaxRequestBytes: *maxBody,
+		ReplayBytes: *replayBytes, StartupBudget: *budget, InsecureNoAuth: *insecure, FastPath: *fastPath,
+		TokenFile: *tokenFile, Admin: *admin, Audit: *audit, AuditArguments: *auditArgs,
+		Tokens: tokens, AllowedHosts: hosts, AllowedOrigins: origins, Guard: guard.opts,
+	}
+	if err := flags.Check(); err != nil { // before the file is read
+		return usageErrorf("%v", err)
 	}
 	fileCfg, cfgPath, err := hf.loadConfig(env)
 	if err != nil {
 		return err
 	}
-	hf.applyLogConfig(fileCfg)
-	if fileCfg != nil {
-		hf.audit = fileCfg.Audit
-	}
-	if hf.set["audit"] {
-		hf.audit.Output = *audit
-	}
-	if hf.set["audit-arguments"] {
-		hf.audit.Arguments = *auditArgs
-	}
-	if hf.audit.Arguments && hf.audit.Output == "" {
-		return usageErrorf("-audit-arguments needs an audit output (-audit stderr, -audit FILE, or the config file's audit.output)")
-	}
-	logger, err := hf.logger(env)
+	// The flags merged with the file (package daemon): what serve runs with.
+	s, err := daemon.ServeSettings(flags, fileCfg, env.Stderr)
 	if err != nil {
-		return err
+		return usageErrorf("%v", err)
 	}
-	for _, w := range configWarnings(fileCfg) {
-		logger.Warn("config", "note", w)
-	}
-
-	// The config file's http section, where the flags say nothing.
-	if h := configHTTP(fileCfg); h != nil {
-		if !hf.set["http"] && h.Listen != "" {
-			*addr = h.Listen
-		}
-		if !hf.set["http-mode"] && !hf.set["stateless"] && h.Mode != "" {
-			*mode = h.Mode
-		}
-		if !hf.set["json-response"] && h.JSONResponse {
-			*jsonResponse = true
-		}
-		if !hf.set["session-timeout"] && h.SessionTimeout != 0 {
-			*sessionTimeout = h.SessionTimeout
-		}
-		if !hf.set["session-park"] && h.SessionPark != 0 {
-			*sessionPark = h.SessionPark
-		}
-		if !hf.set["max-request-bytes"] && h.MaxRequestBytes != 0 {
-			*maxBody = h.MaxRequestBytes
-		}
-		if !hf.set["admin"] && h.Admin != "" {
-			*admin = h.Admin
-		}
-		if !hf.set["insecure-no-auth"] && h.InsecureNoAuth {
-			*insecure = true
-		}
-		if !hf.set["token-file"] && h.TokenFile != "" {
-			*tokenFile = h.TokenFile
-		}
-		tokens = append(tokens, h.Tokens...)
-		hosts = append(hosts, h.AllowedHosts...)
-		origins = append(origins, h.AllowedOrigins...)
-	}
-	httpMode, err := dataplane.ParseHTTPMode(*mode)
-	if err != nil {
-		return usageErrorf("-http-mode: %v", err)
-	}
-	if *stateless {
-		httpMode = dataplane.HTTPStateless
-	}
-	if *addr == "" && *admin == "" && (*insecure || len(tokens) > 0 || *tokenFile != "") && (hf.set["insecure-no-auth"] || hf.set["token"] || hf.set["token-file"]) {
-		return usageErrorf("-token, -token-file and -insecure-no-auth only apply with -http or -admin")
-	}
-	for _, name := range []string{"read-header-timeout", "progress-timeout", "idle-timeout", "max-header-bytes"} {
-		if *addr == "" && *admin == "" && hf.set[name] {
-			return usageErrorf("-%s only applies with -http or -admin", name)
-		}
-	}
+	logger := s.Logger
+	hf.noRaw, hf.startupBudget, hf.audit = s.NoRaw, s.StartupBudget, s.Audit
 
 	var fromFile []string
-	if *admin != "" {
-		if err := daemon.CheckAdmin(*admin, *insecure); err != nil {
+	if s.Admin != "" {
+		if err := daemon.CheckAdmin(s.Admin, s.InsecureNoAuth); err != nil {
 			return usageErrorf("%v", err)
 		}
-		if err := checkFree("-admin", *admin); err != nil {
+		if err := checkFree("-admin", s.Admin); err != nil {
 			return err
 		}
 	}
-	if *addr != "" || *admin != "" {
+	if s.Listen != "" || s.Admin != "" {
 		// Check the address and the token file before building anything
 		// or printing a token.
-		if *addr != "" {
-			if err := daemon.CheckListen(*addr, *insecure); err != nil {
+		if s.Listen != "" {
+			if err := daemon.CheckListen(s.Listen, s.InsecureNoAuth); err != nil {
 				return usageErrorf("%v", err)
 			}
-			if err := checkFree("-http", *addr); err != nil {
+			if err := checkFree("-http", s.Listen); err != nil {
 				return err
 			}
 		}
 		if err := guard.check(); err != nil {
 			return err
 		}
-		if *tokenFile != "" {
-			if fromFile, err = readTokenFile(*tokenFile); err != nil {
+		if s.TokenFile != "" {
+			if fromFile, err = readTokenFile(s.TokenFile); err != nil {
 				return err
 			}
 		}
@@ -242,28 +179,26 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		defer stopWatch()
 	}
 
-	var frontAuth *daemon.FrontAuth
-	if h := configHTTP(fileCfg); h != nil {
-		if frontAuth, err = daemon.NewFrontAuth(h.Auth); err != nil {
-			return err
-		}
+	frontAuth, err := daemon.NewFrontAuth(s.Auth)
+	if err != nil {
+		return err
 	}
-	if frontAuth != nil && *insecure {
+	if frontAuth != nil && s.InsecureNoAuth {
 		return usageErrorf("-insecure-no-auth contradicts the config file's http.auth (mode oauth); keep one")
 	}
-	all := append([]string(nil), tokens...)
+	all := append([]string(nil), s.Tokens...)
 	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
 	all = append(all, fromFile...)
-	if len(all) == 0 && !*insecure && (*admin != "" || *addr != "" && !d.DiPeOAuth() && frontAuth == nil) {
+	if len(all) == 0 && !s.InsecureNoAuth && (s.Admin != "" || s.Listen != "" && !d.DiPeOAuth() && frontAuth == nil) {
 		all = []string{generatedToken(env, EnvToken)}
 	}
-	if *admin != "" {
+	if s.Admin != "" {
 		actx, stopAdmin := context.WithCancel(ctx)
 		adminDone := make(chan error, 1)
 		go func() {
 			err := d.ServeAdmin(actx, daemon.HTTPConfig{
-				Addr: *admin, Tokens: all, InsecureNoAuth: *insecure, AllowedHosts: hosts, AllowedOrigins: origins,
-				Guard: guard.opts, ShutdownTimeout: 5 * time.Second,
+				Addr: s.Admin, Tokens: all, InsecureNoAuth: s.InsecureNoAuth, AllowedHosts: s.AllowedHosts, AllowedOrigins: s.AllowedOrigins,
+				Guard: s.Guard, ShutdownTimeout: 5 * time.Second,
 				Ready: func(a net.Addr) { fmt.Fprintf(env.Stderr, "junction: status page on http://%s/\n", a) },
 			})
 			if err != nil { // the hub goes on serving its host
@@ -277,37 +212,27 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}()
 	}
 
-	if *addr == "" {
+	if s.Listen == "" {
 		return d.ServeStdio(ctx, env.Stdin, env.Stdout)
 	}
 	cfg := daemon.HTTPConfig{
-		Addr:           *addr,
+		Addr:           s.Listen,
 		Tokens:         all,
 		OAuth:          frontAuth,
-		InsecureNoAuth: *insecure,
-		AllowedHosts:   hosts,
-		AllowedOrigins: origins,
-		MCP: dataplane.HTTPOptions{
-			Mode:            httpMode,
-			JSONResponse:    *jsonResponse,
-			SessionTimeout:  *sessionTimeout,
-			SessionPark:     *sessionPark,
-			MaxRequestBytes: *maxBody,
-			ReplayBytes:     *replayBytes,
-		},
+		InsecureNoAuth: s.InsecureNoAuth,
+		AllowedHosts:   s.AllowedHosts,
+		AllowedOrigins: s.AllowedOrigins,
+		MCP:            s.MCP,
 		Ready: func(a net.Addr) {
 			fmt.Fprintf(env.Stderr, "junction: listening on http://%s/mcp\n", a)
 		},
-		Guard:           guard.opts,
+		Guard:           s.Guard,
 		ShutdownTimeout: 10 * time.Second,
-	}
-	if cfg.MCP.ReplayBytes == 0 {
-		cfg.MCP.ReplayBytes = -1 // none kept; HTTPOptions reads 0 as the default
 	}
 	if err := d.ServeHTTP(ctx, cfg); err != nil {
 		if addrInUse(err) {
 			// Taken since checkFree looked.
-			return fmt.Errorf("%w\n%s", err, addrInUseHint("-http", *addr))
+			return fmt.Errorf("%w\n%s", err, addrInUseHint("-http", s.Listen))
 		}
 		return err
 	}
@@ -374,24 +299,6 @@ func releaseStartupPages(ctx context.Context, h *junction.Hub, logger *slog.Logg
 		cancel()
 		<-done
 	}
-}
-
-func configHTTP(c *config.Config) *config.HTTP {
-	if c == nil {
-		return nil
-	}
-	return &c.HTTP
-}
-
-func configWarnings(c *config.Config) []string {
-	if c == nil {
-		return nil
-	}
-	var out []string
-	for _, w := range c.Warnings {
-		out = append(out, fmt.Sprint(w))
-	}
-	return out
 }
 
 // errReloadIncomplete marks a reload that applied the new config but for
