@@ -200,6 +200,7 @@ func Build(ctx context.Context, spec Spec) (_ *Daemon, err error) {
 	if err := d.openShared(ctx, cfg); err != nil {
 		return nil, err
 	}
+	d.watchUserTokens()
 	if err := d.addSources(ctx, packNames(spec, cfg), cfg); err != nil {
 		return nil, err
 	}

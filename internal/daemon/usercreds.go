@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/oauth"
+	"github.com/junction-mcp/junction/internal/store/postgres"
 )
 
 // Per-user credentials (credentials: per_user; docs/oauth.md, "Teams").
@@ -45,10 +47,22 @@ type userClientKey struct {
 	user     string
 }
 
-// tokenStore is the token store the per-user clients share: the one
-// junction auth login uses, else (no state directory) one in memory.
+// tokenStore is the token store the per-user clients share: with the
+// config's store (PostgreSQL), its oauth_tokens table, which every
+// replica shares; else the one junction auth login uses, else (no state
+// directory) one in memory.
 func (d *Daemon) tokenStore() oauth.Store {
 	d.tokensOnce.Do(func() {
+		if d.shared != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			st, err := d.shared.DB.Tokens(ctx)
+			if err == nil {
+				d.tokens = st
+				return
+			}
+			d.logger.Error("per-user tokens: the store's token table", "error", err)
+		}
 		if st, err := oauth.OpenStore(d.getenv); err == nil {
 			d.tokens = st
 		} else {
@@ -82,6 +96,42 @@ func (d *Daemon) userAuth(name string, s *config.Server) func(user string) inter
 		return c
 	}
 }
+
+// userChanged is called when user's token for server was given or taken
+// back: this replica drops the user's client and session (dropUser),
+// and so do the others that share the store, told through it.
+func (d *Daemon) userChanged(server, user string) {
+	d.dropUser(server, user)
+	if d.shared == nil {
+		return
+	}
+	b, _ := json.Marshal([2]string{server, user})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.shared.DB.Notify(ctx, postgres.ChannelUserToken, string(b)); err != nil {
+		d.logger.Warn("telling the other replicas of a user's token", "source", server, "user", user, "error", err)
+	}
+}
+
+// watchUserTokens makes this replica drop a user's session when another
+// replica tells it their token changed (userChanged).
+func (d *Daemon) watchUserTokens() {
+	if d.shared == nil {
+		return
+	}
+	unsubscribe := d.shared.DB.Subscribe(postgres.ChannelUserToken, func(payload string) {
+		var su [2]string
+		if json.Unmarshal([]byte(payload), &su) == nil && su[0] != "" && su[1] != "" {
+			go d.dropUser(su[0], su[1]) // Subscribe's callbacks must not block
+		}
+	})
+	d.AddCloser(closerFunc(unsubscribe))
+}
+
+// closerFunc is a func as an io.Closer.
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
 
 // dropUser forgets user's client of server and ends their session with
 // it, so that the next call starts afresh from the store.
@@ -218,7 +268,7 @@ func (d *Daemon) tokensHandler(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusInternalServerError, "the token store: "+err.Error())
 			return
 		}
-		d.dropUser(name, user)
+		d.userChanged(name, user)
 		d.logger.Info("per-user token given", "source", name, "user", user)
 		writeJSONBody(w, userToken(name, s.URL, user, e))
 	case http.MethodDelete:
@@ -235,7 +285,7 @@ func (d *Daemon) tokensHandler(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusInternalServerError, "the token store: "+err.Error())
 			return
 		}
-		d.dropUser(name, whose)
+		d.userChanged(name, whose)
 		if !found {
 			httpError(w, http.StatusNotFound, fmt.Sprintf("user %q has no token for %s", whose, name))
 			return
@@ -480,7 +530,7 @@ func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
 		signInPage(w, http.StatusInternalServerError, "The token could not be stored: "+err.Error())
 		return
 	}
-	d.dropUser(s.server, s.user)
+	d.userChanged(s.server, s.user)
 	close(s.done)
 	d.logger.Info("per-user token from a sign-in", "source", s.server, "user", s.user)
 	signInPage(w, http.StatusOK, "Signed in to "+s.server+". Go back to your host and call the tool again.")

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction/internal/oauth/oauthtest"
+	"github.com/junction-mcp/junction/internal/pgtest"
 )
 
 // whoServer is an HTTP MCP server on 127.0.0.1 that checks its own
@@ -372,5 +373,59 @@ func TestPerUserSignIn(t *testing.T) {
 	}
 	if text, isErr := echo(carol); isErr || !strings.Contains(text, "hello") {
 		t.Fatalf("carol's call after signing in: %q (error %v)", text, isErr)
+	}
+}
+
+// TestPerUserTokensAcrossReplicas: two hubs share a PostgreSQL store: a
+// token Alice gives one replica serves her calls on the other, and when
+// she takes it back on the first, the second stops using it too; Bob's
+// goes on working on both.
+func TestPerUserTokensAcrossReplicas(t *testing.T) {
+	up := whoServer(t, map[string]string{"hub-up": "the hub", "alice-up": "alice", "bob-up": "bob"})
+	pg := pgtest.Start(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "junction.json")
+	if err := os.WriteFile(cfg, []byte(`{
+  "servers": {"who": {"url": "`+up+`", "bearer_token": "hub-up", "credentials": "per_user"}},
+  "http": {"tokens": ["front-alice", "front-bob"]},
+  "store": "`+pg.URL+`"
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startServer(t, "-config", cfg, "-no-default-packs")
+	b := startServer(t, "-config", cfg, "-no-default-packs")
+	call := func(hub *serveProc, token string) string {
+		t.Helper()
+		out, errOut, _ := runJunction(t, nil, "tools", "call", "who__whoami", "-url", hub.URL, "-token", token)
+		return out + errOut
+	}
+	give := func(hub *serveProc, token, upToken string) {
+		t.Helper()
+		if out, errOut, code := runJunctionIn(t, nil, upToken+"\n", "auth", "login", "-user", "who", "-url", strings.TrimSuffix(hub.URL, "/mcp"), "-token", token); code != 0 {
+			t.Fatalf("auth login -user: exit %d\n%s%s", code, out, errOut)
+		}
+	}
+	waitFor(t, "who connected on both replicas", 30*time.Second, func() bool {
+		sa, _ := getStatus(t, a.URL, "front-alice").source("who")
+		sb, _ := getStatus(t, b.URL, "front-alice").source("who")
+		return sa == "connected" && sb == "connected"
+	})
+	give(a, "front-alice", "alice-up")
+	give(b, "front-bob", "bob-up")
+	if got := call(b, "front-alice"); !strings.Contains(got, "you are alice") {
+		t.Fatalf("alice on the other replica: %s", got)
+	}
+	if got := call(a, "front-bob"); !strings.Contains(got, "you are bob") {
+		t.Fatalf("bob on the other replica: %s", got)
+	}
+	if out, errOut, code := runJunction(t, nil, "auth", "logout", "-user", "who", "-url", strings.TrimSuffix(a.URL, "/mcp"), "-token", "front-alice"); code != 0 {
+		t.Fatalf("auth logout -user: exit %d\n%s%s", code, out, errOut)
+	}
+	waitFor(t, "alice's token gone on the other replica", 30*time.Second, func() bool {
+		return strings.Contains(call(b, "front-alice"), "takes each user's own credentials")
+	})
+	if got := call(b, "front-bob"); !strings.Contains(got, "you are bob") {
+		t.Errorf("bob after alice's logout: %s", got)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -285,7 +286,65 @@ func (c *Client) storedSource(e *Entry) oauth2.TokenSource {
 	cfg := &oauth2.Config{ClientID: e.ClientID, ClientSecret: e.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: e.TokenURL, AuthStyle: oauth2.AuthStyle(e.AuthStyle)}, Scopes: e.Scopes}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.hc)
-	return &savingSource{c: c, entry: *e, inner: cfg.TokenSource(ctx, e.Token), last: e.Token.AccessToken}
+	inner := cfg.TokenSource(ctx, e.Token)
+	if l, ok := c.opts.Store.(Locker); ok {
+		inner = oauth2.ReuseTokenSource(e.Token, &sharedRefresh{c: c, cfg: cfg, ctx: ctx, locker: l, tok: e.Token})
+	}
+	return &savingSource{c: c, entry: *e, inner: inner, last: e.Token.AccessToken}
+}
+
+// sharedRefresh refreshes a token that processes share through a
+// [Locker] store, once among them: under the store's lock on the entry,
+// a token another process stored since is taken as it is; else this one
+// refreshes, and stores the new token before the lock is let go.
+type sharedRefresh struct {
+	c      *Client
+	cfg    *oauth2.Config
+	ctx    context.Context
+	locker Locker
+	mu     sync.Mutex
+	tok    *oauth2.Token // the latest this process has
+}
+
+// refreshMargin is how long before its expiry a token counts as expired
+// (golang.org/x/oauth2 refreshes 10 s early).
+const refreshMargin = 10 * time.Second
+
+func (r *sharedRefresh) Token() (*oauth2.Token, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	unlock, err := r.locker.Lock(ctx, r.c.s.URL)
+	if err != nil {
+		return nil, fmt.Errorf("token store: %w", err)
+	}
+	defer unlock()
+	if e, err := r.c.opts.Store.Load(r.c.s.URL); err == nil && e != nil && e.Token != nil {
+		if e.Token.AccessToken != r.tok.AccessToken && (e.Token.Expiry.IsZero() || time.Until(e.Token.Expiry) > refreshMargin) {
+			r.tok = e.Token // another process refreshed it
+			return e.Token, nil
+		}
+		if e.Token.RefreshToken != "" {
+			r.tok = e.Token
+		}
+	}
+	tok, err := r.cfg.TokenSource(r.ctx, r.tok).Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok.RefreshToken == "" {
+		tok.RefreshToken = r.tok.RefreshToken
+	}
+	if e, err := r.c.opts.Store.Load(r.c.s.URL); err == nil && e != nil {
+		c := *e
+		c.Token = tok
+		if err := r.c.opts.Store.Save(&c); err != nil {
+			return nil, fmt.Errorf("token store: %w", err)
+		}
+	}
+	r.tok = tok
+	return tok, nil
 }
 
 // token returns the access token to send, or "" when there is none (or

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -95,6 +96,14 @@ func (s userStore) Delete(resource string) (bool, error) {
 	return s.base.Delete(UserKey(s.user, resource))
 }
 
+// Lock locks the user's key for resource, where base is a [Locker].
+func (s userStore) Lock(ctx context.Context, resource string) (func(), error) {
+	if l, ok := s.base.(Locker); ok {
+		return l.Lock(ctx, UserKey(s.user, resource))
+	}
+	return func() {}, nil
+}
+
 func (s userStore) List() ([]*Entry, error) {
 	all, err := s.base.List()
 	var out []*Entry
@@ -104,6 +113,14 @@ func (s userStore) List() ([]*Entry, error) {
 		}
 	}
 	return out, err
+}
+
+// A Locker is a Store that several processes share (the replicas of a
+// hub on one database), and that can hold a lock on one key across
+// them, so that a token about to expire is refreshed once, by one of
+// them, and the others read the new one.
+type Locker interface {
+	Lock(ctx context.Context, key string) (unlock func(), err error)
 }
 
 // Store keeps entries by resource URL.

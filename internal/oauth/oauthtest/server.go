@@ -40,6 +40,8 @@ type Server struct {
 	Registrations  int
 	Authorizations int
 	Refreshes      int
+
+	refreshTries int // refresh_token grants asked for, good or not
 }
 
 type grant struct {
@@ -158,6 +160,7 @@ func NewWith(o Options) *Server {
 				return
 			}
 		case "refresh_token":
+			s.refreshTries++
 			if !s.refresh[r.Form.Get("refresh_token")] {
 				w.WriteHeader(http.StatusBadRequest)
 				writeJSON(w, map[string]string{"error": "invalid_grant"})
@@ -212,6 +215,14 @@ func (s *Server) ForgetClients() {
 }
 
 // Counts returns the registrations, authorizations and refreshes so far.
+// RefreshTries counts the refresh_token grants asked for, including
+// those refused (a refresh token already used).
+func (s *Server) RefreshTries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refreshTries
+}
+
 func (s *Server) Counts() (registrations, authorizations, refreshes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

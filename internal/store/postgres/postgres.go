@@ -232,9 +232,13 @@ const (
 	// ChannelSessionEnded carries the ledger id of an HTTP session a
 	// host deleted (see [SessionLedger]).
 	ChannelSessionEnded = "junction_session_ended"
+	// ChannelUserToken carries "SERVER USER" (JSON): a user's token for a
+	// server with per-user credentials was given or taken back; every
+	// replica ends that user's session with the server.
+	ChannelUserToken = "junction_user_token"
 )
 
-var channels = []string{ChannelCancel, ChannelConfig, ChannelSessionEnded}
+var channels = []string{ChannelCancel, ChannelConfig, ChannelSessionEnded, ChannelUserToken}
 
 type subscription struct {
 	fn func(payload string)
@@ -348,17 +352,21 @@ const SessionKeySize = 32
 // SessionKey returns the key that seals HTTP session ids, the same for
 // every replica: the first replica to ask makes it (random), the others
 // read it.
-func (db *DB) SessionKey(ctx context.Context) ([]byte, error) {
+func (db *DB) SessionKey(ctx context.Context) ([]byte, error) { return db.secret(ctx, "session_key") }
+
+// secret returns the secret called name, the same for every replica:
+// SessionKeySize random bytes that the first replica to ask makes.
+func (db *DB) secret(ctx context.Context, name string) ([]byte, error) {
 	key := make([]byte, SessionKeySize)
 	rand.Read(key)
-	if _, err := db.pool.Exec(ctx, "INSERT INTO secrets (name, value) VALUES ('session_key', $1) ON CONFLICT (name) DO NOTHING", key); err != nil {
-		return nil, fmt.Errorf("store: session key: %w", err)
+	if _, err := db.pool.Exec(ctx, "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING", name, key); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", name, err)
 	}
-	if err := db.pool.QueryRow(ctx, "SELECT value FROM secrets WHERE name = 'session_key'").Scan(&key); err != nil {
-		return nil, fmt.Errorf("store: session key: %w", err)
+	if err := db.pool.QueryRow(ctx, "SELECT value FROM secrets WHERE name = $1", name).Scan(&key); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", name, err)
 	}
 	if len(key) != SessionKeySize {
-		return nil, fmt.Errorf("store: session key: %d bytes in the secrets table, want %d", len(key), SessionKeySize)
+		return nil, fmt.Errorf("store: %s: %d bytes in the secrets table, want %d", name, len(key), SessionKeySize)
 	}
 	return key, nil
 }
