@@ -40,8 +40,9 @@ func imports(t *testing.T, dir string) map[string]bool {
 // package imports only the standard library and go-sdk (with the two
 // libraries go-sdk itself builds on), never the data plane, a source or
 // the daemon; the data plane imports the core and nothing else of ours
-// (sources use it, it never uses them); and packs never import each
-// other.
+// (sources use it, it never uses them); packs never import each other;
+// and the command line reaches packs, upstreams, plugins and the data
+// plane only through the daemon (its tests may import them).
 func TestDependencyDirection(t *testing.T) {
 	allowed := []string{
 		module + "/internal/rawjson/",        // a leaf: the standard library only (checked below)
@@ -78,6 +79,13 @@ func TestDependencyDirection(t *testing.T) {
 		for p := range imports(t, leaf) {
 			if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
 				t.Errorf("%s imports %s; it may import only the standard library", leaf, p)
+			}
+		}
+	}
+	for p := range imports(t, "internal/cli") {
+		for _, banned := range []string{"/internal/pack", "/upstream", "/toolbox", "/dataplane"} {
+			if p == module+banned || strings.HasPrefix(p, module+banned+"/") {
+				t.Errorf("internal/cli imports %s; the command line reaches packs, upstreams, plugins and the data plane through internal/daemon (add what it needs there)", p)
 			}
 		}
 	}

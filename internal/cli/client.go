@@ -16,7 +16,6 @@ import (
 	"github.com/junction-mcp/junction/internal/buildinfo"
 	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/oauth"
-	"github.com/junction-mcp/junction/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -417,15 +416,14 @@ func parseInterspersed(env *Env, fs *flag.FlagSet, args []string) ([]string, err
 	}
 }
 
-// connectCommand runs args as a stdio MCP server through the upstream
-// package, as the hub does, and serves it in-process: the client gets the
-// hub's tolerance (junk lines on the server's stdout are skipped, odd
-// schemas are fixed, the process tree is reaped), and the server's stderr
-// is passed through to ours.
+// connectCommand runs args as a stdio MCP server as the hub runs its
+// upstreams (daemon.StartServerCommand) and serves it in-process: the
+// client gets the hub's tolerance (junk lines on the server's stdout are
+// skipped, odd schemas are fixed, the process tree is reaped), and the
+// server's stderr is passed through to ours.
 func connectCommand(ctx context.Context, env *Env, client *mcp.Client, args []string) (*mcp.ClientSession, func(), error) {
 	logger := slog.New(&passStderr{w: env.Stderr})
-	srv, err := upstream.New("server", upstream.Config{Transport: upstream.TransportStdio, Command: args[0], Args: args[1:], Env: envMap(env.Environ())},
-		&upstream.Options{Logger: logger, ClientInfo: &mcp.Implementation{Name: "junction-cli", Version: buildinfo.Version()}})
+	srv, err := daemon.StartServerCommand(args, env.Environ(), logger)
 	if err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
@@ -433,44 +431,12 @@ func connectCommand(ctx context.Context, env *Env, client *mcp.Client, args []st
 		srv.Close()
 		return nil, nil, fmt.Errorf("connect to %s: %w", args[0], err)
 	}
-	hub := junction.New(nil)
-	stop := func() { hub.Close(); srv.Close() }
-	if err := hub.Add(ctx, "server", srv, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-		stop()
-		return nil, nil, err
-	}
-	view, err := hub.NewView("", junction.Selection{})
+	cs, closeSession, err := srv.Connect(ctx, client)
 	if err != nil {
-		stop()
+		srv.Close()
 		return nil, nil, err
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		ss.Close()
-		stop()
-		return nil, nil, err
-	}
-	return cs, func() { cs.Close(); ss.Close(); stop() }, nil
-}
-
-// envMap turns KEY=VALUE pairs into a map.
-func envMap(kvs []string) map[string]string {
-	if len(kvs) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(kvs))
-	for _, kv := range kvs {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
+	return cs, func() { closeSession(); srv.Close() }, nil
 }
 
 // passStderr is the slog handler for a command target: the server's

@@ -16,9 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/daemon"
-	"github.com/junction-mcp/junction/internal/pack/diagram"
 )
 
 // envReadyFD names the file descriptor on which a background run's child
@@ -59,9 +57,9 @@ func (f *diagramFlags) register(env *Env, name, synopsis, about string) *flag.Fl
 }
 
 // printRun prints a diagram run: as JSON, or in short for -o text.
-func (f *diagramFlags) printRun(env *Env, r *diagram.Run) error {
+func (f *diagramFlags) printRun(env *Env, r *daemon.DiagramRun) error {
 	if f.out.json {
-		return writeJSON(env.Stdout, publicRun(r))
+		return writeJSON(env.Stdout, r)
 	}
 	fmt.Fprintf(env.Stdout, "%s %s: %s\n", r.Diagram, r.SessionID, r.Status)
 	if r.Output != nil {
@@ -78,73 +76,20 @@ func (f *diagramFlags) printRun(env *Env, r *diagram.Run) error {
 }
 
 // open builds a hub with the requested packs and the diagram pack over
-// the data directory.
-func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Daemon, *diagram.Pack, error) {
+// the data directory; the config file's packs.diagram.settings apply.
+func (f *diagramFlags) open(ctx context.Context, env *Env) (*daemon.Diagrams, error) {
 	logger, err := f.hf.logger(env)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var packs []string
-	if !f.hf.noDefaultPacks {
-		packs = append(packs, daemon.DefaultPacks()...)
-	}
-	for _, p := range f.hf.packs {
-		if p != diagram.Name && !slices.Contains(packs, p) {
-			packs = append(packs, p)
-		}
-	}
-	// The diagram pack is added below; the dipeo pack is the same engine.
-	packs = slices.DeleteFunc(packs, func(p string) bool { return p == diagram.Name || p == diagram.DiPeOName })
-	if packs == nil {
-		packs = []string{}
-	}
-	dir := f.hf.dataDir
-	if dir == "" {
-		dir = daemon.DefaultDataDir(env.Getenv)
-	}
-	// The config file's packs.diagram.settings (limits, the http nodes'
-	// allowlist) apply here as they do in serve.
 	cfg, _, err := f.hf.loadConfig(env)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var settings map[string]any
-	dipeo := false
-	switch {
-	case cfg != nil && cfg.Packs[diagram.Name] != nil:
-		settings = cfg.Packs[diagram.Name].Settings
-	case cfg != nil && cfg.Packs[diagram.DiPeOName] != nil:
-		// A DiPeO setup: its settings, and its files root (DiPeO's file
-		// paths are relative to its project, the diagrams root).
-		settings, dipeo = cfg.Packs[diagram.DiPeOName].Settings, true
-	}
-	d, err := daemon.Build(ctx, daemon.Spec{Packs: packs, Logger: logger, Getenv: env.Getenv, DataDir: dir})
-	if err != nil {
-		return nil, nil, err
-	}
-	opts, err := daemon.DiagramOptions(d.Hub, dir, settings, env.Getenv)
-	if err != nil {
-		d.Close()
-		return nil, nil, err
-	}
-	if dipeo && opts.FilesRoot == "" {
-		opts.FilesRoot = opts.DiagramsRoot
-		if opts.FilesRoot == "" {
-			opts.FilesRoot = "."
-		}
-	}
-	opts.Logger = logger
-	p, err := diagram.New(opts)
-	if err != nil {
-		d.Close()
-		return nil, nil, err
-	}
-	d.AddCloser(p)
-	if err := d.Hub.Add(ctx, diagram.Name, p.Pack, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-		d.Close()
-		return nil, nil, err
-	}
-	return d, p, nil
+	return daemon.OpenDiagrams(ctx, daemon.DiagramSpec{
+		Packs: f.hf.packs, NoDefaultPacks: f.hf.noDefaultPacks, DataDir: f.hf.dataDir,
+		Config: cfg, Logger: logger, Getenv: env.Getenv,
+	})
 }
 
 func runDiagramCompile(ctx context.Context, env *Env, args []string) error {
@@ -170,12 +115,12 @@ under that name. Exit status 1 means the diagram is not valid.`)
 	if err != nil {
 		return err
 	}
-	d, p, err := f.open(ctx, env)
+	ds, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	c, err := p.Compile(src, *pushAs)
+	defer ds.Close()
+	c, err := ds.Compile(src, *pushAs)
 	if err != nil {
 		return err
 	}
@@ -185,12 +130,6 @@ under that name. Exit status 1 means the diagram is not valid.`)
 		"warnings":   c.Warnings,
 		"node_count": c.NodeCount,
 		"edge_count": c.EdgeCount,
-	}
-	if c.Errors == nil {
-		out["errors"] = []diagram.Problem{}
-	}
-	if c.Warnings == nil {
-		out["warnings"] = []diagram.Problem{}
 	}
 	if c.PushedAs != "" {
 		out["pushed_as"] = c.PushedAs
@@ -254,7 +193,7 @@ func lightFileName(path string) string {
 // light format.
 func readLightFile(env *Env, path string, light bool) ([]byte, error) {
 	src, err := readDiagramFile(env, path)
-	if err != nil || !light || diagram.IsLight(src) {
+	if err != nil || !light || daemon.IsLightDiagram(src) {
 		return src, err
 	}
 	return nil, usageErrorf("-light: %s is not a DiPeO light diagram (it has no version: light)", path)
@@ -309,7 +248,7 @@ the same data directory.`)
 			return usageErrorf("-input: not a JSON object: %v", err)
 		}
 	}
-	req := diagram.RunRequest{Input: in, Timeout: *timeout, ID: *runID}
+	req := daemon.DiagramRunRequest{Input: in, Timeout: *timeout, ID: *runID}
 	target := pos[0]
 	if *light && target != "-" {
 		target = lightFileName(target)
@@ -337,16 +276,16 @@ the same data directory.`)
 		return startBackground(ctx, env, args, target, dir, f.out.json)
 	}
 
-	d, p, err := f.open(ctx, env)
+	ds, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	var run *diagram.Run
+	defer ds.Close()
+	var run *daemon.DiagramRun
 	if *runID != "" {
-		run, err = runChild(ctx, env, p, req)
+		run, err = runChild(ctx, env, ds, req)
 	} else {
-		run, err = p.Run(ctx, req)
+		run, err = ds.Run(ctx, req)
 	}
 	if err != nil {
 		return err
@@ -354,26 +293,20 @@ the same data directory.`)
 	if err := f.printRun(env, run); err != nil {
 		return err
 	}
-	if run.Status != diagram.StatusCompleted {
+	if run.Status != daemon.DiagramCompleted {
 		return &ExitError{Code: 1, Err: fmt.Errorf("run %s %s: %s", run.SessionID, run.Status, run.Error)}
 	}
 	return nil
 }
 
-func publicRun(r *diagram.Run) *diagram.Run {
-	c := *r
-	c.Owner = ""
-	return &c
-}
-
 // runChild is the background child's side: start the run, tell the parent
 // on the ready descriptor, then wait for the run to end.
-func runChild(ctx context.Context, env *Env, p *diagram.Pack, req diagram.RunRequest) (*diagram.Run, error) {
+func runChild(ctx context.Context, env *Env, ds *daemon.Diagrams, req daemon.DiagramRunRequest) (*daemon.DiagramRun, error) {
 	var ready io.WriteCloser = nopWriteCloser{io.Discard}
 	if fd, err := strconv.Atoi(env.Getenv(envReadyFD)); err == nil && fd > 2 {
 		ready = os.NewFile(uintptr(fd), "ready")
 	}
-	run, err := p.Start(req)
+	run, err := ds.Start(req)
 	if err != nil {
 		json.NewEncoder(ready).Encode(map[string]string{"error": err.Error()})
 		ready.Close()
@@ -381,11 +314,11 @@ func runChild(ctx context.Context, env *Env, p *diagram.Pack, req diagram.RunReq
 	}
 	json.NewEncoder(ready).Encode(map[string]string{"session_id": run.SessionID, "status": "started"})
 	ready.Close()
-	if err := p.Wait(ctx, run.SessionID); err != nil {
-		// Interrupted: closing the pack records the run as failed.
+	if err := ds.Wait(ctx, run.SessionID); err != nil {
+		// Interrupted: closing the hub records the run as failed.
 		return nil, err
 	}
-	return p.Result(context.WithoutCancel(ctx), run.SessionID)
+	return ds.Result(context.WithoutCancel(ctx), run.SessionID)
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -400,7 +333,7 @@ func startBackground(ctx context.Context, env *Env, args []string, target, dir s
 	if err != nil {
 		return fmt.Errorf("background run: finding the junction binary: %w", err)
 	}
-	id := diagram.NewRunID()
+	id := daemon.NewDiagramRunID()
 	childArgs := []string{"diagram", "run", "-run-id", id}
 	for _, a := range args {
 		if a == "-background" || a == "--background" || a == "-background=true" || a == "--background=true" {
@@ -488,19 +421,19 @@ was cancelled; 0 means it completed or is still running.`)
 	if len(pos) != 1 {
 		return usageErrorf("diagram results needs one ID, got %d arguments", len(pos))
 	}
-	d, p, err := f.open(ctx, env)
+	ds, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	run, err := p.Result(ctx, pos[0])
+	defer ds.Close()
+	run, err := ds.Result(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	if err := f.printRun(env, run); err != nil {
 		return err
 	}
-	if run.Status == diagram.StatusFailed || run.Status == diagram.StatusCancelled {
+	if run.Status == daemon.DiagramFailed || run.Status == daemon.DiagramCancelled {
 		return &ExitError{Code: 1}
 	}
 	return nil

@@ -16,7 +16,6 @@ import (
 	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/files"
 	"github.com/junction-mcp/junction/internal/httpguard"
-	"github.com/junction-mcp/junction/internal/pack/diode"
 )
 
 // envFilesToken holds the token of the file listener and the deploy host
@@ -244,7 +243,7 @@ func listenArg(args []string) (string, httpguard.Clients, error) {
 		if strings.TrimSpace(c) == "" {
 			return "", httpguard.Clients{}, usageErrorf("empty client in %q (clients are separated by single commas)", args[0])
 		}
-		if diode.IsDiodeHost(strings.TrimSpace(c)) || !strings.ContainsAny(c, ".:/") {
+		if daemon.IsDiodeHost(strings.TrimSpace(c)) || !strings.ContainsAny(c, ".:/") {
 			return "", httpguard.Clients{}, usageErrorf("client %q in %q: a Diode device address or name; junction's listener sees its clients by IP address, so list IP addresses or CIDR prefixes (10.0.0.7, 10.0.0.0/8)", c, args[0])
 		}
 	}

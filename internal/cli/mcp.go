@@ -8,10 +8,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/dataplane"
-	"github.com/junction-mcp/junction/internal/buildinfo"
-	"github.com/junction-mcp/junction/internal/pack/diode"
+	"github.com/junction-mcp/junction/internal/daemon"
 )
 
 const mcpAbout = `
@@ -58,40 +55,17 @@ func runMCP(ctx context.Context, env *Env, args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 
-	names, err := diode.Select(diode.ToolFilter{Preset: *preset, Env: env.Getenv(diode.EnvTools), CSV: *csv, Tools: tools})
+	srv, err := daemon.NewDiodeServer(ctx, daemon.DiodeServer{
+		Preset: *preset, CSV: *csv, Tools: tools,
+		Net: nf.net, Getenv: env.Getenv, Logger: logger,
+	})
 	if err != nil {
 		return err
 	}
-	instructions := diode.Instructions
-	if names != nil {
-		instructions += diode.SubsetNote
-	}
-	hub := junction.New(&junction.Options{
-		Name:         diode.ServerName,
-		Title:        diode.ServerTitle,
-		Version:      buildinfo.Version(),
-		Instructions: instructions,
-		Logger:       logger,
-	})
-	defer hub.Close()
-	p := diode.New(&diode.Options{
-		Version:   buildinfo.Version(),
-		BuildTime: buildinfo.BuildTime(),
-		Getenv:    env.Getenv,
-		Dialer:    nf.dialer(),
-		Token:     nf.token,
-		Logger:    logger,
-	})
-	if err := hub.Add(ctx, diode.Name, p, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-		return err
-	}
-	view, err := hub.NewView("", junction.Selection{Tools: names})
-	if err != nil {
-		return err
-	}
-	logger.Info("diode mcp ready", "tools", len(view.ToolNames()))
-	defer releaseStartupPages(ctx, hub, logger)()
-	err = dataplane.New(view, &dataplane.Options{Logger: logger}).ServeStdio(ctx, env.Stdin, env.Stdout, nil)
+	defer srv.Close()
+	logger.Info("diode mcp ready", "tools", len(srv.View.ToolNames()))
+	defer releaseStartupPages(ctx, srv.Hub, logger)()
+	err = srv.ServeStdio(ctx, env.Stdin, env.Stdout)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("stdio: %w", err)
 	}
@@ -101,18 +75,14 @@ func runMCP(ctx context.Context, env *Env, args []string) error {
 // netFlags are the network settings of the commands that reach file
 // listeners: mcp, push and pull.
 type netFlags struct {
-	socks5 string
-	all    bool
-	token  string
+	net daemon.DiodeNet
 }
 
+// register adds -socks5, -socks5-all and -files-token, whose defaults
+// come from the environment.
 func (n *netFlags) register(fs *flag.FlagSet, env *Env) {
-	all := env.Getenv(diode.EnvSOCKS5All)
-	fs.StringVar(&n.socks5, "socks5", env.Getenv(diode.EnvSOCKS5), "SOCKS5 proxy `host:port` for Diode hosts (0x..., *.diode, *.diode.link), e.g. a Diode client's socksd (env DIODE_SOCKS5)")
-	fs.BoolVar(&n.all, "socks5-all", all == "1" || all == "true", "send every host through -socks5, not only Diode hosts (env DIODE_SOCKS5_ALL)")
-	fs.StringVar(&n.token, "files-token", env.Getenv(diode.EnvFilesToken), "bearer `token` for file listeners that require one (env JUNCTION_FILES_TOKEN)")
-}
-
-func (n *netFlags) dialer() *diode.NetDialer {
-	return &diode.NetDialer{SOCKS5: n.socks5, AllViaSOCKS5: n.all}
+	def := daemon.DiodeNetFromEnv(env.Getenv)
+	fs.StringVar(&n.net.SOCKS5, "socks5", def.SOCKS5, "SOCKS5 proxy `host:port` for Diode hosts (0x..., *.diode, *.diode.link), e.g. a Diode client's socksd (env DIODE_SOCKS5)")
+	fs.BoolVar(&n.net.AllViaSOCKS5, "socks5-all", def.AllViaSOCKS5, "send every host through -socks5, not only Diode hosts (env DIODE_SOCKS5_ALL)")
+	fs.StringVar(&n.net.Token, "files-token", def.Token, "bearer `token` for file listeners that require one (env JUNCTION_FILES_TOKEN)")
 }

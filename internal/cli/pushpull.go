@@ -67,7 +67,7 @@ func runPush(ctx context.Context, env *Env, args []string) error {
 	}
 	bar := newBar(env, st.Size(), "push")
 	body := &files.CountingReader{R: f, Progress: bar.set}
-	c := &files.Client{Dial: nf.dialer().DialContext, Token: nf.token}
+	c := &files.Client{Dial: nf.net.DialContext, Token: nf.net.Token}
 	res, err := c.Put(ctx, u, body, st.Size(), "application/octet-stream", files.TransferTimeout)
 	if err != nil || !res.OK() {
 		bar.abandon() // a bar at 100% would say it went through
@@ -131,7 +131,7 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &files.Client{Dial: nf.dialer().DialContext, Token: nf.token}
+	c := &files.Client{Dial: nf.net.DialContext, Token: nf.net.Token}
 	resp, done, err := c.Get(ctx, u, files.TransferTimeout)
 	if err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/memtrim"
@@ -77,15 +76,16 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", "[flags]", serveAbout)
 	var hf hubFlags
 	hf.register(fs)
+	def := daemon.ServeDefaults()
 	var (
 		addr           = fs.String("http", "", "serve HTTP on `host:port` instead of stdio (port 0 picks a free port)")
 		mode           = fs.String("http-mode", "dual", "HTTP session `mode`: dual (stateless for 2026-07-28 clients, sessions for older ones), stateful or stateless")
 		stateless      = fs.Bool("stateless", false, "shorthand for -http-mode stateless")
 		jsonResponse   = fs.Bool("json-response", false, "answer HTTP POSTs with application/json instead of SSE streams")
-		sessionTimeout = fs.Duration("session-timeout", dataplane.DefaultSessionTimeout, "end HTTP sessions that get no POST for this long; the host then starts a new one (negative: never)")
-		sessionPark    = fs.Duration("session-park", dataplane.DefaultSessionPark, "park HTTP sessions quiet this long (no request answered, no stream open): under a KiB of each stays, and the host's next request makes the rest anew (negative: never)")
-		maxBody        = fs.Int64("max-request-bytes", dataplane.DefaultMaxRequestBytes, "largest HTTP request body accepted")
-		replayBytes    = fs.Int("replay-bytes", dataplane.DefaultReplayBytes, "keep up to `n` bytes of HTTP sessions' SSE messages (all sessions together) so that hosts can resume dropped streams with Last-Event-ID; 0: keep none")
+		sessionTimeout = fs.Duration("session-timeout", def.SessionTimeout, "end HTTP sessions that get no POST for this long; the host then starts a new one (negative: never)")
+		sessionPark    = fs.Duration("session-park", def.SessionPark, "park HTTP sessions quiet this long (no request answered, no stream open): under a KiB of each stays, and the host's next request makes the rest anew (negative: never)")
+		maxBody        = fs.Int64("max-request-bytes", def.MaxRequestBytes, "largest HTTP request body accepted")
+		replayBytes    = fs.Int("replay-bytes", def.ReplayBytes, "keep up to `n` bytes of HTTP sessions' SSE messages (all sessions together) so that hosts can resume dropped streams with Last-Event-ID; 0: keep none")
 		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `duration` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
 		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk, but those of the tasks extension, which go-sdk has not (docs/performance.md)")

@@ -7,9 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/dataplane"
-	"github.com/junction-mcp/junction/toolbox"
+	"github.com/junction-mcp/junction/internal/daemon"
 )
 
 const toolboxMCPAbout = `
@@ -50,45 +48,30 @@ func runToolboxMCP(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := &toolbox.Options{Name: "plugin", Logger: logger, ReadyTimeout: *ready, UnixSocket: *unix}
-	var src *toolbox.Source
+	spec := daemon.PluginSpec{Logger: logger, ReadyTimeout: *ready, UnixSocket: *unix}
 	switch {
 	case *rawURL != "" && fs.NArg() > 0:
 		return usageErrorf("give either -url or a plugin command, not both")
 	case *rawURL != "":
-		opts.Protocol, opts.Token = *protocol, *token
-		src, err = toolbox.NewURL(*rawURL, opts)
+		spec.URL, spec.Protocol, spec.Token = *rawURL, *protocol, *token
 	case fs.NArg() > 0:
-		src, err = toolbox.NewPlugin(toolbox.Command{Path: fs.Arg(0), Args: fs.Args()[1:], Env: env.Environ()}, opts)
+		spec.Command, spec.Env = fs.Args(), env.Environ()
 	default:
 		return usageErrorf("toolbox mcp needs a plugin command (after --) or -url")
 	}
+	plugin, err := daemon.OpenPlugin(spec)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer plugin.Close()
 
-	ident, err := src.Identity(ctx)
+	srv, err := plugin.Standalone(ctx)
 	if err != nil {
 		return fmt.Errorf("toolbox mcp: %w", err)
 	}
-	hub := junction.New(&junction.Options{
-		Name:         ident.GetName(),
-		Title:        ident.GetTitle(),
-		Version:      ident.GetVersion(),
-		Instructions: ident.GetInstructions(),
-		Logger:       logger,
-	})
-	defer hub.Close()
-	if err := hub.Add(ctx, "plugin", src, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
-		return fmt.Errorf("toolbox mcp: %w", err)
-	}
-	view, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		return fmt.Errorf("toolbox mcp: %w", err)
-	}
-	defer releaseStartupPages(ctx, hub, logger)()
-	err = dataplane.New(view, &dataplane.Options{Logger: logger}).ServeStdio(ctx, env.Stdin, env.Stdout, nil)
+	defer srv.Close()
+	defer releaseStartupPages(ctx, srv.Hub, logger)()
+	err = srv.ServeStdio(ctx, env.Stdin, env.Stdout)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("toolbox mcp: stdio: %w", err)
 	}

@@ -4,7 +4,10 @@
 // Origin checks, metrics and an orderly shutdown.
 //
 // It is the only package that imports every kind of source; the core
-// package junction imports none of them.
+// package junction imports none of them, and the command line reaches
+// them only through this package: [Build], and for the commands that
+// serve or run one source, [OpenDiagrams], [NewDiodeServer],
+// [OpenPlugin] and [StartServerCommand].
 //
 //	cli ──Spec──▶ daemon.Build ──▶ Hub ◀── packs, upstreams, plugins
 //	                   │

@@ -47,6 +47,18 @@ type ServeFlags struct {
 	Guard httpguard.ServerOptions
 }
 
+// ServeDefaults returns the defaults of serve's flags for the HTTP
+// sessions, those of the data plane: SessionTimeout, SessionPark,
+// MaxRequestBytes and ReplayBytes. The other fields are zero.
+func ServeDefaults() ServeFlags {
+	return ServeFlags{
+		SessionTimeout:  dataplane.DefaultSessionTimeout,
+		SessionPark:     dataplane.DefaultSessionPark,
+		MaxRequestBytes: dataplane.DefaultMaxRequestBytes,
+		ReplayBytes:     dataplane.DefaultReplayBytes,
+	}
+}
+
 // Settings is what "junction serve" runs with: its flags merged with the
 // config file by [ServeSettings].
 type Settings struct {
