@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/junction-mcp/junction/internal/oauth"
 	"github.com/junction-mcp/junction/internal/oauth/oauthtest"
 	"github.com/junction-mcp/junction/internal/pgtest"
 )
@@ -28,13 +30,30 @@ import (
 // token gets 401 with a Bearer challenge.
 func whoServer(t *testing.T, tokens map[string]string) string {
 	t.Helper()
+	return whoServerWith(t, func(string) func(string) (string, bool) {
+		return func(token string) (string, bool) {
+			s, ok := tokens[token]
+			return s, ok
+		}
+	})
+}
+
+// whoServerWith is [whoServer] with the token check made by check from
+// the server's URL: it returns a token's subject, or false.
+func whoServerWith(t *testing.T, check func(url string) func(token string) (string, bool)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcpURL := "http://" + l.Addr().String() + "/mcp"
+	verify := check(mcpURL)
 	subject := func(h http.Header) (string, bool) {
 		a := h.Get("Authorization")
 		if !strings.HasPrefix(a, "Bearer ") {
 			return "", false
 		}
-		s, ok := tokens[strings.TrimPrefix(a, "Bearer ")]
-		return s, ok
+		return verify(strings.TrimPrefix(a, "Bearer "))
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Say whose token the call came with"},
@@ -43,10 +62,6 @@ func whoServer(t *testing.T, tokens map[string]string) string {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you are " + who}}}, nil, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := subject(r.Header); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="who"`)
@@ -61,7 +76,7 @@ func whoServer(t *testing.T, tokens map[string]string) string {
 		defer cancel()
 		hs.Shutdown(ctx)
 	})
-	return "http://" + l.Addr().String() + "/mcp"
+	return mcpURL
 }
 
 // TestPerUserCredentials: a hub with two users at its front (API tokens)
@@ -427,5 +442,92 @@ func TestPerUserTokensAcrossReplicas(t *testing.T) {
 	})
 	if got := call(b, "front-bob"); !strings.Contains(got, "you are bob") {
 		t.Errorf("bob after alice's logout: %s", got)
+	}
+}
+
+// TestPerUserCredentialsOIDC: the users at the front are an OpenID
+// provider's (oidc-provider), and so is the upstream's check: it takes
+// the provider's JWTs for its own URL, and says whose. Each user's calls
+// reach it as that user; an operator (the hub's API token) lists every
+// user's tokens, never the tokens, and revokes one user's, which leaves
+// the other working.
+func TestPerUserCredentialsOIDC(t *testing.T) {
+	node, modules := nodeTools(t)
+	npmPackageDir(t, modules, "oidc-provider")
+	dir := t.TempDir()
+	_, agentJWK := clientKey(t, dir)
+	issuer := startOIDCProvider(t, node, modules, agentJWK)
+	up := whoServerWith(t, func(url string) func(string) (string, bool) {
+		r, err := oauth.NewResource(oauth.ResourceOptions{Issuer: issuer, Audience: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(token string) (string, bool) {
+			g, err := r.Verify(context.Background(), token)
+			if err != nil {
+				return "", false
+			}
+			return g.User(), true
+		}
+	})
+	port := freePort(t)
+	audience := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	cfg := writeFile(t, dir, "hub.yaml", `servers:
+  who:
+    url: `+up+`
+    bearer_token: `+providerToken(t, issuer, "agent", "mcp:all", up)+`
+    credentials: per_user
+http:
+  tokens: [ops-token]
+  auth:
+    mode: oauth
+    issuer: `+issuer+`
+    audience: `+audience+`
+`)
+	hub := startServer(t, "-http", fmt.Sprintf("127.0.0.1:%d", port), "-config", cfg, "-no-default-packs")
+	root := strings.TrimSuffix(hub.URL, "/mcp")
+	front := map[string]string{"alice": providerToken(t, issuer, "alice", "mcp:all", audience), "bob": providerToken(t, issuer, "bob", "mcp:all", audience)}
+	call := func(who string) string {
+		t.Helper()
+		out, errOut, _ := runJunction(t, nil, "tools", "call", "who__whoami", "-url", hub.URL, "-token", front[who])
+		return out + errOut
+	}
+	waitFor(t, "who connected", 30*time.Second, func() bool {
+		st, _ := getStatus(t, hub.URL, "ops-token").source("who")
+		return st == "connected"
+	})
+	if got := call("alice"); !strings.Contains(got, "takes each user's own credentials") {
+		t.Fatalf("alice without a token: %s", got)
+	}
+	for _, who := range []string{"alice", "bob"} {
+		upToken := providerToken(t, issuer, who, "mcp:all", up)
+		if out, errOut, code := runJunctionIn(t, nil, upToken, "auth", "login", "-user", "who", "-url", root, "-token", front[who]); code != 0 {
+			t.Fatalf("%s: auth login -user: exit %d\n%s%s", who, code, out, errOut)
+		}
+		if got := call(who); !strings.Contains(got, "you are oauth:"+who) && !strings.Contains(got, "you are oauth-client:"+who) {
+			t.Fatalf("%s's call: %s", who, got)
+		}
+	}
+	out, errOut, code := runJunction(t, nil, "auth", "status", "-user", "-all", "-url", root, "-token", "ops-token")
+	if code != 0 || strings.Count(out, "who ") < 2 || strings.Contains(out, "eyJ") {
+		t.Fatalf("auth status -user -all: exit %d\n%s%s", code, out, errOut)
+	}
+	var alice string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "who" && strings.HasSuffix(f[1], ":alice") {
+			alice = f[1]
+		}
+	}
+	if alice == "" {
+		t.Fatalf("no user alice in\n%s", out)
+	}
+	if out, errOut, code := runJunction(t, nil, "auth", "revoke", "-user", alice, "-url", root, "-token", "ops-token"); code != 0 || !strings.Contains(out, "forgot "+alice+"'s token for who") {
+		t.Fatalf("auth revoke: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := call("alice"); !strings.Contains(got, "takes each user's own credentials") {
+		t.Errorf("alice after the revocation: %s", got)
+	}
+	if got := call("bob"); !strings.Contains(got, "you are oauth") {
+		t.Errorf("bob after alice's revocation: %s", got)
 	}
 }

@@ -34,7 +34,7 @@ server.listen(0, '127.0.0.1', () => {
     redirect_uris: [], response_types: [], scope, id_token_signed_response_alg: 'ES256',
   });
   const provider = new Provider(issuer, {
-    clients: [client('agent'), client('agent-opaque'), { ...client('hub'), grant_types: [], scope: undefined },
+    clients: [client('agent'), client('agent-opaque'), client('alice'), client('bob'), { ...client('hub'), grant_types: [], scope: undefined },
       { ...client('agent-jwt'), client_secret: undefined, token_endpoint_auth_method: 'private_key_jwt',
         token_endpoint_auth_signing_alg: 'ES256', jwks: { keys: [JSON.parse(agentJWK)] } }],
     jwks: { keys: [jwk] },
