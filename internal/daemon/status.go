@@ -31,6 +31,9 @@ type Status struct {
 	// Reloads are the last config reloads, newest first (at most
 	// statuspage.RecentReloads).
 	Reloads []statuspage.Reload `json:"reloads"`
+	// UserTokens are the users' own tokens for the servers with per-user
+	// credentials: server, user, state and expiry, never the token.
+	UserTokens []statuspage.UserToken `json:"user_tokens,omitempty"`
 	// Replica is this process's id among the replicas sharing the
 	// config's store, and Replicas lists them all; empty without a store.
 	Replica  string                   `json:"replica,omitempty"`
@@ -166,6 +169,7 @@ func (d *Daemon) Status() Status {
 	if d.shared != nil {
 		st.Replica, st.Replicas = d.shared.Replica.ID(), d.shared.replicas()
 	}
+	st.UserTokens = d.userTokenStates()
 	return st
 }
 
@@ -213,7 +217,7 @@ func (d *Daemon) pageData(logout bool) statuspage.Data {
 	}
 	data := statuspage.Data{
 		Version: st.Version, Now: time.Now(), Started: st.Started, Config: st.Config, Tools: st.Tools,
-		Collisions: st.Collisions, Calls: st.RecentCalls, Reloads: st.Reloads, Logout: logout,
+		Collisions: st.Collisions, Calls: st.RecentCalls, Reloads: st.Reloads, UserTokens: st.UserTokens, Logout: logout,
 	}
 	for _, s := range st.Sources {
 		ps := statuspage.Source{

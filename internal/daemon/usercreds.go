@@ -21,6 +21,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/oauth"
+	"github.com/junction-mcp/junction/internal/statuspage"
 	"github.com/junction-mcp/junction/internal/store/postgres"
 )
 
@@ -326,6 +327,24 @@ func (d *Daemon) listUserTokens(store oauth.Store, servers map[string]*config.Se
 	slices.SortFunc(out, func(a, b UserToken) int {
 		return strings.Compare(a.Server+"\x00"+a.User, b.Server+"\x00"+b.User)
 	})
+	return out
+}
+
+// userTokenStates is every user's token state for the per-user servers,
+// for /status and the status page; nil when there are none.
+func (d *Daemon) userTokenStates() []statuspage.UserToken {
+	servers := d.perUserServers()
+	if len(servers) == 0 {
+		return nil
+	}
+	var out []statuspage.UserToken
+	for _, t := range d.listUserTokens(d.tokenStore(), servers, "", true) {
+		ut := statuspage.UserToken{Server: t.Server, User: t.User, State: t.State, Refresh: t.Refresh}
+		if t.Expiry != nil {
+			ut.Expiry = *t.Expiry
+		}
+		out = append(out, ut)
+	}
 	return out
 }
 

@@ -166,6 +166,20 @@ func TestPerUserCredentials(t *testing.T) {
 	expect("bob", bob, "you are bob", false)
 	expect("alice", alice, "you are alice", false)
 
+	// /status (and the status page) list each user's token state, never
+	// the token.
+	resp := httpDo(t, http.MethodGet, root+"/status", "front-alice", nil)
+	var st struct {
+		UserTokens []struct{ Server, User, State string } `json:"user_tokens"`
+	}
+	if err := json.Unmarshal([]byte(resp.body), &st); err != nil || len(st.UserTokens) != 2 || st.UserTokens[0].State != "valid" ||
+		strings.Contains(resp.body, "alice-up") || strings.Contains(resp.body, "bob-up") {
+		t.Errorf("/status user_tokens: %v\n%s", err, resp.body)
+	}
+	if page := httpDo(t, http.MethodGet, root+"/", "front-alice", nil, "Accept", "text/html"); !strings.Contains(page.body, "Users' tokens") || !strings.Contains(page.body, st.UserTokens[0].User) {
+		t.Errorf("the status page has no users' tokens:\n%s", page.body)
+	}
+
 	out, _ = run("", "front-bob", 0, "auth", "status", "-user")
 	if !strings.Contains(out, "who") || !strings.Contains(out, "valid for ") || strings.Contains(out, "bob-up") || strings.Contains(out, "alice") {
 		t.Errorf("bob's auth status -user:\n%s", out)

@@ -53,8 +53,20 @@ type Data struct {
 	Collisions []string
 	Calls      []Call
 	Reloads    []Reload
+	// UserTokens are the users' own tokens for the servers with per-user
+	// credentials (their state, never the token); nil when there are none.
+	UserTokens []UserToken
 	// Logout shows the Log out button (a server with auth).
 	Logout bool
+}
+
+// UserToken is what the page shows of one user's token for one server.
+type UserToken struct {
+	Server  string    `json:"server"`
+	User    string    `json:"user"`
+	State   string    `json:"state"` // valid, expired, none
+	Expiry  time.Time `json:"expiry,omitzero"`
+	Refresh bool      `json:"refresh"` // the hub can refresh it
 }
 
 // Source is one source of tools.
