@@ -923,8 +923,9 @@ type indexedSource struct {
 // tools or text changed (other entries, another title or instructions
 // than the last time) are indexed again, sources that went away are
 // dropped, the others are not touched. catalogs are the sources' catalogs,
-// in the order of sources. Called by rebuild, with refreshMu held.
-func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog) {
+// in the order of sources. It returns the sources indexed again or
+// dropped. Called by rebuild, with refreshMu held.
+func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog) (changed []string) {
 	bySource := make(map[string][]*toolEntry, len(sources))
 	for _, e := range t.tools {
 		bySource[e.source.name] = append(bySource[e.source.name], e)
@@ -938,7 +939,7 @@ func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog)
 			h.index.RemoveSource(name)
 			h.embedSource(name, nil, true)
 			delete(h.indexed, name)
-			h.reindexed(name)
+			changed = append(changed, name)
 		}
 	}
 	var failed []indexedSource
@@ -956,7 +957,7 @@ func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog)
 		}
 		h.indexed[s.name] = cur
 		h.embedSource(s.name, cur.tools, false)
-		h.reindexed(s.name)
+		changed = append(changed, s.name)
 	}
 	// Names that moved between sources: free them all, then set again.
 	for _, f := range failed {
@@ -970,13 +971,18 @@ func (h *Hub) updateIndex(t *table, sources []*sourceState, catalogs []*Catalog)
 		}
 		h.indexed[f.src.Name] = f
 		h.embedSource(f.src.Name, f.tools, false)
-		h.reindexed(f.src.Name)
+		changed = append(changed, f.src.Name)
 	}
+	return changed
 }
 
-func (h *Hub) reindexed(source string) {
+// reindexed tells the tests which sources the last rebuild indexed
+// again (or dropped), once its views see the new tools.
+func (h *Hub) reindexed(sources []string) {
 	if h.onReindex != nil {
-		h.onReindex(source)
+		for _, s := range sources {
+			h.onReindex(s)
+		}
 	}
 }
 

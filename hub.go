@@ -772,7 +772,7 @@ func (h *Hub) rebuild() error {
 		}
 		sort.Strings(t.presets[key])
 	}
-	h.updateIndex(t, sources, catalogs)
+	reindexed := h.updateIndex(t, sources, catalogs)
 	h.mu.Lock()
 	h.table = t
 	h.drift = drift
@@ -786,6 +786,7 @@ func (h *Hub) rebuild() error {
 			errs = append(errs, err)
 		}
 	}
+	h.reindexed(reindexed)
 	h.mu.Lock()
 	h.signal()
 	h.mu.Unlock()
