@@ -242,6 +242,11 @@ type Server struct {
 	OAuthIdPClientID     string
 	OAuthIdPClientSecret string
 	OAuthIDTokenFile     string
+	// OAuthTokenExchange, with credentials: per_user, exchanges each
+	// user's access token at the front for one to the server (RFC 8693),
+	// as oauth_client_id, where the server's authorization server trusts
+	// the front's issuer; a user without one signs in instead.
+	OAuthTokenExchange bool
 
 	// ConnectTimeout bounds one connection attempt (spawn or dial,
 	// initialize, first listing); zero means the upstream package default.

@@ -516,7 +516,7 @@ func (d *decoder) inputs(n *node, path string) {
 
 var serverKeys = []string{"transport", "command", "args", "env", "cwd", "env_file", "url", "headers", "bearer_token",
 	"auth", "oauth_client_id", "oauth_client_secret", "oauth_client_metadata_url", "oauth_client_key_file", "oauth_assertion_file",
-	"oauth_idp_issuer", "oauth_idp_client_id", "oauth_idp_client_secret", "oauth_id_token_file",
+	"oauth_idp_issuer", "oauth_idp_client_id", "oauth_idp_client_secret", "oauth_id_token_file", "oauth_token_exchange",
 	"connect_timeout", "keep_alive", "stop_timeout", "protocol_version", "withdraw_after",
 	"sessions", "max_host_sessions", "credentials", "sandbox", "quarantine", "registry",
 	"prefix", "tools", "timeout", "tool_timeouts", "drift", "disabled"}
@@ -637,6 +637,8 @@ func (d *decoder) server(n *node, path string) (*Server, bool) {
 			s.OAuthIdPClientSecret = d.strX(e.val, p)
 		case "oauth_id_token_file":
 			s.OAuthIDTokenFile = d.strX(e.val, p)
+		case "oauth_token_exchange":
+			s.OAuthTokenExchange = d.boolean(e.val, p)
 		case "connect_timeout":
 			s.ConnectTimeout = d.duration(e.val, p)
 		case "keep_alive":

@@ -77,3 +77,20 @@ func TestCredentialsKey(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenExchangeKey(t *testing.T) {
+	t.Parallel()
+	c := mustParse(t, "servers:\n  a: {url: \"https://a.example/mcp\", credentials: per_user, oauth_token_exchange: true, oauth_client_id: hub}\n")
+	if !c.Servers["a"].OAuthTokenExchange {
+		t.Error("oauth_token_exchange not read")
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"servers:\n  x: {url: \"https://a.example\", oauth_token_exchange: true, oauth_client_id: hub}\n", "oauth_token_exchange: only applies with credentials: per_user"},
+		{"servers:\n  x: {url: \"https://a.example\", credentials: per_user, oauth_token_exchange: true}\n", "oauth_token_exchange: needs oauth_client_id"},
+	} {
+		_, err := Parse(strings.NewReader(tc.in), "yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q): %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}

@@ -227,9 +227,14 @@ func (v *validator) server(s *Server, path string) {
 			v.fail(join(path, "credentials"), "per_user takes each user's own OAuth token; auth %s is the hub's own machine login (leave auth unset, or set it to oauth)", s.Auth)
 		case s.Sessions == SessionsPerHost:
 			v.fail(join(path, "credentials"), "per_user already gives each user a session of their own; remove sessions: per_host")
+		case s.OAuthTokenExchange && s.OAuthClientID == "":
+			v.fail(join(path, "oauth_token_exchange"), "needs oauth_client_id (and oauth_client_secret): the hub's client at the server's authorization server, allowed the token-exchange grant")
 		}
 	default:
 		v.fail(join(path, "credentials"), "unknown credentials mode %q (use shared or per_user)", s.Credentials)
+	}
+	if s.OAuthTokenExchange && s.Credentials != CredentialsPerUser {
+		v.fail(join(path, "oauth_token_exchange"), "only applies with credentials: per_user (it exchanges each user's token)")
 	}
 }
 

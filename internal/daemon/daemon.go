@@ -119,6 +119,9 @@ type Daemon struct {
 	// hub's base URL for their links (set when HTTP is served).
 	signIns    signIns
 	publicBase atomic.Pointer[string]
+	// frontTokens are users' latest access tokens at an OAuth front, for
+	// token exchange (usercreds.go).
+	frontTokens frontTokens
 }
 
 // Build constructs the hub described by spec. It fails before serving

@@ -108,6 +108,7 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 	var protected http.Handler = mux
 	root := http.NewServeMux()
 	if cfg.OAuth != nil {
+		cfg.OAuth.seen = d.frontTokens.remember
 		for _, p := range cfg.OAuth.Resource.MetadataPaths() {
 			root.Handle(p, cfg.OAuth.metadataHandler())
 		}

@@ -81,7 +81,7 @@ func OAuthSettings(name string, s *config.Server) oauth.Settings {
 	return oauth.Settings{Name: name, URL: s.URL, Mode: oauth.Mode(s.Auth), ClientID: s.OAuthClientID,
 		ClientSecret: s.OAuthClientSecret, ClientKeyFile: s.OAuthClientKeyFile, AssertionFile: s.OAuthAssertionFile,
 		IdPIssuer: s.OAuthIdPIssuer, IdPClientID: s.OAuthIdPClientID, IdPClientSecret: s.OAuthIdPClientSecret, IDTokenFile: s.OAuthIDTokenFile,
-		ClientMetadataURL: s.OAuthClientMetadataURL}
+		ClientMetadataURL: s.OAuthClientMetadataURL, TokenExchange: s.OAuthTokenExchange}
 }
 
 // FrontAuth makes the HTTP front an OAuth 2.1 protected resource
@@ -95,6 +95,9 @@ type FrontAuth struct {
 	Profiles map[string]string
 
 	refusals refusalLog
+	// seen, if set, is told each accepted token with its user (the
+	// daemon keeps the latest of each user for token exchange).
+	seen func(user, token string, expiry time.Time)
 }
 
 // Refused access tokens are logged at INFO, the first refusalBurst at
@@ -201,6 +204,9 @@ func (f *FrontAuth) serve(w http.ResponseWriter, r *http.Request, next http.Hand
 	}
 	// Sessions are bound to the token's subject (junction.WithUser).
 	r = r.WithContext(junction.WithUser(r.Context(), g.User()))
+	if f.seen != nil {
+		f.seen(g.User(), token, g.Expiry)
+	}
 	for _, s := range f.Resource.Required() {
 		if !g.Has(s) {
 			f.challenge(w, http.StatusForbidden, "insufficient_scope", f.Resource.Required(), "the token lacks scope "+strconv.Quote(s))

@@ -92,7 +92,8 @@ func (d *Daemon) userAuth(name string, s *config.Server) func(user string) inter
 			d.users.m = map[userClientKey]*oauth.Client{}
 		}
 		c := oauth.New(settings, oauth.Options{Store: oauth.UserStore(d.tokenStore(), user), User: user,
-			SignIn: func() (string, <-chan struct{}) { return d.signInURL(name, user) }})
+			SignIn:   func() (string, <-chan struct{}) { return d.signInURL(name, user) },
+			Exchange: func() string { return d.frontTokens.current(user) }})
 		d.users.m[k] = c
 		return c
 	}
@@ -566,4 +567,51 @@ func signInPage(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "<!doctype html><title>junction</title><p>%s</p>\n", html.EscapeString(msg))
+}
+
+// frontTokens are the latest access token each user presented at the
+// front (an OAuth front), kept in memory only, until it expires: what a
+// server with oauth_token_exchange exchanges for that user's token to
+// it. Bounded: a full table forgets its oldest entry.
+type frontTokens struct {
+	mu sync.Mutex
+	m  map[string]frontToken
+}
+
+type frontToken struct {
+	token  string
+	expiry time.Time
+}
+
+// maxFrontTokens bounds the users remembered.
+const maxFrontTokens = 4096
+
+func (f *frontTokens) remember(user, token string, expiry time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]frontToken{}
+	}
+	if _, ok := f.m[user]; !ok && len(f.m) >= maxFrontTokens {
+		oldest := ""
+		for u, t := range f.m {
+			if oldest == "" || t.expiry.Before(f.m[oldest].expiry) {
+				oldest = u
+			}
+		}
+		delete(f.m, oldest)
+	}
+	f.m[user] = frontToken{token, expiry}
+}
+
+// current is user's latest front token, "" when none is known or it has
+// expired.
+func (f *frontTokens) current(user string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.m[user]
+	if !ok || (!t.expiry.IsZero() && time.Now().After(t.expiry)) {
+		return ""
+	}
+	return t.token
 }

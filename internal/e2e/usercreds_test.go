@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ import (
 // token gets 401 with a Bearer challenge.
 func whoServer(t *testing.T, tokens map[string]string) string {
 	t.Helper()
-	return whoServerWith(t, func(string) func(string) (string, bool) {
+	return whoServerWith(t, "", func(string) func(string) (string, bool) {
 		return func(token string) (string, bool) {
 			s, ok := tokens[token]
 			return s, ok
@@ -39,8 +40,9 @@ func whoServer(t *testing.T, tokens map[string]string) string {
 }
 
 // whoServerWith is [whoServer] with the token check made by check from
-// the server's URL: it returns a token's subject, or false.
-func whoServerWith(t *testing.T, check func(url string) func(token string) (string, bool)) string {
+// the server's URL: it returns a token's subject, or false. With an
+// issuer, the server publishes protected resource metadata naming it.
+func whoServerWith(t *testing.T, issuer string, check func(url string) func(token string) (string, bool)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,6 +65,11 @@ func whoServerWith(t *testing.T, check func(url string) func(token string) (stri
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if issuer != "" && strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"resource": mcpURL, "authorization_servers": []string{issuer}})
+			return
+		}
 		if _, ok := subject(r.Header); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="who"`)
 			http.Error(w, "unknown token", http.StatusUnauthorized)
@@ -471,7 +478,7 @@ func TestPerUserCredentialsOIDC(t *testing.T) {
 	dir := t.TempDir()
 	_, agentJWK := clientKey(t, dir)
 	issuer := startOIDCProvider(t, node, modules, agentJWK)
-	up := whoServerWith(t, func(url string) func(string) (string, bool) {
+	checked := func(url string) func(string) (string, bool) {
 		r, err := oauth.NewResource(oauth.ResourceOptions{Issuer: issuer, Audience: url})
 		if err != nil {
 			t.Fatal(err)
@@ -483,7 +490,12 @@ func TestPerUserCredentialsOIDC(t *testing.T) {
 			}
 			return g.User(), true
 		}
-	})
+	}
+	up := whoServerWith(t, issuer, checked)
+	// A second server whose authorization server trusts the front's
+	// issuer: each user's front token is exchanged for one to it.
+	upx := whoServerWith(t, issuer, checked)
+	upbad := whoServerWith(t, issuer, checked) // the hub's client secret there is wrong
 	port := freePort(t)
 	audience := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	cfg := writeFile(t, dir, "hub.yaml", `servers:
@@ -491,6 +503,20 @@ func TestPerUserCredentialsOIDC(t *testing.T) {
     url: `+up+`
     bearer_token: `+providerToken(t, issuer, "agent", "mcp:all", up)+`
     credentials: per_user
+  whox:
+    url: `+upx+`
+    bearer_token: `+providerToken(t, issuer, "agent", "mcp:all", upx)+`
+    credentials: per_user
+    oauth_token_exchange: true
+    oauth_client_id: hub-exchange
+    oauth_client_secret: hub-exchange-secret
+  whobad:
+    url: `+upbad+`
+    bearer_token: `+providerToken(t, issuer, "agent", "mcp:all", upbad)+`
+    credentials: per_user
+    oauth_token_exchange: true
+    oauth_client_id: hub-exchange
+    oauth_client_secret: wrong
 http:
   tokens: [ops-token]
   auth:
@@ -513,6 +539,19 @@ http:
 	if got := call("alice"); !strings.Contains(got, "takes each user's own credentials") {
 		t.Fatalf("alice without a token: %s", got)
 	}
+	// Token exchange: no token given, each user's front token is traded
+	// for one to whox, as that user; a refused exchange says why, with
+	// the sign-in link.
+	for _, who := range []string{"alice", "bob"} {
+		out, errOut, _ := runJunction(t, nil, "tools", "call", "whox__whoami", "-url", hub.URL, "-token", front[who])
+		if !strings.Contains(out, "you are oauth:"+who) {
+			t.Fatalf("%s through token exchange: %s%s", who, out, errOut)
+		}
+	}
+	out, errOut, _ := runJunction(t, nil, "tools", "call", "whobad__whoami", "-url", hub.URL, "-token", front["alice"])
+	if got := out + errOut; !strings.Contains(got, "exchanging their token at the hub for one failed") || !strings.Contains(got, "sign in at") {
+		t.Errorf("a refused token exchange: %s", got)
+	}
 	for _, who := range []string{"alice", "bob"} {
 		upToken := providerToken(t, issuer, who, "mcp:all", up)
 		if out, errOut, code := runJunctionIn(t, nil, upToken, "auth", "login", "-user", "who", "-url", root, "-token", front[who]); code != 0 {
@@ -523,7 +562,8 @@ http:
 		}
 	}
 	out, errOut, code := runJunction(t, nil, "auth", "status", "-user", "-all", "-url", root, "-token", "ops-token")
-	if code != 0 || strings.Count(out, "who ") < 2 || strings.Contains(out, "eyJ") {
+	out = strings.Join(slices.DeleteFunc(strings.Split(out, "\n"), func(l string) bool { return !strings.HasPrefix(l, "who ") }), "\n")
+	if code != 0 || strings.Count(out, "who ") != 2 || strings.Contains(out, "eyJ") {
 		t.Fatalf("auth status -user -all: exit %d\n%s%s", code, out, errOut)
 	}
 	var alice string

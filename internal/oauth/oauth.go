@@ -100,6 +100,11 @@ type Settings struct {
 	// describing junction, used as the client id where the authorization
 	// server supports them.
 	ClientMetadataURL string
+	// TokenExchange: for a user's client (Options.User), the server's
+	// authorization server trusts the hub front's issuer, and a user's
+	// access token at the front (Options.Exchange) is exchanged there
+	// for one to this server (RFC 8693), as ClientID and ClientSecret.
+	TokenExchange bool
 }
 
 // Options are what a [Client] works with besides its settings.
@@ -126,6 +131,11 @@ type Options struct {
 	// of a missing or refused token, and a channel closed once they have
 	// (nil when it cannot tell); nil when the hub offers no sign-in.
 	SignIn func() (url string, done <-chan struct{})
+	// Exchange, with User and Settings.TokenExchange, returns the user's
+	// current access token at the hub's front ("" when there is none),
+	// which the client exchanges for a token to the server when it has
+	// none of the user's, or the server refused it.
+	Exchange func() string
 }
 
 // Login is how the authorization step reaches the person (or, in tests,
@@ -152,6 +162,9 @@ type LoginRequiredError struct {
 	// Done is closed once the user has signed in at SignIn; nil when no
 	// one can tell.
 	Done <-chan struct{}
+	// Exchange is why the token exchange for the user failed, when the
+	// server takes one (Settings.TokenExchange).
+	Exchange error
 }
 
 func (e *LoginRequiredError) Error() string {
@@ -161,6 +174,9 @@ func (e *LoginRequiredError) Error() string {
 			give = "sign in at " + e.SignIn + " in your browser, then call again (or " + give + ")"
 		}
 		msg := fmt.Sprintf("server %q takes each user's own credentials, and user %q has none here, or the server refused it: %s", e.Name, e.User, give)
+		if e.Exchange != nil {
+			msg += fmt.Sprintf("; exchanging their token at the hub for one failed: %v", e.Exchange)
+		}
 		if e.Scope != "" {
 			msg += fmt.Sprintf("; it asks for scope %q", e.Scope)
 		}
@@ -428,6 +444,17 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 			}
 		}
 	}
+	var exchangeErr error
+	if c.opts.User != "" && c.s.TokenExchange && c.opts.Exchange != nil {
+		if subject := c.opts.Exchange(); subject != "" {
+			if exchangeErr = c.exchange(ctx, req, resp, subject); exchangeErr == nil {
+				drain(resp)
+				return nil
+			}
+		} else {
+			exchangeErr = errors.New("the hub has no access token of theirs at its front to exchange (they must call with one)")
+		}
+	}
 	if usesDPoP(resp) && c.dpopKey() == nil {
 		k, err := newDPoPKey()
 		if err != nil {
@@ -460,7 +487,7 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		}
 		drain(resp)
 		c.want(strings.Fields(scope))
-		e := &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User}
+		e := &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User, Exchange: exchangeErr}
 		if e.User != "" && c.opts.SignIn != nil {
 			e.SignIn, e.Done = c.opts.SignIn()
 		}
