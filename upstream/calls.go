@@ -209,7 +209,7 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 				s.name, junction.ErrSourceDown, s.cfg.withdrawAfter(), err)
 		case attempts > start && needsPerson(err):
 			// It cannot connect until someone acts (an OAuth login).
-			return nil, personError(fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err), err)
+			return nil, needPerson(fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err), err)
 		case !reconnecting && attempts > start:
 			// An attempt finished after we asked, and it did not connect.
 			return nil, fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err)
@@ -237,24 +237,43 @@ type signIn interface {
 	SignedIn() <-chan struct{}
 }
 
-// signInError is a call's error (err, which wraps ErrSourceDown) that
-// also offers the sign-in of cause, without carrying the rest of cause's
-// chain (transport errors that would read as the call's own).
-type signInError struct {
+// personError is a call's error (err, which wraps ErrSourceDown) when
+// the server cannot be reached until a person acts: it says so
+// (NeedsPerson), and offers the sign-in of the cause if it has one,
+// without carrying the rest of the cause's chain (transport errors that
+// would read as the call's own).
+type personError struct {
 	err error
-	signIn
+	si  signIn // nil: no sign-in offered
 }
 
-func (e *signInError) Error() string { return e.err.Error() }
-func (e *signInError) Unwrap() error { return e.err }
+func (e *personError) Error() string     { return e.err.Error() }
+func (e *personError) Unwrap() error     { return e.err }
+func (e *personError) NeedsPerson() bool { return true }
 
-// personError is err, offering cause's sign-in if it has one.
-func personError(err, cause error) error {
+func (e *personError) SignInURL() string {
+	if e.si == nil {
+		return ""
+	}
+	return e.si.SignInURL()
+}
+
+func (e *personError) SignedIn() <-chan struct{} {
+	if e.si == nil {
+		return nil
+	}
+	return e.si.SignedIn()
+}
+
+// needPerson is err, saying that a person must act (cause says what),
+// with cause's sign-in if it offers one.
+func needPerson(err, cause error) error {
+	pe := &personError{err: err}
 	var si signIn
 	if errors.As(cause, &si) && si.SignInURL() != "" {
-		return &signInError{err, si}
+		pe.si = si
 	}
-	return err
+	return pe
 }
 
 // needsPerson reports whether err says no attempt can connect until a
@@ -292,6 +311,12 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	} else if t != s {
 		defer release()
 		res, err := t.CallTool(ctx, req)
+		if err != nil && s.cfg.load().UserAuth != nil && needsPerson(err) {
+			// A user's session that cannot connect until they act: not
+			// kept reconnecting in the background; their next call starts
+			// one with what they have then.
+			s.DropUser(junction.User(ctx))
+		}
 		return res, s.signInElicitation(req, err)
 	}
 	timeout := s.cfg.callTimeout(name)

@@ -399,7 +399,7 @@ func writeJSONBody(w http.ResponseWriter, v any) {
 
 const (
 	signInTTL    = 10 * time.Minute
-	maxSignIns   = 1024 // flows pending at once
+	maxSignIns   = 1024 // links not yet opened and flows not yet finished, at once
 	signInCookie = "junction_sign_in"
 )
 
@@ -442,18 +442,22 @@ func (d *Daemon) signInURL(server, user string) (string, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
+	for state, s := range f.byState { // opened, never finished
+		if now.Sub(s.made) > signInTTL {
+			delete(f.byState, state)
+		}
+	}
 	for id, s := range f.byID {
 		if now.Sub(s.made) > signInTTL {
 			delete(f.byID, id)
-			delete(f.byState, s.state)
 			continue
 		}
 		if s.user == user && s.server == server && s.state == "" {
 			return *base + "/auth/connect/" + id, s.done
 		}
 	}
-	if len(f.byID) >= maxSignIns {
-		return "", nil
+	if len(f.byID)+len(f.byState) >= maxSignIns {
+		return "", nil // too many pending: the error then offers a token instead
 	}
 	id := rand.Text()
 	if f.byID == nil {
