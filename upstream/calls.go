@@ -276,6 +276,33 @@ func needPerson(err, cause error) error {
 	return pe
 }
 
+// userCallError is the error of a call made on a user's own session
+// (Config.UserAuth). When the session cannot go on until the user acts
+// (no token, or one the server refused), it is dropped, not kept
+// reconnecting in the background: their next call starts one with what
+// they have then; and the error becomes theirs to read (what to do, the
+// sign-in link), not the transport's.
+func (s *Server) userCallError(ctx context.Context, t *Server, err error) error {
+	if err == nil || s.cfg.load().UserAuth == nil {
+		return err
+	}
+	cause := err
+	if !needsPerson(err) {
+		// Inside a session the transport's error may not carry the
+		// cause (go-sdk keeps its own): the user's Auth may know it.
+		a, ok := t.cfg.load().Auth.(interface{ LoginNeeded() error })
+		if !ok || a.LoginNeeded() == nil {
+			return err
+		}
+		cause = a.LoginNeeded()
+	}
+	s.DropUser(junction.User(ctx))
+	if _, ok := errors.AsType[*personError](err); ok {
+		return err
+	}
+	return needPerson(fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, cause), cause)
+}
+
 // needsPerson reports whether err says no attempt can connect until a
 // person acts, as the errors of Config.Auth can (an OAuth login).
 func needsPerson(err error) bool {
@@ -311,13 +338,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	} else if t != s {
 		defer release()
 		res, err := t.CallTool(ctx, req)
-		if err != nil && s.cfg.load().UserAuth != nil && needsPerson(err) {
-			// A user's session that cannot connect until they act: not
-			// kept reconnecting in the background; their next call starts
-			// one with what they have then.
-			s.DropUser(junction.User(ctx))
-		}
-		return res, s.signInElicitation(req, err)
+		return res, s.signInElicitation(req, s.userCallError(ctx, t, err))
 	}
 	timeout := s.cfg.callTimeout(name)
 	deadline := deadlineAfter(timeout)

@@ -68,7 +68,8 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 		return nil, err
 	} else if t != s {
 		defer release()
-		return t.CallToolRaw(ctx, name, params)
+		res, err := t.CallToolRaw(ctx, name, params)
+		return res, s.userCallError(ctx, t, err)
 	}
 	orig := params
 	params, timeout, err := s.rawCheck(name, params)
@@ -126,7 +127,7 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 	} else if t != s {
 		return t.StartToolRaw(ctx, name, params, func(res json.RawMessage, err error) {
 			release()
-			done(res, err)
+			done(res, s.userCallError(ctx, t, err))
 		})
 	}
 	if s.mayLearnOldAsks(ctx) {

@@ -410,6 +410,13 @@ func TestPerUserSignIn(t *testing.T) {
 	if text, isErr := echo(carol); isErr || !strings.Contains(text, "hello") {
 		t.Fatalf("carol's call after signing in: %q (error %v)", text, isErr)
 	}
+
+	// The authorization server revokes every token (and refresh token):
+	// a user's next call says how to sign in again, at once.
+	srv.RevokeAll()
+	if text, isErr := echo(alice); !isErr || !strings.Contains(text, "sign in at") {
+		t.Errorf("alice's call after her token was revoked upstream: %q (error %v)", text, isErr)
+	}
 }
 
 // TestPerUserTokensAcrossReplicas: two hubs share a PostgreSQL store: a
@@ -496,6 +503,18 @@ func TestPerUserCredentialsOIDC(t *testing.T) {
 	// issuer: each user's front token is exchanged for one to it.
 	upx := whoServerWith(t, issuer, checked)
 	upbad := whoServerWith(t, issuer, checked) // the hub's client secret there is wrong
+	// One that takes only tokens its users got themselves: it refuses
+	// the exchanged ones (they name the hub's client).
+	upstrict := whoServerWith(t, issuer, func(url string) func(string) (string, bool) {
+		verify := checked(url)
+		r, _ := oauth.NewResource(oauth.ResourceOptions{Issuer: issuer, Audience: url})
+		return func(token string) (string, bool) {
+			if g, err := r.Verify(context.Background(), token); err == nil && g.Client == "hub-exchange" {
+				return "", false
+			}
+			return verify(token)
+		}
+	})
 	port := freePort(t)
 	audience := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	cfg := writeFile(t, dir, "hub.yaml", `servers:
@@ -506,6 +525,13 @@ func TestPerUserCredentialsOIDC(t *testing.T) {
   whox:
     url: `+upx+`
     bearer_token: `+providerToken(t, issuer, "agent", "mcp:all", upx)+`
+    credentials: per_user
+    oauth_token_exchange: true
+    oauth_client_id: hub-exchange
+    oauth_client_secret: hub-exchange-secret
+  whostrict:
+    url: `+upstrict+`
+    bearer_token: `+providerToken(t, issuer, "agent", "mcp:all", upstrict)+`
     credentials: per_user
     oauth_token_exchange: true
     oauth_client_id: hub-exchange
@@ -551,6 +577,10 @@ http:
 	out, errOut, _ := runJunction(t, nil, "tools", "call", "whobad__whoami", "-url", hub.URL, "-token", front["alice"])
 	if got := out + errOut; !strings.Contains(got, "exchanging their token at the hub for one failed") || !strings.Contains(got, "sign in at") {
 		t.Errorf("a refused token exchange: %s", got)
+	}
+	out, errOut, _ = runJunction(t, nil, "tools", "call", "whostrict__whoami", "-url", hub.URL, "-token", front["alice"])
+	if got := out + errOut; !strings.Contains(got, "the server refused the token the hub had just obtained for them") || !strings.Contains(got, "sign in at") {
+		t.Errorf("a freshly exchanged token refused by the server: %s", got)
 	}
 	for _, who := range []string{"alice", "bob"} {
 		upToken := providerToken(t, issuer, who, "mcp:all", up)

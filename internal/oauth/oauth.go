@@ -162,9 +162,9 @@ type LoginRequiredError struct {
 	// Done is closed once the user has signed in at SignIn; nil when no
 	// one can tell.
 	Done <-chan struct{}
-	// Exchange is why the token exchange for the user failed, when the
-	// server takes one (Settings.TokenExchange).
-	Exchange error
+	// Cause, if set, says what failed on the way: the token exchange, or
+	// the server refusing the token just obtained.
+	Cause error
 }
 
 func (e *LoginRequiredError) Error() string {
@@ -174,8 +174,8 @@ func (e *LoginRequiredError) Error() string {
 			give = "sign in at " + e.SignIn + " in your browser, then call again (or " + give + ")"
 		}
 		msg := fmt.Sprintf("server %q takes each user's own credentials, and user %q has none here, or the server refused it: %s", e.Name, e.User, give)
-		if e.Exchange != nil {
-			msg += fmt.Sprintf("; exchanging their token at the hub for one failed: %v", e.Exchange)
+		if e.Cause != nil {
+			msg += "; " + e.Cause.Error()
 		}
 		if e.Scope != "" {
 			msg += fmt.Sprintf("; it asks for scope %q", e.Scope)
@@ -202,6 +202,23 @@ func (e *LoginRequiredError) Error() string {
 		msg += fmt.Sprintf(" (it asks for scope %q)", e.Scope)
 	}
 	return msg
+}
+
+// LoginNeeded is, for a user's client (Options.User), why its last
+// request failed until the user acts (a *LoginRequiredError: no token,
+// or one the server refused), or nil once a request has gone through
+// with a token. Package upstream reads it where the transport's error
+// does not carry the cause.
+func (c *Client) LoginNeeded() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.needed
+}
+
+func (c *Client) setNeeded(err error) {
+	c.mu.Lock()
+	c.needed = err
+	c.mu.Unlock()
 }
 
 // SignInURL is the hub link where the user signs in (SignIn), or "".
@@ -231,11 +248,12 @@ type Client struct {
 	ts      oauth2.TokenSource
 	handler auth.OAuthHandler
 	loaded  bool
-	issuer  string                     // of the authorization server, once found
-	reused  *oauthex.ClientCredentials // a client registered earlier, in use
+	issuer  string                                         // of the authorization server, once found
+	reused  *oauthex.ClientCredentials                     // a client registered earlier, in use
 	hubRegs map[string]*oauthex.ClientRegistrationResponse // clients registered for hub flows, by issuer and redirect URL
-	dp      *dpopKey                   // the DPoP key, once a server asked for DPoP
-	legacy  map[string][]byte          // discovery answers for a 2025-03-26 server (legacy.go)
+	needed  error                                          // a user's client: why the last request needs them to act, until a token works
+	dp      *dpopKey                                       // the DPoP key, once a server asked for DPoP
+	legacy  map[string][]byte                              // discovery answers for a 2025-03-26 server (legacy.go)
 }
 
 // dpopKey returns the client's DPoP key, or nil when it uses none.
@@ -487,7 +505,10 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		}
 		drain(resp)
 		c.want(strings.Fields(scope))
-		e := &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User, Exchange: exchangeErr}
+		e := &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User}
+		if exchangeErr != nil {
+			e.Cause = fmt.Errorf("exchanging their token at the hub for one failed: %w", exchangeErr)
+		}
 		if e.User != "" && c.opts.SignIn != nil {
 			e.SignIn, e.Done = c.opts.SignIn()
 		}
@@ -725,17 +746,25 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if !t.c.challenged(resp) {
+		if t.c.opts.User != "" {
+			t.c.setNeeded(nil) // the user's token works
+		}
 		return resp, nil
 	}
 	if !replayable {
 		return resp, nil // cannot send it again
 	}
 	if err := t.c.authorize(req.Context(), r, resp, sent); err != nil {
-		if errors.Is(err, ErrLoginRequired) && req.Header.Get("Mcp-Session-Id") != "" {
+		if t.c.opts.User != "" && errors.Is(err, ErrLoginRequired) {
+			t.c.setNeeded(err)
+		}
+		if errors.Is(err, ErrLoginRequired) && req.Header.Get("Mcp-Session-Id") != "" && t.c.opts.User == "" {
 			// Inside a session (a revoked token), an error would fail
 			// only this request and leave the session looking up; a 401
 			// makes go-sdk end it, so the server reconnects and reports
-			// the login it needs.
+			// the login it needs. A user's session (User) gets the error
+			// itself, which tells them how to sign in; package upstream
+			// then drops their session.
 			return &http.Response{Status: "401 Unauthorized", StatusCode: http.StatusUnauthorized,
 				Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
 				Body: io.NopCloser(strings.NewReader(err.Error())), Request: req}, nil
@@ -750,6 +779,25 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err = t.base.RoundTrip(r)
+	if err == nil && t.c.opts.User != "" && t.c.challenged(resp) && !(dpop && wantsNonce(resp)) {
+		// The server refused the user's token it has just been given (a
+		// new sign-in, a fresh exchange): that user is told so, with the
+		// way to sign in, rather than a bare 401.
+		drain(resp)
+		t.c.mu.Lock()
+		t.c.ts = nil
+		t.c.mu.Unlock()
+		e := &LoginRequiredError{Name: t.c.s.Name, URL: t.c.s.URL, User: t.c.opts.User,
+			Cause: fmt.Errorf("the server refused the token the hub had just obtained for them (%s)", resp.Status)}
+		if t.c.opts.SignIn != nil {
+			e.SignIn, e.Done = t.c.opts.SignIn()
+		}
+		t.c.setNeeded(e)
+		return nil, e
+	}
+	if err == nil && t.c.opts.User != "" {
+		t.c.setNeeded(nil)
+	}
 	if key := t.c.dpopKey(); err == nil && dpop && key != nil && key.noteNonce(resp) && wantsNonce(resp) {
 		// A first request with a new token may meet the nonce too.
 		drain(resp)
