@@ -385,13 +385,9 @@ func withLockKey(data []byte, want *config.Config, ec *editChecker) ([]byte, err
 	member := `"lock": "` + DefaultLockFile + `"`
 	var cands [][]byte
 	if i := bytes.IndexByte(data, '{'); i >= 0 && strings.TrimSpace(string(data[:i])) == "" {
-		indent := "  "
-		for _, c := range [][]byte{
-			slices.Concat(data[:i+1], []byte("\n"+indent+member+","), data[i+1:]),
-			slices.Concat(data[:i+1], []byte("\n"+indent+member), data[i+1:]),
-		} {
-			cands = append(cands, c)
-		}
+		cands = append(cands, // with a comma before the next member, and alone in the object
+			slices.Concat(data[:i+1], []byte("\n  "+member+","), data[i+1:]),
+			slices.Concat(data[:i+1], []byte("\n  "+member), data[i+1:]))
 	} else {
 		sep := ""
 		if len(data) > 0 && data[len(data)-1] != '\n' {
