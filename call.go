@@ -12,9 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // A Call is one tool call the hub routes. Every way a call reaches a
@@ -99,7 +100,7 @@ func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
 		h.mu.RUnlock()
 		return nil, nil
 	}
-	if p, ok := rc.(interface{ CanCallRaw(string) bool }); ok && !p.CanCallRaw(e.local) {
+	if p, ok := rc.(RawChooser); ok && !p.CanCallRaw(e.local) {
 		h.mu.RUnlock()
 		return nil, nil
 	}
@@ -258,7 +259,7 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(j
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			finish(nil, Recovered(r))
+			finish(nil, recovered(r))
 		}
 		if cancel == nil {
 			cancel = func(error) {}
@@ -448,16 +449,9 @@ type panicError struct {
 
 func (e *panicError) Error() string { return fmt.Sprintf("source panicked: %v", e.value) }
 
-// Recovered turns the value of a recovered panic into the error a
-// [Call] maps to an INTERNAL tool error, with the stack kept for the log.
-// A data plane that calls a source on its own uses it as
-//
-//	defer func() {
-//		if r := recover(); r != nil {
-//			call.FinishRaw(nil, junction.Recovered(r))
-//		}
-//	}()
-func Recovered(r any) error {
+// recovered turns the value of a recovered panic into the error a [Call]
+// maps to an INTERNAL tool error, with the stack kept for the log.
+func recovered(r any) error {
 	pe := &panicError{value: r, stack: string(debug.Stack())}
 	return &ToolError{Code: CodeInternal, Message: pe.Error(), Err: pe}
 }
@@ -467,7 +461,7 @@ func Recovered(r any) error {
 func safeCall(ctx context.Context, src Source, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, Recovered(r)
+			res, err = nil, recovered(r)
 		}
 	}()
 	return src.CallTool(ctx, req)
@@ -476,7 +470,7 @@ func safeCall(ctx context.Context, src Source, req *mcp.CallToolRequest) (res *m
 func safeRawCall(ctx context.Context, rc RawCaller, name string, params json.RawMessage) (res json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, Recovered(r)
+			res, err = nil, recovered(r)
 		}
 	}()
 	return rc.CallToolRaw(ctx, name, params)

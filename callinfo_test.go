@@ -18,11 +18,15 @@ type twoPathSource struct {
 	failingSource
 	result string // the result object's JSON; "" fails with err
 	err    error
+	panic  any // when not nil, the call panics with it
 	traces chan junction.TraceContext
 }
 
 func (s *twoPathSource) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s.traces <- junction.TraceContextOf(ctx)
+	if s.panic != nil {
+		panic(s.panic)
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -35,6 +39,9 @@ func (s *twoPathSource) CallTool(ctx context.Context, req *mcp.CallToolRequest) 
 
 func (s *twoPathSource) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
 	s.traces <- junction.TraceContextOf(ctx)
+	if s.panic != nil {
+		panic(s.panic)
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -75,7 +82,7 @@ func TestCallInfoSamePerPath(t *testing.T) {
 			summary{Outcome: "protocol_error", Code: -32042}, false},
 		{"source down", &twoPathSource{err: junction.ErrSourceDown}, summary{Outcome: "source_unavailable"}, true},
 		{"cancelled", &twoPathSource{err: context.Canceled}, summary{Outcome: "cancelled"}, true},
-		{"panic", &twoPathSource{err: junction.Recovered("boom")}, summary{Outcome: "internal", Panicked: true}, true},
+		{"panic", &twoPathSource{panic: "boom"}, summary{Outcome: "internal", Panicked: true}, true},
 		{"plain error", &twoPathSource{err: errors.New("disk on fire")}, summary{Outcome: "source_error"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

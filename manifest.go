@@ -7,15 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ManifestVersion is the format version written by [Manifest.Write].
+// ManifestVersion is the format version a [Manifest] is written in and
+// [ReadManifest] accepts.
 const ManifestVersion = 1
 
 // A Manifest pins the tools a hub serves: each tool's name and hashes of
@@ -147,60 +146,6 @@ func ReadManifest(r io.Reader) (*Manifest, error) {
 		seen[t.Name] = true
 	}
 	return &m, nil
-}
-
-// LoadManifest reads the manifest file at path.
-func LoadManifest(path string) (*Manifest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m, err := ReadManifest(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
-}
-
-// WriteFile writes m to path atomically: a temporary file in the same
-// directory, synced, then renamed over path. A reader sees the old file or
-// the new one, never half of one.
-func (m *Manifest) WriteFile(path string) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(path, append(b, '\n'), 0o644)
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory and a rename.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // Drift is every difference between an old and a new tool list: a lock

@@ -2,14 +2,13 @@ package junction_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
 )
 
 func tool(name, desc, schema string) junction.ToolInfo {
@@ -256,26 +255,6 @@ func TestCanonicalJSON(t *testing.T) {
 	}
 	if _, err := junction.CanonicalJSON(json.RawMessage(`{`)); err == nil {
 		t.Error("CanonicalJSON(invalid) succeeded")
-	}
-}
-
-func TestManifestFileRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "junction.lock.json")
-	m := junction.NewManifest([]junction.ToolInfo{tool("a", "alpha", `{"type":"object"}`)})
-	if err := m.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	got, err := junction.LoadManifest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(m, got); diff != "" {
-		t.Errorf("round trip (-want +got):\n%s", diff)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("directory has %d entries, want only the lock file (no temp files left)", len(entries))
 	}
 }
 

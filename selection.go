@@ -38,18 +38,6 @@ func (s Selection) Union(o Selection) Selection {
 	}
 }
 
-// SplitList splits a comma-separated list, trimming items and dropping
-// empty ones, as Diode does for -mcp-tools and DIODE_MCP_TOOLS.
-func SplitList(csv string) []string {
-	var out []string
-	for _, item := range strings.Split(csv, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
-
 // UnknownNameError reports a preset or tool name that a selection names
 // but the hub does not have.
 type UnknownNameError struct {

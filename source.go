@@ -159,12 +159,18 @@ type HostWatcher interface {
 // from ctx: the data plane then delivers them as the typed path would
 // (over HTTP, on the call's own response stream).
 //
-// A RawCaller that also has a method CanCallRaw(tool string) bool is
-// asked before each call, with the source-local tool name; false sends
-// the call the typed way (for a source that can forward raw only over
-// some of its transports).
+// A RawCaller that is also a [RawChooser] is asked before each call.
 type RawCaller interface {
 	CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// A RawChooser is a [RawCaller] that forwards raw only some of its calls
+// (an upstream whose transport is not stdio, say). CanCallRaw is asked
+// before each call with the source-local tool name; false sends the call
+// the typed way, through CallTool. It must not block.
+type RawChooser interface {
+	RawCaller
+	CanCallRaw(tool string) bool
 }
 
 // A RawStarter is a [RawCaller] that can also start a call and return at

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/junction-mcp/junction/internal/atomicfile"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/hostconfig"
 	"github.com/junction-mcp/junction/internal/registry"
@@ -409,7 +410,7 @@ func writeAdd(plan *hostconfig.ConnectPlan) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("junction config: %w", err)
 	}
-	if err := hostconfig.WriteFileAtomic(path, plan.JunctionAfter, plan.JunctionMode); err != nil {
+	if err := atomicfile.Write(path, plan.JunctionAfter, plan.JunctionMode); err != nil {
 		return fmt.Errorf("junction config %s: %w (the file is unchanged)", path, err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/atomicfile"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/hostconfig"
@@ -218,7 +219,7 @@ func cmpOr(a, b string) string {
 // pins, or, when there is no file yet, a new one pinning every tool the
 // hub serves (whole is then true).
 func approvedLock(path, name string, pins []junction.ManifestTool, served []junction.ToolInfo) (m *junction.Manifest, whole bool, err error) {
-	m, err = junction.LoadManifest(path)
+	m, err = config.ReadLockFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return junction.NewManifest(served), true, nil
 	}
@@ -264,14 +265,14 @@ func writeApproval(path string, before, after []byte, lockPath string, lock *jun
 	if !bytes.Equal(cur, before) {
 		return fmt.Errorf("junction config %s changed while approve was running; nothing was written; run again", path)
 	}
-	if err := lock.WriteFile(lockPath); err != nil {
+	if err := config.WriteLockFile(lockPath, lock); err != nil {
 		return fmt.Errorf("lock file %s: %w; nothing was written", lockPath, err)
 	}
 	mode := fs.FileMode(0o600)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	if err := hostconfig.WriteFileAtomic(path, after, mode); err != nil {
+	if err := atomicfile.Write(path, after, mode); err != nil {
 		return fmt.Errorf("junction config %s: %w (the file is unchanged, the server still in quarantine; the lock file %s has its pins)", path, err, lockPath)
 	}
 	return nil

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/config"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestUnquarantine: approve's edit removes the server's quarantine: true
@@ -111,7 +112,7 @@ func TestApprovedLock(t *testing.T) {
 	}
 
 	old := junction.NewManifest([]junction.ToolInfo{served[0], {Tool: tool("a__one", "old"), Source: "a"}, {Tool: tool("a__gone", "g"), Source: "a"}, served[3]})
-	if err := old.WriteFile(path); err != nil {
+	if err := config.WriteLockFile(path, old); err != nil {
 		t.Fatal(err)
 	}
 	m, whole, err = approvedLock(path, "a", pins, served)

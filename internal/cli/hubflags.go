@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/commalist"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
 )
@@ -117,8 +118,8 @@ func (f *hubFlags) logger(env *Env) (*slog.Logger, error) {
 func (f *hubFlags) selections(env *Env) []labelledSelection {
 	return []labelledSelection{
 		{"-preset", junction.Selection{Presets: f.presets}},
-		{EnvTools, junction.Selection{Tools: junction.SplitList(env.Getenv(EnvTools))}},
-		{"-tools", junction.Selection{Tools: junction.SplitList(f.toolsCSV)}},
+		{EnvTools, junction.Selection{Tools: commalist.Split(env.Getenv(EnvTools))}},
+		{"-tools", junction.Selection{Tools: commalist.Split(f.toolsCSV)}},
 		{"-tool", junction.Selection{Tools: trimmed(f.tools)}},
 		{"-deny", junction.Selection{Deny: trimmed(f.deny)}},
 		{"-server", junction.Selection{Sources: f.onlySources()}},

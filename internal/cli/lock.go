@@ -7,6 +7,7 @@ import (
 	iofs "io/fs"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/config"
 )
 
 // DefaultLockFile is where lock writes and selftest reads the manifest.
@@ -56,7 +57,7 @@ func runLock(ctx context.Context, env *Env, args []string) error {
 	}
 	defer d.Close()
 	m := junction.NewManifest(d.View.Tools())
-	if err := m.WriteFile(*out); err != nil {
+	if err := config.WriteLockFile(*out, m); err != nil {
 		return fmt.Errorf("write lock: %w", err)
 	}
 	if format.json {
@@ -93,7 +94,7 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 			*lockPath = cfg.Lock.Path
 		}
 	}
-	locked, err := junction.LoadManifest(*lockPath)
+	locked, err := config.ReadLockFile(*lockPath)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return usageErrorf("no lock file %s: run \"junction lock\" first (or give -lock FILE)", *lockPath)
 	}

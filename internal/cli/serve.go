@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/commalist"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
 	"github.com/junction-mcp/junction/internal/memtrim"
@@ -187,7 +188,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErrorf("-insecure-no-auth contradicts the config file's http.auth (mode oauth); keep one")
 	}
 	all := append([]string(nil), s.Tokens...)
-	all = append(all, junction.SplitList(env.Getenv(EnvToken))...)
+	all = append(all, commalist.Split(env.Getenv(EnvToken))...)
 	all = append(all, fromFile...)
 	if len(all) == 0 && !s.InsecureNoAuth && (s.Admin != "" || s.Listen != "" && !d.DiPeOAuth() && frontAuth == nil) {
 		all = []string{generatedToken(env, EnvToken)}

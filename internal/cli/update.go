@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/atomicfile"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/hostconfig"
 	"github.com/junction-mcp/junction/internal/registry"
@@ -287,7 +288,7 @@ func runUpdate(ctx context.Context, env *Env, args []string) error {
 	if abs, err := filepath.Abs(lockPath); err == nil {
 		lockPath = abs
 	}
-	lock, err := junction.LoadManifest(lockPath)
+	lock, err := config.ReadLockFile(lockPath)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("lock file %s: %w; nothing was written", lockPath, err)
 	}
@@ -628,7 +629,7 @@ func writeUpdate(path string, before, after []byte, lockPath string, lock *junct
 		}
 		m := *lock
 		m.Tools = slices.Insert(rest, n, pins...)
-		if err := m.WriteFile(lockPath); err != nil {
+		if err := config.WriteLockFile(lockPath, &m); err != nil {
 			return fmt.Errorf("lock file %s: %w; nothing was written", lockPath, err)
 		}
 	}
@@ -636,7 +637,7 @@ func writeUpdate(path string, before, after []byte, lockPath string, lock *junct
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	if err := hostconfig.WriteFileAtomic(path, after, mode); err != nil {
+	if err := atomicfile.Write(path, after, mode); err != nil {
 		if repin {
 			return fmt.Errorf("junction config %s: %w (the file is unchanged; the lock file %s already has the new version's pins: run update again)", path, err, lockPath)
 		}

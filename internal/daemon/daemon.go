@@ -280,7 +280,7 @@ func loadLock(spec Spec, cfg *config.Config) (*junction.Manifest, error) {
 	if path == "" {
 		return nil, nil
 	}
-	m, err := junction.LoadManifest(path)
+	m, err := config.ReadLockFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/commalist"
 	"github.com/junction-mcp/junction/internal/pack/diagram"
 )
 
@@ -147,7 +148,7 @@ func (d *Daemon) dipeoHTTP(cfg HTTPConfig) (HTTPConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if keys := junction.SplitList(d.getenv(EnvMCPAPIKeys)); keysOn && len(keys) > 0 {
+	if keys := commalist.Split(d.getenv(EnvMCPAPIKeys)); keysOn && len(keys) > 0 {
 		cfg.Tokens = append(slices.Clip(cfg.Tokens), keys...)
 		d.logger.Info("accepting DiPeO API keys", "keys", len(keys), "from", EnvMCPAPIKeys)
 	}
@@ -166,7 +167,7 @@ func (d *Daemon) DiPeOAuth() bool {
 		b, err := strconv.ParseBool(strings.TrimSpace(d.getenv(name)))
 		return err != nil || b // unset or unreadable: on (dipeoHTTP reports the unreadable)
 	}
-	return !on(EnvMCPAuthEnabled) || (on(EnvMCPAPIKeyEnabled) && len(junction.SplitList(d.getenv(EnvMCPAPIKeys))) > 0)
+	return !on(EnvMCPAuthEnabled) || (on(EnvMCPAPIKeyEnabled) && len(commalist.Split(d.getenv(EnvMCPAPIKeys))) > 0)
 }
 
 // lenientMessage completes a DiPeO quick-reference body such as

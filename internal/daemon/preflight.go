@@ -61,7 +61,7 @@ func Preflight(file string, cfg *config.Config, getenv func(string) string) conf
 		add(cfg.FieldPath("pack", diagram.DiPeOName), "%v", err)
 	}
 	if p := cfg.Lock.Path; p != "" {
-		if _, err := junction.LoadManifest(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if _, err := config.ReadLockFile(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			add("lock.path", "%v (write it again with \"junction lock\", or remove it)", err)
 		}
 	}

@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/config"
 )
 
 // testUpstreamEnv makes the test binary an upstream MCP server over
@@ -131,7 +132,7 @@ func TestDriftPolicyFromConfig(t *testing.T) {
 		Tool:   &mcp.Tool{Name: "junction_version", Description: "an older description", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Source: "core",
 	}})
-	if err := m.WriteFile(lock); err != nil {
+	if err := config.WriteLockFile(lock, m); err != nil {
 		t.Fatal(err)
 	}
 	d, err := Build(t.Context(), Spec{Config: parseConfig(t, `

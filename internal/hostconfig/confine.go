@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/junction-mcp/junction/internal/atomicfile"
 )
 
 // Confine checks a file that connect or disconnect is about to read or
@@ -125,15 +127,15 @@ func (l *Location) confineHost(path string) error {
 	return l.Confine(path)
 }
 
-// writeConfined is [WriteFileAtomic] for junction's config: it checks the
-// path with [Location.Confine] again just before writing. WriteFileAtomic
+// writeConfined is [atomicfile.Write] for junction's config: it checks the
+// path with [Location.Confine] again just before writing. atomicfile.Write
 // renames onto the path the links lead to, so the check is of the very
 // file replaced: one inside the project, never a link's target outside.
 func (l *Location) writeConfined(path string, data []byte, mode fs.FileMode) error {
 	if err := l.Confine(path); err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, data, mode)
+	return atomicfile.Write(path, data, mode)
 }
 
 // writeHost is writeConfined for the host's file and its backups
@@ -142,5 +144,5 @@ func (l *Location) writeHost(path string, data []byte, mode fs.FileMode) error {
 	if err := l.confineHost(path); err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, data, mode)
+	return atomicfile.Write(path, data, mode)
 }

@@ -674,43 +674,6 @@ func (p *DisconnectPlan) Apply() error {
 	return nil
 }
 
-// WriteFileAtomic writes data to a temporary file in path's directory,
-// syncs it, gives it mode, and renames it over path: readers see the old
-// file or the new one, never a part. When path is a symbolic link (a
-// dotfiles checkout), the file it points to is replaced and the link kept.
-func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	if mode == 0 {
-		mode = 0o600
-	}
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // serversCompact returns the servers object of a host file as compact
 // JSON, or "" if the file has none.
 func serversCompact(loc *Location, data []byte) string {

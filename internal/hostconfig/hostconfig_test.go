@@ -515,24 +515,6 @@ func TestDisconnectKeepsOtherChanges(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomicKeepsSymlink(t *testing.T) {
-	dir := t.TempDir()
-	real := filepath.Join(dir, "dotfiles", "mcp.json")
-	os.MkdirAll(filepath.Dir(real), 0o755)
-	os.WriteFile(real, []byte("old"), 0o640)
-	link := filepath.Join(dir, "mcp.json")
-	if err := os.Symlink(real, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFileAtomic(link, []byte("new"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("the link was replaced: %v %v", fi, err)
-	}
-	assertFile(t, real, "new", 0o640)
-}
-
 func TestConnectKeep(t *testing.T) {
 	env, home := fakeHome(t, ".config/Claude/claude_desktop_config.json", claudeDesktop, 0o644)
 	h, _ := Lookup("claude-desktop")

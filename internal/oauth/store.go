@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/atomicfile"
 	"github.com/junction-mcp/junction/internal/seal"
 
 	"golang.org/x/oauth2"
@@ -207,23 +208,7 @@ func (s *FileStore) write(m map[string]*Entry) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(s.path), ".tokens-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(sealed); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), s.path)
+	return atomicfile.Write(s.path, sealed, 0o600)
 }
 
 func (s *FileStore) Load(resource string) (*Entry, error) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/junction-mcp/junction/internal/atomicfile"
 )
 
 // library is the directory of saved diagrams, one <name>.yaml file each.
@@ -76,19 +78,7 @@ func (l *library) save(name string, src []byte) error {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return fmt.Errorf("saving diagram %s: %w", name, err)
 	}
-	f, err := os.CreateTemp(l.dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("saving diagram %s: %w", name, err)
-	}
-	_, err = f.Write(src)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.Write(path, src, 0o600); err != nil {
 		return fmt.Errorf("saving diagram %s: %w", name, err)
 	}
 	return nil

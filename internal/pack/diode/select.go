@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/commalist"
 )
 
 // Tool names, in the original's registration order.
@@ -77,12 +77,12 @@ func Select(f ToolFilter) ([]string, error) {
 			}
 		}
 	}
-	for _, n := range junction.SplitList(env) {
+	for _, n := range commalist.Split(env) {
 		if err := add(EnvTools+": ", n); err != nil {
 			return nil, err
 		}
 	}
-	for _, n := range junction.SplitList(csv) {
+	for _, n := range commalist.Split(csv) {
 		if err := add("-mcp-tools: ", n); err != nil {
 			return nil, err
 		}
