@@ -39,8 +39,9 @@ func imports(t *testing.T, dir string) map[string]bool {
 // TestDependencyDirection keeps the layering of docs/design.md: the core
 // package imports only the standard library and go-sdk (with the two
 // libraries go-sdk itself builds on), never the data plane, a source or
-// the daemon; the data plane imports the core and nothing else of ours
-// (sources use it, it never uses them); packs never import each other;
+// the daemon; the host front (dataplane) imports the core and wire and
+// nothing else of ours, and wire the core alone (sources use wire, never
+// the host front); packs never import each other;
 // and the command line reaches packs, upstreams, plugins and the data
 // plane only through the daemon (its tests may import them).
 func TestDependencyDirection(t *testing.T) {
@@ -69,8 +70,18 @@ func TestDependencyDirection(t *testing.T) {
 		}
 	}
 	for p := range imports(t, "dataplane") {
-		if strings.HasPrefix(p, module+"/") && p != module && p != module+"/internal/rawjson" && p != module+"/internal/seal" {
-			t.Errorf("package dataplane imports %s; it may import only the core (%s), internal/rawjson and internal/seal of ours", p, module)
+		if strings.HasPrefix(p, module+"/") && p != module && p != module+"/wire" && p != module+"/internal/rawjson" && p != module+"/internal/seal" {
+			t.Errorf("package dataplane (the host front) imports %s; it may import only the core (%s), wire, internal/rawjson and internal/seal of ours", p, module)
+		}
+	}
+	for p := range imports(t, "wire") {
+		if strings.HasPrefix(p, module+"/") && p != module && p != module+"/internal/rawjson" {
+			t.Errorf("package wire imports %s; it may import only the core (%s) and internal/rawjson of ours", p, module)
+		}
+	}
+	for p := range imports(t, "upstream") {
+		if p == module+"/dataplane" {
+			t.Errorf("package upstream imports the host front (dataplane); what it shares with it (ServerConn, LineReader, Rewrite, ...) is in package wire")
 		}
 	}
 	for p := range imports(t, "internal/seal") {

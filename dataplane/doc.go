@@ -6,8 +6,9 @@
 // the log messages and requests a source has for a host on the right
 // stream. Everything else (initialize, lists, resources, prompts, and the
 // calls the raw path does not take) it hands to the view's go-sdk server.
-// It also owns a stdio upstream's pipes ([ServerConn]): go-sdk's client
-// and raw calls share one reader, one writer and one id space there.
+// It is the host front only: a stdio upstream's pipes, the line reader,
+// the coalescing writer and the answer envelopes are package wire's,
+// which the sources use too.
 //
 //	v, _ := hub.NewView("", junction.Selection{})
 //	plane := dataplane.New(v, nil)
@@ -50,12 +51,12 @@
 //	http.go       HTTPHandler (stateful, stateless, dual), SSEHandler, body checks
 //	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
 //	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered
-//	serverconn.go ServerConn, a stdio upstream's pipes; RawCall, one raw call on it
-//	cutthrough.go a long answer forwarded while it arrives
-//	envelope.go   reading a request's envelope, writing answers around result bytes
+//	sessions.go   sealed sessions of the Streamable HTTP front
+//	ledger.go     SessionLedger: ended sessions, shared by replicas
+//	replay.go     the event store that resumes a broken stream
+//	listen.go     subscriptions/listen streams
+//	tasks.go      the tasks extension's requests on the raw path
+//	envelope.go   reading a request's envelope
 //	ids.go        request ids kept byte for byte on go-sdk's path
-//	content.go    content blocks of unknown types, a result's server fields
-//	inflight.go   a connection's calls in flight, for cancellation and draining
-//	lines.go      LineReader, the one line reader (hosts' stdio, upstreams' stdout and stderr)
-//	writer.go     the coalescing writer
+//	inflight.go   a connection's calls in flight, for cancellation and draining; each carries its wire.Link
 package dataplane

@@ -3,13 +3,13 @@ package dataplane
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // The envelope of a raw call: the host's request is read just far enough
@@ -215,55 +215,6 @@ func appendString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// answerLine is the JSON-RPC answer to the host's request id: the result
-// res, or the protocol error werr; it ends in a newline.
-func answerLine(id []byte, res json.RawMessage, werr *jsonrpc.Error) []byte {
-	if werr != nil {
-		return errorLine(id, werr)
-	}
-	buf := appendAnswerHead(make([]byte, 0, len(id)+len(res)+40), id)
-	buf = append(buf, res...)
-	return append(buf, "}\n"...)
-}
-
-// answerParts is answerLine in parts, for writers that take them one
-// after the other: a big result is not copied, but written from where it
-// is between the envelope's head and its end.
-func answerParts(id []byte, res json.RawMessage, werr *jsonrpc.Error) [][]byte {
-	if werr == nil && len(res) > bigWrite {
-		return [][]byte{answerHead(id), res, []byte("}\n")}
-	}
-	return [][]byte{answerLine(id, res, werr)}
-}
-
-// answerHead is the start of answerLine's answer, up to the result.
-func answerHead(id []byte) []byte {
-	return appendAnswerHead(make([]byte, 0, len(id)+32), id)
-}
-
-func appendAnswerHead(buf, id []byte) []byte {
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, id...)
-	return append(buf, `,"result":`...)
-}
-
-// errorLine is a JSON-RPC error answer, ending in a newline.
-func errorLine(id []byte, e *jsonrpc.Error) []byte {
-	msg, _ := json.Marshal(e.Message)
-	buf := make([]byte, 0, len(id)+len(msg)+80)
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, id...)
-	buf = append(buf, `,"error":{"code":`...)
-	buf = strconv.AppendInt(buf, e.Code, 10)
-	buf = append(buf, `,"message":`...)
-	buf = append(buf, msg...)
-	if len(e.Data) > 0 {
-		buf = append(buf, `,"data":`...)
-		buf = append(buf, e.Data...)
-	}
-	return append(buf, "}}\n"...)
-}
-
 // cancelledID returns the requestId of a notifications/cancelled message,
 // as sent, and false for anything else.
 func cancelledID(msg []byte) (json.RawMessage, bool) {
@@ -305,13 +256,13 @@ func mayHaveNewerMembers(p []byte) bool {
 // protocol 2026-07-28: a result without the members that revision added,
 // whatever the method (a tools/call, prompts/get, resources/read or
 // completion/complete result alike): its cacheFields, a resultType of
-// "complete" and the serverInfo in its _meta (see [StripServerFields]).
+// "complete" and the serverInfo in its _meta (see [wire.StripServerFields]).
 // Anything else is returned as it is.
 func olderResult(msg []byte) []byte {
 	if !mayHaveNewerMembers(msg) {
 		return msg
 	}
-	s, e, ok := member(msg, "result")
+	s, e, ok := rawjson.Member(msg, "result")
 	if !ok || msg[s] != '{' {
 		return msg
 	}
@@ -336,7 +287,7 @@ func olderResult(msg []byte) []byte {
 	if !dropped {
 		kept = res
 	}
-	stripped := StripServerFields(kept)
+	stripped := wire.StripServerFields(kept)
 	if !dropped && len(stripped) == len(res) {
 		return msg
 	}

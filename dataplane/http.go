@@ -13,8 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // HTTPMode chooses how a view's Streamable HTTP endpoint keeps sessions.
@@ -217,7 +219,7 @@ func endSessionCalls(sf http.Handler, r *http.Request, sid string, calls *sdkCal
 		raw.endSession(sid)
 	}
 	for _, id := range calls.endSession(sid) {
-		body := appendCancelled(nil, string(id), "the host ended its session")
+		body := wire.AppendCancelled(nil, string(id), "the host ended its session")
 		req := r.Clone(r.Context())
 		req.Method = http.MethodPost
 		req.Body = io.NopCloser(bytes.NewReader(body))
@@ -312,7 +314,7 @@ func (w *sseEndpointWriter) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	w.head = append(w.head, p...)
-	end := eventEnd(w.head)
+	end := wire.EventEnd(w.head)
 	if end < 0 {
 		if len(w.head) > maxEndpointEvent {
 			w.err, w.head = errNoEndpoint, nil
@@ -340,7 +342,7 @@ func (w *sseEndpointWriter) Write(p []byte) (int, error) {
 // endpointSession returns the session id an "endpoint" event's URL names
 // (its sessionid query parameter), or "" for any other event.
 func endpointSession(event []byte) string {
-	name, data := eventFields(event)
+	name, data := wire.EventFields(event)
 	if name != "endpoint" {
 		return ""
 	}

@@ -107,21 +107,10 @@ func (m *idMap) ours(scope string, raw []byte) (string, bool) {
 	return id, ok
 }
 
-// member returns the span of the top-level member key of the JSON object
-// msg (the first, if there are several).
-func member(msg []byte, key string) (start, end int, ok bool) {
-	rawjson.ObjectSpans(msg, func(k []byte, s, e int) {
-		if !ok && string(k) == key {
-			start, end, ok = s, e, true
-		}
-	})
-	return start, end, ok
-}
-
 // replaceMember returns msg with the value of its top-level member key
 // replaced by val (msg itself if it has no such member).
 func replaceMember(msg []byte, key string, val []byte) []byte {
-	s, e, ok := member(msg, key)
+	s, e, ok := rawjson.Member(msg, key)
 	if !ok {
 		return msg
 	}
@@ -140,11 +129,11 @@ func ourJSON(ours string) []byte {
 // cancelledRequestID returns the span of params.requestId in a
 // notifications/cancelled message.
 func cancelledRequestID(msg []byte) (start, end int, ok bool) {
-	ps, pe, found := member(msg, "params")
+	ps, pe, found := rawjson.Member(msg, "params")
 	if !found {
 		return 0, 0, false
 	}
-	s, e, found := member(msg[ps:pe], "requestId")
+	s, e, found := rawjson.Member(msg[ps:pe], "requestId")
 	return ps + s, ps + e, found
 }
 
@@ -154,7 +143,7 @@ func cancelledRequestID(msg []byte) (start, end int, ok bool) {
 // the requestId of a cancellation that names such a request. It returns
 // msg itself when nothing needs rewriting.
 func (m *idMap) toSDK(scope string, msg []byte) (out []byte, ours string) {
-	ms, me, hasMethod := member(msg, "method")
+	ms, me, hasMethod := rawjson.Member(msg, "method")
 	if !hasMethod {
 		return msg, "" // a response to go-sdk's own request: its id is go-sdk's
 	}
@@ -169,7 +158,7 @@ func (m *idMap) toSDK(scope string, msg []byte) (out []byte, ours string) {
 		}
 		return msg, ""
 	}
-	s, e, ok := member(msg, "id")
+	s, e, ok := rawjson.Member(msg, "id")
 	if !ok {
 		return msg, ""
 	}

@@ -3,8 +3,9 @@ package dataplane
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/junction-mcp/junction/wire"
 )
 
 // inflight is the table of one host connection's raw calls (a stdio
@@ -32,9 +33,9 @@ func (t *inflight) lookup(key string) *hostCall {
 	return t.calls[key]
 }
 
-// hostCall is one raw call in flight. It rides in the call's context
-// (hostCallOf), which is how a server connection of this package learns
-// the batches the call's writes belong to.
+// hostCall is one raw call in flight. It is the call's context, and
+// carries its [wire.Link], which is how a server connection learns the
+// batches the call's writes belong to.
 type hostCall struct {
 	// The call's context, once withHostCall has made it: its parent, of
 	// which hostCall is the child that carries it (one allocation for
@@ -44,17 +45,7 @@ type hostCall struct {
 	cancel    func(cause error) // nil until set; guarded by inflight.mu
 	cancelled bool              // the host cancelled it; guarded by inflight.mu
 
-	// from is the batch of the goroutine that read the host's request,
-	// while it starts the call: the request to the server is queued
-	// there. via is the batch of the goroutine that read the server's
-	// answer, while it hands the answer over: the answer to the host is
-	// queued there. Each is set only while its goroutine runs the call's
-	// code (a call finished elsewhere, on a timer say, writes at once).
-	from, via atomic.Pointer[batch]
-
-	// stream, if not nil, takes the call's answer while it arrives (see
-	// cutthrough.go); set before the call starts.
-	stream *streamTo
+	link wire.Link
 }
 
 type hostCallKey struct{}
@@ -66,10 +57,13 @@ func withHostCall(ctx context.Context, hc *hostCall) context.Context {
 	return hc
 }
 
-// Value implements context.Context: hc carries itself.
+// Value implements context.Context: hc carries itself and its link.
 func (hc *hostCall) Value(key any) any {
 	if _, ok := key.(hostCallKey); ok {
 		return hc
+	}
+	if v := hc.link.Value(key); v != nil {
+		return v
 	}
 	return hc.Context.Value(key)
 }

@@ -10,9 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // A stdio host's subscriptions/listen streams (protocol 2026-07-28).
@@ -129,7 +131,7 @@ func (ls *listens) take(line []byte) bool {
 	}
 	if ls.byID[string(id)] != nil {
 		ls.mu.Unlock()
-		ls.c.out.Write(errorLine(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "a subscriptions/listen with this id is open"}))
+		ls.c.out.Write(wire.ErrorLine(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "a subscriptions/listen with this id is open"}))
 		return true
 	}
 	ls.byID[string(id)] = l
@@ -222,7 +224,7 @@ func (ls *listens) open(l *listen) {
 	none := !got.ToolsListChanged && !got.PromptsListChanged && !got.ResourcesListChanged && len(got.ResourceSubscriptions) == 0
 	if none {
 		// Nothing to listen for: go-sdk ends such a listen at once.
-		lines = append(lines, answerLine(l.id, json.RawMessage(`{"resultType":"complete","_meta":`+string(subscriptionMeta(nil, l.id))+`}`), nil)...)
+		lines = append(lines, wire.AnswerLine(l.id, json.RawMessage(`{"resultType":"complete","_meta":`+string(subscriptionMeta(nil, l.id))+`}`), nil)...)
 	}
 	ls.mu.Lock()
 	if l.ended {
@@ -276,7 +278,7 @@ func (ls *listens) fail(l *listen, resp *jsonrpc.Response) {
 		return // JSON-RPC: no answer to a cancelled request
 	}
 	delete(ls.byID, string(l.id))
-	ls.c.out.Write(errorLine(l.id, werr))
+	ls.c.out.Write(wire.ErrorLine(l.id, werr))
 }
 
 // nextID returns an id for a resources/subscribe or unsubscribe of the

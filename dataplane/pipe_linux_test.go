@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/junction-mcp/junction/wire"
 )
 
 // osPipe returns a pipe whose ends are closed at cleanup (closing one
@@ -23,7 +25,7 @@ func osPipe(t *testing.T) (r, w *os.File) {
 
 func pipeSize(t *testing.T, f *os.File) int {
 	t.Helper()
-	n, err := PipeCapacity(f)
+	n, err := wire.PipeCapacity(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,13 +36,13 @@ func TestGrowPipe(t *testing.T) {
 	t.Parallel()
 	r, w := osPipe(t)
 	before := pipeSize(t, r)
-	if err := GrowPipe(r, 256<<10); err == syscall.EPERM {
+	if err := wire.GrowPipe(r, 256<<10); err == syscall.EPERM {
 		t.Skipf("F_SETPIPE_SZ refused: the user's pipe quota is spent: %v", err)
 	} else if err != nil {
-		t.Fatalf("GrowPipe: %v", err)
+		t.Fatalf("wire.GrowPipe: %v", err)
 	}
 	if got := pipeSize(t, w); got < 256<<10 {
-		t.Errorf("pipe size after GrowPipe(256 KiB) = %d (was %d)", got, before)
+		t.Errorf("pipe size after wire.GrowPipe(256 KiB) = %d (was %d)", got, before)
 	}
 }
 
@@ -49,7 +51,7 @@ func TestGrowPipe(t *testing.T) {
 func TestServeStdioGrowsPipe(t *testing.T) {
 	t.Parallel()
 	probe, _ := osPipe(t)
-	if err := GrowPipe(probe, HostPipeSize); err != nil {
+	if err := wire.GrowPipe(probe, HostPipeSize); err != nil {
 		t.Skipf("this machine grows no pipe to %d bytes (pipe-max-size, or the user's pipe quota): %v", HostPipeSize, err)
 	}
 	inR, inW := osPipe(t)

@@ -10,5 +10,5 @@ import "testing"
 // without the race detector runs it.
 func skipAllocsUnderRace(t *testing.T) {
 	t.Helper()
-	t.Skip("allocation counts differ under the race detector; scripts/test runs this without it: go test -count=1 -run 'Allocs$' ./dataplane/")
+	t.Skip("allocation counts differ under the race detector; scripts/test runs this without it: go test -count=1 -run 'Allocs$' ./dataplane/ ./wire/")
 }

@@ -12,9 +12,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // The raw path over Streamable HTTP: a POST whose body is one plain
@@ -159,29 +161,29 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	o := f.call(call, src, rawParams(call.Local(), tc), hc, tc.id, sink, nil)
 	switch {
 	case !o.streamed:
-		if s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, o.res, o.werr)) }) {
+		if s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(tc.id, o.res, o.werr)) }) {
 			sink.finish(nil) // JSON-RPC: no answer to a cancelled request
 		}
 	case o.cut == nil:
 		s.calls.finish(key, hc, nil)
 		sink.release()
-	case !hc.stream.begun:
-		s.calls.finish(key, hc, func() { sink.finish(answerParts(tc.id, o.res, o.werr)) })
+	case !hc.link.Stream.Begun:
+		s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(tc.id, o.res, o.werr)) })
 	default:
 		s.calls.finish(key, hc, nil)
-		sink.endCut(hc.stream, o)
+		sink.endCut(hc.link.Stream, o)
 	}
 	return true
 }
 
 // endCut ends the response to a call whose answer, begun on it, was cut
 // short: o is how the call ended (see rawOutcome).
-func (s *sseSink) endCut(to *streamTo, o rawOutcome) {
+func (s *sseSink) endCut(to *wire.StreamTo, o rawOutcome) {
 	var closer []byte
-	if to.inText && o.werr == nil {
-		closer = textCloser(o.res)
+	if to.InText && o.werr == nil {
+		closer = wire.TextCloser(o.res)
 	}
-	if !s.cutShort(closer, answerLine(to.id, o.res, o.werr)) {
+	if !s.cutShort(closer, wire.AnswerLine(to.ID, o.res, o.werr)) {
 		// A JSON body cut short where it cannot be closed: the response
 		// is broken off, so the host does not read half an answer as a
 		// whole one.
@@ -202,7 +204,7 @@ type rawOutcome struct {
 
 // call makes a raw call and waits for it. A source that starts calls
 // ([junction.RawStarter]) may hand a long answer to the sink while it
-// arrives (hc.stream), stamped for a host at 2026-07-28 or later (see
+// arrives (hc.link.Stream), stamped for a host at 2026-07-28 or later (see
 // Rewrite).
 func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hc *hostCall, id json.RawMessage, sink *sseSink, stamp []byte) rawOutcome {
 	rs, ok := rc.(junction.RawStarter)
@@ -211,7 +213,7 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 		return rawOutcome{res: res, werr: werr}
 	}
 	out := make(chan rawOutcome, 2)
-	hc.stream = &streamTo{id: id, out: sink, stamp: stamp, done: func(size int, isError bool, err error) {
+	hc.link.Stream = &wire.StreamTo{ID: id, Out: sink, Stamp: stamp, Done: func(size int, isError bool, err error) {
 		if err != nil {
 			res, werr := call.FinishRaw(nil, err)
 			out <- rawOutcome{res: res, werr: werr, streamed: true, cut: err}
@@ -270,15 +272,15 @@ func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction
 	switch {
 	case o.streamed && o.cut == nil:
 		rc.sink.release()
-	case o.streamed && rc.hc.stream.begun:
-		rc.sink.endCut(rc.hc.stream, o)
+	case o.streamed && rc.hc.link.Stream.Begun:
+		rc.sink.endCut(rc.hc.link.Stream, o)
 	case stamp != nil:
 		if o.werr == nil {
-			o.res = modernResult(o.res, stamp)
+			o.res = wire.ModernResult(o.res, stamp)
 		}
-		writeJSONStatus(rc.sink.w, modernErrorStatus(o.werr), answerParts(tc.id, o.res, o.werr))
+		writeJSONStatus(rc.sink.w, modernErrorStatus(o.werr), wire.AnswerParts(tc.id, o.res, o.werr))
 	default:
-		writeJSON(rc.sink.w, answerParts(tc.id, o.res, o.werr))
+		writeJSON(rc.sink.w, wire.AnswerParts(tc.id, o.res, o.werr))
 	}
 }
 
@@ -628,7 +630,7 @@ func (s *sseSink) finish(answer [][]byte) {
 // of an application/json response, or, if the response has become an SSE
 // stream, the data of an event (a JSON line has no raw newline). No
 // notification or request goes on the response after it.
-func (s *sseSink) beginLine() error {
+func (s *sseSink) BeginLine() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done || s.w == nil {
@@ -658,14 +660,14 @@ func (s *sseSink) header() http.Header {
 var errAnswered = errors.New("the call has been answered")
 
 // linePart writes a part of the line begun with beginLine.
-func (s *sseSink) linePart(p []byte) error {
+func (s *sseSink) LinePart(p []byte) error {
 	_, err := s.w.Write(p)
 	return err
 }
 
 // endLine ends the line begun with beginLine (its last part ends in a
 // newline; an SSE event wants a blank line after it), and flushes it.
-func (s *sseSink) endLine() {
+func (s *sseSink) EndLine() {
 	if s.started {
 		s.w.Write([]byte("\n"))
 	}

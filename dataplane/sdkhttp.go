@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // What the plane does around go-sdk's HTTP handler, for the requests it
@@ -49,7 +50,7 @@ type sdkCall struct {
 // 2026-07-28 (or one that sends none, as before 2025-06-18) gets results
 // without that revision's members.
 func (t *sdkCalls) around(w http.ResponseWriter, sid, version string, body []byte) (http.ResponseWriter, []byte, func()) {
-	ms, me, hasMethod := member(body, "method")
+	ms, me, hasMethod := rawjson.Member(body, "method")
 	if !hasMethod {
 		return w, body, func() {} // a response to go-sdk's own request
 	}
@@ -64,7 +65,7 @@ func (t *sdkCalls) around(w http.ResponseWriter, sid, version string, body []byt
 			}
 		}
 	}
-	s, e, hasID := member(body, "id")
+	s, e, hasID := rawjson.Member(body, "id")
 	body, ours := t.ids.toSDK(sid, body)
 	if !hasID {
 		return w, body, func() {}
@@ -186,10 +187,10 @@ func mapMessage(p []byte, f func([]byte) []byte) []byte {
 // answer to the call: a message with its id and no method.
 func (c *sdkCall) answers(p []byte) bool {
 	msg := eventMessage(p)
-	if _, _, ok := member(msg, "method"); ok {
+	if _, _, ok := rawjson.Member(msg, "method"); ok {
 		return false
 	}
-	s, e, ok := member(msg, "id")
+	s, e, ok := rawjson.Member(msg, "id")
 	return ok && bytes.Equal(msg[s:e], c.sdkID)
 }
 
@@ -218,7 +219,7 @@ func untaggedListChanged(p []byte) bool {
 		return false
 	}
 	msg := eventMessage(p)
-	s, e, ok := member(msg, "method")
+	s, e, ok := rawjson.Member(msg, "method")
 	return ok && bytes.HasPrefix(msg[s:e], []byte(`"notifications/`)) && bytes.HasSuffix(msg[s:e], []byte(`/list_changed"`))
 }
 
@@ -269,7 +270,7 @@ var planeIDPrefix = []byte(`"\u0000jid-`)
 // where go-sdk has the plane's, and without 2026-07-28's result members
 // (see olderResult).
 func hostMessage(ids *idMap, msg []byte) []byte {
-	if s, e, ok := member(msg, "id"); ok && bytes.HasPrefix(msg[s:e], planeIDPrefix) {
+	if s, e, ok := rawjson.Member(msg, "id"); ok && bytes.HasPrefix(msg[s:e], planeIDPrefix) {
 		var ours string
 		if json.Unmarshal(msg[s:e], &ours) == nil {
 			if host, ok := ids.hostID(ours); ok {

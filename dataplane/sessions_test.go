@@ -18,9 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // roundRobin sends each request to the next of servers, as a load
@@ -651,9 +653,9 @@ func TestEventFields(t *testing.T) {
 		{"event: endpoint\ndata:/x\n\n", "endpoint", "/x"},
 		{": comment\nid: 7\ndata: a\r\ndata:  b\ndata\n\n", "message", "a\n b\n"},
 	} {
-		name, data := eventFields([]byte(c.event))
+		name, data := wire.EventFields([]byte(c.event))
 		if name != c.name || string(data) != c.data {
-			t.Errorf("eventFields(%q) = %q, %q; want %q, %q", c.event, name, data, c.name, c.data)
+			t.Errorf("wire.EventFields(%q) = %q, %q; want %q, %q", c.event, name, data, c.name, c.data)
 		}
 	}
 	for _, c := range []struct {
@@ -662,8 +664,8 @@ func TestEventFields(t *testing.T) {
 	}{
 		{"", -1}, {"data: x\n", -1}, {"data: x\n\n", 9}, {"data: x\r\n\r\nmore", 11}, {"\n", 1},
 	} {
-		if got := eventEnd([]byte(c.b)); got != c.end {
-			t.Errorf("eventEnd(%q) = %d, want %d", c.b, got, c.end)
+		if got := wire.EventEnd([]byte(c.b)); got != c.end {
+			t.Errorf("wire.EventEnd(%q) = %d, want %d", c.b, got, c.end)
 		}
 	}
 }

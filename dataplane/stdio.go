@@ -12,9 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // DefaultMaxFrame is the default limit on one newline-delimited JSON-RPC
@@ -42,7 +44,7 @@ type StdioOptions struct {
 // 0.87-0.99 for the host); 256 KiB made about a third of that gain.
 // Small calls were unchanged. Pipe pages are allocated as data is
 // written, so an idle pipe costs no more; the size counts against the
-// user's pipe quota (see [GrowPipe]), once per hub.
+// user's pipe quota (see [wire.GrowPipe]), once per hub.
 const HostPipeSize = 1 << 20
 
 // ServeStdio serves the plane's view on in and out as the MCP stdio
@@ -61,7 +63,7 @@ const HostPipeSize = 1 << 20
 // on.
 //
 // When out is a pipe ([os.File]), it is grown to [HostPipeSize] (see
-// [GrowPipe]).
+// [wire.GrowPipe]).
 //
 // When in ends, the requests already read are answered first (up to
 // [DrainTimeout]); when ctx is done, the connection closes at once (a
@@ -69,7 +71,7 @@ const HostPipeSize = 1 << 20
 // [junction.Hub.WaitIdle] first: raw calls count there too).
 func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts *StdioOptions) error {
 	if f, ok := out.(*os.File); ok {
-		if err := GrowPipe(f, HostPipeSize); err != nil && p.logger != nil {
+		if err := wire.GrowPipe(f, HostPipeSize); err != nil && p.logger != nil {
 			p.logger.Debug("stdout keeps its pipe size", "error", err)
 		}
 	}
@@ -79,8 +81,8 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := newWriter(out)
-	defer w.flush()
+	w := wire.NewWriter(out)
+	defer w.Flush()
 	c := newConn(w, p.onBadFrame)
 	c.listens = &listens{c: c}
 	ss, err := p.v.Server().Connect(ctx, connTransport{c}, nil)
@@ -107,7 +109,7 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 		}
 	}()
 	readErr := make(chan error, 1)
-	go func() { readErr <- readFrames(in, max, c, s.take, s.batch.flush) }()
+	go func() { readErr <- readFrames(in, max, c, s.take, s.batch.Flush) }()
 	defer s.endTasks()
 
 	select {
@@ -148,7 +150,7 @@ type stdioSession struct {
 	ready bool
 	// batch is the reading goroutine's: requests to servers queue there
 	// while it handles what one read brought in (see writer.go).
-	batch batch
+	batch wire.Batch
 	// The host's name for its tasks, and the end of the notifications of
 	// their status: set on the first request for the tasks extension
 	// (see tasks.go).
@@ -255,17 +257,17 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	id, typed := tc.id, mi.rev.TypedResults() // captured rather than tc and mi, which then stay on the stack
 	answer := func(res json.RawMessage, werr *jsonrpc.Error) {
 		if werr == nil && typed {
-			res = modernResult(res, s.p.impl)
+			res = wire.ModernResult(res, s.p.impl)
 		}
 		// JSON-RPC: no answer to a cancelled request.
 		s.calls.finish(key, hc, func() {
-			if werr == nil && len(res) > bigWrite {
-				s.c.out.writeAnswer(id, res) // not held back: no copy
+			if werr == nil && len(res) > wire.BigWrite {
+				s.c.out.WriteAnswer(id, res) // not held back: no copy
 				return
 			}
-			line := answerLine(id, res, werr)
-			if via := hc.via.Load(); via != nil {
-				s.c.out.writeDeferred(line, "", via) // the server's reader flushes it
+			line := wire.AnswerLine(id, res, werr)
+			if via := hc.link.Via.Load(); via != nil {
+				s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
 			} else {
 				s.c.out.Write(line)
 			}
@@ -277,23 +279,23 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	if starts {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
-		// or later as modernResult rewrites it whole.
-		hc.stream = &streamTo{id: tc.id, out: s.c.out}
+		// or later as wire.ModernResult rewrites it whole.
+		hc.link.Stream = &wire.StreamTo{ID: tc.id, Out: s.c.out}
 		if typed {
-			hc.stream.stamp = s.p.impl
+			hc.link.Stream.Stamp = s.p.impl
 		}
-		hc.stream.done = func(size int, isError bool, err error) {
+		hc.link.Stream.Done = func(size int, isError bool, err error) {
 			if err == nil {
 				call.FinishStreamed(size, isError)
 				s.calls.finish(key, hc, nil)
 				return
 			}
 			res, werr := call.FinishRaw(nil, err)
-			if hc.stream.endCutLine(s.c.out, res, werr) {
+			if hc.link.Stream.EndCutLine(s.c.out, res, werr) {
 				s.calls.finish(key, hc, nil) // the line was closed as the answer
 				return
 			}
-			s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(tc.id, res, werr)) })
+			s.calls.finish(key, hc, func() { s.c.out.Write(wire.AnswerLine(tc.id, res, werr)) })
 		}
 	}
 	if starts {
@@ -301,9 +303,9 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		// junction.RawStarter). The request queues with this read's. A
 		// cancellation from the host comes on this goroutine too, after
 		// StartToolRaw has returned the call's cancel func.
-		hc.from.Store(&s.batch)
+		hc.link.From.Store(&s.batch)
 		s.calls.setCancel(hc, call.StartToolRaw(rs, params, answer))
-		hc.from.Store(nil)
+		hc.link.From.Store(nil)
 		return true
 	}
 	go func() { answer(call.CallToolRaw(rc, params)) }()
@@ -316,7 +318,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 // each read of in. It returns the reader's error (io.EOF at the end), or
 // ErrConnectionClosed once c is closed.
 func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush func()) error {
-	r := NewLineReader(in, max)
+	r := wire.NewLineReader(in, max)
 	r.BeforeRead(flush)
 	defer func() {
 		if flush != nil {
@@ -349,7 +351,7 @@ func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return
 // handed to go-sdk, so that at the end of the input it can wait for their
 // answers.
 type conn struct {
-	out   *writer
+	out   *wire.Writer
 	onBad func(error)
 
 	incoming  chan jsonrpc.Message
@@ -377,7 +379,7 @@ type conn struct {
 	drained chan struct{}       // closed when pending empties after the end of the input; nil before
 }
 
-func newConn(out *writer, onBad func(error)) *conn {
+func newConn(out *wire.Writer, onBad func(error)) *conn {
 	c := &conn{
 		out:      out,
 		onBad:    onBad,
@@ -434,7 +436,7 @@ func (c *conn) reject(code int64, message string) {
 	if c.onBad != nil {
 		c.onBad(errors.New(message))
 	}
-	c.out.Write(errorLine([]byte("null"), &jsonrpc.Error{Code: code, Message: message}))
+	c.out.Write(wire.ErrorLine([]byte("null"), &jsonrpc.Error{Code: code, Message: message}))
 }
 
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {

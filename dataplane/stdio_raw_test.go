@@ -6,18 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
 )
 
 // rawFake is a RawCaller source; CallTool (the ordinary path) answers
@@ -306,118 +305,6 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// slowWriter records writes and takes a while with each, so concurrent
-// lines pile up behind it.
-type slowWriter struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	writes int
-	fail   error
-}
-
-func (s *slowWriter) Write(p []byte) (int, error) {
-	time.Sleep(time.Millisecond)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail != nil {
-		return 0, s.fail
-	}
-	s.writes++
-	return s.buf.Write(p)
-}
-
-func TestWriter(t *testing.T) {
-	sw := &slowWriter{}
-	b := newWriter(sw)
-	var wg sync.WaitGroup
-	const n = 200
-	big := strings.Repeat("b", bigWrite+10)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			line := fmt.Sprintf("line %d %s\n", i, strings.Repeat("x", i))
-			if i%50 == 0 {
-				line = fmt.Sprintf("line %d %s\n", i, big)
-			}
-			if _, err := b.Write([]byte(line)); err != nil {
-				t.Errorf("Write: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := b.flush(); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(sw.buf.String(), "\n"), "\n")
-	if len(lines) != n {
-		t.Fatalf("got %d lines, want %d", len(lines), n)
-	}
-	seen := make(map[int]bool)
-	for _, l := range lines {
-		var i int
-		var rest string
-		if _, err := fmt.Sscanf(l, "line %d %s", &i, &rest); err != nil {
-			t.Fatalf("mangled line %.60q: %v", l, err)
-		}
-		want := strings.Repeat("x", i)
-		if i%50 == 0 {
-			want = big
-		}
-		if rest != want || seen[i] {
-			t.Fatalf("line %d mangled or repeated", i)
-		}
-		seen[i] = true
-	}
-	if sw.writes >= n {
-		t.Errorf("%d writes for %d concurrent lines, want them batched", sw.writes, n)
-	}
-
-	sw.mu.Lock()
-	sw.fail = errors.New("broken pipe")
-	sw.mu.Unlock()
-	b.Write([]byte("a\n"))
-	if _, err := b.Write([]byte("b\n")); err == nil || b.flush() == nil {
-		t.Errorf("Write after a failed write = %v, want the failure", err)
-	}
-}
-
-// A big line, or a big answer, written while lines are deferred goes out
-// after them, whole, and without being copied into the queue.
-func TestWriterBigAfterDeferred(t *testing.T) {
-	sw := &slowWriter{}
-	w := newWriter(sw)
-	var b batch
-	big := strings.Repeat("r", bigWrite+1)
-	for i := range 3 {
-		if err := w.writeDeferred([]byte(fmt.Sprintf("deferred %d\n", i)), "", &b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.writeAnswer([]byte(`7`), json.RawMessage(`"`+big+`"`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.writeDeferred([]byte("big "+big+"\n"), "", &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.writeDeferred([]byte("last\n"), "", &b); err != nil {
-		t.Fatal(err)
-	}
-	b.flush()
-	if err := w.flush(); err != nil {
-		t.Fatal(err)
-	}
-	want := "deferred 0\ndeferred 1\ndeferred 2\n" +
-		`{"jsonrpc":"2.0","id":7,"result":"` + big + "\"}\n" +
-		"big " + big + "\nlast\n"
-	if got := sw.buf.String(); got != want {
-		t.Errorf("written:\n%.200q\nwant:\n%.200q", got, want)
-	}
-	if cap(w.queue) > bigWrite || cap(w.spare) > bigWrite {
-		t.Errorf("the queue grew to %d bytes: a big line was copied into it", max(cap(w.queue), cap(w.spare)))
-	}
-}
-
 func TestParseToolCall(t *testing.T) {
 	for _, tc := range []struct {
 		msg        string
@@ -574,18 +461,6 @@ func TestModernHostRaw(t *testing.T) {
 	}
 }
 
-func TestModernResult(t *testing.T) {
-	impl := []byte(`{"name":"junction","version":"1"}`)
-	for _, tc := range []struct{ in, want string }{
-		{`{"content":[]}`, `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"}},"resultType":"complete"}`},
-		{`{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"x":2}}`, `{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"},"x":2}}`},
-	} {
-		if got := string(modernResult([]byte(tc.in), impl)); got != tc.want {
-			t.Errorf("modernResult(%s) = %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"echo", "del\x7f", "ctl\x01", `q"uote`, `back\slash`, "é", "<&>", ""} {
 		b := appendString(nil, s)
@@ -593,18 +468,6 @@ func TestAppendString(t *testing.T) {
 		if err := json.Unmarshal(b, &got); err != nil || got != s {
 			t.Errorf("appendString(%q) = %s: %q, %v", s, b, got, err)
 		}
-	}
-}
-
-func TestOneLine(t *testing.T) {
-	in := []byte("{\n  \"a\": [1,\r\n 2],\n  \"b\": \"x\\ny\"\n}")
-	oneLine(in)
-	if bytes.ContainsAny(in, "\r\n") {
-		t.Fatalf("oneLine left a line break: %q", in)
-	}
-	var v map[string]any
-	if err := json.Unmarshal(in, &v); err != nil || v["b"] != "x\ny" {
-		t.Errorf("oneLine changed the meaning: %s (%v)", in, err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/junction-mcp/junction/wire"
 )
 
 // readMessages reads from c until EOF, with a bound, answering each
@@ -53,7 +55,7 @@ func startConn(in io.Reader, out io.Writer, max int, onBad func(error)) *conn {
 	if max <= 0 {
 		max = DefaultMaxFrame
 	}
-	c := newConn(newWriter(out), onBad)
+	c := newConn(wire.NewWriter(out), onBad)
 	go func() { c.endInput(readFrames(in, max, c, nil, nil)) }()
 	return c
 }

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // The tasks extension (io.modelcontextprotocol/tasks) on the data plane:
@@ -174,9 +176,9 @@ func (f *httpRaw) takeTaskHTTP(w http.ResponseWriter, r *http.Request, body []by
 // 2026-07-28 gets it (resultType, serverInfo), or werr.
 func (f *httpRaw) writeTaskAnswer(w http.ResponseWriter, status int, id, res json.RawMessage, werr *jsonrpc.Error) {
 	if werr == nil {
-		res = modernResult(res, f.p.impl)
+		res = wire.ModernResult(res, f.p.impl)
 	}
-	line := answerLine(id, res, werr)
+	line := wire.AnswerLine(id, res, werr)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -209,11 +211,11 @@ func (s *stdioSession) takeTask(line []byte) bool {
 			return false
 		}
 	case !tr.meta.ok:
-		s.c.out.Write(answerLine(tr.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		s.c.out.Write(wire.AnswerLine(tr.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "_meta must name protocol version " + junction.Revision20260728.String() + " and carry the client's capabilities"}))
 		return true
 	case !tr.tasks:
-		s.c.out.Write(answerLine(tr.id, nil, missingTasks(tr.method)))
+		s.c.out.Write(wire.AnswerLine(tr.id, nil, missingTasks(tr.method)))
 		return true
 	}
 	key := string(tr.id)
@@ -239,9 +241,9 @@ func (s *stdioSession) takeTask(line []byte) bool {
 			res, werr = v.TaskRequest(ctx, owner, tr.method, tr.params)
 		}
 		if werr == nil {
-			res = modernResult(res, s.p.impl)
+			res = wire.ModernResult(res, s.p.impl)
 		}
-		s.calls.finish(key, hc, func() { s.c.out.Write(answerLine(tr.id, res, werr)) })
+		s.calls.finish(key, hc, func() { s.c.out.Write(wire.AnswerLine(tr.id, res, werr)) })
 	}(tr)
 	return true
 }

@@ -16,10 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -511,7 +512,7 @@ func rawParamsOf(p *mcp.CallToolParamsRaw) (json.RawMessage, error) {
 	return append(b, '}'), nil
 }
 
-// stripServerFields is dataplane.StripServerFields for a decoded result,
+// stripServerFields is wire.StripServerFields for a decoded result,
 // so a result reads the same whichever path it took: without the
 // upstream's serverInfo and "resultType":"complete" (go-sdk keeps both
 // when it decodes and encodes a result again).
@@ -520,7 +521,7 @@ func stripServerFields(res *mcp.CallToolResult) *mcp.CallToolResult {
 	if err != nil {
 		return res
 	}
-	stripped := dataplane.StripServerFields(b)
+	stripped := wire.StripServerFields(b)
 	if len(stripped) == len(b) {
 		return res
 	}

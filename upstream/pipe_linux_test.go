@@ -3,7 +3,7 @@ package upstream
 import (
 	"testing"
 
-	"github.com/junction-mcp/junction/dataplane"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // TestStdoutPipeGrown: a stdio server's stdout pipe gets stdoutPipeSize.
@@ -18,7 +18,7 @@ func TestStdoutPipeGrown(t *testing.T) {
 	if conn == nil {
 		t.Fatal("no stdio connection")
 	}
-	got, err := dataplane.PipeCapacity(conn.stdout)
+	got, err := wire.PipeCapacity(conn.stdout)
 	if err != nil {
 		t.Fatal(err)
 	}

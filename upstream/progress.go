@@ -50,14 +50,14 @@ func (p *progressCounter) keeps(token string) bool {
 }
 
 // observe counts a notification as it is read on a stream of no call in
-// particular (see dataplane.ServerConnOptions.Observe).
+// particular (see wire.ServerConnOptions.Observe).
 func (p *progressCounter) observe(method string, params json.RawMessage) {
 	p.observeStream("", method, params)
 }
 
 // observeStream counts a notification as it is read on the response
 // stream of the call with progress token stream, or, with stream "", on
-// a stream of no call (see dataplane.ContentTransport.Observe).
+// a stream of no call (see wire.ContentTransport.Observe).
 func (p *progressCounter) observeStream(stream, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":

@@ -11,23 +11,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/dataplane"
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // The raw call path: [Server.CallToolRaw] implements [junction.RawCaller]
 // for stdio upstreams of every protocol revision. The request goes out on
-// the session's stdin beside go-sdk's own (dataplane.RawCall), with a
+// the session's stdin beside go-sdk's own (wire.RawCall), with a
 // _meta of junction's: its progress token (so the upstream's progress
 // restarts the call's no-progress timer and reaches the host under the
 // host's token), and, to an upstream at 2026-07-28 or later, the
 // per-request protocol fields go-sdk would send (captured from go-sdk's
 // own requests on the session, see captureMeta) and the log level. The
 // result comes back as the upstream sent it, less what names the upstream
-// rather than the hub (see dataplane.StripServerFields).
+// rather than the hub (see wire.StripServerFields).
 
 var _ junction.RawCaller = (*Server)(nil)
 
@@ -199,7 +200,7 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 // A rawFlight is one raw call on its way: written to the server, and
 // ended by the server's answer, its no-progress timer, the session's
 // closing, or its context. Whichever comes first takes the call from the
-// connection's waiting ones (dataplane.RawCall.Take) and ends it, once.
+// connection's waiting ones (wire.RawCall.Take) and ends it, once.
 type rawFlight struct {
 	s       *Server
 	ctx     context.Context // the host's; guarded by mu once the call is set up (openBridge detaches it)
@@ -207,7 +208,7 @@ type rawFlight struct {
 	params  json.RawMessage
 	hm      hostMeta
 	timeout time.Duration
-	rc      *dataplane.RawCall
+	rc      *wire.RawCall
 	// async: a StartToolRaw call, which goes on by itself when nothing
 	// was sent (session gone) and when a host before 2026-07-28 must be
 	// asked for input; a CallToolRaw call loops over those itself.
@@ -268,9 +269,9 @@ func (f *rawFlight) start(sess *session) {
 	f.rc.Send(f.ctx, s.rawMeta(meta[:0], c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
 }
 
-// ReceiveRaw implements dataplane.RawReceiver: it ends the call with the
+// ReceiveRaw implements wire.RawReceiver: it ends the call with the
 // connection's reply.
-func (f *rawFlight) ReceiveRaw(r dataplane.RawReply) {
+func (f *rawFlight) ReceiveRaw(r wire.RawReply) {
 	f.mu.Lock()
 	c, stop, ctx := f.c, f.stop, f.ctx
 	f.mu.Unlock()
@@ -287,11 +288,11 @@ func (f *rawFlight) ReceiveRaw(r dataplane.RawReply) {
 	f.finish(res, err)
 }
 
-var _ dataplane.StreamReceiver = (*rawFlight)(nil)
+var _ wire.StreamReceiver = (*rawFlight)(nil)
 
-// CanStream implements dataplane.StreamReceiver: the result may go to
+// CanStream implements wire.StreamReceiver: the result may go to
 // the host while it arrives when the flight hands it on as the server
-// sent it, but for what dataplane.Rewrite does on the way (rawResult
+// sent it, but for what wire.Rewrite does on the way (rawResult
 // also rewrites content blocks of unknown types, which the data plane
 // rewrites on the way too): a StartToolRaw call that has not become a
 // bridge. A server at 2026-07-28 or later names itself in its results
@@ -299,18 +300,18 @@ var _ dataplane.StreamReceiver = (*rawFlight)(nil)
 // asking for input is for the hub to act on (finish), so only a complete
 // one may go on. Once it has said yes, the call no longer becomes a
 // bridge (openBridge): its answer has begun.
-func (f *rawFlight) CanStream() (dataplane.Rewrite, bool) {
+func (f *rawFlight) CanStream() (wire.Rewrite, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.async || f.c == nil || f.b != nil || f.finished {
-		return dataplane.Rewrite{}, false
+		return wire.Rewrite{}, false
 	}
 	f.streams = true
 	typed := f.c.sess.rev().TypedResults()
-	return dataplane.Rewrite{Strip: typed, OnlyComplete: typed && !f.hm.rev.AsksInResults()}, true
+	return wire.Rewrite{Strip: typed, OnlyComplete: typed && !f.hm.rev.AsksInResults()}, true
 }
 
-// ReceiveStream implements dataplane.StreamReceiver: the answer is on
+// ReceiveStream implements wire.StreamReceiver: the answer is on
 // its way to the host, so the call ends here as ReceiveRaw would end it
 // (the progress and log messages read before it go to the host first),
 // and a failure in the middle of the answer is named as rawError names
@@ -350,7 +351,7 @@ func (f *rawFlight) cancel(cause error) {
 		slow(cause)
 	case rc != nil && rc.Take():
 		rc.Cancel(cause)
-		f.ReceiveRaw(dataplane.RawReply{Fail: fmt.Errorf("%w: %w", context.Canceled, cause)})
+		f.ReceiveRaw(wire.RawReply{Fail: fmt.Errorf("%w: %w", context.Canceled, cause)})
 	}
 }
 
@@ -568,9 +569,9 @@ func appendToken(b []byte, tok string) []byte {
 
 // rawResult turns the reply to a raw call into CallToolRaw's return
 // values.
-func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, name string, timeout time.Duration, r dataplane.RawReply) (json.RawMessage, error) {
+func (s *Server) rawResult(ctx context.Context, rc *wire.RawCall, c *call, name string, timeout time.Duration, r wire.RawReply) (json.RawMessage, error) {
 	switch {
-	case errors.Is(r.Fail, dataplane.ErrNotSent):
+	case errors.Is(r.Fail, wire.ErrNotSent):
 		// The server's stdout had ended before the call was made: it may
 		// go on the next session.
 		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone)
@@ -583,14 +584,14 @@ func (s *Server) rawResult(ctx context.Context, rc *dataplane.RawCall, c *call, 
 		return nil, r.Err
 	}
 	res := r.Result
-	if fixed, n := dataplane.SanitizeContent(res); n > 0 {
+	if fixed, n := wire.SanitizeContent(res); n > 0 {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 		res = fixed
 	}
 	if c.sess.rev().TypedResults() {
 		// Only a server at 2026-07-28 or later names itself in results:
 		// an older one's results (a megabyte, say) are not scanned.
-		res = dataplane.StripServerFields(res)
+		res = wire.StripServerFields(res)
 	}
 	if c.progress != nil {
 		s.drainProgress(c) // and the logs

@@ -13,9 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // A Server is one upstream MCP server: a supervised connection that
@@ -926,7 +927,7 @@ func (s *Server) httpClient() *http.Client {
 	if cfg.Auth != nil {
 		rt = cfg.Auth.WrapTransport(rt)
 	}
-	c.Transport = withRealQuery(&dataplane.ContentTransport{Base: rt, Observe: s.progress.observeStream, Warn: func(n int) {
+	c.Transport = withRealQuery(&wire.ContentTransport{Base: rt, Observe: s.progress.observeStream, Warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 	}}, cfg.URL)
 	s.http = &c

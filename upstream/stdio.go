@@ -18,18 +18,19 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/junction-mcp/junction/dataplane"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/junction-mcp/junction/internal/sandbox"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // maxLineLength bounds one line read from a stdio server. A longer line is
 // discarded (and logged) rather than buffered.
-const maxLineLength = dataplane.DefaultMaxLine
+const maxLineLength = wire.DefaultMaxLine
 
 // stdoutPipeSize is the capacity asked for the pipe of a stdio server's
-// stdout (see dataplane.GrowPipe). Pipe pages are allocated as data is written, so
+// stdout (see wire.GrowPipe). Pipe pages are allocated as data is written, so
 // an idle pipe costs no more, but the size counts against the user's pipe
 // quota (/proc/sys/fs/pipe-user-pages-soft, 64 MiB by default; past it
 // the user's new pipes get 8 KiB). 256 KiB forwarded 1 MiB results as
@@ -119,7 +120,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	// Results are the large messages: a bigger stdout pipe takes a
 	// megabyte in four writes rather than sixteen. Best effort.
-	if err := dataplane.GrowPipe(stdoutR, stdoutPipeSize); err != nil {
+	if err := wire.GrowPipe(stdoutR, stdoutPipeSize); err != nil {
 		t.logger.Debug("could not grow the stdout pipe", "error", err)
 	}
 	// The child gets its ends as *os.File, so exec starts no copying
@@ -156,7 +157,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 			c.logger.Warn("no reaper for the server: it may outlive this program if the program is killed", "error", err)
 		}
 	}
-	c.ServerConn = dataplane.NewServerConn(stdinPipe{File: stdinW, broken: c.serverEnded}, stdoutR, &dataplane.ServerConnOptions{
+	c.ServerConn = wire.NewServerConn(stdinPipe{File: stdinW, broken: c.serverEnded}, stdoutR, &wire.ServerConnOptions{
 		Logger:   c.logger,
 		MaxLine:  maxLineLength,
 		Observe:  t.progress.observe,
@@ -203,11 +204,11 @@ func cutEnv(kv string) (string, string, bool) {
 }
 
 // stdioConn is a mcp.Connection to a child process: the data plane's
-// [dataplane.ServerConn] on its pipes, and the process. It owns two
+// [wire.ServerConn] on its pipes, and the process. It owns two
 // goroutines (stderr reader, process waiter) beside the ServerConn's
 // stdout reader; Close stops the process group and waits for all three.
 type stdioConn struct {
-	*dataplane.ServerConn
+	*wire.ServerConn
 	box    *sandbox.Box // the sandbox's temporary directory and egress proxy; nil when not sandboxed
 	note   func(string) // records a sandbox event
 	logger *slog.Logger
@@ -310,7 +311,7 @@ func (c *stdioConn) keepLastLine(line []byte) {
 func (c *stdioConn) readStderr() {
 	defer c.wg.Done()
 	defer close(c.stderrDone)
-	r := dataplane.NewLineReader(c.stderr, 64<<10)
+	r := wire.NewLineReader(c.stderr, 64<<10)
 	for {
 		line, tooLong, err := r.Next()
 		if tooLong {

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // The tasks extension (io.modelcontextprotocol/tasks) through the hub.
@@ -87,9 +88,9 @@ func (s *Server) TaskRequest(ctx context.Context, method string, params json.Raw
 }
 
 // taskReply receives a tasks/* request's reply (capacity 1: one reply).
-type taskReply chan dataplane.RawReply
+type taskReply chan wire.RawReply
 
-func (r taskReply) ReceiveRaw(reply dataplane.RawReply) { r <- reply }
+func (r taskReply) ReceiveRaw(reply wire.RawReply) { r <- reply }
 
 // taskMeta is the _meta members of a tasks/* request to sess: its
 // protocol version, and client capabilities that declare the extension

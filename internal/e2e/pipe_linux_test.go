@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/junction-mcp/junction/dataplane"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // TestServeGrowsHostPipe: junction serve over stdio grows the pipe it
@@ -16,7 +17,7 @@ func TestServeGrowsHostPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = dataplane.GrowPipe(probeR, dataplane.HostPipeSize)
+	err = wire.GrowPipe(probeR, dataplane.HostPipeSize)
 	probeR.Close()
 	probeW.Close()
 	if err != nil {
@@ -25,7 +26,7 @@ func TestServeGrowsHostPipe(t *testing.T) {
 	h := startStdioHost(t, "serve", "-no-default-packs")
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	h.answers("1")
-	got, err := dataplane.PipeCapacity(h.stdout.(*os.File))
+	got, err := wire.PipeCapacity(h.stdout.(*os.File))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -380,3 +380,15 @@ func escapeAt(b []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// Member returns the span of the value of the top-level member key of
+// the JSON object b (the first, if there are several), and whether it
+// has one.
+func Member(b []byte, key string) (start, end int, ok bool) {
+	ObjectSpans(b, func(k []byte, s, e int) {
+		if !ok && string(k) == key {
+			start, end, ok = s, e, true
+		}
+	})
+	return start, end, ok
+}

@@ -133,3 +133,26 @@ func FuzzTextCut(f *testing.F) {
 		}
 	})
 }
+
+func TestMember(t *testing.T) {
+	for _, tc := range []struct {
+		in, key, want string
+		ok            bool
+	}{
+		{`{"id":7,"method":"x"}`, "id", `7`, true},
+		{`{"a":{"id":1},"id":"s"}`, "id", `"s"`, true}, // top level only
+		{`{"id":1,"id":2}`, "id", `1`, true},          // the first
+		{`{"method":"x"}`, "id", ``, false},
+		{`[1]`, "id", ``, false},
+		{`{"id":`, "id", ``, false},
+	} {
+		s, e, ok := Member([]byte(tc.in), tc.key)
+		got := ""
+		if ok {
+			got = tc.in[s:e]
+		}
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("Member(%s, %q) = %q, %v; want %q, %v", tc.in, tc.key, got, ok, tc.want, tc.ok)
+		}
+	}
+}

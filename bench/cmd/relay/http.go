@@ -10,8 +10,8 @@ import (
 	"os"
 	"sync"
 
-	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // httpRelay is the floor of a process that takes Streamable HTTP POSTs and
@@ -54,7 +54,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, in io.Writer, out io.Reader
 // for its id; lines no POST waits for (notifications, log messages) are
 // dropped.
 func (h *httpRelay) readAnswers(out io.Reader) error {
-	r := dataplane.NewLineReader(out, dataplane.DefaultMaxLine)
+	r := wire.NewLineReader(out, wire.DefaultMaxLine)
 	for {
 		line, _, err := r.Next()
 		if id := topID(line); id != nil {
@@ -84,7 +84,7 @@ func (h *httpRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "relay: POST only", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, dataplane.DefaultMaxLine))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.DefaultMaxLine))
 	if err != nil {
 		http.Error(w, "relay: "+err.Error(), http.StatusBadRequest)
 		return

@@ -32,7 +32,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/junction-mcp/junction/dataplane"
+	"github.com/junction-mcp/junction/wire"
 )
 
 func main() {
@@ -104,7 +104,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 // copyLines writes each whole line of src to dst; the lines one read
 // brought in go out in one write.
 func copyLines(dst io.Writer, src io.Reader) error {
-	r := dataplane.NewLineReader(src, dataplane.DefaultMaxLine)
+	r := wire.NewLineReader(src, wire.DefaultMaxLine)
 	w := bufio.NewWriterSize(dst, 64<<10)
 	r.BeforeRead(func() { w.Flush() })
 	for {

@@ -1,4 +1,4 @@
-package dataplane
+package wire
 
 import (
 	"bufio"
@@ -345,7 +345,7 @@ func requestProgressToken(req *http.Request) string {
 		return ""
 	}
 	for _, key := range []string{"params", "_meta", "progressToken"} {
-		s, e, ok := member(b, key)
+		s, e, ok := rawjson.Member(b, key)
 		if !ok {
 			return ""
 		}
@@ -407,7 +407,7 @@ func (f *sseFixer) nextEvent() {
 			break // too big to hold: pass it on unchanged
 		}
 	}
-	if _, joined := eventFields(raw.Bytes()); len(joined) > 0 && f.err == nil {
+	if _, joined := EventFields(raw.Bytes()); len(joined) > 0 && f.err == nil {
 		if f.observe != nil && bytes.Contains(joined, []byte(`"notifications/`)) {
 			var msg struct {
 				ID     json.RawMessage `json:"id"`
@@ -435,10 +435,10 @@ func (f *sseFixer) nextEvent() {
 	f.out.Write(raw.Bytes())
 }
 
-// eventEnd returns the length of the first whole server-sent event in b,
+// EventEnd returns the length of the first whole server-sent event in b,
 // through the empty line that ends it, or -1 if b holds no whole event.
 // Lines end in LF or CRLF, as the streams junction reads write them.
-func eventEnd(b []byte) int {
+func EventEnd(b []byte) int {
 	for i := 0; ; {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
@@ -452,10 +452,10 @@ func eventEnd(b []byte) int {
 	}
 }
 
-// eventFields returns the name of one server-sent event, given as its
+// EventFields returns the name of one server-sent event, given as its
 // lines ("message" when it names none), and its data: the values of its
 // data lines, joined with LF.
-func eventFields(event []byte) (name string, data []byte) {
+func EventFields(event []byte) (name string, data []byte) {
 	name = "message"
 	var values [][]byte
 	for line := range bytes.Lines(event) {

@@ -1,4 +1,4 @@
-package dataplane
+package wire
 
 import (
 	"bytes"
@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // Cut-through: a long answer to a raw call is forwarded to the host while
@@ -27,7 +28,7 @@ import (
 //     maxHeadReads reads;
 //   - its head shows the id of a raw call in flight ("jr-N") before its
 //     "result", whose value is an object;
-//   - the call's host takes answers that way (hostCall.stream) and the
+//   - the call's host takes answers that way (Link.Stream) and the
 //     call's receiver can let it (StreamReceiver.CanStream: nothing it
 //     does to a result needs bytes not seen yet, but for what a Rewrite
 //     does to the result's members for a server or a host at 2026-07-28
@@ -77,32 +78,32 @@ type StreamReceiver interface {
 	ReceiveStream() (fail func(cause error) error, stall time.Duration)
 }
 
-// A streamTo is how a host connection takes a call's answer while it
-// arrives: set on the call's hostCall before the call starts.
-type streamTo struct {
-	id  []byte // the host's request id, as sent
-	out lineOut
-	// stamp is the hub's serverInfo, for a host at 2026-07-28 or later
+// A StreamTo is how a host connection takes a call's answer while it
+// arrives: set on the call's [Link] before the call starts.
+type StreamTo struct {
+	ID  []byte // the host's request id, as sent
+	Out LineOut
+	// Stamp is the hub's serverInfo, for a host at 2026-07-28 or later
 	// (see Rewrite).
-	stamp []byte
-	// begun is set once the answer's line has begun (out.beginLine);
-	// inText, when it was cut short inside a string member of a content
-	// block, where closing it (textCloser) makes the line whole again.
-	// Both are set before done is called.
-	begun, inText bool
-	// done finishes the call once the answer's line is written: with
+	Stamp []byte
+	// Begun is set once the answer's line has begun (Out.BeginLine);
+	// InText, when it was cut short inside a string member of a content
+	// block, where closing it (TextCloser) makes the line whole again.
+	// Both are set before Done is called.
+	Begun, InText bool
+	// Done finishes the call once the answer's line is written: with
 	// err nil, the result had size bytes and that isError. Otherwise the
-	// answer was cut short, and err is how the call ends: done ends the
+	// answer was cut short, and err is how the call ends: Done ends the
 	// line, if it had begun, and gives the host the call's error.
-	done func(size int, isError bool, err error)
+	Done func(size int, isError bool, err error)
 }
 
-// A lineOut takes one line in parts: the host's stdio writer, or an HTTP
-// response. A line cut short is ended by the host's side (streamTo.done).
-type lineOut interface {
-	beginLine() error
-	linePart(p []byte) error
-	endLine()
+// A LineOut takes one line in parts: the host's stdio writer, or an HTTP
+// response. A line cut short is ended by the host's side (StreamTo.Done).
+type LineOut interface {
+	BeginLine() error
+	LinePart(p []byte) error
+	EndLine()
 }
 
 // errStreamStalled and errStreamMalformed are causes of an answer cut short
@@ -118,14 +119,14 @@ var (
 // reports true; otherwise with a line end where it is (a reader of lines
 // drops the line; one that reads the stream as one JSON text fails
 // there), and the call's answer must follow on a line of its own.
-func (to *streamTo) endCutLine(w *writer, errResult []byte, werr *jsonrpc.Error) bool {
-	if !to.begun {
+func (to *StreamTo) EndCutLine(w *Writer, errResult []byte, werr *jsonrpc.Error) bool {
+	if !to.Begun {
 		return false
 	}
-	if to.inText && werr == nil {
-		if closer := textCloser(errResult); closer != nil {
-			w.linePart(closer)
-			w.endLine()
+	if to.InText && werr == nil {
+		if closer := TextCloser(errResult); closer != nil {
+			w.LinePart(closer)
+			w.EndLine()
 			return true
 		}
 	}
@@ -134,12 +135,12 @@ func (to *streamTo) endCutLine(w *writer, errResult []byte, werr *jsonrpc.Error)
 }
 
 // textCloser returns what ends an answer cut short inside the text of a
-// content block (streamTo.inText) as a whole answer, a tool error: the
+// content block (StreamTo.inText) as a whole answer, a tool error: the
 // text and its block end there, and the content blocks of errResult (the
 // call's error, as the host would get it) follow, with isError true
 // (after an isError already written, the last one is the one JSON
 // readers keep). It returns nil if errResult has no content blocks.
-func textCloser(errResult []byte) []byte {
+func TextCloser(errResult []byte) []byte {
 	var blocks []byte
 	rawjson.Object(errResult, func(key, val []byte) {
 		if string(key) == "content" && len(val) > 2 && val[0] == '[' {
@@ -737,7 +738,7 @@ func restOK(b []byte) bool {
 // A cutStream is one answer being forwarded while it arrives: the
 // server's reader feeds it, and the stall timer may cut it short.
 type cutStream struct {
-	to   *streamTo
+	to   *StreamTo
 	fail func(error) error
 
 	mu    sync.Mutex // held while writing; guards the fields below
@@ -746,7 +747,7 @@ type cutStream struct {
 }
 
 // abort cuts the answer short, once, and fails the call with cause: the
-// host's side ends the line (see streamTo.done).
+// host's side ends the line (see StreamTo.done).
 func (s *cutStream) abort(cause error) {
 	s.mu.Lock()
 	if s.ended {
@@ -756,9 +757,9 @@ func (s *cutStream) abort(cause error) {
 	s.ended = true
 	s.cut.flush()
 	c := &s.cut
-	s.to.inText = c.stage == cutValue && c.parent == cutInBlock && c.inStr && c.depth == 0
+	s.to.InText = c.stage == cutValue && c.parent == cutInBlock && c.inStr && c.depth == 0
 	s.mu.Unlock()
-	s.to.done(0, false, s.fail(cause))
+	s.to.Done(0, false, s.fail(cause))
 }
 
 // finish ends the host's line after a whole answer and finishes the
@@ -768,7 +769,7 @@ func (s *cutStream) finish(c *ServerConn) {
 	s.cut.raw([]byte("}\n"))
 	s.cut.flush()
 	err := s.cut.err
-	s.to.out.endLine()
+	s.to.Out.EndLine()
 	s.mu.Unlock()
 	if s.cut.replaced > 0 {
 		c.logger.Warn("replaced content blocks of unknown type", "count", s.cut.replaced)
@@ -776,10 +777,10 @@ func (s *cutStream) finish(c *ServerConn) {
 	if err != nil {
 		// The host's side failed to take the answer: its writer says so to
 		// every later write; the call ends with the failure.
-		s.to.done(0, false, s.fail(err))
+		s.to.Done(0, false, s.fail(err))
 		return
 	}
-	s.to.done(s.cut.size, s.cut.isError, nil)
+	s.to.Done(s.cut.size, s.cut.isError, nil)
 }
 
 // cutThrough forwards the answer whose head r returned, if it can, and
@@ -793,7 +794,7 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 	c.rawMu.Lock()
 	call := c.raw[string(id)]
 	c.rawMu.Unlock()
-	if call == nil || call.hc == nil || call.hc.stream == nil {
+	if call == nil || call.link == nil || call.link.Stream == nil {
 		return false, nil
 	}
 	sr, ok := call.to.(StreamReceiver)
@@ -808,18 +809,18 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 	if stall <= 0 || stall > c.stall {
 		stall = c.stall
 	}
-	s := &cutStream{to: call.hc.stream, fail: fail}
-	rw.stamp = s.to.stamp
+	s := &cutStream{to: call.link.Stream, fail: fail}
+	rw.stamp = s.to.Stamp
 	s.cut.rw = rw
-	s.cut.emitTo = s.to.out.linePart
-	if err := s.to.out.beginLine(); err != nil {
+	s.cut.emitTo = s.to.Out.LinePart
+	if err := s.to.Out.BeginLine(); err != nil {
 		r.Skip()
 		s.ended = true
-		s.to.done(0, false, s.fail(err))
+		s.to.Done(0, false, s.fail(err))
 		return true, nil
 	}
-	s.to.begun = true
-	s.cut.raw(answerHead(s.to.id))
+	s.to.Begun = true
+	s.cut.raw(AnswerHead(s.to.ID))
 	timer := time.AfterFunc(stall, func() {
 		s.abort(fmt.Errorf("%w: no bytes for %v", errStreamStalled, stall))
 	})

@@ -1,4 +1,4 @@
-package dataplane
+package wire
 
 import (
 	"bytes"
@@ -15,9 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // DefaultMaxLine bounds one line read from a server's stdout. A longer
@@ -66,7 +67,7 @@ type ServerConn struct {
 	endError func() error
 	stall    time.Duration // see ServerConnOptions.StreamStall
 
-	in       *writer
+	in       *Writer
 	stdin    io.Closer
 	incoming chan jsonrpc.Message // from read; closed when it ends
 	readDone chan struct{}        // closed when read ends
@@ -88,7 +89,7 @@ type ServerConn struct {
 
 	// batch is the reading goroutine's: answers to hosts queue there while
 	// it handles what one read of stdout brought in (see writer.go).
-	batch batch
+	batch Batch
 }
 
 var _ mcp.Connection = (*ServerConn)(nil)
@@ -117,7 +118,7 @@ func NewServerConn(stdin io.WriteCloser, stdout io.Reader, opts *ServerConnOptio
 		observe:  o.Observe,
 		endError: o.EndError,
 		stall:    o.StreamStall,
-		in:       newWriter(stdin),
+		in:       NewWriter(stdin),
 		stdin:    stdin,
 		incoming: make(chan jsonrpc.Message),
 		readDone: make(chan struct{}),
@@ -193,9 +194,9 @@ func (c *ServerConn) read(stdout io.Reader, max int) {
 	defer close(c.incoming)
 	defer func() { c.failAll(c.endError()) }()
 	r := NewLineReader(stdout, max)
-	r.beforeRead = c.batch.flush
+	r.beforeRead = c.batch.Flush
 	r.SplitLong(minLineBuf)
-	defer c.batch.flush()
+	defer c.batch.Flush()
 	junk := 0
 	for {
 		line, tooLong, err := r.Next()
@@ -296,7 +297,7 @@ func preview(b []byte) string {
 // (progress, log messages) still go through go-sdk.
 type RawCall struct {
 	c      *ServerConn
-	hc     *hostCall   // the host connection's record of the call, if it has one
+	link   *Link       // the host connection's link for the call, if it has one
 	id     string      // as it appears on the wire, quotes included
 	to     RawReceiver // gets the reply, once
 	unsent error       // the call was made after the connection ended: Send fails with it
@@ -359,8 +360,8 @@ func (c *ServerConn) newRawCall(to RawReceiver) *RawCall {
 // object's inside, without braces, such as
 // `"progressToken":"junction-1"`; empty for none). It may return before
 // the request is written: a failure to write arrives as the reply. ctx is
-// the call's: when it comes from a host connection of this package (see
-// Plane.ServeStdio), the request and the answer are batched with that
+// the call's: when it carries a [Link] (a host connection of package
+// dataplane makes one), the request and the answer are batched with that
 // connection's other traffic.
 func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage) error {
 	return r.SendRequest(ctx, "tools/call", meta, params)
@@ -388,12 +389,12 @@ func (r *RawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	line = append(line, "}\n"...)
 	oneLine(line[:len(line)-1])
 	var err error
-	hc := hostCallOf(ctx)
-	if hc != nil {
-		r.hc = hc
+	l := LinkOf(ctx)
+	if l != nil {
+		r.link = l
 	}
-	if b := hostBatch(hc); b != nil {
-		err = r.c.in.writeDeferred(line, r.id, b)
+	if b := hostBatch(l); b != nil {
+		err = r.c.in.WriteDeferred(line, r.id, b)
 	} else {
 		err = r.c.in.write(line, r.id, false)
 	}
@@ -498,15 +499,15 @@ func (r *RawCall) Cancel(cause error) {
 	if cause != nil {
 		reason = cause.Error()
 	}
-	line := append(appendCancelled(nil, r.id, reason), '\n')
+	line := append(AppendCancelled(nil, r.id, reason), '\n')
 	if err := r.c.in.write(line, "", false); err != nil {
 		r.c.logger.Debug("sending notifications/cancelled failed", "error", err)
 	}
 }
 
-// appendCancelled appends to dst a notifications/cancelled for the
+// AppendCancelled appends to dst a notifications/cancelled for the
 // request id (JSON, as sent), with reason.
-func appendCancelled(dst []byte, id, reason string) []byte {
+func AppendCancelled(dst []byte, id, reason string) []byte {
 	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
 	dst = slices.Grow(dst, 96+len(id)+len(q))
 	dst = append(dst, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
@@ -616,10 +617,10 @@ func (c *ServerConn) deliverRaw(line []byte) bool {
 	default:
 		reply.Err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a response with neither result nor error"}
 	}
-	if r.hc != nil {
-		r.hc.via.Store(&c.batch) // the answer to the host queues with this read's
+	if r.link != nil {
+		r.link.Via.Store(&c.batch) // the answer to the host queues with this read's
 		r.deliver(reply)
-		r.hc.via.Store(nil)
+		r.link.Via.Store(nil)
 		return true
 	}
 	r.deliver(reply)
@@ -628,9 +629,9 @@ func (c *ServerConn) deliverRaw(line []byte) bool {
 
 // hostBatch is the batch a call's request queues in: the one of the host
 // connection's reading goroutine, while it starts the call.
-func hostBatch(hc *hostCall) *batch {
-	if hc == nil {
+func hostBatch(l *Link) *Batch {
+	if l == nil {
 		return nil
 	}
-	return hc.from.Load()
+	return l.From.Load()
 }

@@ -1,4 +1,4 @@
-package dataplane
+package wire
 
 import (
 	"bytes"
@@ -28,12 +28,12 @@ import (
 // callers rather than junction's memory.
 const maxQueuedWrite = 1 << 20
 
-// bigWrite is the length above which the writer writes its own line
+// BigWrite is the length above which the writer writes its own line
 // straight from the caller's buffer rather than copying it into the queue.
-const bigWrite = 64 << 10
+const BigWrite = 64 << 10
 
 // writer is the coalescing line writer over w.
-type writer struct {
+type Writer struct {
 	w io.Writer
 	// onFail, if not nil, learns the ids (see write) of the lines of a
 	// round that could not be written, with the error; called without mu
@@ -58,15 +58,15 @@ type writer struct {
 	err      error  // sticky: once a write fails, w is done for
 }
 
-func newWriter(w io.Writer) *writer {
-	wr := &writer{w: w}
+func NewWriter(w io.Writer) *Writer {
+	wr := &Writer{w: w}
 	wr.cond = sync.NewCond(&wr.mu)
 	return wr
 }
 
 // Write writes one whole line (ending in '\n'), possibly after it
 // returns; see write.
-func (wr *writer) Write(line []byte) (int, error) {
+func (wr *Writer) Write(line []byte) (int, error) {
 	if err := wr.write(line, "", false); err != nil {
 		return 0, err
 	}
@@ -76,7 +76,7 @@ func (wr *writer) Write(line []byte) (int, error) {
 // write writes one whole line. id names the line for onFail (empty:
 // none). With wait set, write returns once the line is written; without,
 // it may return as soon as the line is queued.
-func (wr *writer) write(line []byte, id string, wait bool) error {
+func (wr *Writer) write(line []byte, id string, wait bool) error {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for {
@@ -109,7 +109,7 @@ func (wr *writer) write(line []byte, id string, wait bool) error {
 		return nil
 	}
 
-	if len(line) > bigWrite {
+	if len(line) > BigWrite {
 		return wr.writeBig(line)
 	}
 	wr.writing = true
@@ -142,7 +142,7 @@ func (wr *writer) write(line []byte, id string, wait bool) error {
 // buffers (no copy into the queue), after the lines deferred before it,
 // and then what was queued meanwhile. Called with mu held, no write under
 // way and no error yet.
-func (wr *writer) writeBig(parts ...[]byte) error {
+func (wr *Writer) writeBig(parts ...[]byte) error {
 	wr.writing = true
 	if len(wr.queue) > 0 {
 		wr.drainLocked(0) // lines deferred before this one go first
@@ -172,8 +172,8 @@ func (wr *writer) writeBig(parts ...[]byte) error {
 // (see answerLine). A big result, when no write is under way, is written
 // from where it is, with the envelope around it in writes of their own;
 // otherwise the answer is copied into a line as usual.
-func (wr *writer) writeAnswer(id []byte, res json.RawMessage) error {
-	parts := answerParts(id, res, nil)
+func (wr *Writer) WriteAnswer(id []byte, res json.RawMessage) error {
+	parts := AnswerParts(id, res, nil)
 	if len(parts) > 1 {
 		wr.mu.Lock()
 		if !wr.closed && wr.err == nil && !wr.writing {
@@ -191,7 +191,7 @@ func (wr *writer) writeAnswer(id []byte, res json.RawMessage) error {
 // under way to end, writes the lines queued before, and holds the writer
 // until endLine. Lines written meanwhile queue (up to maxQueuedWrite,
 // then their writers wait) and go out after it.
-func (wr *writer) beginLine() error {
+func (wr *Writer) BeginLine() error {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for wr.writing && !wr.closed && wr.err == nil {
@@ -217,7 +217,7 @@ func (wr *writer) beginLine() error {
 }
 
 // linePart writes part of the line begun with beginLine, straight to w.
-func (wr *writer) linePart(p []byte) error {
+func (wr *Writer) LinePart(p []byte) error {
 	wr.mu.Lock()
 	err := wr.err
 	wr.mu.Unlock()
@@ -234,7 +234,7 @@ func (wr *writer) linePart(p []byte) error {
 
 // endLine lets go of the writer beginLine took, after writing what was
 // queued meanwhile.
-func (wr *writer) endLine() {
+func (wr *Writer) EndLine() {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	wr.drainLocked(0)
@@ -244,15 +244,15 @@ func (wr *writer) endLine() {
 // end, so the reader on the other side reads what it got of it as one
 // line that is not JSON, and the next line whole; and lets go of the
 // writer.
-func (wr *writer) cutLine() {
-	wr.linePart([]byte("\n"))
-	wr.endLine()
+func (wr *Writer) cutLine() {
+	wr.LinePart([]byte("\n"))
+	wr.EndLine()
 }
 
 // drainLocked writes the queue, round after round, until it is empty;
 // called with mu held and writing set, which it clears. It returns the
 // error of round mine (zero: none of interest).
-func (wr *writer) drainLocked(mine uint64) (own error) {
+func (wr *Writer) drainLocked(mine uint64) (own error) {
 	for len(wr.queue) > 0 {
 		buf, ids := wr.queue, wr.queueIDs
 		wr.queue, wr.queueIDs = wr.spare[:0], wr.spareIDs[:0]
@@ -284,7 +284,7 @@ func (wr *writer) drainLocked(mine uint64) (own error) {
 		if round == mine {
 			own = wr.err
 		}
-		if cap(buf) <= bigWrite { // keep a small buffer, not a burst's
+		if cap(buf) <= BigWrite { // keep a small buffer, not a burst's
 			wr.spare = buf[:0]
 		}
 		clear(ids)
@@ -300,8 +300,8 @@ func (wr *writer) drainLocked(mine uint64) (own error) {
 // writes it, with whatever else it queued, when it flushes b (before its
 // reader waits for more input). A write under way by another goroutine
 // sends it anyway. id is as for write.
-func (wr *writer) writeDeferred(line []byte, id string, b *batch) error {
-	if len(line) > bigWrite {
+func (wr *Writer) WriteDeferred(line []byte, id string, b *Batch) error {
+	if len(line) > BigWrite {
 		// Nothing to gain from holding a big line back, and a copy to
 		// save: it goes now, after the lines deferred before it.
 		return wr.write(line, id, false)
@@ -326,7 +326,7 @@ func (wr *writer) writeDeferred(line []byte, id string, b *batch) error {
 
 // flushDeferred writes what writeDeferred queued, unless a write under way
 // does.
-func (wr *writer) flushDeferred() {
+func (wr *Writer) flushDeferred() {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	if wr.writing || len(wr.queue) == 0 {
@@ -340,11 +340,11 @@ func (wr *writer) flushDeferred() {
 // handled what one read brought in, so that those lines go out together:
 // the goroutine flushes the batch before it reads again (LineReader's
 // beforeRead). Only that goroutine uses it.
-type batch struct {
-	ws []*writer
+type Batch struct {
+	ws []*Writer
 }
 
-func (b *batch) add(w *writer) {
+func (b *Batch) add(w *Writer) {
 	for _, x := range b.ws {
 		if x == w {
 			return
@@ -354,7 +354,7 @@ func (b *batch) add(w *writer) {
 }
 
 // flush writes the batch's lines.
-func (b *batch) flush() {
+func (b *Batch) Flush() {
 	for i, w := range b.ws {
 		w.flushDeferred()
 		b.ws[i] = nil
@@ -364,7 +364,7 @@ func (b *batch) flush() {
 
 // failed records a failed write, with mu held, and returns the error
 // every later write gets.
-func (wr *writer) failed(err error) error {
+func (wr *Writer) failed(err error) error {
 	if wr.err == nil {
 		// A pipe's write fails when its reader is gone: what was not
 		// read is lost, and so is every line after it (ErrNotSent).
@@ -375,7 +375,7 @@ func (wr *writer) failed(err error) error {
 
 // flush waits until everything written so far has been sent to w, and
 // returns w's error, if any.
-func (wr *writer) flush() error {
+func (wr *Writer) Flush() error {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for wr.writing {
@@ -388,7 +388,7 @@ func (wr *writer) flush() error {
 // runs fn (if not nil) holding the writer's lock: the place to close w,
 // so that no new write starts on it. A write under way (stuck on a peer
 // that does not read) fails when w closes.
-func (wr *writer) close(fn func()) {
+func (wr *Writer) close(fn func()) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	wr.closed = true

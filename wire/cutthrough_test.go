@@ -1,4 +1,4 @@
-package dataplane
+package wire
 
 import (
 	"bytes"
@@ -71,24 +71,24 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 	t.Helper()
 	reply := make(chan RawReply, 1)
 	ended := make(chan streamed, 1)
-	hc := &hostCall{}
+	link := &Link{}
 	if host != nil {
 		// The host's side as ServeStdio's: a line cut short is ended, as
 		// the call's answer (a tool error) where it can be.
-		w := newWriter(lockedWriter{hostMu, host})
-		to := &streamTo{id: []byte(`7`), out: w, stamp: cc.rw.stamp}
-		to.done = func(size int, isError bool, err error) {
-			if err != nil && !to.endCutLine(w, []byte(cutFailed), nil) {
-				w.Write(answerLine(to.id, []byte(cutFailed), nil))
+		w := NewWriter(lockedWriter{hostMu, host})
+		to := &StreamTo{ID: []byte(`7`), Out: w, Stamp: cc.rw.stamp}
+		to.Done = func(size int, isError bool, err error) {
+			if err != nil && !to.EndCutLine(w, []byte(cutFailed), nil) {
+				w.Write(AnswerLine(to.ID, []byte(cutFailed), nil))
 			}
 			ended <- streamed{size, isError, err}
 		}
-		hc.stream = to
+		link.Stream = to
 	}
 	rw := cc.rw
 	rw.stamp = nil // the host's side sets it
 	rc := cc.c.NewRawCall(cutReceiver{reply, rw})
-	if err := rc.Send(withHostCall(context.Background(), hc), nil, json.RawMessage(`{"name":"echo"}`)); err != nil {
+	if err := rc.Send(WithLink(context.Background(), link), nil, json.RawMessage(`{"name":"echo"}`)); err != nil {
 		t.Fatal(err)
 	}
 	return rc, reply, ended
@@ -122,7 +122,7 @@ func (cc *cutConn) writeIn(t *testing.T, line []byte, sizes func() int) {
 // wholeAnswer is what the host gets when the line is read whole: the
 // result rewritten by the server's side (SanitizeContent, and
 // StripServerFields for a server at 2026-07-28), by the call's finish
-// (FixText), by the host's side (modernResult, for a host at 2026-07-28),
+// (FixText), by the host's side (ModernResult, for a host at 2026-07-28),
 // and put in the host's envelope.
 func wholeAnswer(res []byte, rw Rewrite) (line []byte, size int, isError bool) {
 	res, _ = SanitizeContent(res)
@@ -137,9 +137,9 @@ func wholeAnswer(res []byte, rw Rewrite) (line []byte, size int, isError bool) {
 		}
 	})
 	if rw.stamp != nil {
-		res = modernResult(res, rw.stamp)
+		res = ModernResult(res, rw.stamp)
 	}
-	return answerLine([]byte(`7`), res, nil), len(res), isError
+	return AnswerLine([]byte(`7`), res, nil), len(res), isError
 }
 
 // testImpl is a hub's serverInfo, for results to hosts at 2026-07-28.

@@ -1,10 +1,11 @@
-package dataplane
+package wire
 
 import (
 	"bytes"
 
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // A Rewrite is what a tools/call result needs on its way from a server to
@@ -14,7 +15,7 @@ import (
 // ("resultType"). The hub strips the server's and, for a host of that
 // revision, puts its own. Only members of the result object change, and
 // everything else, white space included, stays as it is: a result
-// rewritten whole (StripServerFields, modernResult) and one rewritten
+// rewritten whole (StripServerFields, ModernResult) and one rewritten
 // while it arrives (cutthrough.go) read the same, byte for byte.
 //
 // A member that goes takes the comma before it with it, or, for the
@@ -223,9 +224,9 @@ func StripServerFields(res []byte) []byte {
 	return rw.apply(res)
 }
 
-// modernResult returns a tools/call result for a host at 2026-07-28 or
+// ModernResult returns a tools/call result for a host at 2026-07-28 or
 // later: with impl, the hub's serverInfo, in its _meta, and a resultType.
-func modernResult(res []byte, impl []byte) []byte {
+func ModernResult(res []byte, impl []byte) []byte {
 	rw := Rewrite{stamp: impl}
 	return rw.apply(res)
 }

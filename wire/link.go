@@ -1,0 +1,50 @@
+package wire
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// A Link is what a host connection tells a server connection about one
+// call it forwards: the batches its lines belong to, and how the host
+// takes an answer while it arrives. It rides in the call's context: a
+// host connection's record of a call embeds a Link and is the call's
+// context itself (one allocation for both), answering [Link.Value] for
+// the Link's key; [LinkOf] finds it.
+type Link struct {
+	// From is the batch of the goroutine that read the host's request,
+	// while it starts the call: the request to the server is queued
+	// there. Via is the batch of the goroutine that read the server's
+	// answer, while it hands the answer over: the answer to the host is
+	// queued there. Each is set only while its goroutine runs the call's
+	// code (a call finished elsewhere, on a timer say, writes at once).
+	From, Via atomic.Pointer[Batch]
+
+	// Stream, if not nil, takes the call's answer while it arrives (see
+	// cutthrough.go); set before the call starts.
+	Stream *StreamTo
+}
+
+type linkKey struct{}
+
+// Value returns l when key is the key a context carries a Link under,
+// else nil: the Value method of a context type that carries a Link
+// calls it first.
+func (l *Link) Value(key any) any {
+	if _, ok := key.(linkKey); ok {
+		return l
+	}
+	return nil
+}
+
+// WithLink returns a child of ctx that carries l, for a caller whose
+// context is not a Link's own.
+func WithLink(ctx context.Context, l *Link) context.Context {
+	return context.WithValue(ctx, linkKey{}, l)
+}
+
+// LinkOf returns the Link ctx carries, or nil.
+func LinkOf(ctx context.Context) *Link {
+	l, _ := ctx.Value(linkKey{}).(*Link)
+	return l
+}

@@ -1,0 +1,148 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// slowWriter records writes and takes a while with each, so concurrent
+// lines pile up behind it.
+type slowWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes int
+	fail   error
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return 0, s.fail
+	}
+	s.writes++
+	return s.buf.Write(p)
+}
+
+func TestWriter(t *testing.T) {
+	sw := &slowWriter{}
+	b := NewWriter(sw)
+	var wg sync.WaitGroup
+	const n = 200
+	big := strings.Repeat("b", BigWrite+10)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			line := fmt.Sprintf("line %d %s\n", i, strings.Repeat("x", i))
+			if i%50 == 0 {
+				line = fmt.Sprintf("line %d %s\n", i, big)
+			}
+			if _, err := b.Write([]byte(line)); err != nil {
+				t.Errorf("Write: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(sw.buf.String(), "\n"), "\n")
+	if len(lines) != n {
+		t.Fatalf("got %d lines, want %d", len(lines), n)
+	}
+	seen := make(map[int]bool)
+	for _, l := range lines {
+		var i int
+		var rest string
+		if _, err := fmt.Sscanf(l, "line %d %s", &i, &rest); err != nil {
+			t.Fatalf("mangled line %.60q: %v", l, err)
+		}
+		want := strings.Repeat("x", i)
+		if i%50 == 0 {
+			want = big
+		}
+		if rest != want || seen[i] {
+			t.Fatalf("line %d mangled or repeated", i)
+		}
+		seen[i] = true
+	}
+	if sw.writes >= n {
+		t.Errorf("%d writes for %d concurrent lines, want them batched", sw.writes, n)
+	}
+
+	sw.mu.Lock()
+	sw.fail = errors.New("broken pipe")
+	sw.mu.Unlock()
+	b.Write([]byte("a\n"))
+	if _, err := b.Write([]byte("b\n")); err == nil || b.Flush() == nil {
+		t.Errorf("Write after a failed write = %v, want the failure", err)
+	}
+}
+
+// A big line, or a big answer, written while lines are deferred goes out
+// after them, whole, and without being copied into the queue.
+func TestWriterBigAfterDeferred(t *testing.T) {
+	sw := &slowWriter{}
+	w := NewWriter(sw)
+	var b Batch
+	big := strings.Repeat("r", BigWrite+1)
+	for i := range 3 {
+		if err := w.WriteDeferred([]byte(fmt.Sprintf("deferred %d\n", i)), "", &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteAnswer([]byte(`7`), json.RawMessage(`"`+big+`"`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteDeferred([]byte("big "+big+"\n"), "", &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteDeferred([]byte("last\n"), "", &b); err != nil {
+		t.Fatal(err)
+	}
+	b.Flush()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "deferred 0\ndeferred 1\ndeferred 2\n" +
+		`{"jsonrpc":"2.0","id":7,"result":"` + big + "\"}\n" +
+		"big " + big + "\nlast\n"
+	if got := sw.buf.String(); got != want {
+		t.Errorf("written:\n%.200q\nwant:\n%.200q", got, want)
+	}
+	if cap(w.queue) > BigWrite || cap(w.spare) > BigWrite {
+		t.Errorf("the queue grew to %d bytes: a big line was copied into it", max(cap(w.queue), cap(w.spare)))
+	}
+}
+
+func TestModernResult(t *testing.T) {
+	impl := []byte(`{"name":"junction","version":"1"}`)
+	for _, tc := range []struct{ in, want string }{
+		{`{"content":[]}`, `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"}},"resultType":"complete"}`},
+		{`{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"x":2}}`, `{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"},"x":2}}`},
+	} {
+		if got := string(ModernResult([]byte(tc.in), impl)); got != tc.want {
+			t.Errorf("ModernResult(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	in := []byte("{\n  \"a\": [1,\r\n 2],\n  \"b\": \"x\\ny\"\n}")
+	oneLine(in)
+	if bytes.ContainsAny(in, "\r\n") {
+		t.Fatalf("oneLine left a line break: %q", in)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(in, &v); err != nil || v["b"] != "x\ny" {
+		t.Errorf("oneLine changed the meaning: %s (%v)", in, err)
+	}
+}
