@@ -52,6 +52,11 @@ type ownSessions struct {
 	next   uint64              // the last call number given
 	closed bool                // Close has begun: no more own sessions
 	wg     sync.WaitGroup      // own sessions being closed
+
+	// For tests: userIdle, if non-zero, replaces userIdleTimeout, and
+	// afterFunc, if set, replaces time.AfterFunc for the idle timers.
+	userIdle  time.Duration
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // An ownSession is one host's own session.
@@ -60,7 +65,21 @@ type ownSession struct {
 	key     any
 	perCall bool // a sessionless host's: closed when its call is over
 	users   int  // requests of the parent's going through it now; guarded by the parent's mu
+
+	// A user's session (Config.UserAuth): stopIdle stops the timer that
+	// closes it once idle (nil when none is set); idleGen counts the
+	// timers set, so that one stopped too late does nothing. Guarded by
+	// the parent's mu.
+	stopIdle func() bool
+	idleGen  uint64
 }
+
+// userIdleTimeout is how long a user's own session (Config.UserAuth) is
+// kept once idle: no request of theirs going through it, no call in
+// flight or parked on it, no resource subscription. It is then closed;
+// the user's next request opens a new one. A hub serving many users so
+// holds sessions only for those who called lately.
+const userIdleTimeout = 10 * time.Minute
 
 // noRelease is the release func of a request on the shared session.
 func noRelease() {}
@@ -129,7 +148,8 @@ type userKey string
 
 // routeUser returns user's own session, started on their first request
 // with their credentials (Config.UserAuth). A user's session is kept
-// until DropUser or Close. s.mu is not held.
+// until DropUser or Close, or until it has been idle for
+// userIdleTimeout (see ownIdle). s.mu is not held.
 func (s *Server) routeUser(user string, cfg *Config) (*Server, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -163,7 +183,52 @@ func (s *Server) routeUser(user string, cfg *Config) (*Server, func(), error) {
 		s.logger.Debug("started a user's own session", "user", user, "open", len(s.own.m))
 	}
 	o.users++
+	o.stopIdleTimer()
 	return o.srv, func() { s.releaseOwn(o) }, nil
+}
+
+// stopIdleTimer stops o's idle timer, if set. The parent's mu is held.
+func (o *ownSession) stopIdleTimer() {
+	if o.stopIdle != nil {
+		o.stopIdle()
+		o.stopIdle = nil
+	}
+	o.idleGen++
+}
+
+// armIdle sets the timer that closes user session o once it has been
+// idle for userIdleTimeout, unless one is set. s.mu is held.
+func (s *Server) armIdle(o *ownSession) {
+	if o.stopIdle != nil {
+		return
+	}
+	d := userIdleTimeout
+	if s.own.userIdle > 0 {
+		d = s.own.userIdle
+	}
+	after := s.own.afterFunc
+	if after == nil {
+		after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
+	o.idleGen++
+	gen := o.idleGen
+	o.stopIdle = after(d, func() { s.idleExpired(o, gen) })
+}
+
+// idleExpired closes user session o if it is still idle and its timer
+// gen was not stopped since.
+func (s *Server) idleExpired(o *ownSession, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own.m[o.key] != o || o.idleGen != gen {
+		return // dropped, or used again since
+	}
+	o.stopIdle = nil
+	if o.users > 0 || !o.srv.quiet() {
+		return // ownIdle sets another once it is
+	}
+	s.logger.Debug("closing a user's idle session", "user", string(o.key.(userKey)))
+	s.dropOwnLocked(o)
 }
 
 // signInElicitation turns the error of a user's call that needs them to
@@ -327,13 +392,20 @@ func (s *Server) releaseOwn(o *ownSession) {
 
 // ownIdle closes o if it is a sessionless host's and nothing is left of
 // its call: no request of the parent's goes through it, and its server
-// has no call in flight and no parked bridge.
+// has no call in flight and no parked bridge. A user's session it
+// closes only once it has been idle (also without a subscription) for
+// userIdleTimeout: it sets the timer.
 func (s *Server) ownIdle(o *ownSession) {
 	s.mu.Lock()
-	idle := o.perCall && o.users == 0 && s.own.m[o.key] == o && o.srv.idle()
-	s.mu.Unlock()
-	if idle {
-		s.dropOwn(o)
+	defer s.mu.Unlock()
+	if o.users > 0 || s.own.m[o.key] != o {
+		return
+	}
+	switch _, user := o.key.(userKey); {
+	case o.perCall && o.srv.idle():
+		s.dropOwnLocked(o)
+	case user && o.srv.quiet():
+		s.armIdle(o)
 	}
 }
 
@@ -342,6 +414,14 @@ func (s *Server) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.calls) == 0 && len(s.bridges) == 0
+}
+
+// quiet reports whether s is idle and has no resource subscription
+// (closing it would lose the updates).
+func (s *Server) quiet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls) == 0 && len(s.bridges) == 0 && len(s.subs) == 0
 }
 
 // noteIdle tells the parent of an own session that it may be idle now:
@@ -356,19 +436,22 @@ func (s *Server) noteIdle() {
 // (Close waits for all of them).
 func (s *Server) dropOwn(o *ownSession) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropOwnLocked(o)
+}
+
+// dropOwnLocked is dropOwn with s.mu held.
+func (s *Server) dropOwnLocked(o *ownSession) {
 	if s.own.m[o.key] != o {
-		s.mu.Unlock()
 		return
 	}
 	delete(s.own.m, o.key)
-	n := len(s.own.m)
+	o.stopIdleTimer()
 	if s.own.closed {
-		s.mu.Unlock()
 		return // closeOwn closes it
 	}
 	s.own.wg.Add(1)
-	s.mu.Unlock()
-	s.logger.Debug("closing a host's own session", "open", n)
+	s.logger.Debug("closing a host's own session", "open", len(s.own.m))
 	go func() {
 		defer s.own.wg.Done()
 		o.srv.Close()
@@ -381,6 +464,7 @@ func (s *Server) closeOwn() {
 	s.own.closed = true
 	all := make([]*ownSession, 0, len(s.own.m))
 	for _, o := range s.own.m {
+		o.stopIdleTimer()
 		all = append(all, o)
 	}
 	s.own.m = nil

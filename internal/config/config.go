@@ -445,6 +445,13 @@ type HTTP struct {
 	// AllowedHosts and AllowedOrigins extend the DNS-rebinding checks.
 	AllowedHosts   []string
 	AllowedOrigins []string
+	// PublicURL is the hub's URL as browsers reach it (behind a reverse
+	// proxy or load balancer): an absolute http(s) URL, with a path
+	// prefix if the proxy adds one, no query or fragment. It is the base
+	// of the sign-in links of per-user servers and of their redirect URI
+	// (PUBLIC_URL/auth/callback); empty means the origin of Auth.Audience,
+	// else the address the hub listens on.
+	PublicURL string
 	// InsecureNoAuth serves without a token; only allowed on a loopback
 	// Listen address.
 	InsecureNoAuth bool

@@ -1162,7 +1162,7 @@ func (d *decoder) bytes(n *node, path string) int64 {
 // --- http, lock, log ---
 
 var httpKeys = []string{"listen", "mode", "json_response", "session_timeout", "session_park", "max_request_bytes", "tokens",
-	"token_file", "allowed_hosts", "allowed_origins", "insecure_no_auth", "admin", "auth"}
+	"token_file", "allowed_hosts", "allowed_origins", "public_url", "insecure_no_auth", "admin", "auth"}
 
 func (d *decoder) http(h *HTTP, n *node, path string) {
 	for _, e := range d.mapping(n, path) {
@@ -1188,6 +1188,8 @@ func (d *decoder) http(h *HTTP, n *node, path string) {
 			h.AllowedHosts = d.strList(e.val, p, false)
 		case "allowed_origins":
 			h.AllowedOrigins = d.strList(e.val, p, false)
+		case "public_url":
+			h.PublicURL = d.strX(e.val, p)
 		case "insecure_no_auth":
 			h.InsecureNoAuth = d.boolean(e.val, p)
 		case "admin":

@@ -447,7 +447,36 @@ func (v *validator) http(h *HTTP) {
 		}
 	}
 	v.names(h.AllowedHosts, "http.allowed_hosts")
+	if h.PublicURL != "" {
+		if problem := publicURLProblem(h.PublicURL); problem != "" {
+			v.fail("http.public_url", "%q: %s", h.PublicURL, problem)
+		}
+	}
 	v.httpAuth(&h.Auth, h.InsecureNoAuth)
+}
+
+// publicURLProblem says what makes u unfit for http.public_url, or "":
+// it must be an absolute http or https URL with a host, and no user
+// information, query or fragment (a path prefix is fine).
+func publicURLProblem(u string) string {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return "not a URL: " + err.Error()
+	case p.Scheme != "http" && p.Scheme != "https":
+		return "want an absolute http:// or https:// URL, such as https://hub.example.com"
+	case p.Host == "" || p.Hostname() == "":
+		return "names no host"
+	case p.User != nil:
+		return "must not hold a user name or password"
+	case p.RawQuery != "" || p.ForceQuery:
+		return "must not have a query"
+	case p.Fragment != "" || strings.Contains(u, "#"):
+		return "must not have a fragment"
+	case p.Opaque != "":
+		return "want an absolute http:// or https:// URL, such as https://hub.example.com"
+	}
+	return ""
 }
 
 // listenAddr checks the listen address at key (empty is fine): host:port,

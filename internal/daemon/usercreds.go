@@ -2,9 +2,15 @@ package daemon
 
 import (
 	"context"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -21,6 +27,7 @@ import (
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/oauth"
+	"github.com/junction-mcp/junction/internal/seal"
 	"github.com/junction-mcp/junction/internal/statuspage"
 	"github.com/junction-mcp/junction/internal/store/postgres"
 )
@@ -102,12 +109,24 @@ func (d *Daemon) userAuth(name string, s *config.Server) func(user string) inter
 // userChanged is called when user's token for server was given or taken
 // back: this replica drops the user's client and session (dropUser),
 // and so do the others that share the store, told through it.
-func (d *Daemon) userChanged(server, user string) {
+func (d *Daemon) userChanged(server, user string) { d.tokenChanged(server, user, false) }
+
+// tokenChanged is userChanged; signedIn says the token came from a
+// sign-in, which also ends the waits for it (signedIn) on every replica.
+func (d *Daemon) tokenChanged(server, user string, signedIn bool) {
 	d.dropUser(server, user)
+	if signedIn {
+		d.signedIn(server, user)
+	}
 	if d.shared == nil {
 		return
 	}
-	b, _ := json.Marshal([2]string{server, user})
+	// Replicas before the third member read the first two.
+	payload := []string{server, user}
+	if signedIn {
+		payload = append(payload, signedInNote)
+	}
+	b, _ := json.Marshal(payload)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := d.shared.DB.Notify(ctx, postgres.ChannelUserToken, string(b)); err != nil {
@@ -116,15 +135,21 @@ func (d *Daemon) userChanged(server, user string) {
 }
 
 // watchUserTokens makes this replica drop a user's session when another
-// replica tells it their token changed (userChanged).
+// replica tells it their token changed (userChanged), and, when they
+// signed in there, end the waits for it here.
 func (d *Daemon) watchUserTokens() {
 	if d.shared == nil {
 		return
 	}
 	unsubscribe := d.shared.DB.Subscribe(postgres.ChannelUserToken, func(payload string) {
-		var su [2]string
+		var su [3]string
 		if json.Unmarshal([]byte(payload), &su) == nil && su[0] != "" && su[1] != "" {
-			go d.dropUser(su[0], su[1]) // Subscribe's callbacks must not block
+			go func() { // Subscribe's callbacks must not block
+				d.dropUser(su[0], su[1])
+				if su[2] == signedInNote {
+					d.signedIn(su[0], su[1])
+				}
+			}()
 		}
 	})
 	d.AddCloser(closerFunc(unsubscribe))
@@ -388,38 +413,251 @@ func writeJSONBody(w http.ResponseWriter, v any) {
 // Signing in from a browser (a hub flow, oauth.HubFlow).
 //
 // A call of a user without a usable token fails with a tool error that
-// carries a sign-in link: /auth/connect/FLOW on this hub, made for that
-// user and server, good for signInTTL. Opening it starts the
-// authorization code flow with PKCE at the server's authorization
+// carries a sign-in link: /auth/connect/LINK on the hub's public URL,
+// made for that user and server, good for signInTTL. Opening it starts
+// the authorization code flow with PKCE at the server's authorization
 // server, with /auth/callback as the redirect URI, and sets a cookie
 // that binds the browser to the flow. The callback is taken once, only
 // with its flow's state and only from the browser that started it; the
 // token it brings is stored as that user's, and their session with the
 // server is dropped so that the next call uses it.
+//
+// Nothing of a flow has to stay in the memory of the replica that made
+// it, so that, behind a load balancer, the link and the callback may
+// reach any replica that shares the store: the link is the user, the
+// server, the expiry and a random id, sealed (AES-256-GCM, package
+// seal); the cookie set at /auth/connect is the flow's state (the
+// OAuth state, the PKCE verifier, the client and where it exchanges
+// the code), sealed too. The key is derived from the store's
+// session_key, which every replica shares; without a store, it is made
+// at random for the process. What must be single use (a link, a
+// callback's state) is remembered by the replica that took it, until it
+// expires, and, with a store, recorded in its ledger (the sessions
+// table, as ended ids), which refuses a second use on any replica.
+// Each replica keeps only the links it made that are not yet used (a
+// second call shows the same link) and a channel per user and server
+// that a URL elicitation waits on: closed when the user signs in, here
+// or, told through the store (ChannelUserToken), on another replica.
 
 const (
-	signInTTL    = 10 * time.Minute
-	maxSignIns   = 1024 // links not yet opened and flows not yet finished, at once
+	signInTTL  = 10 * time.Minute
+	maxSignIns = 1024 // links made here and not yet used or expired, at once
+	// maxSignInsUsed bounds the links and callbacks taken here and
+	// remembered until they expire.
+	maxSignInsUsed = 4 * maxSignIns
+	// signInCookie, then "_" and the flow's state, names the cookie that
+	// binds a browser to a flow (one per flow: a browser may sign in to
+	// two servers at once).
 	signInCookie = "junction_sign_in"
+	// signedInNote is the third member of a ChannelUserToken payload
+	// sent when a user signed in (see tokenChanged).
+	signedInNote = "signed_in"
 )
 
-type signIn struct {
-	id, user, server string
-	made             time.Time
-	state, nonce     string // set when the browser opened the link
-	flow             *oauth.HubFlow
-	done             chan struct{} // closed once the token is stored
+// signInLink is what a sign-in link carries, sealed.
+type signInLink struct {
+	ID      string `json:"i"`
+	User    string `json:"u"`
+	Server  string `json:"s"`
+	Expires int64  `json:"e"` // Unix seconds
+}
+
+// signInFlow is what the cookie of a browser that opened a link
+// carries, sealed: the flow it started.
+type signInFlow struct {
+	User    string             `json:"u"`
+	Server  string             `json:"s"`
+	Expires int64              `json:"e"` // the link's
+	State   string             `json:"st"`
+	Flow    oauth.HubFlowState `json:"f"`
+}
+
+type signInKey struct{ server, user string }
+
+// pendingSignIn is the link last made here for a user and server, and
+// what waits for them to sign in.
+type pendingSignIn struct {
+	link    string
+	id      string
+	expires time.Time
+	opened  bool          // opened on this replica: the next call makes a new link
+	done    chan struct{} // closed once the user has signed in, here or elsewhere
+}
+
+// A signInLedger records single uses for every replica: End reports
+// whether id was used before; Ended which of ids were. The store's
+// session ledger is one.
+type signInLedger interface {
+	End(ctx context.Context, id string, expires time.Time) (already bool, err error)
+	Ended(ctx context.Context, ids []string) ([]string, error)
 }
 
 type signIns struct {
+	once sync.Once
+	// key seals links and flows; ledger records single uses across
+	// replicas (nil: per replica only). Set by init unless set before.
+	key    []byte
+	ledger signInLedger
+	links  *seal.Box
+	flows  *seal.Box
+
 	mu      sync.Mutex
-	byID    map[string]*signIn
-	byState map[string]*signIn
+	pending map[signInKey]*pendingSignIn
+	used    map[string]time.Time // "link:ID" and "state:STATE" taken here, until they expire
 }
 
-// setPublicBase records the hub's base URL for sign-in links: the origin
-// of the front's OAuth audience (the URL hosts use), else the address
-// the listener got.
+// signInState returns the daemon's sign-ins, with their key: derived
+// from the store's session key, which all replicas share, else random.
+func (d *Daemon) signInState() *signIns {
+	f := &d.signIns
+	f.once.Do(func() {
+		if f.key == nil && d.shared != nil && len(d.shared.SessionKey) > 0 {
+			k, err := hkdf.Key(sha256.New, d.shared.SessionKey, nil, "junction sign-in links", seal.KeySize)
+			if err == nil {
+				f.key = k
+			}
+		}
+		if f.key == nil {
+			f.key = make([]byte, seal.KeySize)
+			rand.Read(f.key)
+		}
+		if f.ledger == nil && d.shared != nil && d.shared.Sessions != nil {
+			f.ledger = d.shared.Sessions
+		}
+		f.links, _ = seal.New(f.key, "junction sign-in link")
+		f.flows, _ = seal.New(f.key, "junction sign-in flow")
+		f.pending, f.used = map[signInKey]*pendingSignIn{}, map[string]time.Time{}
+	})
+	return f
+}
+
+// linkEncoding writes links in letters and digits only.
+var linkEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// ledgerID is the ledger's name of a single use: never a session's (a
+// hex SHA-256).
+func ledgerID(use string) string {
+	sum := sha256.Sum256([]byte(use))
+	return "sign-in:" + hex.EncodeToString(sum[:16])
+}
+
+// prune forgets what has expired. f.mu is held.
+func (f *signIns) prune(now time.Time) {
+	for k, p := range f.pending {
+		if !now.Before(p.expires) {
+			delete(f.pending, k) // its waiters give up on their own (signInWait)
+		}
+	}
+	for u, exp := range f.used {
+		if !now.Before(exp) {
+			delete(f.used, u)
+		}
+	}
+}
+
+// usedElsewhere reports whether the store's ledger says link id was
+// used (on another replica); unknown counts as used.
+func (f *signIns) usedElsewhere(id string) bool {
+	if f.ledger == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	ended, err := f.ledger.Ended(ctx, []string{ledgerID("link:" + id)})
+	return err != nil || len(ended) > 0
+}
+
+// errSignInsFull and errSignInStore are take's refusals that are no
+// one's fault.
+var (
+	errSignInsFull  = errors.New("too many sign-ins at once on this hub: try again in a few minutes")
+	errSignInStore  = errors.New("the hub's store could not record the sign-in: try again with a new link (call the tool again)")
+	errSignInUsed   = errors.New("used")
+	signInUsedOrOld = "This sign-in link is unknown, used or expired. Call the tool again from your host for a new one."
+)
+
+// take marks use ("link:ID", "state:STATE") as done, until expires: on
+// this replica, then in the store's ledger. It fails with errSignInUsed
+// if it was done before, here or on another replica.
+func (f *signIns) take(ctx context.Context, use string, expires time.Time) error {
+	now := time.Now()
+	f.mu.Lock()
+	if _, ok := f.used[use]; ok {
+		f.mu.Unlock()
+		return errSignInUsed
+	}
+	if len(f.used) >= maxSignInsUsed {
+		f.prune(now)
+		if len(f.used) >= maxSignInsUsed {
+			f.mu.Unlock()
+			return errSignInsFull
+		}
+	}
+	f.used[use] = expires
+	f.mu.Unlock()
+	if f.ledger == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	already, err := f.ledger.End(ctx, ledgerID(use), expires)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %v", errSignInStore, err)
+	case already:
+		return errSignInUsed
+	}
+	return nil
+}
+
+// usedHere reports whether use was taken on this replica.
+func (f *signIns) usedHere(use string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	exp, ok := f.used[use]
+	return ok && time.Now().Before(exp)
+}
+
+// sealLink returns the link's token: letters and digits.
+func (f *signIns) sealLink(l signInLink) string {
+	b, _ := json.Marshal(l)
+	return linkEncoding.EncodeToString(f.links.Seal(b))
+}
+
+// openLink returns the link token names, if this hub (or a replica
+// sharing its store) sealed it.
+func (f *signIns) openLink(token string) (signInLink, bool) {
+	var l signInLink
+	b, err := linkEncoding.DecodeString(token)
+	if err != nil {
+		return l, false
+	}
+	if b, err = f.links.Open(b); err != nil || json.Unmarshal(b, &l) != nil || l.ID == "" || l.User == "" || l.Server == "" {
+		return signInLink{}, false
+	}
+	return l, true
+}
+
+func (f *signIns) sealFlow(fl signInFlow) string {
+	b, _ := json.Marshal(fl)
+	return base64.RawURLEncoding.EncodeToString(f.flows.Seal(b))
+}
+
+func (f *signIns) openFlow(v string) (signInFlow, bool) {
+	var fl signInFlow
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return fl, false
+	}
+	if b, err = f.flows.Open(b); err != nil || json.Unmarshal(b, &fl) != nil || fl.State == "" {
+		return signInFlow{}, false
+	}
+	return fl, true
+}
+
+// setPublicBase records the hub's base URL for sign-in links: the
+// config's http.public_url, else the origin of the front's OAuth
+// audience (the URL hosts use), else the address the listener got.
 func (d *Daemon) setPublicBase(cfg HTTPConfig, addr net.Addr) {
 	base := "http://" + addr.String()
 	if cfg.OAuth != nil && cfg.OAuth.Resource != nil {
@@ -427,49 +665,70 @@ func (d *Daemon) setPublicBase(cfg HTTPConfig, addr net.Addr) {
 			base = u.Scheme + "://" + u.Host
 		}
 	}
+	d.mu.Lock()
+	if d.cfg != nil && d.cfg.HTTP.PublicURL != "" {
+		base = strings.TrimRight(d.cfg.HTTP.PublicURL, "/")
+	}
+	d.mu.Unlock()
 	d.publicBase.Store(&base)
 }
 
 // signInURL returns the link where user signs in to server, reusing the
-// pending one, and a channel closed once they have; "" when the hub
-// serves no HTTP or has too many pending.
+// one made here if it is not used yet, and a channel closed once they
+// have signed in (on any replica); "" when the hub serves no HTTP or
+// has too many pending.
 func (d *Daemon) signInURL(server, user string) (string, <-chan struct{}) {
 	base := d.publicBase.Load()
 	if base == nil {
 		return "", nil
 	}
-	f := &d.signIns
+	f := d.signInState()
+	k := signInKey{server, user}
+	now := time.Now()
+	f.mu.Lock()
+	f.prune(now)
+	p := f.pending[k]
+	reuse := p != nil && !p.opened
+	var id string
+	if reuse {
+		id = p.id
+	}
+	f.mu.Unlock()
+	if reuse && f.usedElsewhere(id) { // opened on another replica
+		reuse = false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	now := time.Now()
-	for state, s := range f.byState { // opened, never finished
-		if now.Sub(s.made) > signInTTL {
-			delete(f.byState, state)
+	if q := f.pending[k]; q != nil && reuse && q == p && q.id == id && !q.opened {
+		return p.link, p.done
+	}
+	p = f.pending[k]
+	if p == nil {
+		if len(f.pending) >= maxSignIns {
+			return "", nil // too many pending: the error then offers a token instead
 		}
+		p = &pendingSignIn{done: make(chan struct{})}
+		f.pending[k] = p
 	}
-	for id, s := range f.byID {
-		if now.Sub(s.made) > signInTTL {
-			delete(f.byID, id)
-			continue
-		}
-		if s.user == user && s.server == server && s.state == "" {
-			return *base + "/auth/connect/" + id, s.done
-		}
-	}
-	if len(f.byID)+len(f.byState) >= maxSignIns {
-		return "", nil // too many pending: the error then offers a token instead
-	}
-	id := rand.Text()
-	if f.byID == nil {
-		f.byID, f.byState = map[string]*signIn{}, map[string]*signIn{}
-	}
-	s := &signIn{id: id, user: user, server: server, made: now, done: make(chan struct{})}
-	f.byID[id] = s
-	return *base + "/auth/connect/" + id, s.done
+	p.id, p.expires, p.opened = rand.Text(), now.Add(signInTTL), false
+	p.link = *base + "/auth/connect/" + f.sealLink(signInLink{ID: p.id, User: user, Server: server, Expires: p.expires.Unix()})
+	return p.link, p.done
 }
 
-// signInStart is /auth/connect/FLOW: it sends the browser to the
-// server's authorization server.
+// signedIn tells this replica's waiters that user signed in to server.
+func (d *Daemon) signedIn(server, user string) {
+	f := d.signInState()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := signInKey{server, user}
+	if p := f.pending[k]; p != nil {
+		close(p.done)
+		delete(f.pending, k)
+	}
+}
+
+// signInStart is /auth/connect/LINK: it sends the browser to the
+// server's authorization server, with a cookie holding the flow.
 func (d *Daemon) signInStart(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodGet {
@@ -477,46 +736,60 @@ func (d *Daemon) signInStart(w http.ResponseWriter, r *http.Request) {
 		signInPage(w, http.StatusMethodNotAllowed, "Open this link in a browser.")
 		return
 	}
-	f := &d.signIns
-	f.mu.Lock()
-	s := f.byID[r.PathValue("flow")]
-	if s != nil && (time.Since(s.made) > signInTTL || s.state != "") {
-		s = nil // expired, or opened already: each link starts one flow
-	}
-	if s != nil {
-		delete(f.byID, s.id)
-	}
-	f.mu.Unlock()
-	if s == nil {
-		signInPage(w, http.StatusNotFound, "This sign-in link is unknown, used or expired. Call the tool again from your host for a new one.")
+	f := d.signInState()
+	l, ok := f.openLink(r.PathValue("flow"))
+	expires := time.Unix(l.Expires, 0)
+	if !ok || !time.Now().Before(expires) {
+		signInPage(w, http.StatusNotFound, signInUsedOrOld)
 		return
 	}
+	// Each link starts one flow.
+	if err := f.take(r.Context(), "link:"+l.ID, expires); err != nil {
+		d.signInRefused(w, err, l.Server, l.User)
+		return
+	}
+	f.mu.Lock()
+	if p := f.pending[signInKey{l.Server, l.User}]; p != nil && p.id == l.ID {
+		p.opened = true
+	}
+	f.mu.Unlock()
 	servers := d.perUserServers()
-	cfg, ok := servers[s.server]
+	cfg, ok := servers[l.Server]
 	if !ok {
-		signInPage(w, http.StatusNotFound, "The server "+s.server+" no longer takes per-user credentials here.")
+		signInPage(w, http.StatusNotFound, "The server "+l.Server+" no longer takes per-user credentials here.")
 		return
 	}
-	c, ok := d.userAuth(s.server, cfg)(s.user).(*oauth.Client)
+	c, ok := d.userAuth(l.Server, cfg)(l.User).(*oauth.Client)
 	if !ok {
-		signInPage(w, http.StatusInternalServerError, "No OAuth client for "+s.server+".")
+		signInPage(w, http.StatusInternalServerError, "No OAuth client for "+l.Server+".")
 		return
 	}
-	s.state, s.nonce = rand.Text(), rand.Text()
+	state := rand.Text()
 	base := d.publicBase.Load()
-	flow, err := c.BeginHubFlow(r.Context(), *base+"/auth/callback", s.state)
+	flow, err := c.BeginHubFlow(r.Context(), *base+"/auth/callback", state)
 	if err != nil {
-		d.logger.Warn("sign-in could not start", "source", s.server, "user", s.user, "error", err)
-		signInPage(w, http.StatusBadGateway, "The sign-in to "+s.server+" could not start: "+err.Error())
+		d.logger.Warn("sign-in could not start", "source", l.Server, "user", l.User, "error", err)
+		signInPage(w, http.StatusBadGateway, "The sign-in to "+l.Server+" could not start: "+err.Error())
 		return
 	}
-	s.flow = flow
-	f.mu.Lock()
-	f.byState[s.state] = s
-	f.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: s.nonce, Path: "/auth/callback", MaxAge: int(signInTTL / time.Second),
-		HttpOnly: true, Secure: strings.HasPrefix(*base, "https://"), SameSite: http.SameSiteLaxMode})
+	v := f.sealFlow(signInFlow{User: l.User, Server: l.Server, Expires: l.Expires, State: state, Flow: flow.State()})
+	http.SetCookie(w, &http.Cookie{Name: signInCookie + "_" + state, Value: v, Path: "/auth/callback",
+		MaxAge: max(1, int(time.Until(expires)/time.Second)), HttpOnly: true, Secure: strings.HasPrefix(*base, "https://"),
+		SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, flow.AuthURL, http.StatusFound)
+}
+
+// signInRefused answers a link or callback that take refused.
+func (d *Daemon) signInRefused(w http.ResponseWriter, err error, server, user string) {
+	switch {
+	case errors.Is(err, errSignInUsed):
+		signInPage(w, http.StatusNotFound, signInUsedOrOld)
+	case errors.Is(err, errSignInsFull):
+		signInPage(w, http.StatusServiceUnavailable, "There are "+errSignInsFull.Error())
+	default:
+		d.logger.Warn("sign-in refused", "source", server, "user", user, "error", err)
+		signInPage(w, http.StatusServiceUnavailable, "The sign-in could not go on: "+errSignInStore.Error())
+	}
 }
 
 // signInCallback is /auth/callback: the authorization server's redirect
@@ -524,45 +797,68 @@ func (d *Daemon) signInStart(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	q := r.URL.Query()
-	f := &d.signIns
-	f.mu.Lock()
-	s := f.byState[q.Get("state")]
-	if s != nil {
-		delete(f.byState, s.state) // taken once, whatever comes of it
-	}
-	f.mu.Unlock()
-	switch {
-	case s == nil || time.Since(s.made) > signInTTL:
-		signInPage(w, http.StatusBadRequest, "This sign-in is unknown, used or expired. Call the tool again from your host for a new link.")
-		return
-	case !sameCookie(r, s.nonce):
-		d.logger.Warn("sign-in callback refused: another browser", "source", s.server, "user", s.user)
-		signInPage(w, http.StatusForbidden, "This sign-in was started in another browser: open the link from your host in this browser.")
-		return
-	case q.Get("error") != "":
-		signInPage(w, http.StatusBadRequest, "The authorization server said: "+q.Get("error")+" "+q.Get("error_description"))
+	f := d.signInState()
+	state := q.Get("state")
+	const usedOrOld = "This sign-in is unknown, used or expired. Call the tool again from your host for a new link."
+	if state == "" || f.usedHere("state:"+state) {
+		signInPage(w, http.StatusBadRequest, usedOrOld)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: signInCookie, Path: "/auth/callback", MaxAge: -1})
-	e, err := s.flow.Finish(r.Context(), q.Get("code"))
+	var fl signInFlow
+	c, err := r.Cookie(signInCookie + "_" + state)
+	ok := err == nil
+	if ok {
+		fl, ok = f.openFlow(c.Value)
+	}
+	if !ok || subtle.ConstantTimeCompare([]byte(fl.State), []byte(state)) != 1 {
+		if err == nil { // a cookie of another flow's, or altered: made-up callbacks are not logged
+			d.logger.Warn("sign-in callback refused: the browser's cookie is not this flow's")
+		}
+		signInPage(w, http.StatusForbidden, "This sign-in was started in another browser, or is used or unknown: open the link from your host in this browser, or call the tool again for a new one.")
+		return
+	}
+	expires := time.Unix(fl.Expires, 0)
+	if !time.Now().Before(expires) {
+		signInPage(w, http.StatusBadRequest, usedOrOld)
+		return
+	}
+	// Taken once, whatever comes of it.
+	if err := f.take(r.Context(), "state:"+state, expires); err != nil {
+		if errors.Is(err, errSignInUsed) {
+			signInPage(w, http.StatusBadRequest, usedOrOld)
+		} else {
+			d.signInRefused(w, err, fl.Server, fl.User)
+		}
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: signInCookie + "_" + state, Path: "/auth/callback", MaxAge: -1})
+	if e := q.Get("error"); e != "" {
+		signInPage(w, http.StatusBadRequest, "The authorization server said: "+e+" "+q.Get("error_description"))
+		return
+	}
+	cfg, ok := d.perUserServers()[fl.Server]
+	if !ok {
+		signInPage(w, http.StatusNotFound, "The server "+fl.Server+" no longer takes per-user credentials here.")
+		return
+	}
+	client, ok := d.userAuth(fl.Server, cfg)(fl.User).(*oauth.Client)
+	if !ok {
+		signInPage(w, http.StatusInternalServerError, "No OAuth client for "+fl.Server+".")
+		return
+	}
+	e, err := client.ResumeHubFlow(fl.Flow).Finish(r.Context(), q.Get("code"))
 	if err != nil {
-		d.logger.Warn("sign-in failed", "source", s.server, "user", s.user, "error", err)
-		signInPage(w, http.StatusBadGateway, "The sign-in to "+s.server+" failed: "+err.Error())
+		d.logger.Warn("sign-in failed", "source", fl.Server, "user", fl.User, "error", err)
+		signInPage(w, http.StatusBadGateway, "The sign-in to "+fl.Server+" failed: "+err.Error())
 		return
 	}
-	if err := oauth.UserStore(d.tokenStore(), s.user).Save(e); err != nil {
+	if err := oauth.UserStore(d.tokenStore(), fl.User).Save(e); err != nil {
 		signInPage(w, http.StatusInternalServerError, "The token could not be stored: "+err.Error())
 		return
 	}
-	d.userChanged(s.server, s.user)
-	close(s.done)
-	d.logger.Info("per-user token from a sign-in", "source", s.server, "user", s.user)
-	signInPage(w, http.StatusOK, "Signed in to "+s.server+". Go back to your host and call the tool again.")
-}
-
-func sameCookie(r *http.Request, nonce string) bool {
-	c, err := r.Cookie(signInCookie)
-	return err == nil && nonce != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(nonce)) == 1
+	d.tokenChanged(fl.Server, fl.User, true)
+	d.logger.Info("per-user token from a sign-in", "source", fl.Server, "user", fl.User)
+	signInPage(w, http.StatusOK, "Signed in to "+fl.Server+". Go back to your host and call the tool again.")
 }
 
 // signInPage answers with a small page of msg.

@@ -17,7 +17,8 @@ import (
 // server's authorization server, and comes back to the hub's redirect
 // URL with a code, which Finish exchanges for the user's token. Unlike a
 // [Login], nothing waits on the person: the flow is kept by the hub
-// between the two requests of the browser.
+// between the two requests of the browser, in its memory or, for a
+// callback that may reach another replica, as its [HubFlowState].
 type HubFlow struct {
 	// AuthURL is where the user's browser goes to sign in.
 	AuthURL string
@@ -69,6 +70,41 @@ func (c *Client) BeginHubFlow(ctx context.Context, redirectURL, state string) (*
 			Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: secretStyle(asm.TokenEndpointAuthMethodsSupported)}}}
 	f.AuthURL = f.conf.AuthCodeURL(state, oauth2.S256ChallengeOption(f.verifier), oauth2.SetAuthURLParam("resource", resource))
 	return f, nil
+}
+
+// A HubFlowState is what finishing a [HubFlow] takes, apart from the
+// client: a hub whose replicas share no memory seals it into the browser
+// (see package daemon) so that the callback finishes the flow on any of
+// them ([Client.ResumeHubFlow]). It holds the PKCE verifier and the
+// client's secret: keep it sealed.
+type HubFlowState struct {
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret,omitempty"`
+	TokenURL     string   `json:"token_url"`
+	AuthStyle    int      `json:"auth_style,omitempty"`
+	RedirectURL  string   `json:"redirect_url"`
+	Scopes       []string `json:"scopes,omitempty"`
+	Verifier     string   `json:"verifier"`
+	Resource     string   `json:"resource"`
+	Issuer       string   `json:"issuer,omitempty"`
+	Registered   bool     `json:"registered,omitempty"`
+}
+
+// State returns what [Client.ResumeHubFlow] needs to finish f.
+func (f *HubFlow) State() HubFlowState {
+	return HubFlowState{ClientID: f.conf.ClientID, ClientSecret: f.conf.ClientSecret, TokenURL: f.conf.Endpoint.TokenURL,
+		AuthStyle: int(f.conf.Endpoint.AuthStyle), RedirectURL: f.conf.RedirectURL, Scopes: f.conf.Scopes,
+		Verifier: f.verifier, Resource: f.resource, Issuer: f.issuer, Registered: f.reg}
+}
+
+// ResumeHubFlow returns the flow st describes (see [HubFlow.State]),
+// begun by this client or by the same server's client in another
+// process, ready for Finish; its AuthURL is empty. st must come from
+// State, sealed on the way: nothing in it is checked again.
+func (c *Client) ResumeHubFlow(st HubFlowState) *HubFlow {
+	return &HubFlow{c: c, verifier: st.Verifier, resource: st.Resource, issuer: st.Issuer, reg: st.Registered,
+		conf: &oauth2.Config{ClientID: st.ClientID, ClientSecret: st.ClientSecret, RedirectURL: st.RedirectURL, Scopes: st.Scopes,
+			Endpoint: oauth2.Endpoint{TokenURL: st.TokenURL, AuthStyle: oauth2.AuthStyle(st.AuthStyle)}}}
 }
 
 // hubClient is the client the hub's flows use at asm: the configured one,
