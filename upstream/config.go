@@ -138,8 +138,9 @@ type Config struct {
 
 	// UserAuth, if set, gives the server per-user credentials: a request
 	// made for an authenticated user (junction.User of its context) goes
-	// on a session of that user's own, kept until [Server.DropUser] or
-	// Close, whose HTTP requests UserAuth(user) wraps in place of Auth
+	// on a session of that user's own, kept until [Server.DropUser],
+	// Close, or ten minutes without a request, a call or a resource
+	// subscription on it; its HTTP requests UserAuth(user) wraps in place of Auth
 	// (Headers' Authorization and BearerToken are not sent on it). A
 	// session never carries two users' requests. Requests without a user
 	// (the catalog, a host without a user) use the shared session, with
