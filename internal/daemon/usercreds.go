@@ -727,6 +727,22 @@ func (d *Daemon) signedIn(server, user string) {
 	}
 }
 
+// signInClient returns user's OAuth client for server, or writes the
+// page that says why there is none and returns nil.
+func (d *Daemon) signInClient(w http.ResponseWriter, server, user string) *oauth.Client {
+	cfg, ok := d.perUserServers()[server]
+	if !ok {
+		signInPage(w, http.StatusNotFound, "The server "+server+" no longer takes per-user credentials here.")
+		return nil
+	}
+	c, ok := d.userAuth(server, cfg)(user).(*oauth.Client)
+	if !ok {
+		signInPage(w, http.StatusInternalServerError, "No OAuth client for "+server+".")
+		return nil
+	}
+	return c
+}
+
 // signInStart is /auth/connect/LINK: it sends the browser to the
 // server's authorization server, with a cookie holding the flow.
 func (d *Daemon) signInStart(w http.ResponseWriter, r *http.Request) {
@@ -753,15 +769,8 @@ func (d *Daemon) signInStart(w http.ResponseWriter, r *http.Request) {
 		p.opened = true
 	}
 	f.mu.Unlock()
-	servers := d.perUserServers()
-	cfg, ok := servers[l.Server]
-	if !ok {
-		signInPage(w, http.StatusNotFound, "The server "+l.Server+" no longer takes per-user credentials here.")
-		return
-	}
-	c, ok := d.userAuth(l.Server, cfg)(l.User).(*oauth.Client)
-	if !ok {
-		signInPage(w, http.StatusInternalServerError, "No OAuth client for "+l.Server+".")
+	c := d.signInClient(w, l.Server, l.User)
+	if c == nil {
 		return
 	}
 	state := rand.Text()
@@ -836,14 +845,8 @@ func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
 		signInPage(w, http.StatusBadRequest, "The authorization server said: "+e+" "+q.Get("error_description"))
 		return
 	}
-	cfg, ok := d.perUserServers()[fl.Server]
-	if !ok {
-		signInPage(w, http.StatusNotFound, "The server "+fl.Server+" no longer takes per-user credentials here.")
-		return
-	}
-	client, ok := d.userAuth(fl.Server, cfg)(fl.User).(*oauth.Client)
-	if !ok {
-		signInPage(w, http.StatusInternalServerError, "No OAuth client for "+fl.Server+".")
+	client := d.signInClient(w, fl.Server, fl.User)
+	if client == nil {
 		return
 	}
 	e, err := client.ResumeHubFlow(fl.Flow).Finish(r.Context(), q.Get("code"))
