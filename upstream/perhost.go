@@ -52,6 +52,9 @@ type ownSessions struct {
 	next   uint64              // the last call number given
 	closed bool                // Close has begun: no more own sessions
 	wg     sync.WaitGroup      // own sessions being closed
+	// retired are users' sessions DropUser took out of m while requests
+	// still went through them: each closes once they are over.
+	retired map[*ownSession]bool
 
 	// For tests: userIdle, if non-zero, replaces userIdleTimeout, and
 	// afterFunc, if set, replaces time.AfterFunc for the idle timers.
@@ -291,17 +294,29 @@ func (s *Server) signInElicitation(req *mcp.CallToolRequest, err error) error {
 // (a sign-in link is good for 10 minutes).
 const signInWait = 10 * time.Minute
 
-// DropUser ends user's own session (Config.UserAuth), if they have one:
-// their next request starts a new one, with what UserAuth gives then
-// (a new token, or none). Requests in flight on it fail as on any closed
-// session.
+// DropUser retires user's own session (Config.UserAuth), if they have
+// one: their next request starts a new one, with what UserAuth gives
+// then (a new token, or none). Requests going through it now end there,
+// with the credentials they began with, and it closes once they have.
 func (s *Server) DropUser(user string) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	o := s.own.m[userKey(user)]
-	s.mu.Unlock()
-	if o != nil {
-		s.dropOwn(o)
+	if o == nil {
+		return
 	}
+	if o.users == 0 && o.srv.idle() {
+		s.dropOwnLocked(o)
+		return
+	}
+	// Requests of the user's go through it now: they end there, and the
+	// next ones start a session with the credentials as they are now.
+	delete(s.own.m, o.key)
+	o.stopIdleTimer()
+	if s.own.retired == nil {
+		s.own.retired = map[*ownSession]bool{}
+	}
+	s.own.retired[o] = true
 }
 
 // startOwn starts an own session for key. s.mu is held.
@@ -398,7 +413,17 @@ func (s *Server) releaseOwn(o *ownSession) {
 func (s *Server) ownIdle(o *ownSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o.users > 0 || s.own.m[o.key] != o {
+	if o.users > 0 {
+		return
+	}
+	if s.own.retired[o] {
+		if o.srv.idle() {
+			delete(s.own.retired, o)
+			s.closeOwnLocked(o)
+		}
+		return
+	}
+	if s.own.m[o.key] != o {
 		return
 	}
 	switch _, user := o.key.(userKey); {
@@ -447,6 +472,12 @@ func (s *Server) dropOwnLocked(o *ownSession) {
 	}
 	delete(s.own.m, o.key)
 	o.stopIdleTimer()
+	s.closeOwnLocked(o)
+}
+
+// closeOwnLocked closes o's server, which is in no table any more,
+// without waiting for it (Close waits for all of them). s.mu is held.
+func (s *Server) closeOwnLocked(o *ownSession) {
 	if s.own.closed {
 		return // closeOwn closes it
 	}
@@ -467,7 +498,10 @@ func (s *Server) closeOwn() {
 		o.stopIdleTimer()
 		all = append(all, o)
 	}
-	s.own.m = nil
+	for o := range s.own.retired {
+		all = append(all, o)
+	}
+	s.own.m, s.own.retired = nil, nil
 	s.mu.Unlock()
 	for _, o := range all {
 		o.srv.Close()

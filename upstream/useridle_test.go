@@ -238,3 +238,65 @@ func TestUserSessionIdleTimer(t *testing.T) {
 		awaitOwn(t, up, 0)
 	}
 }
+
+// TestDropUserLetsCallsFinish: DropUser (a user's token given or taken
+// back) while a call of theirs is in flight retires their session: the
+// call ends there, with its answer; their next call meanwhile goes on a
+// new session; and the retired one closes once its call is over.
+func TestDropUserLetsCallsFinish(t *testing.T) {
+	t.Parallel()
+	up, started, release := userServer(t)
+	if got := callAs(t, up, "alice", "echo"); got != `{"who":"alice"}` {
+		t.Fatalf("alice's echo: %q", got)
+	}
+	first := ownOf(up, "alice")
+	done := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(junction.WithUser(context.Background(), "alice"), 20*time.Second)
+		defer cancel()
+		res, err := up.CallTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "block", Arguments: json.RawMessage(`{}`)}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- resultText(t, res)
+	}()
+	<-started
+
+	up.DropUser("alice")
+	if ownOf(up, "alice") != nil {
+		t.Fatal("alice's session is still taken for new requests after DropUser")
+	}
+	if got := callAs(t, up, "alice", "echo"); got != `{"who":"alice"}` {
+		t.Fatalf("alice's echo while her old session drains: %q", got)
+	}
+	second := ownOf(up, "alice")
+	if second == nil || second == first {
+		t.Fatalf("alice's call after DropUser went on %p, want a new session (the old was %p)", second, first)
+	}
+	up.mu.Lock()
+	retired := len(up.own.retired)
+	up.mu.Unlock()
+	if retired != 1 {
+		t.Fatalf("%d retired sessions while alice's call is in flight, want 1", retired)
+	}
+
+	close(release)
+	if got := <-done; got != "released" {
+		t.Fatalf("alice's call in flight when her session was dropped: %q, want its answer", got)
+	}
+	waitFor(t, "the retired session closed", func() bool {
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		return len(up.own.retired) == 0
+	})
+	if ownOf(up, "alice") != second {
+		t.Error("alice's new session went with the retired one")
+	}
+
+	// Dropped while idle: closed at once.
+	up.DropUser("alice")
+	if ownOf(up, "alice") != nil {
+		t.Error("alice's idle session is still there after DropUser")
+	}
+}

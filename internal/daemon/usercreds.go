@@ -291,7 +291,8 @@ func (d *Daemon) tokensHandler(w http.ResponseWriter, r *http.Request) {
 			tok.Expiry = time.Now().Add(time.Duration(g.ExpiresIn) * time.Second)
 		}
 		e := &oauth.Entry{Name: name, Resource: s.URL, Token: tok, ClientID: g.ClientID, ClientSecret: g.ClientSecret, TokenURL: g.TokenURL, Scopes: g.Scopes}
-		if err := oauth.UserStore(store, user).Save(e); err != nil {
+		us := oauth.UserStore(store, user)
+		if err := underTokenLock(r.Context(), us, s.URL, func() error { return us.Save(e) }); err != nil {
 			httpError(w, http.StatusInternalServerError, "the token store: "+err.Error())
 			return
 		}
@@ -307,7 +308,12 @@ func (d *Daemon) tokensHandler(w http.ResponseWriter, r *http.Request) {
 			}
 			whose = u
 		}
-		found, err := oauth.UserStore(store, whose).Delete(s.URL)
+		us := oauth.UserStore(store, whose)
+		var found bool
+		err := underTokenLock(r.Context(), us, s.URL, func() (err error) {
+			found, err = us.Delete(s.URL)
+			return err
+		})
 		if err != nil {
 			httpError(w, http.StatusInternalServerError, "the token store: "+err.Error())
 			return
@@ -323,6 +329,24 @@ func (d *Daemon) tokensHandler(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "PUT, DELETE")
 		httpError(w, http.StatusMethodNotAllowed, "use PUT to give your token for "+name+", DELETE to take it back")
 	}
+}
+
+// underTokenLock runs fn holding the store's lock of a user's token
+// for resource (us is an [oauth.UserStore]; PostgreSQL's advisory lock,
+// nothing for the file store), the lock a refresh takes: a token given,
+// taken back or signed in for never interleaves with another replica's
+// refresh of the one before.
+func underTokenLock(ctx context.Context, us oauth.Store, resource string, fn func() error) error {
+	if l, ok := us.(oauth.Locker); ok {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		unlock, err := l.Lock(ctx, resource)
+		if err != nil {
+			return fmt.Errorf("locking the token: %w", err)
+		}
+		defer unlock()
+	}
+	return fn()
 }
 
 // isOperator says whether user (junction.User of a request) may act for
@@ -855,7 +879,8 @@ func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
 		signInPage(w, http.StatusBadGateway, "The sign-in to "+fl.Server+" failed: "+err.Error())
 		return
 	}
-	if err := oauth.UserStore(d.tokenStore(), fl.User).Save(e); err != nil {
+	us := oauth.UserStore(d.tokenStore(), fl.User)
+	if err := underTokenLock(r.Context(), us, e.Resource, func() error { return us.Save(e) }); err != nil {
 		signInPage(w, http.StatusInternalServerError, "The token could not be stored: "+err.Error())
 		return
 	}

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -174,7 +175,9 @@ func (e *LoginRequiredError) Error() string {
 			give = "sign in at " + e.SignIn + " in your browser, then call again (or " + give + ")"
 		}
 		msg := fmt.Sprintf("server %q takes each user's own credentials, and user %q has none here, or the server refused it: %s", e.Name, e.User, give)
-		if e.Cause != nil {
+		if re, ok := errors.AsType[*refreshError](e.Cause); ok {
+			msg = fmt.Sprintf("server %q takes each user's own credentials, and user %q's token there has expired and could not be refreshed (%s): %s", e.Name, e.User, re, give)
+		} else if e.Cause != nil {
 			msg += "; " + e.Cause.Error()
 		}
 		if e.Scope != "" {
@@ -320,11 +323,11 @@ func (c *Client) storedSource(e *Entry) oauth2.TokenSource {
 	cfg := &oauth2.Config{ClientID: e.ClientID, ClientSecret: e.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: e.TokenURL, AuthStyle: oauth2.AuthStyle(e.AuthStyle)}, Scopes: e.Scopes}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.hc)
-	inner := cfg.TokenSource(ctx, e.Token)
 	if l, ok := c.opts.Store.(Locker); ok {
-		inner = oauth2.ReuseTokenSource(e.Token, &sharedRefresh{c: c, cfg: cfg, ctx: ctx, locker: l, tok: e.Token})
+		inner := oauth2.ReuseTokenSource(e.Token, &sharedRefresh{c: c, cfg: cfg, ctx: ctx, locker: l, tok: e.Token})
+		return &savingSource{c: c, entry: *e, inner: inner, last: e.Token.AccessToken, shared: true}
 	}
-	return &savingSource{c: c, entry: *e, inner: inner, last: e.Token.AccessToken}
+	return &savingSource{c: c, entry: *e, inner: cfg.TokenSource(ctx, e.Token), last: e.Token.AccessToken}
 }
 
 // sharedRefresh refreshes a token that processes share through a
@@ -363,14 +366,18 @@ func (r *sharedRefresh) Token() (*oauth2.Token, error) {
 			r.tok = e.Token
 		}
 	}
-	tok, err := r.cfg.TokenSource(r.ctx, r.tok).Token()
+	old := r.tok
+	tok, err := r.cfg.TokenSource(r.ctx, old).Token()
 	if err != nil {
 		return nil, err
 	}
 	if tok.RefreshToken == "" {
-		tok.RefreshToken = r.tok.RefreshToken
+		tok.RefreshToken = old.RefreshToken
 	}
-	if e, err := r.c.opts.Store.Load(r.c.s.URL); err == nil && e != nil {
+	// The new token replaces the one refreshed, unless the entry changed
+	// while the authorization server answered (a token given or taken
+	// back, which do not wait for the lock): what the user did stays.
+	if e, err := r.c.opts.Store.Load(r.c.s.URL); err == nil && e != nil && e.Token != nil && e.Token.AccessToken == old.AccessToken {
 		c := *e
 		c.Token = tok
 		if err := r.c.opts.Store.Save(&c); err != nil {
@@ -385,9 +392,23 @@ func (r *sharedRefresh) Token() (*oauth2.Token, error) {
 // it could not be refreshed: the server's challenge starts over), and
 // whether it is DPoP-bound.
 func (c *Client) token() (string, bool) {
+	tok, dpop, _ := c.tokenOrFailure()
+	return tok, dpop
+}
+
+// refreshFailure is a token that could not be refreshed: the access
+// token it was (when known), and why.
+type refreshFailure struct {
+	tok string
+	err *refreshError
+}
+
+// tokenOrFailure is [Client.token], and, when the token could not be
+// refreshed, which and why.
+func (c *Client) tokenOrFailure() (string, bool, *refreshFailure) {
 	ts := c.tokenSource()
 	if ts == nil {
-		return "", false
+		return "", false, nil
 	}
 	tok, err := ts.Token()
 	if err != nil || tok == nil || tok.AccessToken == "" {
@@ -396,9 +417,64 @@ func (c *Client) token() (string, bool) {
 			c.ts = nil
 		}
 		c.mu.Unlock()
-		return "", false
+		var f *refreshFailure
+		if err != nil {
+			f = &refreshFailure{err: refreshFailed(err)}
+			if s, ok := ts.(*savingSource); ok {
+				f.tok = s.failed(f)
+			}
+		}
+		return "", false, f
 	}
-	return tok.AccessToken, strings.EqualFold(tok.Type(), "DPoP")
+	return tok.AccessToken, strings.EqualFold(tok.Type(), "DPoP"), nil
+}
+
+// refreshError says why a stored token could not be refreshed, in words
+// for the user whose token it is: the token endpoint's status and OAuth
+// error, not its whole answer.
+type refreshError struct {
+	what string
+	// transient: the authorization server failed or could not be
+	// reached; a later call may refresh the token.
+	transient bool
+}
+
+func (e *refreshError) Error() string {
+	if e.transient {
+		return e.what + "; calling again later may work"
+	}
+	return e.what
+}
+
+// errNoRefreshToken is the refresh of a token stored without a refresh
+// token.
+var errNoRefreshToken = &refreshError{what: "there is no refresh token to renew it"}
+
+// refreshFailed is err, a token source's, as a [refreshError].
+func refreshFailed(err error) *refreshError {
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok {
+		what := "the authorization server answered"
+		if re.Response != nil {
+			what += " " + re.Response.Status
+		}
+		if re.ErrorCode != "" {
+			what += ": " + re.ErrorCode
+			if d := []rune(re.ErrorDescription); len(d) > 0 {
+				if len(d) > 200 {
+					d = append(d[:200], '…')
+				}
+				what += " (" + string(d) + ")"
+			}
+		}
+		return &refreshError{what: what, transient: re.Response != nil && re.Response.StatusCode >= 500}
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return &refreshError{what: fmt.Sprintf("the authorization server's token endpoint %s could not be reached: %v", redact.URL(ue.URL), ue.Err), transient: true}
+	}
+	if re, ok := errors.AsType[*refreshError](err); ok {
+		return re
+	}
+	return &refreshError{what: err.Error()}
 }
 
 // setAuthorization puts the token on r: as a bearer token, or with the
@@ -439,7 +515,10 @@ func (c *Client) challenged(resp *http.Response) bool {
 
 // authorize answers the challenge resp (to a request sent with the token
 // sent) and consumes its body. On success the request may be retried.
-func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Response, sent string) error {
+//
+// failed, if set, is the stored token whose refresh has just failed for
+// this request: it is not tried again, and the error says why.
+func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Response, sent string, failed *refreshFailure) error {
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
 	if resp.StatusCode == http.StatusUnauthorized {
@@ -450,15 +529,21 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		}
 	}
 	// A login elsewhere (junction auth login, another process) may have
-	// stored a token since this one was read.
+	// stored a token since this one was read. (The one whose refresh has
+	// just failed is not refreshed again.)
 	if c.opts.Store != nil && !c.opts.Fresh && !c.s.Mode.machine() {
-		if e, err := c.opts.Store.Load(c.s.URL); err == nil && e != nil && e.Token != nil && e.Token.AccessToken != sent {
+		if e, err := c.opts.Store.Load(c.s.URL); err == nil && e != nil && e.Token != nil && e.Token.AccessToken != sent &&
+			(failed == nil || failed.tok == "" || e.Token.AccessToken != failed.tok) {
 			c.mu.Lock()
 			c.ts = c.storedSource(e)
 			c.mu.Unlock()
-			if now, _ := c.token(); now != "" {
+			now, _, f := c.tokenOrFailure()
+			if now != "" {
 				drain(resp)
 				return nil
+			}
+			if f != nil {
+				failed = f
 			}
 		}
 	}
@@ -508,6 +593,8 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		e := &LoginRequiredError{Name: c.s.Name, URL: c.s.URL, Scope: scope, User: c.opts.User}
 		if exchangeErr != nil {
 			e.Cause = fmt.Errorf("exchanging their token at the hub for one failed: %w", exchangeErr)
+		} else if failed != nil {
+			e.Cause = failed.err
 		}
 		if e.User != "" && c.opts.SignIn != nil {
 			e.SignIn, e.Done = c.opts.SignIn()
@@ -672,6 +759,9 @@ type savingSource struct {
 	mu    sync.Mutex
 	entry Entry
 	last  string
+	// shared: inner stores the tokens it gets itself, under the store's
+	// lock ([sharedRefresh]); this source only follows them.
+	shared bool
 }
 
 func (s *savingSource) Token() (*oauth2.Token, error) {
@@ -682,9 +772,39 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tok.AccessToken != s.last {
-		s.saveLocked(tok)
+		if s.shared {
+			s.last = tok.AccessToken
+		} else {
+			s.saveRefreshed(tok)
+		}
 	}
 	return tok, nil
+}
+
+// saveRefreshed stores tok, which the inner source got in place of the
+// token last, unless the stored entry holds last no more: a token given
+// or logged in for since, or the entry taken back (junction auth logout
+// -user) while the authorization server answered, is what the user did,
+// and stays.
+func (s *savingSource) saveRefreshed(tok *oauth2.Token) {
+	if st := s.c.opts.Store; st != nil && s.last != "" {
+		if e, err := st.Load(s.c.s.URL); err == nil && (e == nil || e.Token == nil || e.Token.AccessToken != s.last) {
+			s.last = tok.AccessToken
+			return
+		}
+	}
+	s.saveLocked(tok)
+}
+
+// failed returns the access token whose refresh failed (f), and, when it
+// had no refresh token, says so in f.
+func (s *savingSource) failed(f *refreshFailure) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entry.Token != nil && s.entry.Token.RefreshToken == "" && s.entry.Token.AccessToken == s.last {
+		f.err = errNoRefreshToken
+	}
+	return s.last
 }
 
 func (s *savingSource) save(tok *oauth2.Token) {
@@ -722,7 +842,7 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	sent, dpop := t.c.token()
+	sent, dpop, failed := t.c.tokenOrFailure()
 	r := req.Clone(req.Context())
 	if err := t.c.setAuthorization(r, sent, dpop); err != nil {
 		return nil, err
@@ -754,7 +874,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !replayable {
 		return resp, nil // cannot send it again
 	}
-	if err := t.c.authorize(req.Context(), r, resp, sent); err != nil {
+	if err := t.c.authorize(req.Context(), r, resp, sent, failed); err != nil {
 		if t.c.opts.User != "" && errors.Is(err, ErrLoginRequired) {
 			t.c.setNeeded(err)
 		}
