@@ -210,7 +210,8 @@ func (s *Server) sessionUntil(ctx context.Context, deadline time.Time) (*session
 				s.name, junction.ErrSourceDown, s.cfg.withdrawAfter(), err)
 		case attempts > start && needsPerson(err):
 			// It cannot connect until someone acts (an OAuth login).
-			return nil, needPerson(fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err), err)
+			cause := personCause(err)
+			return nil, needPerson(fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, cause), cause)
 		case !reconnecting && attempts > start:
 			// An attempt finished after we asked, and it did not connect.
 			return nil, fmt.Errorf("upstream %q: %w: %v", s.name, junction.ErrSourceDown, err)
@@ -288,7 +289,9 @@ func (s *Server) userCallError(ctx context.Context, t *Server, err error) error 
 		return err
 	}
 	cause := err
-	if !needsPerson(err) {
+	if needsPerson(err) {
+		cause = personCause(err)
+	} else {
 		// Inside a session the transport's error may not carry the
 		// cause (go-sdk keeps its own): the user's Auth may know it.
 		a, ok := t.cfg.load().Auth.(interface{ LoginNeeded() error })
@@ -309,6 +312,20 @@ func (s *Server) userCallError(ctx context.Context, t *Server, err error) error 
 func needsPerson(err error) bool {
 	var e interface{ NeedsPerson() bool }
 	return errors.As(err, &e) && e.NeedsPerson()
+}
+
+// personCause is the error in err's chain that says a person must act:
+// what the person reads, without the transport's wrapping of it
+// ("connect: calling initialize: ... rejected by transport"); err itself
+// if there is none.
+func personCause(err error) error {
+	if p, ok := errors.AsType[interface {
+		error
+		NeedsPerson() bool
+	}](err); ok && p.NeedsPerson() {
+		return p
+	}
+	return err
 }
 
 // CallTool implements [junction.Source]. It forwards the call as it is:

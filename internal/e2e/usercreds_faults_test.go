@@ -646,6 +646,9 @@ func testRefreshFaults(t *testing.T, kind string) {
 			!strings.Contains(text, "sign in at http://") || !strings.Contains(text, "junction auth login -user") {
 			t.Errorf("%s: %q (error %v), want a tool error that says how to re-authorize", what, text, isErr)
 		}
+		if strings.Contains(text, "rejected by transport") || strings.Contains(text, `calling "initialize"`) {
+			t.Errorf("%s: %q, want what the user must do without the transport's wrapping", what, text)
+		}
 	}
 	unchanged := func(what string, was *oauth.Entry) {
 		t.Helper()
