@@ -303,7 +303,7 @@ type Hub struct {
 	wg      sync.WaitGroup
 	closeMu sync.Once
 
-	tasks *taskStore // the tasks of the extension (tasks.go)
+	tasks *taskStore // the tasks of the extension (tasks.go, taskstore.go)
 
 	// index is what the search meta-tools search (discovery.go); indexed
 	// holds, per source, the entries indexed last. Both are updated by
