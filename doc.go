@@ -35,7 +35,10 @@
 // notifications as sources come and go. Package dataplane serves a view
 // over stdio and HTTP (Streamable HTTP, stateful and stateless, and the
 // legacy SSE transport), forwarding tool calls as raw bytes where it can;
-// any go-sdk transport can serve [View.Server] too.
+// any go-sdk transport can serve [View.Server] too. What the data plane
+// needs of a view is one interface, dataplane.View, declared there: the
+// methods of View that only a host front calls ([View.BeginRaw],
+// [View.HostState] and the tasks extension's) are that contract.
 //
 // # Calls
 //

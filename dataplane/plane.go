@@ -2,12 +2,14 @@ package dataplane
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,12 +25,43 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// A Plane serves one [junction.View] to hosts: over stdio
+// A View is what a plane needs of the view it serves: the contract
+// between the core and the host front. [*junction.View] is the one
+// implementation; the methods below are documented there.
+//
+//   - Server and Implementation: the view's go-sdk server, which answers
+//     what the raw path does not take, and its serverInfo.
+//   - BeginRaw: a tools/call the plane answers itself begins here, with
+//     the view's selection; the [junction.Call] it returns is the one
+//     call sequence every call takes (FinishRaw, FinishStreamed,
+//     StartToolRaw).
+//   - HostState: a host session's log level and resource subscriptions,
+//     kept across a parked HTTP session.
+//   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
+//     EndTasks, OfferTasks, TakesTaskCall, ServedTool): the requests of
+//     hosts that declare it, which go-sdk does not know.
+type View interface {
+	Server() *mcp.Server
+	Implementation() *mcp.Implementation
+	BeginRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller)
+	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
+	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
+	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+	WatchTasks(owner string, fn func(params json.RawMessage)) (stop func())
+	EndTasks(owner string)
+	OfferTasks()
+	TakesTaskCall(name string) bool
+	ServedTool(name string) *mcp.Tool
+}
+
+var _ View = (*junction.View)(nil)
+
+// A Plane serves one [View] to hosts: over stdio
 // ([Plane.ServeStdio]), Streamable HTTP ([Plane.HTTPHandler]) and the
 // legacy HTTP+SSE transport ([Plane.SSEHandler]). Make one per view; it
 // is safe for concurrent use, and serves any number of connections.
 type Plane struct {
-	v      *junction.View
+	v      View
 	raw    bool
 	logger *slog.Logger
 	impl   []byte // the view's serverInfo as JSON, for results to hosts at 2026-07-28
@@ -59,7 +92,7 @@ func (p *Plane) headerBound(tool *mcp.Tool) bool {
 // New returns the plane of v. It installs on v's go-sdk server the
 // sending middleware that puts log messages and requests for a raw call's
 // host on that call's own HTTP response (see [Plane.HTTPHandler]).
-func New(v *junction.View, opts *Options) *Plane {
+func New(v View, opts *Options) *Plane {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -73,4 +106,4 @@ func New(v *junction.View, opts *Options) *Plane {
 }
 
 // View returns the view the plane serves.
-func (p *Plane) View() *junction.View { return p.v }
+func (p *Plane) View() View { return p.v }

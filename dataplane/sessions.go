@@ -154,7 +154,7 @@ const DefaultSessionPark = time.Minute
 // session, and later ones answer under it.
 type sessionFront struct {
 	inner  http.Handler // the raw path, then go-sdk's stateful handler
-	v      *junction.View
+	v      View
 	sealer *sessionSealer // nil: ids are not portable
 	idle   time.Duration  // the session timeout; 0: never
 	park   time.Duration  // 0: never
@@ -201,7 +201,7 @@ type frontSession struct {
 
 // newSessionFront makes the front. With a session key and no ledger, the
 // front keeps one in memory.
-func newSessionFront(inner http.Handler, v *junction.View, key []byte, ledger SessionLedger, idle, park time.Duration, parked *atomic.Int64, logger *slog.Logger) (*sessionFront, error) {
+func newSessionFront(inner http.Handler, v View, key []byte, ledger SessionLedger, idle, park time.Duration, parked *atomic.Int64, logger *slog.Logger) (*sessionFront, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
