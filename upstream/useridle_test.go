@@ -118,6 +118,23 @@ func callAs(t *testing.T, up *Server, user, tool string) string {
 	return resultText(t, res)
 }
 
+// callInBackground makes user's call of tool in a goroutine of its own,
+// and sends its text (or its error's) on the channel it returns.
+func callInBackground(t *testing.T, up *Server, user, tool string) <-chan string {
+	done := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(junction.WithUser(context.Background(), user), 20*time.Second)
+		defer cancel()
+		res, err := up.CallTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool, Arguments: json.RawMessage(`{}`)}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- resultText(t, res)
+	}()
+	return done
+}
+
 // ownOf returns user's own session's server, or nil.
 func ownOf(up *Server, user string) *Server {
 	up.mu.Lock()
@@ -164,17 +181,7 @@ func TestUserSessionClosedWhenIdle(t *testing.T) {
 
 	// A call in flight: alice's timer is stopped, and fired late it does
 	// nothing.
-	done := make(chan string, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(junction.WithUser(context.Background(), "alice"), 20*time.Second)
-		defer cancel()
-		res, err := up.CallTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "block", Arguments: json.RawMessage(`{}`)}})
-		if err != nil {
-			done <- err.Error()
-			return
-		}
-		done <- resultText(t, res)
-	}()
+	done := callInBackground(t, up, "alice", "block")
 	<-started
 	if live := timers.live(); len(live) != 1 || live[0] != bobTimer {
 		t.Fatalf("while alice's call is in flight, %d timers are set, want bob's only", len(live))
@@ -250,17 +257,7 @@ func TestDropUserLetsCallsFinish(t *testing.T) {
 		t.Fatalf("alice's echo: %q", got)
 	}
 	first := ownOf(up, "alice")
-	done := make(chan string, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(junction.WithUser(context.Background(), "alice"), 20*time.Second)
-		defer cancel()
-		res, err := up.CallTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "block", Arguments: json.RawMessage(`{}`)}})
-		if err != nil {
-			done <- err.Error()
-			return
-		}
-		done <- resultText(t, res)
-	}()
+	done := callInBackground(t, up, "alice", "block")
 	<-started
 
 	up.DropUser("alice")

@@ -244,10 +244,17 @@ func faultHub(t *testing.T, client *mcp.Client, servers string, ready ...string)
 	return p, cs
 }
 
-// callFault calls a tool and returns its text, and whether it failed (a
-// tool error or a protocol error, whose text is then the error's).
+// callFault calls a tool with the argument text and returns its text,
+// and whether it failed (see callText).
 func callFault(ctx context.Context, cs *mcp.ClientSession, name, text string) (string, bool) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"text": text}})
+	return callText(ctx, cs, name, map[string]any{"text": text})
+}
+
+// callText calls a tool and returns the text of its content, and whether
+// it failed (a tool error, or a protocol error, whose text is then the
+// error's).
+func callText(ctx context.Context, cs *mcp.ClientSession, name string, args any) (string, bool) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		return err.Error(), true
 	}

@@ -376,17 +376,7 @@ func whoami(t *testing.T, cs *mcp.ClientSession) (string, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "who__whoami"})
-	if err != nil {
-		return err.Error(), true
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
+	return callText(ctx, cs, "who__whoami", nil)
 }
 
 // expectWho fails unless cs's call of whoami answers "you are " + who.

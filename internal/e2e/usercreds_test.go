@@ -128,17 +128,7 @@ func TestPerUserCredentials(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
-		if err != nil {
-			return err.Error(), true
-		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String(), res.IsError
+		return callText(ctx, cs, tool, nil)
 	}
 	expect := func(who string, cs *mcp.ClientSession, want string, wantErr bool) {
 		t.Helper()
