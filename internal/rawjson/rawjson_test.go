@@ -141,7 +141,7 @@ func TestMember(t *testing.T) {
 	}{
 		{`{"id":7,"method":"x"}`, "id", `7`, true},
 		{`{"a":{"id":1},"id":"s"}`, "id", `"s"`, true}, // top level only
-		{`{"id":1,"id":2}`, "id", `1`, true},          // the first
+		{`{"id":1,"id":2}`, "id", `1`, true},           // the first
 		{`{"method":"x"}`, "id", ``, false},
 		{`[1]`, "id", ``, false},
 		{`{"id":`, "id", ``, false},
