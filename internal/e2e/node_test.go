@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -56,10 +55,4 @@ func errString(err error) string {
 		return "no error"
 	}
 	return err.Error()
-}
-
-// exists reports whether path exists.
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

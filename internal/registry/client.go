@@ -233,24 +233,6 @@ func (c *Client) Get(ctx context.Context, name, version string) (*ServerResponse
 	return &r, nil
 }
 
-// Versions lists every version of the server called name.
-func (c *Client) Versions(ctx context.Context, name string) ([]ServerResponse, error) {
-	if !ValidName(name) {
-		return nil, fmt.Errorf("%q is not a registry server name: they look like io.github.user/server", name)
-	}
-	path := "/servers/" + url.PathEscape(name) + "/versions"
-	var list ServerList
-	if err := c.get(ctx, path, nil, &list); err != nil {
-		return nil, err
-	}
-	for i := range list.Servers {
-		if err := list.Servers[i].Server.Validate(); err != nil {
-			return nil, c.errorf(path, nil, 0, err, "servers[%d]: %v", i, err)
-		}
-	}
-	return list.Servers, nil
-}
-
 // op describes a request for messages: "GET /v0.1/servers?search=x",
 // with the query's values kept (they are what the user typed).
 func (c *Client) op(path string, q url.Values) string {
