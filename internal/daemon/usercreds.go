@@ -597,7 +597,7 @@ var (
 	errSignInsFull  = errors.New("too many sign-ins at once on this hub: try again in a few minutes")
 	errSignInStore  = errors.New("the hub's store could not record the sign-in: try again with a new link (call the tool again)")
 	errSignInUsed   = errors.New("used")
-	signInUsedOrOld = "This sign-in link is unknown, used or expired. Call the tool again from your host for a new one."
+	signInUsedOrOld = "This sign-in is unknown, used or expired. Call the tool again from your host for a new link."
 )
 
 // take marks use ("link:ID", "state:STATE") as done, until expires: on
@@ -832,9 +832,8 @@ func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := d.signInState()
 	state := q.Get("state")
-	const usedOrOld = "This sign-in is unknown, used or expired. Call the tool again from your host for a new link."
 	if state == "" || f.usedHere("state:"+state) {
-		signInPage(w, http.StatusBadRequest, usedOrOld)
+		signInPage(w, http.StatusBadRequest, signInUsedOrOld)
 		return
 	}
 	var fl signInFlow
@@ -852,13 +851,13 @@ func (d *Daemon) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	expires := time.Unix(fl.Expires, 0)
 	if !time.Now().Before(expires) {
-		signInPage(w, http.StatusBadRequest, usedOrOld)
+		signInPage(w, http.StatusBadRequest, signInUsedOrOld)
 		return
 	}
 	// Taken once, whatever comes of it.
 	if err := f.take(r.Context(), "state:"+state, expires); err != nil {
 		if errors.Is(err, errSignInUsed) {
-			signInPage(w, http.StatusBadRequest, usedOrOld)
+			signInPage(w, http.StatusBadRequest, signInUsedOrOld)
 		} else {
 			d.signInRefused(w, err, fl.Server, fl.User)
 		}
