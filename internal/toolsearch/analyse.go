@@ -1,6 +1,9 @@
 package toolsearch
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // terms is the analysed text of a field: its words, split, lower-cased,
 // without stop words, stemmed.
@@ -59,10 +62,18 @@ func analyseTool(t Tool) analysedDoc {
 	if name == "" {
 		name = t.Name
 	}
-	fields := [fServer]terms{
-		fName:   analyse(nil, name, t.Title),
-		fDesc:   analyse(nil, t.Description),
-		fParams: analyse(nil, schemaText(t.InputSchema, nil)...),
+	texts := [fServer][]string{
+		fName:   {name, t.Title},
+		fDesc:   {t.Description},
+		fParams: schemaText(t.InputSchema, nil),
+	}
+	var undo string // the name's first word when it undoes another
+	if w := splitWords(name, nil); len(w) > 0 && isUndo(w[0]) {
+		undo = w[0]
+	}
+	var fields [fServer]terms
+	for f, ts := range texts {
+		fields[f] = analyse(nil, ts...)
 	}
 
 	a := analysedDoc{intent: toolIntent(name)}
@@ -73,6 +84,7 @@ func analyseTool(t Tool) analysedDoc {
 		if f != fParams {
 			ts = withBigrams(ts)
 		}
+		ts = undoneWords(ts, undo, texts[f], f != fParams)
 		for _, term := range ts {
 			i, ok := idx[term]
 			if !ok {
@@ -101,4 +113,32 @@ func withBigrams(ts terms) terms {
 		out = append(out, ts[i-1]+pairSep+ts[i])
 	}
 	return out
+}
+
+// undoneWords appends, for each occurrence in the texts of the undo verb
+// that begins the tool's name (isUndo), the word it takes back ("ban" for
+// "unban") and, where pairs are kept, that word's pair with the next one,
+// so that "remove the ban on the user" finds unban_user as well as
+// ban_user. They count as occurrences but not in the field's length or
+// its distinct words.
+func undoneWords(dst terms, undo string, texts []string, pairs bool) terms {
+	if undo == "" {
+		return dst
+	}
+	var words []string
+	for _, s := range texts {
+		words = splitWords(s, words[:0])
+		words = slices.DeleteFunc(words, func(w string) bool { return stopWords()[w] })
+		for i, w := range words {
+			if w != undo {
+				continue
+			}
+			root := stem(w[2:])
+			dst = append(dst, root)
+			if pairs && i+1 < len(words) {
+				dst = append(dst, root+pairSep+stem(words[i+1]))
+			}
+		}
+	}
+	return dst
 }

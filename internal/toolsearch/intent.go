@@ -1,6 +1,9 @@
 package toolsearch
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // A server often offers several tools about one thing: get_issue,
 // list_issues, create_issue, update_issue, delete_issue. Their
@@ -81,6 +84,10 @@ func toolIntent(name string) nameIntent {
 			in.many = listingWords()[w]
 			continue
 		}
+		if in.act == actNone && len(in.nouns) == 0 && isUndo(w) {
+			in.act = actDelete
+			continue
+		}
 		in.nouns = append(in.nouns, nameNoun{s, isPlural(w)})
 	}
 	return in
@@ -132,6 +139,8 @@ func intentOf(query string) queryIntent {
 			s := stem(w)
 			if act, ok := actionWords()[s]; ok && in.act == actNone && pos < maxVerbPos {
 				in.act = act
+			} else if in.act == actNone && pos == 0 && isUndo(w) {
+				in.act = actDelete
 			}
 			pos++
 			if isPlural(w) {
@@ -174,4 +183,20 @@ func intentScore(q *queryIntent, d *nameIntent, p *scoring) float64 {
 		v += p.plural * float64(agree-differ) / float64(agree+differ)
 	}
 	return v
+}
+
+// isUndo says whether a verb undoes another by the prefix "un" (unban,
+// unpublish, unpin, unarchive): a request to take something back, of the
+// class of delete. Words that begin with "uni" (unique, union, unit,
+// universal), "under", "until" and "unless" are not such verbs.
+func isUndo(w string) bool {
+	if len(w) < 5 || !strings.HasPrefix(w, "un") || w[2] == 'i' {
+		return false
+	}
+	for _, p := range [...]string{"under", "until", "unless"} {
+		if strings.HasPrefix(w, p) {
+			return false
+		}
+	}
+	return true
 }

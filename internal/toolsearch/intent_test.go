@@ -25,6 +25,8 @@ func TestToolIntent(t *testing.T) {
 		"createPullRequest": {act: actCreate, nouns: []nameNoun{{"pull", false}, {"request", false}, {"createpullrequest", false}}},
 		"customer_delete":   {act: actDelete, nouns: []nameNoun{{"custom", false}}},
 		"weather":           {nouns: []nameNoun{{"weather", false}}},
+		"unban_user":        {act: actDelete, nouns: []nameNoun{{"user", false}}},
+		"unique_values":     {nouns: []nameNoun{{"uniqu", false}, {"valu", true}}},
 	} {
 		if got := toolIntent(name); !reflect.DeepEqual(got, want) {
 			t.Errorf("toolIntent(%q) = %+v, want %+v", name, got, want)
@@ -46,6 +48,18 @@ func TestIntentOf(t *testing.T) {
 	// The verb is looked for only near the start of the request.
 	if in := intentOf("the report for the team about the quarter budget plans should delete nothing"); in.act != actNone {
 		t.Errorf("a late verb gave act %v", in.act)
+	}
+}
+
+func TestIsUndo(t *testing.T) {
+	t.Parallel()
+	for w, want := range map[string]bool{
+		"unban": true, "unpublish": true, "unarchive": true, "unmute": true, "unpin": true,
+		"unique": false, "union": false, "unit": false, "universal": false, "understand": false, "under": false, "until": false, "un": false,
+	} {
+		if got := isUndo(w); got != want {
+			t.Errorf("isUndo(%q) = %v, want %v", w, got, want)
+		}
 	}
 }
 
@@ -83,6 +97,31 @@ func TestIntentRanking(t *testing.T) {
 		"the open tickets and their comments": "list_tickets",
 		"erase ticket 42 from the tracker":    "delete_ticket",
 		"add a ticket with comments":          "create_ticket",
+	} {
+		r := mustSearch(t, x, q, SearchOptions{Limit: 4})
+		if len(r.Hits) == 0 || r.Hits[0].Name != want {
+			t.Errorf("%q: got %v, want %s first", q, names(r), want)
+		}
+	}
+}
+
+// TestUndoRanking checks that a request to take something back finds the
+// tool whose verb undoes it, whether the request says "unpin" or
+// "remove the pin", and that a request for the thing itself does not.
+func TestUndoRanking(t *testing.T) {
+	t.Parallel()
+	x := New()
+	x.SetSource(Source{Name: "chat"}, []Tool{
+		{Name: "pin_message", Description: "Pin a message in a chat."},
+		{Name: "unpin_message", Description: "Unpin a message in a chat."},
+		{Name: "ban_user", Description: "Ban a user from a chat."},
+		{Name: "unban_user", Description: "Unban a user from a chat."},
+	})
+	for q, want := range map[string]string{
+		"unpin the message about the release":   "unpin_message",
+		"remove the ban on user 42 in the chat": "unban_user",
+		"pin the message about the release":     "pin_message",
+		"ban user 42 from the chat":             "ban_user",
 	} {
 		r := mustSearch(t, x, q, SearchOptions{Limit: 4})
 		if len(r.Hits) == 0 || r.Hits[0].Name != want {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // SearchOptions are the caller's limits on a search.
@@ -40,31 +41,33 @@ type Result struct {
 // scoring holds the ranking's constants; docs/discovery.md ("Ranking")
 // gives the reasons for each.
 type scoring struct {
-	k1     float64
-	weight [nFields]float64 // BM25F field weights
-	b      [nFields]float64 // BM25F length normalisation per field
-	syn    float64          // weight of a synonym's occurrences against the query word's own
-	cover  [2]float64       // bonus for the share of the tool's name and description the query covers
-	quoted float64          // weight of a query word in quotes
-	number float64          // weight of a query word that is a number
-	bigram float64          // weight of two neighbouring query words found side by side
-	verb   float64          // bonus when the request's verb and the tool name's are of one class, malus when not
-	plural float64          // bonus for the tool name's nouns the request writes in the same number
-	typo   float64          // weight of a dictionary word at one edit from a query word the dictionary lacks
+	k1      float64
+	weight  [nFields]float64 // BM25F field weights
+	b       [nFields]float64 // BM25F length normalisation per field
+	syn     float64          // weight of a synonym's occurrences against the query word's own
+	cover   [2]float64       // bonus for the share of the tool's name and description the query covers
+	quoted  float64          // weight of a query word in quotes
+	number  float64          // weight of a query word that is a number
+	recency float64          // weight of a query word that asks for the newest items (recencyWords)
+	bigram  float64          // weight of two neighbouring query words found side by side
+	verb    float64          // bonus when the request's verb and the tool name's are of one class, malus when not
+	plural  float64          // bonus for the tool name's nouns the request writes in the same number
+	typo    float64          // weight of a dictionary word at one edit from a query word the dictionary lacks
 }
 
 var defaultScoring = scoring{
-	k1:     1.2,
-	weight: [nFields]float64{fName: 2, fDesc: 1, fParams: 0.5, fServer: 1.5},
-	b:      [nFields]float64{fName: 0.5, fDesc: 0.75, fParams: 0.75, fServer: 0.5},
-	syn:    0.5,
-	cover:  [2]float64{3, 4},
-	quoted: 0.3,
-	number: 0.3,
-	bigram: 0.15,
-	verb:   0.5,
-	plural: 0.5,
-	typo:   0.5,
+	k1:      1.2,
+	weight:  [nFields]float64{fName: 2, fDesc: 1, fParams: 0.5, fServer: 1.5},
+	b:       [nFields]float64{fName: 0.5, fDesc: 0.75, fParams: 0.75, fServer: 0.5},
+	syn:     0.5,
+	cover:   [2]float64{3, 4},
+	quoted:  0.3,
+	number:  0.3,
+	recency: 0.5,
+	bigram:  0.15,
+	verb:    0.5,
+	plural:  0.5,
+	typo:    0.5,
 }
 
 // qterm is one term a query word looks for, with the weight of its
@@ -160,6 +163,9 @@ func queryWords(query string) []qword {
 			}
 			if isNumber(w) {
 				weight = min(weight, defaultScoring.number)
+			}
+			if recencyWords()[w] {
+				weight = min(weight, defaultScoring.recency)
 			}
 			if weight > 0 {
 				add(stem(w), weight)
@@ -400,3 +406,8 @@ func better(score float64, name string, h Hit) bool {
 	}
 	return name < h.Name
 }
+
+// recencyWords say which items a request wants ("the latest issues"), a
+// choice that a tool's parameters (sort, limit, since) make; they rarely
+// say which tool. They weigh scoring.recency.
+var recencyWords = sync.OnceValue(func() map[string]bool { return setOf("latest recent") })
