@@ -182,7 +182,13 @@ func (x *Index) SetSource(src Source, tools []Tool) error {
 		seen[t.Name] = true
 		docs[i] = analyseTool(t)
 	}
-	srcText := analyse(nil, src.Name, src.Title, clip(src.Instructions, maxInstructions))
+	// A source's name and title mostly name one thing twice ("github",
+	// "GitHub"): their words count once each.
+	var srcText terms
+	for _, tc := range analyse(nil, src.Name, src.Title).counts() {
+		srcText = append(srcText, tc.term)
+	}
+	srcText = analyse(srcText, clip(src.Instructions, maxInstructions))
 
 	x.mu.Lock()
 	defer x.mu.Unlock()

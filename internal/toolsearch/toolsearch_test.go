@@ -101,6 +101,29 @@ func mustSearch(t *testing.T, x *Index, q string, opts SearchOptions) Result {
 	return r
 }
 
+// TestSourceNameAndTitleCountOnce: a source's name and title that say
+// the same words give the server field each word once; its instructions
+// count as written.
+func TestSourceNameAndTitleCountOnce(t *testing.T) {
+	x := New()
+	if err := x.SetSource(Source{Name: "redis", Title: "Redis", Instructions: "Redis keys; redis streams"}, []Tool{{Name: "get"}}); err != nil {
+		t.Fatal(err)
+	}
+	s := x.sources["redis"]
+	if s.len != 5 { // redis, then redis, key, redis, stream
+		t.Errorf("server field of %d words, want 5", s.len)
+	}
+	id, ok := x.terms["redi"] // stemmed
+	if !ok {
+		t.Fatal("redis is not a term of the index")
+	}
+	for _, sp := range x.srcPost[id] {
+		if sp.src == s && sp.tf != 3 {
+			t.Errorf("redis counted %d times in the server field, want 3", sp.tf)
+		}
+	}
+}
+
 func TestSetSourceReplacesAndRemoveSourceRemoves(t *testing.T) {
 	x := New()
 	if err := x.SetSource(Source{Name: "a"}, []Tool{
