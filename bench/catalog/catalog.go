@@ -7,7 +7,9 @@
 // than one server, so a fixture server cannot serve the tools under their
 // own names. [Names] gives each tool the name <server>__<tool>, where
 // <server> is the catalog server's name cut down to ASCII letters, digits
-// and single underscores, and [Names] maps these back to keys.
+// and single underscores ([Servers]), and [Names] maps these back to keys.
+// A hub of one upstream per catalog server, each named by its [Servers]
+// part with the default prefix, gives its tools the same names.
 package catalog
 
 import (
@@ -53,42 +55,56 @@ const maxServerLen = 32
 // Names returns the exposed name of each tool, in order, and the map from
 // exposed names back to keys. A name is <server>__<tool>: the tool's own
 // name (already a valid MCP tool name in the benchmark's catalog) after
-// the sanitised server name. The server part is the same for all tools of
-// one server, cut so that every name fits [MaxNameLen], and unique among
-// servers (a numeric suffix tells apart servers that sanitise alike). It
-// fails if a tool's name is not a valid MCP tool name or a key is given
-// twice.
+// the server's part that [Servers] gives. It fails as [Servers] does, or
+// if a key is given twice.
 func Names(tools []Tool) ([]string, map[string]string, error) {
-	longest := map[string]int{}
-	for _, t := range tools {
-		if !validName(t.Name) {
-			return nil, nil, fmt.Errorf("tool %q: name is not a valid MCP tool name", t.Key())
-		}
-		longest[t.Server] = max(longest[t.Server], len(t.Name))
+	prefix, err := Servers(tools)
+	if err != nil {
+		return nil, nil, err
 	}
-	prefix := map[string]string{} // catalog server -> server part
-	taken := map[string]bool{}    // server parts in use
 	names := make([]string, len(tools))
 	keys := make(map[string]string, len(tools))
 	for i, t := range tools {
-		p, ok := prefix[t.Server]
-		if !ok {
-			room := min(maxServerLen, MaxNameLen-len("__")-longest[t.Server])
-			base := sanitize(t.Server)
-			p = cut(base, room)
-			for n := 2; taken[p]; n++ {
-				suffix := "_" + strconv.Itoa(n)
-				p = cut(base, room-len(suffix)) + suffix
-			}
-			prefix[t.Server], taken[p] = p, true
-		}
-		names[i] = p + "__" + t.Name
+		names[i] = prefix[t.Server] + "__" + t.Name
 		if _, dup := keys[names[i]]; dup {
 			return nil, nil, fmt.Errorf("tool %q is given twice", t.Key())
 		}
 		keys[names[i]] = t.Key()
 	}
 	return names, keys, nil
+}
+
+// Servers returns the server part of the names [Names] gives, by catalog
+// server name: the sanitised server name, the same for all tools of one
+// server, cut so that every name fits [MaxNameLen], and unique among
+// servers (a numeric suffix, in the catalog's order, tells apart servers
+// that sanitise alike). It holds only ASCII letters, digits and single
+// underscores, so it is also a valid server name for a hub's config. It
+// fails if a tool's name is not a valid MCP tool name.
+func Servers(tools []Tool) (map[string]string, error) {
+	longest := map[string]int{}
+	for _, t := range tools {
+		if !validName(t.Name) {
+			return nil, fmt.Errorf("tool %q: name is not a valid MCP tool name", t.Key())
+		}
+		longest[t.Server] = max(longest[t.Server], len(t.Name))
+	}
+	prefix := map[string]string{} // catalog server -> server part
+	taken := map[string]bool{}    // server parts in use
+	for _, t := range tools {
+		if _, ok := prefix[t.Server]; ok {
+			continue
+		}
+		room := min(maxServerLen, MaxNameLen-len("__")-longest[t.Server])
+		base := sanitize(t.Server)
+		p := cut(base, room)
+		for n := 2; taken[p]; n++ {
+			suffix := "_" + strconv.Itoa(n)
+			p = cut(base, room-len(suffix)) + suffix
+		}
+		prefix[t.Server], taken[p] = p, true
+	}
+	return prefix, nil
 }
 
 // sanitize keeps ASCII letters and digits of a server name and turns each

@@ -47,12 +47,24 @@ func TestNames(t *testing.T) {
 	if len(keys) != len(tools) {
 		t.Errorf("%d keys for %d tools", len(keys), len(tools))
 	}
+	servers, err := Servers(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tool := range tools {
+		if p := servers[tool.Server] + "__" + tool.Name; p != want[i] {
+			t.Errorf("Servers()[%q] + tool = %q, want %q", tool.Server, p, want[i])
+		}
+	}
 
 	if _, _, err := Names([]Tool{{Server: "a", Name: "x"}, {Server: "a", Name: "x"}}); err == nil {
 		t.Error("a key given twice: no error")
 	}
 	if _, _, err := Names([]Tool{{Server: "a", Name: "has space"}}); err == nil {
 		t.Error("an invalid tool name: no error")
+	}
+	if _, err := Servers([]Tool{{Server: "a", Name: "has space"}}); err == nil {
+		t.Error("Servers, an invalid tool name: no error")
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +71,7 @@ func (h *hub) close() error {
 // A listing is what a host reads of tools/list: every page.
 type listing struct {
 	tools     int      // tools listed
+	names     []string // their names
 	bytes     int      // bytes of the JSON-RPC responses, as written by the hub
 	toolsJSON [][]byte // each page's "tools" array, as written by the hub
 }
@@ -84,6 +87,9 @@ func (h *hub) listAll(ctx context.Context) (listing, error) {
 			return l, err
 		}
 		l.tools += len(res.Tools)
+		for _, t := range res.Tools {
+			l.names = append(l.names, t.Name)
+		}
 		if cursor = res.NextCursor; cursor == "" {
 			break
 		}
@@ -93,6 +99,178 @@ func (h *hub) listAll(ctx context.Context) (listing, error) {
 		return l, errors.New("no tools/list response seen on the wire")
 	}
 	return l, nil
+}
+
+// How long [hub.ready] waits for the hub to serve every tool, and how
+// often it looks.
+const (
+	readyTimeout = 2 * time.Minute
+	readyPoll    = 100 * time.Millisecond
+)
+
+// describeBatch is the most names describe_tools takes at once.
+const describeBatch = 20
+
+// ready waits until the hub serves every tool of want and returns the
+// listing to measure: first, the host's first tools/list, if the hub
+// served them all by then, else a listing taken once it does. In list
+// mode it lists the tools again until they are all there; in search mode
+// it asks describe_tools for them. It fails after [readyTimeout].
+func (h *hub) ready(ctx context.Context, mode string, want []string, first listing) (l listing, late bool, err error) {
+	deadline := time.Now().Add(readyTimeout)
+	l = first
+	for {
+		var missing []string
+		if mode == "list" {
+			missing = absent(want, l.names)
+		} else if missing, err = h.undescribed(ctx, want); err != nil {
+			return l, late, err
+		}
+		if len(missing) == 0 {
+			if late && mode != "list" {
+				l, err = h.listAll(ctx)
+			}
+			return l, late, err
+		}
+		if time.Now().After(deadline) {
+			return l, late, fmt.Errorf("%d of %d tools not served %v after the first tools/list, %s among them",
+				len(missing), len(want), readyTimeout, missing[0])
+		}
+		late, want = true, missing
+		select {
+		case <-ctx.Done():
+			return l, late, ctx.Err()
+		case <-time.After(readyPoll):
+		}
+		if mode == "list" {
+			if l, err = h.listAll(ctx); err != nil {
+				return l, late, err
+			}
+		}
+	}
+}
+
+// absent returns the names of want that have is missing.
+func absent(want, have []string) []string {
+	in := make(map[string]bool, len(have))
+	for _, n := range have {
+		in[n] = true
+	}
+	var out []string
+	for _, n := range want {
+		if !in[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// undescribed returns the names of want that describe_tools does not
+// know.
+func (h *hub) undescribed(ctx context.Context, want []string) ([]string, error) {
+	var missing []string
+	for len(want) > 0 {
+		batch := want[:min(describeBatch, len(want))]
+		want = want[len(batch):]
+		res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": batch}})
+		if err != nil {
+			return nil, fmt.Errorf("describe_tools: %w", err)
+		}
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, err
+		}
+		var sc struct {
+			Tools  []struct{ Name string }
+			Errors []struct{ Name string }
+		}
+		if err := json.Unmarshal(b, &sc); err != nil {
+			return nil, fmt.Errorf("describe_tools structuredContent: %w", err)
+		}
+		if len(sc.Tools)+len(sc.Errors) != len(batch) {
+			return nil, fmt.Errorf("describe_tools answered %d tools and %d errors for %d names: %s", len(sc.Tools), len(sc.Errors), len(batch), resultText(res))
+		}
+		for _, e := range sc.Errors {
+			missing = append(missing, e.Name)
+		}
+	}
+	return missing, nil
+}
+
+// resultText returns the text blocks of a tool result, joined by spaces.
+func resultText(res *mcp.CallToolResult) string {
+	var text []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			text = append(text, t.Text)
+		}
+	}
+	return strings.Join(text, " ")
+}
+
+// A fixture is a "catalogserver -http" process: one Streamable HTTP
+// endpoint per catalog server, under url.
+type fixture struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	read  chan struct{} // closed once its stdout is read to the end
+	url   string
+}
+
+// startFixture starts bin (catalogserver) on a free loopback port and
+// reads its base URL from the first line of its stdout.
+func startFixture(bin, catalogPath string) (*fixture, error) {
+	cmd := exec.Command(bin, "-catalog", catalogPath, "-http", "127.0.0.1:0")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	f := &fixture{cmd: cmd, stdin: stdin, read: make(chan struct{})}
+	line := make(chan string, 1)
+	go func() {
+		defer close(f.read)
+		r := bufio.NewReader(stdout)
+		s, _ := r.ReadString('\n')
+		line <- s
+		io.Copy(io.Discard, r)
+	}()
+	select {
+	case s := <-line:
+		url, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
+		if !ok || !strings.HasPrefix(url, "http://") {
+			f.close()
+			return nil, fmt.Errorf("%s -http: first line %q, want \"listening http://HOST:PORT\"", bin, s)
+		}
+		f.url = url
+		return f, nil
+	case <-time.After(30 * time.Second):
+		f.close()
+		return nil, fmt.Errorf("%s -http: no URL on stdout within 30s", bin)
+	}
+}
+
+// close closes the fixture's stdin, which stops it, and waits for it to
+// exit; it kills it if it has not after 10s.
+func (f *fixture) close() error {
+	f.stdin.Close()
+	select {
+	case <-f.read:
+		f.cmd.Wait()
+		return nil
+	case <-time.After(10 * time.Second):
+		f.cmd.Process.Kill()
+		<-f.read
+		f.cmd.Wait()
+		return errors.New("catalogserver did not exit within 10s of its stdin closing; killed")
+	}
 }
 
 // A recorder passes the hub's stdout through, and keeps, of each line

@@ -7,7 +7,8 @@
 //	go build -o /tmp/junction ./cmd/junction
 //	go build -o /tmp/catalogserver ./bench/cmd/catalogserver
 //	discoverybench -junction /tmp/junction -fixture /tmp/catalogserver \
-//	    -catalog catalog.json [-queries queries-dev.json -ranked /tmp/hub-dev.jsonl [-score score.py]] \
+//	    -catalog catalog.json [-layout one|per-server] \
+//	    [-queries queries-dev.json -ranked /tmp/hub-dev.jsonl [-score score.py]] \
 //	    [-node node -npm node_modules]
 //
 // For each configuration it starts "junction serve" over stdio, once per
@@ -17,12 +18,27 @@
 // o200k_base BPE encodings, embedded in the binary (no network). The
 // configurations are
 //
-//   - catalog: -fixture serving -catalog, the only upstream, prefix never;
+//   - catalog (-layout one): -fixture serving -catalog over stdio, the
+//     only upstream, prefix never;
+//   - catalog-per-server (-layout per-server, the default): "-fixture -http" serving
+//     -catalog as one Streamable HTTP endpoint per catalog server, and the
+//     hub with one upstream per endpoint (348 for the benchmark's
+//     catalog), each named by its server part (package bench/catalog),
+//     default prefix. Each upstream is then a source of the hub's search
+//     index, with the catalog's server name as its title, and each tool is
+//     indexed under its own name, as in a real hub of many upstreams;
 //   - desktop, with -node and -npm (a node_modules directory): the npm
 //     server-everything and server-filesystem (on an empty directory),
 //     default prefixes.
 //
 // The hub runs with -no-default-packs, so only the upstreams' tools count.
+// Both catalog layouts serve the tools under the same names,
+// <server>__<tool>. Before it measures a catalog hub, it waits until the
+// hub serves every catalog tool (at most 2 minutes: in list mode it lists
+// again, in search mode it asks describe_tools), and reports on stderr
+// how long after its start the hub answered the first tools/list and
+// served them all; if the first tools/list came before, the list taken
+// once they are all served is measured instead.
 //
 // With -queries and -ranked, the search-mode hub of the catalog is also
 // asked search_tools {query, limit} for every query of the file (a JSON
@@ -65,6 +81,7 @@ type options struct {
 	queries, ranked, score     string
 	limit                      int
 	node, npm                  string
+	layout                     string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -74,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.junction, "junction", "junction", "the junction `binary`")
 	fs.StringVar(&o.fixture, "fixture", "", "the catalogserver `binary` (bench/cmd/catalogserver)")
 	fs.StringVar(&o.catalog, "catalog", "", "the benchmark's catalog `file`")
+	fs.StringVar(&o.layout, "layout", "per-server", "how the hub gets the catalog: `one` upstream of all tools, or per-server (one upstream per catalog server)")
 	fs.StringVar(&o.queries, "queries", "", "a query `file` (JSON list of {id, query}) to run through search_tools")
 	fs.StringVar(&o.ranked, "ranked", "", "with -queries: write the rankings (JSON lines) to `file`")
 	fs.StringVar(&o.score, "score", "", "with -queries: run this scorer (score.py) on the rankings")
@@ -95,6 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if (o.queries == "") != (o.ranked == "") || o.queries != "" && o.catalog == "" {
 		return errors.New("-queries needs -ranked and -catalog")
 	}
+	if o.layout != "one" && o.layout != "per-server" {
+		return fmt.Errorf("-layout %q: want one or per-server", o.layout)
+	}
 	tok, err := tokens.New()
 	if err != nil {
 		return err
@@ -107,8 +128,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var rows []row
 	if o.catalog != "" {
+		tools, err := catalog.Load(o.catalog)
+		if err != nil {
+			return err
+		}
+		names, _, err := catalog.Names(tools)
+		if err != nil {
+			return err
+		}
+		name := "catalog"
 		servers := fmt.Sprintf("  catalog:\n    command: %q\n    args: [-catalog, %q]\n    prefix: never\n", o.fixture, o.catalog)
-		r, err := measure(ctx, o.junction, dir, "catalog", servers, tok, func(h *hub) error {
+		if o.layout == "per-server" {
+			fx, err := startFixture(o.fixture, o.catalog)
+			if err != nil {
+				return err
+			}
+			defer fx.close()
+			name = "catalog-per-server"
+			if servers, err = perServer(fx.url, tools); err != nil {
+				return err
+			}
+		}
+		r, err := measure(ctx, o.junction, dir, name, servers, names, tok, stderr, func(h *hub) error {
 			if o.queries == "" {
 				return nil
 			}
@@ -128,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		servers := fmt.Sprintf("  everything:\n    command: %q\n    args: [%q, stdio]\n  files:\n    command: %q\n    args: [%q, %q]\n",
 			o.node, filepath.Join(pkg, "server-everything", "dist", "index.js"),
 			o.node, filepath.Join(pkg, "server-filesystem", "dist", "index.js"), root)
-		r, err := measure(ctx, o.junction, dir, "desktop", servers, tok, nil)
+		r, err := measure(ctx, o.junction, dir, "desktop", servers, nil, tok, stderr, nil)
 		if err != nil {
 			return err
 		}
@@ -153,20 +194,33 @@ type row struct {
 }
 
 // measure starts a hub of servers (YAML under "servers:") in list mode,
-// then in search mode, and measures each one's tools/list. In search mode
-// it then calls then, if not nil, with the hub.
-func measure(ctx context.Context, junction, dir, name, servers string, tok *tokens.Counter, then func(*hub) error) ([]row, error) {
+// then in search mode, and measures each one's tools/list, once the hub
+// serves every tool of want ([hub.ready]) if want is not nil. In search
+// mode it then calls then, if not nil, with the hub.
+func measure(ctx context.Context, junction, dir, name, servers string, want []string, tok *tokens.Counter, stderr io.Writer, then func(*hub) error) ([]row, error) {
 	var rows []row
 	for _, mode := range []string{"list", "search"} {
 		cfg := filepath.Join(dir, name+"-"+mode+".yaml")
 		if err := os.WriteFile(cfg, []byte(config(servers, mode)), 0o644); err != nil {
 			return nil, err
 		}
+		start := time.Now()
 		h, err := startHub(ctx, junction, cfg, filepath.Join(dir, "data-"+name+"-"+mode))
 		if err != nil {
 			return nil, err
 		}
 		l, err := h.listAll(ctx)
+		if err == nil && want != nil {
+			listed := time.Since(start)
+			var late bool
+			if l, late, err = h.ready(ctx, mode, want, l); err == nil {
+				fmt.Fprintf(stderr, "%s, %s mode: first tools/list answered %v after the hub started, all %d tools served after %v\n",
+					name, mode, listed.Round(time.Millisecond), len(want), time.Since(start).Round(time.Millisecond))
+				if late {
+					fmt.Fprintf(stderr, "%s, %s mode: the first tools/list came before every tool was served; measured a later one\n", name, mode)
+				}
+			}
+		}
 		if err == nil && mode == "search" && then != nil {
 			err = then(h)
 		}
@@ -184,6 +238,27 @@ func measure(ctx context.Context, junction, dir, name, servers string, tok *toke
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// perServer returns the "servers:" entries of a hub of one upstream per
+// catalog server: the catalogserver -http endpoint base/s/<part>, named
+// <part> (catalog.Servers), default prefix, so that the hub serves each
+// tool as <part>__<tool>, the name catalog.Names gives it.
+func perServer(base string, tools []catalog.Tool) (string, error) {
+	parts, err := catalog.Servers(tools)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	done := map[string]bool{}
+	for _, t := range tools {
+		p := parts[t.Server]
+		if !done[p] {
+			done[p] = true
+			fmt.Fprintf(&b, "  %s:\n    transport: http\n    url: %q\n", p, base+"/s/"+p)
+		}
+	}
+	return b.String(), nil
 }
 
 // config returns a config file of servers in the discovery mode.
@@ -267,13 +342,7 @@ func searchAll(ctx context.Context, h *hub, o options, stderr io.Writer) error {
 // not in the catalog).
 func rankedKeys(res *mcp.CallToolResult, keys map[string]string) ([]string, error) {
 	if res.IsError {
-		var text []string
-		for _, c := range res.Content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				text = append(text, t.Text)
-			}
-		}
-		return nil, fmt.Errorf("search_tools: %s", strings.Join(text, " "))
+		return nil, fmt.Errorf("search_tools: %s", resultText(res))
 	}
 	b, err := json.Marshal(res.StructuredContent)
 	if err != nil {

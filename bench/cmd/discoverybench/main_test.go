@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -10,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"gopkg.in/yaml.v3"
+
+	"github.com/junction-mcp/junction/bench/catalog"
 )
 
 func TestRecorder(t *testing.T) {
@@ -94,10 +100,135 @@ func TestFlags(t *testing.T) {
 		{"-catalog", "c.json"},
 		{"-node", "node"},
 		{"-catalog", "c.json", "-fixture", "f", "-queries", "q.json"},
+		{"-catalog", "c.json", "-fixture", "f", "-layout", "many"},
 		{"extra"},
 	} {
 		if err := run(t.Context(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("run(%q) did not fail", args)
 		}
+	}
+}
+
+// pipeHub returns a hub whose session is with s, over pipes, its
+// responses recorded as startHub's are.
+func pipeHub(t *testing.T, s *mcp.Server) *hub {
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ss, err := s.Connect(t.Context(), &mcp.IOTransport{Reader: sr, Writer: sw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	h := &hub{rec: &recorder{r: cr}}
+	h.cs, err = mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), &mcp.IOTransport{Reader: h.rec, Writer: cw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.cs.Close() })
+	return h
+}
+
+func TestReady(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "fake hub"}, nil)
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
+	s.AddTool(&mcp.Tool{Name: "a", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+	s.AddTool(&mcp.Tool{Name: "b", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+	// describe_tools knows a at first, b from its second call on.
+	calls := 0
+	s.AddTool(&mcp.Tool{Name: "describe_tools", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Names []string }
+		json.Unmarshal(req.Params.Arguments, &in)
+		type named struct {
+			Name string `json:"name"`
+		}
+		out := struct {
+			Tools  []named `json:"tools"`
+			Errors []named `json:"errors"`
+		}{[]named{}, []named{}}
+		for _, n := range in.Names {
+			if n == "a" || n == "b" && calls > 0 {
+				out.Tools = append(out.Tools, named{n})
+			} else {
+				out.Errors = append(out.Errors, named{n})
+			}
+		}
+		calls++
+		return &mcp.CallToolResult{StructuredContent: out}, nil
+	})
+	h := pipeHub(t, s)
+
+	first, err := h.listAll(t.Context())
+	if err != nil || first.tools != 3 {
+		t.Fatalf("listAll = %+v, %v", first, err)
+	}
+	if l, late, err := h.ready(t.Context(), "list", []string{"a", "b"}, first); err != nil || late || l.tools != 3 {
+		t.Errorf("list mode, all there: %d tools, late %v, %v", l.tools, late, err)
+	}
+	partial := listing{tools: 1, names: []string{"a"}}
+	if l, late, err := h.ready(t.Context(), "list", []string{"a", "b"}, partial); err != nil || !late || l.tools != 3 {
+		t.Errorf("list mode, b missing at first: %d tools, late %v, %v", l.tools, late, err)
+	}
+	if l, late, err := h.ready(t.Context(), "search", []string{"a", "b"}, partial); err != nil || !late || l.tools != 3 || calls != 2 {
+		t.Errorf("search mode, b missing at first: %d tools, late %v, %v, %d describe_tools calls", l.tools, late, err, calls)
+	}
+	if missing, err := h.undescribed(t.Context(), []string{"a", "c"}); err != nil || len(missing) != 1 || missing[0] != "c" {
+		t.Errorf("undescribed = %q, %v", missing, err)
+	}
+}
+
+func TestFixture(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// A fixture that prints its URL and serves until its stdin ends.
+	f, err := startFixture(script("good", `echo listening http://127.0.0.1:1; cat >/dev/null`), "c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.url != "http://127.0.0.1:1" {
+		t.Errorf("url %q", f.url)
+	}
+	if err := f.close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := startFixture(script("bad", `echo hello; cat >/dev/null`), "c.json"); err == nil {
+		t.Error("a fixture with no URL: no error")
+	}
+}
+
+func TestPerServer(t *testing.T) {
+	tools := []catalog.Tool{
+		{Server: "Git (geropl)", Name: "git_status"},
+		{Server: "Git (geropl)", Name: "git_log"},
+		{Server: "Slack", Name: "git_status"},
+	}
+	servers, err := perServer("http://127.0.0.1:9", tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Servers map[string]struct {
+			Transport, URL, Prefix string
+		}
+	}
+	if err := yaml.Unmarshal([]byte(config(servers, "search")), &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Servers) != 2 || c.Servers["Git_geropl"].URL != "http://127.0.0.1:9/s/Git_geropl" ||
+		c.Servers["Slack"].URL != "http://127.0.0.1:9/s/Slack" || c.Servers["Slack"].Transport != "http" || c.Servers["Slack"].Prefix != "" {
+		t.Errorf("per-server config parsed as %+v", c)
+	}
+}
+
+func TestAbsent(t *testing.T) {
+	if got := absent([]string{"a", "b", "c"}, []string{"c", "a"}); len(got) != 1 || got[0] != "b" {
+		t.Errorf("absent = %q", got)
 	}
 }
