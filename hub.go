@@ -287,6 +287,7 @@ type Hub struct {
 	budgetLogged bool
 
 	refreshMu sync.Mutex // serialises refresh
+	rebuilds  sharedRun  // rebuilds asked for at once share one (see rebuild)
 
 	inflight atomic.Int64 // tool calls being routed now
 
@@ -426,152 +427,268 @@ func (h *Hub) Close() error {
 	return nil
 }
 
+// Changes are changes to a hub's sources that [Hub.Apply] makes in one
+// step.
+type Changes struct {
+	// Put adds each source, or puts it in the place of the source of its
+	// name.
+	Put []Put
+	// Remove names the sources to take out. An unknown name is ignored.
+	Remove []string
+	// Options gives new serving settings (prefix, filters, timeout, drift
+	// policy) to sources that stay, by name, without touching them.
+	Options map[string]SourceOptions
+	// Presets replaces the hub-level presets (see [Options.Presets]) when
+	// ReplacePresets is set.
+	Presets        map[string][]string
+	ReplacePresets bool
+	// Lock replaces the lock manifest that drift is measured against
+	// (nil: no lock) when ReplaceLock is set.
+	Lock        *Manifest
+	ReplaceLock bool
+}
+
+// Put is one source of [Changes.Put].
+type Put struct {
+	Name    string
+	Source  Source
+	Options *SourceOptions // nil: the zero options
+	// CatalogWait, if not zero, bounds the wait for the source's first
+	// catalog (within Apply's context); a source that has not answered
+	// by then serves nothing until it reports a change.
+	CatalogWait time.Duration
+}
+
+// Apply makes the changes in one step: hosts and calls see the hub
+// either as it was or with every change made, never in between, and the
+// tools are indexed and the views refreshed once.
+//
+// It first checks them all and, if one is wrong (a name that is empty,
+// holds the separator "__" or is given twice, options for a source that
+// is not in the hub afterwards), changes nothing and returns an error
+// that wraps [ErrChangesRefused] and says why. Then it readies the new
+// sources: it reads each one's catalog. When the changes take a source
+// out (replaced or removed), it first waits until every new source is
+// ready (a [Readier]; at most until ctx is done), so that no tool goes
+// missing, not even one that moves from the old source to a new one; new
+// calls go to the old sources until the swap. Changes that only add do
+// not wait: a source not ready yet counts as connecting (see
+// [Options.StartupBudget]). A source
+// whose catalog cannot be read is still put in: it serves nothing until it
+// reports a change (the error is logged). Calls already routed to a
+// replaced or removed source finish there: the caller waits for them with
+// [Hub.Drain] before stopping it.
+//
+// The error after the swap is a view's that could not be brought in
+// line; the changes are made all the same.
+func (h *Hub) Apply(ctx context.Context, ch Changes) error {
+	return h.apply(ctx, ch, false)
+}
+
+// apply is Apply; with add, a put whose name is in the hub already is
+// refused (ErrDuplicateSource) rather than a replacement.
+func (h *Hub) apply(ctx context.Context, ch Changes, add bool) error {
+	if err := ch.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrChangesRefused, err)
+	}
+	h.mu.RLock()
+	running := make(map[string]bool, len(h.sources))
+	for _, s := range h.sources {
+		running[s.name] = true
+	}
+	h.mu.RUnlock()
+	if err := ch.checkAgainst(running, add); err != nil {
+		return fmt.Errorf("%w: %w", ErrChangesRefused, err)
+	}
+	// When something goes, every new source must be ready first: a tool
+	// may move from the one to the other.
+	takesOut := slices.ContainsFunc(ch.Remove, func(n string) bool { return running[n] }) ||
+		slices.ContainsFunc(ch.Put, func(p Put) bool { return running[p.Name] })
+	puts := make([]*sourceState, len(ch.Put))
+	var wg sync.WaitGroup
+	for i, p := range ch.Put {
+		st := &sourceState{name: p.Name, src: p.Source}
+		if p.Options != nil {
+			st.opts = *p.Options
+		}
+		puts[i] = st
+		if n, ok := p.Source.(Notifier); ok {
+			n.SetListener(&listener{h: h, st: st})
+		}
+		h.tellLevel(p.Source)
+		wg.Go(func() { h.readyToPut(ctx, p, st, takesOut) })
+	}
+	wg.Wait()
+
+	h.refreshMu.Lock()
+	h.mu.Lock()
+	running = make(map[string]bool, len(h.sources))
+	for _, s := range h.sources {
+		running[s.name] = true
+	}
+	if err := ch.checkAgainst(running, add); err != nil {
+		// A source of the same name was added meanwhile.
+		h.mu.Unlock()
+		h.refreshMu.Unlock()
+		return fmt.Errorf("%w: %w", ErrChangesRefused, err)
+	}
+	var old []*sourceState
+	for _, st := range puts {
+		if i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == st.name }); i >= 0 {
+			old = append(old, h.sources[i])
+			h.settle(h.sources[i])
+			h.sources[i] = st
+		} else {
+			h.sources = append(h.sources, st)
+		}
+		h.watchReady(st)
+	}
+	for _, name := range ch.Remove {
+		if i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
+			old = append(old, h.sources[i])
+			h.settle(h.sources[i])
+			h.sources = slices.Delete(h.sources, i, i+1)
+		}
+	}
+	for _, s := range h.sources {
+		if o, ok := ch.Options[s.name]; ok {
+			s.opts = o
+		}
+	}
+	if ch.ReplacePresets {
+		h.presets = ch.Presets
+	}
+	if ch.ReplaceLock {
+		h.lock = ch.Lock
+	}
+	// A source that reported a change while it was readied was not in
+	// the hub for the refresher to see.
+	stale := slices.ContainsFunc(puts, func(st *sourceState) bool { return st.stale })
+	h.mu.Unlock()
+	h.refreshMu.Unlock()
+	if stale {
+		select {
+		case h.dirty <- struct{}{}:
+		default:
+		}
+	}
+
+	err := h.rebuild()
+	h.mu.Lock()
+	for _, s := range old {
+		h.retire(s)
+	}
+	h.mu.Unlock()
+	h.updateSoleHosts()
+	return err
+}
+
+// readyToPut readies a source of Apply before the swap: it waits for it
+// to be ready if wait is set, then reads the catalog.
+func (h *Hub) readyToPut(ctx context.Context, p Put, st *sourceState, wait bool) {
+	if r, ok := p.Source.(Readier); ok && wait {
+		select {
+		case <-r.Ready():
+		case <-ctx.Done():
+			h.logger.Warn("replacement source not ready; swapping it in anyway", LogKeySource, p.Name, "error", ctx.Err())
+		}
+	}
+	cctx := ctx
+	if wait {
+		cctx = context.WithoutCancel(ctx) // ctx may have ended while it waited
+	}
+	if p.CatalogWait > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(cctx, p.CatalogWait)
+		defer cancel()
+	}
+	h.loadCatalog(cctx, st)
+}
+
+// check checks the changes by themselves.
+func (ch *Changes) check() error {
+	seen := map[string]bool{}
+	for _, p := range ch.Put {
+		if p.Name == "" || strings.Contains(p.Name, NameSeparator) {
+			return fmt.Errorf("source name %q: must be non-empty and must not contain %q", p.Name, NameSeparator)
+		}
+		if p.Source == nil {
+			return fmt.Errorf("source %q: no source given", p.Name)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("source %q: given twice in one change", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	for _, name := range ch.Remove {
+		if seen[name] {
+			return fmt.Errorf("source %q: both put and removed in one change", name)
+		}
+	}
+	return nil
+}
+
+// checkAgainst checks the changes against the sources running now.
+func (ch *Changes) checkAgainst(running map[string]bool, add bool) error {
+	if add {
+		for _, p := range ch.Put {
+			if running[p.Name] {
+				return fmt.Errorf("source %q: %w", p.Name, ErrDuplicateSource)
+			}
+		}
+	}
+	for name := range ch.Options {
+		stays := running[name] && !slices.Contains(ch.Remove, name)
+		if !stays && !slices.ContainsFunc(ch.Put, func(p Put) bool { return p.Name == name }) {
+			return fmt.Errorf("source %q: not in the hub", name)
+		}
+	}
+	return nil
+}
+
 // Add adds a source under name, reads its catalog and refreshes every view.
 // A catalog error is logged and the source serves nothing until it reports
 // a change; Add still succeeds. A [Readier] source counts as connecting
 // until it is ready (see [Options.StartupBudget]). Name must be unique in
-// the hub and must not contain the name separator "__".
+// the hub and must not contain the name separator "__". It is [Hub.Apply]
+// of one Put that must be new.
 func (h *Hub) Add(ctx context.Context, name string, src Source, opts *SourceOptions) error {
-	if name == "" || strings.Contains(name, NameSeparator) {
-		return fmt.Errorf("source name %q: must be non-empty and must not contain %q", name, NameSeparator)
-	}
-	st := &sourceState{name: name, src: src}
-	if opts != nil {
-		st.opts = *opts
-	}
-	h.mu.Lock()
-	if slices.ContainsFunc(h.sources, func(s *sourceState) bool { return s.name == name }) {
-		h.mu.Unlock()
-		return fmt.Errorf("source %q: %w", name, ErrDuplicateSource)
-	}
-	h.sources = append(h.sources, st)
-	h.watchReady(st)
-	h.mu.Unlock()
-	if n, ok := src.(Notifier); ok {
-		n.SetListener(&listener{h: h, st: st})
-	}
-	h.tellLevel(src)
-	h.loadCatalog(ctx, st)
-	err := h.rebuild()
-	h.updateSoleHosts()
-	return err
+	return h.apply(ctx, Changes{Put: []Put{{Name: name, Source: src, Options: opts}}}, true)
 }
 
 // Remove removes the source called name; its tools disappear from every
 // view. Calls already routed to it go on (see [Hub.Drain]). Removing an
 // unknown name does nothing.
 func (h *Hub) Remove(name string) error {
-	h.mu.Lock()
-	var old *sourceState
-	if i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
-		old = h.sources[i]
-		h.sources = slices.Delete(h.sources, i, i+1)
-		h.settle(old)
-	}
-	h.mu.Unlock()
-	err := h.rebuild()
-	h.retireAfterRebuild(old)
-	h.updateSoleHosts()
-	return err
-}
-
-// retireAfterRebuild retires old (nil: nothing) once the table no longer
-// routes to it. Until rebuild installs the new table, calls are still
-// routed by the old one, to old, and counted there; retiring old before
-// would let Drain find it idle and its caller stop it under such a call.
-func (h *Hub) retireAfterRebuild(old *sourceState) {
-	if old == nil {
-		return
-	}
-	h.mu.Lock()
-	h.retire(old)
-	h.mu.Unlock()
+	return h.Apply(context.Background(), Changes{Remove: []string{name}})
 }
 
 // Replace puts src in the place of the source called name, keeping its
-// position, and refreshes. The swap waits until src is ready (a
-// [Readier]; up to ctx) and its catalog has been read, so hosts never see
-// the source's tools missing and new calls keep going to the old source
-// until then. Calls already routed to the old source finish there: the
-// caller waits for them with [Hub.Drain] before stopping it. Replacing an
-// unknown name adds it.
+// position, and refreshes: [Hub.Apply] of one Put. The swap waits until
+// src is ready (a [Readier]; up to ctx) and its catalog has been read, so
+// hosts never see the source's tools missing and new calls keep going to
+// the old source until then. Calls already routed to the old source
+// finish there: the caller waits for them with [Hub.Drain] before
+// stopping it. Replacing an unknown name adds it.
 func (h *Hub) Replace(ctx context.Context, name string, src Source, opts *SourceOptions) error {
-	st := &sourceState{name: name, src: src}
-	if opts != nil {
-		st.opts = *opts
-	}
-	h.mu.RLock()
-	i := slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name })
-	h.mu.RUnlock()
-	if i < 0 {
-		return h.Add(ctx, name, src, opts)
-	}
-	if n, ok := src.(Notifier); ok {
-		n.SetListener(&listener{h: h, st: st})
-	}
-	h.tellLevel(src)
-	if r, ok := src.(Readier); ok {
-		select {
-		case <-r.Ready():
-		case <-ctx.Done():
-			h.logger.Warn("replacement source not ready; swapping it in anyway", LogKeySource, name, "error", ctx.Err())
-		}
-	}
-	h.loadCatalog(context.WithoutCancel(ctx), st)
-	h.refreshMu.Lock()
-	h.mu.Lock()
-	var old *sourceState
-	if i = slices.IndexFunc(h.sources, func(s *sourceState) bool { return s.name == name }); i >= 0 {
-		old = h.sources[i]
-		h.sources[i] = st
-		h.settle(old)
-	} else {
-		h.sources = append(h.sources, st)
-	}
-	h.watchReady(st)
-	h.mu.Unlock()
-	h.refreshMu.Unlock()
-	err := h.rebuild()
-	h.retireAfterRebuild(old)
-	h.updateSoleHosts()
-	return err
+	return h.Apply(ctx, Changes{Put: []Put{{Name: name, Source: src, Options: opts}}})
 }
 
 // SetSourceOptions changes how the hub serves the source called name
 // (prefix, filters, timeout, drift policy) without touching the source.
 func (h *Hub) SetSourceOptions(name string, opts SourceOptions) error {
-	h.refreshMu.Lock()
-	h.mu.Lock()
-	found := false
-	for _, s := range h.sources {
-		if s.name == name {
-			s.opts = opts
-			found = true
-		}
-	}
-	h.mu.Unlock()
-	h.refreshMu.Unlock()
-	if !found {
-		return fmt.Errorf("source %q: not in the hub", name)
-	}
-	return h.rebuild()
+	return h.Apply(context.Background(), Changes{Options: map[string]SourceOptions{name: opts}})
 }
 
 // SetLock replaces the lock manifest that drift is measured against (nil:
-// no lock, no drift) and re-applies the drift policies.
+// no lock) and re-applies the drift policies.
 func (h *Hub) SetLock(m *Manifest) error {
-	h.mu.Lock()
-	h.lock = m
-	h.mu.Unlock()
-	return h.rebuild()
+	return h.Apply(context.Background(), Changes{Lock: m, ReplaceLock: true})
 }
 
 // SetPresets replaces the hub-level presets (see [Options.Presets]).
 func (h *Hub) SetPresets(p map[string][]string) error {
-	h.mu.Lock()
-	h.presets = p
-	h.mu.Unlock()
-	return h.rebuild()
+	return h.Apply(context.Background(), Changes{Presets: p, ReplacePresets: true})
 }
 
 // Drift returns, per source, how its tools differ from the lock manifest,
@@ -736,8 +853,49 @@ func (h *Hub) loadCatalog(ctx context.Context, st *sourceState) {
 }
 
 // rebuild recomputes the name table from the cached catalogs and brings
-// every view's server in line with it.
-func (h *Hub) rebuild() error {
+// every view's server in line with it. It returns once a rebuild that
+// began after the call has ended: callers at once (a few hundred
+// upstreams getting ready together) share rebuilds instead of each
+// waiting for its own, and each still sees its change made.
+func (h *Hub) rebuild() error { return h.rebuilds.do(h.rebuildNow) }
+
+// sharedRun runs a function for many callers: a call returns the result
+// of a run that began after it; calls made while one runs share the
+// next.
+type sharedRun struct {
+	mu      sync.Mutex
+	running bool
+	waiting []chan error // for the next run
+}
+
+// do runs f, or waits for a run of f that begins after it. The caller
+// that finds none running runs f itself, for as long as calls keep
+// coming in while it runs.
+func (r *sharedRun) do(f func() error) error {
+	ch := make(chan error, 1)
+	r.mu.Lock()
+	r.waiting = append(r.waiting, ch)
+	if r.running {
+		r.mu.Unlock()
+		return <-ch
+	}
+	r.running = true
+	for len(r.waiting) > 0 {
+		batch := r.waiting
+		r.waiting = nil
+		r.mu.Unlock()
+		err := f()
+		for _, w := range batch {
+			w <- err
+		}
+		r.mu.Lock()
+	}
+	r.running = false
+	r.mu.Unlock()
+	return <-ch
+}
+
+func (h *Hub) rebuildNow() error {
 	h.refreshMu.Lock()
 	defer h.refreshMu.Unlock()
 	h.mu.RLock()

@@ -235,4 +235,7 @@ var (
 	ErrSourceDown = errors.New("source unavailable")
 	// ErrDuplicateSource is returned by [Hub.Add] for a name already in use.
 	ErrDuplicateSource = errors.New("duplicate source name")
+	// ErrChangesRefused wraps the error of a [Hub.Apply] that changed
+	// nothing: one of its changes is wrong.
+	ErrChangesRefused = errors.New("changes refused")
 )

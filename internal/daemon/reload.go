@@ -43,16 +43,23 @@ var ErrReloadRefused = errors.New("reload refused; the running config is unchang
 // and log sections, and to a pack's settings, need a restart; they are
 // logged.
 //
-// A reload is applied in two steps. First every source the new config
-// adds or starts anew is started; if one cannot be set up (an unknown
+// A reload builds and checks the whole new config, starts what is new,
+// then swaps it in in one step. First every source the
+// new config adds or starts anew is started, and the serving settings of
+// those that stay are worked out. If one cannot be set up (an unknown
 // pack, an env_file that cannot be read, settings the source refuses),
 // those started are stopped again, the reload is refused, and the
-// running config stays in force, untouched. Then the new sources are
-// swapped in. A change that fails there (a name the hub refuses, an
-// in-place update it cannot take) is reported with the others; the
-// config in force is then the new one but for that source, which keeps
-// its old entry, so the next reload tries it again. Reload returns once
-// the replaced and removed sources are stopped.
+// running config stays in force, untouched; the next reload tries it
+// all again. Then every change of the sources, the presets and the lock
+// file is made in one step ([junction.Hub.Apply]): hosts and calls see
+// the old ones or the new ones, never a mix, and when a source goes, its
+// successors are ready first, so a tool that moves from one server to
+// another is served throughout. A lock file that cannot be read is not
+// applied (the pins read before stay) and is reported. Upstreams whose
+// timeouts or filters changed are then updated in place, and profiles
+// and discovery follow; an error there is reported and, as they are
+// applied on every reload, tried again by the next.
+// Reload returns once the replaced and removed sources are stopped.
 func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	d.mu.Lock()
 	old := d.cfg
@@ -99,61 +106,46 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("%w: %w", ErrReloadRefused, err)
 	}
 
-	// Then swap them in. Upstream servers: a changed or updated server
-	// whose new settings need no new process (timeouts) is updated in
-	// place; the others were started anew above.
-	for _, name := range delta.Servers.Added {
-		errs = append(errs, r.add(name))
+	// Then work out the settings of the sources that stay, and swap
+	// everything into the hub in one step.
+	ch, inPlace, err := r.changes(delta, cfg)
+	ch.Presets, ch.ReplacePresets = cfg.Presets, true
+	if lock, err := loadLock(spec, cfg); err != nil {
+		// A broken lock file changes nothing: the pins read before stay.
+		errs = append(errs, fmt.Errorf("lock file not applied, the tools are still checked against the lock read before: %w", err))
+	} else {
+		ch.Lock, ch.ReplaceLock = lock, true
 	}
-	for _, name := range slices.Concat(delta.Servers.Changed, delta.Servers.Updated) {
-		s := cfg.Servers[name]
-		if !s.Serves() {
-			errs = append(errs, r.remove(name))
-			continue
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, reloadConnectWait)
+		err = d.Hub.Apply(ctx, ch)
+		cancel()
+		if err != nil && !errors.Is(err, junction.ErrChangesRefused) {
+			errs = append(errs, err) // made, but a view lags behind
+			err = nil
 		}
-		if r.started[name] != nil {
-			errs = append(errs, r.replace(name))
-			continue
-		}
-		if _, err := d.updateUpstream(name, s); err != nil {
+	}
+	if err != nil {
+		r.unprepare()
+		d.mu.Lock()
+		d.sandbox = old.Sandbox
+		d.mu.Unlock()
+		d.ReloadRefused(err)
+		return fmt.Errorf("%w: %w", ErrReloadRefused, err)
+	}
+	r.swapped(ch)
+	// Upstreams whose new settings need no new process (timeouts,
+	// filters) are updated in place.
+	for _, name := range inPlace {
+		if err := d.updateUpstream(name, cfg.Servers[name]); err != nil {
 			errs = append(errs, r.failed(name, err))
 		}
-	}
-	for _, name := range delta.Servers.Removed {
-		errs = append(errs, r.remove(name))
-	}
-
-	// Toolbox plugins.
-	for _, name := range delta.Plugins.Added {
-		errs = append(errs, r.add(name))
-	}
-	for _, name := range delta.Plugins.Changed {
-		if cfg.Plugins[name].Disabled {
-			errs = append(errs, r.remove(name))
-			continue
-		}
-		errs = append(errs, r.replace(name))
-	}
-	for _, name := range delta.Plugins.Updated {
-		errs = append(errs, r.failed(name, d.reloadOptions(name, cfg.Plugins[name].Source, junction.PrefixAlways)))
-	}
-	for _, name := range delta.Plugins.Removed {
-		errs = append(errs, r.remove(name))
 	}
 
 	// Packs: added and removed ones follow the file; a pack's settings
 	// are read once, at start.
-	for _, name := range delta.Packs.Added {
-		errs = append(errs, r.add(name))
-	}
 	for _, name := range delta.Packs.Changed {
 		d.logger.Warn("pack settings changed; restart junction to apply them", junction.LogKeySource, name)
-	}
-	for _, name := range delta.Packs.Updated {
-		errs = append(errs, r.failed(name, d.reloadOptions(name, cfg.Packs[name].Source, junction.PrefixNever)))
-	}
-	for _, name := range delta.Packs.Removed {
-		errs = append(errs, r.remove(name))
 	}
 
 	for _, section := range delta.Sections {
@@ -163,13 +155,6 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 		case "http", "log", "startup_budget", "store":
 			d.logger.Warn("config section changed; restart junction to apply it", "section", section)
 		}
-	}
-	errs = append(errs, d.Hub.SetPresets(cfg.Presets))
-	if lock, err := loadLock(spec, cfg); err != nil {
-		// A broken lock file changes nothing: the pins read before stay.
-		errs = append(errs, fmt.Errorf("lock file not applied, the tools are still checked against the lock read before: %w", err))
-	} else {
-		errs = append(errs, d.Hub.SetLock(lock))
 	}
 	errs = append(errs, d.buildProfiles(cfg))
 	errs = append(errs, setDiscovery(d.View, cfg.Discovery, cfg.CodeMode, "discovery"))
@@ -188,7 +173,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	d.noteQuarantine(d.cfg, time.Now())
 	d.mu.Unlock()
 	errs = append(errs, r.retire())
-	err := errors.Join(errs...)
+	err = errors.Join(errs...)
 	rec := statuspage.Reload{Time: time.Now(), Changes: describeDelta(delta)}
 	if err != nil {
 		rec.Error = err.Error()
@@ -321,12 +306,7 @@ func (r *reload) prepare(delta config.Delta, cfg *config.Config) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	for _, s := range r.started {
-		if err := s.m.close(); err != nil {
-			d.logger.Warn("stopping a source of a refused reload", junction.LogKeySource, s.m.name, "error", err)
-		}
-	}
-	r.started = nil
+	r.unprepare()
 	return errors.Join(errs...)
 }
 
@@ -342,60 +322,105 @@ func (r *reload) failed(name string, err error) error {
 	return err
 }
 
-// add puts the source prepare started for name into the hub; a disabled
-// one was not started and is not added.
-func (r *reload) add(name string) error {
-	s := r.started[name]
-	if s == nil {
-		return nil
+// changes returns the changes of the hub's sources that delta makes:
+// the sources prepare started, put in (new, or in the place of the
+// running ones); those the new config drops or disables, removed; and
+// the new serving settings of those that stay. It also returns the
+// upstreams to update in place after the swap (timeouts and filters).
+// It fails, changing nothing, if a source's new settings are wrong.
+func (r *reload) changes(delta config.Delta, cfg *config.Config) (junction.Changes, []string, error) {
+	d := r.d
+	ch := junction.Changes{Options: map[string]junction.SourceOptions{}}
+	var inPlace []string
+	var errs []error
+	// In the order of the file's sections, as at start: where two new
+	// sources serve one name, the first wins.
+	for _, name := range slices.Concat(delta.Servers.Added, delta.Servers.Changed, delta.Servers.Updated,
+		delta.Plugins.Added, delta.Plugins.Changed, delta.Packs.Added) {
+		s := r.started[name]
+		if s == nil || slices.ContainsFunc(ch.Put, func(p junction.Put) bool { return p.Name == name }) {
+			continue
+		}
+		p := junction.Put{Name: name, Source: s.m.src, Options: s.opts}
+		if s.m.kind == KindPlugin {
+			p.CatalogWait = pluginAddWait
+		}
+		ch.Put = append(ch.Put, p)
 	}
-	r.d.mu.Lock()
-	r.d.sources[name] = s.m
-	r.d.mu.Unlock()
-	return r.failed(name, r.d.Hub.Add(addContext(r.ctx, s.m), name, s.m.src, s.opts))
+	options := func(name string, src config.Source, prefix junction.PrefixMode) {
+		opts, err := sourceOptions(src, prefix)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		if slices.Contains(d.Hub.SourceNames(), name) {
+			ch.Options[name] = *opts
+		}
+	}
+	for _, name := range slices.Concat(delta.Servers.Changed, delta.Servers.Updated) {
+		s := cfg.Servers[name]
+		switch {
+		case !s.Serves():
+			ch.Remove = append(ch.Remove, name)
+		case r.started[name] == nil:
+			if err := d.checkUpstreamUpdate(name, s); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			inPlace = append(inPlace, name)
+			options(name, s.Source, junction.PrefixAlways)
+		}
+	}
+	ch.Remove = append(ch.Remove, delta.Servers.Removed...)
+	for _, name := range delta.Plugins.Changed {
+		if cfg.Plugins[name].Disabled {
+			ch.Remove = append(ch.Remove, name)
+		}
+	}
+	for _, name := range delta.Plugins.Updated {
+		options(name, cfg.Plugins[name].Source, junction.PrefixAlways)
+	}
+	ch.Remove = append(ch.Remove, delta.Plugins.Removed...)
+	for _, name := range delta.Packs.Updated {
+		options(name, cfg.Packs[name].Source, junction.PrefixNever)
+	}
+	ch.Remove = append(ch.Remove, delta.Packs.Removed...)
+	return ch, inPlace, errors.Join(errs...)
 }
 
-// replace starts the new source and swaps it into the hub; the old one is
-// stopped by retire, once the calls routed to it have finished. Hub.Replace
-// waits (at most reloadConnectWait) until the new source is ready, so its
-// tools do not go missing: calls go to the old one until the swap. A slow
-// one is swapped in anyway and serves when ready.
-func (r *reload) replace(name string) error {
-	s := r.started[name]
-	if s == nil {
-		return nil
+// unprepare stops the sources prepare started, for a reload that is
+// refused.
+func (r *reload) unprepare() {
+	for _, s := range r.started {
+		if err := s.m.close(); err != nil {
+			r.d.logger.Warn("stopping a source of a refused reload", junction.LogKeySource, s.m.name, "error", err)
+		}
 	}
-	m, opts := s.m, s.opts
-	r.restarted++
-	r.d.mu.Lock()
-	old := r.d.sources[name]
-	r.d.sources[name] = m
-	r.d.mu.Unlock()
-	ctx, cancel := context.WithTimeout(r.ctx, reloadConnectWait)
-	err := r.failed(name, r.d.Hub.Replace(ctx, name, m.src, opts))
-	cancel()
-	if err == nil {
-		r.d.logger.Info("source restarted; new calls go to the new one, calls in flight finish on the old one", junction.LogKeySource, name)
-	}
-	if old != nil {
-		r.retiring = append(r.retiring, old)
-	}
-	return err
+	r.started = nil
 }
 
-// remove takes the source out of the hub; retire stops it once the calls
-// routed to it have finished. A pack is not stopped (the closers it
-// registered run at Close).
-func (r *reload) remove(name string) error {
-	err := r.d.Hub.Remove(name)
-	r.d.mu.Lock()
-	old := r.d.sources[name]
-	delete(r.d.sources, name)
-	r.d.mu.Unlock()
-	if old != nil && old.kind != KindPack {
-		r.retiring = append(r.retiring, old)
+// swapped records the sources ch put in and took out, once the hub has
+// them: the replaced and removed ones are stopped by retire, once the
+// calls routed to them have finished. A pack is not stopped (the closers
+// it registered run at Close).
+func (r *reload) swapped(ch junction.Changes) {
+	d := r.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range ch.Put {
+		if old := d.sources[p.Name]; old != nil {
+			r.retiring = append(r.retiring, old)
+			r.restarted++
+			d.logger.Info("source restarted; new calls go to the new one, calls in flight finish on the old one", junction.LogKeySource, p.Name)
+		}
+		d.sources[p.Name] = r.started[p.Name].m
 	}
-	return err
+	for _, name := range ch.Remove {
+		if old := d.sources[name]; old != nil && old.kind != KindPack {
+			r.retiring = append(r.retiring, old)
+		}
+		delete(d.sources, name)
+	}
 }
 
 // retire stops the sources the reload replaced or removed, in parallel,
@@ -428,11 +453,6 @@ func (r *reload) retire() error {
 	return errors.Join(errs...)
 }
 
-// updateUpstream applies s to the running upstream name if that needs no
-// new process or connection (upstream.Server.Update: timeouts change in
-// place, the session is kept), and the hub's serving options too. It
-// reports whether it handled the change; if not, the upstream must be
-// restarted.
 // upstreamNeedsRestart reports whether s, the new config of the running
 // upstream name, needs a new process or connection (or there is no such
 // upstream running).
@@ -450,36 +470,37 @@ func (d *Daemon) upstreamNeedsRestart(name string, s *config.Server) bool {
 	return m.up.Config().NeedsRestart(uc)
 }
 
-func (d *Daemon) updateUpstream(name string, s *config.Server) (bool, error) {
+// checkUpstreamUpdate checks s, the new config of the running upstream
+// name that needs no restart, before the swap.
+func (d *Daemon) checkUpstreamUpdate(name string, s *config.Server) error {
+	uc, err := d.upstreamConfigFor(name, s)
+	if err == nil {
+		err = uc.Validate()
+	}
+	if err != nil {
+		return fmt.Errorf("servers.%s: %w", name, err)
+	}
+	return nil
+}
+
+// updateUpstream applies s to the running upstream name in place
+// (upstream.Server.Update: timeouts and filters change, the process and
+// session are kept).
+func (d *Daemon) updateUpstream(name string, s *config.Server) error {
 	d.mu.Lock()
 	m := d.sources[name]
 	d.mu.Unlock()
 	if m == nil || m.up == nil {
-		return false, nil
-	}
-	uc, err := d.upstreamConfigFor(name, s)
-	if err != nil {
-		return false, nil // starting it anew reports the error
-	}
-	restart, err := m.up.Update(uc)
-	if err != nil {
-		return true, fmt.Errorf("servers.%s: %w", name, err)
-	}
-	if restart {
-		return false, nil
-	}
-	return true, d.reloadOptions(name, s.Source, junction.PrefixAlways)
-}
-
-func (d *Daemon) reloadOptions(name string, src config.Source, defaultPrefix junction.PrefixMode) error {
-	opts, err := sourceOptions(src, defaultPrefix)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if !slices.Contains(d.Hub.SourceNames(), name) {
 		return nil
 	}
-	return d.Hub.SetSourceOptions(name, *opts)
+	uc, err := d.upstreamConfigFor(name, s)
+	if err == nil {
+		_, err = m.up.Update(uc)
+	}
+	if err != nil {
+		return fmt.Errorf("servers.%s: %w", name, err)
+	}
+	return nil
 }
 
 // reloadConnectWait bounds how long a reload waits for a restarted

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -313,7 +314,8 @@ func (l *load) end(t *testing.T) {
 // upstream process (same PID) and its session; a change of arguments
 // restarts it, and the calls already routed to the old process finish
 // there before it is stopped; adding and removing another server does
-// not disturb the calls either.
+// not disturb the calls either; nor does a tool that moves from one
+// server to another, and the hub never holds both (no collision).
 func TestReloadUnderLoad(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
@@ -321,22 +323,31 @@ func TestReloadUnderLoad(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		config  func(round int) string
+		tool    string // the tool called; "a__echo" if empty
 		samePID bool
 	}{
 		{"timeout-only", func(round int) string {
 			return "servers:\n" + upstreamYAML("a", fmt.Sprintf("timeout: %ds", 30+round%2),
 				fmt.Sprintf("tool_timeouts: {echo: %ds}", 20+round%3), fmt.Sprintf("connect_timeout: %ds", 10+round%2))
-		}, true},
+		}, "", true},
 		{"args-changed", func(round int) string {
 			return "servers:\n" + upstreamYAML("a", fmt.Sprintf("args: [round-%d]", round))
-		}, false},
+		}, "", false},
 		{"other-removed", func(round int) string {
 			cfg := "servers:\n" + upstreamYAML("a")
 			if round%2 == 0 {
 				cfg += upstreamYAML("b")
 			}
 			return cfg
-		}, true},
+		}, "", true},
+		// echo moves from a to b and back, unprefixed: each reload
+		// removes the one and adds the other in one step.
+		{"tool-moves", func(round int) string {
+			if round%2 == 0 {
+				return "servers:\n" + upstreamYAML("a", "prefix: never")
+			}
+			return "servers:\n" + upstreamYAML("b", "prefix: never")
+		}, "echo", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &lockedBuffer{}
@@ -361,15 +372,21 @@ func TestReloadUnderLoad(t *testing.T) {
 			d.WaitUpstreams(ctx, 20*time.Second)
 			pid := sourcePID(t, d, "a")
 
-			l := startLoad(t, d, "a__echo", 8)
+			l := startLoad(t, d, cmp.Or(tc.tool, "a__echo"), 8)
 			l.awaitCalls(t, 20)
 			for round := 1; round <= reloads; round++ {
 				if err := d.Reload(ctx, parseConfig(t, tc.config(round))); err != nil {
 					t.Errorf("Reload %d = %v", round, err)
 				}
+				if !slices.ContainsFunc(d.Hub.Tools(), func(ti junction.ToolInfo) bool { return ti.Tool.Name == l.tool }) {
+					t.Errorf("after reload %d the hub does not serve %s", round, l.tool)
+				}
 				l.awaitCalls(t, 30)
 			}
 			l.end(t)
+			if strings.Contains(logs.String(), "name collision") {
+				t.Error("a reload logged a name collision: the hub held the old and the new sources at once")
+			}
 			if n := l.calls.Load(); n < 300 {
 				t.Errorf("only %d calls made during %d reloads", n, reloads)
 			}

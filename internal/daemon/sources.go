@@ -293,36 +293,46 @@ func (d *Daemon) addSources(ctx context.Context, packNames []string, cfg *config
 			items = append(items, item{KindPlugin, n, func() (*managed, *junction.SourceOptions, error) { return d.startPlugin(n, p) }})
 		}
 	}
+	var ch junction.Changes
+	started := map[string]*managed{}
 	for _, it := range items {
-		if _, dup := d.sources[it.name]; dup {
-			return fmt.Errorf("%s %q: a source of that name already exists", it.kind, it.name)
+		if _, dup := d.sources[it.name]; dup || started[it.name] != nil {
+			err := fmt.Errorf("%s %q: a source of that name already exists", it.kind, it.name)
+			return errors.Join(err, closeAll(started))
 		}
 		m, opts, err := it.start()
 		if err != nil {
-			return err
+			return errors.Join(err, closeAll(started))
 		}
-		d.sources[m.name] = m
-		if err := d.Hub.Add(addContext(ctx, m), m.name, m.src, opts); err != nil {
-			return err
+		started[m.name] = m
+		p := junction.Put{Name: m.name, Source: m.src, Options: opts}
+		if m.kind == KindPlugin {
+			p.CatalogWait = pluginAddWait
 		}
+		ch.Put = append(ch.Put, p)
 	}
-	return nil
+	// All in one step: the hub indexes the tools and builds its views once.
+	err := d.Hub.Apply(ctx, ch)
+	if errors.Is(err, junction.ErrChangesRefused) {
+		return errors.Join(err, closeAll(started))
+	}
+	maps.Copy(d.sources, started)
+	return err // nil, or a view that lags behind
 }
 
-// addContext bounds how long adding a source may wait for its catalog. A
+// closeAll stops sources that were started but not put in the hub.
+func closeAll(ms map[string]*managed) error {
+	var errs []error
+	for _, m := range ms {
+		errs = append(errs, m.close())
+	}
+	return errors.Join(errs...)
+}
+
+// pluginAddWait bounds the first catalog read of a plugin at start: a
 // plugin still starting answers at once with no tools (it tells the hub
 // when it is ready, and its tools appear then); one that became ready
 // just before and then stalls must not hold up serving either.
-func addContext(ctx context.Context, m *managed) context.Context {
-	if m.kind != KindPlugin {
-		return ctx
-	}
-	c, cancel := context.WithTimeout(ctx, pluginAddWait)
-	context.AfterFunc(c, cancel)
-	return c
-}
-
-// pluginAddWait bounds the first catalog read of a plugin at start.
 const pluginAddWait = 2 * time.Second
 
 func sortedNames[V any](m map[string]V) []string {

@@ -1,0 +1,59 @@
+package junction
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+)
+
+// TestSharedRun: calls made while a run is under way share the next run,
+// and each returns only after a run that began after it was made.
+func TestSharedRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			r       sharedRun
+			runs    atomic.Int32
+			calls   atomic.Int32 // calls made so far
+			seen    atomic.Int32 // calls made before the current run began
+			release = make(chan struct{})
+			started = make(chan struct{})
+		)
+		f := func() error {
+			seen.Store(calls.Load())
+			if runs.Add(1) == 1 {
+				close(started)
+				<-release
+			}
+			return nil
+		}
+		call := func() {
+			calls.Add(1)
+			r.do(f)
+			if seen.Load() < 1 {
+				t.Error("a call returned before a run that began after it")
+			}
+		}
+		const n = 50
+		var wg sync.WaitGroup
+		wg.Go(call)
+		<-started
+		for range n {
+			wg.Go(call)
+		}
+		synctest.Wait() // every call waits: the first for release, the others for the next run
+		r.mu.Lock()
+		if k := len(r.waiting); k != n {
+			t.Errorf("%d calls waiting for the next run, want %d", k, n)
+		}
+		r.mu.Unlock()
+		close(release)
+		wg.Wait()
+		if got := runs.Load(); got != 2 {
+			t.Errorf("%d runs for 1 call and %d made during it, want 2", got, n)
+		}
+		if got := seen.Load(); got != n+1 {
+			t.Errorf("the second run began having seen %d calls, want %d", got, n+1)
+		}
+	})
+}
