@@ -2,7 +2,7 @@
 // against plain tool calls, as a model would see them, over a set of
 // realistic multi-step tasks against real upstreams.
 //
-//	codemodebench [-junction BIN] [-echo BIN] [-node NODE] [-npm DIR] [-runs N] [-only NAME,...] [-show NAME] [-keep]
+//	codemodebench [-junction BIN] [-echo BIN] [-node NODE] [-npm DIR] [-runs N] [-scale N] [-only NAME,...] [-show NAME] [-keep]
 //
 // Run from the repository root after scripts/setup, the defaults work:
 // without -junction and -echo it builds ./cmd/junction and
@@ -13,7 +13,10 @@
 // mode on and four upstreams: the npm server-everything, server-filesystem
 // (its root a temp directory seeded with 40 small text, Markdown, JSON and
 // CSV files), server-memory (its file in the temp directory) and the
-// bench echo server. Every task (tasks.go) is written twice:
+// bench echo server. -scale N multiplies the size of the seeded files
+// and of the memory graph's observations (seed.go: N times the lines,
+// rows, items and observations), with the same files, people, calls and
+// rounds. Every task (tasks.go) is written twice:
 //
 //   - direct: the tools/call requests a host makes for a model, one
 //     model turn (round) at a time; the Go code of the task does what the
@@ -82,7 +85,7 @@ func main() {
 
 type options struct {
 	junction, echo, node, npm string
-	runs                      int
+	runs, scale               int
 	only, show                string
 	keep                      bool
 }
@@ -107,6 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.node, "node", ".tools/node/bin/node", "node `binary`")
 	fs.StringVar(&o.npm, "npm", ".tools/npm/node_modules", "node_modules `directory` holding @modelcontextprotocol/server-everything, server-filesystem and server-memory")
 	fs.IntVar(&o.runs, "runs", 5, "runs of each variant of each task; wall times are their median")
+	fs.IntVar(&o.scale, "scale", 1, "multiply the size of the seeded data by `N`: lines of notes, rows of sales CSVs, items of orders, groups of config settings, paragraphs of guides, observations of people in the memory graph (the files, people, calls and rounds stay the same; 1 is the data as documented)")
 	fs.StringVar(&o.only, "only", "", "comma-separated task `names` to run (default: all)")
 	fs.StringVar(&o.show, "show", "", "print what enters the model's context in both variants of task `name` (first run), then the table")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (config, files, memory, the hub's data)")
@@ -121,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.runs < 1 {
 		return errors.New("-runs must be 1 or more")
+	}
+	if o.scale < 1 {
+		return errors.New("-scale must be 1 or more")
 	}
 	todo, err := selectTasks(o.only)
 	if err != nil {
@@ -165,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if root, err = filepath.EvalSymlinks(root); err != nil { // the file server answers with real paths
 		return err
 	}
-	e := &env{root: root, memFile: filepath.Join(dir, "memory.jsonl")}
+	e := &env{root: root, memFile: filepath.Join(dir, "memory.jsonl"), scale: o.scale}
 	if err := e.reset(false); err != nil {
 		return err
 	}
@@ -207,6 +214,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		base = append(base, sr.wall)
 	}
+	fmt.Fprintln(stdout, seedSummary(o.scale))
+	fmt.Fprintln(stdout)
 	report(stdout, results, o.runs, median(base))
 	fmt.Fprintln(stdout)
 	contextNote(stdout, h, sg, tok)

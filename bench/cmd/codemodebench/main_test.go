@@ -1,6 +1,13 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -77,7 +84,127 @@ func TestTasks(t *testing.T) {
 			t.Errorf("task %s: incomplete (namespace used: %v)", tk.name, used)
 		}
 	}
-	if n := len(seedFiles()); n != 40 {
+	if n := len(seedFiles(1)); n != 40 {
 		t.Errorf("%d seeded files, want 40", n)
+	}
+}
+
+// seedHash returns the SHA-256 of the seeded tree (paths and contents,
+// in path order) and its size in bytes.
+func seedHash(f map[string]string) (string, int) {
+	h := sha256.New()
+	n := 0
+	for _, p := range slices.Sorted(maps.Keys(f)) {
+		fmt.Fprintf(h, "%s\x00%s\x00", p, f[p])
+		n += len(f[p])
+	}
+	return hex.EncodeToString(h.Sum(nil)), n
+}
+
+// TestSeedScale checks that scale 1 seeds exactly the data the benchmark
+// had before -scale (its figures in docs/performance.md), and that a
+// larger scale makes every file that a task reads larger, and every
+// person's observations more, with the same files and people.
+func TestSeedScale(t *testing.T) {
+	// The seeded tree and memory graph before -scale was added.
+	const (
+		files1    = "3f8cb76899d125ebde7c627ccdcce87f608df8431edef418e796590b8e619787"
+		filesLen1 = 8436
+		memory1   = "f91437aed1876ffb5afba5287af923fb24bdfc68a1ce35260f6ad001e9b7b126"
+		memoryLen = 3681
+	)
+	one := seedFiles(1)
+	if h, n := seedHash(one); h != files1 || n != filesLen1 {
+		t.Errorf("seedFiles(1): sha256 %s, %d bytes; want %s, %d bytes", h, n, files1, filesLen1)
+	}
+	if h, n := seedHash(seedFiles(0)); h != files1 || n != filesLen1 {
+		t.Errorf("seedFiles(0): sha256 %s, %d bytes; want scale 1's", h, n)
+	}
+	m := memoryGraph(1)
+	if h := sha256.Sum256(m); hex.EncodeToString(h[:]) != memory1 || len(m) != memoryLen {
+		t.Errorf("memoryGraph(1): sha256 %x, %d bytes; want %s, %d bytes", h, len(m), memory1, memoryLen)
+	}
+
+	ten := seedFiles(10)
+	if !slices.Equal(slices.Sorted(maps.Keys(one)), slices.Sorted(maps.Keys(ten))) {
+		t.Errorf("scale 10 seeds other files:\n  %q\n  %q", slices.Sorted(maps.Keys(one)), slices.Sorted(maps.Keys(ten)))
+	}
+	for p, c := range one {
+		unread := strings.HasPrefix(p, "inbox/") || strings.HasPrefix(p, "reports/") // moved or listed, never read
+		switch {
+		case unread && ten[p] != c:
+			t.Errorf("%s: changed at scale 10", p)
+		case !unread && len(ten[p]) < 2*len(c):
+			t.Errorf("%s: %d bytes at scale 10, %d at scale 1", p, len(ten[p]), len(c))
+		}
+	}
+	if h, _ := seedHash(ten); func() bool { h2, _ := seedHash(seedFiles(10)); return h != h2 }() {
+		t.Error("seedFiles(10) is not deterministic")
+	}
+	// The answers' inputs keep their shape: the same notes mention a
+	// deadline, every config still parses with the keys config-audit reads,
+	// every CSV row and order is well formed.
+	word := regexp.MustCompile(`(?i)\bdeadline\b`)
+	for p := range one {
+		if strings.HasPrefix(p, "notes/") && word.MatchString(one[p]) != word.MatchString(ten[p]) {
+			t.Errorf("%s: mentions a deadline at one scale only", p)
+		}
+		if items := func(s string) int { return strings.Count(s, "\n- item ") }; strings.HasPrefix(p, "notes/") && items(ten[p]) != 10*items(one[p]) {
+			t.Errorf("%s: %d items at scale 10, %d at scale 1", p, items(ten[p]), items(one[p]))
+		}
+		if strings.HasPrefix(p, "data/sales-") && len(lines(ten[p]))-1 != 10*(len(lines(one[p]))-1) {
+			t.Errorf("%s: %d rows at scale 10, %d at scale 1", p, len(lines(ten[p]))-1, len(lines(one[p]))-1)
+		}
+		if strings.HasPrefix(p, "config/") || strings.HasPrefix(p, "data/orders/") {
+			var a, b struct {
+				Name, Status string
+				Port         int
+				Debug        bool
+				Items        []any
+			}
+			if err := json.Unmarshal([]byte(one[p]), &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(ten[p]), &b); err != nil {
+				t.Fatalf("%s at scale 10: %v", p, err)
+			}
+			if a.Name != b.Name || a.Port != b.Port || a.Debug != b.Debug || a.Status != b.Status || len(b.Items) != 10*len(a.Items) {
+				t.Errorf("%s: %+v at scale 1, %+v at scale 10", p, a, b)
+			}
+		}
+		if strings.HasPrefix(p, "docs/") && strings.Count(ten[p], "version: ") != 1 {
+			t.Errorf("%s: a version line more at scale 10", p)
+		}
+	}
+	for _, scale := range []int{1, 10} {
+		var n int
+		for l := range strings.SplitSeq(strings.TrimSpace(string(memoryGraph(scale))), "\n") {
+			var en struct {
+				Type, Name   string
+				Observations []string
+			}
+			if err := json.Unmarshal([]byte(l), &en); err != nil {
+				t.Fatal(err)
+			}
+			if en.Type != "entity" {
+				continue
+			}
+			n++
+			if len(en.Observations) != 2*scale {
+				t.Errorf("scale %d: %s has %d observations", scale, en.Name, len(en.Observations))
+			}
+			teams := 0
+			for _, o := range en.Observations {
+				if strings.Contains(strings.ToLower(o), "team:") {
+					teams++
+				}
+			}
+			if teams != 1 {
+				t.Errorf("scale %d: %s has %d team observations", scale, en.Name, teams)
+			}
+		}
+		if n != people {
+			t.Errorf("scale %d: %d people", scale, n)
+		}
 	}
 }
