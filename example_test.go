@@ -51,3 +51,36 @@ func Example() {
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
 	// Output: hello ada
 }
+
+// Apply swaps sources in one step: here a tool moves from one source to
+// another, and no moment passes in which the hub has neither or both.
+func ExampleHub_Apply() {
+	ctx := context.Background()
+	hub := junction.New(nil)
+	defer hub.Close()
+	pack := func(name string) *junction.Pack {
+		p := junction.NewPack(name)
+		p.AddTool(&mcp.Tool{Name: "lookup", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "from " + name}}}, nil
+			})
+		return p
+	}
+	unprefixed := &junction.SourceOptions{Prefix: junction.PrefixNever}
+	if err := hub.Add(ctx, "old", pack("old"), unprefixed); err != nil {
+		panic(err)
+	}
+	err := hub.Apply(ctx, junction.Changes{
+		Put:    []junction.Put{{Name: "new", Source: pack("new"), Options: unprefixed}},
+		Remove: []string{"old"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	res, err := hub.Call(ctx, "lookup", nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(hub.SourceNames(), res.Content[0].(*mcp.TextContent).Text)
+	// Output: [new] from new
+}
