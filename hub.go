@@ -869,8 +869,9 @@ type sharedRun struct {
 }
 
 // do runs f, or waits for a run of f that begins after it. The caller
-// that finds none running runs f itself, for as long as calls keep
-// coming in while it runs.
+// that finds none running runs f itself, once; calls that came in
+// meanwhile are run by a goroutine of their own, so that no caller runs
+// f for others for as long as calls keep coming.
 func (r *sharedRun) do(f func() error) error {
 	ch := make(chan error, 1)
 	r.mu.Lock()
@@ -880,19 +881,37 @@ func (r *sharedRun) do(f func() error) error {
 		return <-ch
 	}
 	r.running = true
-	for len(r.waiting) > 0 {
-		batch := r.waiting
-		r.waiting = nil
-		r.mu.Unlock()
-		err := f()
-		for _, w := range batch {
-			w <- err
-		}
-		r.mu.Lock()
-	}
-	r.running = false
 	r.mu.Unlock()
+	if r.runOnce(f) {
+		go r.runAll(f)
+	}
 	return <-ch
+}
+
+// runAll runs f until no call waits.
+func (r *sharedRun) runAll(f func() error) {
+	for r.runOnce(f) {
+	}
+}
+
+// runOnce runs f for the calls waiting now and reports whether more came
+// in meanwhile; if not, no run is under way any more.
+func (r *sharedRun) runOnce(f func() error) (more bool) {
+	r.mu.Lock()
+	batch := r.waiting
+	r.waiting = nil
+	r.mu.Unlock()
+	err := f()
+	for _, w := range batch {
+		w <- err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.waiting) == 0 {
+		r.running = false
+		return false
+	}
+	return true
 }
 
 func (h *Hub) rebuildNow() error {

@@ -8,22 +8,22 @@ import (
 )
 
 // TestSharedRun: calls made while a run is under way share the next run,
-// and each returns only after a run that began after it was made.
+// each returns only after a run that began after it was made, and the
+// caller that ran the first run is not kept to run the next.
 func TestSharedRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var (
-			r       sharedRun
-			runs    atomic.Int32
-			calls   atomic.Int32 // calls made so far
-			seen    atomic.Int32 // calls made before the current run began
-			release = make(chan struct{})
-			started = make(chan struct{})
+			r         sharedRun
+			runs      atomic.Int32
+			calls     atomic.Int32 // calls made so far
+			seen      atomic.Int32 // calls made before the current run began
+			firstDone atomic.Bool
+			release   = [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 		)
 		f := func() error {
 			seen.Store(calls.Load())
-			if runs.Add(1) == 1 {
-				close(started)
-				<-release
+			if n := runs.Add(1); n <= 2 {
+				<-release[n-1]
 			}
 			return nil
 		}
@@ -36,18 +36,23 @@ func TestSharedRun(t *testing.T) {
 		}
 		const n = 50
 		var wg sync.WaitGroup
-		wg.Go(call)
-		<-started
+		wg.Go(func() { call(); firstDone.Store(true) })
+		synctest.Wait() // the first run is under way
 		for range n {
 			wg.Go(call)
 		}
-		synctest.Wait() // every call waits: the first for release, the others for the next run
+		synctest.Wait() // every call waits: the first for its run, the others for the next
 		r.mu.Lock()
 		if k := len(r.waiting); k != n {
 			t.Errorf("%d calls waiting for the next run, want %d", k, n)
 		}
 		r.mu.Unlock()
-		close(release)
+		close(release[0])
+		synctest.Wait() // the second run is under way
+		if !firstDone.Load() {
+			t.Error("the first caller did not return after its run: it runs the others' too")
+		}
+		close(release[1])
 		wg.Wait()
 		if got := runs.Load(); got != 2 {
 			t.Errorf("%d runs for 1 call and %d made during it, want 2", got, n)
