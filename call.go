@@ -56,6 +56,9 @@ type Call struct {
 	// View.CallToolTask); other calls do not offer the source tasks.
 	keepTasks bool
 
+	v       *View // the view it was begun on; nil for Hub.Call
+	decoded bool  // a raw call made through the source's CallTool (typedRaw)
+
 	// What the call's CallInfo reports (see observe).
 	view    string
 	session *mcp.ServerSession // the typed call's host session; a raw call's is in ctx
@@ -85,29 +88,53 @@ func (h *Hub) Begin(ctx context.Context, name string) (*Call, error) {
 }
 
 // BeginRaw begins a call of name, as [View.Begin], only if v serves it
-// now and its source is a [RawCaller] that takes this call raw; otherwise
-// it returns nil and the call is for the typed path. It never waits.
+// now; otherwise it returns nil, and the call is for the typed path. It
+// never waits. The call is made with the returned RawCaller: the source
+// itself if it forwards bytes ([RawCaller], and [RawChooser] agrees);
+// for any other source one that decodes the params into the request its
+// CallTool takes, with the host session ctx names ([HostSession]), and
+// encodes its result, so that the data plane makes every call the same
+// way.
 func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
 	h := v.hub
 	h.mu.RLock()
 	e := h.table.toolIndex[name]
-	if e == nil {
-		h.mu.RUnlock()
-		return nil, nil
-	}
-	rc, ok := e.source.src.(RawCaller)
-	if !ok || !v.allows(name) {
-		h.mu.RUnlock()
-		return nil, nil
-	}
-	if p, ok := rc.(RawChooser); ok && !p.CanCallRaw(e.local) {
+	if e == nil || !v.allows(name) {
 		h.mu.RUnlock()
 		return nil, nil
 	}
 	c := h.newCall(ctx, v, e)
 	h.mu.RUnlock()
 	c.raw = true
-	return c, rc
+	if rc, ok := e.source.src.(RawCaller); ok {
+		if p, ok := rc.(RawChooser); !ok || p.CanCallRaw(e.local) {
+			return c, rc
+		}
+	}
+	c.decoded = true
+	return c, typedRaw{c}
+}
+
+// Decoded reports whether the call, begun with [View.BeginRaw], is made
+// through its source's CallTool: the source does not forward bytes, so
+// the params are decoded for it and its result encoded.
+func (c *Call) Decoded() bool { return c.decoded }
+
+// sourceContext returns ctx for the source's CallTool: it names the view
+// the call was begun on ([CallerView]).
+func (c *Call) sourceContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, callerViewKey{}, c.v)
+}
+
+type callerViewKey struct{}
+
+// CallerView returns the view whose host a source's CallTool is called
+// for, or nil (a call through [Hub.Call], outside any view). A source that
+// calls other tools on the host's behalf (a diagram's tool nodes) calls
+// them through this view, so that they stay inside the host's selection.
+func CallerView(ctx context.Context) *View {
+	v, _ := ctx.Value(callerViewKey{}).(*View)
+	return v
 }
 
 func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
@@ -121,7 +148,7 @@ func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
 func (h *Hub) newCall(ctx context.Context, v *View, e *toolEntry) *Call {
 	c := &Call{hub: h, st: e.source, tool: e.tool, name: e.name, local: e.local, src: e.source.src, ctx: ctx, start: time.Now()}
 	if v != nil {
-		c.view = v.name
+		c.v, c.view = v, v.name
 	}
 	h.inflight.Add(1)
 	e.source.inflight.Add(1)
@@ -229,7 +256,7 @@ func (c *Call) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if c.hub.opts.Trace != nil {
 		c.ctx = c.hub.opts.Trace(c.ctx, c, metaTraceContext(params.Meta))
 	}
-	res, err := safeCall(c.ctx, c.src, &local)
+	res, err := safeCall(c.sourceContext(c.ctx), c.src, &local)
 	return c.Finish(res, err)
 }
 

@@ -46,9 +46,11 @@
 // resolves the name through the view's selection (waiting for sources
 // still connecting, see [Readier]), and the returned [Call] calls the
 // source and finishes the call (timeout, error mapping, metrics, logs).
-// The data plane uses [View.BeginRaw] and [Call.CallToolRaw] for sources
-// that forward bytes ([RawCaller]); the view's go-sdk handlers use
-// [Call.CallTool]; packs that call other tools use [Hub.Call].
+// The data plane uses [View.BeginRaw] and [Call.CallToolRaw]: sources
+// that forward bytes ([RawCaller]) get the call as bytes, the others
+// through their CallTool, the params decoded for them. The view's go-sdk
+// handlers use [Call.CallTool]; packs that call other tools use
+// [Hub.Call] or [View.Call].
 //
 // # Errors
 //

@@ -381,26 +381,6 @@ func (v *View) addTemplate(e *templateEntry) (err error) {
 	return nil
 }
 
-// ViewOf returns the view whose server holds the host session ss, or nil
-// (no session, or one of another hub). Packs that call other tools on a
-// host's behalf use it to stay inside that host's selection.
-func (h *Hub) ViewOf(ss *mcp.ServerSession) *View {
-	if ss == nil {
-		return nil
-	}
-	h.mu.RLock()
-	views := slices.Clone(h.views)
-	h.mu.RUnlock()
-	for _, v := range views {
-		for s := range v.server.Sessions() {
-			if s == ss {
-				return v
-			}
-		}
-	}
-	return nil
-}
-
 // RemoveView stops keeping v in line with the hub and closes its host
 // sessions. A reload uses it for profiles that changed or went away.
 func (h *Hub) RemoveView(v *View) {

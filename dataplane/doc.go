@@ -33,8 +33,11 @@
 //
 // A tools/call of the plain shape the envelope scanner reads (params with
 // name, arguments, _meta, inputResponses, requestState; no task), for a
-// tool the view serves now, of a source that is a [junction.RawCaller]
-// and takes the call raw: on a stdio connection after
+// tool the view serves now: as bytes to a source that is a
+// [junction.RawCaller] and takes the call raw, through its CallTool to
+// any other (see [junction.Call.Decoded]; over HTTP not on a session
+// whose streams can be resumed, nor for an older client without a
+// session). On a stdio connection after
 // notifications/initialized (or a 2026-07-28 request, which stands
 // alone), unless it is a 2026-07-28 request naming a log level; over
 // HTTP on a session go-sdk created before 2026-07-28, or without a

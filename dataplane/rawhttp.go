@@ -45,6 +45,9 @@ type httpRaw struct {
 	p        *Plane
 	jsonOnly bool // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
 	mode     HTTPMode
+	// replays: go-sdk keeps a session's SSE streams, so a host can resume
+	// them (SEP-1699); the raw path's streams cannot be resumed.
+	replays bool
 
 	seq   atomic.Uint64 // ids of requests to hosts ("jh-N")
 	hears bool          // the event store tells forget of closed sessions
@@ -72,7 +75,7 @@ type httpSession struct {
 func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
 	p.v.OfferTasks() // the raw path takes the extension's requests (tasks.go)
 	f := &httpRaw{
-		p: p, jsonOnly: o.JSONResponse, mode: o.Mode,
+		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, replays: store != nil && !o.JSONResponse,
 		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
 	}
 	if store != nil {
@@ -154,6 +157,13 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	// hostCall in the call's context tells the source's reader where.
 	ctx = withHostCall(ctx, hc)
 	call, src := f.p.v.BeginRaw(ctx, tc.name)
+	if call != nil && call.Decoded() && f.replays && junction.ParseRevision(version).ResumableStreams() {
+		// A source that does not forward bytes (a pack, say) may close
+		// its stream for the host to resume (junction.ResumableStreamHeader),
+		// which only go-sdk's streams can do.
+		call.Release()
+		call = nil
+	}
 	if call == nil {
 		s.calls.finish(key, hc, nil)
 		return false
@@ -256,6 +266,13 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
 	call, src := f.p.v.BeginRaw(withHostCall(r.Context(), &rc.hc), tc.name)
 	if call == nil {
+		return false
+	}
+	if call.Decoded() {
+		// A source that does not forward bytes (a pack) may log to an
+		// older host or ask it something, which without a session only
+		// go-sdk's handler of the request can carry.
+		call.Release()
 		return false
 	}
 	f.answerAlone(rc, call, src, tc, nil)

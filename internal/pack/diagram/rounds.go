@@ -128,12 +128,16 @@ type rounds struct {
 // It returns the finished run, or, from 2026-07-28, the input-required
 // result to answer the call with while the run waits for its host.
 func (p *Pack) runForCall(ctx context.Context, creq *mcp.CallToolRequest, req RunRequest) (*Run, *mcp.CallToolResult, error) {
-	req.Caller = p.callerFor(creq)
-	if creq == nil || creq.Session == nil {
+	req.Caller = callerFor(ctx)
+	if creq == nil {
 		return p.runNow(ctx, req)
 	}
 	if creq.ProtocolVersion() < junction.StatelessProtocolVersion {
-		req.Host = callHost{ss: creq.Session, caps: creq.ClientCapabilities()}
+		// Before 2026-07-28 the host is asked through its session, if
+		// the call has one.
+		if creq.Session != nil {
+			req.Host = callHost{ss: creq.Session, caps: creq.ClientCapabilities()}
+		}
 		return p.runNow(ctx, req)
 	}
 	if state := creq.Params.RequestState; state != "" {

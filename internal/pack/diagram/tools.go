@@ -230,7 +230,7 @@ func (p *Pack) toolRunBackend(ctx context.Context, creq *mcp.CallToolRequest, in
 	if err != nil {
 		return startFailure(in.Diagram, err), nil, nil
 	}
-	req.Caller = p.callerFor(creq)
+	req.Caller = callerFor(ctx)
 	if creq != nil && creq.Session != nil && creq.ProtocolVersion() < junction.StatelessProtocolVersion {
 		// Before 2026-07-28 the host's session outlives the call.
 		req.Host = callHost{ss: creq.Session, caps: creq.ClientCapabilities()}
@@ -455,17 +455,11 @@ func (p *Pack) readDiagram(_ context.Context, req *mcp.ReadResourceRequest) (*mc
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/yaml", Text: string(src)}}}, nil
 }
 
-// callerFor returns the view of the host session behind req, so tool nodes
-// stay inside that host's selection; nil (use the hub) when the pack's hub
-// cannot tell, or the call came from outside any session.
-func (p *Pack) callerFor(req *mcp.CallToolRequest) Caller {
-	vf, ok := p.opts.Hub.(interface {
-		ViewOf(*mcp.ServerSession) *junction.View
-	})
-	if !ok || req == nil || req.Session == nil {
-		return nil
-	}
-	if v := vf.ViewOf(req.Session); v != nil {
+// callerFor returns the view the call is made through, so tool nodes
+// stay inside that host's selection; nil (use the hub) for a call from
+// outside any view.
+func callerFor(ctx context.Context) Caller {
+	if v := junction.CallerView(ctx); v != nil {
 		return v
 	}
 	return nil
