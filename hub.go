@@ -473,11 +473,10 @@ type Put struct {
 // missing, not even one that moves from the old source to a new one; new
 // calls go to the old sources until the swap. Changes that only add do
 // not wait: a source not ready yet counts as connecting (see
-// [Options.StartupBudget]). A source
-// whose catalog cannot be read is still put in: it serves nothing until it
-// reports a change (the error is logged). Calls already routed to a
-// replaced or removed source finish there: the caller waits for them with
-// [Hub.Drain] before stopping it.
+// [Options.StartupBudget]). A source whose catalog cannot be read is
+// still put in: it serves nothing until it reports a change (the error is
+// logged). Calls already routed to a replaced or removed source finish
+// there: the caller waits for them with [Hub.Drain] before stopping it.
 //
 // The error after the swap is a view's that could not be brought in
 // line; the changes are made all the same.
@@ -574,6 +573,10 @@ func (h *Hub) apply(ctx context.Context, ch Changes, add bool) error {
 	}
 
 	err := h.rebuild()
+	// Retired only now: until the rebuild installed the new table, calls
+	// were still routed to the old sources and counted there, and a
+	// source retired before would let Drain find it idle and its caller
+	// stop it under such a call.
 	h.mu.Lock()
 	for _, s := range old {
 		h.retire(s)
