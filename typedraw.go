@@ -38,12 +38,18 @@ func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawM
 	asks := err == nil && res != nil && res.InputRequests != nil
 	modern := asksInResults(ss)
 	if asks && !modern {
+		// Failures here are protocol errors, as go-sdk's server makes them.
 		if len(res.InputRequests) == 0 {
-			return nil, errors.New("the server is busy, retry later")
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is busy, retry later"}
 		}
 		again := p
 		if again.InputResponses, err = askHost(ctx, ss, res.InputRequests); err != nil {
-			return nil, err
+			werr := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "multi-round-trip: " + err.Error()}
+			var host *jsonrpc.Error
+			if errors.As(err, &host) {
+				werr.Code = host.Code // the host's refusal, as go-sdk passes it on
+			}
+			return nil, werr
 		}
 		again.RequestState = res.RequestState
 		res, err = t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &again})
@@ -108,7 +114,7 @@ func askHost(ctx context.Context, ss *mcp.ServerSession, asks mcp.InputRequestMa
 			defer mu.Unlock()
 			if err != nil {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("asking the host (%q): %w", key, err)
+					firstErr = fmt.Errorf("fulfilling input request %q: %w", key, err)
 					cancel()
 				}
 				return

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"io"
 	"testing"
 
@@ -87,6 +89,16 @@ func TestPackQuestionToOlderHost(t *testing.T) {
 			}
 			if calls != 2 {
 				t.Errorf("the tool was called %d times, want 2", calls)
+			}
+			// A host that refuses the question: a protocol error with the
+			// host's code, as from go-sdk's server.
+			h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
+			ask = h.recv(t)
+			id, _ = json.Marshal(ask["id"])
+			h.send(t, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32600,"message":"no, thanks"}}`)
+			res = h.recv(t)
+			if e, _ := res["error"].(map[string]any); e == nil || e["code"] != float64(-32600) || !strings.Contains(fmt.Sprint(e["message"]), `fulfilling input request "who"`) || !strings.Contains(fmt.Sprint(e["message"]), "no, thanks") {
+				t.Errorf("a refused question gave %v, want the host's error", res)
 			}
 		})
 	}
