@@ -16,6 +16,7 @@ import (
 	"github.com/junction-mcp/junction/bench/echo"
 	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
@@ -90,6 +91,42 @@ func echoView(tb testing.TB, ctx context.Context) (*junction.View, func()) {
 func hubForwarder(tb testing.TB) *pipeHost  { return newForwarder(tb, false) }
 func fastForwarder(tb testing.TB) *pipeHost { return newForwarder(tb, true) }
 
+// newPackHost builds a hub whose one source is a pack with the echo
+// server's tool, in process, and connects a pipeHost to it through
+// dataplane.Plane.ServeStdio: through go-sdk's server, or with fast on
+// the data plane's path, the pack's handler behind the raw call.
+func newPackHost(tb testing.TB, fast bool) *pipeHost {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	hub := junction.New(nil)
+	p := junction.NewPack("echo")
+	type echoIn struct {
+		Msg  string `json:"msg"`
+		Size int    `json:"size,omitempty"`
+	}
+	junction.AddTool(p, &mcp.Tool{Name: "echo", Description: "Echoes msg, or size bytes of x."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			text := in.Msg
+			if in.Size > 0 {
+				text = strings.Repeat("x", in.Size)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+		})
+	if err := hub.Add(ctx, "echo", p, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		tb.Fatal(err)
+	}
+	view, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return dataplane.New(view, &dataplane.Options{NoRaw: !fast}).ServeStdio(ctx, in, out, nil)
+	}, func() { hub.Close() })
+}
+
+func packHubHost(tb testing.TB) *pipeHost  { return newPackHost(tb, false) }
+func packFastHost(tb testing.TB) *pipeHost { return newPackHost(tb, true) }
+
 // newDirect connects a pipeHost straight to an in-process echo server:
 // the floor of the in-process benchmark.
 func newDirect(tb testing.TB) *pipeHost {
@@ -163,7 +200,7 @@ func TestForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}} {
+	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.new(t)
 			res := h.call(t, `{"msg":"hello \"hub\""}`)
@@ -180,12 +217,14 @@ func TestForward(t *testing.T) {
 
 // BenchmarkForward measures one tools/call through the hub (host pipe →
 // hub → upstream process → back), sequentially. Allocations are the hub
-// process's own: the upstream is another process.
+// process's own: the upstream is another process. The pack cases call a
+// pack in the hub's process instead: through go-sdk's server
+// (pack-hub) and on the data plane's path (pack-fast).
 func BenchmarkForward(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}} {
+	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost}} {
 		b.Run(tc.name+"/small", func(b *testing.B) {
 			h := tc.new(b)
 			b.ReportAllocs()

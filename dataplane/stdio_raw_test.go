@@ -78,11 +78,18 @@ func startFast(t *testing.T, src junction.Source, sel junction.Selection) *fastH
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startStdio(t, v, nil)
+}
+
+// startStdio serves v to a fastHost over stdio pipes with opts, until the
+// test ends.
+func startStdio(t *testing.T, v *junction.View, opts *Options) *fastHost {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h := &fastHost{w: inW, r: bufio.NewReader(outR), done: make(chan error, 1)}
 	go func() {
-		h.done <- New(v, nil).ServeStdio(context.Background(), inR, outW, nil)
+		h.done <- New(v, opts).ServeStdio(context.Background(), inR, outW, nil)
 		outW.Close()
 	}()
 	t.Cleanup(func() {

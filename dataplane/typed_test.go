@@ -1,12 +1,10 @@
 package dataplane
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"io"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,20 +49,7 @@ func TestPackQuestionToOlderHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			h := &fastHost{w: inW, r: bufio.NewReader(outR), done: make(chan error, 1)}
-			go func() {
-				h.done <- New(v, &Options{NoRaw: noRaw}).ServeStdio(context.Background(), inR, outW, nil)
-				outW.Close()
-			}()
-			defer func() {
-				inW.Close()
-				go io.Copy(io.Discard, outR)
-				if err := <-h.done; err != nil {
-					t.Errorf("ServeStdio = %v", err)
-				}
-			}()
+			h := startStdio(t, v, &Options{NoRaw: noRaw})
 			h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
 			if m := h.recv(t); m["result"] == nil {
 				t.Fatalf("initialize = %v", m)
@@ -127,22 +112,11 @@ func TestPackSeesItsCallersView(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		h := &fastHost{w: inW, r: bufio.NewReader(outR), done: make(chan error, 1)}
-		go func() {
-			h.done <- New(v, &Options{NoRaw: noRaw}).ServeStdio(context.Background(), inR, outW, nil)
-			outW.Close()
-		}()
+		h := startStdio(t, v, &Options{NoRaw: noRaw})
 		h.initialize(t)
 		h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)
 		if got := text(h.recv(t)); got != "narrow" {
 			t.Errorf("NoRaw %v: the pack saw the view %q, want narrow", noRaw, got)
-		}
-		inW.Close()
-		go io.Copy(io.Discard, outR)
-		if err := <-h.done; err != nil {
-			t.Errorf("ServeStdio = %v", err)
 		}
 	}
 }
