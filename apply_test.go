@@ -136,3 +136,50 @@ func TestApplyRefusedChangesNothing(t *testing.T) {
 		t.Errorf("b's tool, unprefixed by the Options of its Apply: %v, %v", res, err)
 	}
 }
+
+// TestApplyConcurrently: Applies, adds, removes, refreshes and preset
+// changes from several goroutines at once, with calls going on, all end
+// (no deadlock between the swaps and the shared rebuilds), and the hub
+// ends with the sources the last changes left.
+func TestApplyConcurrently(t *testing.T) {
+	h := newHub(t)
+	add(t, h, "base", newPack("base", "stay"), junction.PrefixNever)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			name := string(rune('a' + w))
+			for i := range 50 {
+				var err error
+				switch i % 5 {
+				case 0:
+					err = h.Apply(ctx, junction.Changes{Put: []junction.Put{{Name: name, Source: newPack(name, "t"+name)}}})
+				case 1:
+					err = h.Refresh(ctx)
+				case 2:
+					err = h.SetPresets(map[string][]string{name: {"stay"}})
+				case 3:
+					err = h.Apply(ctx, junction.Changes{Remove: []string{name}, Put: []junction.Put{{Name: name + "2", Source: newPack(name+"2", "u"+name)}}})
+				case 4:
+					err = h.Remove(name + "2")
+				}
+				if err != nil {
+					t.Errorf("worker %s, step %d: %v", name, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200 {
+			if res, err := h.Call(ctx, "stay", json.RawMessage(`{"text":"x"}`)); err != nil || res.IsError {
+				t.Errorf("a call during the changes: %v, %v", res, err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	if got := h.SourceNames(); !slices.Equal(got, []string{"base"}) {
+		t.Errorf("sources after the changes = %q, want only base", got)
+	}
+}
