@@ -60,7 +60,6 @@ type Call struct {
 	decoded bool  // a raw call made through the source's CallTool (typedRaw)
 
 	// What the call's CallInfo reports (see observe).
-	view    string
 	session *mcp.ServerSession // the typed call's host session; a raw call's is in ctx
 	in      json.RawMessage    // the typed call's arguments, or the raw call's params
 	inRaw   bool
@@ -120,6 +119,15 @@ func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
 // the params are decoded for it and its result encoded.
 func (c *Call) Decoded() bool { return c.decoded }
 
+// viewName is the name of the view the call was begun on ("" for
+// Hub.Call and the default view).
+func (c *Call) viewName() string {
+	if c.v == nil {
+		return ""
+	}
+	return c.v.name
+}
+
 // sourceContext returns ctx for the source's CallTool: it names the view
 // the call was begun on ([CallerView]).
 func (c *Call) sourceContext(ctx context.Context) context.Context {
@@ -148,7 +156,7 @@ func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
 func (h *Hub) newCall(ctx context.Context, v *View, e *toolEntry) *Call {
 	c := &Call{hub: h, st: e.source, tool: e.tool, name: e.name, local: e.local, src: e.source.src, ctx: ctx, start: time.Now()}
 	if v != nil {
-		c.v, c.view = v, v.name
+		c.v = v
 	}
 	h.inflight.Add(1)
 	e.source.inflight.Add(1)
@@ -446,7 +454,7 @@ func (c *Call) observe(outcome string) {
 	ss := c.HostSession()
 	c.hub.opts.Observe(CallInfo{
 		Source: c.st.name, Tool: c.name, Start: c.start, Duration: time.Since(c.start), Outcome: outcome,
-		Code: c.code, Panicked: c.panic, Raw: c.raw, View: c.view, Session: ss, Context: c.ctx, Via: viaOf(c.ctx),
+		Code: c.code, Panicked: c.panic, Raw: c.raw, View: c.viewName(), Session: ss, Context: c.ctx, Via: viaOf(c.ctx),
 		in: c.in, inRaw: c.inRaw, res: c.res, resJSON: c.resJSON, resSize: c.resSize,
 	})
 }

@@ -334,7 +334,7 @@ func (v *View) runTaskCall(ctx context.Context, owner, name string, params json.
 func (v *View) forwardTaskCall(ctx context.Context, owner, name string, params json.RawMessage, ts TaskSource) (json.RawMessage, *jsonrpc.Error, bool) {
 	call, rc := v.BeginRaw(ctx, name)
 	if call == nil {
-		return nil, nil, false // the typed path: no task
+		return nil, nil, false // not served now: the typed path answers it
 	}
 	call.keepTasks = true
 	res, werr := call.CallToolRaw(rc, withMember(params, "name", mustString(call.Local())))
