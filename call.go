@@ -56,8 +56,9 @@ type Call struct {
 	// View.CallToolTask); other calls do not offer the source tasks.
 	keepTasks bool
 
-	v       *View // the view it was begun on; nil for Hub.Call
-	decoded bool  // a raw call made through the source's CallTool (typedRaw)
+	v       *View             // the view it was begun on; nil for Hub.Call
+	decoded bool              // a raw call made through the source's CallTool (typedRaw)
+	extra   *mcp.RequestExtra // for a decoded call: see SetRequestExtra
 
 	// What the call's CallInfo reports (see observe).
 	session *mcp.ServerSession // the typed call's host session; a raw call's is in ctx
@@ -118,6 +119,13 @@ func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
 // through its source's CallTool: the source does not forward bytes, so
 // the params are decoded for it and its result encoded.
 func (c *Call) Decoded() bool { return c.decoded }
+
+// SetRequestExtra gives a call made through its source's CallTool
+// ([Call.Decoded]) what the host's transport adds to the request: its
+// HTTP header, its token, a way to close its response stream. The
+// source's handler finds it in req.Extra, as go-sdk's server gives it.
+// Call it before the call is made.
+func (c *Call) SetRequestExtra(x *mcp.RequestExtra) { c.extra = x }
 
 // viewName is the name of the view the call was begun on ("" for
 // Hub.Call and the default view).

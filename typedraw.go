@@ -33,8 +33,9 @@ func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawM
 	}
 	p.Name = name
 	ss := HostSession(ctx)
+	extra := t.c.extra
 	ctx = t.c.sourceContext(ctx)
-	res, err := t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &p})
+	res, err := t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &p, Extra: extra})
 	asks := err == nil && res != nil && res.InputRequests != nil
 	modern := asksInResults(ss)
 	if asks && !modern {
@@ -52,7 +53,7 @@ func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawM
 			return nil, werr
 		}
 		again.RequestState = res.RequestState
-		res, err = t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &again})
+		res, err = t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &again, Extra: extra})
 		asks = err == nil && res != nil && res.InputRequests != nil
 	}
 	if err != nil || res == nil {

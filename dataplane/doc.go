@@ -35,9 +35,8 @@
 // name, arguments, _meta, inputResponses, requestState; no task), for a
 // tool the view serves now: as bytes to a source that is a
 // [junction.RawCaller] and takes the call raw, through its CallTool to
-// any other (see [junction.Call.Decoded]; over HTTP not on a session
-// whose streams can be resumed, nor for an older client without a
-// session). On a stdio connection after
+// any other (see [junction.Call.Decoded]; over HTTP not for an older
+// client without a session). On a stdio connection after
 // notifications/initialized (or a 2026-07-28 request, which stands
 // alone), unless it is a 2026-07-28 request naming a log level; over
 // HTTP on a session go-sdk created before 2026-07-28, or without a
@@ -53,6 +52,7 @@
 //	stdio.go      ServeStdio: a stdio host's connection, raw calls and go-sdk's
 //	http.go       HTTPHandler (stateful, stateless, dual), SSEHandler, body checks
 //	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
+//	rawresume.go  the raw path's SSE streams kept and resumed (Last-Event-ID)
 //	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered
 //	sessions.go   sealed sessions of the Streamable HTTP front
 //	ledger.go     SessionLedger: ended sessions, shared by replicas

@@ -175,7 +175,6 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	}
 	raw := newHTTPRaw(p, o, store)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
 		rev := junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version"))
 		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
 			endSessionCalls(sf, r, sid, calls, raw)
@@ -190,11 +189,18 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 			r.Header.Set(junction.ResumableStreamHeader, "1")
 		}
 		if store != nil && r.Method == http.MethodGet {
+			if raw.resume(w, r) {
+				return // a raw call's stream, resumed while the call goes on
+			}
 			w = &hostStream{ResponseWriter: w, ids: &calls.ids}
 		}
 		sf.ServeHTTP(w, r)
 	})
-	h := checkJSONBody(next, calls, o.MaxRequestBytes, raw.take)
+	body := checkJSONBody(next, calls, o.MaxRequestBytes, raw.take)
+	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
+		body.ServeHTTP(w, r)
+	}))
 	if sf == nil {
 		return h
 	}

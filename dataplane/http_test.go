@@ -455,11 +455,17 @@ func TestHTTPFastPathSSEOrder(t *testing.T) {
 		t.Fatalf("Content-Type %q, want text/event-stream", ct)
 	}
 	var data []string
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			data = append(data, d)
+	for _, e := range readEvents(t, resp.Body) {
+		if e.data == "" {
+			if e.name != "prime" || e.id == "" {
+				t.Errorf("event %+v: an event without data should be the priming event, with an id", e)
+			}
+			continue
 		}
+		if e.id == "" {
+			t.Errorf("event %+v has no id: the stream cannot be resumed", e)
+		}
+		data = append(data, e.data)
 	}
 	if len(data) != 2 || !strings.Contains(data[0], `"notifications/message"`) || !strings.Contains(data[0], `"first"`) ||
 		data[1] != `{"jsonrpc":"2.0","id":3,"result":{"content":[]}}` {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,8 +29,9 @@ import (
 // The answer is application/json, unless the upstream sends log messages
 // or requests (sampling, elicitation, roots) during the call: then the
 // response turns into an SSE stream that carries them and then the
-// result, as go-sdk's would, and the host's POSTed answers to those
-// requests are taken here. With HTTPOptions.JSONResponse the answer is
+// result, as go-sdk's would (a host can resume it, see rawresume.go),
+// and the host's POSTed answers to those requests are taken here. With
+// HTTPOptions.JSONResponse the answer is
 // always JSON, and log messages and requests go where go-sdk sends them in
 // that mode: the session's GET stream.
 //
@@ -49,12 +51,15 @@ type httpRaw struct {
 	// them (SEP-1699); the raw path's streams cannot be resumed.
 	replays bool
 
-	seq   atomic.Uint64 // ids of requests to hosts ("jh-N")
-	hears bool          // the event store tells forget of closed sessions
+	seq       atomic.Uint64 // ids of requests to hosts ("jh-N")
+	streamSeq atomic.Uint64 // ids of resumable streams ("raw-N", see rawresume.go)
+	hears     bool          // the event store tells forget of closed sessions
+	store     *replayStore  // with replays: where resumable streams are kept
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession   // by Mcp-Session-Id
 	pending  map[string]chan hostReply // requests to hosts, by session id + "\x00" + request id
+	streams  map[string]*sseSink       // resumable streams not over, by session id + "\x00" + stream id
 	closes   uint64                    // sessions forgotten so far (see session)
 }
 
@@ -77,6 +82,10 @@ func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
 	f := &httpRaw{
 		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, replays: store != nil && !o.JSONResponse,
 		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
+		streams: make(map[string]*sseSink),
+	}
+	if f.replays {
+		f.store = store
 	}
 	if store != nil {
 		f.hears = true
@@ -86,14 +95,21 @@ func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
 }
 
 // forget drops the raw path's record of session sid (only if it is s,
-// when s is not nil): go-sdk closed the session.
+// when s is not nil), and cancels its calls: go-sdk closed the session.
 func (f *httpRaw) forget(sid string, s *httpSession) {
 	f.mu.Lock()
-	if cur := f.sessions[sid]; cur != nil && (s == nil || cur == s) {
+	cur := f.sessions[sid]
+	if cur != nil && (s == nil || cur == s) {
 		delete(f.sessions, sid)
+	} else {
+		cur = nil
 	}
 	f.closes++
 	f.mu.Unlock()
+	if cur != nil {
+		// A call whose stream can be resumed outlives its POST.
+		cur.calls.cancelAll()
+	}
 }
 
 // take answers the POST r, whose body is body, if it is for the raw
@@ -140,11 +156,27 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		return false
 	}
 	key := string(tc.id)
-	ctx, cancel := context.WithCancelCause(r.Context()) // a client that goes away cancels the call
-	defer cancel(nil)
-	rc := &httpRawCall{hc: hostCall{cancel: cancel}, sink: sseSink{w: w, sid: sid, f: f}}
+	resumable := f.replays && junction.ParseRevision(version).ResumableStreams()
+	parent := r.Context()
+	if resumable {
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	rc := &httpRawCall{hc: hostCall{cancel: cancel}, sink: sseSink{w: w, sid: sid, f: f, resumable: resumable}}
 	hc, sink := &rc.hc, &rc.sink
+	// A client that goes away cancels the call, unless the call's stream
+	// has begun and can be resumed (rawresume.go).
+	stop := func() bool { return false }
+	if resumable {
+		stop = context.AfterFunc(r.Context(), func() {
+			if !sink.streaming() {
+				cancel(context.Cause(r.Context()))
+			}
+		})
+	}
 	if !s.calls.add(key, hc) {
+		stop()
+		cancel(nil)
 		return false // a reused id: go-sdk answers it
 	}
 	ctx = junction.WithHostSession(ctx, s.ss)
@@ -157,17 +189,52 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	// hostCall in the call's context tells the source's reader where.
 	ctx = withHostCall(ctx, hc)
 	call, src := f.p.v.BeginRaw(ctx, tc.name)
-	if call != nil && call.Decoded() && f.replays && junction.ParseRevision(version).ResumableStreams() {
-		// A source that does not forward bytes (a pack, say) may close
-		// its stream for the host to resume (junction.ResumableStreamHeader),
-		// which only go-sdk's streams can do.
-		call.Release()
-		call = nil
-	}
 	if call == nil {
 		s.calls.finish(key, hc, nil)
+		stop()
+		cancel(nil)
 		return false
 	}
+	if !call.Decoded() {
+		defer cancel(nil)
+		defer stop()
+		f.answerSession(s, key, call, src, tc, rc)
+		return true
+	}
+	// A tool called with its params decoded (a pack) gets what go-sdk's
+	// server would give it; where its stream can be resumed, it may close
+	// it and answer on the stream later, when the host has resumed it.
+	x := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header, CloseSSEStream: func(mcp.CloseSSEStreamArgs) {}}
+	if !resumable {
+		call.SetRequestExtra(x)
+		defer cancel(nil)
+		f.answerSession(s, key, call, src, tc, rc)
+		return true
+	}
+	closed := make(chan struct{})
+	sink.closed = closed
+	x.Header = r.Header.Clone()
+	x.Header.Set(junction.ResumableStreamHeader, "1")
+	x.CloseSSEStream = func(a mcp.CloseSSEStreamArgs) { sink.closeStream(a.RetryAfter) }
+	call.SetRequestExtra(x)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		defer cancel(nil)
+		defer stop()
+		f.answerSession(s, key, call, src, tc, rc)
+	}()
+	select {
+	case <-answered:
+	case <-closed:
+	}
+	return true
+}
+
+// answerSession makes the raw call of rc on session s, under key in the
+// session's table, and answers it.
+func (f *httpRaw) answerSession(s *httpSession, key string, call *junction.Call, src junction.RawCaller, tc toolCall, rc *httpRawCall) {
+	hc, sink := &rc.hc, &rc.sink
 	o := f.call(call, src, rawParams(call.Local(), tc), hc, tc.id, sink, nil)
 	switch {
 	case !o.streamed:
@@ -183,7 +250,6 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		s.calls.finish(key, hc, nil)
 		sink.endCut(hc.link.Stream, o)
 	}
-	return true
 }
 
 // endCut ends the response to a call whose answer, begun on it, was cut
@@ -546,6 +612,11 @@ func divertToStream(next mcp.MethodHandler) mcp.MethodHandler {
 
 // sseSink writes one HTTP raw call's response: JSON when the answer is
 // all there is, an SSE stream when log messages come first.
+//
+// On a session whose streams can be resumed (rawresume.go), the stream's
+// events carry ids and are kept in the handler's event store, and w is
+// whichever response carries the stream now: the POST's, then that of
+// a GET that resumed it, or none between the two.
 type sseSink struct {
 	w   http.ResponseWriter
 	sid string
@@ -554,6 +625,15 @@ type sseSink struct {
 	mu      sync.Mutex
 	started bool // the SSE stream has begun
 	done    bool // the answer is written (or there will be none)
+
+	resumable bool          // the stream can be resumed: see rawresume.go
+	stream    string        // its id in the event store, once started
+	next      int           // the index of its next event
+	line      []byte        // the answer's line, while written in parts on a resumable stream
+	inLine    bool          // a line is being written in parts on a resumable stream
+	over      chan struct{} // closed when nothing more goes on the stream (resumable, once started)
+	closed    chan struct{} // closed when the tool closes the POST's response (see closeStream)
+	ended     bool          // over is closed
 }
 
 // notify sends a notification (a log message, progress) with params, as
@@ -630,9 +710,9 @@ func (s *sseSink) finish(answer [][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
-	defer func() { s.w = nil }()
-	s.header()
+	defer s.let()
 	if !s.started && answer != nil {
+		s.header()
 		writeJSON(s.w, answer)
 		return
 	}
@@ -642,7 +722,7 @@ func (s *sseSink) finish(answer [][]byte) {
 	}
 }
 
-// beginLine starts the answer as one line written in parts, by the
+// BeginLine starts the answer as one line written in parts, by the
 // source's reader while the answer arrives (see cutthrough.go): the body
 // of an application/json response, or, if the response has become an SSE
 // stream, the data of an event (a JSON line has no raw newline). No
@@ -650,11 +730,18 @@ func (s *sseSink) finish(answer [][]byte) {
 func (s *sseSink) BeginLine() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done || s.w == nil {
+	if s.done || s.w == nil && !s.inStore() {
 		return errAnswered
 	}
 	s.done = true
-	if s.started {
+	switch {
+	case s.inStore():
+		// The event's id follows its data (EndLine): an answer cut short
+		// ends as an event without one (cutShort).
+		s.inLine = true
+		s.write([]byte("event: message\ndata: "))
+		return nil
+	case s.started:
 		_, err := s.w.Write([]byte("data: "))
 		return err
 	}
@@ -676,15 +763,31 @@ func (s *sseSink) header() http.Header {
 // errAnswered is beginLine's error when the call has its answer.
 var errAnswered = errors.New("the call has been answered")
 
-// linePart writes a part of the line begun with beginLine.
+// LinePart writes a part of the line begun with BeginLine.
 func (s *sseSink) LinePart(p []byte) error {
-	_, err := s.w.Write(p)
-	return err
+	if !s.inLine { // set before, by the goroutine that writes the parts
+		_, err := s.w.Write(p)
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.line = append(s.line, p...)
+	s.write(p)
+	return nil
 }
 
-// endLine ends the line begun with beginLine (its last part ends in a
+// EndLine ends the line begun with BeginLine (its last part ends in a
 // newline; an SSE event wants a blank line after it), and flushes it.
 func (s *sseSink) EndLine() {
+	if s.inLine {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.inLine = false
+		s.write([]byte("id: " + s.keep(bytes.TrimRight(s.line, "\n")) + "\n\n"))
+		s.line = nil
+		s.flush()
+		return
+	}
 	if s.started {
 		s.w.Write([]byte("\n"))
 	}
@@ -702,7 +805,18 @@ func (s *sseSink) flush() {
 func (s *sseSink) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.let()
+}
+
+// let lets go of the response, for good: nothing more goes on the
+// stream. Called with mu held.
+func (s *sseSink) let() {
 	s.w = nil
+	if s.over != nil && !s.ended {
+		s.ended = true
+		close(s.over)
+		s.f.dropStream(s)
+	}
 }
 
 // cutShort ends an answer cut short, and lets go of the response. With
@@ -715,19 +829,24 @@ func (s *sseSink) release() {
 func (s *sseSink) cutShort(closer, answer []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer func() { s.w = nil }()
+	defer s.let()
 	switch {
+	case closer != nil && s.inLine:
+		s.line = append(s.line, closer...)
+		s.write(closer)
+		s.write([]byte("\nid: " + s.keep(s.line) + "\n\n"))
 	case closer != nil:
 		s.w.Write(closer)
 		if s.started {
 			s.w.Write([]byte("\n"))
 		}
 	case s.started:
-		s.w.Write([]byte("\nevent: junction-cut\n\n"))
+		s.write([]byte("\nevent: junction-cut\n\n"))
 		s.event(bytes.TrimRight(answer, "\n"))
 	default:
 		return false
 	}
+	s.inLine, s.line = false, nil
 	s.flush()
 	return true
 }
@@ -742,17 +861,22 @@ func (s *sseSink) startStream() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	s.w.WriteHeader(http.StatusOK)
+	if s.resumable {
+		s.prime()
+	}
 }
 
 // event writes one SSE message event holding the JSON data (one line)
 // and flushes it; called with mu held.
 func (s *sseSink) event(data []byte) {
-	buf := make([]byte, 0, len(data)+32)
-	buf = append(buf, "event: message\ndata: "...)
+	buf := make([]byte, 0, len(data)+64)
+	buf = append(buf, "event: message\n"...)
+	if s.inStore() {
+		buf = append(append(append(buf, "id: "...), s.keep(data)...), '\n')
+	}
+	buf = append(buf, "data: "...)
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)
-	s.w.Write(buf)
-	if fl, ok := s.w.(http.Flusher); ok {
-		fl.Flush()
-	}
+	s.write(buf)
+	s.flush()
 }

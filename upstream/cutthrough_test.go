@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -74,6 +75,9 @@ func runCutServer() {
 		case "tools/call":
 			head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, msg.ID)
 			tail := `"}],"isError":false}}` + "\n"
+			if msg.Params.Name != "nested" && msg.Params.Meta.ProgressToken != nil {
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`+"\n", msg.Params.Meta.ProgressToken)
+			}
 			switch msg.Params.Name {
 			case "big":
 				out.WriteString(head + cutText + tail)
@@ -467,5 +471,122 @@ func TestCutThroughUpstreamHTTPNested(t *testing.T) {
 	// Without progress the answer is a JSON body: broken off.
 	if _, err := connect().CallTool(ctx, &mcp.CallToolParams{Name: "up__nested"}); err == nil {
 		t.Fatal("nested, as JSON: the call succeeded, want the response broken off")
+	}
+}
+
+// TestCutThroughUpstreamHTTPResumes: on a 2025-11-25 session, a long
+// answer that follows progress is forwarded while it arrives as an event
+// of a stream the host can resume: its id follows its data, and the store
+// keeps it whole. A host that loses the stream in the middle of the answer
+// resumes it with the last event it got and reads the answer whole.
+func TestCutThroughUpstreamHTTPResumes(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "cut", nil)
+	cfg.CallTimeout = 5 * time.Second
+	want := wantText(t)
+	ctx := ctxTimeout(t, 60*time.Second)
+	view, resume := cutView(t, ctx, cfg, nil, nil)
+	srv := httptest.NewServer(dataplane.New(view, nil).HTTPHandler(nil))
+	t.Cleanup(srv.Close)
+
+	do := func(ctx context.Context, method, sid, body string, hdrs ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, srv.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		for i := 0; i+1 < len(hdrs); i += 2 {
+			req.Header.Set(hdrs[i], hdrs[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	resp := do(ctx, http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	io.Copy(io.Discard, do(ctx, http.MethodPost, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body)
+
+	type event struct{ name, id, data string }
+	next := func(sc *bufio.Scanner) event {
+		t.Helper()
+		var ev event
+		for any := false; sc.Scan(); {
+			k, v, _ := strings.Cut(sc.Text(), ":")
+			v = strings.TrimPrefix(v, " ")
+			switch k {
+			case "":
+				if any {
+					return ev
+				}
+				continue
+			case "event":
+				ev.name = v
+			case "id":
+				ev.id = v
+			case "data":
+				ev.data = v
+			}
+			any = true
+		}
+		t.Fatalf("the stream ended (%v) before the next event", sc.Err())
+		return ev
+	}
+	scanner := func(r io.Reader) *bufio.Scanner {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 4<<20)
+		return sc
+	}
+	answerText := func(ev event, id string) string {
+		t.Helper()
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(ev.data), &m); err != nil || string(m.ID) != id || len(m.Result.Content) != 1 {
+			t.Fatalf("event %s (%d bytes of data): want the answer to %s (%v)", ev.id, len(ev.data), id, err)
+		}
+		return m.Result.Content[0].Text
+	}
+
+	// Whole, on the POST's stream; then replayed from the store.
+	sc := scanner(do(ctx, http.MethodPost, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__big","_meta":{"progressToken":"p"}}}`).Body)
+	prime, progress, answer := next(sc), next(sc), next(sc)
+	stream, _, _ := strings.Cut(prime.id, "_")
+	if prime.name != "prime" || !strings.Contains(progress.data, "notifications/progress") || progress.id != stream+"_1" || answer.id != stream+"_2" {
+		t.Fatalf("events %+v, %+v, then the answer as %q; want a priming event, progress and the answer, numbered", prime, progress, answer.id)
+	}
+	if answerText(answer, "2") != want {
+		t.Fatal("the answer's text is not the server's")
+	}
+	sc = scanner(do(ctx, http.MethodGet, sid, "", "Last-Event-ID", prime.id).Body)
+	if p, a := next(sc), next(sc); p != progress || a.id != answer.id || a.data != answer.data {
+		t.Fatal("the stream replayed from the store differs from the one sent")
+	}
+
+	// Lost in the middle of the answer, which the server pauses.
+	pctx, drop := context.WithCancel(ctx)
+	sc = scanner(do(pctx, http.MethodPost, sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"up__slow","_meta":{"progressToken":"q"}}}`).Body)
+	next(sc)
+	progress = next(sc)
+	drop()
+	sc = scanner(do(ctx, http.MethodGet, sid, "", "Last-Event-ID", progress.id).Body)
+	if err := os.WriteFile(resume, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stream, _, _ = strings.Cut(progress.id, "_")
+	if answer = next(sc); answer.id != stream+"_2" || answerText(answer, "3") != want {
+		t.Fatalf("the resumed stream's answer is event %q; want %s_2 with the server's text", answer.id, stream)
 	}
 }
