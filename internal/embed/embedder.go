@@ -155,7 +155,7 @@ func newEmbedder(cfg Config, logger *slog.Logger, clk clock) (*Embedder, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	logger = logger.With("component", "embed", "endpoint", c.shown, "model", cfg.Model)
+	logger = logger.With("endpoint", c.shown, "model", cfg.Model) // the caller names the component
 	idle := make(chan struct{})
 	close(idle)
 	ctx, cancel := context.WithCancel(context.Background())

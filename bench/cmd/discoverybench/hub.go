@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,15 +22,35 @@ import (
 // A hub is a "junction serve" process over stdio and a client session
 // with it, whose tools/list answers are recorded as they arrive.
 type hub struct {
-	cmd *exec.Cmd
-	cs  *mcp.ClientSession
-	rec *recorder
+	cmd     *exec.Cmd
+	cs      *mcp.ClientSession
+	rec     *recorder
+	started time.Time
+	// admin, with an admin listener, gets its base URL
+	// (http://127.0.0.1:PORT/) once the hub prints it; nil without.
+	admin     <-chan string
+	adminBase string // the URL, once read from admin
 }
 
-func startHub(ctx context.Context, junction, cfg, dataDir string) (*hub, error) {
-	cmd := exec.Command(junction, "serve", "-config", cfg, "-no-default-packs",
-		"-data-dir", dataDir, "-log-level", "warn", "-startup-budget", "60s")
+// startHub starts "junction serve" on cfg over stdio; with admin, also
+// its admin listener (status page and /metrics) on a free loopback port,
+// without auth (loopback only), whose URL it reads from the hub's stderr.
+func startHub(ctx context.Context, junction, cfg, dataDir string, admin bool) (*hub, error) {
+	args := []string{"serve", "-config", cfg, "-no-default-packs",
+		"-data-dir", dataDir, "-log-level", "warn", "-startup-budget", "60s"}
+	var adminURL chan string
+	if admin {
+		args = append(args, "-admin", "127.0.0.1:0", "-insecure-no-auth")
+	}
+	cmd := exec.Command(junction, args...)
 	cmd.Stderr = os.Stderr
+	if admin {
+		adminURL = make(chan string, 1)
+		cmd.Stderr = &stderrWatch{w: os.Stderr, prefix: adminPrefix, found: adminURL}
+		// The copy of stderr ends when every holder of the pipe has
+		// closed it, upstreams the hub started among them: bound the wait.
+		cmd.WaitDelay = 5 * time.Second
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -40,7 +62,10 @@ func startHub(ctx context.Context, junction, cfg, dataDir string) (*hub, error) 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	h := &hub{cmd: cmd, rec: &recorder{r: stdout}}
+	h := &hub{cmd: cmd, rec: &recorder{r: stdout}, started: time.Now()}
+	if admin {
+		h.admin = adminURL
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "discoverybench", Version: "1"}, nil)
 	h.cs, err = client.Connect(ctx, &mcp.IOTransport{Reader: h.rec, Writer: stdin}, nil)
 	if err != nil {
@@ -342,4 +367,199 @@ func (r *recorder) pages() (int, [][]byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.n, r.tools
+}
+
+// adminPrefix begins the line on which "junction serve" gives its admin
+// listener's URL (internal/cli, serve).
+const adminPrefix = "junction: status page on "
+
+// A stderrWatch passes the hub's stderr through to w and sends, once, to
+// found the rest of the first line that begins with prefix.
+type stderrWatch struct {
+	w      io.Writer
+	prefix string
+	found  chan<- string
+
+	mu   sync.Mutex
+	line []byte // the current line so far
+	done bool   // found has its value
+}
+
+func (s *stderrWatch) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for b := p; !s.done && len(b) > 0; {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(s.line) < 4096 {
+				s.line = append(s.line, b...)
+			}
+			break
+		}
+		s.line = append(s.line, b[:i]...)
+		if rest, ok := bytes.CutPrefix(s.line, []byte(s.prefix)); ok {
+			s.found <- strings.TrimSpace(string(rest))
+			s.done = true
+		}
+		s.line = s.line[:0]
+		b = b[i+1:]
+	}
+	return s.w.Write(p)
+}
+
+// How long the bench waits, by default, for every tool's embedding after
+// the hub starts, and how often it looks.
+const (
+	semanticWait     = 10 * time.Minute
+	semanticPoll     = 250 * time.Millisecond
+	semanticProgress = 30 * time.Second
+	adminWait        = 30 * time.Second // for the admin listener's URL, once the hub serves its tools
+)
+
+// The metrics of the hub's semantic stage (internal/daemon, metrics.go).
+const (
+	metricReady     = `junction_search_semantic_tools{state="ready"}`
+	metricPending   = `junction_search_semantic_tools{state="pending"}`
+	metricRequests  = "junction_search_semantic_requests_total"
+	metricFailures  = "junction_search_semantic_failures_total"
+	metricFallbacks = "junction_search_semantic_fallbacks_total"
+)
+
+// semanticMetrics reads the hub's /metrics, from its admin listener,
+// and returns the samples by series ("name{labels}"). It fails when the
+// hub has no semantic stage.
+func (h *hub) semanticMetrics(ctx context.Context, base string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the hub's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the hub's metrics at %smetrics: %s", base, resp.Status)
+	}
+	m, err := parseMetrics(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("the hub's metrics at %smetrics: %w", base, err)
+	}
+	if _, ok := m[metricReady]; !ok {
+		return nil, fmt.Errorf("the hub's metrics at %smetrics have no %s: its semantic stage is off", base, metricReady)
+	}
+	return m, nil
+}
+
+// parseMetrics reads the Prometheus text format: one sample a line,
+// "series value", with # comments.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
+	m := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			return nil, fmt.Errorf("line %q: no value", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %q: %w", line, err)
+		}
+		m[strings.TrimSpace(line[:i])] = v
+	}
+	return m, sc.Err()
+}
+
+// adminURL returns the base URL of the hub's admin listener
+// (http://127.0.0.1:PORT/), waiting until deadline for the hub to print
+// it.
+func (h *hub) adminURL(ctx context.Context, deadline time.Time) (string, error) {
+	if h.adminBase != "" {
+		return h.adminBase, nil
+	}
+	if h.admin == nil {
+		return "", errors.New("the hub has no admin listener to read its metrics from")
+	}
+	select {
+	case h.adminBase = <-h.admin:
+		return h.adminBase, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(time.Until(deadline)):
+		return "", fmt.Errorf("no %q line on the hub's stderr %v after it started: its admin listener did not start (its log says why)", adminPrefix+"URL", deadline.Sub(h.started).Round(time.Second))
+	}
+}
+
+// waitSemantic waits until the hub's semantic stage has the embedding of
+// every tool, want of them (junction_search_semantic_tools: ready at
+// least want, none pending), and reports on stderr how long after the
+// hub's start that was. It fails once limit has passed since the hub
+// started, naming what it waited for and how far the stage got.
+func waitSemantic(ctx context.Context, h *hub, want int, limit time.Duration, stderr io.Writer) error {
+	deadline := h.started.Add(limit)
+	// The hub prints the line as soon as it is built, which it is once
+	// it serves the tools: a line that has not come soon will not.
+	adminBy := time.Now().Add(adminWait)
+	if deadline.Before(adminBy) {
+		adminBy = deadline
+	}
+	base, err := h.adminURL(ctx, adminBy)
+	if err != nil {
+		return err
+	}
+	progress := time.Now().Add(semanticProgress)
+	for {
+		m, err := h.semanticMetrics(ctx, base)
+		if err != nil {
+			return err
+		}
+		ready, pending := int(m[metricReady]), int(m[metricPending])
+		if ready >= want && pending == 0 {
+			fmt.Fprintf(stderr, "semantic stage: all %d tools embedded %v after the hub started (%.0f requests to the endpoint, %.0f failed)\n",
+				want, time.Since(h.started).Round(time.Millisecond), m[metricRequests], m[metricFailures])
+			return nil
+		}
+		now := time.Now()
+		if now.After(deadline) {
+			return fmt.Errorf("semantic stage: waited %v after the hub started for all %d tools' embeddings (%s at least %d and %s 0, at %smetrics); got %d ready and %d pending, after %.0f requests to the endpoint, %.0f failed",
+				limit, want, metricReady, want, metricPending, base, ready, pending, m[metricRequests], m[metricFailures])
+		}
+		if now.After(progress) {
+			fmt.Fprintf(stderr, "semantic stage: %d of %d tools embedded, %d pending, %v after the hub started (%.0f requests, %.0f failed)\n",
+				ready, want, pending, time.Since(h.started).Round(time.Second), m[metricRequests], m[metricFailures])
+			progress = now.Add(semanticProgress)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(semanticPoll):
+		}
+	}
+}
+
+// semanticAfter reports on stderr the semantic stage's counters once the
+// queries have run, and warns when searches fell back to words only
+// because the endpoint failed: those rankings are not the fused ones.
+func semanticAfter(ctx context.Context, h *hub, stderr io.Writer) error {
+	base, err := h.adminURL(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	m, err := h.semanticMetrics(ctx, base)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "semantic stage after the queries: %.0f requests to the endpoint, %.0f failed, %.0f searches ranked by words only\n",
+		m[metricRequests], m[metricFailures], m[metricFallbacks])
+	if m[metricFallbacks] > 0 {
+		fmt.Fprintf(stderr, "WARNING: %.0f searches fell back to words only because the embeddings endpoint failed (the hub's log says how): the figures mix fused and lexical rankings\n", m[metricFallbacks])
+	}
+	return nil
 }

@@ -8,7 +8,9 @@
 //	go build -o /tmp/catalogserver ./bench/cmd/catalogserver
 //	discoverybench -junction /tmp/junction -fixture /tmp/catalogserver \
 //	    -catalog catalog.json [-layout one|per-server] \
-//	    [-queries queries-dev.json -ranked /tmp/hub-dev.jsonl [-score score.py]] \
+//	    [-queries queries-dev.json -ranked /tmp/hub-dev.jsonl [-score score.py]
+//	     [-semantic http://127.0.0.1:PORT/v1 [-semantic-model use-lite]
+//	      [-semantic-weight W] [-semantic-timeout D] [-semantic-wait 10m]]] \
 //	    [-node node -npm node_modules]
 //
 // For each configuration it starts "junction serve" over stdio, once per
@@ -46,6 +48,21 @@
 // to catalog keys (package bench/catalog): one {"id", "ranked"} line per
 // query, the scorer's --ranked format. With -score it then runs
 // "python3 SCORE --queries QUERIES --ranked RANKED" and prints its output.
+//
+// With -semantic, that search-mode hub also gets the semantic stage of
+// tool search (docs/discovery.md, "The semantic stage"): the config's
+// top-level discovery section names the endpoint (semantic.url), the
+// -semantic-model name, and -semantic-weight and -semantic-timeout when
+// they are given (else the hub's defaults). bench/embeddings is such an
+// endpoint that runs offline. The hub then also serves its admin listener
+// on a free loopback port (-admin 127.0.0.1:0 -insecure-no-auth), and
+// before the queries the bench polls its /metrics until every catalog
+// tool has its embedding (junction_search_semantic_tools: ready at
+// least the catalog's tools, none pending), at most -semantic-wait after
+// the hub started; it reports how long that took, and after the queries
+// the stage's requests, failures and the searches that fell back to
+// words only (a warning when there are any: those rankings are not the
+// fused ones). The list-mode hub never gets the semantic stage.
 package main
 
 import (
@@ -60,6 +77,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,6 +100,32 @@ type options struct {
 	limit                      int
 	node, npm                  string
 	layout                     string
+	semantic                   semantic
+	semanticWait               time.Duration
+}
+
+// semantic is the semantic stage the search-mode hub of the catalog gets
+// (docs/discovery.md, "The semantic stage"): none when url is "".
+type semantic struct {
+	url, model string
+	weight     float64       // 0: the hub's default
+	timeout    time.Duration // 0: the hub's default
+}
+
+// yaml returns the "semantic:" entry of the top-level "discovery:"
+// section, indented under it, or "" when there is no stage.
+func (s semantic) yaml() string {
+	if s.url == "" {
+		return ""
+	}
+	y := fmt.Sprintf("  semantic:\n    url: %q\n    model: %q\n", s.url, s.model)
+	if s.weight != 0 {
+		y += "    weight: " + strconv.FormatFloat(s.weight, 'g', -1, 64) + "\n"
+	}
+	if s.timeout != 0 {
+		y += "    timeout: " + s.timeout.String() + "\n"
+	}
+	return y
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -98,6 +142,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.limit, "limit", 10, "search_tools' limit")
 	fs.StringVar(&o.node, "node", "", "node `binary`, for the desktop configuration")
 	fs.StringVar(&o.npm, "npm", "", "node_modules `directory` holding @modelcontextprotocol/server-everything and server-filesystem")
+	fs.StringVar(&o.semantic.url, "semantic", "", "with -queries: give the search-mode hub this embeddings endpoint (`URL`, e.g. http://127.0.0.1:PORT/v1) as its semantic stage, and wait until every tool has its embedding before the queries")
+	fs.StringVar(&o.semantic.model, "semantic-model", "use-lite", "with -semantic: the model `name` sent to the endpoint")
+	fs.Func("semantic-weight", "with -semantic: the semantic ranking's `weight` against the lexical one's, above 0 and at most 10 (default: the hub's, 1)", func(v string) error {
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(w > 0 && w <= 10) {
+			return fmt.Errorf("%q: want a number above 0 and at most 10", v)
+		}
+		o.semantic.weight = w
+		return nil
+	})
+	fs.Func("semantic-timeout", "with -semantic: the hub's `timeout` for each request to the endpoint (default: the hub's, 5s)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%q: want a duration above 0, such as 30s", v)
+		}
+		o.semantic.timeout = d
+		return nil
+	})
+	fs.DurationVar(&o.semanticWait, "semantic-wait", semanticWait, "with -semantic: wait at most this `long` after the hub starts for every tool's embedding")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,6 +178,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.layout != "one" && o.layout != "per-server" {
 		return fmt.Errorf("-layout %q: want one or per-server", o.layout)
+	}
+	if o.semantic.url == "" {
+		if err := noneSet(fs, "semantic-model", "semantic-weight", "semantic-timeout", "semantic-wait"); err != nil {
+			return err
+		}
+	} else if o.queries == "" {
+		return errors.New("-semantic needs -queries: it changes only search_tools' ranking")
+	}
+	if o.semantic.url != "" && (o.semantic.model == "" || o.semanticWait <= 0) {
+		return errors.New("-semantic needs a -semantic-model name and a -semantic-wait above 0")
 	}
 	tok, err := tokens.New()
 	if err != nil {
@@ -149,11 +222,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		r, err := measure(ctx, o.junction, dir, name, servers, names, tok, stderr, func(h *hub) error {
+		r, err := measure(ctx, o.junction, dir, name, servers, o.semantic, names, tok, stderr, func(h *hub) error {
 			if o.queries == "" {
 				return nil
 			}
-			return searchAll(ctx, h, o, stderr)
+			if o.semantic.url != "" {
+				if err := waitSemantic(ctx, h, len(names), o.semanticWait, stderr); err != nil {
+					return err
+				}
+			}
+			if err := searchAll(ctx, h, o, stderr); err != nil {
+				return err
+			}
+			if o.semantic.url != "" {
+				return semanticAfter(ctx, h, stderr)
+			}
+			return nil
 		})
 		if err != nil {
 			return err
@@ -169,7 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		servers := fmt.Sprintf("  everything:\n    command: %q\n    args: [%q, stdio]\n  files:\n    command: %q\n    args: [%q, %q]\n",
 			o.node, filepath.Join(pkg, "server-everything", "dist", "index.js"),
 			o.node, filepath.Join(pkg, "server-filesystem", "dist", "index.js"), root)
-		r, err := measure(ctx, o.junction, dir, "desktop", servers, nil, tok, stderr, nil)
+		r, err := measure(ctx, o.junction, dir, "desktop", servers, semantic{}, nil, tok, stderr, nil)
 		if err != nil {
 			return err
 		}
@@ -195,17 +279,22 @@ type row struct {
 
 // measure starts a hub of servers (YAML under "servers:") in list mode,
 // then in search mode, and measures each one's tools/list, once the hub
-// serves every tool of want ([hub.ready]) if want is not nil. In search
-// mode it then calls then, if not nil, with the hub.
-func measure(ctx context.Context, junction, dir, name, servers string, want []string, tok *tokens.Counter, stderr io.Writer, then func(*hub) error) ([]row, error) {
+// serves every tool of want ([hub.ready]) if want is not nil. The
+// search-mode hub gets the semantic stage sem, if any, and its admin
+// listener. In search mode it then calls then, if not nil, with the hub.
+func measure(ctx context.Context, junction, dir, name, servers string, sem semantic, want []string, tok *tokens.Counter, stderr io.Writer, then func(*hub) error) ([]row, error) {
 	var rows []row
 	for _, mode := range []string{"list", "search"} {
+		modeSem := sem
+		if mode != "search" {
+			modeSem = semantic{}
+		}
 		cfg := filepath.Join(dir, name+"-"+mode+".yaml")
-		if err := os.WriteFile(cfg, []byte(config(servers, mode)), 0o644); err != nil {
+		if err := os.WriteFile(cfg, []byte(config(servers, mode, modeSem)), 0o644); err != nil {
 			return nil, err
 		}
 		start := time.Now()
-		h, err := startHub(ctx, junction, cfg, filepath.Join(dir, "data-"+name+"-"+mode))
+		h, err := startHub(ctx, junction, cfg, filepath.Join(dir, "data-"+name+"-"+mode), modeSem.url != "")
 		if err != nil {
 			return nil, err
 		}
@@ -261,9 +350,21 @@ func perServer(base string, tools []catalog.Tool) (string, error) {
 	return b.String(), nil
 }
 
-// config returns a config file of servers in the discovery mode.
-func config(servers, mode string) string {
-	return "servers:\n" + servers + "discovery:\n  mode: " + mode + "\n"
+// config returns a config file of servers in the discovery mode, with
+// the semantic stage sem, if any.
+func config(servers, mode string, sem semantic) string {
+	return "servers:\n" + servers + "discovery:\n  mode: " + mode + "\n" + sem.yaml()
+}
+
+// noneSet reports the first of the named flags that was set.
+func noneSet(fs *flag.FlagSet, names ...string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil && slices.Contains(names, f.Name) {
+			err = fmt.Errorf("-%s needs -semantic", f.Name)
+		}
+	})
+	return err
 }
 
 func printTable(w io.Writer, rows []row) {

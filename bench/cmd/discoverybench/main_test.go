@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -70,12 +75,186 @@ func TestConfig(t *testing.T) {
 		Discovery struct{ Mode string }
 	}
 	servers := "  catalog:\n    command: \"/tmp/a b\"\n    args: [-catalog, \"/x/catalog.json\"]\n    prefix: never\n"
-	if err := yaml.Unmarshal([]byte(config(servers, "search")), &c); err != nil {
+	if err := yaml.Unmarshal([]byte(config(servers, "search", semantic{})), &c); err != nil {
 		t.Fatal(err)
 	}
 	s := c.Servers["catalog"]
 	if s.Command != "/tmp/a b" || len(s.Args) != 2 || s.Prefix != "never" || c.Discovery.Mode != "search" {
 		t.Errorf("config parsed as %+v", c)
+	}
+}
+
+func TestSemanticConfig(t *testing.T) {
+	type sem struct {
+		URL, Model string
+		Weight     *float64
+		Timeout    string
+	}
+	var c struct {
+		Servers   map[string]struct{ URL string }
+		Discovery struct {
+			Mode     string
+			Semantic *sem
+		}
+	}
+	servers := "  a:\n    transport: http\n    url: \"http://127.0.0.1:9/s/a\"\n"
+	parse := func(s semantic) {
+		t.Helper()
+		c.Discovery.Semantic = nil
+		if err := yaml.Unmarshal([]byte(config(servers, "search", s)), &c); err != nil {
+			t.Fatalf("%v:\n%s", err, config(servers, "search", s))
+		}
+		if c.Servers["a"].URL != "http://127.0.0.1:9/s/a" || c.Discovery.Mode != "search" {
+			t.Errorf("config parsed as %+v", c)
+		}
+	}
+
+	// Without -semantic, the config is what it was.
+	if got, want := config(servers, "search", semantic{}), "servers:\n"+servers+"discovery:\n  mode: search\n"; got != want {
+		t.Errorf("config without semantic = %q, want %q", got, want)
+	}
+	parse(semantic{})
+	if c.Discovery.Semantic != nil {
+		t.Errorf("semantic section without -semantic: %+v", c.Discovery.Semantic)
+	}
+
+	// -semantic alone: url and model, the weight and timeout left out.
+	parse(semantic{url: "http://127.0.0.1:41000/v1", model: "use-lite"})
+	if s := c.Discovery.Semantic; s == nil || s.URL != "http://127.0.0.1:41000/v1" || s.Model != "use-lite" || s.Weight != nil || s.Timeout != "" {
+		t.Errorf("semantic section parsed as %+v", s)
+	}
+	// And with a weight and a timeout.
+	parse(semantic{url: "http://127.0.0.1:41000/v1", model: "a \"model\"", weight: 0.3, timeout: 30 * time.Second})
+	if s := c.Discovery.Semantic; s == nil || s.Model != `a "model"` || s.Weight == nil || *s.Weight != 0.3 || s.Timeout != "30s" {
+		t.Errorf("semantic section with weight and timeout parsed as %+v", s)
+	}
+}
+
+func TestSemanticFlags(t *testing.T) {
+	base := []string{"-catalog", "c.json", "-fixture", "f", "-queries", "q.json", "-ranked", "r.jsonl"}
+	sem := append(slices.Clone(base), "-semantic", "http://127.0.0.1:1/v1")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-catalog", "c.json", "-fixture", "f", "-semantic", "http://127.0.0.1:1/v1"}, "-semantic needs -queries"},
+		{append(slices.Clone(base), "-semantic-weight", "0.3"), "-semantic-weight needs -semantic"},
+		{append(slices.Clone(base), "-semantic-model", "m"), "-semantic-model needs -semantic"},
+		{append(slices.Clone(base), "-semantic-timeout", "30s"), "-semantic-timeout needs -semantic"},
+		{append(slices.Clone(base), "-semantic-wait", "1m"), "-semantic-wait needs -semantic"},
+		{append(slices.Clone(sem), "-semantic-weight", "0"), "want a number above 0 and at most 10"},
+		{append(slices.Clone(sem), "-semantic-weight", "11"), "want a number above 0 and at most 10"},
+		{append(slices.Clone(sem), "-semantic-weight", "x"), "want a number above 0 and at most 10"},
+		{append(slices.Clone(sem), "-semantic-timeout", "-1s"), "want a duration above 0"},
+		{append(slices.Clone(sem), "-semantic-model", ""), "-semantic needs a -semantic-model"},
+		{append(slices.Clone(sem), "-semantic-wait", "0s"), "-semantic-wait above 0"},
+	} {
+		err := run(t.Context(), c.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("run(%q) = %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	// Set right, the flags pass the checks: the run fails on the missing
+	// catalog file.
+	args := append(slices.Clone(sem), "-semantic-model", "m", "-semantic-weight", "0.3", "-semantic-timeout", "30s", "-semantic-wait", "1m")
+	if err := run(t.Context(), args, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "c.json") {
+		t.Errorf("run(%q) = %v, want the catalog's error", args, err)
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP junction_search_semantic_tools Tools with an embedding (state=ready) and waiting for one (state=pending).
+# TYPE junction_search_semantic_tools gauge
+junction_search_semantic_tools{state="pending"} 2755
+junction_search_semantic_tools{state="ready"} 128
+junction_search_semantic_requests_total 4
+
+`
+	m, err := parseMetrics(strings.NewReader(text))
+	if err != nil || len(m) != 3 || m[metricReady] != 128 || m[metricPending] != 2755 || m[metricRequests] != 4 {
+		t.Errorf("parseMetrics = %v, %v", m, err)
+	}
+	if _, err := parseMetrics(strings.NewReader("x{a=\"b\"} many\n")); err == nil {
+		t.Error("a value that is not a number: no error")
+	}
+}
+
+func TestStderrWatch(t *testing.T) {
+	var out bytes.Buffer
+	found := make(chan string, 1)
+	w := &stderrWatch{w: &out, prefix: adminPrefix, found: found}
+	text := "time=x level=WARN msg=hello\n" + adminPrefix + "http://127.0.0.1:4242/\n" + adminPrefix + "http://127.0.0.1:1/\n"
+	// One byte a write, so that lines arrive in pieces.
+	for i := range len(text) {
+		if n, err := w.Write([]byte{text[i]}); n != 1 || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	if out.String() != text {
+		t.Errorf("passed through %q", out.String())
+	}
+	select {
+	case u := <-found:
+		if u != "http://127.0.0.1:4242/" {
+			t.Errorf("found %q", u)
+		}
+	default:
+		t.Error("found nothing")
+	}
+}
+
+func TestWaitSemantic(t *testing.T) {
+	// A hub's admin listener whose semantic stage has 2 of 3 tools at
+	// first, then all 3 from the third scrape on.
+	var scrapes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		ready, pending := 2, 1
+		if scrapes.Add(1) >= 3 {
+			ready, pending = 3, 0
+		}
+		fmt.Fprintf(w, "# TYPE junction_search_semantic_tools gauge\n%s %d\n%s %d\n%s 7\n%s 1\n%s 0\n",
+			metricPending, pending, metricReady, ready, metricRequests, metricFailures, metricFallbacks)
+	}))
+	defer srv.Close()
+	admin := make(chan string, 1)
+	admin <- srv.URL + "/"
+	h := &hub{started: time.Now(), admin: admin}
+	var log bytes.Buffer
+	if err := waitSemantic(t.Context(), h, 3, time.Minute, &log); err != nil {
+		t.Fatal(err)
+	}
+	if scrapes.Load() != 3 || !strings.Contains(log.String(), "all 3 tools embedded") || !strings.Contains(log.String(), "7 requests to the endpoint, 1 failed") {
+		t.Errorf("%d scrapes, log %q", scrapes.Load(), log.String())
+	}
+	log.Reset()
+	if err := semanticAfter(t.Context(), h, &log); err != nil || !strings.Contains(log.String(), "0 searches ranked by words only") || strings.Contains(log.String(), "WARNING") {
+		t.Errorf("semanticAfter: %v, log %q", err, log.String())
+	}
+
+	// Past the deadline, with a tool still pending: an error naming
+	// what it waited for.
+	scrapes.Store(-100)
+	h = &hub{started: time.Now().Add(-time.Hour), adminBase: srv.URL + "/"}
+	err := waitSemantic(t.Context(), h, 3, time.Minute, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), metricReady) || !strings.Contains(err.Error(), "got 2 ready and 1 pending") {
+		t.Errorf("past the deadline: %v", err)
+	}
+	// A hub without a semantic stage.
+	noStage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "junction_up 1")
+	}))
+	defer noStage.Close()
+	h = &hub{started: time.Now(), adminBase: noStage.URL + "/"}
+	if err := waitSemantic(t.Context(), h, 3, time.Minute, io.Discard); err == nil || !strings.Contains(err.Error(), "semantic stage is off") {
+		t.Errorf("no semantic stage: %v", err)
+	}
+	// A hub with no admin listener.
+	if err := waitSemantic(t.Context(), &hub{started: time.Now()}, 3, time.Minute, io.Discard); err == nil {
+		t.Error("no admin listener: no error")
 	}
 }
 
@@ -218,7 +397,7 @@ func TestPerServer(t *testing.T) {
 			Transport, URL, Prefix string
 		}
 	}
-	if err := yaml.Unmarshal([]byte(config(servers, "search")), &c); err != nil {
+	if err := yaml.Unmarshal([]byte(config(servers, "search", semantic{})), &c); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Servers) != 2 || c.Servers["Git_geropl"].URL != "http://127.0.0.1:9/s/Git_geropl" ||
