@@ -50,9 +50,10 @@
 //
 //	plane.go      Plane, Options
 //	stdio.go      ServeStdio: a stdio host's connection, raw calls and go-sdk's
-//	http.go       HTTPHandler (stateful, stateless, dual), SSEHandler, body checks
+//	http.go       HTTPHandler (stateful, stateless, dual), body checks
 //	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
 //	rawresume.go  the raw path's SSE streams kept and resumed (Last-Event-ID)
+//	sse.go        the legacy HTTP+SSE endpoint: each session a stdio connection
 //	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered
 //	sessions.go   sealed sessions of the Streamable HTTP front
 //	ledger.go     SessionLedger: ended sessions, shared by replicas

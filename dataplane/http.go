@@ -3,14 +3,11 @@ package dataplane
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -188,11 +185,13 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		if store != nil && !o.JSONResponse && rev.ResumableStreams() {
 			r.Header.Set(junction.ResumableStreamHeader, "1")
 		}
-		if store != nil && r.Method == http.MethodGet {
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodGet {
 			if raw.resume(w, r) {
 				return // a raw call's stream, resumed while the call goes on
 			}
-			w = &hostStream{ResponseWriter: w, ids: &calls.ids}
+			hs := &hostStream{ResponseWriter: w, ids: &calls.ids}
+			defer raw.standalone(sid, r, hs)()
+			w = hs
 		}
 		sf.ServeHTTP(w, r)
 	})
@@ -243,139 +242,6 @@ type discardResponse struct{ header http.Header }
 func (d discardResponse) Header() http.Header         { return d.header }
 func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
 func (d discardResponse) WriteHeader(int)             {}
-
-// SSEHandler returns the legacy HTTP+SSE endpoint (protocol 2024-11-05):
-// GET opens the event stream, whose first event names the URL to POST
-// messages to. Everything goes through go-sdk, which binds a session to
-// nobody; the handler binds it to the user who opened its stream (see
-// [junction.WithUser]): another user's POSTs to it get 403.
-func (p *Plane) SSEHandler(maxRequestBytes int64) http.Handler {
-	server := p.v.Server()
-	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, &mcp.SSEOptions{
-		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        maxRequestBytes,
-	})
-	b := &sseOwners{owners: make(map[string]string)}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet:
-			sw := &sseEndpointWriter{ResponseWriter: w, user: userID(r), b: b}
-			defer sw.forget()
-			h.ServeHTTP(sw, r)
-		case http.MethodPost:
-			if !b.allows(r.URL.Query().Get("sessionid"), userID(r)) {
-				writeOtherUser(w)
-				return
-			}
-			h.ServeHTTP(w, r)
-		default:
-			h.ServeHTTP(w, r)
-		}
-	})
-}
-
-// sseOwners is who opened each legacy SSE session's stream.
-type sseOwners struct {
-	mu     sync.Mutex
-	owners map[string]string // session id → user
-}
-
-// allows reports whether user may post to session sid: its owner, or
-// anyone for a session not open here (go-sdk answers 404).
-func (b *sseOwners) allows(sid, user string) bool {
-	b.mu.Lock()
-	owner, ok := b.owners[sid]
-	b.mu.Unlock()
-	return !ok || owner == user
-}
-
-// maxEndpointEvent bounds the bytes of a legacy SSE stream held back
-// while its first event, which names the session, is not yet whole.
-const maxEndpointEvent = 4 << 10
-
-// errNoEndpoint ends a legacy SSE stream whose first event does not name
-// its session: the host is never told an id whose owner is unknown.
-var errNoEndpoint = errors.New("legacy SSE stream: the first event is not an endpoint event naming a session")
-
-// sseEndpointWriter passes an SSE stream through, reading the session id
-// from its first event ("endpoint", naming ?sessionid=ID) to record who
-// owns it before the host can learn it, until the stream ends. The stream
-// is held back until that event is whole, however it is split into
-// writes; a stream whose first event names no session ends there
-// (errNoEndpoint), so no session goes out without an owner.
-type sseEndpointWriter struct {
-	http.ResponseWriter
-	user string
-	b    *sseOwners
-	sid  string
-	head []byte // the first event so far, while it is not whole
-	err  error  // errNoEndpoint, once the first event turned out wrong
-}
-
-func (w *sseEndpointWriter) Write(p []byte) (int, error) {
-	if w.sid != "" {
-		return w.ResponseWriter.Write(p)
-	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	w.head = append(w.head, p...)
-	end := wire.EventEnd(w.head)
-	if end < 0 {
-		if len(w.head) > maxEndpointEvent {
-			w.err, w.head = errNoEndpoint, nil
-			return 0, w.err
-		}
-		return len(p), nil
-	}
-	sid := endpointSession(w.head[:end])
-	if sid == "" {
-		w.err, w.head = errNoEndpoint, nil
-		return 0, w.err
-	}
-	w.sid = sid
-	w.b.mu.Lock()
-	w.b.owners[sid] = w.user
-	w.b.mu.Unlock()
-	head := w.head
-	w.head = nil
-	if _, err := w.ResponseWriter.Write(head); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// endpointSession returns the session id an "endpoint" event's URL names
-// (its sessionid query parameter), or "" for any other event.
-func endpointSession(event []byte) string {
-	name, data := wire.EventFields(event)
-	if name != "endpoint" {
-		return ""
-	}
-	u, err := url.Parse(string(data))
-	if err != nil {
-		return ""
-	}
-	return u.Query().Get("sessionid")
-}
-
-func (w *sseEndpointWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *sseEndpointWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// forget drops the session's owner once its stream has ended (go-sdk
-// drops the session then too).
-func (w *sseEndpointWriter) forget() {
-	if w.sid != "" {
-		w.b.mu.Lock()
-		delete(w.b.owners, w.sid)
-		w.b.mu.Unlock()
-	}
-}
 
 // checkJSONBody answers a POST whose body is not JSON with 400 and a
 // JSON-RPC parse error, as JSON-RPC asks, rather than go-sdk's plain-text

@@ -60,6 +60,7 @@ type httpRaw struct {
 	sessions map[string]*httpSession   // by Mcp-Session-Id
 	pending  map[string]chan hostReply // requests to hosts, by session id + "\x00" + request id
 	streams  map[string]*sseSink       // resumable streams not over, by session id + "\x00" + stream id
+	alone    map[string]*hostStream    // sessions' standalone GET streams, by session id (see standalone)
 	closes   uint64                    // sessions forgotten so far (see session)
 }
 
@@ -82,7 +83,7 @@ func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
 	f := &httpRaw{
 		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, replays: store != nil && !o.JSONResponse,
 		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
-		streams: make(map[string]*sseSink),
+		streams: make(map[string]*sseSink), alone: make(map[string]*hostStream),
 	}
 	if f.replays {
 		f.store = store
@@ -696,7 +697,55 @@ func (s *sseSink) request(ctx context.Context, method string, params mcp.Params)
 		return r.result, nil
 	case <-ctx.Done():
 		forget()
+		s.tellCancelled(id, context.Cause(ctx))
 		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+// tellCancelled tells the host that its request id, sent on the call's
+// stream, is cancelled (the call has ended) with why, as go-sdk tells of
+// its own: on the session's standalone stream, or, when the host has
+// none open, on the call's stream. Without it, a host whose handler for
+// the request waits for its context would wait for ever.
+func (s *sseSink) tellCancelled(id string, why error) {
+	b, err := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", "notifications/cancelled", map[string]any{"requestId": json.RawMessage(id), "reason": why.Error()}})
+	if err != nil {
+		return
+	}
+	s.f.mu.Lock()
+	hs := s.f.alone[s.sid]
+	s.f.mu.Unlock()
+	if hs != nil && hs.inject(append(append([]byte("event: message\ndata: "), b...), "\n\n"...)) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done && s.started {
+		s.event(b)
+	}
+}
+
+// standalone records hs as the standalone stream of session sid while
+// the GET r lasts (one that resumes no stream of a call), and returns
+// the func that ends it, to call as the GET returns.
+func (f *httpRaw) standalone(sid string, r *http.Request, hs *hostStream) func() {
+	if last := r.Header.Get("Last-Event-ID"); last != "" && !strings.HasPrefix(last, "_") {
+		return hs.end // go-sdk's event ids of the standalone stream begin with "_"
+	}
+	f.mu.Lock()
+	f.alone[sid] = hs
+	f.mu.Unlock()
+	return func() {
+		hs.end()
+		f.mu.Lock()
+		if f.alone[sid] == hs {
+			delete(f.alone, sid)
+		}
+		f.mu.Unlock()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -597,56 +596,6 @@ func TestSSESessionUser(t *testing.T) {
 	}
 }
 
-// TestSSEEndpointSplit: however go-sdk splits the legacy stream's first
-// event into writes, the session's owner is the whole id, recorded before
-// any byte of the event goes out; a stream whose first event names no
-// session (or that never ends its first event) ends with nothing sent.
-func TestSSEEndpointSplit(t *testing.T) {
-	const event = "event: endpoint\r\ndata: /sse?sessionid=ABCDEF123&x=1\r\n\r\n"
-	const next = "event: message\ndata: {\"sessionid=\":1}\n\n"
-	for cut := 1; cut < len(event); cut++ {
-		b := &sseOwners{owners: make(map[string]string)}
-		rec := httptest.NewRecorder()
-		w := &sseEndpointWriter{ResponseWriter: rec, user: "alice", b: b}
-		for _, part := range []string{event[:cut], event[cut:], next} {
-			if n, err := w.Write([]byte(part)); n != len(part) || err != nil {
-				t.Fatalf("cut %d: Write(%q) = %d, %v", cut, part, n, err)
-			}
-			if len(b.owners) == 0 && rec.Body.Len() > 0 {
-				t.Fatalf("cut %d: %q went out before the owner was known", cut, rec.Body.String())
-			}
-		}
-		if got := b.owners["ABCDEF123"]; got != "alice" || len(b.owners) != 1 {
-			t.Fatalf("cut %d: owners %v, want ABCDEF123 → alice", cut, b.owners)
-		}
-		if rec.Body.String() != event+next {
-			t.Fatalf("cut %d: stream %q, want it unchanged", cut, rec.Body.String())
-		}
-		w.forget()
-		if len(b.owners) != 0 {
-			t.Fatalf("cut %d: owners %v after the stream ended", cut, b.owners)
-		}
-	}
-	for name, stream := range map[string]string{
-		"another event first":   "event: message\ndata: /sse?sessionid=X\n\n",
-		"no session in the URL": "event: endpoint\ndata: /sse?session=X\n\n",
-		"no end":                "event: endpoint\ndata: /sse?sessionid=" + strings.Repeat("X", maxEndpointEvent),
-	} {
-		b := &sseOwners{owners: make(map[string]string)}
-		rec := httptest.NewRecorder()
-		w := &sseEndpointWriter{ResponseWriter: rec, user: "alice", b: b}
-		if _, err := w.Write([]byte(stream)); !errors.Is(err, errNoEndpoint) {
-			t.Errorf("%s: Write = %v, want errNoEndpoint", name, err)
-		}
-		if _, err := w.Write([]byte(next)); !errors.Is(err, errNoEndpoint) {
-			t.Errorf("%s: a later Write = %v, want errNoEndpoint", name, err)
-		}
-		if rec.Body.Len() != 0 || len(b.owners) != 0 {
-			t.Errorf("%s: sent %q, owners %v; want nothing", name, rec.Body.String(), b.owners)
-		}
-	}
-}
-
 func TestEventFields(t *testing.T) {
 	for _, c := range []struct{ event, name, data string }{
 		{"data: {}\n\n", "message", "{}"},
@@ -656,16 +605,6 @@ func TestEventFields(t *testing.T) {
 		name, data := wire.EventFields([]byte(c.event))
 		if name != c.name || string(data) != c.data {
 			t.Errorf("wire.EventFields(%q) = %q, %q; want %q, %q", c.event, name, data, c.name, c.data)
-		}
-	}
-	for _, c := range []struct {
-		b   string
-		end int
-	}{
-		{"", -1}, {"data: x\n", -1}, {"data: x\n\n", 9}, {"data: x\r\n\r\nmore", 11}, {"\n", 1},
-	} {
-		if got := wire.EventEnd([]byte(c.b)); got != c.end {
-			t.Errorf("wire.EventEnd(%q) = %d, want %d", c.b, got, c.end)
 		}
 	}
 }

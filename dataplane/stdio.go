@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,20 +81,39 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	if opts != nil && opts.MaxFrame > 0 {
 		max = opts.MaxFrame
 	}
+	return p.serveLines(ctx, in, out, max, nil)
+}
+
+// serveLines serves a connection whose messages come as lines from in
+// and go as lines to out: a stdio host's (ServeStdio), or a legacy
+// HTTP+SSE session's (sse.go), which serves only the revisions before
+// 2026-07-28. See ServeStdio. A legacy session's calls carry the values
+// of the request that opened it, legacy (its user, the address it came
+// to); a stdio host's carry none.
+func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max int, legacy *http.Request) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := wire.NewWriter(out)
 	defer w.Flush()
 	c := newConn(w, p.onBadFrame)
 	c.listens = &listens{c: c}
-	ss, err := p.v.Server().Connect(ctx, connTransport{c}, nil)
+	if legacy != nil {
+		// As a Streamable HTTP request's, a legacy session's requests
+		// carry the header and token of the request that opened it.
+		c.extra = &mcp.RequestExtra{Header: legacy.Header, TokenInfo: auth.TokenInfoFromContext(legacy.Context())}
+	}
+	ss, err := p.v.Server().Connect(ctx, connTransport{c, legacy != nil}, nil)
 	if err != nil {
 		return err
 	}
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
-	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(context.Background(), ss)}
+	base := context.Background()
+	if legacy != nil {
+		base = context.WithoutCancel(legacy.Context())
+	}
+	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(base, ss), legacy: legacy != nil}
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
 
 	runErr := make(chan error, 1)
@@ -148,6 +169,10 @@ type stdioSession struct {
 	// ready is set once the host has sent notifications/initialized; until
 	// then every line goes to go-sdk. Owned by the reading goroutine.
 	ready bool
+	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28:
+	// that revision's requests (per-request _meta, subscriptions/listen)
+	// are go-sdk's to refuse.
+	legacy bool
 	// batch is the reading goroutine's: requests to servers queue there
 	// while it handles what one read brought in (see writer.go).
 	batch wire.Batch
@@ -197,7 +222,7 @@ func (s *stdioSession) take(line []byte) bool {
 		return ok && (s.c.listens.cancel(id) || s.calls.cancel(string(id)))
 	}
 	if bytes.Contains(line, []byte(`"subscriptions/listen"`)) {
-		return s.c.listens.take(line)
+		return !s.legacy && s.c.listens.take(line)
 	}
 	if !isCall && !s.ready {
 		s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
@@ -213,7 +238,7 @@ func (s *stdioSession) takeListen(line []byte) bool {
 		id, ok := cancelledID(line)
 		return ok && s.c.listens.cancel(id)
 	}
-	return bytes.Contains(line, []byte(`"subscriptions/listen"`)) && s.c.listens.take(line)
+	return !s.legacy && bytes.Contains(line, []byte(`"subscriptions/listen"`)) && s.c.listens.take(line)
 }
 
 // takeCall answers tc, a plain tools/call, on the raw path if it can, and
@@ -223,7 +248,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	// Before notifications/initialized only a request of 2026-07-28 or
 	// later stands on its own. The log level such a request names lives
 	// in go-sdk's context for its handler, which the raw path has not got.
-	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && mi.logLevel {
+	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && (mi.logLevel || s.legacy) {
 		return false
 	}
 	key := string(tc.id)
@@ -341,9 +366,19 @@ func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush fu
 }
 
 // connTransport hands an existing conn to go-sdk's Server.Connect.
-type connTransport struct{ c *conn }
+type connTransport struct {
+	c      *conn
+	legacy bool // legacy HTTP+SSE: see SupportsProtocolVersion
+}
 
 func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// SupportsProtocolVersion implements [mcp.ProtocolVersionSupporter]: the
+// legacy HTTP+SSE transport has no binding in 2026-07-28, so a legacy
+// session negotiates an earlier revision, as go-sdk's SSE transport does.
+func (t connTransport) SupportsProtocolVersion(version string) bool {
+	return !t.legacy || !junction.ParseRevision(version).Stateless()
+}
 
 // conn is go-sdk's side of a stdio connection: an [mcp.Connection] whose
 // incoming messages come from the reading goroutine and whose outgoing
@@ -367,6 +402,8 @@ type conn struct {
 	// listens are the host's subscriptions/listen streams, which the
 	// plane answers (see listen.go).
 	listens *listens
+	// extra is given to go-sdk with each request (legacy SSE), or nil.
+	extra *mcp.RequestExtra
 	// greeted: initialize has been answered. Until then go-sdk's
 	// list_changed notifications, which it sends to every session it
 	// has, are not written: nothing reaches a host before it initializes
@@ -447,6 +484,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, io.EOF
 	case msg := <-c.incoming:
 		if req, ok := msg.(*jsonrpc.Request); ok {
+			if c.extra != nil {
+				req.Extra = c.extra
+			}
 			c.pendMu.Lock()
 			if req.IsCall() && !planeRequest(req.ID) { // the plane's listen is not answered before the end
 				c.pending[req.ID] = false

@@ -435,23 +435,6 @@ func (f *sseFixer) nextEvent() {
 	f.out.Write(raw.Bytes())
 }
 
-// EventEnd returns the length of the first whole server-sent event in b,
-// through the empty line that ends it, or -1 if b holds no whole event.
-// Lines end in LF or CRLF, as the streams junction reads write them.
-func EventEnd(b []byte) int {
-	for i := 0; ; {
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return -1
-		}
-		line := bytes.TrimSuffix(b[i:i+j], []byte("\r"))
-		i += j + 1
-		if len(line) == 0 {
-			return i
-		}
-	}
-}
-
 // EventFields returns the name of one server-sent event, given as its
 // lines ("message" when it names none), and its data: the values of its
 // data lines, joined with LF.

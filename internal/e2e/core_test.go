@@ -365,6 +365,11 @@ func TestHTTPModes(t *testing.T) {
 		}
 		defer cs.Close()
 		callVersion(t, cs)
+		// A legacy session is served as a stdio connection is: its call
+		// took the raw path.
+		if n := rawCalls(t, url, ""); n != 1 {
+			t.Errorf("junction_tool_calls_raw_total = %d after one call over legacy SSE, want 1", n)
+		}
 	})
 	t.Run("idle session expires", func(t *testing.T) {
 		url := startServe(t, "-insecure-no-auth", "-session-timeout", "300ms")
