@@ -105,14 +105,33 @@ func (v *View) BeginRaw(ctx context.Context, name string) (*Call, RawCaller) {
 	}
 	c := h.newCall(ctx, v, e)
 	h.mu.RUnlock()
+	return c, c.rawCaller()
+}
+
+// AwaitRaw is [View.BeginRaw] for a tool v may not serve yet: it waits,
+// as [View.Begin] does, for the sources still connecting (at most the
+// hub's startup budget), and returns the protocol error a host gets for
+// a tool still unknown then.
+func (v *View) AwaitRaw(ctx context.Context, name string) (*Call, RawCaller, *jsonrpc.Error) {
+	c, err := v.hub.route(ctx, v, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, c.rawCaller(), nil
+}
+
+// rawCaller marks c a raw call and returns what makes it: its source if
+// the source forwards bytes ([RawCaller], and [RawChooser] agrees),
+// otherwise typedRaw.
+func (c *Call) rawCaller() RawCaller {
 	c.raw = true
-	if rc, ok := e.source.src.(RawCaller); ok {
-		if p, ok := rc.(RawChooser); !ok || p.CanCallRaw(e.local) {
-			return c, rc
+	if rc, ok := c.src.(RawCaller); ok {
+		if p, ok := rc.(RawChooser); !ok || p.CanCallRaw(c.local) {
+			return rc
 		}
 	}
 	c.decoded = true
-	return c, typedRaw{c}
+	return typedRaw{c}
 }
 
 // Decoded reports whether the call, begun with [View.BeginRaw], is made
@@ -154,7 +173,11 @@ func CallerView(ctx context.Context) *View {
 }
 
 func (h *Hub) begin(ctx context.Context, v *View, name string) (*Call, error) {
-	return h.route(ctx, v, name)
+	c, err := h.route(ctx, v, name)
+	if err != nil {
+		return nil, err // not a nil *jsonrpc.Error in an error
+	}
+	return c, nil
 }
 
 // newCall starts a call of e: it counts in flight, for the hub and for
@@ -176,7 +199,7 @@ func (h *Hub) newCall(ctx context.Context, v *View, e *toolEntry) *Call {
 
 // route starts a call of the tool v (or, with v nil, the hub) serves as
 // name, waiting for sources that are not ready yet.
-func (h *Hub) route(ctx context.Context, v *View, name string) (*Call, error) {
+func (h *Hub) route(ctx context.Context, v *View, name string) (*Call, *jsonrpc.Error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -214,7 +237,7 @@ func (h *Hub) route(ctx context.Context, v *View, name string) (*Call, error) {
 // unknownTool is the protocol error for a tool name a view does not
 // serve; pending counts the sources still connecting when the wait for
 // them ended.
-func unknownTool(name string, pending int) error {
+func unknownTool(name string, pending int) *jsonrpc.Error {
 	msg := fmt.Sprintf("unknown tool %q", name)
 	if pending > 0 {
 		msg += fmt.Sprintf(" (%d source(s) still connecting)", pending)

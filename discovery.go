@@ -283,6 +283,15 @@ func (v *View) selects(t *table, e *toolEntry) bool {
 	return active == nil || active[e.name]
 }
 
+// OwnTool reports whether name is one of the view's own tools (the
+// meta-tools of discovery and code mode), which the view's go-sdk server
+// answers rather than a source.
+func (v *View) OwnTool(name string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.isMeta(name)
+}
+
 // isMeta reports whether name is one of the view's meta-tools; called
 // with v.mu held.
 func (v *View) isMeta(name string) bool {

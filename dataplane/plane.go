@@ -31,10 +31,12 @@ type Options struct {
 //
 //   - Server and Implementation: the view's go-sdk server, which answers
 //     what the raw path does not take, and its serverInfo.
-//   - BeginRaw: a tools/call the plane answers itself begins here, with
-//     the view's selection; the [junction.Call] it returns is the one
-//     call sequence every call takes (FinishRaw, FinishStreamed,
-//     StartToolRaw).
+//   - BeginRaw and AwaitRaw: a tools/call the plane answers itself begins
+//     here, with the view's selection (AwaitRaw waits for the sources
+//     still connecting, and gives the error of a tool still unknown); the
+//     [junction.Call] they return is the one call sequence every call
+//     takes (FinishRaw, FinishStreamed, StartToolRaw). OwnTool names the
+//     view's own tools (meta-tools), which its go-sdk server answers.
 //   - HostState: a host session's log level and resource subscriptions,
 //     kept across a parked HTTP session.
 //   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
@@ -44,6 +46,8 @@ type View interface {
 	Server() *mcp.Server
 	Implementation() *mcp.Implementation
 	BeginRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller)
+	AwaitRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller, *jsonrpc.Error)
+	OwnTool(name string) bool
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)

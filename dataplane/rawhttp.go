@@ -190,11 +190,23 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	// hostCall in the call's context tells the source's reader where.
 	ctx = withHostCall(ctx, hc)
 	call, src := f.p.v.BeginRaw(ctx, tc.name)
-	if call == nil {
+	if call == nil && f.p.v.OwnTool(tc.name) {
 		s.calls.finish(key, hc, nil)
 		stop()
 		cancel(nil)
-		return false
+		return false // a meta-tool: go-sdk's
+	}
+	if call == nil {
+		// A tool the view does not serve now: wait, as go-sdk's handler
+		// would, for the sources still connecting; the error a tool still
+		// unknown then gets is the answer.
+		var werr *jsonrpc.Error
+		if call, src, werr = f.p.v.AwaitRaw(ctx, tc.name); werr != nil {
+			defer cancel(nil)
+			defer stop()
+			f.answered(s, key, tc, rc, rawOutcome{werr: werr})
+			return true
+		}
 	}
 	if !call.Decoded() {
 		defer cancel(nil)
@@ -235,8 +247,14 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 // answerSession makes the raw call of rc on session s, under key in the
 // session's table, and answers it.
 func (f *httpRaw) answerSession(s *httpSession, key string, call *junction.Call, src junction.RawCaller, tc toolCall, rc *httpRawCall) {
+	o := f.call(call, src, rawParams(call.Local(), tc), &rc.hc, tc.id, &rc.sink, nil)
+	f.answered(s, key, tc, rc, o)
+}
+
+// answered answers the raw call of rc on session s, under key in the
+// session's table, that ended as o.
+func (f *httpRaw) answered(s *httpSession, key string, tc toolCall, rc *httpRawCall, o rawOutcome) {
 	hc, sink := &rc.hc, &rc.sink
-	o := f.call(call, src, rawParams(call.Local(), tc), hc, tc.id, sink, nil)
 	switch {
 	case !o.streamed:
 		if s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(tc.id, o.res, o.werr)) }) {

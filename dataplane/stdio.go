@@ -256,7 +256,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	ctx := withHostCall(s.base, hc)
 	call, rc := s.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
-		return false
+		return !s.p.v.OwnTool(tc.name) && s.awaitCall(tc, mi.rev.TypedResults())
 	}
 	rs, starts := rc.(junction.RawStarter)
 	var cancelCtx context.CancelCauseFunc
@@ -279,28 +279,8 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		return false // a reused id, or closing: go-sdk answers it
 	}
 	params := rawParams(call.Local(), tc)
-	id, typed := tc.id, mi.rev.TypedResults() // captured rather than tc and mi, which then stay on the stack
-	answer := func(res json.RawMessage, werr *jsonrpc.Error) {
-		if werr == nil && typed {
-			res = wire.ModernResult(res, s.p.impl)
-		}
-		// JSON-RPC: no answer to a cancelled request.
-		s.calls.finish(key, hc, func() {
-			if werr == nil && len(res) > wire.BigWrite {
-				s.c.out.WriteAnswer(id, res) // not held back: no copy
-				return
-			}
-			line := wire.AnswerLine(id, res, werr)
-			if via := hc.link.Via.Load(); via != nil {
-				s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
-			} else {
-				s.c.out.Write(line)
-			}
-		})
-		if cancelCtx != nil {
-			cancelCtx(nil)
-		}
-	}
+	typed := mi.rev.TypedResults()
+	answer := s.answerer(key, hc, tc.id, typed, cancelCtx)
 	if starts {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
@@ -334,6 +314,60 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		return true
 	}
 	go func() { answer(call.CallToolRaw(rc, params)) }()
+	return true
+}
+
+// answerer returns the func that answers the raw call key, of the host
+// call hc, whose id the host sent as id: with a result for the host's
+// revision (typed: 2026-07-28 or later), or a protocol error; none if the
+// host cancelled it, as JSON-RPC asks. Then it calls done, if not nil.
+func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool, done context.CancelCauseFunc) func(json.RawMessage, *jsonrpc.Error) {
+	return func(res json.RawMessage, werr *jsonrpc.Error) {
+		if werr == nil && typed {
+			res = wire.ModernResult(res, s.p.impl)
+		}
+		s.calls.finish(key, hc, func() {
+			if werr == nil && len(res) > wire.BigWrite {
+				s.c.out.WriteAnswer(id, res) // not held back: no copy
+				return
+			}
+			line := wire.AnswerLine(id, res, werr)
+			if via := hc.link.Via.Load(); via != nil {
+				s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
+			} else {
+				s.c.out.Write(line)
+			}
+		})
+		if done != nil {
+			done(nil)
+		}
+	}
+}
+
+// awaitCall answers tc, a call of a tool the view does not serve now, on
+// a goroutine of its own: it waits for the sources still connecting
+// (View.AwaitRaw) and makes the call, or answers the protocol error of a
+// tool still unknown then, as go-sdk's handler would. Called by the
+// reading goroutine, which goes on reading meanwhile (a cancellation of
+// the call among what it reads reaches it).
+func (s *stdioSession) awaitCall(tc toolCall, typed bool) bool {
+	key := string(tc.id)
+	ctx, cancel := context.WithCancelCause(s.base)
+	hc := &hostCall{cancel: cancel}
+	ctx = withHostCall(ctx, hc)
+	if !s.calls.add(key, hc) {
+		cancel(nil)
+		return false // a reused id, or closing: go-sdk answers it
+	}
+	answer := s.answerer(key, hc, tc.id, typed, cancel)
+	go func() {
+		call, rc, werr := s.p.v.AwaitRaw(ctx, tc.name)
+		if werr != nil {
+			answer(nil, werr)
+			return
+		}
+		answer(call.CallToolRaw(rc, rawParams(call.Local(), tc)))
+	}()
 	return true
 }
 

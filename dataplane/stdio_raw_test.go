@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -495,5 +497,111 @@ func TestServeStdioOlderResults(t *testing.T) {
 	res, _ = modern.recv(t)["result"].(map[string]any)
 	if _, ok := res["ttlMs"]; !ok || res["cacheScope"] == nil {
 		t.Errorf("tools/list for a 2026-07-28 host lost its cache fields: %v", res)
+	}
+}
+
+// lateFake is a rawFake that is not ready until ready is closed, as an
+// upstream still connecting.
+type lateFake struct {
+	*rawFake
+	ready chan struct{}
+}
+
+func (f lateFake) Ready() <-chan struct{} { return f.ready }
+
+// Catalog lists no tools until the fake is ready.
+func (f lateFake) Catalog(ctx context.Context) (*junction.Catalog, error) {
+	select {
+	case <-f.ready:
+		return f.rawFake.Catalog(ctx)
+	default:
+		return &junction.Catalog{}, nil
+	}
+}
+
+// TestRawCallWaitsForSources: a call of a tool the view does not serve
+// yet, while a source is still connecting, waits on the raw path (as
+// go-sdk's handler would) and is made once the source is ready, over
+// stdio and over an HTTP session; a tool still unknown then gets the
+// unknown-tool error from the raw path; over stdio, a call cancelled
+// while it waits gets no answer. Nothing goes through go-sdk.
+func TestRawCallWaitsForSources(t *testing.T) {
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			f := lateFake{&rawFake{tools: []string{"echo"}, raw: echoRaw}, make(chan struct{})}
+			hub := junction.New(nil)
+			t.Cleanup(func() { hub.Close() })
+			if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+				t.Fatal(err)
+			}
+			v, err := hub.NewView("", junction.Selection{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := func(id int, tool string) string {
+				return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"msg":"late"}}}`
+			}
+			var recv func() map[string]any
+			var ask func(id int, tool string)
+			switch front {
+			case "stdio":
+				h := startStdio(t, v, nil)
+				h.initialize(t)
+				recv = func() map[string]any { return h.recv(t) }
+				ask = func(id int, tool string) { h.send(t, call(id, tool)) }
+				h.send(t, call(1, "s__echo"))
+				h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+				h.send(t, call(2, "s__echo"))
+				// Lines are taken in order: once the ping is answered, both
+				// calls wait.
+				h.send(t, `{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+				if m := h.recv(t); m["id"] != "p" {
+					t.Fatalf("got %v before the ping's answer", m)
+				}
+			case "http":
+				arrived := make(chan struct{}, 4)
+				plane := New(v, nil).HTTPHandler(nil)
+				srv := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
+						arrived <- struct{}{}
+					}
+					plane.ServeHTTP(w, r)
+				}))
+				sid := rawSession(t, srv.URL)
+				answers := make(chan map[string]any, 4)
+				ask = func(id int, tool string) {
+					go func() {
+						resp, err := http.DefaultClient.Do(rawRequest(t, srv.URL, sid, call(id, tool)))
+						if err != nil {
+							answers <- map[string]any{"error": err.Error()}
+							return
+						}
+						defer resp.Body.Close()
+						var m map[string]any
+						json.NewDecoder(resp.Body).Decode(&m)
+						answers <- m
+					}()
+				}
+				recv = func() map[string]any { return <-answers }
+				for len(arrived) > 0 {
+					<-arrived // the session's own
+				}
+				ask(2, "s__echo")
+				<-arrived
+			}
+			close(f.ready)
+			if m := recv(); m["id"] != 2.0 || text(m) != "late" {
+				t.Errorf("the call made while the source connected: %v; want its answer (and none for a cancelled one)", m)
+			}
+			ask(3, "s__nope")
+			m := recv()
+			werr, _ := m["error"].(map[string]any)
+			if m["id"] != 3.0 || werr["code"] != -32602.0 || werr["message"] != `unknown tool "s__nope"` {
+				t.Errorf("an unknown tool: %v; want the invalid-params error", m)
+			}
+			if n := f.slow.Load(); n != 0 {
+				t.Errorf("%d calls through go-sdk; want none", n)
+			}
+		})
 	}
 }
