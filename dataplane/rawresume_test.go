@@ -29,6 +29,15 @@ func newEventReader(r io.Reader) *eventReader {
 // next returns the next event, or fails t at the end of the stream.
 func (r *eventReader) next(t *testing.T) sseEvent {
 	t.Helper()
+	ev, ok := r.read()
+	if !ok {
+		t.Fatalf("the stream ended (%v) before the next event", r.sc.Err())
+	}
+	return ev
+}
+
+// read returns the next event, or false at the end of the stream.
+func (r *eventReader) read() (sseEvent, bool) {
 	var ev sseEvent
 	for any := false; r.sc.Scan(); {
 		k, v, _ := strings.Cut(r.sc.Text(), ":")
@@ -36,7 +45,7 @@ func (r *eventReader) next(t *testing.T) sseEvent {
 		switch k {
 		case "":
 			if any {
-				return ev
+				return ev, true
 			}
 			continue
 		case "event":
@@ -50,8 +59,7 @@ func (r *eventReader) next(t *testing.T) sseEvent {
 		}
 		any = true
 	}
-	t.Fatalf("the stream ended (%v) before the next event", r.sc.Err())
-	return ev
+	return ev, false
 }
 
 // eventIndex is the index in an event id (<stream>_<index>).

@@ -230,35 +230,14 @@ type sseEvent struct{ name, id, data, retry string }
 // readEvents reads an SSE stream to its end.
 func readEvents(t *testing.T, r io.Reader) []sseEvent {
 	t.Helper()
-	var (
-		out []sseEvent
-		ev  sseEvent
-		any bool
-	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ":")
-		v = strings.TrimPrefix(v, " ")
-		switch k {
-		case "":
-			if any {
-				out = append(out, ev)
-			}
-			ev, any = sseEvent{}, false
-			continue
-		case "event":
-			ev.name = v
-		case "id":
-			ev.id = v
-		case "data":
-			ev.data = v
-		case "retry":
-			ev.retry = v
+	var out []sseEvent
+	for er := newEventReader(r); ; {
+		ev, ok := er.read()
+		if !ok {
+			return out
 		}
-		any = true
+		out = append(out, ev)
 	}
-	return out
 }
 
 // TestHTTPResumesClosedStream: a pack tool closes its SSE stream before

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -556,22 +555,7 @@ func TestSSESessionUser(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/sse", nil)
 	req.Header.Set("Authorization", "Bearer alice")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	var endpoint string
-	for endpoint == "" {
-		line, err := events.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading the endpoint event: %v", err)
-		}
-		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
-			endpoint = data
-		}
-	}
+	endpoint, events, _ := openLegacy(t, req)
 	post := func(user, body string) int {
 		return doAs(t, rawRequest(t, srv.URL+endpoint, "", body), user).StatusCode
 	}

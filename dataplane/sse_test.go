@@ -88,22 +88,7 @@ func TestSSEHandler(t *testing.T) {
 
 	// Bad POSTs, to a session that exists: open one by hand.
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/sse", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	var endpoint string
-	for endpoint == "" {
-		line, err := events.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
-			endpoint = data
-		}
-	}
+	endpoint, events, resp := openLegacy(t, req)
 	post := func(url, ctype, body string) int {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 		req.Header.Set("Content-Type", ctype)
@@ -152,3 +137,25 @@ func TestSSEHandler(t *testing.T) {
 	})
 }
 
+// openLegacy opens a legacy SSE stream with req, and returns the URL
+// path its endpoint event names, the stream after that event, and the
+// response, whose body the test's cleanup closes.
+func openLegacy(t *testing.T, req *http.Request) (endpoint string, events *bufio.Reader, resp *http.Response) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events = bufio.NewReader(resp.Body)
+	for endpoint == "" {
+		line, err := events.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the endpoint event: %v", err)
+		}
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			endpoint = data
+		}
+	}
+	return endpoint, events, resp
+}

@@ -529,15 +529,7 @@ func TestRawCallWaitsForSources(t *testing.T) {
 	for _, front := range []string{"stdio", "http"} {
 		t.Run(front, func(t *testing.T) {
 			f := lateFake{&rawFake{tools: []string{"echo"}, raw: echoRaw}, make(chan struct{})}
-			hub := junction.New(nil)
-			t.Cleanup(func() { hub.Close() })
-			if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
-				t.Fatal(err)
-			}
-			v, err := hub.NewView("", junction.Selection{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := viewOf(t, f)
 			call := func(id int, tool string) string {
 				return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"msg":"late"}}}`
 			}
