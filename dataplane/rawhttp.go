@@ -47,8 +47,8 @@ type httpRaw struct {
 	p        *Plane
 	jsonOnly bool // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
 	mode     HTTPMode
-	// replays: go-sdk keeps a session's SSE streams, so a host can resume
-	// them (SEP-1699); the raw path's streams cannot be resumed.
+	// replays: a session's SSE streams are kept, so that a host can
+	// resume them (SEP-1699), go-sdk's and the raw path's (rawresume.go).
 	replays bool
 
 	seq       atomic.Uint64 // ids of requests to hosts ("jh-N")
@@ -720,9 +720,9 @@ func (s *sseSink) request(ctx context.Context, method string, params mcp.Params)
 	}
 }
 
-// tellCancelled tells the host that its request id, sent on the call's
-// stream, is cancelled (the call has ended) with why, as go-sdk tells of
-// its own: on the session's standalone stream, or, when the host has
+// tellCancelled tells the host that the request id, which the raw path
+// sent it on the call's stream, is cancelled (the call has ended) with
+// why, as go-sdk tells of its own: on the session's standalone stream, or, when the host has
 // none open, on the call's stream. Without it, a host whose handler for
 // the request waits for its context would wait for ever.
 func (s *sseSink) tellCancelled(id string, why error) {
