@@ -33,9 +33,8 @@
 //
 // A tools/call of the plain shape the envelope scanner reads (params with
 // name, arguments, _meta, inputResponses, requestState; no task), for a
-// tool the view serves (over stdio and on an HTTP session, waiting for the
-// sources still connecting; without a session, only one it serves now):
-// as bytes to a source that is a
+// tool the view serves (waiting for the sources still connecting), other
+// than its own meta-tools: as bytes to a source that is a
 // [junction.RawCaller] and takes the call raw, through its CallTool to
 // any other (see [junction.Call.Decoded]; over HTTP not for an older
 // client without a session). On a stdio connection after

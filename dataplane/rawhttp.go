@@ -349,9 +349,9 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	call, src := f.p.v.BeginRaw(withHostCall(r.Context(), &rc.hc), tc.name)
+	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, tc, nil)
 	if call == nil {
-		return false
+		return taken
 	}
 	if call.Decoded() {
 		// A source that does not forward bytes (a pack) may log to an
@@ -370,7 +370,32 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 // also have their own HTTP status (modernErrorStatus). A client that
 // goes away cancels the call (its request's context).
 func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction.RawCaller, tc toolCall, stamp []byte) {
-	o := f.call(call, src, rawParams(call.Local(), tc), &rc.hc, tc.id, &rc.sink, stamp)
+	f.writeAlone(rc, tc, f.call(call, src, rawParams(call.Local(), tc), &rc.hc, tc.id, &rc.sink, stamp), stamp)
+}
+
+// beginAlone begins the raw call of tc for a POST without a session (ctx
+// carries rc's host call): of a tool the view serves now, or, as go-sdk's
+// handler would, once the sources still connecting are ready. A tool
+// still unknown then gets its error answered here (taken, with no call);
+// a call of a meta-tool is go-sdk's (not taken).
+func (f *httpRaw) beginAlone(ctx context.Context, rc *httpRawCall, tc toolCall, stamp []byte) (call *junction.Call, src junction.RawCaller, taken bool) {
+	if call, src = f.p.v.BeginRaw(ctx, tc.name); call != nil {
+		return call, src, true
+	}
+	if f.p.v.OwnTool(tc.name) {
+		return nil, nil, false
+	}
+	call, src, werr := f.p.v.AwaitRaw(ctx, tc.name)
+	if werr != nil {
+		f.writeAlone(rc, tc, rawOutcome{werr: werr}, stamp)
+		return nil, nil, true
+	}
+	return call, src, true
+}
+
+// writeAlone writes the answer of the raw call of rc for a POST without a
+// session, which ended as o.
+func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp []byte) {
 	switch {
 	case o.streamed && o.cut == nil:
 		rc.sink.release()
@@ -406,9 +431,9 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	call, src := f.p.v.BeginRaw(withHostCall(r.Context(), &rc.hc), tc.name)
+	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, tc, f.p.impl)
 	if call == nil {
-		return false
+		return taken
 	}
 	if f.p.headerBound(call.Tool()) {
 		call.Release() // go-sdk checks Mcp-Param-* headers against the arguments

@@ -522,11 +522,13 @@ func (f lateFake) Catalog(ctx context.Context) (*junction.Catalog, error) {
 // TestRawCallWaitsForSources: a call of a tool the view does not serve
 // yet, while a source is still connecting, waits on the raw path (as
 // go-sdk's handler would) and is made once the source is ready, over
-// stdio and over an HTTP session; a tool still unknown then gets the
-// unknown-tool error from the raw path; over stdio, a call cancelled
-// while it waits gets no answer. Nothing goes through go-sdk.
+// stdio, over an HTTP session, and over HTTP without one (an older
+// client in stateless mode, and a 2026-07-28 client); a tool still
+// unknown then gets the unknown-tool error from the raw path; over stdio,
+// a call cancelled while it waits gets no answer. Nothing goes through
+// go-sdk.
 func TestRawCallWaitsForSources(t *testing.T) {
-	for _, front := range []string{"stdio", "http"} {
+	for _, front := range []string{"stdio", "http", "http-stateless", "http-modern"} {
 		t.Run(front, func(t *testing.T) {
 			f := lateFake{&rawFake{tools: []string{"echo"}, raw: echoRaw}, make(chan struct{})}
 			v := viewOf(t, f)
@@ -550,20 +552,35 @@ func TestRawCallWaitsForSources(t *testing.T) {
 				if m := h.recv(t); m["id"] != "p" {
 					t.Fatalf("got %v before the ping's answer", m)
 				}
-			case "http":
+			default:
 				arrived := make(chan struct{}, 4)
-				plane := New(v, nil).HTTPHandler(nil)
+				opts := &HTTPOptions{}
+				if front == "http-stateless" {
+					opts.Mode = HTTPStateless
+				}
+				plane := New(v, nil).HTTPHandler(opts)
 				srv := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
+					if r.Method == http.MethodPost && (r.Header.Get("Mcp-Session-Id") != "" || front != "http") {
 						arrived <- struct{}{}
 					}
 					plane.ServeHTTP(w, r)
 				}))
-				sid := rawSession(t, srv.URL)
+				var sid string
+				if front == "http" {
+					sid = rawSession(t, srv.URL)
+				}
 				answers := make(chan map[string]any, 4)
 				ask = func(id int, tool string) {
+					req := rawRequest(t, srv.URL, sid, call(id, tool))
+					if front == "http-modern" {
+						req = rawRequest(t, srv.URL, "", `{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"msg":"late"},`+
+							`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+						req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+						req.Header.Set("Mcp-Method", "tools/call")
+						req.Header.Set("Mcp-Name", tool)
+					}
 					go func() {
-						resp, err := http.DefaultClient.Do(rawRequest(t, srv.URL, sid, call(id, tool)))
+						resp, err := http.DefaultClient.Do(req)
 						if err != nil {
 							answers <- map[string]any{"error": err.Error()}
 							return
