@@ -863,18 +863,9 @@ func (v *View) describeTypeScript(names []string) *mcp.CallToolResult {
 // the same Begin and CallTool, with the request's session, _meta
 // (progress token) and context; the call is observed as the named tool's.
 func (v *View) callHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if err := decodeArgs(req.Params.Arguments, &in); err != nil {
-		return metaError("%v", err), nil
-	}
-	if in.Name == "" {
-		return metaError("name is required: the name of a tool found with %s", v.Discovery().Names.withDefaults().Search), nil
-	}
-	if a := strings.TrimSpace(string(in.Arguments)); a != "" && a != "null" && a[0] != '{' {
-		return metaError("arguments must be an object"), nil
+	in, bad := v.callArgs(req.Params.Arguments)
+	if bad != nil {
+		return bad, nil
 	}
 	params := *req.Params
 	params.Name, params.Arguments = in.Name, in.Arguments
@@ -896,6 +887,44 @@ func (v *View) callHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return nil, err
 	}
 	return c.CallTool(&inner)
+}
+
+// Unwrap returns the tool and arguments a call of the call meta-tool
+// (call_tool, in search mode) stands for, when name and args are such a
+// call of a tool other than the meta-tools, with arguments callHandler
+// takes as they are: a data plane then makes it as the direct call it
+// is. ok is false for anything else, which the meta-tool's handler
+// answers (its errors included).
+func (v *View) Unwrap(name string, args json.RawMessage) (tool string, toolArgs json.RawMessage, ok bool) {
+	v.mu.RLock()
+	n, search := v.disc.names, v.disc.d.Mode == DiscoverySearch
+	v.mu.RUnlock()
+	if !search || name != n.Call {
+		return "", nil, false
+	}
+	in, bad := v.callArgs(args)
+	if bad != nil || v.OwnTool(in.Name) {
+		return "", nil, false
+	}
+	return in.Name, in.Arguments, true
+}
+
+// callArgs reads the call meta-tool's arguments, or returns the tool
+// error that says what is wrong with them.
+func (v *View) callArgs(args json.RawMessage) (in struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}, bad *mcp.CallToolResult) {
+	if err := decodeArgs(args, &in); err != nil {
+		return in, metaError("%v", err)
+	}
+	if in.Name == "" {
+		return in, metaError("name is required: the name of a tool found with %s", v.Discovery().Names.withDefaults().Search)
+	}
+	if a := strings.TrimSpace(string(in.Arguments)); a != "" && a != "null" && a[0] != '{' {
+		return in, metaError("arguments must be an object")
+	}
+	return in, nil
 }
 
 // MetaSource is the source name that metrics and the audit trail give

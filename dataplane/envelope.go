@@ -180,6 +180,18 @@ func plainASCII(b []byte) bool {
 // rawParams returns the params object for the source: its own name for
 // the tool and the rest as the host sent it; arguments absent (or null)
 // become {}, as go-sdk's client sends them on the typed path.
+// unwrap turns tc, if it is a call of the view's call meta-tool
+// (call_tool) that stands for a direct call of another tool, into that
+// call, and reports whether it did: the raw path then makes it as the
+// direct call it is. Only a call the view has no tool for is looked at.
+func (p *Plane) unwrap(tc *toolCall) bool {
+	name, args, ok := p.v.Unwrap(tc.name, tc.args)
+	if ok {
+		tc.name, tc.args = name, args
+	}
+	return ok
+}
+
 func rawParams(local string, tc toolCall) []byte {
 	args := tc.args
 	if len(args) == 0 || string(args) == "null" {

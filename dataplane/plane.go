@@ -36,7 +36,9 @@ type Options struct {
 //     still connecting, and gives the error of a tool still unknown); the
 //     [junction.Call] they return is the one call sequence every call
 //     takes (FinishRaw, FinishStreamed, StartToolRaw). OwnTool names the
-//     view's own tools (meta-tools), which its go-sdk server answers.
+//     view's own tools (meta-tools), which its go-sdk server answers;
+//     Unwrap turns a call of its call meta-tool into the direct call it
+//     stands for.
 //   - HostState: a host session's log level and resource subscriptions,
 //     kept across a parked HTTP session.
 //   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
@@ -48,6 +50,7 @@ type View interface {
 	BeginRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller)
 	AwaitRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller, *jsonrpc.Error)
 	OwnTool(name string) bool
+	Unwrap(name string, args json.RawMessage) (string, json.RawMessage, bool)
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)

@@ -190,6 +190,9 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	// hostCall in the call's context tells the source's reader where.
 	ctx = withHostCall(ctx, hc)
 	call, src := f.p.v.BeginRaw(ctx, tc.name)
+	if call == nil && f.p.unwrap(&tc) {
+		call, src = f.p.v.BeginRaw(ctx, tc.name) // call_tool's call, made directly
+	}
 	if call == nil && f.p.v.OwnTool(tc.name) {
 		s.calls.finish(key, hc, nil)
 		stop()
@@ -349,7 +352,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, tc, nil)
+	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, &tc, nil)
 	if call == nil {
 		return taken
 	}
@@ -375,19 +378,25 @@ func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction
 
 // beginAlone begins the raw call of tc for a POST without a session (ctx
 // carries rc's host call): of a tool the view serves now, or, as go-sdk's
-// handler would, once the sources still connecting are ready. A tool
+// handler would, once the sources still connecting are ready; a call of
+// call_tool becomes the direct call it stands for (tc changes). A tool
 // still unknown then gets its error answered here (taken, with no call);
 // a call of a meta-tool is go-sdk's (not taken).
-func (f *httpRaw) beginAlone(ctx context.Context, rc *httpRawCall, tc toolCall, stamp []byte) (call *junction.Call, src junction.RawCaller, taken bool) {
+func (f *httpRaw) beginAlone(ctx context.Context, rc *httpRawCall, tc *toolCall, stamp []byte) (call *junction.Call, src junction.RawCaller, taken bool) {
 	if call, src = f.p.v.BeginRaw(ctx, tc.name); call != nil {
 		return call, src, true
+	}
+	if f.p.unwrap(tc) {
+		if call, src = f.p.v.BeginRaw(ctx, tc.name); call != nil {
+			return call, src, true
+		}
 	}
 	if f.p.v.OwnTool(tc.name) {
 		return nil, nil, false
 	}
 	call, src, werr := f.p.v.AwaitRaw(ctx, tc.name)
 	if werr != nil {
-		f.writeAlone(rc, tc, rawOutcome{werr: werr}, stamp)
+		f.writeAlone(rc, *tc, rawOutcome{werr: werr}, stamp)
 		return nil, nil, true
 	}
 	return call, src, true
@@ -431,7 +440,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, tc, f.p.impl)
+	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, &tc, f.p.impl)
 	if call == nil {
 		return taken
 	}

@@ -256,6 +256,9 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	ctx := withHostCall(s.base, hc)
 	call, rc := s.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
+		if s.p.unwrap(&tc) {
+			return s.takeCall(tc) // call_tool's call, made directly
+		}
 		return !s.p.v.OwnTool(tc.name) && s.awaitCall(tc, mi.rev.TypedResults())
 	}
 	rs, starts := rc.(junction.RawStarter)

@@ -614,3 +614,43 @@ func TestRawCallWaitsForSources(t *testing.T) {
 		})
 	}
 }
+
+// TestCallToolRaw: in search mode, a call of call_tool that stands for a
+// call of one of the view's tools is made as that direct call, on the
+// raw path, over stdio and HTTP; a call_tool of a meta-tool, or with
+// arguments that are wrong, is the meta-tool's handler's to answer.
+func TestCallToolRaw(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	v := viewOf(t, f)
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(id int, args string) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"call_tool","arguments":` + args + `}}`
+	}
+	h := startStdio(t, v, nil)
+	h.initialize(t)
+	h.send(t, call(1, `{"name":"s__echo","arguments":{"msg":"through"}}`))
+	if m := h.recv(t); m["id"] != 1.0 || text(m) != "through" {
+		t.Errorf("call_tool of s__echo: %v; want the tool's own answer", m)
+	}
+	h.send(t, call(2, `{"name":"search_tools","arguments":{"query":"echo"}}`))
+	if m := h.recv(t); m["id"] != 2.0 || !strings.Contains(text(m), "s__echo") {
+		t.Errorf("call_tool of search_tools: %v; want the search's answer", m)
+	}
+	h.send(t, call(3, `{"name":"s__echo","arguments":[1]}`))
+	if m := h.recv(t); m["id"] != 3.0 || !strings.Contains(text(m), "arguments must be an object") {
+		t.Errorf("call_tool with arguments not an object: %v; want the meta-tool's error", m)
+	}
+
+	srv := httptestServer(t, New(v, nil).HTTPHandler(nil))
+	sid := rawSession(t, srv.URL)
+	resp := rawPost(t, srv.URL, sid, call(4, `{"name":"s__echo","arguments":{"msg":"over http"}}`))
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || text(m) != "over http" {
+		t.Errorf("call_tool over HTTP: %v (%v); want the tool's own answer, as JSON from the raw path", m, err)
+	}
+	if n := f.slow.Load(); n != 0 {
+		t.Errorf("%d calls of s__echo went through go-sdk; want none", n)
+	}
+}
