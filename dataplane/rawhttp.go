@@ -165,18 +165,13 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	ctx, cancel := context.WithCancelCause(parent)
 	rc := &httpRawCall{hc: hostCall{cancel: cancel}, sink: sseSink{w: w, sid: sid, f: f, resumable: resumable}}
 	hc, sink := &rc.hc, &rc.sink
-	// A client that goes away cancels the call, unless the call's stream
-	// has begun and can be resumed (rawresume.go).
-	stop := func() bool { return false }
 	if resumable {
-		stop = context.AfterFunc(r.Context(), func() {
-			if !sink.streaming() {
-				cancel(context.Cause(r.Context()))
-			}
-		})
+		// A client that goes away cancels the call, unless the call's
+		// stream has begun and can be resumed (rawresume.go): whoever
+		// waits for the call watches the request (see wait).
+		rc.req, rc.cancel = r, cancel
 	}
 	if !s.calls.add(key, hc) {
-		stop()
 		cancel(nil)
 		return false // a reused id: go-sdk answers it
 	}
@@ -195,7 +190,6 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	}
 	if call == nil && f.p.v.OwnTool(tc.name) {
 		s.calls.finish(key, hc, nil)
-		stop()
 		cancel(nil)
 		return false // a meta-tool: go-sdk's
 	}
@@ -203,17 +197,21 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		// A tool the view does not serve now: wait, as go-sdk's handler
 		// would, for the sources still connecting; the error a tool still
 		// unknown then gets is the answer.
+		stop := func() bool { return false }
+		if rc.req != nil {
+			stop = context.AfterFunc(r.Context(), rc.dropped)
+		}
 		var werr *jsonrpc.Error
-		if call, src, werr = f.p.v.AwaitRaw(ctx, tc.name); werr != nil {
+		call, src, werr = f.p.v.AwaitRaw(ctx, tc.name)
+		stop()
+		if werr != nil {
 			defer cancel(nil)
-			defer stop()
 			f.answered(s, key, tc, rc, rawOutcome{werr: werr})
 			return true
 		}
 	}
 	if !call.Decoded() {
 		defer cancel(nil)
-		defer stop()
 		f.answerSession(s, key, call, src, tc, rc)
 		return true
 	}
@@ -237,20 +235,25 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	go func() {
 		defer close(answered)
 		defer cancel(nil)
-		defer stop()
 		f.answerSession(s, key, call, src, tc, rc)
 	}()
-	select {
-	case <-answered:
-	case <-closed:
+	for gone := r.Context().Done(); ; {
+		select {
+		case <-answered:
+			return true
+		case <-closed:
+			return true
+		case <-gone:
+			rc.dropped()
+			gone = nil
+		}
 	}
-	return true
 }
 
 // answerSession makes the raw call of rc on session s, under key in the
 // session's table, and answers it.
 func (f *httpRaw) answerSession(s *httpSession, key string, call *junction.Call, src junction.RawCaller, tc toolCall, rc *httpRawCall) {
-	o := f.call(call, src, rawParams(call.Local(), tc), &rc.hc, tc.id, &rc.sink, nil)
+	o := f.call(call, src, rawParams(call.Local(), tc), rc, tc.id, nil)
 	f.answered(s, key, tc, rc, o)
 }
 
@@ -300,17 +303,27 @@ type rawOutcome struct {
 	cut      error
 }
 
-// call makes a raw call and waits for it. A source that starts calls
-// ([junction.RawStarter]) may hand a long answer to the sink while it
-// arrives (hc.link.Stream), stamped for a host at 2026-07-28 or later (see
-// Rewrite).
-func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hc *hostCall, id json.RawMessage, sink *sseSink, stamp []byte) rawOutcome {
+// call makes the raw call of hr and waits for it (see wait). A source
+// that starts calls ([junction.RawStarter]) may hand a long answer to the
+// sink while it arrives (hc.link.Stream), stamped for a host at 2026-07-28
+// or later (see Rewrite).
+func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hr *httpRawCall, id json.RawMessage, stamp []byte) rawOutcome {
+	hc, sink := &hr.hc, &hr.sink
 	rs, ok := rc.(junction.RawStarter)
-	if !ok {
+	if !ok && (hr.req == nil || call.Decoded()) {
+		// Nothing to watch: the call is cancelled with its request, or
+		// (a pack's, on a stream that can be resumed) take watches it.
 		res, werr := call.CallToolRaw(rc, params)
 		return rawOutcome{res: res, werr: werr}
 	}
 	out := make(chan rawOutcome, 2)
+	if !ok {
+		go func() {
+			res, werr := call.CallToolRaw(rc, params)
+			out <- rawOutcome{res: res, werr: werr}
+		}()
+		return hr.wait(out)
+	}
 	hc.link.Stream = &wire.StreamTo{ID: id, Out: sink, Stamp: stamp, Done: func(size int, isError bool, err error) {
 		if err != nil {
 			res, werr := call.FinishRaw(nil, err)
@@ -325,7 +338,7 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 	call.StartToolRaw(rs, params, func(res json.RawMessage, werr *jsonrpc.Error) {
 		out <- rawOutcome{res: res, werr: werr}
 	})
-	return <-out
+	return hr.wait(out)
 }
 
 // httpRawCall is what take keeps of one raw call, in one allocation:
@@ -333,6 +346,34 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 type httpRawCall struct {
 	hc   hostCall
 	sink sseSink
+	// On a session whose streams can be resumed the call's context is not
+	// its request's: req is the request, and cancel ends the call when
+	// the host goes away before its stream has begun (dropped).
+	req    *http.Request
+	cancel context.CancelCauseFunc
+}
+
+// wait returns the call's outcome from out; on a stream that can be
+// resumed, it watches the request meanwhile (see dropped).
+func (hr *httpRawCall) wait(out <-chan rawOutcome) rawOutcome {
+	if hr.req == nil {
+		return <-out
+	}
+	select {
+	case o := <-out:
+		return o
+	case <-hr.req.Context().Done():
+		hr.dropped()
+		return <-out
+	}
+}
+
+// dropped is called when the host has gone away from the call's POST:
+// the call ends, unless its stream has begun, which the host can resume.
+func (hr *httpRawCall) dropped() {
+	if !hr.sink.streaming() {
+		hr.cancel(context.Cause(hr.req.Context()))
+	}
 }
 
 // takeStateless answers a tools/call of a client before protocol
@@ -373,7 +414,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 // also have their own HTTP status (modernErrorStatus). A client that
 // goes away cancels the call (its request's context).
 func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction.RawCaller, tc toolCall, stamp []byte) {
-	f.writeAlone(rc, tc, f.call(call, src, rawParams(call.Local(), tc), &rc.hc, tc.id, &rc.sink, stamp), stamp)
+	f.writeAlone(rc, tc, f.call(call, src, rawParams(call.Local(), tc), rc, tc.id, stamp), stamp)
 }
 
 // beginAlone begins the raw call of tc for a POST without a session (ctx
