@@ -863,7 +863,7 @@ func (v *View) describeTypeScript(names []string) *mcp.CallToolResult {
 // the same Begin and CallTool, with the request's session, _meta
 // (progress token) and context; the call is observed as the named tool's.
 func (v *View) callHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	in, bad := v.callArgs(req.Params.Arguments)
+	in, bad := v.parseCallArgs(req.Params.Arguments)
 	if bad != nil {
 		return bad, nil
 	}
@@ -902,19 +902,22 @@ func (v *View) Unwrap(name string, args json.RawMessage) (tool string, toolArgs 
 	if !search || name != n.Call {
 		return "", nil, false
 	}
-	in, bad := v.callArgs(args)
+	in, bad := v.parseCallArgs(args)
 	if bad != nil || v.OwnTool(in.Name) {
 		return "", nil, false
 	}
 	return in.Name, in.Arguments, true
 }
 
-// callArgs reads the call meta-tool's arguments, or returns the tool
-// error that says what is wrong with them.
-func (v *View) callArgs(args json.RawMessage) (in struct {
+// callArgs are the call meta-tool's arguments.
+type callArgs struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-}, bad *mcp.CallToolResult) {
+}
+
+// parseCallArgs reads the call meta-tool's arguments, or returns the tool
+// error that says what is wrong with them.
+func (v *View) parseCallArgs(args json.RawMessage) (in callArgs, bad *mcp.CallToolResult) {
 	if err := decodeArgs(args, &in); err != nil {
 		return in, metaError("%v", err)
 	}

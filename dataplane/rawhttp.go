@@ -227,8 +227,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	}
 	closed := make(chan struct{})
 	sink.closed = closed
-	x.Header = r.Header.Clone()
-	x.Header.Set(junction.ResumableStreamHeader, "1")
+	r.Header.Set(junction.ResumableStreamHeader, "1") // as the front sets it for go-sdk
 	x.CloseSSEStream = func(a mcp.CloseSSEStreamArgs) { sink.closeStream(a.RetryAfter) }
 	call.SetRequestExtra(x)
 	answered := make(chan struct{})
@@ -725,9 +724,8 @@ type sseSink struct {
 	next      int           // the index of its next event
 	line      []byte        // the answer's line, while written in parts on a resumable stream
 	inLine    bool          // a line is being written in parts on a resumable stream
-	over      chan struct{} // closed when nothing more goes on the stream (resumable, once started)
+	over      chan struct{} // closed, then nil, when nothing more goes on the stream (resumable, once started)
 	closed    chan struct{} // closed when the tool closes the POST's response (see closeStream)
-	ended     bool          // over is closed
 }
 
 // notify sends a notification (a log message, progress) with params, as
@@ -954,9 +952,9 @@ func (s *sseSink) release() {
 // stream. Called with mu held.
 func (s *sseSink) let() {
 	s.w = nil
-	if s.over != nil && !s.ended {
-		s.ended = true
+	if s.over != nil {
 		close(s.over)
+		s.over = nil
 		s.f.dropStream(s)
 	}
 }

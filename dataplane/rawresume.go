@@ -131,7 +131,7 @@ func (f *httpRaw) resume(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.mu.Lock()
-	if s.ended {
+	if s.over == nil { // the call is over: go-sdk replays the stream from the store
 		s.mu.Unlock()
 		return false
 	}

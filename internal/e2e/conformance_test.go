@@ -56,12 +56,21 @@ func TestConformance(t *testing.T) {
 	if run.Err != nil && len(report.failed) == 0 {
 		t.Errorf("conformance suite exited with %v though no scenario failed\nstdout:\n%s\nstderr:\n%s", run.Err, run.Stdout, run.Stderr)
 	}
+	// The pack's calls take the data plane's path, on streams that can be
+	// resumed included (server-sse-polling closes one and resumes it).
+	if raw, all := rawCalls(t, url, "conformance"), packCalls(t, url, "conformance"); raw == 0 || raw != all {
+		t.Errorf("%d of the pack's %d calls took the data plane's path; want all", raw, all)
+	}
 	if t.Failed() {
 		t.Logf("suite output:\n%s\n%s", run.Stdout, run.Stderr)
 	} else {
 		t.Logf("conformance: %d/%d server scenarios passed (stateful)", len(report.passed), len(serverScenarios))
 	}
 }
+
+// callsLine matches a line of junction_tool_calls_total: its source and
+// count.
+var callsLine = regexp.MustCompile(`(?m)^junction_tool_calls_total\{[^}]*source="([^"]*)"[^}]*\} (\d+)$`)
 
 // TestConformanceStateless runs every server scenario against junction
 // -stateless: the scenarios that need a server-to-client request are
@@ -159,15 +168,28 @@ func TestConformanceThroughHub(t *testing.T) {
 // without a token.
 func rawCalls(t *testing.T, url, source string) int {
 	t.Helper()
-	metrics := hubMetrics(t, url, "")
+	return sumBySource(t, rawCallsLine, hubMetrics(t, url, ""), source)
+}
+
+// packCalls is [rawCalls] for every call to source, of every outcome
+// (junction_tool_calls_total).
+func packCalls(t *testing.T, url, source string) int {
+	t.Helper()
+	return sumBySource(t, callsLine, hubMetrics(t, url, ""), source)
+}
+
+// sumBySource sums the samples line matches in metrics (its groups: the
+// source, the count) of source, or of every source when it is "".
+func sumBySource(t *testing.T, line *regexp.Regexp, metrics []byte, source string) int {
+	t.Helper()
 	n := 0
-	for _, m := range rawCallsLine.FindAllSubmatch(metrics, -1) {
+	for _, m := range line.FindAllSubmatch(metrics, -1) {
 		if source != "" && string(m[1]) != source {
 			continue
 		}
 		v, err := strconv.Atoi(string(m[2]))
 		if err != nil {
-			t.Fatalf("junction_tool_calls_raw_total: %v", err)
+			t.Fatalf("%s: %v", line, err)
 		}
 		n += v
 	}

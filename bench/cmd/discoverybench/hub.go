@@ -11,12 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // A hub is a "junction serve" process over stdio and a client session
@@ -453,28 +454,36 @@ func (h *hub) semanticMetrics(ctx context.Context, base string) (map[string]floa
 	return m, nil
 }
 
-// parseMetrics reads the Prometheus text format: one sample a line,
-// "series value", with # comments.
+// parseMetrics reads the Prometheus text format and returns its gauge,
+// counter and untyped samples by series ("name{label="value",...}").
 func parseMetrics(r io.Reader) (map[string]float64, error) {
-	m := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			return nil, fmt.Errorf("line %q: no value", line)
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
-		}
-		m[strings.TrimSpace(line[:i])] = v
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
 	}
-	return m, sc.Err()
+	m := map[string]float64{}
+	for name, f := range families {
+		for _, s := range f.GetMetric() {
+			series := name
+			if labels := s.GetLabel(); len(labels) > 0 {
+				pairs := make([]string, len(labels))
+				for i, l := range labels {
+					pairs[i] = fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
+				}
+				series += "{" + strings.Join(pairs, ",") + "}"
+			}
+			switch {
+			case s.Gauge != nil:
+				m[series] = s.GetGauge().GetValue()
+			case s.Counter != nil:
+				m[series] = s.GetCounter().GetValue()
+			case s.Untyped != nil:
+				m[series] = s.GetUntyped().GetValue()
+			}
+		}
+	}
+	return m, nil
 }
 
 // adminURL returns the base URL of the hub's admin listener
