@@ -11,16 +11,27 @@ type terms []string
 
 // analyse appends to dst the terms of each text.
 func analyse(dst terms, texts ...string) terms {
+	dst, _ = analyseForms(dst, nil, texts...)
+	return dst
+}
+
+// analyseForms appends to dst the terms of each text, and to forms the
+// form term (stemForm) of each word that has one.
+func analyseForms(dst, forms terms, texts ...string) (terms, terms) {
 	var words []string
 	for _, s := range texts {
 		words = splitWords(s, words[:0])
 		for _, w := range words {
 			if !stopWords()[w] {
-				dst = append(dst, stem(w))
+				st, form := stemForm(w)
+				dst = append(dst, st)
+				if form != "" && forms != nil {
+					forms = append(forms, form)
+				}
 			}
 		}
 	}
-	return dst
+	return dst, forms
 }
 
 type termCount struct {
@@ -71,9 +82,9 @@ func analyseTool(t Tool) analysedDoc {
 	if w := splitWords(name, nil); len(w) > 0 && isUndo(w[0]) {
 		undo = w[0]
 	}
-	var fields [fServer]terms
+	var fields, forms [fServer]terms
 	for f, ts := range texts {
-		fields[f] = analyse(nil, ts...)
+		fields[f], forms[f] = analyseForms(nil, terms{}, ts...)
 	}
 
 	a := analysedDoc{intent: toolIntent(name)}
@@ -85,6 +96,7 @@ func analyseTool(t Tool) analysedDoc {
 			ts = withBigrams(ts)
 		}
 		ts = undoneWords(ts, undo, texts[f], f != fParams)
+		ts = append(ts, forms[f]...) // occurrences, but not in the length
 		for _, term := range ts {
 			i, ok := idx[term]
 			if !ok {

@@ -10,10 +10,10 @@
 // ranks with BM25F over four fields of each tool (its name, its
 // description, its parameters and its server's name, title and
 // instructions), after stemming, with a small table of synonyms of
-// general software vocabulary, and two signals beside it: the request's
-// verb and nouns against the tool name's (intent.go) and tolerance of
-// one-letter typos (typo.go); docs/discovery.md ("Ranking") explains the
-// weights. A search sees only the tools its caller may see: the caller
+// general software vocabulary, and three signals beside it: the request's
+// verb and nouns against the tool name's (intent.go), each word's own
+// form beside its stem (stemForm), and tolerance of one-letter typos
+// (typo.go); docs/discovery.md ("Ranking") explains the weights. A search sees only the tools its caller may see: the caller
 // passes its profile as a filter, and a tool the filter rejects is neither
 // returned nor counted.
 //

@@ -53,6 +53,7 @@ type scoring struct {
 	verb    float64          // bonus when the request's verb and the tool name's are of one class, malus when not
 	plural  float64          // bonus for the tool name's nouns the request writes in the same number
 	typo    float64          // weight of a dictionary word at one edit from a query word the dictionary lacks
+	form    float64          // share of a word's weight that its form (stemForm) carries, when it has one
 }
 
 var defaultScoring = scoring{
@@ -68,13 +69,16 @@ var defaultScoring = scoring{
 	verb:    0.5,
 	plural:  0.5,
 	typo:    0.5,
+	form:    0.3,
 }
 
 // qterm is one term a query word looks for, with the weight of its
-// occurrences.
+// occurrences, and the weight with which a tool holding it counts as
+// covering the word (the coverage bonus).
 type qterm struct {
-	id int32
-	w  float64
+	id    int32
+	w     float64
+	cover float64
 }
 
 // concept is one word of the query: its own term and its synonyms, whose
@@ -127,10 +131,12 @@ func (x *Index) Search(query string, opts SearchOptions) (Result, error) {
 	return x.collectLocked(sc, opts, limit), nil
 }
 
-// qword is a distinct word of a query and its weight.
+// qword is a distinct word of a query: its stem, its weight and its form
+// term ("" when it has none).
 type qword struct {
 	term string
 	w    float64
+	form string
 }
 
 // queryWords returns the distinct stemmed words of a query, without stop
@@ -140,14 +146,14 @@ type qword struct {
 func queryWords(query string) []qword {
 	var out []qword
 	at := map[string]int{}
-	add := func(w string, weight float64) {
+	add := func(w, form string, weight float64) {
 		if i, ok := at[w]; ok {
 			out[i].w = max(out[i].w, weight)
 			return
 		}
 		if len(out) < maxQueryTerms {
 			at[w] = len(out)
-			out = append(out, qword{w, weight})
+			out = append(out, qword{w, weight, form})
 		}
 	}
 	var words []string
@@ -168,19 +174,21 @@ func queryWords(query string) []qword {
 				weight = min(weight, defaultScoring.recency)
 			}
 			if weight > 0 {
-				add(stem(w), weight)
+				st, form := stemForm(w)
+				add(st, form, weight)
 			}
 		}
 	}
 	if len(out) == 0 {
 		for _, w := range splitWords(query, nil) {
-			add(stem(w), 1)
+			st, form := stemForm(w)
+			add(st, form, 1)
 		}
 	}
 	if defaultScoring.bigram > 0 {
 		n := len(out)
 		for i := 1; i < n; i++ {
-			add(out[i-1].term+pairSep+out[i].term, defaultScoring.bigram*min(out[i-1].w, out[i].w))
+			add(out[i-1].term+pairSep+out[i].term, "", defaultScoring.bigram*min(out[i-1].w, out[i].w))
 		}
 	}
 	return out
@@ -245,20 +253,27 @@ func (x *Index) conceptsLocked(words []qword) []concept {
 		w := qw.term
 		c := concept{w: qw.w, pair: strings.Contains(w, pairSep)}
 		if id, ok := x.terms[w]; ok {
-			c.terms = append(c.terms, qterm{id, 1})
+			c.terms = append(c.terms, qterm{id, 1, 1})
 			c.df = x.df(id)
+			// The word's own form shares its weight with the stem: a tool
+			// with the form gets it all, one with only the stem (a word of
+			// another derivation) gets the rest.
+			if fid, ok := x.terms[qw.form]; ok && qw.form != "" && defaultScoring.form > 0 {
+				c.terms[0].w = 1 - defaultScoring.form
+				c.terms = append(c.terms, qterm{fid, defaultScoring.form, 0})
+			}
 		}
 		if len(c.terms) == 0 && !c.pair && !isNumber(w) && typos < maxTypoWords && defaultScoring.typo > 0 {
 			typos++
 			for _, id := range x.nearTermsLocked(w) {
-				c.terms = append(c.terms, qterm{id, defaultScoring.typo})
+				c.terms = append(c.terms, qterm{id, defaultScoring.typo, defaultScoring.typo})
 				c.df = max(c.df, x.df(id))
 			}
 		}
 		for _, s := range synonyms()[w] {
 			if id, ok := x.terms[s]; ok {
-				c.terms = append(c.terms, qterm{id, defaultScoring.syn})
-				if len(c.terms) == 1 || c.terms[0].w != 1 {
+				c.terms = append(c.terms, qterm{id, defaultScoring.syn, defaultScoring.syn})
+				if len(c.terms) == 1 || c.terms[0].cover != 1 {
 					c.df = max(c.df, x.df(id))
 				}
 			}
@@ -320,7 +335,7 @@ func (x *Index) scoreLocked(concepts []concept, intent *queryIntent, p *scoring,
 				if !c.pair {
 					for f := range sc.covAcc {
 						if ps.tf[f] > 0 {
-							sc.covAcc[f][ps.doc] = max(sc.covAcc[f][ps.doc], qt.w)
+							sc.covAcc[f][ps.doc] = max(sc.covAcc[f][ps.doc], qt.cover)
 						}
 					}
 				}

@@ -7,22 +7,51 @@ package toolsearch
 // fewer than three letters, words with a digit or a letter outside a-z,
 // and words longer than 32 bytes are returned as they are.
 func stem(w string) string {
-	if len(w) < 3 || len(w) > 32 {
-		return w
+	st, _ := stemForm(w)
+	return st
+}
+
+// formPrefix opens a form term (see stemForm); no word holds it.
+const formPrefix = "~"
+
+// stemForm returns the stem of w (as stem does) and the term of its
+// inflected form, or "" when that is its stem. The form is the word
+// without its inflection (plural, -ed, -ing: Porter's first step), but
+// with its derivation: "active" gives "~active", "activity" and
+// "activities" give "~activiti", "activate" and "activated" give
+// "~activate", where all of them stem to "activ". Matched beside the
+// stem, it lets a tool that says the request's own word outrank one that
+// says a word derived from the same root.
+func stemForm(w string) (stem, form string) {
+	s, ok := newStemmer(w)
+	if !ok {
+		return w, ""
 	}
-	for i := 0; i < len(w); i++ {
-		if w[i] < 'a' || w[i] > 'z' {
-			return w
-		}
-	}
-	s := stemmer{b: []byte(w)}
 	s.step1ab()
 	s.step1c()
+	var buf [32]byte // the form: words longer than 32 bytes are not stemmed
+	n := copy(buf[:], s.b)
 	s.step2()
 	s.step3()
 	s.step4()
 	s.step5()
-	return string(s.b)
+	if string(s.b) == string(buf[:n]) {
+		return string(s.b), ""
+	}
+	return string(s.b), formPrefix + string(buf[:n])
+}
+
+// newStemmer returns a stemmer for w, or false when w is left as it is.
+func newStemmer(w string) (stemmer, bool) {
+	if len(w) < 3 || len(w) > 32 {
+		return stemmer{}, false
+	}
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return stemmer{}, false
+		}
+	}
+	return stemmer{b: []byte(w)}, true
 }
 
 type stemmer struct {

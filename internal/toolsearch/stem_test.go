@@ -28,3 +28,42 @@ func TestStem(t *testing.T) {
 		}
 	}
 }
+
+func TestStemForm(t *testing.T) {
+	for in, want := range map[string]string{
+		"active": "~active", "activity": "~activiti", "activities": "~activiti",
+		"activate": "~activate", "activated": "~activate", "generate": "~generate",
+		// The form is the stem: no term of its own.
+		"list": "", "listing": "", "users": "", "connected": "",
+		// Left alone by the stemmer.
+		"s3": "", "go": "",
+	} {
+		st, form := stemForm(in)
+		if form != want || st != stem(in) {
+			t.Errorf("stemForm(%q) = %q, %q, want %q, %q", in, st, form, stem(in), want)
+		}
+	}
+}
+
+// TestFormRanking checks that a tool with the request's own word
+// outranks one with a word of another derivation from the same stem
+// ("active" against "activate", both "activ"). Without the form the two
+// tie, and the tie goes to the name first in order, "activate_sessions".
+func TestFormRanking(t *testing.T) {
+	t.Parallel()
+	x := New()
+	x.SetSource(Source{Name: "auth"}, []Tool{
+		{Name: "activate_sessions", Description: "Sessions to activate."},
+		{Name: "active_sessions", Description: "Sessions that are active."},
+	})
+	for q, want := range map[string]string{
+		"list the active sessions":   "active_sessions",
+		"activate the sessions":      "activate_sessions",
+		"which sessions are active?": "active_sessions",
+	} {
+		r := mustSearch(t, x, q, SearchOptions{Limit: 3})
+		if len(r.Hits) == 0 || r.Hits[0].Name != want {
+			t.Errorf("%q: got %v, want %s first", q, names(r), want)
+		}
+	}
+}

@@ -34,16 +34,17 @@ func TestSplitWords(t *testing.T) {
 func TestQueryWords(t *testing.T) {
 	got := queryWords(`Create a table named "customer_orders" in 2024 for the user's 'sales' team`)
 	want := []qword{
-		{"creat", 1}, {"tabl", 1}, {"name", 1}, {"user", 1}, {"sale", 0.3}, {"team", 1},
-		{"custom", 0.3}, {"order", 0.3}, {"2024", 0.3},
+		{"creat", 1, "~create"}, {"tabl", 1, "~table"}, {"name", 1, ""}, {"user", 1, ""},
+		{"sale", 0.3, ""}, {"team", 1, ""}, {"custom", 0.3, "~customer"}, {"order", 0.3, ""},
+		{"2024", 0.3, ""},
 	}
-	w := map[string]float64{}
+	w := map[string]qword{}
 	for _, q := range got {
-		w[q.term] = q.w
+		w[q.term] = q
 	}
 	for _, q := range want {
-		if w[q.term] != q.w {
-			t.Errorf("word %q: weight %v, want %v (all: %v)", q.term, w[q.term], q.w, got)
+		if w[q.term] != q {
+			t.Errorf("word %q: got %+v, want %+v (all: %v)", q.term, w[q.term], q, got)
 		}
 	}
 	if _, ok := w["creat"+pairSep+"tabl"]; !ok {
