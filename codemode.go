@@ -314,7 +314,7 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		Progress: func(calls int, msg string) {
 			n := done.Add(1)
 			if p := run.progress.Load(); p != nil {
-				p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(n), Message: msg})
+				NotifyProgress(p.ctx, p.session, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(n), Message: msg})
 			}
 		},
 	}

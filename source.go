@@ -149,15 +149,16 @@ type HostWatcher interface {
 // anything else becomes a tool error. The params may carry _meta (a
 // progress token, a 2026-07-28 host's per-request protocol fields) and
 // multi-round-trip fields (inputResponses, requestState), as the host
-// sent them; the data plane sends other calls (tasks, a 2026-07-28
-// request naming a log level, ...) through CallTool.
+// sent them; the data plane sends other calls (tasks, ...) through
+// CallTool.
 //
-// ctx names the host session the call is made for ([HostSession]). Log
-// messages, and sampling, elicitation or roots requests, that the source
-// has for the host during the call should be sent with that session's
-// methods (Log, CreateMessage, Elicit, ListRoots) and a context derived
-// from ctx: the data plane then delivers them as the typed path would
-// (over HTTP, on the call's own response stream).
+// ctx names the host session the call is made for ([HostSession]), and
+// may carry the request's [HostLink]. Log messages and progress that the
+// source has for the host during the call should be sent with [Log] and
+// [NotifyProgress]; sampling, elicitation or roots requests with the
+// session's methods (CreateMessage, Elicit, ListRoots); each with a
+// context derived from ctx: the data plane then delivers them as the
+// typed path would (over HTTP, on the call's own response stream).
 //
 // A RawCaller that is also a [RawChooser] is asked before each call.
 type RawCaller interface {

@@ -39,12 +39,14 @@
 // any other (see [junction.Call.Decoded]; over HTTP not for an older
 // client without a session). On a stdio connection after
 // notifications/initialized (or a 2026-07-28 request, which stands
-// alone), unless it is a 2026-07-28 request naming a log level; over
-// HTTP on a session go-sdk created before 2026-07-28, or without a
-// session for a 2026-07-28 request that asks for neither progress nor log
-// messages (and, in stateless mode, an older client's without a progress
-// token). docs/design.md ("What takes the fast path") has the full list
-// with the reasons. [Options.NoRaw] sends everything through go-sdk, for
+// alone); over HTTP on a session go-sdk created before 2026-07-28, or
+// without a session for a 2026-07-28 request (one that asks for progress
+// or log messages only when answers may be SSE streams), and, in
+// stateless mode, an older client's without a progress token. A
+// 2026-07-28 request's own log level, and a request without a session,
+// reach the host through a junction.HostLink (hostlink.go).
+// docs/design.md ("What takes the fast path") has the full list with the
+// reasons. [Options.NoRaw] sends everything through go-sdk, for
 // comparison.
 //
 // # Files
@@ -53,6 +55,7 @@
 //	stdio.go      ServeStdio: a stdio host's connection, raw calls and go-sdk's
 //	http.go       HTTPHandler (stateful, stateless, dual), body checks
 //	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
+//	hostlink.go   host links: a raw call's log messages and progress where no session carries them
 //	rawresume.go  the raw path's SSE streams kept and resumed (Last-Event-ID)
 //	sse.go        the legacy HTTP+SSE endpoint: each session a stdio connection
 //	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered

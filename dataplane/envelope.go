@@ -111,6 +111,7 @@ type metaInfo struct {
 	version  string            // the protocol version the _meta names, as sent
 	progress bool              // the host asked for progress (progressToken)
 	logLevel bool              // the host asked for log messages (2026-07-28's logLevel)
+	level    string            // the level it named ("" if not a string)
 	ok       bool              // go-sdk would take the request as it is; false sends it the typed way, which answers it
 }
 
@@ -132,6 +133,9 @@ func readMeta(meta []byte) metaInfo {
 			mi.progress = true
 		case "io.modelcontextprotocol/logLevel":
 			mi.logLevel = true
+			var l string // not &mi.level, which would move mi to the heap
+			_ = json.Unmarshal(val, &l)
+			mi.level = l
 		case "io.modelcontextprotocol/protocolVersion":
 			var v string // not &mi.version, which would move mi to the heap
 			if json.Unmarshal(val, &v) != nil {

@@ -473,6 +473,55 @@ func TestHTTPFastPathSSEOrder(t *testing.T) {
 	}
 }
 
+// TestHTTPModernLogLevel: a 2026-07-28 request, which has no session,
+// that asks for log messages (logLevel) and progress takes the raw path,
+// and gets the source's progress and its log messages at that level or
+// above on its response, an SSE stream, before the answer.
+func TestHTTPModernLogLevel(t *testing.T) {
+	f := &rawFake{tools: []string{"chatty"}, raw: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		ss := junction.HostSession(ctx) // nil: the request has no session
+		for _, level := range []mcp.LoggingLevel{"info", "error"} {
+			if err := junction.Log(ctx, ss, &mcp.LoggingMessageParams{Level: level, Data: string(level)}); err != nil {
+				return nil, err
+			}
+		}
+		if err := junction.NotifyProgress(ctx, ss, &mcp.ProgressNotificationParams{ProgressToken: "p", Progress: 1}); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"content":[]}`), nil
+	}}
+	srv := startHTTPFast(t, f, HTTPOptions{})
+	post := func(meta string) *http.Response {
+		resp, err := http.DefaultClient.Do(modernRequest(t, srv.URL, "tools/call", "s__chatty", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__chatty","_meta":{`+
+			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`+meta+`}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	resp := post(`,"io.modelcontextprotocol/logLevel":"warning","progressToken":"p"`)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q, want text/event-stream", ct)
+	}
+	var data []string
+	for _, e := range readEvents(t, resp.Body) {
+		data = append(data, e.data)
+	}
+	if len(data) != 3 || !strings.Contains(data[0], `"notifications/message"`) || !strings.Contains(data[0], `"error"`) ||
+		!strings.Contains(data[1], `"notifications/progress"`) || !strings.Contains(data[2], `"id":1,"result"`) {
+		t.Errorf("events: %q; want the error message, the progress, then the answer", data)
+	}
+	// Neither asked for: the answer alone, as JSON.
+	resp = post("")
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("a request asking for nothing: Content-Type %q, want application/json", ct)
+	}
+	if n := f.slow.Load(); n != 0 {
+		t.Errorf("%d calls through go-sdk; want none", n)
+	}
+}
+
 // TestHTTPFastPathElicit: sampling, roots and elicitation requests the
 // source sends during a fast call reach the host on the call's own stream (the client here opens no
 // GET stream), and the host's answer gets back to the source.

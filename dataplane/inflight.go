@@ -25,6 +25,14 @@ type inflight struct {
 	closing bool // no new calls
 }
 
+// holds reports whether c is in the table under key: it has not been
+// answered.
+func (t *inflight) holds(key string, c *hostCall) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lookup(key) == c
+}
+
 // lookup returns the call with the host's id key, or nil. Requires t.mu.
 func (t *inflight) lookup(key string) *hostCall {
 	if t.one != nil && t.oneKey == key {

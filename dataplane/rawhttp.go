@@ -454,9 +454,9 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 		if o.werr == nil {
 			o.res = wire.ModernResult(o.res, stamp)
 		}
-		writeJSONStatus(rc.sink.w, modernErrorStatus(o.werr), wire.AnswerParts(tc.id, o.res, o.werr))
+		rc.sink.finishStatus(modernErrorStatus(o.werr), wire.AnswerParts(tc.id, o.res, o.werr))
 	default:
-		writeJSON(rc.sink.w, wire.AnswerParts(tc.id, o.res, o.werr))
+		rc.sink.finish(wire.AnswerParts(tc.id, o.res, o.werr))
 	}
 }
 
@@ -464,10 +464,10 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // which comes without a session: the request carries its protocol fields
 // in _meta and names its method and tool in headers (Mcp-Method,
 // Mcp-Name). It goes to go-sdk unless everything go-sdk checks holds as
-// it is (go-sdk's error is the answer then), and when the host asks for
-// progress or log messages: without a session they can only go on the
-// response stream go-sdk's handler keeps for the call. The result gets
-// "resultType" and the hub's serverInfo, as go-sdk's does.
+// it is (go-sdk's error is the answer then). Progress and log messages
+// the host asks for go on the call's response, through its host link;
+// with JSON answers only (no stream) the request is go-sdk's. The result
+// gets "resultType" and the hub's serverInfo, as go-sdk's does.
 func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
 	if r.Header.Get("Mcp-Method") != "tools/call" || !bytes.Contains(body, []byte(`"tools/call"`)) {
 		return false
@@ -476,11 +476,17 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if !ok || r.Header.Get("Mcp-Name") != tc.name || hasParamHeaders(r.Header) {
 		return false
 	}
-	if mi := readMeta(tc.meta); !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version || mi.progress || mi.logLevel {
+	mi := readMeta(tc.meta)
+	if !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version || (mi.progress || mi.logLevel) && f.jsonOnly {
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, &tc, f.p.impl)
+	ctx := r.Context()
+	if mi.progress || mi.logLevel {
+		// Its progress and log messages go on its response (hostlink.go).
+		ctx = junction.WithHostLink(ctx, &streamLink{sink: &rc.sink, level: mcp.LoggingLevel(mi.level), hasLevel: mi.logLevel})
+	}
+	call, src, taken := f.beginAlone(withHostCall(ctx, &rc.hc), rc, &tc, f.p.impl)
 	if call == nil {
 		return taken
 	}
@@ -729,23 +735,21 @@ type sseSink struct {
 }
 
 // notify sends a notification (a log message, progress) with params, as
-// an SSE event, unless the call has been answered.
-func (s *sseSink) notify(method string, params mcp.Params) {
-	b, err := json.Marshal(struct {
-		JSONRPC string     `json:"jsonrpc"`
-		Method  string     `json:"method"`
-		Params  mcp.Params `json:"params"`
-	}{"2.0", method, params})
+// an SSE event, unless the call has been answered, and reports whether
+// it did.
+func (s *sseSink) notify(method string, params mcp.Params) bool {
+	b, err := notification(method, params)
 	if err != nil {
-		return
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
-		return
+		return false
 	}
 	s.startStream()
 	s.event(b)
+	return true
 }
 
 // request sends a request to the host on the call's stream and waits
@@ -847,13 +851,19 @@ func (f *httpRaw) standalone(sid string, r *http.Request, hs *hostStream) func()
 // messages for a moment), and must not keep the request and response
 // alive with it.
 func (s *sseSink) finish(answer [][]byte) {
+	s.finishStatus(http.StatusOK, answer)
+}
+
+// finishStatus is finish, with the HTTP status of a JSON answer (an SSE
+// stream, once begun, has its status).
+func (s *sseSink) finishStatus(status int, answer [][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
 	defer s.let()
 	if !s.started && answer != nil {
 		s.header()
-		writeJSON(s.w, answer)
+		writeJSONStatus(s.w, status, answer)
 		return
 	}
 	s.startStream()
@@ -900,7 +910,8 @@ func (s *sseSink) header() http.Header {
 	return h
 }
 
-// errAnswered is beginLine's error when the call has its answer.
+// errAnswered is the error of beginLine, and of a host link's Notify
+// (hostlink.go), once the call has its answer.
 var errAnswered = errors.New("the call has been answered")
 
 // LinePart writes a part of the line begun with BeginLine.

@@ -246,20 +246,19 @@ func (s *stdioSession) takeListen(line []byte) bool {
 func (s *stdioSession) takeCall(tc toolCall) bool {
 	mi := readMeta(tc.meta)
 	// Before notifications/initialized only a request of 2026-07-28 or
-	// later stands on its own. The log level such a request names lives
-	// in go-sdk's context for its handler, which the raw path has not got.
-	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && (mi.logLevel || s.legacy) {
+	// later stands on its own.
+	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy {
 		return false
 	}
 	key := string(tc.id)
 	hc := &hostCall{}
-	ctx := withHostCall(s.base, hc)
+	ctx := withHostCall(s.linked(key, hc, mi), hc)
 	call, rc := s.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
 		if s.p.unwrap(&tc) {
 			return s.takeCall(tc) // call_tool's call, made directly
 		}
-		return !s.p.v.OwnTool(tc.name) && s.awaitCall(tc, mi.rev.TypedResults())
+		return !s.p.v.OwnTool(tc.name) && s.awaitCall(tc, mi)
 	}
 	rs, starts := rc.(junction.RawStarter)
 	var cancelCtx context.CancelCauseFunc
@@ -320,6 +319,16 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	return true
 }
 
+// linked returns the parent of the context of the raw call hc, under key,
+// of a request whose _meta says mi: the connection's base, with a host
+// link (see hostlink.go) when the request names its own log level.
+func (s *stdioSession) linked(key string, hc *hostCall, mi metaInfo) context.Context {
+	if !mi.logLevel || !mi.rev.PerRequestMeta() {
+		return s.base
+	}
+	return junction.WithHostLink(s.base, &lineLink{s: s, key: key, hc: hc, level: mcp.LoggingLevel(mi.level)})
+}
+
 // answerer returns the func that answers the raw call key, of the host
 // call hc, whose id the host sent as id: with a result for the host's
 // revision (typed: 2026-07-28 or later), or a protocol error; none if the
@@ -353,16 +362,17 @@ func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool,
 // tool still unknown then, as go-sdk's handler would. Called by the
 // reading goroutine, which goes on reading meanwhile (a cancellation of
 // the call among what it reads reaches it).
-func (s *stdioSession) awaitCall(tc toolCall, typed bool) bool {
+func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 	key := string(tc.id)
-	ctx, cancel := context.WithCancelCause(s.base)
-	hc := &hostCall{cancel: cancel}
+	hc := &hostCall{}
+	ctx, cancel := context.WithCancelCause(s.linked(key, hc, mi))
+	hc.cancel = cancel
 	ctx = withHostCall(ctx, hc)
 	if !s.calls.add(key, hc) {
 		cancel(nil)
 		return false // a reused id, or closing: go-sdk answers it
 	}
-	answer := s.answerer(key, hc, tc.id, typed, cancel)
+	answer := s.answerer(key, hc, tc.id, mi.rev.TypedResults(), cancel)
 	go func() {
 		call, rc, werr := s.p.v.AwaitRaw(ctx, tc.name)
 		if werr != nil {

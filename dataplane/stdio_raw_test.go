@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -120,18 +122,25 @@ func (h *fastHost) send(t *testing.T, line string) {
 func (h *fastHost) recv(t *testing.T) map[string]any {
 	t.Helper()
 	for {
-		line, err := h.r.ReadBytes('\n')
-		if err != nil {
-			t.Fatalf("reading: %v", err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("answer %q is not JSON: %v", line, err)
-		}
+		m := h.next(t)
 		if _, ok := m["id"]; ok {
 			return m
 		}
 	}
+}
+
+// next reads the next message, whatever it is.
+func (h *fastHost) next(t *testing.T) map[string]any {
+	t.Helper()
+	line, err := h.r.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("reading: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatalf("answer %q is not JSON: %v", line, err)
+	}
+	return m
 }
 
 func (h *fastHost) initialize(t *testing.T) {
@@ -441,9 +450,9 @@ func TestServeStdioRawInFlight(t *testing.T) {
 // TestModernHostRaw: a host at 2026-07-28 sends no initialize; its
 // tools/call, which carries the protocol fields in _meta, goes raw on its
 // own, and the result gets the result type and the hub's serverInfo, as
-// go-sdk writes them for such a host. One that asks for log messages
-// (logLevel) takes the typed path, and so does one whose protocol fields
-// go-sdk would refuse.
+// go-sdk writes them for such a host; so does one that asks for log
+// messages (logLevel: see TestModernHostLogLevel). One whose protocol
+// fields go-sdk would refuse takes the typed path.
 func TestModernHostRaw(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"content":[{"type":"text","text":"fast"}],"_meta":{"k":1}}`), nil
@@ -461,12 +470,68 @@ func TestModernHostRaw(t *testing.T) {
 		t.Errorf("modern result = %v, want resultType, the hub's serverInfo and the source's _meta", res)
 	}
 	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","_meta":{`+meta+`,"io.modelcontextprotocol/logLevel":"debug"}}}`)
-	if m := h.recv(t); text(m) != "slow" {
-		t.Errorf("modern call with a log level = %v, want the typed path's answer", m)
+	if m := h.recv(t); text(m) != "fast" {
+		t.Errorf("modern call with a log level = %v, want the raw path's answer", m)
 	}
 	h.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"s__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
 	if m := h.recv(t); m["error"] == nil {
 		t.Errorf("modern call without client capabilities = %v, want go-sdk's error", m)
+	}
+}
+
+// TestModernHostLogLevel: a 2026-07-28 request that names its own log
+// level takes the raw path, and the source's log messages at that level
+// or above reach the host before the answer; messages below it, and all
+// of a request that names no level, do not. Progress goes on the
+// connection as well.
+func TestModernHostLogLevel(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		ss := junction.HostSession(ctx)
+		for _, level := range []mcp.LoggingLevel{"debug", "info", "warning", "error"} {
+			if err := junction.Log(ctx, ss, &mcp.LoggingMessageParams{Level: level, Data: string(level)}); err != nil {
+				return nil, err
+			}
+		}
+		if err := junction.NotifyProgress(ctx, ss, &mcp.ProgressNotificationParams{ProgressToken: "p1", Progress: 1}); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":"fast"}]}`), nil
+	}}
+	h := startFast(t, f, junction.Selection{})
+	const meta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","_meta":{`+meta+`,"io.modelcontextprotocol/logLevel":"warning","progressToken":"p1"}}}`)
+	// until reads up to the answer and returns what came before it.
+	until := func() []string {
+		var got []string
+		for {
+			m := h.next(t)
+			if m["id"] != nil {
+				if text(m) != "fast" {
+					t.Fatalf("answer = %v, want the raw path's", m)
+				}
+				return got
+			}
+			p, _ := m["params"].(map[string]any)
+			switch m["method"] {
+			case "notifications/message":
+				got = append(got, fmt.Sprint(p["level"]))
+			case "notifications/progress":
+				got = append(got, "progress "+fmt.Sprint(p["progressToken"]))
+			default:
+				t.Fatalf("unexpected message %v", m)
+			}
+		}
+	}
+	if got, want := until(), []string{"warning", "error", "progress p1"}; !slices.Equal(got, want) {
+		t.Errorf("before the answer the host got %q, want %q", got, want)
+	}
+	// No level named: no log messages (2026-07-28 has no logging/setLevel).
+	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","_meta":{`+meta+`}}}`)
+	if got, want := until(), []string{"progress p1"}; !slices.Equal(got, want) {
+		t.Errorf("a call naming no level: before the answer the host got %q, want %q", got, want)
+	}
+	if n := f.slow.Load(); n != 0 {
+		t.Errorf("%d calls took the typed path", n)
 	}
 }
 

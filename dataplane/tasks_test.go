@@ -41,9 +41,9 @@ const (
 	noTasksMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 )
 
-// modernPost POSTs a 2026-07-28 request (no session) with the routing
-// headers given, and returns the status and the decoded answer.
-func modernPost(t *testing.T, url, method, name, token, body string, headers ...string) (int, map[string]any) {
+// modernRequest makes a 2026-07-28 request (no session) with the
+// routing headers given.
+func modernRequest(t *testing.T, url, method, name, token, body string, headers ...string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -62,7 +62,14 @@ func modernPost(t *testing.T, url, method, name, token, body string, headers ...
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// modernPost POSTs a 2026-07-28 request (no session) with the routing
+// headers given, and returns the status and the decoded answer.
+func modernPost(t *testing.T, url, method, name, token, body string, headers ...string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(modernRequest(t, url, method, name, token, body, headers...))
 	if err != nil {
 		t.Fatal(err)
 	}

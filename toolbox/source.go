@@ -498,7 +498,7 @@ func (s *Source) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 			}
 			p := ev.Progress
 			n := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.GetProgress(), Total: p.GetTotal(), Message: p.GetMessage()}
-			if err := req.Session.NotifyProgress(ctx, n); err != nil {
+			if err := junction.NotifyProgress(ctx, req.Session, n); err != nil {
 				s.logger.Debug("progress not delivered", junction.LogKeyTool, name, "error", err)
 			}
 		case *toolboxv1.CallToolResponse_Result:

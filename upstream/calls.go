@@ -447,7 +447,9 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 	}
 	defer end()
 	s.setCaps(c, metaCaps(req.Params.Meta))
-	if hostToken := req.Params.GetProgressToken(); hostToken != nil && req.Session != nil {
+	// Without a session, the request's host link may carry the progress
+	// (junction.NotifyProgress); with neither it goes nowhere.
+	if hostToken := req.Params.GetProgressToken(); hostToken != nil {
 		c.hostToken = hostToken
 	}
 	params.SetProgressToken(c.token)
@@ -1064,7 +1066,7 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		return
 	}
 	s.mu.Unlock()
-	if hostToken == nil || host == nil {
+	if hostToken == nil || hostCtx == nil {
 		return
 	}
 	s.forwardProgress(host, hostCtx, hostToken, *req.Params)
@@ -1076,18 +1078,20 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 const maxHeldProgress = 64
 
 // forwardProgress sends the upstream's progress p to the host request
-// ctx on host, under the host's token.
+// ctx, under the host's token: through the request's host link, or its
+// session host (junction.NotifyProgress); with neither it goes nowhere.
 func (s *Server) forwardProgress(host *mcp.ServerSession, ctx context.Context, token any, p mcp.ProgressNotificationParams) {
 	p.ProgressToken = token
-	if err := host.NotifyProgress(ctx, &p); err != nil {
+	if err := junction.NotifyProgress(ctx, host, &p); err != nil {
 		s.logger.Debug("forwarding progress failed", "error", err)
 	}
 }
 
 // onLog logs an upstream's notifications/message and forwards it to every
 // host session with a call in flight on this server, or one that just
-// ended (a log message names no request, so those are the hosts it most
-// likely concerns).
+// ended, and to each call in flight without a host session (a log
+// message names no request, so those are the hosts it most likely
+// concerns). junction.Log sends it where the host asked for it.
 func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	defer s.logHandled() // see drainLogs
 	if req.Params == nil {
@@ -1107,7 +1111,7 @@ func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	s.logger.Log(context.Background(), level, "upstream log", "logger", req.Params.Logger, "data", string(data))
 	for _, h := range s.logHosts() {
 		// The call may end while this runs; the message still goes out.
-		if err := h.host.Log(context.WithoutCancel(h.ctx), req.Params); err != nil {
+		if err := junction.Log(context.WithoutCancel(h.ctx), h.host, req.Params); err != nil {
 			s.logger.Debug("forwarding log message failed", "error", err)
 		}
 	}
@@ -1245,10 +1249,18 @@ func (s *Server) logHosts() []hostRef {
 	if len(out) == 0 && s.sole != nil {
 		out = append(out, hostRef{s.sole, context.Background()})
 	}
+	// A request without a session (2026-07-28 over HTTP) may still have
+	// asked for log messages: its call's host link carries them.
+	for _, c := range s.calls {
+		if c.host == nil && c.hostCtx != nil {
+			out = append(out, hostRef{nil, streamOf{c.hostCtx}})
+		}
+	}
 	return out
 }
 
-// hostRef is a host session and a context to reach it with.
+// hostRef is a host session (nil: a request without one) and a context
+// to reach it with.
 type hostRef struct {
 	host *mcp.ServerSession
 	ctx  context.Context

@@ -248,10 +248,10 @@ func (f *rawFlight) start(sess *session) {
 		f.finish(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone))
 		return
 	}
-	if f.bridgeable || f.hm.token != nil && c.host != nil {
+	if f.bridgeable || f.hm.token != nil {
 		s.mu.Lock()
-		if f.hm.token != nil && c.host != nil {
-			c.hostToken = f.hm.token
+		if f.hm.token != nil {
+			c.hostToken = f.hm.token // see junction.NotifyProgress
 		}
 		if f.bridgeable {
 			c.lazy = f

@@ -336,6 +336,72 @@ func TestCallToolRawLogsFirst(t *testing.T) {
 	}
 }
 
+// recordLink is a junction.HostLink that records what it is sent.
+type recordLink struct {
+	level mcp.LoggingLevel
+	mu    sync.Mutex
+	got   []string
+}
+
+func (l *recordLink) Notify(method string, params mcp.Params) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch p := params.(type) {
+	case *mcp.LoggingMessageParams:
+		l.got = append(l.got, fmt.Sprintf("%s %s %v", method, p.Level, p.Data))
+	case *mcp.ProgressNotificationParams:
+		l.got = append(l.got, fmt.Sprintf("%s %v %v", method, p.ProgressToken, p.Progress))
+	}
+	return nil
+}
+
+func (l *recordLink) LogLevel() (mcp.LoggingLevel, bool) { return l.level, l.level != "" }
+
+func (l *recordLink) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got := l.got
+	l.got = nil
+	return got
+}
+
+// TestCallToolRawHostLink: a raw call without a host session (a
+// 2026-07-28 request over HTTP) whose context carries a host link gets
+// the upstream's log messages at the link's level or above, and its
+// progress under the host's token, through the link, before the call
+// returns.
+func TestCallToolRawHostLink(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	s := addReady(t, r, "l", rawConfig(t, nil))
+	ctx := ctxTimeout(t, 30*time.Second)
+	for _, tc := range []struct {
+		level mcp.LoggingLevel
+		want  []string
+	}{
+		{"info", []string{"notifications/message warning hello from upstream"}},
+		{"error", nil}, // the upstream's message is a warning
+		{"", nil},      // the request named no level: no log messages
+	} {
+		link := &recordLink{level: tc.level}
+		raw, err := s.CallToolRaw(junction.WithHostLink(ctx, link), "log", json.RawMessage(`{"name":"log"}`))
+		if err != nil || resultText(t, decodeResult(t, raw)) != "logged" {
+			t.Fatalf("CallToolRaw(log) = %s, %v", raw, err)
+		}
+		if diff := cmp.Diff(tc.want, link.take()); diff != "" {
+			t.Errorf("level %q: sent through the link (-want +got):\n%s", tc.level, diff)
+		}
+	}
+	link := &recordLink{}
+	raw, err := s.CallToolRaw(junction.WithHostLink(ctx, link), "slow", json.RawMessage(`{"name":"slow","arguments":{"steps":2,"delay_ms":0},"_meta":{"progressToken":"h1"}}`))
+	if err != nil || resultText(t, decodeResult(t, raw)) != "done" {
+		t.Fatalf("CallToolRaw(slow) = %s, %v", raw, err)
+	}
+	if diff := cmp.Diff([]string{"notifications/progress h1 1", "notifications/progress h1 2"}, link.take()); diff != "" {
+		t.Errorf("progress sent through the link (-want +got):\n%s", diff)
+	}
+}
+
 func TestCanCallRawOtherTransports(t *testing.T) {
 	t.Parallel()
 	r, _ := newRegistry(t, nil)

@@ -187,10 +187,8 @@ func addSessionTools(p *junction.Pack) {
 					return nil, err
 				}
 			}
-			if req.Session != nil {
-				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: msg}); err != nil {
-					return nil, fmt.Errorf("sending log message: %w", err)
-				}
+			if err := junction.Log(ctx, req.Session, &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: msg}); err != nil {
+				return nil, fmt.Errorf("sending log message: %w", err)
 			}
 		}
 		return text("Tool with logging executed successfully"), nil
@@ -207,8 +205,8 @@ func addSessionTools(p *junction.Pack) {
 					return nil, err
 				}
 			}
-			if token != nil && req.Session != nil {
-				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			if token != nil {
+				if err := junction.NotifyProgress(ctx, req.Session, &mcp.ProgressNotificationParams{
 					ProgressToken: token, Progress: progress, Total: 100,
 				}); err != nil {
 					return nil, fmt.Errorf("sending progress: %w", err)

@@ -44,8 +44,8 @@ func addStatelessTools(p *junction.Pack) {
 			if content, answered := accepted(req.Params.InputResponses, "confirmation"); answered {
 				return text("Confirmation received: " + jsonText(content)), nil
 			}
-			if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			if token := req.Params.GetProgressToken(); token != nil {
+				if err := junction.NotifyProgress(ctx, req.Session, &mcp.ProgressNotificationParams{
 					ProgressToken: token, Progress: 1, Total: 2, Message: "waiting for the user's confirmation",
 				}); err != nil {
 					return nil, fmt.Errorf("sending progress: %w", err)
@@ -60,10 +60,8 @@ func addStatelessTools(p *junction.Pack) {
 			"for info or lower: in the request's _meta (2026-07-28, io.modelcontextprotocol/logLevel) or with logging/setLevel (older revisions).",
 		InputSchema: noArgs,
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Session != nil {
-			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: "test_logging_tool ran"}); err != nil {
-				return nil, fmt.Errorf("sending log message: %w", err)
-			}
+		if err := junction.Log(ctx, req.Session, &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: "test_logging_tool ran"}); err != nil {
+			return nil, fmt.Errorf("sending log message: %w", err)
 		}
 		return text("test_logging_tool sent one info log message, subject to the client's log level"), nil
 	})

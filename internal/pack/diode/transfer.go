@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/files"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -175,6 +176,6 @@ func progressFunc(ctx context.Context, req *mcp.CallToolRequest, total int64, ve
 			params.Message = fmt.Sprintf("%s %d bytes", verb, n)
 		}
 		// A failed notification must not fail the transfer.
-		_ = req.Session.NotifyProgress(ctx, params)
+		_ = junction.NotifyProgress(ctx, req.Session, params)
 	}
 }
