@@ -42,9 +42,10 @@
 // alone); over HTTP on a session go-sdk created before 2026-07-28, or
 // without a session for a 2026-07-28 request (one that asks for progress
 // or log messages only when answers may be SSE streams), and, in
-// stateless mode, an older client's without a progress token. A
-// 2026-07-28 request's own log level, and a request without a session,
-// reach the host through a junction.HostLink (hostlink.go).
+// stateless mode, an older client's (one that asks for progress on the
+// same condition). A 2026-07-28 request's own log level, and the
+// progress and log messages of a request without a session, reach the
+// host through a junction.HostLink (hostlink.go).
 // docs/design.md ("What takes the fast path") has the full list with the
 // reasons. [Options.NoRaw] sends everything through go-sdk, for
 // comparison.

@@ -14,9 +14,9 @@ import (
 //   - over stdio, a 2026-07-28 request that names its own log level
 //     (go-sdk keeps that level in a context key of its own, which only
 //     its handlers get): lineLink;
-//   - over HTTP, a 2026-07-28 request, which has no session at all, that
-//     asks for progress or log messages: streamLink, on the call's
-//     response.
+//   - over HTTP, a request without a session (a 2026-07-28 request, or an
+//     older client's in stateless mode) that asks for progress or log
+//     messages: streamLink, on the call's response.
 
 // notification returns the JSON-RPC notification of method with params.
 func notification(method string, params mcp.Params) ([]byte, error) {

@@ -522,6 +522,36 @@ func TestHTTPModernLogLevel(t *testing.T) {
 	}
 }
 
+// TestHTTPStatelessProgress: in stateless mode, an older client's call
+// that asks for progress takes the raw path, and the source's progress
+// goes on its response, before the answer, as go-sdk's stateless handler
+// sends it; with JSON answers only it is go-sdk's.
+func TestHTTPStatelessProgress(t *testing.T) {
+	f := &rawFake{tools: []string{"steps"}, raw: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		if err := junction.NotifyProgress(ctx, junction.HostSession(ctx), &mcp.ProgressNotificationParams{ProgressToken: "p", Progress: 1}); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"content":[]}`), nil
+	}}
+	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__steps","_meta":{"progressToken":"p"}}}`
+	srv := startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateless})
+	var data []string
+	for _, e := range readEvents(t, rawPost(t, srv.URL, "", call).Body) {
+		data = append(data, e.data)
+	}
+	if len(data) != 2 || !strings.Contains(data[0], `"notifications/progress"`) || !strings.Contains(data[1], `"id":1,"result"`) {
+		t.Errorf("events: %q; want the progress, then the answer", data)
+	}
+	if n := f.slow.Load(); n != 0 {
+		t.Errorf("%d calls through go-sdk; want none", n)
+	}
+	srv = startHTTPFast(t, f, HTTPOptions{Mode: HTTPStateless, JSONResponse: true})
+	io.Copy(io.Discard, rawPost(t, srv.URL, "", call).Body)
+	if n := f.slow.Load(); n != 1 {
+		t.Errorf("with JSON answers only, %d calls through go-sdk; want 1", n)
+	}
+}
+
 // TestHTTPFastPathElicit: sampling, roots and elicitation requests the
 // source sends during a fast call reach the host on the call's own stream (the client here opens no
 // GET stream), and the host's answer gets back to the source.

@@ -377,9 +377,10 @@ func (hr *httpRawCall) dropped() {
 
 // takeStateless answers a tools/call of a client before protocol
 // 2026-07-28 on a handler without sessions (HTTPStateless). As in go-sdk's
-// stateless mode, such a call has no session to send progress, log
-// messages or requests to, so one that asks for progress goes to go-sdk;
-// a client that goes away cancels the call.
+// stateless mode, such a call has no session to send log messages or
+// requests to; progress it asks for goes on its response, through its
+// host link (with JSON answers only, the call is go-sdk's). A client that
+// goes away cancels the call.
 func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
 		return false
@@ -388,11 +389,12 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	if !ok {
 		return false
 	}
-	if mi := readMeta(tc.meta); !mi.ok || mi.rev.PerRequestMeta() || mi.progress {
+	mi := readMeta(tc.meta)
+	if !mi.ok || mi.rev.PerRequestMeta() || mi.progress && f.jsonOnly {
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	call, src, taken := f.beginAlone(withHostCall(r.Context(), &rc.hc), rc, &tc, nil)
+	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi), &rc.hc), rc, &tc, nil)
 	if call == nil {
 		return taken
 	}
@@ -405,6 +407,16 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	}
 	f.answerAlone(rc, call, src, tc, nil)
 	return true
+}
+
+// linked returns ctx, the context of a POST without a session whose
+// request's _meta says mi, with a host link (hostlink.go) that sends the
+// progress and log messages the request asks for on rc's response.
+func (f *httpRaw) linked(ctx context.Context, rc *httpRawCall, mi metaInfo) context.Context {
+	if !mi.progress && !mi.logLevel {
+		return ctx
+	}
+	return junction.WithHostLink(ctx, &streamLink{sink: &rc.sink, level: mcp.LoggingLevel(mi.level), hasLevel: mi.logLevel && mi.rev.PerRequestMeta()})
 }
 
 // answerAlone makes a raw call for a POST without a session, and writes
@@ -481,12 +493,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	ctx := r.Context()
-	if mi.progress || mi.logLevel {
-		// Its progress and log messages go on its response (hostlink.go).
-		ctx = junction.WithHostLink(ctx, &streamLink{sink: &rc.sink, level: mcp.LoggingLevel(mi.level), hasLevel: mi.logLevel})
-	}
-	call, src, taken := f.beginAlone(withHostCall(ctx, &rc.hc), rc, &tc, f.p.impl)
+	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi), &rc.hc), rc, &tc, f.p.impl)
 	if call == nil {
 		return taken
 	}
