@@ -456,16 +456,14 @@ func checkBridgeState(state, owner string) error {
 }
 
 // setHost points the call's notifications at the host request now
-// active: its context, session and progress token. The progress that
-// came while no host request was open goes to it first.
+// active: its context (which may carry its host link), session (nil: a
+// request without one) and progress token. The progress that came while
+// no host request was open goes to it first.
 func (s *Server) setHost(c *call, ctx context.Context, host *mcp.ServerSession, token any) {
 	c.notify.Lock()
 	defer c.notify.Unlock()
 	s.mu.Lock()
-	c.host, c.hostCtx, c.hostToken = host, ctx, nil
-	if token != nil && host != nil {
-		c.hostToken = token
-	}
+	c.host, c.hostCtx, c.hostToken = host, ctx, token
 	b := c.bridge
 	s.mu.Unlock()
 	if b != nil {
@@ -475,13 +473,13 @@ func (s *Server) setHost(c *call, ctx context.Context, host *mcp.ServerSession, 
 
 // sendHeld sends the progress b held while no host request was open to
 // the host request ctx on host, under the host's token (none: it is
-// dropped).
+// dropped), as forwardProgress does.
 func (s *Server) sendHeld(b *bridge, ctx context.Context, host *mcp.ServerSession, token any) {
 	s.mu.Lock()
 	held := b.held
 	b.held = nil
 	s.mu.Unlock()
-	if token == nil || host == nil {
+	if token == nil {
 		return
 	}
 	for _, p := range held {

@@ -1054,14 +1054,11 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	defer c.notify.Unlock()
 	// A bridged call changes hosts (setHost); read them under the lock.
 	s.mu.Lock()
-	host, hostCtx, hostToken := c.host, c.hostCtx, c.hostToken
-	if b := c.bridge; b != nil && hostCtx != nil && hostCtx.Err() != nil {
+	host, hostCtx, hostToken, b := c.host, c.hostCtx, c.hostToken, c.bridge
+	if b != nil && hostCtx != nil && hostCtx.Err() != nil {
 		// The host's request is over (it took a question back); its
 		// retry gets this first.
-		b.held = append(b.held, *req.Params)
-		if len(b.held) > maxHeldProgress {
-			b.held = slices.Delete(b.held, 0, len(b.held)-maxHeldProgress)
-		}
+		b.holdLocked(*req.Params)
 		s.mu.Unlock()
 		return
 	}
@@ -1069,7 +1066,22 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	if hostToken == nil || hostCtx == nil {
 		return
 	}
-	s.forwardProgress(host, hostCtx, hostToken, *req.Params)
+	if err := s.forwardProgress(host, hostCtx, hostToken, *req.Params); err != nil && b != nil {
+		// The host's request was answered though its context lives on (a
+		// raw call's host link): its retry gets this, as above.
+		s.mu.Lock()
+		b.holdLocked(*req.Params)
+		s.mu.Unlock()
+	}
+}
+
+// holdLocked keeps progress p for the host's retry of a bridged call, at
+// most maxHeldProgress of them. Requires Server.mu.
+func (b *bridge) holdLocked(p mcp.ProgressNotificationParams) {
+	b.held = append(b.held, p)
+	if len(b.held) > maxHeldProgress {
+		b.held = slices.Delete(b.held, 0, len(b.held)-maxHeldProgress)
+	}
 }
 
 // maxHeldProgress bounds the progress a bridged call keeps for its host's
@@ -1080,11 +1092,14 @@ const maxHeldProgress = 64
 // forwardProgress sends the upstream's progress p to the host request
 // ctx, under the host's token: through the request's host link, or its
 // session host (junction.NotifyProgress); with neither it goes nowhere.
-func (s *Server) forwardProgress(host *mcp.ServerSession, ctx context.Context, token any, p mcp.ProgressNotificationParams) {
+// It returns the error of the sending, logged.
+func (s *Server) forwardProgress(host *mcp.ServerSession, ctx context.Context, token any, p mcp.ProgressNotificationParams) error {
 	p.ProgressToken = token
-	if err := junction.NotifyProgress(ctx, host, &p); err != nil {
+	err := junction.NotifyProgress(ctx, host, &p)
+	if err != nil {
 		s.logger.Debug("forwarding progress failed", "error", err)
 	}
+	return err
 }
 
 // onLog logs an upstream's notifications/message and forwards it to every

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -365,6 +366,59 @@ func TestBridgeKeepsProgress(t *testing.T) {
 	waitFor(t, "progress 1, 2, 3", func() bool {
 		return slices.Equal(h.progress(), []float64{1, 2, 3})
 	})
+}
+
+// TestBridgeRawKeepsProgress is TestBridgeKeepsProgress for a 2026-07-28
+// host without a session, on the raw path: its requests carry host links
+// (junction.HostLink), whose contexts may outlive their requests (a stdio
+// connection's do); the progress that comes once the first is answered
+// is held, and goes through the retry's link, ahead of what follows.
+func TestBridgeRawKeepsProgress(t *testing.T) {
+	t.Parallel()
+	marks := t.TempDir()
+	cfg := fakeConfig(t, "server", map[string]string{"FAKE_MARK_DIR": marks})
+	cfg.ProtocolVersion = "2025-11-25"
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	ctx := ctxTimeout(t, 60*time.Second)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}`
+	first := &recordLink{}
+	raw, err := up.CallToolRaw(junction.WithHostLink(ctx, first), "elicit_progress", json.RawMessage(`{"name":"elicit_progress","arguments":{},`+meta+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	if err := json.Unmarshal(raw, &q); err != nil || len(q.InputRequests) != 1 || q.RequestState == "" {
+		t.Fatalf("first call = %s (%v); want one question", raw, err)
+	}
+	first.close() // answered, as the front's link is once it has written the answer
+	var id string
+	for k := range q.InputRequests {
+		id = k
+	}
+	// Once the host's request is over, the upstream reports progress.
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the upstream's progress 2", func() bool {
+		_, err := os.Stat(filepath.Join(marks, "sent2"))
+		return err == nil
+	})
+	retry := &recordLink{}
+	raw, err = up.CallToolRaw(junction.WithHostLink(ctx, retry), "elicit_progress", json.RawMessage(fmt.Sprintf(
+		`{"name":"elicit_progress","arguments":{},"inputResponses":{%q:{"action":"accept","content":{"name":"zoe"}}},"requestState":%q,%s}`, id, q.RequestState, meta)))
+	if err != nil || resultText(t, decodeResult(t, raw)) != "elicited: accept zoe" {
+		t.Fatalf("retried call = %s, %v; want elicited: accept zoe", raw, err)
+	}
+	if diff := cmp.Diff([]string{"notifications/progress p 1"}, first.take()); diff != "" {
+		t.Errorf("the first request's link (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"notifications/progress p 2", "notifications/progress p 3"}, retry.take()); diff != "" {
+		t.Errorf("the retry's link (-want +got):\n%s", diff)
+	}
 }
 
 // TestBridgeOutcomeWaitsForRetry: when a bridged call ends while its

@@ -336,16 +336,21 @@ func TestCallToolRawLogsFirst(t *testing.T) {
 	}
 }
 
-// recordLink is a junction.HostLink that records what it is sent.
+// recordLink is a junction.HostLink that records what it is sent, until
+// it is closed (its request answered).
 type recordLink struct {
-	level mcp.LoggingLevel
-	mu    sync.Mutex
-	got   []string
+	level  mcp.LoggingLevel
+	mu     sync.Mutex
+	got    []string
+	closed bool
 }
 
 func (l *recordLink) Notify(method string, params mcp.Params) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return errors.New("the request has been answered")
+	}
 	switch p := params.(type) {
 	case *mcp.LoggingMessageParams:
 		l.got = append(l.got, fmt.Sprintf("%s %s %v", method, p.Level, p.Data))
@@ -356,6 +361,12 @@ func (l *recordLink) Notify(method string, params mcp.Params) error {
 }
 
 func (l *recordLink) LogLevel() (mcp.LoggingLevel, bool) { return l.level, l.level != "" }
+
+func (l *recordLink) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+}
 
 func (l *recordLink) take() []string {
 	l.mu.Lock()
