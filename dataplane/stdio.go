@@ -282,7 +282,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	}
 	params := rawParams(call.Local(), tc)
 	typed := mi.rev.TypedResults()
-	answer := s.answerer(key, hc, tc.id, typed, cancelCtx)
+	answer := s.answerer(key, hc, tc.id, typed, cancelCtx, starts)
 	if starts {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
@@ -333,7 +333,12 @@ func (s *stdioSession) linked(key string, hc *hostCall, mi metaInfo) context.Con
 // call hc, whose id the host sent as id: with a result for the host's
 // revision (typed: 2026-07-28 or later), or a protocol error; none if the
 // host cancelled it, as JSON-RPC asks. Then it calls done, if not nil.
-func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool, done context.CancelCauseFunc) func(json.RawMessage, *jsonrpc.Error) {
+// With started (the call was started, junction.RawStarter), the answer
+// may be given by a server's reading goroutine within its delivery, and
+// then queues in that goroutine's batch (wire.Link's Via); otherwise it
+// is given by a goroutine that waited for it, which must not touch the
+// batch of a reader still delivering to it, and is written at once.
+func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool, done context.CancelCauseFunc, started bool) func(json.RawMessage, *jsonrpc.Error) {
 	return func(res json.RawMessage, werr *jsonrpc.Error) {
 		if werr == nil && typed {
 			res = wire.ModernResult(res, s.p.impl)
@@ -344,7 +349,7 @@ func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool,
 				return
 			}
 			line := wire.AnswerLine(id, res, werr)
-			if via := hc.link.Via.Load(); via != nil {
+			if via := hc.link.Via.Load(); via != nil && started {
 				s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
 			} else {
 				s.c.out.Write(line)
@@ -372,7 +377,7 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 		cancel(nil)
 		return false // a reused id, or closing: go-sdk answers it
 	}
-	answer := s.answerer(key, hc, tc.id, mi.rev.TypedResults(), cancel)
+	answer := s.answerer(key, hc, tc.id, mi.rev.TypedResults(), cancel, false)
 	go func() {
 		call, rc, werr := s.p.v.AwaitRaw(ctx, tc.name)
 		if werr != nil {
