@@ -12,7 +12,8 @@ import (
 //   - through the call's [HostLink], when the data plane answers the
 //     host's request itself and the request needs what no session
 //     carries: a 2026-07-28 request names its own log level in its _meta,
-//     and over HTTP it has no session at all;
+//     and over HTTP a request may have no session at all (2026-07-28, or
+//     an older client's in stateless mode);
 //   - otherwise through the host's go-sdk session (the request's Session,
 //     or [HostSession] of a raw call's context), as before.
 
