@@ -38,6 +38,12 @@ func WithHostLink(ctx context.Context, l HostLink) context.Context {
 	return context.WithValue(ctx, hostLinkKey{}, l)
 }
 
+// HostLinkOf returns the host link ctx carries, or nil.
+func HostLinkOf(ctx context.Context) HostLink {
+	l, _ := ctx.Value(hostLinkKey{}).(HostLink)
+	return l
+}
+
 // Log sends the log message p, about the call whose context is ctx, to
 // its host:
 //
@@ -48,7 +54,7 @@ func WithHostLink(ctx context.Context, l HostLink) context.Context {
 //     it if p's level is at or above the level the host set;
 //   - with neither, nowhere: the host asked for no log messages.
 func Log(ctx context.Context, ss *mcp.ServerSession, p *mcp.LoggingMessageParams) error {
-	if l, _ := ctx.Value(hostLinkKey{}).(HostLink); l != nil {
+	if l := HostLinkOf(ctx); l != nil {
 		if level, ok := l.LogLevel(); ok {
 			want, wantKnown := levelRank[level]
 			rank, known := levelRank[p.Level]
@@ -68,7 +74,7 @@ func Log(ctx context.Context, ss *mcp.ServerSession, p *mcp.LoggingMessageParams
 // ctx, to its host: through the call's HostLink if it has one, otherwise
 // through ss, the host's session; with neither (nil ss), nowhere.
 func NotifyProgress(ctx context.Context, ss *mcp.ServerSession, p *mcp.ProgressNotificationParams) error {
-	if l, _ := ctx.Value(hostLinkKey{}).(HostLink); l != nil {
+	if l := HostLinkOf(ctx); l != nil {
 		return l.Notify("notifications/progress", p)
 	}
 	if ss == nil {

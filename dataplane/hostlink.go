@@ -14,9 +14,14 @@ import (
 //   - over stdio, a 2026-07-28 request that names its own log level
 //     (go-sdk keeps that level in a context key of its own, which only
 //     its handlers get): lineLink;
-//   - over HTTP, a request without a session (a 2026-07-28 request, or an
-//     older client's in stateless mode) that asks for progress or log
-//     messages: streamLink, on the call's response.
+//   - over HTTP, the call's response (its sseSink, which becomes an SSE
+//     stream with the first notification): on a session, every call
+//     (unless answers are JSON only), its log messages filtered by the
+//     level the session set; without a session (a 2026-07-28 request, or
+//     an older client's in stateless mode), a call that asks for progress
+//     or log messages. Requests to the host (sampling, elicitation, roots)
+//     the source makes through the session find the sink there too
+//     (divertToStream).
 
 // notification returns the JSON-RPC notification of method with params.
 func notification(method string, params mcp.Params) ([]byte, error) {
@@ -50,20 +55,32 @@ func (l *lineLink) Notify(method string, params mcp.Params) error {
 
 func (l *lineLink) LogLevel() (mcp.LoggingLevel, bool) { return l.level, true }
 
-// streamLink is the host link of an HTTP raw call without a session: its
-// notifications are events of the call's response, which becomes an SSE
-// stream with the first (see sseSink).
-type streamLink struct {
-	sink     *sseSink
-	level    mcp.LoggingLevel
-	hasLevel bool
+// sinkLevel is what an HTTP raw call's response knows of the log level
+// its host wants: the level its request named (2026-07-28), or, on a
+// session, the one the session set, read when a message comes.
+type sinkLevel struct {
+	level   mcp.LoggingLevel
+	named   bool               // the request named level
+	session *mcp.ServerSession // the call's session, if any
 }
 
-func (l *streamLink) Notify(method string, params mcp.Params) error {
-	if !l.sink.notify(method, params) {
+// Notify implements junction.HostLink: the notification goes on the
+// response, as an SSE event, unless the call has been answered.
+func (s *sseSink) Notify(method string, params mcp.Params) error {
+	if !s.notify(method, params) {
 		return errAnswered
 	}
 	return nil
 }
 
-func (l *streamLink) LogLevel() (mcp.LoggingLevel, bool) { return l.level, l.hasLevel }
+// LogLevel implements junction.HostLink.
+func (s *sseSink) LogLevel() (mcp.LoggingLevel, bool) {
+	switch l := &s.logLevel; {
+	case l.named:
+		return l.level, true
+	case l.session != nil:
+		level, _ := s.f.p.v.HostState(l.session) // the level the session set, as the hub keeps it
+		return level, true
+	}
+	return "", false
+}

@@ -132,7 +132,7 @@ func TestHTTPFastPathLogs(t *testing.T) {
 	f := &rawFake{tools: []string{"chatty"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
 		ss := junction.HostSession(ctx)
 		for _, lvl := range []mcp.LoggingLevel{"debug", "info", "warning"} {
-			if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: lvl, Data: "log " + string(lvl)}); err != nil {
+			if err := junction.Log(ctx, ss, &mcp.LoggingMessageParams{Level: lvl, Data: "log " + string(lvl)}); err != nil {
 				return nil, err
 			}
 		}
@@ -444,7 +444,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // stream whose last event is the result.
 func TestHTTPFastPathSSEOrder(t *testing.T) {
 	f := &rawFake{tools: []string{"chatty"}, raw: func(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
-		junction.HostSession(ctx).Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "first"})
+		junction.Log(ctx, junction.HostSession(ctx), &mcp.LoggingMessageParams{Level: "error", Data: "first"})
 		return json.RawMessage(`{"content":[]}`), nil
 	}}
 	srv := startHTTPFast(t, f, HTTPOptions{})

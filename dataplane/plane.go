@@ -97,8 +97,10 @@ func (p *Plane) headerBound(tool *mcp.Tool) bool {
 }
 
 // New returns the plane of v. It installs on v's go-sdk server the
-// sending middleware that puts log messages and requests for a raw call's
-// host on that call's own HTTP response (see [Plane.HTTPHandler]).
+// sending middleware that puts requests for a raw call's host (sampling,
+// elicitation, roots) on that call's own HTTP response (see
+// [Plane.HTTPHandler]); its log messages and progress go there through
+// its host link.
 func New(v View, opts *Options) *Plane {
 	var o Options
 	if opts != nil {

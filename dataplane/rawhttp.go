@@ -177,9 +177,11 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	}
 	ctx = junction.WithHostSession(ctx, s.ss)
 	if !f.jsonOnly {
-		// With JSON answers only, progress, log messages and requests to
-		// the host go where go-sdk puts them (the session's GET stream).
-		ctx = context.WithValue(ctx, streamKey{}, sink)
+		// The call's progress, log messages and requests to the host go
+		// on its response (hostlink.go). With JSON answers only, they go
+		// where go-sdk puts them (the session's GET stream).
+		sink.logLevel = sinkLevel{session: s.ss}
+		ctx = junction.WithHostLink(ctx, sink)
 	}
 	// A long answer may go on while it arrives (see cutthrough.go): the
 	// hostCall in the call's context tells the source's reader where.
@@ -416,7 +418,8 @@ func (f *httpRaw) linked(ctx context.Context, rc *httpRawCall, mi metaInfo) cont
 	if !mi.progress && !mi.logLevel {
 		return ctx
 	}
-	return junction.WithHostLink(ctx, &streamLink{sink: &rc.sink, level: mcp.LoggingLevel(mi.level), hasLevel: mi.logLevel && mi.rev.PerRequestMeta()})
+	rc.sink.logLevel = sinkLevel{level: mcp.LoggingLevel(mi.level), named: mi.logLevel && mi.rev.PerRequestMeta()}
+	return junction.WithHostLink(ctx, &rc.sink)
 }
 
 // answerAlone makes a raw call for a POST without a session, and writes
@@ -673,27 +676,21 @@ func (f *httpRaw) reply(w http.ResponseWriter, sid string, body []byte) bool {
 	return true
 }
 
-// streamKey is the context key of an HTTP raw call's response (its
-// sseSink).
-type streamKey struct{}
-
-// divertToStream is the views' sending middleware (see [New]): a log
-// message, or a sampling, elicitation or roots request, sent to a host
-// session with the context of an HTTP raw call (see
-// [junction.RawCaller]) goes on that call's response instead of through
-// go-sdk, which has no stream for a request it did not see (it would use
-// the session's GET stream, which the host may not have opened).
+// divertToStream is the views' sending middleware (see [New]): a
+// sampling, elicitation or roots request sent to a host session with the
+// context of an HTTP raw call (see [junction.RawCaller]) goes on that
+// call's response instead of through go-sdk, which has no stream for a
+// request it did not see (it would use the session's GET stream, which
+// the host may not have opened). The call's log messages and progress
+// take the call's host link, the same response (hostlink.go).
 func divertToStream(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		s, ok := ctx.Value(streamKey{}).(*sseSink)
+		s, ok := junction.HostLinkOf(ctx).(*sseSink)
 		if !ok {
 			return next(ctx, method, req)
 		}
 		var res mcp.Result
 		switch method {
-		case "notifications/message", "notifications/progress":
-			s.notify(method, req.GetParams())
-			return nil, nil
 		case "elicitation/create":
 			res = &mcp.ElicitResult{}
 		case "roots/list":
@@ -727,6 +724,8 @@ type sseSink struct {
 	w   http.ResponseWriter
 	sid string
 	f   *httpRaw
+
+	logLevel sinkLevel // see LogLevel
 
 	mu      sync.Mutex
 	started bool // the SSE stream has begun

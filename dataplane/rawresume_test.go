@@ -86,7 +86,7 @@ func TestHTTPRawStreamResumes(t *testing.T) {
 		started <- struct{}{}
 		ss := junction.HostSession(ctx)
 		if name != "quiet" {
-			ss.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "one"})
+			junction.Log(ctx, ss, &mcp.LoggingMessageParams{Level: "error", Data: "one"})
 		}
 		wait := release
 		if name != "slow" {
@@ -98,7 +98,7 @@ func TestHTTPRawStreamResumes(t *testing.T) {
 			ended <- context.Cause(ctx)
 			return nil, ctx.Err()
 		}
-		ss.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "two"})
+		junction.Log(ctx, ss, &mcp.LoggingMessageParams{Level: "error", Data: "two"})
 		ended <- nil
 		return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
 	}}

@@ -26,7 +26,7 @@ func TestSSEHandler(t *testing.T) {
 		ss := junction.HostSession(ctx)
 		switch name {
 		case "chatty":
-			ss.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "careful"})
+			junction.Log(ctx, ss, &mcp.LoggingMessageParams{Level: "warning", Data: "careful"})
 			return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
 		case "ask":
 			res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object"}})
