@@ -18,6 +18,9 @@ type Link struct {
 	// answer, while it hands the answer over: the answer to the host is
 	// queued there. Each is set only while its goroutine runs the call's
 	// code (a call finished elsewhere, on a timer say, writes at once).
+	// Only code that goroutine runs may use them: a RawStarter's done
+	// called within the delivery may, a goroutine that the delivery
+	// wakes (a caller blocked in CallToolRaw) must not.
 	From, Via atomic.Pointer[Batch]
 
 	// Stream, if not nil, takes the call's answer while it arrives (see

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -90,9 +91,9 @@ func postModern(t *testing.T, url, tool, meta string) (got []string, answered bo
 		case m.ID != nil:
 			answered = m.Result != nil && !answered
 		case m.Method == "notifications/message":
-			got = append(got, m.Params.Level+" "+jsonText(m.Params.Data))
+			got = append(got, fmt.Sprint(m.Params.Level, " ", m.Params.Data))
 		case m.Method == "notifications/progress":
-			got = append(got, "progress "+jsonText(m.Params.ProgressToken)+" "+jsonText(m.Params.Progress))
+			got = append(got, fmt.Sprint("progress ", m.Params.ProgressToken, " ", m.Params.Progress))
 		default:
 			t.Errorf("%s: unexpected message %s", tool, data)
 		}
@@ -109,14 +110,4 @@ func postModern(t *testing.T, url, tool, meta string) (got []string, answered bo
 		record(b)
 	}
 	return got, answered
-}
-
-// jsonText is v as the text a test compares: a string as it is, anything
-// else as its JSON.
-func jsonText(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }

@@ -16,7 +16,8 @@ func analyse(dst terms, texts ...string) terms {
 }
 
 // analyseForms appends to dst the terms of each text, and to forms the
-// form term (stemForm) of each word that has one.
+// form term (stemForm) of each word that has one (a tool's fields index
+// them; a source's text does not).
 func analyseForms(dst, forms terms, texts ...string) (terms, terms) {
 	var words []string
 	for _, s := range texts {
@@ -25,7 +26,7 @@ func analyseForms(dst, forms terms, texts ...string) (terms, terms) {
 			if !stopWords()[w] {
 				st, form := stemForm(w)
 				dst = append(dst, st)
-				if form != "" && forms != nil {
+				if form != "" {
 					forms = append(forms, form)
 				}
 			}
@@ -84,7 +85,7 @@ func analyseTool(t Tool) analysedDoc {
 	}
 	var fields, forms [fServer]terms
 	for f, ts := range texts {
-		fields[f], forms[f] = analyseForms(nil, terms{}, ts...)
+		fields[f], forms[f] = analyseForms(nil, nil, ts...)
 	}
 
 	a := analysedDoc{intent: toolIntent(name)}
