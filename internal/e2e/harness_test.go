@@ -232,9 +232,16 @@ func (p *serveProc) stop(t testing.TB) {
 				t.Errorf("junction serve after SIGTERM: %v", p.err)
 			}
 		case <-timer.C:
-			t.Errorf("junction serve still running %v after SIGTERM; killing it", stopTimeout)
-			p.cmd.Process.Kill()
-			<-p.exited
+			// SIGQUIT makes a Go program print every goroutine's stack to
+			// stderr and exit: the log below shows where shutdown waited.
+			t.Errorf("junction serve still running %v after SIGTERM; sending SIGQUIT for its stacks, then killing it", stopTimeout)
+			p.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-p.exited:
+			case <-time.After(5 * time.Second):
+				p.cmd.Process.Kill()
+				<-p.exited
+			}
 		}
 	}
 	if t.Failed() {
