@@ -383,25 +383,20 @@ func (v *View) metaTool(name string) *mcp.Tool {
 	return nil
 }
 
-// listTools is a receiving middleware of the view's server: in
-// DiscoverySearch, a tools/list answers the meta-tools and the pinned
-// tools only, in one page; in both modes, tools whose sources gave their
-// annotations verbatim are listed with them (see annotations.go). Every tool stays registered with go-sdk, so
-// that a tools/call of any of them takes the usual path.
+// listTools is a receiving middleware of the view's server: its
+// tools/list is answered by [View.ToolsPage], as the data plane's is.
+// Every tool stays registered with go-sdk, so that a tools/call of any of
+// them takes the usual path.
 func (v *View) listTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method != "tools/list" || err != nil {
-			return res, err
+		if method != "tools/list" {
+			return next(ctx, method, req)
 		}
-		r, ok := res.(*mcp.ListToolsResult)
-		if !ok {
-			return res, err
+		var cursor string
+		if p, ok := req.GetParams().(*mcp.ListToolsParams); ok && p != nil {
+			cursor = p.Cursor
 		}
-		if listed, search := v.listed(); search {
-			r.Tools, r.NextCursor = listed, ""
-		}
-		return v.withVerbatimAnnotations(r), nil
+		return v.ToolsPage(ctx, cursor)
 	}
 }
 

@@ -165,7 +165,7 @@ func (h *Hub) logBudgetOnce() {
 func (v *View) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		case "prompts/list", "resources/list", "resources/templates/list": // tools/list waits in ToolsPage
 			v.hub.WaitStartup(ctx)
 		case "tools/call":
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && !v.serves(p.Name) {

@@ -57,7 +57,7 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	if !ok || end < 0 || seen != [4]bool{true, true, true, true} || len(bytes.TrimSpace(msg[end:])) > 0 {
 		return toolCall{}, false
 	}
-	if c := tc.id[0]; c != '"' && c != '-' && (c < '0' || c > '9') || !plainInt(tc.id) && !json.Valid(tc.id) {
+	if !validID(tc.id) {
 		return toolCall{}, false // null, or not an id at all
 	}
 	var pseen [5]bool
@@ -103,6 +103,13 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 		return toolCall{}, false
 	}
 	return tc, true
+}
+
+// validID reports whether id, a member's value as sent, is a request id
+// the raw path takes: a number or a string (not null), valid JSON.
+func validID(id []byte) bool {
+	c := id[0]
+	return (c == '"' || c == '-' || c >= '0' && c <= '9') && (plainInt(id) || json.Valid(id))
 }
 
 // metaInfo is what a request's _meta says, for the raw path.
@@ -269,11 +276,9 @@ func mayHaveNewerMembers(p []byte) bool {
 }
 
 // olderResult returns msg, a JSON-RPC message, for a client before
-// protocol 2026-07-28: a result without the members that revision added,
-// whatever the method (a tools/call, prompts/get, resources/read or
-// completion/complete result alike): its cacheFields, a resultType of
-// "complete" and the serverInfo in its _meta (see [wire.StripServerFields]).
-// Anything else is returned as it is.
+// protocol 2026-07-28: its result as olderMembers leaves it, whatever the
+// method (a tools/call, prompts/get, resources/read or
+// completion/complete result alike). Anything else is returned as it is.
 func olderResult(msg []byte) []byte {
 	if !mayHaveNewerMembers(msg) {
 		return msg
@@ -282,7 +287,18 @@ func olderResult(msg []byte) []byte {
 	if !ok || msg[s] != '{' {
 		return msg
 	}
-	res := msg[s:e]
+	res, changed := olderMembers(msg[s:e])
+	if !changed {
+		return msg
+	}
+	return replaceMember(msg, "result", res)
+}
+
+// olderMembers returns res, a result object, without the members
+// protocol 2026-07-28 added: its cacheFields, a resultType of "complete"
+// and the serverInfo in its _meta (see [wire.StripServerFields]); and
+// whether it took any out.
+func olderMembers(res []byte) ([]byte, bool) {
 	kept := make([]byte, 0, len(res))
 	kept = append(kept, '{')
 	dropped := false
@@ -304,8 +320,5 @@ func olderResult(msg []byte) []byte {
 		kept = res
 	}
 	stripped := wire.StripServerFields(kept)
-	if !dropped && len(stripped) == len(res) {
-		return msg
-	}
-	return replaceMember(msg, "result", stripped)
+	return stripped, dropped || len(stripped) != len(res)
 }

@@ -23,6 +23,12 @@ type Options struct {
 	// Logger receives the plane's records (frames from hosts that were
 	// rejected). Nil discards them.
 	Logger *slog.Logger
+
+	// Count, if set, is told of each request the plane answers itself
+	// other than a tools/call (whose calls the hub observes): front is
+	// "stdio" or "http". A go-sdk receiving middleware on the view's
+	// server counts the rest.
+	Count func(front, method string)
 }
 
 // A View is what a plane needs of the view it serves: the contract
@@ -39,6 +45,8 @@ type Options struct {
 //     view's own tools (meta-tools), which its go-sdk server answers;
 //     Unwrap turns a call of its call meta-tool into the direct call it
 //     stands for.
+//   - ToolsPage: the answer to a host's tools/list, which the plane
+//     takes wherever it takes a tools/call.
 //   - HostState: a host session's log level and resource subscriptions,
 //     kept across a parked HTTP session.
 //   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
@@ -51,6 +59,7 @@ type View interface {
 	AwaitRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller, *jsonrpc.Error)
 	OwnTool(name string) bool
 	Unwrap(name string, args json.RawMessage) (string, json.RawMessage, bool)
+	ToolsPage(ctx context.Context, cursor string) (mcp.Result, error)
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
@@ -71,6 +80,7 @@ type Plane struct {
 	v      View
 	raw    bool
 	logger *slog.Logger
+	count  func(front, method string)
 	impl   []byte // the view's serverInfo as JSON, for results to hosts at 2026-07-28
 
 	bound sync.Map // *mcp.Tool -> bool: its input schema binds arguments to headers (x-mcp-header)
@@ -111,7 +121,10 @@ func New(v View, opts *Options) *Plane {
 	}
 	v.Server().AddSendingMiddleware(divertToStream)
 	impl, _ := json.Marshal(v.Implementation()) // strings only: cannot fail
-	return &Plane{v: v, raw: !o.NoRaw, logger: o.Logger, impl: impl}
+	if o.Count == nil {
+		o.Count = func(string, string) {}
+	}
+	return &Plane{v: v, raw: !o.NoRaw, logger: o.Logger, count: o.Count, impl: impl}
 }
 
 // View returns the view the plane serves.

@@ -214,6 +214,11 @@ func (s *stdioSession) take(line []byte) bool {
 			return s.takeCall(tc)
 		}
 	}
+	if !isCall && bytes.Contains(line, []byte(`"tools/list"`)) {
+		if lr, ok := parseToolsList(line); ok && s.takeList(lr) {
+			return true
+		}
+	}
 	if s.takeTask(line) {
 		return true
 	}
@@ -316,6 +321,34 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		return true
 	}
 	go func() { answer(call.CallToolRaw(rc, params)) }()
+	return true
+}
+
+// takeList answers lr, a tools/list, if the session is where takeCall
+// would answer a call (initialized, or a request of 2026-07-28 that
+// stands on its own), and reports whether it did. The answer is made on
+// a goroutine of its own, as the list may wait for the sources still
+// connecting; the host's cancellation of the request ends that wait
+// without an answer. Called by the reading goroutine.
+func (s *stdioSession) takeList(lr listRequest) bool {
+	mi := readMeta(lr.meta)
+	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy {
+		return false
+	}
+	key := string(lr.id)
+	hc := &hostCall{}
+	ctx, cancel := context.WithCancelCause(s.base)
+	hc.cancel = cancel
+	if !s.calls.add(key, hc) {
+		cancel(nil)
+		return false // a reused id, or closing: go-sdk answers it
+	}
+	s.p.count("stdio", "tools/list")
+	// A session that began with an older initialize gets that revision's
+	// results, whatever a request names, as from go-sdk (see conn.older).
+	typed := mi.rev.TypedResults() && !s.c.older.Load()
+	answer := s.answerer(key, hc, lr.id, false, cancel, false)
+	go func() { answer(s.p.toolsList(ctx, lr, typed)) }()
 	return true
 }
 

@@ -489,7 +489,7 @@ func (d *Daemon) Plane(v *junction.View) *dataplane.Plane {
 	defer d.mu.Unlock()
 	p := d.planes[v]
 	if p == nil {
-		p = dataplane.New(v, &dataplane.Options{NoRaw: d.spec.NoRaw, Logger: d.logger})
+		p = dataplane.New(v, &dataplane.Options{NoRaw: d.spec.NoRaw, Logger: d.logger, Count: d.Metrics.countRequest})
 		v.Server().AddReceivingMiddleware(d.Metrics.countMethods)
 		d.planes[v] = p
 	}

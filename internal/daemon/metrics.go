@@ -113,9 +113,15 @@ func (m *Metrics) countMethods(next mcp.MethodHandler) mcp.MethodHandler {
 		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 			front = "http"
 		}
-		m.methods.WithLabelValues(front, specMethod(method)).Inc()
+		m.countRequest(front, method)
 		return next(ctx, method, req)
 	}
+}
+
+// countRequest counts a request the data plane answered itself (its
+// Count hook), which countMethods does not see.
+func (m *Metrics) countRequest(front, method string) {
+	m.methods.WithLabelValues(front, specMethod(method)).Inc()
 }
 
 // specMethod returns method if the MCP specification names it as one a

@@ -1301,6 +1301,30 @@ func handDiffCases() []diffCase {
 	add("unknown-method", `{"jsonrpc":"2.0","id":1,"method":"tools/nope"}`)
 	add("initialize-again", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 
+	// tools/list, which the plane answers where it takes calls: plain,
+	// paged with cursors good and bad, and shapes that go to go-sdk.
+	list := func(id, params string) string {
+		if params != "" {
+			params = `,"params":` + params
+		}
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"` + params + `}`
+	}
+	add("list-plain", list(nextID(), ""))
+	add("list-params-empty", list(`"l"`, `{}`))
+	add("list-params-null", list(nextID(), `null`))
+	add("list-cursor-empty", list(nextID(), `{"cursor":""}`))
+	add("list-cursor-bad", list(nextID(), `{"cursor":"zzz"}`))
+	add("list-cursor-not-base64", list(nextID(), `{"cursor":"!!"}`))
+	add("list-cursor-escaped", list(nextID(), `{"cursor":"\u007a"}`))
+	add("list-cursor-number", list(nextID(), `{"cursor":1}`))
+	add("list-cursor-after-all", list(nextID(), `{"cursor":"In8DAQEJcGFnZVRva2VuAf-AAAEBAQdMYXN0VUlEAQwAAAAI_4ABA356egA="}`))   // after "~zz"
+	add("list-cursor-after-e", list(nextID(), `{"cursor":"In8DAQEJcGFnZVRva2VuAf-AAAEBAQdMYXN0VUlEAQwAAAAK_4ABBXVwX19lAA=="}`)) // after "up__e"
+	add("list-meta-progress", list(nextID(), `{"_meta":{"progressToken":"lp"}}`))
+	add("list-meta-modern", list(nextID(), `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`))
+	add("list-extra-member", list(nextID(), `{"cursor":"","other":1}`))
+	add("list-id-null", list(`null`, `{}`))
+	add("list-notification", `{"jsonrpc":"2.0","method":"tools/list"}`)
+
 	// Several calls at once, on both paths, with a cancellation of one
 	// that is answered already.
 	add("many-calls",
