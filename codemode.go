@@ -403,25 +403,27 @@ func (v *View) syncDeclarations(t *table) {
 			want[DeclarationsURI(e.source.name)] = e.source.name
 		}
 	}
-	var keep, drop []string
-	for _, uri := range ds.decls {
-		if _, ok := want[uri]; ok {
-			keep = append(keep, uri)
-			delete(want, uri)
+	var keep []*mcp.Resource
+	var drop []string
+	for _, r := range ds.decls {
+		if _, ok := want[r.URI]; ok {
+			keep = append(keep, r)
+			delete(want, r.URI)
 		} else {
-			drop = append(drop, uri)
+			drop = append(drop, r.URI)
 		}
 	}
 	if len(drop) > 0 {
 		v.server.RemoveResources(drop...)
 	}
 	for uri, server := range want {
-		v.server.AddResource(&mcp.Resource{URI: uri, Name: server + ".d.ts", Title: "TypeScript declarations of " + server + "'s tools in code mode",
+		r := &mcp.Resource{URI: uri, Name: server + ".d.ts", Title: "TypeScript declarations of " + server + "'s tools in code mode",
 			Description: "The functions a code-mode script calls for the tools of " + server + ", with their argument and result types.",
-			MIMEType:    "text/plain"}, v.readDeclarations)
-		keep = append(keep, uri)
+			MIMEType:    "text/plain"}
+		v.server.AddResource(r, v.readDeclarations)
+		keep = append(keep, r)
 	}
-	slices.Sort(keep)
+	slices.SortFunc(keep, func(a, b *mcp.Resource) int { return strings.Compare(a.URI, b.URI) })
 	ds.decls = keep
 }
 

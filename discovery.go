@@ -193,9 +193,9 @@ type discoveryState struct {
 	meta       []*mcp.Tool
 	searchDesc string
 	scriptDesc string
-	// decls are the URIs of the code-mode declaration resources
-	// registered now, one per server (see syncDeclarations).
-	decls []string
+	// decls are the code-mode declaration resources registered now, one
+	// per server, in URI order (see syncDeclarations).
+	decls []*mcp.Resource
 	// warned are the shadowed tools and the unmatched pins logged already.
 	warned map[string]bool
 }
@@ -249,7 +249,11 @@ func (v *View) SetDiscovery(d Discovery) error {
 		old.meta, old.searchDesc, old.scriptDesc = nil, "", ""
 	}
 	if !d.CodeMode && len(old.decls) > 0 {
-		v.server.RemoveResources(old.decls...)
+		uris := make([]string, len(old.decls))
+		for i, r := range old.decls {
+			uris[i] = r.URI
+		}
+		v.server.RemoveResources(uris...)
 		old.decls = nil
 	}
 	for _, m := range active {
@@ -383,20 +387,34 @@ func (v *View) metaTool(name string) *mcp.Tool {
 	return nil
 }
 
-// listTools is a receiving middleware of the view's server: its
-// tools/list is answered by [View.ToolsPage], as the data plane's is.
+// listPages is a receiving middleware of the view's server: its lists
+// (ListMethods) are answered by [View.ListPage], as the data plane's are.
 // Every tool stays registered with go-sdk, so that a tools/call of any of
 // them takes the usual path.
-func (v *View) listTools(next mcp.MethodHandler) mcp.MethodHandler {
+func (v *View) listPages(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/list" {
+		var cursor string
+		switch p := req.GetParams().(type) {
+		case *mcp.ListToolsParams:
+			if p != nil {
+				cursor = p.Cursor
+			}
+		case *mcp.ListPromptsParams:
+			if p != nil {
+				cursor = p.Cursor
+			}
+		case *mcp.ListResourcesParams:
+			if p != nil {
+				cursor = p.Cursor
+			}
+		case *mcp.ListResourceTemplatesParams:
+			if p != nil {
+				cursor = p.Cursor
+			}
+		default:
 			return next(ctx, method, req)
 		}
-		var cursor string
-		if p, ok := req.GetParams().(*mcp.ListToolsParams); ok && p != nil {
-			cursor = p.Cursor
-		}
-		return v.ToolsPage(ctx, cursor)
+		return v.ListPage(ctx, method, cursor)
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 // Readier sources that are not ready yet, and
 //
 //   - a host's tools/list, prompts/list, resources/list and
-//     resources/templates/list wait until none is left, bounded by
-//     [Options.StartupBudget] counted from [New] (see [Hub.WaitStartup]);
+//     resources/templates/list ([View.ListPage]) wait until none is
+//     left, bounded by [Options.StartupBudget] counted from [New] (see
+//     [Hub.WaitStartup]);
 //   - a tools/call for a name the hub does not know waits while any is
 //     left, bounded by the budget counted from the call (see [View.Begin]).
 //
@@ -158,16 +159,14 @@ func (h *Hub) logBudgetOnce() {
 		"budget", h.opts.StartupBudget, "connecting", names)
 }
 
-// awaitReady is the views' receiving middleware for readiness: a host's
-// lists wait for startup, and a tools/call for a tool the view does not
-// serve yet waits for sources still connecting (go-sdk answers a name it
-// has not registered itself, so the wait must come before it).
+// awaitReady is the views' receiving middleware for readiness: a
+// tools/call for a tool the view does not serve yet waits for sources
+// still connecting (go-sdk answers a name it has not registered itself,
+// so the wait must come before it). A host's lists wait in
+// [View.ListPage].
 func (v *View) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "prompts/list", "resources/list", "resources/templates/list": // tools/list waits in ToolsPage
-			v.hub.WaitStartup(ctx)
-		case "tools/call":
+		if method == "tools/call" {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && !v.serves(p.Name) {
 				// Wait as a call would, and say why a name is unknown.
 				c, err := v.hub.route(ctx, v, p.Name)

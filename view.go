@@ -103,7 +103,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			h.hostRootsChanged(v, req.Session)
 		},
 	})
-	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.advertiseTasks, v.listTools)
+	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.advertiseTasks, v.listPages)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}

@@ -45,8 +45,9 @@ type Options struct {
 //     view's own tools (meta-tools), which its go-sdk server answers;
 //     Unwrap turns a call of its call meta-tool into the direct call it
 //     stands for.
-//   - ToolsPage: the answer to a host's tools/list, which the plane
-//     takes wherever it takes a tools/call.
+//   - ListPage: the answer to a host's tools/list, prompts/list,
+//     resources/list and resources/templates/list, which the plane takes
+//     wherever it takes a tools/call.
 //   - HostState: a host session's log level and resource subscriptions,
 //     kept across a parked HTTP session.
 //   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
@@ -59,7 +60,7 @@ type View interface {
 	AwaitRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller, *jsonrpc.Error)
 	OwnTool(name string) bool
 	Unwrap(name string, args json.RawMessage) (string, json.RawMessage, bool)
-	ToolsPage(ctx context.Context, cursor string) (mcp.Result, error)
+	ListPage(ctx context.Context, method, cursor string) (mcp.Result, error)
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)

@@ -24,7 +24,7 @@ import (
 // tools/call (as [Plane.ServeStdio] takes them) on a stateful session, or
 // from a client before protocol 2026-07-28 on a handler without sessions,
 // is answered by the plane itself, without go-sdk's HTTP transport and
-// JSON-RPC machinery, and so is a plain tools/list there (toolslist.go);
+// JSON-RPC machinery, and so is a plain list request there (lists.go);
 // every other request goes to go-sdk's handler.
 //
 // The answer is application/json, unless the upstream sends log messages
@@ -485,11 +485,8 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // with JSON answers only (no stream) the request is go-sdk's. The result
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.
 func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
-	if r.Header.Get("Mcp-Method") == "tools/list" {
-		return f.takeList(w, r, body, "", version, true)
-	}
 	if r.Header.Get("Mcp-Method") != "tools/call" || !bytes.Contains(body, []byte(`"tools/call"`)) {
-		return false
+		return f.takeList(w, r, body, "", version, true)
 	}
 	tc, ok := parseToolCall(body)
 	if !ok || r.Header.Get("Mcp-Name") != tc.name || hasParamHeaders(r.Header) {

@@ -214,8 +214,8 @@ func (s *stdioSession) take(line []byte) bool {
 			return s.takeCall(tc)
 		}
 	}
-	if !isCall && bytes.Contains(line, []byte(`"tools/list"`)) {
-		if lr, ok := parseToolsList(line); ok && s.takeList(lr) {
+	if !isCall && mayBeList(line) {
+		if lr, ok := parseList(line); ok && s.takeList(lr) {
 			return true
 		}
 	}
@@ -324,7 +324,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	return true
 }
 
-// takeList answers lr, a tools/list, if the session is where takeCall
+// takeList answers lr, a list request, if the session is where takeCall
 // would answer a call (initialized, or a request of 2026-07-28 that
 // stands on its own), and reports whether it did. The answer is made on
 // a goroutine of its own, as the list may wait for the sources still
@@ -343,12 +343,12 @@ func (s *stdioSession) takeList(lr listRequest) bool {
 		cancel(nil)
 		return false // a reused id, or closing: go-sdk answers it
 	}
-	s.p.count("stdio", "tools/list")
+	s.p.count("stdio", lr.method)
 	// A session that began with an older initialize gets that revision's
 	// results, whatever a request names, as from go-sdk (see conn.older).
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
 	answer := s.answerer(key, hc, lr.id, false, cancel, false)
-	go func() { answer(s.p.toolsList(ctx, lr, typed)) }()
+	go func() { answer(s.p.list(ctx, lr, typed)) }()
 	return true
 }
 

@@ -1324,6 +1324,13 @@ func handDiffCases() []diffCase {
 	add("list-extra-member", list(nextID(), `{"cursor":"","other":1}`))
 	add("list-id-null", list(`null`, `{}`))
 	add("list-notification", `{"jsonrpc":"2.0","method":"tools/list"}`)
+	for _, m := range []string{"prompts/list", "resources/list", "resources/templates/list"} {
+		name := "list-" + strings.ReplaceAll(m, "/", "-")
+		add(name, `{"jsonrpc":"2.0","id":`+nextID()+`,"method":"`+m+`"}`)
+		add(name+"-cursor-bad", `{"jsonrpc":"2.0","id":`+nextID()+`,"method":"`+m+`","params":{"cursor":"zzz"}}`)
+		add(name+"-cursor-after-e", `{"jsonrpc":"2.0","id":`+nextID()+`,"method":"`+m+`","params":{"cursor":"In8DAQEJcGFnZVRva2VuAf-AAAEBAQdMYXN0VUlEAQwAAAAK_4ABBXVwX19lAA=="}}`)
+	}
+	add("list-roots", `{"jsonrpc":"2.0","id":`+nextID()+`,"method":"roots/list"}`)
 
 	// Several calls at once, on both paths, with a cancellation of one
 	// that is answered already.

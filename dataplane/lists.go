@@ -6,31 +6,42 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/wire"
 )
 
-// A host's tools/list, answered by the plane wherever it would answer a
-// tools/call of the same host: the page comes from the view
-// ([View.ToolsPage], the one implementation go-sdk's server also
-// answers with), written for the host's revision.
+// A host's lists (tools, prompts, resources and resource templates),
+// answered by the plane wherever it would answer a tools/call of the
+// same host: the page comes from the view ([View.ListPage], the one
+// implementation go-sdk's server also answers with), written for the
+// host's revision.
 
-// listRequest is a tools/list the plane takes, as the host sent it.
+// listRequest is a list request the plane takes, as the host sent it.
 type listRequest struct {
 	id     json.RawMessage // number or string
+	method string          // one of junction.ListMethods
 	cursor string
 	meta   json.RawMessage // nil when absent
 }
 
-// parseToolsList reads a JSON-RPC request {"jsonrpc":"2.0","id":…,
-// "method":"tools/list"} whose params, if any, are an object holding
-// only a cursor (a string of printable ASCII, as every cursor the hub
-// makes is) and _meta (an object), each member once and spelled exactly,
-// with nothing after it. Anything else goes to go-sdk, which answers it.
-func parseToolsList(msg []byte) (lr listRequest, ok bool) {
+// mayBeList reports whether msg may be a list request: it names a
+// method ending in /list.
+func mayBeList(msg []byte) bool {
+	return bytes.Contains(msg, []byte(`/list"`))
+}
+
+// parseList reads a JSON-RPC request {"jsonrpc":"2.0","id":…,
+// "method":…} of one of junction.ListMethods whose params, if any, are
+// an object holding only a cursor (a string of printable ASCII, as every
+// cursor the hub makes is) and _meta (an object), each member once and
+// spelled exactly, with nothing after it. Anything else goes to go-sdk,
+// which answers it.
+func parseList(msg []byte) (lr listRequest, ok bool) {
 	var params []byte
 	var seen [4]bool
 	ok = true
@@ -42,7 +53,10 @@ func parseToolsList(msg []byte) (lr listRequest, ok bool) {
 		case "id":
 			k, lr.id = 1, val
 		case "method":
-			k, ok = 2, ok && string(val) == `"tools/list"`
+			k = 2
+			if len(val) > 2 && val[0] == '"' && plainASCII(val) {
+				lr.method = string(val[1 : len(val)-1])
+			}
 		case "params":
 			k, params = 3, val
 		}
@@ -52,7 +66,8 @@ func parseToolsList(msg []byte) (lr listRequest, ok bool) {
 		}
 		seen[k] = true
 	})
-	if !ok || end < 0 || !seen[0] || !seen[1] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || !validID(lr.id) {
+	if !ok || end < 0 || !seen[0] || !seen[1] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || !validID(lr.id) ||
+		!slices.Contains(junction.ListMethods, lr.method) {
 		return listRequest{}, false
 	}
 	if params == nil {
@@ -88,11 +103,11 @@ func parseToolsList(msg []byte) (lr listRequest, ok bool) {
 	return lr, true
 }
 
-// toolsList returns the result of lr for a host whose revision has typed
+// list returns the result of lr for a host whose revision has typed
 // results (2026-07-28 and later: "resultType" and the hub's serverInfo)
 // or not (without that revision's members), or its error.
-func (p *Plane) toolsList(ctx context.Context, lr listRequest, typed bool) (json.RawMessage, *jsonrpc.Error) {
-	res, err := p.v.ToolsPage(ctx, lr.cursor)
+func (p *Plane) list(ctx context.Context, lr listRequest, typed bool) (json.RawMessage, *jsonrpc.Error) {
+	res, err := p.v.ListPage(ctx, lr.method, lr.cursor)
 	if err != nil {
 		var werr *jsonrpc.Error
 		if !errors.As(err, &werr) {
@@ -102,7 +117,7 @@ func (p *Plane) toolsList(ctx context.Context, lr listRequest, typed bool) (json
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tools/list: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: lr.method + ": " + err.Error()}
 	}
 	if typed {
 		return wire.ModernResult(b, p.impl), nil
@@ -111,21 +126,18 @@ func (p *Plane) toolsList(ctx context.Context, lr listRequest, typed bool) (json
 	return b, nil
 }
 
-// takeList answers the POST r, whose body is body, if it is a tools/list
-// the raw path takes on a live session (sid) or, without one, of a host
+// takeList answers the POST r, whose body is body, if it is a list
+// request the raw path takes on a live session (sid) or, without one, of a host
 // at 2026-07-28 or later (modern; version, its Mcp-Protocol-Version) or
 // an older host on a handler without sessions, and reports whether it
 // did. The answer is JSON: a list carries no notifications. A host that
 // goes away ends the wait for the sources still connecting.
 func (f *httpRaw) takeList(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
-	if !bytes.Contains(body, []byte(`"tools/list"`)) {
+	if !mayBeList(body) {
 		return false
 	}
-	if modern && (r.Header.Get("Mcp-Method") != "tools/list" || hasParamHeaders(r.Header)) {
-		return false
-	}
-	lr, ok := parseToolsList(body)
-	if !ok {
+	lr, ok := parseList(body)
+	if !ok || modern && (r.Header.Get("Mcp-Method") != lr.method || hasParamHeaders(r.Header)) {
 		return false
 	}
 	mi := readMeta(lr.meta)
@@ -135,8 +147,8 @@ func (f *httpRaw) takeList(w http.ResponseWriter, r *http.Request, body []byte, 
 	if sid != "" && f.session(sid) == nil {
 		return false
 	}
-	f.p.count("http", "tools/list")
-	res, werr := f.p.toolsList(r.Context(), lr, modern)
+	f.p.count("http", lr.method)
+	res, werr := f.p.list(r.Context(), lr, modern)
 	status := http.StatusOK
 	if modern {
 		status = modernErrorStatus(werr)

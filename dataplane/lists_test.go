@@ -1,0 +1,289 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+)
+
+// listedView is a view of three tools (s__a, s__b, s__c), prompts
+// (p__a…), resources (file:///a…) and resource templates (tpl://a/{x}…)
+// with pages of two, and a count of the list requests that reached its
+// go-sdk server.
+func listedView(t *testing.T) (*junction.View, *atomic.Int64) {
+	t.Helper()
+	hub := junction.New(&junction.Options{PageSize: 2})
+	t.Cleanup(func() { hub.Close() })
+	f := &rawFake{tools: []string{"c", "a", "b"}, raw: echoRaw}
+	if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	p := junction.NewPack("p")
+	for _, n := range []string{"b", "c", "a"} {
+		p.AddPrompt(&mcp.Prompt{Name: n},
+			func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{}, nil
+			})
+		p.AddResource(&mcp.Resource{Name: n, URI: "file:///" + n},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{}, nil
+			})
+		p.AddResourceTemplate(&mcp.ResourceTemplate{Name: n, URITemplate: "tpl://" + n + "/{x}"},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{}, nil
+			})
+	}
+	if err := hub.Add(t.Context(), "p", p, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sdk atomic.Int64
+	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if slices.Contains(junction.ListMethods, method) {
+				sdk.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return v, &sdk
+}
+
+// listedWant is what listedView's lists hold, in order, by method.
+var listedWant = map[string][]string{
+	"tools/list":               {"s__a", "s__b", "s__c"},
+	"prompts/list":             {"p__a", "p__b", "p__c"},
+	"resources/list":           {"file:///a", "file:///b", "file:///c"},
+	"resources/templates/list": {"tpl://a/{x}", "tpl://b/{x}", "tpl://c/{x}"},
+}
+
+// counted is an Options.Count that keeps what it is told.
+type counted struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *counted) count(front, method string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, front+" "+method)
+}
+
+func (c *counted) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.got)
+}
+
+// listAll pages through a host's list, with list sending one request (its
+// params) and returning the decoded result, and returns the keys listed
+// (names, URIs, URI templates) and the last result.
+func listAll(t *testing.T, list func(params string) map[string]any) ([]string, map[string]any) {
+	t.Helper()
+	var keys []string
+	cursor := ""
+	for range 5 {
+		params := `{}`
+		if cursor != "" {
+			params = fmt.Sprintf(`{"cursor":%q}`, cursor)
+		}
+		res := list(params)
+		for _, member := range []string{"tools", "prompts", "resources", "resourceTemplates"} {
+			items, _ := res[member].([]any)
+			for _, it := range items {
+				m := it.(map[string]any)
+				switch {
+				case m["uriTemplate"] != nil:
+					keys = append(keys, m["uriTemplate"].(string))
+				case m["uri"] != nil:
+					keys = append(keys, m["uri"].(string))
+				default:
+					keys = append(keys, m["name"].(string))
+				}
+			}
+		}
+		next, _ := res["nextCursor"].(string)
+		if next == "" {
+			return keys, res
+		}
+		cursor = next
+	}
+	t.Fatalf("no last page after 5: %q", keys)
+	return nil, nil
+}
+
+// withListMeta returns params, a JSON object, with modernListMeta's member.
+func withListMeta(params string) string {
+	params = params[:len(params)-1]
+	if len(params) > 1 {
+		params += ","
+	}
+	return params + modernListMeta + "}"
+}
+
+const modernListMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// TestListsOnPlane: a host's lists are answered by the plane
+// (View.ListPage) wherever it takes tools/call, over stdio and HTTP, at
+// 2025-11-25 and 2026-07-28: pages in key order with cursors, each
+// revision's members, invalid params for a bad cursor, and counted
+// through Options.Count; go-sdk's server sees none of them.
+func TestListsOnPlane(t *testing.T) {
+	methods := junction.ListMethods
+	check := func(t *testing.T, what, method string, keys []string, last map[string]any, modern bool) {
+		t.Helper()
+		if want := listedWant[method]; !slices.Equal(keys, want) {
+			t.Errorf("%s %s: listed %q, want %q", what, method, keys, want)
+		}
+		_, ttl := last["ttlMs"]
+		if modern != ttl || modern != (last["resultType"] == "complete") {
+			t.Errorf("%s %s: result %v, want 2026-07-28's members: %v", what, method, last, modern)
+		}
+	}
+
+	t.Run("stdio", func(t *testing.T) {
+		v, sdk := listedView(t)
+		var c counted
+		h := startStdio(t, v, &Options{Count: c.count})
+		id := 0
+		list := func(method string, modern bool) func(string) map[string]any {
+			return func(params string) map[string]any {
+				id++
+				if modern {
+					params = withListMeta(params)
+				}
+				h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params))
+				m := h.recv(t)
+				res, _ := m["result"].(map[string]any)
+				if res == nil {
+					t.Fatalf("%s: %v", method, m)
+				}
+				return res
+			}
+		}
+		// A 2026-07-28 request before any initialize stands on its own.
+		for _, method := range methods {
+			keys, last := listAll(t, list(method, true))
+			check(t, "2026-07-28", method, keys, last, true)
+		}
+		h.initialize(t)
+		for _, method := range methods {
+			keys, last := listAll(t, list(method, false))
+			check(t, "2025-11-25", method, keys, last, false)
+			h.send(t, `{"jsonrpc":"2.0","id":"bad","method":"`+method+`","params":{"cursor":"zzz"}}`)
+			if m := h.recv(t); m["error"] == nil || m["error"].(map[string]any)["code"] != float64(-32602) {
+				t.Errorf("%s with a bad cursor: %v, want invalid params", method, m)
+			}
+		}
+		if n := sdk.Load(); n != 0 {
+			t.Errorf("go-sdk's server answered %d lists", n)
+		}
+		if got := c.list(); len(got) != 4*len(methods)+len(methods) || got[0] != "stdio tools/list" {
+			t.Errorf("counted %q, want %d stdio lists", got, 5*len(methods))
+		}
+	})
+
+	t.Run("http", func(t *testing.T) {
+		v, sdk := listedView(t)
+		var c counted
+		srv := httptest.NewServer(New(v, &Options{Count: c.count}).HTTPHandler(&HTTPOptions{}))
+		t.Cleanup(srv.Close)
+		decode := func(resp *http.Response) map[string]any {
+			t.Helper()
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("a list answered as %q: %s", ct, body)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			res, _ := m["result"].(map[string]any)
+			if res == nil {
+				t.Fatalf("a list: %s", body)
+			}
+			return res
+		}
+		sid := rawSession(t, srv.URL)
+		for _, method := range methods {
+			keys, last := listAll(t, func(params string) map[string]any {
+				return decode(rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"`+method+`","params":`+params+`}`))
+			})
+			check(t, "a 2025-11-25 session", method, keys, last, false)
+			keys, last = listAll(t, func(params string) map[string]any {
+				resp, err := http.DefaultClient.Do(modernRequest(t, srv.URL, method, "", "",
+					`{"jsonrpc":"2.0","id":3,"method":"`+method+`","params":`+withListMeta(params)+`}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return decode(resp)
+			})
+			check(t, "2026-07-28", method, keys, last, true)
+			status, m := modernPost(t, srv.URL, method, "", "", `{"jsonrpc":"2.0","id":4,"method":"`+method+`","params":`+withListMeta(`{"cursor":"zzz"}`)+`}`)
+			if e, _ := m["error"].(map[string]any); status != http.StatusBadRequest || e == nil || e["code"] != float64(-32602) {
+				t.Errorf("%s with a bad cursor at 2026-07-28: %d %v, want 400 and invalid params", method, status, m)
+			}
+		}
+		if n := sdk.Load(); n != 0 {
+			t.Errorf("go-sdk's server answered %d lists", n)
+		}
+		if got := c.list(); len(got) != 5*len(methods) || got[0] != "http tools/list" {
+			t.Errorf("counted %q, want %d http lists", got, 5*len(methods))
+		}
+	})
+
+}
+
+// FuzzParseList: what parseList takes is a request for one of the lists
+// that encoding/json reads the same way (id, method, cursor, _meta).
+func FuzzParseList(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{"cursor":"abc","_meta":{"progressToken":1}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"\u0041"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"method":"tools/list","params":null}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"resources/templates/list","params":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":4,"method":"roots/list"}`))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		lr, ok := parseList(msg)
+		if !ok {
+			return
+		}
+		var m struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  string          `json:"method"`
+			Params  *struct {
+				Cursor string          `json:"cursor"`
+				Meta   json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", msg, err)
+		}
+		var cursor string
+		var meta json.RawMessage
+		if m.Params != nil {
+			cursor, meta = m.Params.Cursor, m.Params.Meta
+		}
+		if m.JSONRPC != "2.0" || m.Method != lr.method || !slices.Contains(junction.ListMethods, m.Method) || string(m.ID) == "null" || !bytes.Equal(bytes.TrimSpace(m.ID), lr.id) ||
+			cursor != lr.cursor || !bytes.Equal(bytes.TrimSpace(meta), bytes.TrimSpace(lr.meta)) {
+			t.Fatalf("%q: got id %s cursor %q meta %s; encoding/json: %s %q %s", msg, lr.id, lr.cursor, lr.meta, m.ID, cursor, meta)
+		}
+	})
+}
