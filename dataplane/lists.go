@@ -115,10 +115,14 @@ func (p *Plane) list(ctx context.Context, lr listRequest, typed bool) (json.RawM
 		}
 		return nil, werr
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
+	// As go-sdk writes results: "<", ">" and "&" as they are.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: lr.method + ": " + err.Error()}
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if typed {
 		return wire.ModernResult(b, p.impl), nil
 	}

@@ -287,3 +287,34 @@ func FuzzParseList(f *testing.F) {
 		}
 	})
 }
+
+// TestListsWriteHTMLCharacters: the plane writes a list as go-sdk does,
+// with "<", ">" and "&" as they are rather than as \u003c escapes (a
+// 2,883-tool list is 250 bytes shorter so).
+func TestListsWriteHTMLCharacters(t *testing.T) {
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	p := junction.NewPack("p")
+	p.AddTool(&mcp.Tool{Name: "cmp", Description: "Is a < b && b > c?", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	if err := hub.Add(t.Context(), "p", p, nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c counted
+	h := startStdio(t, v, &Options{Count: c.count})
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	line, err := h.r.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(line, []byte(`"Is a < b && b > c?"`)) || len(c.list()) != 1 {
+		t.Errorf("tools/list (%d answered by the plane) wrote %s", len(c.list()), line)
+	}
+}
