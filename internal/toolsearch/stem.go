@@ -27,6 +27,9 @@ func stemForm(w string) (stem, form string) {
 	if !ok {
 		return w, ""
 	}
+	if a := american(w); a != w {
+		s.b = []byte(a)
+	}
 	s.step1ab()
 	s.step1c()
 	var buf [32]byte // the form: words longer than 32 bytes are not stemmed

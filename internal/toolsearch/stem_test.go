@@ -67,3 +67,37 @@ func TestFormRanking(t *testing.T) {
 		}
 	}
 }
+
+// TestAmericanSpelling: British spellings stem as the American ones do,
+// and words that only look British keep matching their own family.
+func TestAmericanSpelling(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"organisation", "organization"}, {"organisations", "organizations"}, {"organise", "organize"},
+		{"organising", "organizing"}, {"summarised", "summarized"}, {"analyse", "analyze"},
+		{"colours", "colors"}, {"behavioural", "behavioral"}, {"favourite", "favorite"},
+		{"centre", "center"}, {"catalogue", "catalog"}, {"licence", "license"},
+		{"cancelled", "canceled"}, {"modelling", "modeling"},
+		// Not British, and still one family.
+		{"rising", "rise"}, {"raised", "raise"}, {"programmed", "program"},
+		{"promised", "promise"}, {"enterprises", "enterprise"},
+	} {
+		if a, b := stem(pair[0]), stem(pair[1]); a != b {
+			t.Errorf("stem(%q) = %q, stem(%q) = %q: want the same", pair[0], a, pair[1], b)
+		}
+	}
+	for _, w := range []string{"rise", "wise", "noise", "our", "four", "hour", "filled", "called"} {
+		if got := american(w); got != w {
+			t.Errorf("american(%q) = %q, want it unchanged", w, got)
+		}
+	}
+}
+
+func TestMaxBritishWord(t *testing.T) {
+	longest := 0
+	for w := range britishWords() {
+		longest = max(longest, len(w))
+	}
+	if longest != maxBritishWord {
+		t.Errorf("the longest British word has %d letters, maxBritishWord is %d", longest, maxBritishWord)
+	}
+}
