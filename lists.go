@@ -47,9 +47,9 @@ func (v *View) ListPage(ctx context.Context, method, cursor string) (mcp.Result,
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}
 	}
 	v.hub.WaitStartup(ctx)
-	after, ok := "", true
+	from, ok := "", true // the key the page follows
 	if cursor != "" {
-		if after, ok = decodeCursor(cursor); !ok {
+		if from, ok = decodeCursor(cursor); !ok {
 			return nil, errInvalidCursor
 		}
 	}
@@ -62,26 +62,16 @@ func (v *View) ListPage(ctx context.Context, method, cursor string) (mcp.Result,
 	switch method {
 	case "prompts/list":
 		v.mu.RLock()
-		items := make([]*mcp.Prompt, 0, len(v.prompts))
-		for name, e := range v.prompts {
-			if name > after {
-				items = append(items, e.prompt)
-			}
-		}
+		items := after(v.prompts, from, func(e *promptEntry) *mcp.Prompt { return e.prompt })
 		v.mu.RUnlock()
 		res := &mcp.ListPromptsResult{Cacheable: cache}
 		res.Prompts, res.NextCursor = page(items, func(p *mcp.Prompt) string { return p.Name }, size)
 		return res, nil
 	case "resources/list":
 		v.mu.RLock()
-		items := make([]*mcp.Resource, 0, len(v.resources)+len(v.disc.decls))
-		for uri, e := range v.resources {
-			if uri > after {
-				items = append(items, e.resource)
-			}
-		}
+		items := after(v.resources, from, func(e *resourceEntry) *mcp.Resource { return e.resource })
 		for _, r := range v.disc.decls { // code mode's declarations
-			if r.URI > after {
+			if r.URI > from {
 				items = append(items, r)
 			}
 		}
@@ -91,12 +81,7 @@ func (v *View) ListPage(ctx context.Context, method, cursor string) (mcp.Result,
 		return res, nil
 	case "resources/templates/list":
 		v.mu.RLock()
-		items := make([]*mcp.ResourceTemplate, 0, len(v.templates))
-		for key, e := range v.templates {
-			if key > after {
-				items = append(items, e.template)
-			}
-		}
+		items := after(v.templates, from, func(e *templateEntry) *mcp.ResourceTemplate { return e.template })
 		v.mu.RUnlock()
 		res := &mcp.ListResourceTemplatesResult{Cacheable: cache}
 		res.ResourceTemplates, res.NextCursor = page(items, func(t *mcp.ResourceTemplate) string { return t.URITemplate }, size)
@@ -107,14 +92,9 @@ func (v *View) ListPage(ctx context.Context, method, cursor string) (mcp.Result,
 		res.Tools = listed
 	} else {
 		v.mu.RLock()
-		items := make([]*mcp.Tool, 0, len(v.tools)+len(v.disc.meta))
-		for name, e := range v.tools {
-			if name > after {
-				items = append(items, e.tool)
-			}
-		}
+		items := after(v.tools, from, func(e *toolEntry) *mcp.Tool { return e.tool })
 		for _, m := range v.disc.meta {
-			if m.Name > after {
+			if m.Name > from {
 				items = append(items, m)
 			}
 		}
@@ -122,6 +102,17 @@ func (v *View) ListPage(ctx context.Context, method, cursor string) (mcp.Result,
 		res.Tools, res.NextCursor = page(items, func(t *mcp.Tool) string { return t.Name }, size)
 	}
 	return v.withVerbatimAnnotations(res), nil
+}
+
+// after returns the items of m whose keys sort after from, in no order.
+func after[E, T any](m map[string]E, from string, item func(E) T) []T {
+	out := make([]T, 0, len(m))
+	for k, e := range m {
+		if k > from {
+			out = append(out, item(e))
+		}
+	}
+	return out
 }
 
 // page sorts items by key and returns the first size of them, and the

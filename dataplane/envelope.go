@@ -33,33 +33,12 @@ type toolCall struct {
 // id and the other members are returned as sent, and checked to be valid
 // JSON, since they are forwarded without being decoded.
 func parseToolCall(msg []byte) (tc toolCall, ok bool) {
-	var params, rawName []byte
-	var seen [4]bool
-	ok = true
-	end := rawjson.Object(msg, func(key, val []byte) {
-		k := -1
-		switch string(key) {
-		case "jsonrpc":
-			k, ok = 0, ok && string(val) == `"2.0"`
-		case "id":
-			k, tc.id = 1, val
-		case "method":
-			k, ok = 2, ok && string(val) == `"tools/call"`
-		case "params":
-			k, params = 3, val
-		}
-		if k < 0 || seen[k] {
-			ok = false
-			return
-		}
-		seen[k] = true
-	})
-	if !ok || end < 0 || seen != [4]bool{true, true, true, true} || len(bytes.TrimSpace(msg[end:])) > 0 {
+	id, method, params, ok := requestEnvelope(msg)
+	if !ok || string(method) != `"tools/call"` || params == nil {
 		return toolCall{}, false
 	}
-	if !validID(tc.id) {
-		return toolCall{}, false // null, or not an id at all
-	}
+	tc.id = id
+	var rawName []byte
 	var pseen [5]bool
 	if rawjson.Object(params, func(key, val []byte) {
 		k := -1
@@ -103,6 +82,38 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 		return toolCall{}, false
 	}
 	return tc, true
+}
+
+// requestEnvelope reads the members of a JSON-RPC request as the raw
+// path takes them: jsonrpc "2.0", an id that is a number or a string
+// (validID), a method, and params (nil when absent), each once and
+// spelled exactly, no other member, and nothing after the object. They
+// are returned as sent.
+func requestEnvelope(msg []byte) (id, method, params []byte, ok bool) {
+	var seen [4]bool
+	ok = true
+	end := rawjson.Object(msg, func(key, val []byte) {
+		k := -1
+		switch string(key) {
+		case "jsonrpc":
+			k, ok = 0, ok && string(val) == `"2.0"`
+		case "id":
+			k, id = 1, val
+		case "method":
+			k, method = 2, val
+		case "params":
+			k, params = 3, val
+		}
+		if k < 0 || seen[k] {
+			ok = false
+			return
+		}
+		seen[k] = true
+	})
+	if !ok || end < 0 || !seen[0] || !seen[1] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || !validID(id) {
+		return nil, nil, nil, false
+	}
+	return id, method, params, true
 }
 
 // validID reports whether id, a member's value as sent, is a request id

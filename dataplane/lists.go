@@ -42,32 +42,12 @@ func mayBeList(msg []byte) bool {
 // spelled exactly, with nothing after it. Anything else goes to go-sdk,
 // which answers it.
 func parseList(msg []byte) (lr listRequest, ok bool) {
-	var params []byte
-	var seen [4]bool
-	ok = true
-	end := rawjson.Object(msg, func(key, val []byte) {
-		k := -1
-		switch string(key) {
-		case "jsonrpc":
-			k, ok = 0, ok && string(val) == `"2.0"`
-		case "id":
-			k, lr.id = 1, val
-		case "method":
-			k = 2
-			if len(val) > 2 && val[0] == '"' && plainASCII(val) {
-				lr.method = string(val[1 : len(val)-1])
-			}
-		case "params":
-			k, params = 3, val
-		}
-		if k < 0 || seen[k] {
-			ok = false
-			return
-		}
-		seen[k] = true
-	})
-	if !ok || end < 0 || !seen[0] || !seen[1] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || !validID(lr.id) ||
-		!slices.Contains(junction.ListMethods, lr.method) {
+	id, method, params, ok := requestEnvelope(msg)
+	if !ok || len(method) < 3 || method[0] != '"' || !plainASCII(method) {
+		return listRequest{}, false
+	}
+	lr.id, lr.method = id, string(method[1:len(method)-1])
+	if !slices.Contains(junction.ListMethods, lr.method) {
 		return listRequest{}, false
 	}
 	if params == nil {
