@@ -318,3 +318,38 @@ func TestListsWriteHTMLCharacters(t *testing.T) {
 		t.Errorf("tools/list (%d answered by the plane) wrote %s", len(c.list()), line)
 	}
 }
+
+// TestListWaitsForSources: over stdio a list waits, on a goroutine of
+// its own, for the sources still connecting; the connection goes on
+// being read meanwhile, a cancelled list gets no answer, and the other
+// gets the tools once the source is ready.
+func TestListWaitsForSources(t *testing.T) {
+	f := lateFake{&rawFake{tools: []string{"echo"}, raw: echoRaw}, make(chan struct{})}
+	h := startStdio(t, viewOf(t, f), nil)
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	// Lines are taken in order: once the ping is answered, both lists
+	// wait.
+	h.send(t, `{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	if m := h.recv(t); m["id"] != "p" {
+		t.Fatalf("got %v before the ping's answer", m)
+	}
+	close(f.ready)
+	for {
+		m := h.recv(t)
+		if m["method"] != nil {
+			continue // a list_changed as the source comes in
+		}
+		if m["id"] != float64(2) {
+			t.Fatalf("got %v, want the answer to the list not cancelled", m)
+		}
+		res, _ := m["result"].(map[string]any)
+		tools, _ := res["tools"].([]any)
+		if len(tools) != 1 || tools[0].(map[string]any)["name"] != "s__echo" {
+			t.Errorf("the list after the source came in: %v", m)
+		}
+		break
+	}
+}
