@@ -260,6 +260,7 @@ func (v *View) SetDiscovery(d Discovery) error {
 		delete(v.tools, m.name) // a tool the new meta-tool shadows
 	}
 	v.disc = discoveryState{d: d, names: names, active: active, meta: old.meta, searchDesc: old.searchDesc, scriptDesc: old.scriptDesc, decls: old.decls}
+	v.listsChanged()
 	v.mu.Unlock()
 	if err := v.sync(t); err != nil {
 		return err

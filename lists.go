@@ -7,6 +7,8 @@ import (
 	"encoding/gob"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,68 +63,106 @@ func (v *View) ListPage(ctx context.Context, method, cursor string) (mcp.Result,
 	cache := mcp.Cacheable{CacheScope: "public"}
 	switch method {
 	case "prompts/list":
-		v.mu.RLock()
-		items := after(v.prompts, from, func(e *promptEntry) *mcp.Prompt { return e.prompt })
-		v.mu.RUnlock()
+		items := v.sortedPrompts.get(&v.mu, func() []*mcp.Prompt {
+			return collect(v.prompts, func(e *promptEntry) *mcp.Prompt { return e.prompt })
+		}, promptKey)
 		res := &mcp.ListPromptsResult{Cacheable: cache}
-		res.Prompts, res.NextCursor = page(items, func(p *mcp.Prompt) string { return p.Name }, size)
+		res.Prompts, res.NextCursor = page(items, promptKey, from, size)
 		return res, nil
 	case "resources/list":
-		v.mu.RLock()
-		items := after(v.resources, from, func(e *resourceEntry) *mcp.Resource { return e.resource })
-		for _, r := range v.disc.decls { // code mode's declarations
-			if r.URI > from {
-				items = append(items, r)
-			}
-		}
-		v.mu.RUnlock()
+		items := v.sortedResources.get(&v.mu, func() []*mcp.Resource {
+			// With code mode's declarations.
+			return append(collect(v.resources, func(e *resourceEntry) *mcp.Resource { return e.resource }), v.disc.decls...)
+		}, resourceKey)
 		res := &mcp.ListResourcesResult{Cacheable: cache}
-		res.Resources, res.NextCursor = page(items, func(r *mcp.Resource) string { return r.URI }, size)
+		res.Resources, res.NextCursor = page(items, resourceKey, from, size)
 		return res, nil
 	case "resources/templates/list":
-		v.mu.RLock()
-		items := after(v.templates, from, func(e *templateEntry) *mcp.ResourceTemplate { return e.template })
-		v.mu.RUnlock()
+		items := v.sortedTemplates.get(&v.mu, func() []*mcp.ResourceTemplate {
+			return collect(v.templates, func(e *templateEntry) *mcp.ResourceTemplate { return e.template })
+		}, templateKey)
 		res := &mcp.ListResourceTemplatesResult{Cacheable: cache}
-		res.ResourceTemplates, res.NextCursor = page(items, func(t *mcp.ResourceTemplate) string { return t.URITemplate }, size)
+		res.ResourceTemplates, res.NextCursor = page(items, templateKey, from, size)
 		return res, nil
 	}
 	res := &mcp.ListToolsResult{Cacheable: cache}
 	if listed, search := v.listed(); search {
 		res.Tools = listed
 	} else {
-		v.mu.RLock()
-		items := after(v.tools, from, func(e *toolEntry) *mcp.Tool { return e.tool })
-		for _, m := range v.disc.meta {
-			if m.Name > from {
-				items = append(items, m)
-			}
-		}
-		v.mu.RUnlock()
-		res.Tools, res.NextCursor = page(items, func(t *mcp.Tool) string { return t.Name }, size)
+		items := v.sortedTools.get(&v.mu, func() []*mcp.Tool {
+			// With the view's meta-tools.
+			return append(collect(v.tools, func(e *toolEntry) *mcp.Tool { return e.tool }), v.disc.meta...)
+		}, toolKey)
+		res.Tools, res.NextCursor = page(items, toolKey, from, size)
 	}
 	return v.withVerbatimAnnotations(res), nil
 }
 
-// after returns the items of m whose keys sort after from, in no order.
-func after[E, T any](m map[string]E, from string, item func(E) T) []T {
+func toolKey(t *mcp.Tool) string                 { return t.Name }
+func promptKey(p *mcp.Prompt) string             { return p.Name }
+func resourceKey(r *mcp.Resource) string         { return r.URI }
+func templateKey(t *mcp.ResourceTemplate) string { return t.URITemplate }
+
+// collect returns the items of m, in no order.
+func collect[E, T any](m map[string]E, item func(E) T) []T {
 	out := make([]T, 0, len(m))
-	for k, e := range m {
-		if k > from {
-			out = append(out, item(e))
-		}
+	for _, e := range m {
+		out = append(out, item(e))
 	}
 	return out
 }
 
-// page sorts items by key and returns the first size of them, and the
-// cursor of the next page ("" when they are all).
-func page[T any](items []T, key func(T) string, size int) ([]T, string) {
-	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
-	if len(items) <= size {
-		return items, ""
+// sortedList is one of a view's lists in key order, made on first use
+// after a change: hosts list far more often than the view changes. The
+// slice is shared, and never written once stored.
+type sortedList[T any] struct {
+	p atomic.Pointer[[]T]
+}
+
+// get returns the list, making it with collect (under mu's read lock)
+// and sorting it by key if there is none.
+func (l *sortedList[T]) get(mu *sync.RWMutex, collect func() []T, key func(T) string) []T {
+	if p := l.p.Load(); p != nil {
+		return *p
 	}
-	return items[:size], encodeCursor(key(items[size-1]))
+	mu.RLock()
+	defer mu.RUnlock()
+	if p := l.p.Load(); p != nil {
+		return *p
+	}
+	items := collect()
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+	// Stored under the read lock, so that a change, which holds the write
+	// lock to empty it (listsChanged), cannot come between.
+	l.p.Store(&items)
+	return items
+}
+
+func (l *sortedList[T]) reset() { l.p.Store(nil) }
+
+// listsChanged empties the sorted lists; called with v.mu held for
+// writing, by whatever changes what they hold.
+func (v *View) listsChanged() {
+	v.sortedTools.reset()
+	v.sortedPrompts.reset()
+	v.sortedResources.reset()
+	v.sortedTemplates.reset()
+}
+
+// page returns the size items of sorted (in key order) after the key
+// from, and the cursor of the next page ("" when there is none).
+func page[T any](sorted []T, key func(T) string, from string, size int) ([]T, string) {
+	i, _ := slices.BinarySearchFunc(sorted, from, func(t T, from string) int {
+		if key(t) <= from {
+			return -1
+		}
+		return 1
+	})
+	rest := sorted[i:]
+	if len(rest) <= size {
+		return slices.Clip(rest), ""
+	}
+	return rest[:size:size], encodeCursor(key(rest[size-1]))
 }
 
 // pageToken is what a cursor holds: go-sdk's type, by name and field, as

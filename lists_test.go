@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -227,5 +228,94 @@ func TestListPageSearchMode(t *testing.T) {
 	}
 	if got := listNames(t, connect(t, v, nil)); !slices.Equal(got, want) {
 		t.Errorf("through go-sdk's server: %q, want %q", got, want)
+	}
+}
+
+// BenchmarkListPage: a tools/list page of 1,000 out of 3,000 tools (the
+// first page, and one after a cursor), and the encoding of the first,
+// which the plane writes.
+func BenchmarkListPage(b *testing.B) {
+	h := junction.New(nil)
+	b.Cleanup(func() { h.Close() })
+	p := junction.NewPack("p")
+	for i := range 3000 {
+		p.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%04d", (i*7919)%3000), Description: "A tool of the benchmark.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	if err := h.Add(b.Context(), "p", p, &junction.SourceOptions{Prefix: junction.PrefixNever}); err != nil {
+		b.Fatal(err)
+	}
+	v, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	first, err := v.ListPage(b.Context(), "tools/list", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cursor := first.(*mcp.ListToolsResult).NextCursor
+	b.Run("first", func(b *testing.B) {
+		for b.Loop() {
+			v.ListPage(b.Context(), "tools/list", "")
+		}
+	})
+	b.Run("after-cursor", func(b *testing.B) {
+		for b.Loop() {
+			v.ListPage(b.Context(), "tools/list", cursor)
+		}
+	})
+	b.Run("encode-first", func(b *testing.B) {
+		for b.Loop() {
+			json.Marshal(first)
+		}
+	})
+}
+
+// TestListPageFollowsChanges: the sorted lists ListPage keeps are made
+// again after a change: a source added, a discovery mode set.
+func TestListPageFollowsChanges(t *testing.T) {
+	h := junction.New(nil)
+	t.Cleanup(func() { h.Close() })
+	add(t, h, "a", listedPack(), junction.PrefixAlways)
+	v, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(method string) []string {
+		t.Helper()
+		res, err := v.ListPage(t.Context(), method, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, _ := pageKeys(t, res)
+		return keys
+	}
+	if got := list("tools/list"); len(got) != 5 {
+		t.Fatalf("tools/list before: %q", got)
+	}
+	if got := list("prompts/list"); len(got) != 5 {
+		t.Fatalf("prompts/list before: %q", got)
+	}
+	add(t, h, "b", listedPack(), junction.PrefixAlways)
+	if got := list("tools/list"); len(got) != 10 || got[5] != "b__a" {
+		t.Errorf("tools/list after a source was added: %q", got)
+	}
+	if got := list("prompts/list"); len(got) != 10 {
+		t.Errorf("prompts/list after a source was added: %q", got)
+	}
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list("tools/list"); len(got) != 3 || got[0] != "search_tools" {
+		t.Errorf("tools/list in search mode: %q", got)
+	}
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoveryList}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list("tools/list"); len(got) != 10 {
+		t.Errorf("tools/list back in list mode: %q", got)
 	}
 }

@@ -31,6 +31,13 @@ type View struct {
 	prompts   map[string]*promptEntry
 	resources map[string]*resourceEntry
 	templates map[string]*templateEntry
+
+	// The lists in key order, made by the first ListPage after a change
+	// (see lists.go); emptied, under mu, by whatever changes them.
+	sortedTools     sortedList[*mcp.Tool]
+	sortedPrompts   sortedList[*mcp.Prompt]
+	sortedResources sortedList[*mcp.Resource]
+	sortedTemplates sortedList[*mcp.ResourceTemplate]
 }
 
 // NewView returns a view of h narrowed by sel. It fails, serving nothing,
@@ -203,6 +210,7 @@ func (v *View) sync(t *table) error {
 	v.hub.mu.RUnlock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.listsChanged()
 	v.active = active
 
 	var removeTools []string
