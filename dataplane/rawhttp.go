@@ -537,11 +537,6 @@ func hasParamHeaders(h http.Header) bool {
 	return false
 }
 
-// writeJSON writes answer as a 200 application/json response.
-func writeJSON(w http.ResponseWriter, answer [][]byte) {
-	writeJSONStatus(w, http.StatusOK, answer)
-}
-
 // writeJSONStatus writes answer as an application/json response with the
 // given status.
 func writeJSONStatus(w http.ResponseWriter, status int, answer [][]byte) {
