@@ -389,7 +389,7 @@ func (v *View) metaTool(name string) *mcp.Tool {
 }
 
 // listPages is a receiving middleware of the view's server: its lists
-// (ListMethods) are answered by [View.ListPage], as the data plane's are.
+// (IsListMethod) are answered by [View.ListPage], as the data plane's are.
 // Every tool stays registered with go-sdk, so that a tools/call of any of
 // them takes the usual path.
 func (v *View) listPages(next mcp.MethodHandler) mcp.MethodHandler {

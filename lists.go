@@ -19,8 +19,16 @@ import (
 // on: the data plane calls [View.ListPage], and the view's go-sdk server
 // reaches it through the listPages middleware.
 
-// ListMethods are the methods [View.ListPage] answers.
-var ListMethods = []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+// IsListMethod reports whether method is one of the lists
+// [View.ListPage] answers: tools/list, prompts/list, resources/list and
+// resources/templates/list.
+func IsListMethod(method string) bool {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		return true
+	}
+	return false
+}
 
 // defaultPageSize is a list page's length when Options.PageSize is zero:
 // go-sdk's default, which hosts paging across both paths see.
@@ -31,7 +39,7 @@ const defaultPageSize = mcp.DefaultPageSize
 var errInvalidCursor = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
 
 // ListPage answers a host's list request, method being one of
-// [ListMethods], with cursor ("" for the first page), on v, once the
+// the lists ([IsListMethod]), with cursor ("" for the first page), on v, once the
 // sources connecting at startup are ready (see [Hub.WaitStartup]; ctx
 // ends the wait). Items come in the order of their keys (a tool's or
 // prompt's name, a resource's URI, a template's URI template),
@@ -45,7 +53,7 @@ var errInvalidCursor = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: 
 // not decode is invalid params; one naming an item since removed resumes
 // after where that key would sort. Any other method is method not found.
 func (v *View) ListPage(ctx context.Context, method, cursor string) (mcp.Result, error) {
-	if !slices.Contains(ListMethods, method) {
+	if !IsListMethod(method) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}
 	}
 	v.hub.WaitStartup(ctx)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -24,7 +23,7 @@ import (
 // listRequest is a list request the plane takes, as the host sent it.
 type listRequest struct {
 	id     json.RawMessage // number or string
-	method string          // one of junction.ListMethods
+	method string          // a list (junction.IsListMethod)
 	cursor string
 	meta   json.RawMessage // nil when absent
 }
@@ -36,7 +35,7 @@ func mayBeList(msg []byte) bool {
 }
 
 // parseList reads a JSON-RPC request {"jsonrpc":"2.0","id":…,
-// "method":…} of one of junction.ListMethods whose params, if any, are
+// "method":…} of a list (junction.IsListMethod) whose params, if any, are
 // an object holding only a cursor (a string of printable ASCII, as every
 // cursor the hub makes is) and _meta (an object), each member once and
 // spelled exactly, with nothing after it. Anything else goes to go-sdk,
@@ -47,7 +46,7 @@ func parseList(msg []byte) (lr listRequest, ok bool) {
 		return listRequest{}, false
 	}
 	lr.id, lr.method = id, string(method[1:len(method)-1])
-	if !slices.Contains(junction.ListMethods, lr.method) {
+	if !junction.IsListMethod(lr.method) {
 		return listRequest{}, false
 	}
 	if params == nil {

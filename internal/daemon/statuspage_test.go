@@ -246,7 +246,8 @@ func rawSessionCall(t *testing.T, srv *httptest.Server) {
 
 // TestMetricsFrontPerCall serves one daemon over stdio and over HTTP at
 // once: each tools/call counts under the front it came in on, the HTTP
-// one forwarded by the fast path included.
+// one forwarded by the fast path included, and so does a tools/list the
+// data plane answers.
 func TestMetricsFrontPerCall(t *testing.T) {
 	ctx, d := coreAndUp(t)
 
@@ -265,6 +266,10 @@ func TestMetricsFrontPerCall(t *testing.T) {
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "hi"}}); err != nil || res.IsError {
 		t.Fatalf("up__echo over stdio = %v, %v", res, err)
 	}
+	// A list the data plane answers itself is counted through its Count hook.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list over stdio = %v", err)
+	}
 
 	srv := httptest.NewServer(d.Handler(HTTPConfig{InsecureNoAuth: true}, "127.0.0.1"))
 	defer srv.Close()
@@ -274,6 +279,7 @@ func TestMetricsFrontPerCall(t *testing.T) {
 	for _, want := range []string{
 		`junction_mcp_requests_total{front="stdio",method="tools/call"} 1`,
 		`junction_mcp_requests_total{front="http",method="tools/call"} 1`,
+		`junction_mcp_requests_total{front="stdio",method="tools/list"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s\n%s", want, grepLines(metrics, "junction_mcp_requests_total"))
