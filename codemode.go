@@ -420,7 +420,7 @@ func (v *View) syncDeclarations(t *table) {
 		r := &mcp.Resource{URI: uri, Name: server + ".d.ts", Title: "TypeScript declarations of " + server + "'s tools in code mode",
 			Description: "The functions a code-mode script calls for the tools of " + server + ", with their argument and result types.",
 			MIMEType:    "text/plain"}
-		v.server.AddResource(r, v.readDeclarations)
+		v.server.AddResource(r, v.ReadResource)
 		keep = append(keep, r)
 	}
 	slices.SortFunc(keep, func(a, b *mcp.Resource) int { return strings.Compare(a.URI, b.URI) })

@@ -16,7 +16,6 @@ import (
 	"github.com/junction-mcp/junction/internal/embed"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/internal/toolsearch"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -1004,70 +1003,6 @@ func logCollisions(logger *slog.Logger, prev, cur []Collision) {
 			delete(winners, k)
 		}
 	}
-}
-
-func (h *Hub) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	h.mu.RLock()
-	owner := h.table.ownerOf(req.Params.URI)
-	h.mu.RUnlock()
-	if owner == nil {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	return owner.src.ReadResource(ctx, req)
-}
-
-func (h *Hub) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	h.mu.RLock()
-	e := h.table.promptIdx[req.Params.Name]
-	h.mu.RUnlock()
-	if e == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
-	}
-	params := *req.Params
-	params.Name = e.local
-	local := *req
-	local.Params = &params
-	return e.source.src.GetPrompt(ctx, &local)
-}
-
-func (h *Hub) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
-	if req.Params == nil || req.Params.Ref == nil {
-		return empty, nil
-	}
-	params := *req.Params
-	ref := *params.Ref
-	params.Ref = &ref
-	var src Source
-	h.mu.RLock()
-	switch ref.Type {
-	case "ref/prompt":
-		if e := h.table.promptIdx[ref.Name]; e != nil {
-			src = e.source.src
-			ref.Name = e.local
-		}
-	case "ref/resource":
-		if owner := h.table.ownerOf(ref.URI); owner != nil {
-			src = owner.src
-		} else {
-			for _, e := range h.table.templates {
-				if e.template.URITemplate == ref.URI {
-					src = e.source.src
-				}
-			}
-		}
-	}
-	h.mu.RUnlock()
-	if src == nil {
-		return empty, nil
-	}
-	local := *req
-	local.Params = &params
-	res, err := src.Complete(ctx, &local)
-	if err == nil && res != nil && res.Completion.Values == nil {
-		res.Completion.Values = []string{}
-	}
-	return res, err
 }
 
 func (h *Hub) subscribe(ctx context.Context, uri string, on bool) error {

@@ -14,16 +14,10 @@ import (
 // typedRaw makes a raw call ([View.BeginRaw]) of a source that does not
 // forward bytes (a pack, a plugin, an HTTP upstream) through its
 // CallTool: the params are decoded into the request CallTool takes, with
-// the host session ctx names, and the result encoded. It answers as
-// go-sdk's server does when it calls the same CallTool:
-//
-//   - a result that asks the host something (InputRequests) is marked
-//     "resultType":"input_required" for a host from 2026-07-28 on;
-//   - for an older host, which cannot read such a result, the questions
-//     are put to the host as requests of its session (elicitation,
-//     sampling, roots), and the tool is called again with the answers
-//     and the request state;
-//   - a result with both content and questions is an internal error.
+// the host session ctx names, and the result encoded (MarshalResult). It
+// answers as go-sdk's server does when it calls the same CallTool: a
+// result that asks the host something goes to a host from 2026-07-28 on
+// as it is, and the questions to an older host (answerAsking).
 type typedRaw struct{ c *Call }
 
 func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
@@ -35,39 +29,21 @@ func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawM
 	ss := HostSession(ctx)
 	extra := t.c.extra
 	ctx = t.c.sourceContext(ctx)
-	res, err := t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &p, Extra: extra})
-	asks := err == nil && res != nil && res.InputRequests != nil
-	modern := asksInResults(ss)
-	if asks && !modern {
-		// Failures here are protocol errors, as go-sdk's server makes them.
-		if len(res.InputRequests) == 0 {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is busy, retry later"}
+	res, err := answerAsking(ctx, ss, func(answers mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
+		if answers != nil {
+			p.InputResponses, p.RequestState = answers, state
 		}
-		again := p
-		if again.InputResponses, err = askHost(ctx, ss, res.InputRequests); err != nil {
-			werr := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "multi-round-trip: " + err.Error()}
-			var host *jsonrpc.Error
-			if errors.As(err, &host) {
-				werr.Code = host.Code // the host's refusal, as go-sdk passes it on
-			}
-			return nil, werr
+		return t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &p, Extra: extra})
+	}, func(r *mcp.CallToolResult) (mcp.InputRequestMap, string, bool) {
+		if r == nil {
+			return nil, "", false
 		}
-		again.RequestState = res.RequestState
-		res, err = t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &again, Extra: extra})
-		asks = err == nil && res != nil && res.InputRequests != nil
-	}
+		return r.InputRequests, r.RequestState, len(r.Content) > 0 || r.StructuredContent != nil
+	})
 	if err != nil || res == nil {
 		return nil, err
 	}
-	if asks && (len(res.Content) > 0 || res.StructuredContent != nil) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
-	}
-	b, err := json.Marshal(res)
-	if err != nil || !asks || !modern {
-		return b, err
-	}
-	// CallToolResult keeps its result type unexported: add it.
-	return append(append(b[:len(b)-1:len(b)-1], `,"resultType":"input_required"`...), '}'), nil
+	return MarshalResult(res, ss)
 }
 
 // asksInResults reports whether the host of session ss (nil: a request

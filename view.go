@@ -91,7 +91,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 		},
-		CompletionHandler: h.complete,
+		CompletionHandler: v.Complete,
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			err := h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, true)
 			if err == nil {
@@ -265,7 +265,7 @@ func (v *View) sync(t *table) error {
 		if v.prompts[e.name] == e {
 			continue
 		}
-		v.server.AddPrompt(e.prompt, v.hub.getPrompt)
+		v.server.AddPrompt(e.prompt, v.GetPrompt)
 		v.prompts[e.name] = e
 	}
 
@@ -288,7 +288,7 @@ func (v *View) sync(t *table) error {
 		if v.resources[e.resource.URI] == e {
 			continue
 		}
-		v.server.AddResource(e.resource, v.hub.readResource)
+		v.server.AddResource(e.resource, v.ReadResource)
 		v.resources[e.resource.URI] = e
 	}
 
@@ -385,7 +385,7 @@ func (v *View) addTemplate(e *templateEntry) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	v.server.AddResourceTemplate(e.template, v.hub.readResource)
+	v.server.AddResourceTemplate(e.template, v.ReadResource)
 	return nil
 }
 

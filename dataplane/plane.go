@@ -61,6 +61,9 @@ type View interface {
 	OwnTool(name string) bool
 	Unwrap(name string, args json.RawMessage) (string, json.RawMessage, bool)
 	ListPage(ctx context.Context, method, cursor string) (mcp.Result, error)
+	GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error)
+	ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error)
+	Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)

@@ -24,8 +24,10 @@ import (
 // tools/call (as [Plane.ServeStdio] takes them) on a stateful session, or
 // from a client before protocol 2026-07-28 on a handler without sessions,
 // is answered by the plane itself, without go-sdk's HTTP transport and
-// JSON-RPC machinery, and so is a plain list request there (lists.go);
-// every other request goes to go-sdk's handler.
+// JSON-RPC machinery, and so is a plain list request there, and a
+// prompts/get, resources/read or completion/complete of a 2026-07-28
+// request without a session (requests.go); every other request goes to
+// go-sdk's handler.
 //
 // The answer is application/json, unless the upstream sends log messages
 // or requests (sampling, elicitation, roots) during the call: then the
@@ -144,7 +146,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		return true
 	}
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
-		return f.takeList(w, r, body, sid, version, false)
+		return f.takeRequest(w, r, body, sid, version, false)
 	}
 	tc, ok := parseToolCall(body)
 	if !ok {
@@ -386,7 +388,7 @@ func (hr *httpRawCall) dropped() {
 // goes away cancels the call.
 func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
-		return f.takeList(w, r, body, "", "", false)
+		return f.takeRequest(w, r, body, "", "", false)
 	}
 	tc, ok := parseToolCall(body)
 	if !ok {
@@ -486,7 +488,7 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.
 func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
 	if r.Header.Get("Mcp-Method") != "tools/call" || !bytes.Contains(body, []byte(`"tools/call"`)) {
-		return f.takeList(w, r, body, "", version, true)
+		return f.takeRequest(w, r, body, "", version, true)
 	}
 	tc, ok := parseToolCall(body)
 	if !ok || r.Header.Get("Mcp-Name") != tc.name || hasParamHeaders(r.Header) {

@@ -214,8 +214,8 @@ func (s *stdioSession) take(line []byte) bool {
 			return s.takeCall(tc)
 		}
 	}
-	if !isCall && mayBeList(line) {
-		if lr, ok := parseList(line); ok && s.takeList(lr) {
+	if !isCall && mayBeRequest(line) {
+		if hr, ok := parseRequest(line); ok && s.takeRequest(hr) {
 			return true
 		}
 	}
@@ -324,31 +324,35 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	return true
 }
 
-// takeList answers lr, a list request, if the session is where takeCall
-// would answer a call (initialized, or a request of 2026-07-28 that
-// stands on its own), and reports whether it did. The answer is made on
-// a goroutine of its own, as the list may wait for the sources still
-// connecting; the host's cancellation of the request ends that wait
-// without an answer. Called by the reading goroutine.
-func (s *stdioSession) takeList(lr listRequest) bool {
-	mi := readMeta(lr.meta)
+// takeRequest answers hr, a request other than tools/call (a list,
+// prompts/get, resources/read or completion/complete), if the session is
+// where takeCall would answer a call (initialized, or a request of
+// 2026-07-28 that stands on its own), and reports whether it did. The
+// answer is made on a goroutine of its own, as it may wait for the
+// sources still connecting or for a source; the host's cancellation of
+// the request ends it without an answer. Messages and questions for the
+// host go through its session, on this connection, or, for a request
+// that names its own log level, through a host link (see linked). Called
+// by the reading goroutine.
+func (s *stdioSession) takeRequest(hr hostRequest) bool {
+	mi := readMeta(hr.meta)
 	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy {
 		return false
 	}
-	key := string(lr.id)
+	key := string(hr.id)
 	hc := &hostCall{}
-	ctx, cancel := context.WithCancelCause(s.base)
+	ctx, cancel := context.WithCancelCause(s.linked(key, hc, mi))
 	hc.cancel = cancel
 	if !s.calls.add(key, hc) {
 		cancel(nil)
 		return false // a reused id, or closing: go-sdk answers it
 	}
-	s.p.count("stdio", lr.method)
+	s.p.count("stdio", hr.method)
 	// A session that began with an older initialize gets that revision's
 	// results, whatever a request names, as from go-sdk (see conn.older).
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
-	answer := s.answerer(key, hc, lr.id, false, cancel, false)
-	go func() { answer(s.p.list(ctx, lr, typed)) }()
+	answer := s.answerer(key, hc, hr.id, false, cancel, false)
+	go func() { answer(s.p.answer(ctx, hr, s.host, nil, typed)) }()
 	return true
 }
 

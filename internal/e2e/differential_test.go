@@ -100,6 +100,11 @@ func init() {
 	}
 }
 
+func init() {
+	diffDocumented["stdio/resource-read-no-contents"] = "docs/deviations.md, the fast path: an error without a JSON-RPC " +
+		"code is -32603 (internal error) from the plane, where go-sdk's server writes code 0"
+}
+
 var diffCaseFilter = flag.String("diffcase", "", "run only the differential cases whose names match this regexp")
 
 // diffCaseTimeout bounds the wait for one case's answers.
@@ -1331,6 +1336,37 @@ func handDiffCases() []diffCase {
 		add(name+"-cursor-after-e", `{"jsonrpc":"2.0","id":`+nextID()+`,"method":"`+m+`","params":{"cursor":"In8DAQEJcGFnZVRva2VuAf-AAAEBAQdMYXN0VUlEAQwAAAAK_4ABBXVwX19lAA=="}}`)
 	}
 	add("list-roots", `{"jsonrpc":"2.0","id":`+nextID()+`,"method":"roots/list"}`)
+
+	// prompts/get, resources/read and completion/complete, which the plane
+	// answers over stdio (View.GetPrompt, ReadResource, Complete), of the
+	// echo upstream's prompt, resource and template; and shapes that go
+	// to go-sdk (a missing or misspelled member, a value of the wrong
+	// type).
+	req := func(method, params string) string {
+		return `{"jsonrpc":"2.0","id":` + nextID() + `,"method":"` + method + `","params":` + params + `}`
+	}
+	add("prompt-get", req("prompts/get", `{"name":"up__greet","arguments":{"who":"Ada <&>"}}`))
+	add("prompt-get-progress", req("prompts/get", `{"name":"up__greet","_meta":{"progressToken":"pg"}}`))
+	add("prompt-get-modern", req("prompts/get", `{"name":"up__greet","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"d","version":"1"}}}`))
+	add("prompt-get-unknown", req("prompts/get", `{"name":"up__nope"}`))
+	add("prompt-get-no-name", req("prompts/get", `{}`))
+	add("prompt-get-name-case", req("prompts/get", `{"Name":"up__greet"}`))
+	add("prompt-get-args-number", req("prompts/get", `{"name":"up__greet","arguments":{"who":1}}`))
+	add("prompt-get-params-null", req("prompts/get", `null`))
+	add("prompt-get-meta-twice", req("prompts/get", `{"name":"up__greet","_meta":{"a":1},"_meta":{"b":2}}`))
+	add("prompt-get-extra", req("prompts/get", `{"name":"up__greet","other":[1,{"x":null}]}`))
+	add("prompt-get-notification", `{"jsonrpc":"2.0","method":"prompts/get","params":{"name":"up__greet"}}`)
+	add("resource-read", req("resources/read", `{"uri":"echo://res"}`))
+	add("resource-read-template", req("resources/read", `{"uri":"echo://t/7","_meta":{"progressToken":7}}`))
+	add("resource-read-no-contents", req("resources/read", `{"uri":"echo://t/missing"}`))
+	add("resource-read-unknown", req("resources/read", `{"uri":"nope://x"}`))
+	add("resource-read-no-uri", req("resources/read", `{"url":"echo://res"}`))
+	add("resource-read-uri-number", req("resources/read", `{"uri":7}`))
+	add("complete-prompt", req("completion/complete", `{"ref":{"type":"ref/prompt","name":"up__greet"},"argument":{"name":"who","value":"A"}}`))
+	add("complete-template", req("completion/complete", `{"ref":{"type":"ref/resource","uri":"echo://t/{x}"},"argument":{"name":"x","value":"7"},"context":{"arguments":{"y":"1"}}}`))
+	add("complete-unknown", req("completion/complete", `{"ref":{"type":"ref/prompt","name":"up__nope"},"argument":{"name":"who","value":"A"}}`))
+	add("complete-no-argument", req("completion/complete", `{"ref":{"type":"ref/prompt","name":"up__greet"}}`))
+	add("complete-bad-ref", req("completion/complete", `{"ref":{"type":"ref/other","name":"up__greet"},"argument":{"name":"who","value":"A"}}`))
 
 	// Several calls at once, on both paths, with a cancellation of one
 	// that is answered already.

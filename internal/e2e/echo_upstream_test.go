@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // The echo upstream of the differential and reload tests is this test
@@ -127,11 +128,19 @@ func echoAnswer(line []byte) []byte {
 	}
 	switch req.Method {
 	case "initialize":
-		return result([]byte(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"echo-upstream","version":"1"}}`))
+		return result([]byte(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"prompts":{},"resources":{},"completions":{}},"serverInfo":{"name":"echo-upstream","version":"1"}}`))
 	case "ping":
 		return result([]byte(`{}`))
 	case "tools/list":
 		return result([]byte(echoUpstreamTools))
+	case "prompts/list":
+		return result([]byte(`{"prompts":[{"name":"greet","arguments":[{"name":"who"}]}]}`))
+	case "resources/list":
+		return result([]byte(`{"resources":[{"uri":"echo://res","name":"res","mimeType":"text/plain"}]}`))
+	case "resources/templates/list":
+		return result([]byte(`{"resourceTemplates":[{"uriTemplate":"echo://t/{x}","name":"t","mimeType":"text/x"}]}`))
+	case "prompts/get", "resources/read", "completion/complete":
+		return result(echoRequest(req.Method, req.Params))
 	case "tools/call":
 	default:
 		return rpcError(-32601, "method not found: "+req.Method, "")
@@ -172,6 +181,35 @@ func echoAnswer(line []byte) []byte {
 	res := fmt.Appendf(nil, `{"content":[{"type":"text","text":%s}],"structuredContent":{"tool":%s,"arguments":%s,"bytes":%q,"meta":%s}}`,
 		quoteBytesJSON(args), jsonString(p.Name), args, base64.StdEncoding.EncodeToString(args), meta)
 	return result(res)
+}
+
+// echoRequest is the echo upstream's result for a prompts/get,
+// resources/read or completion/complete with params: the params it
+// received (the hub's progress token as "TOKEN"), as a prompt's message,
+// a resource's text (a template's without a MIME type, which the hub
+// fills in) or a completion value. A prompt named "missing" and a URI
+// ending in "/missing" get no result members at all.
+func echoRequest(method string, params json.RawMessage) []byte {
+	var p map[string]any
+	json.Unmarshal(params, &p)
+	if meta, ok := p["_meta"].(map[string]any); ok {
+		if _, ok := meta["progressToken"]; ok {
+			meta["progressToken"] = "TOKEN"
+		}
+	}
+	got, _ := json.Marshal(p)
+	uri, _ := p["uri"].(string)
+	switch {
+	case p["name"] == "missing" || strings.HasSuffix(uri, "/missing"):
+		return []byte(`{}`)
+	case method == "prompts/get":
+		return fmt.Appendf(nil, `{"messages":[{"role":"user","content":{"type":"text","text":%s}}]}`, jsonString(string(got)))
+	case method == "resources/read" && uri == "echo://res":
+		return fmt.Appendf(nil, `{"contents":[{"uri":%s,"mimeType":"text/plain","text":%s}]}`, jsonString(uri), jsonString(string(got)))
+	case method == "resources/read":
+		return fmt.Appendf(nil, `{"contents":[{"text":%s}]}`, jsonString(string(got)))
+	}
+	return fmt.Appendf(nil, `{"completion":{"values":[%s],"total":1}}`, jsonString(string(got)))
 }
 
 // quoteBytesJSON returns b as a JSON string holding its bytes as they are:

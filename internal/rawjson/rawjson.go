@@ -174,6 +174,30 @@ func SkipValue(b []byte, i int) int {
 	return j
 }
 
+// Deeper reports whether the JSON text b nests objects and arrays more
+// than n deep, or has a string left open. Brackets inside strings do not
+// count.
+func Deeper(b []byte, n int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			if depth++; depth > n {
+				return true
+			}
+		case '}', ']':
+			depth--
+		case '"':
+			end := SkipString(b, i+1)
+			if end < 0 {
+				return true
+			}
+			i = end
+		}
+	}
+	return false
+}
+
 // SkipString returns the index of the quote closing the string whose
 // contents start at start, or -1.
 func SkipString(b []byte, start int) int {

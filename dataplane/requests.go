@@ -1,0 +1,266 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
+)
+
+// A host's requests other than tools/call that the plane answers: the
+// lists (tools, prompts, resources and resource templates), prompts/get,
+// resources/read and completion/complete. The answer comes from the view
+// ([View.ListPage], [View.GetPrompt], [View.ReadResource],
+// [View.Complete]: the one implementation each, which go-sdk's server
+// also answers with), written for the host's revision.
+//
+// The lists are taken wherever the plane takes a tools/call of the same
+// host. The others are taken over stdio where a list is, and over HTTP
+// only without a session (2026-07-28) when the request asks for neither
+// progress nor log messages, so that a JSON answer carries all there is.
+// On a session, or when a request asks for those, the source's messages
+// and questions for the host go through go-sdk's handler of the request,
+// which has the stream they belong on.
+
+// hostRequest is a request of a host the plane takes, as the host sent
+// it.
+type hostRequest struct {
+	id     json.RawMessage // number or string
+	method string          // a list (junction.IsListMethod) or one of requestMethods
+	cursor string          // a list's
+	meta   json.RawMessage // nil when absent
+	// params is the decoded params of a request that is not a list:
+	// *mcp.GetPromptParams, *mcp.ReadResourceParams or *mcp.CompleteParams.
+	params any
+	name   string // what the request names: a prompt's name, a resource's URI ("" for the others)
+}
+
+// requestMethods are the methods besides the lists that the plane takes.
+var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete"}
+
+// mayBeRequest reports whether msg may be a request the plane answers
+// other than a tools/call: it names a list or one of requestMethods.
+func mayBeRequest(msg []byte) bool {
+	if bytes.Contains(msg, []byte(`/list"`)) {
+		return true
+	}
+	for _, m := range requestMethods {
+		if bytes.Contains(msg, []byte(`"`+m+`"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxParamsDepth is the deepest nesting of the params the plane decodes;
+// deeper ones go to go-sdk, which refuses them past its own limit.
+const maxParamsDepth = 64
+
+// parseRequest reads a JSON-RPC request {"jsonrpc":"2.0","id":…,
+// "method":…} the plane answers, each member once and spelled exactly,
+// with nothing after it:
+//
+//   - a list (junction.IsListMethod) whose params, if any, are an object
+//     holding only a cursor (a string of printable ASCII, as every cursor
+//     the hub makes is) and _meta (an object);
+//   - prompts/get, resources/read or completion/complete whose params
+//     are an object, at most maxParamsDepth deep, with _meta (an object)
+//     at most once, that decodes as go-sdk decodes it (its decoder, its
+//     types) and holds what go-sdk requires: a prompt's name, a
+//     resource's URI, a completion's reference and argument name.
+//
+// Anything else goes to go-sdk, which answers it.
+func parseRequest(msg []byte) (hr hostRequest, ok bool) {
+	id, method, params, ok := requestEnvelope(msg)
+	if !ok || len(method) < 3 || method[0] != '"' || !plainASCII(method) {
+		return hostRequest{}, false
+	}
+	hr.id, hr.method = id, string(method[1:len(method)-1])
+	if junction.IsListMethod(hr.method) {
+		return parseListParams(hr, params)
+	}
+	if !isRequestMethod(hr.method) || params == nil || params[0] != '{' || rawjson.Deeper(params, maxParamsDepth) {
+		return hostRequest{}, false
+	}
+	metas := 0
+	if rawjson.Object(params, func(key, val []byte) {
+		if string(key) == "_meta" {
+			metas++
+			hr.meta = val
+		}
+	}) < 0 || metas > 1 || hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
+		return hostRequest{}, false
+	}
+	switch hr.method {
+	case "prompts/get":
+		var p mcp.GetPromptParams
+		ok = decodeParams(params, &p) && p.Name != ""
+		hr.params, hr.name = &p, p.Name
+	case "resources/read":
+		var p mcp.ReadResourceParams
+		ok = decodeParams(params, &p) && p.URI != ""
+		hr.params, hr.name = &p, p.URI
+	default:
+		var p mcp.CompleteParams
+		ok = decodeParams(params, &p) && p.Ref != nil && p.Argument.Name != ""
+		hr.params = &p
+	}
+	if !ok {
+		return hostRequest{}, false
+	}
+	return hr, true
+}
+
+func isRequestMethod(method string) bool {
+	for _, m := range requestMethods {
+		if method == m {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeParams decodes params into p as go-sdk's server does (the same
+// decoder, which matches member names exactly), and reports whether it
+// could.
+func decodeParams(params []byte, p any) bool {
+	dec := sdkjson.NewDecoder(bytes.NewReader(params))
+	dec.DontMatchCaseInsensitiveStructFields()
+	return dec.Decode(p) == nil
+}
+
+// parseListParams reads the params of hr, a list request (see
+// parseRequest).
+func parseListParams(hr hostRequest, params []byte) (hostRequest, bool) {
+	if params == nil {
+		return hr, true
+	}
+	var pseen [2]bool
+	var rawCursor []byte
+	ok := true
+	if rawjson.Object(params, func(key, val []byte) {
+		k := -1
+		switch string(key) {
+		case "cursor":
+			k, rawCursor = 0, val
+		case "_meta":
+			k, hr.meta = 1, val
+		}
+		if k < 0 || pseen[k] {
+			ok = false
+			return
+		}
+		pseen[k] = true
+	}) < 0 || !ok {
+		return hostRequest{}, false
+	}
+	if rawCursor != nil {
+		if rawCursor[0] != '"' || !plainASCII(rawCursor) || len(rawCursor) < 2 {
+			return hostRequest{}, false
+		}
+		hr.cursor = string(rawCursor[1 : len(rawCursor)-1])
+	}
+	if hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
+		return hostRequest{}, false
+	}
+	return hr, true
+}
+
+// answer returns the result of hr for the host of session ss (nil: a
+// request that stands alone), whose revision has typed results
+// (2026-07-28 and later: "resultType" and the hub's serverInfo) or not
+// (without that revision's members), or its error. ctx names the host
+// (junction.HostSession) and, over HTTP, its user.
+func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSession, extra *mcp.RequestExtra, typed bool) (json.RawMessage, *jsonrpc.Error) {
+	var res mcp.Result
+	var err error
+	switch params := hr.params.(type) {
+	case *mcp.GetPromptParams:
+		res, err = nonNil(p.v.GetPrompt(ctx, &mcp.GetPromptRequest{Session: ss, Params: params, Extra: extra}))
+	case *mcp.ReadResourceParams:
+		res, err = nonNil(p.v.ReadResource(ctx, &mcp.ReadResourceRequest{Session: ss, Params: params, Extra: extra}))
+	case *mcp.CompleteParams:
+		res, err = nonNil(p.v.Complete(ctx, &mcp.CompleteRequest{Session: ss, Params: params, Extra: extra}))
+	default:
+		res, err = p.v.ListPage(ctx, hr.method, hr.cursor)
+	}
+	if err != nil {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		return nil, werr
+	}
+	b, err := junction.MarshalResult(res, ss)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: hr.method + ": " + err.Error()}
+	}
+	if typed {
+		return wire.ModernResult(b, p.impl), nil
+	}
+	b, _ = olderMembers(b)
+	return b, nil
+}
+
+// nonNil returns res as an mcp.Result, or an error if a source answered
+// neither a result nor an error (go-sdk would write null).
+func nonNil[R interface {
+	comparable
+	mcp.Result
+}](res R, err error) (mcp.Result, error) {
+	var zero R
+	if err == nil && res == zero {
+		return nil, errors.New("the source answered no result")
+	}
+	return res, err
+}
+
+// takeRequest answers the POST r, whose body is body, if it is a
+// request the raw path takes on a live session (sid) or, without one, of
+// a host at 2026-07-28 or later (modern; version, its
+// Mcp-Protocol-Version) or an older host on a handler without sessions,
+// and reports whether it did: a list in each of these cases, and
+// prompts/get, resources/read and completion/complete without a session
+// at 2026-07-28, when they ask for neither progress nor log messages.
+// The answer is JSON. A host that goes away ends the request.
+func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
+	if !mayBeRequest(body) {
+		return false
+	}
+	hr, ok := parseRequest(body)
+	if !ok || modern && (r.Header.Get("Mcp-Method") != hr.method || hasParamHeaders(r.Header)) {
+		return false
+	}
+	mi := readMeta(hr.meta)
+	if !mi.ok || mi.rev.PerRequestMeta() != modern || modern && mi.version != version {
+		return false
+	}
+	if hr.params != nil && (!modern || mi.progress || mi.logLevel) {
+		return false
+	}
+	if hr.name != "" && r.Header.Get("Mcp-Name") != hr.name {
+		return false // go-sdk checks the header against the body
+	}
+	if sid != "" && f.session(sid) == nil {
+		return false
+	}
+	f.p.count("http", hr.method)
+	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
+	res, werr := f.p.answer(r.Context(), hr, nil, extra, modern)
+	status := http.StatusOK
+	if modern {
+		status = modernErrorStatus(werr)
+	}
+	writeJSONStatus(w, status, wire.AnswerParts(hr.id, res, werr))
+	return true
+}

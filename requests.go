@@ -1,0 +1,279 @@
+package junction
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A host's prompts/get, resources/read and completion/complete are
+// answered here, whichever path they came on: the data plane calls
+// [View.GetPrompt], [View.ReadResource] and [View.Complete], and the
+// view's go-sdk server has them as the handlers of the prompts and
+// resources it registers and as its completion handler.
+//
+// Each answers only for what the view serves (its selection's sources;
+// code mode's declarations), calls the source under its own name for
+// the item, and, for a host before 2026-07-28, which cannot read an
+// input-required result, puts the source's questions to the host and
+// asks again (answerAsking), as go-sdk's server does for its handlers.
+
+// GetPrompt answers a host's prompts/get on v: the prompt of that name
+// from its source. req.Session is the host's session (nil: a request
+// that stands alone, of 2026-07-28 or later). A prompt v does not serve
+// is invalid params, as from go-sdk.
+func (v *View) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	v.mu.RLock()
+	e := v.prompts[req.Params.Name]
+	v.mu.RUnlock()
+	if e == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+	}
+	params := *req.Params
+	params.Name = e.local
+	res, err := answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.GetPromptResult, error) {
+		if answers != nil {
+			params.InputResponses, params.RequestState = answers, state
+		}
+		return e.source.src.GetPrompt(ctx, &mcp.GetPromptRequest{Session: req.Session, Params: &params, Extra: req.Extra})
+	}, func(r *mcp.GetPromptResult) (mcp.InputRequestMap, string, bool) {
+		if r == nil {
+			return nil, "", false
+		}
+		return r.InputRequests, r.RequestState, len(r.Messages) > 0
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ReadResource answers a host's resources/read on v: the resource of
+// that URI, or the first template in key order that matches it, as
+// go-sdk's server looks them up; contents without a URI or MIME type get
+// the request's URI and the resource's or template's MIME type. A URI v
+// serves neither way is "resource not found".
+func (v *View) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	read, mime := v.resourceReader(uri)
+	if read == nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	params := *req.Params
+	res, err := answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.ReadResourceResult, error) {
+		if answers != nil {
+			params.InputResponses, params.RequestState = answers, state
+		}
+		return read(ctx, &mcp.ReadResourceRequest{Session: req.Session, Params: &params, Extra: req.Extra})
+	}, func(r *mcp.ReadResourceResult) (mcp.InputRequestMap, string, bool) {
+		if r == nil {
+			return nil, "", false
+		}
+		return r.InputRequests, r.RequestState, len(r.Contents) > 0
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case res == nil || res.InputRequests == nil && res.Contents == nil:
+		return nil, fmt.Errorf("reading resource %s: read handler returned nil information", uri)
+	}
+	if res.CacheScope == "" {
+		res.CacheScope = "public" // as go-sdk's server writes it
+	}
+	for _, c := range res.Contents {
+		if c == nil {
+			continue
+		}
+		if c.URI == "" {
+			c.URI = uri
+		}
+		if c.MIMEType == "" {
+			c.MIMEType = mime
+		}
+	}
+	return res, nil
+}
+
+// resourceReader returns what reads uri on v, and the MIME type its
+// contents default to: a resource's source, code mode's declarations,
+// or the source of the first template in key order that matches it; nil
+// if v serves none.
+func (v *View) resourceReader(uri string) (mcp.ResourceHandler, string) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if e := v.resources[uri]; e != nil {
+		return e.source.src.ReadResource, e.resource.MIMEType
+	}
+	for _, r := range v.disc.decls {
+		if r.URI == uri {
+			return v.readDeclarations, r.MIMEType
+		}
+	}
+	if e := v.templateLocked(uri); e != nil {
+		return e.source.src.ReadResource, e.template.MIMEType
+	}
+	return nil, ""
+}
+
+// Complete answers a host's completion/complete on v: from the source of
+// the prompt or resource the reference names, if v serves it (a
+// resource's URI, a template's URI template, or a URI one of its
+// templates matches), under the source's own name. Anything else gets
+// no values, as does a request without a reference.
+func (v *View) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	if req.Params == nil || req.Params.Ref == nil {
+		return empty, nil
+	}
+	params := *req.Params
+	ref := *params.Ref
+	params.Ref = &ref
+	var src Source
+	v.mu.RLock()
+	switch ref.Type {
+	case "ref/prompt":
+		if e := v.prompts[ref.Name]; e != nil {
+			src, ref.Name = e.source.src, e.local
+		}
+	case "ref/resource":
+		if e := v.resources[ref.URI]; e != nil {
+			src = e.source.src
+		} else if e := v.templates[ref.URI]; e != nil {
+			src = e.source.src
+		} else if e := v.templateLocked(ref.URI); e != nil {
+			src = e.source.src
+		}
+	}
+	v.mu.RUnlock()
+	if src == nil {
+		return empty, nil
+	}
+	res, err := src.Complete(ctx, &mcp.CompleteRequest{Session: req.Session, Params: &params, Extra: req.Extra})
+	if err == nil && res != nil && res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	return res, err
+}
+
+// templateLocked returns the first template of v, in key order (as
+// go-sdk's server tries them), that matches uri, or nil. Called with
+// v.mu held.
+func (v *View) templateLocked(uri string) *templateEntry {
+	var match *templateEntry
+	for key, e := range v.templates {
+		if (match == nil || key < match.template.URITemplate) && e.matcher.Match(uri) != nil {
+			match = e
+		}
+	}
+	return match
+}
+
+// answerAsking makes a request whose result may ask the host something
+// (SEP-2322's input requests: a tool call, a prompt, a resource read),
+// with call, which the first time gets no answers. asks reads a result's
+// questions, its request state and whether it has content besides (none
+// of a nil result).
+//
+// For a host that reads questions in results (2026-07-28 on; ss nil is a
+// request that stands alone), the result is returned as it is. For an
+// older host, the questions are put to it as requests of its session
+// (askHost) and the request is made again with its answers and the
+// request state, once, as go-sdk's server does. A result with both
+// questions and content, an empty set of questions to an older host, and
+// a host that refuses, are protocol errors, as go-sdk's server makes
+// them.
+func answerAsking[R any](ctx context.Context, ss *mcp.ServerSession, call func(mcp.InputResponseMap, string) (R, error), asks func(R) (mcp.InputRequestMap, string, bool)) (R, error) {
+	var zero R
+	res, err := call(nil, "")
+	if err != nil {
+		return res, err
+	}
+	questions, state, content := asks(res)
+	if questions != nil && !asksInResults(ss) {
+		if len(questions) == 0 {
+			return zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is busy, retry later"}
+		}
+		answers, err := askHost(ctx, ss, questions)
+		if err != nil {
+			werr := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "multi-round-trip: " + err.Error()}
+			var host *jsonrpc.Error
+			if errors.As(err, &host) {
+				werr.Code = host.Code // the host's refusal, as go-sdk passes it on
+			}
+			return zero, werr
+		}
+		if res, err = call(answers, state); err != nil {
+			return res, err
+		}
+		questions, _, content = asks(res)
+	}
+	if questions != nil && content {
+		return zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
+	}
+	return res, nil
+}
+
+// MarshalResult returns res as go-sdk's server writes it to the host of
+// session ss (nil: a request that stands alone): "<", ">" and "&" as they
+// are, and, for a tools/call, prompts/get or resources/read result that
+// asks the host something, with "resultType":"input_required" (which
+// go-sdk keeps unexported) if that host reads questions in results
+// (2026-07-28 on; see answerAsking).
+func MarshalResult(res mcp.Result, ss *mcp.ServerSession) ([]byte, error) {
+	e := resultEncoders.Get().(*resultEncoder)
+	defer resultEncoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(res); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
+	if inputRequired(res) && asksInResults(ss) {
+		return markInputRequired(b), nil // a copy
+	}
+	return bytes.Clone(b), nil
+}
+
+// resultEncoder is an encoder that writes "<", ">" and "&" as they are,
+// with its buffer, pooled: results are encoded once per request.
+type resultEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var resultEncoders = sync.Pool{New: func() any {
+	e := &resultEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// inputRequired reports whether res asks the host something.
+func inputRequired(res mcp.Result) bool {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r != nil && r.InputRequests != nil
+	case *mcp.GetPromptResult:
+		return r != nil && r.InputRequests != nil
+	case *mcp.ReadResourceResult:
+		return r != nil && r.InputRequests != nil
+	}
+	return false
+}
+
+// markInputRequired returns a copy of b, the JSON object of a result
+// that asks the host something, with "resultType":"input_required" added.
+func markInputRequired(b []byte) []byte {
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return bytes.Clone(b)
+	}
+	if bytes.Equal(b, []byte("{}")) {
+		return []byte(`{"resultType":"input_required"}`)
+	}
+	return append(append(bytes.Clone(b[:len(b)-1]), `,"resultType":"input_required"`...), '}')
+}
