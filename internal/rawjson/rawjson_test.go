@@ -156,3 +156,25 @@ func TestMember(t *testing.T) {
 		}
 	}
 }
+
+func TestDeeper(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want bool
+	}{
+		{`{}`, 1, false},
+		{`{}`, 0, true},
+		{`{"a":[{"b":1}]}`, 3, false},
+		{`{"a":[{"b":1}]}`, 2, true},
+		{`{"a":"[[[[{{{{"}`, 1, false}, // brackets in a string
+		{`{"a":"\"[[[["}`, 1, false},   // after an escaped quote
+		{`{"a":"open`, 5, true},        // a string left open
+		{`[[],[],[]]`, 2, false},       // siblings do not add up
+		{`1`, 0, false},
+	} {
+		if got := Deeper([]byte(c.in), c.n); got != c.want {
+			t.Errorf("Deeper(%s, %d) = %v, want %v", c.in, c.n, got, c.want)
+		}
+	}
+}
