@@ -160,35 +160,12 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		return false
 	}
 	key := string(tc.id)
-	resumable := f.replays && junction.ParseRevision(version).ResumableStreams()
-	parent := r.Context()
-	if resumable {
-		parent = context.WithoutCancel(parent)
-	}
-	ctx, cancel := context.WithCancelCause(parent)
-	rc := &httpRawCall{hc: hostCall{cancel: cancel}, sink: sseSink{w: w, sid: sid, f: f, resumable: resumable}}
-	hc, sink := &rc.hc, &rc.sink
-	if resumable {
-		// A client that goes away cancels the call, unless the call's
-		// stream has begun and can be resumed (rawresume.go): whoever
-		// waits for the call watches the request (see wait).
-		rc.req, rc.cancel = r, cancel
-	}
-	if !s.calls.add(key, hc) {
-		cancel(nil)
+	ctx, rc, cancel, ok := f.onSession(w, r, s, sid, version, key)
+	if !ok {
 		return false // a reused id: go-sdk answers it
 	}
-	ctx = junction.WithHostSession(ctx, s.ss)
-	if !f.jsonOnly {
-		// The call's progress, log messages and requests to the host go
-		// on its response (hostlink.go). With JSON answers only, they go
-		// where go-sdk puts them (the session's GET stream).
-		sink.logLevel = sinkLevel{session: s.ss}
-		ctx = junction.WithHostLink(ctx, sink)
-	}
-	// A long answer may go on while it arrives (see cutthrough.go): the
-	// hostCall in the call's context tells the source's reader where.
-	ctx = withHostCall(ctx, hc)
+	hc, sink := &rc.hc, &rc.sink
+	resumable := rc.req != nil
 	call, src := f.p.v.BeginRaw(ctx, tc.name)
 	if call == nil && f.p.unwrap(&tc) {
 		call, src = f.p.v.BeginRaw(ctx, tc.name) // call_tool's call, made directly
@@ -211,7 +188,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		stop()
 		if werr != nil {
 			defer cancel(nil)
-			f.answered(s, key, tc, rc, rawOutcome{werr: werr})
+			f.answered(s, key, tc.id, rc, rawOutcome{werr: werr})
 			return true
 		}
 	}
@@ -258,23 +235,61 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 // session's table, and answers it.
 func (f *httpRaw) answerSession(s *httpSession, key string, call *junction.Call, src junction.RawCaller, tc toolCall, rc *httpRawCall) {
 	o := f.call(call, src, rawParams(call.Local(), tc), rc, tc.id, nil)
-	f.answered(s, key, tc, rc, o)
+	f.answered(s, key, tc.id, rc, o)
+}
+
+// onSession begins the raw handling of the request whose id is key, on
+// session s (sid; version, its Mcp-Protocol-Version), answered on w: it
+// returns the request's context, which names the host and the request's
+// record, and the record, and reports false (having done nothing) if
+// the session has a raw request with that id in flight. The context's
+// cancel must be called once the request is answered. The request's
+// progress, log messages and requests to the host go on its response
+// (its sink, the context's host link; hostlink.go), unless answers are
+// JSON only, when they go where go-sdk puts them (the session's GET
+// stream). On a session whose streams can be resumed, the context is
+// not cancelled when the host goes away: whoever waits for the request
+// watches it (see httpRawCall.wait), as the stream, once begun, can be
+// resumed (rawresume.go).
+func (f *httpRaw) onSession(w http.ResponseWriter, r *http.Request, s *httpSession, sid, version, key string) (context.Context, *httpRawCall, context.CancelCauseFunc, bool) {
+	resumable := f.replays && junction.ParseRevision(version).ResumableStreams()
+	parent := r.Context()
+	if resumable {
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	rc := &httpRawCall{hc: hostCall{cancel: cancel}, sink: sseSink{w: w, sid: sid, f: f, resumable: resumable}}
+	if resumable {
+		rc.req, rc.cancel = r, cancel
+	}
+	if !s.calls.add(key, &rc.hc) {
+		cancel(nil)
+		return nil, nil, nil, false
+	}
+	ctx = junction.WithHostSession(ctx, s.ss)
+	if !f.jsonOnly {
+		rc.sink.logLevel = sinkLevel{session: s.ss}
+		ctx = junction.WithHostLink(ctx, &rc.sink)
+	}
+	// A long answer may go on while it arrives (see cutthrough.go): the
+	// hostCall in the call's context tells the source's reader where.
+	return withHostCall(ctx, &rc.hc), rc, cancel, true
 }
 
 // answered answers the raw call of rc on session s, under key in the
-// session's table, that ended as o.
-func (f *httpRaw) answered(s *httpSession, key string, tc toolCall, rc *httpRawCall, o rawOutcome) {
+// session's table, whose id the host sent as id, that ended as o.
+func (f *httpRaw) answered(s *httpSession, key string, id json.RawMessage, rc *httpRawCall, o rawOutcome) {
 	hc, sink := &rc.hc, &rc.sink
 	switch {
 	case !o.streamed:
-		if s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(tc.id, o.res, o.werr)) }) {
+		if s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(id, o.res, o.werr)) }) {
 			sink.finish(nil) // JSON-RPC: no answer to a cancelled request
 		}
 	case o.cut == nil:
 		s.calls.finish(key, hc, nil)
 		sink.release()
 	case !hc.link.Stream.Begun:
-		s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(tc.id, o.res, o.werr)) })
+		s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(id, o.res, o.werr)) })
 	default:
 		s.calls.finish(key, hc, nil)
 		sink.endCut(hc.link.Stream, o)

@@ -25,12 +25,13 @@ import (
 // also answers with), written for the host's revision.
 //
 // The lists are taken wherever the plane takes a tools/call of the same
-// host. The others are taken over stdio where a list is, and over HTTP
-// only without a session (2026-07-28) when the request asks for neither
-// progress nor log messages, so that a JSON answer carries all there is.
-// On a session, or when a request asks for those, the source's messages
-// and questions for the host go through go-sdk's handler of the request,
-// which has the stream they belong on.
+// host. The others are taken over stdio where a list is; over HTTP on a
+// session, where what the source sends the host meanwhile goes on the
+// request's response as for a tools/call; and without a session
+// (2026-07-28) when the request asks for neither progress nor log
+// messages, so that a JSON answer carries all there is (when it asks,
+// go-sdk's handler answers it). An older request in stateless mode,
+// which has no session to put questions to, is go-sdk's as well.
 
 // hostRequest is a request of a host the plane takes, as the host sent
 // it.
@@ -229,10 +230,11 @@ func nonNil[R interface {
 // request the raw path takes on a live session (sid) or, without one, of
 // a host at 2026-07-28 or later (modern; version, its
 // Mcp-Protocol-Version) or an older host on a handler without sessions,
-// and reports whether it did: a list in each of these cases, and
-// prompts/get, resources/read and completion/complete without a session
-// at 2026-07-28, when they ask for neither progress nor log messages.
-// The answer is JSON. A host that goes away ends the request.
+// and reports whether it did: a list in each of these cases, answered
+// JSON; prompts/get, resources/read and completion/complete on a session
+// (answerOnSession), and without one at 2026-07-28 when they ask for
+// neither progress nor log messages, answered JSON. A host that goes
+// away ends the request.
 func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
 	if !mayBeRequest(body) {
 		return false
@@ -245,22 +247,60 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if !mi.ok || mi.rev.PerRequestMeta() != modern || modern && mi.version != version {
 		return false
 	}
-	if hr.params != nil && (!modern || mi.progress || mi.logLevel) {
+	if hr.params != nil && sid == "" && (!modern || mi.progress || mi.logLevel) {
 		return false
 	}
-	if hr.name != "" && r.Header.Get("Mcp-Name") != hr.name {
+	if modern && hr.name != "" && r.Header.Get("Mcp-Name") != hr.name {
 		return false // go-sdk checks the header against the body
 	}
-	if sid != "" && f.session(sid) == nil {
-		return false
+	var s *httpSession
+	if sid != "" {
+		if s = f.session(sid); s == nil {
+			return false
+		}
+	}
+	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
+	if s != nil && hr.params != nil {
+		return f.answerOnSession(w, r, s, sid, version, hr, extra)
 	}
 	f.p.count("http", hr.method)
-	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
 	res, werr := f.p.answer(r.Context(), hr, nil, extra, modern)
 	status := http.StatusOK
 	if modern {
 		status = modernErrorStatus(werr)
 	}
 	writeJSONStatus(w, status, wire.AnswerParts(hr.id, res, werr))
+	return true
+}
+
+// answerOnSession answers hr, a prompts/get, resources/read or
+// completion/complete on session s, as a tools/call there is answered
+// (see onSession): what the source sends the host meanwhile (progress,
+// log messages, the questions of an input-required result, which go to
+// an older host as requests) goes on the request's response, which then
+// turns into an SSE stream; the host's POSTed answers to those requests
+// are taken by reply. It reports false, for go-sdk to answer, if the
+// session has a raw request with hr's id in flight.
+func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *httpSession, sid, version string, hr hostRequest, extra *mcp.RequestExtra) bool {
+	key := string(hr.id)
+	ctx, rc, cancel, ok := f.onSession(w, r, s, sid, version, key)
+	if !ok {
+		return false
+	}
+	defer cancel(nil)
+	f.p.count("http", hr.method)
+	run := func() rawOutcome {
+		res, werr := f.p.answer(ctx, hr, s.ss, extra, false)
+		return rawOutcome{res: res, werr: werr}
+	}
+	var o rawOutcome
+	if rc.req == nil {
+		o = run() // cancelled with its request
+	} else {
+		out := make(chan rawOutcome, 1)
+		go func() { out <- run() }()
+		o = rc.wait(out)
+	}
+	f.answered(s, key, hr.id, rc, o)
 	return true
 }

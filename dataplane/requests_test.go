@@ -486,8 +486,9 @@ func checkRequest(t *testing.T, what string, c requestCase, m map[string]any, mo
 
 // TestRequestsOnPlane: prompts/get, resources/read and
 // completion/complete are answered by the plane (View.GetPrompt,
-// ReadResource, Complete) over stdio at 2025-11-25 and 2026-07-28, and
-// over HTTP without a session at 2026-07-28: only what the view serves,
+// ReadResource, Complete) over stdio at 2025-11-25 and 2026-07-28, over
+// HTTP without a session at 2026-07-28 and on a 2025-11-25 session: only
+// what the view serves,
 // a template's match and MIME type, go-sdk's errors, a question to the
 // host in the result (2026-07-28) or as a request of the session, whose
 // answer makes the prompt (2025-11-25); counted through Options.Count,
@@ -558,19 +559,50 @@ func TestRequestsOnPlane(t *testing.T) {
 			}
 			checkRequest(t, "2026-07-28", rc, m, true)
 		}
-		if n := sdk.Load(); n != 0 {
-			t.Errorf("go-sdk's server answered %d requests", n)
-		}
-		if got := c.list(); len(got) != len(requestCases) {
-			t.Errorf("counted %q, want %d http requests", got, len(requestCases))
-		}
-		// With a session, the source's messages and questions go on
-		// go-sdk's stream of the request: go-sdk answers.
-		sid := rawSession(t, srv.URL)
-		resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":9,"method":"prompts/get","params":{"name":"p__greet"}}`)
+		// On a session of an older host: JSON answers, and the question of
+		// a prompt that asks goes to the host as a request on the
+		// response, which turns into an SSE stream; the host's POSTed
+		// answer makes the prompt.
+		resp := rawPost(t, srv.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
 		io.Copy(io.Discard, resp.Body)
-		if n := sdk.Load(); n != 1 {
-			t.Errorf("go-sdk's server answered %d requests on a session, want 1", n)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		io.Copy(io.Discard, rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body)
+		for i, rc := range requestCases {
+			resp := rawPost(t, srv.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, i, rc.method, rc.params))
+			body, _ := io.ReadAll(resp.Body)
+			var m map[string]any
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatalf("%s on a session: %v: %s", rc.method, err, body)
+			}
+			checkRequest(t, "a 2025-11-25 session", rc, m, false)
+		}
+		resp = rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":"ask","method":"prompts/get","params":{"name":"p__ask"}}`)
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("a prompt that asks, on a session: answered as %q", ct)
+		}
+		er := newEventReader(resp.Body)
+		ev, ok := er.read()
+		for ok && ev.data == "" {
+			ev, ok = er.read() // a priming event, of a stream that can be resumed
+		}
+		var ask map[string]any
+		if !ok || json.Unmarshal([]byte(ev.data), &ask) != nil || ask["method"] != "elicitation/create" {
+			t.Fatalf("first event of a prompt that asks: %+v, want an elicitation request", ev)
+		}
+		qid, _ := json.Marshal(ask["id"])
+		reply := rawPost(t, srv.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Ada"}}}`, qid))
+		io.Copy(io.Discard, reply.Body)
+		if reply.StatusCode != http.StatusAccepted {
+			t.Errorf("the host's answer: %s", reply.Status)
+		}
+		if ev, ok = er.read(); !ok || !strings.Contains(ev.data, "Hello Ada") || !strings.Contains(ev.data, `"id":"ask"`) {
+			t.Errorf("the prompt after the host's answer: %+v", ev)
+		}
+		if n := sdk.Load(); n != 0 {
+			t.Errorf("go-sdk's server answered %d requests on a session", n)
+		}
+		if got := c.list(); len(got) != 2*len(requestCases)+1 {
+			t.Errorf("counted %q, want %d http requests", got, 2*len(requestCases)+1)
 		}
 	})
 }
