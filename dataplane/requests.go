@@ -28,10 +28,11 @@ import (
 // host. The others are taken over stdio where a list is; over HTTP on a
 // session, where what the source sends the host meanwhile goes on the
 // request's response as for a tools/call; and without a session
-// (2026-07-28) when the request asks for neither progress nor log
-// messages, so that a JSON answer carries all there is (when it asks,
-// go-sdk's handler answers it). An older request in stateless mode,
-// which has no session to put questions to, is go-sdk's as well.
+// (2026-07-28), where the progress and log messages the request asks for
+// go on its response, through its host link, as for a tools/call (with
+// JSON answers only, go-sdk's handler answers such a request). An older
+// request in stateless mode, which has no session to put questions to,
+// is go-sdk's.
 
 // hostRequest is a request of a host the plane takes, as the host sent
 // it.
@@ -232,9 +233,10 @@ func nonNil[R interface {
 // Mcp-Protocol-Version) or an older host on a handler without sessions,
 // and reports whether it did: a list in each of these cases, answered
 // JSON; prompts/get, resources/read and completion/complete on a session
-// (answerOnSession), and without one at 2026-07-28 when they ask for
-// neither progress nor log messages, answered JSON. A host that goes
-// away ends the request.
+// (answerOnSession), and without one at 2026-07-28, answered JSON, or,
+// when the request asks for progress or log messages (unless answers are
+// JSON only), on an SSE stream that carries them. A host that goes away
+// ends the request.
 func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
 	if !mayBeRequest(body) {
 		return false
@@ -247,8 +249,8 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if !mi.ok || mi.rev.PerRequestMeta() != modern || modern && mi.version != version {
 		return false
 	}
-	if hr.params != nil && sid == "" && (!modern || mi.progress || mi.logLevel) {
-		return false
+	if hr.params != nil && sid == "" && (!modern || (mi.progress || mi.logLevel) && f.jsonOnly) {
+		return false // no session to ask, or no stream for the messages asked for
 	}
 	if modern && hr.name != "" && r.Header.Get("Mcp-Name") != hr.name {
 		return false // go-sdk checks the header against the body
@@ -264,6 +266,14 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 		return f.answerOnSession(w, r, s, sid, version, hr, extra)
 	}
 	f.p.count("http", hr.method)
+	if hr.params != nil {
+		// The progress and log messages the request asks for go on its
+		// response, which then turns into an SSE stream.
+		rc := &httpRawCall{sink: sseSink{w: w, f: f}}
+		res, werr := f.p.answer(f.linked(r.Context(), rc, mi), hr, nil, extra, true)
+		rc.sink.finishStatus(modernErrorStatus(werr), wire.AnswerParts(hr.id, res, werr))
+		return true
+	}
 	res, werr := f.p.answer(r.Context(), hr, nil, extra, modern)
 	status := http.StatusOK
 	if modern {

@@ -394,6 +394,14 @@ func requestView(t *testing.T) (*junction.View, *atomic.Int64) {
 				"name": &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}},
 			}}, nil
 		})
+	// slow reports progress, on the token the request gave, then answers.
+	p.AddPrompt(&mcp.Prompt{Name: "slow"},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				junction.NotifyProgress(ctx, req.Session, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "done"}}}}, nil
+		})
 	p.AddResource(&mcp.Resource{Name: "a", URI: "file:///a", MIMEType: "text/markdown"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{Text: "# a"}}}, nil
@@ -559,11 +567,25 @@ func TestRequestsOnPlane(t *testing.T) {
 			}
 			checkRequest(t, "2026-07-28", rc, m, true)
 		}
+		// Progress the request asks for comes on its response, an SSE
+		// stream, before the answer.
+		resp, err := http.DefaultClient.Do(modernRequest(t, srv.URL, "prompts/get", "p__slow", "",
+			`{"jsonrpc":"2.0","id":"slow","method":"prompts/get","params":{"name":"p__slow","_meta":{"progressToken":"pt",`+
+				`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := readEvents(t, resp.Body)
+		resp.Body.Close()
+		if len(events) != 2 || !strings.Contains(events[0].data, `"notifications/progress"`) || !strings.Contains(events[1].data, `"done"`) {
+			t.Errorf("a prompt that reports progress, at 2026-07-28: %s %+v", resp.Header.Get("Content-Type"), events)
+		}
+
 		// On a session of an older host: JSON answers, and the question of
 		// a prompt that asks goes to the host as a request on the
 		// response, which turns into an SSE stream; the host's POSTed
 		// answer makes the prompt.
-		resp := rawPost(t, srv.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+		resp = rawPost(t, srv.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
 		io.Copy(io.Discard, resp.Body)
 		sid := resp.Header.Get("Mcp-Session-Id")
 		io.Copy(io.Discard, rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body)
@@ -601,8 +623,8 @@ func TestRequestsOnPlane(t *testing.T) {
 		if n := sdk.Load(); n != 0 {
 			t.Errorf("go-sdk's server answered %d requests on a session", n)
 		}
-		if got := c.list(); len(got) != 2*len(requestCases)+1 {
-			t.Errorf("counted %q, want %d http requests", got, 2*len(requestCases)+1)
+		if got := c.list(); len(got) != 2*len(requestCases)+2 {
+			t.Errorf("counted %q, want %d http requests", got, 2*len(requestCases)+2)
 		}
 	})
 }
