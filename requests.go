@@ -37,7 +37,7 @@ func (v *View) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.G
 	}
 	params := *req.Params
 	params.Name = e.local
-	res, err := answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.GetPromptResult, error) {
+	return answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.GetPromptResult, error) {
 		if answers != nil {
 			params.InputResponses, params.RequestState = answers, state
 		}
@@ -48,10 +48,6 @@ func (v *View) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.G
 		}
 		return r.InputRequests, r.RequestState, len(r.Messages) > 0
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // ReadResource answers a host's resources/read on v: the resource of

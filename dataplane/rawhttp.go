@@ -24,10 +24,9 @@ import (
 // tools/call (as [Plane.ServeStdio] takes them) on a stateful session, or
 // from a client before protocol 2026-07-28 on a handler without sessions,
 // is answered by the plane itself, without go-sdk's HTTP transport and
-// JSON-RPC machinery, and so is a plain list request there, and a
-// prompts/get, resources/read or completion/complete of a 2026-07-28
-// request without a session (requests.go); every other request goes to
-// go-sdk's handler.
+// JSON-RPC machinery, and so are a plain list request there and
+// prompts/get, resources/read and completion/complete (requests.go);
+// every other request goes to go-sdk's handler.
 //
 // The answer is application/json, unless the upstream sends log messages
 // or requests (sampling, elicitation, roots) during the call: then the

@@ -261,7 +261,9 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 			return false
 		}
 	}
-	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
+	// A source may close its stream for the host to resume (SEP-1699);
+	// these requests' streams stay open.
+	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header, CloseSSEStream: func(mcp.CloseSSEStreamArgs) {}}
 	if s != nil && hr.params != nil {
 		return f.answerOnSession(w, r, s, sid, version, hr, extra)
 	}
