@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -625,6 +627,88 @@ func TestRequestsOnPlane(t *testing.T) {
 		}
 		if got := c.list(); len(got) != 2*len(requestCases)+2 {
 			t.Errorf("counted %q, want %d http requests", got, 2*len(requestCases)+2)
+		}
+	})
+}
+
+// TestRequestCancelled: a host's notifications/cancelled ends a
+// prompts/get the plane is answering, over stdio and on an HTTP session:
+// the source's context is cancelled and the request gets no answer
+// (JSON-RPC's rule), and the connection goes on serving.
+func TestRequestCancelled(t *testing.T) {
+	started := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	p := junction.NewPack("p")
+	p.AddPrompt(&mcp.Prompt{Name: "wait"}, func(ctx context.Context, _ *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	p.AddPrompt(&mcp.Prompt{Name: "now"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "now"}}}}, nil
+	})
+	if err := hub.Add(t.Context(), "p", p, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded := func(t *testing.T) {
+		t.Helper()
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the prompt's context ended with %v, want canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the prompt's context was not cancelled")
+		}
+	}
+
+	t.Run("stdio", func(t *testing.T) {
+		h := startStdio(t, v, nil)
+		h.initialize(t)
+		h.send(t, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p__wait"}}`)
+		<-started
+		h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+		waitEnded(t)
+		h.send(t, `{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p__now"}}`)
+		if m := h.recv(t); m["id"] != float64(2) {
+			t.Errorf("after the cancellation: %v, want only the answer to request 2", m)
+		}
+	})
+
+	t.Run("http", func(t *testing.T) {
+		srv := httptest.NewServer(New(v, nil).HTTPHandler(&HTTPOptions{}))
+		t.Cleanup(srv.Close)
+		sid := rawSession(t, srv.URL)
+		answered := make(chan []byte, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(rawRequest(t, srv.URL, sid, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p__wait"}}`))
+			if err != nil {
+				answered <- []byte(err.Error())
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			answered <- body
+		}()
+		<-started
+		resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+		if resp.StatusCode != http.StatusAccepted {
+			t.Errorf("the cancellation: %s", resp.Status)
+		}
+		waitEnded(t)
+		if body := <-answered; bytes.Contains(body, []byte(`"id":1`)) {
+			t.Errorf("a cancelled request was answered: %s", body)
+		}
+		body, _ := io.ReadAll(rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p__now"}}`).Body)
+		if !bytes.Contains(body, []byte(`"now"`)) {
+			t.Errorf("after the cancellation: %s", body)
 		}
 	})
 }
