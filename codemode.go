@@ -333,8 +333,9 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 // needs from the host.
 func (v *View) finishScript(ctx context.Context, req *mcp.CallToolRequest, start time.Time, run *scriptRun) (*mcp.CallToolResult, error) {
 	// Progress goes to the request waiting now (a resumed script's is the
-	// host's retry), when it asked for progress.
-	if token := req.Params.Meta["progressToken"]; token != nil && req.Session != nil {
+	// host's retry), when it asked for progress: through its session, or
+	// its host link when it has no session (NotifyProgress).
+	if token := req.Params.Meta["progressToken"]; token != nil && (req.Session != nil || HostLinkOf(ctx) != nil) {
 		run.progress.Store(&progressTarget{ctx: ctx, session: req.Session, token: token})
 		defer run.progress.Store(nil)
 	}

@@ -269,7 +269,7 @@ func (v *View) SetDiscovery(d Discovery) error {
 		// The same registrations list other tools: tell hosts, by
 		// registering the search tool again.
 		if m := v.metaTool(names.Search); m != nil {
-			v.server.AddTool(m, v.searchHandler)
+			v.server.AddTool(m, v.CallOwnTool)
 		}
 	}
 	return nil
@@ -328,14 +328,14 @@ func (v *View) syncMeta(t *table, pending int) {
 		ds.searchDesc, ds.scriptDesc, ds.meta = searchDesc, scriptDesc, nil
 		if ds.d.Mode == DiscoverySearch {
 			ds.meta = append(ds.meta, v.searchToolDef(searchDesc), v.describeToolDef(), v.callToolDef())
-			v.server.AddTool(ds.meta[0], v.searchHandler)
-			v.server.AddTool(ds.meta[1], v.describeHandler)
-			v.server.AddTool(ds.meta[2], v.callHandler)
+			v.server.AddTool(ds.meta[0], v.CallOwnTool)
+			v.server.AddTool(ds.meta[1], v.CallOwnTool)
+			v.server.AddTool(ds.meta[2], v.CallOwnTool)
 		}
 		if ds.d.CodeMode {
 			m := v.scriptToolDef(scriptDesc)
 			ds.meta = append(ds.meta, m)
-			v.server.AddTool(m, v.scriptHandler)
+			v.server.AddTool(m, v.CallOwnTool)
 		}
 	}
 	if ds.d.CodeMode {

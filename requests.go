@@ -157,6 +157,62 @@ func (v *View) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	return res, err
 }
 
+// CallOwnTool answers a host's tools/call of one of v's own tools
+// ([View.OwnTool]: the meta-tools of discovery and code mode) as
+// go-sdk's server answers a call of a tool it holds: the tool's handler,
+// with the source's questions put to an older host (answerAsking), and
+// content that is never null. A name that is none of them is "unknown
+// tool", as from go-sdk.
+func (v *View) CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h := v.ownHandler(req.Params.Name)
+	if h == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+	}
+	params := *req.Params
+	res, err := answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
+		if answers != nil {
+			params.InputResponses, params.RequestState = answers, state
+		}
+		return h(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &params, Extra: req.Extra})
+	}, toolAsks)
+	if err == nil && res != nil && res.Content == nil && res.InputRequests == nil {
+		done := *res
+		done.Content = []mcp.Content{} // not null, as go-sdk writes it
+		res = &done
+	}
+	return res, err
+}
+
+// toolAsks reads a tool result's questions for answerAsking.
+func toolAsks(r *mcp.CallToolResult) (mcp.InputRequestMap, string, bool) {
+	if r == nil {
+		return nil, "", false
+	}
+	return r.InputRequests, r.RequestState, len(r.Content) > 0 || r.StructuredContent != nil
+}
+
+// ownHandler returns the handler of v's own tool name, or nil.
+func (v *View) ownHandler(name string) mcp.ToolHandler {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for _, m := range v.disc.active {
+		if m.name != name {
+			continue
+		}
+		switch m.key {
+		case "search":
+			return v.searchHandler
+		case "describe":
+			return v.describeHandler
+		case "call":
+			return v.callHandler
+		case "script":
+			return v.scriptHandler
+		}
+	}
+	return nil
+}
+
 // templateLocked returns the first template of v, in key order (as
 // go-sdk's server tries them), that matches uri, or nil. Called with
 // v.mu held.

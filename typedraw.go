@@ -34,12 +34,7 @@ func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawM
 			p.InputResponses, p.RequestState = answers, state
 		}
 		return t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &p, Extra: extra})
-	}, func(r *mcp.CallToolResult) (mcp.InputRequestMap, string, bool) {
-		if r == nil {
-			return nil, "", false
-		}
-		return r.InputRequests, r.RequestState, len(r.Content) > 0 || r.StructuredContent != nil
-	})
+	}, toolAsks)
 	if err != nil || res == nil {
 		return nil, err
 	}

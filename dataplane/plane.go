@@ -64,6 +64,7 @@ type View interface {
 	GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error)
 	ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error)
 	Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error)
+	CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)

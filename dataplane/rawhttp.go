@@ -172,7 +172,8 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	if call == nil && f.p.v.OwnTool(tc.name) {
 		s.calls.finish(key, hc, nil)
 		cancel(nil)
-		return false // a meta-tool: go-sdk's
+		hr, ok := ownToolRequest(tc) // a meta-tool's call
+		return ok && f.answerOnSession(w, r, s, sid, version, hr)
 	}
 	if call == nil {
 		// A tool the view does not serve now: wait, as go-sdk's handler
@@ -453,7 +454,9 @@ func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction
 // handler would, once the sources still connecting are ready; a call of
 // call_tool becomes the direct call it stands for (tc changes). A tool
 // still unknown then gets its error answered here (taken, with no call);
-// a call of a meta-tool is go-sdk's (not taken).
+// a call of a meta-tool is go-sdk's (not taken): a script's inner calls
+// learn the host's revision from its session, which go-sdk's handler
+// makes for such a request.
 func (f *httpRaw) beginAlone(ctx context.Context, rc *httpRawCall, tc *toolCall, stamp []byte) (call *junction.Call, src junction.RawCaller, taken bool) {
 	if call, src = f.p.v.BeginRaw(ctx, tc.name); call != nil {
 		return call, src, true

@@ -42,7 +42,9 @@ type hostRequest struct {
 	cursor string          // a list's
 	meta   json.RawMessage // nil when absent
 	// params is the decoded params of a request that is not a list:
-	// *mcp.GetPromptParams, *mcp.ReadResourceParams or *mcp.CompleteParams.
+	// *mcp.GetPromptParams, *mcp.ReadResourceParams, *mcp.CompleteParams,
+	// or *mcp.CallToolParamsRaw for a call of one of the view's own tools
+	// (ownToolRequest).
 	params any
 	name   string // what the request names: a prompt's name, a resource's URI ("" for the others)
 }
@@ -193,6 +195,8 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 		res, err = nonNil(p.v.ReadResource(ctx, &mcp.ReadResourceRequest{Session: ss, Params: params, Extra: extra}))
 	case *mcp.CompleteParams:
 		res, err = nonNil(p.v.Complete(ctx, &mcp.CompleteRequest{Session: ss, Params: params, Extra: extra}))
+	case *mcp.CallToolParamsRaw:
+		res, err = nonNil(p.v.CallOwnTool(ctx, &mcp.CallToolRequest{Session: ss, Params: params, Extra: extra}))
 	default:
 		res, err = p.v.ListPage(ctx, hr.method, hr.cursor)
 	}
@@ -261,22 +265,15 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 			return false
 		}
 	}
-	// A source may close its stream for the host to resume (SEP-1699);
-	// these requests' streams stay open.
-	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header, CloseSSEStream: func(mcp.CloseSSEStreamArgs) {}}
-	if s != nil && hr.params != nil {
-		return f.answerOnSession(w, r, s, sid, version, hr, extra)
-	}
-	f.p.count("http", hr.method)
 	if hr.params != nil {
-		// The progress and log messages the request asks for go on its
-		// response, which then turns into an SSE stream.
-		rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-		res, werr := f.p.answer(f.linked(r.Context(), rc, mi), hr, nil, extra, true)
-		rc.sink.finishStatus(modernErrorStatus(werr), wire.AnswerParts(hr.id, res, werr))
+		if s != nil {
+			return f.answerOnSession(w, r, s, sid, version, hr)
+		}
+		f.answerWithoutSession(w, r, hr, mi)
 		return true
 	}
-	res, werr := f.p.answer(r.Context(), hr, nil, extra, modern)
+	f.p.count("http", hr.method)
+	res, werr := f.p.answer(r.Context(), hr, nil, nil, modern)
 	status := http.StatusOK
 	if modern {
 		status = modernErrorStatus(werr)
@@ -293,7 +290,7 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 // turns into an SSE stream; the host's POSTed answers to those requests
 // are taken by reply. It reports false, for go-sdk to answer, if the
 // session has a raw request with hr's id in flight.
-func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *httpSession, sid, version string, hr hostRequest, extra *mcp.RequestExtra) bool {
+func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *httpSession, sid, version string, hr hostRequest) bool {
 	key := string(hr.id)
 	ctx, rc, cancel, ok := f.onSession(w, r, s, sid, version, key)
 	if !ok {
@@ -301,6 +298,7 @@ func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *htt
 	}
 	defer cancel(nil)
 	f.p.count("http", hr.method)
+	extra := requestExtra(r)
 	run := func() rawOutcome {
 		res, werr := f.p.answer(ctx, hr, s.ss, extra, false)
 		return rawOutcome{res: res, werr: werr}
@@ -315,4 +313,35 @@ func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *htt
 	}
 	f.answered(s, key, hr.id, rc, o)
 	return true
+}
+
+// answerWithoutSession answers hr, a request other than a list, of a 2026-07-28
+// host without a session, whose _meta says mi: JSON, or, when it asks
+// for progress or log messages, an SSE stream that carries them (its
+// host link) and then the answer.
+func (f *httpRaw) answerWithoutSession(w http.ResponseWriter, r *http.Request, hr hostRequest, mi metaInfo) {
+	f.p.count("http", hr.method)
+	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
+	res, werr := f.p.answer(f.linked(r.Context(), rc, mi), hr, nil, requestExtra(r), true)
+	rc.sink.finishStatus(modernErrorStatus(werr), wire.AnswerParts(hr.id, res, werr))
+}
+
+// requestExtra is what a source's handler gets of the HTTP request r, as
+// go-sdk gives it: the caller's token and the request's header. A source
+// may close its stream for the host to resume (SEP-1699); the streams of
+// the requests answered here stay open.
+func requestExtra(r *http.Request) *mcp.RequestExtra {
+	return &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header, CloseSSEStream: func(mcp.CloseSSEStreamArgs) {}}
+}
+
+// ownToolRequest returns tc, a tools/call of one of the view's own tools
+// (the meta-tools), as a request the plane answers through
+// View.CallOwnTool, its params decoded as go-sdk decodes them; false if
+// they do not decode (go-sdk answers it then).
+func ownToolRequest(tc toolCall) (hostRequest, bool) {
+	var p mcp.CallToolParamsRaw
+	if !decodeParams(rawParams(tc.name, tc), &p) {
+		return hostRequest{}, false
+	}
+	return hostRequest{id: tc.id, method: "tools/call", meta: tc.meta, params: &p}, true
 }

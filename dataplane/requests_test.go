@@ -712,3 +712,81 @@ func TestRequestCancelled(t *testing.T) {
 		}
 	})
 }
+
+// TestMetaToolsOnPlane: in search mode, calls of the meta-tools
+// (search_tools, describe_tools, and call_tool naming one of them) are
+// answered by the plane through View.CallOwnTool over stdio once
+// initialized and on an HTTP session; a 2026-07-28 call without a
+// session is go-sdk's, whose handler gives a script's inner calls a
+// session that names the host's revision. Both give the same answers.
+func TestMetaToolsOnPlane(t *testing.T) {
+	v := viewOf(t, &rawFake{tools: []string{"list_files", "send_mail"}, raw: echoRaw})
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
+		t.Fatal(err)
+	}
+	var sdk atomic.Int64
+	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				sdk.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	calls := []struct{ params, want string }{
+		{`{"name":"search_tools","arguments":{"query":"mail"}}`, `s__send_mail`},
+		{`{"name":"describe_tools","arguments":{"names":["s__list_files","nope"]}}`, `nope`},
+		{`{"name":"call_tool","arguments":{"name":"search_tools","arguments":{"query":"files"}}}`, `s__list_files`},
+		{`{"name":"search_tools","arguments":{}}`, `query is required`},
+	}
+	check := func(t *testing.T, what, want string, m map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(m)
+		res, _ := m["result"].(map[string]any)
+		if res == nil || !bytes.Contains(b, []byte(want)) {
+			t.Errorf("%s: %s, want a result with %s", what, b, want)
+		}
+	}
+
+	t.Run("stdio", func(t *testing.T) {
+		sdk.Store(0)
+		var c counted
+		h := startStdio(t, v, &Options{Count: c.count})
+		h.initialize(t)
+		for i, call := range calls {
+			h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, call.params))
+			check(t, call.params, call.want, h.recv(t))
+		}
+		if n := sdk.Load(); n != 0 {
+			t.Errorf("go-sdk's server answered %d meta-tool calls", n)
+		}
+		if got := c.list(); len(got) != len(calls) || got[0] != "stdio tools/call" {
+			t.Errorf("counted %q", got)
+		}
+	})
+
+	t.Run("http", func(t *testing.T) {
+		sdk.Store(0)
+		srv := httptest.NewServer(New(v, nil).HTTPHandler(&HTTPOptions{}))
+		t.Cleanup(srv.Close)
+		sid := rawSession(t, srv.URL)
+		for i, call := range calls {
+			body, _ := io.ReadAll(rawPost(t, srv.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, call.params)).Body)
+			var m map[string]any
+			json.Unmarshal(body, &m)
+			check(t, call.params, call.want, m)
+		}
+		if n := sdk.Load(); n != 0 {
+			t.Errorf("go-sdk's server answered %d meta-tool calls on a session", n)
+		}
+		status, m := modernPost(t, srv.URL, "tools/call", "search_tools", "",
+			`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"mail"},`+modernListMeta+`}}`)
+		if status != http.StatusOK {
+			t.Errorf("a 2026-07-28 search without a session: %d", status)
+		}
+		check(t, "a 2026-07-28 search without a session", `s__send_mail`, m)
+		if n := sdk.Load(); n != 1 {
+			t.Errorf("go-sdk's server answered %d meta-tool calls without a session, want 1", n)
+		}
+	})
+}

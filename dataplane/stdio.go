@@ -263,7 +263,13 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		if s.p.unwrap(&tc) {
 			return s.takeCall(tc) // call_tool's call, made directly
 		}
-		return !s.p.v.OwnTool(tc.name) && s.awaitCall(tc, mi)
+		if s.p.v.OwnTool(tc.name) {
+			// A meta-tool's call, once the session is initialized: a
+			// script's inner calls learn the host's revision from it.
+			hr, ok := ownToolRequest(tc)
+			return ok && s.ready && s.takeRequest(hr)
+		}
+		return s.awaitCall(tc, mi)
 	}
 	rs, starts := rc.(junction.RawStarter)
 	var cancelCtx context.CancelCauseFunc
