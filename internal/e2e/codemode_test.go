@@ -63,6 +63,9 @@ return {sum: sum[0].text, echoed: echoed[0].text, sampled: JSON.stringify(sample
 			return connectStdioOpts(t, client(), newOutput(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "-config", cfg)
 		},
 		"http-2026-07-28": func(t *testing.T) *mcp.ClientSession { return connectHTTPClient(t, client(), url, "") },
+		"http-2025-11-25": func(t *testing.T) *mcp.ClientSession {
+			return connectHTTPClientOpts(t, client(), url, "", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		},
 	}
 	for name, connect := range sessions {
 		t.Run(name, func(t *testing.T) {

@@ -411,10 +411,17 @@ func connectHTTP(t testing.TB, mcpURL, token string) *mcp.ClientSession {
 // connectHTTPClient is [connectHTTP] with a caller-built client.
 func connectHTTPClient(t testing.TB, c *mcp.Client, mcpURL, token string) *mcp.ClientSession {
 	t.Helper()
+	return connectHTTPClientOpts(t, c, mcpURL, token, nil)
+}
+
+// connectHTTPClientOpts is connectHTTPClient with the session's options
+// (a protocol version to ask for, say).
+func connectHTTPClientOpts(t testing.TB, c *mcp.Client, mcpURL, token string, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
 	hc := httpClient(token)
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: hc, MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: hc, MaxRetries: -1}, opts)
 	if err != nil {
 		hc.CloseIdleConnections()
 		t.Fatalf("connecting over HTTP to %s: %v", mcpURL, err)
