@@ -315,10 +315,10 @@ func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *htt
 	return true
 }
 
-// answerWithoutSession answers hr, a request other than a list, of a 2026-07-28
-// host without a session, whose _meta says mi: JSON, or, when it asks
-// for progress or log messages, an SSE stream that carries them (its
-// host link) and then the answer.
+// answerWithoutSession answers hr, a request other than a list, of a
+// 2026-07-28 host without a session, whose _meta says mi: JSON, or, when
+// it asks for progress or log messages, an SSE stream that carries them
+// (its host link) and then the answer.
 func (f *httpRaw) answerWithoutSession(w http.ResponseWriter, r *http.Request, hr hostRequest, mi metaInfo) {
 	f.p.count("http", hr.method)
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
