@@ -278,6 +278,20 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 			traceMeta[MetaKeyTraceState] = tc.State
 		}
 	}
+	if req.Session == nil {
+		// A request that stands alone (2026-07-28) names the host's
+		// revision and capabilities in its _meta, not in a session: each
+		// call goes on with them, so that an upstream that asks the host
+		// something is answered as this host can be.
+		for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo} {
+			if v, ok := req.Params.Meta[k]; ok {
+				if traceMeta == nil {
+					traceMeta = mcp.Meta{}
+				}
+				traceMeta[k] = v
+			}
+		}
+	}
 	var done atomic.Int64
 	taskOwner := scriptTaskOwner() // the tasks the hub makes for this script's calls (callAsTask)
 	script := &ScriptRun{

@@ -454,9 +454,8 @@ func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction
 // handler would, once the sources still connecting are ready; a call of
 // call_tool becomes the direct call it stands for (tc changes). A tool
 // still unknown then gets its error answered here (taken, with no call);
-// a call of a meta-tool is go-sdk's (not taken): a script's inner calls
-// learn the host's revision from its session, which go-sdk's handler
-// makes for such a request.
+// a call of a meta-tool is not taken, for the caller to answer (through
+// View.CallOwnTool) or leave to go-sdk.
 func (f *httpRaw) beginAlone(ctx context.Context, rc *httpRawCall, tc *toolCall, stamp []byte) (call *junction.Call, src junction.RawCaller, taken bool) {
 	if call, src = f.p.v.BeginRaw(ctx, tc.name); call != nil {
 		return call, src, true
@@ -517,6 +516,13 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
 	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi), &rc.hc), rc, &tc, f.p.impl)
+	if call == nil && !taken && f.p.v.OwnTool(tc.name) {
+		hr, ok := ownToolRequest(tc) // a meta-tool's call
+		if ok {
+			f.answerWithoutSession(w, r, hr, mi)
+		}
+		return ok
+	}
 	if call == nil {
 		return taken
 	}

@@ -716,9 +716,8 @@ func TestRequestCancelled(t *testing.T) {
 // TestMetaToolsOnPlane: in search mode, calls of the meta-tools
 // (search_tools, describe_tools, and call_tool naming one of them) are
 // answered by the plane through View.CallOwnTool over stdio once
-// initialized and on an HTTP session; a 2026-07-28 call without a
-// session is go-sdk's, whose handler gives a script's inner calls a
-// session that names the host's revision. Both give the same answers.
+// initialized, on an HTTP session, and for a 2026-07-28 call without a
+// session; go-sdk's server sees none of them.
 func TestMetaToolsOnPlane(t *testing.T) {
 	v := viewOf(t, &rawFake{tools: []string{"list_files", "send_mail"}, raw: echoRaw})
 	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
@@ -785,8 +784,11 @@ func TestMetaToolsOnPlane(t *testing.T) {
 			t.Errorf("a 2026-07-28 search without a session: %d", status)
 		}
 		check(t, "a 2026-07-28 search without a session", `s__send_mail`, m)
-		if n := sdk.Load(); n != 1 {
-			t.Errorf("go-sdk's server answered %d meta-tool calls without a session, want 1", n)
+		if m["result"].(map[string]any)["resultType"] != "complete" {
+			t.Errorf("a 2026-07-28 search without a session: %v, want 2026-07-28's members", m)
+		}
+		if n := sdk.Load(); n != 0 {
+			t.Errorf("go-sdk's server answered %d meta-tool calls over HTTP", n)
 		}
 	})
 }
