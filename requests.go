@@ -12,11 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A host's prompts/get, resources/read and completion/complete are
-// answered here, whichever path they came on: the data plane calls
-// [View.GetPrompt], [View.ReadResource] and [View.Complete], and the
-// view's go-sdk server has them as the handlers of the prompts and
-// resources it registers and as its completion handler.
+// A host's prompts/get, resources/read and completion/complete, and its
+// calls of the view's own tools, are answered here, whichever path they
+// came on: the data plane calls [View.GetPrompt], [View.ReadResource],
+// [View.Complete] and [View.CallOwnTool], and the view's go-sdk server
+// has them as the handlers of the prompts, resources and meta-tools it
+// registers and as its completion handler.
 //
 // Each answers only for what the view serves (its selection's sources;
 // code mode's declarations), calls the source under its own name for
