@@ -271,11 +271,12 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseWait)
 	stopWithHub := context.AfterFunc(v.hub.life, cancel) // and ends with the hub
 	run := &scriptRun{owner: scriptOwner(ctx), cancel: cancel, asks: make(chan scriptAsk), done: make(chan scriptDone, 1)}
-	var traceMeta mcp.Meta
+	// What each inner call's _meta carries of the request's.
+	var innerMeta mcp.Meta
 	if tc := metaTraceContext(req.Params.Meta); tc.Parent != "" {
-		traceMeta = mcp.Meta{MetaKeyTraceParent: tc.Parent}
+		innerMeta = mcp.Meta{MetaKeyTraceParent: tc.Parent}
 		if tc.State != "" {
-			traceMeta[MetaKeyTraceState] = tc.State
+			innerMeta[MetaKeyTraceState] = tc.State
 		}
 	}
 	if req.Session == nil {
@@ -285,10 +286,10 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		// something is answered as this host can be.
 		for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo} {
 			if v, ok := req.Params.Meta[k]; ok {
-				if traceMeta == nil {
-					traceMeta = mcp.Meta{}
+				if innerMeta == nil {
+					innerMeta = mcp.Meta{}
 				}
-				traceMeta[k] = v
+				innerMeta[k] = v
 			}
 		}
 	}
@@ -299,7 +300,7 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		Call: func(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 			// The host's trace context goes on: each call's span is a child
 			// of the request that ran the script.
-			params := &mcp.CallToolParamsRaw{Name: tool, Arguments: args, Meta: traceMeta}
+			params := &mcp.CallToolParamsRaw{Name: tool, Arguments: args, Meta: innerMeta}
 			if v.runsOnlyAsTask(tool) {
 				raw, err := json.Marshal(params)
 				if err != nil {
@@ -322,7 +323,7 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 				if answers == nil {
 					return nil, fmt.Errorf("tool %q needs the host's input, and the script ended before it came", tool)
 				}
-				params = &mcp.CallToolParamsRaw{Name: tool, Arguments: args, Meta: traceMeta, InputResponses: answers, RequestState: res.RequestState}
+				params = &mcp.CallToolParamsRaw{Name: tool, Arguments: args, Meta: innerMeta, InputResponses: answers, RequestState: res.RequestState}
 			}
 		},
 		Progress: func(calls int, msg string) {

@@ -299,13 +299,17 @@ func (v *View) OwnTool(name string) bool {
 
 // isMeta reports whether name is one of the view's meta-tools; called
 // with v.mu held.
-func (v *View) isMeta(name string) bool {
+func (v *View) isMeta(name string) bool { return v.metaKeyLocked(name) != "" }
+
+// metaKeyLocked returns which meta-tool of the view name is ("search",
+// "describe", "call", "script"), or ""; called with v.mu held.
+func (v *View) metaKeyLocked(name string) string {
 	for _, m := range v.disc.active {
 		if m.name == name {
-			return true
+			return m.key
 		}
 	}
-	return false
+	return ""
 }
 
 // syncMeta registers the meta-tools of a view in DiscoverySearch, again

@@ -195,21 +195,17 @@ func toolAsks(r *mcp.CallToolResult) (mcp.InputRequestMap, string, bool) {
 // ownHandler returns the handler of v's own tool name, or nil.
 func (v *View) ownHandler(name string) mcp.ToolHandler {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
-	for _, m := range v.disc.active {
-		if m.name != name {
-			continue
-		}
-		switch m.key {
-		case "search":
-			return v.searchHandler
-		case "describe":
-			return v.describeHandler
-		case "call":
-			return v.callHandler
-		case "script":
-			return v.scriptHandler
-		}
+	key := v.metaKeyLocked(name)
+	v.mu.RUnlock()
+	switch key {
+	case "search":
+		return v.searchHandler
+	case "describe":
+		return v.describeHandler
+	case "call":
+		return v.callHandler
+	case "script":
+		return v.scriptHandler
 	}
 	return nil
 }

@@ -52,14 +52,15 @@ type hostRequest struct {
 // requestMethods are the methods besides the lists that the plane takes.
 var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete"}
 
+// requestNeedles are what mayBeRequest looks for: the end of a list's
+// method, and each of requestMethods in quotes.
+var requestNeedles = [...][]byte{[]byte(`/list"`), []byte(`"prompts/get"`), []byte(`"resources/read"`), []byte(`"completion/complete"`)}
+
 // mayBeRequest reports whether msg may be a request the plane answers
 // other than a tools/call: it names a list or one of requestMethods.
 func mayBeRequest(msg []byte) bool {
-	if bytes.Contains(msg, []byte(`/list"`)) {
-		return true
-	}
-	for _, m := range requestMethods {
-		if bytes.Contains(msg, []byte(`"`+m+`"`)) {
+	for _, n := range requestNeedles {
+		if bytes.Contains(msg, n) {
 			return true
 		}
 	}
