@@ -24,6 +24,68 @@ import (
 // the item, and, for a host before 2026-07-28, which cannot read an
 // input-required result, puts the source's questions to the host and
 // asks again (answerAsking), as go-sdk's server does for its handlers.
+//
+// What the hub says of itself is made here too: [View.Discover] answers
+// server/discover on the plane, and the describeServer middleware puts
+// the same result, and the same capabilities in an initialize result,
+// in go-sdk's answers.
+
+// Discover answers a host's server/discover (2026-07-28 and later): the
+// revisions the hub speaks (versions, those the host's transport
+// carries; nil: every revision go-sdk speaks), what v offers
+// (capabilities) and the hub's instructions, with the cacheScope go-sdk
+// writes when a server sets none.
+func (v *View) Discover(versions []string) *mcp.DiscoverResult {
+	if versions == nil {
+		versions = mcp.SupportedProtocolVersions()
+	}
+	return &mcp.DiscoverResult{
+		Cacheable:         mcp.Cacheable{CacheScope: "public"},
+		SupportedVersions: versions,
+		Capabilities:      v.capabilities(Revision20260728),
+		Instructions:      v.hub.opts.Instructions,
+	}
+}
+
+// capabilities returns what v offers a host at revision rev: tools,
+// prompts and resources that change, subscriptions, completions and
+// logging, and, for a revision that has tasks (2026-07-28 on), the
+// tasks extension once a data plane takes its requests for v
+// (OfferTasks; without one, go-sdk alone serves the view, which knows no
+// tasks).
+func (v *View) capabilities(rev Revision) *mcp.ServerCapabilities {
+	c := &mcp.ServerCapabilities{
+		Logging:     &mcp.LoggingCapabilities{},
+		Completions: &mcp.CompletionCapabilities{},
+		Tools:       &mcp.ToolCapabilities{ListChanged: true},
+		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+	}
+	if rev.Tasks() && v.tasksOffered.Load() {
+		c.AddExtension(TasksExtension, map[string]any{})
+	}
+	return c
+}
+
+// describeServer is a receiving middleware of the view's go-sdk server:
+// its server/discover result is [View.Discover]'s for the versions
+// go-sdk found the session's transport carries, and its initialize
+// result offers v's capabilities for the revision it negotiated.
+func (v *View) describeServer(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		switch r := res.(type) {
+		case *mcp.DiscoverResult:
+			return v.Discover(r.SupportedVersions), nil
+		case *mcp.InitializeResult:
+			r.Capabilities = v.capabilities(ParseRevision(r.ProtocolVersion))
+		}
+		return res, err
+	}
+}
 
 // GetPrompt answers a host's prompts/get on v: the prompt of that name
 // from its source. req.Session is the host's session (nil: a request

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -452,40 +451,6 @@ func (v *View) WatchTasks(owner string, fn func(params json.RawMessage)) (stop f
 // [View.CallToolTask]) calls it; without one, go-sdk alone serves the
 // view, which knows no tasks, and the extension is not offered.
 func (v *View) OfferTasks() { v.tasksOffered.Store(true) }
-
-// advertiseTasks is a receiving middleware of the view's server: once
-// the view offers the extension (OfferTasks), a server/discover result
-// (protocol 2026-07-28) says so, and so does an initialize result of a
-// revision from 2026-07-28 on; older clients are not told, since the
-// extension is defined for 2026-07-28 only.
-func (v *View) advertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if err != nil || !v.tasksOffered.Load() {
-			return res, err
-		}
-		switch r := res.(type) {
-		case *mcp.DiscoverResult:
-			r.Capabilities = withTasks(r.Capabilities)
-		case *mcp.InitializeResult:
-			if ParseRevision(r.ProtocolVersion).Tasks() {
-				r.Capabilities = withTasks(r.Capabilities)
-			}
-		}
-		return res, err
-	}
-}
-
-// withTasks returns a copy of c that offers the tasks extension.
-func withTasks(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
-	var cp mcp.ServerCapabilities
-	if c != nil {
-		cp = *c
-		cp.Extensions = maps.Clone(c.Extensions)
-	}
-	cp.AddExtension(TasksExtension, map[string]any{})
-	return &cp
-}
 
 // TakesTaskCall reports whether [View.CallToolTask] would take a call
 // of name now (the tool may become a task, or its source runs tasks),

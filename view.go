@@ -80,17 +80,11 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 	}
 	impl := &mcp.Implementation{Name: h.opts.Name, Title: h.opts.Title, Version: h.opts.Version}
 	v.server = mcp.NewServer(impl, &mcp.ServerOptions{
-		Instructions: h.opts.Instructions,
-		Logger:       sdkLogger(h.logger),
-		PageSize:     h.opts.PageSize,
-		KeepAlive:    h.opts.KeepAlive,
-		Capabilities: &mcp.ServerCapabilities{
-			Logging:     &mcp.LoggingCapabilities{},
-			Completions: &mcp.CompletionCapabilities{},
-			Tools:       &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
-			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-		},
+		Instructions:      h.opts.Instructions,
+		Logger:            sdkLogger(h.logger),
+		PageSize:          h.opts.PageSize,
+		KeepAlive:         h.opts.KeepAlive,
+		Capabilities:      v.capabilities(0),
 		CompletionHandler: v.Complete,
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			err := h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, true)
@@ -110,7 +104,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 			h.hostRootsChanged(v, req.Session)
 		},
 	})
-	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.advertiseTasks, v.listPages)
+	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.describeServer, v.listPages)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}

@@ -42,12 +42,15 @@ type Options struct {
 //     still connecting, and gives the error of a tool still unknown); the
 //     [junction.Call] they return is the one call sequence every call
 //     takes (FinishRaw, FinishStreamed, StartToolRaw). OwnTool names the
-//     view's own tools (meta-tools), which its go-sdk server answers;
+//     view's own tools (meta-tools), which CallOwnTool answers;
 //     Unwrap turns a call of its call meta-tool into the direct call it
 //     stands for.
 //   - ListPage: the answer to a host's tools/list, prompts/list,
 //     resources/list and resources/templates/list, which the plane takes
 //     wherever it takes a tools/call.
+//   - GetPrompt, ReadResource, Complete, CallOwnTool and Discover: the
+//     answers to prompts/get, resources/read, completion/complete, a
+//     call of a meta-tool and server/discover (see requests.go).
 //   - HostState: a host session's log level and resource subscriptions,
 //     kept across a parked HTTP session.
 //   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
@@ -65,6 +68,7 @@ type View interface {
 	ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error)
 	Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 	CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	Discover(versions []string) *mcp.DiscoverResult
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)

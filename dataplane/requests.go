@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,13 +20,17 @@ import (
 
 // A host's requests other than tools/call that the plane answers: the
 // lists (tools, prompts, resources and resource templates), prompts/get,
-// resources/read and completion/complete. The answer comes from the view
-// ([View.ListPage], [View.GetPrompt], [View.ReadResource],
-// [View.Complete]: the one implementation each, which go-sdk's server
-// also answers with), written for the host's revision.
+// resources/read, completion/complete, server/discover and ping. The
+// answer comes from the view ([View.ListPage], [View.GetPrompt],
+// [View.ReadResource], [View.Complete], [View.Discover]: the one
+// implementation each, which go-sdk's server also answers with), written
+// for the host's revision; a ping's is empty.
 //
 // The lists are taken wherever the plane takes a tools/call of the same
-// host. The others are taken over stdio where a list is; over HTTP on a
+// host. So is server/discover, which only a request of 2026-07-28 or
+// later has, and ping, which only an older one has, over stdio also
+// before the session is initialized (go-sdk answers either in the other
+// revision, with method not found). The others are taken over stdio where a list is; over HTTP on a
 // session, where what the source sends the host meanwhile goes on the
 // request's response as for a tools/call; and without a session
 // (2026-07-28), where the progress and log messages the request asks for
@@ -38,7 +43,7 @@ import (
 // it.
 type hostRequest struct {
 	id     json.RawMessage // number or string
-	method string          // a list (junction.IsListMethod) or one of requestMethods
+	method string          // a list (junction.IsListMethod), one of requestMethods or bareMethods
 	cursor string          // a list's
 	meta   json.RawMessage // nil when absent
 	// params is the decoded params of a request that is not a list:
@@ -52,12 +57,17 @@ type hostRequest struct {
 // requestMethods are the methods besides the lists that the plane takes.
 var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete"}
 
+// bareMethods are the methods the plane takes whose params hold nothing
+// but _meta: server/discover and ping.
+var bareMethods = [...]string{"server/discover", "ping"}
+
 // requestNeedles are what mayBeRequest looks for: the end of a list's
-// method, and each of requestMethods in quotes.
-var requestNeedles = [...][]byte{[]byte(`/list"`), []byte(`"prompts/get"`), []byte(`"resources/read"`), []byte(`"completion/complete"`)}
+// method, and each of requestMethods and bareMethods in quotes.
+var requestNeedles = [...][]byte{[]byte(`/list"`), []byte(`"prompts/get"`), []byte(`"resources/read"`), []byte(`"completion/complete"`), []byte(`"server/discover"`), []byte(`"ping"`)}
 
 // mayBeRequest reports whether msg may be a request the plane answers
-// other than a tools/call: it names a list or one of requestMethods.
+// other than a tools/call: it names a list, one of requestMethods or one
+// of bareMethods.
 func mayBeRequest(msg []byte) bool {
 	for _, n := range requestNeedles {
 		if bytes.Contains(msg, n) {
@@ -78,6 +88,7 @@ const maxParamsDepth = 64
 //   - a list (junction.IsListMethod) whose params, if any, are an object
 //     holding only a cursor (a string of printable ASCII, as every cursor
 //     the hub makes is) and _meta (an object);
+//   - server/discover or ping whose params, if any, hold only _meta;
 //   - prompts/get, resources/read or completion/complete whose params
 //     are an object, at most maxParamsDepth deep, with _meta (an object)
 //     at most once, that decodes as go-sdk decodes it (its decoder, its
@@ -92,7 +103,10 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	}
 	hr.id, hr.method = id, string(method[1:len(method)-1])
 	if junction.IsListMethod(hr.method) {
-		return parseListParams(hr, params)
+		return parseMetaParams(hr, params, true)
+	}
+	if isBareMethod(hr.method) {
+		return parseMetaParams(hr, params, false)
 	}
 	if !isRequestMethod(hr.method) || params == nil || params[0] != '{' || rawjson.Deeper(params, maxParamsDepth) {
 		return hostRequest{}, false
@@ -126,13 +140,21 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	return hr, true
 }
 
-func isRequestMethod(method string) bool {
-	for _, m := range requestMethods {
-		if method == m {
-			return true
-		}
+func isRequestMethod(method string) bool { return slices.Contains(requestMethods[:], method) }
+
+func isBareMethod(method string) bool { return slices.Contains(bareMethods[:], method) }
+
+// inRevision reports whether a request of hr's method is one that a
+// request of revision rev may make: server/discover from 2026-07-28 on,
+// ping before it, the others in every revision.
+func inRevision(hr hostRequest, rev junction.Revision) bool {
+	switch hr.method {
+	case "server/discover":
+		return rev.HasDiscover()
+	case "ping":
+		return !rev.PerRequestMeta()
 	}
-	return false
+	return true
 }
 
 // decodeParams decodes params into p as go-sdk's server does (the same
@@ -144,9 +166,9 @@ func decodeParams(params []byte, p any) bool {
 	return dec.Decode(p) == nil
 }
 
-// parseListParams reads the params of hr, a list request (see
-// parseRequest).
-func parseListParams(hr hostRequest, params []byte) (hostRequest, bool) {
+// parseMetaParams reads the params of hr, a list request (cursor) or one
+// of bareMethods (see parseRequest).
+func parseMetaParams(hr hostRequest, params []byte, cursor bool) (hostRequest, bool) {
 	if params == nil {
 		return hr, true
 	}
@@ -157,7 +179,9 @@ func parseListParams(hr hostRequest, params []byte) (hostRequest, bool) {
 		k := -1
 		switch string(key) {
 		case "cursor":
-			k, rawCursor = 0, val
+			if cursor {
+				k, rawCursor = 0, val
+			}
 		case "_meta":
 			k, hr.meta = 1, val
 		}
@@ -199,7 +223,14 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 	case *mcp.CallToolParamsRaw:
 		res, err = nonNil(p.v.CallOwnTool(ctx, &mcp.CallToolRequest{Session: ss, Params: params, Extra: extra}))
 	default:
-		res, err = p.v.ListPage(ctx, hr.method, hr.cursor)
+		switch hr.method {
+		case "ping":
+			return json.RawMessage(`{}`), nil
+		case "server/discover":
+			res = p.v.Discover(nil)
+		default:
+			res, err = p.v.ListPage(ctx, hr.method, hr.cursor)
+		}
 	}
 	if err != nil {
 		var werr *jsonrpc.Error
@@ -236,8 +267,8 @@ func nonNil[R interface {
 // request the raw path takes on a live session (sid) or, without one, of
 // a host at 2026-07-28 or later (modern; version, its
 // Mcp-Protocol-Version) or an older host on a handler without sessions,
-// and reports whether it did: a list in each of these cases, answered
-// JSON; prompts/get, resources/read and completion/complete on a session
+// and reports whether it did: a list, server/discover or ping (where
+// the request's revision has it) in each of these cases, answered JSON; prompts/get, resources/read and completion/complete on a session
 // (answerOnSession), and without one at 2026-07-28, answered JSON, or,
 // when the request asks for progress or log messages (unless answers are
 // JSON only), on an SSE stream that carries them. A host that goes away
@@ -251,8 +282,11 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 		return false
 	}
 	mi := readMeta(hr.meta)
-	if !mi.ok || mi.rev.PerRequestMeta() != modern || modern && mi.version != version {
+	if !mi.ok || mi.rev.PerRequestMeta() != modern || modern && mi.version != version || !inRevision(hr, mi.rev) {
 		return false
+	}
+	if hr.method == "server/discover" && sid != "" {
+		return false // a request of 2026-07-28 has no session: go-sdk's to refuse
 	}
 	if hr.params != nil && sid == "" && (!modern || (mi.progress || mi.logLevel) && f.jsonOnly) {
 		return false // no session to ask, or no stream for the messages asked for

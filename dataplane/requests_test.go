@@ -253,10 +253,122 @@ func TestListsOnPlane(t *testing.T) {
 
 }
 
+// TestServerRequestsOnPlane: server/discover (2026-07-28) and ping
+// (before it) are answered by the plane: over stdio before any
+// initialize (ping too) and after it, over HTTP without a session
+// (server/discover) and on a 2025-11-25 session (ping), JSON; what the
+// discover result holds is View.Discover's. The same methods in the
+// other revision are go-sdk's to refuse.
+func TestServerRequestsOnPlane(t *testing.T) {
+	view := func(t *testing.T) (*junction.View, *atomic.Int64) {
+		t.Helper()
+		v, _ := listedView(t)
+		var sdk atomic.Int64
+		v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if isBareMethod(method) {
+					sdk.Add(1)
+				}
+				return next(ctx, method, req)
+			}
+		})
+		return v, &sdk
+	}
+	checkDiscover := func(t *testing.T, what string, m map[string]any, modern bool) {
+		t.Helper()
+		res, _ := m["result"].(map[string]any)
+		caps, _ := res["capabilities"].(map[string]any)
+		ext, _ := caps["extensions"].(map[string]any)
+		versions := fmt.Sprint(res["supportedVersions"])
+		if res == nil || caps["tools"] == nil || ext[junction.TasksExtension] == nil || !strings.Contains(versions, "2026-07-28") || !strings.Contains(versions, "2025-11-25") {
+			t.Errorf("%s server/discover: %v, want the view's capabilities with tasks and every revision", what, m)
+		}
+		if modern != (res["resultType"] == "complete") || res["cacheScope"] != "public" {
+			t.Errorf("%s server/discover: %v, want cacheScope public and 2026-07-28's members: %v", what, res, modern)
+		}
+	}
+	isEmpty := func(m map[string]any) bool {
+		res, ok := m["result"].(map[string]any)
+		return ok && len(res) == 0
+	}
+	notFound := func(m map[string]any) bool {
+		e, _ := m["error"].(map[string]any)
+		return e != nil && e["code"] == float64(-32601)
+	}
+	modernMeta := `{` + modernListMeta + `}`
+
+	t.Run("stdio", func(t *testing.T) {
+		v, sdk := view(t)
+		var c counted
+		h := startStdio(t, v, &Options{Count: c.count})
+		h.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		if m := h.recv(t); !isEmpty(m) {
+			t.Errorf("ping before initialize: %v", m)
+		}
+		h.send(t, `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":`+modernMeta+`}`)
+		checkDiscover(t, "a 2026-07-28", h.recv(t), true)
+		if sdk.Load() != 0 {
+			t.Errorf("go-sdk's server answered %d of them", sdk.Load())
+		}
+		// In the other revision: go-sdk's method not found (refused before
+		// its middleware; Count shows the plane did not take them).
+		h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping","params":`+modernMeta+`}`)
+		if m := h.recv(t); !notFound(m) {
+			t.Errorf("a 2026-07-28 ping: %v, want method not found", m)
+		}
+		h.send(t, `{"jsonrpc":"2.0","id":4,"method":"server/discover"}`)
+		if m := h.recv(t); !notFound(m) {
+			t.Errorf("an older server/discover: %v, want method not found", m)
+		}
+		h.initialize(t)
+		h.send(t, `{"jsonrpc":"2.0","id":5,"method":"ping","params":{"_meta":{"progressToken":1}}}`)
+		if m := h.recv(t); !isEmpty(m) {
+			t.Errorf("ping on the session: %v", m)
+		}
+		if got := c.list(); !slices.Equal(got, []string{"stdio ping", "stdio server/discover", "stdio ping"}) {
+			t.Errorf("counted %q", got)
+		}
+	})
+
+	t.Run("http", func(t *testing.T) {
+		v, sdk := view(t)
+		var c counted
+		srv := httptest.NewServer(New(v, &Options{Count: c.count}).HTTPHandler(&HTTPOptions{}))
+		t.Cleanup(srv.Close)
+		decode := func(resp *http.Response) map[string]any {
+			t.Helper()
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			var m map[string]any
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal(body, &m) != nil {
+				t.Fatalf("answered as %q: %s", ct, body)
+			}
+			return m
+		}
+		resp, err := http.DefaultClient.Do(modernRequest(t, srv.URL, "server/discover", "", "",
+			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":`+modernMeta+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDiscover(t, "a 2026-07-28", decode(resp), true)
+		sid := rawSession(t, srv.URL)
+		if m := decode(rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)); !isEmpty(m) {
+			t.Errorf("ping on a session: %v", m)
+		}
+		if sdk.Load() != 0 {
+			t.Errorf("go-sdk's server answered %d of them", sdk.Load())
+		}
+		if got := c.list(); !slices.Equal(got, []string{"http server/discover", "http ping"}) {
+			t.Errorf("counted %q", got)
+		}
+	})
+}
+
 // FuzzParseRequest: what parseRequest takes is a request that
 // encoding/json reads the same way (id, method, and a list's cursor and
-// _meta), for one of the lists or requestMethods, with params that go-sdk
-// would decode (prompts/get, resources/read, completion/complete).
+// _meta), for one of the lists, bareMethods (no cursor) or
+// requestMethods, with params that go-sdk would decode (prompts/get,
+// resources/read, completion/complete).
 func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{"cursor":"abc","_meta":{"progressToken":1}}}`))
@@ -268,6 +380,9 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"tpl://a/1","inputResponses":{"k":{"action":"accept"}},"requestState":"s"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p__a"},"argument":{"name":"who","value":"a"}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"Name":"p__a","_meta":{},"_meta":{}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":10,"method":"ping","params":{"cursor":"x"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":11,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		hr, ok := parseRequest(msg)
 		if !ok {
@@ -285,7 +400,7 @@ func FuzzParseRequest(f *testing.F) {
 		if m.JSONRPC != "2.0" || m.Method != hr.method || string(m.ID) == "null" || !bytes.Equal(bytes.TrimSpace(m.ID), hr.id) {
 			t.Fatalf("%q: got id %s method %q; encoding/json: %s %q", msg, hr.id, hr.method, m.ID, m.Method)
 		}
-		if !junction.IsListMethod(hr.method) {
+		if !junction.IsListMethod(hr.method) && !isBareMethod(hr.method) {
 			if !isRequestMethod(hr.method) || hr.params == nil {
 				t.Fatalf("%q: taken as %q with params %v", msg, hr.method, hr.params)
 			}

@@ -331,9 +331,11 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 }
 
 // takeRequest answers hr, a request other than tools/call (a list,
-// prompts/get, resources/read or completion/complete), if the session is
-// where takeCall would answer a call (initialized, or a request of
-// 2026-07-28 that stands on its own), and reports whether it did. The
+// prompts/get, resources/read, completion/complete, server/discover or
+// ping), if the session is where takeCall would answer a call
+// (initialized, or a request of 2026-07-28 that stands on its own; a
+// ping at any time) and hr's revision has its method, and reports
+// whether it did. The
 // answer is made on a goroutine of its own, as it may wait for the
 // sources still connecting or for a source; the host's cancellation of
 // the request ends it without an answer. Messages and questions for the
@@ -342,7 +344,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 // by the reading goroutine.
 func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	mi := readMeta(hr.meta)
-	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy {
+	if !mi.ok || !inRevision(hr, mi.rev) || !s.ready && !mi.rev.Stateless() && hr.method != "ping" || mi.rev.PerRequestMeta() && s.legacy {
 		return false
 	}
 	key := string(hr.id)

@@ -1370,6 +1370,19 @@ func handDiffCases() []diffCase {
 	add("complete-no-argument", req("completion/complete", `{"ref":{"type":"ref/prompt","name":"up__greet"}}`))
 	add("complete-bad-ref", req("completion/complete", `{"ref":{"type":"ref/other","name":"up__greet"},"argument":{"name":"who","value":"A"}}`))
 
+	// server/discover (2026-07-28) and ping (before it), which the plane
+	// answers, each in the other revision too (method not found), and
+	// shapes that go to go-sdk.
+	modernMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"d","version":"1"}}`
+	add("discover-modern", req("server/discover", `{`+modernMeta+`}`))
+	add("discover-older", req("server/discover", `{}`))
+	add("discover-extra", req("server/discover", `{"cursor":"x",`+modernMeta+`}`))
+	add("ping-modern", req("ping", `{`+modernMeta+`}`))
+	add("ping-cursor", req("ping", `{"cursor":"x"}`))
+	add("ping-meta-twice", req("ping", `{"_meta":{"a":1},"_meta":{"b":2}}`))
+	add("ping-params-null", req("ping", `null`))
+	add("ping-params-array", req("ping", `[]`))
+
 	// Several calls at once, on both paths, with a cancellation of one
 	// that is answered already.
 	add("many-calls",
