@@ -42,7 +42,7 @@ type httpHost struct {
 func newHTTPForwarder(tb testing.TB, modern bool) *httpHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	view, stop := echoView(tb, ctx)
+	view, stop := echoView(tb, ctx, false)
 	h := serveHTTP(tb, httpguard.NewServer(dataplane.New(view, nil).HTTPHandler(nil), httpguard.ServerOptions{}), modern)
 	tb.Cleanup(func() {
 		cancel()

@@ -24,9 +24,13 @@ import (
 // is a real process without a separate build.
 const envEcho = "JUNCTION_BENCH_ECHO_SERVER"
 
+// envEchoModern makes that echo server speak 2026-07-28 as well.
+const envEchoModern = "JUNCTION_BENCH_ECHO_MODERN"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envEcho) == "1" {
-		if err := echo.Serve(os.Stdin, os.Stdout); err != nil {
+		s := &echo.Server{Modern: os.Getenv(envEchoModern) == "1"}
+		if err := s.Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -41,7 +45,13 @@ type pipeHost struct {
 	r   *bufio.Reader
 	buf []byte
 	id  int
+	// meta, if not empty, is the _meta member each call carries: a host
+	// at 2026-07-28, which does not initialize.
+	meta string
 }
+
+// modernMeta is the _meta of a request of a host at 2026-07-28.
+const modernMeta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}`
 
 // newForwarder builds a hub whose one source is the echo server as an
 // upstream process, and connects a pipeHost to it through
@@ -49,21 +59,35 @@ type pipeHost struct {
 // tools/call on the raw path to package upstream's Server.CallToolRaw
 // (as junction serve builds it by default).
 func newForwarder(tb testing.TB, fast bool) *pipeHost {
+	return newForwarderAt(tb, fast, false, false)
+}
+
+// newForwarderAt is newForwarder with a host (modernHost) or an upstream
+// (modernUp) at 2026-07-28.
+func newForwarderAt(tb testing.TB, fast, modernHost, modernUp bool) *pipeHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	view, stop := echoView(tb, ctx)
-	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
+	view, stop := echoView(tb, ctx, modernUp)
+	run := func(ctx context.Context, in io.Reader, out io.Writer) error {
 		return dataplane.New(view, &dataplane.Options{NoRaw: !fast}).ServeStdio(ctx, in, out, nil)
-	}, stop)
+	}
+	if modernHost {
+		return serveModern(tb, ctx, cancel, run, stop)
+	}
+	return serve(tb, ctx, cancel, run, stop)
 }
 
 // echoView builds a hub whose one source is the echo server as an
-// upstream process (tool "echo"), and returns its view and what stops
-// them.
-func echoView(tb testing.TB, ctx context.Context) (*junction.View, func()) {
+// upstream process (tool "echo"), speaking 2026-07-28 if modern, and
+// returns its view and what stops them.
+func echoView(tb testing.TB, ctx context.Context, modern bool) (*junction.View, func()) {
 	tb.Helper()
 	hub := junction.New(nil)
-	up, err := upstream.New("echo", upstream.Config{Command: os.Args[0], Env: map[string]string{envEcho: "1"}}, nil)
+	env := map[string]string{envEcho: "1"}
+	if modern {
+		env[envEchoModern] = "1"
+	}
+	up, err := upstream.New("echo", upstream.Config{Command: os.Args[0], Env: env}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -90,6 +114,9 @@ func echoView(tb testing.TB, ctx context.Context) (*junction.View, func()) {
 
 func hubForwarder(tb testing.TB) *pipeHost  { return newForwarder(tb, false) }
 func fastForwarder(tb testing.TB) *pipeHost { return newForwarder(tb, true) }
+func fastHost2026(tb testing.TB) *pipeHost  { return newForwarderAt(tb, true, true, false) }
+func fastUp2026(tb testing.TB) *pipeHost    { return newForwarderAt(tb, true, false, true) }
+func fastBoth2026(tb testing.TB) *pipeHost  { return newForwarderAt(tb, true, true, true) }
 
 // newPackHost builds a hub whose one source is a pack with the echo
 // server's tool, in process, and connects a pipeHost to it through
@@ -137,6 +164,24 @@ func newDirect(tb testing.TB) *pipeHost {
 }
 
 func serve(tb testing.TB, ctx context.Context, cancel context.CancelFunc, run func(context.Context, io.Reader, io.Writer) error, stop func()) *pipeHost {
+	h := start(tb, ctx, cancel, run, stop)
+	h.roundTrip(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	if _, err := io.WriteString(h.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// serveModern is serve for a host at 2026-07-28: no initialize, and each
+// call carries that revision's _meta.
+func serveModern(tb testing.TB, ctx context.Context, cancel context.CancelFunc, run func(context.Context, io.Reader, io.Writer) error, stop func()) *pipeHost {
+	h := start(tb, ctx, cancel, run, stop)
+	h.meta = modernMeta
+	return h
+}
+
+// start runs run between the pipes of a new pipeHost until the test ends.
+func start(tb testing.TB, ctx context.Context, cancel context.CancelFunc, run func(context.Context, io.Reader, io.Writer) error, stop func()) *pipeHost {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan struct{})
@@ -157,10 +202,6 @@ func serve(tb testing.TB, ctx context.Context, cancel context.CancelFunc, run fu
 		outR.Close()
 		stop()
 	})
-	h.roundTrip(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	if _, err := io.WriteString(h.w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		tb.Fatal(err)
-	}
 	return h
 }
 
@@ -189,7 +230,7 @@ func (h *pipeHost) roundTrip(tb testing.TB, req string) []byte {
 
 func (h *pipeHost) call(tb testing.TB, args string) []byte {
 	h.id++
-	res := h.roundTrip(tb, `{"jsonrpc":"2.0","id":`+strconv.Itoa(h.id)+`,"method":"tools/call","params":{"name":"echo","arguments":`+args+`}}`)
+	res := h.roundTrip(tb, `{"jsonrpc":"2.0","id":`+strconv.Itoa(h.id)+`,"method":"tools/call","params":{"name":"echo","arguments":`+args+h.meta+`}}`)
 	if !bytes.Contains(res, []byte(`"result"`)) || bytes.Contains(res, []byte(`"isError":true`)) {
 		tb.Fatalf("call %s: %.300s", args, res)
 	}
@@ -200,7 +241,8 @@ func TestForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost}} {
+	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost},
+		{"fast-host2026", fastHost2026}, {"fast-up2026", fastUp2026}, {"fast-both2026", fastBoth2026}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.new(t)
 			res := h.call(t, `{"msg":"hello \"hub\""}`)
@@ -224,7 +266,8 @@ func BenchmarkForward(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost}} {
+	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost},
+		{"fast-host2026", fastHost2026}, {"fast-up2026", fastUp2026}, {"fast-both2026", fastBoth2026}} {
 		b.Run(tc.name+"/small", func(b *testing.B) {
 			h := tc.new(b)
 			b.ReportAllocs()

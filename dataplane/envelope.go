@@ -140,34 +140,14 @@ type metaInfo struct {
 // anything else goes to go-sdk, whose answer (an error) the raw path
 // would otherwise have to copy.
 func readMeta(meta []byte) metaInfo {
-	mi := metaInfo{ok: true}
-	if len(meta) == 0 {
-		return mi
+	m := wire.ReadMeta(meta, nil)
+	mi := metaInfo{ok: !m.BadVersion, rev: m.Rev, version: m.Version, progress: m.ProgressToken != nil, logLevel: m.LogLevel != nil}
+	if m.LogLevel != nil {
+		mi.level, _ = rawjson.String(m.LogLevel)
 	}
-	caps, info := false, true
-	rawjson.Object(meta, func(key, val []byte) {
-		switch string(key) {
-		case "progressToken":
-			mi.progress = true
-		case "io.modelcontextprotocol/logLevel":
-			mi.logLevel = true
-			var l string // not &mi.level, which would move mi to the heap
-			_ = json.Unmarshal(val, &l)
-			mi.level = l
-		case "io.modelcontextprotocol/protocolVersion":
-			var v string // not &mi.version, which would move mi to the heap
-			if json.Unmarshal(val, &v) != nil {
-				mi.ok = false
-			}
-			mi.version = v
-		case "io.modelcontextprotocol/clientCapabilities":
-			caps = len(val) > 0 && val[0] == '{'
-		case "io.modelcontextprotocol/clientInfo":
-			info = len(val) > 0 && val[0] == '{'
-		}
-	})
-	mi.rev = junction.ParseRevision(mi.version)
 	if mi.rev.PerRequestMeta() {
+		caps := len(m.Caps) > 0 && m.Caps[0] == '{'
+		info := m.Info == nil || len(m.Info) > 0 && m.Info[0] == '{'
 		mi.ok = mi.ok && mi.rev.Known() && mi.version == mi.rev.String() && caps && info
 	}
 	return mi

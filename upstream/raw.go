@@ -462,38 +462,28 @@ func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
 		case "inputResponses", "requestState":
 			hm.retry = true
 		case "_meta":
-			rawjson.Object(val, func(k, v []byte) {
-				switch string(k) {
-				case "progressToken":
-					var tok any
-					if json.Unmarshal(v, &tok) == nil {
-						hm.token = tok
-					}
-				case mcp.MetaKeyProtocolVersion:
-					var ver string
-					if json.Unmarshal(v, &ver) == nil {
-						hm.rev = max(hm.rev, junction.ParseRevision(ver))
-					}
-				case mcp.MetaKeyLogLevel:
-					hm.logLevel = v
-				case mcp.MetaKeyClientCapabilities:
-					hm.caps = v // for an upstream at 2026-07-28 (see rawMeta)
-				case mcp.MetaKeyClientInfo, mcp.MetaKeySubscriptionID:
-					// The host's own connection: the upstream gets junction's.
-				case junction.MetaKeyTraceParent:
-					hm.traceParent = v
-				case junction.MetaKeyTraceState:
-					hm.traceState = v
-				default:
-					if len(hm.extra) > 0 {
-						hm.extra = append(hm.extra, ',')
-					}
-					hm.extra = append(hm.extra, '"')
-					hm.extra = append(hm.extra, k...)
-					hm.extra = append(hm.extra, `":`...)
-					hm.extra = append(hm.extra, v...)
+			m := wire.ReadMeta(val, func(k, v []byte) {
+				// Members the hub does not read pass on as sent.
+				if len(hm.extra) > 0 {
+					hm.extra = append(hm.extra, ',')
 				}
+				hm.extra = append(hm.extra, '"')
+				hm.extra = append(hm.extra, k...)
+				hm.extra = append(hm.extra, `":`...)
+				hm.extra = append(hm.extra, v...)
 			})
+			if m.ProgressToken != nil {
+				var tok any
+				if json.Unmarshal(m.ProgressToken, &tok) == nil {
+					hm.token = tok
+				}
+			}
+			hm.rev = max(hm.rev, m.Rev)
+			hm.logLevel = m.LogLevel
+			hm.caps = m.Caps // for an upstream at 2026-07-28 (see rawMeta)
+			// The host's own connection (clientInfo, subscriptionId) is
+			// not passed on: the upstream gets junction's.
+			hm.traceParent, hm.traceState = m.TraceParent, m.TraceState
 		}
 	})
 	return hm

@@ -10,6 +10,7 @@ package rawjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -217,6 +218,36 @@ func SkipString(b []byte, start int) int {
 		}
 		i = q + 1
 	}
+}
+
+// PlainString returns the contents of b, a JSON string as sent, if they
+// are printable ASCII without escapes (the text is what it says), and
+// false otherwise: not a string, or one that needs decoding.
+func PlainString(b []byte) ([]byte, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return nil, false
+	}
+	s := b[1 : len(b)-1]
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return nil, false
+		}
+	}
+	return s, true
+}
+
+// String decodes b, a JSON string value as sent, as encoding/json does;
+// false if b is not a string. A plain one (PlainString) is not run
+// through the decoder.
+func String(b []byte) (string, bool) {
+	if s, ok := PlainString(b); ok {
+		return string(s), true
+	}
+	var v string
+	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &v) != nil {
+		return "", false
+	}
+	return v, true
 }
 
 // SkipSpace returns the index of the first byte at or after i that is not
