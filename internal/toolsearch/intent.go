@@ -17,7 +17,11 @@ import (
 //     of the name's verb (read, create, update, delete, ...);
 //   - the number: for each noun of the name the request holds, whether
 //     both write it in the plural or both in the singular; a name with a
-//     listing verb ("list", "search") counts as plural.
+//     listing verb ("list", "search") or a word that says it acts on many
+//     items ("delete_many", "batch_update_cells") counts as plural. A
+//     name none of whose nouns the request holds but that says how many
+//     items it acts on ("insert-many", "update-one") is compared with
+//     whether the request writes anything in the plural.
 
 // action is the class of a verb.
 type action uint8
@@ -55,6 +59,10 @@ var actionWords = sync.OnceValue(func() map[string]action {
 	return m
 })
 
+// manyWords say that a name acts on many items at once: delete_many,
+// batch_update_cells, BulkCreateRecords.
+var manyWords = sync.OnceValue(func() map[string]bool { return setOf("many multiple bulk batch") })
+
 // listingWords are the verbs of a name that returns many items at once.
 var listingWords = sync.OnceValue(func() map[string]bool { return setOf("list enumerate search browse") })
 
@@ -62,7 +70,8 @@ var listingWords = sync.OnceValue(func() map[string]bool { return setOf("list en
 // other words, each marked plural or singular.
 type nameIntent struct {
 	act   action
-	many  bool // the name's verb lists
+	many  bool // the name's verb lists, or a word of it says it acts on many items (manyWords)
+	said  bool // a word of the name says how many items it acts on: many (manyWords), or one ("one", "single")
 	nouns []nameNoun
 }
 
@@ -81,11 +90,15 @@ func toolIntent(name string) nameIntent {
 		s := stem(w)
 		if act, ok := actionWords()[s]; ok && in.act == actNone {
 			in.act = act
-			in.many = listingWords()[w]
+			in.many = in.many || listingWords()[w]
 			continue
 		}
 		if in.act == actNone && len(in.nouns) == 0 && isUndo(w) {
 			in.act = actDelete
+			continue
+		}
+		if m := manyWords()[w]; m || w == "one" || w == "single" {
+			in.many, in.said = in.many || m, true
 			continue
 		}
 		in.nouns = append(in.nouns, nameNoun{s, isPlural(w)})
@@ -110,8 +123,9 @@ func isPlural(w string) bool {
 // queryIntent is the intent of a request: its first verb's class and
 // the number each of its words is written in.
 type queryIntent struct {
-	act action
-	num map[string]uint8 // stemmed word → numSingular|numPlural
+	act    action
+	num    map[string]uint8 // stemmed word → numSingular|numPlural
+	plural bool             // some word of it is a plural
 }
 
 const (
@@ -144,6 +158,7 @@ func intentOf(query string) queryIntent {
 			}
 			pos++
 			if isPlural(w) {
+				in.plural = true
 				in.num[s] |= numPlural
 			} else {
 				in.num[s] |= numSingular
@@ -181,6 +196,15 @@ func intentScore(q *queryIntent, d *nameIntent, p *scoring) float64 {
 	}
 	if agree+differ > 0 {
 		v += p.plural * float64(agree-differ) / float64(agree+differ)
+	} else if d.said {
+		// No noun of the name is in the request ("delete_many",
+		// "update-one"): what the name says of how many items it acts on
+		// against whether the request names items in the plural.
+		if q.plural == d.many {
+			v += p.plural
+		} else {
+			v -= p.plural
+		}
 	}
 	return v
 }

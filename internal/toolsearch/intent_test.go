@@ -20,13 +20,16 @@ func TestIsPlural(t *testing.T) {
 func TestToolIntent(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]nameIntent{
-		"list_issues":       {act: actRead, many: true, nouns: []nameNoun{{"issu", true}}},
-		"get_issue":         {act: actRead, nouns: []nameNoun{{"issu", false}}},
-		"createPullRequest": {act: actCreate, nouns: []nameNoun{{"pull", false}, {"request", false}, {"createpullrequest", false}}},
-		"customer_delete":   {act: actDelete, nouns: []nameNoun{{"custom", false}}},
-		"weather":           {nouns: []nameNoun{{"weather", false}}},
-		"unban_user":        {act: actDelete, nouns: []nameNoun{{"user", false}}},
-		"unique_values":     {nouns: []nameNoun{{"uniqu", false}, {"valu", true}}},
+		"list_issues":        {act: actRead, many: true, nouns: []nameNoun{{"issu", true}}},
+		"get_issue":          {act: actRead, nouns: []nameNoun{{"issu", false}}},
+		"createPullRequest":  {act: actCreate, nouns: []nameNoun{{"pull", false}, {"request", false}, {"createpullrequest", false}}},
+		"customer_delete":    {act: actDelete, nouns: []nameNoun{{"custom", false}}},
+		"weather":            {nouns: []nameNoun{{"weather", false}}},
+		"unban_user":         {act: actDelete, nouns: []nameNoun{{"user", false}}},
+		"unique_values":      {nouns: []nameNoun{{"uniqu", false}, {"valu", true}}},
+		"insert-many":        {act: actCreate, many: true, said: true},
+		"update-one":         {act: actUpdate, said: true},
+		"batch_update_cells": {act: actUpdate, many: true, said: true, nouns: []nameNoun{{"cell", true}}},
 	} {
 		if got := toolIntent(name); !reflect.DeepEqual(got, want) {
 			t.Errorf("toolIntent(%q) = %+v, want %+v", name, got, want)
@@ -48,6 +51,32 @@ func TestIntentOf(t *testing.T) {
 	// The verb is looked for only near the start of the request.
 	if in := intentOf("the report for the team about the quarter budget plans should delete nothing"); in.act != actNone {
 		t.Errorf("a late verb gave act %v", in.act)
+	}
+}
+
+// TestIntentCount: a name that says how many items it acts on, and none
+// of whose nouns the request holds, gains when the request writes
+// something in the plural and it acts on many, or nothing and it acts on
+// one, and loses otherwise.
+func TestIntentCount(t *testing.T) {
+	t.Parallel()
+	p := &scoring{verb: 1, plural: 1}
+	many, one := toolIntent("insert-many"), toolIntent("insert-one")
+	records, record := intentOf("Insert 50 customer records into the collection"), intentOf("Insert a customer record into the collection")
+	for _, c := range []struct {
+		what string
+		q    queryIntent
+		d    nameIntent
+		want float64
+	}{
+		{"many for records", records, many, 2},
+		{"one for records", records, one, 0},
+		{"many for a record", record, many, 0},
+		{"one for a record", record, one, 2},
+	} {
+		if got := intentScore(&c.q, &c.d, p); got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, got, c.want)
+		}
 	}
 }
 
