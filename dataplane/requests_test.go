@@ -21,6 +21,34 @@ import (
 	"github.com/junction-mcp/junction"
 )
 
+// jsonAnswer reads resp, an answer the plane wrote as JSON, and decodes
+// it.
+func jsonAnswer(t *testing.T, resp *http.Response) map[string]any {
+	t.Helper()
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal(body, &m) != nil {
+		t.Fatalf("answered as %q: %s", ct, body)
+	}
+	return m
+}
+
+// sdkCounted counts the requests whose method match reports, that reach
+// v's go-sdk server: those the plane left to it.
+func sdkCounted(v *junction.View, match func(method string) bool) *atomic.Int64 {
+	var n atomic.Int64
+	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if match(method) {
+				n.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return &n
+}
+
 // listedView is a view of three tools (s__a, s__b, s__c), prompts
 // (p__a…), resources (file:///a…) and resource templates (tpl://a/{x}…)
 // with pages of two, and a count of the list requests that reached its
@@ -55,16 +83,7 @@ func listedView(t *testing.T) (*junction.View, *atomic.Int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sdk atomic.Int64
-	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if junction.IsListMethod(method) {
-				sdk.Add(1)
-			}
-			return next(ctx, method, req)
-		}
-	})
-	return v, &sdk
+	return v, sdkCounted(v, junction.IsListMethod)
 }
 
 // listedWant is what listedView's lists hold, in order, by method.
@@ -208,18 +227,10 @@ func TestListsOnPlane(t *testing.T) {
 		t.Cleanup(srv.Close)
 		decode := func(resp *http.Response) map[string]any {
 			t.Helper()
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-				t.Fatalf("a list answered as %q: %s", ct, body)
-			}
-			var m map[string]any
-			if err := json.Unmarshal(body, &m); err != nil {
-				t.Fatalf("%v: %s", err, body)
-			}
+			m := jsonAnswer(t, resp)
 			res, _ := m["result"].(map[string]any)
 			if res == nil {
-				t.Fatalf("a list: %s", body)
+				t.Fatalf("a list: %v", m)
 			}
 			return res
 		}
@@ -263,16 +274,7 @@ func TestServerRequestsOnPlane(t *testing.T) {
 	view := func(t *testing.T) (*junction.View, *atomic.Int64) {
 		t.Helper()
 		v, _ := listedView(t)
-		var sdk atomic.Int64
-		v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if isBareMethod(method) {
-					sdk.Add(1)
-				}
-				return next(ctx, method, req)
-			}
-		})
-		return v, &sdk
+		return v, sdkCounted(v, isBareMethod)
 	}
 	checkDiscover := func(t *testing.T, what string, m map[string]any, modern bool) {
 		t.Helper()
@@ -335,24 +337,14 @@ func TestServerRequestsOnPlane(t *testing.T) {
 		var c counted
 		srv := httptest.NewServer(New(v, &Options{Count: c.count}).HTTPHandler(&HTTPOptions{}))
 		t.Cleanup(srv.Close)
-		decode := func(resp *http.Response) map[string]any {
-			t.Helper()
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			var m map[string]any
-			if ct := resp.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal(body, &m) != nil {
-				t.Fatalf("answered as %q: %s", ct, body)
-			}
-			return m
-		}
 		resp, err := http.DefaultClient.Do(modernRequest(t, srv.URL, "server/discover", "", "",
 			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":`+modernMeta+`}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkDiscover(t, "a 2026-07-28", decode(resp), true)
+		checkDiscover(t, "a 2026-07-28", jsonAnswer(t, resp), true)
 		sid := rawSession(t, srv.URL)
-		if m := decode(rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)); !isEmpty(m) {
+		if m := jsonAnswer(t, rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)); !isEmpty(m) {
 			t.Errorf("ping on a session: %v", m)
 		}
 		if sdk.Load() != 0 {
@@ -551,16 +543,7 @@ func requestView(t *testing.T) (*junction.View, *atomic.Int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sdk atomic.Int64
-	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if isRequestMethod(method) {
-				sdk.Add(1)
-			}
-			return next(ctx, method, req)
-		}
-	})
-	return v, &sdk
+	return v, sdkCounted(v, isRequestMethod)
 }
 
 // requestCase is a request to requestView and what its answer must hold.
@@ -838,15 +821,7 @@ func TestMetaToolsOnPlane(t *testing.T) {
 	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
 		t.Fatal(err)
 	}
-	var sdk atomic.Int64
-	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
-				sdk.Add(1)
-			}
-			return next(ctx, method, req)
-		}
-	})
+	sdk := sdkCounted(v, func(method string) bool { return method == "tools/call" })
 	calls := []struct{ params, want string }{
 		{`{"name":"search_tools","arguments":{"query":"mail"}}`, `s__send_mail`},
 		{`{"name":"describe_tools","arguments":{"names":["s__list_files","nope"]}}`, `nope`},

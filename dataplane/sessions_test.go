@@ -283,15 +283,7 @@ func TestSessionParks(t *testing.T) {
 		return echoRaw(ctx, name, params)
 	}}
 	v := viewOf(t, f)
-	var inits atomic.Int32 // go-sdk sessions made
-	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "initialize" {
-				inits.Add(1)
-			}
-			return next(ctx, method, req)
-		}
-	})
+	inits := sdkCounted(v, func(method string) bool { return method == "initialize" }) // go-sdk sessions made
 	plane := New(v, nil)
 	srv := httptest.NewServer(plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond}))
 	t.Cleanup(srv.Close)
