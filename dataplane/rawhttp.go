@@ -328,6 +328,7 @@ type rawOutcome struct {
 // or later (see Rewrite).
 func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.RawMessage, hr *httpRawCall, id json.RawMessage, stamp []byte) rawOutcome {
 	hc, sink := &hr.hc, &hr.sink
+	hc.link.Stamp = stamp
 	rs, ok := rc.(junction.RawStarter)
 	if !ok && (hr.req == nil || call.Decoded()) {
 		// Nothing to watch: the call is cancelled with its request, or
@@ -343,7 +344,7 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 		}()
 		return hr.wait(out)
 	}
-	hc.link.Stream = &wire.StreamTo{ID: id, Out: sink, Stamp: stamp, Done: func(size int, isError bool, err error) {
+	hc.link.Stream = &wire.StreamTo{ID: id, Out: sink, Done: func(size int, isError bool, err error) {
 		if err != nil {
 			res, werr := call.FinishRaw(nil, err)
 			out <- rawOutcome{res: res, werr: werr, streamed: true, cut: err}
@@ -485,7 +486,7 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 	case o.streamed && rc.hc.link.Stream.Begun:
 		rc.sink.endCut(rc.hc.link.Stream, o)
 	case stamp != nil:
-		if o.werr == nil {
+		if o.werr == nil && !rc.hc.link.Stamped.Load() {
 			o.res = wire.ModernResult(o.res, stamp)
 		}
 		rc.sink.finishStatus(modernErrorStatus(o.werr), wire.AnswerParts(tc.id, o.res, o.werr))

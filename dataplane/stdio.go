@@ -293,15 +293,15 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	}
 	params := rawParams(call.Local(), tc)
 	typed := mi.rev.TypedResults()
+	if typed {
+		hc.link.Stamp = s.p.impl
+	}
 	answer := s.answerer(key, hc, tc.id, typed, cancelCtx, starts)
 	if starts {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
 		// or later as wire.ModernResult rewrites it whole.
 		hc.link.Stream = &wire.StreamTo{ID: tc.id, Out: s.c.out}
-		if typed {
-			hc.link.Stream.Stamp = s.p.impl
-		}
 		hc.link.Stream.Done = func(size int, isError bool, err error) {
 			if err == nil {
 				call.FinishStreamed(size, isError)
@@ -385,7 +385,7 @@ func (s *stdioSession) linked(key string, hc *hostCall, mi metaInfo) context.Con
 // batch of a reader still delivering to it, and is written at once.
 func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool, done context.CancelCauseFunc, started bool) func(json.RawMessage, *jsonrpc.Error) {
 	return func(res json.RawMessage, werr *jsonrpc.Error) {
-		if werr == nil && typed {
+		if werr == nil && typed && !hc.link.Stamped.Load() {
 			res = wire.ModernResult(res, s.p.impl)
 		}
 		s.calls.finish(key, hc, func() {

@@ -580,8 +580,10 @@ func (s *Server) rawResult(ctx context.Context, rc *wire.RawCall, c *call, name 
 	}
 	if c.sess.rev().TypedResults() {
 		// Only a server at 2026-07-28 or later names itself in results:
-		// an older one's results (a megabyte, say) are not scanned.
-		res = wire.StripServerFields(res)
+		// an older one's results (a megabyte, say) are not scanned. For a
+		// host of that revision the hub's own name goes in with the same
+		// pass.
+		res = wire.ServerResult(res, wire.LinkOf(ctx))
 	}
 	if c.progress != nil {
 		s.drainProgress(c) // and the logs

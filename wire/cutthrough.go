@@ -83,9 +83,6 @@ type StreamReceiver interface {
 type StreamTo struct {
 	ID  []byte // the host's request id, as sent
 	Out LineOut
-	// Stamp is the hub's serverInfo, for a host at 2026-07-28 or later
-	// (see Rewrite).
-	Stamp []byte
 	// Begun is set once the answer's line has begun (Out.BeginLine);
 	// InText, when it was cut short inside a string member of a content
 	// block, where closing it (TextCloser) makes the line whole again.
@@ -810,7 +807,7 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 		stall = c.stall
 	}
 	s := &cutStream{to: call.link.Stream, fail: fail}
-	rw.stamp = s.to.Stamp
+	rw.stamp = call.link.Stamp
 	s.cut.rw = rw
 	s.cut.emitTo = s.to.Out.LinePart
 	if err := s.to.Out.BeginLine(); err != nil {

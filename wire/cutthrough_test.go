@@ -71,12 +71,12 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 	t.Helper()
 	reply := make(chan RawReply, 1)
 	ended := make(chan streamed, 1)
-	link := &Link{}
+	link := &Link{Stamp: cc.rw.stamp}
 	if host != nil {
 		// The host's side as ServeStdio's: a line cut short is ended, as
 		// the call's answer (a tool error) where it can be.
 		w := NewWriter(lockedWriter{hostMu, host})
-		to := &StreamTo{ID: []byte(`7`), Out: w, Stamp: cc.rw.stamp}
+		to := &StreamTo{ID: []byte(`7`), Out: w}
 		to.Done = func(size int, isError bool, err error) {
 			if err != nil && !to.EndCutLine(w, []byte(cutFailed), nil) {
 				w.Write(AnswerLine(to.ID, []byte(cutFailed), nil))

@@ -26,6 +26,15 @@ type Link struct {
 	// Stream, if not nil, takes the call's answer while it arrives (see
 	// cutthrough.go); set before the call starts.
 	Stream *StreamTo
+
+	// Stamp is the hub's serverInfo as JSON when the host is at
+	// 2026-07-28 or later, for the answer (see Rewrite); nil for an older
+	// host. Set before the call starts. A server connection that rewrites
+	// the result anyway (a server of 2026-07-28 names itself in it) puts
+	// the stamp in with the same pass, and sets Stamped: the host's side
+	// stamps a result only if it is not.
+	Stamp   []byte
+	Stamped atomic.Bool
 }
 
 type linkKey struct{}

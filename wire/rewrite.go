@@ -224,6 +224,20 @@ func StripServerFields(res []byte) []byte {
 	return rw.apply(res)
 }
 
+// ServerResult returns a whole tools/call result from a server at
+// 2026-07-28 or later as the host of the call l links reads it (l nil:
+// no host link): the server's own members out, as StripServerFields
+// takes them, and, for a host of that revision too (l.Stamp), the hub's
+// in, as ModernResult puts them, in one pass; it sets l.Stamped then.
+func ServerResult(res []byte, l *Link) []byte {
+	if l == nil || l.Stamp == nil {
+		return StripServerFields(res)
+	}
+	l.Stamped.Store(true)
+	rw := Rewrite{Strip: true, stamp: l.Stamp}
+	return rw.apply(res)
+}
+
 // ModernResult returns a tools/call result for a host at 2026-07-28 or
 // later: with impl, the hub's serverInfo, in its _meta, and a resultType.
 func ModernResult(res []byte, impl []byte) []byte {

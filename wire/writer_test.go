@@ -135,6 +135,36 @@ func TestModernResult(t *testing.T) {
 	}
 }
 
+// FuzzServerResult: a 2026-07-28 server's result rewritten for a host of
+// that revision in one pass (ServerResult, with the hub's stamp on the
+// link) reads byte for byte as it did in two (StripServerFields, then
+// ModernResult), and the link says it is stamped; without a stamp it is
+// StripServerFields' result.
+func FuzzServerResult(f *testing.F) {
+	for _, res := range []string{
+		`{"content":[]}`,
+		`{"content":[{"type":"text","text":"a"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`,
+		`{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"x":2},"content":[]}`,
+		`{"resultType":"input_required","inputRequests":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`,
+		"{ \"_meta\" : { } , \"isError\":true }",
+		`{"_meta":7,"resultType":"complete"}`,
+		`[1]`,
+	} {
+		f.Add([]byte(res))
+	}
+	f.Fuzz(func(t *testing.T, res []byte) {
+		want := ModernResult(StripServerFields(bytes.Clone(res)), testImpl)
+		l := &Link{Stamp: testImpl}
+		if got := ServerResult(bytes.Clone(res), l); !bytes.Equal(got, want) || !l.Stamped.Load() {
+			t.Fatalf("ServerResult(%q) = %q (stamped %v), want %q", res, got, l.Stamped.Load(), want)
+		}
+		plain := &Link{}
+		if got, want := ServerResult(bytes.Clone(res), plain), StripServerFields(bytes.Clone(res)); !bytes.Equal(got, want) || plain.Stamped.Load() {
+			t.Fatalf("ServerResult(%q) with no stamp = %q, want %q", res, got, want)
+		}
+	})
+}
+
 func TestOneLine(t *testing.T) {
 	in := []byte("{\n  \"a\": [1,\r\n 2],\n  \"b\": \"x\\ny\"\n}")
 	oneLine(in)
