@@ -19,25 +19,26 @@ import (
 )
 
 // A host's requests other than tools/call that the plane answers: the
-// lists (tools, prompts, resources and resource templates), prompts/get,
-// resources/read, completion/complete, server/discover and ping. The
-// answer comes from the view ([View.ListPage], [View.GetPrompt],
-// [View.ReadResource], [View.Complete], [View.Discover]: the one
-// implementation each, which go-sdk's server also answers with), written
-// for the host's revision; a ping's is empty.
+// lists (tools, prompts, resources and resource templates),
+// prompts/get, resources/read, completion/complete, server/discover
+// and ping. The answer comes from the view ([View.ListPage],
+// [View.GetPrompt], [View.ReadResource], [View.Complete],
+// [View.Discover]: the one implementation each, which go-sdk's server
+// also answers with), written for the host's revision; a ping's is
+// empty.
 //
-// The lists are taken wherever the plane takes a tools/call of the same
-// host. So is server/discover, which only a request of 2026-07-28 or
-// later has, and ping, which only an older one has, over stdio also
-// before the session is initialized (go-sdk answers either in the other
-// revision, with method not found). The others are taken over stdio where a list is; over HTTP on a
-// session, where what the source sends the host meanwhile goes on the
-// request's response as for a tools/call; and without a session
-// (2026-07-28), where the progress and log messages the request asks for
-// go on its response, through its host link, as for a tools/call (with
-// JSON answers only, go-sdk's handler answers such a request). An older
-// request in stateless mode, which has no session to put questions to,
-// is go-sdk's.
+// The lists are taken wherever the plane takes a tools/call of the
+// same host. So is server/discover, which only a request of 2026-07-28
+// or later has, and ping, which only an older one has, over stdio also
+// before the session is initialized (go-sdk answers either in the
+// other revision, with method not found). The others are taken over
+// stdio where a list is; over HTTP on a session, where what the source
+// sends the host meanwhile goes on the request's response as for a
+// tools/call; and without a session (2026-07-28), where the progress
+// and log messages the request asks for go on its response, through
+// its host link, as for a tools/call (with JSON answers only, go-sdk's
+// handler answers such a request). An older request in stateless mode,
+// which has no session to put questions to, is go-sdk's.
 
 // hostRequest is a request of a host the plane takes, as the host sent
 // it.
@@ -268,7 +269,8 @@ func nonNil[R interface {
 // a host at 2026-07-28 or later (modern; version, its
 // Mcp-Protocol-Version) or an older host on a handler without sessions,
 // and reports whether it did: a list, server/discover or ping (where
-// the request's revision has it) in each of these cases, answered JSON; prompts/get, resources/read and completion/complete on a session
+// the request's revision has it) in each of these cases, answered JSON;
+// prompts/get, resources/read and completion/complete on a session
 // (answerOnSession), and without one at 2026-07-28, answered JSON, or,
 // when the request asks for progress or log messages (unless answers are
 // JSON only), on an SSE stream that carries them. A host that goes away

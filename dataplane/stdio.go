@@ -335,13 +335,12 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 // ping), if the session is where takeCall would answer a call
 // (initialized, or a request of 2026-07-28 that stands on its own; a
 // ping at any time) and hr's revision has its method, and reports
-// whether it did. The
-// answer is made on a goroutine of its own, as it may wait for the
-// sources still connecting or for a source; the host's cancellation of
-// the request ends it without an answer. Messages and questions for the
-// host go through its session, on this connection, or, for a request
-// that names its own log level, through a host link (see linked). Called
-// by the reading goroutine.
+// whether it did. The answer is made on a goroutine of its own, as it
+// may wait for the sources still connecting or for a source; the
+// host's cancellation of the request ends it without an answer.
+// Messages and questions for the host go through its session, on this
+// connection, or, for a request that names its own log level, through
+// a host link (see linked). Called by the reading goroutine.
 func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	mi := readMeta(hr.meta)
 	if !mi.ok || !inRevision(hr, mi.rev) || !s.ready && !mi.rev.Stateless() && hr.method != "ping" || mi.rev.PerRequestMeta() && s.legacy {
