@@ -3,7 +3,6 @@ package dataplane
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -62,8 +61,8 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	}) < 0 || !ok || !pseen[0] || rawName[0] != '"' {
 		return toolCall{}, false
 	}
-	if plainASCII(rawName) {
-		tc.name = string(rawName[1 : len(rawName)-1])
+	if name, ok := rawjson.PlainString(rawName); ok {
+		tc.name = string(name)
 	} else {
 		// Escapes, or UTF-8 to check. Decoded into a variable of its own:
 		// &tc.name would move tc to the heap on every call.
@@ -168,20 +167,6 @@ func plainInt(b []byte) bool {
 	return true
 }
 
-// plainASCII reports whether b holds only printable ASCII without
-// backslashes: a JSON string that means what it says.
-func plainASCII(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// rawParams returns the params object for the source: its own name for
-// the tool and the rest as the host sent it; arguments absent (or null)
-// become {}, as go-sdk's client sends them on the typed path.
 // unwrap turns tc, if it is a call of the view's call meta-tool
 // (call_tool) that stands for a direct call of another tool, into that
 // call, and reports whether it did: the raw path then makes it as the
@@ -194,6 +179,9 @@ func (p *Plane) unwrap(tc *toolCall) bool {
 	return ok
 }
 
+// rawParams returns the params object for the source: its own name for
+// the tool and the rest as the host sent it; arguments absent (or null)
+// become {}, as go-sdk's client sends them on the typed path.
 func rawParams(local string, tc toolCall) []byte {
 	args := tc.args
 	if len(args) == 0 || string(args) == "null" {
@@ -220,7 +208,7 @@ func rawParams(local string, tc toolCall) []byte {
 
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
-	if plainASCII([]byte(s)) && !strings.ContainsRune(s, '"') {
+	if rawjson.Plain(s) {
 		b = append(b, '"')
 		b = append(b, s...)
 		return append(b, '"')

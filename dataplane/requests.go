@@ -98,11 +98,12 @@ const maxParamsDepth = 64
 //
 // Anything else goes to go-sdk, which answers it.
 func parseRequest(msg []byte) (hr hostRequest, ok bool) {
-	id, method, params, ok := requestEnvelope(msg)
-	if !ok || len(method) < 3 || method[0] != '"' || !plainASCII(method) {
+	id, rawMethod, params, ok := requestEnvelope(msg)
+	method, plain := rawjson.PlainString(rawMethod)
+	if !ok || !plain || len(method) == 0 {
 		return hostRequest{}, false
 	}
-	hr.id, hr.method = id, string(method[1:len(method)-1])
+	hr.id, hr.method = id, string(method)
 	if junction.IsListMethod(hr.method) {
 		return parseMetaParams(hr, params, true)
 	}
@@ -195,10 +196,11 @@ func parseMetaParams(hr hostRequest, params []byte, cursor bool) (hostRequest, b
 		return hostRequest{}, false
 	}
 	if rawCursor != nil {
-		if rawCursor[0] != '"' || !plainASCII(rawCursor) || len(rawCursor) < 2 {
+		cursor, plain := rawjson.PlainString(rawCursor)
+		if !plain {
 			return hostRequest{}, false
 		}
-		hr.cursor = string(rawCursor[1 : len(rawCursor)-1])
+		hr.cursor = string(cursor)
 	}
 	if hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
 		return hostRequest{}, false

@@ -220,20 +220,26 @@ func SkipString(b []byte, start int) int {
 	}
 }
 
-// PlainString returns the contents of b, a JSON string as sent, if they
-// are printable ASCII without escapes (the text is what it says), and
-// false otherwise: not a string, or one that needs decoding.
-func PlainString(b []byte) ([]byte, bool) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return nil, false
-	}
-	s := b[1 : len(b)-1]
-	for _, c := range s {
-		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
-			return nil, false
+// Plain reports whether text is printable ASCII without a backslash or a
+// quote: text that reads the same between quotes in JSON as it does
+// decoded.
+func Plain[T string | []byte](text T) bool {
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return false
 		}
 	}
-	return s, true
+	return true
+}
+
+// PlainString returns the contents of b, a JSON string as sent, if they
+// are Plain (the text is what it says), and false otherwise: not a
+// string, or one that needs decoding.
+func PlainString(b []byte) ([]byte, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' || !Plain(b[1:len(b)-1]) {
+		return nil, false
+	}
+	return b[1 : len(b)-1], true
 }
 
 // String decodes b, a JSON string value as sent, as encoding/json does;

@@ -178,3 +178,23 @@ func TestDeeper(t *testing.T) {
 		}
 	}
 }
+
+// FuzzString: String decodes a JSON string as encoding/json does, and
+// refuses what it refuses or what is not a string; what PlainString
+// takes decodes to its contents, and Plain agrees with it.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{`"abc"`, `""`, `"a\"b"`, `"\u00e9"`, "\"\xff\"", `"a`, `1`, `null`, `"tab	"`, `"<&>"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want string
+		wantErr := len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &want) != nil
+		got, ok := String(b)
+		if ok == wantErr || ok && got != want {
+			t.Fatalf("String(%q) = %q, %v; encoding/json %q, error %v", b, got, ok, want, wantErr)
+		}
+		if p, ok := PlainString(b); ok && (wantErr || string(p) != want || !Plain(string(p))) {
+			t.Fatalf("PlainString(%q) = %q; encoding/json %q, error %v", b, p, want, wantErr)
+		}
+	})
+}
