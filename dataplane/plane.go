@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -92,7 +91,7 @@ type Plane struct {
 	count  func(front, method string)
 	impl   []byte // the view's serverInfo as JSON, for results to hosts at 2026-07-28
 
-	bound sync.Map // *mcp.Tool -> bool: its input schema binds arguments to headers (x-mcp-header)
+	bindings sync.Map // *mcp.Tool -> []paramBinding: the arguments its input schema binds to headers
 
 	parked atomic.Int64 // HTTP sessions parked (see HTTPOptions.SessionPark)
 }
@@ -101,19 +100,6 @@ type Plane struct {
 // are parked (see [HTTPOptions.SessionPark]): live to their hosts, but
 // without a go-sdk session, so not among the view's server's Sessions.
 func (p *Plane) ParkedSessions() int { return int(p.parked.Load()) }
-
-// headerBound reports whether tool's input schema binds arguments to
-// HTTP headers (x-mcp-header), which go-sdk checks on requests of
-// 2026-07-28. Tools are immutable once served, so the answer is kept.
-func (p *Plane) headerBound(tool *mcp.Tool) bool {
-	if v, ok := p.bound.Load(tool); ok {
-		return v.(bool)
-	}
-	b, err := json.Marshal(tool.InputSchema)
-	bound := err != nil || bytes.Contains(b, []byte(`"x-mcp-header"`))
-	p.bound.Store(tool, bound)
-	return bound
-}
 
 // New returns the plane of v. It installs on v's go-sdk server the
 // sending middleware that puts requests for a raw call's host (sampling,

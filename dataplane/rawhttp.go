@@ -508,7 +508,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		return f.takeRequest(w, r, body, "", version, true)
 	}
 	tc, ok := parseToolCall(body)
-	if !ok || r.Header.Get("Mcp-Name") != tc.name || hasParamHeaders(r.Header) {
+	if !ok || r.Header.Get("Mcp-Name") != tc.name {
 		return false
 	}
 	mi := readMeta(tc.meta)
@@ -516,6 +516,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
+	named := tc.name // the tool the headers are of, not the one a call_tool names
 	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi), &rc.hc), rc, &tc, f.p.impl)
 	if call == nil && !taken && f.p.v.OwnTool(tc.name) {
 		hr, ok := ownToolRequest(tc) // a meta-tool's call
@@ -527,9 +528,12 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if call == nil {
 		return taken
 	}
-	if f.p.headerBound(call.Tool()) {
-		call.Release() // go-sdk checks Mcp-Param-* headers against the arguments
-		return false
+	if tc.name == named {
+		if werr := f.p.checkParamHeaders(r.Header, call.Tool(), tc.args); werr != nil {
+			call.Release()
+			writeJSONStatus(w, http.StatusBadRequest, wire.AnswerParts(tc.id, nil, werr))
+			return true
+		}
 	}
 	f.answerAlone(rc, call, src, tc, f.p.impl)
 	return true
@@ -551,16 +555,6 @@ func modernErrorStatus(err *jsonrpc.Error) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
-}
-
-// hasParamHeaders reports whether h has an Mcp-Param-* header.
-func hasParamHeaders(h http.Header) bool {
-	for k := range h {
-		if len(k) > len("Mcp-Param-") && strings.EqualFold(k[:len("Mcp-Param-")], "Mcp-Param-") {
-			return true
-		}
-	}
-	return false
 }
 
 // writeJSONStatus writes answer as an application/json response with the

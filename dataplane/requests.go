@@ -282,7 +282,7 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 		return false
 	}
 	hr, ok := parseRequest(body)
-	if !ok || modern && (r.Header.Get("Mcp-Method") != hr.method || hasParamHeaders(r.Header)) {
+	if !ok || modern && r.Header.Get("Mcp-Method") != hr.method {
 		return false
 	}
 	mi := readMeta(hr.meta)

@@ -35,9 +35,10 @@ type taskRequest struct {
 	id      json.RawMessage
 	method  string
 	params  json.RawMessage
-	taskID  string // params.taskId (tasks/*)
-	hasTask bool   // params.taskId is a string
-	name    string // params.name (tools/call)
+	taskID  string          // params.taskId (tasks/*)
+	hasTask bool            // params.taskId is a string
+	name    string          // params.name (tools/call)
+	args    json.RawMessage // params.arguments (tools/call)
 	meta    metaInfo
 	tasks   bool // the request's client capabilities declare the extension
 }
@@ -82,6 +83,8 @@ func readTaskRequest(msg []byte) (taskRequest, bool) {
 			tr.hasTask = json.Unmarshal(val, &tr.taskID) == nil
 		case "name":
 			json.Unmarshal(val, &tr.name)
+		case "arguments":
+			tr.args = val
 		case "_meta":
 			meta = val
 		}
@@ -140,11 +143,16 @@ func (f *httpRaw) takeTaskHTTP(w http.ResponseWriter, r *http.Request, body []by
 	v := f.p.v
 	if tr.method == "tools/call" {
 		if !tr.tasks || !tr.meta.ok || tr.meta.version != version || r.Header.Get("Mcp-Method") != "tools/call" ||
-			strings.TrimSpace(r.Header.Get("Mcp-Name")) != tr.name || hasParamHeaders(r.Header) {
+			strings.TrimSpace(r.Header.Get("Mcp-Name")) != tr.name {
 			return false // an ordinary call, or go-sdk's error to give
 		}
-		if tool := v.ServedTool(tr.name); tool == nil || f.p.headerBound(tool) || !v.TakesTaskCall(tr.name) {
+		tool := v.ServedTool(tr.name)
+		if tool == nil || !v.TakesTaskCall(tr.name) {
 			return false
+		}
+		if werr := f.p.checkParamHeaders(r.Header, tool, tr.args); werr != nil {
+			f.writeTaskAnswer(w, http.StatusBadRequest, tr.id, nil, werr)
+			return true
 		}
 		res, werr, handled := v.CallToolTask(r.Context(), httpOwner(r), tr.name, tr.params)
 		if !handled {

@@ -30,6 +30,12 @@ func taskSource(release <-chan struct{}) *junction.Pack {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "job done"}}}, nil
 	})
+	routed := &mcp.Tool{Name: "routed", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}
+	junction.SetTaskSupport(routed, junction.TaskOptional)
+	p.AddTool(routed, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		junction.StartTask(ctx)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "routed"}}}, nil
+	})
 	p.AddTool(&mcp.Tool{Name: "plain", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "plain"}}}, nil
 	})
@@ -98,10 +104,25 @@ func errCode(m map[string]any) float64 {
 
 func TestHTTPTasks(t *testing.T) {
 	release := make(chan struct{})
-	srv := httptest.NewServer(bearerUser(New(viewOf(t, taskSource(release)), nil).HTTPHandler(&HTTPOptions{})))
+	v := viewOf(t, taskSource(release))
+	sdkCalls := sdkCounted(v, func(m string) bool { return m == "tools/call" })
+	srv := httptest.NewServer(bearerUser(New(v, nil).HTTPHandler(&HTTPOptions{})))
 	t.Cleanup(srv.Close)
 	call := func(tool, meta string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + meta + `}}`
+	}
+
+	// A tool that binds an argument to a header: its header is checked
+	// on the plane, as for a plain call (TestParamHeadersOnPlane).
+	routed := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__routed","arguments":{"region":"eu"},` + tasksMeta + `}}`
+	if _, m := modernPost(t, srv.URL, "tools/call", "s__routed", "a", routed, "Mcp-Param-Region", "eu"); m["result"].(map[string]any)["resultType"] != "task" {
+		t.Errorf("a task of a tool with a header-bound argument: %v, want a task", m)
+	}
+	if status, m := modernPost(t, srv.URL, "tools/call", "s__routed", "a", routed, "Mcp-Param-Region", "us"); status != 400 || errCode(m) != -32020 {
+		t.Errorf("the same with another Mcp-Param-Region: HTTP %d, %v; want 400 and -32020", status, m)
+	}
+	if n := sdkCalls.Load(); n != 0 {
+		t.Errorf("%d calls reached go-sdk's server; want none", n)
 	}
 	get := func(id, meta string) string {
 		return `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta + `}}`
