@@ -134,3 +134,32 @@ func TestParamBindings(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParamHeaders: any arguments and header values are checked without
+// a panic, and a header that carries a string argument as it is agrees
+// with it.
+func FuzzParamHeaders(f *testing.F) {
+	f.Add(`{"region":"eu","count":3,"where":{"zone":"b"}}`, "eu", "3", "b")
+	f.Add(`{"region":null}`, "", "=?base64?eA==?=", "")
+	f.Add(`{"count":1e400,"where":[1]}`, "x", "1e400", "=?base64?")
+	f.Add(`[{"region":"x"}]`, "x", "-0", "")
+	p := &Plane{}
+	tool := &mcp.Tool{Name: "bound", InputSchema: json.RawMessage(boundToolSchema)}
+	f.Fuzz(func(t *testing.T, args, region, count, zone string) {
+		h := http.Header{}
+		for k, v := range map[string]string{"Mcp-Param-Region": region, "Mcp-Param-Count": count, "Mcp-Param-Zone": zone} {
+			h.Set(k, v)
+		}
+		werr := p.checkParamHeaders(h, tool, json.RawMessage(args))
+		if werr != nil && (werr.Code != mcp.CodeHeaderMismatch || werr.Message == "") {
+			t.Fatalf("%s: %v", args, werr)
+		}
+		var obj map[string]any
+		if json.Unmarshal([]byte(args), &obj) != nil || len(obj) != 1 {
+			return
+		}
+		if s, ok := obj["region"].(string); ok && s == region && s != "" && count == "" && zone == "" && werr != nil {
+			t.Fatalf("%s with Mcp-Param-Region %q: %v; want agreement", args, region, werr)
+		}
+	})
+}
