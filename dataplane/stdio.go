@@ -166,8 +166,9 @@ type stdioSession struct {
 	host  *mcp.ServerSession // the connection's session: raw calls are made for it
 	base  context.Context    // the raw calls' parent: names host (junction.HostSession)
 	calls inflight
-	// ready is set once the host has sent notifications/initialized; until
-	// then every line goes to go-sdk. Owned by the reading goroutine.
+	// ready is set once the host has sent notifications/initialized, which
+	// follows initialize in the order the lines are read (see
+	// initialized). Owned by the reading goroutine.
 	ready bool
 	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28:
 	// that revision's requests (per-request _meta, subscriptions/listen)
@@ -235,6 +236,13 @@ func (s *stdioSession) take(line []byte) bool {
 	return false
 }
 
+// initialized reports whether the raw path takes the host's requests
+// that need a session: once initialize has been answered, as go-sdk's
+// server serves them from then on, without waiting for
+// notifications/initialized; or once that notification has been read,
+// for a host that sends it and its requests before the answer arrives.
+func (s *stdioSession) initialized() bool { return s.ready || s.c.greeted.Load() }
+
 // takeListen takes the host's subscriptions/listen requests and their
 // cancellations, which the plane answers (see listen.go), and reports
 // whether it did.
@@ -250,9 +258,9 @@ func (s *stdioSession) takeListen(line []byte) bool {
 // reports whether it did. Called by the reading goroutine.
 func (s *stdioSession) takeCall(tc toolCall) bool {
 	mi := readMeta(tc.meta)
-	// Before notifications/initialized only a request of 2026-07-28 or
-	// later stands on its own.
-	if !mi.ok || !s.ready && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy {
+	// Before initialize only a request of 2026-07-28 or later stands on
+	// its own.
+	if !mi.ok || !s.initialized() && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy {
 		return false
 	}
 	key := string(tc.id)
@@ -267,7 +275,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 			// A meta-tool's call, once the session is initialized: a
 			// script's inner calls learn the host's revision from it.
 			hr, ok := ownToolRequest(tc)
-			return ok && s.ready && s.takeRequest(hr)
+			return ok && s.initialized() && s.takeRequest(hr)
 		}
 		return s.awaitCall(tc, mi)
 	}
@@ -343,7 +351,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 // a host link (see linked). Called by the reading goroutine.
 func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	mi := readMeta(hr.meta)
-	if !mi.ok || !inRevision(hr, mi.rev) || !s.ready && !mi.rev.Stateless() && hr.method != "ping" || mi.rev.PerRequestMeta() && s.legacy {
+	if !mi.ok || !inRevision(hr, mi.rev) || !s.initialized() && !mi.rev.Stateless() && hr.method != "ping" || mi.rev.PerRequestMeta() && s.legacy {
 		return false
 	}
 	key := string(hr.id)
@@ -500,7 +508,8 @@ type conn struct {
 	listens *listens
 	// extra is given to go-sdk with each request (legacy SSE), or nil.
 	extra *mcp.RequestExtra
-	// greeted: initialize has been answered. Until then go-sdk's
+	// greeted: initialize has been answered (see
+	// stdioSession.initialized). Until then go-sdk's
 	// list_changed notifications, which it sends to every session it
 	// has, are not written: nothing reaches a host before it initializes
 	// (a 2026-07-28 host, which never does, gets them only on a

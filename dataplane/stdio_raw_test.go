@@ -719,3 +719,30 @@ func TestCallToolRaw(t *testing.T) {
 		t.Errorf("%d calls of s__echo went through go-sdk; want none", n)
 	}
 }
+
+// TestStdioRawOnceInitializeAnswered: the raw path takes a host's calls
+// from the answer to initialize on, as go-sdk's server serves them, not
+// only once notifications/initialized has come; before initialize,
+// go-sdk refuses a call of an older host.
+func TestStdioRawOnceInitializeAnswered(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[{"type":"text","text":"fast"}]}`), nil
+	}}
+	h := startFast(t, f, junction.Selection{})
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{}}}`
+	h.send(t, call)
+	if m := h.recv(t); m["error"] == nil {
+		t.Errorf("a call before initialize: %v; want go-sdk's error", m)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := h.recv(t); m["result"] == nil {
+		t.Fatalf("initialize = %v", m)
+	}
+	h.send(t, call)
+	if m := h.recv(t); text(m) != "fast" {
+		t.Errorf("a call after initialize, before notifications/initialized: %v; want the raw path's answer", m)
+	}
+	if n := f.slow.Load(); n != 0 {
+		t.Errorf("%d calls through go-sdk; want none", n)
+	}
+}
