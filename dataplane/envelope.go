@@ -26,19 +26,20 @@ type toolCall struct {
 // parseToolCall reads the one shape of message the raw path takes: a
 // JSON-RPC request {"jsonrpc":"2.0","id":…,"method":"tools/call",
 // "params":{"name":…,…}} whose params hold only name, arguments, _meta,
-// inputResponses and requestState, each member once and spelled exactly,
-// with an id that is a number or a string, and nothing after it. Anything
-// else (a task request, a batch, a notification) goes the typed way. The
-// id and the other members are returned as sent, and checked to be valid
-// JSON, since they are forwarded without being decoded.
+// inputResponses, requestState and task (which is read past), each member
+// once and spelled exactly, with an id that is a number or a string, and
+// nothing after it. Anything else (a batch, a notification) goes the
+// typed way. The id and the other members are returned as sent, and
+// checked to be valid JSON, since they are forwarded without being
+// decoded.
 func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	id, method, params, ok := requestEnvelope(msg)
 	if !ok || string(method) != `"tools/call"` || params == nil {
 		return toolCall{}, false
 	}
 	tc.id = id
-	var rawName []byte
-	var pseen [5]bool
+	var rawName, task []byte
+	var pseen [6]bool
 	if rawjson.Object(params, func(key, val []byte) {
 		k := -1
 		switch string(key) {
@@ -52,6 +53,11 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 			k, tc.inputResponses = 3, val
 		case "requestState":
 			k, tc.requestState = 4, val
+		case "task":
+			// A task-augmented request of a revision before the tasks
+			// extension: the hub does not offer those tasks, so, as
+			// go-sdk's server does, the call is made as a plain one.
+			k, task = 5, val
 		}
 		if k < 0 || pseen[k] {
 			ok = false
@@ -72,7 +78,7 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 		}
 		tc.name = name
 	}
-	for _, v := range []json.RawMessage{tc.args, tc.meta, tc.inputResponses, tc.requestState} {
+	for _, v := range []json.RawMessage{tc.args, tc.meta, tc.inputResponses, tc.requestState, task} {
 		if len(v) > 0 && !json.Valid(v) {
 			return toolCall{}, false
 		}

@@ -55,15 +55,19 @@ tool whose server is still connecting waits for it. junction logs "hub
 ready" once the hub is built and, as it stops, "hub stopped" with the
 number of tool calls it routed and of those the fast path took.
 
-The fast path: a tools/call for a tool of a stdio upstream is forwarded as
-raw bytes, over stdio and HTTP, for hosts of every protocol revision,
-instead of being decoded and re-encoded by go-sdk (several times the
-calls/s; docs/performance.md). Everything else goes through go-sdk: other
-requests, calls to packs, plugins and HTTP or SSE upstreams, a call for a
-tool not known yet, task-augmented calls, a 2026-07-28 request that names
-a log level or, over HTTP without a session, asks for progress, and the
-legacy SSE transport. -fast-path=false sends every host request through
-go-sdk (junction still calls stdio upstreams with raw bytes).
+The fast path: junction's own data plane answers a host's tools/call, its
+lists, prompts/get, resources/read, completion/complete, server/discover
+and ping, over stdio, Streamable HTTP and legacy SSE, for hosts of every
+protocol revision. A call of a stdio upstream's tool is forwarded as raw
+bytes (several times the calls/s of go-sdk's server; docs/performance.md);
+a pack, a plugin or an HTTP upstream is called with the arguments decoded
+only for it. go-sdk's server answers the rest: initialize,
+logging/setLevel, resource subscriptions, requests before initialize, and
+over HTTP an older client's call of a pack, plugin or HTTP upstream
+without a session, and, with -json-response, a 2026-07-28 request that
+asks for progress or log messages. -fast-path=false sends every host
+request through go-sdk (junction still calls stdio upstreams with raw
+bytes).
 
 Examples:
   junction serve                                   # stdio, core pack

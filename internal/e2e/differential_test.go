@@ -1245,7 +1245,9 @@ func handDiffCases() []diffCase {
 		add("result-name-"+n.name, call(nextID(), n.text, args(`{}`)))
 	}
 
-	// Calls with _meta and other params: go-sdk's path on both.
+	// Calls with _meta and other params: the raw path takes those of the
+	// shape it reads (a task member is read past, as go-sdk's server
+	// ignores it), go-sdk's path the others.
 	for _, m := range []struct{ name, params string }{
 		{"progress-string", `"_meta":{"progressToken":"tok"}`},
 		{"progress-number", `"_meta":{"progressToken":7}`},
