@@ -17,6 +17,9 @@ import (
 //     resources/templates/list ([View.ListPage]) wait until none is
 //     left, bounded by [Options.StartupBudget] counted from [New] (see
 //     [Hub.WaitStartup]);
+//   - so does a call of the view's own tools (search_tools, describe_tools,
+//     call_tool, run_script: [View.CallOwnTool]), which answer from the
+//     catalog as a list does;
 //   - a tools/call for a name the hub does not know waits while any is
 //     left, bounded by the budget counted from the call (see [View.Begin]).
 //

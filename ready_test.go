@@ -128,6 +128,45 @@ func TestFirstListWaitsForSourcesStillConnecting(t *testing.T) {
 	})
 }
 
+// TestMetaToolsWaitForSourcesStillConnecting: a search sent right after
+// the host starts the hub finds the tools of a source still connecting,
+// as the first list would list them, rather than a catalog without them.
+func TestMetaToolsWaitForSourcesStillConnecting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := junction.New(nil)
+		defer h.Close()
+		late := newLateSource("late", "echo")
+		add(t, h, "late", late, junction.PrefixAlways)
+		v, err := h.NewLenientView("", junction.Selection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
+			t.Fatal(err)
+		}
+		found := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := v.CallOwnTool(t.Context(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+				Name: "search_tools", Arguments: json.RawMessage(`{"query":"echo"}`)}})
+			if err != nil {
+				t.Errorf("search_tools: %v", err)
+			}
+			found <- res
+		}()
+		synctest.Wait()
+		select {
+		case res := <-found:
+			t.Fatalf("search_tools answered before the source was ready: %v", text(res))
+		default:
+		}
+		time.Sleep(2 * time.Second) // fake time: well inside the budget
+		close(late.ready)
+		if res := <-found; res == nil || !strings.Contains(text(res), "late__echo") {
+			t.Errorf("the first search = %v, want late__echo", res)
+		}
+	})
+}
+
 // TestStartupBudgetRunsOut: a source that never gets ready holds a host's
 // lists only for the startup budget; then the hub serves what it has,
 // says so in the log, and a call to the missing source's tool names the

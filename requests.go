@@ -231,6 +231,10 @@ func (v *View) CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if h == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
 	}
+	// They answer from the catalog, as a list does: a search, or a script,
+	// sent right after the host starts the hub waits, as a list would,
+	// for the sources still connecting.
+	v.hub.WaitStartup(ctx)
 	params := *req.Params
 	res, err := answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
 		if answers != nil {

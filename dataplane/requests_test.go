@@ -854,6 +854,25 @@ func TestMetaToolsOnPlane(t *testing.T) {
 		}
 	})
 
+	// A 2026-07-28 host over stdio never initializes: each request
+	// stands alone, as one without a session does over HTTP.
+	t.Run("stdio-2026", func(t *testing.T) {
+		sdk.Store(0)
+		h := startStdio(t, v, nil)
+		for i, call := range calls {
+			params := strings.Replace(call.params, `{"name"`, `{`+modernListMeta+`,"name"`, 1)
+			h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, params))
+			m := h.recv(t)
+			check(t, params, call.want, m)
+			if res, _ := m["result"].(map[string]any); res != nil && res["resultType"] != "complete" {
+				t.Errorf("%s: %v, want 2026-07-28's members", params, m)
+			}
+		}
+		if n := sdk.Load(); n != 0 {
+			t.Errorf("go-sdk's server answered %d meta-tool calls of a 2026-07-28 host", n)
+		}
+	})
+
 	t.Run("http", func(t *testing.T) {
 		sdk.Store(0)
 		srv := httptest.NewServer(New(v, nil).HTTPHandler(&HTTPOptions{}))

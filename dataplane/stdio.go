@@ -272,10 +272,8 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 			return s.takeCall(tc) // call_tool's call, made directly
 		}
 		if s.p.v.OwnTool(tc.name) {
-			// A meta-tool's call, once the session is initialized: a
-			// script's inner calls learn the host's revision from it.
 			hr, ok := ownToolRequest(tc)
-			return ok && s.initialized() && s.takeRequest(hr)
+			return ok && s.takeRequest(hr)
 		}
 		return s.awaitCall(tc, mi)
 	}
@@ -347,8 +345,9 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 // may wait for the sources still connecting or for a source; the
 // host's cancellation of the request ends it without an answer.
 // Messages and questions for the host go through its session, on this
-// connection, or, for a request that names its own log level, through
-// a host link (see linked). Called by the reading goroutine.
+// connection, or, for a request that names its own log level or stands
+// alone, through a host link (see linked). Called by the reading
+// goroutine.
 func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	mi := readMeta(hr.meta)
 	if !mi.ok || !inRevision(hr, mi.rev) || !s.initialized() && !mi.rev.Stateless() && hr.method != "ping" || mi.rev.PerRequestMeta() && s.legacy {
@@ -356,7 +355,18 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	}
 	key := string(hr.id)
 	hc := &hostCall{}
-	ctx, cancel := context.WithCancelCause(s.linked(key, hc, mi))
+	parent, ss := s.linked(key, hc, mi), s.host
+	if !s.initialized() && mi.rev.PerRequestMeta() {
+		// A request that stands alone (2026-07-28, on a connection that
+		// did not initialize) is answered as one without a session over
+		// HTTP is: what the view does for it goes by the revision and
+		// capabilities its _meta names (a script's inner calls carry
+		// them on), not by a session, and its progress and the log
+		// messages at the level it names go to the host through its link.
+		parent = junction.WithHostLink(s.base, &lineLink{s: s, key: key, hc: hc, level: mcp.LoggingLevel(mi.level)})
+		ss = nil
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	hc.cancel = cancel
 	if !s.calls.add(key, hc) {
 		cancel(nil)
@@ -367,7 +377,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	// results, whatever a request names, as from go-sdk (see conn.older).
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
 	answer := s.answerer(key, hc, hr.id, false, cancel, false)
-	go func() { answer(s.p.answer(ctx, hr, s.host, nil, typed)) }()
+	go func() { answer(s.p.answer(ctx, hr, ss, nil, typed)) }()
 	return true
 }
 

@@ -319,6 +319,15 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestNoToolsHint: in a view without tools, an unknown name says so
+// rather than listing no namespaces.
+func TestNoToolsHint(t *testing.T) {
+	_, err := runTest(t, `await github.create_issue({})`, Env{Funcs: []Func{}}, roomy)
+	if err == nil || !strings.Contains(err.Error(), "this view has no tools for a script to call") || strings.Contains(err.Error(), "namespaces are") {
+		t.Errorf("err = %v, want the hint that there are no tools", err)
+	}
+}
+
 // TestEscape is the hostile-script suite: each must end within the limits
 // with the expected outcome, and leave the hub (this process) unharmed.
 func TestEscape(t *testing.T) {

@@ -313,6 +313,10 @@ func (r *run) hint(se *ScriptError) {
 				names = append(names, f.Namespace)
 			}
 		}
+		if len(names) == 0 {
+			se.Message += "; this view has no tools for a script to call"
+			break
+		}
 		se.Message += "; the tool namespaces are " + strings.Join(names, ", ") + ", and tools[\"exact listed name\"] reaches any tool"
 	case strings.Contains(se.Message, "stack overflow"):
 		se.Message += " (recursion too deep)"
