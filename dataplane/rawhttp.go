@@ -400,7 +400,7 @@ func (hr *httpRawCall) dropped() {
 // 2026-07-28 on a handler without sessions (HTTPStateless). As in go-sdk's
 // stateless mode, such a call has no session to send log messages or
 // requests to; progress it asks for goes on its response, through its
-// host link (with JSON answers only, the call is go-sdk's). A client that
+// host link (with JSON answers only, nowhere: see linked). A client that
 // goes away cancels the call.
 func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
@@ -411,7 +411,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	mi := readMeta(tc.meta)
-	if !mi.ok || mi.rev.PerRequestMeta() || mi.progress && f.jsonOnly {
+	if !mi.ok || mi.rev.PerRequestMeta() {
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
@@ -432,9 +432,12 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 
 // linked returns ctx, the context of a POST without a session whose
 // request's _meta says mi, with a host link (hostlink.go) that sends the
-// progress and log messages the request asks for on rc's response.
+// progress and log messages the request asks for on rc's response. With
+// JSON answers only (-json-response) there is no stream to send them on,
+// and no link: they go nowhere, as go-sdk's handler, whose write of them
+// fails, can deliver them nowhere either.
 func (f *httpRaw) linked(ctx context.Context, rc *httpRawCall, mi metaInfo) context.Context {
-	if !mi.progress && !mi.logLevel {
+	if !mi.progress && !mi.logLevel || f.jsonOnly {
 		return ctx
 	}
 	rc.sink.logLevel = sinkLevel{level: mcp.LoggingLevel(mi.level), named: mi.logLevel && mi.rev.PerRequestMeta()}
@@ -500,8 +503,8 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // in _meta and names its method and tool in headers (Mcp-Method,
 // Mcp-Name). It goes to go-sdk unless everything go-sdk checks holds as
 // it is (go-sdk's error is the answer then). Progress and log messages
-// the host asks for go on the call's response, through its host link;
-// with JSON answers only (no stream) the request is go-sdk's. The result
+// the host asks for go on the call's response, through its host link
+// (with JSON answers only, nowhere: see linked). The result
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.
 func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
 	if r.Header.Get("Mcp-Method") != "tools/call" || !bytes.Contains(body, []byte(`"tools/call"`)) {
@@ -512,7 +515,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	mi := readMeta(tc.meta)
-	if !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version || (mi.progress || mi.logLevel) && f.jsonOnly {
+	if !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version {
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}

@@ -36,8 +36,8 @@ import (
 // sends the host meanwhile goes on the request's response as for a
 // tools/call; and without a session (2026-07-28), where the progress
 // and log messages the request asks for go on its response, through
-// its host link, as for a tools/call (with JSON answers only, go-sdk's
-// handler answers such a request). An older request in stateless mode,
+// its host link, as for a tools/call (with JSON answers only, nowhere).
+// An older request in stateless mode,
 // which has no session to put questions to, is go-sdk's.
 
 // hostRequest is a request of a host the plane takes, as the host sent
@@ -275,7 +275,7 @@ func nonNil[R interface {
 // prompts/get, resources/read and completion/complete on a session
 // (answerOnSession), and without one at 2026-07-28, answered JSON, or,
 // when the request asks for progress or log messages (unless answers are
-// JSON only), on an SSE stream that carries them. A host that goes away
+// JSON only: then they go nowhere), on an SSE stream that carries them. A host that goes away
 // ends the request.
 func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
 	if !mayBeRequest(body) {
@@ -292,8 +292,8 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if hr.method == "server/discover" && sid != "" {
 		return false // a request of 2026-07-28 has no session: go-sdk's to refuse
 	}
-	if hr.params != nil && sid == "" && (!modern || (mi.progress || mi.logLevel) && f.jsonOnly) {
-		return false // no session to ask, or no stream for the messages asked for
+	if hr.params != nil && sid == "" && !modern {
+		return false // no session to ask
 	}
 	if modern && hr.name != "" && r.Header.Get("Mcp-Name") != hr.name {
 		return false // go-sdk checks the header against the body

@@ -64,10 +64,8 @@ a pack, a plugin or an HTTP upstream is called with the arguments decoded
 only for it. go-sdk's server answers the rest: initialize,
 logging/setLevel, resource subscriptions, requests before initialize, and
 over HTTP an older client's call of a pack, plugin or HTTP upstream
-without a session, and, with -json-response, a 2026-07-28 request that
-asks for progress or log messages. -fast-path=false sends every host
-request through go-sdk (junction still calls stdio upstreams with raw
-bytes).
+without a session. -fast-path=false sends every host request through
+go-sdk (junction still calls stdio upstreams with raw bytes).
 
 Examples:
   junction serve                                   # stdio, core pack
