@@ -241,6 +241,37 @@ func ServerResult(res []byte, l *Link) []byte {
 // ModernResult returns a tools/call result for a host at 2026-07-28 or
 // later: with impl, the hub's serverInfo, in its _meta, and a resultType.
 func ModernResult(res []byte, impl []byte) []byte {
+	if out, ok := stampPlain(res, impl); ok {
+		return out
+	}
 	rw := Rewrite{stamp: impl}
 	return rw.apply(res)
+}
+
+// stampPlain is ModernResult for the common result, an object in which
+// neither "_meta" nor "resultType" appears at all: the two members go
+// before its closing brace, found from the end, without a walk of its
+// members. For a well-formed object the bytes are those of the walk
+// (apply); false for any other result, which the walk takes.
+func stampPlain(res, impl []byte) ([]byte, bool) {
+	if bytes.Contains(res, []byte(`"_meta"`)) || bytes.Contains(res, []byte(`"resultType"`)) {
+		return nil, false
+	}
+	start, end := rawjson.SkipSpace(res, 0), len(res)
+	for end > start && rawjson.IsSpace(res[end-1]) {
+		end--
+	}
+	if end-start < 2 || res[start] != '{' || res[end-1] != '}' {
+		return nil, false
+	}
+	closing := end - 1
+	out := make([]byte, 0, len(res)+len(impl)+96)
+	out = append(out, res[:closing]...)
+	if rawjson.SkipSpace(res, start+1) < closing {
+		out = append(out, ',') // after the result's own members
+	}
+	out = append(out, `"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
+	out = append(out, impl...)
+	out = append(out, `},"resultType":"complete"`...)
+	return append(out, res[closing:]...), true
 }

@@ -135,6 +135,27 @@ func TestModernResult(t *testing.T) {
 	}
 }
 
+// FuzzModernResult: a result with neither _meta nor resultType, stamped
+// without a walk (stampPlain), reads byte for byte as the walk writes it.
+func FuzzModernResult(f *testing.F) {
+	for _, res := range []string{`{"content":[]}`, `{}`, " { } ", "{ \"a\" : [1, {\"b\":\"}\"}] }\n", `{"content":[{"type":"text","text":"x"}],"isError":true}`} {
+		f.Add([]byte(res))
+	}
+	f.Fuzz(func(t *testing.T, res []byte) {
+		if !json.Valid(res) {
+			return
+		}
+		got, ok := stampPlain(res, testImpl)
+		walk := Rewrite{stamp: testImpl}
+		if want := walk.apply(res); ok && !bytes.Equal(got, want) {
+			t.Fatalf("stampPlain(%q) = %q, want the walk's %q", res, got, want)
+		}
+		if ok && !json.Valid(got) {
+			t.Fatalf("stampPlain(%q) = %q, not JSON", res, got)
+		}
+	})
+}
+
 // FuzzServerResult: a 2026-07-28 server's result rewritten for a host of
 // that revision in one pass (ServerResult, with the hub's stamp on the
 // link) reads byte for byte as it did in two (StripServerFields, then
@@ -153,6 +174,12 @@ func FuzzServerResult(f *testing.F) {
 		f.Add([]byte(res))
 	}
 	f.Fuzz(func(t *testing.T, res []byte) {
+		if !json.Valid(res) {
+			// A result that is not JSON is passed on as it came, whatever
+			// the bytes: ModernResult appends to one that looks like an
+			// object without walking it (stampPlain).
+			return
+		}
 		want := ModernResult(StripServerFields(bytes.Clone(res)), testImpl)
 		l := &Link{Stamp: testImpl}
 		if got := ServerResult(bytes.Clone(res), l); !bytes.Equal(got, want) || !l.Stamped.Load() {
