@@ -37,8 +37,8 @@ import (
 // tools/call; and without a session (2026-07-28), where the progress
 // and log messages the request asks for go on its response, through
 // its host link, as for a tools/call (with JSON answers only, nowhere).
-// An older request in stateless mode,
-// which has no session to put questions to, is go-sdk's.
+// An older request in stateless mode, which has no session to put
+// questions to, is go-sdk's.
 
 // hostRequest is a request of a host the plane takes, as the host sent
 // it.
@@ -275,8 +275,8 @@ func nonNil[R interface {
 // prompts/get, resources/read and completion/complete on a session
 // (answerOnSession), and without one at 2026-07-28, answered JSON, or,
 // when the request asks for progress or log messages (unless answers are
-// JSON only: then they go nowhere), on an SSE stream that carries them. A host that goes away
-// ends the request.
+// JSON only: then they go nowhere), on an SSE stream that carries them.
+// A host that goes away ends the request.
 func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
 	if !mayBeRequest(body) {
 		return false
