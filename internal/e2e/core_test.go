@@ -354,6 +354,21 @@ func TestHTTPModes(t *testing.T) {
 			t.Errorf("Content-Type = %q, want application/json", ct)
 		}
 	})
+	t.Run("json-response, progress asked without a session", func(t *testing.T) {
+		// A 2026-07-28 request that asks for progress and log messages
+		// has no stream for them when answers are JSON only: the call is
+		// answered, and they go nowhere (docs/deviations.md; go-sdk's
+		// handler failed the call).
+		url := startServe(t, "-insecure-no-auth", "-json-response", "-pack", "conformance")
+		for _, tool := range []string{"test_tool_with_progress", "test_tool_with_logging"} {
+			resp, body := post(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":{},"_meta":{`+
+				`"progressToken":"pt","io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+				map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool})
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || !strings.Contains(body, "executed successfully") {
+				t.Errorf("%s: %d %s %s; want its result as JSON", tool, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+		}
+	})
 	t.Run("legacy sse", func(t *testing.T) {
 		url := startServe(t, "-insecure-no-auth")
 		ctx, cancel := context.WithTimeout(t.Context(), connectTimeout)
