@@ -2,6 +2,7 @@ package junction
 
 import (
 	"context"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,17 +45,46 @@ func HostLinkOf(ctx context.Context) HostLink {
 	return l
 }
 
+// sessionLinks holds the links of the host sessions whose front reaches
+// them itself outside a request (see LinkSession), by session.
+var sessionLinks sync.Map // *mcp.ServerSession → HostLink
+
+// LinkSession records l as host session ss's own link: what [Log] and
+// [NotifyProgress] send ss with a context that carries no link of a
+// request (a source's message when no call of the host is in flight, say,
+// or from a request go-sdk's server answers) goes through l, until
+// unlink is called, as the session ends. The data plane links its stdio
+// connections' sessions, whose log level it keeps (logging/setLevel).
+func LinkSession(ss *mcp.ServerSession, l HostLink) (unlink func()) {
+	sessionLinks.Store(ss, l)
+	return func() { sessionLinks.CompareAndDelete(ss, l) }
+}
+
+// sessionLinkOf returns ss's own link (LinkSession), or nil.
+func sessionLinkOf(ss *mcp.ServerSession) HostLink {
+	if ss == nil {
+		return nil
+	}
+	l, _ := sessionLinks.Load(ss)
+	hl, _ := l.(HostLink)
+	return hl
+}
+
 // Log sends the log message p, about the call whose context is ctx, to
 // its host:
 //
 //   - when the request named its own log level (the call's HostLink's
-//     LogLevel), on the request's answer if p's level is that level or
+//     LogLevel), or else the host set one on a session linked with
+//     [LinkSession], through that link, if p's level is that level or
 //     above it (a level MCP does not name lets nothing through);
-//   - otherwise through ss, the host's session (nil: none), which sends
-//     it if p's level is at or above the level the host set;
+//   - otherwise through ss, the host's go-sdk session (nil: none), which
+//     sends it if p's level is at or above the level the host set;
 //   - with neither, nowhere: the host asked for no log messages.
 func Log(ctx context.Context, ss *mcp.ServerSession, p *mcp.LoggingMessageParams) error {
-	if l := HostLinkOf(ctx); l != nil {
+	for _, l := range [...]HostLink{HostLinkOf(ctx), sessionLinkOf(ss)} {
+		if l == nil {
+			continue
+		}
 		if level, ok := l.LogLevel(); ok {
 			want, wantKnown := levelRank[level]
 			rank, known := levelRank[p.Level]
@@ -72,9 +102,13 @@ func Log(ctx context.Context, ss *mcp.ServerSession, p *mcp.LoggingMessageParams
 
 // NotifyProgress sends the progress p, about the call whose context is
 // ctx, to its host: through the call's HostLink if it has one, otherwise
-// through ss, the host's session; with neither (nil ss), nowhere.
+// through ss's own link ([LinkSession]) or ss, the host's session; with
+// none (nil ss), nowhere.
 func NotifyProgress(ctx context.Context, ss *mcp.ServerSession, p *mcp.ProgressNotificationParams) error {
 	if l := HostLinkOf(ctx); l != nil {
+		return l.Notify("notifications/progress", p)
+	}
+	if l := sessionLinkOf(ss); l != nil {
 		return l.Notify("notifications/progress", p)
 	}
 	if ss == nil {

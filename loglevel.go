@@ -2,12 +2,18 @@ package junction
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Log levels. A host asks for log messages at or above a level
-// (logging/setLevel); go-sdk filters what each host session receives. A
+// (logging/setLevel). Over stdio the data plane answers it
+// ([View.SetHostLevel]) and the hub's record is the only one, which
+// the plane's link to the session filters by; over HTTP go-sdk's server
+// answers it (the hub notes the level, trackLogLevel) and filters what
+// each host session receives outside a call. A
 // source that forwards log messages from elsewhere (a [LevelSetter]: an
 // upstream shared by every host) must send the most verbose level any
 // host asked for, or the hosts that asked for more would never get it.
@@ -84,6 +90,21 @@ func (h *Hub) setHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	h.hostStateOf(ss).level = level
 	h.hostsMu.Unlock()
 	h.updateSourceLevel()
+}
+
+// SetHostLevel answers a host's logging/setLevel for a front that takes
+// the request itself (the data plane over stdio): it records level as the
+// one host session ss asked for, which is then the session's only record
+// (go-sdk's session never sees the request), what the front filters log
+// messages by ([View.HostState]), and what the sources are told. A level
+// MCP does not name is refused with -32602, as the specification asks.
+func (v *View) SetHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) *jsonrpc.Error {
+	if _, known := levelRank[level]; !known {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("logging/setLevel: unknown level %q; want one of debug, info, notice, warning, error, critical, alert, emergency", level)}
+	}
+	v.hub.setHostLevel(ss, level)
+	return nil
 }
 
 // setHostSubscribed records that host session ss subscribes to uri (or

@@ -13,7 +13,10 @@ import (
 //
 //   - over stdio, a 2026-07-28 request that names its own log level
 //     (go-sdk keeps that level in a context key of its own, which only
-//     its handlers get): lineLink;
+//     its handlers get): lineLink; the other requests of the connection
+//     (and what a source sends the host outside a request) go through the
+//     session's own link, sessionLink, which filters log messages by the
+//     level the host set;
 //   - over HTTP, the call's response (its sseSink, which becomes an SSE
 //     stream with the first notification): on a session, every call
 //     (unless answers are JSON only), its log messages filtered by the
@@ -30,6 +33,37 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 		Method  string     `json:"method"`
 		Params  mcp.Params `json:"params"`
 	}{"2.0", method, params})
+}
+
+// sessionLink is a stdio connection's own way to its host outside any
+// one request: log messages and progress for its session go out as lines
+// of the connection, the log messages filtered by the level the host set
+// with logging/setLevel, which the plane answers and the hub keeps (go-sdk's
+// session never sees it). It is the session's link
+// (junction.LinkSession), which junction.Log and NotifyProgress use for a
+// context without a request's own link (lineLink): a raw call's, one of
+// go-sdk's handlers, a source's message outside any call. While the host
+// has set no level, it leaves log messages to the session, which sends
+// none, or those at the level a 2026-07-28 request names, as go-sdk's
+// handler keeps it.
+type sessionLink struct {
+	c  *conn
+	v  View
+	ss *mcp.ServerSession
+}
+
+func (l *sessionLink) Notify(method string, params mcp.Params) error {
+	b, err := notification(method, params)
+	if err != nil {
+		return err
+	}
+	_, err = l.c.out.Write(append(b, '\n'))
+	return err
+}
+
+func (l *sessionLink) LogLevel() (mcp.LoggingLevel, bool) {
+	level, _ := l.v.HostState(l.ss)
+	return level, level != ""
 }
 
 // lineLink is the host link of a raw call over stdio: its notifications

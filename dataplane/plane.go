@@ -51,7 +51,8 @@ type Options struct {
 //     answers to prompts/get, resources/read, completion/complete, a
 //     call of a meta-tool and server/discover (see requests.go).
 //   - HostState: a host session's log level and resource subscriptions,
-//     kept across a parked HTTP session.
+//     kept across a parked HTTP session; SetHostLevel records the level
+//     of a logging/setLevel the plane answers (over stdio).
 //   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
 //     EndTasks, OfferTasks, TakesTaskCall, ServedTool): the requests of
 //     hosts that declare it, which go-sdk does not know.
@@ -69,6 +70,7 @@ type View interface {
 	CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
 	Discover(versions []string) *mcp.DiscoverResult
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
+	SetHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) *jsonrpc.Error
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 	WatchTasks(owner string, fn func(params json.RawMessage)) (stop func())

@@ -49,14 +49,15 @@ type hostRequest struct {
 	meta   json.RawMessage // nil when absent
 	// params is the decoded params of a request that is not a list:
 	// *mcp.GetPromptParams, *mcp.ReadResourceParams, *mcp.CompleteParams,
-	// or *mcp.CallToolParamsRaw for a call of one of the view's own tools
-	// (ownToolRequest).
+	// *mcp.SetLoggingLevelParams, or *mcp.CallToolParamsRaw for a call of
+	// one of the view's own tools (ownToolRequest).
 	params any
 	name   string // what the request names: a prompt's name, a resource's URI ("" for the others)
 }
 
 // requestMethods are the methods besides the lists that the plane takes.
-var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete"}
+// logging/setLevel only over stdio (see stdioSession.setLevel).
+var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete", "logging/setLevel"}
 
 // bareMethods are the methods the plane takes whose params hold nothing
 // but _meta: server/discover and ping.
@@ -64,7 +65,7 @@ var bareMethods = [...]string{"server/discover", "ping"}
 
 // requestNeedles are what mayBeRequest looks for: the end of a list's
 // method, and each of requestMethods and bareMethods in quotes.
-var requestNeedles = [...][]byte{[]byte(`/list"`), []byte(`"prompts/get"`), []byte(`"resources/read"`), []byte(`"completion/complete"`), []byte(`"server/discover"`), []byte(`"ping"`)}
+var requestNeedles = [...][]byte{[]byte(`/list"`), []byte(`"prompts/get"`), []byte(`"resources/read"`), []byte(`"completion/complete"`), []byte(`"logging/setLevel"`), []byte(`"server/discover"`), []byte(`"ping"`)}
 
 // mayBeRequest reports whether msg may be a request the plane answers
 // other than a tools/call: it names a list, one of requestMethods or one
@@ -90,11 +91,12 @@ const maxParamsDepth = 64
 //     holding only a cursor (a string of printable ASCII, as every cursor
 //     the hub makes is) and _meta (an object);
 //   - server/discover or ping whose params, if any, hold only _meta;
-//   - prompts/get, resources/read or completion/complete whose params
-//     are an object, at most maxParamsDepth deep, with _meta (an object)
-//     at most once, that decodes as go-sdk decodes it (its decoder, its
-//     types) and holds what go-sdk requires: a prompt's name, a
-//     resource's URI, a completion's reference and argument name.
+//   - prompts/get, resources/read, completion/complete or
+//     logging/setLevel whose params are an object, at most maxParamsDepth
+//     deep, with _meta (an object) at most once, that decodes as go-sdk
+//     decodes it (its decoder, its types) and holds what go-sdk requires:
+//     a prompt's name, a resource's URI, a completion's reference and
+//     argument name (a log level is checked when it is answered).
 //
 // Anything else goes to go-sdk, which answers it.
 func parseRequest(msg []byte) (hr hostRequest, ok bool) {
@@ -131,6 +133,10 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 		var p mcp.ReadResourceParams
 		ok = decodeParams(params, &p) && p.URI != ""
 		hr.params, hr.name = &p, p.URI
+	case "logging/setLevel":
+		var p mcp.SetLoggingLevelParams
+		ok = decodeParams(params, &p)
+		hr.params = &p
 	default:
 		var p mcp.CompleteParams
 		ok = decodeParams(params, &p) && p.Ref != nil && p.Argument.Name != ""
@@ -148,12 +154,13 @@ func isBareMethod(method string) bool { return slices.Contains(bareMethods[:], m
 
 // inRevision reports whether a request of hr's method is one that a
 // request of revision rev may make: server/discover from 2026-07-28 on,
-// ping before it, the others in every revision.
+// ping and logging/setLevel before it (a 2026-07-28 request names its
+// own level), the others in every revision.
 func inRevision(hr hostRequest, rev junction.Revision) bool {
 	switch hr.method {
 	case "server/discover":
 		return rev.HasDiscover()
-	case "ping":
+	case "ping", "logging/setLevel":
 		return !rev.PerRequestMeta()
 	}
 	return true
@@ -225,6 +232,11 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 		res, err = nonNil(p.v.Complete(ctx, &mcp.CompleteRequest{Session: ss, Params: params, Extra: extra}))
 	case *mcp.CallToolParamsRaw:
 		res, err = nonNil(p.v.CallOwnTool(ctx, &mcp.CallToolRequest{Session: ss, Params: params, Extra: extra}))
+	case *mcp.SetLoggingLevelParams:
+		if werr := p.v.SetHostLevel(ss, params.Level); werr != nil {
+			return nil, werr
+		}
+		return json.RawMessage(`{}`), nil
 	default:
 		switch hr.method {
 		case "ping":
@@ -291,6 +303,12 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	if hr.method == "server/discover" && sid != "" {
 		return false // a request of 2026-07-28 has no session: go-sdk's to refuse
+	}
+	if hr.method == "logging/setLevel" {
+		// go-sdk's: an HTTP session's log messages outside a call go on
+		// its GET stream, which go-sdk serves, filtered by the level its
+		// session keeps.
+		return false
 	}
 	if hr.params != nil && sid == "" && !modern {
 		return false // no session to ask

@@ -106,6 +106,11 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	if err != nil {
 		return err
 	}
+	if p.raw {
+		// The plane answers logging/setLevel, and the session's log
+		// messages and progress go out through its own link.
+		defer junction.LinkSession(ss, &sessionLink{c: c, v: p.v, ss: ss})()
+	}
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
@@ -353,6 +358,10 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	if !mi.ok || !inRevision(hr, mi.rev) || !s.initialized() && !mi.rev.Stateless() && hr.method != "ping" || mi.rev.PerRequestMeta() && s.legacy {
 		return false
 	}
+	if hr.method == "logging/setLevel" {
+		s.setLevel(hr)
+		return true
+	}
 	key := string(hr.id)
 	hc := &hostCall{}
 	parent, ss := s.linked(key, hc, mi), s.host
@@ -379,6 +388,17 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	answer := s.answerer(key, hc, hr.id, false, cancel, false)
 	go func() { answer(s.p.answer(ctx, hr, ss, nil, typed)) }()
 	return true
+}
+
+// setLevel answers the host's logging/setLevel at once, on the reading
+// goroutine, so that what is read after it is served at the new level.
+// The level is the hub's record of the session (View.SetHostLevel), its
+// only one: the session's log messages go out through its sessionLink,
+// filtered by it.
+func (s *stdioSession) setLevel(hr hostRequest) {
+	s.p.count("stdio", hr.method)
+	res, werr := s.p.answer(s.base, hr, s.host, nil, false)
+	s.c.out.Write(wire.AnswerLine(hr.id, res, werr))
 }
 
 // linked returns the parent of the context of the raw call hc, under key,

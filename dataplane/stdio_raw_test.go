@@ -757,3 +757,96 @@ func TestStdioRawOnceInitializeAnswered(t *testing.T) {
 		t.Errorf("%d calls through go-sdk; want none", n)
 	}
 }
+
+// TestStdioSetLevelOnPlane: over stdio the plane answers
+// logging/setLevel, go-sdk's server never sees it, and the session's log
+// messages go out filtered by the level the hub keeps: from a pack's call
+// on the raw path and from one go-sdk's server answers (a call the raw
+// path does not read: it has a member it does not know), before and after
+// the level changes. A level MCP does not name is refused, and the hub
+// tells its sources the level.
+func TestStdioSetLevelOnPlane(t *testing.T) {
+	p := junction.NewPack("p")
+	p.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for _, level := range []mcp.LoggingLevel{"info", "error"} {
+			if err := junction.Log(ctx, req.Session, &mcp.LoggingMessageParams{Level: level, Data: string(level)}); err != nil {
+				return nil, err
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(t.Context(), "s", p, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := sdkCounted(v, func(method string) bool { return method == "logging/setLevel" })
+	h := startStdio(t, v, nil)
+	h.initialize(t)
+
+	// logs calls s__chatty (raw: a plain call; typed: one go-sdk's server
+	// answers) and returns the levels of the log messages before its answer.
+	logs := func(id int, typed bool) []string {
+		t.Helper()
+		extra := ""
+		if typed {
+			extra = `,"extra":1`
+		}
+		h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__chatty","arguments":{}%s}}`, id, extra))
+		var levels []string
+		for {
+			m := h.next(t)
+			if m["id"] != nil {
+				if text(m) != "done" {
+					t.Fatalf("call %d: %v", id, m)
+				}
+				return levels
+			}
+			if m["method"] == "notifications/message" {
+				levels = append(levels, fmt.Sprint(m["params"].(map[string]any)["level"]))
+			}
+		}
+	}
+	setLevel := func(id int, params string) map[string]any {
+		t.Helper()
+		h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"logging/setLevel"%s}`, id, params))
+		return h.recv(t)
+	}
+
+	for _, typed := range []bool{false, true} {
+		if got := logs(1, typed); len(got) != 0 {
+			t.Errorf("before logging/setLevel (typed %v): log messages %v; want none", typed, got)
+		}
+	}
+	if m := setLevel(2, `,"params":{"level":"warning"}`); fmt.Sprint(m["result"]) != "map[]" {
+		t.Fatalf("logging/setLevel warning: %v", m)
+	}
+	if hub.LogLevel() != "warning" {
+		t.Errorf("the sources are told %q; want warning", hub.LogLevel())
+	}
+	for _, typed := range []bool{false, true} {
+		if got := fmt.Sprint(logs(3, typed)); got != "[error]" {
+			t.Errorf("at warning (typed %v): log messages %s; want [error]", typed, got)
+		}
+	}
+	setLevel(4, `,"params":{"level":"debug"}`)
+	for _, typed := range []bool{false, true} {
+		if got := fmt.Sprint(logs(5, typed)); got != "[info error]" {
+			t.Errorf("at debug (typed %v): log messages %s; want [info error]", typed, got)
+		}
+	}
+	if m := setLevel(6, `,"params":{"level":"loud"}`); errCode(m) != -32602 || !strings.Contains(fmt.Sprint(m["error"]), `"loud"`) {
+		t.Errorf("an unknown level: %v; want -32602 naming it", m)
+	}
+	if n := sdk.Load(); n != 0 {
+		t.Errorf("go-sdk's server answered %d logging/setLevel requests; want none", n)
+	}
+	// Without params go-sdk's server refuses it, as before.
+	if m := setLevel(7, ""); errCode(m) != -32600 {
+		t.Errorf("logging/setLevel without params: %v; want go-sdk's -32600", m)
+	}
+}
