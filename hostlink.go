@@ -8,26 +8,32 @@ import (
 )
 
 // A source sends the host of a call a log message or progress with [Log]
-// and [NotifyProgress], which reach the host one of two ways:
+// and [NotifyProgress], which reach the host one of three ways:
 //
 //   - through the call's [HostLink], when the data plane answers the
 //     host's request itself and the request needs what no session
 //     carries: a 2026-07-28 request names its own log level in its _meta,
 //     and over HTTP a request may have no session at all (2026-07-28, or
 //     an older client's in stateless mode);
+//   - otherwise through the session's own HostLink ([LinkSession]), when
+//     the data plane reaches the session itself and keeps its log level
+//     (a stdio connection);
 //   - otherwise through the host's go-sdk session (the request's Session,
-//     or [HostSession] of a raw call's context), as before.
+//     or [HostSession] of a raw call's context).
 
-// HostLink reaches the host of one request that the data plane answers
-// itself. The data plane puts it in the call's context ([WithHostLink]).
+// HostLink reaches a host that the data plane serves itself: the host of
+// one request, in the request's context ([WithHostLink]), or a host
+// session ([LinkSession]).
 type HostLink interface {
-	// Notify sends the host a notification about the request
-	// (notifications/message, notifications/progress) where the host
-	// reads the request's answer: the connection over stdio, the call's
-	// response stream over HTTP. It fails once the request is answered.
+	// Notify sends the host a notification (notifications/message,
+	// notifications/progress): a request's link where the host reads the
+	// request's answer (the connection over stdio, the call's response
+	// stream over HTTP), and fails once the request is answered; a
+	// session's, on the session's connection.
 	Notify(method string, params mcp.Params) error
 	// LogLevel returns the log level the request named in its _meta
-	// (io.modelcontextprotocol/logLevel), and false when it named none.
+	// (io.modelcontextprotocol/logLevel), or the session's the host set,
+	// and false when there is none.
 	LogLevel() (mcp.LoggingLevel, bool)
 }
 
