@@ -763,8 +763,8 @@ func TestStdioRawOnceInitializeAnswered(t *testing.T) {
 // messages go out filtered by the level the hub keeps: from a pack's call
 // on the raw path and from one go-sdk's server answers (a call the raw
 // path does not read: it has a member it does not know), before and after
-// the level changes. A level MCP does not name is refused, and the hub
-// tells its sources the level.
+// the level changes. A level MCP does not name is refused. (That the
+// sources are told the level: the log-level conversations.)
 func TestStdioSetLevelOnPlane(t *testing.T) {
 	p := junction.NewPack("p")
 	p.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -775,15 +775,7 @@ func TestStdioSetLevelOnPlane(t *testing.T) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
-	hub := junction.New(nil)
-	t.Cleanup(func() { hub.Close() })
-	if err := hub.Add(t.Context(), "s", p, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
-		t.Fatal(err)
-	}
-	v, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := viewOf(t, p)
 	sdk := sdkCounted(v, func(method string) bool { return method == "logging/setLevel" })
 	h := startStdio(t, v, nil)
 	h.initialize(t)
@@ -824,9 +816,6 @@ func TestStdioSetLevelOnPlane(t *testing.T) {
 	}
 	if m := setLevel(2, `,"params":{"level":"warning"}`); fmt.Sprint(m["result"]) != "map[]" {
 		t.Fatalf("logging/setLevel warning: %v", m)
-	}
-	if hub.LogLevel() != "warning" {
-		t.Errorf("the sources are told %q; want warning", hub.LogLevel())
 	}
 	for _, typed := range []bool{false, true} {
 		if got := fmt.Sprint(logs(3, typed)); got != "[error]" {
