@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -384,6 +385,41 @@ func TestHTTPModes(t *testing.T) {
 		// took the raw path.
 		if n := rawCalls(t, url, ""); n != 1 {
 			t.Errorf("junction_tool_calls_raw_total = %d after one call over legacy SSE, want 1", n)
+		}
+	})
+	t.Run("legacy sse log level", func(t *testing.T) {
+		// As over stdio, the hub answers the session's logging/setLevel
+		// and sends its log messages at that level and above.
+		url := startServe(t, "-insecure-no-auth", "-pack", "conformance")
+		ctx, cancel := context.WithTimeout(t.Context(), connectTimeout)
+		defer cancel()
+		var got atomic.Int64
+		cs, err := newClient(&mcp.ClientOptions{LoggingMessageHandler: func(context.Context, *mcp.LoggingMessageRequest) {
+			got.Add(1)
+		}}).Connect(ctx, &mcp.SSEClientTransport{Endpoint: strings.TrimSuffix(url, "/mcp") + "/sse"}, nil)
+		if err != nil {
+			t.Fatalf("connect legacy SSE: %v", err)
+		}
+		defer cs.Close()
+		// At warning the tool's three info messages are held back; at
+		// info they come. Three in all, then: none of the first call's.
+		for _, level := range []mcp.LoggingLevel{"warning", "info"} {
+			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+				t.Fatalf("logging/setLevel %s: %v", level, err)
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_tool_with_logging", Arguments: map[string]any{}}); err != nil {
+				t.Fatalf("test_tool_with_logging: %v", err)
+			}
+		}
+		waitFor(t, "the three info messages of the call at info", 10*time.Second, func() bool { return got.Load() >= 3 })
+		if err := cs.Ping(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := got.Load(); n != 3 {
+			t.Errorf("%d log messages, want the 3 of the call at info", n)
+		}
+		if n := rawCalls(t, url, "conformance"); n != 2 {
+			t.Errorf("junction_tool_calls_raw_total = %d after two calls over legacy SSE, want 2", n)
 		}
 	})
 	t.Run("idle session expires", func(t *testing.T) {
