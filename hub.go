@@ -802,9 +802,17 @@ func (l *listener) ResourceUpdated(uri string) {
 	l.h.mu.RLock()
 	views := slices.Clone(l.h.views)
 	l.h.mu.RUnlock()
+	p := &mcp.ResourceUpdatedNotificationParams{URI: uri}
 	for _, v := range views {
 		// Best effort: a session that has gone away is not an error.
-		_ = v.server.ResourceUpdated(l.h.life, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		_ = v.server.ResourceUpdated(l.h.life, p)
+	}
+	// The subscriptions a front answered itself, which go-sdk's server
+	// does not know.
+	for _, ss := range l.h.linkedSubscribers(uri) {
+		if link := sessionLinkOf(ss); link != nil {
+			_ = link.Notify("notifications/resources/updated", p)
+		}
 	}
 }
 

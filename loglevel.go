@@ -46,14 +46,26 @@ func (v *View) trackLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// hostState is what the hub keeps of one host session beyond go-sdk's
-// own record of it: the log level it set ("" if none) and the resources
-// it subscribes to.
+// hostState is what the hub keeps of one host session: the log level it
+// set ("" if none) and the resources it subscribes to; over HTTP go-sdk's
+// session keeps them too, over stdio they are the session's only record.
 type hostState struct {
 	level mcp.LoggingLevel
-	subs  map[string]bool // by URI
-	view  *View           // set once the session has initialized (see hostGreeted)
+	subs  map[string]subscriber // by URI: who made the subscription, and so delivers its updates
+	view  *View                 // set once the session has initialized (see hostGreeted)
 }
+
+// A subscriber says who answered a session's resources/subscribe, and so
+// sends it the resource's notifications/resources/updated: go-sdk's
+// server (it keeps the subscription too) or the front itself, through
+// the session's link (SubscribeHost). A session may hold both for one
+// URI (a stdio host's own subscription and one a listen of its makes).
+type subscriber uint8
+
+const (
+	subscribedInSDK  subscriber = 1 << iota // go-sdk's server answered the subscription
+	subscribedByLink                        // the front answered it (View.SubscribeHost)
+)
 
 // hostStateOf returns the record of host session ss, making it (and a
 // goroutine that forgets it when the session ends) if there is none.
@@ -107,9 +119,9 @@ func (v *View) SetHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) *json
 	return nil
 }
 
-// setHostSubscribed records that host session ss subscribes to uri (or
-// no longer does).
-func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool) {
+// setHostSubscribed records that host session ss subscribes to uri
+// through by (or no longer does).
+func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool, by subscriber) {
 	if ss == nil {
 		return
 	}
@@ -117,15 +129,52 @@ func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool) {
 	defer h.hostsMu.Unlock()
 	if !on {
 		if st := h.hosts[ss]; st != nil {
-			delete(st.subs, uri)
+			if left := st.subs[uri] &^ by; left != 0 {
+				st.subs[uri] = left
+			} else {
+				delete(st.subs, uri)
+			}
 		}
 		return
 	}
 	st := h.hostStateOf(ss)
 	if st.subs == nil {
-		st.subs = make(map[string]bool)
+		st.subs = make(map[string]subscriber)
 	}
-	st.subs[uri] = true
+	st.subs[uri] |= by
+}
+
+// SubscribeHost answers a host's resources/subscribe (on) or
+// resources/unsubscribe for a front that takes the request itself (the
+// data plane over stdio): the source that holds uri is told, as for
+// go-sdk's server, and the hub records the subscription, whose
+// notifications/resources/updated then go to the session through its
+// own link ([LinkSession]). go-sdk's session never hears of it.
+func (v *View) SubscribeHost(ctx context.Context, ss *mcp.ServerSession, uri string, on bool) error {
+	h := v.hub
+	if !on {
+		h.setHostSubscribed(ss, uri, false, subscribedByLink)
+		return h.subscribe(WithHostSession(ctx, ss), uri, false)
+	}
+	if err := h.subscribe(WithHostSession(ctx, ss), uri, true); err != nil {
+		return err
+	}
+	h.setHostSubscribed(ss, uri, true, subscribedByLink)
+	return nil
+}
+
+// linkedSubscribers returns the host sessions subscribed to uri through
+// their front (SubscribeHost).
+func (h *Hub) linkedSubscribers(uri string) []*mcp.ServerSession {
+	h.hostsMu.Lock()
+	defer h.hostsMu.Unlock()
+	var out []*mcp.ServerSession
+	for ss, st := range h.hosts {
+		if st.subs[uri]&subscribedByLink != 0 {
+			out = append(out, ss)
+		}
+	}
+	return out
 }
 
 // HostState returns what the hub keeps of host session ss beyond its

@@ -89,12 +89,12 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			err := h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, true)
 			if err == nil {
-				h.setHostSubscribed(req.Session, req.Params.URI, true)
+				h.setHostSubscribed(req.Session, req.Params.URI, true, subscribedInSDK)
 			}
 			return err
 		},
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-			h.setHostSubscribed(req.Session, req.Params.URI, false)
+			h.setHostSubscribed(req.Session, req.Params.URI, false, subscribedInSDK)
 			return h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, false)
 		},
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {

@@ -51,8 +51,9 @@ type Options struct {
 //     answers to prompts/get, resources/read, completion/complete, a
 //     call of a meta-tool and server/discover (see requests.go).
 //   - HostState: a host session's log level and resource subscriptions,
-//     kept across a parked HTTP session; SetHostLevel records the level
-//     of a logging/setLevel the plane answers (over stdio).
+//     kept across a parked HTTP session; SetHostLevel and SubscribeHost
+//     answer a logging/setLevel and a resources/subscribe or unsubscribe
+//     the plane takes (over stdio).
 //   - The tasks extension (CallToolTask, TaskRequest, WatchTasks,
 //     EndTasks, OfferTasks, TakesTaskCall, ServedTool): the requests of
 //     hosts that declare it, which go-sdk does not know.
@@ -71,6 +72,7 @@ type View interface {
 	Discover(versions []string) *mcp.DiscoverResult
 	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
 	SetHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) *jsonrpc.Error
+	SubscribeHost(ctx context.Context, ss *mcp.ServerSession, uri string, on bool) error
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 	WatchTasks(owner string, fn func(params json.RawMessage)) (stop func())

@@ -55,9 +55,14 @@ type hostRequest struct {
 	name   string // what the request names: a prompt's name, a resource's URI ("" for the others)
 }
 
-// requestMethods are the methods besides the lists that the plane takes.
-// logging/setLevel only over stdio (see stdioSession.setLevel).
-var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete", "logging/setLevel"}
+// requestMethods are the methods besides the lists that the plane takes;
+// logging/setLevel and the resource subscriptions only over stdio (see
+// sessionLink).
+var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+
+// sessionMethods are those of requestMethods that change the session's
+// own state, which over HTTP go-sdk's session keeps.
+var sessionMethods = [...]string{"logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
 // bareMethods are the methods the plane takes whose params hold nothing
 // but _meta: server/discover and ping.
@@ -65,7 +70,7 @@ var bareMethods = [...]string{"server/discover", "ping"}
 
 // requestNeedles are what mayBeRequest looks for: the end of a list's
 // method, and each of requestMethods and bareMethods in quotes.
-var requestNeedles = [...][]byte{[]byte(`/list"`), []byte(`"prompts/get"`), []byte(`"resources/read"`), []byte(`"completion/complete"`), []byte(`"logging/setLevel"`), []byte(`"server/discover"`), []byte(`"ping"`)}
+var requestNeedles = [...][]byte{[]byte(`/list"`), []byte(`"prompts/get"`), []byte(`"resources/read"`), []byte(`"completion/complete"`), []byte(`"logging/setLevel"`), []byte(`"resources/subscribe"`), []byte(`"resources/unsubscribe"`), []byte(`"server/discover"`), []byte(`"ping"`)}
 
 // mayBeRequest reports whether msg may be a request the plane answers
 // other than a tools/call: it names a list, one of requestMethods or one
@@ -91,12 +96,13 @@ const maxParamsDepth = 64
 //     holding only a cursor (a string of printable ASCII, as every cursor
 //     the hub makes is) and _meta (an object);
 //   - server/discover or ping whose params, if any, hold only _meta;
-//   - prompts/get, resources/read, completion/complete or
-//     logging/setLevel whose params are an object, at most maxParamsDepth
-//     deep, with _meta (an object) at most once, that decodes as go-sdk
-//     decodes it (its decoder, its types) and holds what go-sdk requires:
-//     a prompt's name, a resource's URI, a completion's reference and
-//     argument name (a log level is checked when it is answered).
+//   - prompts/get, resources/read, completion/complete, logging/setLevel,
+//     resources/subscribe or resources/unsubscribe whose params are an
+//     object, at most maxParamsDepth deep, with _meta (an object) at most
+//     once, that decodes as go-sdk decodes it (its decoder, its types)
+//     and holds what go-sdk requires: a prompt's name, a resource's URI
+//     (to read), a completion's reference and argument name (a log level
+//     and a URI to subscribe to are checked when they are answered).
 //
 // Anything else goes to go-sdk, which answers it.
 func parseRequest(msg []byte) (hr hostRequest, ok bool) {
@@ -137,6 +143,14 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 		var p mcp.SetLoggingLevelParams
 		ok = decodeParams(params, &p)
 		hr.params = &p
+	case "resources/subscribe":
+		var p mcp.SubscribeParams
+		ok = decodeParams(params, &p)
+		hr.params, hr.name = &p, p.URI
+	case "resources/unsubscribe":
+		var p mcp.UnsubscribeParams
+		ok = decodeParams(params, &p)
+		hr.params, hr.name = &p, p.URI
 	default:
 		var p mcp.CompleteParams
 		ok = decodeParams(params, &p) && p.Ref != nil && p.Argument.Name != ""
@@ -154,17 +168,19 @@ func isBareMethod(method string) bool { return slices.Contains(bareMethods[:], m
 
 // inRevision reports whether a request of hr's method is one that a
 // request of revision rev may make: server/discover from 2026-07-28 on,
-// ping and logging/setLevel before it (a 2026-07-28 request names its
-// own level), the others in every revision.
+// ping and the session's own requests (logging/setLevel, the resource
+// subscriptions) before it, the others in every revision.
 func inRevision(hr hostRequest, rev junction.Revision) bool {
-	switch hr.method {
-	case "server/discover":
+	switch {
+	case hr.method == "server/discover":
 		return rev.HasDiscover()
-	case "ping", "logging/setLevel":
+	case hr.method == "ping", isSessionMethod(hr.method):
 		return !rev.PerRequestMeta()
 	}
 	return true
 }
+
+func isSessionMethod(method string) bool { return slices.Contains(sessionMethods[:], method) }
 
 // decodeParams decodes params into p as go-sdk's server does (the same
 // decoder, which matches member names exactly), and reports whether it
@@ -237,6 +253,11 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 			return nil, werr
 		}
 		return json.RawMessage(`{}`), nil
+	case *mcp.SubscribeParams, *mcp.UnsubscribeParams:
+		_, on := params.(*mcp.SubscribeParams)
+		if err = p.v.SubscribeHost(ctx, ss, hr.name, on); err == nil {
+			return json.RawMessage(`{}`), nil
+		}
 	default:
 		switch hr.method {
 		case "ping":
@@ -304,10 +325,10 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if hr.method == "server/discover" && sid != "" {
 		return false // a request of 2026-07-28 has no session: go-sdk's to refuse
 	}
-	if hr.method == "logging/setLevel" {
-		// go-sdk's: an HTTP session's log messages outside a call go on
-		// its GET stream, which go-sdk serves, filtered by the level its
-		// session keeps.
+	if isSessionMethod(hr.method) {
+		// go-sdk's: an HTTP session's log messages and resource updates
+		// outside a call go on its GET stream, which go-sdk serves, as
+		// its session's level and subscriptions say.
 		return false
 	}
 	if hr.params != nil && sid == "" && !modern {

@@ -839,3 +839,73 @@ func TestStdioSetLevelOnPlane(t *testing.T) {
 		t.Errorf("logging/setLevel without params: %v; want go-sdk's -32600", m)
 	}
 }
+
+// TestStdioSubscribeOnPlane: over stdio the plane answers
+// resources/subscribe and unsubscribe, go-sdk's server never sees them,
+// and a subscribed resource's update reaches the host through the
+// session's link until it unsubscribes. An unknown resource gets the
+// hub's "Resource not found" (-32602), as through go-sdk's server.
+func TestStdioSubscribeOnPlane(t *testing.T) {
+	p := junction.NewPack("p")
+	p.AddResource(&mcp.Resource{URI: "file:///watched", Name: "watched"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///watched", Text: "x"}}}, nil
+	})
+	v := viewOf(t, p)
+	sdk := sdkCounted(v, func(method string) bool {
+		return strings.HasPrefix(method, "resources/") && strings.HasSuffix(method, "subscribe")
+	})
+	h := startStdio(t, v, nil)
+	h.initialize(t)
+	request := func(id int, method, uri string) map[string]any {
+		t.Helper()
+		h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"uri":%q}}`, id, method, uri))
+		return h.recv(t)
+	}
+	// updated tells the hub the resource changed, then pings: the update,
+	// if the host gets one, comes before the ping's answer. (The update is
+	// written to the host's pipe before ResourceUpdated returns, so it is
+	// told on a goroutine of its own while this one reads.)
+	updated := func(id int) (got bool) {
+		t.Helper()
+		go func() {
+			p.ResourceUpdated("file:///watched")
+			io.WriteString(h.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", id))
+		}()
+		for {
+			m := h.next(t)
+			switch {
+			case m["method"] == "notifications/resources/updated":
+				if fmt.Sprint(m["params"].(map[string]any)["uri"]) != "file:///watched" {
+					t.Errorf("update %v; want file:///watched", m)
+				}
+				got = true
+			case m["id"] == float64(id):
+				return got
+			}
+		}
+	}
+
+	if m := request(1, "resources/subscribe", "file:///watched"); fmt.Sprint(m["result"]) != "map[]" {
+		t.Fatalf("resources/subscribe: %v", m)
+	}
+	if !updated(2) {
+		t.Error("no notifications/resources/updated for a subscribed resource")
+	}
+	if m := request(3, "resources/unsubscribe", "file:///watched"); fmt.Sprint(m["result"]) != "map[]" {
+		t.Fatalf("resources/unsubscribe: %v", m)
+	}
+	if updated(4) {
+		t.Error("notifications/resources/updated after the host unsubscribed")
+	}
+	if m := request(5, "resources/subscribe", "file:///nope"); errCode(m) != -32602 {
+		t.Errorf("subscribing to an unknown resource: %v; want -32602", m)
+	}
+	if n := sdk.Load(); n != 0 {
+		t.Errorf("go-sdk's server answered %d subscription requests; want none", n)
+	}
+	for ss := range v.Server().Sessions() {
+		if _, subscribed := v.HostState(ss); subscribed {
+			t.Error("the hub still records a subscription after the host unsubscribed")
+		}
+	}
+}

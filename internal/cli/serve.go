@@ -58,14 +58,15 @@ number of tool calls it routed and of those the fast path took.
 The fast path: junction's own data plane answers a host's tools/call, its
 lists, prompts/get, resources/read, completion/complete, server/discover
 and ping, over stdio, Streamable HTTP and legacy SSE, for hosts of every
-protocol revision, and over stdio logging/setLevel. A call of a stdio upstream's tool is forwarded as raw
+protocol revision, and over stdio logging/setLevel and the resource
+subscriptions. A call of a stdio upstream's tool is forwarded as raw
 bytes (several times the calls/s of go-sdk's server; docs/performance.md);
 a pack, a plugin or an HTTP upstream is called with the arguments decoded
-only for it. go-sdk's server answers the rest: initialize,
-logging/setLevel over HTTP, resource subscriptions, requests before initialize, and
-over HTTP an older client's call of a pack, plugin or HTTP upstream
-without a session. -fast-path=false sends every host request through
-go-sdk (junction still calls stdio upstreams with raw bytes).
+only for it. go-sdk's server answers the rest: initialize, requests
+before initialize, and over HTTP logging/setLevel, the resource
+subscriptions and an older client's call of a pack, plugin or HTTP
+upstream without a session. -fast-path=false sends every host request
+through go-sdk (junction still calls stdio upstreams with raw bytes).
 
 Examples:
   junction serve                                   # stdio, core pack
