@@ -61,8 +61,8 @@ type Call struct {
 	extra   *mcp.RequestExtra // for a decoded call: see SetRequestExtra
 
 	// What the call's CallInfo reports (see observe).
-	session *mcp.ServerSession // the typed call's host session; a raw call's is in ctx
-	in      json.RawMessage    // the typed call's arguments, or the raw call's params
+	session Host            // the typed call's host session; a raw call's is in ctx
+	in      json.RawMessage // the typed call's arguments, or the raw call's params
 	inRaw   bool
 	res     *mcp.CallToolResult
 	resJSON json.RawMessage
@@ -264,7 +264,7 @@ func (c *Call) SourceName() string { return c.st.name }
 // HostSession returns the host session the call is made for, or nil (a
 // stateless HTTP request, [Hub.Call]). It is known once the call is
 // handed to its source.
-func (c *Call) HostSession() *mcp.ServerSession {
+func (c *Call) HostSession() Host {
 	if c.session == nil && c.inRaw {
 		return HostSession(c.ctx)
 	}
@@ -291,7 +291,8 @@ func (c *Call) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if !c.keepTasks {
 		params.Meta = withoutTasksMeta(c.src, params.Meta)
 	}
-	c.session, c.in = req.Session, params.Arguments
+	c.ctx, c.session = withRequestHost(c.ctx, req.Session)
+	c.in = params.Arguments
 	if c.hub.opts.Trace != nil {
 		c.ctx = c.hub.opts.Trace(c.ctx, c, metaTraceContext(params.Meta))
 	}

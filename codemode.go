@@ -351,7 +351,7 @@ func (v *View) finishScript(ctx context.Context, req *mcp.CallToolRequest, start
 	// host's retry), when it asked for progress: through its session, or
 	// its host link when it has no session (NotifyProgress).
 	if token := req.Params.Meta["progressToken"]; token != nil && (req.Session != nil || HostLinkOf(ctx) != nil) {
-		run.progress.Store(&progressTarget{ctx: ctx, session: req.Session, token: token})
+		run.progress.Store(&progressTarget{ctx: ctx, session: SessionHost(req.Session), token: token})
 		defer run.progress.Store(nil)
 	}
 	paused, out, err := v.await(ctx, run)

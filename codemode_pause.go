@@ -46,7 +46,7 @@ type scriptRun struct {
 // progressTarget is a request that wants a script's progress.
 type progressTarget struct {
 	ctx     context.Context
-	session *mcp.ServerSession
+	session Host
 	token   any
 }
 

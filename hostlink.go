@@ -53,7 +53,7 @@ func HostLinkOf(ctx context.Context) HostLink {
 
 // sessionLinks holds the links of the host sessions whose front reaches
 // them itself outside a request (see LinkSession), by session.
-var sessionLinks sync.Map // *mcp.ServerSession → HostLink
+var sessionLinks sync.Map // Host → HostLink
 
 // LinkSession records l as host session ss's own link: what [Log] and
 // [NotifyProgress] send ss with a context that carries no link of a
@@ -61,13 +61,13 @@ var sessionLinks sync.Map // *mcp.ServerSession → HostLink
 // or from a request go-sdk's server answers) goes through l, until
 // unlink is called, as the session ends. The data plane links its stdio
 // connections' sessions, whose log level it keeps (logging/setLevel).
-func LinkSession(ss *mcp.ServerSession, l HostLink) (unlink func()) {
+func LinkSession(ss Host, l HostLink) (unlink func()) {
 	sessionLinks.Store(ss, l)
 	return func() { sessionLinks.CompareAndDelete(ss, l) }
 }
 
 // sessionLinkOf returns ss's own link (LinkSession), or nil.
-func sessionLinkOf(ss *mcp.ServerSession) HostLink {
+func sessionLinkOf(ss Host) HostLink {
 	if ss == nil {
 		return nil
 	}
@@ -86,7 +86,7 @@ func sessionLinkOf(ss *mcp.ServerSession) HostLink {
 //   - otherwise through ss, the host's go-sdk session (nil: none), which
 //     sends it if p's level is at or above the level the host set;
 //   - with neither, nowhere: the host asked for no log messages.
-func Log(ctx context.Context, ss *mcp.ServerSession, p *mcp.LoggingMessageParams) error {
+func Log(ctx context.Context, ss Host, p *mcp.LoggingMessageParams) error {
 	for _, l := range [...]HostLink{HostLinkOf(ctx), sessionLinkOf(ss)} {
 		if l == nil {
 			continue
@@ -110,7 +110,7 @@ func Log(ctx context.Context, ss *mcp.ServerSession, p *mcp.LoggingMessageParams
 // ctx, to its host: through the call's HostLink if it has one, otherwise
 // through ss's own link ([LinkSession]) or ss, the host's session; with
 // none (nil ss), nowhere.
-func NotifyProgress(ctx context.Context, ss *mcp.ServerSession, p *mcp.ProgressNotificationParams) error {
+func NotifyProgress(ctx context.Context, ss Host, p *mcp.ProgressNotificationParams) error {
 	if l := HostLinkOf(ctx); l != nil {
 		return l.Notify("notifications/progress", p)
 	}

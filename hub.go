@@ -108,7 +108,7 @@ type CallInfo struct {
 	View string
 	// Session is the host session the call was made for, or nil (a
 	// stateless HTTP request, [Hub.Call]).
-	Session *mcp.ServerSession
+	Session Host
 	// Context is the context the source got (see [Options.Trace]). It is
 	// done, or soon will be: use it for its values only.
 	Context context.Context
@@ -291,7 +291,7 @@ type Hub struct {
 	inflight atomic.Int64 // tool calls being routed now
 
 	hostsMu     sync.Mutex // guards hosts and sentLevel (see loglevel.go)
-	hosts       map[*mcp.ServerSession]*hostState
+	hosts       map[Host]*hostState
 	sentLevel   mcp.LoggingLevel // last level given to LevelSetter sources; "" before any
 	levelSendMu sync.Mutex       // serialises updateSourceLevel
 	soleSendMu  sync.Mutex       // serialises updateSoleHosts; guards sourceState.sole
@@ -319,7 +319,7 @@ type Hub struct {
 type sourceState struct {
 	name    string
 	src     Source
-	sole    *mcp.ServerSession // the sole host last given to a HostWatcher src; guarded by Hub.soleSendMu
+	sole    Host // the sole host last given to a HostWatcher src; guarded by Hub.soleSendMu
 	opts    SourceOptions
 	catalog *Catalog // last good catalog; guarded by Hub.mu
 	err     error    // last Catalog error; guarded by Hub.mu

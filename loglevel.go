@@ -40,7 +40,7 @@ func (v *View) trackLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
 		ss, ok2 := req.GetSession().(*mcp.ServerSession)
 		if ok && ok2 && p != nil && ss != nil {
-			v.hub.setHostLevel(ss, p.Level)
+			v.hub.setHostLevel(SessionHost(ss), p.Level)
 		}
 		return res, err
 	}
@@ -70,12 +70,12 @@ const (
 // hostStateOf returns the record of host session ss, making it (and a
 // goroutine that forgets it when the session ends) if there is none.
 // Requires h.hostsMu.
-func (h *Hub) hostStateOf(ss *mcp.ServerSession) *hostState {
+func (h *Hub) hostStateOf(ss Host) *hostState {
 	if st := h.hosts[ss]; st != nil {
 		return st
 	}
 	if h.hosts == nil {
-		h.hosts = make(map[*mcp.ServerSession]*hostState)
+		h.hosts = make(map[Host]*hostState)
 	}
 	st := &hostState{}
 	h.hosts[ss] = st
@@ -94,7 +94,7 @@ func (h *Hub) hostStateOf(ss *mcp.ServerSession) *hostState {
 
 // setHostLevel records the level host session ss asked for and updates
 // the sources. The level is forgotten when the session ends.
-func (h *Hub) setHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+func (h *Hub) setHostLevel(ss Host, level mcp.LoggingLevel) {
 	if _, known := levelRank[level]; !known {
 		return // go-sdk has refused it already; nothing to pass on
 	}
@@ -110,7 +110,7 @@ func (h *Hub) setHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
 // (go-sdk's session never sees the request), what the front filters log
 // messages by ([View.HostState]), and what the sources are told. A level
 // MCP does not name is refused with -32602, as the specification asks.
-func (v *View) SetHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) *jsonrpc.Error {
+func (v *View) SetHostLevel(ss Host, level mcp.LoggingLevel) *jsonrpc.Error {
 	if _, known := levelRank[level]; !known {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("logging/setLevel: unknown level %q; want one of debug, info, notice, warning, error, critical, alert, emergency", level)}
@@ -121,7 +121,7 @@ func (v *View) SetHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) *json
 
 // setHostSubscribed records that host session ss subscribes to uri
 // through by (or no longer does).
-func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool, by subscriber) {
+func (h *Hub) setHostSubscribed(ss Host, uri string, on bool, by subscriber) {
 	if ss == nil {
 		return
 	}
@@ -150,7 +150,7 @@ func (h *Hub) setHostSubscribed(ss *mcp.ServerSession, uri string, on bool, by s
 // go-sdk's server, and the hub records the subscription, whose
 // notifications/resources/updated then go to the session through its
 // own link ([LinkSession]). go-sdk's session never hears of it.
-func (v *View) SubscribeHost(ctx context.Context, ss *mcp.ServerSession, uri string, on bool) error {
+func (v *View) SubscribeHost(ctx context.Context, ss Host, uri string, on bool) error {
 	h := v.hub
 	if !on {
 		h.setHostSubscribed(ss, uri, false, subscribedByLink)
@@ -165,10 +165,10 @@ func (v *View) SubscribeHost(ctx context.Context, ss *mcp.ServerSession, uri str
 
 // linkedSubscribers returns the host sessions subscribed to uri through
 // their front (SubscribeHost).
-func (h *Hub) linkedSubscribers(uri string) []*mcp.ServerSession {
+func (h *Hub) linkedSubscribers(uri string) []Host {
 	h.hostsMu.Lock()
 	defer h.hostsMu.Unlock()
-	var out []*mcp.ServerSession
+	var out []Host
 	for ss, st := range h.hosts {
 		if st.subs[uri]&subscribedByLink != 0 {
 			out = append(out, ss)
@@ -182,7 +182,7 @@ func (h *Hub) linkedSubscribers(uri string) []*mcp.ServerSession {
 // and whether it subscribes to any resource. A transport that closes a
 // quiet session and makes it anew later, as the host comes back, must
 // set the level again, and cannot make subscriptions anew.
-func (v *View) HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool) {
+func (v *View) HostState(ss Host) (level mcp.LoggingLevel, subscribed bool) {
 	h := v.hub
 	h.hostsMu.Lock()
 	defer h.hostsMu.Unlock()
@@ -259,7 +259,7 @@ func (h *Hub) tellLevel(src Source) {
 
 // hostGreeted records that host session ss of v has initialized, and
 // tells the HostWatcher sources who their sole host is now.
-func (h *Hub) hostGreeted(v *View, ss *mcp.ServerSession) {
+func (h *Hub) hostGreeted(v *View, ss Host) {
 	if ss == nil {
 		return
 	}
@@ -271,7 +271,7 @@ func (h *Hub) hostGreeted(v *View, ss *mcp.ServerSession) {
 
 // hostRootsChanged tells the HostWatcher sources v serves that host
 // session ss's roots changed.
-func (h *Hub) hostRootsChanged(v *View, ss *mcp.ServerSession) {
+func (h *Hub) hostRootsChanged(v *View, ss Host) {
 	for _, st := range h.hostWatchers() {
 		if v.fromSource(st) {
 			st.src.(HostWatcher).HostRootsChanged(ss)
@@ -298,7 +298,7 @@ func (h *Hub) updateSoleHosts() {
 	h.soleSendMu.Lock()
 	defer h.soleSendMu.Unlock()
 	for _, st := range h.hostWatchers() {
-		var sole *mcp.ServerSession
+		var sole Host
 		n := 0
 		h.hostsMu.Lock()
 		for ss, hs := range h.hosts {

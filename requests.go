@@ -100,7 +100,8 @@ func (v *View) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.G
 	}
 	params := *req.Params
 	params.Name = e.local
-	return answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.GetPromptResult, error) {
+	ctx, host := withRequestHost(ctx, req.Session)
+	return answerAsking(ctx, host, func(answers mcp.InputResponseMap, state string) (*mcp.GetPromptResult, error) {
 		if answers != nil {
 			params.InputResponses, params.RequestState = answers, state
 		}
@@ -125,7 +126,8 @@ func (v *View) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	params := *req.Params
-	res, err := answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.ReadResourceResult, error) {
+	ctx, host := withRequestHost(ctx, req.Session)
+	res, err := answerAsking(ctx, host, func(answers mcp.InputResponseMap, state string) (*mcp.ReadResourceResult, error) {
 		if answers != nil {
 			params.InputResponses, params.RequestState = answers, state
 		}
@@ -213,6 +215,7 @@ func (v *View) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	if src == nil {
 		return empty, nil
 	}
+	ctx, _ = withRequestHost(ctx, req.Session)
 	res, err := src.Complete(ctx, &mcp.CompleteRequest{Session: req.Session, Params: &params, Extra: req.Extra})
 	if err == nil && res != nil && res.Completion.Values == nil {
 		res.Completion.Values = []string{}
@@ -236,7 +239,8 @@ func (v *View) CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	// for the sources still connecting.
 	v.hub.WaitStartup(ctx)
 	params := *req.Params
-	res, err := answerAsking(ctx, req.Session, func(answers mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
+	ctx, host := withRequestHost(ctx, req.Session)
+	res, err := answerAsking(ctx, host, func(answers mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
 		if answers != nil {
 			params.InputResponses, params.RequestState = answers, state
 		}
@@ -303,7 +307,7 @@ func (v *View) templateLocked(uri string) *templateEntry {
 // questions and content, an empty set of questions to an older host, and
 // a host that refuses, are protocol errors, as go-sdk's server makes
 // them.
-func answerAsking[R any](ctx context.Context, ss *mcp.ServerSession, call func(mcp.InputResponseMap, string) (R, error), asks func(R) (mcp.InputRequestMap, string, bool)) (R, error) {
+func answerAsking[R any](ctx context.Context, ss Host, call func(mcp.InputResponseMap, string) (R, error), asks func(R) (mcp.InputRequestMap, string, bool)) (R, error) {
 	var zero R
 	res, err := call(nil, "")
 	if err != nil {
@@ -340,7 +344,7 @@ func answerAsking[R any](ctx context.Context, ss *mcp.ServerSession, call func(m
 // asks the host something, with "resultType":"input_required" (which
 // go-sdk keeps unexported) if that host reads questions in results
 // (2026-07-28 on; see answerAsking).
-func MarshalResult(res mcp.Result, ss *mcp.ServerSession) ([]byte, error) {
+func MarshalResult(res mcp.Result, ss Host) ([]byte, error) {
 	e := resultEncoders.Get().(*resultEncoder)
 	defer resultEncoders.Put(e)
 	e.buf.Reset()

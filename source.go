@@ -18,9 +18,11 @@ import (
 // names back on the way in: the Params.Name of a CallTool or GetPrompt
 // request is always the source-local name.
 //
-// The request a source receives carries the host's session
-// (req.Session), so a source can send progress, log messages, sampling
-// and elicitation requests back to the host that caused the call.
+// The context of every request a source receives names the host that
+// caused it ([HostSession]), so a source can send it progress, log
+// messages ([Log], [NotifyProgress]), and sampling and elicitation
+// requests. The request's own Session is go-sdk's, set only when a
+// go-sdk server session carries the host; sources do not read it.
 //
 // A Source must be safe for concurrent use.
 type Source interface {
@@ -135,8 +137,8 @@ type LevelSetter interface {
 // such a view says its roots changed (notifications/roots/list_changed).
 // Neither may block.
 type HostWatcher interface {
-	SetSoleHost(ss *mcp.ServerSession)
-	HostRootsChanged(ss *mcp.ServerSession)
+	SetSoleHost(ss Host)
+	HostRootsChanged(ss Host)
 }
 
 // A RawCaller is a [Source] that can forward a tools/call without decoding
@@ -190,19 +192,21 @@ type RawStarter interface {
 type hostSessionKey struct{}
 
 // WithHostSession returns a context that names ss as the host session a
-// call is made for; see [HostSession]. A nil ss returns ctx.
-func WithHostSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
+// call is made for; see [HostSession]. A nil ss returns ctx. A front
+// names the host in the context of each request it hands the hub.
+func WithHostSession(ctx context.Context, ss Host) context.Context {
 	if ss == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, hostSessionKey{}, ss)
 }
 
-// HostSession returns the host session a [RawCaller]'s call is made for,
-// or nil (a call outside any session: a stateless HTTP request, a pack's
+// HostSession returns the host session a source's request is made for,
+// raw or typed, or nil (a request outside any session: one of 2026-07-28
+// or a stateless HTTP request, which stands alone, or a pack's
 // [Hub.Call]).
-func HostSession(ctx context.Context) *mcp.ServerSession {
-	ss, _ := ctx.Value(hostSessionKey{}).(*mcp.ServerSession)
+func HostSession(ctx context.Context) Host {
+	ss, _ := ctx.Value(hostSessionKey{}).(Host)
 	return ss
 }
 

@@ -33,7 +33,7 @@ func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawM
 		if answers != nil {
 			p.InputResponses, p.RequestState = answers, state
 		}
-		return t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: ss, Params: &p, Extra: extra})
+		return t.c.src.CallTool(ctx, &mcp.CallToolRequest{Session: sdkSession(ss), Params: &p, Extra: extra})
 	}, toolAsks)
 	if err != nil || res == nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (t typedRaw) CallToolRaw(ctx context.Context, name string, params json.RawM
 // that stands alone, of 2026-07-28 or later) reads questions in results
 // rather than as requests: as go-sdk's server decides, by the revision
 // the session was initialized with, the newest when it was not.
-func asksInResults(ss *mcp.ServerSession) bool {
+func asksInResults(ss Host) bool {
 	if ss == nil || ss.InitializeParams() == nil {
 		return true
 	}
@@ -54,7 +54,7 @@ func asksInResults(ss *mcp.ServerSession) bool {
 
 // askHost puts the questions of an input-required result to the host of
 // session ss, at once, and returns its answers by the questions' keys.
-func askHost(ctx context.Context, ss *mcp.ServerSession, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+func askHost(ctx context.Context, ss Host, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	if ss == nil {
 		return nil, errors.New("the tool asks the host something, and the call has no host session to ask")
 	}

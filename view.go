@@ -87,21 +87,21 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 		Capabilities:      v.capabilities(0),
 		CompletionHandler: v.Complete,
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
-			err := h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, true)
+			err := h.subscribe(WithHostSession(ctx, SessionHost(req.Session)), req.Params.URI, true)
 			if err == nil {
-				h.setHostSubscribed(req.Session, req.Params.URI, true, subscribedInSDK)
+				h.setHostSubscribed(SessionHost(req.Session), req.Params.URI, true, subscribedInSDK)
 			}
 			return err
 		},
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-			h.setHostSubscribed(req.Session, req.Params.URI, false, subscribedInSDK)
-			return h.subscribe(WithHostSession(ctx, req.Session), req.Params.URI, false)
+			h.setHostSubscribed(SessionHost(req.Session), req.Params.URI, false, subscribedInSDK)
+			return h.subscribe(WithHostSession(ctx, SessionHost(req.Session)), req.Params.URI, false)
 		},
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
-			h.hostGreeted(v, req.Session)
+			h.hostGreeted(v, SessionHost(req.Session))
 		},
 		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			h.hostRootsChanged(v, req.Session)
+			h.hostRootsChanged(v, SessionHost(req.Session))
 		},
 	})
 	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.describeServer, v.listPages)

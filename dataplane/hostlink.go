@@ -3,6 +3,7 @@ package dataplane
 import (
 	"encoding/json"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,9 +48,9 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 // none, or those at the level a 2026-07-28 request names, as go-sdk's
 // handler keeps it.
 type sessionLink struct {
-	c  *conn
-	v  View
-	ss *mcp.ServerSession
+	c    *conn
+	v    View
+	host junction.Host
 }
 
 func (l *sessionLink) Notify(method string, params mcp.Params) error {
@@ -62,7 +63,7 @@ func (l *sessionLink) Notify(method string, params mcp.Params) error {
 }
 
 func (l *sessionLink) LogLevel() (mcp.LoggingLevel, bool) {
-	level, _ := l.v.HostState(l.ss)
+	level, _ := l.v.HostState(l.host)
 	return level, level != ""
 }
 
@@ -94,8 +95,8 @@ func (l *lineLink) LogLevel() (mcp.LoggingLevel, bool) { return l.level, true }
 // session, the one the session set, read when a message comes.
 type sinkLevel struct {
 	level   mcp.LoggingLevel
-	named   bool               // the request named level
-	session *mcp.ServerSession // the call's session, if any
+	named   bool          // the request named level
+	session junction.Host // the call's session, if any
 }
 
 // Notify implements junction.HostLink: the notification goes on the

@@ -70,9 +70,9 @@ type View interface {
 	Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 	CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
 	Discover(versions []string) *mcp.DiscoverResult
-	HostState(ss *mcp.ServerSession) (level mcp.LoggingLevel, subscribed bool)
-	SetHostLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) *jsonrpc.Error
-	SubscribeHost(ctx context.Context, ss *mcp.ServerSession, uri string, on bool) error
+	HostState(h junction.Host) (level mcp.LoggingLevel, subscribed bool)
+	SetHostLevel(h junction.Host, level mcp.LoggingLevel) *jsonrpc.Error
+	SubscribeHost(ctx context.Context, h junction.Host, uri string, on bool) error
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 	WatchTasks(owner string, fn func(params json.RawMessage)) (stop func())

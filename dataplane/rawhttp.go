@@ -266,9 +266,9 @@ func (f *httpRaw) onSession(w http.ResponseWriter, r *http.Request, s *httpSessi
 		cancel(nil)
 		return nil, nil, nil, false
 	}
-	ctx = junction.WithHostSession(ctx, s.ss)
+	ctx = junction.WithHostSession(ctx, junction.SessionHost(s.ss))
 	if !f.jsonOnly {
-		rc.sink.logLevel = sinkLevel{session: s.ss}
+		rc.sink.logLevel = sinkLevel{session: junction.SessionHost(s.ss)}
 		ctx = junction.WithHostLink(ctx, &rc.sink)
 	}
 	// A long answer may go on while it arrives (see cutthrough.go): the

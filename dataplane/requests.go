@@ -249,13 +249,13 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 	case *mcp.CallToolParamsRaw:
 		res, err = nonNil(p.v.CallOwnTool(ctx, &mcp.CallToolRequest{Session: ss, Params: params, Extra: extra}))
 	case *mcp.SetLoggingLevelParams:
-		if werr := p.v.SetHostLevel(ss, params.Level); werr != nil {
+		if werr := p.v.SetHostLevel(junction.SessionHost(ss), params.Level); werr != nil {
 			return nil, werr
 		}
 		return json.RawMessage(`{}`), nil
 	case *mcp.SubscribeParams, *mcp.UnsubscribeParams:
 		_, on := params.(*mcp.SubscribeParams)
-		if err = p.v.SubscribeHost(ctx, ss, hr.name, on); err == nil {
+		if err = p.v.SubscribeHost(ctx, junction.SessionHost(ss), hr.name, on); err == nil {
 			return json.RawMessage(`{}`), nil
 		}
 	default:
@@ -275,7 +275,7 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 		}
 		return nil, werr
 	}
-	b, err := junction.MarshalResult(res, ss)
+	b, err := junction.MarshalResult(res, junction.SessionHost(ss))
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: hr.method + ": " + err.Error()}
 	}

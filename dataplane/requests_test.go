@@ -507,7 +507,7 @@ func requestView(t *testing.T) (*junction.View, *atomic.Int64) {
 	p.AddPrompt(&mcp.Prompt{Name: "slow"},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			if tok := req.Params.GetProgressToken(); tok != nil {
-				junction.NotifyProgress(ctx, req.Session, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
+				junction.NotifyProgress(ctx, junction.HostSession(ctx), &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
 			}
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "done"}}}}, nil
 		})

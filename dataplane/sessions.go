@@ -769,7 +769,7 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSess
 	var level mcp.LoggingLevel
 	if ss != nil {
 		var subscribed bool
-		if level, subscribed = f.v.HostState(ss); subscribed {
+		if level, subscribed = f.v.HostState(junction.SessionHost(ss)); subscribed {
 			return
 		}
 		if p := ss.InitializeParams(); p != nil {

@@ -325,7 +325,7 @@ func TestSessionParks(t *testing.T) {
 		if live[0].ID() == sid {
 			t.Error("the go-sdk session has the host's id; it was not made anew")
 		}
-		if level, _ := v.HostState(live[0]); level != "debug" {
+		if level, _ := v.HostState(junction.SessionHost(live[0])); level != "debug" {
 			t.Errorf("log level %q after waking, want debug", level)
 		}
 	}

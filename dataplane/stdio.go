@@ -109,7 +109,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	if p.raw {
 		// The plane answers logging/setLevel, and the session's log
 		// messages and progress go out through its own link.
-		defer junction.LinkSession(ss, &sessionLink{c: c, v: p.v, ss: ss})()
+		defer junction.LinkSession(junction.SessionHost(ss), &sessionLink{c: c, v: p.v, host: junction.SessionHost(ss)})()
 	}
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
@@ -118,7 +118,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	if legacy != nil {
 		base = context.WithoutCancel(legacy.Context())
 	}
-	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(base, ss), legacy: legacy != nil}
+	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(base, junction.SessionHost(ss)), legacy: legacy != nil}
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
 
 	runErr := make(chan error, 1)

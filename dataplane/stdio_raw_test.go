@@ -769,7 +769,7 @@ func TestStdioSetLevelOnPlane(t *testing.T) {
 	p := junction.NewPack("p")
 	p.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		for _, level := range []mcp.LoggingLevel{"info", "error"} {
-			if err := junction.Log(ctx, req.Session, &mcp.LoggingMessageParams{Level: level, Data: string(level)}); err != nil {
+			if err := junction.Log(ctx, junction.HostSession(ctx), &mcp.LoggingMessageParams{Level: level, Data: string(level)}); err != nil {
 				return nil, err
 			}
 		}
@@ -904,7 +904,7 @@ func TestStdioSubscribeOnPlane(t *testing.T) {
 		t.Errorf("go-sdk's server answered %d subscription requests; want none", n)
 	}
 	for ss := range v.Server().Sessions() {
-		if _, subscribed := v.HostState(ss); subscribed {
+		if _, subscribed := v.HostState(junction.SessionHost(ss)); subscribed {
 			t.Error("the hub still records a subscription after the host unsubscribed")
 		}
 	}

@@ -481,7 +481,7 @@ func (s *Source) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		args = "{}"
 	}
 	token := req.Params.GetProgressToken()
-	in := &toolboxv1.CallToolRequest{Name: name, ArgumentsJson: args, ProgressRequested: token != nil && req.Session != nil, MetaJson: metaJSON(req.Params.Meta)}
+	in := &toolboxv1.CallToolRequest{Name: name, ArgumentsJson: args, ProgressRequested: token != nil && junction.HostSession(ctx) != nil, MetaJson: metaJSON(req.Params.Meta)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.client.CallTool(ctx, connect.NewRequest(in))
@@ -498,7 +498,7 @@ func (s *Source) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 			}
 			p := ev.Progress
 			n := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.GetProgress(), Total: p.GetTotal(), Message: p.GetMessage()}
-			if err := junction.NotifyProgress(ctx, req.Session, n); err != nil {
+			if err := junction.NotifyProgress(ctx, junction.HostSession(ctx), n); err != nil {
 				s.logger.Debug("progress not delivered", junction.LogKeyTool, name, "error", err)
 			}
 		case *toolboxv1.CallToolResponse_Result:

@@ -78,13 +78,13 @@ const bridgeIdle = 5 * time.Minute
 
 // callRevision returns the revision the host's tools/call follows (see
 // hostRevision).
-func callRevision(req *mcp.CallToolRequest) junction.Revision {
-	return hostRevision(req.Params.Meta, req.Session)
+func callRevision(ctx context.Context, req *mcp.CallToolRequest) junction.Revision {
+	return hostRevision(req.Params.Meta, junction.HostSession(ctx))
 }
 
 // hostRevision returns the revision a host request with meta, on session
 // (nil: none), follows: the one its _meta names, else its session's.
-func hostRevision(meta mcp.Meta, session *mcp.ServerSession) junction.Revision {
+func hostRevision(meta mcp.Meta, session junction.Host) junction.Revision {
 	if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); ok {
 		return junction.ParseRevision(v)
 	}
@@ -111,7 +111,7 @@ func newBridge(cancel func(), owner string) *bridge {
 // HTTP) are bound to: that session and the authenticated user
 // ([junction.User]). A retry from another session, or with another
 // user's credential, does not verify.
-func bridgeOwner(ctx context.Context, host *mcp.ServerSession) string {
+func bridgeOwner(ctx context.Context, host junction.Host) string {
 	var id string
 	if host != nil {
 		id = host.ID()
@@ -209,7 +209,7 @@ func (s *Server) bridgeFor(state string) *bridge {
 // resumeRaw).
 func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallToolRequest, params *mcp.CallToolParams, timeout time.Duration) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
-	br := bridged{host: req.Session, caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
+	br := bridged{host: junction.HostSession(ctx), caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
 		state: req.Params.RequestState, answers: req.Params.InputResponses, what: "tool " + strconv.Quote(name)}
 	o := s.bridge(ctx, sess, br, timeout, func(upCtx context.Context, c *call) (any, error) {
 		params.SetProgressToken(c.token)
@@ -230,9 +230,9 @@ func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallTo
 // for input while it builds a prompt, too.
 func (s *Server) bridgedPrompt(ctx context.Context, sess *session, req *mcp.GetPromptRequest, timeout time.Duration) (*mcp.GetPromptResult, error) {
 	params := *req.Params
-	params.Meta = hopMeta(req.Params.Meta, req.Session, sess.rev())
+	params.Meta = hopMeta(req.Params.Meta, junction.HostSession(ctx), sess.rev())
 	params.InputResponses, params.RequestState = nil, ""
-	br := bridged{host: req.Session, caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
+	br := bridged{host: junction.HostSession(ctx), caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
 		state: req.Params.RequestState, answers: req.Params.InputResponses, what: "prompt " + strconv.Quote(req.Params.Name)}
 	o := s.bridge(ctx, sess, br, timeout, func(upCtx context.Context, c *call) (any, error) {
 		params.SetProgressToken(c.token)
@@ -247,7 +247,7 @@ func (s *Server) bridgedPrompt(ctx context.Context, sess *session, req *mcp.GetP
 
 // bridged is what a typed bridged request needs of the host's request.
 type bridged struct {
-	host    *mcp.ServerSession   // nil without a session
+	host    junction.Host        // nil without a session
 	caps    []byte               // the capabilities the request declared
 	token   any                  // the host's progress token
 	state   string               // a retry's requestState
@@ -459,7 +459,7 @@ func checkBridgeState(state, owner string) error {
 // active: its context (which may carry its host link), session (nil: a
 // request without one) and progress token. The progress that came while
 // no host request was open goes to it first.
-func (s *Server) setHost(c *call, ctx context.Context, host *mcp.ServerSession, token any) {
+func (s *Server) setHost(c *call, ctx context.Context, host junction.Host, token any) {
 	c.notify.Lock()
 	defer c.notify.Unlock()
 	s.mu.Lock()
@@ -474,7 +474,7 @@ func (s *Server) setHost(c *call, ctx context.Context, host *mcp.ServerSession, 
 // sendHeld sends the progress b held while no host request was open to
 // the host request ctx on host, under the host's token (none: it is
 // dropped), as forwardProgress does.
-func (s *Server) sendHeld(b *bridge, ctx context.Context, host *mcp.ServerSession, token any) {
+func (s *Server) sendHeld(b *bridge, ctx context.Context, host junction.Host, token any) {
 	s.mu.Lock()
 	held := b.held
 	b.held = nil
@@ -489,7 +489,7 @@ func (s *Server) sendHeld(b *bridge, ctx context.Context, host *mcp.ServerSessio
 
 // resumeBridge delivers the host's answers to the parked upstream call and
 // waits for its next question or its result.
-func (s *Server) resumeBridge(ctx context.Context, b *bridge, answers mcp.InputResponseMap, host *mcp.ServerSession, token any, what string) outcome {
+func (s *Server) resumeBridge(ctx context.Context, b *bridge, answers mcp.InputResponseMap, host junction.Host, token any, what string) outcome {
 	s.mu.Lock()
 	var c *call
 	for _, x := range s.calls {
@@ -668,7 +668,7 @@ func inputRequired(sess *session, res json.RawMessage) bool {
 // fulfilOnHost fulfils the input requests of the input-required result res on
 // the host session host, and returns the params of the retry: params
 // with the answers and res's requestState.
-func (s *Server) fulfilOnHost(ctx context.Context, host *mcp.ServerSession, params, res json.RawMessage) (json.RawMessage, error) {
+func (s *Server) fulfilOnHost(ctx context.Context, host junction.Host, params, res json.RawMessage) (json.RawMessage, error) {
 	if host == nil {
 		return nil, errors.New("the upstream asked for input, and this host has no session to ask on (a stateless request before 2026-07-28)")
 	}

@@ -31,14 +31,14 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // token), so notifications and requests the upstream sends about the call
 // go back to the host that made it.
 type call struct {
-	token     string             // upstream progress token
-	host      *mcp.ServerSession // nil for calls made outside a host session
-	hostCtx   context.Context    // the host handler's context, for routing on HTTP
-	hostToken any                // the host's progress token; nil if it asked for none
-	srv       *Server            // the server the call is registered with
-	due       time.Time          // when the no-progress timeout ends the call (see watchLocked); zero: never. Guarded by Server.mu
-	bridge    *bridge            // non-nil for a call bridged to a 2026-07-28 host
-	lazy      *rawFlight         // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
+	token     string          // upstream progress token
+	host      junction.Host   // nil for calls made outside a host session
+	hostCtx   context.Context // the host handler's context, for routing on HTTP
+	hostToken any             // the host's progress token; nil if it asked for none
+	srv       *Server         // the server the call is registered with
+	due       time.Time       // when the no-progress timeout ends the call (see watchLocked); zero: never. Guarded by Server.mu
+	bridge    *bridge         // non-nil for a call bridged to a 2026-07-28 host
+	lazy      *rawFlight      // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
 	sess      *session
 	caps      []byte        // the capabilities the host sent with the call (2026-07-28); nil if none. Guarded by Server.mu
@@ -356,7 +356,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	} else if t != s {
 		defer release()
 		res, err := t.CallTool(ctx, req)
-		return res, s.signInElicitation(req, s.userCallError(ctx, t, err))
+		return res, s.signInElicitation(ctx, req, s.userCallError(ctx, t, err))
 	}
 	timeout := s.cfg.callTimeout(name)
 	deadline := deadlineAfter(timeout)
@@ -369,9 +369,6 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		if errors.Is(err, errSessionGone) {
 			s.awaitSessionEnd(ctx, sess, deadline)
 			continue // nothing was sent: wait for the next session
-		}
-		if junction.HostSession(ctx) == nil {
-			ctx = junction.WithHostSession(ctx, req.Session)
 		}
 		if s.learnOldAsks(ctx, typedResultText(res), err) {
 			return s.CallTool(rerun(ctx), req) // on the host's own session now
@@ -418,7 +415,7 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 		params.Arguments = req.Params.Arguments
 	}
 	up := sess.rev()
-	params.Meta = traceMeta(ctx, hopMeta(req.Params.Meta, req.Session, up))
+	params.Meta = traceMeta(ctx, hopMeta(req.Params.Meta, junction.HostSession(ctx), up))
 	// Under 2026-07-28 the log level travels with each request; without
 	// one the upstream sends no log messages at all. A host that names
 	// none gets the level the hub asked for (SetLogLevel); the hosts' own
@@ -436,12 +433,12 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 		// both), bridged ones included: see typedViaRaw.
 		return s.typedViaRaw(ctx, sess, req, timeout)
 	}
-	if !up.AsksInResults() && callRevision(req).AsksInResults() {
+	if !up.AsksInResults() && callRevision(ctx, req).AsksInResults() {
 		params.InputResponses, params.RequestState = nil, ""
 		return s.bridgedCall(ctx, sess, req, params, timeout)
 	}
 
-	c, callCtx, end, err := s.begin(ctx, sess, req.Session, timeout, "tool "+strconv.Quote(name))
+	c, callCtx, end, err := s.begin(ctx, sess, junction.HostSession(ctx), timeout, "tool "+strconv.Quote(name))
 	if err != nil {
 		return nil, err
 	}
@@ -477,11 +474,8 @@ func (s *Server) typedViaRaw(ctx context.Context, sess *session, req *mcp.CallTo
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
 	}
-	if req.Session != nil {
-		ctx = junction.WithHostSession(ctx, req.Session)
-	}
-	hm := readHostMeta(params, req.Session)
-	hm.rev = max(hm.rev, callRevision(req))
+	hm := readHostMeta(params, junction.HostSession(ctx))
+	hm.rev = max(hm.rev, callRevision(ctx, req))
 	res, err := s.rawOnce(ctx, sess, req.Params.Name, params, hm, timeout)
 	if err != nil {
 		return nil, err
@@ -634,7 +628,7 @@ func (s *Server) logHandled() {
 // closes, and is known to the notification handlers by its token. Call
 // end when the request is over. If sess is closing, the error wraps
 // junction.ErrSourceDown and errSessionGone.
-func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSession, timeout time.Duration, what string) (*call, context.Context, func(), error) {
+func (s *Server) begin(ctx context.Context, sess *session, host junction.Host, timeout time.Duration, what string) (*call, context.Context, func(), error) {
 	callCtx, cancel := context.WithCancelCause(ctx)
 	c := s.register(ctx, sess, host, nil, timeout, causeFunc(cancel), true)
 	if c == nil {
@@ -653,13 +647,13 @@ func (s *Server) begin(ctx context.Context, sess *session, host *mcp.ServerSessi
 //
 // With drains set the call gets the channel drainProgress waits on
 // (onProgress skips a nil one); raw calls do without.
-func (s *Server) register(ctx context.Context, sess *session, host *mcp.ServerSession, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
+func (s *Server) register(ctx context.Context, sess *session, host junction.Host, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
 	return s.registerIn(new(call), ctx, sess, host, caps, timeout, cancel, drains)
 }
 
 // registerIn is register with the call's record in c, a new one (a raw
 // call keeps it in its rawFlight: one allocation for both).
-func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host *mcp.ServerSession, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
+func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host junction.Host, caps []byte, timeout time.Duration, cancel failer, drains bool) *call {
 	*c = call{srv: s, host: host, hostCtx: ctx, caps: caps, sess: sess, timeout: timeout, cancel: cancel}
 	if drains {
 		c.progress = make(chan struct{}, 1)
@@ -803,24 +797,24 @@ func (s *Server) sessionEnded(sess *session, err error) bool {
 
 // ReadResource implements [junction.Source].
 func (s *Server) ReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	if t, release, err := s.route(junction.User(ctx), req.Session, junction.RevisionUnknown, "", nil); err != nil {
+	if t, release, err := s.route(junction.User(ctx), junction.HostSession(ctx), junction.RevisionUnknown, "", nil); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
 		return t.ReadResource(ctx, req)
 	}
 	params := *req.Params
-	return forward(s, ctx, req.Session, "resource "+strconv.Quote(req.Params.URI), nil,
+	return forward(s, ctx, junction.HostSession(ctx), "resource "+strconv.Quote(req.Params.URI), nil,
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
-			params.Meta = hopMeta(req.Params.Meta, req.Session, revisionOf(cs))
+			params.Meta = hopMeta(req.Params.Meta, junction.HostSession(ctx), revisionOf(cs))
 			return cs.ReadResource(ctx, &params)
 		})
 }
 
 // GetPrompt implements [junction.Source].
 func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	hostRev := hostRevision(req.Params.Meta, req.Session)
-	if t, release, err := s.route(junction.User(ctx), req.Session, hostRev, req.Params.RequestState, metaCaps(req.Params.Meta)); err != nil {
+	hostRev := hostRevision(req.Params.Meta, junction.HostSession(ctx))
+	if t, release, err := s.route(junction.User(ctx), junction.HostSession(ctx), hostRev, req.Params.RequestState, metaCaps(req.Params.Meta)); err != nil {
 		return nil, err
 	} else if t != s {
 		defer release()
@@ -835,9 +829,9 @@ func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 		}
 	}
 	params := *req.Params
-	return forward(s, ctx, req.Session, "prompt "+strconv.Quote(req.Params.Name), nil,
+	return forward(s, ctx, junction.HostSession(ctx), "prompt "+strconv.Quote(req.Params.Name), nil,
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
-			params.Meta = hopMeta(req.Params.Meta, req.Session, revisionOf(cs))
+			params.Meta = hopMeta(req.Params.Meta, junction.HostSession(ctx), revisionOf(cs))
 			return cs.GetPrompt(ctx, &params)
 		})
 }
@@ -847,13 +841,13 @@ func (s *Server) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 	params := *req.Params
-	return forward(s, ctx, req.Session, "completion",
+	return forward(s, ctx, junction.HostSession(ctx), "completion",
 		func(cs *mcp.ClientSession) (*mcp.CompleteResult, bool) {
 			caps := cs.InitializeResult().Capabilities
 			return empty, caps == nil || caps.Completions == nil
 		},
 		func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
-			params.Meta = hopMeta(req.Params.Meta, req.Session, revisionOf(cs))
+			params.Meta = hopMeta(req.Params.Meta, junction.HostSession(ctx), revisionOf(cs))
 			return cs.Complete(ctx, &params)
 		})
 }
@@ -862,7 +856,7 @@ func (s *Server) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 // behalf of host: it waits for a session, registers the request (no-progress
 // timeout, cancellation when the session closes) and maps its error. skip,
 // if non-nil, may answer without asking the upstream.
-func forward[R any](s *Server, ctx context.Context, host *mcp.ServerSession, what string,
+func forward[R any](s *Server, ctx context.Context, host junction.Host, what string,
 	skip func(*mcp.ClientSession) (R, bool), call func(context.Context, *mcp.ClientSession) (R, error)) (R, error) {
 	var zero R
 	d := s.cfg.callTimeout("")
@@ -886,7 +880,7 @@ func forward[R any](s *Server, ctx context.Context, host *mcp.ServerSession, wha
 }
 
 // forwardOn makes one request of forward on sess.
-func forwardOn[R any](s *Server, ctx context.Context, sess *session, host *mcp.ServerSession, what string, d time.Duration,
+func forwardOn[R any](s *Server, ctx context.Context, sess *session, host junction.Host, what string, d time.Duration,
 	call func(context.Context, *mcp.ClientSession) (R, error)) (R, error) {
 	var zero R
 	_, rctx, end, err := s.begin(ctx, sess, host, d, what)
@@ -1093,7 +1087,7 @@ const maxHeldProgress = 64
 // ctx, under the host's token: through the request's host link, or its
 // session host (junction.NotifyProgress); with neither it goes nowhere.
 // It returns the error of the sending, logged.
-func (s *Server) forwardProgress(host *mcp.ServerSession, ctx context.Context, token any, p mcp.ProgressNotificationParams) error {
+func (s *Server) forwardProgress(host junction.Host, ctx context.Context, token any, p mcp.ProgressNotificationParams) error {
 	p.ProgressToken = token
 	err := junction.NotifyProgress(ctx, host, &p)
 	if err != nil {
@@ -1245,7 +1239,7 @@ func (s *Server) logHosts() []hostRef {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []hostRef
-	seen := make(map[*mcp.ServerSession]bool)
+	seen := make(map[junction.Host]bool)
 	for _, c := range s.hostsCalls(func(*call) bool { return true }) {
 		seen[c.host] = true
 		out = append(out, hostRef{c.host, streamOf{c.hostCtx}})
@@ -1277,7 +1271,7 @@ func (s *Server) logHosts() []hostRef {
 // hostRef is a host session (nil: a request without one) and a context
 // to reach it with.
 type hostRef struct {
-	host *mcp.ServerSession
+	host junction.Host
 	ctx  context.Context
 }
 

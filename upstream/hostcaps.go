@@ -23,7 +23,7 @@ import (
 // hostCapabilities returns the host's capabilities as JSON: sent, as the
 // request's _meta had them, or else those of host's initialize; nil when
 // there are neither.
-func hostCapabilities(sent []byte, host *mcp.ServerSession) []byte {
+func hostCapabilities(sent []byte, host junction.Host) []byte {
 	if len(sent) > 0 {
 		return sent
 	}
@@ -118,7 +118,7 @@ func protocolMetaHead(meta []byte) []byte {
 // (2026-07-28 or later), it adds the host's capabilities: those the
 // request names, or those of host's initialize (go-sdk keeps a
 // capabilities member that is there).
-func hopMeta(m mcp.Meta, host *mcp.ServerSession, up junction.Revision) mcp.Meta {
+func hopMeta(m mcp.Meta, host junction.Host, up junction.Revision) mcp.Meta {
 	caps, sent := m[mcp.MetaKeyClientCapabilities]
 	if !up.PerRequestMeta() {
 		sent = false

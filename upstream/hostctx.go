@@ -3,7 +3,7 @@ package upstream
 import (
 	"context"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/junction-mcp/junction"
 )
 
 // streamOf is the parent of the context of a request junction makes to a
@@ -35,8 +35,8 @@ func (c streamOf) Value(key any) any {
 // pass include, the one to reach that host through: the best by better.
 // s.mu must be held.
 func (s *Server) hostsCalls(include func(*call) bool) []*call {
-	best := make(map[*mcp.ServerSession]*call)
-	var order []*mcp.ServerSession
+	best := make(map[junction.Host]*call)
+	var order []junction.Host
 	for _, c := range s.calls {
 		if c.host == nil || !include(c) {
 			continue

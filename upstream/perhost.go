@@ -93,7 +93,7 @@ func noRelease() {}
 // the host's request follows (RevisionUnknown where it does not matter);
 // state is the request state of a retry; caps are the capabilities a
 // sessionless host sent, as JSON.
-func (s *Server) route(user string, host *mcp.ServerSession, hostRev junction.Revision, state string, caps []byte) (*Server, func(), error) {
+func (s *Server) route(user string, host junction.Host, hostRev junction.Revision, state string, caps []byte) (*Server, func(), error) {
 	cfg := s.cfg.load()
 	if cfg.UserAuth != nil {
 		if user == "" {
@@ -240,7 +240,7 @@ func (s *Server) idleExpired(o *ownSession, gen uint64) {
 // elicitation (-32042) when their host declared URL elicitation, so
 // that the host offers the link itself; other errors, and hosts without
 // it, keep err (a tool error that carries the link).
-func (s *Server) signInElicitation(req *mcp.CallToolRequest, err error) error {
+func (s *Server) signInElicitation(ctx context.Context, req *mcp.CallToolRequest, err error) error {
 	var si signIn
 	if err == nil || !errors.As(err, &si) || si.SignInURL() == "" {
 		return err
@@ -248,8 +248,8 @@ func (s *Server) signInElicitation(req *mcp.CallToolRequest, err error) error {
 	var caps *mcp.ClientCapabilities
 	if b := metaCaps(req.Params.Meta); b != nil {
 		caps = parseCapabilities(b)
-	} else if req.Session != nil {
-		if p := req.Session.InitializeParams(); p != nil {
+	} else if junction.HostSession(ctx) != nil {
+		if p := junction.HostSession(ctx).InitializeParams(); p != nil {
 			caps = p.Capabilities
 		}
 	}
@@ -263,7 +263,7 @@ func (s *Server) signInElicitation(req *mcp.CallToolRequest, err error) error {
 		s.own.wg.Add(1) // closeOwn waits for it
 	}
 	s.mu.Unlock()
-	if host, done := req.Session, si.SignedIn(); !watch || host == nil || done == nil {
+	if host, done := junction.HostSession(ctx), si.SignedIn(); !watch || host == nil || done == nil {
 		if watch {
 			s.own.wg.Done()
 		}
@@ -320,7 +320,7 @@ func (s *Server) DropUser(user string) {
 }
 
 // startOwn starts an own session for key. s.mu is held.
-func (s *Server) startOwn(key any, host *mcp.ServerSession, caps []byte, cfg *Config) *ownSession {
+func (s *Server) startOwn(key any, host junction.Host, caps []byte, cfg *Config) *ownSession {
 	if s.own.m == nil {
 		s.own.m = make(map[any]*ownSession)
 	}
@@ -525,7 +525,7 @@ func (s *Server) routeCall(ctx context.Context, req *mcp.CallToolRequest) (*Serv
 	if cfg := s.cfg.load(); !s.perHost(cfg) && cfg.UserAuth == nil {
 		return s, noRelease, nil
 	}
-	return s.route(junction.User(ctx), req.Session, callRevision(req), req.Params.RequestState, metaCaps(req.Params.Meta))
+	return s.route(junction.User(ctx), junction.HostSession(ctx), callRevision(ctx, req), req.Params.RequestState, metaCaps(req.Params.Meta))
 }
 
 // routeSubscribe routes a host's resources/subscribe and unsubscribe to

@@ -446,7 +446,7 @@ type hostMeta struct {
 
 // readHostMeta reads params' _meta, and whether the call is the retry of
 // one that asked for input. host is the host's session, if it has one.
-func readHostMeta(params json.RawMessage, host *mcp.ServerSession) hostMeta {
+func readHostMeta(params json.RawMessage, host junction.Host) hostMeta {
 	var hm hostMeta
 	if host != nil {
 		hm.init = host.InitializeParams()

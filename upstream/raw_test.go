@@ -315,7 +315,7 @@ func TestCallToolRawLogsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	raw, err := s.CallToolRaw(junction.WithHostSession(ctx, ss), "log", json.RawMessage(`{"name":"log"}`))
+	raw, err := s.CallToolRaw(junction.WithHostSession(ctx, junction.SessionHost(ss)), "log", json.RawMessage(`{"name":"log"}`))
 	if err != nil || resultText(t, decodeResult(t, raw)) != "logged" {
 		t.Fatalf("CallToolRaw(log) = %s, %v", raw, err)
 	}
@@ -497,7 +497,7 @@ func TestCallToolRawModernUpstreamHostCapabilities(t *testing.T) {
 		return nil, errors.New("no")
 	}})
 	for i, ss := range []*mcp.ServerSession{sampling, elicitation, sampling, elicitation} {
-		raw, err := m.CallToolRaw(junction.WithHostSession(ctx, ss), "echo", json.RawMessage(`{"name":"echo","arguments":{}}`))
+		raw, err := m.CallToolRaw(junction.WithHostSession(ctx, junction.SessionHost(ss)), "echo", json.RawMessage(`{"name":"echo","arguments":{}}`))
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}

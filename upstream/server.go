@@ -70,8 +70,8 @@ type Server struct {
 	calls         map[string]*call // in-flight calls by upstream progress token
 	watch         *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
 	watchDue      time.Time        // when watch fires; zero when it is not set
-	recent        map[*mcp.ServerSession]recentHost
-	sole          *mcp.ServerSession                     // the hub's only host session, if it has one (see sole.go)
+	recent        map[junction.Host]recentHost
+	sole          junction.Host                          // the hub's only host session, if it has one (see sole.go)
 	recentSweep   *time.Timer                            // runs sweepRecent while recent has hosts
 	acked         map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
 	ackSignal     chan struct{}                          // closed and replaced on every acknowledgement
@@ -155,7 +155,7 @@ func start(name string, cfg Config, o Options, caps *mcp.ClientCapabilities, onI
 		changed:   make(chan struct{}),
 		subs:      make(map[string]bool),
 		calls:     make(map[string]*call),
-		recent:    make(map[*mcp.ServerSession]recentHost),
+		recent:    make(map[junction.Host]recentHost),
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
 		bridges:   make(map[string]*bridge),

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,7 +23,7 @@ import (
 // (notifications/roots/list_changed), and asks again.
 
 // SetSoleHost implements junction.HostWatcher.
-func (s *Server) SetSoleHost(ss *mcp.ServerSession) {
+func (s *Server) SetSoleHost(ss junction.Host) {
 	s.mu.Lock()
 	changed := s.sole != ss
 	s.sole = ss
@@ -34,13 +35,13 @@ func (s *Server) SetSoleHost(ss *mcp.ServerSession) {
 
 // declaresRoots reports whether host session ss declared the roots
 // capability in its initialize.
-func declaresRoots(ss *mcp.ServerSession) bool {
+func declaresRoots(ss junction.Host) bool {
 	p := ss.InitializeParams()
 	return p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil
 }
 
 // HostRootsChanged implements junction.HostWatcher.
-func (s *Server) HostRootsChanged(*mcp.ServerSession) { s.rootsChanged() }
+func (s *Server) HostRootsChanged(junction.Host) { s.rootsChanged() }
 
 // soleCall returns a call standing for the sole host, for a request of
 // the server's that no call in flight claims; nil if there is no sole

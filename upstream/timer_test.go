@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,7 +20,7 @@ func bareServer(t *testing.T) (*Server, *session) {
 		name:      "bare",
 		logger:    slog.New(slog.DiscardHandler),
 		calls:     make(map[string]*call),
-		recent:    make(map[*mcp.ServerSession]recentHost),
+		recent:    make(map[junction.Host]recentHost),
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
 		changed:   make(chan struct{}),
@@ -112,7 +113,7 @@ func TestRouteRequest(t *testing.T) {
 	if _, err := s.routeRequest(t.Context(), "sampling/createMessage"); err == nil {
 		t.Error("routeRequest with no calls in flight succeeded")
 	}
-	h1, h2 := &mcp.ServerSession{}, &mcp.ServerSession{}
+	h1, h2 := junction.SessionHost(&mcp.ServerSession{}), junction.SessionHost(&mcp.ServerSession{})
 	c1, _, end1, _ := s.begin(t.Context(), sess, h1, 0, "a")
 	_, _, end2, _ := s.begin(t.Context(), sess, h1, 0, "b")
 	if c, err := s.routeRequest(t.Context(), "m"); err != nil || c.host != h1 {
@@ -155,7 +156,7 @@ func TestRecentHostsForgotten(t *testing.T) {
 			return len(s.recent)
 		}
 		for range 3 { // calls end at 0, 0.5 and 1 s; their hosts stay until 2, 2.5 and 3 s
-			_, _, end, err := s.begin(t.Context(), sess, &mcp.ServerSession{}, 0, "tool")
+			_, _, end, err := s.begin(t.Context(), sess, junction.SessionHost(&mcp.ServerSession{}), 0, "tool")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -187,7 +187,7 @@ func addSessionTools(p *junction.Pack) {
 					return nil, err
 				}
 			}
-			if err := junction.Log(ctx, req.Session, &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: msg}); err != nil {
+			if err := junction.Log(ctx, junction.HostSession(ctx), &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: msg}); err != nil {
 				return nil, fmt.Errorf("sending log message: %w", err)
 			}
 		}
@@ -206,7 +206,7 @@ func addSessionTools(p *junction.Pack) {
 				}
 			}
 			if token != nil {
-				if err := junction.NotifyProgress(ctx, req.Session, &mcp.ProgressNotificationParams{
+				if err := junction.NotifyProgress(ctx, junction.HostSession(ctx), &mcp.ProgressNotificationParams{
 					ProgressToken: token, Progress: progress, Total: 100,
 				}); err != nil {
 					return nil, fmt.Errorf("sending progress: %w", err)

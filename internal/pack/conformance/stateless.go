@@ -45,7 +45,7 @@ func addStatelessTools(p *junction.Pack) {
 				return text("Confirmation received: " + jsonText(content)), nil
 			}
 			if token := req.Params.GetProgressToken(); token != nil {
-				if err := junction.NotifyProgress(ctx, req.Session, &mcp.ProgressNotificationParams{
+				if err := junction.NotifyProgress(ctx, junction.HostSession(ctx), &mcp.ProgressNotificationParams{
 					ProgressToken: token, Progress: 1, Total: 2, Message: "waiting for the user's confirmation",
 				}); err != nil {
 					return nil, fmt.Errorf("sending progress: %w", err)
@@ -60,7 +60,7 @@ func addStatelessTools(p *junction.Pack) {
 			"for info or lower: in the request's _meta (2026-07-28, io.modelcontextprotocol/logLevel) or with logging/setLevel (older revisions).",
 		InputSchema: noArgs,
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := junction.Log(ctx, req.Session, &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: "test_logging_tool ran"}); err != nil {
+		if err := junction.Log(ctx, junction.HostSession(ctx), &mcp.LoggingMessageParams{Level: "info", Logger: Name, Data: "test_logging_tool ran"}); err != nil {
 			return nil, fmt.Errorf("sending log message: %w", err)
 		}
 		return text("test_logging_tool sent one info log message, subject to the client's log level"), nil

@@ -27,7 +27,7 @@ const inputKey = "diagram_input"
 // callHost is the host of a call before 2026-07-28: requests go over the
 // session, checked against the capabilities the call carries.
 type callHost struct {
-	ss   *mcp.ServerSession
+	ss   junction.Host
 	caps *mcp.ClientCapabilities
 }
 
@@ -135,8 +135,8 @@ func (p *Pack) runForCall(ctx context.Context, creq *mcp.CallToolRequest, req Ru
 	if creq.ProtocolVersion() < junction.StatelessProtocolVersion {
 		// Before 2026-07-28 the host is asked through its session, if
 		// the call has one.
-		if creq.Session != nil {
-			req.Host = callHost{ss: creq.Session, caps: creq.ClientCapabilities()}
+		if host := junction.HostSession(ctx); host != nil {
+			req.Host = callHost{ss: host, caps: creq.ClientCapabilities()}
 		}
 		return p.runNow(ctx, req)
 	}

@@ -231,9 +231,9 @@ func (p *Pack) toolRunBackend(ctx context.Context, creq *mcp.CallToolRequest, in
 		return startFailure(in.Diagram, err), nil, nil
 	}
 	req.Caller = callerFor(ctx)
-	if creq != nil && creq.Session != nil && creq.ProtocolVersion() < junction.StatelessProtocolVersion {
+	if host := junction.HostSession(ctx); creq != nil && host != nil && creq.ProtocolVersion() < junction.StatelessProtocolVersion {
 		// Before 2026-07-28 the host's session outlives the call.
-		req.Host = callHost{ss: creq.Session, caps: creq.ClientCapabilities()}
+		req.Host = callHost{ss: host, caps: creq.ClientCapabilities()}
 	}
 	r, err := p.Start(req)
 	if err != nil {

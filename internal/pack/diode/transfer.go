@@ -149,7 +149,7 @@ const progressInterval = 250 * time.Millisecond
 // carries no progress token. Notifications are throttled; the last byte
 // is always reported.
 func progressFunc(ctx context.Context, req *mcp.CallToolRequest, total int64, verb string) func(int64) {
-	if req == nil || req.Session == nil || req.Params == nil {
+	if req == nil || junction.HostSession(ctx) == nil || req.Params == nil {
 		return nil
 	}
 	tok := req.Params.GetProgressToken()
@@ -176,6 +176,6 @@ func progressFunc(ctx context.Context, req *mcp.CallToolRequest, total int64, ve
 			params.Message = fmt.Sprintf("%s %d bytes", verb, n)
 		}
 		// A failed notification must not fail the transfer.
-		_ = junction.NotifyProgress(ctx, req.Session, params)
+		_ = junction.NotifyProgress(ctx, junction.HostSession(ctx), params)
 	}
 }

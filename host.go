@@ -1,0 +1,73 @@
+package junction
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Host is a host's session as the hub and its sources reach it: what the
+// host said of itself when it initialized, the requests the hub may put
+// to it (roots, sampling, elicitation), the notifications it may send it
+// outside a request's link, and its end. A front keeps one per session
+// and names it in each call's context ([WithHostSession]); go-sdk's
+// server sessions are Hosts as they are (see [SessionHost]).
+//
+// A Host is compared by identity: the hub keys what it keeps per host
+// session (its log level, its subscriptions, the sources' records of
+// whose calls they serve) by the Host value.
+type Host interface {
+	// ID is the session's id ("" over stdio, where the connection is the
+	// session).
+	ID() string
+	// InitializeParams returns what the host sent in initialize, or nil
+	// before it has (and for a host of 2026-07-28, which does not
+	// initialize).
+	InitializeParams() *mcp.InitializeParams
+	ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
+	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	CreateMessageWithTools(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
+	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// NotifyElicitationComplete tells the host that a URL elicitation it
+	// was sent has been completed out of band.
+	NotifyElicitationComplete(ctx context.Context, p *mcp.ElicitationCompleteParams) error
+	// Log sends a log message if its level is at or above the level the
+	// host set, and NotifyProgress a progress notification.
+	Log(ctx context.Context, p *mcp.LoggingMessageParams) error
+	NotifyProgress(ctx context.Context, p *mcp.ProgressNotificationParams) error
+	// Wait blocks until the session ends.
+	Wait() error
+}
+
+var _ Host = (*mcp.ServerSession)(nil)
+
+// SessionHost returns go-sdk's server session ss as a [Host], and nil for
+// a nil ss: an interface holding a nil pointer is not nil, so a session
+// that may be nil becomes a Host through SessionHost, never by
+// assignment.
+func SessionHost(ss *mcp.ServerSession) Host {
+	if ss == nil {
+		return nil
+	}
+	return ss
+}
+
+// sdkSession returns the go-sdk session h is, or nil: what a go-sdk
+// request handed to a source names as its Session (sources read their
+// host from the context, [HostSession]).
+func sdkSession(h Host) *mcp.ServerSession {
+	ss, _ := h.(*mcp.ServerSession)
+	return ss
+}
+
+// withRequestHost returns ctx naming the host a request from go-sdk's
+// server is answered for ([HostSession]): the one ctx names already,
+// else ss, the session the request came on (nil: none). Sources read
+// their host from the context, whichever path the request took.
+func withRequestHost(ctx context.Context, ss *mcp.ServerSession) (context.Context, Host) {
+	if h := HostSession(ctx); h != nil {
+		return ctx, h
+	}
+	h := SessionHost(ss)
+	return WithHostSession(ctx, h), h
+}
