@@ -82,7 +82,7 @@ func TestSourcesSeeTheirHost(t *testing.T) {
 	}
 	var want junction.Host
 	for ss := range v.Server().Sessions() {
-		want = ss
+		want = junction.SessionHost(ss)
 	}
 	if want == nil {
 		t.Fatal("the view has no session")

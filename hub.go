@@ -810,8 +810,10 @@ func (l *listener) ResourceUpdated(uri string) {
 	// The subscriptions a front answered itself, which go-sdk's server
 	// does not know.
 	for _, ss := range l.h.linkedSubscribers(uri) {
-		if link := sessionLinkOf(ss); link != nil {
-			_ = link.Notify("notifications/resources/updated", p)
+		if n, ok := ss.(interface {
+			Notify(method string, params mcp.Params) error
+		}); ok {
+			_ = n.Notify("notifications/resources/updated", p)
 		}
 	}
 }

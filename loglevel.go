@@ -149,7 +149,7 @@ func (h *Hub) setHostSubscribed(ss Host, uri string, on bool, by subscriber) {
 // data plane over stdio): the source that holds uri is told, as for
 // go-sdk's server, and the hub records the subscription, whose
 // notifications/resources/updated then go to the session through its
-// own link ([LinkSession]). go-sdk's session never hears of it.
+// front's Host ([FrontHost]). go-sdk's session never hears of it.
 func (v *View) SubscribeHost(ctx context.Context, ss Host, uri string, on bool) error {
 	h := v.hub
 	if !on {

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/junction-mcp/junction"
@@ -16,7 +17,7 @@ import (
 //     (go-sdk keeps that level in a context key of its own, which only
 //     its handlers get): lineLink; the other requests of the connection
 //     (and what a source sends the host outside a request) go through the
-//     session's own link, sessionLink, which filters log messages by the
+//     connection's Host, stdioHost, which filters log messages by the
 //     level the host set;
 //   - over HTTP, the call's response (its sseSink, which becomes an SSE
 //     stream with the first notification): on a session, every call
@@ -36,35 +37,56 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 	}{"2.0", method, params})
 }
 
-// sessionLink is a stdio connection's own way to its host outside any
-// one request: log messages and progress for its session go out as lines
-// of the connection, the log messages filtered by the level the host set
-// with logging/setLevel, which the plane answers and the hub keeps (go-sdk's
-// session never sees it). It is the session's link
-// (junction.LinkSession), which junction.Log and NotifyProgress use for a
-// context without a request's own link (lineLink): a raw call's, one of
-// go-sdk's handlers, a source's message outside any call. While the host
-// has set no level, it leaves log messages to the session, which sends
-// none, or those at the level a 2026-07-28 request names, as go-sdk's
-// handler keeps it.
-type sessionLink struct {
-	c    *conn
-	v    View
-	host junction.Host
+// stdioHost is a stdio connection's host session (junction.Host), as
+// the hub and its sources reach it. Its log messages and progress go out
+// as lines of the connection, the log messages filtered by the level the
+// host set with logging/setLevel, which the plane answers and the hub
+// keeps (go-sdk's session never sees it), as do the resource updates of
+// the subscriptions the plane answered. While the host has set no level,
+// it leaves log messages to go-sdk's session, which sends none, or those
+// at the level a 2026-07-28 request go-sdk answers names, as go-sdk's
+// handler keeps it. The rest (what the host sent in initialize, the
+// requests to it, its end) is still go-sdk's session's.
+//
+// It is recorded as the Host the session is (junction.FrontHost), so
+// that a request from go-sdk's server names the same Host as a raw
+// call's context does.
+type stdioHost struct {
+	*mcp.ServerSession
+	c *conn
+	v View
 }
 
-func (l *sessionLink) Notify(method string, params mcp.Params) error {
+// SDKSession returns the connection's go-sdk session (see
+// junction.FrontHost).
+func (h *stdioHost) SDKSession() *mcp.ServerSession { return h.ServerSession }
+
+// Notify writes the notification of method with params as a line of the
+// connection.
+func (h *stdioHost) Notify(method string, params mcp.Params) error {
 	b, err := notification(method, params)
 	if err != nil {
 		return err
 	}
-	_, err = l.c.out.Write(append(b, '\n'))
+	_, err = h.c.out.Write(append(b, '\n'))
 	return err
 }
 
-func (l *sessionLink) LogLevel() (mcp.LoggingLevel, bool) {
-	level, _ := l.v.HostState(l.host)
-	return level, level != ""
+// Log implements junction.Host.
+func (h *stdioHost) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
+	level, _ := h.v.HostState(h)
+	if level == "" {
+		return h.ServerSession.Log(ctx, p)
+	}
+	if !junction.LevelPasses(p.Level, level) {
+		return nil
+	}
+	return h.Notify("notifications/message", p)
+}
+
+// NotifyProgress implements junction.Host.
+func (h *stdioHost) NotifyProgress(_ context.Context, p *mcp.ProgressNotificationParams) error {
+	return h.Notify("notifications/progress", p)
 }
 
 // lineLink is the host link of a raw call over stdio: its notifications

@@ -57,7 +57,7 @@ type hostRequest struct {
 
 // requestMethods are the methods besides the lists that the plane takes;
 // logging/setLevel and the resource subscriptions only over stdio (see
-// sessionLink).
+// stdioHost).
 var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
 // sessionMethods are those of requestMethods that change the session's

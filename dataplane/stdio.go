@@ -108,8 +108,8 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	}
 	if p.raw {
 		// The plane answers logging/setLevel, and the session's log
-		// messages and progress go out through its own link.
-		defer junction.LinkSession(junction.SessionHost(ss), &sessionLink{c: c, v: p.v, host: junction.SessionHost(ss)})()
+		// messages and progress go out as the connection's own lines.
+		defer junction.FrontHost(ss, &stdioHost{ServerSession: ss, c: c, v: p.v})()
 	}
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
@@ -393,7 +393,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 // setLevel answers the host's logging/setLevel at once, on the reading
 // goroutine, so that what is read after it is served at the new level.
 // The level is the hub's record of the session (View.SetHostLevel), its
-// only one: the session's log messages go out through its sessionLink,
+// only one: the session's log messages go out through its stdioHost,
 // filtered by it.
 func (s *stdioSession) setLevel(hr hostRequest) {
 	s.p.count("stdio", hr.method)
