@@ -3,7 +3,10 @@ package dataplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -87,6 +90,159 @@ func (h *stdioHost) Log(ctx context.Context, p *mcp.LoggingMessageParams) error 
 // NotifyProgress implements junction.Host.
 func (h *stdioHost) NotifyProgress(_ context.Context, p *mcp.ProgressNotificationParams) error {
 	return h.Notify("notifications/progress", p)
+}
+
+// request sends the host the request of method with params as a line of
+// the connection and decodes its answer into res. It waits for the
+// answer, the end of ctx (and tells the host that the request is
+// cancelled) or the end of the connection. A host of 2026-07-28 or later
+// is asked in results, never by requests, as that revision says.
+func (h *stdioHost) request(ctx context.Context, method string, params mcp.Params, res any) error {
+	if p := h.InitializeParams(); p != nil && junction.ParseRevision(p.ProtocolVersion).AsksInResults() {
+		return fmt.Errorf("%s cannot be sent to a host of protocol %s, which is asked in results", method, p.ProtocolVersion)
+	}
+	k, err := h.c.asks.open("", method, params)
+	if err != nil {
+		return err
+	}
+	if _, err := h.c.out.Write(append(k.line, '\n')); err != nil {
+		k.forget()
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	raw, err := k.wait(ctx, h.c.gone, func(id string, why error) {
+		if b, err := cancelledLine(id, why); err == nil {
+			h.c.out.Write(append(b, '\n'))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, res); err != nil {
+		return fmt.Errorf("%s: the host's result: %w", method, err)
+	}
+	return nil
+}
+
+// ListRoots implements junction.Host.
+func (h *stdioHost) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	if p == nil {
+		p = &mcp.ListRootsParams{}
+	}
+	res := &mcp.ListRootsResult{}
+	if err := h.request(ctx, "roots/list", p, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// CreateMessageWithTools implements junction.Host.
+func (h *stdioHost) CreateMessageWithTools(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	q := mcp.CreateMessageWithToolsParams{}
+	if p != nil {
+		q = *p
+	}
+	if q.Messages == nil {
+		q.Messages = []*mcp.SamplingMessageV2{} // a list, never null
+	}
+	res := &mcp.CreateMessageWithToolsResult{}
+	if err := h.request(ctx, "sampling/createMessage", &q, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// CreateMessage implements junction.Host: a sampling request whose
+// answer has one content block at most.
+func (h *stdioHost) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	q := mcp.CreateMessageParams{}
+	if p != nil {
+		q = *p
+	}
+	if q.Messages == nil {
+		q.Messages = []*mcp.SamplingMessage{}
+	}
+	res := &mcp.CreateMessageWithToolsResult{}
+	if err := h.request(ctx, "sampling/createMessage", &q, res); err != nil {
+		return nil, err
+	}
+	if len(res.Content) > 1 {
+		return nil, fmt.Errorf("sampling/createMessage: the host answered %d content blocks where one was asked for", len(res.Content))
+	}
+	out := &mcp.CreateMessageResult{Meta: res.Meta, Model: res.Model, Role: res.Role, StopReason: res.StopReason}
+	if len(res.Content) == 1 {
+		out.Content = res.Content[0]
+	}
+	return out, nil
+}
+
+// Elicit implements junction.Host: the host must have declared the mode
+// of elicitation asked for (a form, unless the request gives a URL), and
+// an accepted form's content must match the schema asked for, whose
+// defaults fill in what the host left out.
+func (h *stdioHost) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if p == nil {
+		return nil, errors.New("elicitation/create: no params")
+	}
+	q := *p
+	if q.Mode == "" {
+		q.Mode = "form"
+		if q.URL != "" || q.ElicitationID != "" {
+			q.Mode = "url"
+		}
+	}
+	var caps *mcp.ElicitationCapabilities
+	if ip := h.InitializeParams(); ip != nil && ip.Capabilities != nil {
+		caps = ip.Capabilities.Elicitation
+	}
+	switch {
+	case caps == nil:
+		return nil, errors.New("elicitation/create: the host does not take elicitation requests")
+	case q.Mode == "url" && caps.URL == nil:
+		return nil, errors.New(`elicitation/create: the host does not take "url" elicitation`)
+	case q.Mode == "form" && caps.Form == nil && caps.URL != nil:
+		// A host that declares neither mode takes forms, as before modes.
+		return nil, errors.New(`elicitation/create: the host does not take "form" elicitation`)
+	}
+	res := &mcp.ElicitResult{}
+	if err := h.request(ctx, "elicitation/create", &q, res); err != nil {
+		return nil, err
+	}
+	if res.Action != "accept" || res.Content == nil || q.RequestedSchema == nil {
+		return res, nil
+	}
+	if err := checkElicited(q.RequestedSchema, &res.Content); err != nil {
+		return nil, fmt.Errorf("elicitation/create: %w", err)
+	}
+	return res, nil
+}
+
+// checkElicited checks an accepted form's content against the schema
+// the form asked for, and fills in the schema's defaults.
+func checkElicited(requested any, content *map[string]any) error {
+	b, err := json.Marshal(requested)
+	if err != nil {
+		return err
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(b, &schema); err != nil {
+		return fmt.Errorf("the requested schema: %w", err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("the requested schema: %w", err)
+	}
+	if err := resolved.Validate(*content); err != nil {
+		return fmt.Errorf("the host's content does not match the requested schema: %w", err)
+	}
+	return resolved.ApplyDefaults(content)
+}
+
+// NotifyElicitationComplete implements junction.Host.
+func (h *stdioHost) NotifyElicitationComplete(_ context.Context, p *mcp.ElicitationCompleteParams) error {
+	if p == nil || p.ElicitationID == "" {
+		return errors.New("notifications/elicitation/complete: no elicitation id")
+	}
+	return h.Notify("notifications/elicitation/complete", p)
 }
 
 // lineLink is the host link of a raw call over stdio: its notifications

@@ -53,23 +53,16 @@ type httpRaw struct {
 	// resume them (SEP-1699), go-sdk's and the raw path's (rawresume.go).
 	replays bool
 
-	seq       atomic.Uint64 // ids of requests to hosts ("jh-N")
 	streamSeq atomic.Uint64 // ids of resumable streams ("raw-N", see rawresume.go)
 	hears     bool          // the event store tells forget of closed sessions
 	store     *replayStore  // with replays: where resumable streams are kept
+	asks      asks          // requests to hosts, by session id
 
 	mu       sync.Mutex
-	sessions map[string]*httpSession   // by Mcp-Session-Id
-	pending  map[string]chan hostReply // requests to hosts, by session id + "\x00" + request id
-	streams  map[string]*sseSink       // resumable streams not over, by session id + "\x00" + stream id
-	alone    map[string]*hostStream    // sessions' standalone GET streams, by session id (see standalone)
-	closes   uint64                    // sessions forgotten so far (see session)
-}
-
-// hostReply is a host's answer to a request sent on a raw call's stream.
-type hostReply struct {
-	result json.RawMessage
-	err    *jsonrpc.Error
+	sessions map[string]*httpSession // by Mcp-Session-Id
+	streams  map[string]*sseSink     // resumable streams not over, by session id + "\x00" + stream id
+	alone    map[string]*hostStream  // sessions' standalone GET streams, by session id (see standalone)
+	closes   uint64                  // sessions forgotten so far (see session)
 }
 
 // httpSession is what the raw path keeps of one go-sdk session.
@@ -84,8 +77,8 @@ func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
 	p.v.OfferTasks() // the raw path takes the extension's requests (tasks.go)
 	f := &httpRaw{
 		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, replays: store != nil && !o.JSONResponse,
-		sessions: make(map[string]*httpSession), pending: make(map[string]chan hostReply),
-		streams: make(map[string]*sseSink), alone: make(map[string]*hostStream),
+		sessions: make(map[string]*httpSession),
+		streams:  make(map[string]*sseSink), alone: make(map[string]*hostStream),
 	}
 	if f.replays {
 		f.store = store
@@ -669,28 +662,9 @@ func (f *httpRaw) endSession(sid string) {
 // reply takes a host's POSTed answer to a request sent on a raw call's
 // stream, and reports false for anything else.
 func (f *httpRaw) reply(w http.ResponseWriter, sid string, body []byte) bool {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  *jsonrpc.Error  `json:"error"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil || m.Method != "" || !bytes.HasPrefix(m.ID, []byte(`"jh-`)) {
+	if !f.asks.answer(sid, body) {
 		return false
 	}
-	key := sid + "\x00" + string(m.ID)
-	f.mu.Lock()
-	ch, ok := f.pending[key]
-	delete(f.pending, key)
-	f.mu.Unlock()
-	if !ok {
-		return false
-	}
-	r := hostReply{result: m.Result, err: m.Error}
-	if r.err == nil && len(r.result) == 0 {
-		r.err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the host's response has neither result nor error"}
-	}
-	ch <- r // capacity 1, one send per key
 	w.WriteHeader(http.StatusAccepted)
 	return true
 }
@@ -780,46 +754,20 @@ func (s *sseSink) notify(method string, params mcp.Params) bool {
 // request sends a request to the host on the call's stream and waits
 // for the host to POST its answer (see httpRaw.reply), or for ctx.
 func (s *sseSink) request(ctx context.Context, method string, params mcp.Params) (json.RawMessage, error) {
-	id := `"jh-` + strconv.FormatUint(s.f.seq.Add(1), 10) + `"`
-	b, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  mcp.Params      `json:"params"`
-	}{"2.0", json.RawMessage(id), method, params})
+	k, err := s.f.asks.open(s.sid, method, params)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", method, err)
-	}
-	key := s.sid + "\x00" + id
-	ch := make(chan hostReply, 1)
-	s.f.mu.Lock()
-	s.f.pending[key] = ch
-	s.f.mu.Unlock()
-	forget := func() {
-		s.f.mu.Lock()
-		delete(s.f.pending, key)
-		s.f.mu.Unlock()
+		return nil, err
 	}
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
-		forget()
+		k.forget()
 		return nil, fmt.Errorf("%s: the tool call it belongs to has ended", method)
 	}
 	s.startStream()
-	s.event(b)
+	s.event(k.line)
 	s.mu.Unlock()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
-		}
-		return r.result, nil
-	case <-ctx.Done():
-		forget()
-		s.tellCancelled(id, context.Cause(ctx))
-		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
-	}
+	return k.wait(ctx, nil, s.tellCancelled)
 }
 
 // tellCancelled tells the host that the request id, which the raw path
@@ -828,11 +776,7 @@ func (s *sseSink) request(ctx context.Context, method string, params mcp.Params)
 // none open, on the call's stream. Without it, a host whose handler for
 // the request waits for its context would wait for ever.
 func (s *sseSink) tellCancelled(id string, why error) {
-	b, err := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", "notifications/cancelled", map[string]any{"requestId": json.RawMessage(id), "reason": why.Error()}})
+	b, err := cancelledLine(id, why)
 	if err != nil {
 		return
 	}

@@ -135,7 +135,11 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 		}
 	}()
 	readErr := make(chan error, 1)
-	go func() { readErr <- readFrames(in, max, c, s.take, s.batch.Flush) }()
+	go func() {
+		err := readFrames(in, max, c, s.take, s.batch.Flush)
+		c.hostGone()
+		readErr <- err
+	}()
 	defer s.endTasks()
 
 	select {
@@ -224,6 +228,9 @@ func (s *stdioSession) take(line []byte) bool {
 		if hr, ok := parseRequest(line); ok && s.takeRequest(hr) {
 			return true
 		}
+	}
+	if !isCall && s.c.asks.answer("", line) {
+		return true // an answer to the plane's request (stdioHost)
 	}
 	if s.takeTask(line) {
 		return true
@@ -546,6 +553,13 @@ type conn struct {
 	// subscriptions/listen stream, tagged with its id).
 	greeted atomic.Bool
 
+	// asks are the requests the plane sent the host (stdioHost), whose
+	// answers the reading goroutine takes; gone is closed when no answer
+	// can come any more (the input ended, or the connection closed).
+	asks     asks
+	gone     chan struct{}
+	goneOnce sync.Once
+
 	pendMu  sync.Mutex
 	pending map[jsonrpc.ID]bool // requests read and not yet answered: true once the host cancelled it
 	drained chan struct{}       // closed when pending empties after the end of the input; nil before
@@ -558,6 +572,7 @@ func newConn(out *wire.Writer, onBad func(error)) *conn {
 		incoming: make(chan jsonrpc.Message),
 		closed:   make(chan struct{}),
 		inputEnd: make(chan struct{}),
+		gone:     make(chan struct{}),
 		pending:  make(map[jsonrpc.ID]bool),
 	}
 	return c
@@ -745,7 +760,12 @@ func cancelledSDKID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
 // cannot be interrupted.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
+	c.hostGone()
 	return nil
 }
+
+// hostGone marks the end of the host's answers: the input ended, or the
+// connection closed.
+func (c *conn) hostGone() { c.goneOnce.Do(func() { close(c.gone) }) }
 
 func (c *conn) SessionID() string { return "" }

@@ -909,3 +909,105 @@ func TestStdioSubscribeOnPlane(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioHostRequestsOnPlane checks that over stdio the plane sends
+// the host a source's requests (elicitation, sampling, roots) itself,
+// under ids of its own, and takes the answers: go-sdk's session sends
+// none. An accepted form gets the requested schema's defaults, and one
+// whose content does not match it fails the source's request; a request
+// whose call the host cancels is cancelled at the host too.
+func TestStdioHostRequestsOnPlane(t *testing.T) {
+	p := junction.NewPack("p")
+	schema := map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"name": map[string]any{"type": "string"}, "color": map[string]any{"type": "string", "default": "blue"}},
+		"required":   []string{"name"},
+	}
+	p.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		host := junction.HostSession(ctx)
+		er, err := host.Elicit(ctx, &mcp.ElicitParams{Message: "who?", RequestedSchema: schema})
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		cr, err := host.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi?"}}}})
+		if err != nil {
+			return nil, err
+		}
+		rr, err := host.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		said := fmt.Sprint(er.Content["name"], " ", er.Content["color"], " ", cr.Content.(*mcp.TextContent).Text, " ", rr.Roots[0].URI)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: said}}}, nil
+	})
+	v := viewOf(t, p)
+	var sdkSent atomic.Int64
+	v.Server().AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "elicitation/create", "sampling/createMessage", "roots/list":
+				sdkSent.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	h := startStdio(t, v, nil)
+	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"sampling":{},"roots":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := h.recv(t); m["result"] == nil {
+		t.Fatalf("initialize = %v", m)
+	}
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// asked reads the host's next request, which must be of method.
+	asked := func(method string) string {
+		t.Helper()
+		m := h.recv(t)
+		id, _ := m["id"].(string)
+		if m["method"] != method || !strings.HasPrefix(id, "jh-") {
+			t.Fatalf("got %v; want a %s request with an id of the plane's", m, method)
+		}
+		return id
+	}
+	// Both paths: a plain call (the plane's) and one go-sdk's server
+	// answers (an unknown member).
+	for i, extra := range []string{"", `,"extra":1`} {
+		h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__ask","arguments":{}%s}}`, 10+i, extra))
+		id := asked("elicitation/create")
+		h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"name":"ann"}}}`, id))
+		id = asked("sampling/createMessage")
+		h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"role":"assistant","model":"m","content":{"type":"text","text":"hi"}}}`, id))
+		id = asked("roots/list")
+		h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"roots":[{"uri":"file:///r"}]}}`, id))
+		if m := h.recv(t); text(m) != "ann blue hi file:///r" {
+			t.Errorf("call %d: %v; want the answers, the schema's default filled in", i, m)
+		}
+	}
+
+	// Content that does not match the schema fails the request.
+	h.send(t, `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"s__ask","arguments":{}}}`)
+	id := asked("elicitation/create")
+	h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"name":5}}}`, id))
+	if m := h.recv(t); !strings.Contains(text(m), "does not match the requested schema") {
+		t.Errorf("mismatched content: %v; want a tool error naming the schema", m)
+	}
+
+	// The host cancels the call while its request is open.
+	h.send(t, `{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"s__ask","arguments":{}}}`)
+	id = asked("elicitation/create")
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":21}}`)
+	for {
+		m := h.next(t)
+		if m["method"] == "notifications/cancelled" {
+			if got := fmt.Sprint(m["params"].(map[string]any)["requestId"]); got != id {
+				t.Errorf("cancelled %s; want the open request %s", got, id)
+			}
+			break
+		}
+		if m["id"] != nil {
+			t.Fatalf("got %v before the request's cancellation", m)
+		}
+	}
+	if n := sdkSent.Load(); n != 0 {
+		t.Errorf("go-sdk's session sent the host %d requests; want none", n)
+	}
+}
