@@ -56,7 +56,8 @@
 //	stdio.go      ServeStdio: a stdio host's connection, raw calls and go-sdk's
 //	http.go       HTTPHandler (stateful, stateless, dual), body checks
 //	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
-//	hostlink.go   host links: a raw call's log messages and progress where no session carries them
+//	hostlink.go   host links (a raw call's log messages and progress), and a stdio connection's Host
+//	asks.go       requests to hosts (sampling, elicitation, roots) and their answers, over stdio and HTTP
 //	rawresume.go  the raw path's SSE streams kept and resumed (Last-Event-ID)
 //	sse.go        the legacy HTTP+SSE endpoint: each session a stdio connection
 //	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered
