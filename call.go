@@ -61,7 +61,6 @@ type Call struct {
 	extra   *mcp.RequestExtra // for a decoded call: see SetRequestExtra
 
 	// What the call's CallInfo reports (see observe).
-	session Host            // the typed call's host session; a raw call's is in ctx
 	in      json.RawMessage // the typed call's arguments, or the raw call's params
 	inRaw   bool
 	res     *mcp.CallToolResult
@@ -265,10 +264,7 @@ func (c *Call) SourceName() string { return c.st.name }
 // stateless HTTP request, [Hub.Call]). It is known once the call is
 // handed to its source.
 func (c *Call) HostSession() Host {
-	if c.session == nil && c.inRaw {
-		return HostSession(c.ctx)
-	}
-	return c.session
+	return HostSession(c.ctx)
 }
 
 // Context returns the call's context: the one given to Begin, bounded by
@@ -291,7 +287,7 @@ func (c *Call) CallTool(req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if !c.keepTasks {
 		params.Meta = withoutTasksMeta(c.src, params.Meta)
 	}
-	c.ctx, c.session = withRequestHost(c.ctx, req.Session)
+	c.ctx, _ = withRequestHost(c.ctx, req.Session)
 	c.in = params.Arguments
 	if c.hub.opts.Trace != nil {
 		c.ctx = c.hub.opts.Trace(c.ctx, c, metaTraceContext(params.Meta))

@@ -350,8 +350,8 @@ func (v *View) finishScript(ctx context.Context, req *mcp.CallToolRequest, start
 	// Progress goes to the request waiting now (a resumed script's is the
 	// host's retry), when it asked for progress: through its session, or
 	// its host link when it has no session (NotifyProgress).
-	if token := req.Params.Meta["progressToken"]; token != nil && (req.Session != nil || HostLinkOf(ctx) != nil) {
-		run.progress.Store(&progressTarget{ctx: ctx, session: SessionHost(req.Session), token: token})
+	if token := req.Params.Meta["progressToken"]; token != nil && (HostSession(ctx) != nil || HostLinkOf(ctx) != nil) {
+		run.progress.Store(&progressTarget{ctx: ctx, session: HostSession(ctx), token: token})
 		defer run.progress.Store(nil)
 	}
 	paused, out, err := v.await(ctx, run)

@@ -964,7 +964,7 @@ func (v *View) observeMeta(ctx context.Context, req *mcp.CallToolRequest, start 
 		outcome = "tool_error"
 	}
 	ci := CallInfo{Source: MetaSource, Tool: req.Params.Name, Start: start, Duration: time.Since(start), Outcome: outcome,
-		View: v.name, Session: SessionHost(req.Session), Context: ctx, in: req.Params.Arguments, res: res, Query: query}
+		View: v.name, Session: HostSession(ctx), Context: ctx, in: req.Params.Arguments, res: res, Query: query}
 	if found != nil {
 		ci.Matched = found.Matched
 	}
