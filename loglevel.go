@@ -257,6 +257,18 @@ func (h *Hub) tellLevel(src Source) {
 	}
 }
 
+// HostInitialized takes host session ss's notifications/initialized for
+// a front that reads it itself (the data plane over stdio), as v's go-sdk
+// server does: the hub records that ss has initialized on v, and tells
+// the sources that watch hosts who their sole host is now
+// ([HostWatcher]).
+func (v *View) HostInitialized(ss Host) { v.hub.hostGreeted(v, ss) }
+
+// HostRootsChanged takes host session ss's
+// notifications/roots/list_changed for a front that reads it itself: the
+// sources of v that watch hosts are told.
+func (v *View) HostRootsChanged(ss Host) { v.hub.hostRootsChanged(v, ss) }
+
 // hostGreeted records that host session ss of v has initialized, and
 // tells the HostWatcher sources who their sole host is now.
 func (h *Hub) hostGreeted(v *View, ss Host) {

@@ -73,6 +73,8 @@ type View interface {
 	HostState(h junction.Host) (level mcp.LoggingLevel, subscribed bool)
 	SetHostLevel(h junction.Host, level mcp.LoggingLevel) *jsonrpc.Error
 	SubscribeHost(ctx context.Context, h junction.Host, uri string, on bool) error
+	HostInitialized(h junction.Host)
+	HostRootsChanged(h junction.Host)
 	CallToolTask(ctx context.Context, owner, name string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error, bool)
 	TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 	WatchTasks(owner string, fn func(params json.RawMessage)) (stop func())

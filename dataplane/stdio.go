@@ -242,8 +242,41 @@ func (s *stdioSession) take(line []byte) bool {
 	if bytes.Contains(line, []byte(`"subscriptions/listen"`)) {
 		return !s.legacy && s.c.listens.take(line)
 	}
-	if !isCall && !s.ready {
-		s.ready = bytes.Contains(line, []byte(`"notifications/initialized"`))
+	if !isCall && (!s.ready || bytes.Contains(line, []byte(`"notifications/roots/list_changed"`))) {
+		return s.takeNotification(line)
+	}
+	return false
+}
+
+// takeNotification takes the host's notifications of its session,
+// notifications/initialized and notifications/roots/list_changed, once
+// initialize has been answered: the hub hears of them (View.HostInitialized,
+// View.HostRootsChanged) with the connection's Host, and go-sdk's session
+// never does. Before the answer (a host that sends its notification and
+// its requests without waiting for it), they are go-sdk's, which orders
+// them after its initialize. Called by the reading goroutine.
+func (s *stdioSession) takeNotification(line []byte) bool {
+	var n struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &n) != nil || n.ID != nil {
+		return false
+	}
+	switch n.Method {
+	case "notifications/initialized":
+		s.ready = true
+		if !s.c.greeted.Load() {
+			return false
+		}
+		s.p.v.HostInitialized(junction.HostSession(s.base))
+		return true
+	case "notifications/roots/list_changed":
+		if !s.c.greeted.Load() {
+			return false
+		}
+		s.p.v.HostRootsChanged(junction.HostSession(s.base))
+		return true
 	}
 	return false
 }

@@ -1011,3 +1011,55 @@ func TestStdioHostRequestsOnPlane(t *testing.T) {
 		t.Errorf("go-sdk's session sent the host %d requests; want none", n)
 	}
 }
+
+// watcher is a pack that watches hosts (junction.HostWatcher): it
+// records its sole host and the hosts whose roots changed.
+type watcher struct {
+	*junction.Pack
+	sole    chan junction.Host
+	changed chan junction.Host
+}
+
+func (w *watcher) SetSoleHost(h junction.Host)      { w.sole <- h }
+func (w *watcher) HostRootsChanged(h junction.Host) { w.changed <- h }
+
+// TestStdioSessionNotificationsOnPlane checks that over stdio the plane
+// takes the host's notifications/initialized and
+// notifications/roots/list_changed once initialize is answered: the
+// sources that watch hosts hear of them with the connection's Host, and
+// go-sdk's session does not.
+func TestStdioSessionNotificationsOnPlane(t *testing.T) {
+	w := &watcher{Pack: junction.NewPack("w"), sole: make(chan junction.Host, 4), changed: make(chan junction.Host, 4)}
+	v := viewOf(t, w)
+	sdk := sdkCounted(v, func(method string) bool { return strings.HasPrefix(method, "notifications/") })
+	h := startStdio(t, v, nil)
+	h.initialize(t) // initialize, its answer, then notifications/initialized
+	wait := func(ch chan junction.Host, what string) junction.Host {
+		t.Helper()
+		select {
+		case got := <-ch:
+			return got
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the source was not told of %s", what)
+			return nil
+		}
+	}
+	sole := wait(w.sole, "its sole host")
+	var want junction.Host
+	for ss := range v.Server().Sessions() {
+		want = junction.SessionHost(ss)
+	}
+	if sole == nil || sole != want {
+		t.Fatalf("sole host %v; want the connection's Host %v", sole, want)
+	}
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	if got := wait(w.changed, "the host's roots changing"); got != want {
+		t.Errorf("roots changed for %v; want the connection's Host", got)
+	}
+	// A ping's answer orders what go-sdk might have read before it.
+	h.send(t, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	h.recv(t)
+	if n := sdk.Load(); n != 0 {
+		t.Errorf("go-sdk's session read %d of the host's notifications; want none", n)
+	}
+}
