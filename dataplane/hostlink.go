@@ -48,8 +48,10 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 // the subscriptions the plane answered. While the host has set no level,
 // it leaves log messages to go-sdk's session, which sends none, or those
 // at the level a 2026-07-28 request go-sdk answers names, as go-sdk's
-// handler keeps it. The rest (what the host sent in initialize, the
-// requests to it, its end) is still go-sdk's session's.
+// handler keeps it. Its requests to the host (sampling, elicitation,
+// roots) are lines of the connection too, whose answers the reading
+// goroutine takes (asks). What the host sent in initialize, and the
+// session's end, are still go-sdk's session's.
 //
 // It is recorded as the Host the session is (junction.FrontHost), so
 // that a request from go-sdk's server names the same Host as a raw
