@@ -81,22 +81,34 @@ var errHostGone = errors.New("the host's connection ended before it answered")
 // host can stop working on it, as go-sdk tells of its own) or gone is
 // closed (the host's connection ended).
 func (k *ask) wait(ctx context.Context, gone <-chan struct{}, cancelled func(id string, why error)) (json.RawMessage, error) {
+	var end error
 	select {
 	case r := <-k.reply:
-		if r.err != nil {
-			return nil, r.err
-		}
-		return r.result, nil
+		return r.answer()
 	case <-ctx.Done():
-		k.forget()
-		if cancelled != nil {
-			cancelled(k.id, context.Cause(ctx))
-		}
-		return nil, fmt.Errorf("%s: %w", k.method, ctx.Err())
+		end = ctx.Err()
 	case <-gone:
-		k.forget()
-		return nil, fmt.Errorf("%s: %w", k.method, errHostGone)
+		end = errHostGone
 	}
+	k.forget()
+	// An answer taken before the end is the answer: the host that
+	// answers and closes its input at once gets both at the same time.
+	select {
+	case r := <-k.reply:
+		return r.answer()
+	default:
+	}
+	if ctx.Err() != nil && cancelled != nil {
+		cancelled(k.id, context.Cause(ctx))
+	}
+	return nil, fmt.Errorf("%s: %w", k.method, end)
+}
+
+func (r hostReply) answer() (json.RawMessage, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.result, nil
 }
 
 // answer takes msg, a message from the host of session sid, if it is the
@@ -114,20 +126,22 @@ func (a *asks) answer(sid string, msg []byte) bool {
 	if err := json.Unmarshal(msg, &m); err != nil || m.Method != "" || !bytes.HasPrefix(m.ID, []byte(`"jh-`)) {
 		return false
 	}
-	key := sid + "\x00" + string(m.ID)
-	a.mu.Lock()
-	ch, ok := a.pending[key]
-	delete(a.pending, key)
-	a.mu.Unlock()
-	if !ok {
-		return false
-	}
 	r := hostReply{result: m.Result, err: m.Error}
 	if r.err == nil && len(r.result) == 0 {
 		r.err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the host's response has neither result nor error"}
 	}
-	ch <- r // capacity 1, one send per key
-	return true
+	key := sid + "\x00" + string(m.ID)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch, ok := a.pending[key]
+	if ok {
+		delete(a.pending, key)
+		// Sent under the lock (capacity 1, one send per key: it does not
+		// block), so that once forget has returned, an answer taken
+		// before it is in the channel.
+		ch <- r
+	}
+	return ok
 }
 
 // cancelledLine returns the notifications/cancelled of the request id
