@@ -179,6 +179,9 @@ type stdioSession struct {
 	// follows initialize in the order the lines are read (see
 	// initialized). Owned by the reading goroutine.
 	ready bool
+	// askedInit is set once the host has sent initialize (see
+	// refuseEarly). Owned by the reading goroutine.
+	askedInit bool
 	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28:
 	// that revision's requests (per-request _meta, subscriptions/listen)
 	// are go-sdk's to refuse.
@@ -221,7 +224,7 @@ func (s *stdioSession) take(line []byte) bool {
 			if bytes.Contains(tc.meta, []byte(junction.TasksExtension)) && s.takeTask(line) {
 				return true
 			}
-			return s.takeCall(tc)
+			return s.takeCall(tc) || !s.askedInit && !s.initialized() && s.refuseEarly(line)
 		}
 	}
 	if !isCall && mayBeRequest(line) {
@@ -242,10 +245,48 @@ func (s *stdioSession) take(line []byte) bool {
 	if bytes.Contains(line, []byte(`"subscriptions/listen"`)) {
 		return !s.legacy && s.c.listens.take(line)
 	}
+	if !s.askedInit && !s.initialized() && s.refuseEarly(line) {
+		return true
+	}
 	if !isCall && (!s.ready || bytes.Contains(line, []byte(`"notifications/roots/list_changed"`))) {
 		return s.takeNotification(line)
 	}
 	return false
+}
+
+// refuseEarly answers a request of a revision before 2026-07-28 that
+// comes before the host has sent initialize (other than ping, and
+// server/discover, which go-sdk refuses by revision) with -32600 and an
+// error that says to initialize first, and reports whether it did. It
+// notes the host's initialize, after which requests are served (a host
+// may send them without waiting for initialize's answer). A request of
+// 2026-07-28, which names its revision in its _meta and stands alone,
+// is not refused. Called by the reading goroutine.
+func (s *stdioSession) refuseEarly(line []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+		return false
+	}
+	switch {
+	case m.Method == "initialize":
+		s.askedInit = true
+		return false
+	case m.ID == nil || string(m.ID) == "null" || m.Params.Meta[mcp.MetaKeyProtocolVersion] != nil:
+		return false
+	case m.Method == "ping", m.Method == "server/discover":
+		return false // allowed, and refused only by revision
+	}
+	s.c.out.Write(wire.ErrorLine(m.ID, &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("%s before initialize: a client of a revision before 2026-07-28 sends initialize first", m.Method),
+	}))
+	return true
 }
 
 // takeNotification takes the host's notifications of its session,

@@ -246,8 +246,55 @@ func TestServeStdioRawBeforeInitialized(t *testing.T) {
 	}}
 	h := startFast(t, f, junction.Selection{})
 	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo"}}`)
-	if m := h.recv(t); m["error"] == nil {
-		t.Errorf("call before initialize = %v, want go-sdk's error", m)
+	if m := h.recv(t); errCode(m) != -32600 {
+		t.Errorf("call before initialize = %v, want -32600", m)
+	}
+}
+
+// TestStdioRefusesBeforeInitialize: over stdio the plane refuses an older
+// host's requests sent before initialize, whatever their method, with
+// -32600 saying to initialize first (go-sdk's server wrote code 0), and
+// go-sdk never sees them; ping, a 2026-07-28 request that stands alone,
+// and a request sent after initialize but before its answer (a host that
+// does not wait) are served.
+func TestStdioRefusesBeforeInitialize(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[{"type":"text","text":"fast"}]}`), nil
+	}}
+	v := viewOf(t, f)
+	sdk := sdkCounted(v, func(method string) bool { return method != "initialize" })
+	h := startStdio(t, v, nil)
+	for i, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"s__echo","arguments":{},"odd":1}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"no/such/method"}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"s__echo","arguments":{}}}`,
+	} {
+		h.send(t, line)
+		m := h.recv(t)
+		msg, _ := m["error"].(map[string]any)["message"].(string)
+		if errCode(m) != -32600 || !strings.Contains(msg, "initialize first") {
+			t.Errorf("request %d before initialize: %v; want -32600 saying to initialize first", i, m)
+		}
+	}
+	if n := sdk.Load(); n != 0 {
+		t.Errorf("go-sdk's server saw %d requests sent before initialize; want none", n)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	if m := h.recv(t); m["result"] == nil {
+		t.Errorf("ping before initialize: %v", m)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"s__echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if m := h.recv(t); text(m) != "fast" {
+		t.Errorf("a 2026-07-28 call that stands alone: %v; want its answer", m)
+	}
+	// initialize and a list at once, without waiting for the answer.
+	h.send(t, `{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"+
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	for range 2 {
+		if m := h.recv(t); m["result"] == nil {
+			t.Errorf("initialize and a list sent at once: %v; want both answered", m)
+		}
 	}
 }
 
@@ -733,8 +780,8 @@ func TestCallToolRaw(t *testing.T) {
 
 // TestStdioRawOnceInitializeAnswered: the raw path takes a host's calls
 // from the answer to initialize on, as go-sdk's server serves them, not
-// only once notifications/initialized has come; before initialize,
-// go-sdk refuses a call of an older host.
+// only once notifications/initialized has come; before initialize, the
+// plane refuses a call of an older host.
 func TestStdioRawOnceInitializeAnswered(t *testing.T) {
 	f := &rawFake{tools: []string{"echo"}, raw: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"content":[{"type":"text","text":"fast"}]}`), nil
@@ -742,8 +789,8 @@ func TestStdioRawOnceInitializeAnswered(t *testing.T) {
 	h := startFast(t, f, junction.Selection{})
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{}}}`
 	h.send(t, call)
-	if m := h.recv(t); m["error"] == nil {
-		t.Errorf("a call before initialize: %v; want go-sdk's error", m)
+	if m := h.recv(t); errCode(m) != -32600 {
+		t.Errorf("a call before initialize: %v; want -32600", m)
 	}
 	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if m := h.recv(t); m["result"] == nil {
