@@ -90,11 +90,21 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 }
 
 // requestEnvelope reads the members of a JSON-RPC request as the raw
-// path takes them: jsonrpc "2.0", an id that is a number or a string
-// (validID), a method, and params (nil when absent), each once and
-// spelled exactly, no other member, and nothing after the object. They
-// are returned as sent.
+// path takes them (see envelope): a request has an id.
 func requestEnvelope(msg []byte) (id, method, params []byte, ok bool) {
+	id, method, params, ok = envelope(msg)
+	if !ok || id == nil {
+		return nil, nil, nil, false
+	}
+	return id, method, params, true
+}
+
+// envelope reads the members of a JSON-RPC request or notification as
+// the raw path takes them: jsonrpc "2.0", an id that is a number or a
+// string (validID; nil for a notification, which has none), a method,
+// and params (nil when absent), each once and spelled exactly, no other
+// member, and nothing after the object. They are returned as sent.
+func envelope(msg []byte) (id, method, params []byte, ok bool) {
 	var seen [4]bool
 	ok = true
 	end := rawjson.Object(msg, func(key, val []byte) {
@@ -115,10 +125,30 @@ func requestEnvelope(msg []byte) (id, method, params []byte, ok bool) {
 		}
 		seen[k] = true
 	})
-	if !ok || end < 0 || !seen[0] || !seen[1] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || !validID(id) {
+	if !ok || end < 0 || !seen[0] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || seen[1] && !validID(id) {
 		return nil, nil, nil, false
 	}
 	return id, method, params, true
+}
+
+// paramsMeta returns the _meta of a request's params (nil: none), and
+// false when params are neither absent nor an object with _meta at most
+// once.
+func paramsMeta(params []byte) ([]byte, bool) {
+	if params == nil {
+		return nil, true
+	}
+	var meta []byte
+	metas := 0
+	if params[0] != '{' || rawjson.Object(params, func(key, val []byte) {
+		if string(key) == "_meta" {
+			metas++
+			meta = val
+		}
+	}) < 0 || metas > 1 {
+		return nil, false
+	}
+	return meta, true
 }
 
 // validID reports whether id, a member's value as sent, is a request id
@@ -156,6 +186,14 @@ func readMeta(meta []byte) metaInfo {
 		mi.ok = mi.ok && mi.rev.Known() && mi.version == mi.rev.String() && caps && info
 	}
 	return mi
+}
+
+// namesRevision reports whether a request's _meta (nil: none) names a
+// protocol revision, well or not: a request of 2026-07-28 or later, which
+// stands alone.
+func namesRevision(meta []byte) bool {
+	m := wire.ReadMeta(meta, nil)
+	return m.Version != "" || m.BadVersion
 }
 
 // plainInt reports whether b is a JSON number made of digits only (no

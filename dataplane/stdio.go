@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/wire"
 )
 
@@ -263,28 +264,29 @@ func (s *stdioSession) take(line []byte) bool {
 // 2026-07-28, which names its revision in its _meta and stands alone,
 // is not refused. Called by the reading goroutine.
 func (s *stdioSession) refuseEarly(line []byte) bool {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+	id, rawMethod, params, ok := envelope(line)
+	method, plain := rawjson.PlainString(rawMethod)
+	if !ok || !plain {
+		// A shape the plane does not read is go-sdk's to answer; one that
+		// may be an initialize ends the refusals, as go-sdk may take it.
+		s.askedInit = bytes.Contains(line, []byte(`"initialize"`))
 		return false
 	}
+	meta, ok := paramsMeta(params)
 	switch {
-	case m.Method == "initialize":
+	case string(method) == "initialize":
 		s.askedInit = true
 		return false
-	case m.ID == nil || string(m.ID) == "null" || m.Params.Meta[mcp.MetaKeyProtocolVersion] != nil:
+	case id == nil || !ok:
 		return false
-	case m.Method == "ping", m.Method == "server/discover":
+	case namesRevision(meta):
+		return false // a request that stands alone: go-sdk checks its revision
+	case string(method) == "ping", string(method) == "server/discover":
 		return false // allowed, and refused only by revision
 	}
-	s.c.out.Write(wire.ErrorLine(m.ID, &jsonrpc.Error{
+	s.c.out.Write(wire.ErrorLine(id, &jsonrpc.Error{
 		Code:    jsonrpc.CodeInvalidRequest,
-		Message: fmt.Sprintf("%s before initialize: a client of a revision before 2026-07-28 sends initialize first", m.Method),
+		Message: fmt.Sprintf("%s before initialize: a client of a revision before 2026-07-28 sends initialize first", method),
 	}))
 	return true
 }
@@ -297,22 +299,19 @@ func (s *stdioSession) refuseEarly(line []byte) bool {
 // its requests without waiting for it), they are go-sdk's, which orders
 // them after its initialize. Called by the reading goroutine.
 func (s *stdioSession) takeNotification(line []byte) bool {
-	var n struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(line, &n) != nil || n.ID != nil {
+	id, method, _, ok := envelope(line)
+	if !ok || id != nil {
 		return false
 	}
-	switch n.Method {
-	case "notifications/initialized":
+	switch string(method) {
+	case `"notifications/initialized"`:
 		s.ready = true
 		if !s.c.greeted.Load() {
 			return false
 		}
 		s.p.v.HostInitialized(junction.HostSession(s.base))
 		return true
-	case "notifications/roots/list_changed":
+	case `"notifications/roots/list_changed"`:
 		if !s.c.greeted.Load() {
 			return false
 		}

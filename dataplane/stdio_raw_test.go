@@ -1110,3 +1110,49 @@ func TestStdioSessionNotificationsOnPlane(t *testing.T) {
 		t.Errorf("go-sdk's session read %d of the host's notifications; want none", n)
 	}
 }
+
+func TestEnvelope(t *testing.T) {
+	for _, tc := range []struct {
+		msg          string
+		id, method   string
+		notification bool
+		ok           bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "1", `"ping"`, false, true},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "", `"notifications/initialized"`, true, true},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`, "", `"notifications/initialized"`, true, true},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, "", "", false, false},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, "", "", false, false},
+		{`{"jsonrpc":"2.0","method":"ping","extra":1}`, "", "", false, false},
+		{`{"jsonrpc":"1.0","method":"ping"}`, "", "", false, false},
+		{`{"jsonrpc":"2.0","id":1}`, "", "", false, false},
+		{`{"jsonrpc":"2.0","method":"ping"} x`, "", "", false, false},
+	} {
+		id, method, _, ok := envelope([]byte(tc.msg))
+		if ok != tc.ok || ok && (string(id) != tc.id || string(method) != tc.method || (id == nil) != tc.notification) {
+			t.Errorf("envelope(%s) = %q, %q, %v; want %q, %q, %v", tc.msg, id, method, ok, tc.id, tc.method, tc.ok)
+		}
+		if _, _, _, rok := requestEnvelope([]byte(tc.msg)); rok != (tc.ok && !tc.notification) {
+			t.Errorf("requestEnvelope(%s) ok = %v", tc.msg, rok)
+		}
+	}
+	for _, tc := range []struct {
+		params, meta string
+		ok           bool
+	}{
+		{"", "", true},
+		{`{}`, "", true},
+		{`{"_meta":{"a":1},"x":2}`, `{"a":1}`, true},
+		{`{"_meta":{},"_meta":{}}`, "", false},
+		{`[1]`, "", false},
+	} {
+		var params []byte
+		if tc.params != "" {
+			params = []byte(tc.params)
+		}
+		meta, ok := paramsMeta(params)
+		if ok != tc.ok || ok && string(meta) != tc.meta {
+			t.Errorf("paramsMeta(%s) = %s, %v; want %s, %v", tc.params, meta, ok, tc.meta, tc.ok)
+		}
+	}
+}
