@@ -118,16 +118,10 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	if isBareMethod(hr.method) {
 		return parseMetaParams(hr, params, false)
 	}
-	if !isRequestMethod(hr.method) || params == nil || params[0] != '{' || rawjson.Deeper(params, maxParamsDepth) {
+	if !isRequestMethod(hr.method) || params == nil || rawjson.Deeper(params, maxParamsDepth) {
 		return hostRequest{}, false
 	}
-	metas := 0
-	if rawjson.Object(params, func(key, val []byte) {
-		if string(key) == "_meta" {
-			metas++
-			hr.meta = val
-		}
-	}) < 0 || metas > 1 || hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
+	if hr.meta, ok = paramsMeta(params); !ok || hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
 		return hostRequest{}, false
 	}
 	switch hr.method {
