@@ -2,10 +2,12 @@
 // bytes and a source's bytes on the way of a call. It frames messages
 // (newline-delimited JSON-RPC on stdio, Streamable HTTP and legacy SSE on
 // HTTP), forwards tool calls as raw bytes where it can, keeps each
-// connection's table of calls in flight with their cancellation, and puts
-// the log messages and requests a source has for a host on the right
-// stream. Everything else (initialize, lists, resources, prompts, and the
-// calls the raw path does not take) it hands to the view's go-sdk server.
+// connection's table of calls in flight with their cancellation, answers
+// the lists, prompts, resources, completions and the meta-tools' calls
+// through the view, and puts the log messages and requests a source has
+// for a host on the right stream. Everything else (initialize, the
+// requests of shapes it does not read, and over HTTP the session's own
+// requests) it hands to the view's go-sdk server.
 // It is the host front only: a stdio upstream's pipes, the line reader,
 // the coalescing writer and the answer envelopes are package wire's,
 // which the sources use too.
