@@ -809,7 +809,7 @@ func (l *listener) ResourceUpdated(uri string) {
 	}
 	// The subscriptions a front answered itself, which go-sdk's server
 	// does not know.
-	for _, ss := range l.h.linkedSubscribers(uri) {
+	for _, ss := range l.h.frontSubscribers(uri) {
 		if n, ok := ss.(interface {
 			Notify(method string, params mcp.Params) error
 		}); ok {

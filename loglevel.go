@@ -58,13 +58,13 @@ type hostState struct {
 // A subscriber says who answered a session's resources/subscribe, and so
 // sends it the resource's notifications/resources/updated: go-sdk's
 // server (it keeps the subscription too) or the front itself, through
-// the session's link (SubscribeHost). A session may hold both for one
+// the session's Host (SubscribeHost, FrontHost). A session may hold both for one
 // URI (a stdio host's own subscription and one a listen of its makes).
 type subscriber uint8
 
 const (
-	subscribedInSDK  subscriber = 1 << iota // go-sdk's server answered the subscription
-	subscribedByLink                        // the front answered it (View.SubscribeHost)
+	subscribedInSDK   subscriber = 1 << iota // go-sdk's server answered the subscription
+	subscribedByFront                        // the front answered it (View.SubscribeHost)
 )
 
 // hostStateOf returns the record of host session ss, making it (and a
@@ -153,24 +153,24 @@ func (h *Hub) setHostSubscribed(ss Host, uri string, on bool, by subscriber) {
 func (v *View) SubscribeHost(ctx context.Context, ss Host, uri string, on bool) error {
 	h := v.hub
 	if !on {
-		h.setHostSubscribed(ss, uri, false, subscribedByLink)
+		h.setHostSubscribed(ss, uri, false, subscribedByFront)
 		return h.subscribe(WithHostSession(ctx, ss), uri, false)
 	}
 	if err := h.subscribe(WithHostSession(ctx, ss), uri, true); err != nil {
 		return err
 	}
-	h.setHostSubscribed(ss, uri, true, subscribedByLink)
+	h.setHostSubscribed(ss, uri, true, subscribedByFront)
 	return nil
 }
 
-// linkedSubscribers returns the host sessions subscribed to uri through
+// frontSubscribers returns the host sessions subscribed to uri through
 // their front (SubscribeHost).
-func (h *Hub) linkedSubscribers(uri string) []Host {
+func (h *Hub) frontSubscribers(uri string) []Host {
 	h.hostsMu.Lock()
 	defer h.hostsMu.Unlock()
 	var out []Host
 	for ss, st := range h.hosts {
-		if st.subs[uri]&subscribedByLink != 0 {
+		if st.subs[uri]&subscribedByFront != 0 {
 			out = append(out, ss)
 		}
 	}

@@ -269,7 +269,9 @@ func (s *stdioSession) refuseEarly(line []byte) bool {
 	if !ok || !plain {
 		// A shape the plane does not read is go-sdk's to answer; one that
 		// may be an initialize ends the refusals, as go-sdk may take it.
-		s.askedInit = bytes.Contains(line, []byte(`"initialize"`))
+		if bytes.Contains(line, []byte(`"initialize"`)) {
+			s.askedInit = true
+		}
 		return false
 	}
 	meta, ok := paramsMeta(params)

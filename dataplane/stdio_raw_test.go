@@ -890,7 +890,7 @@ func TestStdioSetLevelOnPlane(t *testing.T) {
 // TestStdioSubscribeOnPlane: over stdio the plane answers
 // resources/subscribe and unsubscribe, go-sdk's server never sees them,
 // and a subscribed resource's update reaches the host through the
-// session's link until it unsubscribes. An unknown resource gets the
+// connection's Host until it unsubscribes. An unknown resource gets the
 // hub's "Resource not found" (-32602), as through go-sdk's server.
 func TestStdioSubscribeOnPlane(t *testing.T) {
 	p := junction.NewPack("p")
@@ -1056,6 +1056,15 @@ func TestStdioHostRequestsOnPlane(t *testing.T) {
 	}
 	if n := sdkSent.Load(); n != 0 {
 		t.Errorf("go-sdk's session sent the host %d requests; want none", n)
+	}
+
+	// The host's input ends while a request is open: the request fails
+	// at once (not after the drain), and the call is answered.
+	h.send(t, `{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"s__ask","arguments":{}}}`)
+	asked("elicitation/create")
+	h.w.Close()
+	if m := h.recv(t); m["id"] != float64(22) || !strings.Contains(text(m), "ended before it answered") {
+		t.Errorf("a call whose host went: %v; want a tool error saying the host's connection ended", m)
 	}
 }
 
