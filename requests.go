@@ -47,6 +47,24 @@ func (v *View) Discover(versions []string) *mcp.DiscoverResult {
 	}
 }
 
+// Initialize answers a host's initialize on v, as go-sdk's server
+// answers it: the version negotiated ([NegotiateVersion]), v's
+// capabilities at that revision, and the hub's instructions and
+// serverInfo.
+func (v *View) Initialize(p *mcp.InitializeParams) *mcp.InitializeResult {
+	return v.initializeResult(NegotiateVersion(p.ProtocolVersion))
+}
+
+// initializeResult is v's answer to an initialize that negotiated version.
+func (v *View) initializeResult(version string) *mcp.InitializeResult {
+	return &mcp.InitializeResult{
+		ProtocolVersion: version,
+		Capabilities:    v.capabilities(ParseRevision(version)),
+		Instructions:    v.hub.opts.Instructions,
+		ServerInfo:      v.Implementation(),
+	}
+}
+
 // capabilities returns what v offers a host at revision rev: tools,
 // prompts and resources that change, subscriptions, completions and
 // logging, and, for a revision that has tasks (2026-07-28 on), the
@@ -70,7 +88,7 @@ func (v *View) capabilities(rev Revision) *mcp.ServerCapabilities {
 // describeServer is a receiving middleware of the view's go-sdk server:
 // its server/discover result is [View.Discover]'s for the versions
 // go-sdk found the session's transport carries, and its initialize
-// result offers v's capabilities for the revision it negotiated.
+// result is [View.Initialize]'s for the revision go-sdk negotiated.
 func (v *View) describeServer(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -81,7 +99,7 @@ func (v *View) describeServer(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.DiscoverResult:
 			return v.Discover(r.SupportedVersions), nil
 		case *mcp.InitializeResult:
-			r.Capabilities = v.capabilities(ParseRevision(r.ProtocolVersion))
+			return v.initializeResult(r.ProtocolVersion), nil
 		}
 		return res, err
 	}

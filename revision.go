@@ -146,3 +146,21 @@ func (r Revision) Tasks() bool { return r >= Revision20260728 }
 // it; go-sdk serves 2026-07-28 only from a stateless handler, whose
 // streams are not resumed.
 func (r Revision) ResumableStreams() bool { return r >= Revision20251125 }
+
+// NegotiateVersion returns the protocol version a server answers to an
+// initialize that asks for version, as go-sdk's server negotiates it: the
+// version asked for, if it names a known revision exactly and that
+// revision has the handshake (before [Revision.Stateless]); otherwise the
+// newest revision that has one. initialize belongs to the revisions with
+// sessions, so a client that asks for 2026-07-28 in it gets 2025-11-25.
+func NegotiateVersion(version string) string {
+	if r := ParseRevision(version); r.Known() && r.String() == version && !r.Stateless() {
+		return version
+	}
+	for r := RevisionNewer - 1; r > RevisionUnknown; r-- {
+		if !r.Stateless() {
+			return r.String()
+		}
+	}
+	return revisionDates[Revision20241105]
+}

@@ -1,10 +1,13 @@
 package junction_test
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -106,5 +109,46 @@ func TestParseRevisionAllocs(t *testing.T) {
 	v := string([]byte("2026-07-28"))
 	if n := testing.AllocsPerRun(100, func() { _ = junction.ParseRevision(v).Stateless() }); n != 0 {
 		t.Errorf("ParseRevision allocates %v times", n)
+	}
+}
+
+// TestNegotiateVersion checks NegotiateVersion against go-sdk's server:
+// each version a client may ask for in initialize gets the version
+// go-sdk answers.
+func TestNegotiateVersion(t *testing.T) {
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	for _, v := range []string{"", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "2025-01-01", "2024-01-01", "2099-01-01", "draft"} {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := ct.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params, _ := json.Marshal(&mcp.InitializeParams{ProtocolVersion: v, ClientInfo: &mcp.Implementation{Name: "c", Version: "1"}, Capabilities: &mcp.ClientCapabilities{}})
+		id, _ := jsonrpc.MakeID(float64(1))
+		if err := conn.Write(ctx, &jsonrpc.Request{ID: id, Method: "initialize", Params: params}); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, ok := msg.(*jsonrpc.Response)
+		if !ok || resp.Error != nil {
+			t.Fatalf("initialize %q: go-sdk answered %+v", v, msg)
+		}
+		var res mcp.InitializeResult
+		if err := json.Unmarshal(resp.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		if got := junction.NegotiateVersion(v); got != res.ProtocolVersion {
+			t.Errorf("NegotiateVersion(%q) = %q, go-sdk answers %q", v, got, res.ProtocolVersion)
+		}
+		conn.Close()
+		ss.Close()
 	}
 }

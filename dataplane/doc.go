@@ -5,9 +5,9 @@
 // connection's table of calls in flight with their cancellation, answers
 // the lists, prompts, resources, completions and the meta-tools' calls
 // through the view, and puts the log messages and requests a source has
-// for a host on the right stream. Everything else (initialize, the
-// requests of shapes it does not read, and over HTTP the session's own
-// requests) it hands to the view's go-sdk server.
+// for a host on the right stream. Everything else (the requests of
+// shapes it does not read, and over HTTP initialize and the session's
+// own requests) it hands to the view's go-sdk server.
 // It is the host front only: a stdio upstream's pipes, the line reader,
 // the coalescing writer and the answer envelopes are package wire's,
 // which the sources use too.

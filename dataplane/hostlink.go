@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/junction-mcp/junction"
@@ -50,16 +51,27 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 // at the level a 2026-07-28 request go-sdk answers names, as go-sdk's
 // handler keeps it. Its requests to the host (sampling, elicitation,
 // roots) are lines of the connection too, whose answers the reading
-// goroutine takes (asks). What the host sent in initialize, and the
-// session's end, are still go-sdk's session's.
+// goroutine takes (asks). What the host sent in initialize is its own
+// when the plane answered it (init), go-sdk's session's when go-sdk did;
+// the session's end is still go-sdk's session's.
 //
 // It is recorded as the Host the session is (junction.FrontHost), so
 // that a request from go-sdk's server names the same Host as a raw
 // call's context does.
 type stdioHost struct {
 	*mcp.ServerSession
-	c *conn
-	v View
+	c    *conn
+	v    View
+	init atomic.Pointer[mcp.InitializeParams] // the host's initialize, once the plane answered it
+}
+
+// InitializeParams implements junction.Host: what the host sent in
+// initialize, nil before it has.
+func (h *stdioHost) InitializeParams() *mcp.InitializeParams {
+	if p := h.init.Load(); p != nil {
+		return p
+	}
+	return h.ServerSession.InitializeParams()
 }
 
 // SDKSession returns the connection's go-sdk session (see

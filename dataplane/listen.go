@@ -52,13 +52,14 @@ import (
 const (
 	planeListenID = "\x00listen"
 	planeSubID    = "\x00sub-"
+	planeInitID   = "\x00init" // the host's initialize, which the plane answered (stdio.go)
 )
 
 // planeRequest reports whether id is that of one of the plane's
-// requests for listens.
+// requests to go-sdk: for listens, or the initialize it hands on.
 func planeRequest(id jsonrpc.ID) bool {
 	s, ok := id.Raw().(string)
-	return ok && (s == planeListenID || strings.HasPrefix(s, planeSubID))
+	return ok && (s == planeListenID || s == planeInitID || strings.HasPrefix(s, planeSubID))
 }
 
 // listens are a stdio connection's subscriptions/listen streams.

@@ -47,9 +47,10 @@ type Options struct {
 //   - ListPage: the answer to a host's tools/list, prompts/list,
 //     resources/list and resources/templates/list, which the plane takes
 //     wherever it takes a tools/call.
-//   - GetPrompt, ReadResource, Complete, CallOwnTool and Discover: the
-//     answers to prompts/get, resources/read, completion/complete, a
-//     call of a meta-tool and server/discover (see requests.go).
+//   - GetPrompt, ReadResource, Complete, CallOwnTool, Discover and
+//     Initialize: the answers to prompts/get, resources/read,
+//     completion/complete, a call of a meta-tool, server/discover and
+//     (over stdio) initialize (see requests.go).
 //   - HostState: a host session's log level and resource subscriptions,
 //     kept across a parked HTTP session; SetHostLevel and SubscribeHost
 //     answer a logging/setLevel and a resources/subscribe or unsubscribe
@@ -70,6 +71,7 @@ type View interface {
 	Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 	CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
 	Discover(versions []string) *mcp.DiscoverResult
+	Initialize(p *mcp.InitializeParams) *mcp.InitializeResult
 	HostState(h junction.Host) (level mcp.LoggingLevel, subscribed bool)
 	SetHostLevel(h junction.Host, level mcp.LoggingLevel) *jsonrpc.Error
 	SubscribeHost(ctx context.Context, h junction.Host, uri string, on bool) error

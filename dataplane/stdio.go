@@ -107,10 +107,13 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	if err != nil {
 		return err
 	}
+	var front *stdioHost
 	if p.raw {
-		// The plane answers logging/setLevel, and the session's log
-		// messages and progress go out as the connection's own lines.
-		defer junction.FrontHost(ss, &stdioHost{ServerSession: ss, c: c, v: p.v})()
+		// The plane answers initialize and logging/setLevel, and the
+		// session's log messages and progress go out as the connection's
+		// own lines.
+		front = &stdioHost{ServerSession: ss, c: c, v: p.v}
+		defer junction.FrontHost(ss, front)()
 	}
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
@@ -119,7 +122,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	if legacy != nil {
 		base = context.WithoutCancel(legacy.Context())
 	}
-	s := &stdioSession{p: p, c: c, host: ss, base: junction.WithHostSession(base, junction.SessionHost(ss)), legacy: legacy != nil}
+	s := &stdioSession{p: p, c: c, host: ss, front: front, base: junction.WithHostSession(base, junction.SessionHost(ss)), legacy: legacy != nil}
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
 
 	runErr := make(chan error, 1)
@@ -174,6 +177,7 @@ type stdioSession struct {
 	p     *Plane
 	c     *conn
 	host  *mcp.ServerSession // the connection's session: raw calls are made for it
+	front *stdioHost         // the connection's Host (nil with NoRaw: go-sdk's session is)
 	base  context.Context    // the raw calls' parent: names host (junction.HostSession)
 	calls inflight
 	// ready is set once the host has sent notifications/initialized, which
@@ -233,6 +237,9 @@ func (s *stdioSession) take(line []byte) bool {
 			return true
 		}
 	}
+	if !isCall && !s.askedInit && s.takeInitialize(line) {
+		return true
+	}
 	if !isCall && s.c.asks.answer("", line) {
 		return true // an answer to the plane's request (stdioHost)
 	}
@@ -253,6 +260,58 @@ func (s *stdioSession) take(line []byte) bool {
 		return s.takeNotification(line)
 	}
 	return false
+}
+
+// takeInitialize answers the host's initialize, if line is one of the
+// shape the plane reads, and reports whether it did: the answer is the
+// view's (View.Initialize), the revision it negotiates is the
+// connection's, and the host's params are its Host's (stdioHost). A
+// session of go-sdk's still serves what the plane does not take, so it
+// is handed the same initialize with an id of the plane's, whose answer
+// goes to no one (conn.Write): it then serves the host's requests
+// rather than refusing them as before initialize. An initialize whose
+// params go-sdk would not decode, or whose _meta names a revision (of
+// 2026-07-28, which has no initialize), is go-sdk's to answer, as is a
+// second one. Called by the reading goroutine, before any other
+// initialize.
+func (s *stdioSession) takeInitialize(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"initialize"`)) {
+		return false
+	}
+	id, method, params, ok := requestEnvelope(line)
+	if !ok || string(method) != `"initialize"` || len(params) == 0 || params[0] != '{' {
+		return false
+	}
+	if meta, ok := paramsMeta(params); !ok || namesRevision(meta) {
+		return false
+	}
+	var ip mcp.InitializeParams
+	if !decodeParams(params, &ip) {
+		return false
+	}
+	sdkID, err := jsonrpc.MakeID(planeInitID)
+	if err != nil {
+		return false
+	}
+	s.askedInit = true
+	res := s.p.v.Initialize(&ip)
+	s.front.init.Store(&ip)
+	if !junction.ParseRevision(res.ProtocolVersion).TypedResults() {
+		s.c.older.Store(true)
+	}
+	// go-sdk reads its messages in order: it has the host's params before
+	// it reads anything the host sends after this.
+	if !s.c.deliver(&jsonrpc.Request{ID: sdkID, Method: "initialize", Params: params}) {
+		return true // closing: nothing more is answered
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		s.c.out.Write(wire.ErrorLine(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}))
+		return true
+	}
+	s.c.greeted.Store(true)
+	s.c.out.Write(wire.AnswerLine(id, b, nil))
+	return true
 }
 
 // refuseEarly answers a request of a revision before 2026-07-28 that
@@ -758,6 +817,14 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return mcp.ErrConnectionClosed
 	default:
 	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && isPlaneInit(resp.ID) {
+		// go-sdk's answer to the initialize the plane answered
+		// (stdioSession.takeInitialize): the host has had its own.
+		if resp.Error != nil && c.onBad != nil {
+			c.onBad(fmt.Errorf("go-sdk's session refused the initialize the plane answered: %v", resp.Error))
+		}
+		return nil
+	}
 	if c.listens != nil && c.listens.fromSDK(msg) {
 		return nil
 	}
@@ -812,6 +879,13 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.pendMu.Unlock()
 	}
 	return err
+}
+
+// isPlaneInit reports whether id is that of the initialize the plane
+// hands go-sdk (planeInitID).
+func isPlaneInit(id jsonrpc.ID) bool {
+	v, ok := id.Raw().(string)
+	return ok && v == planeInitID
 }
 
 // cancelledSDKID returns the request id a notifications/cancelled names,

@@ -1165,3 +1165,82 @@ func TestEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioInitializeOnPlane: over stdio the plane answers initialize
+// itself, with the same answer go-sdk's server gives (checked against a
+// plane that sends everything to go-sdk, NoRaw) for versions it speaks
+// and ones it does not; the host's params are its Host's at once; and
+// go-sdk's session, handed the same initialize, then serves what the
+// plane does not take, and refuses a second initialize.
+func TestStdioInitializeOnPlane(t *testing.T) {
+	newView := func() *junction.View {
+		hub := junction.New(&junction.Options{Name: "hub", Version: "1.2.3", Instructions: "ask the hub"})
+		t.Cleanup(func() { hub.Close() })
+		f := &rawFake{tools: []string{"who"}, raw: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+			name := "nobody"
+			if p := junction.HostSession(ctx).InitializeParams(); p != nil && p.ClientInfo != nil {
+				name = p.ClientInfo.Name
+			}
+			return json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}})
+		}}
+		if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := hub.NewView("", junction.Selection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	initLine := func(version string) string {
+		return `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{"roots":{}},"clientInfo":{"name":"host-` + version + `","version":"1"}}}`
+	}
+	for _, version := range []string{"2025-11-25", "2024-11-05", "2026-07-28", "2099-01-01", ""} {
+		t.Run("version "+version, func(t *testing.T) {
+			v := newView()
+			// go-sdk's server is held inside its initialize until the end:
+			// the answer, and the call after it, can only be the plane's.
+			release := make(chan struct{})
+			v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "initialize" {
+						<-release
+					}
+					return next(ctx, method, req)
+				}
+			})
+			h := startStdio(t, v, nil)
+			t.Cleanup(func() { close(release) })
+			h.send(t, initLine(version))
+			got := h.recv(t)
+			ref := startStdio(t, newView(), &Options{NoRaw: true})
+			ref.send(t, initLine(version))
+			want := ref.recv(t)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the plane's answer to initialize differs from go-sdk's (-go-sdk +plane):\n%s", diff)
+			}
+			h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__who","arguments":{}}}`)
+			if m := h.recv(t); text(m) != "host-"+version {
+				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s)", m, version)
+			}
+		})
+	}
+
+	// After the plane's answer go-sdk's session serves what the plane
+	// does not take (a list with a member the plane does not read), and
+	// answers a second initialize as go-sdk does.
+	v := newView()
+	sdk := sdkCounted(v, func(method string) bool { return method == "tools/list" })
+	h := startStdio(t, v, nil)
+	h.send(t, initLine("2025-11-25"))
+	h.recv(t)
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"odd":1}}`)
+	if m := h.recv(t); m["result"] == nil || sdk.Load() != 1 {
+		t.Errorf("a list go-sdk answers after the plane's initialize: %v (go-sdk saw %d); want its tools", m, sdk.Load())
+	}
+	h.send(t, initLine("2025-11-25"))
+	if m := h.recv(t); m["error"] == nil || !strings.Contains(fmt.Sprint(m), "duplicate") {
+		t.Errorf("a second initialize: %v; want go-sdk's duplicate error", m)
+	}
+}
