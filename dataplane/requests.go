@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -67,6 +68,57 @@ var sessionMethods = [...]string{"logging/setLevel", "resources/subscribe", "res
 // bareMethods are the methods the plane takes whose params hold nothing
 // but _meta: server/discover and ping.
 var bareMethods = [...]string{"server/discover", "ping"}
+
+// sdkMethods are the requests go-sdk's server knows; it answers any
+// other with -32601 (methodNotFound), and so does the plane
+// (TestUnknownMethods checks both against go-sdk's server).
+var sdkMethods = [...]string{
+	"initialize", "ping", "server/discover", "tools/list", "tools/call",
+	"prompts/list", "prompts/get", "resources/list", "resources/templates/list",
+	"resources/read", "resources/subscribe", "resources/unsubscribe",
+	"subscriptions/listen", "logging/setLevel", "completion/complete",
+}
+
+// sdkNotifications are the notifications go-sdk's server knows; the
+// plane drops any other, as JSON-RPC asks.
+var sdkNotifications = [...]string{
+	"notifications/cancelled", "notifications/initialized",
+	"notifications/roots/list_changed", "notifications/progress",
+}
+
+// isSDKMethod reports whether go-sdk's server knows method, as a
+// request's or a notification's: one that comes the other way (a
+// request's method without an id) is go-sdk's to refuse.
+func isSDKMethod(method string) bool {
+	return slices.Contains(sdkMethods[:], method) || slices.Contains(sdkNotifications[:], method)
+}
+
+// unknownMethod reads msg, if it is a request or a notification of the
+// shape the plane reads whose method go-sdk's server does not know
+// (sdkMethods, sdkNotifications) and whose _meta go-sdk would accept as
+// it is: its id (nil for a notification), its method and what its _meta
+// says.
+func unknownMethod(msg []byte) (id []byte, method string, mi metaInfo, ok bool) {
+	id, rawMethod, params, ok := envelope(msg)
+	m, plain := rawjson.PlainString(rawMethod)
+	if !ok || !plain || isSDKMethod(string(m)) {
+		return nil, "", metaInfo{}, false
+	}
+	meta, ok := paramsMeta(params)
+	if !ok {
+		return nil, "", metaInfo{}, false
+	}
+	if mi = readMeta(meta); !mi.ok {
+		return nil, "", metaInfo{}, false
+	}
+	return id, string(m), mi, true
+}
+
+// methodNotFound is the error of a request of a method the hub does not
+// serve, as go-sdk's server words it over stdio.
+func methodNotFound(method string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
+}
 
 // requestNeedles are what mayBeRequest looks for: the end of a list's
 // method, and each of requestMethods and bareMethods in quotes.
@@ -306,10 +358,13 @@ func nonNil[R interface {
 // A host that goes away ends the request.
 func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
 	if !mayBeRequest(body) {
-		return false
+		return f.refuseUnknown(w, r, body, sid, version, modern)
 	}
 	hr, ok := parseRequest(body)
-	if !ok || modern && r.Header.Get("Mcp-Method") != hr.method {
+	if !ok {
+		return f.refuseUnknown(w, r, body, sid, version, modern)
+	}
+	if modern && r.Header.Get("Mcp-Method") != hr.method {
 		return false
 	}
 	mi := readMeta(hr.meta)
@@ -351,6 +406,34 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 		status = modernErrorStatus(werr)
 	}
 	writeJSONStatus(w, status, wire.AnswerParts(hr.id, res, werr))
+	return true
+}
+
+// refuseUnknown answers the POST r, whose body is body, if it is a
+// request of a method go-sdk's server does not know, where takeRequest
+// would take a list, and reports whether it did: -32601 as JSON, with
+// HTTP 404 for a request of 2026-07-28 (as go-sdk answers it) and 200
+// for an older one; a notification of a method go-sdk does not know is
+// accepted (202) and dropped. go-sdk's handler answers both with a
+// plain-text 400, which is no JSON-RPC answer (docs/deviations.md).
+func (f *httpRaw) refuseUnknown(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
+	id, method, mi, ok := unknownMethod(body)
+	if !ok || id != nil && mi.rev.PerRequestMeta() != modern || modern && (mi.version != version || r.Header.Get("Mcp-Method") != method) {
+		return false
+	}
+	if sid != "" && f.session(sid) == nil {
+		return false // go-sdk's: a session it does not know
+	}
+	if id == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	}
+	werr := methodNotFound(method)
+	status := http.StatusOK
+	if modern {
+		status = modernErrorStatus(werr)
+	}
+	writeJSONStatus(w, status, wire.AnswerParts(id, nil, werr))
 	return true
 }
 

@@ -256,10 +256,28 @@ func (s *stdioSession) take(line []byte) bool {
 	if !s.askedInit && !s.initialized() && s.refuseEarly(line) {
 		return true
 	}
-	if !isCall && (!s.ready || bytes.Contains(line, []byte(`"notifications/roots/list_changed"`))) {
-		return s.takeNotification(line)
+	if !isCall && (!s.ready || bytes.Contains(line, []byte(`"notifications/roots/list_changed"`))) && s.takeNotification(line) {
+		return true
 	}
-	return false
+	return !isCall && s.refuseUnknown(line)
+}
+
+// refuseUnknown answers a request of a method go-sdk's server does not
+// know (sdkMethods) with -32601 and go-sdk's message, where the plane
+// would take a list (initialized, or a request that stands alone with a
+// _meta go-sdk accepts), and drops a notification go-sdk does not know
+// (sdkNotifications), as go-sdk does; it reports whether it did. The
+// tasks extension's requests and subscriptions/listen, which the plane
+// answers, were taken before. Called by the reading goroutine.
+func (s *stdioSession) refuseUnknown(line []byte) bool {
+	id, method, mi, ok := unknownMethod(line)
+	if !ok || id != nil && (!s.initialized() && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy) {
+		return false
+	}
+	if id != nil {
+		s.c.out.Write(wire.ErrorLine(id, methodNotFound(method)))
+	}
+	return true
 }
 
 // takeInitialize answers the host's initialize, if line is one of the

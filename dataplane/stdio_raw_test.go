@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,6 +128,40 @@ func (h *fastHost) recv(t *testing.T) map[string]any {
 			return m
 		}
 	}
+}
+
+// recvWithin is recv, failing the test if no answer comes within d.
+func (h *fastHost) recvWithin(t *testing.T, d time.Duration) map[string]any {
+	t.Helper()
+	got := make(chan map[string]any, 1)
+	failed := make(chan string, 1)
+	go func() {
+		for {
+			line, err := h.r.ReadBytes('\n')
+			if err != nil {
+				failed <- err.Error()
+				return
+			}
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				failed <- fmt.Sprintf("answer %q is not JSON: %v", line, err)
+				return
+			}
+			if _, ok := m["id"]; ok {
+				got <- m
+				return
+			}
+		}
+	}()
+	select {
+	case m := <-got:
+		return m
+	case why := <-failed:
+		t.Fatalf("reading: %s", why)
+	case <-time.After(d):
+		t.Fatalf("no answer within %v", d)
+	}
+	return nil
 }
 
 // next reads the next message, whatever it is.
@@ -1242,5 +1277,87 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 	h.send(t, initLine("2025-11-25"))
 	if m := h.recv(t); m["error"] == nil || !strings.Contains(fmt.Sprint(m), "duplicate") {
 		t.Errorf("a second initialize: %v; want go-sdk's duplicate error", m)
+	}
+}
+
+// TestUnknownMethods: over stdio the plane answers a request of a method
+// go-sdk's server does not know as go-sdk does (-32601, its message),
+// and go-sdk never sees it; every method in sdkMethods is one go-sdk's
+// server knows.
+func TestUnknownMethods(t *testing.T) {
+	const modern = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"no/such/method"}`,
+		`{"jsonrpc":"2.0","id":"two","method":"sampling/createMessage","params":{}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"x"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"Tools/List"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"no/such/method","params":{` + modern + `}}`,
+		`{"jsonrpc":"2.0","method":"notifications/no/such"}`,
+		`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
+	}
+	for _, method := range sdkMethods {
+		// Known to go-sdk: whatever it answers, it is not -32601, on the
+		// session or for a request that stands alone (server/discover is
+		// of 2026-07-28 only, the session's own methods of the revisions
+		// before it).
+		lines = append(lines, `{"jsonrpc":"2.0","id":"known","method":"`+method+`","params":{}}`,
+			`{"jsonrpc":"2.0","id":"known","method":"`+method+`","params":{`+modern+`}}`)
+	}
+	run := func(opts *Options) (answers []map[string]any) {
+		v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
+		// go-sdk reads nothing while it handles a notification (it handles
+		// them in order), so while it is held in one the answers can only
+		// be the plane's.
+		held, release := make(chan struct{}), make(chan struct{})
+		v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "notifications/progress" {
+					close(held)
+					<-release
+				}
+				return next(ctx, method, req)
+			}
+		})
+		h := startStdio(t, v, opts)
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(free) // before the connection's end is awaited
+		h.initialize(t)
+		if opts == nil {
+			h.send(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
+			<-held
+		} else {
+			free() // NoRaw: go-sdk answers
+		}
+		for _, line := range lines[:6] {
+			h.send(t, line)
+			if strings.Contains(line, `"id"`) {
+				answers = append(answers, h.recvWithin(t, 10*time.Second))
+			}
+		}
+		free()
+		for _, line := range lines[6:] {
+			h.send(t, line)
+			answers = append(answers, h.recv(t))
+		}
+		return answers
+	}
+	got := run(nil)
+	want := run(&Options{NoRaw: true})
+	// The known methods' answers may differ where docs/deviations.md
+	// says (a logging/setLevel without a level).
+	if diff := cmp.Diff(want[:6], got[:6]); diff != "" {
+		t.Errorf("answers differ from go-sdk's (-go-sdk +plane):\n%s", diff)
+	}
+	for _, m := range got[:5] {
+		if errCode(m) != -32601 {
+			t.Errorf("%v: want -32601", m)
+		}
+	}
+	for i, method := range sdkMethods {
+		session, alone := got[6+2*i], got[7+2*i]
+		if errCode(session) == -32601 && errCode(alone) == -32601 {
+			t.Errorf("%s: go-sdk answered %v and %v; want a method it knows", method, session, alone)
+		}
 	}
 }
