@@ -345,3 +345,77 @@ func olderMembers(res []byte) ([]byte, bool) {
 	stripped := wire.StripServerFields(kept)
 	return stripped, dropped || len(stripped) != len(res)
 }
+
+// canonical returns msg, a JSON-RPC request or notification the plane
+// did not take as it is, in the shape the plane reads, as go-sdk's server
+// reads it (its decoder: member names matched exactly once unescaped, the
+// last of a member given twice, members it does not know left out), and
+// reports whether that shape differs from msg: jsonrpc, id, method and
+// params, each once; for a tools/call, a list, ping and server/discover
+// only the params members the plane reads (the others go-sdk's server
+// ignores too). A message go-sdk would not read as a request or a
+// notification (no "2.0", no method, an id that is not a number or a
+// string, params that are not an object) is not rewritten: it stays
+// go-sdk's to answer.
+func canonical(msg []byte) ([]byte, bool) {
+	var env struct {
+		JSONRPC json.RawMessage `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	var version, method string
+	if len(msg) == 0 || msg[0] != '{' || !json.Valid(msg) || !decodeParams(msg, &env) ||
+		!decodeParams(env.JSONRPC, &version) || version != "2.0" ||
+		!decodeParams(env.Method, &method) || method == "" ||
+		env.ID != nil && !validID(env.ID) || env.Params != nil && env.Params[0] != '{' {
+		return nil, false
+	}
+	params := env.Params
+	if params != nil {
+		var keep []string
+		switch {
+		case method == "tools/call":
+			keep = []string{"name", "arguments", "_meta", "inputResponses", "requestState", "task"}
+		case junction.IsListMethod(method):
+			keep = []string{"cursor", "_meta"}
+		case isBareMethod(method):
+			keep = []string{"_meta"}
+		}
+		if keep != nil {
+			var members map[string]json.RawMessage
+			if !decodeParams(params, &members) {
+				return nil, false
+			}
+			params = append(params[:0:0], '{')
+			for _, k := range keep {
+				if v, ok := members[k]; ok {
+					if len(params) > 1 {
+						params = append(params, ',')
+					}
+					params = appendString(params, k)
+					params = append(params, ':')
+					params = append(params, v...)
+				}
+			}
+			params = append(params, '}')
+		}
+	}
+	out := make([]byte, 0, len(msg))
+	out = append(out, `{"jsonrpc":"2.0"`...)
+	if env.ID != nil {
+		out = append(out, `,"id":`...)
+		out = append(out, env.ID...)
+	}
+	out = append(out, `,"method":`...)
+	out = appendString(out, method)
+	if params != nil {
+		out = append(out, `,"params":`...)
+		out = append(out, params...)
+	}
+	out = append(out, '}')
+	if bytes.Equal(out, msg) {
+		return nil, false
+	}
+	return out, true
+}

@@ -204,8 +204,19 @@ type stdioSession struct {
 }
 
 // take answers line on the raw path if it can and reports whether it did;
-// lines it does not take go to go-sdk. Called by the reading goroutine.
+// lines it does not take go to go-sdk, as the host sent them. A line of
+// a shape the plane does not read is read again in the shape it does
+// (canonical). Called by the reading goroutine.
 func (s *stdioSession) take(line []byte) bool {
+	if s.takeLine(line) {
+		return true
+	}
+	c, ok := canonical(line)
+	return ok && s.takeLine(c)
+}
+
+// takeLine is take for a line as it is.
+func (s *stdioSession) takeLine(line []byte) bool {
 	if !s.p.raw {
 		// Calls go to go-sdk. The tasks extension and the host's
 		// subscriptions/listen streams, which go-sdk has not (see tasks.go
