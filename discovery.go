@@ -245,6 +245,7 @@ func (v *View) SetDiscovery(d Discovery) error {
 		}
 		if len(drop) > 0 {
 			v.server.RemoveTools(drop...)
+			v.listChanged(listTools)
 		}
 		old.meta, old.searchDesc, old.scriptDesc = nil, "", ""
 	}
@@ -254,6 +255,7 @@ func (v *View) SetDiscovery(d Discovery) error {
 			uris[i] = r.URI
 		}
 		v.server.RemoveResources(uris...)
+		v.listChanged(listResources)
 		old.decls = nil
 	}
 	for _, m := range active {
@@ -270,6 +272,8 @@ func (v *View) SetDiscovery(d Discovery) error {
 		// registering the search tool again.
 		if m := v.metaTool(names.Search); m != nil {
 			v.server.AddTool(m, v.CallOwnTool)
+			v.listChanged(listTools)
+			v.announceLists()
 		}
 	}
 	return nil
@@ -335,11 +339,13 @@ func (v *View) syncMeta(t *table, pending int) {
 			v.server.AddTool(ds.meta[0], v.CallOwnTool)
 			v.server.AddTool(ds.meta[1], v.CallOwnTool)
 			v.server.AddTool(ds.meta[2], v.CallOwnTool)
+			v.listChanged(listTools)
 		}
 		if ds.d.CodeMode {
 			m := v.scriptToolDef(scriptDesc)
 			ds.meta = append(ds.meta, m)
 			v.server.AddTool(m, v.CallOwnTool)
+			v.listChanged(listTools)
 		}
 	}
 	if ds.d.CodeMode {

@@ -157,6 +157,73 @@ func (v *View) listsChanged() {
 	v.sortedTemplates.reset()
 }
 
+// A listKind is a list whose changes hosts are told of: one bit each.
+type listKind uint32
+
+const (
+	listTools listKind = 1 << iota
+	listPrompts
+	listResources // resources and resource templates, as MCP tells of both
+)
+
+// listChangedMethods are the notifications of each listKind, in bit order.
+var listChangedMethods = [...]string{
+	"notifications/tools/list_changed",
+	"notifications/prompts/list_changed",
+	"notifications/resources/list_changed",
+}
+
+// A listWatcher is told of the lists of a view that changed.
+type listWatcher struct{ fn func(method string) }
+
+// listChanged notes that a list of kind k changed: hosts are told at the
+// next announceLists. Called wherever the view's items change.
+func (v *View) listChanged(k listKind) { v.changedLists.Or(uint32(k)) }
+
+// announceLists tells the watchers (WatchLists) of the lists that changed
+// since it last ran, one notification method per list. Called with v.mu
+// not held, after the changes it announces.
+func (v *View) announceLists() {
+	changed := listKind(v.changedLists.Swap(0))
+	if changed == 0 {
+		return
+	}
+	v.watchMu.Lock()
+	ws := make([]*listWatcher, 0, len(v.watchers))
+	for w := range v.watchers {
+		ws = append(ws, w)
+	}
+	v.watchMu.Unlock()
+	for i, method := range listChangedMethods {
+		if changed&(1<<i) == 0 {
+			continue
+		}
+		for _, w := range ws {
+			w.fn(method)
+		}
+	}
+}
+
+// WatchLists calls fn with the notification method of each of v's lists
+// (tools, prompts, resources) that changes, once per change of the hub's
+// sources or the view's discovery settings, until stop is called: a front
+// tells its hosts with it (notifications/tools/list_changed, …). fn runs
+// on the goroutine that made the change, and must not block.
+func (v *View) WatchLists(fn func(method string)) (stop func()) {
+	w := &listWatcher{fn: fn}
+	v.watchMu.Lock()
+	if v.watchers == nil {
+		v.watchers = make(map[*listWatcher]struct{})
+	}
+	v.watchers[w] = struct{}{}
+	v.watchMu.Unlock()
+	return func() {
+		v.watchMu.Lock()
+		delete(v.watchers, w)
+		v.watchMu.Unlock()
+	}
+}
+
 // page returns the size items of sorted (in key order) after the key
 // from, and the cursor of the next page ("" when there is none).
 func page[T any](sorted []T, key func(T) string, from string, size int) ([]T, string) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -317,5 +318,78 @@ func TestListPageFollowsChanges(t *testing.T) {
 	}
 	if got := list("tools/list"); len(got) != 10 {
 		t.Errorf("tools/list back in list mode: %q", got)
+	}
+}
+
+// TestWatchLists: a view's watchers hear of each list that changes, once
+// per change (a source added, discovery turned on), and of nothing when
+// a refresh changes nothing or after they stop.
+func TestWatchLists(t *testing.T) {
+	ctx := context.Background()
+	hub := junction.New(nil)
+	defer hub.Close()
+	first := junction.NewPack("first")
+	first.AddTool(&mcp.Tool{Name: "a", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	if err := hub.Add(ctx, "first", first, nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []string
+	stop := v.WatchLists(func(method string) {
+		mu.Lock()
+		got = append(got, method)
+		mu.Unlock()
+	})
+	// A change's watchers have run when the call that made it returns.
+	take := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		g := got
+		got = nil
+		slices.Sort(g)
+		return g
+	}
+
+	p := junction.NewPack("second")
+	p.AddTool(&mcp.Tool{Name: "b", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	p.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	p.AddResource(&mcp.Resource{URI: "file:///r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	})
+	if err := hub.Add(ctx, "second", p, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"notifications/prompts/list_changed", "notifications/resources/list_changed", "notifications/tools/list_changed"}
+	if g := take(); !slices.Equal(g, want) {
+		t.Errorf("a source added: %v; want %v", g, want)
+	}
+	if err := hub.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := take(); len(g) != 0 {
+		t.Errorf("a refresh that changes nothing: %v; want nothing", g)
+	}
+	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
+		t.Fatal(err)
+	}
+	if g := take(); !slices.Equal(g, []string{"notifications/tools/list_changed"}) {
+		t.Errorf("search mode turned on: %v; want the tools' list", g)
+	}
+	stop()
+	if err := hub.Remove("second"); err != nil {
+		t.Fatal(err)
+	}
+	if g := take(); len(g) != 0 {
+		t.Errorf("after stop: %v; want nothing", g)
 	}
 }

@@ -38,6 +38,12 @@ type View struct {
 	sortedPrompts   sortedList[*mcp.Prompt]
 	sortedResources sortedList[*mcp.Resource]
 	sortedTemplates sortedList[*mcp.ResourceTemplate]
+
+	// The lists that changed since hosts were last told (a listKind
+	// mask; see lists.go), and who is told.
+	changedLists atomic.Uint32
+	watchMu      sync.Mutex
+	watchers     map[*listWatcher]struct{}
 }
 
 // NewView returns a view of h narrowed by sel. It fails, serving nothing,
@@ -202,6 +208,7 @@ func (v *View) sync(t *table) error {
 	v.hub.mu.RLock()
 	pending := v.hub.pending // read before v.mu: h.mu is never taken under it
 	v.hub.mu.RUnlock()
+	defer v.announceLists() // after the unlock below
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.listsChanged()
@@ -220,6 +227,7 @@ func (v *View) sync(t *table) error {
 	}
 	if len(removeTools) > 0 {
 		v.server.RemoveTools(removeTools...)
+		v.listChanged(listTools)
 	}
 	for _, e := range t.tools {
 		if active != nil && !active[e.name] {
@@ -251,6 +259,7 @@ func (v *View) sync(t *table) error {
 	}
 	if len(removePrompts) > 0 {
 		v.server.RemovePrompts(removePrompts...)
+		v.listChanged(listPrompts)
 	}
 	for _, e := range t.prompts {
 		if !v.fromSource(e.source) {
@@ -260,6 +269,7 @@ func (v *View) sync(t *table) error {
 			continue
 		}
 		v.server.AddPrompt(e.prompt, v.GetPrompt)
+		v.listChanged(listPrompts)
 		v.prompts[e.name] = e
 	}
 
@@ -274,6 +284,7 @@ func (v *View) sync(t *table) error {
 	}
 	if len(removeRes) > 0 {
 		v.server.RemoveResources(removeRes...)
+		v.listChanged(listResources)
 	}
 	for _, e := range t.resources {
 		if !v.fromSource(e.source) {
@@ -283,6 +294,7 @@ func (v *View) sync(t *table) error {
 			continue
 		}
 		v.server.AddResource(e.resource, v.ReadResource)
+		v.listChanged(listResources)
 		v.resources[e.resource.URI] = e
 	}
 
@@ -301,6 +313,7 @@ func (v *View) sync(t *table) error {
 	}
 	if len(removeTpl) > 0 {
 		v.server.RemoveResourceTemplates(removeTpl...)
+		v.listChanged(listResources)
 	}
 	for _, e := range t.templates {
 		if !v.fromSource(e.source) {
@@ -370,6 +383,7 @@ func (v *View) addTool(e *toolEntry) (err error) {
 		}
 		return c.CallTool(req)
 	})
+	v.listChanged(listTools)
 	return nil
 }
 
@@ -380,6 +394,7 @@ func (v *View) addTemplate(e *templateEntry) (err error) {
 		}
 	}()
 	v.server.AddResourceTemplate(e.template, v.ReadResource)
+	v.listChanged(listResources)
 	return nil
 }
 

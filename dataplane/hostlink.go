@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -51,9 +53,10 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 // at the level a 2026-07-28 request go-sdk answers names, as go-sdk's
 // handler keeps it. Its requests to the host (sampling, elicitation,
 // roots) are lines of the connection too, whose answers the reading
-// goroutine takes (asks). What the host sent in initialize is its own
-// when the plane answered it (init), go-sdk's session's when go-sdk did;
-// the session's end is still go-sdk's session's.
+// goroutine takes (asks). It tells the host of the view's list changes
+// (tellLists). What the host sent in initialize is its own when the
+// plane answered it (init), go-sdk's session's when go-sdk did; the
+// session's end is still go-sdk's session's.
 //
 // It is recorded as the Host the session is (junction.FrontHost), so
 // that a request from go-sdk's server names the same Host as a raw
@@ -87,6 +90,57 @@ func (h *stdioHost) Notify(method string, params mcp.Params) error {
 	}
 	_, err = h.c.out.Write(append(b, '\n'))
 	return err
+}
+
+// tellLists tells the host of the view's list changes (View.WatchLists)
+// once it has initialized, until stop is called or ctx is done. The
+// notifications are written by a goroutine of the connection's: the
+// view's watchers run on the goroutine that changed the lists (a reload,
+// say), which a host that does not read must not hold up. Changes that
+// come while one is written are told once.
+func (h *stdioHost) tellLists(ctx context.Context) (stop func()) {
+	var mu sync.Mutex
+	var pending []string // methods to send, each once
+	kick := make(chan struct{}, 1)
+	done := make(chan struct{})
+	unwatch := h.v.WatchLists(func(method string) {
+		mu.Lock()
+		if !slices.Contains(pending, method) {
+			pending = append(pending, method)
+		}
+		mu.Unlock()
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-kick:
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+			mu.Lock()
+			send := pending
+			pending = nil
+			mu.Unlock()
+			for _, method := range send {
+				if h.c.greeted.Load() {
+					h.Notify(method, &mcp.ToolListChangedParams{})
+				}
+			}
+		}
+	}()
+	return func() {
+		unwatch()
+		close(done)
+		<-ended
+	}
 }
 
 // Log implements junction.Host.

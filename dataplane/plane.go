@@ -51,6 +51,8 @@ type Options struct {
 //     Initialize: the answers to prompts/get, resources/read,
 //     completion/complete, a call of a meta-tool, server/discover and
 //     (over stdio) initialize (see requests.go).
+//   - WatchLists: the changes of the view's lists, which a stdio host is
+//     told of (notifications/tools/list_changed, …).
 //   - HostState: a host session's log level and resource subscriptions,
 //     kept across a parked HTTP session; SetHostLevel and SubscribeHost
 //     answer a logging/setLevel and a resources/subscribe or unsubscribe
@@ -72,6 +74,7 @@ type View interface {
 	CallOwnTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error)
 	Discover(versions []string) *mcp.DiscoverResult
 	Initialize(p *mcp.InitializeParams) *mcp.InitializeResult
+	WatchLists(fn func(method string)) (stop func())
 	HostState(h junction.Host) (level mcp.LoggingLevel, subscribed bool)
 	SetHostLevel(h junction.Host, level mcp.LoggingLevel) *jsonrpc.Error
 	SubscribeHost(ctx context.Context, h junction.Host, uri string, on bool) error

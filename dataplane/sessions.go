@@ -81,6 +81,43 @@ type sealedSession struct {
 	User string `json:"u,omitempty"`
 }
 
+// sealedJSON is how a sealedSession is written: its initialize params as
+// the host sent them (junction.MarshalInitializeParams), read back as
+// go-sdk's server reads them (decodeInitialize), so that a host's roots
+// capability, declared or not, survives the token.
+type sealedJSON struct {
+	Init   json.RawMessage `json:"i"`
+	Issued int64           `json:"t"`
+	User   string          `json:"u,omitempty"`
+}
+
+func (st *sealedSession) MarshalJSON() ([]byte, error) {
+	init := json.RawMessage("null")
+	if st.Init != nil {
+		var err error
+		if init, err = junction.MarshalInitializeParams(st.Init); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(sealedJSON{Init: init, Issued: st.Issued, User: st.User})
+}
+
+func (st *sealedSession) UnmarshalJSON(b []byte) error {
+	var j sealedJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	st.Init, st.Issued, st.User = nil, j.Issued, j.User
+	if len(j.Init) > 0 && j.Init[0] == '{' {
+		p, ok := decodeInitialize(j.Init)
+		if !ok {
+			return errors.New("the session's initialize params do not decode")
+		}
+		st.Init = p
+	}
+	return nil
+}
+
 type sessionSealer struct{ box *seal.Box }
 
 func newSessionSealer(key []byte) (*sessionSealer, error) {
@@ -583,7 +620,7 @@ func (f *sessionFront) wake(r *http.Request, sid, user string, e *frontSession) 
 		if st, err = f.takeUp(r, sid, user); err != nil {
 			return nil, "", err
 		}
-		if init, err = json.Marshal(st.Init); err != nil {
+		if init, err = junction.MarshalInitializeParams(st.Init); err != nil {
 			return nil, "", err
 		}
 		version = st.Init.ProtocolVersion
@@ -773,7 +810,7 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSess
 			return
 		}
 		if p := ss.InitializeParams(); p != nil {
-			init, _ = json.Marshal(p)
+			init, _ = junction.MarshalInitializeParams(p)
 			version = p.ProtocolVersion
 		}
 	}
@@ -861,13 +898,17 @@ func initializeParams(r *http.Request) *mcp.InitializeParams {
 		return nil
 	}
 	var msg struct {
-		Method string                `json:"method"`
-		Params *mcp.InitializeParams `json:"params"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
 	}
-	if !peekBody(r, &msg) || msg.Method != "initialize" || msg.Params == nil {
+	if !peekBody(r, &msg) || msg.Method != "initialize" || len(msg.Params) == 0 || msg.Params[0] != '{' {
 		return nil
 	}
-	return msg.Params
+	p, ok := decodeInitialize(msg.Params)
+	if !ok {
+		return nil
+	}
+	return p
 }
 
 // isInitialized reports whether r is a POST of the host's

@@ -328,6 +328,10 @@ func TestSessionParks(t *testing.T) {
 		if level, _ := v.HostState(junction.SessionHost(live[0])); level != "debug" {
 			t.Errorf("log level %q after waking, want debug", level)
 		}
+		// The host declared no roots; made anew, it still has none.
+		if p := live[0].InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 != nil {
+			t.Errorf("capabilities after waking: %+v; want the host's, without roots", p)
+		}
 	}
 	close(release)
 	<-done
@@ -581,6 +585,50 @@ func TestEventFields(t *testing.T) {
 		name, data := wire.EventFields([]byte(c.event))
 		if name != c.name || string(data) != c.data {
 			t.Errorf("wire.EventFields(%q) = %q, %q; want %q, %q", c.event, name, data, c.name, c.data)
+		}
+	}
+}
+
+// TestSealedSessionKeepsRoots: a portable session's token keeps whether
+// its host declared roots, so that the session made from it on another
+// replica says the same (go-sdk's ClientCapabilities type writes roots
+// whether or not the host declared them).
+func TestSealedSessionKeepsRoots(t *testing.T) {
+	s, err := newSessionSealer(newKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		params    string
+		roots     bool
+		listening bool
+	}{
+		{`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`, false, false},
+		{`{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}`, true, false},
+		{`{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true},"sampling":{}},"clientInfo":{"name":"t","version":"1"}}`, true, true},
+	} {
+		p, ok := decodeInitialize([]byte(tc.params))
+		if !ok {
+			t.Fatalf("decodeInitialize(%s) failed", tc.params)
+		}
+		tok, err := s.seal(&sealedSession{Init: p, Issued: time.Now().Unix()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.open(tok, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What a woken session is made from, read as go-sdk reads it.
+		b, err := junction.MarshalInitializeParams(st.Init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, _ := decodeInitialize(b)
+		if got := back.Capabilities.RootsV2 != nil; got != tc.roots {
+			t.Errorf("%s through a token: roots %v (%s); want %v", tc.params, got, b, tc.roots)
+		} else if tc.roots && back.Capabilities.RootsV2.ListChanged != tc.listening {
+			t.Errorf("%s through a token: listChanged %v; want %v", tc.params, back.Capabilities.RootsV2.ListChanged, tc.listening)
 		}
 	}
 }

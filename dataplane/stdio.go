@@ -98,6 +98,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	defer w.Flush()
 	c := newConn(w, p.onBadFrame)
 	c.listens = &listens{c: c}
+	c.planeLists = p.raw
 	if legacy != nil {
 		// As a Streamable HTTP request's, a legacy session's requests
 		// carry the header and token of the request that opened it.
@@ -114,6 +115,12 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 		// own lines.
 		front = &stdioHost{ServerSession: ss, c: c, v: p.v}
 		defer junction.FrontHost(ss, front)()
+		// The host is told of the view's list changes by the plane, once
+		// it has initialized (a 2026-07-28 host, which does not, hears of
+		// them on its subscriptions/listen streams); go-sdk's are not
+		// written (conn.Write, planeLists).
+		stop := front.tellLists(ctx)
+		defer stop()
 	}
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
@@ -314,8 +321,8 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	if meta, ok := paramsMeta(params); !ok || namesRevision(meta) {
 		return false
 	}
-	var ip mcp.InitializeParams
-	if !decodeParams(params, &ip) {
+	ip, ok := decodeInitialize(params)
+	if !ok {
 		return false
 	}
 	sdkID, err := jsonrpc.MakeID(planeInitID)
@@ -323,8 +330,8 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 		return false
 	}
 	s.askedInit = true
-	res := s.p.v.Initialize(&ip)
-	s.front.init.Store(&ip)
+	res := s.p.v.Initialize(ip)
+	s.front.init.Store(ip)
 	if !junction.ParseRevision(res.ProtocolVersion).TypedResults() {
 		s.c.older.Store(true)
 	}
@@ -341,6 +348,27 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	s.c.greeted.Store(true)
 	s.c.out.Write(wire.AnswerLine(id, b, nil))
 	return true
+}
+
+// decodeInitialize decodes the params of an initialize as go-sdk's
+// server does: its decoder, and the roots capability, whose presence
+// go-sdk's ClientCapabilities type cannot hold, in RootsV2 (and copied to
+// Roots). junction.MarshalInitializeParams writes them back.
+func decodeInitialize(params []byte) (*mcp.InitializeParams, bool) {
+	var ip mcp.InitializeParams
+	var roots struct {
+		Capabilities *struct {
+			Roots *mcp.RootCapabilities `json:"roots"`
+		} `json:"capabilities"`
+	}
+	if !decodeParams(params, &ip) || !decodeParams(params, &roots) {
+		return nil, false
+	}
+	if ip.Capabilities != nil && roots.Capabilities != nil && roots.Capabilities.Roots != nil {
+		ip.Capabilities.RootsV2 = roots.Capabilities.Roots
+		ip.Capabilities.Roots = *roots.Capabilities.Roots
+	}
+	return &ip, true
 }
 
 // refuseEarly answers a request of a revision before 2026-07-28 that
@@ -715,6 +743,10 @@ type conn struct {
 	// (a 2026-07-28 host, which never does, gets them only on a
 	// subscriptions/listen stream, tagged with its id).
 	greeted atomic.Bool
+	// planeLists: the plane tells the host of list changes itself (see
+	// serveLines), and go-sdk's untagged list_changed notifications are
+	// not written at all.
+	planeLists bool
 
 	// asks are the requests the plane sent the host (stdioHost), whose
 	// answers the reading goroutine takes; gone is closed when no answer
@@ -884,7 +916,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 				}
 			}
 		}
-	} else if !c.greeted.Load() && untaggedListChanged(b) {
+	} else if (c.planeLists || !c.greeted.Load()) && untaggedListChanged(b) {
 		return nil
 	}
 	c.pendMu.Lock()

@@ -1224,6 +1224,9 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 			name := "nobody"
 			if p := junction.HostSession(ctx).InitializeParams(); p != nil && p.ClientInfo != nil {
 				name = p.ClientInfo.Name
+				if p.Capabilities == nil || p.Capabilities.RootsV2 == nil || !p.Capabilities.Roots.ListChanged {
+					name += " without roots"
+				}
 			}
 			return json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}})
 		}}
@@ -1237,7 +1240,7 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 		return v
 	}
 	initLine := func(version string) string {
-		return `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{"roots":{}},"clientInfo":{"name":"host-` + version + `","version":"1"}}}`
+		return `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"host-` + version + `","version":"1"}}}`
 	}
 	for _, version := range []string{"2025-11-25", "2024-11-05", "2026-07-28", "2099-01-01", ""} {
 		t.Run("version "+version, func(t *testing.T) {
@@ -1265,7 +1268,7 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 			}
 			h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__who","arguments":{}}}`)
 			if m := h.recv(t); text(m) != "host-"+version {
-				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s)", m, version)
+				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s) and roots capability", m, version)
 			}
 		})
 	}
@@ -1443,4 +1446,88 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("canonical(%s) = %s: params %s became %s", msg, out, a.Params, b.Params)
 		}
 	})
+}
+
+// TestStdioListChangedOnPlane: over stdio the plane tells an initialized
+// host of the view's list changes (View.WatchLists), and go-sdk's
+// session's own list_changed notifications are not written: one
+// notification per change, and none before initialize.
+func TestStdioListChangedOnPlane(t *testing.T) {
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(t.Context(), "s", &rawFake{tools: []string{"echo"}, raw: echoRaw}, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdkSent := make(chan string, 16)
+	v.Server().AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if strings.HasSuffix(method, "/list_changed") {
+				sdkSent <- method // after go-sdk's write: the connection has dropped it, or written it
+			}
+			return res, err
+		}
+	})
+	h := startStdio(t, v, nil)
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	h.recv(t)
+
+	add := func(name string) {
+		t.Helper()
+		p := junction.NewPack(name)
+		p.AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+		p.AddPrompt(&mcp.Prompt{Name: name + "-prompt"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
+		if err := hub.Add(t.Context(), name, p, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() map[string]any {
+		t.Helper()
+		done := make(chan map[string]any, 1)
+		go func() { done <- h.next(t) }()
+		select {
+		case m := <-done:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing came from the plane within 10s")
+			return nil
+		}
+	}
+	for round, name := range []string{"p1", "p2"} {
+		add(name)
+		got := map[string]int{}
+		for range 2 {
+			m := next()
+			method, _ := m["method"].(string)
+			if !strings.HasSuffix(method, "/list_changed") || fmt.Sprint(m["params"]) != "map[]" {
+				t.Fatalf("round %d: %v; want a list_changed notification", round, m)
+			}
+			got[method]++
+		}
+		// go-sdk's notifications for the same change, once it has made
+		// them, must not have been written: the ping's answer comes next.
+		for range 2 {
+			select {
+			case <-sdkSent:
+			case <-time.After(10 * time.Second):
+				t.Fatal("go-sdk did not send its list_changed notifications")
+			}
+		}
+		h.send(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+		if m := next(); m["id"] != 2.0 {
+			t.Fatalf("round %d: %v after the plane's notifications; want the ping's answer (go-sdk's notifications are not written)", round, m)
+		}
+		if got["notifications/tools/list_changed"] != 1 || got["notifications/prompts/list_changed"] != 1 {
+			t.Errorf("round %d: notifications %v; want one of tools and one of prompts", round, got)
+		}
+	}
 }

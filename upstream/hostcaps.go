@@ -39,7 +39,7 @@ func initCapabilities(p *mcp.InitializeParams) []byte {
 	if p == nil || p.Capabilities == nil {
 		return nil
 	}
-	b, err := json.Marshal(capabilitiesV2(p.Capabilities))
+	b, err := json.Marshal(junction.ClientCapabilitiesJSON(p.Capabilities))
 	if err != nil {
 		return nil
 	}
@@ -71,16 +71,6 @@ func (s *Server) hostCapabilities(sent []byte, p *mcp.InitializeParams) []byte {
 	b := initCapabilities(p)
 	s.lastCaps.Store(&initCaps{params: p, caps: b})
 	return b
-}
-
-// capabilitiesV2 is c as protocol 2026-07-28 writes it: roots from
-// RootsV2, left out when unset (go-sdk's ClientCapabilities always
-// writes its Roots value).
-func capabilitiesV2(c *mcp.ClientCapabilities) any {
-	return struct {
-		*mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
-	}{c, c.RootsV2}
 }
 
 // capsKey is the clientCapabilities member's key as it opens in a
