@@ -3,7 +3,10 @@ package dataplane
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
@@ -181,11 +184,84 @@ func readMeta(meta []byte) metaInfo {
 		mi.level, _ = rawjson.String(m.LogLevel)
 	}
 	if mi.rev.PerRequestMeta() {
-		caps := len(m.Caps) > 0 && m.Caps[0] == '{'
-		info := m.Info == nil || len(m.Info) > 0 && m.Info[0] == '{'
-		mi.ok = mi.ok && mi.rev.Known() && mi.version == mi.rev.String() && caps && info
+		mi.ok = mi.ok && mi.rev.Known() && mi.version == mi.rev.String() && clientMetaOK(m.Caps, m.Info)
 	}
 	return mi
+}
+
+// clientMetaOK reports whether a request's client capabilities (caps,
+// required) and client info (info, nil when absent) decode as go-sdk's
+// server decodes them (metaRefusal refuses the request otherwise). A
+// host sends the same two with every request, so the last pair found
+// good is kept, and a request that repeats it costs two comparisons.
+func clientMetaOK(caps, info []byte) bool {
+	if len(caps) == 0 || caps[0] != '{' || info != nil && (len(info) == 0 || info[0] != '{') {
+		return false
+	}
+	if string(caps) == "{}" && info == nil {
+		return true
+	}
+	if last := lastClientMeta.Load(); last != nil && last.caps == string(caps) && last.info == string(info) {
+		return true
+	}
+	if clientMetaRefusal(caps, info) != nil {
+		return false
+	}
+	lastClientMeta.Store(&clientMeta{caps: string(caps), info: string(info)})
+	return true
+}
+
+// clientMetaRefusal returns go-sdk's error for a request of 2026-07-28
+// whose client capabilities (caps, nil when absent) or client info (info,
+// nil when absent) it cannot decode, in go-sdk's order; nil if both do.
+func clientMetaRefusal(caps, info []byte) *jsonrpc.Error {
+	if info != nil {
+		var v *mcp.Implementation
+		if string(info) == "null" || !decodeParams(info, &v) {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta field %q", mcp.MetaKeyClientInfo)}
+		}
+	}
+	var c *struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}
+	if caps == nil || string(caps) == "null" || !decodeParams(caps, &c) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyClientCapabilities)}
+	}
+	return nil
+}
+
+// clientMeta is a pair of client capabilities and client info (as sent)
+// that decode as go-sdk decodes them.
+type clientMeta struct{ caps, info string }
+
+var lastClientMeta atomic.Pointer[clientMeta]
+
+// metaRefusal returns the error go-sdk's server answers a request whose
+// _meta (nil: none) is meta with, when that _meta names a revision from
+// 2026-07-28 on that go-sdk will not serve it at, in go-sdk's order:
+// client info it cannot decode, client capabilities missing or that it
+// cannot decode (-32602), a version it does not speak (-32022, with the
+// versions it does); nil for any other _meta. A version that is not a
+// string, or one before 2026-07-28, makes the request one of the older
+// revisions for go-sdk, and is not refused.
+func metaRefusal(meta []byte) *jsonrpc.Error {
+	var m map[string]json.RawMessage
+	if len(meta) == 0 || meta[0] != '{' || !decodeParams(meta, &m) {
+		return nil
+	}
+	var version string
+	if v, ok := m[mcp.MetaKeyProtocolVersion]; !ok || string(v) == "null" || !decodeParams(v, &version) || !junction.ParseRevision(version).PerRequestMeta() {
+		return nil
+	}
+	if werr := clientMetaRefusal(m[mcp.MetaKeyClientCapabilities], m[mcp.MetaKeyClientInfo]); werr != nil {
+		return werr
+	}
+	if r := junction.ParseRevision(version); !r.Known() || r.String() != version {
+		data, _ := json.Marshal(&mcp.UnsupportedProtocolVersionData{Supported: mcp.SupportedProtocolVersions(), Requested: version})
+		return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data}
+	}
+	return nil
 }
 
 // namesRevision reports whether a request's _meta (nil: none) names a

@@ -247,7 +247,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 			if bytes.Contains(tc.meta, []byte(junction.TasksExtension)) && s.takeTask(line) {
 				return true
 			}
-			return s.takeCall(tc) || !s.askedInit && !s.initialized() && s.refuseEarly(line)
+			return s.takeCall(tc) || !s.askedInit && !s.initialized() && s.refuseEarly(line) || s.refuseMeta(line)
 		}
 	}
 	if !isCall && mayBeRequest(line) {
@@ -277,7 +277,27 @@ func (s *stdioSession) takeLine(line []byte) bool {
 	if !isCall && (!s.ready || bytes.Contains(line, []byte(`"notifications/roots/list_changed"`))) && s.takeNotification(line) {
 		return true
 	}
-	return !isCall && s.refuseUnknown(line)
+	return !isCall && s.refuseUnknown(line) || s.refuseMeta(line)
+}
+
+// refuseMeta answers a request whose _meta go-sdk's server refuses
+// (metaRefusal) with go-sdk's error, and reports whether it did: every
+// taker above declines such a request. Called by the reading goroutine.
+func (s *stdioSession) refuseMeta(line []byte) bool {
+	id, _, params, ok := requestEnvelope(line)
+	if !ok || s.legacy {
+		return false
+	}
+	meta, ok := paramsMeta(params)
+	if !ok {
+		return false
+	}
+	werr := metaRefusal(meta)
+	if werr == nil {
+		return false
+	}
+	s.c.out.Write(wire.ErrorLine(id, werr))
+	return true
 }
 
 // refuseUnknown answers a request of a method go-sdk's server does not
@@ -345,8 +365,10 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 		s.c.out.Write(wire.ErrorLine(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}))
 		return true
 	}
-	s.c.greeted.Store(true)
+	// The answer first: nothing of the session's (a list change) comes
+	// before it.
 	s.c.out.Write(wire.AnswerLine(id, b, nil))
+	s.c.greeted.Store(true)
 	return true
 }
 

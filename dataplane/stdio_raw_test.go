@@ -1531,3 +1531,69 @@ func TestStdioListChangedOnPlane(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioMetaRefusedOnPlane: over stdio a request whose _meta names
+// 2026-07-28 or later but that go-sdk's server refuses (client info or
+// capabilities it cannot read, a version it does not speak) gets
+// go-sdk's error from the plane, before initialize and after it, and
+// go-sdk never sees it.
+func TestStdioMetaRefusedOnPlane(t *testing.T) {
+	metas := []string{
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"t"}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-29","io.modelcontextprotocol/clientCapabilities":{}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}`,
+	}
+	methods := []string{`"tools/call","params":{"name":"s__echo","arguments":{},"_meta":%s}`, `"tools/list","params":{"_meta":%s}`, `"no/such","params":{"_meta":%s}`}
+	run := func(opts *Options, initialize bool) (answers []map[string]any) {
+		v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
+		held, release := make(chan struct{}), make(chan struct{})
+		v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "notifications/progress" {
+					close(held)
+					<-release
+				}
+				return next(ctx, method, req)
+			}
+		})
+		h := startStdio(t, v, opts)
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(free)
+		if initialize {
+			h.initialize(t)
+		}
+		if opts == nil {
+			// go-sdk is held in a notification: the answers can only be
+			// the plane's.
+			h.send(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
+			<-held
+		} else {
+			free()
+		}
+		for i, meta := range metas {
+			for j, m := range methods {
+				h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":`+m+`}`, 100*i+j, meta))
+				answers = append(answers, h.recvWithin(t, 10*time.Second))
+			}
+		}
+		return answers
+	}
+	for _, initialize := range []bool{false, true} {
+		got, want := run(nil, initialize), run(&Options{NoRaw: true}, initialize)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("initialized %v: the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", initialize, diff)
+		}
+		for _, m := range got {
+			if m["error"] == nil {
+				t.Errorf("initialized %v: %v; want an error", initialize, m)
+			}
+		}
+	}
+}
