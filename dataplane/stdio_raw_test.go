@@ -1597,3 +1597,16 @@ func TestStdioMetaRefusedOnPlane(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReadMeta reads the _meta a 2026-07-28 host sends with every
+// request: the first read checks its client capabilities and info as
+// go-sdk decodes them, the others find them kept (clientMetaOK).
+func BenchmarkReadMeta(b *testing.B) {
+	meta := []byte(`{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"host","version":"1.0.0"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if mi := readMeta(meta); !mi.ok {
+			b.Fatal("not ok")
+		}
+	}
+}
