@@ -255,7 +255,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 			return true
 		}
 	}
-	if !isCall && !s.askedInit && s.takeInitialize(line) {
+	if !isCall && s.takeInitialize(line) {
 		return true
 	}
 	if !isCall && s.c.asks.answer("", line) {
@@ -326,10 +326,10 @@ func (s *stdioSession) refuseUnknown(line []byte) bool {
 // is handed the same initialize with an id of the plane's, whose answer
 // goes to no one (conn.Write): it then serves the host's requests
 // rather than refusing them as before initialize. An initialize whose
-// params go-sdk would not decode, or whose _meta names a revision (of
-// 2026-07-28, which has no initialize), is go-sdk's to answer, as is a
-// second one. Called by the reading goroutine, before any other
-// initialize.
+// _meta names a revision of 2026-07-28 or later, which has no
+// initialize, gets go-sdk's error from the plane, at any time; one
+// whose params go-sdk's decoder would not read, and a second one, are
+// go-sdk's to answer. Called by the reading goroutine.
 func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !bytes.Contains(line, []byte(`"initialize"`)) {
 		return false
@@ -338,8 +338,27 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !ok || string(method) != `"initialize"` || len(params) == 0 || params[0] != '{' {
 		return false
 	}
-	if meta, ok := paramsMeta(params); !ok || namesRevision(meta) {
+	meta, ok := paramsMeta(params)
+	if !ok {
 		return false
+	}
+	if namesRevision(meta) {
+		// A request of 2026-07-28 or later, which has no initialize: go-sdk
+		// refuses it as it refuses a _meta it cannot read (metaRefusal),
+		// or as a method of no revision it names. It is not the host's
+		// initialize.
+		if mi := readMeta(meta); !mi.rev.PerRequestMeta() || s.legacy {
+			return false
+		}
+		werr := metaRefusal(meta)
+		if werr == nil {
+			werr = methodNotFound("initialize")
+		}
+		s.c.out.Write(wire.ErrorLine(id, werr))
+		return true
+	}
+	if s.askedInit {
+		return false // a second initialize: go-sdk's duplicate error
 	}
 	ip, ok := decodeInitialize(params)
 	if !ok {
@@ -575,7 +594,15 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 // goroutine.
 func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	mi := readMeta(hr.meta)
-	if !mi.ok || !inRevision(hr, mi.rev) || !s.initialized() && !mi.rev.Stateless() && hr.method != "ping" || mi.rev.PerRequestMeta() && s.legacy {
+	if !mi.ok || mi.rev.PerRequestMeta() && s.legacy {
+		return false
+	}
+	if !inRevision(hr, mi.rev) {
+		// As go-sdk's server answers it, before initialize too.
+		s.c.out.Write(wire.ErrorLine(hr.id, methodNotFound(hr.method)))
+		return true
+	}
+	if !s.initialized() && !mi.rev.Stateless() && hr.method != "ping" {
 		return false
 	}
 	if hr.method == "logging/setLevel" {

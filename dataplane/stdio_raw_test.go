@@ -1549,7 +1549,41 @@ func TestStdioMetaRefusedOnPlane(t *testing.T) {
 		`{"io.modelcontextprotocol/protocolVersion":"2026-07-29","io.modelcontextprotocol/clientCapabilities":{}}`,
 		`{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}`,
 	}
-	methods := []string{`"tools/call","params":{"name":"s__echo","arguments":{},"_meta":%s}`, `"tools/list","params":{"_meta":%s}`, `"no/such","params":{"_meta":%s}`}
+	methods := []string{`"tools/call","params":{"name":"s__echo","arguments":{},"_meta":%s}`, `"tools/list","params":{"_meta":%s}`, `"no/such","params":{"_meta":%s}`, `"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"},"_meta":%s}`}
+	var lines []string
+	for i, meta := range metas {
+		for j, m := range methods {
+			lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":`+m+`}`, 100*i+j, meta))
+		}
+	}
+	answeredAsSDK(t, lines)
+}
+
+// TestStdioOutOfRevisionOnPlane: over stdio a request of a method its
+// revision does not have (a session's own request of 2026-07-28, which
+// has no sessions; server/discover of an older revision) gets go-sdk's
+// -32601 from the plane, before initialize and after it, and go-sdk
+// never sees it.
+func TestStdioOutOfRevisionOnPlane(t *testing.T) {
+	const modern = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	answeredAsSDK(t, []string{
+		`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug",` + modern + `}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"x://y",` + modern + `}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"x://y",` + modern + `}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping","params":{` + modern + `}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"},` + modern + `}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"server/discover"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+	})
+}
+
+// answeredAsSDK sends each of lines, requests that go-sdk's server
+// refuses, to a stdio plane and to one that sends everything to go-sdk
+// (NoRaw), before initialize and after it, and checks that the plane
+// answers each itself (go-sdk is held in a notification meanwhile) with
+// go-sdk's error.
+func answeredAsSDK(t *testing.T, lines []string) {
+	t.Helper()
 	run := func(opts *Options, initialize bool) (answers []map[string]any) {
 		v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
 		held, release := make(chan struct{}), make(chan struct{})
@@ -1577,11 +1611,9 @@ func TestStdioMetaRefusedOnPlane(t *testing.T) {
 		} else {
 			free()
 		}
-		for i, meta := range metas {
-			for j, m := range methods {
-				h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":`+m+`}`, 100*i+j, meta))
-				answers = append(answers, h.recvWithin(t, 10*time.Second))
-			}
+		for _, line := range lines {
+			h.send(t, line)
+			answers = append(answers, h.recvWithin(t, 10*time.Second))
 		}
 		return answers
 	}
