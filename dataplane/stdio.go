@@ -327,9 +327,10 @@ func (s *stdioSession) refuseUnknown(line []byte) bool {
 // goes to no one (conn.Write): it then serves the host's requests
 // rather than refusing them as before initialize. An initialize whose
 // _meta names a revision of 2026-07-28 or later, which has no
-// initialize, gets go-sdk's error from the plane, at any time; one
-// whose params go-sdk's decoder would not read, and a second one, are
-// go-sdk's to answer. Called by the reading goroutine.
+// initialize, gets go-sdk's error from the plane, at any time, and a
+// second initialize after the first was answered -32600 (go-sdk's
+// server wrote code 0); one whose params go-sdk's decoder would not
+// read is go-sdk's to answer. Called by the reading goroutine.
 func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !bytes.Contains(line, []byte(`"initialize"`)) {
 		return false
@@ -358,7 +359,14 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 		return true
 	}
 	if s.askedInit {
-		return false // a second initialize: go-sdk's duplicate error
+		if !s.c.greeted.Load() {
+			return false // the first is go-sdk's, and not yet answered: go-sdk orders them
+		}
+		s.c.out.Write(wire.ErrorLine(id, &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: "initialize again: this connection is initialized already (a client initializes once)",
+		}))
+		return true
 	}
 	ip, ok := decodeInitialize(params)
 	if !ok {

@@ -1215,7 +1215,7 @@ func TestEnvelope(t *testing.T) {
 // plane that sends everything to go-sdk, NoRaw) for versions it speaks
 // and ones it does not; the host's params are its Host's at once; and
 // go-sdk's session, handed the same initialize, then serves what the
-// plane does not take, and refuses a second initialize.
+// plane does not take; the plane refuses a second initialize.
 func TestStdioInitializeOnPlane(t *testing.T) {
 	newView := func() *junction.View {
 		hub := junction.New(&junction.Options{Name: "hub", Version: "1.2.3", Instructions: "ask the hub"})
@@ -1276,7 +1276,7 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 	// After the plane's answer go-sdk's session serves what the plane
 	// does not take (a list whose _meta names a revision that is not a
 	// string: go-sdk takes it for an older request, the plane leaves it to
-	// go-sdk), and answers a second initialize as go-sdk does.
+	// go-sdk); a second initialize is refused (-32600).
 	v := newView()
 	sdk := sdkCounted(v, func(method string) bool { return method == "tools/list" })
 	h := startStdio(t, v, nil)
@@ -1288,8 +1288,8 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 		t.Errorf("a list go-sdk answers after the plane's initialize: %v (go-sdk saw %d); want its tools", m, sdk.Load())
 	}
 	h.send(t, initLine("2025-11-25"))
-	if m := h.recv(t); m["error"] == nil || !strings.Contains(fmt.Sprint(m), "duplicate") {
-		t.Errorf("a second initialize: %v; want go-sdk's duplicate error", m)
+	if m := h.recv(t); errCode(m) != -32600 || !strings.Contains(fmt.Sprint(m), "initialized already") {
+		t.Errorf("a second initialize: %v; want -32600 saying it is initialized already", m)
 	}
 }
 
