@@ -115,7 +115,8 @@ func unknownMethod(msg []byte) (id []byte, method string, mi metaInfo, ok bool) 
 }
 
 // methodNotFound is the error of a request of a method the hub does not
-// serve, as go-sdk's server words it over stdio.
+// serve, or of a method the request's revision does not have, as go-sdk's
+// server words both over stdio.
 func methodNotFound(method string) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
 }
