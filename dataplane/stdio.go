@@ -382,10 +382,17 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !junction.ParseRevision(res.ProtocolVersion).TypedResults() {
 		s.c.older.Store(true)
 	}
-	// go-sdk reads its messages in order: it has the host's params before
-	// it reads anything the host sends after this.
+	// The host hears back once go-sdk's session has the params too: a
+	// pack's handler reads them from go-sdk's request (its session's
+	// ClientCapabilities, ProtocolVersion), and the host's next request
+	// may be such a call.
 	if !s.c.deliver(&jsonrpc.Request{ID: sdkID, Method: "initialize", Params: params}) {
 		return true // closing: nothing more is answered
+	}
+	select {
+	case <-s.c.sdkInit:
+	case <-s.c.closed:
+		return true
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -804,6 +811,10 @@ type conn struct {
 	// serveLines), and go-sdk's untagged list_changed notifications are
 	// not written at all.
 	planeLists bool
+	// sdkInit is closed once go-sdk's session has answered the initialize
+	// the plane handed it (stdioSession.takeInitialize).
+	sdkInit     chan struct{}
+	sdkInitOnce sync.Once
 
 	// asks are the requests the plane sent the host (stdioHost), whose
 	// answers the reading goroutine takes; gone is closed when no answer
@@ -825,6 +836,7 @@ func newConn(out *wire.Writer, onBad func(error)) *conn {
 		closed:   make(chan struct{}),
 		inputEnd: make(chan struct{}),
 		gone:     make(chan struct{}),
+		sdkInit:  make(chan struct{}),
 		pending:  make(map[jsonrpc.ID]bool),
 	}
 	return c
@@ -936,11 +948,13 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	default:
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && isPlaneInit(resp.ID) {
-		// go-sdk's answer to the initialize the plane answered
-		// (stdioSession.takeInitialize): the host has had its own.
+		// go-sdk's answer to the initialize the plane answers
+		// (stdioSession.takeInitialize), which waits for it; the host
+		// gets the plane's.
 		if resp.Error != nil && c.onBad != nil {
 			c.onBad(fmt.Errorf("go-sdk's session refused the initialize the plane answered: %v", resp.Error))
 		}
+		c.sdkInitOnce.Do(func() { close(c.sdkInit) })
 		return nil
 	}
 	if c.listens != nil && c.listens.fromSDK(msg) {

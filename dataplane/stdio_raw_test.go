@@ -1213,14 +1213,19 @@ func TestEnvelope(t *testing.T) {
 // TestStdioInitializeOnPlane: over stdio the plane answers initialize
 // itself, with the same answer go-sdk's server gives (checked against a
 // plane that sends everything to go-sdk, NoRaw) for versions it speaks
-// and ones it does not; the host's params are its Host's at once; and
-// go-sdk's session, handed the same initialize, then serves what the
-// plane does not take; the plane refuses a second initialize.
+// and ones it does not, once go-sdk's session, handed the same
+// initialize, has the params: a pack's tool called at once finds them in
+// its Host and in go-sdk's request. go-sdk's session then serves what
+// the plane does not take; the plane refuses a second initialize.
 func TestStdioInitializeOnPlane(t *testing.T) {
 	newView := func() *junction.View {
 		hub := junction.New(&junction.Options{Name: "hub", Version: "1.2.3", Instructions: "ask the hub"})
 		t.Cleanup(func() { hub.Close() })
-		f := &rawFake{tools: []string{"who"}, raw: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		// A pack's tool, as the conformance pack's: it reads what the host
+		// sent in initialize from its context's Host and from go-sdk's
+		// request (its session).
+		p := junction.NewPack("s")
+		p.AddTool(&mcp.Tool{Name: "who", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			name := "nobody"
 			if p := junction.HostSession(ctx).InitializeParams(); p != nil && p.ClientInfo != nil {
 				name = p.ClientInfo.Name
@@ -1228,9 +1233,12 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 					name += " without roots"
 				}
 			}
-			return json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}})
-		}}
-		if err := hub.Add(t.Context(), "s", f, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+			if caps := req.ClientCapabilities(); caps == nil || caps.RootsV2 == nil {
+				name += ", and go-sdk's session has no roots"
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
+		})
+		if err := hub.Add(t.Context(), "s", p, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
 			t.Fatal(err)
 		}
 		v, err := hub.NewView("", junction.Selection{})
@@ -1245,30 +1253,49 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 	for _, version := range []string{"2025-11-25", "2024-11-05", "2026-07-28", "2099-01-01", ""} {
 		t.Run("version "+version, func(t *testing.T) {
 			v := newView()
-			// go-sdk's server is held inside its initialize until the end:
-			// the answer, and the call after it, can only be the plane's.
-			release := make(chan struct{})
+			// go-sdk's own answer is marked, and held until the test lets
+			// it go: the host's answer must wait for go-sdk's session to
+			// have the params, and must not be go-sdk's.
+			release, entered := make(chan struct{}), make(chan struct{})
 			v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-					if method == "initialize" {
-						<-release
+					if method != "initialize" {
+						return next(ctx, method, req)
 					}
-					return next(ctx, method, req)
+					close(entered)
+					<-release
+					res, err := next(ctx, method, req)
+					if r, ok := res.(*mcp.InitializeResult); ok {
+						r.Instructions = "go-sdk's answer"
+					}
+					return res, err
 				}
 			})
 			h := startStdio(t, v, nil)
-			t.Cleanup(func() { close(release) })
-			h.send(t, initLine(version))
-			got := h.recv(t)
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			t.Cleanup(free)
+			// The call comes with initialize, as a host that does not wait
+			// sends it; its source reads the params from go-sdk's request.
+			h.send(t, initLine(version)+"\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__who","arguments":{}}}`)
+			<-entered
+			early := make(chan map[string]any, 1)
+			go func() { early <- h.next(t) }()
+			select {
+			case m := <-early:
+				t.Fatalf("%v came while go-sdk's session did not have the host's initialize", m)
+			case <-time.After(300 * time.Millisecond):
+			}
+			free()
+			got := <-early
 			ref := startStdio(t, newView(), &Options{NoRaw: true})
 			ref.send(t, initLine(version))
 			want := ref.recv(t)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("the plane's answer to initialize differs from go-sdk's (-go-sdk +plane):\n%s", diff)
 			}
-			h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__who","arguments":{}}}`)
 			if m := h.recv(t); text(m) != "host-"+version {
-				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s) and roots capability", m, version)
+				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s) and roots capability, in its context and in go-sdk's request", m, version)
 			}
 		})
 	}
