@@ -1344,30 +1344,10 @@ func TestUnknownMethods(t *testing.T) {
 			`{"jsonrpc":"2.0","id":"known","method":"`+method+`","params":{`+modern+`}}`)
 	}
 	run := func(opts *Options) (answers []map[string]any) {
-		v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
-		// go-sdk reads nothing while it handles a notification (it handles
-		// them in order), so while it is held in one the answers can only
-		// be the plane's.
-		held, release := make(chan struct{}), make(chan struct{})
-		v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method == "notifications/progress" {
-					close(held)
-					<-release
-				}
-				return next(ctx, method, req)
-			}
-		})
-		h := startStdio(t, v, opts)
-		var once sync.Once
-		free := func() { once.Do(func() { close(release) }) }
-		t.Cleanup(free) // before the connection's end is awaited
+		h, hold, free := sdkHeld(t, opts)
 		h.initialize(t)
 		if opts == nil {
-			h.send(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
-			<-held
-		} else {
-			free() // NoRaw: go-sdk answers
+			hold() // the answers can only be the plane's
 		}
 		for _, line := range lines[:6] {
 			h.send(t, line)
@@ -1604,6 +1584,35 @@ func TestStdioOutOfRevisionOnPlane(t *testing.T) {
 	})
 }
 
+// sdkHeld serves a view of one tool (s__echo) over stdio with opts. Its
+// go-sdk server can be held: hold sends a notifications/progress, which
+// go-sdk handles in order, reading nothing else meanwhile, and returns
+// once go-sdk is inside it; free lets it go, and so does the end of the
+// test (before the connection's end is awaited).
+func sdkHeld(t *testing.T, opts *Options) (h *fastHost, hold, free func()) {
+	t.Helper()
+	v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
+	held, release := make(chan struct{}), make(chan struct{})
+	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/progress" {
+				close(held)
+				<-release
+			}
+			return next(ctx, method, req)
+		}
+	})
+	h = startStdio(t, v, opts)
+	var once sync.Once
+	free = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	hold = func() {
+		h.send(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
+		<-held
+	}
+	return h, hold, free
+}
+
 // answeredAsSDK sends each of lines, requests that go-sdk's server
 // refuses, to a stdio plane and to one that sends everything to go-sdk
 // (NoRaw), before initialize and after it, and checks that the plane
@@ -1612,31 +1621,12 @@ func TestStdioOutOfRevisionOnPlane(t *testing.T) {
 func answeredAsSDK(t *testing.T, lines []string) {
 	t.Helper()
 	run := func(opts *Options, initialize bool) (answers []map[string]any) {
-		v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
-		held, release := make(chan struct{}), make(chan struct{})
-		v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method == "notifications/progress" {
-					close(held)
-					<-release
-				}
-				return next(ctx, method, req)
-			}
-		})
-		h := startStdio(t, v, opts)
-		var once sync.Once
-		free := func() { once.Do(func() { close(release) }) }
-		t.Cleanup(free)
+		h, hold, _ := sdkHeld(t, opts)
 		if initialize {
 			h.initialize(t)
 		}
 		if opts == nil {
-			// go-sdk is held in a notification: the answers can only be
-			// the plane's.
-			h.send(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
-			<-held
-		} else {
-			free()
+			hold() // the answers can only be the plane's
 		}
 		for _, line := range lines {
 			h.send(t, line)
