@@ -221,10 +221,7 @@ func clientMetaRefusal(caps, info []byte) *jsonrpc.Error {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta field %q", mcp.MetaKeyClientInfo)}
 		}
 	}
-	var c *struct {
-		mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
-	}
+	var c *capabilitiesV2
 	if caps == nil || string(caps) == "null" || !decodeParams(caps, &c) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyClientCapabilities)}
 	}

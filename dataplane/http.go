@@ -245,9 +245,8 @@ func (d discardResponse) WriteHeader(int)             {}
 
 // checkJSONBody answers a POST whose body is not JSON with 400 and a
 // JSON-RPC parse error, as JSON-RPC asks, rather than go-sdk's plain-text
-// 400. A valid body is offered to take (if not nil), as it is and, if
-// it is of a shape the plane does not read, in the shape it does
-// (canonical), and goes to next, as it is, when take does not answer it.
+// 400. A valid body is offered to take (if not nil), and goes to next,
+// as it is, when take does not answer it.
 //
 // A request whose id go-sdk would not return as sent goes to go-sdk under
 // an id of the plane's, and the answer carries the host's id again; a
@@ -273,9 +272,6 @@ func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http
 		}
 		if take != nil && take(w, r, body) {
 			return
-		}
-		if c, ok := canonical(bytes.TrimSpace(body)); ok && take != nil && take(w, r, c) {
-			return // read again in the shape the plane reads (see canonical)
 		}
 		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' {
 			var done func()

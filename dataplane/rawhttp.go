@@ -109,9 +109,23 @@ func (f *httpRaw) forget(sid string, s *httpSession) {
 }
 
 // take answers the POST r, whose body is body, if it is for the raw
-// path, and reports whether it did. With the plane's raw calls off, only
-// the tasks extension's requests are for it.
+// path, and reports whether it did: as the body is and, if it is of a
+// shape the plane does not read, in the shape it does (canonical). With
+// the plane's raw calls off, only the tasks extension's requests are for
+// it, as they are sent.
 func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if f.takeBody(w, r, body) {
+		return true
+	}
+	if !f.p.raw {
+		return false
+	}
+	c, ok := canonical(bytes.TrimSpace(body))
+	return ok && f.takeBody(w, r, c)
+}
+
+// takeBody is take for a body as it is.
+func (f *httpRaw) takeBody(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !f.acceptable(r) {
 		return false
 	}

@@ -402,12 +402,19 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	f.p.count("http", hr.method)
 	res, werr := f.p.answer(r.Context(), hr, nil, nil, modern)
+	writeAnswer(w, modern, hr.id, res, werr)
+	return true
+}
+
+// writeAnswer writes the answer to request id as JSON, with the HTTP
+// status of a request of 2026-07-28 or later (modern: modernErrorStatus),
+// 200 for an older one.
+func writeAnswer(w http.ResponseWriter, modern bool, id []byte, res json.RawMessage, werr *jsonrpc.Error) {
 	status := http.StatusOK
 	if modern {
 		status = modernErrorStatus(werr)
 	}
-	writeJSONStatus(w, status, wire.AnswerParts(hr.id, res, werr))
-	return true
+	writeJSONStatus(w, status, wire.AnswerParts(id, res, werr))
 }
 
 // refuseUnknown answers the POST r, whose body is body, if it is a
@@ -429,12 +436,7 @@ func (f *httpRaw) refuseUnknown(w http.ResponseWriter, r *http.Request, body []b
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
-	werr := methodNotFound(method)
-	status := http.StatusOK
-	if modern {
-		status = modernErrorStatus(werr)
-	}
-	writeJSONStatus(w, status, wire.AnswerParts(id, nil, werr))
+	writeAnswer(w, modern, id, nil, methodNotFound(method))
 	return true
 }
 

@@ -211,12 +211,16 @@ type stdioSession struct {
 }
 
 // take answers line on the raw path if it can and reports whether it did;
-// lines it does not take go to go-sdk, as the host sent them. A line of
-// a shape the plane does not read is read again in the shape it does
-// (canonical). Called by the reading goroutine.
+// lines it does not take go to go-sdk, as the host sent them. With the
+// plane's raw calls on, a line of a shape the plane does not read is read
+// again in the shape it does (canonical). Called by the reading
+// goroutine.
 func (s *stdioSession) take(line []byte) bool {
 	if s.takeLine(line) {
 		return true
+	}
+	if !s.p.raw {
+		return false // go-sdk answers (NoRaw): no need to read the line again
 	}
 	c, ok := canonical(line)
 	return ok && s.takeLine(c)
@@ -411,20 +415,38 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 // go-sdk's ClientCapabilities type cannot hold, in RootsV2 (and copied to
 // Roots). junction.MarshalInitializeParams writes them back.
 func decodeInitialize(params []byte) (*mcp.InitializeParams, bool) {
-	var ip mcp.InitializeParams
-	var roots struct {
-		Capabilities *struct {
-			Roots *mcp.RootCapabilities `json:"roots"`
-		} `json:"capabilities"`
+	var p struct {
+		mcp.InitializeParams
+		Capabilities *capabilitiesV2 `json:"capabilities"`
 	}
-	if !decodeParams(params, &ip) || !decodeParams(params, &roots) {
+	if !decodeParams(params, &p) {
 		return nil, false
 	}
-	if ip.Capabilities != nil && roots.Capabilities != nil && roots.Capabilities.Roots != nil {
-		ip.Capabilities.RootsV2 = roots.Capabilities.Roots
-		ip.Capabilities.Roots = *roots.Capabilities.Roots
-	}
+	ip := p.InitializeParams
+	ip.Capabilities = p.Capabilities.v1()
 	return &ip, true
+}
+
+// capabilitiesV2 is a client's capabilities as go-sdk's server decodes
+// them: roots a member of its own, whose presence go-sdk's
+// ClientCapabilities type cannot hold.
+type capabilitiesV2 struct {
+	mcp.ClientCapabilities
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+}
+
+// v1 returns c as go-sdk's type holds it: roots in RootsV2, and copied
+// to Roots for older readers; nil for nil.
+func (c *capabilitiesV2) v1() *mcp.ClientCapabilities {
+	if c == nil {
+		return nil
+	}
+	caps := c.ClientCapabilities
+	caps.RootsV2 = c.Roots
+	if c.Roots != nil {
+		caps.Roots = *c.Roots
+	}
+	return &caps
 }
 
 // refuseEarly answers a request of a revision before 2026-07-28 that
