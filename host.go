@@ -102,3 +102,51 @@ func withRequestHost(ctx context.Context, ss *mcp.ServerSession) (context.Contex
 	h := SessionHost(ss)
 	return WithHostSession(ctx, h), h
 }
+
+// ClientRequest is what a host's request says of its client: go-sdk's
+// server requests ([mcp.CallToolRequest], [mcp.GetPromptRequest], …)
+// have these methods. They read the request's _meta (2026-07-28 and
+// later) and then the request's go-sdk session, which a request the data
+// plane answers may not have; [RequestVersion] and
+// [RequestCapabilities] read the request's [Host] instead.
+type ClientRequest interface {
+	ProtocolVersion() string
+	ClientCapabilities() *mcp.ClientCapabilities
+}
+
+// RequestVersion returns the protocol version the client of req named:
+// in the request's _meta, or in its host's initialize (the request's
+// [Host] in ctx, [HostSession]); "" if neither names one. A source's
+// handler reads it here, not from req alone, so that it finds the same
+// whichever path the request took.
+func RequestVersion(ctx context.Context, req ClientRequest) string {
+	if v := req.ProtocolVersion(); v != "" {
+		return v
+	}
+	if p := hostParams(ctx); p != nil {
+		return p.ProtocolVersion
+	}
+	return ""
+}
+
+// RequestCapabilities returns the capabilities the client of req
+// declared: in the request's _meta, or in its host's initialize (see
+// [RequestVersion]); nil if neither has them.
+func RequestCapabilities(ctx context.Context, req ClientRequest) *mcp.ClientCapabilities {
+	if c := req.ClientCapabilities(); c != nil {
+		return c
+	}
+	if p := hostParams(ctx); p != nil {
+		return p.Capabilities
+	}
+	return nil
+}
+
+// hostParams returns what the host of the request answered under ctx
+// sent in initialize, or nil.
+func hostParams(ctx context.Context) *mcp.InitializeParams {
+	if h := HostSession(ctx); h != nil {
+		return h.InitializeParams()
+	}
+	return nil
+}

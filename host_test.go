@@ -102,3 +102,52 @@ func TestSourcesSeeTheirHost(t *testing.T) {
 		t.Errorf("SessionHost(nil) = %v, want a nil Host", got)
 	}
 }
+
+// paramsHost is a Host of a front's own, with only what initialize sent.
+type paramsHost struct {
+	junction.Host
+	p *mcp.InitializeParams
+}
+
+func (h paramsHost) InitializeParams() *mcp.InitializeParams { return h.p }
+
+// TestRequestClient: a source's handler finds the client's version and
+// capabilities in the request's _meta first, then in the request's Host
+// (a front's own, with no go-sdk session behind the request), then
+// nowhere.
+func TestRequestClient(t *testing.T) {
+	sampling := &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}
+	host := paramsHost{p: &mcp.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: sampling}}
+	hostCtx := junction.WithHostSession(t.Context(), host)
+	plain := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "t"}}
+	modern := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "t", Meta: mcp.Meta{
+		mcp.MetaKeyProtocolVersion:    "2026-07-28",
+		mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}},
+	}}}
+	for _, tc := range []struct {
+		name        string
+		ctx         context.Context
+		req         *mcp.CallToolRequest
+		version     string
+		sampling    bool
+		elicitation bool
+	}{
+		{"the host's initialize", hostCtx, plain, "2025-06-18", true, false},
+		{"the request's _meta first", hostCtx, modern, "2026-07-28", false, true},
+		{"no host", t.Context(), plain, "", false, false},
+		{"a host that has not initialized", junction.WithHostSession(t.Context(), paramsHost{}), plain, "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := junction.RequestVersion(tc.ctx, tc.req); got != tc.version {
+				t.Errorf("RequestVersion = %q, want %q", got, tc.version)
+			}
+			caps := junction.RequestCapabilities(tc.ctx, tc.req)
+			if got := caps != nil && caps.Sampling != nil; got != tc.sampling {
+				t.Errorf("RequestCapabilities = %+v: sampling %v, want %v", caps, got, tc.sampling)
+			}
+			if got := caps != nil && caps.Elicitation != nil; got != tc.elicitation {
+				t.Errorf("RequestCapabilities = %+v: elicitation %v, want %v", caps, got, tc.elicitation)
+			}
+		})
+	}
+}

@@ -386,10 +386,10 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !junction.ParseRevision(res.ProtocolVersion).TypedResults() {
 		s.c.older.Store(true)
 	}
-	// The host hears back once go-sdk's session has the params too: a
-	// pack's handler reads them from go-sdk's request (its session's
-	// ClientCapabilities, ProtocolVersion), and the host's next request
-	// may be such a call.
+	// The host hears back once go-sdk's session has the params too: it
+	// serves what the plane declines, and the host's next request may be
+	// one of those (sources read the params from their Host, which has
+	// them already: junction.RequestCapabilities).
 	if !s.c.deliver(&jsonrpc.Request{ID: sdkID, Method: "initialize", Params: params}) {
 		return true // closing: nothing more is answered
 	}

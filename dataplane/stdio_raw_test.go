@@ -1276,7 +1276,8 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 			free := func() { once.Do(func() { close(release) }) }
 			t.Cleanup(free)
 			// The call comes with initialize, as a host that does not wait
-			// sends it; its source reads the params from go-sdk's request.
+			// sends it; its source reads the params from its Host and from
+			// go-sdk's request.
 			h.send(t, initLine(version)+"\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__who","arguments":{}}}`)
 			<-entered
 			early := make(chan map[string]any, 1)

@@ -25,9 +25,10 @@ import (
 // requestState) and complete when the client retries with inputResponses.
 //
 // A client older than 2026-07-28 cannot take such a result: for it,
-// [legacyRounds] sends the input requests over the session itself
-// (elicitation/create, sampling/createMessage, roots/list) and calls the
-// handler again with the answers, for as many rounds as the handler asks.
+// [legacyRounds] sends the input requests to the client's session itself
+// (elicitation/create, sampling/createMessage, roots/list, through the
+// call's [junction.Host]) and calls the handler again with the answers,
+// for as many rounds as the handler asks.
 
 // maxRounds bounds the rounds legacyRounds runs for one call.
 const maxRounds = 8
@@ -169,9 +170,10 @@ func checkCapabilities(what string, caps *mcp.ClientCapabilities, irs mcp.InputR
 	return missingCapability(fmt.Sprintf("%s needs the client capabilities %s, which the client did not declare", what, strings.Join(names, ", ")), missing)
 }
 
-// fulfil sends each input request of irs to the client over ss (the
-// legacy way) and returns the answers, keyed as irs is.
-func fulfil(ctx context.Context, ss *mcp.ServerSession, irs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+// fulfil sends each input request of irs to the client through host,
+// its session (the legacy way), and returns the answers, keyed as irs
+// is.
+func fulfil(ctx context.Context, host junction.Host, irs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	out := make(mcp.InputResponseMap, len(irs))
 	keys := make([]string, 0, len(irs))
 	for k := range irs {
@@ -185,13 +187,13 @@ func fulfil(ctx context.Context, ss *mcp.ServerSession, irs mcp.InputRequestMap)
 		)
 		switch p := irs[k].(type) {
 		case *mcp.ElicitParams:
-			resp, err = ss.Elicit(ctx, p)
+			resp, err = host.Elicit(ctx, p)
 		case *mcp.CreateMessageParams:
-			resp, err = ss.CreateMessage(ctx, p)
+			resp, err = host.CreateMessage(ctx, p)
 		case *mcp.CreateMessageWithToolsParams:
-			resp, err = ss.CreateMessageWithTools(ctx, p)
+			resp, err = host.CreateMessageWithTools(ctx, p)
 		case *mcp.ListRootsParams:
-			resp, err = ss.ListRoots(ctx, p)
+			resp, err = host.ListRoots(ctx, p)
 		default:
 			err = fmt.Errorf("unsupported input request %T", p)
 		}
@@ -272,14 +274,6 @@ func (e errUnsupported) Error() string {
 	return fmt.Sprintf("the client does not support %s (no %q capability in initialize)", e.capability, e.capability)
 }
 
-// clientRequest is what runRounds needs of a tools/call or prompts/get
-// request.
-type clientRequest interface {
-	ProtocolVersion() string
-	ClientCapabilities() *mcp.ClientCapabilities
-	GetSession() mcp.Session
-}
-
 // runRounds handles the input requests irs (with request state) that the
 // handler of the request named name answered with. A 2026-07-28 client
 // gets them as they are, unless it did not declare a capability they
@@ -287,14 +281,14 @@ type clientRequest interface {
 // an older client runRounds sends them over the session, gives the answers
 // to again (which calls the handler once more and returns its next input
 // requests, nil when it completed), and repeats, up to maxRounds.
-func runRounds(ctx context.Context, req clientRequest, name string, irs mcp.InputRequestMap, state string,
+func runRounds(ctx context.Context, req junction.ClientRequest, name string, irs mcp.InputRequestMap, state string,
 	again func(mcp.InputResponseMap, string) (mcp.InputRequestMap, string, error)) error {
-	caps := req.ClientCapabilities()
-	if modernClient(req.ProtocolVersion()) {
+	caps := junction.RequestCapabilities(ctx, req)
+	if modernClient(junction.RequestVersion(ctx, req)) {
 		return checkCapabilities(name, caps, irs)
 	}
-	ss, _ := req.GetSession().(*mcp.ServerSession)
-	if ss == nil {
+	host := junction.HostSession(ctx)
+	if host == nil {
 		return fmt.Errorf("%s needs input from the client, and this request has no client session to ask over", name)
 	}
 	for round := 1; irs != nil; round++ {
@@ -306,7 +300,7 @@ func runRounds(ctx context.Context, req clientRequest, name string, irs mcp.Inpu
 		if round > maxRounds {
 			return fmt.Errorf("%s asked for input more than %d times", name, maxRounds)
 		}
-		answers, err := fulfil(ctx, ss, irs)
+		answers, err := fulfil(ctx, host, irs)
 		if err != nil {
 			return err
 		}
@@ -566,7 +560,7 @@ func addInputRequiredTools(p *junction.Pack, s *sealer) {
 		Description: "Asks, with an input-required result, only for the inputs the client declared it can give " +
 			`(elicitation "user_name", sampling "greeting", roots/list "client_roots"), and reports the answers.`,
 		InputSchema: noArgs,
-	}, legacyRounds("test_input_required_result_capabilities", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}, legacyRounds("test_input_required_result_capabilities", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		r := req.Params.InputResponses
 		if len(r) > 0 {
 			var got []string
@@ -581,7 +575,7 @@ func addInputRequiredTools(p *junction.Pack, s *sealer) {
 			}
 			return text("Inputs received for the declared capabilities: " + strings.Join(got, "; ")), nil
 		}
-		caps := req.ClientCapabilities()
+		caps := junction.RequestCapabilities(ctx, req)
 		irs := mcp.InputRequestMap{}
 		if hasCapability(caps, "elicitation") {
 			irs["user_name"] = elicitForm("What is your name?", "name")

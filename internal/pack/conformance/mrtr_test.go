@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
 )
 
 // allCaps declares every capability an input request can need.
@@ -479,4 +481,36 @@ func TestInputRequiredPrompt(t *testing.T) {
 			t.Errorf("messages = %v", asJSON(t, res.Messages))
 		}
 	})
+}
+
+// elicitHost is a host's session of a front's own (no go-sdk session
+// behind the request): it declared elicitation at 2025-11-25 and answers
+// every elicitation with its name.
+type elicitHost struct {
+	junction.Host
+	asked []string
+}
+
+func (h *elicitHost) InitializeParams() *mcp.InitializeParams {
+	return &mcp.InitializeParams{ProtocolVersion: legacy, Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
+}
+
+func (h *elicitHost) Elicit(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	h.asked = append(h.asked, p.Message)
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Alice", "color": "blue"}}, nil
+}
+
+// TestRoundsThroughHost: for an older client the pack asks the call's
+// Host (its context's), and finds the client's version and capabilities
+// there, as it does for a request the data plane makes without a go-sdk
+// session.
+func TestRoundsThroughHost(t *testing.T) {
+	host := &elicitHost{}
+	ctx := junction.WithHostSession(callCtx(t), host)
+	res, err := New().CallTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+		Name: "test_input_required_result_multi_round", Arguments: json.RawMessage(`{}`)}})
+	mustText(t, res, err, "Multi-round complete: Alice likes blue")
+	if len(host.asked) != 2 {
+		t.Errorf("the host was asked %q, want two elicitations", host.asked)
+	}
 }

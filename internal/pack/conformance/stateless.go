@@ -26,8 +26,8 @@ func addStatelessTools(p *junction.Pack) {
 	mrtrTool(p, "test_missing_capability",
 		"Needs the client's sampling capability: a client that did not declare it gets MissingRequiredClientCapabilityError "+
 			`(-32021) with data {"requiredCapabilities":{"sampling":{}}}; one that did is asked for one word by sampling ("word").`,
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if !hasCapability(req.ClientCapabilities(), "sampling") {
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if !hasCapability(junction.RequestCapabilities(ctx, req), "sampling") {
 				return nil, missingCapability("test_missing_capability needs the sampling capability, which the client did not declare", map[string]any{"sampling": map[string]any{}})
 			}
 			if answer, ok := sampled(req.Params.InputResponses, "word"); ok {

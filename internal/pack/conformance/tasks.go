@@ -157,7 +157,7 @@ func addTaskTools(p *junction.Pack) {
 		content, answered := accepted(req.Params.InputResponses, "user_name")
 		if !answered {
 			irs := mcp.InputRequestMap{"user_name": elicitForm("What is your name?", "name")}
-			if err := checkCapabilities("test_tool_with_task", req.ClientCapabilities(), irs); err != nil {
+			if err := checkCapabilities("test_tool_with_task", junction.RequestCapabilities(ctx, req), irs); err != nil {
 				return nil, err
 			}
 			return ask(irs, ""), nil

@@ -132,11 +132,11 @@ func (p *Pack) runForCall(ctx context.Context, creq *mcp.CallToolRequest, req Ru
 	if creq == nil {
 		return p.runNow(ctx, req)
 	}
-	if creq.ProtocolVersion() < junction.StatelessProtocolVersion {
+	if junction.RequestVersion(ctx, creq) < junction.StatelessProtocolVersion {
 		// Before 2026-07-28 the host is asked through its session, if
 		// the call has one.
 		if host := junction.HostSession(ctx); host != nil {
-			req.Host = callHost{ss: host, caps: creq.ClientCapabilities()}
+			req.Host = callHost{ss: host, caps: junction.RequestCapabilities(ctx, creq)}
 		}
 		return p.runNow(ctx, req)
 	}
@@ -152,7 +152,7 @@ func (p *Pack) runForCall(ctx context.Context, creq *mcp.CallToolRequest, req Ru
 		pr.pending = nil
 		return p.await(ctx, pr)
 	}
-	host := &roundsHost{caps: creq.ClientCapabilities(), asks: make(chan *question)}
+	host := &roundsHost{caps: junction.RequestCapabilities(ctx, creq), asks: make(chan *question)}
 	req.Host = host
 	r, err := p.Start(req)
 	if err != nil {

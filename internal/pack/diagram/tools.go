@@ -231,9 +231,9 @@ func (p *Pack) toolRunBackend(ctx context.Context, creq *mcp.CallToolRequest, in
 		return startFailure(in.Diagram, err), nil, nil
 	}
 	req.Caller = callerFor(ctx)
-	if host := junction.HostSession(ctx); creq != nil && host != nil && creq.ProtocolVersion() < junction.StatelessProtocolVersion {
+	if host := junction.HostSession(ctx); creq != nil && host != nil && junction.RequestVersion(ctx, creq) < junction.StatelessProtocolVersion {
 		// Before 2026-07-28 the host's session outlives the call.
-		req.Host = callHost{ss: host, caps: creq.ClientCapabilities()}
+		req.Host = callHost{ss: host, caps: junction.RequestCapabilities(ctx, creq)}
 	}
 	r, err := p.Start(req)
 	if err != nil {
