@@ -11,8 +11,9 @@ import (
 // inflight is the table of one host connection's raw calls (a stdio
 // connection, or one HTTP session), by the host's request id as sent.
 // It is how a host's notifications/cancelled finds its call, how a reused
-// id is noticed (such a request goes the ordinary way, whose answer is
-// go-sdk's), and what a connection that ends waits for.
+// id is noticed (over stdio the plane refuses such a request; over HTTP
+// it goes the ordinary way, whose answer is go-sdk's), and what a
+// connection that ends waits for.
 type inflight struct {
 	wg sync.WaitGroup // calls in the table; Add only under mu while !closing
 	mu sync.Mutex     // guards the fields below
@@ -80,6 +81,13 @@ func (hc *hostCall) Value(key any) any {
 func hostCallOf(ctx context.Context) *hostCall {
 	hc, _ := ctx.Value(hostCallKey{}).(*hostCall)
 	return hc
+}
+
+// inUse reports whether a call with the host's id key is in the table.
+func (t *inflight) inUse(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lookup(key) != nil
 }
 
 // add enters c with the host's id key and reports whether it could: not

@@ -576,7 +576,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		if cancelCtx != nil {
 			cancelCtx(nil)
 		}
-		return false // a reused id, or closing: go-sdk answers it
+		return s.refuseReused(tc.id) // or closing: go-sdk answers it
 	}
 	params := rawParams(call.Local(), tc)
 	typed := mi.rev.TypedResults()
@@ -663,7 +663,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	hc.cancel = cancel
 	if !s.calls.add(key, hc) {
 		cancel(nil)
-		return false // a reused id, or closing: go-sdk answers it
+		return s.refuseReused(hr.id) // or closing: go-sdk answers it
 	}
 	s.p.count("stdio", hr.method)
 	// A session that began with an older initialize gets that revision's
@@ -671,6 +671,23 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
 	answer := s.answerer(key, hc, hr.id, false, cancel, false)
 	go func() { answer(s.p.answer(ctx, hr, ss, nil, typed)) }()
+	return true
+}
+
+// refuseReused answers a request whose id, id, is that of a request of
+// the host's still in flight, and reports whether it did: not if no
+// request holds the id any more (the connection is closing, or the other
+// request has just been answered; go-sdk's session serves it then).
+// JSON-RPC asks every request of a session for an id of its own, and an
+// answer with id would be taken for the other request's, so the refusal
+// goes with a null id, as for a message whose id cannot be read; the
+// host's request is not served. (go-sdk's server drops such a request
+// without an answer.) Called by the reading goroutine.
+func (s *stdioSession) refuseReused(id []byte) bool {
+	if !s.calls.inUse(string(id)) {
+		return false
+	}
+	s.c.reject(jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %s is in use by a request still in flight; give each request an id of its own", id))
 	return true
 }
 
@@ -741,7 +758,7 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 	ctx = withHostCall(ctx, hc)
 	if !s.calls.add(key, hc) {
 		cancel(nil)
-		return false // a reused id, or closing: go-sdk answers it
+		return s.refuseReused(tc.id) // or closing: go-sdk answers it
 	}
 	answer := s.answerer(key, hc, tc.id, mi.rev.TypedResults(), cancel, false)
 	go func() {

@@ -1660,3 +1660,49 @@ func BenchmarkReadMeta(b *testing.B) {
 		}
 	}
 }
+
+// TestStdioReusedID: over stdio a request whose id is that of a request
+// still in flight is refused by the plane (-32600, null id, naming the
+// id), whatever its method, and go-sdk's session never sees it (it used
+// to serve a call with such an id a second time, so the host got two
+// answers for one id); the request in flight is answered once, and its
+// id may be used again after that.
+func TestStdioReusedID(t *testing.T) {
+	release := make(chan struct{})
+	f := &rawFake{tools: []string{"wait"}, raw: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":"raw"}]}`), nil
+	}}
+	v := viewOf(t, f)
+	sdk := sdkCounted(v, func(method string) bool { return method != "initialize" && method != "notifications/initialized" })
+	h := startStdio(t, v, nil)
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"s__wait"}}`)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"s__wait"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"s__none"}}`,
+	} {
+		h.send(t, line)
+		m := h.recv(t)
+		e, _ := m["error"].(map[string]any)
+		if m["id"] != nil || errCode(m) != -32600 || !strings.Contains(fmt.Sprint(e["message"]), "request id 7 is in use") {
+			t.Errorf("%s, sent while id 7 is in flight: %v; want -32600 with a null id, naming the id", line, m)
+		}
+	}
+	close(release)
+	if m := h.recv(t); m["id"] != float64(7) || text(m) != "raw" {
+		t.Errorf("the call in flight: %v; want its own answer", m)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	if m := h.recv(t); m["id"] != float64(7) || m["result"] == nil {
+		t.Errorf("id 7 used again once answered: %v; want the list", m)
+	}
+	if n := sdk.Load(); n != 0 {
+		t.Errorf("go-sdk's session saw %d requests; want none", n)
+	}
+}
