@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -69,14 +70,85 @@ var sessionMethods = [...]string{"logging/setLevel", "resources/subscribe", "res
 // but _meta: server/discover and ping.
 var bareMethods = [...]string{"server/discover", "ping"}
 
+// sdkMethod is a request go-sdk's server knows: its method, a new value
+// of the type go-sdk's decoder reads its params into (a pointer to a
+// nil pointer of go-sdk's params type, as go-sdk decodes them; nil for
+// initialize, which it reads its own way), and whether the params may
+// be left out.
+type sdkMethod struct {
+	name     string
+	params   func() any
+	optional bool
+}
+
+// paramsOf is an sdkMethod's params for go-sdk's params type T.
+func paramsOf[T any]() any { return new(*T) }
+
 // sdkMethods are the requests go-sdk's server knows; it answers any
 // other with -32601 (methodNotFound), and so does the plane
 // (TestUnknownMethods checks both against go-sdk's server).
-var sdkMethods = [...]string{
-	"initialize", "ping", "server/discover", "tools/list", "tools/call",
-	"prompts/list", "prompts/get", "resources/list", "resources/templates/list",
-	"resources/read", "resources/subscribe", "resources/unsubscribe",
-	"subscriptions/listen", "logging/setLevel", "completion/complete",
+var sdkMethods = [...]sdkMethod{
+	{"initialize", nil, false},
+	{"ping", paramsOf[mcp.PingParams], true},
+	{"server/discover", paramsOf[mcp.DiscoverParams], true},
+	{"tools/list", paramsOf[mcp.ListToolsParams], true},
+	{"tools/call", paramsOf[mcp.CallToolParamsRaw], false},
+	{"prompts/list", paramsOf[mcp.ListPromptsParams], true},
+	{"prompts/get", paramsOf[mcp.GetPromptParams], false},
+	{"resources/list", paramsOf[mcp.ListResourcesParams], true},
+	{"resources/templates/list", paramsOf[mcp.ListResourceTemplatesParams], true},
+	{"resources/read", paramsOf[mcp.ReadResourceParams], false},
+	{"resources/subscribe", paramsOf[mcp.SubscribeParams], false},
+	{"resources/unsubscribe", paramsOf[mcp.UnsubscribeParams], false},
+	{"subscriptions/listen", paramsOf[mcp.SubscriptionsListenParams], false},
+	{"logging/setLevel", paramsOf[mcp.SetLoggingLevelParams], false},
+	{"completion/complete", paramsOf[mcp.CompleteParams], false},
+}
+
+// sdkMethodOf returns go-sdk's server's request method name.
+func sdkMethodOf(name string) (sdkMethod, bool) {
+	for _, m := range sdkMethods {
+		if m.name == name {
+			return m, true
+		}
+	}
+	return sdkMethod{}, false
+}
+
+// sdkMaxDepth is the deepest nesting of a message go-sdk's decoder
+// reads; it refuses a deeper one as an invalid request (conn.decode).
+const sdkMaxDepth = 1000
+
+// paramsRefusal returns the error go-sdk's server answers a request of
+// method with when its params, as sent (nil: none), are not what it
+// takes: left out or null where it requires them, or of a shape its
+// decoder refuses into its type (the same decoder: member names matched
+// exactly, go-sdk's types); nil when it would take them, and for a
+// method it does not know or initialize. The messages are go-sdk's, word
+// for word. The message holding params is one go-sdk's decoder reads
+// (no deeper than sdkMaxDepth).
+func paramsRefusal(method string, params []byte) *jsonrpc.Error {
+	m, ok := sdkMethodOf(method)
+	if !ok || m.params == nil {
+		return nil
+	}
+	if len(params) == 0 {
+		if m.optional {
+			return nil
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `invalid request: missing required "params"`}
+	}
+	p := m.params()
+	dec := sdkjson.NewDecoder(bytes.NewReader(params))
+	dec.DontMatchCaseInsensitiveStructFields()
+	inner := reflect.ValueOf(p).Elem()
+	if err := dec.Decode(p); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("handling '%s': invalid params: unmarshaling %q into a %T: %v", method, params, inner.Interface(), err)}
+	}
+	if !m.optional && inner.IsNil() {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(`handling '%s': invalid request: missing required "params"`, method)}
+	}
+	return nil
 }
 
 // sdkNotifications are the notifications go-sdk's server knows; the
@@ -90,7 +162,8 @@ var sdkNotifications = [...]string{
 // request's or a notification's: one that comes the other way (a
 // request's method without an id) is go-sdk's to refuse.
 func isSDKMethod(method string) bool {
-	return slices.Contains(sdkMethods[:], method) || slices.Contains(sdkNotifications[:], method)
+	_, ok := sdkMethodOf(method)
+	return ok || slices.Contains(sdkNotifications[:], method)
 }
 
 // unknownMethod reads msg, if it is a request or a notification of the

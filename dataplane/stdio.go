@@ -222,8 +222,34 @@ func (s *stdioSession) take(line []byte) bool {
 	if !s.p.raw {
 		return false // go-sdk answers (NoRaw): no need to read the line again
 	}
-	c, ok := canonical(line)
-	return ok && s.takeLine(c)
+	if c, ok := canonical(line); ok && s.takeLine(c) {
+		return true
+	}
+	return s.refuseParams(line)
+}
+
+// refuseParams answers a request, as the host sent it, whose params
+// go-sdk's server would not take (paramsRefusal) with go-sdk's error, on
+// a session that has initialized, and reports whether it did. Called by
+// the reading goroutine for a line no taker took.
+func (s *stdioSession) refuseParams(line []byte) bool {
+	if !s.initialized() || !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
+		return false // refused as not JSON, or too deep (conn.decode)
+	}
+	id, rawMethod, params, ok := requestEnvelope(line)
+	if !ok {
+		return false
+	}
+	method, plain := rawjson.PlainString(rawMethod)
+	if !plain {
+		return false
+	}
+	werr := paramsRefusal(string(method), params)
+	if werr == nil {
+		return false
+	}
+	s.c.out.Write(wire.ErrorLine(id, werr))
+	return true
 }
 
 // takeLine is take for a line as it is.

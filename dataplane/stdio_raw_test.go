@@ -1336,7 +1336,8 @@ func TestUnknownMethods(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/no/such"}`,
 		`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
 	}
-	for _, method := range sdkMethods {
+	for _, m := range sdkMethods {
+		method := m.name
 		// Known to go-sdk: whatever it answers, it is not -32601, on the
 		// session or for a request that stands alone (server/discover is
 		// of 2026-07-28 only, the session's own methods of the revisions
@@ -1375,7 +1376,8 @@ func TestUnknownMethods(t *testing.T) {
 			t.Errorf("%v: want -32601", m)
 		}
 	}
-	for i, method := range sdkMethods {
+	for i, m := range sdkMethods {
+		method := m.name
 		session, alone := got[6+2*i], got[7+2*i]
 		if errCode(session) == -32601 && errCode(alone) == -32601 {
 			t.Errorf("%s: go-sdk answered %v and %v; want a method it knows", method, session, alone)
@@ -1585,6 +1587,34 @@ func TestStdioOutOfRevisionOnPlane(t *testing.T) {
 	})
 }
 
+// TestStdioParamsRefusedOnPlane: over stdio, once initialized, a
+// request whose params go-sdk's server would not take (left out or null
+// where it requires them, of a type its decoder refuses) gets go-sdk's
+// error, word for word, from the plane, and go-sdk never sees it; in a
+// message nested deeper than go-sdk's decoder reads, the message is
+// refused as a whole, as go-sdk refuses it. (Before initialize the plane refuses every
+// request of an older client alike: TestStdioRefusesBeforeInitialize.)
+func TestStdioParamsRefusedOnPlane(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 1001) + `1` + strings.Repeat(`}`, 1001)
+	answeredAsSDK(t, []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":null}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":["s__echo"]}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":1}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"s__echo","_meta":7}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"cursor":1}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p","arguments":{"who":1}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":null}`,
+		`{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":7}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"completion/complete","params":{"ref":{"type":"ref/other","name":"p"},"argument":{"name":"a","value":""}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"ping","params":[]}`,
+		`{"jsonrpc":"2.0","id":12,"method":"logging/setLevel","params":"debug"}`,
+		`{"jsonrpc":"2.0","id":13,"method":"resources/subscribe"}`,
+		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":1,"arguments":` + deep + `}}`,
+		`{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{"cursor":1,"_meta":` + deep + `}}`,
+	}, true)
+}
+
 // sdkHeld serves a view of one tool (s__echo) over stdio with opts. Its
 // go-sdk server can be held: hold sends a notifications/progress, which
 // go-sdk handles in order, reading nothing else meanwhile, and returns
@@ -1616,11 +1646,14 @@ func sdkHeld(t *testing.T, opts *Options) (h *fastHost, hold, free func()) {
 
 // answeredAsSDK sends each of lines, requests that go-sdk's server
 // refuses, to a stdio plane and to one that sends everything to go-sdk
-// (NoRaw), before initialize and after it, and checks that the plane
-// answers each itself (go-sdk is held in a notification meanwhile) with
-// go-sdk's error.
-func answeredAsSDK(t *testing.T, lines []string) {
+// (NoRaw), before initialize and after it (when, if given: false for
+// before, true for after), and checks that the plane answers each itself
+// (go-sdk is held in a notification meanwhile) with go-sdk's error.
+func answeredAsSDK(t *testing.T, lines []string, when ...bool) {
 	t.Helper()
+	if len(when) == 0 {
+		when = []bool{false, true}
+	}
 	run := func(opts *Options, initialize bool) (answers []map[string]any) {
 		h, hold, _ := sdkHeld(t, opts)
 		if initialize {
@@ -1635,7 +1668,7 @@ func answeredAsSDK(t *testing.T, lines []string) {
 		}
 		return answers
 	}
-	for _, initialize := range []bool{false, true} {
+	for _, initialize := range when {
 		got, want := run(nil, initialize), run(&Options{NoRaw: true}, initialize)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("initialized %v: the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", initialize, diff)
