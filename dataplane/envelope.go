@@ -429,7 +429,12 @@ func olderMembers(res []byte) ([]byte, bool) {
 // ignores too). A message go-sdk would not read as a request or a
 // notification (no "2.0", no method, an id that is not a number or a
 // string, params that are not an object) is not rewritten: it stays
-// go-sdk's to answer.
+// go-sdk's to answer. Members of those params that are null are left
+// out, as go-sdk reads null as a member's zero value (a tools/call's
+// arguments excepted, which go-sdk keeps as they are, and its name,
+// which is "" when null or left out); so are null params of a method
+// whose params may be left out; a cursor is written without escapes it
+// need not have.
 func canonical(msg []byte) ([]byte, bool) {
 	var env struct {
 		JSONRPC json.RawMessage `json:"jsonrpc"`
@@ -440,8 +445,13 @@ func canonical(msg []byte) ([]byte, bool) {
 	var version, method string
 	if len(msg) == 0 || msg[0] != '{' || !json.Valid(msg) || !decodeParams(msg, &env) ||
 		!decodeParams(env.JSONRPC, &version) || version != "2.0" ||
-		!decodeParams(env.Method, &method) || method == "" ||
-		env.ID != nil && !validID(env.ID) || env.Params != nil && env.Params[0] != '{' {
+		!decodeParams(env.Method, &method) || method == "" || env.ID != nil && !validID(env.ID) {
+		return nil, false
+	}
+	if m, ok := sdkMethodOf(method); ok && m.optional && string(env.Params) == "null" {
+		env.Params = nil // go-sdk reads null params of such a method as none
+	}
+	if env.Params != nil && env.Params[0] != '{' {
 		return nil, false
 	}
 	params := env.Params
@@ -460,16 +470,28 @@ func canonical(msg []byte) ([]byte, bool) {
 			if !decodeParams(params, &members) {
 				return nil, false
 			}
+			if method == "tools/call" && (members["name"] == nil || string(members["name"]) == "null") {
+				members["name"] = json.RawMessage(`""`) // go-sdk reads a name left out or null as ""
+			}
 			params = append(params[:0:0], '{')
 			for _, k := range keep {
-				if v, ok := members[k]; ok {
-					if len(params) > 1 {
-						params = append(params, ',')
-					}
-					params = appendString(params, k)
-					params = append(params, ':')
-					params = append(params, v...)
+				v, ok := members[k]
+				if !ok || string(v) == "null" && k != "arguments" {
+					continue // go-sdk reads null as the member's zero value, as if left out
 				}
+				if k == "cursor" {
+					var cursor string
+					if !decodeParams(v, &cursor) {
+						return nil, false
+					}
+					v = appendString(nil, cursor) // with no escape it need not have
+				}
+				if len(params) > 1 {
+					params = append(params, ',')
+				}
+				params = appendString(params, k)
+				params = append(params, ':')
+				params = append(params, v...)
 			}
 			params = append(params, '}')
 		}

@@ -139,10 +139,8 @@ func paramsRefusal(method string, params []byte) *jsonrpc.Error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `invalid request: missing required "params"`}
 	}
 	p := m.params()
-	dec := sdkjson.NewDecoder(bytes.NewReader(params))
-	dec.DontMatchCaseInsensitiveStructFields()
 	inner := reflect.ValueOf(p).Elem()
-	if err := dec.Decode(p); err != nil {
+	if err := sdkDecode(params, p); err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("handling '%s': invalid params: unmarshaling %q into a %T: %v", method, params, inner.Interface(), err)}
 	}
 	if !m.optional && inner.IsNil() {
@@ -247,7 +245,10 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	if !isRequestMethod(hr.method) || params == nil || rawjson.Deeper(params, maxParamsDepth) {
 		return hostRequest{}, false
 	}
-	if hr.meta, ok = paramsMeta(params); !ok || hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
+	if hr.meta, ok = paramsMeta(params); string(hr.meta) == "null" {
+		hr.meta = nil // go-sdk reads it as none
+	}
+	if !ok || hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
 		return hostRequest{}, false
 	}
 	switch hr.method {
@@ -305,10 +306,14 @@ func isSessionMethod(method string) bool { return slices.Contains(sessionMethods
 // decodeParams decodes params into p as go-sdk's server does (the same
 // decoder, which matches member names exactly), and reports whether it
 // could.
-func decodeParams(params []byte, p any) bool {
+func decodeParams(params []byte, p any) bool { return sdkDecode(params, p) == nil }
+
+// sdkDecode decodes params into p as go-sdk's server does, and returns
+// its decoder's error.
+func sdkDecode(params []byte, p any) error {
 	dec := sdkjson.NewDecoder(bytes.NewReader(params))
 	dec.DontMatchCaseInsensitiveStructFields()
-	return dec.Decode(p) == nil
+	return dec.Decode(p)
 }
 
 // parseMetaParams reads the params of hr, a list request (cursor) or one

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1390,6 +1391,10 @@ func TestCanonical(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","x":1}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`},
 		{`{"id":"k","params":{"arguments":{"a":1},"name":"a","arguments":{"b":2}},"method":"tools/call","jsonrpc":"2.0","extra":[]}`, `{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"a","arguments":{"b":2}}}`},
 		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":null,"arguments":null,"_meta":null}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"","arguments":null}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"","arguments":{}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}`, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"\u007a","_meta":null}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"z"}}`},
 		{`{"jsonrpc":"2.0","id":3,"\u006dethod":"tools\/list","params":{"cursor":"c","other":true}}`, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c"}}`},
 		{`{"jsonrpc":"2.0","method":"notifications/initialized","x":1}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
 		{`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"p","x":1},"y":2}`, `{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"p","x":1}}`},
@@ -1422,6 +1427,9 @@ func FuzzCanonical(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping","params":{"_meta":{}}}`,
 		`{"jsonrpc":"2.0","id":3,"\u006dethod":"tools\/list","params":{"cursor":"c","other":true}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1},"x":1}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":null,"arguments":null,"_meta":null,"task":null}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":null}`,
+		`{"jsonrpc":"2.0","id":6,"method":"prompts/list","params":{"cursor":"\u007a","_meta":null}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -1454,6 +1462,22 @@ func FuzzCanonical(f *testing.F) {
 		}
 		if a.Method != "tools/call" && !junction.IsListMethod(a.Method) && !isBareMethod(a.Method) && !bytes.Equal(a.Params, b.Params) {
 			t.Fatalf("canonical(%s) = %s: params %s became %s", msg, out, a.Params, b.Params)
+		}
+		// The params rewritten are read by go-sdk's decoder as the ones
+		// sent: into the same values of go-sdk's type, or refused alike.
+		if m, ok := sdkMethodOf(a.Method); ok && m.params != nil {
+			read := func(params []byte) (any, error) {
+				p := m.params()
+				if len(params) == 0 {
+					return p, nil
+				}
+				return p, sdkDecode(params, p)
+			}
+			pa, erra := read(a.Params)
+			pb, errb := read(b.Params)
+			if (erra == nil) != (errb == nil) || erra == nil && !reflect.DeepEqual(pa, pb) {
+				t.Fatalf("canonical(%s) = %s: go-sdk reads the params as %#v (%v), then %#v (%v)", msg, out, pa, erra, pb, errb)
+			}
 		}
 	})
 }
@@ -1615,6 +1639,24 @@ func TestStdioParamsRefusedOnPlane(t *testing.T) {
 	}, true)
 }
 
+// TestStdioNullsOnPlane: over stdio a request with members go-sdk's
+// decoder reads as left out (null params of a list or ping, a null
+// _meta, a tool call's null or missing name) or a cursor written with
+// escapes is served by the plane as go-sdk serves it, and go-sdk never
+// sees it.
+func TestStdioNullsOnPlane(t *testing.T) {
+	servedAsSDK(t, []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping","params":null}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{"msg":"hi"},"_meta":null}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":null,"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"cursor":"\u007a"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p","_meta":null}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"resources/list","params":{"cursor":null,"_meta":null}}`,
+	}, true)
+}
+
 // sdkHeld serves a view of one tool (s__echo) over stdio with opts. Its
 // go-sdk server can be held: hold sends a notifications/progress, which
 // go-sdk handles in order, reading nothing else meanwhile, and returns
@@ -1654,7 +1696,23 @@ func answeredAsSDK(t *testing.T, lines []string, when ...bool) {
 	if len(when) == 0 {
 		when = []bool{false, true}
 	}
-	run := func(opts *Options, initialize bool) (answers []map[string]any) {
+	for _, initialize := range when {
+		for _, m := range servedAsSDK(t, lines, initialize) {
+			if m["error"] == nil {
+				t.Errorf("initialized %v: %v; want an error", initialize, m)
+			}
+		}
+	}
+}
+
+// servedAsSDK sends each of lines to a stdio plane and to one that sends
+// everything to go-sdk (NoRaw), after initialize if initialize is set,
+// checks that the plane answers each itself (go-sdk is held in a
+// notification meanwhile) as go-sdk does, and returns the plane's
+// answers.
+func servedAsSDK(t *testing.T, lines []string, initialize bool) []map[string]any {
+	t.Helper()
+	run := func(opts *Options) (answers []map[string]any) {
 		h, hold, _ := sdkHeld(t, opts)
 		if initialize {
 			h.initialize(t)
@@ -1668,17 +1726,11 @@ func answeredAsSDK(t *testing.T, lines []string, when ...bool) {
 		}
 		return answers
 	}
-	for _, initialize := range when {
-		got, want := run(nil, initialize), run(&Options{NoRaw: true}, initialize)
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("initialized %v: the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", initialize, diff)
-		}
-		for _, m := range got {
-			if m["error"] == nil {
-				t.Errorf("initialized %v: %v; want an error", initialize, m)
-			}
-		}
+	got, want := run(nil), run(&Options{NoRaw: true})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("initialized %v: the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", initialize, diff)
 	}
+	return got
 }
 
 // BenchmarkReadMeta reads the _meta a 2026-07-28 host sends with every
