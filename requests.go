@@ -204,11 +204,15 @@ func (v *View) resourceReader(uri string) (mcp.ResourceHandler, string) {
 // the prompt or resource the reference names, if v serves it (a
 // resource's URI, a template's URI template, or a URI one of its
 // templates matches), under the source's own name. Anything else gets
-// no values, as does a request without a reference.
+// no values. A request without a reference or an argument name is
+// refused as invalid, in go-sdk's server's words.
 func (v *View) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
-	if req.Params == nil || req.Params.Ref == nil {
-		return empty, nil
+	switch {
+	case req.Params == nil || req.Params.Ref == nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: missing required 'ref' field"}
+	case req.Params.Argument.Name == "":
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: missing required 'argument.name' field"}
 	}
 	params := *req.Params
 	ref := *params.Ref

@@ -222,11 +222,12 @@ const maxParamsDepth = 64
 //   - server/discover or ping whose params, if any, hold only _meta;
 //   - prompts/get, resources/read, completion/complete, logging/setLevel,
 //     resources/subscribe or resources/unsubscribe whose params are an
-//     object, at most maxParamsDepth deep, with _meta (an object) at most
-//     once, that decodes as go-sdk decodes it (its decoder, its types)
-//     and holds what go-sdk requires: a prompt's name, a resource's URI
-//     (to read), a completion's reference and argument name (a log level
-//     and a URI to subscribe to are checked when they are answered).
+//     object, at most maxParamsDepth deep, with _meta (an object or
+//     null) at most once, that decodes as go-sdk decodes it (its
+//     decoder, its types); what go-sdk requires of them (a prompt's name,
+//     a resource's URI, a completion's reference and argument name, a log
+//     level, a URI to subscribe to) is checked when they are answered,
+//     with go-sdk's errors.
 //
 // Anything else goes to go-sdk, which answers it.
 func parseRequest(msg []byte) (hr hostRequest, ok bool) {
@@ -254,11 +255,11 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	switch hr.method {
 	case "prompts/get":
 		var p mcp.GetPromptParams
-		ok = decodeParams(params, &p) && p.Name != ""
+		ok = decodeParams(params, &p)
 		hr.params, hr.name = &p, p.Name
 	case "resources/read":
 		var p mcp.ReadResourceParams
-		ok = decodeParams(params, &p) && p.URI != ""
+		ok = decodeParams(params, &p)
 		hr.params, hr.name = &p, p.URI
 	case "logging/setLevel":
 		var p mcp.SetLoggingLevelParams
@@ -274,7 +275,7 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 		hr.params, hr.name = &p, p.URI
 	default:
 		var p mcp.CompleteParams
-		ok = decodeParams(params, &p) && p.Ref != nil && p.Argument.Name != ""
+		ok = decodeParams(params, &p)
 		hr.params = &p
 	}
 	if !ok {

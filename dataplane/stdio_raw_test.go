@@ -1641,8 +1641,10 @@ func TestStdioParamsRefusedOnPlane(t *testing.T) {
 
 // TestStdioNullsOnPlane: over stdio a request with members go-sdk's
 // decoder reads as left out (null params of a list or ping, a null
-// _meta, a tool call's null or missing name) or a cursor written with
-// escapes is served by the plane as go-sdk serves it, and go-sdk never
+// _meta, a tool call's null or missing name), a cursor written with
+// escapes, or params without what go-sdk's server requires of them (a
+// prompt's name, a resource's URI, a completion's reference or argument
+// name) is answered by the plane as go-sdk answers it, and go-sdk never
 // sees it.
 func TestStdioNullsOnPlane(t *testing.T) {
 	servedAsSDK(t, []string{
@@ -1654,6 +1656,10 @@ func TestStdioNullsOnPlane(t *testing.T) {
 		`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"cursor":"\u007a"}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p","_meta":null}}`,
 		`{"jsonrpc":"2.0","id":8,"method":"resources/list","params":{"cursor":null,"_meta":null}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"prompts/get","params":{}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"url":"file:///a"}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"completion/complete","params":{"argument":{"name":"a","value":""}}}`,
 	}, true)
 }
 
