@@ -208,10 +208,6 @@ func mayBeRequest(msg []byte) bool {
 	return false
 }
 
-// maxParamsDepth is the deepest nesting of the params the plane decodes;
-// deeper ones go to go-sdk, which refuses them past its own limit.
-const maxParamsDepth = 64
-
 // parseRequest reads a JSON-RPC request {"jsonrpc":"2.0","id":…,
 // "method":…} the plane answers, each member once and spelled exactly,
 // with nothing after it:
@@ -222,18 +218,20 @@ const maxParamsDepth = 64
 //   - server/discover or ping whose params, if any, hold only _meta;
 //   - prompts/get, resources/read, completion/complete, logging/setLevel,
 //     resources/subscribe or resources/unsubscribe whose params are an
-//     object, at most maxParamsDepth deep, with _meta (an object or
+//     object, with _meta (an object or
 //     null) at most once, that decodes as go-sdk decodes it (its
 //     decoder, its types); what go-sdk requires of them (a prompt's name,
 //     a resource's URI, a completion's reference and argument name, a log
 //     level, a URI to subscribe to) is checked when they are answered,
 //     with go-sdk's errors.
 //
-// Anything else goes to go-sdk, which answers it.
+// A message nested deeper than go-sdk's decoder reads (sdkMaxDepth) is
+// not taken: it is refused as go-sdk refuses it (conn.decode). Anything
+// else goes to go-sdk, which answers it.
 func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	id, rawMethod, params, ok := requestEnvelope(msg)
 	method, plain := rawjson.PlainString(rawMethod)
-	if !ok || !plain || len(method) == 0 {
+	if !ok || !plain || len(method) == 0 || rawjson.Deeper(msg, sdkMaxDepth) {
 		return hostRequest{}, false
 	}
 	hr.id, hr.method = id, string(method)
@@ -243,7 +241,7 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	if isBareMethod(hr.method) {
 		return parseMetaParams(hr, params, false)
 	}
-	if !isRequestMethod(hr.method) || params == nil || rawjson.Deeper(params, maxParamsDepth) {
+	if !isRequestMethod(hr.method) || params == nil {
 		return hostRequest{}, false
 	}
 	if hr.meta, ok = paramsMeta(params); string(hr.meta) == "null" {

@@ -1660,6 +1660,9 @@ func TestStdioNullsOnPlane(t *testing.T) {
 		`{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"url":"file:///a"}}`,
 		`{"jsonrpc":"2.0","id":11,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}`,
 		`{"jsonrpc":"2.0","id":12,"method":"completion/complete","params":{"argument":{"name":"a","value":""}}}`,
+		`{"jsonrpc":"2.0","id":13,"method":"prompts/get","params":{"name":"p","arguments":{"a":"1"},"_meta":` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100) + `}}`,
+		`{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"_meta":{"a":` + strings.Repeat(`[`, 997) + strings.Repeat(`]`, 997) + `}}}`,
+		`{"jsonrpc":"2.0","id":15,"method":"prompts/list","params":{"_meta":{"a":` + strings.Repeat(`[`, 999) + strings.Repeat(`]`, 999) + `}}}`,
 	}, true)
 }
 
