@@ -25,6 +25,9 @@ type asks struct {
 	pending map[string]chan hostReply
 }
 
+// askPrefix begins the id of every request the plane sends a host.
+const askPrefix = "jh-"
+
 // hostReply is a host's answer to a request the plane sent it.
 type hostReply struct {
 	result json.RawMessage
@@ -45,7 +48,7 @@ type ask struct {
 // the table's only one) and registers it, so that its answer is taken
 // (answer) from now on. The caller sends a.line, then waits (wait).
 func (a *asks) open(sid, method string, params mcp.Params) (*ask, error) {
-	id := `"jh-` + strconv.FormatUint(a.seq.Add(1), 10) + `"`
+	id := `"` + askPrefix + strconv.FormatUint(a.seq.Add(1), 10) + `"`
 	line, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -114,7 +117,7 @@ func (r hostReply) answer() (json.RawMessage, error) {
 // answer takes msg, a message from the host of session sid, if it is the
 // answer to a request in the table, and reports whether it was.
 func (a *asks) answer(sid string, msg []byte) bool {
-	if !bytes.Contains(msg, []byte(`"jh-`)) {
+	if !bytes.Contains(msg, []byte(`"`+askPrefix)) {
 		return false
 	}
 	var m struct {
@@ -123,7 +126,7 @@ func (a *asks) answer(sid string, msg []byte) bool {
 		Result json.RawMessage `json:"result"`
 		Error  *jsonrpc.Error  `json:"error"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil || m.Method != "" || !bytes.HasPrefix(m.ID, []byte(`"jh-`)) {
+	if err := json.Unmarshal(msg, &m); err != nil || m.Method != "" || !bytes.HasPrefix(m.ID, []byte(`"`+askPrefix)) {
 		return false
 	}
 	r := hostReply{result: m.Result, err: m.Error}

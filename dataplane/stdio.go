@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -225,7 +226,45 @@ func (s *stdioSession) take(line []byte) bool {
 	if c, ok := canonical(line); ok && s.takeLine(c) {
 		return true
 	}
-	return s.refuseParams(line)
+	return s.refuseParams(line) || s.dropped(line)
+}
+
+// dropped reports whether line, as the host sent it, is a message
+// go-sdk's session would do nothing with, which the plane then drops as
+// go-sdk would: a request of a method go-sdk's server knows sent without
+// an id or with a null one (go-sdk reads it as a notification, and
+// refuses it without an answer, as JSON-RPC asks), a cancellation of no
+// request go-sdk's session serves (the plane's own are found before), and
+// a late answer to a request of the plane's (stdioHost), which no one
+// waits for any more. Called by the reading goroutine for a line no taker
+// took.
+func (s *stdioSession) dropped(line []byte) bool {
+	if !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
+		return false // refused as not JSON, or too deep (conn.decode)
+	}
+	sdkLine, _ := s.c.ids.toSDK("", line) // a cancellation names the request as go-sdk knows it
+	msg, err := jsonrpc.DecodeMessage(sdkLine)
+	if err != nil {
+		return false
+	}
+	switch msg := msg.(type) {
+	case *jsonrpc.Request:
+		if msg.IsCall() {
+			return false
+		}
+		if _, ok := sdkMethodOf(msg.Method); ok {
+			return true
+		}
+		if msg.Method != "notifications/cancelled" {
+			return false
+		}
+		id, ok := cancelledSDKID(msg)
+		return !ok || !s.c.sdkServes(id)
+	case *jsonrpc.Response:
+		id, ok := msg.ID.Raw().(string)
+		return ok && strings.HasPrefix(id, askPrefix)
+	}
+	return false
 }
 
 // refuseParams answers a request, as the host sent it, whose params
@@ -907,8 +946,25 @@ func newConn(out *wire.Writer, onBad func(error)) *conn {
 	return c
 }
 
-// deliver hands msg to go-sdk; false if the conn is closed.
+// deliver hands msg to go-sdk; false if the conn is closed. A request is
+// noted as pending (and a cancellation marks the request it names) before
+// go-sdk reads it, so that the reading goroutine, which calls deliver,
+// knows what go-sdk's session serves (sdkServes) when it reads on.
 func (c *conn) deliver(msg jsonrpc.Message) bool {
+	if h := testHookDeliver.Load(); h != nil {
+		(*h)(msg)
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		c.pendMu.Lock()
+		if req.IsCall() && !planeRequest(req.ID) { // the plane's listen is not answered before the end
+			c.pending[req.ID] = false
+		} else if id, ok := cancelledSDKID(req); ok {
+			if _, pending := c.pending[id]; pending {
+				c.pending[id] = true
+			}
+		}
+		c.pendMu.Unlock()
+	}
 	select {
 	case c.incoming <- msg:
 		return true
@@ -947,6 +1003,19 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	return msg, true
 }
 
+// testHookDeliver, if set, sees every message handed to go-sdk's session
+// over stdio (tests: what the plane leaves to go-sdk).
+var testHookDeliver atomic.Pointer[func(jsonrpc.Message)]
+
+// sdkServes reports whether go-sdk's session holds a request with id
+// (as go-sdk reads it) that it has not answered.
+func (c *conn) sdkServes(id jsonrpc.ID) bool {
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	_, ok := c.pending[id]
+	return ok
+}
+
 // reject writes an error answer with a null id.
 func (c *conn) reject(code int64, message string) {
 	if c.onBad != nil {
@@ -962,19 +1031,8 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case <-c.closed:
 		return nil, io.EOF
 	case msg := <-c.incoming:
-		if req, ok := msg.(*jsonrpc.Request); ok {
-			if c.extra != nil {
-				req.Extra = c.extra
-			}
-			c.pendMu.Lock()
-			if req.IsCall() && !planeRequest(req.ID) { // the plane's listen is not answered before the end
-				c.pending[req.ID] = false
-			} else if id, ok := cancelledSDKID(req); ok {
-				if _, pending := c.pending[id]; pending {
-					c.pending[id] = true
-				}
-			}
-			c.pendMu.Unlock()
+		if req, ok := msg.(*jsonrpc.Request); ok && c.extra != nil {
+			req.Extra = c.extra
 		}
 		return msg, nil
 	case <-c.inputEnd:

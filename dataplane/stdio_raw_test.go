@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1664,6 +1664,75 @@ func TestStdioNullsOnPlane(t *testing.T) {
 		`{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"_meta":{"a":` + strings.Repeat(`[`, 997) + strings.Repeat(`]`, 997) + `}}}`,
 		`{"jsonrpc":"2.0","id":15,"method":"prompts/list","params":{"_meta":{"a":` + strings.Repeat(`[`, 999) + strings.Repeat(`]`, 999) + `}}}`,
 	}, true)
+}
+
+// TestStdioDropsAsSDK: over stdio the messages go-sdk's session would do
+// nothing with are dropped by the plane, without an answer and without
+// reaching go-sdk: a request sent without an id or with a null one, a
+// cancellation of no request in flight, a late answer to a request of the
+// plane's. A cancellation of a request go-sdk's session serves reaches it.
+func TestStdioDropsAsSDK(t *testing.T) {
+	var mu sync.Mutex
+	var delivered []string
+	hook := func(msg jsonrpc.Message) {
+		b, _ := jsonrpc.EncodeMessage(msg)
+		mu.Lock()
+		delivered = append(delivered, string(b))
+		mu.Unlock()
+	}
+	testHookDeliver.Store(&hook)
+	t.Cleanup(func() { testHookDeliver.Store(nil) })
+	h, hold, free := sdkHeld(t, nil)
+	h.initialize(t)
+	dropped := []string{
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"zz-drop","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{"cursor":"zz-drop"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"prompts/get","params":{"name":"zz-drop"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz-drop"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"zz-drop"}}`,
+		`{"jsonrpc":"2.0","id":"jh-zz-drop","result":{}}`,
+		`{"jsonrpc":"2.0","id":"jh-zz-drop","error":{"code":-1,"message":"no"}}`,
+	}
+	for _, line := range dropped {
+		h.send(t, line)
+	}
+	// The plane answers a ping meanwhile, and nothing else comes first.
+	h.send(t, `{"jsonrpc":"2.0","id":"p1","method":"ping"}`)
+	if m := h.recvWithin(t, 10*time.Second); m["id"] != "p1" || m["result"] == nil {
+		t.Errorf("after the messages dropped: %v; want the ping's answer and nothing before it", m)
+	}
+	// A request go-sdk's session serves (its _meta names a version that is
+	// not a string), sent while go-sdk is held, and its cancellation: both
+	// reach go-sdk, which then does not answer the request. The ping after
+	// them, which the plane answers, says the cancellation was read before
+	// go-sdk is let go; the list go-sdk answers next is the next answer.
+	hold()
+	const modernList = `"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`
+	h.send(t, `{"jsonrpc":"2.0","id":"zz-keep",`+modernList)
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz-keep"}}`)
+	h.send(t, `{"jsonrpc":"2.0","id":"p2","method":"ping"}`)
+	if m := h.recvWithin(t, 10*time.Second); m["id"] != "p2" {
+		t.Fatalf("a ping while go-sdk is held: %v", m)
+	}
+	free()
+	h.send(t, `{"jsonrpc":"2.0","id":"sync",`+modernList)
+	if m := h.recvWithin(t, 10*time.Second); m["id"] != "sync" {
+		t.Errorf("after a cancelled request go-sdk serves: %v; want the next one's answer, and none for the one cancelled", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	kept := 0
+	for _, d := range delivered {
+		if strings.Contains(d, "zz-drop") {
+			t.Errorf("go-sdk's session was handed %s; want it dropped by the plane", d)
+		}
+		if strings.Contains(d, "zz-keep") {
+			kept++
+		}
+	}
+	if kept != 2 {
+		t.Errorf("go-sdk's session was handed %d messages of the list it serves, want 2 (the list and its cancellation): %q", kept, delivered)
+	}
 }
 
 // sdkHeld serves a view of one tool (s__echo) over stdio with opts. Its
