@@ -179,7 +179,9 @@ type metaInfo struct {
 // would otherwise have to copy.
 func readMeta(meta []byte) metaInfo {
 	m := wire.ReadMeta(meta, nil)
-	mi := metaInfo{ok: !m.BadVersion, rev: m.Rev, version: m.Version, progress: m.ProgressToken != nil, logLevel: m.LogLevel != nil}
+	// A version that is not a string names no revision: go-sdk reads the
+	// request as one of the session's, as if it named none.
+	mi := metaInfo{ok: true, rev: m.Rev, version: m.Version, progress: m.ProgressToken != nil, logLevel: m.LogLevel != nil}
 	if m.LogLevel != nil {
 		mi.level, _ = rawjson.String(m.LogLevel)
 	}
@@ -262,11 +264,10 @@ func metaRefusal(meta []byte) *jsonrpc.Error {
 }
 
 // namesRevision reports whether a request's _meta (nil: none) names a
-// protocol revision, well or not: a request of 2026-07-28 or later, which
-// stands alone.
+// protocol revision, known or not: a request of 2026-07-28 or later, which
+// stands alone. A version that is not a string names none (readMeta).
 func namesRevision(meta []byte) bool {
-	m := wire.ReadMeta(meta, nil)
-	return m.Version != "" || m.BadVersion
+	return wire.ReadMeta(meta, nil).Version != ""
 }
 
 // plainInt reports whether b is a JSON number made of digits only (no

@@ -1303,18 +1303,16 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 	}
 
 	// After the plane's answer go-sdk's session serves what the plane
-	// does not take (a list whose _meta names a revision that is not a
-	// string: go-sdk takes it for an older request, the plane leaves it to
-	// go-sdk); a second initialize is refused (-32600).
+	// does not take (sdkServed); a second initialize is refused (-32600).
 	v := newView()
-	sdk := sdkCounted(v, func(method string) bool { return method == "tools/list" })
+	sdk := sdkCounted(v, func(method string) bool { return method == "prompts/get" })
 	h := startStdio(t, v, nil)
 	h.send(t, initLine("2025-11-25"))
 	h.recv(t)
 	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`)
-	if m := h.recv(t); m["result"] == nil || sdk.Load() != 1 {
-		t.Errorf("a list go-sdk answers after the plane's initialize: %v (go-sdk saw %d); want its tools", m, sdk.Load())
+	h.send(t, fmt.Sprintf(sdkServed, `2`))
+	if m := h.recv(t); m["id"] != float64(2) || !strings.Contains(fmt.Sprint(m), "unknown prompt") || sdk.Load() != 1 {
+		t.Errorf("a request go-sdk answers after the plane's initialize: %v (go-sdk saw %d); want go-sdk's answer", m, sdk.Load())
 	}
 	h.send(t, initLine("2025-11-25"))
 	if m := h.recv(t); errCode(m) != -32600 || !strings.Contains(fmt.Sprint(m), "initialized already") {
@@ -1666,6 +1664,11 @@ func TestStdioNullsOnPlane(t *testing.T) {
 	}, true)
 }
 
+// sdkServed is a request (with its id to fill in) that go-sdk's session
+// serves over stdio, as the plane does not read it: a prompts/get whose
+// _meta is given twice, which go-sdk reads as the last one.
+const sdkServed = `{"jsonrpc":"2.0","id":%s,"method":"prompts/get","params":{"name":"p","_meta":{"a":1},"_meta":{"b":2}}}`
+
 // TestStdioDropsAsSDK: over stdio the messages go-sdk's session would do
 // nothing with are dropped by the plane, without an answer and without
 // reaching go-sdk: a request sent without an id or with a null one, a
@@ -1701,21 +1704,20 @@ func TestStdioDropsAsSDK(t *testing.T) {
 	if m := h.recvWithin(t, 10*time.Second); m["id"] != "p1" || m["result"] == nil {
 		t.Errorf("after the messages dropped: %v; want the ping's answer and nothing before it", m)
 	}
-	// A request go-sdk's session serves (its _meta names a version that is
-	// not a string), sent while go-sdk is held, and its cancellation: both
+	// A request go-sdk's session serves (sdkServed), sent while go-sdk is
+	// held, and its cancellation: both
 	// reach go-sdk, which then does not answer the request. The ping after
 	// them, which the plane answers, says the cancellation was read before
 	// go-sdk is let go; the list go-sdk answers next is the next answer.
 	hold()
-	const modernList = `"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`
-	h.send(t, `{"jsonrpc":"2.0","id":"zz-keep",`+modernList)
+	h.send(t, fmt.Sprintf(sdkServed, `"zz-keep"`))
 	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz-keep"}}`)
 	h.send(t, `{"jsonrpc":"2.0","id":"p2","method":"ping"}`)
 	if m := h.recvWithin(t, 10*time.Second); m["id"] != "p2" {
 		t.Fatalf("a ping while go-sdk is held: %v", m)
 	}
 	free()
-	h.send(t, `{"jsonrpc":"2.0","id":"sync",`+modernList)
+	h.send(t, fmt.Sprintf(sdkServed, `"sync"`))
 	if m := h.recvWithin(t, 10*time.Second); m["id"] != "sync" {
 		t.Errorf("after a cancelled request go-sdk serves: %v; want the next one's answer, and none for the one cancelled", m)
 	}

@@ -16,11 +16,10 @@ type Meta struct {
 	// Version is the protocol version the request names (2026-07-28's
 	// io.modelcontextprotocol/protocolVersion), decoded; "" if none. Rev
 	// is the revision it names (junction.ParseRevision), RevisionUnknown
-	// if none.
+	// if none. A version that is not a JSON string names none: go-sdk's
+	// server reads such a request as one of the session's revision.
 	Version string
 	Rev     junction.Revision
-	// BadVersion: the request names a version that is not a JSON string.
-	BadVersion bool
 
 	ProgressToken []byte // progressToken
 	LogLevel      []byte // io.modelcontextprotocol/logLevel
@@ -54,12 +53,9 @@ func ReadMeta(meta []byte, other func(key, val []byte)) Meta {
 				}
 				return
 			}
-			v, ok := rawjson.String(val)
-			if !ok {
-				m.BadVersion = true
-				return
+			if v, ok := rawjson.String(val); ok {
+				m.Version, m.Rev = v, junction.ParseRevision(v)
 			}
-			m.Version, m.Rev = v, junction.ParseRevision(v)
 		case mcp.MetaKeyLogLevel:
 			m.LogLevel = val
 		case mcp.MetaKeyClientCapabilities:

@@ -29,8 +29,8 @@ func TestReadMeta(t *testing.T) {
 			t.Errorf("%s = %q, want %q", c.what, c.got, c.want)
 		}
 	}
-	if m.Rev != junction.Revision20260728 || m.BadVersion {
-		t.Errorf("rev %v, bad %v", m.Rev, m.BadVersion)
+	if m.Rev != junction.Revision20260728 {
+		t.Errorf("rev %v", m.Rev)
 	}
 	if len(others) != 2 || others[0] != "x.y/other=[1, 2]" || others[1] != "z=null" {
 		t.Errorf("other members: %q", others)
@@ -40,18 +40,17 @@ func TestReadMeta(t *testing.T) {
 		meta    string
 		version string
 		rev     junction.Revision
-		bad     bool
 	}{
-		{`{}`, "", junction.RevisionUnknown, false},
-		{`{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`, "2025-11-25", junction.Revision20251125, false},
-		{`{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}`, "2027-01-01", junction.RevisionNewer, false},
-		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-2\u0038"}`, "2026-07-28", junction.Revision20260728, false},
-		{`{"io.modelcontextprotocol/protocolVersion":20260728}`, "", junction.RevisionUnknown, true},
-		{`{"io.modelcontextprotocol/protocolVersion":null}`, "", junction.RevisionUnknown, true},
+		{`{}`, "", junction.RevisionUnknown},
+		{`{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`, "2025-11-25", junction.Revision20251125},
+		{`{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}`, "2027-01-01", junction.RevisionNewer},
+		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-2\u0038"}`, "2026-07-28", junction.Revision20260728},
+		{`{"io.modelcontextprotocol/protocolVersion":20260728}`, "", junction.RevisionUnknown},
+		{`{"io.modelcontextprotocol/protocolVersion":null}`, "", junction.RevisionUnknown},
 	} {
 		m := ReadMeta([]byte(c.meta), nil)
-		if m.Version != c.version || m.Rev != c.rev || m.BadVersion != c.bad {
-			t.Errorf("%s: version %q rev %v bad %v, want %q %v %v", c.meta, m.Version, m.Rev, m.BadVersion, c.version, c.rev, c.bad)
+		if m.Version != c.version || m.Rev != c.rev {
+			t.Errorf("%s: version %q rev %v, want %q %v", c.meta, m.Version, m.Rev, c.version, c.rev)
 		}
 	}
 }
@@ -95,14 +94,14 @@ func FuzzReadMeta(f *testing.F) {
 		}
 		raw, ok := want["io.modelcontextprotocol/protocolVersion"]
 		if !ok {
-			if m.Version != "" || m.BadVersion {
-				t.Fatalf("%s: version %q bad %v with none sent", meta, m.Version, m.BadVersion)
+			if m.Version != "" {
+				t.Fatalf("%s: version %q with none sent", meta, m.Version)
 			}
 			return
 		}
 		var v string
-		if err := json.Unmarshal(raw, &v); (err != nil) != m.BadVersion || err == nil && (v != m.Version || junction.ParseRevision(v) != m.Rev) {
-			t.Fatalf("%s: version %q rev %v bad %v; encoding/json %q, %v", meta, m.Version, m.Rev, m.BadVersion, v, err)
+		if err := json.Unmarshal(raw, &v); err != nil && (m.Version != "" || m.Rev != junction.RevisionUnknown) || err == nil && (v != m.Version || junction.ParseRevision(v) != m.Rev) {
+			t.Fatalf("%s: version %q rev %v; encoding/json %q, %v", meta, m.Version, m.Rev, v, err)
 		}
 	})
 }

@@ -1365,6 +1365,15 @@ func handDiffCases() []diffCase {
 	add("prompt-get-progress", req("prompts/get", `{"name":"up__greet","_meta":{"progressToken":"pg"}}`))
 	add("prompt-get-modern", req("prompts/get", `{"name":"up__greet","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"d","version":"1"}}}`))
 	add("prompt-get-unknown", req("prompts/get", `{"name":"up__nope"}`))
+	// A _meta whose protocol version is not a string: go-sdk reads the
+	// request as one of the session's (older) revision.
+	for _, v := range []string{`1`, `null`, `["2026-07-28"]`, `{"v":"2026-07-28"}`} {
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":` + v + `,"progressToken":"pv"}`
+		add("meta-version-"+v+"-call", call(nextID(), `"up__echo"`, args(`{"text":"v"}`)+`,`+meta))
+		add("meta-version-"+v+"-list", req("tools/list", `{`+meta+`}`))
+		add("meta-version-"+v+"-prompt", req("prompts/get", `{"name":"up__greet",`+meta+`}`))
+		add("meta-version-"+v+"-ping", req("ping", `{`+meta+`}`))
+	}
 	add("prompt-get-no-name", req("prompts/get", `{}`))
 	add("prompt-get-name-case", req("prompts/get", `{"Name":"up__greet"}`))
 	add("prompt-get-args-number", req("prompts/get", `{"name":"up__greet","arguments":{"who":1}}`))
