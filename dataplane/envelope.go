@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -420,6 +421,29 @@ func olderMembers(res []byte) ([]byte, bool) {
 	return stripped, dropped || len(stripped) != len(res)
 }
 
+// mergedTwice reports whether params, an object, gives a member whose
+// value go-sdk's decoder merges into the one before it more than once:
+// _meta, a tool call's inputResponses (maps) and task (a struct), keys
+// compared once unescaped. canonical cannot write such params as the
+// last of each member, so it leaves them to go-sdk.
+func mergedTwice(params []byte) bool {
+	var seen [3]bool
+	twice := false
+	rawjson.Object(params, func(key, _ []byte) {
+		k := string(key)
+		if bytes.IndexByte(key, '\\') >= 0 {
+			k = ""
+			json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k)
+		}
+		i := slices.Index([]string{"_meta", "inputResponses", "task"}, k)
+		if i >= 0 {
+			twice = twice || seen[i]
+			seen[i] = true
+		}
+	})
+	return twice
+}
+
 // canonical returns msg, a JSON-RPC request or notification the plane
 // did not take as it is, in the shape the plane reads, as go-sdk's server
 // reads it (its decoder: member names matched exactly once unescaped, the
@@ -429,8 +453,9 @@ func olderMembers(res []byte) ([]byte, bool) {
 // only the params members the plane reads (the others go-sdk's server
 // ignores too). A message go-sdk would not read as a request or a
 // notification (no "2.0", no method, an id that is not a number or a
-// string, params that are not an object) is not rewritten: it stays
-// go-sdk's to answer. Members of those params that are null are left
+// string, params that are not an object) is not rewritten, nor one whose
+// params give a member go-sdk merges more than once (mergedTwice): it
+// stays go-sdk's to answer. Members of those params that are null are left
 // out, as go-sdk reads null as a member's zero value (a tools/call's
 // arguments excepted, which go-sdk keeps as they are, and its name,
 // which is "" when null or left out); so are null params of a method
@@ -468,7 +493,7 @@ func canonical(msg []byte) ([]byte, bool) {
 		}
 		if keep != nil {
 			var members map[string]json.RawMessage
-			if !decodeParams(params, &members) {
+			if !decodeParams(params, &members) || mergedTwice(params) {
 				return nil, false
 			}
 			if method == "tools/call" && (members["name"] == nil || string(members["name"]) == "null") {

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // rawFake is a RawCaller source; CallTool (the ordinary path) answers
@@ -1302,17 +1303,21 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 		})
 	}
 
-	// After the plane's answer go-sdk's session serves what the plane
-	// does not take (sdkServed); a second initialize is refused (-32600).
+	// After the plane's answer go-sdk's session has the host's params; a
+	// second initialize is refused (-32600).
 	v := newView()
-	sdk := sdkCounted(v, func(method string) bool { return method == "prompts/get" })
 	h := startStdio(t, v, nil)
 	h.send(t, initLine("2025-11-25"))
 	h.recv(t)
-	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	h.send(t, fmt.Sprintf(sdkServed, `2`))
-	if m := h.recv(t); m["id"] != float64(2) || !strings.Contains(fmt.Sprint(m), "unknown prompt") || sdk.Load() != 1 {
-		t.Errorf("a request go-sdk answers after the plane's initialize: %v (go-sdk saw %d); want go-sdk's answer", m, sdk.Load())
+	sessions := 0
+	for ss := range v.Server().Sessions() {
+		sessions++
+		if p := ss.InitializeParams(); p == nil || p.ClientInfo == nil || p.ClientInfo.Name != "host-2025-11-25" {
+			t.Errorf("go-sdk's session has the params %+v after the plane's answer; want the host's", p)
+		}
+	}
+	if sessions != 1 {
+		t.Errorf("the view's go-sdk server has %d sessions, want the connection's", sessions)
 	}
 	h.send(t, initLine("2025-11-25"))
 	if m := h.recv(t); errCode(m) != -32600 || !strings.Contains(fmt.Sprint(m), "initialized already") {
@@ -1428,6 +1433,11 @@ func FuzzCanonical(f *testing.F) {
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":null,"arguments":null,"_meta":null,"task":null}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":null}`,
 		`{"jsonrpc":"2.0","id":6,"method":"prompts/list","params":{"cursor":"\u007a","_meta":null}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"a","_meta":{"a":1},"name":"b","x":[1]}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"completion/complete","params":{"ref":null,"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":""}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"p"},"_meta":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"a","task":{"ttl":5},"task":{}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/list","params":{"_meta":{"a":1},"_m\u0065ta":{"b":2}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -1474,7 +1484,7 @@ func FuzzCanonical(f *testing.F) {
 			pa, erra := read(a.Params)
 			pb, errb := read(b.Params)
 			if (erra == nil) != (errb == nil) || erra == nil && !reflect.DeepEqual(pa, pb) {
-				t.Fatalf("canonical(%s) = %s: go-sdk reads the params as %#v (%v), then %#v (%v)", msg, out, pa, erra, pb, errb)
+				t.Fatalf("canonical(%s) = %s: go-sdk reads the params as %+v (%v), then %+v (%v)", msg, out, reflect.ValueOf(pa).Elem().Interface(), erra, reflect.ValueOf(pb).Elem().Interface(), errb)
 			}
 		}
 	})
@@ -1664,16 +1674,11 @@ func TestStdioNullsOnPlane(t *testing.T) {
 	}, true)
 }
 
-// sdkServed is a request (with its id to fill in) that go-sdk's session
-// serves over stdio, as the plane does not read it: a prompts/get whose
-// _meta is given twice, which go-sdk reads as the last one.
-const sdkServed = `{"jsonrpc":"2.0","id":%s,"method":"prompts/get","params":{"name":"p","_meta":{"a":1},"_meta":{"b":2}}}`
-
 // TestStdioDropsAsSDK: over stdio the messages go-sdk's session would do
 // nothing with are dropped by the plane, without an answer and without
 // reaching go-sdk: a request sent without an id or with a null one, a
 // cancellation of no request in flight, a late answer to a request of the
-// plane's. A cancellation of a request go-sdk's session serves reaches it.
+// plane's.
 func TestStdioDropsAsSDK(t *testing.T) {
 	var mu sync.Mutex
 	var delivered []string
@@ -1685,7 +1690,7 @@ func TestStdioDropsAsSDK(t *testing.T) {
 	}
 	testHookDeliver.Store(&hook)
 	t.Cleanup(func() { testHookDeliver.Store(nil) })
-	h, hold, free := sdkHeld(t, nil)
+	h := startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil)
 	h.initialize(t)
 	dropped := []string{
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"zz-drop","arguments":{}}}`,
@@ -1704,36 +1709,53 @@ func TestStdioDropsAsSDK(t *testing.T) {
 	if m := h.recvWithin(t, 10*time.Second); m["id"] != "p1" || m["result"] == nil {
 		t.Errorf("after the messages dropped: %v; want the ping's answer and nothing before it", m)
 	}
-	// A request go-sdk's session serves (sdkServed), sent while go-sdk is
-	// held, and its cancellation: both
-	// reach go-sdk, which then does not answer the request. The ping after
-	// them, which the plane answers, says the cancellation was read before
-	// go-sdk is let go; the list go-sdk answers next is the next answer.
-	hold()
-	h.send(t, fmt.Sprintf(sdkServed, `"zz-keep"`))
-	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz-keep"}}`)
-	h.send(t, `{"jsonrpc":"2.0","id":"p2","method":"ping"}`)
-	if m := h.recvWithin(t, 10*time.Second); m["id"] != "p2" {
-		t.Fatalf("a ping while go-sdk is held: %v", m)
-	}
-	free()
-	h.send(t, fmt.Sprintf(sdkServed, `"sync"`))
-	if m := h.recvWithin(t, 10*time.Second); m["id"] != "sync" {
-		t.Errorf("after a cancelled request go-sdk serves: %v; want the next one's answer, and none for the one cancelled", m)
-	}
 	mu.Lock()
 	defer mu.Unlock()
-	kept := 0
 	for _, d := range delivered {
-		if strings.Contains(d, "zz-drop") {
-			t.Errorf("go-sdk's session was handed %s; want it dropped by the plane", d)
-		}
-		if strings.Contains(d, "zz-keep") {
-			kept++
+		if !strings.Contains(d, `"initialize"`) {
+			t.Errorf("go-sdk's session was handed %s; want nothing but the initialize the plane hands it", d)
 		}
 	}
-	if kept != 2 {
-		t.Errorf("go-sdk's session was handed %d messages of the list it serves, want 2 (the list and its cancellation): %q", kept, delivered)
+}
+
+// TestSDKPending: a request handed to go-sdk's session is pending from
+// the moment it is handed over (sdkServes), so that a cancellation the
+// reading goroutine reads next is handed over too rather than dropped
+// (stdioSession.dropped); its answer is not written once cancelled, and
+// it is pending no more.
+func TestSDKPending(t *testing.T) {
+	var out bytes.Buffer
+	c := newConn(wire.NewWriter(&out), nil)
+	s := &stdioSession{c: c}
+	id, _ := jsonrpc.MakeID(float64(5))
+	cancel := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
+	if !s.dropped(cancel) {
+		t.Error("a cancellation of no request in flight is not dropped")
+	}
+	go func() {
+		for {
+			if _, err := c.Read(t.Context()); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { c.Close() })
+	if !c.deliver(&jsonrpc.Request{ID: id, Method: "prompts/get", Params: json.RawMessage(`{"name":"p"}`)}) || !c.sdkServes(id) {
+		t.Fatal("a request handed to go-sdk is not pending")
+	}
+	if s.dropped(cancel) {
+		t.Fatal("a cancellation of a request go-sdk's session serves is dropped")
+	}
+	msg, err := jsonrpc.DecodeMessage(cancel)
+	if err != nil || !c.deliver(msg) {
+		t.Fatal(err)
+	}
+	if err := c.Write(t.Context(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.out.Flush()
+	if out.Len() != 0 || c.sdkServes(id) {
+		t.Errorf("the answer of a cancelled request: %q written, pending %v; want none, and not pending", out.String(), c.sdkServes(id))
 	}
 }
 

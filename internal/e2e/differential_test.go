@@ -1365,6 +1365,9 @@ func handDiffCases() []diffCase {
 	add("prompt-get-progress", req("prompts/get", `{"name":"up__greet","_meta":{"progressToken":"pg"}}`))
 	add("prompt-get-modern", req("prompts/get", `{"name":"up__greet","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"d","version":"1"}}}`))
 	add("prompt-get-unknown", req("prompts/get", `{"name":"up__nope"}`))
+	// A member go-sdk's decoder merges, given twice: read as go-sdk reads it.
+	add("call-meta-twice", call(nextID(), `"up__echo"`, args(`{"text":"m"}`)+`,"_meta":{"progressToken":"m1"},"_meta":{"x":1}`))
+	add("list-meta-twice", req("tools/list", `{"_meta":{"a":1},"_m\u0065ta":{"b":2}}`))
 	// A _meta whose protocol version is not a string: go-sdk reads the
 	// request as one of the session's (older) revision.
 	for _, v := range []string{`1`, `null`, `["2026-07-28"]`, `{"v":"2026-07-28"}`} {
