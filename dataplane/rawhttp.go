@@ -120,8 +120,10 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 	if !f.p.raw {
 		return false
 	}
-	c, ok := canonical(bytes.TrimSpace(body))
-	return ok && f.takeBody(w, r, c)
+	if c, ok := canonical(bytes.TrimSpace(body)); ok && f.takeBody(w, r, c) {
+		return true
+	}
+	return f.refuseOnSession(w, r, body)
 }
 
 // takeBody is take for a body as it is.

@@ -517,6 +517,48 @@ func (f *httpRaw) refuseUnknown(w http.ResponseWriter, r *http.Request, body []b
 	return true
 }
 
+// refuseOnSession answers the POST r, whose body is body, on a session
+// the front knows (an older revision's), if go-sdk's server would refuse
+// or drop it, and reports whether it did: a request whose params go-sdk
+// would not take (paramsRefusal) gets go-sdk's error as JSON (200), and
+// a request of a method go-sdk knows sent without an id or with a null
+// one, which go-sdk reads as a notification, is accepted (202) and
+// dropped, as JSON-RPC asks. go-sdk's handler answers a request that
+// leaves out the params its method requires, and one without an id, with
+// a plain-text 400, which is no JSON-RPC answer (docs/deviations.md).
+func (f *httpRaw) refuseOnSession(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if !f.p.raw || sid == "" || junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).Stateless() || !f.acceptable(r) {
+		return false
+	}
+	body = bytes.TrimSpace(body)
+	if !json.Valid(body) || rawjson.Deeper(body, sdkMaxDepth) {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok {
+		return false
+	}
+	if _, known := sdkMethodOf(req.Method); !known || f.session(sid) == nil {
+		return false
+	}
+	if !req.IsCall() {
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	}
+	id, _, params, ok := requestEnvelope(body)
+	if !ok {
+		return false
+	}
+	werr := paramsRefusal(req.Method, params)
+	if werr == nil {
+		return false
+	}
+	writeAnswer(w, false, id, nil, werr)
+	return true
+}
+
 // answerOnSession answers hr, a prompts/get, resources/read or
 // completion/complete on session s, as a tools/call there is answered
 // (see onSession): what the source sends the host meanwhile (progress,
