@@ -421,13 +421,17 @@ func olderMembers(res []byte) ([]byte, bool) {
 	return stripped, dropped || len(stripped) != len(res)
 }
 
+// mergedMembers are the params members go-sdk's decoder merges when
+// given more than once (see mergedTwice).
+var mergedMembers = [...]string{"_meta", "inputResponses", "task"}
+
 // mergedTwice reports whether params, an object, gives a member whose
 // value go-sdk's decoder merges into the one before it more than once:
 // _meta, a tool call's inputResponses (maps) and task (a struct), keys
 // compared once unescaped. canonical cannot write such params as the
 // last of each member, so it leaves them to go-sdk.
 func mergedTwice(params []byte) bool {
-	var seen [3]bool
+	var seen [len(mergedMembers)]bool
 	twice := false
 	rawjson.Object(params, func(key, _ []byte) {
 		k := string(key)
@@ -435,7 +439,7 @@ func mergedTwice(params []byte) bool {
 			k = ""
 			json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k)
 		}
-		i := slices.Index([]string{"_meta", "inputResponses", "task"}, k)
+		i := slices.Index(mergedMembers[:], k)
 		if i >= 0 {
 			twice = twice || seen[i]
 			seen[i] = true

@@ -105,7 +105,8 @@ var sdkMethods = [...]sdkMethod{
 	{"completion/complete", paramsOf[mcp.CompleteParams], false},
 }
 
-// sdkMethodOf returns go-sdk's server's request method name.
+// sdkMethodOf returns the request of go-sdk's server whose method is
+// name, if it knows one.
 func sdkMethodOf(name string) (sdkMethod, bool) {
 	for _, m := range sdkMethods {
 		if m.name == name {
@@ -218,12 +219,11 @@ func mayBeRequest(msg []byte) bool {
 //   - server/discover or ping whose params, if any, hold only _meta;
 //   - prompts/get, resources/read, completion/complete, logging/setLevel,
 //     resources/subscribe or resources/unsubscribe whose params are an
-//     object, with _meta (an object or
-//     null) at most once, that decodes as go-sdk decodes it (its
-//     decoder, its types); what go-sdk requires of them (a prompt's name,
-//     a resource's URI, a completion's reference and argument name, a log
-//     level, a URI to subscribe to) is checked when they are answered,
-//     with go-sdk's errors.
+//     object, with _meta (an object or null) at most once, that decodes
+//     as go-sdk decodes it (its decoder, its types); what go-sdk requires
+//     of them (a prompt's name, a resource's URI, a completion's
+//     reference and argument name, a log level, a URI to subscribe to) is
+//     checked when they are answered, with go-sdk's errors.
 //
 // A message nested deeper than go-sdk's decoder reads (sdkMaxDepth) is
 // not taken: it is refused as go-sdk refuses it (conn.decode). Anything
