@@ -816,3 +816,43 @@ func TestHTTPBodies(t *testing.T) {
 		t.Errorf("a call after them: %s %s", resp.Status, b)
 	}
 }
+
+// TestHTTPRefusesOnSession: over HTTP, on a session, a request whose
+// params go-sdk's server would not take gets go-sdk's error from the
+// plane as JSON (200), and a request of a known method sent without an
+// id, or with a null one, is accepted (202) and dropped; go-sdk's handler
+// is never asked. A session the front does not know stays go-sdk's.
+func TestHTTPRefusesOnSession(t *testing.T) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	v := viewOf(t, f)
+	sdk := sdkCounted(v, func(method string) bool { return method != "initialize" && method != "notifications/initialized" })
+	srv := httptest.NewServer(New(v, nil).HTTPHandler(&HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	sid := rawSession(t, srv.URL)
+	for _, tc := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"invalid request: missing required \"params\""}}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":null}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"handling 'prompts/get': invalid request: missing required \"params\""}}`},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":1}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"handling 'tools/list': invalid params: unmarshaling \"{\\\"cursor\\\":1}\" into a *mcp.ListToolsParams: json: cannot unmarshal \"1}\" into Go struct field mcp.ListToolsParams.cursor of type string"}}`},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"s__echo"}}`, ``},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, ``},
+	} {
+		resp := rawPost(t, srv.URL, sid, tc.body)
+		body, _ := io.ReadAll(resp.Body)
+		if tc.want == "" {
+			if resp.StatusCode != http.StatusAccepted || len(body) != 0 {
+				t.Errorf("%s: %s %q; want 202 and no body", tc.body, resp.Status, body)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || strings.TrimSpace(string(body)) != tc.want {
+			t.Errorf("%s: %s %q\n%s\nwant %s", tc.body, resp.Status, resp.Header.Get("Content-Type"), body, tc.want)
+		}
+	}
+	if n := sdk.Load(); n != 0 {
+		t.Errorf("go-sdk's handler was asked %d times; want none", n)
+	}
+	resp := rawPost(t, srv.URL, "no-such-session", `{"jsonrpc":"2.0","id":4,"method":"tools/call"}`)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a session the front does not know: %s; want go-sdk's 404", resp.Status)
+	}
+}
