@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,9 +234,10 @@ func (s *stdioSession) take(line []byte) bool {
 // an id or with a null one (go-sdk reads it as a notification, and
 // refuses it without an answer, as JSON-RPC asks), a cancellation of no
 // request go-sdk's session serves (the plane's own are found before), and
-// a late answer to a request of the plane's (stdioHost), which no one
-// waits for any more. Called by the reading goroutine for a line no taker
-// took.
+// an answer to no request go-sdk's session sent the host (a late answer
+// to one of the plane's, stdioHost's, which no one waits for any more,
+// or to none at all). Called by the reading goroutine for a line no
+// taker took.
 func (s *stdioSession) dropped(line []byte) bool {
 	if !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
 		return false // refused as not JSON, or too deep (conn.decode)
@@ -261,8 +261,7 @@ func (s *stdioSession) dropped(line []byte) bool {
 		id, ok := cancelledSDKID(msg)
 		return !ok || !s.c.sdkServes(id)
 	case *jsonrpc.Response:
-		id, ok := msg.ID.Raw().(string)
-		return ok && strings.HasPrefix(id, askPrefix)
+		return !s.c.sdkAsked(msg.ID)
 	}
 	return false
 }
@@ -929,6 +928,7 @@ type conn struct {
 
 	pendMu  sync.Mutex
 	pending map[jsonrpc.ID]bool // requests read and not yet answered: true once the host cancelled it
+	asked   map[jsonrpc.ID]bool // go-sdk's session's requests to the host (keep-alive pings) not yet answered
 	drained chan struct{}       // closed when pending empties after the end of the input; nil before
 }
 
@@ -942,6 +942,7 @@ func newConn(out *wire.Writer, onBad func(error)) *conn {
 		gone:     make(chan struct{}),
 		sdkInit:  make(chan struct{}),
 		pending:  make(map[jsonrpc.ID]bool),
+		asked:    make(map[jsonrpc.ID]bool),
 	}
 	return c
 }
@@ -953,6 +954,11 @@ func newConn(out *wire.Writer, onBad func(error)) *conn {
 func (c *conn) deliver(msg jsonrpc.Message) bool {
 	if h := testHookDeliver.Load(); h != nil {
 		(*h)(msg)
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.pendMu.Lock()
+		delete(c.asked, resp.ID)
+		c.pendMu.Unlock()
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		c.pendMu.Lock()
@@ -1014,6 +1020,14 @@ func (c *conn) sdkServes(id jsonrpc.ID) bool {
 	defer c.pendMu.Unlock()
 	_, ok := c.pending[id]
 	return ok
+}
+
+// sdkAsked reports whether go-sdk's session sent the host a request with
+// id that the host has not answered.
+func (c *conn) sdkAsked(id jsonrpc.ID) bool {
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	return c.asked[id]
 }
 
 // reject writes an error answer with a null id.
@@ -1086,6 +1100,13 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		// A request of go-sdk's session's own (a keep-alive ping): the
+		// host's answer goes to it (stdioSession.dropped).
+		c.pendMu.Lock()
+		c.asked[req.ID] = true
+		c.pendMu.Unlock()
 	}
 	resp, isResp := msg.(*jsonrpc.Response)
 	if isResp {

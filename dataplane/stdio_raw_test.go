@@ -1677,8 +1677,9 @@ func TestStdioNullsOnPlane(t *testing.T) {
 // TestStdioDropsAsSDK: over stdio the messages go-sdk's session would do
 // nothing with are dropped by the plane, without an answer and without
 // reaching go-sdk: a request sent without an id or with a null one, a
-// cancellation of no request in flight, a late answer to a request of the
-// plane's.
+// cancellation of no request in flight, an answer to no request of
+// go-sdk's session (a late answer to one of the plane's, or one that
+// answers nothing; a misspelt "Method" makes a request an answer).
 func TestStdioDropsAsSDK(t *testing.T) {
 	var mu sync.Mutex
 	var delivered []string
@@ -1700,6 +1701,8 @@ func TestStdioDropsAsSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"zz-drop"}}`,
 		`{"jsonrpc":"2.0","id":"jh-zz-drop","result":{}}`,
 		`{"jsonrpc":"2.0","id":"jh-zz-drop","error":{"code":-1,"message":"no"}}`,
+		`{"jsonrpc":"2.0","id":99,"result":{"zz-drop":true}}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"zz-drop"}}`,
 	}
 	for _, line := range dropped {
 		h.send(t, line)
@@ -1722,7 +1725,8 @@ func TestStdioDropsAsSDK(t *testing.T) {
 // the moment it is handed over (sdkServes), so that a cancellation the
 // reading goroutine reads next is handed over too rather than dropped
 // (stdioSession.dropped); its answer is not written once cancelled, and
-// it is pending no more.
+// it is pending no more. The host's answer to a request of go-sdk's
+// session is handed to go-sdk, and no second one.
 func TestSDKPending(t *testing.T) {
 	var out bytes.Buffer
 	c := newConn(wire.NewWriter(&out), nil)
@@ -1756,6 +1760,28 @@ func TestSDKPending(t *testing.T) {
 	c.out.Flush()
 	if out.Len() != 0 || c.sdkServes(id) {
 		t.Errorf("the answer of a cancelled request: %q written, pending %v; want none, and not pending", out.String(), c.sdkServes(id))
+	}
+
+	// A request go-sdk's session sends the host (a keep-alive ping): the
+	// host's answer goes to go-sdk, once; another answer with its id is
+	// dropped.
+	answer := []byte(`{"jsonrpc":"2.0","id":7,"result":{}}`)
+	if !s.dropped(answer) {
+		t.Error("an answer to no request is not dropped")
+	}
+	ping, _ := jsonrpc.MakeID(float64(7))
+	if err := c.Write(t.Context(), &jsonrpc.Request{ID: ping, Method: "ping"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.dropped(answer) {
+		t.Fatal("the answer to go-sdk's ping is dropped")
+	}
+	msg, err = jsonrpc.DecodeMessage(answer)
+	if err != nil || !c.deliver(msg) {
+		t.Fatal(err)
+	}
+	if !s.dropped(answer) {
+		t.Error("a second answer to go-sdk's ping is not dropped")
 	}
 }
 
