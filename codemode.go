@@ -333,6 +333,9 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 			}
 		},
 	}
+	// The request gets the script's progress from its first call on,
+	// which may end before finishScript runs.
+	run.reportTo(ctx, req)
 	go func() {
 		out, err := v.hub.opts.Scripts.RunScript(runCtx, script)
 		stopWithHub()
@@ -340,20 +343,23 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		v.hub.paused.forget(run)
 		run.done <- scriptDone{out, err}
 	}()
+	if h := testHookScriptStarted.Load(); h != nil {
+		(*h)()
+	}
 	return v.finishScript(ctx, req, start, run)
 }
+
+// testHookScriptStarted, if set, runs once a script has been started,
+// before its request waits for it (tests).
+var testHookScriptStarted atomic.Pointer[func()]
 
 // finishScript waits for run for the request of ctx, and answers it: the
 // script's result, its error as a tool error, or the input its call
 // needs from the host.
 func (v *View) finishScript(ctx context.Context, req *mcp.CallToolRequest, start time.Time, run *scriptRun) (*mcp.CallToolResult, error) {
 	// Progress goes to the request waiting now (a resumed script's is the
-	// host's retry), when it asked for progress: through its session, or
-	// its host link when it has no session (NotifyProgress).
-	if token := req.Params.Meta["progressToken"]; token != nil && (HostSession(ctx) != nil || HostLinkOf(ctx) != nil) {
-		run.progress.Store(&progressTarget{ctx: ctx, session: HostSession(ctx), token: token})
-		defer run.progress.Store(nil)
-	}
+	// host's retry).
+	defer run.reportTo(ctx, req)()
 	paused, out, err := v.await(ctx, run)
 	if paused != nil {
 		return paused, nil

@@ -43,6 +43,20 @@ type scriptRun struct {
 	progress atomic.Pointer[progressTarget]
 }
 
+// reportTo makes the request of ctx, req, the one that gets run's
+// progress, if it asked for progress and can be told (through its
+// session, or its host link when it has none: NotifyProgress), and
+// returns the func that stops that; a request that did not ask leaves
+// the target as it is.
+func (run *scriptRun) reportTo(ctx context.Context, req *mcp.CallToolRequest) (stop func()) {
+	token := req.Params.Meta["progressToken"]
+	if token == nil || HostSession(ctx) == nil && HostLinkOf(ctx) == nil {
+		return func() {}
+	}
+	run.progress.Store(&progressTarget{ctx: ctx, session: HostSession(ctx), token: token})
+	return func() { run.progress.Store(nil) }
+}
+
 // progressTarget is a request that wants a script's progress.
 type progressTarget struct {
 	ctx     context.Context

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -429,5 +430,70 @@ func TestDescribeTypeScript(t *testing.T) {
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": []string{"fs__read_file"}, "format": "typescript"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "code mode") {
 		t.Errorf("typescript with code mode off = %+v, %v", res, err)
+	}
+}
+
+// progressEngine runs no script: it reports three calls' progress at
+// once, then says so on reported, and returns, as a script whose calls
+// end quickly does.
+type progressEngine struct{ reported chan struct{} }
+
+func (e progressEngine) RunScript(_ context.Context, run *junction.ScriptRun) (*junction.ScriptOutput, error) {
+	for i := 1; i <= 3; i++ {
+		run.Progress(i, "call done")
+	}
+	e.reported <- struct{}{}
+	return &junction.ScriptOutput{Value: json.RawMessage(`"done"`), Calls: 3}, nil
+}
+
+// TestCodeModeProgressFromTheFirstCall: the request that runs a script
+// gets the progress of every inner call, the first one too, however soon
+// it ends (the request was made the script's progress target only once
+// it began to wait for the script, so a call that ended before that went
+// unreported: TestCodeModeThroughBinary lost it once under load). The
+// request waits here until the script has reported its calls.
+func TestCodeModeProgressFromTheFirstCall(t *testing.T) {
+	reported := make(chan struct{})
+	t.Cleanup(junction.SetTestHookScriptStarted(func() { <-reported }))
+	h := junction.New(&junction.Options{Scripts: progressEngine{reported}})
+	t.Cleanup(func() { h.Close() })
+	view, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.SetDiscovery(junction.Discovery{CodeMode: true}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	third := map[string]chan struct{}{} // closed at a run's third notification
+	cs := connect(t, view, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		token := fmt.Sprint(req.Params.ProgressToken)
+		if got[token]++; got[token] == 3 {
+			close(third[token])
+		}
+	}})
+	for i := range 20 {
+		token := fmt.Sprintf("run-%d", i)
+		done := make(chan struct{})
+		mu.Lock()
+		third[token] = done
+		mu.Unlock()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_script", Arguments: map[string]any{"script": "return 1"}, Meta: mcp.Meta{"progressToken": token}})
+		if err != nil || res.IsError {
+			t.Fatalf("run_script: %v %+v", err, res)
+		}
+		// The notifications were sent before the answer; the client may
+		// hand them to its handler after the answer.
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			mu.Lock()
+			n := got[token]
+			mu.Unlock()
+			t.Fatalf("run %d: %d progress notifications, want one for each of the 3 calls", i, n)
+		}
 	}
 }
