@@ -150,6 +150,21 @@ func paramsRefusal(method string, params []byte) *jsonrpc.Error {
 	return nil
 }
 
+// refusedParams reads msg, a request as sent, and returns its id and
+// go-sdk's error for its params (paramsRefusal); a nil error if go-sdk
+// would take them or msg is not a request of the envelope's shape.
+func refusedParams(msg []byte) (id []byte, werr *jsonrpc.Error) {
+	id, rawMethod, params, ok := requestEnvelope(msg)
+	if !ok {
+		return nil, nil
+	}
+	method, plain := rawjson.PlainString(rawMethod)
+	if !plain {
+		return nil, nil
+	}
+	return id, paramsRefusal(string(method), params)
+}
+
 // sdkNotifications are the notifications go-sdk's server knows; the
 // plane drops any other, as JSON-RPC asks.
 var sdkNotifications = [...]string{
@@ -547,11 +562,7 @@ func (f *httpRaw) refuseOnSession(w http.ResponseWriter, r *http.Request, body [
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
-	id, _, params, ok := requestEnvelope(body)
-	if !ok {
-		return false
-	}
-	werr := paramsRefusal(req.Method, params)
+	id, werr := refusedParams(body)
 	if werr == nil {
 		return false
 	}

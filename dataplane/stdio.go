@@ -225,6 +225,9 @@ func (s *stdioSession) take(line []byte) bool {
 	if c, ok := canonical(line); ok && s.takeLine(c) {
 		return true
 	}
+	if !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
+		return false // refused as not JSON, or too deep (conn.decode)
+	}
 	return s.refuseParams(line) || s.dropped(line)
 }
 
@@ -237,11 +240,8 @@ func (s *stdioSession) take(line []byte) bool {
 // an answer to no request go-sdk's session sent the host (a late answer
 // to one of the plane's, stdioHost's, which no one waits for any more,
 // or to none at all). Called by the reading goroutine for a line no
-// taker took.
+// taker took, a JSON value go-sdk's decoder reads.
 func (s *stdioSession) dropped(line []byte) bool {
-	if !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
-		return false // refused as not JSON, or too deep (conn.decode)
-	}
 	sdkLine, _ := s.c.ids.toSDK("", line) // a cancellation names the request as go-sdk knows it
 	msg, err := jsonrpc.DecodeMessage(sdkLine)
 	if err != nil {
@@ -269,20 +269,13 @@ func (s *stdioSession) dropped(line []byte) bool {
 // refuseParams answers a request, as the host sent it, whose params
 // go-sdk's server would not take (paramsRefusal) with go-sdk's error, on
 // a session that has initialized, and reports whether it did. Called by
-// the reading goroutine for a line no taker took.
+// the reading goroutine for a line no taker took, a JSON value go-sdk's
+// decoder reads.
 func (s *stdioSession) refuseParams(line []byte) bool {
-	if !s.initialized() || !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
-		return false // refused as not JSON, or too deep (conn.decode)
-	}
-	id, rawMethod, params, ok := requestEnvelope(line)
-	if !ok {
+	if !s.initialized() {
 		return false
 	}
-	method, plain := rawjson.PlainString(rawMethod)
-	if !plain {
-		return false
-	}
-	werr := paramsRefusal(string(method), params)
+	id, werr := refusedParams(line)
 	if werr == nil {
 		return false
 	}
@@ -955,22 +948,20 @@ func (c *conn) deliver(msg jsonrpc.Message) bool {
 	if h := testHookDeliver.Load(); h != nil {
 		(*h)(msg)
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.pendMu.Lock()
-		delete(c.asked, resp.ID)
-		c.pendMu.Unlock()
-	}
-	if req, ok := msg.(*jsonrpc.Request); ok {
-		c.pendMu.Lock()
-		if req.IsCall() && !planeRequest(req.ID) { // the plane's listen is not answered before the end
-			c.pending[req.ID] = false
-		} else if id, ok := cancelledSDKID(req); ok {
+	c.pendMu.Lock()
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		delete(c.asked, m.ID)
+	case *jsonrpc.Request:
+		if m.IsCall() && !planeRequest(m.ID) { // the plane's listen is not answered before the end
+			c.pending[m.ID] = false
+		} else if id, ok := cancelledSDKID(m); ok {
 			if _, pending := c.pending[id]; pending {
 				c.pending[id] = true
 			}
 		}
-		c.pendMu.Unlock()
 	}
+	c.pendMu.Unlock()
 	select {
 	case c.incoming <- msg:
 		return true
