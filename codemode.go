@@ -239,6 +239,9 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		if err != nil {
 			return nil, err
 		}
+		// The retry gets the progress of the call it answers, which may
+		// end before finishScript runs.
+		ps.run.reportTo(ctx, req)
 		ps.ask.answers <- req.Params.InputResponses
 		return v.finishScript(ctx, req, start, ps.run)
 	}
