@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -135,24 +134,83 @@ func envelope(msg []byte) (id, method, params []byte, ok bool) {
 	return id, method, params, true
 }
 
-// paramsMeta returns the _meta of a request's params (nil: none), and
-// false when params are neither absent nor an object with _meta at most
-// once.
+// paramsMeta returns the _meta of a request's params (nil: none) as
+// go-sdk's decoder reads it (mergedMeta, when given more than once), and
+// false when params are neither absent nor an object, or give a _meta
+// that is neither an object nor null more than once.
 func paramsMeta(params []byte) ([]byte, bool) {
 	if params == nil {
 		return nil, true
 	}
 	var meta []byte
-	metas := 0
+	var metas [][]byte
 	if params[0] != '{' || rawjson.Object(params, func(key, val []byte) {
-		if string(key) == "_meta" {
-			metas++
+		if string(key) == "_meta" || bytes.IndexByte(key, '\\') >= 0 && memberName(key) == "_meta" {
+			if meta != nil {
+				metas = append(metas, meta)
+			}
 			meta = val
 		}
-	}) < 0 || metas > 1 {
+	}) < 0 {
 		return nil, false
 	}
+	if metas != nil {
+		return mergedMeta(append(metas, meta))
+	}
 	return meta, true
+}
+
+// memberName returns a member's key as sent, unescaped.
+func memberName(key []byte) string {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key)
+	}
+	var k string
+	json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k) // a key rawjson read: cannot fail
+	return k
+}
+
+// mergedMeta returns the one _meta go-sdk's decoder reads from a _meta
+// given more than once, vals in the order sent: into one map, so each
+// object's members are added to those of the ones before it (the last of
+// a key given twice wins, keys compared unescaped), and a null empties
+// it; "null" when nothing is left. False if one of vals is neither an
+// object nor null, which go-sdk's decoder refuses (paramsRefusal).
+func mergedMeta(vals [][]byte) ([]byte, bool) {
+	var keys []string
+	var members map[string][]byte
+	for _, v := range vals {
+		if string(v) == "null" {
+			keys, members = nil, nil
+			continue
+		}
+		if len(v) == 0 || v[0] != '{' || !json.Valid(v) {
+			return nil, false
+		}
+		if members == nil {
+			members = make(map[string][]byte)
+		}
+		rawjson.Object(v, func(key, val []byte) {
+			k := memberName(key)
+			if _, ok := members[k]; !ok {
+				keys = append(keys, k)
+			}
+			members[k] = val
+		})
+	}
+	if members == nil {
+		return []byte("null"), true
+	}
+	out := []byte{'{'}
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendString(out, k)
+		out = append(out, ':')
+		out = append(out, members[k]...)
+	}
+	return append(out, '}'), true
 }
 
 // validID reports whether id, a member's value as sent, is a request id
@@ -421,33 +479,6 @@ func olderMembers(res []byte) ([]byte, bool) {
 	return stripped, dropped || len(stripped) != len(res)
 }
 
-// mergedMembers are the params members go-sdk's decoder merges when
-// given more than once (see mergedTwice).
-var mergedMembers = [...]string{"_meta", "inputResponses", "task"}
-
-// mergedTwice reports whether params, an object, gives a member whose
-// value go-sdk's decoder merges into the one before it more than once:
-// _meta, a tool call's inputResponses (maps) and task (a struct), keys
-// compared once unescaped. canonical cannot write such params as the
-// last of each member, so it leaves them to go-sdk.
-func mergedTwice(params []byte) bool {
-	var seen [len(mergedMembers)]bool
-	twice := false
-	rawjson.Object(params, func(key, _ []byte) {
-		k := string(key)
-		if bytes.IndexByte(key, '\\') >= 0 {
-			k = ""
-			json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k)
-		}
-		i := slices.Index(mergedMembers[:], k)
-		if i >= 0 {
-			twice = twice || seen[i]
-			seen[i] = true
-		}
-	})
-	return twice
-}
-
 // canonical returns msg, a JSON-RPC request or notification the plane
 // did not take as it is, in the shape the plane reads, as go-sdk's server
 // reads it (its decoder: member names matched exactly once unescaped, the
@@ -457,10 +488,10 @@ func mergedTwice(params []byte) bool {
 // only the params members the plane reads (the others go-sdk's server
 // ignores too). A message go-sdk would not read as a request or a
 // notification (no "2.0", no method, an id that is not a number or a
-// string, params that are not an object) is not rewritten, nor one whose
-// params give a member go-sdk merges more than once (mergedTwice): it
-// stays go-sdk's to answer. Members of those params that are null are left
-// out, as go-sdk reads null as a member's zero value (a tools/call's
+// string, params that are not an object) is not rewritten: it stays
+// go-sdk's to answer. A _meta given more than once is written as the one
+// go-sdk's decoder reads (mergedMeta). Members of those params that are
+// null are left out, as go-sdk reads null as a member's zero value (a tools/call's
 // arguments excepted, which go-sdk keeps as they are, and its name,
 // which is "" when null or left out); so are null params of a method
 // whose params may be left out; a cursor is written without escapes it
@@ -497,8 +528,15 @@ func canonical(msg []byte) ([]byte, bool) {
 		}
 		if keep != nil {
 			var members map[string]json.RawMessage
-			if !decodeParams(params, &members) || mergedTwice(params) {
+			if !decodeParams(params, &members) {
 				return nil, false
+			}
+			meta, ok := paramsMeta(params) // merged, if given more than once
+			if !ok {
+				return nil, false
+			}
+			if meta != nil {
+				members["_meta"] = meta
 			}
 			if method == "tools/call" && (members["name"] == nil || string(members["name"]) == "null") {
 				members["name"] = json.RawMessage(`""`) // go-sdk reads a name left out or null as ""

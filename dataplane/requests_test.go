@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -372,6 +373,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"tpl://a/1","inputResponses":{"k":{"action":"accept"}},"requestState":"s"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p__a"},"argument":{"name":"who","value":"a"}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"Name":"p__a","_meta":{},"_meta":{}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":12,"method":"resources/read","params":{"uri":"a","_meta":{"a":1,"b":2},"_m\u0065ta":{"b":3}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":10,"method":"ping","params":{"cursor":"x"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":11,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
@@ -395,6 +397,17 @@ func FuzzParseRequest(f *testing.F) {
 		if !junction.IsListMethod(hr.method) && !isBareMethod(hr.method) {
 			if !isRequestMethod(hr.method) || hr.params == nil {
 				t.Fatalf("%q: taken as %q with params %v", msg, hr.method, hr.params)
+			}
+			// The _meta the plane reads is the one go-sdk's decoder
+			// reads, a _meta given twice included.
+			var meta map[string]any
+			if len(hr.meta) > 0 {
+				if err := json.Unmarshal(hr.meta, &meta); err != nil {
+					t.Fatalf("%q: _meta %s: %v", msg, hr.meta, err)
+				}
+			}
+			if want := hr.params.(interface{ GetMeta() map[string]any }).GetMeta(); !reflect.DeepEqual(meta, want) {
+				t.Fatalf("%q: _meta %s; go-sdk reads %v", msg, hr.meta, want)
 			}
 			return
 		}

@@ -1198,7 +1198,11 @@ func TestEnvelope(t *testing.T) {
 		{"", "", true},
 		{`{}`, "", true},
 		{`{"_meta":{"a":1},"x":2}`, `{"a":1}`, true},
-		{`{"_meta":{},"_meta":{}}`, "", false},
+		{`{"_meta":{},"_meta":{}}`, `{}`, true},
+		{`{"_meta":{"a":1,"b":{"c":1}},"_m\u0065ta":{"b":{"d":2},"\u0061":3}}`, `{"a":3,"b":{"d":2}}`, true},
+		{`{"_meta":{"a":1},"_meta":null}`, `null`, true},
+		{`{"_meta":null,"_meta":{"a":1}}`, `{"a":1}`, true},
+		{`{"_meta":{"a":1},"_meta":"x"}`, "", false},
 		{`[1]`, "", false},
 	} {
 		var params []byte
@@ -1672,6 +1676,25 @@ func TestStdioNullsOnPlane(t *testing.T) {
 		`{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"_meta":{"a":` + strings.Repeat(`[`, 997) + strings.Repeat(`]`, 997) + `}}}`,
 		`{"jsonrpc":"2.0","id":15,"method":"prompts/list","params":{"_meta":{"a":` + strings.Repeat(`[`, 999) + strings.Repeat(`]`, 999) + `}}}`,
 	}, true)
+}
+
+// TestStdioMetaTwiceOnPlane: over stdio a request whose params give
+// _meta more than once is answered by the plane, which reads the _meta
+// go-sdk's decoder reads (the members of each merged into one, the last
+// of a key given twice winning; mergedMeta), as go-sdk answers it; and
+// one whose second _meta go-sdk's decoder refuses gets its error.
+func TestStdioMetaTwiceOnPlane(t *testing.T) {
+	got := servedAsSDK(t, []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{"msg":"hi"},"_meta":{"progressToken":"p"},"_meta":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"a":1},"_m\u0065ta":{"b":2}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p","_meta":{"a":1},"_meta":null}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"a":1},"_meta":{"a":2}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"s__echo","_meta":{"a":1},"_meta":"x"}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"file:///a","_meta":{},"_meta":{"progressToken":2}}}`,
+	}, true)
+	if got[4]["error"] == nil {
+		t.Errorf("a call whose second _meta is a string: %v; want go-sdk's error", got[4])
+	}
 }
 
 // TestStdioDropsAsSDK: over stdio the messages go-sdk's session would do
