@@ -24,9 +24,11 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Count, if set, is told of each request the plane answers itself
-	// other than a tools/call (whose calls the hub observes): front is
-	// "stdio" or "http". A go-sdk receiving middleware on the view's
-	// server counts the rest.
+	// other than a tools/call (whose calls the hub observes), and of each
+	// notification of the host's session it takes over stdio
+	// (notifications/initialized, …/roots/list_changed, …/progress):
+	// front is "stdio" or "http". A go-sdk receiving middleware on the
+	// view's server counts the rest.
 	Count func(front, method string)
 }
 

@@ -335,7 +335,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 	if !s.askedInit && !s.initialized() && s.refuseEarly(line) {
 		return true
 	}
-	if !isCall && (!s.ready || bytes.Contains(line, []byte(`"notifications/roots/list_changed"`))) && s.takeNotification(line) {
+	if !isCall && s.takeNotification(line) {
 		return true
 	}
 	return !isCall && s.refuseUnknown(line) || s.refuseMeta(line)
@@ -544,34 +544,44 @@ func (s *stdioSession) refuseEarly(line []byte) bool {
 	return true
 }
 
-// takeNotification takes the host's notifications of its session,
-// notifications/initialized and notifications/roots/list_changed, once
-// initialize has been answered: the hub hears of them (View.HostInitialized,
-// View.HostRootsChanged) with the connection's Host, and go-sdk's session
-// never does. Before the answer (a host that sends its notification and
-// its requests without waiting for it), they are go-sdk's, which orders
-// them after its initialize. Called by the reading goroutine.
+// takeNotification takes the host's notifications of its session once
+// initialize has been answered, and reports whether it did:
+// notifications/initialized and notifications/roots/list_changed, which
+// the hub hears of (View.HostInitialized, View.HostRootsChanged) with the
+// connection's Host; a second notifications/initialized, which is logged
+// as go-sdk's server logs it; and notifications/progress, which a server
+// of the hub's has no use for (go-sdk's server ignores it too). go-sdk's
+// session never hears of them. Before the answer (a host that sends its
+// notification and its requests without waiting for it), they are
+// go-sdk's, which orders them after its initialize. Called by the
+// reading goroutine.
 func (s *stdioSession) takeNotification(line []byte) bool {
 	id, method, _, ok := envelope(line)
 	if !ok || id != nil {
 		return false
 	}
+	if !s.c.greeted.Load() {
+		if string(method) == `"notifications/initialized"` {
+			s.ready = true
+		}
+		return false
+	}
 	switch string(method) {
 	case `"notifications/initialized"`:
-		s.ready = true
-		if !s.c.greeted.Load() {
-			return false
+		if s.ready {
+			s.p.logger.Error("duplicate initialized notification")
+		} else {
+			s.ready = true
+			s.p.v.HostInitialized(junction.HostSession(s.base))
 		}
-		s.p.v.HostInitialized(junction.HostSession(s.base))
-		return true
 	case `"notifications/roots/list_changed"`:
-		if !s.c.greeted.Load() {
-			return false
-		}
 		s.p.v.HostRootsChanged(junction.HostSession(s.base))
-		return true
+	case `"notifications/progress"`:
+	default:
+		return false
 	}
-	return false
+	s.p.count("stdio", string(method[1:len(method)-1]))
+	return true
 }
 
 // initialized reports whether the raw path takes the host's requests

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"slices"
@@ -1702,7 +1703,9 @@ func TestStdioMetaTwiceOnPlane(t *testing.T) {
 // reaching go-sdk: a request sent without an id or with a null one, a
 // cancellation of no request in flight, an answer to no request of
 // go-sdk's session (a late answer to one of the plane's, or one that
-// answers nothing; a misspelt "Method" makes a request an answer).
+// answers nothing; a misspelt "Method" makes a request an answer), the
+// host's progress notifications (go-sdk's server ignores them) and a
+// second notifications/initialized (which go-sdk's server logs).
 func TestStdioDropsAsSDK(t *testing.T) {
 	var mu sync.Mutex
 	var delivered []string
@@ -1714,9 +1717,12 @@ func TestStdioDropsAsSDK(t *testing.T) {
 	}
 	testHookDeliver.Store(&hook)
 	t.Cleanup(func() { testHookDeliver.Store(nil) })
-	h := startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil)
+	var logs syncBuffer
+	h := startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.initialize(t)
 	dropped := []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"zz-drop","progress":1}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"zz-drop","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{"cursor":"zz-drop"}}`,
 		`{"jsonrpc":"2.0","id":null,"method":"prompts/get","params":{"name":"zz-drop"}}`,
@@ -1741,6 +1747,9 @@ func TestStdioDropsAsSDK(t *testing.T) {
 		if !strings.Contains(d, `"initialize"`) {
 			t.Errorf("go-sdk's session was handed %s; want nothing but the initialize the plane hands it", d)
 		}
+	}
+	if !strings.Contains(logs.String(), "duplicate initialized notification") {
+		t.Errorf("a second notifications/initialized is not logged as go-sdk logs it; the log:\n%s", logs.String())
 	}
 }
 
@@ -1808,32 +1817,32 @@ func TestSDKPending(t *testing.T) {
 	}
 }
 
-// sdkHeld serves a view of one tool (s__echo) over stdio with opts. Its
-// go-sdk server can be held: hold sends a notifications/progress, which
-// go-sdk handles in order, reading nothing else meanwhile, and returns
-// once go-sdk is inside it; free lets it go, and so does the end of the
-// test (before the connection's end is awaited).
+// sdkHeld serves a view of one tool (s__echo) over stdio with opts.
+// From hold to free (or the end of the test) go-sdk's session must be
+// handed nothing (testHookDeliver): what the host is answered meanwhile
+// can only be the plane's. Tests that call hold do not run in parallel.
 func sdkHeld(t *testing.T, opts *Options) (h *fastHost, hold, free func()) {
 	t.Helper()
-	v := viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw})
-	held, release := make(chan struct{}), make(chan struct{})
-	v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "notifications/progress" {
-				close(held)
-				<-release
-			}
-			return next(ctx, method, req)
-		}
-	})
-	h = startStdio(t, v, opts)
-	var once sync.Once
-	free = func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free)
-	hold = func() {
-		h.send(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
-		<-held
+	h = startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), opts)
+	var mu sync.Mutex
+	var handed []string
+	hook := func(msg jsonrpc.Message) {
+		b, _ := jsonrpc.EncodeMessage(msg)
+		mu.Lock()
+		handed = append(handed, string(b))
+		mu.Unlock()
 	}
+	hold = func() { testHookDeliver.Store(&hook) }
+	free = func() {
+		testHookDeliver.CompareAndSwap(&hook, nil)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range handed {
+			t.Errorf("go-sdk's session was handed %s; want every message answered by the plane", m)
+		}
+		handed = nil
+	}
+	t.Cleanup(free)
 	return h, hold, free
 }
 
@@ -1841,7 +1850,7 @@ func sdkHeld(t *testing.T, opts *Options) (h *fastHost, hold, free func()) {
 // refuses, to a stdio plane and to one that sends everything to go-sdk
 // (NoRaw), before initialize and after it (when, if given: false for
 // before, true for after), and checks that the plane answers each itself
-// (go-sdk is held in a notification meanwhile) with go-sdk's error.
+// (go-sdk's session is handed none of them) with go-sdk's error.
 func answeredAsSDK(t *testing.T, lines []string, when ...bool) {
 	t.Helper()
 	if len(when) == 0 {
@@ -1858,13 +1867,13 @@ func answeredAsSDK(t *testing.T, lines []string, when ...bool) {
 
 // servedAsSDK sends each of lines to a stdio plane and to one that sends
 // everything to go-sdk (NoRaw), after initialize if initialize is set,
-// checks that the plane answers each itself (go-sdk is held in a
-// notification meanwhile) as go-sdk does, and returns the plane's
+// checks that the plane answers each itself (go-sdk's session is handed
+// none of them) as go-sdk does, and returns the plane's
 // answers.
 func servedAsSDK(t *testing.T, lines []string, initialize bool) []map[string]any {
 	t.Helper()
 	run := func(opts *Options) (answers []map[string]any) {
-		h, hold, _ := sdkHeld(t, opts)
+		h, hold, free := sdkHeld(t, opts)
 		if initialize {
 			h.initialize(t)
 		}
@@ -1875,6 +1884,7 @@ func servedAsSDK(t *testing.T, lines []string, initialize bool) []map[string]any
 			h.send(t, line)
 			answers = append(answers, h.recvWithin(t, 10*time.Second))
 		}
+		free()
 		return answers
 	}
 	got, want := run(nil), run(&Options{NoRaw: true})
