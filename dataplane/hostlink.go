@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -82,65 +80,19 @@ func (h *stdioHost) InitializeParams() *mcp.InitializeParams {
 func (h *stdioHost) SDKSession() *mcp.ServerSession { return h.ServerSession }
 
 // Notify writes the notification of method with params as a line of the
-// connection.
+// connection; a resource's update (which the hub sends it, see
+// junction.FrontHost) goes as the connection's subscriptions say
+// (listens.updated).
 func (h *stdioHost) Notify(method string, params mcp.Params) error {
+	if method == "notifications/resources/updated" {
+		return h.c.listens.updated(method, params)
+	}
 	b, err := notification(method, params)
 	if err != nil {
 		return err
 	}
 	_, err = h.c.out.Write(append(b, '\n'))
 	return err
-}
-
-// tellLists tells the host of the view's list changes (View.WatchLists)
-// once it has initialized, until stop is called or ctx is done. The
-// notifications are written by a goroutine of the connection's: the
-// view's watchers run on the goroutine that changed the lists (a reload,
-// say), which a host that does not read must not hold up. Changes that
-// come while one is written are told once.
-func (h *stdioHost) tellLists(ctx context.Context) (stop func()) {
-	var mu sync.Mutex
-	var pending []string // methods to send, each once
-	kick := make(chan struct{}, 1)
-	done := make(chan struct{})
-	unwatch := h.v.WatchLists(func(method string) {
-		mu.Lock()
-		if !slices.Contains(pending, method) {
-			pending = append(pending, method)
-		}
-		mu.Unlock()
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			select {
-			case <-kick:
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			}
-			mu.Lock()
-			send := pending
-			pending = nil
-			mu.Unlock()
-			for _, method := range send {
-				if h.c.greeted.Load() {
-					h.Notify(method, &mcp.ToolListChangedParams{})
-				}
-			}
-		}
-	}()
-	return func() {
-		unwatch()
-		close(done)
-		<-ended
-	}
 }
 
 // Log implements junction.Host.

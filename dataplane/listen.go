@@ -2,17 +2,16 @@ package dataplane
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/wire"
 )
@@ -28,74 +27,135 @@ import (
 // connection is one session, and a host that opens two listens and ends
 // one (go-sdk's own client does, for each resource it subscribes to and
 // then unsubscribes from) would hear of no list change again. So on stdio
-// the plane answers a host's subscriptions/listen itself:
+// the plane answers a host's subscriptions/listen itself, and go-sdk's
+// session never hears of it:
 //
-//   - go-sdk gets one listen of the plane's, for every list_changed
-//     notification, opened with the first host listen that wants one, and
-//     never ended before the connection;
-//   - each resource the host's listens name is subscribed to with one
-//     resources/subscribe of the plane's (which go-sdk takes without the
-//     request _meta of 2026-07-28), and unsubscribed from when the last
-//     listen naming it ends;
-//   - what go-sdk sends for those goes to each host listen that asked for
-//     it, tagged with that listen's id (and in one write, so nothing comes
-//     between the copies); the answers to the plane's requests, and the
-//     acknowledgement of its listen, go to no one.
+//   - a listen is granted what it asks for that the view offers (its
+//     capabilities, as go-sdk's server grants it);
+//   - the view's list changes go to each listen granted them (tellLists,
+//     View.WatchLists);
+//   - each resource the host's listens name is subscribed to once with
+//     the hub (View.SubscribeHost), under the connection's Host, and
+//     unsubscribed from when the last listen naming it ends and the host
+//     does not subscribe to it itself (resources/subscribe, of an older
+//     revision, which the plane answers through the same record); the
+//     hub sends the resource's updates to that Host (its Notify), which
+//     writes them to each listen naming the resource, and once untagged
+//     if the host subscribed itself.
 //
-// The plane acknowledges a host's listen once go-sdk has registered all
-// it asked for, with what it allowed; a listen go-sdk refused a resource
-// of gets go-sdk's error. A listen that asks for nothing is answered at
-// once, as go-sdk answers it. A cancelled listen gets no answer.
+// Every notification for a listen is tagged with its id
+// (io.modelcontextprotocol/subscriptionId), and one change is written to
+// all the listens in one write, so nothing comes between the copies. The
+// plane acknowledges a host's listen once the hub has subscribed it to
+// all it named, with what it granted; a listen the hub refused a resource
+// of gets the hub's error. A listen granted nothing is answered at once,
+// as go-sdk answers it. A cancelled listen gets no answer.
 
-// The plane's requests to go-sdk have ids that start with a NUL, as its
-// substitute ids do (ids.go), and do not collide with those.
-const (
-	planeListenID = "\x00listen"
-	planeSubID    = "\x00sub-"
-	planeInitID   = "\x00init" // the host's initialize, which the plane answered (stdio.go)
-)
+// planeInitID is the id of the host's initialize, which the plane
+// answers and hands go-sdk's session under this id (stdio.go); it starts
+// with a NUL, as the plane's substitute ids do (ids.go), and does not
+// collide with those.
+const planeInitID = "\x00init"
 
-// planeRequest reports whether id is that of one of the plane's
-// requests to go-sdk: for listens, or the initialize it hands on.
-func planeRequest(id jsonrpc.ID) bool {
-	s, ok := id.Raw().(string)
-	return ok && (s == planeListenID || s == planeInitID || strings.HasPrefix(s, planeSubID))
-}
-
-// listens are a stdio connection's subscriptions/listen streams.
+// listens are a stdio connection's subscriptions/listen streams, and
+// the resource subscriptions it holds with the hub, for them and for the
+// host's own resources/subscribe.
 type listens struct {
 	c    *conn
-	used atomic.Bool // a host listen has been taken: go-sdk's messages are looked at
+	v    View
+	ctx  context.Context // the hub's calls for the listens: names the connection's Host
+	host junction.Host   // the connection's Host, which the hub records the subscriptions under
+	used atomic.Bool     // a host listen has been taken
 
-	// setup lets one host listen at a time be set up or ended, with
-	// go-sdk's answers awaited; it guards the fields below it.
-	setup  sync.Mutex
-	opened bool                          // go-sdk acknowledged the plane's listen
-	kinds  mcp.NotificationSubscriptions // the list_changed kinds go-sdk allowed it
-	uris   map[string]int                // resources subscribed to with go-sdk: how many host listens hold each
+	// setup lets one host listen or subscription at a time be set up or
+	// ended, with the hub's answers awaited; it guards uris and each
+	// listen's held.
+	setup sync.Mutex
+	uris  map[string]int // resources subscribed to with the hub: how many host listens hold each
 
-	mu    sync.Mutex
-	byID  map[string]*listen           // the host's listens, by id as sent
-	waits map[string]chan planeOutcome // the plane's requests awaiting go-sdk, by id
-	seq   uint64
+	mu      sync.Mutex
+	byID    map[string]*listen // the host's listens, by id as sent
+	session map[string]bool    // the resources the host subscribed to itself (and setup held to change it)
 }
 
 // A listen is one host subscriptions/listen.
 type listen struct {
 	id    []byte // as the host sent it
 	want  mcp.NotificationSubscriptions
-	meta  json.RawMessage               // the request's _meta
 	got   mcp.NotificationSubscriptions // what it was acknowledged for: its notifications go out; guarded by listens.mu
 	live  bool                          // acknowledged; guarded by listens.mu
 	ended bool                          // cancelled; guarded by listens.mu
 	held  []string                      // resources it counts in listens.uris; guarded by listens.setup
 }
 
-// planeOutcome is go-sdk's answer to a request of the plane's: the
-// acknowledgement of its listen (ack), or a response.
-type planeOutcome struct {
-	ack  *mcp.SubscriptionsAcknowledgedParams
-	resp *jsonrpc.Response
+// sdkFront is a stdio connection's Host when go-sdk's session answers
+// the host (Options.NoRaw): that session, which the plane's listens
+// still serve, so that the hub's updates of the resources they name
+// reach them (Notify). go-sdk's session sends those of the host's own
+// subscriptions.
+type sdkFront struct {
+	*mcp.ServerSession
+	ls *listens
+}
+
+// SDKSession returns the connection's go-sdk session (see
+// junction.FrontHost).
+func (h *sdkFront) SDKSession() *mcp.ServerSession { return h.ServerSession }
+
+// Notify takes the hub's notifications/resources/updated (see
+// junction.FrontHost), the one notification the hub sends it.
+func (h *sdkFront) Notify(method string, params mcp.Params) error {
+	h.ls.updated(method, params)
+	return nil
+}
+
+// hostSubscribe answers the host's own resources/subscribe (on) or
+// resources/unsubscribe of uri: the hub is told unless a listen holds
+// the resource (the host hears of its updates untagged from then on, or
+// no more), as go-sdk's server would tell it.
+func (ls *listens) hostSubscribe(ctx context.Context, uri string, on bool) error {
+	ls.setup.Lock()
+	defer ls.setup.Unlock()
+	var err error
+	if ls.uris[uri] == 0 {
+		err = ls.v.SubscribeHost(ctx, ls.host, uri, on)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	switch {
+	case !on:
+		delete(ls.session, uri) // the hub forgets it even if the source failed
+	case err == nil:
+		if ls.session == nil {
+			ls.session = make(map[string]bool)
+		}
+		ls.session[uri] = true
+	}
+	return err
+}
+
+// updated writes the hub's notifications/resources/updated (method,
+// params) to the connection: untagged if the host subscribed to the
+// resource itself, and to each listen naming it.
+func (ls *listens) updated(method string, params mcp.Params) error {
+	p, ok := params.(*mcp.ResourceUpdatedNotificationParams)
+	if !ok || method != "notifications/resources/updated" {
+		return nil
+	}
+	ls.mu.Lock()
+	own := ls.session[p.URI]
+	ls.mu.Unlock()
+	if own {
+		b, err := notification(method, p)
+		if err != nil {
+			return err
+		}
+		if _, err := ls.c.out.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	ls.fanOut(method, p.URI)
+	return nil
 }
 
 // take answers line if it is a subscriptions/listen the plane answers
@@ -125,7 +185,7 @@ func (ls *listens) take(line []byte) bool {
 	if mi := readMeta(p.Meta); !mi.rev.ListenSubscriptions() || !mi.ok {
 		return false
 	}
-	l := &listen{id: bytes.Clone(id), want: *p.Notifications, meta: bytes.Clone(p.Meta)}
+	l := &listen{id: bytes.Clone(id), want: *p.Notifications}
 	ls.mu.Lock()
 	if ls.byID == nil {
 		ls.byID = make(map[string]*listen)
@@ -167,47 +227,23 @@ func (ls *listens) cancel(id []byte) bool {
 	return true
 }
 
-// open sets l up with go-sdk, then acknowledges it.
+// open subscribes l to the resources it names with the hub, then
+// acknowledges it.
 func (ls *listens) open(l *listen) {
 	ls.setup.Lock()
 	defer ls.setup.Unlock()
 	if ls.isEnded(l) {
 		return
 	}
-	w := l.want
-	var got mcp.NotificationSubscriptions
-	if (w.ToolsListChanged || w.PromptsListChanged || w.ResourcesListChanged) && !ls.opened {
-		params, _ := json.Marshal(&mcp.SubscriptionsListenParams{
-			Notifications: &mcp.NotificationSubscriptions{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true},
-		})
-		params = withMeta(params, l.meta)
-		out, ok := ls.request(planeListenID, "subscriptions/listen", params)
-		switch {
-		case !ok:
-			return // the connection is closing
-		case out.resp != nil:
-			ls.fail(l, out.resp)
-			return
-		}
-		ls.opened, ls.kinds = true, out.ack.Notifications
-	}
-	got.ToolsListChanged = w.ToolsListChanged && ls.kinds.ToolsListChanged
-	got.PromptsListChanged = w.PromptsListChanged && ls.kinds.PromptsListChanged
-	got.ResourcesListChanged = w.ResourcesListChanged && ls.kinds.ResourcesListChanged
-	for _, uri := range w.ResourceSubscriptions {
+	got := granted(ls.v.Discover(nil).Capabilities, l.want)
+	for _, uri := range got.ResourceSubscriptions {
 		if slices.Contains(l.held, uri) {
 			continue
 		}
-		if ls.uris[uri] == 0 {
-			params, _ := json.Marshal(&mcp.SubscribeParams{URI: uri})
-			out, ok := ls.request(ls.nextID(), "resources/subscribe", params)
-			if !ok {
+		if ls.uris[uri] == 0 && !ls.hostHolds(uri) {
+			if err := ls.v.SubscribeHost(ls.ctx, ls.host, uri, true); err != nil {
 				ls.release(l)
-				return
-			}
-			if out.resp != nil && out.resp.Error != nil {
-				ls.release(l)
-				ls.fail(l, out.resp)
+				ls.fail(l, err)
 				return
 			}
 		}
@@ -216,7 +252,6 @@ func (ls *listens) open(l *listen) {
 		}
 		ls.uris[uri]++
 		l.held = append(l.held, uri)
-		got.ResourceSubscriptions = append(got.ResourceSubscriptions, uri)
 	}
 
 	ack, _ := json.Marshal(&mcp.SubscriptionsAcknowledgedParams{Notifications: got})
@@ -242,6 +277,21 @@ func (ls *listens) open(l *listen) {
 	ls.mu.Unlock()
 }
 
+// granted returns what of want a server with capabilities caps grants a
+// listen, as go-sdk's server grants it: the list changes of the lists
+// that change, and the resources named if resources can be subscribed
+// to.
+func granted(caps *mcp.ServerCapabilities, want mcp.NotificationSubscriptions) mcp.NotificationSubscriptions {
+	var got mcp.NotificationSubscriptions
+	got.ToolsListChanged = want.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged
+	got.PromptsListChanged = want.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged
+	got.ResourcesListChanged = want.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged
+	if len(want.ResourceSubscriptions) > 0 && caps.Resources != nil && caps.Resources.Subscribe {
+		got.ResourceSubscriptions = slices.Clone(want.ResourceSubscriptions)
+	}
+	return got
+}
+
 // isEnded reports whether the host cancelled l.
 func (ls *listens) isEnded(l *listen) bool {
 	ls.mu.Lock()
@@ -259,20 +309,23 @@ func (ls *listens) release(l *listen) {
 			continue
 		}
 		delete(ls.uris, uri)
-		params, _ := json.Marshal(&mcp.UnsubscribeParams{URI: uri})
-		if _, ok := ls.request(ls.nextID(), "resources/unsubscribe", params); !ok {
-			return
+		if !ls.hostHolds(uri) {
+			ls.v.SubscribeHost(ls.ctx, ls.host, uri, false) // the listen is gone: nothing to tell of a failure
 		}
 	}
 }
 
-// fail answers l with go-sdk's error resp (a result, which would mean
-// go-sdk ended the plane's listen at once, is an internal error).
-func (ls *listens) fail(l *listen, resp *jsonrpc.Response) {
-	werr := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "subscriptions/listen ended at once"}
-	if resp.Error != nil && !errors.As(resp.Error, &werr) {
-		werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
-	}
+// hostHolds reports whether the host subscribed to uri itself.
+func (ls *listens) hostHolds(uri string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.session[uri]
+}
+
+// fail answers l with the hub's error err, as go-sdk's server answers a
+// listen whose handler failed.
+func (ls *listens) fail(l *listen, err error) {
+	werr := wireError(err)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if l.ended {
@@ -282,112 +335,11 @@ func (ls *listens) fail(l *listen, resp *jsonrpc.Response) {
 	ls.c.out.Write(wire.ErrorLine(l.id, werr))
 }
 
-// nextID returns an id for a resources/subscribe or unsubscribe of the
-// plane's.
-func (ls *listens) nextID() string {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	ls.seq++
-	return planeSubID + strconv.FormatUint(ls.seq, 10)
-}
-
-// request sends go-sdk a request of the plane's and waits for its
-// answer (for the plane's listen, the acknowledgement will do); false if
-// the connection closed first.
-func (ls *listens) request(id, method string, params json.RawMessage) (planeOutcome, bool) {
-	ch := make(chan planeOutcome, 1)
-	ls.mu.Lock()
-	if ls.waits == nil {
-		ls.waits = make(map[string]chan planeOutcome)
-	}
-	ls.waits[id] = ch
-	ls.mu.Unlock()
-	defer func() {
-		ls.mu.Lock()
-		delete(ls.waits, id)
-		ls.mu.Unlock()
-	}()
-	jid, _ := jsonrpc.MakeID(id) // a string: cannot fail
-	if !ls.c.deliver(&jsonrpc.Request{ID: jid, Method: method, Params: params}) {
-		return planeOutcome{}, false
-	}
-	select {
-	case out := <-ch:
-		return out, true
-	case <-ls.c.closed:
-		return planeOutcome{}, false
-	}
-}
-
-// settle hands go-sdk's answer to the plane's request id to whoever
-// waits for it.
-func (ls *listens) settle(id string, out planeOutcome) {
-	ls.mu.Lock()
-	ch := ls.waits[id]
-	ls.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- out:
-		default:
-		}
-	}
-}
-
-// fromSDK looks at msg, which go-sdk is writing to the host, and reports
-// whether it took it: the answers to the plane's requests, the
-// acknowledgement of its listen, and the notifications for its
-// subscriptions, which go out to the host's listens.
-func (ls *listens) fromSDK(msg jsonrpc.Message) bool {
+// fanOut writes the notification method (about uri, for
+// resources/updated) once for each live host listen granted it, tagged
+// with the listen's id, in one write.
+func (ls *listens) fanOut(method, uri string) {
 	if !ls.used.Load() {
-		return false
-	}
-	switch m := msg.(type) {
-	case *jsonrpc.Response:
-		if !planeRequest(m.ID) {
-			return false
-		}
-		ls.settle(m.ID.Raw().(string), planeOutcome{resp: m})
-		return true
-	case *jsonrpc.Request:
-		if m.IsCall() {
-			return false
-		}
-		switch m.Method {
-		case "notifications/subscriptions/acknowledged", "notifications/tools/list_changed", "notifications/prompts/list_changed",
-			"notifications/resources/list_changed", "notifications/resources/updated":
-		default:
-			return false
-		}
-		var p struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-			URI  string                     `json:"uri"`
-		}
-		if json.Unmarshal(m.Params, &p) != nil {
-			return false
-		}
-		var sub string
-		if json.Unmarshal(p.Meta[mcp.MetaKeySubscriptionID], &sub) != nil || sub != planeListenID && !strings.HasPrefix(sub, planeSubID) {
-			return false
-		}
-		if m.Method == "notifications/subscriptions/acknowledged" {
-			var ack mcp.SubscriptionsAcknowledgedParams
-			if json.Unmarshal(m.Params, &ack) == nil {
-				ls.settle(sub, planeOutcome{ack: &ack})
-			}
-			return true
-		}
-		ls.fanOut(m.Method, m.Params, p.Meta, p.URI)
-		return true
-	}
-	return false
-}
-
-// fanOut writes the notification method with params (whose _meta is
-// meta) once for each live host listen that asked for it, tagged with
-// the listen's id.
-func (ls *listens) fanOut(method string, params json.RawMessage, meta map[string]json.RawMessage, uri string) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(params, &fields) != nil {
 		return
 	}
 	ls.mu.Lock()
@@ -397,19 +349,75 @@ func (ls *listens) fanOut(method string, params json.RawMessage, meta map[string
 		if !l.live || !l.wants(method, uri) {
 			continue
 		}
-		fields["_meta"] = subscriptionMeta(meta, l.id)
-		p, err := json.Marshal(fields)
+		meta := mcp.Meta{mcp.MetaKeySubscriptionID: json.RawMessage(l.id)}
+		var params mcp.Params = &mcp.ToolListChangedParams{Meta: meta}
+		if method == "notifications/resources/updated" {
+			params = &mcp.ResourceUpdatedNotificationParams{Meta: meta, URI: uri}
+		}
+		b, err := notification(method, params)
 		if err != nil {
 			return
 		}
-		lines = append(lines, `{"jsonrpc":"2.0","method":`...)
-		lines = strconv.AppendQuote(lines, method)
-		lines = append(lines, `,"params":`...)
-		lines = append(lines, p...)
-		lines = append(lines, "}\n"...)
+		lines = append(append(lines, b...), '\n')
 	}
 	if len(lines) > 0 {
 		ls.c.out.Write(lines)
+	}
+}
+
+// tellLists tells the connection of the view's list changes
+// (View.WatchLists) until stop is called or ctx is done: the host's
+// listens granted them (fanOut), and, with session set (the plane
+// answers the host's session: Options.NoRaw unset), the host itself once
+// it has initialized. The notifications are written by a goroutine of
+// the connection's: the view's watchers run on the goroutine that changed
+// the lists (a reload, say), which a host that does not read must not
+// hold up. Changes that come while one is written are told once.
+func (c *conn) tellLists(ctx context.Context, v View, session bool) (stop func()) {
+	var mu sync.Mutex
+	var pending []string // methods to send, each once
+	kick := make(chan struct{}, 1)
+	done := make(chan struct{})
+	unwatch := v.WatchLists(func(method string) {
+		mu.Lock()
+		if !slices.Contains(pending, method) {
+			pending = append(pending, method)
+		}
+		mu.Unlock()
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-kick:
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+			mu.Lock()
+			send := pending
+			pending = nil
+			mu.Unlock()
+			for _, method := range send {
+				if session && c.greeted.Load() {
+					if b, err := notification(method, &mcp.ToolListChangedParams{}); err == nil {
+						c.out.Write(append(b, '\n'))
+					}
+				}
+				c.listens.fanOut(method, "")
+			}
+		}
+	}()
+	return func() {
+		unwatch()
+		close(done)
+		<-ended
 	}
 }
 

@@ -3,17 +3,21 @@ package dataplane
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// listenHost is a 2026-07-28 host on Plane.ServeStdio that reads every
+// listeningHost is a 2026-07-28 host on Plane.ServeStdio that reads every
 // line (notifications included).
-type listenHost struct {
+type listeningHost struct {
 	*fastHost
 	lines chan []byte
 	seen  []string
@@ -21,9 +25,18 @@ type listenHost struct {
 
 const listenMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 
-func startListenHost(t *testing.T, p *junction.Pack) *listenHost {
+func startListenHost(t *testing.T, p *junction.Pack, opts *Options) *listeningHost {
 	t.Helper()
-	h := &listenHost{fastHost: startFast(t, p, junction.Selection{}), lines: make(chan []byte, 64)}
+	hub := junction.New(nil)
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.Add(t.Context(), "s", p, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := hub.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &listeningHost{fastHost: startStdio(t, v, opts), lines: make(chan []byte, 64)}
 	go func() {
 		defer close(h.lines)
 		for {
@@ -38,7 +51,7 @@ func startListenHost(t *testing.T, p *junction.Pack) *listenHost {
 }
 
 // sendf sends format with the request _meta of 2026-07-28 for its %s.
-func (h *listenHost) sendf(t *testing.T, format string) {
+func (h *listeningHost) sendf(t *testing.T, format string) {
 	t.Helper()
 	h.send(t, strings.ReplaceAll(format, "%s", listenMeta))
 }
@@ -61,7 +74,7 @@ func (m listenMsg) tag() string { return string(m.Params.Meta[mcp.MetaKeySubscri
 
 // expect reads until a line satisfies match (up to 10 s) and returns it;
 // every line read before it is kept in seen.
-func (h *listenHost) expect(t *testing.T, what string, match func(listenMsg) bool) listenMsg {
+func (h *listeningHost) expect(t *testing.T, what string, match func(listenMsg) bool) listenMsg {
 	t.Helper()
 	timer := time.NewTimer(10 * time.Second)
 	defer timer.Stop()
@@ -99,7 +112,31 @@ func isAnswer(id string) func(listenMsg) bool {
 // subscriptions/listen streams leaves the others their list_changed and
 // resource subscriptions (go-sdk v1.8.0 alone drops them all); each
 // notification goes to each listen that asked for it, tagged with its id.
+// The plane answers the listens whether or not it answers the rest
+// (NoRaw), and, when it does, go-sdk's session is handed nothing.
 func TestStdioListens(t *testing.T) {
+	t.Run("plane", func(t *testing.T) {
+		var mu sync.Mutex
+		var handed []string
+		hook := func(msg jsonrpc.Message) {
+			b, _ := jsonrpc.EncodeMessage(msg)
+			mu.Lock()
+			handed = append(handed, string(b))
+			mu.Unlock()
+		}
+		testHookDeliver.Store(&hook)
+		t.Cleanup(func() { testHookDeliver.Store(nil) })
+		testListens(t, nil)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range handed {
+			t.Errorf("go-sdk's session was handed %s; want nothing", m)
+		}
+	})
+	t.Run("go-sdk", func(t *testing.T) { testListens(t, &Options{NoRaw: true}) })
+}
+
+func testListens(t *testing.T, opts *Options) {
 	p := junction.NewPack("p")
 	p.AddResource(&mcp.Resource{URI: "r://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{}, nil
@@ -111,7 +148,7 @@ func TestStdioListens(t *testing.T) {
 			})
 	}
 	tool("one")
-	h := startListenHost(t, p)
+	h := startListenHost(t, p, opts)
 
 	h.sendf(t, `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["r://a"]},%s}}`)
 	ack := h.expect(t, "listen 1 acknowledged", isAck("1"))
@@ -168,5 +205,62 @@ func TestStdioListens(t *testing.T) {
 	h.sendf(t, `{"jsonrpc":"2.0","id":6,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["r://none"]},%s}}`)
 	if m := h.expect(t, "the answer to listen 6", isAnswer("6")); m.Error == nil {
 		t.Errorf("listen 6 for a resource that does not exist: want an error, got %s", h.seen[len(h.seen)-1])
+	}
+}
+
+// TestStdioListenBesideOwnSubscription: over stdio a host that
+// subscribes to a resource itself (resources/subscribe) and also names
+// it in a listen hears of each update once untagged and once for the
+// listen; ending either leaves the other its updates, and the hub is
+// told to unsubscribe only when both have ended.
+func TestStdioListenBesideOwnSubscription(t *testing.T) {
+	p := junction.NewPack("p")
+	p.AddResource(&mcp.Resource{URI: "r://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	})
+	h := startListenHost(t, p, nil)
+	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	h.expect(t, "the answer to initialize", isAnswer("0"))
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"r://a"}}`)
+	h.expect(t, "the answer to resources/subscribe", isAnswer("1"))
+	h.sendf(t, `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["r://a"]},%s}}`)
+	h.expect(t, "listen 2 acknowledged", isAck("2"))
+
+	// updates sends an update (written before ResourceUpdated returns),
+	// then a ping, and returns the tags the update came with before the
+	// ping's answer ("" untagged).
+	round := 10
+	updates := func() []string {
+		t.Helper()
+		p.ResourceUpdated("r://a")
+		round++
+		id := fmt.Sprint(round)
+		h.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		var tags []string
+		h.expect(t, "the ping's answer", func(m listenMsg) bool {
+			if m.Method == "notifications/resources/updated" {
+				tags = append(tags, m.tag())
+			}
+			return isAnswer(id)(m)
+		})
+		slices.Sort(tags)
+		return tags
+	}
+	if got := updates(); !slices.Equal(got, []string{"", "2"}) {
+		t.Errorf("subscribed and listening: updates tagged %q; want one untagged and one for listen 2", got)
+	}
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	h.sendf(t, `{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},%s}}`)
+	h.expect(t, "listen 3 acknowledged", isAck("3")) // listen 2's end is set up before it
+	if got := updates(); !slices.Equal(got, []string{""}) {
+		t.Errorf("subscribed, listen ended: updates tagged %q; want one untagged", got)
+	}
+	h.sendf(t, `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["r://a"]},%s}}`)
+	h.expect(t, "listen 4 acknowledged", isAck("4"))
+	h.send(t, `{"jsonrpc":"2.0","id":5,"method":"resources/unsubscribe","params":{"uri":"r://a"}}`)
+	h.expect(t, "the answer to resources/unsubscribe", isAnswer("5"))
+	if got := updates(); !slices.Equal(got, []string{"4"}) {
+		t.Errorf("unsubscribed, listening: updates tagged %q; want one for listen 4", got)
 	}
 }

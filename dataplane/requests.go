@@ -408,11 +408,7 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 		}
 	}
 	if err != nil {
-		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) {
-			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-		return nil, werr
+		return nil, wireError(err)
 	}
 	b, err := junction.MarshalResult(res, junction.SessionHost(ss))
 	if err != nil {
@@ -423,6 +419,17 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 	}
 	b, _ = olderMembers(b)
 	return b, nil
+}
+
+// wireError returns err, a view's error, as the protocol error the host
+// gets: a JSON-RPC error as it is, anything else an internal error with
+// its message.
+func wireError(err error) *jsonrpc.Error {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return werr
 }
 
 // nonNil returns res as an mcp.Result, or an error if a source answered

@@ -97,7 +97,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	w := wire.NewWriter(out)
 	defer w.Flush()
 	c := newConn(w, p.onBadFrame)
-	c.listens = &listens{c: c}
+	c.listens = &listens{c: c, v: p.v}
 	c.planeLists = p.raw
 	if legacy != nil {
 		// As a Streamable HTTP request's, a legacy session's requests
@@ -115,13 +115,17 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 		// own lines.
 		front = &stdioHost{ServerSession: ss, c: c, v: p.v}
 		defer junction.FrontHost(ss, front)()
-		// The host is told of the view's list changes by the plane, once
-		// it has initialized (a 2026-07-28 host, which does not, hears of
-		// them on its subscriptions/listen streams); go-sdk's are not
-		// written (conn.Write, planeLists).
-		stop := front.tellLists(ctx)
-		defer stop()
+	} else {
+		// go-sdk's session answers the host, but the plane still answers
+		// its listens, which the hub's resource updates must reach.
+		defer junction.FrontHost(ss, &sdkFront{ServerSession: ss, ls: c.listens})()
 	}
+	// The host's listens hear of the view's list changes from the plane,
+	// and so does the host itself once it has initialized when the plane
+	// answers it (raw); go-sdk's are not written then (conn.Write,
+	// planeLists).
+	stop := c.tellLists(ctx, p.v, p.raw)
+	defer stop()
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
@@ -130,6 +134,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 		base = context.WithoutCancel(legacy.Context())
 	}
 	s := &stdioSession{p: p, c: c, host: ss, front: front, base: junction.WithHostSession(base, junction.SessionHost(ss)), legacy: legacy != nil}
+	c.listens.ctx, c.listens.host = s.base, junction.SessionHost(ss)
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
 
 	runErr := make(chan error, 1)
@@ -737,6 +742,18 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	// results, whatever a request names, as from go-sdk (see conn.older).
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
 	answer := s.answerer(key, hc, hr.id, false, cancel, false)
+	if on := hr.method == "resources/subscribe"; on || hr.method == "resources/unsubscribe" {
+		// A resource subscription of the host's own: the connection
+		// keeps it with those of its listens (listen.go).
+		go func() {
+			if err := s.c.listens.hostSubscribe(ctx, hr.name, on); err != nil {
+				answer(nil, wireError(err))
+				return
+			}
+			answer(json.RawMessage(`{}`), nil)
+		}()
+		return true
+	}
 	go func() { answer(s.p.answer(ctx, hr, ss, nil, typed)) }()
 	return true
 }
@@ -963,7 +980,7 @@ func (c *conn) deliver(msg jsonrpc.Message) bool {
 	case *jsonrpc.Response:
 		delete(c.asked, m.ID)
 	case *jsonrpc.Request:
-		if m.IsCall() && !planeRequest(m.ID) { // the plane's listen is not answered before the end
+		if m.IsCall() && !isPlaneInit(m.ID) { // the plane's initialize: go-sdk's answer goes to no one
 			c.pending[m.ID] = false
 		} else if id, ok := cancelledSDKID(m); ok {
 			if _, pending := c.pending[id]; pending {
@@ -1093,9 +1110,6 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.onBad(fmt.Errorf("go-sdk's session refused the initialize the plane answered: %v", resp.Error))
 		}
 		c.sdkInitOnce.Do(func() { close(c.sdkInit) })
-		return nil
-	}
-	if c.listens != nil && c.listens.fromSDK(msg) {
 		return nil
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
