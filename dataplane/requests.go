@@ -72,9 +72,9 @@ var bareMethods = [...]string{"server/discover", "ping"}
 
 // sdkMethod is a request go-sdk's server knows: its method, a new value
 // of the type go-sdk's decoder reads its params into (a pointer to a
-// nil pointer of go-sdk's params type, as go-sdk decodes them; nil for
-// initialize, which it reads its own way), and whether the params may
-// be left out.
+// nil pointer of go-sdk's params type, as go-sdk decodes them; for
+// initialize, which go-sdk reads into a type of its own with roots
+// apart, the exported one), and whether the params may be left out.
 type sdkMethod struct {
 	name     string
 	params   func() any
@@ -88,7 +88,7 @@ func paramsOf[T any]() any { return new(*T) }
 // other with -32601 (methodNotFound), and so does the plane
 // (TestUnknownMethods checks both against go-sdk's server).
 var sdkMethods = [...]sdkMethod{
-	{"initialize", nil, false},
+	{"initialize", paramsOf[mcp.InitializeParams], false},
 	{"ping", paramsOf[mcp.PingParams], true},
 	{"server/discover", paramsOf[mcp.DiscoverParams], true},
 	{"tools/list", paramsOf[mcp.ListToolsParams], true},
@@ -125,9 +125,10 @@ const sdkMaxDepth = 1000
 // takes: left out or null where it requires them, or of a shape its
 // decoder refuses into its type (the same decoder: member names matched
 // exactly, go-sdk's types); nil when it would take them, and for a
-// method it does not know or initialize. The messages are go-sdk's, word
-// for word. The message holding params is one go-sdk's decoder reads
-// (no deeper than sdkMaxDepth).
+// method it does not know. The messages are go-sdk's, word for word,
+// but for initialize's (go-sdk names its own type and writes code 0, the
+// plane -32602 and the exported type). The message holding params is one
+// go-sdk's decoder reads (no deeper than sdkMaxDepth).
 func paramsRefusal(method string, params []byte) *jsonrpc.Error {
 	m, ok := sdkMethodOf(method)
 	if !ok || m.params == nil {

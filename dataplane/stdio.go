@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,13 +193,10 @@ type stdioSession struct {
 	front *stdioHost         // the connection's Host (nil with NoRaw: go-sdk's session is)
 	base  context.Context    // the raw calls' parent: names host (junction.HostSession)
 	calls inflight
-	// ready is set once the host has sent notifications/initialized, which
-	// follows initialize in the order the lines are read (see
-	// initialized). Owned by the reading goroutine.
+	// ready is set once the host has sent notifications/initialized
+	// after initialize was answered (a second one is logged). Owned by the
+	// reading goroutine.
 	ready bool
-	// askedInit is set once the host has sent initialize (see
-	// refuseEarly). Owned by the reading goroutine.
-	askedInit bool
 	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28:
 	// that revision's requests (per-request _meta, subscriptions/listen)
 	// are go-sdk's to refuse.
@@ -233,7 +231,64 @@ func (s *stdioSession) take(line []byte) bool {
 	if !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
 		return false // refused as not JSON, or too deep (conn.decode)
 	}
-	return s.refuseParams(line) || s.dropped(line)
+	return s.refuseParams(line) || s.dropped(line) || s.answerRest(line)
+}
+
+// answerRest answers a message no taker above took, as go-sdk's session
+// would, and reports whether it did: false for a line go-sdk's decoder
+// does not read as a message, which conn.decode refuses. A notification
+// the plane has no use for (one it does not know, or one of the
+// session's before initialize is answered) and an answer to no request
+// are dropped, as JSON-RPC asks; a request gets the error of restError.
+// go-sdk's session is handed nothing. Called by the reading goroutine.
+func (s *stdioSession) answerRest(line []byte) bool {
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		if ok && req.Method == "notifications/initialized" && !s.initialized() {
+			s.p.logger.Error("initialized before initialize") // as go-sdk's server logs it
+		}
+		return true
+	}
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	decodeParams(line, &env) // the id as the host wrote it: go-sdk's decoder read it
+	s.c.out.Write(wire.ErrorLine(env.ID, s.restError(req)))
+	return true
+}
+
+// restError returns the error for a request no taker took (answerRest),
+// in the order go-sdk's server checks it: what its _meta names, the
+// session's state (a request before initialize is answered), the method
+// (one go-sdk knows, as a request), and its params. What is left is a
+// request the plane should have taken: it is refused as an internal
+// error, and logged.
+func (s *stdioSession) restError(req *jsonrpc.Request) *jsonrpc.Error {
+	meta, _ := paramsMeta(req.Params)
+	if werr := metaRefusal(meta); werr != nil {
+		return werr
+	}
+	method := req.Method
+	switch {
+	case !s.initialized() && !namesRevision(meta) && !slices.Contains(beforeInitialize[:], method):
+		return earlyError(method)
+	case slices.Contains(sdkNotifications[:], method):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("invalid request: unexpected id for %q", method)}
+	case !isSDKMethod(method):
+		return methodNotFound(method)
+	}
+	if werr := paramsRefusal(method, req.Params); werr != nil {
+		return werr
+	}
+	if method == "initialize" && s.initialized() {
+		return initializeAgain()
+	}
+	s.p.logger.Warn("request not served: the data plane took no path for it", "method", method)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the hub did not serve this %s request", method)}
 }
 
 // dropped reports whether line, as the host sent it, is a message
@@ -313,7 +368,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 			if bytes.Contains(tc.meta, []byte(junction.TasksExtension)) && s.takeTask(line) {
 				return true
 			}
-			return s.takeCall(tc) || !s.askedInit && !s.initialized() && s.refuseEarly(line) || s.refuseMeta(line)
+			return s.takeCall(tc) || !s.initialized() && s.refuseEarly(line) || s.refuseMeta(line)
 		}
 	}
 	if !isCall && mayBeRequest(line) {
@@ -337,7 +392,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 	if bytes.Contains(line, []byte(`"subscriptions/listen"`)) {
 		return !s.legacy && s.c.listens.take(line)
 	}
-	if !s.askedInit && !s.initialized() && s.refuseEarly(line) {
+	if !s.initialized() && s.refuseEarly(line) {
 		return true
 	}
 	if !isCall && s.takeNotification(line) {
@@ -424,14 +479,8 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 		s.c.out.Write(wire.ErrorLine(id, werr))
 		return true
 	}
-	if s.askedInit {
-		if !s.c.greeted.Load() {
-			return false // the first is go-sdk's, and not yet answered: go-sdk orders them
-		}
-		s.c.out.Write(wire.ErrorLine(id, &jsonrpc.Error{
-			Code:    jsonrpc.CodeInvalidRequest,
-			Message: "initialize again: this connection is initialized already (a client initializes once)",
-		}))
+	if s.c.greeted.Load() {
+		s.c.out.Write(wire.ErrorLine(id, initializeAgain()))
 		return true
 	}
 	ip, ok := decodeInitialize(params)
@@ -442,7 +491,6 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	if err != nil {
 		return false
 	}
-	s.askedInit = true
 	res := s.p.v.Initialize(ip)
 	s.front.init.Store(ip)
 	if !junction.ParseRevision(res.ProtocolVersion).TypedResults() {
@@ -523,17 +571,11 @@ func (s *stdioSession) refuseEarly(line []byte) bool {
 	id, rawMethod, params, ok := envelope(line)
 	method, plain := rawjson.PlainString(rawMethod)
 	if !ok || !plain {
-		// A shape the plane does not read is go-sdk's to answer; one that
-		// may be an initialize ends the refusals, as go-sdk may take it.
-		if bytes.Contains(line, []byte(`"initialize"`)) {
-			s.askedInit = true
-		}
-		return false
+		return false // read again in the plane's shape (canonical)
 	}
 	meta, ok := paramsMeta(params)
 	switch {
 	case string(method) == "initialize":
-		s.askedInit = true
 		return false
 	case id == nil || !ok:
 		return false
@@ -541,12 +583,37 @@ func (s *stdioSession) refuseEarly(line []byte) bool {
 		return false // a request that stands alone: go-sdk checks its revision
 	case string(method) == "ping", string(method) == "server/discover":
 		return false // allowed, and refused only by revision
+	case string(method) == "notifications/initialized", string(method) == "notifications/roots/list_changed":
+		return false // a notification's method with an id: refused as such (restError)
 	}
-	s.c.out.Write(wire.ErrorLine(id, &jsonrpc.Error{
+	s.c.out.Write(wire.ErrorLine(id, earlyError(string(method))))
+	return true
+}
+
+// beforeInitialize are the methods go-sdk's server looks at in a request
+// sent before initialize has been answered, as it looks at any other
+// after: every other is refused (earlyError). Those of notifications are
+// then refused for their id (restError), and the plane refuses the
+// session's own (logging/setLevel, the resource subscriptions) too.
+var beforeInitialize = [...]string{"initialize", "ping", "notifications/initialized", "notifications/roots/list_changed"}
+
+// earlyError is the error of a request of a revision before 2026-07-28
+// that comes before initialize has been answered (go-sdk's server wrote
+// code 0, "… is invalid during session initialization").
+func earlyError(method string) *jsonrpc.Error {
+	return &jsonrpc.Error{
 		Code:    jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("%s before initialize: a client of a revision before 2026-07-28 sends initialize first", method),
-	}))
-	return true
+	}
+}
+
+// initializeAgain is the error of an initialize after the first (go-sdk's
+// server wrote code 0, "duplicate \"initialize\" received").
+func initializeAgain() *jsonrpc.Error {
+	return &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidRequest,
+		Message: "initialize again: this connection is initialized already (a client initializes once)",
+	}
 }
 
 // takeNotification takes the host's notifications of its session once
@@ -556,20 +623,16 @@ func (s *stdioSession) refuseEarly(line []byte) bool {
 // connection's Host; a second notifications/initialized, which is logged
 // as go-sdk's server logs it; and notifications/progress, which a server
 // of the hub's has no use for (go-sdk's server ignores it too). go-sdk's
-// session never hears of them. Before the answer (a host that sends its
-// notification and its requests without waiting for it), they are
-// go-sdk's, which orders them after its initialize. Called by the
-// reading goroutine.
+// session never hears of them. Before the answer they are dropped
+// (answerRest), as go-sdk's server drops them. Called by the reading
+// goroutine.
 func (s *stdioSession) takeNotification(line []byte) bool {
 	id, method, _, ok := envelope(line)
 	if !ok || id != nil {
 		return false
 	}
 	if !s.c.greeted.Load() {
-		if string(method) == `"notifications/initialized"` {
-			s.ready = true
-		}
-		return false
+		return false // dropped (answerRest), as go-sdk's server drops it before initialize
 	}
 	switch string(method) {
 	case `"notifications/initialized"`:
@@ -592,9 +655,8 @@ func (s *stdioSession) takeNotification(line []byte) bool {
 // initialized reports whether the raw path takes the host's requests
 // that need a session: once initialize has been answered, as go-sdk's
 // server serves them from then on, without waiting for
-// notifications/initialized; or once that notification has been read,
-// for a host that sends it and its requests before the answer arrives.
-func (s *stdioSession) initialized() bool { return s.ready || s.c.greeted.Load() }
+// notifications/initialized.
+func (s *stdioSession) initialized() bool { return s.c.greeted.Load() }
 
 // takeListen takes the host's subscriptions/listen requests and their
 // cancellations, which the plane answers (see listen.go), and reports

@@ -1698,6 +1698,71 @@ func TestStdioMetaTwiceOnPlane(t *testing.T) {
 	}
 }
 
+// TestStdioAnswersTheRest: over stdio what no path of the plane takes
+// is answered by the plane as go-sdk's session answers it, before
+// initialize and after: a notification's method sent with an id, an
+// initialize without params. go-sdk's session is handed none of it.
+// (A request before initialize is refused as in TestStdioInitializeRefused.)
+func TestStdioAnswersTheRest(t *testing.T) {
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"notifications/progress","params":{"progressToken":1,"progress":1}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"notifications/roots/list_changed"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"notifications/cancelled","params":{"requestId":9}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"initialize"}`,
+	}
+	answeredAsSDK(t, lines, true)
+	// Before initialize go-sdk refuses the methods of notifications it
+	// does not look at then as it refuses any request then (code 0: the
+	// plane's -32600, docs/deviations.md).
+	answeredAsSDK(t, []string{lines[0], lines[2], lines[4]}, false)
+}
+
+// TestStdioInitializeRefused: over stdio an initialize whose params
+// go-sdk's decoder refuses is answered by the plane with the decoder's
+// error (-32602; go-sdk's server wrote code 0 and named a type of its
+// own: docs/deviations.md), leaves the connection uninitialized (a
+// request is still refused as before initialize), and a good initialize
+// after it is answered; go-sdk's session is handed nothing but the
+// initialize the plane hands it.
+func TestStdioInitializeRefused(t *testing.T) {
+	var mu sync.Mutex
+	var handed []string
+	hook := func(msg jsonrpc.Message) {
+		b, _ := jsonrpc.EncodeMessage(msg)
+		mu.Lock()
+		handed = append(handed, string(b))
+		mu.Unlock()
+	}
+	testHookDeliver.Store(&hook)
+	t.Cleanup(func() { testHookDeliver.Store(nil) })
+	h := startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil)
+	for _, tc := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`, "handling 'initialize': invalid params: unmarshaling"},
+		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":[]}`, "handling 'initialize': invalid params: unmarshaling"},
+		{`{"jsonrpc":"2.0","id":5,"method":"initialize","params":null}`, `missing required "params"`},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "tools/list before initialize"},
+	} {
+		h.send(t, tc.line)
+		m := h.recvWithin(t, 10*time.Second)
+		if e, _ := m["error"].(map[string]any); e == nil || !strings.Contains(fmt.Sprint(e["message"]), tc.want) {
+			t.Errorf("%s: %v; want an error saying %q", tc.line, m, tc.want)
+		}
+	}
+	h.initialize(t)
+	h.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	if m := h.recvWithin(t, 10*time.Second); m["result"] == nil {
+		t.Errorf("tools/list after a good initialize: %v", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, d := range handed {
+		if !strings.Contains(d, `"\u0000init"`) {
+			t.Errorf("go-sdk's session was handed %s; want only the initialize the plane hands it", d)
+		}
+	}
+}
+
 // TestStdioDropsAsSDK: over stdio the messages go-sdk's session would do
 // nothing with are dropped by the plane, without an answer and without
 // reaching go-sdk: a request sent without an id or with a null one, a
@@ -1721,6 +1786,7 @@ func TestStdioDropsAsSDK(t *testing.T) {
 	h := startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.initialize(t)
 	dropped := []string{
+		`{"jsonrpc":"2.0","method":"notifications/zz-drop"}`,
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"zz-drop","progress":1}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"zz-drop","arguments":{}}}`,
