@@ -55,6 +55,9 @@ type hostRequest struct {
 	// one of the view's own tools (ownToolRequest).
 	params any
 	name   string // what the request names: a prompt's name, a resource's URI ("" for the others)
+	// versions are the revisions the request's transport carries, which
+	// server/discover lists (nil: every revision; see legacyVersions).
+	versions []string
 }
 
 // requestMethods are the methods besides the lists that the plane takes;
@@ -403,7 +406,7 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 		case "ping":
 			return json.RawMessage(`{}`), nil
 		case "server/discover":
-			res = p.v.Discover(nil)
+			res = p.v.Discover(hr.versions)
 		default:
 			res, err = p.v.ListPage(ctx, hr.method, hr.cursor)
 		}

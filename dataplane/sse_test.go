@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
@@ -158,4 +161,90 @@ func openLegacy(t *testing.T, req *http.Request) (endpoint string, events *bufio
 		}
 	}
 	return endpoint, events, resp
+}
+
+// TestSSEModernRequests: on a legacy HTTP+SSE session (initialized at
+// 2025-11-25) requests of 2026-07-28 are served as go-sdk's server
+// serves them, by the plane: a list, server/discover (listing only the
+// revisions the transport carries), a prompt, a call, a listen's
+// acknowledgement; go-sdk's session is handed nothing but the
+// initialize the plane hands it.
+func TestSSEModernRequests(t *testing.T) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+	lines := []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","arguments":{},` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"x",` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"},` + meta + `}}`,
+	}
+	run := func(opts *Options) (answers []string) {
+		srv := httptest.NewServer(New(viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), opts).SSEHandler(1 << 20))
+		t.Cleanup(srv.Close)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/sse", nil)
+		endpoint, events, _ := openLegacy(t, req)
+		for _, line := range lines {
+			resp, err := http.Post(srv.URL+endpoint, "application/json", strings.NewReader(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			var want struct {
+				ID json.RawMessage `json:"id"`
+			}
+			json.Unmarshal([]byte(line), &want)
+			if want.ID == nil {
+				continue
+			}
+			for {
+				l, err := events.ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, ok := strings.CutPrefix(strings.TrimSpace(l), "data: ")
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Params struct {
+						Meta map[string]json.RawMessage `json:"_meta"`
+					} `json:"params"`
+				}
+				if !ok || json.Unmarshal([]byte(data), &m) != nil {
+					continue
+				}
+				if string(m.ID) == string(want.ID) || string(m.Params.Meta[mcp.MetaKeySubscriptionID]) == string(want.ID) {
+					answers = append(answers, data)
+					break
+				}
+			}
+		}
+		return answers
+	}
+	var mu sync.Mutex
+	var handed []string
+	hook := func(msg jsonrpc.Message) {
+		b, _ := jsonrpc.EncodeMessage(msg)
+		mu.Lock()
+		handed = append(handed, string(b))
+		mu.Unlock()
+	}
+	testHookDeliver.Store(&hook)
+	got := run(nil)
+	testHookDeliver.Store(nil)
+	want := run(&Options{NoRaw: true})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", diff)
+	}
+	if !strings.Contains(got[3], `"supportedVersions":["2025-11-25"`) || strings.Contains(got[3], "2026-07-28") {
+		t.Errorf("server/discover on a legacy session: %s; want only the revisions the transport carries", got[3])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, d := range handed {
+		if !strings.Contains(d, `"\u0000init"`) {
+			t.Errorf("go-sdk's session was handed %s; want only the initialize the plane hands it", d)
+		}
+	}
 }

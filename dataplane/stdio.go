@@ -197,9 +197,9 @@ type stdioSession struct {
 	// after initialize was answered (a second one is logged). Owned by the
 	// reading goroutine.
 	ready bool
-	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28:
-	// that revision's requests (per-request _meta, subscriptions/listen)
-	// are go-sdk's to refuse.
+	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28
+	// (its requests of 2026-07-28 are served as on stdio, but its
+	// server/discover lists the revisions the transport carries).
 	legacy bool
 	// batch is the reading goroutine's: requests to servers queue there
 	// while it handles what one read brought in (see writer.go).
@@ -390,7 +390,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 		return ok && (s.c.listens.cancel(id) || s.calls.cancel(string(id)))
 	}
 	if bytes.Contains(line, []byte(`"subscriptions/listen"`)) {
-		return !s.legacy && s.c.listens.take(line)
+		return s.c.listens.take(line)
 	}
 	if !s.initialized() && s.refuseEarly(line) {
 		return true
@@ -406,7 +406,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 // taker above declines such a request. Called by the reading goroutine.
 func (s *stdioSession) refuseMeta(line []byte) bool {
 	id, _, params, ok := requestEnvelope(line)
-	if !ok || s.legacy {
+	if !ok {
 		return false
 	}
 	meta, ok := paramsMeta(params)
@@ -430,7 +430,7 @@ func (s *stdioSession) refuseMeta(line []byte) bool {
 // answers, were taken before. Called by the reading goroutine.
 func (s *stdioSession) refuseUnknown(line []byte) bool {
 	id, method, mi, ok := unknownMethod(line)
-	if !ok || id != nil && (!s.initialized() && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy) {
+	if !ok || id != nil && !s.initialized() && !mi.rev.Stateless() {
 		return false
 	}
 	if id != nil {
@@ -469,7 +469,7 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 		// refuses it as it refuses a _meta it cannot read (metaRefusal),
 		// or as a method of no revision it names. It is not the host's
 		// initialize.
-		if mi := readMeta(meta); !mi.rev.PerRequestMeta() || s.legacy {
+		if mi := readMeta(meta); !mi.rev.PerRequestMeta() {
 			return false
 		}
 		werr := metaRefusal(meta)
@@ -666,7 +666,7 @@ func (s *stdioSession) takeListen(line []byte) bool {
 		id, ok := cancelledID(line)
 		return ok && s.c.listens.cancel(id)
 	}
-	return !s.legacy && bytes.Contains(line, []byte(`"subscriptions/listen"`)) && s.c.listens.take(line)
+	return bytes.Contains(line, []byte(`"subscriptions/listen"`)) && s.c.listens.take(line)
 }
 
 // takeCall answers tc, a plain tools/call, on the raw path if it can, and
@@ -675,7 +675,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	mi := readMeta(tc.meta)
 	// Before initialize only a request of 2026-07-28 or later stands on
 	// its own.
-	if !mi.ok || !s.initialized() && !mi.rev.Stateless() || mi.rev.PerRequestMeta() && s.legacy {
+	if !mi.ok || !s.initialized() && !mi.rev.Stateless() {
 		return false
 	}
 	key := string(tc.id)
@@ -765,7 +765,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 // goroutine.
 func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	mi := readMeta(hr.meta)
-	if !mi.ok || mi.rev.PerRequestMeta() && s.legacy {
+	if !mi.ok {
 		return false
 	}
 	if !inRevision(hr, mi.rev) {
@@ -779,6 +779,9 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	if hr.method == "logging/setLevel" {
 		s.setLevel(hr)
 		return true
+	}
+	if s.legacy {
+		hr.versions = legacyVersions()
 	}
 	key := string(hr.id)
 	hc := &hostCall{}
@@ -958,7 +961,23 @@ func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return
 // legacy HTTP+SSE transport has no binding in 2026-07-28, so a legacy
 // session negotiates an earlier revision, as go-sdk's SSE transport does.
 func (t connTransport) SupportsProtocolVersion(version string) bool {
-	return !t.legacy || !junction.ParseRevision(version).Stateless()
+	return !t.legacy || legacyCarries(version)
+}
+
+// legacyCarries reports whether the legacy HTTP+SSE transport carries
+// protocol version: one before 2026-07-28, which has no binding for it.
+func legacyCarries(version string) bool { return !junction.ParseRevision(version).Stateless() }
+
+// legacyVersions are the protocol versions the hub speaks that the
+// legacy HTTP+SSE transport carries (legacyCarries).
+func legacyVersions() []string {
+	var out []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if legacyCarries(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // conn is go-sdk's side of a stdio connection: an [mcp.Connection] whose
