@@ -282,18 +282,16 @@ func (v *View) scriptHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 			innerMeta[MetaKeyTraceState] = tc.State
 		}
 	}
-	if req.Session == nil {
-		// A request that stands alone (2026-07-28) names the host's
-		// revision and capabilities in its _meta, not in a session: each
-		// call goes on with them, so that an upstream that asks the host
-		// something is answered as this host can be.
-		for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo} {
-			if v, ok := req.Params.Meta[k]; ok {
-				if innerMeta == nil {
-					innerMeta = mcp.Meta{}
-				}
-				innerMeta[k] = v
+	// A request of 2026-07-28 or later names the host's revision and
+	// capabilities in its _meta (it stands alone; an older host's request
+	// names none): each call goes on with them, so that an upstream that
+	// asks the host something is answered as this host can be.
+	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo} {
+		if v, ok := req.Params.Meta[k]; ok {
+			if innerMeta == nil {
+				innerMeta = mcp.Meta{}
 			}
+			innerMeta[k] = v
 		}
 	}
 	var done atomic.Int64

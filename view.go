@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -138,6 +139,10 @@ func (v *View) Implementation() *mcp.Implementation {
 	o := v.hub.opts
 	return &mcp.Implementation{Name: o.Name, Title: o.Title, Version: o.Version}
 }
+
+// KeepAlive returns how often a front pings each host session of the
+// view, and closes it when a ping fails ([Options.KeepAlive]; 0: never).
+func (v *View) KeepAlive() time.Duration { return v.hub.opts.KeepAlive }
 
 // Name returns the view's name ("" for the default view).
 func (v *View) Name() string { return v.name }

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -42,42 +45,36 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 }
 
 // stdioHost is a stdio connection's host session (junction.Host), as
-// the hub and its sources reach it. Its log messages and progress go out
-// as lines of the connection, the log messages filtered by the level the
-// host set with logging/setLevel, which the plane answers and the hub
-// keeps (go-sdk's session never sees it), as do the resource updates of
-// the subscriptions the plane answered. While the host has set no level,
-// it leaves log messages to go-sdk's session, which sends none, or those
-// at the level a 2026-07-28 request go-sdk answers names, as go-sdk's
-// handler keeps it. Its requests to the host (sampling, elicitation,
-// roots) are lines of the connection too, whose answers the reading
-// goroutine takes (asks). It tells the host of the view's list changes
-// (tellLists). What the host sent in initialize is its own when the
-// plane answered it (init), go-sdk's session's when go-sdk did; the
-// session's end is still go-sdk's session's.
-//
-// It is recorded as the Host the session is (junction.FrontHost), so
-// that a request from go-sdk's server names the same Host as a raw
-// call's context does.
+// the hub and its sources reach it; the plane answers everything the
+// host sends on the connection, and no go-sdk session is made for it.
+// Its log messages and progress go out as lines of the connection, the
+// log messages filtered by the level the host set with logging/setLevel,
+// which the plane answers and the hub keeps (none before the host sets
+// one, as go-sdk's server sends none), as do the resource updates of
+// the subscriptions the plane answered (listens.updated). Its requests to
+// the host (sampling, elicitation, roots) are lines of the connection
+// too, whose answers the reading goroutine takes (asks). What the host
+// sent in initialize is its own (init). It ends with the connection.
 type stdioHost struct {
-	*mcp.ServerSession
-	c    *conn
-	v    View
-	init atomic.Pointer[mcp.InitializeParams] // the host's initialize, once the plane answered it
+	c     *conn
+	v     View
+	init  atomic.Pointer[mcp.InitializeParams] // the host's initialize, once the plane answered it
+	ended chan struct{}                        // closed when the connection ends
+}
+
+// ID implements junction.Host: a stdio connection is its one session,
+// which has no id.
+func (h *stdioHost) ID() string { return "" }
+
+// Wait implements junction.Host: it returns when the connection ends.
+func (h *stdioHost) Wait() error {
+	<-h.ended
+	return nil
 }
 
 // InitializeParams implements junction.Host: what the host sent in
 // initialize, nil before it has.
-func (h *stdioHost) InitializeParams() *mcp.InitializeParams {
-	if p := h.init.Load(); p != nil {
-		return p
-	}
-	return h.ServerSession.InitializeParams()
-}
-
-// SDKSession returns the connection's go-sdk session (see
-// junction.FrontHost).
-func (h *stdioHost) SDKSession() *mcp.ServerSession { return h.ServerSession }
+func (h *stdioHost) InitializeParams() *mcp.InitializeParams { return h.init.Load() }
 
 // Notify writes the notification of method with params as a line of the
 // connection; a resource's update (which the hub sends it, see
@@ -99,7 +96,7 @@ func (h *stdioHost) Notify(method string, params mcp.Params) error {
 func (h *stdioHost) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
 	level, _ := h.v.HostState(h)
 	if level == "" {
-		return h.ServerSession.Log(ctx, p)
+		return nil // the host set no level: none are sent, as go-sdk's server sends none
 	}
 	if !junction.LevelPasses(p.Level, level) {
 		return nil
@@ -141,6 +138,40 @@ func (h *stdioHost) request(ctx context.Context, method string, params mcp.Param
 		return fmt.Errorf("%s: the host's result: %w", method, err)
 	}
 	return nil
+}
+
+// keepAlive pings the host every interval, as go-sdk's server pings its
+// sessions (ServerOptions.KeepAlive): a ping the host does not answer
+// within half the interval, or answers with an error, ends the
+// connection (end), logged; a host that does not know ping (-32601) is
+// not pinged again. It returns when ctx is done or the host's input ends.
+func (h *stdioHost) keepAlive(ctx context.Context, every time.Duration, logger *slog.Logger, end func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.c.gone:
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every/2)
+		err := h.request(pctx, "ping", &mcp.PingParams{}, &struct{}{})
+		cancel()
+		var werr *jsonrpc.Error
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound:
+			return
+		case ctx.Err() != nil:
+			return
+		}
+		logger.Error("keepalive ping failed; closing session", "error", err)
+		end()
+		return
+	}
 }
 
 // ListRoots implements junction.Host.

@@ -158,16 +158,43 @@ func (m *idMap) toSDK(scope string, msg []byte) (out []byte, ours string) {
 		}
 		return msg, ""
 	}
-	s, e, ok := rawjson.Member(msg, "id")
+	raw, ok := idToSubstitute(msg)
 	if !ok {
 		return msg, ""
 	}
-	raw := msg[s:e]
-	if c := raw[0]; c != '"' && c != '-' && (c < '0' || c > '9') || sdkKeepsID(raw) {
-		return msg, "" // null, or not an id at all: go-sdk says so
-	}
 	ours = m.substitute(scope, raw)
 	return replaceMember(msg, "id", ourJSON(ours)), ours
+}
+
+// idToSubstitute returns the id of msg, a request, if go-sdk would not
+// return it as sent (sdkKeepsID): a number or a string. Null, or what is
+// not an id at all, go-sdk refuses itself.
+func idToSubstitute(msg []byte) ([]byte, bool) {
+	s, e, ok := rawjson.Member(msg, "id")
+	if !ok {
+		return nil, false
+	}
+	raw := msg[s:e]
+	if c := raw[0]; c != '"' && c != '-' && (c < '0' || c > '9') || sdkKeepsID(raw) {
+		return nil, false
+	}
+	return raw, true
+}
+
+// sdkReadable returns msg, a message a host sent, with the id of a
+// request that go-sdk would not return as sent (as toSDK would
+// substitute it) replaced by one it reads, so that it is read as go-sdk
+// reads what it is handed; nothing is noted. The raw id is returned too
+// (nil when none was replaced).
+func sdkReadable(msg []byte) ([]byte, []byte) {
+	if _, _, hasMethod := rawjson.Member(msg, "method"); !hasMethod {
+		return msg, nil
+	}
+	raw, ok := idToSubstitute(msg)
+	if !ok {
+		return msg, nil
+	}
+	return replaceMember(msg, "id", []byte(`"\u0000id"`)), raw
 }
 
 // idFromSDK is the plane's id in a message go-sdk answered, if it is one.

@@ -51,12 +51,6 @@ import (
 // of gets the hub's error. A listen granted nothing is answered at once,
 // as go-sdk answers it. A cancelled listen gets no answer.
 
-// planeInitID is the id of the host's initialize, which the plane
-// answers and hands go-sdk's session under this id (stdio.go); it starts
-// with a NUL, as the plane's substitute ids do (ids.go), and does not
-// collide with those.
-const planeInitID = "\x00init"
-
 // listens are a stdio connection's subscriptions/listen streams, and
 // the resource subscriptions it holds with the hub, for them and for the
 // host's own resources/subscribe.

@@ -124,8 +124,8 @@ func TestStdioListens(t *testing.T) {
 			handed = append(handed, string(b))
 			mu.Unlock()
 		}
-		testHookDeliver.Store(&hook)
-		t.Cleanup(func() { testHookDeliver.Store(nil) })
+		testHookUntaken.Store(&hook)
+		t.Cleanup(func() { testHookUntaken.Store(nil) })
 		testListens(t, nil)
 		mu.Lock()
 		defer mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -37,7 +38,9 @@ type Options struct {
 // implementation; the methods below are documented there.
 //
 //   - Server and Implementation: the view's go-sdk server, which answers
-//     what the raw path does not take, and its serverInfo.
+//     what the raw path does not take, and its serverInfo; KeepAlive, how
+//     often the plane pings a stdio host (go-sdk's server pings its own
+//     sessions).
 //   - BeginRaw and AwaitRaw: a tools/call the plane answers itself begins
 //     here, with the view's selection (AwaitRaw waits for the sources
 //     still connecting, and gives the error of a tool still unknown); the
@@ -65,6 +68,7 @@ type Options struct {
 type View interface {
 	Server() *mcp.Server
 	Implementation() *mcp.Implementation
+	KeepAlive() time.Duration
 	BeginRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller)
 	AwaitRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller, *jsonrpc.Error)
 	OwnTool(name string) bool

@@ -374,12 +374,13 @@ func parseMetaParams(hr hostRequest, params []byte, cursor bool) (hostRequest, b
 	return hr, true
 }
 
-// answer returns the result of hr for the host of session ss (nil: a
+// answer returns the result of hr for host, the host's session (nil: a
 // request that stands alone), whose revision has typed results
 // (2026-07-28 and later: "resultType" and the hub's serverInfo) or not
 // (without that revision's members), or its error. ctx names the host
 // (junction.HostSession) and, over HTTP, its user.
-func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSession, extra *mcp.RequestExtra, typed bool) (json.RawMessage, *jsonrpc.Error) {
+func (p *Plane) answer(ctx context.Context, hr hostRequest, host junction.Host, extra *mcp.RequestExtra, typed bool) (json.RawMessage, *jsonrpc.Error) {
+	ss, _ := host.(*mcp.ServerSession) // go-sdk's requests name go-sdk's session (an HTTP host's)
 	var res mcp.Result
 	var err error
 	switch params := hr.params.(type) {
@@ -392,13 +393,13 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 	case *mcp.CallToolParamsRaw:
 		res, err = nonNil(p.v.CallOwnTool(ctx, &mcp.CallToolRequest{Session: ss, Params: params, Extra: extra}))
 	case *mcp.SetLoggingLevelParams:
-		if werr := p.v.SetHostLevel(junction.SessionHost(ss), params.Level); werr != nil {
+		if werr := p.v.SetHostLevel(host, params.Level); werr != nil {
 			return nil, werr
 		}
 		return json.RawMessage(`{}`), nil
 	case *mcp.SubscribeParams, *mcp.UnsubscribeParams:
 		_, on := params.(*mcp.SubscribeParams)
-		if err = p.v.SubscribeHost(ctx, junction.SessionHost(ss), hr.name, on); err == nil {
+		if err = p.v.SubscribeHost(ctx, host, hr.name, on); err == nil {
 			return json.RawMessage(`{}`), nil
 		}
 	default:
@@ -414,7 +415,7 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, ss *mcp.ServerSessio
 	if err != nil {
 		return nil, wireError(err)
 	}
-	b, err := junction.MarshalResult(res, junction.SessionHost(ss))
+	b, err := junction.MarshalResult(res, host)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: hr.method + ": " + err.Error()}
 	}
@@ -599,7 +600,7 @@ func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *htt
 	f.p.count("http", hr.method)
 	extra := requestExtra(r)
 	run := func() rawOutcome {
-		res, werr := f.p.answer(ctx, hr, s.ss, extra, false)
+		res, werr := f.p.answer(ctx, hr, junction.SessionHost(s.ss), extra, false)
 		return rawOutcome{res: res, werr: werr}
 	}
 	var o rawOutcome

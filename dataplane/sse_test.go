@@ -230,9 +230,9 @@ func TestSSEModernRequests(t *testing.T) {
 		handed = append(handed, string(b))
 		mu.Unlock()
 	}
-	testHookDeliver.Store(&hook)
+	testHookUntaken.Store(&hook)
 	got := run(nil)
-	testHookDeliver.Store(nil)
+	testHookUntaken.Store(nil)
 	want := run(&Options{NoRaw: true})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", diff)

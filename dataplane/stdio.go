@@ -93,6 +93,8 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 // of the request that opened it, legacy (its user, the address it came
 // to); a stdio host's carry none.
 func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max int, legacy *http.Request) error {
+	var pinger sync.WaitGroup
+	defer pinger.Wait() // after cancel
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := wire.NewWriter(out)
@@ -100,31 +102,35 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	c := newConn(w, p.onBadFrame)
 	c.listens = &listens{c: c, v: p.v}
 	c.planeLists = p.raw
+	c.sdk = !p.raw
 	if legacy != nil {
 		// As a Streamable HTTP request's, a legacy session's requests
 		// carry the header and token of the request that opened it.
 		c.extra = &mcp.RequestExtra{Header: legacy.Header, TokenInfo: auth.TokenInfoFromContext(legacy.Context())}
 	}
-	ss, err := p.v.Server().Connect(ctx, connTransport{c, legacy != nil}, nil)
-	if err != nil {
-		return err
-	}
+	// The connection's Host: the plane's own, which answers everything
+	// the host sends; with NoRaw, go-sdk's session, which answers all but
+	// the tasks extension and the listens (tasks.go, listen.go).
 	var front *stdioHost
+	var host junction.Host
+	var ss *mcp.ServerSession
 	if p.raw {
-		// The plane answers initialize and logging/setLevel, and the
-		// session's log messages and progress go out as the connection's
-		// own lines.
-		front = &stdioHost{ServerSession: ss, c: c, v: p.v}
-		defer junction.FrontHost(ss, front)()
+		front = &stdioHost{c: c, v: p.v, ended: make(chan struct{})}
+		defer close(front.ended)
+		host = front
 	} else {
-		// go-sdk's session answers the host, but the plane still answers
-		// its listens, which the hub's resource updates must reach.
-		defer junction.FrontHost(ss, &sdkFront{ServerSession: ss, ls: c.listens})()
+		var err error
+		if ss, err = p.v.Server().Connect(ctx, connTransport{c, legacy != nil}, nil); err != nil {
+			return err
+		}
+		// The hub's updates of the resources the listens name reach them
+		// through this Host (sdkFront.Notify).
+		host = &sdkFront{ServerSession: ss, ls: c.listens}
+		defer junction.FrontHost(ss, host)()
 	}
 	// The host's listens hear of the view's list changes from the plane,
 	// and so does the host itself once it has initialized when the plane
-	// answers it (raw); go-sdk's are not written then (conn.Write,
-	// planeLists).
+	// answers it; go-sdk's are not written then (conn.Write, planeLists).
 	stop := c.tellLists(ctx, p.v, p.raw)
 	defer stop()
 	// Raw calls are made for the connection's session; they are not
@@ -134,23 +140,33 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	if legacy != nil {
 		base = context.WithoutCancel(legacy.Context())
 	}
-	s := &stdioSession{p: p, c: c, host: ss, front: front, base: junction.WithHostSession(base, junction.SessionHost(ss)), legacy: legacy != nil}
-	c.listens.ctx, c.listens.host = s.base, junction.SessionHost(ss)
+	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: legacy != nil}
+	c.listens.ctx, c.listens.host = s.base, host
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
+	if every := p.v.KeepAlive(); every > 0 && front != nil {
+		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
+	}
 
-	runErr := make(chan error, 1)
-	go func() {
-		closed := make(chan error, 1)
-		go func() { closed <- ss.Wait() }()
-		select {
-		case <-ctx.Done():
-			ss.Close()
-			<-closed
-			runErr <- ctx.Err()
-		case err := <-closed:
-			runErr <- err
-		}
-	}()
+	// The connection ends with ctx, or with go-sdk's session (NoRaw: a
+	// write of its failed), or with its input.
+	ended := ctx.Done()
+	var sdkErr chan error
+	if ss != nil {
+		sdkErr = make(chan error, 1)
+		go func() {
+			closed := make(chan error, 1)
+			go func() { closed <- ss.Wait() }()
+			select {
+			case <-ctx.Done():
+				ss.Close()
+				<-closed
+				sdkErr <- ctx.Err()
+			case err := <-closed:
+				sdkErr <- err
+			}
+		}()
+		ended = nil
+	}
 	readErr := make(chan error, 1)
 	go func() {
 		err := readFrames(in, max, c, s.take, s.batch.Flush)
@@ -159,26 +175,41 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	}()
 	defer s.endTasks()
 
+	var err error
 	select {
-	case err = <-runErr:
-		// The session ended (ctx done, or a write failed): stop. The read
-		// goroutine ends at the next line or at the end of in; a blocked
-		// read of os.Stdin cannot be interrupted.
+	case <-ended:
+		err = ctx.Err()
+		s.stop()
+	case err = <-sdkErr:
+		// go-sdk's session ended (ctx done, or a write failed): stop. The
+		// read goroutine ends at the next line or at the end of in; a
+		// blocked read of os.Stdin cannot be interrupted.
 		cancel()
-		c.Close()
-		s.calls.cancelAll()
-		s.calls.wait(DrainTimeout)
+		s.stop()
 	case rerr := <-readErr:
 		// The input ended: answer the raw calls in flight, then let go-sdk
 		// see the end, after it has answered its own.
 		s.calls.wait(DrainTimeout)
 		c.endInput(rerr)
-		err = <-runErr
+		if sdkErr != nil {
+			err = <-sdkErr
+		} else {
+			err = rerr
+			c.Close()
+		}
 	}
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		err = nil
 	}
 	return err
+}
+
+// stop ends the connection at once: its raw calls are cancelled, and
+// waited for (up to DrainTimeout).
+func (s *stdioSession) stop() {
+	s.c.Close()
+	s.calls.cancelAll()
+	s.calls.wait(DrainTimeout)
 }
 
 func (p *Plane) onBadFrame(err error) {
@@ -189,9 +220,8 @@ func (p *Plane) onBadFrame(err error) {
 type stdioSession struct {
 	p     *Plane
 	c     *conn
-	host  *mcp.ServerSession // the connection's session: raw calls are made for it
-	front *stdioHost         // the connection's Host (nil with NoRaw: go-sdk's session is)
-	base  context.Context    // the raw calls' parent: names host (junction.HostSession)
+	front *stdioHost      // the connection's Host (nil with NoRaw: go-sdk's session is)
+	base  context.Context // the raw calls' parent: names the connection's Host (junction.HostSession)
 	calls inflight
 	// ready is set once the host has sent notifications/initialized
 	// after initialize was answered (a second one is logged). Owned by the
@@ -231,7 +261,7 @@ func (s *stdioSession) take(line []byte) bool {
 	if !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
 		return false // refused as not JSON, or too deep (conn.decode)
 	}
-	return s.refuseParams(line) || s.dropped(line) || s.answerRest(line)
+	return s.refuseParams(line) || s.answerRest(line)
 }
 
 // answerRest answers a message no taker above took, as go-sdk's session
@@ -242,7 +272,8 @@ func (s *stdioSession) take(line []byte) bool {
 // are dropped, as JSON-RPC asks; a request gets the error of restError.
 // go-sdk's session is handed nothing. Called by the reading goroutine.
 func (s *stdioSession) answerRest(line []byte) bool {
-	msg, err := jsonrpc.DecodeMessage(line)
+	sdkLine, raw := sdkReadable(line)
+	msg, err := jsonrpc.DecodeMessage(sdkLine)
 	if err != nil {
 		return false
 	}
@@ -253,11 +284,14 @@ func (s *stdioSession) answerRest(line []byte) bool {
 		}
 		return true
 	}
-	var env struct {
-		ID json.RawMessage `json:"id"`
+	if raw == nil {
+		var env struct {
+			ID json.RawMessage `json:"id"`
+		}
+		decodeParams(line, &env) // the id as go-sdk's decoder reads it, as the host wrote it
+		raw = env.ID
 	}
-	decodeParams(line, &env) // the id as the host wrote it: go-sdk's decoder read it
-	s.c.out.Write(wire.ErrorLine(env.ID, s.restError(req)))
+	s.c.out.Write(wire.ErrorLine(raw, s.restError(req)))
 	return true
 }
 
@@ -289,41 +323,6 @@ func (s *stdioSession) restError(req *jsonrpc.Request) *jsonrpc.Error {
 	}
 	s.p.logger.Warn("request not served: the data plane took no path for it", "method", method)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the hub did not serve this %s request", method)}
-}
-
-// dropped reports whether line, as the host sent it, is a message
-// go-sdk's session would do nothing with, which the plane then drops as
-// go-sdk would: a request of a method go-sdk's server knows sent without
-// an id or with a null one (go-sdk reads it as a notification, and
-// refuses it without an answer, as JSON-RPC asks), a cancellation of no
-// request go-sdk's session serves (the plane's own are found before), and
-// an answer to no request go-sdk's session sent the host (a late answer
-// to one of the plane's, stdioHost's, which no one waits for any more,
-// or to none at all). Called by the reading goroutine for a line no
-// taker took, a JSON value go-sdk's decoder reads.
-func (s *stdioSession) dropped(line []byte) bool {
-	sdkLine, _ := s.c.ids.toSDK("", line) // a cancellation names the request as go-sdk knows it
-	msg, err := jsonrpc.DecodeMessage(sdkLine)
-	if err != nil {
-		return false
-	}
-	switch msg := msg.(type) {
-	case *jsonrpc.Request:
-		if msg.IsCall() {
-			return false
-		}
-		if _, ok := sdkMethodOf(msg.Method); ok {
-			return true
-		}
-		if msg.Method != "notifications/cancelled" {
-			return false
-		}
-		id, ok := cancelledSDKID(msg)
-		return !ok || !s.c.sdkServes(id)
-	case *jsonrpc.Response:
-		return !s.c.sdkAsked(msg.ID)
-	}
-	return false
 }
 
 // refuseParams answers a request, as the host sent it, whose params
@@ -442,16 +441,13 @@ func (s *stdioSession) refuseUnknown(line []byte) bool {
 // takeInitialize answers the host's initialize, if line is one of the
 // shape the plane reads, and reports whether it did: the answer is the
 // view's (View.Initialize), the revision it negotiates is the
-// connection's, and the host's params are its Host's (stdioHost). A
-// session of go-sdk's still serves what the plane does not take, so it
-// is handed the same initialize with an id of the plane's, whose answer
-// goes to no one (conn.Write): it then serves the host's requests
-// rather than refusing them as before initialize. An initialize whose
-// _meta names a revision of 2026-07-28 or later, which has no
-// initialize, gets go-sdk's error from the plane, at any time, and a
-// second initialize after the first was answered -32600 (go-sdk's
-// server wrote code 0); one whose params go-sdk's decoder would not
-// read is go-sdk's to answer. Called by the reading goroutine.
+// connection's, and the host's params are its Host's (stdioHost). An
+// initialize whose _meta names a revision of 2026-07-28 or later, which
+// has no initialize, gets go-sdk's error, at any time, and a second
+// initialize after the first was answered -32600 (go-sdk's server wrote
+// code 0); one whose params go-sdk's decoder would not read is refused
+// with the decoder's error (answerRest), and leaves the connection
+// uninitialized. Called by the reading goroutine.
 func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !bytes.Contains(line, []byte(`"initialize"`)) {
 		return false
@@ -487,26 +483,10 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !ok {
 		return false
 	}
-	sdkID, err := jsonrpc.MakeID(planeInitID)
-	if err != nil {
-		return false
-	}
 	res := s.p.v.Initialize(ip)
 	s.front.init.Store(ip)
 	if !junction.ParseRevision(res.ProtocolVersion).TypedResults() {
 		s.c.older.Store(true)
-	}
-	// The host hears back once go-sdk's session has the params too: it
-	// serves what the plane declines, and the host's next request may be
-	// one of those (sources read the params from their Host, which has
-	// them already: junction.RequestCapabilities).
-	if !s.c.deliver(&jsonrpc.Request{ID: sdkID, Method: "initialize", Params: params}) {
-		return true // closing: nothing more is answered
-	}
-	select {
-	case <-s.c.sdkInit:
-	case <-s.c.closed:
-		return true
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -785,7 +765,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	}
 	key := string(hr.id)
 	hc := &hostCall{}
-	parent, ss := s.linked(key, hc, mi), s.host
+	parent, host := s.linked(key, hc, mi), junction.Host(s.front)
 	if !s.initialized() && mi.rev.PerRequestMeta() {
 		// A request that stands alone (2026-07-28, on a connection that
 		// did not initialize) is answered as one without a session over
@@ -794,7 +774,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 		// them on), not by a session, and its progress and the log
 		// messages at the level it names go to the host through its link.
 		parent = junction.WithHostLink(s.base, &lineLink{s: s, key: key, hc: hc, level: mcp.LoggingLevel(mi.level)})
-		ss = nil
+		host = nil
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	hc.cancel = cancel
@@ -819,7 +799,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 		}()
 		return true
 	}
-	go func() { answer(s.p.answer(ctx, hr, ss, nil, typed)) }()
+	go func() { answer(s.p.answer(ctx, hr, host, nil, typed)) }()
 	return true
 }
 
@@ -847,7 +827,7 @@ func (s *stdioSession) refuseReused(id []byte) bool {
 // filtered by it.
 func (s *stdioSession) setLevel(hr hostRequest) {
 	s.p.count("stdio", hr.method)
-	res, werr := s.p.answer(s.base, hr, s.host, nil, false)
+	res, werr := s.p.answer(s.base, hr, s.front, nil, false)
 	s.c.out.Write(wire.AnswerLine(hr.id, res, werr))
 }
 
@@ -988,6 +968,7 @@ func legacyVersions() []string {
 type conn struct {
 	out   *wire.Writer
 	onBad func(error)
+	sdk   bool // a go-sdk session reads the messages the plane does not take (Options.NoRaw)
 
 	incoming  chan jsonrpc.Message
 	closed    chan struct{}
@@ -1015,10 +996,6 @@ type conn struct {
 	// serveLines), and go-sdk's untagged list_changed notifications are
 	// not written at all.
 	planeLists bool
-	// sdkInit is closed once go-sdk's session has answered the initialize
-	// the plane handed it (stdioSession.takeInitialize).
-	sdkInit     chan struct{}
-	sdkInitOnce sync.Once
 
 	// asks are the requests the plane sent the host (stdioHost), whose
 	// answers the reading goroutine takes; gone is closed when no answer
@@ -1029,7 +1006,6 @@ type conn struct {
 
 	pendMu  sync.Mutex
 	pending map[jsonrpc.ID]bool // requests read and not yet answered: true once the host cancelled it
-	asked   map[jsonrpc.ID]bool // go-sdk's session's requests to the host (keep-alive pings) not yet answered
 	drained chan struct{}       // closed when pending empties after the end of the input; nil before
 }
 
@@ -1041,27 +1017,32 @@ func newConn(out *wire.Writer, onBad func(error)) *conn {
 		closed:   make(chan struct{}),
 		inputEnd: make(chan struct{}),
 		gone:     make(chan struct{}),
-		sdkInit:  make(chan struct{}),
 		pending:  make(map[jsonrpc.ID]bool),
-		asked:    make(map[jsonrpc.ID]bool),
 	}
 	return c
 }
 
-// deliver hands msg to go-sdk; false if the conn is closed. A request is
-// noted as pending (and a cancellation marks the request it names) before
-// go-sdk reads it, so that the reading goroutine, which calls deliver,
-// knows what go-sdk's session serves (sdkServes) when it reads on.
+// deliver hands msg, which the plane did not take, to go-sdk's session
+// (Options.NoRaw); false if the conn is closed. A request is noted as
+// pending (and a cancellation marks the request it names) before go-sdk
+// reads it, so that the answer of a request the host cancelled is not
+// written (Write). Without a go-sdk session every message is taken or
+// answered by the plane (stdioSession.answerRest): one that is not would
+// be a defect, and is reported as a bad frame and dropped.
 func (c *conn) deliver(msg jsonrpc.Message) bool {
-	if h := testHookDeliver.Load(); h != nil {
+	if h := testHookUntaken.Load(); h != nil {
 		(*h)(msg)
 	}
+	if !c.sdk {
+		if c.onBad != nil {
+			b, _ := jsonrpc.EncodeMessage(msg)
+			c.onBad(fmt.Errorf("no path of the plane took this message, which is dropped: %.200s", b))
+		}
+		return true
+	}
 	c.pendMu.Lock()
-	switch m := msg.(type) {
-	case *jsonrpc.Response:
-		delete(c.asked, m.ID)
-	case *jsonrpc.Request:
-		if m.IsCall() && !isPlaneInit(m.ID) { // the plane's initialize: go-sdk's answer goes to no one
+	if m, ok := msg.(*jsonrpc.Request); ok {
+		if m.IsCall() {
 			c.pending[m.ID] = false
 		} else if id, ok := cancelledSDKID(m); ok {
 			if _, pending := c.pending[id]; pending {
@@ -1108,26 +1089,9 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	return msg, true
 }
 
-// testHookDeliver, if set, sees every message handed to go-sdk's session
-// over stdio (tests: what the plane leaves to go-sdk).
-var testHookDeliver atomic.Pointer[func(jsonrpc.Message)]
-
-// sdkServes reports whether go-sdk's session holds a request with id
-// (as go-sdk reads it) that it has not answered.
-func (c *conn) sdkServes(id jsonrpc.ID) bool {
-	c.pendMu.Lock()
-	defer c.pendMu.Unlock()
-	_, ok := c.pending[id]
-	return ok
-}
-
-// sdkAsked reports whether go-sdk's session sent the host a request with
-// id that the host has not answered.
-func (c *conn) sdkAsked(id jsonrpc.ID) bool {
-	c.pendMu.Lock()
-	defer c.pendMu.Unlock()
-	return c.asked[id]
-}
+// testHookUntaken, if set, sees every message the plane neither took nor
+// answered over stdio (deliver; tests: what it leaves to go-sdk).
+var testHookUntaken atomic.Pointer[func(jsonrpc.Message)]
 
 // reject writes an error answer with a null id.
 func (c *conn) reject(code int64, message string) {
@@ -1183,26 +1147,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return mcp.ErrConnectionClosed
 	default:
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && isPlaneInit(resp.ID) {
-		// go-sdk's answer to the initialize the plane answers
-		// (stdioSession.takeInitialize), which waits for it; the host
-		// gets the plane's.
-		if resp.Error != nil && c.onBad != nil {
-			c.onBad(fmt.Errorf("go-sdk's session refused the initialize the plane answered: %v", resp.Error))
-		}
-		c.sdkInitOnce.Do(func() { close(c.sdkInit) })
-		return nil
-	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
-	}
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		// A request of go-sdk's session's own (a keep-alive ping): the
-		// host's answer goes to it (stdioSession.dropped).
-		c.pendMu.Lock()
-		c.asked[req.ID] = true
-		c.pendMu.Unlock()
 	}
 	resp, isResp := msg.(*jsonrpc.Response)
 	if isResp {
@@ -1251,13 +1198,6 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.pendMu.Unlock()
 	}
 	return err
-}
-
-// isPlaneInit reports whether id is that of the initialize the plane
-// hands go-sdk (planeInitID).
-func isPlaneInit(id jsonrpc.ID) bool {
-	v, ok := id.Raw().(string)
-	return ok && v == planeInitID
 }
 
 // cancelledSDKID returns the request id a notifications/cancelled names,

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -1147,13 +1148,9 @@ func TestStdioSessionNotificationsOnPlane(t *testing.T) {
 			return nil
 		}
 	}
-	sole := wait(w.sole, "its sole host")
-	var want junction.Host
-	for ss := range v.Server().Sessions() {
-		want = junction.SessionHost(ss)
-	}
-	if sole == nil || sole != want {
-		t.Fatalf("sole host %v; want the connection's Host %v", sole, want)
+	want := wait(w.sole, "its sole host")
+	if _, ok := want.(*stdioHost); !ok {
+		t.Fatalf("sole host %v; want the connection's Host", want)
 	}
 	h.send(t, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	if got := wait(w.changed, "the host's roots changing"); got != want {
@@ -1220,17 +1217,15 @@ func TestEnvelope(t *testing.T) {
 // TestStdioInitializeOnPlane: over stdio the plane answers initialize
 // itself, with the same answer go-sdk's server gives (checked against a
 // plane that sends everything to go-sdk, NoRaw) for versions it speaks
-// and ones it does not, once go-sdk's session, handed the same
-// initialize, has the params: a pack's tool called at once finds them in
-// its Host and in go-sdk's request. go-sdk's session then serves what
-// the plane does not take; the plane refuses a second initialize.
+// and ones it does not; a pack's tool called at once finds what the host
+// sent in its Host (junction.RequestCapabilities too). No go-sdk session
+// is made for the connection; the plane refuses a second initialize.
 func TestStdioInitializeOnPlane(t *testing.T) {
 	newView := func() *junction.View {
 		hub := junction.New(&junction.Options{Name: "hub", Version: "1.2.3", Instructions: "ask the hub"})
 		t.Cleanup(func() { hub.Close() })
 		// A pack's tool, as the conformance pack's: it reads what the host
-		// sent in initialize from its context's Host and from go-sdk's
-		// request (its session).
+		// sent in initialize from its context's Host.
 		p := junction.NewPack("s")
 		p.AddTool(&mcp.Tool{Name: "who", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			name := "nobody"
@@ -1240,8 +1235,8 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 					name += " without roots"
 				}
 			}
-			if caps := req.ClientCapabilities(); caps == nil || caps.RootsV2 == nil {
-				name += ", and go-sdk's session has no roots"
+			if caps := junction.RequestCapabilities(ctx, req); caps == nil || caps.RootsV2 == nil {
+				name += ", and the request's capabilities have no roots"
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
 		})
@@ -1260,42 +1255,11 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 	for _, version := range []string{"2025-11-25", "2024-11-05", "2026-07-28", "2099-01-01", ""} {
 		t.Run("version "+version, func(t *testing.T) {
 			v := newView()
-			// go-sdk's own answer is marked, and held until the test lets
-			// it go: the host's answer must wait for go-sdk's session to
-			// have the params, and must not be go-sdk's.
-			release, entered := make(chan struct{}), make(chan struct{})
-			v.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-					if method != "initialize" {
-						return next(ctx, method, req)
-					}
-					close(entered)
-					<-release
-					res, err := next(ctx, method, req)
-					if r, ok := res.(*mcp.InitializeResult); ok {
-						r.Instructions = "go-sdk's answer"
-					}
-					return res, err
-				}
-			})
 			h := startStdio(t, v, nil)
-			var once sync.Once
-			free := func() { once.Do(func() { close(release) }) }
-			t.Cleanup(free)
 			// The call comes with initialize, as a host that does not wait
-			// sends it; its source reads the params from its Host and from
-			// go-sdk's request.
+			// sends it.
 			h.send(t, initLine(version)+"\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__who","arguments":{}}}`)
-			<-entered
-			early := make(chan map[string]any, 1)
-			go func() { early <- h.next(t) }()
-			select {
-			case m := <-early:
-				t.Fatalf("%v came while go-sdk's session did not have the host's initialize", m)
-			case <-time.After(300 * time.Millisecond):
-			}
-			free()
-			got := <-early
+			got := h.recv(t)
 			ref := startStdio(t, newView(), &Options{NoRaw: true})
 			ref.send(t, initLine(version))
 			want := ref.recv(t)
@@ -1303,27 +1267,18 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 				t.Errorf("the plane's answer to initialize differs from go-sdk's (-go-sdk +plane):\n%s", diff)
 			}
 			if m := h.recv(t); text(m) != "host-"+version {
-				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s) and roots capability, in its context and in go-sdk's request", m, version)
+				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s) and roots capability in its Host", m, version)
+			}
+			for range v.Server().Sessions() {
+				t.Error("the view's go-sdk server has a session; want none for a stdio connection the plane answers")
 			}
 		})
 	}
 
-	// After the plane's answer go-sdk's session has the host's params; a
-	// second initialize is refused (-32600).
-	v := newView()
-	h := startStdio(t, v, nil)
+	// A second initialize is refused (-32600).
+	h := startStdio(t, newView(), nil)
 	h.send(t, initLine("2025-11-25"))
 	h.recv(t)
-	sessions := 0
-	for ss := range v.Server().Sessions() {
-		sessions++
-		if p := ss.InitializeParams(); p == nil || p.ClientInfo == nil || p.ClientInfo.Name != "host-2025-11-25" {
-			t.Errorf("go-sdk's session has the params %+v after the plane's answer; want the host's", p)
-		}
-	}
-	if sessions != 1 {
-		t.Errorf("the view's go-sdk server has %d sessions, want the connection's", sessions)
-	}
 	h.send(t, initLine("2025-11-25"))
 	if m := h.recv(t); errCode(m) != -32600 || !strings.Contains(fmt.Sprint(m), "initialized already") {
 		t.Errorf("a second initialize: %v; want -32600 saying it is initialized already", m)
@@ -1496,9 +1451,8 @@ func FuzzCanonical(f *testing.F) {
 }
 
 // TestStdioListChangedOnPlane: over stdio the plane tells an initialized
-// host of the view's list changes (View.WatchLists), and go-sdk's
-// session's own list_changed notifications are not written: one
-// notification per change, and none before initialize.
+// host of the view's list changes (View.WatchLists): one notification per
+// change, and none before initialize.
 func TestStdioListChangedOnPlane(t *testing.T) {
 	hub := junction.New(nil)
 	t.Cleanup(func() { hub.Close() })
@@ -1509,16 +1463,6 @@ func TestStdioListChangedOnPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sdkSent := make(chan string, 16)
-	v.Server().AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			if strings.HasSuffix(method, "/list_changed") {
-				sdkSent <- method // after go-sdk's write: the connection has dropped it, or written it
-			}
-			return res, err
-		}
-	})
 	h := startStdio(t, v, nil)
 	h.initialize(t)
 	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
@@ -1560,18 +1504,11 @@ func TestStdioListChangedOnPlane(t *testing.T) {
 			}
 			got[method]++
 		}
-		// go-sdk's notifications for the same change, once it has made
-		// them, must not have been written: the ping's answer comes next.
-		for range 2 {
-			select {
-			case <-sdkSent:
-			case <-time.After(10 * time.Second):
-				t.Fatal("go-sdk did not send its list_changed notifications")
-			}
-		}
+		// No other notification of the change is written: the ping's
+		// answer comes next.
 		h.send(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 		if m := next(); m["id"] != 2.0 {
-			t.Fatalf("round %d: %v after the plane's notifications; want the ping's answer (go-sdk's notifications are not written)", round, m)
+			t.Fatalf("round %d: %v after the plane's notifications; want the ping's answer", round, m)
 		}
 		if got["notifications/tools/list_changed"] != 1 || got["notifications/prompts/list_changed"] != 1 {
 			t.Errorf("round %d: notifications %v; want one of tools and one of prompts", round, got)
@@ -1710,12 +1647,14 @@ func TestStdioAnswersTheRest(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"notifications/roots/list_changed"}`,
 		`{"jsonrpc":"2.0","id":4,"method":"notifications/cancelled","params":{"requestId":9}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"initialize"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":18446744073709551616,"method":"notifications/initialized"}`,
 	}
 	answeredAsSDK(t, lines, true)
 	// Before initialize go-sdk refuses the methods of notifications it
 	// does not look at then as it refuses any request then (code 0: the
 	// plane's -32600, docs/deviations.md).
-	answeredAsSDK(t, []string{lines[0], lines[2], lines[4]}, false)
+	answeredAsSDK(t, []string{lines[0], lines[2], lines[4], lines[5], lines[6]}, false)
 }
 
 // TestStdioInitializeRefused: over stdio an initialize whose params
@@ -1734,8 +1673,8 @@ func TestStdioInitializeRefused(t *testing.T) {
 		handed = append(handed, string(b))
 		mu.Unlock()
 	}
-	testHookDeliver.Store(&hook)
-	t.Cleanup(func() { testHookDeliver.Store(nil) })
+	testHookUntaken.Store(&hook)
+	t.Cleanup(func() { testHookUntaken.Store(nil) })
 	h := startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil)
 	for _, tc := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`, "handling 'initialize': invalid params: unmarshaling"},
@@ -1780,8 +1719,8 @@ func TestStdioDropsAsSDK(t *testing.T) {
 		delivered = append(delivered, string(b))
 		mu.Unlock()
 	}
-	testHookDeliver.Store(&hook)
-	t.Cleanup(func() { testHookDeliver.Store(nil) })
+	testHookUntaken.Store(&hook)
+	t.Cleanup(func() { testHookUntaken.Store(nil) })
 	var logs syncBuffer
 	h := startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.initialize(t)
@@ -1819,21 +1758,15 @@ func TestStdioDropsAsSDK(t *testing.T) {
 	}
 }
 
-// TestSDKPending: a request handed to go-sdk's session is pending from
-// the moment it is handed over (sdkServes), so that a cancellation the
-// reading goroutine reads next is handed over too rather than dropped
-// (stdioSession.dropped); its answer is not written once cancelled, and
-// it is pending no more. The host's answer to a request of go-sdk's
-// session is handed to go-sdk, and no second one.
-func TestSDKPending(t *testing.T) {
+// TestSDKCancelled: with go-sdk's session answering the host (NoRaw), a
+// request handed to it is pending from the moment it is handed over, so
+// that the host's cancellation read next marks it, and its answer is not
+// written; it is pending no more.
+func TestSDKCancelled(t *testing.T) {
 	var out bytes.Buffer
 	c := newConn(wire.NewWriter(&out), nil)
-	s := &stdioSession{c: c}
+	c.sdk = true
 	id, _ := jsonrpc.MakeID(float64(5))
-	cancel := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
-	if !s.dropped(cancel) {
-		t.Error("a cancellation of no request in flight is not dropped")
-	}
 	go func() {
 		for {
 			if _, err := c.Read(t.Context()); err != nil {
@@ -1842,13 +1775,10 @@ func TestSDKPending(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { c.Close() })
-	if !c.deliver(&jsonrpc.Request{ID: id, Method: "prompts/get", Params: json.RawMessage(`{"name":"p"}`)}) || !c.sdkServes(id) {
-		t.Fatal("a request handed to go-sdk is not pending")
+	if !c.deliver(&jsonrpc.Request{ID: id, Method: "prompts/get", Params: json.RawMessage(`{"name":"p"}`)}) {
+		t.Fatal("closed")
 	}
-	if s.dropped(cancel) {
-		t.Fatal("a cancellation of a request go-sdk's session serves is dropped")
-	}
-	msg, err := jsonrpc.DecodeMessage(cancel)
+	msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`))
 	if err != nil || !c.deliver(msg) {
 		t.Fatal(err)
 	}
@@ -1856,36 +1786,17 @@ func TestSDKPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.out.Flush()
-	if out.Len() != 0 || c.sdkServes(id) {
-		t.Errorf("the answer of a cancelled request: %q written, pending %v; want none, and not pending", out.String(), c.sdkServes(id))
-	}
-
-	// A request go-sdk's session sends the host (a keep-alive ping): the
-	// host's answer goes to go-sdk, once; another answer with its id is
-	// dropped.
-	answer := []byte(`{"jsonrpc":"2.0","id":7,"result":{}}`)
-	if !s.dropped(answer) {
-		t.Error("an answer to no request is not dropped")
-	}
-	ping, _ := jsonrpc.MakeID(float64(7))
-	if err := c.Write(t.Context(), &jsonrpc.Request{ID: ping, Method: "ping"}); err != nil {
-		t.Fatal(err)
-	}
-	if s.dropped(answer) {
-		t.Fatal("the answer to go-sdk's ping is dropped")
-	}
-	msg, err = jsonrpc.DecodeMessage(answer)
-	if err != nil || !c.deliver(msg) {
-		t.Fatal(err)
-	}
-	if !s.dropped(answer) {
-		t.Error("a second answer to go-sdk's ping is not dropped")
+	c.pendMu.Lock()
+	_, pending := c.pending[id]
+	c.pendMu.Unlock()
+	if out.Len() != 0 || pending {
+		t.Errorf("the answer of a cancelled request: %q written, pending %v; want none, and not pending", out.String(), pending)
 	}
 }
 
 // sdkHeld serves a view of one tool (s__echo) over stdio with opts.
 // From hold to free (or the end of the test) go-sdk's session must be
-// handed nothing (testHookDeliver): what the host is answered meanwhile
+// handed nothing (testHookUntaken): what the host is answered meanwhile
 // can only be the plane's. Tests that call hold do not run in parallel.
 func sdkHeld(t *testing.T, opts *Options) (h *fastHost, hold, free func()) {
 	t.Helper()
@@ -1898,9 +1809,9 @@ func sdkHeld(t *testing.T, opts *Options) (h *fastHost, hold, free func()) {
 		handed = append(handed, string(b))
 		mu.Unlock()
 	}
-	hold = func() { testHookDeliver.Store(&hook) }
+	hold = func() { testHookUntaken.Store(&hook) }
 	free = func() {
-		testHookDeliver.CompareAndSwap(&hook, nil)
+		testHookUntaken.CompareAndSwap(&hook, nil)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range handed {
@@ -2017,4 +1928,72 @@ func TestStdioReusedID(t *testing.T) {
 	if n := sdk.Load(); n != 0 {
 		t.Errorf("go-sdk's session saw %d requests; want none", n)
 	}
+}
+
+// TestStdioKeepAlive: with the hub's KeepAlive set, the plane pings a
+// stdio host at that interval (go-sdk's server pinged its sessions; the
+// plane makes none for a stdio connection): an answered ping keeps the
+// connection, one not answered within half the interval ends it, and
+// the error is logged. A host that does not know ping is not pinged
+// again.
+func TestStdioKeepAlive(t *testing.T) {
+	start := func(t *testing.T, logs io.Writer) *fastHost {
+		hub := junction.New(&junction.Options{KeepAlive: 10 * time.Second})
+		t.Cleanup(func() { hub.Close() })
+		if err := hub.Add(t.Context(), "s", &rawFake{tools: []string{"echo"}, raw: echoRaw}, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := hub.NewView("", junction.Selection{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := startStdio(t, v, &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		h.initialize(t)
+		return h
+	}
+	ping := func(t *testing.T, h *fastHost) map[string]any {
+		t.Helper()
+		m := h.next(t)
+		if m["method"] != "ping" {
+			t.Fatalf("%v; want a ping", m)
+		}
+		return m
+	}
+	t.Run("not answered", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var logs syncBuffer
+			h := start(t, &logs)
+			before := time.Now()
+			m := ping(t, h)
+			if d := time.Since(before); d != 10*time.Second {
+				t.Errorf("the first ping came after %v; want 10s", d)
+			}
+			h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{}}`, m["id"]))
+			ping(t, h) // not answered: cancelled, then the connection ends
+			if m := h.next(t); m["method"] != "notifications/cancelled" {
+				t.Errorf("after a ping not answered: %v; want its cancellation", m)
+			}
+			if line, err := h.r.ReadBytes('\n'); err != io.EOF {
+				t.Errorf("after a ping not answered: %q, %v; want the connection's end", line, err)
+			}
+			if d := time.Since(before); d != 25*time.Second {
+				t.Errorf("the connection ended after %v; want 25s (two pings, and half an interval)", d)
+			}
+			if !strings.Contains(logs.String(), "keepalive ping failed") {
+				t.Errorf("the log does not say why the connection ended:\n%s", logs.String())
+			}
+		})
+	})
+	t.Run("ping unknown", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := start(t, io.Discard)
+			m := ping(t, h)
+			h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"error":{"code":-32601,"message":"no ping here"}}`, m["id"]))
+			time.Sleep(time.Minute) // fake time: pings would come every 10s
+			h.send(t, `{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+			if m := h.next(t); m["id"] != float64(7) {
+				t.Errorf("%v; want the answer to the host's ping, and no ping of the plane's", m)
+			}
+		})
+	})
 }

@@ -76,6 +76,7 @@ func startConn(in io.Reader, out io.Writer, max int, onBad func(error)) *conn {
 		max = DefaultMaxFrame
 	}
 	c := newConn(wire.NewWriter(out), onBad)
+	c.sdk = true
 	go func() { c.endInput(readFrames(in, max, c, nil, nil)) }()
 	return c
 }
