@@ -63,7 +63,8 @@ var frontHosts sync.Map // *mcp.ServerSession → Host
 // FrontHost records h as the Host that go-sdk's server session ss is,
 // until forget is called, as the session ends: a front that reaches its
 // host itself for some of what a Host does (the data plane's stdio
-// connection, which writes notifications as its own lines) wraps the
+// connection when go-sdk's session answers the host, whose
+// subscriptions/listen streams the plane still serves) wraps the
 // session, and [SessionHost] returns h for ss, so that the hub keys what
 // it keeps of the host by one value whichever path a request took. h
 // has a method SDKSession returning ss, which the go-sdk requests the

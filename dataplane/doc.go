@@ -5,9 +5,10 @@
 // connection's table of calls in flight with their cancellation, answers
 // the lists, prompts, resources, completions and the meta-tools' calls
 // through the view, and puts the log messages and requests a source has
-// for a host on the right stream. Everything else (the requests of
-// shapes it does not read, and over HTTP initialize and the session's
-// own requests) it hands to the view's go-sdk server.
+// for a host on the right stream. Over stdio (and legacy SSE) it
+// answers everything the host sends; over HTTP it hands what it does not
+// take (initialize, the session's own requests, the GET stream) to the
+// view's go-sdk server.
 // It is the host front only: a stdio upstream's pipes, the line reader,
 // the coalescing writer and the answer envelopes are package wire's,
 // which the sources use too.
@@ -23,10 +24,11 @@
 //	 (stdio line,           │   (id, name parsed;      (route,          (the source's own           (metrics,   │
 //	  HTTP POST)            │    arguments as bytes)   selection,       framing: an upstream's      errors,     │
 //	                        │                          timeout)         stdin, say)                 log)        │
-//	                        └─ anything else ──▶ go-sdk server ─▶ View's handlers ─▶ View.Begin ─▶ Call.CallTool ┤
+//	                        ├─ other requests ─▶ View.ListPage, GetPrompt, ReadResource, Initialize, … (requests.go)   │
+//	                        └─ over HTTP, the rest ─▶ go-sdk server ─▶ View's handlers ─▶ View.Begin ─▶ Call.CallTool ┤
 //	host ◀──bytes── writer (lines coalesced: one write for the answers ready together) ◀──────────────────────────┘
 //
-// Both branches meet the core (package junction) through one small
+// Every branch meets the core (package junction) through one small
 // surface: [junction.View.Begin] or [junction.View.BeginRaw] to resolve a
 // tool name through the view's selection, and [junction.Call] to call the
 // source and finish the call. The core imports nothing of this package.
@@ -39,9 +41,8 @@
 // than its own meta-tools: as bytes to a source that is a
 // [junction.RawCaller] and takes the call raw, through its CallTool to
 // any other (see [junction.Call.Decoded]; over HTTP not for an older
-// client without a session). On a stdio connection after
-// notifications/initialized (or a 2026-07-28 request, which stands
-// alone); over HTTP on a session go-sdk created before 2026-07-28, or
+// client without a session). On a stdio connection once initialize is
+// answered (or a 2026-07-28 request, which stands alone); over HTTP on a session go-sdk created before 2026-07-28, or
 // without a session for a 2026-07-28 request (one that asks for progress
 // or log messages only when answers may be SSE streams), and, in
 // stateless mode, an older client's (one that asks for progress on the
@@ -55,7 +56,7 @@
 // # Files
 //
 //	plane.go      Plane, Options
-//	stdio.go      ServeStdio: a stdio host's connection, raw calls and go-sdk's
+//	stdio.go      ServeStdio: a stdio host's connection, every message it sends
 //	http.go       HTTPHandler (stateful, stateless, dual), body checks
 //	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
 //	hostlink.go   host links (a raw call's log messages and progress), and a stdio connection's Host
@@ -66,7 +67,7 @@
 //	sessions.go   sealed sessions of the Streamable HTTP front
 //	ledger.go     SessionLedger: ended sessions, shared by replicas
 //	replay.go     the event store that resumes a broken stream
-//	listen.go     subscriptions/listen streams
+//	listen.go     subscriptions/listen streams, and a stdio connection's resource subscriptions and list changes
 //	tasks.go      the tasks extension's requests on the raw path
 //	envelope.go   reading a request's envelope
 //	ids.go        request ids kept byte for byte on go-sdk's path

@@ -83,11 +83,11 @@ func hostCallOf(ctx context.Context) *hostCall {
 	return hc
 }
 
-// inUse reports whether a call with the host's id key is in the table.
-func (t *inflight) inUse(key string) bool {
+// isClosing reports whether the table takes no new calls (cancelAll).
+func (t *inflight) isClosing() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.lookup(key) != nil
+	return t.closing
 }
 
 // add enters c with the host's id key and reports whether it could: not

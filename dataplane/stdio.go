@@ -55,13 +55,15 @@ const HostPipeSize = 1 << 20
 // transport specifies (newline-delimited JSON-RPC; out carries nothing
 // else), until in ends or ctx is done.
 //
-// One goroutine reads in. A tools/call for a tool whose source is a
-// [junction.RawCaller] is forwarded as bytes where it can be (see the
-// package doc), and the source's result written back as bytes; every
-// other message goes to
-// the view's go-sdk server, which answers it on the same connection. Both
-// write through one writer that coalesces lines written together into
-// one system call. Bad input does not end the connection: a line that is
+// One goroutine reads in, and the plane answers every message itself: a
+// tools/call for a tool whose source is a [junction.RawCaller] is
+// forwarded as bytes where it can be (see the package doc), and the
+// source's result written back as bytes; the other requests are answered
+// from the view (see docs/design.md, "The path of one call"). With
+// [Options.NoRaw] the view's go-sdk server answers all but the tasks
+// extension and subscriptions/listen instead. Answers go through one
+// writer that coalesces lines written together into one system call.
+// Bad input does not end the connection: a line that is
 // not JSON is answered with -32700, one that is not a JSON-RPC message, a
 // batch or a line over MaxFrame with -32600 (id null), and reading goes
 // on.
@@ -243,11 +245,11 @@ type stdioSession struct {
 	tasksEnded bool
 }
 
-// take answers line on the raw path if it can and reports whether it did;
-// lines it does not take go to go-sdk, as the host sent them. With the
-// plane's raw calls on, a line of a shape the plane does not read is read
-// again in the shape it does (canonical). Called by the reading
-// goroutine.
+// take answers line and reports whether it did: false only for a line
+// that is not a JSON-RPC message go-sdk's decoder reads (conn.decode
+// refuses it) or, with NoRaw, one go-sdk's session answers (conn.deliver).
+// A line of a shape the plane does not read is read again in the shape
+// it does (canonical). Called by the reading goroutine.
 func (s *stdioSession) take(line []byte) bool {
 	if s.takeLine(line) {
 		return true
@@ -690,7 +692,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		if cancelCtx != nil {
 			cancelCtx(nil)
 		}
-		return s.refuseReused(tc.id) // or closing: go-sdk answers it
+		return s.refuseReused(tc.id)
 	}
 	params := rawParams(call.Local(), tc)
 	typed := mi.rev.TypedResults()
@@ -780,7 +782,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	hc.cancel = cancel
 	if !s.calls.add(key, hc) {
 		cancel(nil)
-		return s.refuseReused(hr.id) // or closing: go-sdk answers it
+		return s.refuseReused(hr.id)
 	}
 	s.p.count("stdio", hr.method)
 	// A session that began with an older initialize gets that revision's
@@ -803,18 +805,18 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	return true
 }
 
-// refuseReused answers a request whose id, id, is that of a request of
-// the host's still in flight, and reports whether it did: not if no
-// request holds the id any more (the connection is closing, or the other
-// request has just been answered; go-sdk's session serves it then).
-// JSON-RPC asks every request of a session for an id of its own, and an
-// answer with id would be taken for the other request's, so the refusal
-// goes with a null id, as for a message whose id cannot be read; the
-// host's request is not served. (go-sdk's server drops such a request
-// without an answer.) Called by the reading goroutine.
+// refuseReused answers a request the table of calls in flight did not
+// take, whose id is id, and reports that it did: on a connection that is
+// closing, nothing more is served or answered; otherwise the id was that
+// of a request of the host's still in flight when it was read. JSON-RPC
+// asks every request of a session for an id of its own, and an answer
+// with id would be taken for the other request's, so the refusal goes
+// with a null id, as for a message whose id cannot be read; the host's
+// request is not served. (go-sdk's server drops such a request without
+// an answer.) Called by the reading goroutine.
 func (s *stdioSession) refuseReused(id []byte) bool {
-	if !s.calls.inUse(string(id)) {
-		return false
+	if s.calls.isClosing() {
+		return true
 	}
 	s.c.reject(jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %s is in use by a request still in flight; give each request an id of its own", id))
 	return true
@@ -887,7 +889,7 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 	ctx = withHostCall(ctx, hc)
 	if !s.calls.add(key, hc) {
 		cancel(nil)
-		return s.refuseReused(tc.id) // or closing: go-sdk answers it
+		return s.refuseReused(tc.id)
 	}
 	answer := s.answerer(key, hc, tc.id, mi.rev.TypedResults(), cancel, false)
 	go func() {
@@ -960,11 +962,13 @@ func legacyVersions() []string {
 	return out
 }
 
-// conn is go-sdk's side of a stdio connection: an [mcp.Connection] whose
-// incoming messages come from the reading goroutine and whose outgoing
-// ones go to the connection's writer. It tracks the requests it has
-// handed to go-sdk, so that at the end of the input it can wait for their
-// answers.
+// conn is a stdio connection as the plane keeps it: its writer, its
+// requests to the host (asks), its listens and what it knows of the
+// host's session. With NoRaw it is also go-sdk's side of the connection,
+// an [mcp.Connection] whose incoming messages come from the reading
+// goroutine and whose outgoing ones go to the writer; it tracks the
+// requests it has handed to go-sdk, so that at the end of the input it
+// can wait for their answers.
 type conn struct {
 	out   *wire.Writer
 	onBad func(error)

@@ -229,7 +229,7 @@ func (s *stdioSession) takeTask(line []byte) bool {
 	key := string(tr.id)
 	hc := &hostCall{}
 	if !s.calls.add(key, hc) {
-		return s.refuseReused(tr.id) // or closing: go-sdk answers it
+		return s.refuseReused(tr.id)
 	}
 	owner := s.taskOwner()
 	ctx, cancel := context.WithCancelCause(withHostCall(s.base, hc))
