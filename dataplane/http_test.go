@@ -34,7 +34,13 @@ func startHTTPFast(t testing.TB, src junction.Source, opts HTTPOptions) *httptes
 // closed at cleanup.
 func viewOf(t testing.TB, src junction.Source) *junction.View {
 	t.Helper()
-	hub := junction.New(nil)
+	return viewWith(t, nil, src)
+}
+
+// viewWith is viewOf with the hub made with opts.
+func viewWith(t testing.TB, opts *junction.Options, src junction.Source) *junction.View {
+	t.Helper()
+	hub := junction.New(opts)
 	t.Cleanup(func() { hub.Close() })
 	if err := hub.Add(t.Context(), "s", src, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
 		t.Fatal(err)
