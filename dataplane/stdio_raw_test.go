@@ -1970,3 +1970,58 @@ func TestStdioKeepAlive(t *testing.T) {
 		})
 	})
 }
+
+// FuzzStdioPlane feeds a stdio plane, which answers everything itself,
+// whatever lines come: it ends when its input does, writes only JSON
+// lines, never more answers than lines, and takes or answers every
+// message (none is left: testHookUntaken).
+func FuzzStdioPlane(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n" + `{"jsonrpc":"2.0","id":1.5,"method":"notifications/progress"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"initialize","params":[]}` + "\n" + `{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p","_meta":{},"_meta":null}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		"garbage\n[]\n{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var left atomic.Int32
+		hook := func(jsonrpc.Message) { left.Add(1) }
+		testHookUntaken.Store(&hook)
+		defer testHookUntaken.Store(nil)
+		var out syncBuffer
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		if err := New(viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil).ServeStdio(ctx, bytes.NewReader(data), &out, nil); err != nil {
+			t.Fatalf("ServeStdio = %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("ServeStdio did not end with its input")
+		}
+		lines := 0
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) > 0 {
+				lines++
+			}
+		}
+		answers := 0
+		for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			if !json.Valid([]byte(line)) {
+				t.Fatalf("wrote %q, not JSON", line)
+			}
+			if strings.Contains(line, `"result"`) || strings.Contains(line, `"error"`) {
+				answers++
+			}
+		}
+		if answers > lines {
+			t.Errorf("%d answers to %d lines:\n%s", answers, lines, out.String())
+		}
+		if n := left.Load(); n > 0 {
+			t.Errorf("%d messages neither taken nor answered by the plane", n)
+		}
+	})
+}
