@@ -419,9 +419,7 @@ func (h *Hub) Close() error {
 	views := slices.Clone(h.views)
 	h.mu.RUnlock()
 	for _, v := range views {
-		for ss := range v.server.Sessions() {
-			ss.Close()
-		}
+		v.end()
 	}
 	return nil
 }

@@ -45,6 +45,9 @@ type View struct {
 	changedLists atomic.Uint32
 	watchMu      sync.Mutex
 	watchers     map[*listWatcher]struct{}
+
+	ended   chan struct{} // closed by end
+	endOnce sync.Once
 }
 
 // NewView returns a view of h narrowed by sel. It fails, serving nothing,
@@ -84,6 +87,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 		prompts:   make(map[string]*promptEntry),
 		resources: make(map[string]*resourceEntry),
 		templates: make(map[string]*templateEntry),
+		ended:     make(chan struct{}),
 	}
 	impl := &mcp.Implementation{Name: h.opts.Name, Title: h.opts.Title, Version: h.opts.Version}
 	v.server = mcp.NewServer(impl, &mcp.ServerOptions{
@@ -409,6 +413,19 @@ func (h *Hub) RemoveView(v *View) {
 	h.mu.Lock()
 	h.views = slices.DeleteFunc(h.views, func(x *View) bool { return x == v })
 	h.mu.Unlock()
+	v.end()
+}
+
+// Ended is closed when v is removed ([Hub.RemoveView]) or its hub
+// closes: a front that keeps host sessions of its own (the data plane's
+// stdio connections) ends them then, as the view's go-sdk sessions are
+// closed.
+func (v *View) Ended() <-chan struct{} { return v.ended }
+
+// end closes v's host sessions: its go-sdk server's, and those of fronts
+// that watch Ended.
+func (v *View) end() {
+	v.endOnce.Do(func() { close(v.ended) })
 	for ss := range v.server.Sessions() {
 		ss.Close()
 	}

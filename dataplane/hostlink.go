@@ -60,6 +60,9 @@ type stdioHost struct {
 	v     View
 	init  atomic.Pointer[mcp.InitializeParams] // the host's initialize, once the plane answered it
 	ended chan struct{}                        // closed when the connection ends
+	// standalone is the version the first request of a host that does
+	// not initialize (2026-07-28 on) named (stdioSession.noteStandalone).
+	standalone atomic.Pointer[string]
 }
 
 // ID implements junction.Host: a stdio connection is its one session,

@@ -40,7 +40,8 @@ type Options struct {
 //   - Server and Implementation: the view's go-sdk server, which answers
 //     what the raw path does not take, and its serverInfo; KeepAlive, how
 //     often the plane pings a stdio host (go-sdk's server pings its own
-//     sessions).
+//     sessions), and Ended, the end of the view, which ends its stdio
+//     connections (go-sdk's server closes its own sessions).
 //   - BeginRaw and AwaitRaw: a tools/call the plane answers itself begins
 //     here, with the view's selection (AwaitRaw waits for the sources
 //     still connecting, and gives the error of a tool still unknown); the
@@ -69,6 +70,7 @@ type View interface {
 	Server() *mcp.Server
 	Implementation() *mcp.Implementation
 	KeepAlive() time.Duration
+	Ended() <-chan struct{}
 	BeginRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller)
 	AwaitRaw(ctx context.Context, name string) (*junction.Call, junction.RawCaller, *jsonrpc.Error)
 	OwnTool(name string) bool
@@ -111,6 +113,29 @@ type Plane struct {
 	bindings sync.Map // *mcp.Tool -> []paramBinding: the arguments its input schema binds to headers
 
 	parked atomic.Int64 // HTTP sessions parked (see HTTPOptions.SessionPark)
+
+	stdioHosts sync.Map // *stdioHost -> struct{}: the live stdio connections (and legacy SSE sessions) the plane answers
+}
+
+// StdioSessions calls fn with the protocol version of each live stdio
+// connection (or legacy HTTP+SSE session) the plane answers itself: the
+// one it negotiated in initialize, or, for a host that does not
+// initialize (2026-07-28 on), the one its first request named, as
+// go-sdk's server takes it; "" before either. With [Options.NoRaw] those
+// are go-sdk's sessions, among the view's server's Sessions, and none is
+// given here.
+func (p *Plane) StdioSessions(fn func(version string)) {
+	p.stdioHosts.Range(func(k, _ any) bool {
+		h := k.(*stdioHost)
+		version := ""
+		if ip := h.InitializeParams(); ip != nil {
+			version = ip.ProtocolVersion
+		} else if v := h.standalone.Load(); v != nil {
+			version = *v
+		}
+		fn(version)
+		return true
+	})
 }
 
 // ParkedSessions returns how many of the plane's Streamable HTTP sessions

@@ -119,6 +119,8 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	if p.raw {
 		front = &stdioHost{c: c, v: p.v, ended: make(chan struct{})}
 		defer close(front.ended)
+		p.stdioHosts.Store(front, struct{}{})
+		defer p.stdioHosts.Delete(front)
 		host = front
 	} else {
 		var err error
@@ -149,9 +151,10 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
 	}
 
-	// The connection ends with ctx, or with go-sdk's session (NoRaw: a
-	// write of its failed), or with its input.
-	ended := ctx.Done()
+	// The connection ends with ctx or the view (which go-sdk's session,
+	// with NoRaw, ends with too, or when a write of its failed), or with
+	// its input.
+	ended, viewEnded := ctx.Done(), p.v.Ended()
 	var sdkErr chan error
 	if ss != nil {
 		sdkErr = make(chan error, 1)
@@ -167,7 +170,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 				sdkErr <- err
 			}
 		}()
-		ended = nil
+		ended, viewEnded = nil, nil
 	}
 	readErr := make(chan error, 1)
 	go func() {
@@ -181,6 +184,9 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	select {
 	case <-ended:
 		err = ctx.Err()
+		s.stop()
+	case <-viewEnded:
+		cancel()
 		s.stop()
 	case err = <-sdkErr:
 		// go-sdk's session ended (ctx done, or a write failed): stop. The
@@ -660,6 +666,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	if !mi.ok || !s.initialized() && !mi.rev.Stateless() {
 		return false
 	}
+	s.noteStandalone(mi)
 	key := string(tc.id)
 	hc := &hostCall{}
 	ctx := withHostCall(s.linked(key, hc, mi), hc)
@@ -768,6 +775,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	key := string(hr.id)
 	hc := &hostCall{}
 	parent, host := s.linked(key, hc, mi), junction.Host(s.front)
+	s.noteStandalone(mi)
 	if !s.initialized() && mi.rev.PerRequestMeta() {
 		// A request that stands alone (2026-07-28, on a connection that
 		// did not initialize) is answered as one without a session over
@@ -803,6 +811,17 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	}
 	go func() { answer(s.p.answer(ctx, hr, host, nil, typed)) }()
 	return true
+}
+
+// noteStandalone notes the revision a request that stands alone (of
+// 2026-07-28 or later, whose _meta says mi, on a connection that did not
+// initialize) names, the first time one does: the connection's, as
+// go-sdk's server takes it (Plane.StdioSessions).
+func (s *stdioSession) noteStandalone(mi metaInfo) {
+	if s.front != nil && mi.rev.PerRequestMeta() && s.front.standalone.Load() == nil && !s.initialized() {
+		v := mi.version
+		s.front.standalone.CompareAndSwap(nil, &v)
+	}
 }
 
 // refuseReused answers a request the table of calls in flight did not

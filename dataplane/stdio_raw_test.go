@@ -2025,3 +2025,69 @@ func FuzzStdioPlane(f *testing.F) {
 		}
 	})
 }
+
+// TestStdioSessionEnds: a stdio connection the plane answers is one of
+// its StdioSessions, with the revision it initialized with, or, for a
+// host that does not initialize, the one its first request named; and it
+// ends when its view is removed or its hub closes, as the view's go-sdk
+// sessions are closed.
+func TestStdioSessionEnds(t *testing.T) {
+	versions := func(p *Plane) (vs []string) {
+		p.StdioSessions(func(v string) { vs = append(vs, v) })
+		return vs
+	}
+	for _, end := range []string{"view removed", "hub closed"} {
+		t.Run(end, func(t *testing.T) {
+			hub := junction.New(nil)
+			t.Cleanup(func() { hub.Close() })
+			if err := hub.Add(t.Context(), "s", &rawFake{tools: []string{"echo"}, raw: echoRaw}, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
+				t.Fatal(err)
+			}
+			v, err := hub.NewView("", junction.Selection{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := New(v, nil)
+			serve := func() (*fastHost, chan error) {
+				inR, inW := io.Pipe()
+				outR, outW := io.Pipe()
+				h := &fastHost{w: inW, r: bufio.NewReader(outR)}
+				done := make(chan error, 1)
+				go func() {
+					done <- p.ServeStdio(context.Background(), inR, outW, nil)
+					outW.Close()
+				}()
+				t.Cleanup(func() { inW.Close() })
+				return h, done
+			}
+			older, olderDone := serve()
+			older.initialize(t)
+			newer, newerDone := serve()
+			newer.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+			newer.recv(t)
+			got := versions(p)
+			slices.Sort(got)
+			if want := []string{"2025-11-25", "2026-07-28"}; !slices.Equal(got, want) {
+				t.Errorf("StdioSessions: %q; want %q", got, want)
+			}
+			if end == "view removed" {
+				hub.RemoveView(v)
+			} else {
+				hub.Close()
+			}
+			for _, done := range []chan error{olderDone, newerDone} {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("ServeStdio = %v", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("a stdio connection did not end when its %s", end)
+				}
+			}
+			if got := versions(p); len(got) != 0 {
+				t.Errorf("StdioSessions after the end: %q; want none", got)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"runtime"
 
@@ -148,20 +149,24 @@ func (m *Metrics) watchSessions(d *Daemon) {
 	m.Registry.GaugeFunc("junction_sessions", "Live MCP sessions of hosts, by protocol revision: HTTP sessions (a stateless request holds one while it runs), or the one session of a stdio hub.",
 		[]string{"protocol"}, func(emit func(float64, ...string)) {
 			counts := map[string]int{}
-			d.mu.Lock()
-			planes := make([]*junction.View, 0, len(d.planes))
-			for v := range d.planes {
-				planes = append(planes, v)
-			}
-			d.mu.Unlock()
-			for _, v := range planes {
-				for ss := range v.Server().Sessions() {
-					protocol := "unknown"
-					if p := ss.InitializeParams(); p != nil && p.ProtocolVersion != "" {
-						protocol = p.ProtocolVersion
-					}
-					counts[protocol]++
+			count := func(version string) {
+				if version == "" {
+					version = "unknown"
 				}
+				counts[version]++
+			}
+			d.mu.Lock()
+			planes := maps.Clone(d.planes)
+			d.mu.Unlock()
+			for v, plane := range planes {
+				for ss := range v.Server().Sessions() {
+					version := ""
+					if p := ss.InitializeParams(); p != nil {
+						version = p.ProtocolVersion
+					}
+					count(version)
+				}
+				plane.StdioSessions(count) // the stdio connections the plane answers alone
 			}
 			for p, n := range counts {
 				emit(float64(n), p)

@@ -273,6 +273,11 @@ func TestMetricsFrontPerCall(t *testing.T) {
 
 	srv := httptest.NewServer(d.Handler(HTTPConfig{InsecureNoAuth: true}, "127.0.0.1"))
 	defer srv.Close()
+	// The stdio connection, which the data plane answers without a go-sdk
+	// session, is a live session.
+	if _, metrics := get(t, srv.Client(), srv.URL+"/metrics"); !strings.Contains(metrics, `junction_sessions{protocol="`+cs.InitializeResult().ProtocolVersion+`"} 1`) {
+		t.Errorf("/metrics does not count the stdio session:\n%s", grepLines(metrics, "junction_sessions"))
+	}
 	rawSessionCall(t, srv)
 
 	_, metrics := get(t, srv.Client(), srv.URL+"/metrics")
