@@ -40,6 +40,13 @@ func viewOf(t testing.TB, src junction.Source) *junction.View {
 // viewWith is viewOf with the hub made with opts.
 func viewWith(t testing.TB, opts *junction.Options, src junction.Source) *junction.View {
 	t.Helper()
+	_, v := hubWith(t, opts, src)
+	return v
+}
+
+// hubWith is viewWith returning the hub too.
+func hubWith(t testing.TB, opts *junction.Options, src junction.Source) (*junction.Hub, *junction.View) {
+	t.Helper()
 	hub := junction.New(opts)
 	t.Cleanup(func() { hub.Close() })
 	if err := hub.Add(t.Context(), "s", src, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
@@ -49,7 +56,7 @@ func viewWith(t testing.TB, opts *junction.Options, src junction.Source) *juncti
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return hub, v
 }
 
 // echoRaw answers a raw call with the text of its "msg" argument.

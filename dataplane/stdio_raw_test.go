@@ -1454,15 +1454,7 @@ func FuzzCanonical(f *testing.F) {
 // host of the view's list changes (View.WatchLists): one notification per
 // change, and none before initialize.
 func TestStdioListChangedOnPlane(t *testing.T) {
-	hub := junction.New(nil)
-	t.Cleanup(func() { hub.Close() })
-	if err := hub.Add(t.Context(), "s", &rawFake{tools: []string{"echo"}, raw: echoRaw}, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
-		t.Fatal(err)
-	}
-	v, err := hub.NewView("", junction.Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hub, v := hubWith(t, nil, &rawFake{tools: []string{"echo"}, raw: echoRaw})
 	h := startStdio(t, v, nil)
 	h.initialize(t)
 	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
@@ -1962,8 +1954,10 @@ func TestStdioKeepAlive(t *testing.T) {
 			h := start(t, io.Discard)
 			m := ping(t, h)
 			h.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"error":{"code":-32601,"message":"no ping here"}}`, m["id"]))
-			time.Sleep(time.Minute) // fake time: pings would come every 10s
-			h.send(t, `{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+			// The host pings the plane a minute later (on the bubble's
+			// clock); a keep-alive ping of the plane's, every 10s, would
+			// come before its answer.
+			time.AfterFunc(time.Minute, func() { io.WriteString(h.w, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n") })
 			if m := h.next(t); m["id"] != float64(7) {
 				t.Errorf("%v; want the answer to the host's ping, and no ping of the plane's", m)
 			}
@@ -2038,15 +2032,7 @@ func TestStdioSessionEnds(t *testing.T) {
 	}
 	for _, end := range []string{"view removed", "hub closed"} {
 		t.Run(end, func(t *testing.T) {
-			hub := junction.New(nil)
-			t.Cleanup(func() { hub.Close() })
-			if err := hub.Add(t.Context(), "s", &rawFake{tools: []string{"echo"}, raw: echoRaw}, &junction.SourceOptions{Prefix: junction.PrefixAlways}); err != nil {
-				t.Fatal(err)
-			}
-			v, err := hub.NewView("", junction.Selection{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			hub, v := hubWith(t, nil, &rawFake{tools: []string{"echo"}, raw: echoRaw})
 			p := New(v, nil)
 			serve := func() (*fastHost, chan error) {
 				inR, inW := io.Pipe()
