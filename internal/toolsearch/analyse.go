@@ -88,7 +88,7 @@ func analyseTool(t Tool) analysedDoc {
 		fields[f], forms[f] = analyseForms(nil, nil, ts...)
 	}
 
-	a := analysedDoc{intent: toolIntent(name)}
+	a := analysedDoc{intent: toolIntent(name, t.Description)}
 	idx := map[string]int{}
 	for f, ts := range fields {
 		a.len[f] = len(ts)

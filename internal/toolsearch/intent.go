@@ -80,8 +80,12 @@ type nameNoun struct {
 	plural bool
 }
 
-// toolIntent reads the intent of a tool's own name.
-func toolIntent(name string) nameIntent {
+// toolIntent reads the intent of a tool's own name. A name without a
+// verb of actionWords ("maps_place_details", "atlas-connect-cluster",
+// "payment_methods") takes its action from the description's first word
+// when that is one ("Lists ...", "Retrieves ..."): descriptions open with
+// what the tool does.
+func toolIntent(name, description string) nameIntent {
 	var in nameIntent
 	for _, w := range splitWords(name, nil) {
 		if stopWords()[w] {
@@ -103,7 +107,22 @@ func toolIntent(name string) nameIntent {
 		}
 		in.nouns = append(in.nouns, nameNoun{s, isPlural(w)})
 	}
+	if in.act == actNone {
+		in.act = openingAction(description)
+	}
 	return in
+}
+
+// openingAction is the class of a description's first word other than
+// a stop word, or actNone when that word is not a verb of actionWords.
+func openingAction(description string) action {
+	var words [8]string
+	for _, w := range splitWords(clip(description, 64), words[:0]) {
+		if !stopWords()[w] {
+			return actionWords()[stem(w)]
+		}
+	}
+	return actNone
 }
 
 // isPlural says whether an English noun is written in the plural, by its

@@ -31,7 +31,7 @@ func TestToolIntent(t *testing.T) {
 		"update-one":         {act: actUpdate, said: true},
 		"batch_update_cells": {act: actUpdate, many: true, said: true, nouns: []nameNoun{{"cell", true}}},
 	} {
-		if got := toolIntent(name); !reflect.DeepEqual(got, want) {
+		if got := toolIntent(name, ""); !reflect.DeepEqual(got, want) {
 			t.Errorf("toolIntent(%q) = %+v, want %+v", name, got, want)
 		}
 	}
@@ -54,6 +54,27 @@ func TestIntentOf(t *testing.T) {
 	}
 }
 
+// TestToolIntentFromDescription: a name without a verb takes its action
+// from its description's opening verb; a name with one keeps its own.
+func TestToolIntentFromDescription(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, description string
+		want              action
+	}{
+		{"atlas-connect-cluster", "Lists MongoDB Atlas clusters", actRead},
+		{"place_details", "Retrieves the details of a place.", actRead},
+		{"payment_methods", "The payment methods of the account.", actNone},
+		{"weather", "", actNone},
+		{"delete_issue", "Gets nothing back: deletes an issue.", actDelete},
+		{"unpin_message", "Pins nothing; unpins a message.", actDelete},
+	} {
+		if got := toolIntent(c.name, c.description).act; got != c.want {
+			t.Errorf("toolIntent(%q, %q).act = %v, want %v", c.name, c.description, got, c.want)
+		}
+	}
+}
+
 // TestIntentCount: a name that says how many items it acts on, and none
 // of whose nouns the request holds, gains when the request writes
 // something in the plural and it acts on many, or nothing and it acts on
@@ -61,7 +82,7 @@ func TestIntentOf(t *testing.T) {
 func TestIntentCount(t *testing.T) {
 	t.Parallel()
 	p := &scoring{verb: 1, plural: 1}
-	many, one := toolIntent("insert-many"), toolIntent("insert-one")
+	many, one := toolIntent("insert-many", ""), toolIntent("insert-one", "")
 	records, record := intentOf("Insert 50 customer records into the collection"), intentOf("Insert a customer record into the collection")
 	for _, c := range []struct {
 		what string
@@ -103,7 +124,7 @@ func TestIntentScore(t *testing.T) {
 		"create_issue":    -2, // other verb class, other number
 		"weather_station": 0,  // no verb, no noun in common
 	} {
-		d := toolIntent(name)
+		d := toolIntent(name, "")
 		if got := intentScore(&q, &d, p); got != want {
 			t.Errorf("intentScore(%q, %q) = %v, want %v", "delete the issues", name, got, want)
 		}

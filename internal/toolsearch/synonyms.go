@@ -53,7 +53,7 @@ var synonymGroups = [][]string{
 	{"chart", "graph", "plot"},
 	{"error", "exception", "failure"},
 	{"website", "site", "webpage", "web"},
-	{"cryptocurrency", "crypto", "coin"},
+	{"cryptocurrency", "crypto", "coin", "bitcoin", "btc"},
 	{"article", "post", "story"},
 	{"chat", "conversation", "dialog"},
 	{"company", "organization", "business"},
