@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -105,15 +106,18 @@ const (
 	DefaultMaxRequestBytes = 4 << 20
 )
 
-// HTTPHandler returns the plane's Streamable HTTP endpoint. go-sdk's
-// handler creates, checks, expires and deletes sessions and answers every
-// request but one kind: a POST whose body is one plain tools/call (as
-// [Plane.ServeStdio] takes them) for a tool of a [junction.RawCaller], on
-// a stateful session or from a client before 2026-07-28 on a handler
-// without sessions, is answered by the plane (see rawhttp.go). A body that
-// is not JSON gets HTTP 400 and a JSON-RPC parse error (id null), and the
-// session stays usable. It does no authentication and no Origin checks:
-// the caller wraps it (see internal/daemon).
+// HTTPHandler returns the plane's Streamable HTTP endpoint. A client of
+// 2026-07-28 or later without a session is answered by the plane alone
+// (modern.go). On a stateful session go-sdk's handler creates, checks,
+// expires and deletes sessions, answers initialize and serves the
+// session's GET stream, and the plane answers the calls, the lists,
+// prompts/get, resources/read, completion/complete and ping (rawhttp.go,
+// requests.go); an older client without a session (HTTPStateless) has
+// its calls answered by the plane and the rest by go-sdk's stateless
+// handler. A body that is not JSON gets HTTP 400 and a JSON-RPC parse
+// error (id null), and the session stays usable. It does no
+// authentication and no Origin checks: the caller wraps it (see
+// internal/daemon).
 func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -176,7 +180,17 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
 			endSessionCalls(sf, r, sid, calls, raw)
 		}
+		if raw.aloneModern(r, r.Header.Get("Mcp-Session-Id"), rev.Stateless()) {
+			// Not a POST, which the plane would have answered (modern.go):
+			// a request without a session is one POST.
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
 		if sf == nil || sl != nil && r.Header.Get("Mcp-Session-Id") == "" && rev.Stateless() {
+			if h := testHookSDKStateless.Load(); h != nil {
+				(*h)(r)
+			}
 			sl.ServeHTTP(w, r)
 			return
 		}
@@ -313,3 +327,7 @@ func WriteJSONRPCError(w http.ResponseWriter, status int, code int64, message st
 	msg, _ := json.Marshal(message) // %q is Go's quoting, not JSON's
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, msg)
 }
+
+// testHookSDKStateless, if set, sees every request handed to go-sdk's
+// stateless handler.
+var testHookSDKStateless atomic.Pointer[func(*http.Request)]

@@ -254,7 +254,11 @@ func (ls *listens) open(l *listen) {
 	none := !got.ToolsListChanged && !got.PromptsListChanged && !got.ResourcesListChanged && len(got.ResourceSubscriptions) == 0
 	if none {
 		// Nothing to listen for: go-sdk ends such a listen at once.
-		lines = append(lines, wire.AnswerLine(l.id, json.RawMessage(`{"resultType":"complete","_meta":`+string(subscriptionMeta(nil, l.id))+`}`), nil)...)
+		// Its answer is a result of 2026-07-28: it names the hub
+		// (serverInfo), as go-sdk's server stamps every such result.
+		impl, _ := json.Marshal(ls.v.Implementation()) // strings only: cannot fail
+		meta := subscriptionMeta(map[string]json.RawMessage{mcp.MetaKeyServerInfo: impl}, l.id)
+		lines = append(lines, wire.AnswerLine(l.id, json.RawMessage(`{"resultType":"complete","_meta":`+string(meta)+`}`), nil)...)
 	}
 	ls.mu.Lock()
 	if l.ended {

@@ -26,7 +26,9 @@ import (
 // is answered by the plane itself, without go-sdk's HTTP transport and
 // JSON-RPC machinery, and so are a plain list request there and
 // prompts/get, resources/read and completion/complete (requests.go);
-// every other request goes to go-sdk's handler.
+// every other request on a session goes to go-sdk's handler. A client
+// of 2026-07-28 or later without a session is the plane's whatever it
+// sends (modern.go).
 //
 // The answer is application/json, unless the upstream sends log messages
 // or requests (sampling, elicitation, roots) during the call: then the
@@ -114,6 +116,16 @@ func (f *httpRaw) forget(sid string, s *httpSession) {
 // the plane's raw calls off, only the tasks extension's requests are for
 // it, as they are sent.
 func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	version := r.Header.Get("Mcp-Protocol-Version")
+	if f.aloneModern(r, r.Header.Get("Mcp-Session-Id"), junction.ParseRevision(version).Stateless()) {
+		// The plane answers every such request (modern.go).
+		if !refuseTransport(w, r) && !f.takeBody(w, r, body) {
+			if c, ok := canonical(bytes.TrimSpace(body)); !ok || !f.takeBody(w, r, c) {
+				f.answerRestAlone(w, r, body, version)
+			}
+		}
+		return true
+	}
 	if f.takeBody(w, r, body) {
 		return true
 	}
@@ -591,20 +603,7 @@ func (f *httpRaw) acceptable(r *http.Request) bool {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
 		return false
 	}
-	var jsonOK, sseOK bool
-	for _, a := range r.Header.Values("Accept") {
-		for part := range strings.SplitSeq(a, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			switch strings.ToLower(strings.TrimSpace(mt)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				sseOK = true
-			case "*/*":
-				jsonOK, sseOK = true, true
-			}
-		}
-	}
+	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
 	return jsonOK && (sseOK || f.jsonOnly)
 }
 

@@ -99,7 +99,7 @@ func (h *sseHandler) open(w http.ResponseWriter, r *http.Request) {
 	out.flush()
 	// The session ends with the GET: at once, as a stdio connection
 	// whose context ends (its calls are cancelled).
-	err = h.p.serveLines(r.Context(), in, out, int(h.max)+1, r)
+	err = h.p.serveLines(r.Context(), in, out, lineConn{max: int(h.max) + 1, from: r, legacy: true})
 	if err != nil && !errors.Is(err, context.Canceled) && h.p.logger != nil {
 		h.p.logger.Debug("legacy SSE session ended", "error", err)
 	}

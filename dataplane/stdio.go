@@ -85,16 +85,30 @@ func (p *Plane) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opt
 	if opts != nil && opts.MaxFrame > 0 {
 		max = opts.MaxFrame
 	}
-	return p.serveLines(ctx, in, out, max, nil)
+	return p.serveLines(ctx, in, out, lineConn{max: max})
+}
+
+// lineConn says what connection serveLines serves.
+type lineConn struct {
+	max int // the longest line read
+	// from is the HTTP request the connection is of, nil over stdio: its
+	// calls carry its values (its user, its token, the address it came
+	// to).
+	from *http.Request
+	// legacy: a legacy HTTP+SSE session (sse.go), which serves only the
+	// revisions before 2026-07-28.
+	legacy bool
+	// alone: one request of 2026-07-28 without a session
+	// (listenAlone), whose client cannot answer the plane's keep-alive
+	// pings.
+	alone bool
 }
 
 // serveLines serves a connection whose messages come as lines from in
-// and go as lines to out: a stdio host's (ServeStdio), or a legacy
-// HTTP+SSE session's (sse.go), which serves only the revisions before
-// 2026-07-28. See ServeStdio. A legacy session's calls carry the values
-// of the request that opened it, legacy (its user, the address it came
-// to); a stdio host's carry none.
-func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max int, legacy *http.Request) error {
+// and go as lines to out: a stdio host's (ServeStdio), a legacy HTTP+SSE
+// session's (sse.go), or the stream of one subscriptions/listen of a
+// 2026-07-28 client without a session (listenAlone). See ServeStdio.
+func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o lineConn) error {
 	var pinger sync.WaitGroup
 	defer pinger.Wait() // after cancel
 	ctx, cancel := context.WithCancel(ctx)
@@ -105,10 +119,10 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	c.listens = &listens{c: c, v: p.v}
 	c.planeLists = p.raw
 	c.sdk = !p.raw
-	if legacy != nil {
-		// As a Streamable HTTP request's, a legacy session's requests
-		// carry the header and token of the request that opened it.
-		c.extra = &mcp.RequestExtra{Header: legacy.Header, TokenInfo: auth.TokenInfoFromContext(legacy.Context())}
+	if o.from != nil {
+		// As a Streamable HTTP request's, the connection's requests carry
+		// the header and token of the request that opened it.
+		c.extra = &mcp.RequestExtra{Header: o.from.Header, TokenInfo: auth.TokenInfoFromContext(o.from.Context())}
 	}
 	// The connection's Host: the plane's own, which answers everything
 	// the host sends; with NoRaw, go-sdk's session, which answers all but
@@ -124,7 +138,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 		host = front
 	} else {
 		var err error
-		if ss, err = p.v.Server().Connect(ctx, connTransport{c, legacy != nil}, nil); err != nil {
+		if ss, err = p.v.Server().Connect(ctx, connTransport{c, o.legacy}, nil); err != nil {
 			return err
 		}
 		// The hub's updates of the resources the listens name reach them
@@ -141,13 +155,13 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
 	base := context.Background()
-	if legacy != nil {
-		base = context.WithoutCancel(legacy.Context())
+	if o.from != nil {
+		base = context.WithoutCancel(o.from.Context())
 	}
-	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: legacy != nil}
+	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy}
 	c.listens.ctx, c.listens.host = s.base, host
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
-	if every := p.v.KeepAlive(); every > 0 && front != nil {
+	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone {
 		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
 	}
 
@@ -174,7 +188,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, max
 	}
 	readErr := make(chan error, 1)
 	go func() {
-		err := readFrames(in, max, c, s.take, s.batch.Flush)
+		err := readFrames(in, o.max, c, s.take, s.batch.Flush)
 		c.hostGone()
 		readErr <- err
 	}()

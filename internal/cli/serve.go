@@ -55,18 +55,20 @@ tool whose server is still connecting waits for it. junction logs "hub
 ready" once the hub is built and, as it stops, "hub stopped" with the
 number of tool calls it routed and of those the fast path took.
 
-The fast path: junction's own data plane answers a host's tools/call, its
-lists, prompts/get, resources/read, completion/complete, server/discover
-and ping, over stdio, Streamable HTTP and legacy SSE, for hosts of every
-protocol revision, and over stdio logging/setLevel and the resource
-subscriptions. A call of a stdio upstream's tool is forwarded as raw
-bytes (several times the calls/s of go-sdk's server; docs/performance.md);
-a pack, a plugin or an HTTP upstream is called with the arguments decoded
-only for it. go-sdk's server answers the rest: initialize, requests
-before initialize, and over HTTP logging/setLevel, the resource
-subscriptions and an older client's call of a pack, plugin or HTTP
-upstream without a session. -fast-path=false sends every host request
-through go-sdk (junction still calls stdio upstreams with raw bytes).
+The fast path: junction's own data plane answers everything a host sends
+over stdio and legacy SSE, and every request of a 2026-07-28 client
+without a session over Streamable HTTP; on an HTTP session it answers
+tools/call, the lists, prompts/get, resources/read, completion/complete
+and ping. A call of a stdio upstream's tool is forwarded as raw bytes
+(several times the calls/s of go-sdk's server; docs/performance.md); a
+pack, a plugin or an HTTP upstream is called with the arguments decoded
+only for it. go-sdk's server answers the rest: on an HTTP session its
+initialize, logging/setLevel, resource subscriptions and GET stream, and,
+with -http-mode stateless, an older client's initialize, prompts/get,
+resources/read and completion/complete, and its calls of a pack, plugin
+or HTTP upstream. -fast-path=false sends every host request through go-sdk but those
+of the tasks extension and, over stdio, the subscriptions/listen streams
+(junction still calls stdio upstreams with raw bytes).
 
 Examples:
   junction serve                                   # stdio, core pack
@@ -92,7 +94,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		replayBytes    = fs.Int("replay-bytes", def.ReplayBytes, "keep up to `n` bytes of HTTP sessions' SSE messages (all sessions together) so that hosts can resume dropped streams with Last-Event-ID; 0: keep none")
 		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `duration` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
-		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk, but those of the tasks extension, which go-sdk has not (docs/performance.md)")
+		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk, but those of the tasks extension, which go-sdk has not, and stdio's subscriptions/listen streams (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
 		admin          = fs.String("admin", "", "also serve the status page, /status, /metrics, /healthz and /readyz on `host:port`, with -http's token rules; works in stdio mode too")
 		audit          = fs.String("audit", "", "write one JSON line per tool call to `output`: stderr, or a file rotated by size (docs/observability.md; default: the config file's audit.output, else none)")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -245,4 +246,83 @@ func (h *rawStdio) transcript() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TestServeHTTPListenAlone: over junction serve's Streamable HTTP, a
+// 2026-07-28 client's subscriptions/listen without a session is a stream
+// of its own on the POST's response: acknowledged, then told of a tool
+// list change another request of the client causes, tagged with the
+// listen's id, until the client goes away.
+func TestServeHTTPListenAlone(t *testing.T) {
+	t.Parallel()
+	url := startServe(t, "-insecure-no-auth", "-no-default-packs", "-pack", "conformance")
+	post := func(ctx context.Context, method, name, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(strings.ReplaceAll(body, "%s", modernMeta)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*listenWait)
+	defer cancel()
+	resp := post(ctx, "subscriptions/listen", "", `{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},%s}}`)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("listen: %d %s %s; want 200 text/event-stream", resp.StatusCode, ct, b)
+	}
+	events := make(chan rawMsg, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			m := rawMsg{line: data}
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Errorf("an event that is not JSON: %s", data)
+				continue
+			}
+			events <- m
+		}
+	}()
+	next := func(what string) rawMsg {
+		t.Helper()
+		select {
+		case m, ok := <-events:
+			if !ok {
+				t.Fatalf("the listen's stream ended before %s", what)
+			}
+			return m
+		case <-time.After(listenWait):
+			t.Fatalf("no %s within %v", what, listenWait)
+		}
+		return rawMsg{}
+	}
+	if m := next("acknowledgement"); !ackOf(`"l1"`)(m) {
+		t.Fatalf("first event %s; want the acknowledgement of listen l1", m.line)
+	}
+	call := post(ctx, "tools/call", "test_trigger_tool_change", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_trigger_tool_change","arguments":{},%s}}`)
+	io.Copy(io.Discard, call.Body)
+	call.Body.Close()
+	if call.StatusCode != http.StatusOK {
+		t.Fatalf("tools/call test_trigger_tool_change: HTTP %d", call.StatusCode)
+	}
+	if m := next("notifications/tools/list_changed"); m.Method != "notifications/tools/list_changed" || id(m) != `"l1"` {
+		t.Errorf("event %s; want notifications/tools/list_changed tagged l1", m.line)
+	}
 }

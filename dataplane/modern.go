@@ -1,0 +1,424 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
+)
+
+// A request of a client at 2026-07-28 or later without a session (modes
+// dual and stateless) stands alone: one POST, one answer. The plane
+// answers every such request: the calls, lists and other requests it
+// serves (takeModern, takeRequest, the tasks extension), its
+// subscriptions/listen (listenAlone), and, here, all the rest, as
+// go-sdk's stateless handler answered them, checked in its order:
+//
+//  1. before the body is read: a Content-Type other than JSON (415), an
+//     Accept without both JSON and SSE (400), a Last-Event-ID, which
+//     only a GET may send (400);
+//  2. the body: empty, not a JSON-RPC message go-sdk's decoder reads,
+//     or a batch (400, in plain text, as go-sdk says it);
+//  3. the message: a method the hub does not know (-32601, HTTP 404),
+//     a notification's method with an id, a request's without one,
+//     params left out where the method needs them; then, for a request
+//     or a notification whose _meta names a version, that version: left
+//     out (-32602) or other than the Mcp-Protocol-Version header
+//     (-32020);
+//  4. the routing headers (Mcp-Method, Mcp-Name, Mcp-Param-*), -32020;
+//  5. a notification or an answer is accepted (202) and dropped: with
+//     no session there is nothing for it to act on;
+//  6. what go-sdk's server then refuses: a _meta it will not serve
+//     (metaRefusal), a method the revision does not have (initialize,
+//     ping, logging/setLevel, the resource subscriptions: -32601, HTTP
+//     404), params its decoder refuses.
+//
+// Where go-sdk answers in plain text something that is a JSON-RPC
+// request with an id, the plane answers JSON-RPC, with go-sdk's status
+// (docs/deviations.md); transport errors (1, 2) stay plain text.
+// go-sdk's stateless handler is left only the older clients of
+// HTTPStateless, which have no session either.
+
+// aloneModern reports whether r is a request of a client at 2026-07-28
+// or later without a session that the plane answers whole: on a handler
+// that serves such clients (not HTTPStateful), with the raw path on.
+func (f *httpRaw) aloneModern(r *http.Request, sid string, stateless bool) bool {
+	return sid == "" && stateless && f.mode != HTTPStateful && f.p.raw
+}
+
+// refuseTransport answers r with go-sdk's error if it fails the checks
+// go-sdk's stateless handler makes before it reads a POST's body (1
+// above), and reports whether it did.
+func refuseTransport(w http.ResponseWriter, r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
+		return true
+	}
+	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
+		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+		return true
+	}
+	if len(r.Header.Values("Last-Event-ID")) > 0 {
+		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
+		return true
+	}
+	return false
+}
+
+// answerRestAlone answers the POST r of a client at 2026-07-28 or later
+// without a session, whose body no taker took (2 to 6 above).
+func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body []byte, version string) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+		return
+	}
+	if body[0] == '[' {
+		var batch []json.RawMessage
+		err := json.Unmarshal(body, &batch)
+		switch {
+		case err == nil && len(batch) == 0:
+			err = fmt.Errorf("empty batch")
+		case err == nil:
+			for _, m := range batch {
+				if _, err = jsonrpc.DecodeMessage(m); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
+			return
+		}
+		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
+		return
+	}
+	sdkBody, _ := sdkReadable(body)
+	msg, err := jsonrpc.DecodeMessage(sdkBody)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
+		return
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		w.WriteHeader(http.StatusAccepted) // an answer to no request of the plane's
+		return
+	}
+	id, _, params, _ := envelopeOf(body)
+	if werr := aloneRequestError(req, version); werr != nil {
+		f.writeRefusal(w, id, werr)
+		return
+	}
+	if werr := f.headerError(r.Header, req); werr != nil {
+		f.writeRefusal(w, id, werr)
+		return
+	}
+	if !req.IsCall() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	meta, _ := paramsMeta(params)
+	werr := metaRefusal(meta)
+	if werr == nil && (req.Method == "initialize" || req.Method == "ping" || isSessionMethod(req.Method)) {
+		werr = methodNotFound(req.Method) // not in the revision
+	}
+	if werr == nil {
+		werr = paramsRefusal(req.Method, req.Params)
+	}
+	if werr == nil && req.Method == "subscriptions/listen" {
+		f.listenAlone(w, r, body, id)
+		return
+	}
+	if werr == nil {
+		f.p.logger.Warn("request not served: the data plane took no path for it", "method", req.Method)
+		werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the hub did not serve this %s request", req.Method)}
+	}
+	writeAnswer(w, true, id, nil, werr)
+}
+
+// aloneRequestError returns the error for a request or notification req
+// of a client at version without a session that go-sdk's handler checks
+// first (3 above), nil if it passes: the method and its id and params,
+// then the version its _meta names. A notification of a method the hub
+// does not know passes (it is dropped: docs/deviations.md), and so does a
+// request's method sent without an id, which is a notification.
+func aloneRequestError(req *jsonrpc.Request, version string) *jsonrpc.Error {
+	m, known := sdkMethodOf(req.Method)
+	notification := slices.Contains(sdkNotifications[:], req.Method)
+	switch {
+	case !known && !notification && req.IsCall():
+		return methodNotFound(req.Method)
+	case notification && req.IsCall():
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("invalid request: unexpected id for %q", req.Method)}
+	case known && req.IsCall() && !m.optional && m.params != nil && len(req.Params) == 0:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `invalid request: missing required "params"`}
+	}
+	var meta struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	var metaVersion string
+	if len(req.Params) > 0 && decodeParams(req.Params, &meta) {
+		metaVersion, _ = meta.Meta[mcp.MetaKeyProtocolVersion].(string)
+	}
+	if !req.IsCall() && metaVersion == "" {
+		return nil
+	}
+	switch {
+	case metaVersion == "":
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyProtocolVersion)}
+	case metaVersion != version:
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("Mcp-Protocol-Version header %q does not match request %s %q", version, mcp.MetaKeyProtocolVersion, metaVersion)}
+	}
+	return nil
+}
+
+// headerError returns go-sdk's error (-32020) for routing headers that
+// do not agree with the request or notification req (4 above), nil if
+// they do: Mcp-Method always, Mcp-Name for a call, a prompt and a
+// resource read, and the Mcp-Param-* headers of a call of a tool that
+// binds arguments to them.
+func (f *httpRaw) headerError(h http.Header, req *jsonrpc.Request) *jsonrpc.Error {
+	mismatch := func(format string, args ...any) *jsonrpc.Error {
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf(format, args...)}
+	}
+	method := h.Get("Mcp-Method")
+	switch {
+	case method == "":
+		return mismatch("missing required Mcp-Method header")
+	case method != req.Method:
+		return mismatch("header mismatch: Mcp-Method header value '%s' does not match body value '%s'", method, req.Method)
+	}
+	var p struct {
+		Name      string          `json:"name"`
+		URI       string          `json:"uri"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	switch req.Method {
+	case "tools/call", "prompts/get", "resources/read":
+	default:
+		return nil
+	}
+	name := h.Get("Mcp-Name")
+	if name == "" {
+		return mismatch("missing required Mcp-Name header for method %q", req.Method)
+	}
+	if !decodeParams(req.Params, &p) {
+		return mismatch("failed to extract name from parameters for method %q", req.Method)
+	}
+	inBody := p.Name
+	if req.Method == "resources/read" {
+		inBody = p.URI
+	}
+	if name != inBody {
+		return mismatch("header mismatch: Mcp-Name header value '%s' does not match body value '%s'", name, inBody)
+	}
+	if req.Method == "tools/call" {
+		if tool := f.p.v.ServedTool(inBody); tool != nil {
+			return f.p.checkParamHeaders(h, tool, p.Arguments)
+		}
+	}
+	return nil
+}
+
+// writeRefusal writes go-sdk's HTTP 400 answer to a request or a
+// notification the handler refuses before its server sees it (3 and 4
+// above): a JSON-RPC error with the request's id (none for a
+// notification), but 404 for a method the hub does not know.
+func (f *httpRaw) writeRefusal(w http.ResponseWriter, id []byte, werr *jsonrpc.Error) {
+	status := http.StatusBadRequest
+	if werr.Code == jsonrpc.CodeMethodNotFound {
+		status = http.StatusNotFound
+	}
+	if id == nil {
+		b, _ := json.Marshal(struct {
+			JSONRPC string         `json:"jsonrpc"`
+			Error   *jsonrpc.Error `json:"error"`
+		}{"2.0", werr})
+		writeJSONStatus(w, status, [][]byte{b, {'\n'}})
+		return
+	}
+	writeJSONStatus(w, status, wire.AnswerParts(id, nil, werr))
+}
+
+// envelopeOf reads msg's id (as sent; nil for none), method and params,
+// whatever other members it has: the id an answer to it carries.
+func envelopeOf(msg []byte) (id, method, params []byte, ok bool) {
+	var env struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if !decodeParams(msg, &env) {
+		return nil, nil, nil, false
+	}
+	if string(env.ID) == "null" {
+		env.ID = nil
+	}
+	return env.ID, env.Method, env.Params, true
+}
+
+// accepts reads the Accept header's values as go-sdk's handler does:
+// whether they take JSON, and SSE.
+func accepts(values []string) (jsonOK, sseOK bool) {
+	for _, a := range values {
+		for part := range strings.SplitSeq(a, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			}
+		}
+	}
+	return jsonOK, sseOK
+}
+
+// listenAlone serves the subscriptions/listen of a client at 2026-07-28
+// or later without a session, msg, on its POST's response, as a
+// connection of its own, served as a stdio host's listen is (listen.go):
+// the request is the connection's one input line, and the response
+// carries its output lines. As go-sdk's handler answers it, the response
+// is an SSE stream from the first notification (the acknowledgement,
+// then each notification the listen was granted, tagged with its id),
+// and ends when the client goes away or the listen is answered (granted
+// nothing); a listen the hub refuses before it is acknowledged (a
+// resource it does not have) gets its error as JSON.
+func (f *httpRaw) listenAlone(w http.ResponseWriter, r *http.Request, msg, id []byte) {
+	var line bytes.Buffer
+	if err := json.Compact(&line, msg); err != nil {
+		http.Error(w, "malformed payload: "+err.Error(), http.StatusBadRequest) // cannot be: the body is valid JSON
+		return
+	}
+	line.WriteByte('\n')
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	out := &listenOut{w: w, id: id, end: cancel}
+	defer out.close()
+	in := &heldOpen{r: bytes.NewReader(line.Bytes()), done: ctx.Done()}
+	err := f.p.serveLines(ctx, in, out, lineConn{max: line.Len() + 1, from: r, alone: true})
+	if err != nil && ctx.Err() == nil {
+		f.p.logger.Debug("a listen without a session ended", "error", err)
+	}
+}
+
+// heldOpen reads r, then, at its end, waits until done is closed: the
+// input of a connection that has only one line to read and stays open.
+type heldOpen struct {
+	r    io.Reader
+	done <-chan struct{}
+}
+
+func (h *heldOpen) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if n == 0 && err == io.EOF {
+		<-h.done
+	}
+	return n, err
+}
+
+// listenOut is the output of the connection that serves one listen
+// (listenAlone): its lines go out on the response w, an SSE stream from
+// the first line that is not the answer to the listen (id, as sent);
+// once that answer has gone, end is called. An answer that comes first
+// goes as JSON, with the status of a 2026-07-28 answer.
+type listenOut struct {
+	mu   sync.Mutex // a hub's update may come while the POST ends
+	w    http.ResponseWriter
+	id   []byte
+	end  func()
+	sse  *sseLines // once the stream has begun
+	done bool      // answered, or closed
+	part []byte    // a line begun and not ended
+}
+
+func (o *listenOut) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return 0, errSSEClosed
+	}
+	rest := p
+	if len(o.part) > 0 {
+		rest = append(o.part, p...)
+	}
+	for !o.done {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		line := rest[:i+1]
+		rest = rest[i+1:]
+		answer := answers(line[:i], o.id)
+		switch {
+		case o.sse == nil && answer:
+			var a struct {
+				Error *jsonrpc.Error `json:"error"`
+			}
+			json.Unmarshal(line, &a) // the plane's own line: cannot fail
+			writeJSONStatus(o.w, modernErrorStatus(a.Error), [][]byte{line})
+		case o.sse == nil:
+			h := o.w.Header()
+			h.Set("Cache-Control", "no-cache, no-transform")
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Connection", "keep-alive")
+			o.w.WriteHeader(http.StatusOK)
+			o.sse = &sseLines{w: o.w}
+			fallthrough
+		default:
+			if _, err := o.sse.Write(line); err != nil {
+				return 0, err
+			}
+		}
+		if answer {
+			o.done = true
+			o.end()
+		}
+	}
+	o.part = append(o.part[:0], rest...)
+	return len(p), nil
+}
+
+// close stops the output: the POST is ending.
+func (o *listenOut) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = true
+	if o.sse != nil {
+		o.sse.close()
+	}
+}
+
+// answers reports whether line is the answer (a result or an error) to
+// the request whose id is id, as sent.
+func answers(line, id []byte) bool {
+	var gotID []byte
+	method, outcome := false, false
+	if rawjson.Object(line, func(key, val []byte) {
+		switch string(key) {
+		case "id":
+			gotID = val
+		case "method":
+			method = true
+		case "result", "error":
+			outcome = true
+		}
+	}) < 0 {
+		return false
+	}
+	return outcome && !method && bytes.Equal(gotID, id)
+}

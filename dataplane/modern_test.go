@@ -1,0 +1,311 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/junction-mcp/junction"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// modernMeta is the _meta of a 2026-07-28 request.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+
+// modernCase is one HTTP request of a 2026-07-28 client without a
+// session.
+type modernCase struct {
+	what    string
+	verb    string   // "" for POST
+	body    string   // "" for none
+	headers []string // pairs, over the defaults of modernRequest (a value "-" removes the header)
+	// plane, where the plane's answer differs from go-sdk's
+	// (docs/deviations.md), is its status and body.
+	plane string
+}
+
+// modernCases are requests of a 2026-07-28 client without a session that
+// go-sdk's handler refuses or answers without calling a handler.
+var modernCases = []modernCase{
+	{"ping", "", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "ping"}, ""},
+	{"initialize", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, []string{"Mcp-Method", "initialize"}, ""},
+	{"logging/setLevel", "", `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info",` + modernMeta + `}}`, []string{"Mcp-Method", "logging/setLevel"}, ""},
+	{"resources/subscribe", "", `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///a",` + modernMeta + `}}`, []string{"Mcp-Method", "resources/subscribe"}, ""},
+	{"an unknown method", "", `{"jsonrpc":"2.0","id":1,"method":"bogus/method","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "bogus/method"},
+		`404 {"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: \"bogus/method\""}}`},
+	{"no _meta", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"no params", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"params not an object", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"an older _meta version", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"Mcp-Name differs", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},` + modernMeta + `}}`, []string{"Mcp-Method", "tools/call", "Mcp-Name", "wrong"}, ""},
+	{"Mcp-Name missing", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},` + modernMeta + `}}`, []string{"Mcp-Method", "tools/call"}, ""},
+	{"Mcp-Method differs", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "prompts/list"}, ""},
+	{"Mcp-Method missing", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "-"}, ""},
+	{"a notification", "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, []string{"Mcp-Method", "notifications/initialized"}, ""},
+	{"a cancellation", "", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, []string{"Mcp-Method", "notifications/cancelled"}, ""},
+	{"a notification, Mcp-Method differs", "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, []string{"Mcp-Method", "x"}, ""},
+	{"an unknown notification", "", `{"jsonrpc":"2.0","method":"notifications/bogus"}`, []string{"Mcp-Method", "notifications/bogus"}, "202 "},
+	{"an answer", "", `{"jsonrpc":"2.0","id":1,"result":{}}`, []string{"Mcp-Method", "-"}, ""},
+	{"a batch", "", `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}]`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"an id that is an object", "", `{"jsonrpc":"2.0","id":{},"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"no jsonrpc member", "", `{"id":1,"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"an empty body", "", ``, []string{"Mcp-Method", "tools/list"}, ""},
+	{"no client capabilities", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"client info of the wrong type", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":5}}}`, []string{"Mcp-Method", "tools/list"}, ""},
+	{"a prompt's name a number", "", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":5,` + modernMeta + `}}`, []string{"Mcp-Method", "prompts/get", "Mcp-Name", "5"}, ""},
+	{"a completion's ref a number", "", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":5,` + modernMeta + `}}`, []string{"Mcp-Method", "completion/complete"}, ""},
+	{"a resource read, Mcp-Name differs", "", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a",` + modernMeta + `}}`, []string{"Mcp-Method", "resources/read", "Mcp-Name", "file:///b"}, ""},
+	{"a notification naming another version", "", `{"jsonrpc":"2.0","method":"notifications/initialized","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, []string{"Mcp-Method", "notifications/initialized"}, ""},
+	{"a string id", "", `{"jsonrpc":"2.0","id":"x","method":"ping","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "ping"}, ""},
+	{"a request's method without an id", "", `{"jsonrpc":"2.0","method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "tools/list"}, "202 "},
+	{"a notification's method with an id", "", `{"jsonrpc":"2.0","id":1,"method":"notifications/initialized"}`, []string{"Mcp-Method", "notifications/initialized"},
+		`400 {"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"invalid request: unexpected id for \"notifications/initialized\""}}`},
+	{"params left out", "", `{"jsonrpc":"2.0","id":1,"method":"prompts/get"}`, []string{"Mcp-Method", "prompts/get", "Mcp-Name", "p"},
+		`400 {"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"invalid request: missing required \"params\""}}`},
+	{"a null id", "", `{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "tools/list"}, "202 "},
+	{"an unknown version in both", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, []string{"Mcp-Method", "tools/list", "Mcp-Protocol-Version", "2027-01-01"}, ""},
+	{"GET", "GET", ``, nil, ""},
+	{"DELETE", "DELETE", ``, nil, ""},
+	{"PUT", "PUT", ``, nil, ""},
+	{"Content-Type text", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "tools/list", "Content-Type", "text/plain"}, ""},
+	{"Accept JSON only", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "tools/list", "Accept", "application/json"}, ""},
+	{"Last-Event-ID on a POST", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`, []string{"Mcp-Method", "tools/list", "Last-Event-ID", "1"}, ""},
+}
+
+// TestHTTPModernOnPlane: a 2026-07-28 client's requests without a
+// session that go-sdk's handler refuses get the same status, content
+// type and body from the plane, and go-sdk's stateless handler is handed
+// none of them.
+func TestHTTPModernOnPlane(t *testing.T) {
+	newSrv := func(opts *Options) *httptest.Server {
+		f := &rawFake{tools: []string{"echo"}, uris: []string{"file:///a"}, raw: echoRaw}
+		srv := httptest.NewServer(New(viewOf(t, f), opts).HTTPHandler(&HTTPOptions{}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	fast, slow := newSrv(nil), newSrv(&Options{NoRaw: true})
+	var handed []string
+	hook := func(r *http.Request) { handed = append(handed, r.Method+" "+r.Header.Get("Mcp-Method")) }
+	testHookSDKStateless.Store(&hook)
+	t.Cleanup(func() { testHookSDKStateless.Store(nil) })
+
+	do := func(url string, c modernCase) (int, string, string) {
+		req := modernRequest(t, url, "", "", "", c.body)
+		req.Header.Del("Mcp-Method")
+		if c.verb != "" {
+			req.Method = c.verb
+		}
+		for i := 0; i+1 < len(c.headers); i += 2 {
+			if c.headers[i+1] == "-" {
+				req.Header.Del(c.headers[i])
+			} else {
+				req.Header.Set(c.headers[i], c.headers[i+1])
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type") + " Allow:" + resp.Header.Get("Allow"), string(bytes.TrimSpace(b))
+	}
+	for _, c := range modernCases {
+		handed = nil
+		st, ct, body := do(fast.URL, c)
+		if len(handed) > 0 {
+			t.Errorf("%s: handed to go-sdk's stateless handler: %q", c.what, handed)
+		}
+		if c.plane != "" {
+			if got := fmt.Sprintf("%d %s", st, body); got != c.plane {
+				t.Errorf("%s:\n got  %s\n want %s", c.what, got, c.plane)
+			}
+			continue
+		}
+		wst, wct, wbody := do(slow.URL, c)
+		if st != wst || ct != wct || body != wbody {
+			t.Errorf("%s:\n got  %d %s %s\n want %d %s %s", c.what, st, ct, body, wst, wct, wbody)
+		}
+	}
+}
+
+// TestHTTPModernListen: a 2026-07-28 client's subscriptions/listen
+// without a session is a stream of its own on the POST's response, served
+// by the plane as go-sdk's handler served it: the acknowledgement, then
+// each list change it was granted, tagged with its id, until the client
+// goes away; a listen granted nothing is answered at once. go-sdk's
+// stateless handler is handed none of it.
+func TestHTTPModernListen(t *testing.T) {
+	type served struct {
+		pack *junction.Pack
+		url  string
+	}
+	serve := func(opts *Options) served {
+		p := junction.NewPack("p")
+		p.AddResource(&mcp.Resource{URI: "r://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+		addTool(p, "one")
+		srv := httptest.NewServer(New(viewOf(t, p), opts).HTTPHandler(&HTTPOptions{}))
+		t.Cleanup(srv.Close)
+		return served{p, srv.URL}
+	}
+	var handed atomic.Int32
+	hook := func(*http.Request) { handed.Add(1) }
+	testHookSDKStateless.Store(&hook)
+	t.Cleanup(func() { testHookSDKStateless.Store(nil) })
+
+	listen := func(t *testing.T, s served, notifications string) (events <-chan string, stop func()) {
+		ctx, cancel := context.WithCancel(t.Context())
+		body := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":` + notifications + `,` + modernMeta + `}}`
+		req := modernRequest(t, s.url, "subscriptions/listen", "", "", body).WithContext(ctx)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := make(chan string, 16)
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ch <- fmt.Sprintf("%d %s %s", resp.StatusCode, ct, bytes.TrimSpace(b))
+			close(ch)
+			return ch, cancel
+		}
+		go func() {
+			defer close(ch)
+			defer resp.Body.Close()
+			er := newEventReader(resp.Body)
+			for {
+				ev, ok := er.read()
+				if !ok {
+					return
+				}
+				ch <- ev.name + " " + ev.data
+			}
+		}()
+		return ch, cancel
+	}
+	next := func(t *testing.T, ch <-chan string) string {
+		t.Helper()
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				return "(end)"
+			}
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event within 10s")
+			return ""
+		}
+	}
+	untilEnd := func(t *testing.T, ch <-chan string) (got []string) {
+		for e := next(t, ch); e != "(end)"; e = next(t, ch) {
+			got = append(got, e)
+		}
+		return got
+	}
+	run := func(t *testing.T, opts *Options) []string {
+		s := serve(opts)
+		ch, stop := listen(t, s, `{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["r://a"]}`)
+		got := []string{next(t, ch)}
+		s.pack.ResourceUpdated("r://a")
+		got = append(got, next(t, ch))
+		addTool(s.pack, "two")
+		got = append(got, next(t, ch))
+		stop()
+		for e := range ch {
+			got = append(got, e) // nothing more, once the client has gone
+		}
+		// Granted nothing: answered at once.
+		ch, stop = listen(t, s, `{}`)
+		defer stop()
+		got = append(got, untilEnd(t, ch)...)
+		// A resource the hub refuses: the hub's error.
+		ch, stop = listen(t, s, `{"resourceSubscriptions":["r://none"]}`)
+		defer stop()
+		return append(got, untilEnd(t, ch)...)
+	}
+	want := run(t, &Options{NoRaw: true})
+	handed.Store(0)
+	got := run(t, nil)
+	if n := handed.Load(); n != 0 {
+		t.Errorf("%d requests handed to go-sdk's stateless handler; want none", n)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n got  %q\n want %q", got, want)
+	}
+	if len(want) != 6 || !strings.Contains(want[1], "resources/updated") || !strings.Contains(want[2], "tools/list_changed") || !strings.Contains(want[5], `"error"`) {
+		t.Errorf("go-sdk's events %q: want an acknowledgement, an update, a list change; an acknowledgement and an answer; an error", want)
+	}
+}
+
+// addTool adds a tool that answers nothing to p.
+func addTool(p *junction.Pack, name string) {
+	p.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+}
+
+// FuzzHTTPModern: whatever body a 2026-07-28 client without a session
+// POSTs, under whatever Mcp-Method and Mcp-Name, the plane answers it
+// (a status, and a JSON body where the answer is JSON) and hands nothing
+// to go-sdk's stateless handler.
+func FuzzHTTPModern(f *testing.F) {
+	for _, c := range modernCases {
+		if c.verb == "" {
+			method, name := "", ""
+			for i := 0; i+1 < len(c.headers); i += 2 {
+				switch c.headers[i] {
+				case "Mcp-Method":
+					method = c.headers[i+1]
+				case "Mcp-Name":
+					name = c.headers[i+1]
+				}
+			}
+			f.Add(c.body, method, name)
+		}
+	}
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{},`+modernMeta+`}}`, "subscriptions/listen", "")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},`+modernMeta+`}}`, "tools/call", "s__echo")
+	src := &rawFake{tools: []string{"echo"}, uris: []string{"file:///a"}, raw: echoRaw}
+	h := New(viewOf(f, src), nil).HTTPHandler(&HTTPOptions{})
+	var handed atomic.Int32
+	hook := func(*http.Request) { handed.Add(1) }
+	testHookSDKStateless.Store(&hook)
+	f.Cleanup(func() { testHookSDKStateless.Store(nil) })
+	f.Fuzz(func(t *testing.T, body, method, name string) {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		if method != "" && !strings.ContainsAny(method, "\r\n\x00") {
+			req.Header.Set("Mcp-Method", method)
+		}
+		if name != "" && !strings.ContainsAny(name, "\r\n\x00") {
+			req.Header.Set("Mcp-Name", name)
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second) // a listen's stream ends with its client
+		defer cancel()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		if rec.Code == 0 {
+			t.Fatalf("no status for %q", body)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct == "application/json" && !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("%q: a JSON answer that is not JSON: %q", body, rec.Body.Bytes())
+		}
+		if n := handed.Swap(0); n != 0 {
+			t.Fatalf("%q handed to go-sdk's stateless handler", body)
+		}
+	})
+}
