@@ -63,7 +63,14 @@ type stdioHost struct {
 	// standalone is the version the first request of a host that does
 	// not initialize (2026-07-28 on) named (stdioSession.noteStandalone).
 	standalone atomic.Pointer[string]
+	// noAsk: the host cannot be asked anything (a request of an older
+	// client without a session over HTTP; lineConn.older).
+	noAsk bool
 }
+
+// errNoAsk is what asking a host that cannot be asked fails with, in
+// go-sdk's stateless handler's words.
+var errNoAsk = errors.New("rejected by transport: stateless servers cannot make requests")
 
 // ID implements junction.Host: a stdio connection is its one session,
 // which has no id.
@@ -118,6 +125,9 @@ func (h *stdioHost) NotifyProgress(_ context.Context, p *mcp.ProgressNotificatio
 // cancelled) or the end of the connection. A host of 2026-07-28 or later
 // is asked in results, never by requests, as that revision says.
 func (h *stdioHost) request(ctx context.Context, method string, params mcp.Params, res any) error {
+	if h.noAsk {
+		return errNoAsk
+	}
 	if p := h.InitializeParams(); p != nil && junction.ParseRevision(p.ProtocolVersion).AsksInResults() {
 		return fmt.Errorf("%s cannot be sent to a host of protocol %s, which is asked in results", method, p.ProtocolVersion)
 	}
@@ -248,14 +258,15 @@ func (h *stdioHost) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elici
 	if ip := h.InitializeParams(); ip != nil && ip.Capabilities != nil {
 		caps = ip.Capabilities.Elicitation
 	}
+	// In go-sdk's server's words, which a source may show.
 	switch {
 	case caps == nil:
-		return nil, errors.New("elicitation/create: the host does not take elicitation requests")
+		return nil, errors.New("client does not support elicitation")
 	case q.Mode == "url" && caps.URL == nil:
-		return nil, errors.New(`elicitation/create: the host does not take "url" elicitation`)
+		return nil, errors.New(`client does not support "url" elicitation`)
 	case q.Mode == "form" && caps.Form == nil && caps.URL != nil:
 		// A host that declares neither mode takes forms, as before modes.
-		return nil, errors.New(`elicitation/create: the host does not take "form" elicitation`)
+		return nil, errors.New(`client does not support "form" elicitation`)
 	}
 	res := &mcp.ElicitResult{}
 	if err := h.request(ctx, "elicitation/create", &q, res); err != nil {

@@ -106,15 +106,14 @@ const (
 	DefaultMaxRequestBytes = 4 << 20
 )
 
-// HTTPHandler returns the plane's Streamable HTTP endpoint. A client of
-// 2026-07-28 or later without a session is answered by the plane alone
-// (modern.go). On a stateful session go-sdk's handler creates, checks,
-// expires and deletes sessions, answers initialize and serves the
-// session's GET stream, and the plane answers the calls, the lists,
-// prompts/get, resources/read, completion/complete and ping (rawhttp.go,
-// requests.go); an older client without a session (HTTPStateless) has
-// its calls answered by the plane and the rest by go-sdk's stateless
-// handler. A body that is not JSON gets HTTP 400 and a JSON-RPC parse
+// HTTPHandler returns the plane's Streamable HTTP endpoint. A request
+// without a session (of a client of 2026-07-28 or later, or of any
+// client in HTTPStateless) is answered by the plane alone (alone.go). On
+// a stateful session go-sdk's handler creates, checks, expires and
+// deletes sessions, answers initialize and serves the session's GET
+// stream, and the plane answers the calls, the lists, prompts/get,
+// resources/read, completion/complete and ping (rawhttp.go,
+// requests.go). A body that is not JSON gets HTTP 400 and a JSON-RPC parse
 // error (id null), and the session stays usable. It does no
 // authentication and no Origin checks: the caller wraps it (see
 // internal/daemon).
@@ -167,11 +166,14 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	// handler when the client goes away.
 	stateless.PropagateRequestCancellation = true
 
+	// go-sdk's stateless handler is made only with the raw path off
+	// (Options.NoRaw): the plane answers every request without a session
+	// itself (alone.go).
 	var sf, sl http.Handler
 	if o.Mode != HTTPStateless {
 		sf = mcp.NewStreamableHTTPHandler(getServer, &stateful)
 	}
-	if o.Mode != HTTPStateful {
+	if o.Mode != HTTPStateful && !p.raw {
 		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	}
 	raw := newHTTPRaw(p, o, store)
@@ -180,8 +182,8 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
 			endSessionCalls(sf, r, sid, calls, raw)
 		}
-		if raw.aloneModern(r, r.Header.Get("Mcp-Session-Id"), rev.Stateless()) {
-			// Not a POST, which the plane would have answered (modern.go):
+		if alone, _ := raw.sessionless(r); alone {
+			// Not a POST, which the plane would have answered (alone.go):
 			// a request without a session is one POST.
 			w.Header().Set("Allow", "POST")
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
@@ -190,6 +192,12 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		if sf == nil || sl != nil && r.Header.Get("Mcp-Session-Id") == "" && rev.Stateless() {
 			if h := testHookSDKStateless.Load(); h != nil {
 				(*h)(r)
+			}
+			if sl == nil {
+				// A POST the plane did not answer: a defect.
+				p.logger.Error("request without a session not served: the data plane took no path for it", "method", r.Method)
+				WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "internal error: the hub did not serve this request")
+				return
 			}
 			sl.ServeHTTP(w, r)
 			return
@@ -212,6 +220,9 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	body := checkJSONBody(next, calls, o.MaxRequestBytes, raw.take)
 	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
+		if o.Mode == HTTPStateless {
+			r.Header.Del("Mcp-Session-Id") // no sessions: an id means nothing, as go-sdk ignores it
+		}
 		body.ServeHTTP(w, r)
 	}))
 	if sf == nil {

@@ -28,7 +28,7 @@ import (
 // prompts/get, resources/read and completion/complete (requests.go);
 // every other request on a session goes to go-sdk's handler. A client
 // of 2026-07-28 or later without a session is the plane's whatever it
-// sends (modern.go).
+// sends (alone.go), and so is an older client's in HTTPStateless.
 //
 // The answer is application/json, unless the upstream sends log messages
 // or requests (sampling, elicitation, roots) during the call: then the
@@ -116,12 +116,14 @@ func (f *httpRaw) forget(sid string, s *httpSession) {
 // the plane's raw calls off, only the tasks extension's requests are for
 // it, as they are sent.
 func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	version := r.Header.Get("Mcp-Protocol-Version")
-	if f.aloneModern(r, r.Header.Get("Mcp-Session-Id"), junction.ParseRevision(version).Stateless()) {
-		// The plane answers every such request (modern.go).
-		if !refuseTransport(w, r) && !f.takeBody(w, r, body) {
-			if c, ok := canonical(bytes.TrimSpace(body)); !ok || !f.takeBody(w, r, c) {
-				f.answerRestAlone(w, r, body, version)
+	if alone, modern := f.sessionless(r); alone {
+		// The plane answers every such request (alone.go). An older
+		// client's that names a version in its _meta is checked first:
+		// the takers read that version as the request's own.
+		named := !modern && bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion))
+		if !refuseTransport(w, r) && (named || !f.takeBody(w, r, body)) {
+			if c, ok := canonical(bytes.TrimSpace(body)); named || !ok || !f.takeBody(w, r, c) {
+				f.answerRestAlone(w, r, body, modern)
 			}
 		}
 		return true
@@ -442,8 +444,9 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	}
 	if call.Decoded() {
 		// A source that does not forward bytes (a pack) may log to an
-		// older host or ask it something, which without a session only
-		// go-sdk's handler of the request can carry.
+		// older host or ask it something: the call is made by a
+		// connection of its own, whose host takes those as go-sdk's
+		// stateless session did (serveAlone).
 		call.Release()
 		return false
 	}

@@ -98,16 +98,22 @@ type lineConn struct {
 	// legacy: a legacy HTTP+SSE session (sse.go), which serves only the
 	// revisions before 2026-07-28.
 	legacy bool
-	// alone: one request of 2026-07-28 without a session
-	// (listenAlone), whose client cannot answer the plane's keep-alive
-	// pings.
+	// alone: one request of a client without a session over HTTP
+	// (serveAlone), which cannot answer the plane's keep-alive pings.
 	alone bool
+	// older, for a request of an older client without a session
+	// (HTTPStateless), is what the connection starts with, as go-sdk's
+	// stateless handler starts the session it makes for such a request:
+	// initialized with these params (the revision the request's header
+	// names), at log level info, and with no way to ask the host
+	// anything.
+	older *mcp.InitializeParams
 }
 
 // serveLines serves a connection whose messages come as lines from in
 // and go as lines to out: a stdio host's (ServeStdio), a legacy HTTP+SSE
-// session's (sse.go), or the stream of one subscriptions/listen of a
-// 2026-07-28 client without a session (listenAlone). See ServeStdio.
+// session's (sse.go), or one request without a session over HTTP
+// (serveAlone). See ServeStdio.
 func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o lineConn) error {
 	var pinger sync.WaitGroup
 	defer pinger.Wait() // after cancel
@@ -133,8 +139,10 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	if p.raw {
 		front = &stdioHost{c: c, v: p.v, ended: make(chan struct{})}
 		defer close(front.ended)
-		p.stdioHosts.Store(front, struct{}{})
-		defer p.stdioHosts.Delete(front)
+		if !o.alone { // a request without a session is no session
+			p.stdioHosts.Store(front, struct{}{})
+			defer p.stdioHosts.Delete(front)
+		}
 		host = front
 	} else {
 		var err error
@@ -158,8 +166,21 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	if o.from != nil {
 		base = context.WithoutCancel(o.from.Context())
 	}
-	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy}
+	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy, countAs: "stdio"}
+	if o.alone {
+		s.countAs = "http"
+	}
 	c.listens.ctx, c.listens.host = s.base, host
+	if o.older != nil && front != nil {
+		front.init.Store(o.older)
+		front.noAsk = true
+		if !junction.ParseRevision(o.older.ProtocolVersion).TypedResults() {
+			c.older.Store(true)
+		}
+		c.greeted.Store(true)
+		s.ready = true
+		p.v.SetHostLevel(front, "info")
+	}
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
 	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone {
 		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
@@ -249,6 +270,10 @@ type stdioSession struct {
 	// after initialize was answered (a second one is logged). Owned by the
 	// reading goroutine.
 	ready bool
+	// countAs is the front the requests it answers are counted for
+	// (Options.Count): "stdio", or "http" for a request without a session
+	// (lineConn.alone).
+	countAs string
 	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28
 	// (its requests of 2026-07-28 are served as on stdio, but its
 	// server/discover lists the revisions the transport carries).
@@ -650,7 +675,7 @@ func (s *stdioSession) takeNotification(line []byte) bool {
 	default:
 		return false
 	}
-	s.p.count("stdio", string(method[1:len(method)-1]))
+	s.p.count(s.countAs, string(method[1:len(method)-1]))
 	return true
 }
 
@@ -806,7 +831,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 		cancel(nil)
 		return s.refuseReused(hr.id)
 	}
-	s.p.count("stdio", hr.method)
+	s.p.count(s.countAs, hr.method)
 	// A session that began with an older initialize gets that revision's
 	// results, whatever a request names, as from go-sdk (see conn.older).
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
@@ -861,7 +886,7 @@ func (s *stdioSession) refuseReused(id []byte) bool {
 // only one: the session's log messages go out through its stdioHost,
 // filtered by it.
 func (s *stdioSession) setLevel(hr hostRequest) {
-	s.p.count("stdio", hr.method)
+	s.p.count(s.countAs, hr.method)
 	res, werr := s.p.answer(s.base, hr, s.front, nil, false)
 	s.c.out.Write(wire.AnswerLine(hr.id, res, werr))
 }

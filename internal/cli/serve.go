@@ -56,18 +56,17 @@ ready" once the hub is built and, as it stops, "hub stopped" with the
 number of tool calls it routed and of those the fast path took.
 
 The fast path: junction's own data plane answers everything a host sends
-over stdio and legacy SSE, and every request of a 2026-07-28 client
-without a session over Streamable HTTP; on an HTTP session it answers
-tools/call, the lists, prompts/get, resources/read, completion/complete
-and ping. A call of a stdio upstream's tool is forwarded as raw bytes
-(several times the calls/s of go-sdk's server; docs/performance.md); a
-pack, a plugin or an HTTP upstream is called with the arguments decoded
-only for it. go-sdk's server answers the rest: on an HTTP session its
-initialize, logging/setLevel, resource subscriptions and GET stream, and,
-with -http-mode stateless, an older client's initialize, prompts/get,
-resources/read and completion/complete, and its calls of a pack, plugin
-or HTTP upstream. -fast-path=false sends every host request through go-sdk but those
-of the tasks extension and, over stdio, the subscriptions/listen streams
+over stdio and legacy SSE, and every request without a session over
+Streamable HTTP (a 2026-07-28 client's, or any with -http-mode
+stateless); on an HTTP session it answers tools/call, the lists,
+prompts/get, resources/read, completion/complete and ping. A call of a
+stdio upstream's tool is forwarded as raw bytes (several times the
+calls/s of go-sdk's server; docs/performance.md); a pack, a plugin or an
+HTTP upstream is called with the arguments decoded only for it. go-sdk's
+server answers the rest: on an HTTP session its initialize,
+logging/setLevel, resource subscriptions and GET stream.
+-fast-path=false sends every host request through go-sdk but those of
+the tasks extension and, over stdio, the subscriptions/listen streams
 (junction still calls stdio upstreams with raw bytes).
 
 Examples:

@@ -2,8 +2,10 @@ package dataplane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -146,8 +149,9 @@ func TestHTTPModernOnPlane(t *testing.T) {
 // stateless handler is handed none of it.
 func TestHTTPModernListen(t *testing.T) {
 	type served struct {
-		pack *junction.Pack
-		url  string
+		pack  *junction.Pack
+		plane *Plane
+		url   string
 	}
 	serve := func(opts *Options) served {
 		p := junction.NewPack("p")
@@ -155,9 +159,10 @@ func TestHTTPModernListen(t *testing.T) {
 			return &mcp.ReadResourceResult{}, nil
 		})
 		addTool(p, "one")
-		srv := httptest.NewServer(New(viewOf(t, p), opts).HTTPHandler(&HTTPOptions{}))
+		plane := New(viewOf(t, p), opts)
+		srv := httptest.NewServer(plane.HTTPHandler(&HTTPOptions{}))
 		t.Cleanup(srv.Close)
-		return served{p, srv.URL}
+		return served{p, plane, srv.URL}
 	}
 	var handed atomic.Int32
 	hook := func(*http.Request) { handed.Add(1) }
@@ -217,6 +222,11 @@ func TestHTTPModernListen(t *testing.T) {
 		s := serve(opts)
 		ch, stop := listen(t, s, `{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["r://a"]}`)
 		got := []string{next(t, ch)}
+		n := 0
+		s.plane.StdioSessions(func(string) { n++ })
+		if n != 0 {
+			t.Errorf("an open listen counts as %d stdio sessions; want none", n)
+		}
 		s.pack.ResourceUpdated("r://a")
 		got = append(got, next(t, ch))
 		addTool(s.pack, "two")
@@ -256,11 +266,12 @@ func addTool(p *junction.Pack, name string) {
 		})
 }
 
-// FuzzHTTPModern: whatever body a 2026-07-28 client without a session
-// POSTs, under whatever Mcp-Method and Mcp-Name, the plane answers it
-// (a status, and a JSON body where the answer is JSON) and hands nothing
-// to go-sdk's stateless handler.
-func FuzzHTTPModern(f *testing.F) {
+// FuzzHTTPAlone: whatever body a client without a session POSTs, at
+// whatever Mcp-Protocol-Version, under whatever Mcp-Method and Mcp-Name,
+// to a handler without sessions, the plane answers it (a status, and a
+// JSON body where the answer is JSON) and hands nothing to go-sdk's
+// stateless handler.
+func FuzzHTTPAlone(f *testing.F) {
 	for _, c := range modernCases {
 		if c.verb == "" {
 			method, name := "", ""
@@ -272,28 +283,33 @@ func FuzzHTTPModern(f *testing.F) {
 					name = c.headers[i+1]
 				}
 			}
-			f.Add(c.body, method, name)
+			f.Add(c.body, method, name, "2026-07-28")
 		}
 	}
-	f.Add(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{},`+modernMeta+`}}`, "subscriptions/listen", "")
-	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},`+modernMeta+`}}`, "tools/call", "s__echo")
-	src := &rawFake{tools: []string{"echo"}, uris: []string{"file:///a"}, raw: echoRaw}
-	h := New(viewOf(f, src), nil).HTTPHandler(&HTTPOptions{})
+	for _, c := range olderCases {
+		if c.verb == "" {
+			f.Add(c.body, "", "", c.version)
+		}
+	}
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{},`+modernMeta+`}}`, "subscriptions/listen", "", "2026-07-28")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__chatty","arguments":{},`+modernMeta+`}}`, "tools/call", "s__chatty", "2026-07-28")
+	h := New(viewOf(f, olderPack()), nil).HTTPHandler(&HTTPOptions{Mode: HTTPStateless})
 	var handed atomic.Int32
 	hook := func(*http.Request) { handed.Add(1) }
 	testHookSDKStateless.Store(&hook)
 	f.Cleanup(func() { testHookSDKStateless.Store(nil) })
-	f.Fuzz(func(t *testing.T, body, method, name string) {
+	header := func(req *http.Request, key, value string) {
+		if value != "" && !strings.ContainsAny(value, "\r\n\x00") {
+			req.Header.Set(key, value)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body, method, name, version string) {
 		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		if method != "" && !strings.ContainsAny(method, "\r\n\x00") {
-			req.Header.Set("Mcp-Method", method)
-		}
-		if name != "" && !strings.ContainsAny(name, "\r\n\x00") {
-			req.Header.Set("Mcp-Name", name)
-		}
+		header(req, "Mcp-Protocol-Version", version)
+		header(req, "Mcp-Method", method)
+		header(req, "Mcp-Name", name)
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second) // a listen's stream ends with its client
 		defer cancel()
 		rec := httptest.NewRecorder()
@@ -308,4 +324,181 @@ func FuzzHTTPModern(f *testing.F) {
 			t.Fatalf("%q handed to go-sdk's stateless handler", body)
 		}
 	})
+}
+
+// olderCase is one request of a client before 2026-07-28 without a
+// session, to a handler without sessions (HTTPStateless).
+type olderCase struct {
+	what    string
+	version string // its Mcp-Protocol-Version, "" for none
+	verb    string // "" for POST
+	body    string
+	plane   string // where the plane's answer differs from go-sdk's (docs/deviations.md): its status and messages
+	sid     string // an Mcp-Session-Id, which a handler without sessions ignores
+}
+
+var olderCases = []olderCase{
+	{"initialize", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "", ""},
+	{"initialize at 2025-03-26", "2025-03-26", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "", ""},
+	{"initialized", "2025-11-25", "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "", ""},
+	{"a prompt", "2025-11-25", "", `{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"s__greet","arguments":{"who":"x"}}}`, "", ""},
+	{"an unknown prompt", "2025-11-25", "", `{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"nope"}}`, "", ""},
+	{"a resource", "2025-06-18", "", `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"r://a"}}`, "", ""},
+	{"a completion", "2025-11-25", "", `{"jsonrpc":"2.0","id":4,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"s__greet"},"argument":{"name":"who","value":"x"}}}`, "", ""},
+	{"logging/setLevel", "2025-11-25", "", `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"debug"}}`, "", ""},
+	{"resources/subscribe", "2025-11-25", "", `{"jsonrpc":"2.0","id":6,"method":"resources/subscribe","params":{"uri":"r://a"}}`, "", ""},
+	{"a pack's call that logs", "2025-11-25", "", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"s__chatty","arguments":{},"_meta":{"progressToken":"t1"}}}`, "", ""},
+	{"a pack's call that asks", "2025-11-25", "", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"s__ask","arguments":{}}}`, "", ""},
+	{"a pack's call, no header", "", "", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"s__chatty","arguments":{}}}`, "", ""},
+	{"an unknown tool", "2025-11-25", "", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, "", ""},
+	{"an unknown method", "2025-11-25", "", `{"jsonrpc":"2.0","id":11,"method":"bogus"}`,
+		`200 {"jsonrpc":"2.0","id":11,"error":{"code":-32601,"message":"method not found: \"bogus\""}}`, ""},
+	{"a batch at 2025-11-25", "2025-11-25", "", `[{"jsonrpc":"2.0","id":12,"method":"ping"}]`, "", ""},
+	{"a batch at 2025-03-26", "2025-03-26", "", `[{"jsonrpc":"2.0","id":12,"method":"ping"}]`,
+		`400 {"jsonrpc":"2.0","error":{"code":-32600,"message":"JSON-RPC batches are not supported"}}`, ""},
+	{"a version the hub does not speak", "1999-01-01", "", `{"jsonrpc":"2.0","id":13,"method":"ping"}`, "", ""},
+	{"a _meta of another version", "2025-11-25", "", `{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`, "", ""},
+	{"a notification of another version", "2025-11-25", "", `{"jsonrpc":"2.0","method":"notifications/initialized","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`, "", ""},
+	{"GET", "2025-11-25", "GET", ``, "", ""},
+	{"DELETE", "", "DELETE", ``, "", ""},
+	{"a session id", "2025-11-25", "", `{"jsonrpc":"2.0","id":15,"method":"prompts/get","params":{"name":"s__greet","arguments":{"who":"y"}}}`, "", "made-up"},
+	{"a session id on a DELETE", "2025-11-25", "DELETE", ``, "", "made-up"},
+}
+
+// olderPack is a pack with a prompt, a resource, a tool that logs at
+// info and at debug and sends progress, and one that asks the host.
+func olderPack() *junction.Pack {
+	p := junction.NewPack("p")
+	p.AddResource(&mcp.Resource{URI: "r://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "r://a", Text: "alpha"}}}, nil
+	})
+	p.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"]}}}}, nil
+	})
+	p.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		host := junction.HostSession(ctx)
+		for _, level := range []mcp.LoggingLevel{"debug", "info"} {
+			if err := junction.Log(ctx, host, &mcp.LoggingMessageParams{Level: level, Data: string(level)}); err != nil {
+				return nil, err
+			}
+		}
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			if err := junction.NotifyProgress(ctx, host, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1}); err != nil {
+				return nil, err
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	p.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_, err := junction.HostSession(ctx).Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
+		if err == nil {
+			return nil, errors.New("the host was asked")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "could not ask: " + err.Error()}}}, nil
+	})
+	return p
+}
+
+// TestHTTPOlderAloneOnPlane: on a handler without sessions, an older
+// client's requests get from the plane what go-sdk's stateless handler
+// answered (the same status and messages, as JSON or SSE events), and
+// go-sdk's stateless handler is handed none of them.
+func TestHTTPOlderAloneOnPlane(t *testing.T) {
+	newSrv := func(opts *Options) *httptest.Server {
+		srv := httptest.NewServer(New(viewOf(t, olderPack()), opts).HTTPHandler(&HTTPOptions{Mode: HTTPStateless}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	fast, slow := newSrv(nil), newSrv(&Options{NoRaw: true})
+	var handed []string
+	hook := func(r *http.Request) { handed = append(handed, r.Method) }
+	testHookSDKStateless.Store(&hook)
+	t.Cleanup(func() { testHookSDKStateless.Store(nil) })
+
+	do := func(url string, c olderCase) string {
+		verb := cmp.Or(c.verb, http.MethodPost)
+		req, err := http.NewRequestWithContext(t.Context(), verb, url, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.version != "" {
+			req.Header.Set("Mcp-Protocol-Version", c.version)
+		}
+		if c.sid != "" {
+			req.Header.Set("Mcp-Session-Id", c.sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out := fmt.Sprint(resp.StatusCode)
+		if ct := resp.Header.Get("Content-Type"); ct == "text/event-stream" {
+			for _, e := range readEvents(t, resp.Body) {
+				out += " " + e.data
+			}
+			return out
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if a := resp.Header.Get("Allow"); a != "" {
+			out += " Allow:" + a
+		}
+		return out + " " + string(bytes.TrimSpace(b))
+	}
+	for _, c := range olderCases {
+		handed = nil
+		got := do(fast.URL, c)
+		if len(handed) > 0 {
+			t.Errorf("%s: handed to go-sdk's stateless handler", c.what)
+		}
+		want := c.plane
+		if want == "" {
+			want = do(slow.URL, c)
+		}
+		if got != want {
+			t.Errorf("%s:\n got  %s\n want %s", c.what, got, want)
+		}
+		if c.what == "a pack's call that logs" && (!strings.Contains(want, `"notifications/message"`) || strings.Contains(want, `"debug"`) || !strings.Contains(want, `"notifications/progress"`)) {
+			t.Errorf("%s: go-sdk's answer %s; want the info message, not the debug one, and the progress", c.what, want)
+		}
+	}
+}
+
+// BenchmarkHTTPAlone: what a request without a session that the raw path
+// does not take costs, served by a connection of its own (the plane) and
+// by go-sdk's stateless handler (NoRaw): an older client's prompts/get
+// in stateless mode, and a 2026-07-28 client's subscriptions/listen
+// granted nothing.
+func BenchmarkHTTPAlone(b *testing.B) {
+	for _, c := range []struct {
+		name, version, method, body string
+		mode                        HTTPMode
+	}{
+		{"older-prompt", "2025-11-25", "prompts/get", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"s__greet","arguments":{"who":"x"}}}`, HTTPStateless},
+		{"modern-listen", "2026-07-28", "subscriptions/listen", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{},` + modernMeta + `}}`, HTTPDual},
+	} {
+		for _, path := range []struct {
+			name string
+			opts *Options
+		}{{"plane", nil}, {"go-sdk", &Options{NoRaw: true}}} {
+			b.Run(c.name+"/"+path.name, func(b *testing.B) {
+				h := New(viewOf(b, olderPack()), path.opts).HTTPHandler(&HTTPOptions{Mode: c.mode})
+				b.ReportAllocs()
+				for b.Loop() {
+					req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(c.body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					req.Header.Set("Mcp-Protocol-Version", c.version)
+					req.Header.Set("Mcp-Method", c.method)
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK {
+						b.Fatalf("%d %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		}
+	}
 }

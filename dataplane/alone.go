@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,53 +16,73 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/wire"
 )
 
-// A request of a client at 2026-07-28 or later without a session (modes
-// dual and stateless) stands alone: one POST, one answer. The plane
-// answers every such request: the calls, lists and other requests it
-// serves (takeModern, takeRequest, the tasks extension), its
-// subscriptions/listen (listenAlone), and, here, all the rest, as
-// go-sdk's stateless handler answered them, checked in its order:
+// A request without a session stands alone: one POST, one answer. The
+// plane answers every such request, of a client at 2026-07-28 or later
+// (modes dual and stateless) and of an older client (mode stateless):
+// the calls, lists and other requests it serves (takeModern,
+// takeStateless, takeRequest, the tasks extension), and, here, all the
+// rest, as go-sdk's stateless handler answered them, checked in its
+// order:
 //
-//  1. before the body is read: a Content-Type other than JSON (415), an
-//     Accept without both JSON and SSE (400), a Last-Event-ID, which
-//     only a GET may send (400);
+//  1. before the body is read: an Mcp-Protocol-Version the hub does not
+//     speak (400), a Content-Type other than JSON (415), an Accept
+//     without both JSON and SSE (400), a Last-Event-ID, which only a GET
+//     may send (400);
 //  2. the body: empty, not a JSON-RPC message go-sdk's decoder reads,
-//     or a batch (400, in plain text, as go-sdk says it);
-//  3. the message: a method the hub does not know (-32601, HTTP 404),
-//     a notification's method with an id, a request's without one,
-//     params left out where the method needs them; then, for a request
-//     or a notification whose _meta names a version, that version: left
-//     out (-32602) or other than the Mcp-Protocol-Version header
-//     (-32020);
-//  4. the routing headers (Mcp-Method, Mcp-Name, Mcp-Param-*), -32020;
+//     or a batch (400, in plain text, as go-sdk says it; an older
+//     client's batch, which go-sdk runs, gets -32600, as over stdio);
+//  3. the message: a method the hub does not know (-32601: HTTP 404 at
+//     2026-07-28, 200 before, as on a session), a notification's method
+//     with an id, a request's without one, params left out where the
+//     method needs them; then the version a _meta names: left out by a
+//     request of 2026-07-28 (-32602), or other than the
+//     Mcp-Protocol-Version header (-32020);
+//  4. at 2026-07-28, the routing headers (Mcp-Method, Mcp-Name,
+//     Mcp-Param-*), -32020;
 //  5. a notification or an answer is accepted (202) and dropped: with
 //     no session there is nothing for it to act on;
-//  6. what go-sdk's server then refuses: a _meta it will not serve
-//     (metaRefusal), a method the revision does not have (initialize,
-//     ping, logging/setLevel, the resource subscriptions: -32601, HTTP
-//     404), params its decoder refuses.
+//  6. a request of 2026-07-28: what go-sdk's server then refuses (a
+//     _meta it will not serve, metaRefusal; a method the revision does
+//     not have: initialize, ping, logging/setLevel, the resource
+//     subscriptions, -32601 and HTTP 404; params its decoder refuses),
+//     or its subscriptions/listen (serveAlone);
+//  7. an older client's request: served by a connection of its own
+//     (serveAlone) that starts as go-sdk's stateless handler starts the
+//     session it makes for it: initialized at the revision the header
+//     names (2025-03-26 when none), at log level info, with no way to
+//     ask the client anything (unless the request is an initialize).
 //
 // Where go-sdk answers in plain text something that is a JSON-RPC
 // request with an id, the plane answers JSON-RPC, with go-sdk's status
 // (docs/deviations.md); transport errors (1, 2) stay plain text.
-// go-sdk's stateless handler is left only the older clients of
-// HTTPStateless, which have no session either.
 
-// aloneModern reports whether r is a request of a client at 2026-07-28
-// or later without a session that the plane answers whole: on a handler
-// that serves such clients (not HTTPStateful), with the raw path on.
-func (f *httpRaw) aloneModern(r *http.Request, sid string, stateless bool) bool {
-	return sid == "" && stateless && f.mode != HTTPStateful && f.p.raw
+// sessionless reports whether r is a request without a session that the plane
+// answers whole, with the raw path on: of a client at 2026-07-28 or later
+// (modern) on a handler that serves such clients (not HTTPStateful), or
+// of an older one on a handler without sessions (HTTPStateless).
+func (f *httpRaw) sessionless(r *http.Request) (ok, modern bool) {
+	if r.Header.Get("Mcp-Session-Id") != "" || !f.p.raw {
+		return false, false
+	}
+	if junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).Stateless() {
+		return f.mode != HTTPStateful, true
+	}
+	return f.mode == HTTPStateless, false
 }
 
 // refuseTransport answers r with go-sdk's error if it fails the checks
 // go-sdk's stateless handler makes before it reads a POST's body (1
 // above), and reports whether it did.
 func refuseTransport(w http.ResponseWriter, r *http.Request) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && !junction.ParseRevision(v).Stateless() {
+		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(mcp.SupportedProtocolVersions(), ",")), http.StatusBadRequest)
+		return true
+	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
 		return true
@@ -77,9 +98,11 @@ func refuseTransport(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// answerRestAlone answers the POST r of a client at 2026-07-28 or later
-// without a session, whose body no taker took (2 to 6 above).
-func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body []byte, version string) {
+// answerRestAlone answers the POST r without a session, of a client at
+// 2026-07-28 or later (modern) or an older one, whose body no taker took
+// (2 to 7 above).
+func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body []byte, modern bool) {
+	version := r.Header.Get("Mcp-Protocol-Version")
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
@@ -98,11 +121,14 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 				}
 			}
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
-			return
+		case version >= "2025-06-18":
+			http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
+		default:
+			f.writeRefusal(w, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "JSON-RPC batches are not supported"})
 		}
-		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
 		return
 	}
 	sdkBody, _ := sdkReadable(body)
@@ -117,16 +143,30 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 		return
 	}
 	id, _, params, _ := envelopeOf(body)
-	if werr := aloneRequestError(req, version); werr != nil {
+	if werr := aloneRequestError(req, version, modern); werr != nil {
+		if werr.Code == jsonrpc.CodeMethodNotFound && !modern {
+			writeAnswer(w, false, id, nil, werr) // as on a session
+			return
+		}
 		f.writeRefusal(w, id, werr)
 		return
 	}
-	if werr := f.headerError(r.Header, req); werr != nil {
-		f.writeRefusal(w, id, werr)
-		return
+	if modern {
+		if werr := f.headerError(r.Header, req); werr != nil {
+			f.writeRefusal(w, id, werr)
+			return
+		}
 	}
 	if !req.IsCall() {
 		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !modern {
+		var older *mcp.InitializeParams
+		if req.Method != "initialize" {
+			older = &mcp.InitializeParams{ProtocolVersion: cmp.Or(version, "2025-03-26")}
+		}
+		f.serveAlone(w, r, body, id, false, older)
 		return
 	}
 	meta, _ := paramsMeta(params)
@@ -138,7 +178,7 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 		werr = paramsRefusal(req.Method, req.Params)
 	}
 	if werr == nil && req.Method == "subscriptions/listen" {
-		f.listenAlone(w, r, body, id)
+		f.serveAlone(w, r, body, id, true, nil)
 		return
 	}
 	if werr == nil {
@@ -149,12 +189,12 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 }
 
 // aloneRequestError returns the error for a request or notification req
-// of a client at version without a session that go-sdk's handler checks
-// first (3 above), nil if it passes: the method and its id and params,
-// then the version its _meta names. A notification of a method the hub
+// of a client at version (modern: 2026-07-28 or later) without a session
+// that go-sdk's handler checks first (3 above), nil if it passes: the
+// method and its id and params, then the version its _meta names. A notification of a method the hub
 // does not know passes (it is dropped: docs/deviations.md), and so does a
 // request's method sent without an id, which is a notification.
-func aloneRequestError(req *jsonrpc.Request, version string) *jsonrpc.Error {
+func aloneRequestError(req *jsonrpc.Request, version string, modern bool) *jsonrpc.Error {
 	m, known := sdkMethodOf(req.Method)
 	notification := slices.Contains(sdkNotifications[:], req.Method)
 	switch {
@@ -172,10 +212,12 @@ func aloneRequestError(req *jsonrpc.Request, version string) *jsonrpc.Error {
 	if len(req.Params) > 0 && decodeParams(req.Params, &meta) {
 		metaVersion, _ = meta.Meta[mcp.MetaKeyProtocolVersion].(string)
 	}
-	if !req.IsCall() && metaVersion == "" {
+	if (!modern || !req.IsCall()) && metaVersion == "" {
 		return nil
 	}
 	switch {
+	case version == "":
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("Mcp-Protocol-Version header is required for requests carrying %q", mcp.MetaKeyProtocolVersion)}
 	case metaVersion == "":
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyProtocolVersion)}
 	case metaVersion != version:
@@ -288,17 +330,19 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 	return jsonOK, sseOK
 }
 
-// listenAlone serves the subscriptions/listen of a client at 2026-07-28
-// or later without a session, msg, on its POST's response, as a
-// connection of its own, served as a stdio host's listen is (listen.go):
-// the request is the connection's one input line, and the response
-// carries its output lines. As go-sdk's handler answers it, the response
-// is an SSE stream from the first notification (the acknowledgement,
-// then each notification the listen was granted, tagged with its id),
-// and ends when the client goes away or the listen is answered (granted
-// nothing); a listen the hub refuses before it is acknowledged (a
-// resource it does not have) gets its error as JSON.
-func (f *httpRaw) listenAlone(w http.ResponseWriter, r *http.Request, msg, id []byte) {
+// serveAlone serves msg, a request without a session (its id, as
+// sent), on its POST's response, as a connection of its own: the
+// request is the connection's one input line, and the response carries
+// its output lines; it ends once the request is answered, or when the
+// client goes away. As go-sdk's handler answers it, the response is an
+// SSE stream from the first line that is not the answer (a
+// subscriptions/listen's acknowledgement and its notifications, tagged
+// with its id; a call's progress and log messages), and an answer that
+// comes first is JSON, with the status of a 2026-07-28 answer for a
+// modern client. A subscriptions/listen is served as a stdio host's is
+// (listen.go); older is what an older client's connection starts with
+// (lineConn.older).
+func (f *httpRaw) serveAlone(w http.ResponseWriter, r *http.Request, msg, id []byte, modern bool, older *mcp.InitializeParams) {
 	var line bytes.Buffer
 	if err := json.Compact(&line, msg); err != nil {
 		http.Error(w, "malformed payload: "+err.Error(), http.StatusBadRequest) // cannot be: the body is valid JSON
@@ -307,12 +351,12 @@ func (f *httpRaw) listenAlone(w http.ResponseWriter, r *http.Request, msg, id []
 	line.WriteByte('\n')
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	out := &listenOut{w: w, id: id, end: cancel}
+	out := &oneOut{w: w, id: id, modern: modern, end: cancel}
 	defer out.close()
 	in := &heldOpen{r: bytes.NewReader(line.Bytes()), done: ctx.Done()}
-	err := f.p.serveLines(ctx, in, out, lineConn{max: line.Len() + 1, from: r, alone: true})
+	err := f.p.serveLines(ctx, in, out, lineConn{max: line.Len() + 1, from: r, alone: true, older: older})
 	if err != nil && ctx.Err() == nil {
-		f.p.logger.Debug("a listen without a session ended", "error", err)
+		f.p.logger.Debug("a request without a session: its connection ended", "error", err)
 	}
 }
 
@@ -331,22 +375,23 @@ func (h *heldOpen) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// listenOut is the output of the connection that serves one listen
-// (listenAlone): its lines go out on the response w, an SSE stream from
-// the first line that is not the answer to the listen (id, as sent);
+// oneOut is the output of the connection that serves one request
+// (serveAlone): its lines go out on the response w, an SSE stream from
+// the first line that is not the answer to the request (id, as sent);
 // once that answer has gone, end is called. An answer that comes first
-// goes as JSON, with the status of a 2026-07-28 answer.
-type listenOut struct {
-	mu   sync.Mutex // a hub's update may come while the POST ends
-	w    http.ResponseWriter
-	id   []byte
-	end  func()
-	sse  *sseLines // once the stream has begun
-	done bool      // answered, or closed
-	part []byte    // a line begun and not ended
+// goes as JSON, with the status of a 2026-07-28 answer if modern.
+type oneOut struct {
+	mu     sync.Mutex // a hub's update may come while the POST ends
+	w      http.ResponseWriter
+	id     []byte
+	modern bool
+	end    func()
+	sse    *sseLines // once the stream has begun
+	done   bool      // answered, or closed
+	part   []byte    // a line begun and not ended
 }
 
-func (o *listenOut) Write(p []byte) (int, error) {
+func (o *oneOut) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.done {
@@ -370,7 +415,11 @@ func (o *listenOut) Write(p []byte) (int, error) {
 				Error *jsonrpc.Error `json:"error"`
 			}
 			json.Unmarshal(line, &a) // the plane's own line: cannot fail
-			writeJSONStatus(o.w, modernErrorStatus(a.Error), [][]byte{line})
+			status := http.StatusOK
+			if o.modern {
+				status = modernErrorStatus(a.Error)
+			}
+			writeJSONStatus(o.w, status, [][]byte{line})
 		case o.sse == nil:
 			h := o.w.Header()
 			h.Set("Cache-Control", "no-cache, no-transform")
@@ -394,7 +443,7 @@ func (o *listenOut) Write(p []byte) (int, error) {
 }
 
 // close stops the output: the POST is ending.
-func (o *listenOut) close() {
+func (o *oneOut) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.done = true
