@@ -61,10 +61,11 @@ import (
 // request with an id, the plane answers JSON-RPC, with go-sdk's status
 // (docs/deviations.md); transport errors (1, 2) stay plain text.
 
-// sessionless reports whether r is a request without a session that the plane
-// answers whole, with the raw path on: of a client at 2026-07-28 or later
-// (modern) on a handler that serves such clients (not HTTPStateful), or
-// of an older one on a handler without sessions (HTTPStateless).
+// sessionless reports whether r is a request without a session that
+// the plane answers whole, with the raw path on: of a client at
+// 2026-07-28 or later (modern) on a handler that serves such clients
+// (not HTTPStateful), or of an older one on a handler without sessions
+// (HTTPStateless).
 func (f *httpRaw) sessionless(r *http.Request) (ok, modern bool) {
 	if r.Header.Get("Mcp-Session-Id") != "" || !f.p.raw {
 		return false, false
@@ -191,9 +192,10 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 // aloneRequestError returns the error for a request or notification req
 // of a client at version (modern: 2026-07-28 or later) without a session
 // that go-sdk's handler checks first (3 above), nil if it passes: the
-// method and its id and params, then the version its _meta names. A notification of a method the hub
-// does not know passes (it is dropped: docs/deviations.md), and so does a
-// request's method sent without an id, which is a notification.
+// method and its id and params, then the version its _meta names. A
+// notification of a method the hub does not know passes (it is dropped:
+// docs/deviations.md), and so does a request's method sent without an
+// id, which is a notification.
 func aloneRequestError(req *jsonrpc.Request, version string, modern bool) *jsonrpc.Error {
 	m, known := sdkMethodOf(req.Method)
 	notification := slices.Contains(sdkNotifications[:], req.Method)
@@ -453,21 +455,24 @@ func (o *oneOut) close() {
 }
 
 // answers reports whether line is the answer (a result or an error) to
-// the request whose id is id, as sent.
+// the request whose id is id, as sent, or an error with a null id: the
+// connection's refusal of the line it could not read as a request.
 func answers(line, id []byte) bool {
 	var gotID []byte
-	method, outcome := false, false
+	method, result, failed := false, false, false
 	if rawjson.Object(line, func(key, val []byte) {
 		switch string(key) {
 		case "id":
 			gotID = val
 		case "method":
 			method = true
-		case "result", "error":
-			outcome = true
+		case "result":
+			result = true
+		case "error":
+			failed = true
 		}
-	}) < 0 {
+	}) < 0 || method {
 		return false
 	}
-	return outcome && !method && bytes.Equal(gotID, id)
+	return (result || failed) && bytes.Equal(gotID, id) || failed && string(gotID) == "null"
 }

@@ -502,3 +502,25 @@ func BenchmarkHTTPAlone(b *testing.B) {
 		}
 	}
 }
+
+// TestAnswers: the output of a connection for one request ends with the
+// request's answer, or with the refusal of its line (a null id).
+func TestAnswers(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, true},
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x"}}`, true},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}`, true},
+		{`{"jsonrpc":"2.0","id":8,"result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":null,"result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":7,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, false},
+		{`not json`, false},
+	} {
+		if got := answers([]byte(c.line), []byte("7")); got != c.want {
+			t.Errorf("answers(%s, 7) = %v, want %v", c.line, got, c.want)
+		}
+	}
+}
