@@ -349,6 +349,7 @@ var olderCases = []olderCase{
 	{"resources/subscribe", "2025-11-25", "", `{"jsonrpc":"2.0","id":6,"method":"resources/subscribe","params":{"uri":"r://a"}}`, "", ""},
 	{"a pack's call that logs", "2025-11-25", "", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"s__chatty","arguments":{},"_meta":{"progressToken":"t1"}}}`, "", ""},
 	{"a pack's call that asks", "2025-11-25", "", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"s__ask","arguments":{}}}`, "", ""},
+	{"a pack's call that samples", "2025-11-25", "", `{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"s__sample","arguments":{}}}`, "", ""},
 	{"a pack's call, no header", "", "", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"s__chatty","arguments":{}}}`, "", ""},
 	{"an unknown tool", "2025-11-25", "", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, "", ""},
 	{"an unknown method", "2025-11-25", "", `{"jsonrpc":"2.0","id":11,"method":"bogus"}`,
@@ -391,6 +392,13 @@ func olderPack() *junction.Pack {
 	})
 	p.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_, err := junction.HostSession(ctx).Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
+		if err == nil {
+			return nil, errors.New("the host was asked")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "could not ask: " + err.Error()}}}, nil
+	})
+	p.AddTool(&mcp.Tool{Name: "sample", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_, err := junction.HostSession(ctx).CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1})
 		if err == nil {
 			return nil, errors.New("the host was asked")
 		}

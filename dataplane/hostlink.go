@@ -126,7 +126,7 @@ func (h *stdioHost) NotifyProgress(_ context.Context, p *mcp.ProgressNotificatio
 // is asked in results, never by requests, as that revision says.
 func (h *stdioHost) request(ctx context.Context, method string, params mcp.Params, res any) error {
 	if h.noAsk {
-		return errNoAsk
+		return fmt.Errorf("calling %q: %w", method, errNoAsk)
 	}
 	if p := h.InitializeParams(); p != nil && junction.ParseRevision(p.ProtocolVersion).AsksInResults() {
 		return fmt.Errorf("%s cannot be sent to a host of protocol %s, which is asked in results", method, p.ProtocolVersion)
