@@ -29,9 +29,11 @@ import (
 //   - over HTTP, the call's response (its sseSink, which becomes an SSE
 //     stream with the first notification): on a session, every call
 //     (unless answers are JSON only), its log messages filtered by the
-//     level the session set; without a session (a 2026-07-28 request, or
-//     an older client's in stateless mode), a call that asks for progress
-//     or log messages. Requests to the host (sampling, elicitation, roots)
+//     level the session set; without a session, a 2026-07-28 request
+//     that asks for progress or log messages, and every call of an older
+//     client in stateless mode, its log messages at info and above (the
+//     level of the session go-sdk's stateless handler makes for it).
+//     Requests to the host (sampling, elicitation, roots)
 //     the source makes through the session find the sink there too
 //     (divertToStream).
 

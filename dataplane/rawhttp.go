@@ -438,7 +438,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi), &rc.hc), rc, &tc, nil)
+	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi, true), &rc.hc), rc, &tc, nil)
 	if call == nil {
 		return taken
 	}
@@ -456,15 +456,24 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 
 // linked returns ctx, the context of a POST without a session whose
 // request's _meta says mi, with a host link (hostlink.go) that sends the
-// progress and log messages the request asks for on rc's response. With
-// JSON answers only (-json-response) there is no stream to send them on,
-// and no link: they go nowhere, as go-sdk's handler, whose write of them
-// fails, can deliver them nowhere either.
-func (f *httpRaw) linked(ctx context.Context, rc *httpRawCall, mi metaInfo) context.Context {
-	if !mi.progress && !mi.logLevel || f.jsonOnly {
+// progress and log messages the request asks for on rc's response. An
+// older client's request (older, in HTTPStateless) gets one whatever it
+// asks for, its log messages at info and above: go-sdk's stateless
+// handler made a session at that level for it. With JSON answers only
+// (-json-response) there is no stream to send them on, and no link: they
+// go nowhere, as go-sdk's handler, whose write of them fails, can deliver
+// them nowhere either.
+func (f *httpRaw) linked(ctx context.Context, rc *httpRawCall, mi metaInfo, older bool) context.Context {
+	switch {
+	case f.jsonOnly:
+		return ctx
+	case older:
+		rc.sink.logLevel = sinkLevel{level: "info", named: true}
+	case mi.progress || mi.logLevel:
+		rc.sink.logLevel = sinkLevel{level: mcp.LoggingLevel(mi.level), named: mi.logLevel && mi.rev.PerRequestMeta()}
+	default:
 		return ctx
 	}
-	rc.sink.logLevel = sinkLevel{level: mcp.LoggingLevel(mi.level), named: mi.logLevel && mi.rev.PerRequestMeta()}
 	return junction.WithHostLink(ctx, &rc.sink)
 }
 
@@ -544,7 +553,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
 	named := tc.name // the tool the headers are of, not the one a call_tool names
-	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi), &rc.hc), rc, &tc, f.p.impl)
+	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi, false), &rc.hc), rc, &tc, f.p.impl)
 	if call == nil && !taken && f.p.v.OwnTool(tc.name) {
 		hr, ok := ownToolRequest(tc) // a meta-tool's call
 		if ok {

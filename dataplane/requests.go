@@ -622,7 +622,7 @@ func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *htt
 func (f *httpRaw) answerWithoutSession(w http.ResponseWriter, r *http.Request, hr hostRequest, mi metaInfo) {
 	f.p.count("http", hr.method)
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	res, werr := f.p.answer(f.linked(r.Context(), rc, mi), hr, nil, requestExtra(r), true)
+	res, werr := f.p.answer(f.linked(r.Context(), rc, mi, false), hr, nil, requestExtra(r), true)
 	rc.sink.finishStatus(modernErrorStatus(werr), wire.AnswerParts(hr.id, res, werr))
 }
 
