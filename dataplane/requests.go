@@ -327,8 +327,14 @@ func isSessionMethod(method string) bool { return slices.Contains(sessionMethods
 func decodeParams(params []byte, p any) bool { return sdkDecode(params, p) == nil }
 
 // sdkDecode decodes params into p as go-sdk's server does, and returns
-// its decoder's error.
+// its decoder's error. go-sdk reads them with a json.Decoder, which
+// decodes the first JSON value and ignores what follows; so does Parse,
+// without the 32 KiB read buffer a Decoder allocates each time. Only when
+// Parse fails is a Decoder made, for the error in go-sdk's words.
 func sdkDecode(params []byte, p any) error {
+	if _, err := sdkjson.Parse(params, p, sdkjson.DontMatchCaseInsensitiveStructFields); err == nil {
+		return nil
+	}
 	dec := sdkjson.NewDecoder(bytes.NewReader(params))
 	dec.DontMatchCaseInsensitiveStructFields()
 	return dec.Decode(p)
