@@ -869,3 +869,38 @@ func TestHTTPRefusesOnSession(t *testing.T) {
 		t.Errorf("a session the front does not know: %s; want go-sdk's 404", resp.Status)
 	}
 }
+
+// TestHTTPSessionMetaVersion: on a session, a request whose _meta names a
+// protocol version is served by the plane at the session's revision;
+// go-sdk's stateful handler refuses it with -32022, naming the session's
+// own version as the one it does not support (docs/deviations.md). The
+// test fails if either changes.
+func TestHTTPSessionMetaVersion(t *testing.T) {
+	answers := func(opts *Options) []string {
+		f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+		srv := httptest.NewServer(New(viewOf(t, f), opts).HTTPHandler(&HTTPOptions{}))
+		t.Cleanup(srv.Close)
+		sid := rawSession(t, srv.URL)
+		var out []string
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+		} {
+			resp := rawPost(t, srv.URL, sid, body)
+			b, _ := io.ReadAll(resp.Body)
+			out = append(out, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b)))
+		}
+		return out
+	}
+	for i, got := range answers(nil) {
+		if !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"result"`) {
+			t.Errorf("the plane, request %d: %s; want a result", i+1, got)
+		}
+	}
+	for i, got := range answers(&Options{NoRaw: true}) {
+		if !strings.HasPrefix(got, "400 ") || !strings.Contains(got, "-32022") {
+			t.Errorf("go-sdk's handler, request %d: %s; want -32022 (if go-sdk now serves it, docs/deviations.md is out of date)", i+1, got)
+		}
+	}
+}
