@@ -132,7 +132,7 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 		}
 		return
 	}
-	sdkBody, _ := sdkReadable(body)
+	sdkBody, raw := sdkReadable(body)
 	msg, err := jsonrpc.DecodeMessage(sdkBody)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
@@ -143,7 +143,10 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 		w.WriteHeader(http.StatusAccepted) // an answer to no request of the plane's
 		return
 	}
-	id, _, params, _ := envelopeOf(body)
+	var id []byte // the id an answer carries, as the host wrote it; none for a notification
+	if req.IsCall() {
+		id = sentID(body, raw)
+	}
 	if werr := aloneRequestError(req, version, modern); werr != nil {
 		if werr.Code == jsonrpc.CodeMethodNotFound && !modern {
 			writeAnswer(w, false, id, nil, werr) // as on a session
@@ -170,7 +173,7 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 		f.serveAlone(w, r, body, id, false, older)
 		return
 	}
-	meta, _ := paramsMeta(params)
+	meta, _ := paramsMeta(req.Params)
 	werr := metaRefusal(meta)
 	if werr == nil && (req.Method == "initialize" || req.Method == "ping" || isSessionMethod(req.Method)) {
 		werr = methodNotFound(req.Method) // not in the revision
@@ -197,15 +200,17 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 // docs/deviations.md), and so does a request's method sent without an
 // id, which is a notification.
 func aloneRequestError(req *jsonrpc.Request, version string, modern bool) *jsonrpc.Error {
-	m, known := sdkMethodOf(req.Method)
+	_, known := sdkMethodOf(req.Method)
 	notification := slices.Contains(sdkNotifications[:], req.Method)
 	switch {
 	case !known && !notification && req.IsCall():
 		return methodNotFound(req.Method)
 	case notification && req.IsCall():
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("invalid request: unexpected id for %q", req.Method)}
-	case known && req.IsCall() && !m.optional && m.params != nil && len(req.Params) == 0:
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `invalid request: missing required "params"`}
+	case req.IsCall() && len(req.Params) == 0:
+		if werr := paramsRefusal(req.Method, nil); werr != nil {
+			return werr // params left out where the method needs them
+		}
 	}
 	var meta struct {
 		Meta map[string]any `json:"_meta"`
@@ -294,23 +299,6 @@ func (f *httpRaw) writeRefusal(w http.ResponseWriter, id []byte, werr *jsonrpc.E
 		return
 	}
 	writeJSONStatus(w, status, wire.AnswerParts(id, nil, werr))
-}
-
-// envelopeOf reads msg's id (as sent; nil for none), method and params,
-// whatever other members it has: the id an answer to it carries.
-func envelopeOf(msg []byte) (id, method, params []byte, ok bool) {
-	var env struct {
-		ID     json.RawMessage `json:"id"`
-		Method json.RawMessage `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if !decodeParams(msg, &env) {
-		return nil, nil, nil, false
-	}
-	if string(env.ID) == "null" {
-		env.ID = nil
-	}
-	return env.ID, env.Method, env.Params, true
 }
 
 // accepts reads the Accept header's values as go-sdk's handler does:

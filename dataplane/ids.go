@@ -202,3 +202,17 @@ func idFromSDK(id jsonrpc.ID) (string, bool) {
 	s, ok := id.Raw().(string)
 	return s, ok && len(s) > 0 && s[0] == 0
 }
+
+// sentID returns the id of msg, a request go-sdk's decoder reads, as the
+// host wrote it, for the answer to carry: raw, where sdkReadable
+// substituted it, else the id member as go-sdk's decoder reads it.
+func sentID(msg, raw []byte) []byte {
+	if raw != nil {
+		return raw
+	}
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	decodeParams(msg, &env)
+	return env.ID
+}

@@ -331,14 +331,7 @@ func (s *stdioSession) answerRest(line []byte) bool {
 		}
 		return true
 	}
-	if raw == nil {
-		var env struct {
-			ID json.RawMessage `json:"id"`
-		}
-		decodeParams(line, &env) // the id as go-sdk's decoder reads it, as the host wrote it
-		raw = env.ID
-	}
-	s.c.out.Write(wire.ErrorLine(raw, s.restError(req)))
+	s.c.out.Write(wire.ErrorLine(sentID(line, raw), s.restError(req)))
 	return true
 }
 
