@@ -58,6 +58,7 @@ func notification(method string, params mcp.Params) ([]byte, error) {
 // too, whose answers the reading goroutine takes (asks). What the host
 // sent in initialize is its own (init). It ends with the connection.
 type stdioHost struct {
+	id    string // an HTTP session's id; "" for any other connection
 	c     *conn
 	v     View
 	init  atomic.Pointer[mcp.InitializeParams] // the host's initialize, once the plane answered it
@@ -75,8 +76,8 @@ type stdioHost struct {
 var errNoAsk = errors.New("rejected by transport: stateless servers cannot make requests")
 
 // ID implements junction.Host: a stdio connection is its one session,
-// which has no id.
-func (h *stdioHost) ID() string { return "" }
+// which has no id; an HTTP session's is its id.
+func (h *stdioHost) ID() string { return h.id }
 
 // Wait implements junction.Host: it returns when the connection ends.
 func (h *stdioHost) Wait() error {
@@ -137,13 +138,22 @@ func (h *stdioHost) request(ctx context.Context, method string, params mcp.Param
 	if err != nil {
 		return err
 	}
-	if _, err := h.c.out.Write(append(k.line, '\n')); err != nil {
+	// On an HTTP session, a question asked while serving a request goes
+	// on that request's response (postLink).
+	send := func(line []byte) error {
+		_, err := h.c.out.Write(line)
+		return err
+	}
+	if l, ok := junction.HostLinkOf(ctx).(*postLink); ok {
+		send = l.send
+	}
+	if err := send(append(k.line, '\n')); err != nil {
 		k.forget()
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	raw, err := k.wait(ctx, h.c.gone, func(id string, why error) {
 		if b, err := cancelledLine(id, why); err == nil {
-			h.c.out.Write(append(b, '\n'))
+			send(append(b, '\n'))
 		}
 	})
 	if err != nil {

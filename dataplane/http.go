@@ -169,15 +169,34 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	// go-sdk's stateless handler is made only with the raw path off
 	// (Options.NoRaw): the plane answers every request without a session
 	// itself (alone.go).
+	//
+	// Stateful sessions are the plane's too (session.go), and go-sdk's
+	// stateful handler is made only with the raw path off.
 	var sf, sl http.Handler
-	if o.Mode != HTTPStateless {
+	var sessions *planeSessions
+	var table sessionTable = sdkSessions{p.v}
+	if o.Mode != HTTPStateless && p.raw {
+		sessions = newPlaneSessions(p, o, store)
+		table = sessions
+	} else if o.Mode != HTTPStateless {
 		sf = mcp.NewStreamableHTTPHandler(getServer, &stateful)
 	}
 	if o.Mode != HTTPStateful && !p.raw {
 		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	}
 	raw := newHTTPRaw(p, o, store)
+	raw.planeSessions = sessions != nil
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sessions != nil {
+			if alone, _ := raw.sessionless(r); alone {
+				// Not a POST, which the plane would have answered (alone.go).
+				w.Header().Set("Allow", "POST")
+				http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+				return
+			}
+			sessions.ServeHTTP(w, r)
+			return
+		}
 		rev := junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version"))
 		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
 			endSessionCalls(sf, r, sid, calls, raw)
@@ -217,6 +236,9 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		sf.ServeHTTP(w, r)
 	})
+	if sessions != nil {
+		calls = nil // no go-sdk handler answers anything
+	}
 	body := checkJSONBody(next, calls, o.MaxRequestBytes, raw.take)
 	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
@@ -225,10 +247,10 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		body.ServeHTTP(w, r)
 	}))
-	if sf == nil {
+	if o.Mode == HTTPStateless {
 		return h
 	}
-	front, err := newSessionFront(h, p.v, o.SessionKey, o.SessionLedger, o.SessionTimeout, o.SessionPark, &p.parked, o.Logger)
+	front, err := newSessionFront(h, table, o.SessionKey, o.SessionLedger, o.SessionTimeout, o.SessionPark, &p.parked, o.Logger)
 	if err != nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "the hub's "+err.Error())
@@ -298,7 +320,7 @@ func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http
 		if take != nil && take(w, r, body) {
 			return
 		}
-		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' {
+		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' && calls != nil {
 			var done func()
 			w, body, done = calls.around(w, r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Protocol-Version"), body)
 			defer done()

@@ -55,6 +55,10 @@ type httpRaw struct {
 	// resume them (SEP-1699), go-sdk's and the raw path's (rawresume.go).
 	replays bool
 
+	// planeSessions: the plane serves stateful sessions (session.go),
+	// and takes here only the requests without a session.
+	planeSessions bool
+
 	streamSeq atomic.Uint64 // ids of resumable streams ("raw-N", see rawresume.go)
 	hears     bool          // the event store tells forget of closed sessions
 	store     *replayStore  // with replays: where resumable streams are kept
@@ -127,6 +131,9 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 			}
 		}
 		return true
+	}
+	if f.planeSessions {
+		return false // the plane's sessions take the rest (session.go)
 	}
 	if f.takeBody(w, r, body) {
 		return true

@@ -190,8 +190,8 @@ const DefaultSessionPark = time.Minute
 // Without one, the id is go-sdk's for the session's first go-sdk
 // session, and later ones answer under it.
 type sessionFront struct {
-	inner  http.Handler // the raw path, then go-sdk's stateful handler
-	v      View
+	inner  http.Handler   // the plane's sessions (or, with the raw path off, go-sdk's stateful handler)
+	table  sessionTable   // where the sessions inner makes live
 	sealer *sessionSealer // nil: ids are not portable
 	idle   time.Duration  // the session timeout; 0: never
 	park   time.Duration  // 0: never
@@ -238,12 +238,12 @@ type frontSession struct {
 
 // newSessionFront makes the front. With a session key and no ledger, the
 // front keeps one in memory.
-func newSessionFront(inner http.Handler, v View, key []byte, ledger SessionLedger, idle, park time.Duration, parked *atomic.Int64, logger *slog.Logger) (*sessionFront, error) {
+func newSessionFront(inner http.Handler, table sessionTable, key []byte, ledger SessionLedger, idle, park time.Duration, parked *atomic.Int64, logger *slog.Logger) (*sessionFront, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	f := &sessionFront{
-		inner: inner, v: v, idle: idle, park: park, parked: parked, logger: logger,
+		inner: inner, table: table, idle: idle, park: park, parked: parked, logger: logger,
 		entries: make(map[string]*frontSession), waking: make(map[string]chan struct{}),
 		byKey: make(map[string]*frontSession), deleting: make(map[string]int), wakingKeys: make(map[string]bool),
 	}
@@ -453,14 +453,41 @@ func (f *sessionFront) recheck() {
 	}
 }
 
-// closeLocal closes the go-sdk sessions of those ids.
+// closeLocal ends the sessions of those ids.
 func (f *sessionFront) closeLocal(ids []string) {
-	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		want[id] = true
+		f.table.Close(id)
 	}
-	for ss := range f.v.Server().Sessions() {
-		if want[ss.ID()] {
+}
+
+// sessionTable is where the front finds the sessions it parks and ends,
+// by the ids their handler gave them.
+type sessionTable interface {
+	// Host returns session id's Host, nil if it has ended.
+	Host(id string) junction.Host
+	// HostState is the view's: the log level the session set, and
+	// whether it holds subscriptions.
+	HostState(junction.Host) (mcp.LoggingLevel, bool)
+	// Close ends session id, if it is live.
+	Close(id string)
+}
+
+// sdkSessions is the sessionTable of go-sdk's stateful handler (with the
+// raw path off).
+type sdkSessions struct{ View }
+
+func (t sdkSessions) Host(id string) junction.Host {
+	for ss := range t.Server().Sessions() {
+		if ss.ID() == id {
+			return junction.SessionHost(ss)
+		}
+	}
+	return nil
+}
+
+func (t sdkSessions) Close(id string) {
+	for ss := range t.Server().Sessions() {
+		if ss.ID() == id {
 			ss.Close()
 		}
 	}
@@ -778,35 +805,26 @@ func (f *sessionFront) sweep() {
 		}
 		cancel()
 	}
-	if len(park)+len(end) > 0 {
-		live := make(map[string]*mcp.ServerSession)
-		for ss := range f.v.Server().Sessions() {
-			live[ss.ID()] = ss
-		}
-		for _, id := range end {
-			if ss := live[id]; ss != nil {
-				ss.Close()
-			}
-		}
-		for _, d := range park {
-			f.parkOne(d.e, d.local, live[d.local])
-		}
+	for _, id := range end {
+		f.table.Close(id)
+	}
+	for _, d := range park {
+		f.parkOne(d.e, d.local, f.table.Host(d.local))
 	}
 	f.mu.Lock()
 	f.scheduleLocked()
 	f.mu.Unlock()
 }
 
-// parkOne parks session e, whose go-sdk session is ss (id local; nil if
-// go-sdk has closed it), unless it came back meanwhile or holds
-// subscriptions.
-func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSession) {
+// parkOne parks session e, whose Host is ss (id local; nil if it has
+// ended), unless it came back meanwhile or holds subscriptions.
+func (f *sessionFront) parkOne(e *frontSession, local string, ss junction.Host) {
 	var init []byte
 	var version string
 	var level mcp.LoggingLevel
 	if ss != nil {
 		var subscribed bool
-		if level, subscribed = f.v.HostState(junction.SessionHost(ss)); subscribed {
+		if level, subscribed = f.table.HostState(ss); subscribed {
 			return
 		}
 		if p := ss.InitializeParams(); p != nil {
@@ -829,7 +847,7 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss *mcp.ServerSess
 	}
 	f.mu.Unlock()
 	if ss != nil {
-		ss.Close()
+		f.table.Close(local)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,7 +170,7 @@ func TestPortableSessionsSetUpOnce(t *testing.T) {
 		}
 		plain.ServeHTTP(w, r)
 	})
-	front, err := newSessionFront(counting, v, key, nil, time.Minute, 0, new(atomic.Int64), nil)
+	front, err := newSessionFront(counting, sdkSessions{v}, key, nil, time.Minute, 0, new(atomic.Int64), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +262,15 @@ func (f *sessionFront) count() int {
 }
 
 // liveSessions returns the go-sdk sessions of v's server.
-func liveSessions(v *junction.View) []*mcp.ServerSession {
-	return slices.Collect(v.Server().Sessions())
+// liveSessions returns the Hosts of the plane's live connections: in
+// these tests, its HTTP sessions.
+func liveSessions(p *Plane) []junction.Host {
+	var out []junction.Host
+	p.stdioHosts.Range(func(k, _ any) bool {
+		out = append(out, k.(*stdioHost))
+		return true
+	})
+	return out
 }
 
 // TestSessionParks: a quiet session is parked (its go-sdk session
@@ -283,9 +289,10 @@ func TestSessionParks(t *testing.T) {
 		return echoRaw(ctx, name, params)
 	}}
 	v := viewOf(t, f)
-	inits := sdkCounted(v, func(method string) bool { return method == "initialize" }) // go-sdk sessions made
 	plane := New(v, nil)
-	srv := httptest.NewServer(plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond}))
+	h := plane.HTTPHandler(&HTTPOptions{Mode: HTTPStateful, SessionPark: 20 * time.Millisecond})
+	inits := &h.(*sessionFront).table.(*planeSessions).opened // sessions made
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	sid := rawSession(t, srv.URL)
 	resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)
@@ -293,7 +300,7 @@ func TestSessionParks(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("setLevel: %s", resp.Status)
 	}
-	parked := func() bool { return plane.ParkedSessions() == 1 && len(liveSessions(v)) == 0 }
+	parked := func() bool { return plane.ParkedSessions() == 1 && len(liveSessions(plane)) == 0 }
 	post := func(body, want string) {
 		t.Helper()
 		resp := rawPost(t, srv.URL, sid, body)
@@ -319,13 +326,13 @@ func TestSessionParks(t *testing.T) {
 		post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"s__hold","arguments":{"msg":"held"}}}`, `"text":"held"`)
 	}()
 	<-started
-	if live := liveSessions(v); len(live) != 1 || plane.ParkedSessions() != 0 {
+	if live := liveSessions(plane); len(live) != 1 || plane.ParkedSessions() != 0 {
 		t.Errorf("with a call in flight: %d go-sdk sessions, %d parked; want 1, 0", len(live), plane.ParkedSessions())
 	} else {
 		if live[0].ID() == sid {
 			t.Error("the go-sdk session has the host's id; it was not made anew")
 		}
-		if level, _ := v.HostState(junction.SessionHost(live[0])); level != "debug" {
+		if level, _ := v.HostState(live[0]); level != "debug" {
 			t.Errorf("log level %q after waking, want debug", level)
 		}
 		// The host declared no roots; made anew, it still has none.
@@ -365,8 +372,8 @@ func TestSessionParks(t *testing.T) {
 		t.Fatal(err)
 	}
 	dresp.Body.Close()
-	if dresp.StatusCode != http.StatusNoContent || plane.ParkedSessions() != 0 || len(liveSessions(v)) != 0 {
-		t.Errorf("DELETE of a parked session: %s, %d parked, %d live; want 204, 0, 0", dresp.Status, plane.ParkedSessions(), len(liveSessions(v)))
+	if dresp.StatusCode != http.StatusNoContent || plane.ParkedSessions() != 0 || len(liveSessions(plane)) != 0 {
+		t.Errorf("DELETE of a parked session: %s, %d parked, %d live; want 204, 0, 0", dresp.Status, plane.ParkedSessions(), len(liveSessions(plane)))
 	}
 	resp = rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
 	io.Copy(io.Discard, resp.Body)
@@ -413,13 +420,13 @@ func TestSessionNotParked(t *testing.T) {
 	quiet := rawSession(t, srv.URL)
 	// (A session counts as parked a moment before its go-sdk session is
 	// closed.)
-	waitFor(t, "the quiet session to park", func() bool { return plane.ParkedSessions() == 1 && len(liveSessions(v)) == 2 })
-	for _, ss := range liveSessions(v) {
+	waitFor(t, "the quiet session to park", func() bool { return plane.ParkedSessions() == 1 && len(liveSessions(plane)) == 2 })
+	for _, ss := range liveSessions(plane) {
 		if ss.ID() != streaming && ss.ID() != subscribed {
 			t.Errorf("live go-sdk session %q: only the streaming and the subscribed ones should be", ss.ID())
 		}
 	}
-	if n := len(liveSessions(v)); n != 2 {
+	if n := len(liveSessions(plane)); n != 2 {
 		t.Errorf("%d live go-sdk sessions, want 2", n)
 	}
 	// Without its subscription, the session parks too.
@@ -428,10 +435,10 @@ func TestSessionNotParked(t *testing.T) {
 	waitFor(t, "the unsubscribed session to park", func() bool { return plane.ParkedSessions() == 2 })
 
 	waitFor(t, "quiet sessions to end", func() bool {
-		return front.count() == 0 && plane.ParkedSessions() == 0 && len(liveSessions(v)) == 0
+		return front.count() == 0 && plane.ParkedSessions() == 0 && len(liveSessions(plane)) == 0
 	})
-	if plane.ParkedSessions() != 0 || len(liveSessions(v)) != 0 {
-		t.Errorf("after the timeout: %d parked, %d live; want none", plane.ParkedSessions(), len(liveSessions(v)))
+	if plane.ParkedSessions() != 0 || len(liveSessions(plane)) != 0 {
+		t.Errorf("after the timeout: %d parked, %d live; want none", plane.ParkedSessions(), len(liveSessions(plane)))
 	}
 	for _, sid := range []string{quiet, subscribed, streaming} {
 		resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)

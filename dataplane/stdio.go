@@ -108,6 +108,11 @@ type lineConn struct {
 	// names), at log level info, and with no way to ask the host
 	// anything.
 	older *mcp.InitializeParams
+	// session, for a stateful Streamable HTTP session (session.go), is
+	// its input and output: its requests' messages go on their POSTs'
+	// responses (postLink), and a refusal of a line answers the POST
+	// that fed it. started is given the connection's Host.
+	session *planeSession
 }
 
 // serveLines serves a connection whose messages come as lines from in
@@ -122,6 +127,9 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	w := wire.NewWriter(out)
 	defer w.Flush()
 	c := newConn(w, p.onBadFrame)
+	if o.session != nil {
+		c.refuse = o.session.in.refuse
+	}
 	c.listens = &listens{c: c, v: p.v}
 	c.planeLists = p.raw
 	c.sdk = !p.raw
@@ -138,12 +146,18 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	var ss *mcp.ServerSession
 	if p.raw {
 		front = &stdioHost{c: c, v: p.v, ended: make(chan struct{})}
+		if o.session != nil {
+			front.id = o.session.id
+		}
 		defer close(front.ended)
 		if !o.alone { // a request without a session is no session
 			p.stdioHosts.Store(front, struct{}{})
 			defer p.stdioHosts.Delete(front)
 		}
 		host = front
+		if o.session != nil {
+			o.session.started(front)
+		}
 	} else {
 		var err error
 		if ss, err = p.v.Server().Connect(ctx, connTransport{c, o.legacy}, nil); err != nil {
@@ -166,8 +180,8 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	if o.from != nil {
 		base = context.WithoutCancel(o.from.Context())
 	}
-	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy, countAs: "stdio"}
-	if o.alone {
+	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy, countAs: "stdio", session: o.session}
+	if o.alone || o.session != nil {
 		s.countAs = "http"
 	}
 	c.listens.ctx, c.listens.host = s.base, host
@@ -182,7 +196,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 		p.v.SetHostLevel(front, "info")
 	}
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
-	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone {
+	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone && o.session == nil {
 		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
 	}
 
@@ -274,6 +288,8 @@ type stdioSession struct {
 	// (Options.Count): "stdio", or "http" for a request without a session
 	// (lineConn.alone).
 	countAs string
+	// session: a stateful Streamable HTTP session's (lineConn.session).
+	session *planeSession
 	// legacy: a legacy HTTP+SSE session, of a revision before 2026-07-28
 	// (its requests of 2026-07-28 are served as on stdio, but its
 	// server/discover lists the revisions the transport carries).
@@ -523,6 +539,7 @@ func (s *stdioSession) takeInitialize(line []byte) bool {
 	if !ok {
 		return false
 	}
+	s.p.count(s.countAs, "initialize")
 	res := s.p.v.Initialize(ip)
 	s.front.init.Store(ip)
 	if !junction.ParseRevision(res.ProtocolVersion).TypedResults() {
@@ -733,6 +750,9 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		}
 		return s.refuseReused(tc.id)
 	}
+	if s.session != nil && call.Decoded() {
+		call.SetRequestExtra(s.session.requestExtra(key))
+	}
 	params := rawParams(call.Local(), tc)
 	typed := mi.rev.TypedResults()
 	if typed {
@@ -751,6 +771,9 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 				return
 			}
 			res, werr := call.FinishRaw(nil, err)
+			if to := hc.link.Stream; s.session != nil && to.Begun && (!to.InText || werr != nil || wire.TextCloser(res) == nil) {
+				s.session.out.cutting() // the line ends broken, and the answer follows
+			}
 			if hc.link.Stream.EndCutLine(s.c.out, res, werr) {
 				s.calls.finish(key, hc, nil) // the line was closed as the answer
 				return
@@ -888,6 +911,11 @@ func (s *stdioSession) setLevel(hr hostRequest) {
 // of a request whose _meta says mi: the connection's base, with a host
 // link (see hostlink.go) when the request names its own log level.
 func (s *stdioSession) linked(key string, hc *hostCall, mi metaInfo) context.Context {
+	if s.session != nil {
+		if l := s.session.link(key, s.front); l != nil {
+			return junction.WithHostLink(s.base, l)
+		}
+	}
 	if !mi.logLevel || !mi.rev.PerRequestMeta() {
 		return s.base
 	}
@@ -1021,9 +1049,10 @@ func legacyVersions() []string {
 // requests it has handed to go-sdk, so that at the end of the input it
 // can wait for their answers.
 type conn struct {
-	out   *wire.Writer
-	onBad func(error)
-	sdk   bool // a go-sdk session reads the messages the plane does not take (Options.NoRaw)
+	out    *wire.Writer
+	onBad  func(error)
+	refuse func(line []byte) bool // see lineConn.session; nil: none
+	sdk    bool                   // a go-sdk session reads the messages the plane does not take (Options.NoRaw)
 
 	incoming  chan jsonrpc.Message
 	closed    chan struct{}
@@ -1148,12 +1177,17 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 // answered over stdio (deliver; tests: what it leaves to go-sdk).
 var testHookUntaken atomic.Pointer[func(jsonrpc.Message)]
 
-// reject writes an error answer with a null id.
+// reject writes an error answer with a null id (on an HTTP session, the
+// answer of the POST whose line it refuses: refuse).
 func (c *conn) reject(code int64, message string) {
 	if c.onBad != nil {
 		c.onBad(errors.New(message))
 	}
-	c.out.Write(wire.ErrorLine([]byte("null"), &jsonrpc.Error{Code: code, Message: message}))
+	line := wire.ErrorLine([]byte("null"), &jsonrpc.Error{Code: code, Message: message})
+	if c.refuse != nil && c.refuse(line) {
+		return
+	}
+	c.out.Write(line)
 }
 
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {

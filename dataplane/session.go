@@ -1,0 +1,1129 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
+)
+
+// A stateful Streamable HTTP session is served as a stdio connection is
+// (serveLines): the messages its POSTs carry are the connection's input
+// lines, fed in the order they come, and its output lines are routed by
+// what they answer (sessionOut): an answer goes on the response of the
+// POST that carried its request, as JSON when nothing came before it and
+// otherwise as the last event of an SSE stream; a message that belongs
+// to a request (its progress, its log messages, a question to the host
+// a source asks while serving it) goes on that request's stream through
+// the request's host link (postLink); anything else (list changes,
+// resource updates, messages outside a request) goes on the session's
+// GET stream, if the host has one open, and is dropped otherwise, as
+// go-sdk drops it. With HTTPOptions.JSONResponse every answer is JSON
+// and everything else goes to the GET stream.
+//
+// The session's id is made here; the session front (sessions.go)
+// decides when a session ends or is parked, and makes portable ids of
+// these.
+
+// planeSessions is the plane's stateful sessions of one HTTP handler.
+type planeSessions struct {
+	p        *Plane
+	jsonOnly bool
+	max      int
+	store    *replayStore // where SSE streams are kept to be resumed; nil: they cannot be
+	opened   atomic.Int64 // sessions made so far
+
+	mu   sync.Mutex
+	byID map[string]*planeSession
+}
+
+func newPlaneSessions(p *Plane, o HTTPOptions, store *replayStore) *planeSessions {
+	h := &planeSessions{p: p, jsonOnly: o.JSONResponse, max: int(o.MaxRequestBytes) + 1, byID: make(map[string]*planeSession)}
+	if !o.JSONResponse {
+		h.store = store
+	}
+	return h
+}
+
+// httpSession is one stateful session: its connection's input and
+// output, and its end.
+type planeSession struct {
+	id     string
+	out    *sessionOut
+	in     *sessionInput
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the connection has ended
+	host   *stdioHost    // the connection's Host, once it has begun
+	ready  chan struct{} // closed once host is set
+
+	mu      sync.Mutex
+	streams map[string]*postStream // resumable streams not over, by their id in the store
+	seq     int                    // the last stream id given
+}
+
+// get returns session id, nil if there is none.
+func (h *planeSessions) get(id string) *planeSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.byID[id]
+}
+
+// Host returns the Host of session id, nil if there is none.
+func (h *planeSessions) Host(id string) junction.Host {
+	if s := h.get(id); s != nil {
+		<-s.ready
+		return s.host
+	}
+	return nil
+}
+
+// HostState implements sessionTable.
+func (h *planeSessions) HostState(host junction.Host) (mcp.LoggingLevel, bool) {
+	return h.p.v.HostState(host)
+}
+
+// Close ends session id, if there is one, and waits for its end.
+func (h *planeSessions) Close(id string) {
+	if s := h.get(id); s != nil {
+		s.end()
+	}
+}
+
+// started is given the connection's Host.
+func (s *planeSession) started(front *stdioHost) {
+	s.host = front
+	close(s.ready)
+}
+
+// link returns the host link of the request key, nil if its POST is not
+// waiting for it.
+func (s *planeSession) link(key string, front *stdioHost) junction.HostLink {
+	s.out.mu.Lock()
+	ps := s.out.posts[key]
+	s.out.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	return &postLink{ps: ps, out: s.out, front: front}
+}
+
+// requestExtra returns what a tool called with its params decoded by
+// request key gets of its POST, nil if the POST is not waiting for it.
+func (s *planeSession) requestExtra(key string) *mcp.RequestExtra {
+	s.out.mu.Lock()
+	ps := s.out.posts[key]
+	s.out.mu.Unlock()
+	if ps == nil || ps.req == nil {
+		return nil
+	}
+	return ps.extra(ps.req)
+}
+
+// end ends the session: its calls are cancelled and waited for.
+func (s *planeSession) end() {
+	s.cancel()
+	s.in.close()
+	<-s.done
+}
+
+// open starts a new session whose first message is r's.
+func (h *planeSessions) open(r *http.Request) *planeSession {
+	h.opened.Add(1)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	s := &planeSession{
+		id:      rand.Text(),
+		out:     &sessionOut{posts: make(map[string]*postStream), jsonOnly: h.jsonOnly},
+		in:      newSessionInput(),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		ready:   make(chan struct{}),
+		streams: make(map[string]*postStream),
+	}
+	s.in.out = s.out
+	h.mu.Lock()
+	h.byID[s.id] = s
+	h.mu.Unlock()
+	go func() {
+		defer close(s.done)
+		defer func() {
+			h.mu.Lock()
+			if h.byID[s.id] == s {
+				delete(h.byID, s.id)
+			}
+			h.mu.Unlock()
+			s.in.close() // the reading goroutine ends
+			s.out.end()
+			if h.store != nil {
+				h.store.SessionClosed(context.Background(), s.id)
+			}
+		}()
+		err := h.p.serveLines(ctx, s.in, s.out, lineConn{max: h.max, from: r, session: s})
+		if err != nil && ctx.Err() == nil {
+			h.p.logger.Debug("an HTTP session's connection ended", "session", s.id, "error", err)
+		}
+	}()
+	return s
+}
+
+// ServeHTTP serves r, a request of a stateful session or an initialize
+// that starts one, whose body (a POST's) has been read and checked by
+// checkJSONBody.
+func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet:
+		h.serveGet(w, r, sid)
+		return
+	case http.MethodDelete:
+		if sid == "" {
+			http.Error(w, "Bad Request: DELETE requires an Mcp-Session-Id header", http.StatusBadRequest)
+			return
+		}
+		s := h.get(sid)
+		if s == nil {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		s.end()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !strings.Contains(r.Header.Get("Content-Type"), "application/json") {
+		http.Error(w, "Unsupported Media Type: Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
+	if !jsonOK || !sseOK && !h.jsonOnly {
+		http.Error(w, "Not Acceptable: client must accept both application/json and text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	body, _ := io.ReadAll(r.Body) // checkJSONBody's, in memory
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		WriteJSONRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
+		return
+	}
+	var line []byte
+	if bytes.IndexByte(body, '\n') >= 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, body); err != nil {
+			WriteJSONRPCError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: body is not valid JSON")
+			return
+		}
+		line = append(b.Bytes(), '\n')
+	} else {
+		line = append(body[:len(body):len(body)], '\n')
+	}
+	id, isRequest := requestID(line)
+	var s *planeSession
+	if sid == "" {
+		if !isRequest || !isInitializeLine(line) {
+			http.Error(w, "Bad Request: session ID required (send initialize without Mcp-Session-Id to start a session)", http.StatusBadRequest)
+			return
+		}
+		s = h.open(r)
+	} else if s = h.get(sid); s == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Mcp-Session-Id", s.id)
+	var ps *postStream
+	if isRequest {
+		ps = newPostStream(w, h.jsonOnly)
+		ps.req = r
+		if h.store != nil && junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).ResumableStreams() {
+			ps.store, ps.sid = h.store, s.id
+			ps.id = s.addStream(ps)
+			ps.onOver = func() { s.dropStream(ps.id) }
+			r.Header.Set(junction.ResumableStreamHeader, "1")
+		}
+		if !s.out.register(string(id), ps) {
+			WriteJSONRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "request id "+string(id)+" is in use by a request still in flight; give each request an id of its own")
+			return
+		}
+	}
+	item, ok := s.in.feed(line, ps)
+	if !ok {
+		if ps != nil {
+			s.out.unregister(string(id), ps)
+		}
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if ps == nil {
+		// A notification or an answer: accepted once the connection has
+		// taken it, unless it refused it.
+		select {
+		case <-item.taken:
+		case <-s.done:
+		}
+		if item.refusal != nil {
+			writeJSONStatus(w, http.StatusBadRequest, [][]byte{item.refusal})
+			return
+		}
+		if cid, ok := cancelledID(line); ok {
+			// JSON-RPC: no answer to a request its host cancelled. Its
+			// response ends (if the connection has not answered it).
+			if ps := s.out.take(string(cid)); ps != nil {
+				ps.drop()
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !ps.serve(r.Context(), s.done) {
+		// The host went away before the answer: the request is
+		// cancelled, as if the host had cancelled it.
+		if s.out.unregister(string(id), ps) {
+			s.in.feed(cancelLine(id), nil)
+		}
+	}
+	if sid == "" && ps.failed() {
+		s.end() // an initialize refused: no session
+	}
+}
+
+// serveGet serves the session's GET stream: what the session sends its
+// host outside a request, until the host goes away or the session ends.
+func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid string) {
+	if _, sseOK := accepts(r.Header.Values("Accept")); !sseOK {
+		http.Error(w, "Not Acceptable: client must accept text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	if sid == "" {
+		http.Error(w, "Bad Request: GET requires an Mcp-Session-Id header", http.StatusBadRequest)
+		return
+	}
+	s := h.get(sid)
+	if s == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Mcp-Session-Id", s.id)
+	if last := r.Header.Get("Last-Event-ID"); last != "" && h.store != nil {
+		h.resumeGet(w, r, s, last)
+		return
+	}
+	ps := newPostStream(w, false)
+	ps.standalone = true
+	if !s.out.setGet(ps) {
+		http.Error(w, "Conflict: Only one standalone SSE stream is allowed per session", http.StatusConflict)
+		return
+	}
+	defer s.out.dropGet(ps)
+	ps.startSSE()
+	ps.serve(r.Context(), s.done)
+}
+
+// resumeGet serves a GET of session s that resumes a stream after its
+// event last (Last-Event-ID): one not over, live (postStream.resume);
+// one over, from the store.
+func (h *planeSessions) resumeGet(w http.ResponseWriter, r *http.Request, s *planeSession, last string) {
+	stream, index, ok := strings.Cut(last, "_")
+	idx, err := strconv.Atoi(index)
+	if !ok || err != nil || idx < 0 {
+		http.Error(w, "Bad Request: Last-Event-ID is not an event id of this session", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	ps := s.streams[stream]
+	s.mu.Unlock()
+	if ps == nil {
+		// Over, or never was: what the store has.
+		ps = &postStream{store: h.store, sid: s.id, id: stream, over: make(chan struct{})}
+		close(ps.over)
+	}
+	ps.resume(w, r, idx)
+}
+
+// addStream gives ps, a resumable stream of s, its id, under which a GET
+// finds it until dropStream.
+func (s *planeSession) addStream(ps *postStream) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	id := strconv.Itoa(s.seq)
+	s.streams[id] = ps
+	return id
+}
+
+func (s *planeSession) dropStream(id string) {
+	s.mu.Lock()
+	delete(s.streams, id)
+	s.mu.Unlock()
+}
+
+// requestID returns the id of line, a JSON-RPC message, if it is a
+// request (it has a method and an id that is not null).
+func requestID(line []byte) ([]byte, bool) {
+	var id []byte
+	method := false
+	rawjson.Object(line, func(key, val []byte) {
+		switch string(key) {
+		case "id":
+			id = val
+		case "method":
+			method = true
+		}
+	})
+	return id, method && len(id) > 0 && string(id) != "null"
+}
+
+// isInitializeLine reports whether line is an initialize request.
+func isInitializeLine(line []byte) bool {
+	s, e, ok := rawjson.Member(line, "method")
+	return ok && string(line[s:e]) == `"initialize"`
+}
+
+// cancelLine is the notifications/cancelled of the request id.
+func cancelLine(id []byte) []byte {
+	return append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...), `,"reason":"the host went away"}}`+"\n"...)
+}
+
+// sessionInput is the input of a session's connection: the lines its
+// POSTs feed, one at a time, in order. The connection's reading goroutine
+// reads them; when it comes back for more, the line before has been
+// taken (answered, or begun to be), and a refusal of it has been noted.
+type sessionInput struct {
+	out *sessionOut
+
+	items  chan *fedLine
+	closed chan struct{}
+	once   sync.Once
+
+	cur  *fedLine // the reading goroutine's: the line it is on
+	rest []byte   // what is left of it to read
+}
+
+// fedLine is one line fed to a session's connection.
+type fedLine struct {
+	line    []byte
+	post    *postStream // the POST waiting for its answer; nil for a notification or answer
+	taken   chan struct{}
+	refusal []byte // the connection's refusal of the line (an error with a null id)
+}
+
+func newSessionInput() *sessionInput {
+	return &sessionInput{items: make(chan *fedLine), closed: make(chan struct{})}
+}
+
+// feed hands line to the connection; false if the session has ended.
+func (in *sessionInput) feed(line []byte, post *postStream) (*fedLine, bool) {
+	it := &fedLine{line: line, post: post, taken: make(chan struct{})}
+	select {
+	case in.items <- it:
+		return it, true
+	case <-in.closed:
+		return nil, false
+	}
+}
+
+func (in *sessionInput) close() { in.once.Do(func() { close(in.closed) }) }
+
+// Read gives the connection's line reader the lines fed, never more than
+// one line in a read.
+func (in *sessionInput) Read(p []byte) (int, error) {
+	if len(in.rest) == 0 {
+		if in.cur != nil {
+			close(in.cur.taken)
+			in.cur = nil
+		}
+		select {
+		case it := <-in.items:
+			in.cur, in.rest = it, it.line
+		case <-in.closed:
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, in.rest)
+	in.rest = in.rest[n:]
+	return n, nil
+}
+
+// refuse takes the connection's refusal (an error answer with a null
+// id) of the line it is on: it answers the POST that fed it.
+func (in *sessionInput) refuse(line []byte) bool {
+	it := in.cur
+	if it == nil {
+		return false
+	}
+	it.refusal = bytes.Clone(line)
+	if it.post != nil {
+		in.out.refused(it.post, it.refusal)
+	}
+	return true
+}
+
+// sessionOut is the output of a session's connection: it routes each
+// line (see the top of this file). Nothing written to it waits for a
+// host: each stream's messages queue until its request's goroutine
+// writes them.
+type sessionOut struct {
+	jsonOnly bool
+
+	mu    sync.Mutex
+	posts map[string]*postStream // by request id, as sent
+	get   *postStream            // the GET stream, nil if none is open
+	ended bool
+
+	// The line being routed: where it goes (nil: nowhere), whether it is
+	// an answer, whether it has begun to go, and the start of one whose
+	// head has not told yet.
+	to       *postStream
+	toAnswer bool
+	toID     string // the id of the answer being routed
+	cut      bool   // the answer being routed in parts is cut short (cutting)
+	inLine   bool
+	head     []byte
+}
+
+// register notes ps as the stream of request id; false if a request of
+// that id is in flight.
+func (o *sessionOut) register(id string, ps *postStream) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.posts[id] != nil || o.ended {
+		return false
+	}
+	o.posts[id] = ps
+	return true
+}
+
+// unregister drops ps as request id's stream, and reports whether it
+// was still waiting for its answer.
+func (o *sessionOut) unregister(id string, ps *postStream) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.posts[id] != ps {
+		return false
+	}
+	delete(o.posts, id)
+	return true
+}
+
+// take drops and returns the stream of request id, nil if it is not
+// waiting for its answer.
+func (o *sessionOut) take(id string) *postStream {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ps := o.posts[id]
+	delete(o.posts, id)
+	return ps
+}
+
+func (o *sessionOut) setGet(ps *postStream) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.get != nil || o.ended {
+		return false
+	}
+	o.get = ps
+	return true
+}
+
+func (o *sessionOut) dropGet(ps *postStream) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.get == ps {
+		o.get = nil
+	}
+}
+
+// refused answers ps with the refusal line of its request.
+func (o *sessionOut) refused(ps *postStream, line []byte) {
+	o.mu.Lock()
+	for id, p := range o.posts {
+		if p == ps {
+			delete(o.posts, id)
+		}
+	}
+	o.mu.Unlock()
+	ps.push(line, true, true, true)
+}
+
+// end ends every stream: the session is over.
+func (o *sessionOut) end() {
+	o.mu.Lock()
+	posts, get := o.posts, o.get
+	o.posts, o.get, o.ended = map[string]*postStream{}, nil, true
+	o.mu.Unlock()
+	for _, ps := range posts {
+		ps.close()
+	}
+	if get != nil {
+		get.close()
+	}
+}
+
+// Write routes the lines of p, whole or in parts.
+func (o *sessionOut) Write(p []byte) (int, error) {
+	n := len(p)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		end := len(p)
+		if i >= 0 {
+			end = i + 1
+		}
+		part := p[:end]
+		p = p[end:]
+		switch {
+		case o.inLine:
+			o.send(part, false, i >= 0)
+		case i >= 0 && len(o.head) == 0:
+			o.route(part)
+			o.send(part, true, true)
+		default:
+			// A line in parts: its head tells where it goes.
+			o.head = append(o.head, part...)
+			if o.route(o.head) {
+				o.send(o.head, true, i >= 0)
+				o.head = o.head[:0]
+			}
+		}
+		o.inLine = i < 0 && len(o.head) == 0
+	}
+	return n, nil
+}
+
+// route sets where the line that begins with head goes, and reports
+// whether head told: an answer to its request's stream (which it ends),
+// a message with a method, and an answer with a null id, to the GET
+// stream.
+func (o *sessionOut) route(head []byte) bool {
+	id, answer, ok := lineHead(head)
+	if !ok && bytes.IndexByte(head, '\n') < 0 {
+		return false
+	}
+	o.to, o.toAnswer = o.get, false
+	if answer && string(id) != "null" {
+		o.to, o.toAnswer, o.toID = o.posts[string(id)], true, string(id) // nil: a request the host gave up on
+		delete(o.posts, string(id))
+	}
+	return true
+}
+
+// cutting tells o that the answer it is routing in parts is cut short:
+// its line ends broken, and the request's answer follows on a line of its
+// own (wire.StreamTo.EndCutLine), for the same stream.
+func (o *sessionOut) cutting() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.inLine && o.toAnswer && o.to != nil {
+		o.cut = true
+	}
+}
+
+// send hands part of the line being routed (its first, its last) to its
+// stream.
+func (o *sessionOut) send(part []byte, first, last bool) {
+	if o.to != nil {
+		if last && o.cut {
+			o.to.pushCut(part)
+			o.posts[o.toID] = o.to // for the answer that follows
+		} else {
+			o.to.push(part, first, last, o.toAnswer)
+		}
+	}
+	if last {
+		o.to, o.cut = nil, false
+	}
+}
+
+// lineHead reads the head of a JSON-RPC line (the whole line, or its
+// first part): the id of an answer (a message with a result or an error
+// and no method), answer set; ok is false when head ends before that can
+// be told.
+func lineHead(head []byte) (id []byte, answer, ok bool) {
+	i := rawjson.SkipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
+		return nil, false, i < len(head)
+	}
+	i++
+	for {
+		i = rawjson.SkipSpace(head, i)
+		if i >= len(head) {
+			return nil, false, false
+		}
+		if head[i] == '}' {
+			return nil, false, true
+		}
+		if head[i] == ',' {
+			i = rawjson.SkipSpace(head, i+1)
+		}
+		if i >= len(head) || head[i] != '"' {
+			return nil, false, i < len(head)
+		}
+		ke := rawjson.SkipString(head, i+1)
+		if ke < 0 {
+			return nil, false, false
+		}
+		key := head[i+1 : ke]
+		i = rawjson.SkipSpace(head, ke+1)
+		if i >= len(head) || head[i] != ':' {
+			return nil, false, i < len(head) && head[i] != ':'
+		}
+		i = rawjson.SkipSpace(head, i+1)
+		switch string(key) {
+		case "method":
+			return nil, false, true
+		case "result", "error":
+			return id, id != nil, id != nil
+		}
+		ve := rawjson.SkipValue(head, i)
+		if ve < 0 || ve >= len(head) {
+			return nil, false, false
+		}
+		if string(key) == "id" {
+			id = head[i:ve]
+		}
+		i = ve
+	}
+}
+
+// postStream is the response of one POSTed request (or the session's GET
+// stream, standalone): the messages for it queue here, and the
+// request's goroutine writes them (serve).
+//
+// An SSE stream of a session whose streams can be resumed (an event
+// store, SSE answers, a revision from 2025-11-25 on) begins with a
+// priming event, and each of its events has an id (<stream>_<index>) and
+// is kept in the store: a host that lost the stream resumes it with a
+// GET that names the last event it got (Last-Event-ID), and gets what
+// followed and then the rest, live (resumeGet). Once such a stream has
+// begun, the host going away does not cancel the request.
+type postStream struct {
+	jsonOnly   bool
+	standalone bool
+	wake       chan struct{}
+
+	mu        sync.Mutex
+	q         []piece
+	closed    bool // the session ended
+	answer    bool // the answer has been queued whole
+	answering bool // the answer has begun to be queued
+	// released is closed when a tool closes the response (closeStream);
+	// nil once it has.
+	released chan struct{}
+	req      *http.Request // the POST, for what its request's tools get of it (extra)
+	onOver   func()        // called once the stream is over
+	dropped  bool          // the request was cancelled: no answer comes
+
+	// The writing side (serve, and a GET that resumes the stream).
+	w     http.ResponseWriter // where events go now; nil: the host went away
+	over  chan struct{}       // closed once the stream is over
+	mode  int                 // streamNone, streamJSON or streamSSE
+	bad   bool                // the answer is an error
+	store *replayStore        // the session's event store, if the stream can be resumed
+	sid   string              // the session's id, in the store
+	id    string              // the stream's id, in the store
+	next  int                 // the index of the stream's next event
+	part  []byte              // the message being written in parts, so far
+}
+
+const (
+	streamNone = iota
+	streamJSON
+	streamSSE
+)
+
+// piece is part of a message for a stream.
+type piece struct {
+	b           []byte
+	first, last bool // the message's first and last part
+	answer      bool // part of the request's answer
+	cut         bool // the last part of an answer cut short
+}
+
+func newPostStream(w http.ResponseWriter, jsonOnly bool) *postStream {
+	return &postStream{w: w, jsonOnly: jsonOnly, wake: make(chan struct{}, 1), over: make(chan struct{}), released: make(chan struct{})}
+}
+
+// push queues b, part of a message, copied.
+func (ps *postStream) push(b []byte, first, last, answer bool) {
+	ps.mu.Lock()
+	if ps.answer && answer && first {
+		ps.mu.Unlock()
+		return
+	}
+	answer = answer && !ps.standalone
+	if answer {
+		ps.answering = true // nothing more goes between its parts
+	}
+	ps.q = append(ps.q, piece{b: bytes.Clone(b), first: first, last: last, answer: answer})
+	if answer && last {
+		ps.answer = true
+	}
+	ps.mu.Unlock()
+	ps.poke()
+}
+
+func (ps *postStream) poke() {
+	select {
+	case ps.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pushCut queues b, the last part of an answer cut short: the answer
+// itself follows.
+func (ps *postStream) pushCut(b []byte) {
+	ps.mu.Lock()
+	ps.q = append(ps.q, piece{b: bytes.Clone(b), last: true, answer: true, cut: true})
+	ps.answer = false
+	ps.mu.Unlock()
+	ps.poke()
+}
+
+// pushLine queues a whole message that is not the answer: on the
+// request's SSE stream; false once the request has been answered.
+func (ps *postStream) pushLine(line []byte) bool {
+	ps.mu.Lock()
+	if ps.answering || ps.closed {
+		ps.mu.Unlock()
+		return false
+	}
+	ps.q = append(ps.q, piece{b: line, first: true, last: true})
+	ps.mu.Unlock()
+	ps.poke()
+	return true
+}
+
+// drop ends the stream without an answer: its request was cancelled.
+func (ps *postStream) drop() {
+	ps.mu.Lock()
+	ps.dropped = true
+	ps.mu.Unlock()
+	ps.poke()
+}
+
+func (ps *postStream) close() {
+	ps.mu.Lock()
+	ps.closed = true
+	ps.mu.Unlock()
+	ps.poke()
+}
+
+// failed reports whether the request got no answer, or an error.
+func (ps *postStream) failed() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.bad || !ps.answer
+}
+
+// startSSE begins the response as an SSE stream, primed with an event id
+// if it can be resumed. Called with mu held.
+func (ps *postStream) startSSE() {
+	ps.mode = streamSSE
+	h := ps.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Connection", "keep-alive")
+	ps.w.WriteHeader(http.StatusOK)
+	if ps.store != nil {
+		ps.store.Open(context.Background(), ps.sid, ps.id)
+		io.WriteString(ps.w, "event: prime\nid: "+ps.keep(nil)+"\ndata: \n\n")
+	}
+	ps.flush()
+}
+
+// keep appends data to the stream in the store and returns its event's
+// id. Called with mu held.
+func (ps *postStream) keep(data []byte) string {
+	id := ps.id + "_" + strconv.Itoa(ps.next)
+	ps.next++
+	ps.store.Append(context.Background(), ps.sid, ps.id, data)
+	return id
+}
+
+// flush flushes what has been written, once the response has begun.
+func (ps *postStream) flush() {
+	if f, ok := ps.w.(http.Flusher); ok && ps.mode != streamNone {
+		f.Flush()
+	}
+}
+
+// write writes p where the stream goes now. Called with mu held.
+func (ps *postStream) write(p []byte) {
+	if ps.w != nil {
+		ps.w.Write(p)
+	}
+}
+
+// writePiece writes pc and reports whether the stream is over (its
+// answer has gone). Called with mu held.
+func (ps *postStream) writePiece(pc piece) bool {
+	if ps.mode == streamNone {
+		if pc.answer {
+			// The answer comes first: JSON.
+			ps.bad = isErrorLine(pc.b)
+			ps.mode = streamJSON
+			if pc.last {
+				writeJSONStatus(ps.w, http.StatusOK, [][]byte{pc.b})
+				return true
+			}
+			ps.w.Header().Set("Content-Type", "application/json")
+			ps.w.WriteHeader(http.StatusOK)
+		} else {
+			ps.startSSE()
+		}
+	}
+	if pc.cut {
+		if ps.mode == streamJSON && ps.w != nil {
+			// A JSON body cut short where it cannot be closed: the
+			// response is broken off, so the host does not read half an
+			// answer as a whole one.
+			ps.w = nil
+			ps.mu.Unlock()
+			close(ps.over)
+			if ps.onOver != nil {
+				ps.onOver()
+			}
+			panic(http.ErrAbortHandler)
+		}
+		// The event cut short ends as one the host's client skips; the
+		// answer follows.
+		ps.write([]byte("\nevent: junction-cut\n\n"))
+		ps.part = nil
+		return false
+	}
+	if ps.mode == streamJSON {
+		ps.write(pc.b)
+		return pc.last
+	}
+	b := pc.b
+	if pc.last {
+		b = bytes.TrimSuffix(b, []byte("\n"))
+	}
+	if pc.first {
+		head := "event: message\ndata: "
+		if ps.store != nil {
+			head = "event: message\nid: " + ps.id + "_" + strconv.Itoa(ps.next) + "\ndata: "
+		}
+		ps.write([]byte(head))
+	}
+	ps.write(b)
+	if !pc.last {
+		if ps.store != nil {
+			ps.part = append(ps.part, b...)
+		}
+		return false
+	}
+	ps.write([]byte("\n\n"))
+	if ps.store != nil {
+		ps.keep(append(ps.part, b...))
+		ps.part = nil
+	}
+	return pc.answer
+}
+
+// serve writes what comes for the stream until its answer has gone, the
+// host goes away (false) or the session ends (done). A stream that can be
+// resumed and has begun outlives its response (the host went away, or a
+// tool closed it: closeStream): its events go on to the store, for a GET
+// that resumes it (a goroutine keeps them), and the request is not
+// cancelled.
+func (ps *postStream) serve(ctx context.Context, done <-chan struct{}) bool {
+	return ps.loop(ctx.Done(), done)
+}
+
+func (ps *postStream) loop(gone, done <-chan struct{}) bool {
+	for {
+		ps.mu.Lock()
+		q := ps.q
+		ps.q = nil
+		for _, pc := range q {
+			if ps.writePiece(pc) {
+				return ps.over_()
+			}
+		}
+		ps.flush()
+		switch {
+		case ps.dropped:
+			if ps.mode == streamNone {
+				ps.startSSE() // an empty stream
+			}
+			return ps.over_()
+		case ps.closed:
+			if ps.mode == streamNone && !ps.standalone {
+				WriteJSONRPCError(ps.w, http.StatusNotFound, -32001, "session ended before the request was answered")
+			}
+			ps.over_()
+			return !ps.standalone
+		}
+		released := ps.released
+		ps.mu.Unlock()
+		select {
+		case <-ps.wake:
+		case <-released:
+			go ps.loop(nil, done) // the tool closed the response
+			return true
+		case <-gone:
+			ps.mu.Lock()
+			keep := ps.mode == streamSSE && ps.store != nil
+			ps.w = nil
+			ps.mu.Unlock()
+			if !keep {
+				ps.mu.Lock()
+				ps.over_()
+				return false
+			}
+			go ps.loop(nil, done)
+			return true
+		case <-done:
+			ps.close()
+		}
+	}
+}
+
+// over_ ends the stream: nothing more is written to a response. Called
+// with mu held, which it releases.
+func (ps *postStream) over_() bool {
+	ps.flush()
+	ps.w = nil
+	ps.mu.Unlock()
+	close(ps.over)
+	if ps.onOver != nil {
+		ps.onOver()
+	}
+	return true
+}
+
+// closeStream ends the request's response before its answer, asking the
+// host to resume the stream after retry: the request's CloseSSEStream, for
+// a tool called with its params decoded. The stream begins first if it
+// has not, so that the host has an event id to resume from.
+func (ps *postStream) closeStream(retry time.Duration) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.store == nil || ps.w == nil || ps.released == nil {
+		return
+	}
+	if ps.mode == streamNone {
+		ps.startSSE()
+	}
+	if retry > 0 {
+		ps.write([]byte("event: close\nretry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\ndata: \n\n"))
+	}
+	ps.flush()
+	ps.w = nil
+	close(ps.released)
+	ps.released = nil
+}
+
+// extra is what a tool called with its params decoded gets of the
+// request's POST r.
+func (ps *postStream) extra(r *http.Request) *mcp.RequestExtra {
+	return &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header, CloseSSEStream: func(a mcp.CloseSSEStreamArgs) { ps.closeStream(a.RetryAfter) }}
+}
+
+// resume serves the GET r, which resumes ps after its event index: the
+// events after it, from the store, then the rest as it comes, until the
+// stream is over or the host goes away again.
+func (ps *postStream) resume(w http.ResponseWriter, r *http.Request, index int) {
+	ps.mu.Lock()
+	var events [][]byte
+	for data, err := range ps.store.After(r.Context(), ps.sid, ps.id, index) {
+		if err != nil {
+			ps.mu.Unlock()
+			http.Error(w, "failed to replay events", http.StatusBadRequest)
+			return
+		}
+		events = append(events, data)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	for _, data := range events {
+		index++
+		buf = append(buf, "event: message\nid: "+ps.id+"_"+strconv.Itoa(index)+"\ndata: "...)
+		buf = append(append(buf, data...), "\n\n"...)
+	}
+	if ps.part != nil {
+		buf = append(buf, "event: message\nid: "+ps.id+"_"+strconv.Itoa(ps.next)+"\ndata: "...)
+		buf = append(buf, ps.part...)
+	}
+	w.Write(buf)
+	ps.w = w // the response that carried the stream before gets no more
+	ps.flush()
+	ps.mu.Unlock()
+	select {
+	case <-ps.over:
+	case <-r.Context().Done():
+	}
+	ps.mu.Lock()
+	if ps.w == w {
+		ps.w = nil
+	}
+	ps.mu.Unlock()
+}
+
+// isErrorLine reports whether line is an error answer.
+func isErrorLine(line []byte) bool {
+	_, _, ok := rawjson.Member(line, "error")
+	return ok
+}
+
+// postLink is the host link of a request on a session: what belongs to
+// the request (its progress and log messages, the questions a source
+// asks the host while serving it) goes on its response, until it is
+// answered; with JSON answers only, to the session's GET stream.
+type postLink struct {
+	ps    *postStream
+	out   *sessionOut
+	front *stdioHost
+}
+
+// Notify implements junction.HostLink.
+func (l *postLink) Notify(method string, params mcp.Params) error {
+	b, err := notification(method, params)
+	if err != nil {
+		return err
+	}
+	return l.send(append(b, '\n'))
+}
+
+// send writes line, a message of the request's, where it goes.
+func (l *postLink) send(line []byte) error {
+	if l.ps.jsonOnly {
+		l.out.mu.Lock()
+		get := l.out.get
+		l.out.mu.Unlock()
+		if get != nil {
+			get.pushLine(line)
+		}
+		return nil
+	}
+	if !l.ps.pushLine(line) {
+		return errAnswered
+	}
+	return nil
+}
+
+// LogLevel implements junction.HostLink: the session's level.
+func (l *postLink) LogLevel() (mcp.LoggingLevel, bool) {
+	level, _ := l.front.v.HostState(l.front)
+	return level, true
+}
