@@ -966,7 +966,7 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 			return ps.over_()
 		case ps.closed:
 			if ps.mode == streamNone && !ps.standalone {
-				WriteJSONRPCError(ps.w, http.StatusNotFound, -32001, "session ended before the request was answered")
+				ps.startSSE() // ended without an answer, as go-sdk ends it
 			}
 			ps.over_()
 			return !ps.standalone
@@ -1117,7 +1117,15 @@ func (l *postLink) send(line []byte) error {
 		return nil
 	}
 	if !l.ps.pushLine(line) {
-		return errAnswered
+		// The request's response is over: what still concerns it (a
+		// question's cancellation) goes where the session's other
+		// messages go.
+		l.out.mu.Lock()
+		get := l.out.get
+		l.out.mu.Unlock()
+		if get == nil || !get.pushLine(line) {
+			return errAnswered
+		}
 	}
 	return nil
 }
