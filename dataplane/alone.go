@@ -80,10 +80,23 @@ func (f *httpRaw) sessionless(r *http.Request) (ok, modern bool) {
 // go-sdk's stateless handler makes before it reads a POST's body (1
 // above), and reports whether it did.
 func refuseTransport(w http.ResponseWriter, r *http.Request) bool {
+	return refuseVersion(w, r) || refusePOSTHeaders(w, r) || refuseLastEventID(w, r)
+}
+
+// refuseVersion answers r with go-sdk's error if its Mcp-Protocol-Version
+// names a revision the hub does not speak (one of 2026-07-28 or later is
+// checked with the request), and reports whether it did.
+func refuseVersion(w http.ResponseWriter, r *http.Request) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && !junction.ParseRevision(v).Stateless() {
 		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(mcp.SupportedProtocolVersions(), ",")), http.StatusBadRequest)
 		return true
 	}
+	return false
+}
+
+// refusePOSTHeaders answers the POST r with go-sdk's error if its
+// Content-Type or Accept will not do, and reports whether it did.
+func refusePOSTHeaders(w http.ResponseWriter, r *http.Request) bool {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
 		return true
@@ -92,6 +105,12 @@ func refuseTransport(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
 		return true
 	}
+	return false
+}
+
+// refuseLastEventID answers a POST that names a Last-Event-ID, which only
+// a GET may, as go-sdk does, and reports whether it did.
+func refuseLastEventID(w http.ResponseWriter, r *http.Request) bool {
 	if len(r.Header.Values("Last-Event-ID")) > 0 {
 		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
 		return true
@@ -110,26 +129,7 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 		return
 	}
 	if body[0] == '[' {
-		var batch []json.RawMessage
-		err := json.Unmarshal(body, &batch)
-		switch {
-		case err == nil && len(batch) == 0:
-			err = fmt.Errorf("empty batch")
-		case err == nil:
-			for _, m := range batch {
-				if _, err = jsonrpc.DecodeMessage(m); err != nil {
-					break
-				}
-			}
-		}
-		switch {
-		case err != nil:
-			http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
-		case version >= "2025-06-18":
-			http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
-		default:
-			f.writeRefusal(w, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "JSON-RPC batches are not supported"})
-		}
+		refuseBatch(w, body, version)
 		return
 	}
 	sdkBody, raw := sdkReadable(body)
@@ -152,12 +152,12 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 			writeAnswer(w, false, id, nil, werr) // as on a session
 			return
 		}
-		f.writeRefusal(w, id, werr)
+		writeRefusal(w, id, werr)
 		return
 	}
 	if modern {
 		if werr := f.headerError(r.Header, req); werr != nil {
-			f.writeRefusal(w, id, werr)
+			writeRefusal(w, id, werr)
 			return
 		}
 	}
@@ -190,6 +190,36 @@ func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body [
 		werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: the hub did not serve this %s request", req.Method)}
 	}
 	writeAnswer(w, true, id, nil, werr)
+}
+
+// refuseBatch answers a POST whose body is a batch: go-sdk's error for
+// one it cannot read, or for a client of 2025-06-18 or later, which has no
+// batches; for an older client, -32600, as over stdio (go-sdk served its
+// batch: docs/deviations.md).
+func refuseBatch(w http.ResponseWriter, body []byte, version string) {
+	if version == "" {
+		version = "2025-03-26" // go-sdk's reading of a request without the header
+	}
+	var batch []json.RawMessage
+	err := json.Unmarshal(body, &batch)
+	switch {
+	case err == nil && len(batch) == 0:
+		err = fmt.Errorf("empty batch")
+	case err == nil:
+		for _, m := range batch {
+			if _, err = jsonrpc.DecodeMessage(m); err != nil {
+				break
+			}
+		}
+	}
+	switch {
+	case err != nil:
+		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
+	case version >= "2025-06-18":
+		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
+	default:
+		writeRefusal(w, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "JSON-RPC batches are not supported"})
+	}
 }
 
 // aloneRequestError returns the error for a request or notification req
@@ -285,7 +315,7 @@ func (f *httpRaw) headerError(h http.Header, req *jsonrpc.Request) *jsonrpc.Erro
 // notification the handler refuses before its server sees it (3 and 4
 // above): a JSON-RPC error with the request's id (none for a
 // notification), but 404 for a method the hub does not know.
-func (f *httpRaw) writeRefusal(w http.ResponseWriter, id []byte, werr *jsonrpc.Error) {
+func writeRefusal(w http.ResponseWriter, id []byte, werr *jsonrpc.Error) {
 	status := http.StatusBadRequest
 	if werr.Code == jsonrpc.CodeMethodNotFound {
 		status = http.StatusNotFound

@@ -2,9 +2,11 @@ package dataplane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -179,10 +181,14 @@ func (h *planeSessions) open(r *http.Request) *planeSession {
 	return s
 }
 
-// ServeHTTP serves r, a request of a stateful session or an initialize
-// that starts one, whose body (a POST's) has been read and checked by
-// checkJSONBody.
+// ServeHTTP serves r, a request of a stateful session or one that starts
+// a session, whose body (a POST's) has been read and checked by
+// checkJSONBody. What go-sdk's stateful handler refuses before its
+// session reads a message is refused first, in its order and words.
 func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if refuseVersion(w, r) {
+		return
+	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	switch r.Method {
 	case http.MethodPost:
@@ -207,45 +213,59 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if !strings.Contains(r.Header.Get("Content-Type"), "application/json") {
-		http.Error(w, "Unsupported Media Type: Content-Type must be application/json", http.StatusUnsupportedMediaType)
+	if refusePOSTHeaders(w, r) {
 		return
 	}
-	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
-	if !jsonOK || !sseOK && !h.jsonOnly {
-		http.Error(w, "Not Acceptable: client must accept both application/json and text/event-stream", http.StatusNotAcceptable)
+	var s *planeSession
+	if sid != "" {
+		if s = h.get(sid); s == nil {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+	}
+	if refuseLastEventID(w, r) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body) // checkJSONBody's, in memory
 	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '[' {
-		WriteJSONRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
+	switch {
+	case len(body) == 0:
+		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+		return
+	case body[0] == '[':
+		refuseBatch(w, body, r.Header.Get("Mcp-Protocol-Version"))
+		return
+	case refuseMetaVersion(w, r, body):
 		return
 	}
-	var line []byte
-	if bytes.IndexByte(body, '\n') >= 0 {
-		var b bytes.Buffer
-		if err := json.Compact(&b, body); err != nil {
-			WriteJSONRPCError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: body is not valid JSON")
-			return
+	// One line: a newline or carriage return in valid JSON is white space.
+	line := make([]byte, len(body)+1)
+	for i, c := range body {
+		if c == '\n' || c == '\r' {
+			c = ' '
 		}
-		line = append(b.Bytes(), '\n')
-	} else {
-		line = append(body[:len(body):len(body)], '\n')
+		line[i] = c
 	}
+	line[len(body)] = '\n'
 	id, isRequest := requestID(line)
-	var s *planeSession
-	if sid == "" {
-		if !isRequest || !isInitializeLine(line) {
-			http.Error(w, "Bad Request: session ID required (send initialize without Mcp-Session-Id to start a session)", http.StatusBadRequest)
-			return
-		}
+	opened := s == nil
+	if opened {
+		// A POST without a session makes one, as go-sdk's handler does;
+		// it ends with the POST unless the host initialized there.
 		s = h.open(r)
-	} else if s = h.get(sid); s == nil {
-		http.Error(w, "session not found", http.StatusNotFound)
-		return
+		defer func() {
+			select {
+			case <-s.ready:
+				if s.host.InitializeParams() == nil {
+					s.end()
+				}
+			case <-s.done:
+			}
+		}()
 	}
-	w.Header().Set("Mcp-Session-Id", s.id)
+	if !opened || isInitializeLine(line) {
+		w.Header().Set("Mcp-Session-Id", s.id)
+	}
 	var ps *postStream
 	if isRequest {
 		ps = newPostStream(w, h.jsonOnly)
@@ -266,7 +286,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ps != nil {
 			s.out.unregister(string(id), ps)
 		}
-		http.Error(w, "session not found", http.StatusNotFound)
+		http.Error(w, "session is closing", http.StatusNotFound)
 		return
 	}
 	if ps == nil {
@@ -276,7 +296,11 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-item.taken:
 		case <-s.done:
 		}
-		if item.refusal != nil {
+		switch {
+		case item.malformed != "":
+			http.Error(w, item.malformed, http.StatusBadRequest)
+			return
+		case item.refusal != nil:
 			writeJSONStatus(w, http.StatusBadRequest, [][]byte{item.refusal})
 			return
 		}
@@ -297,16 +321,67 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.in.feed(cancelLine(id), nil)
 		}
 	}
-	if sid == "" && ps.failed() {
-		s.end() // an initialize refused: no session
+}
+
+// refuseMetaVersion answers body, a POST's one message on a session (or
+// one that starts a session), as go-sdk's stateful handler does if it
+// names a protocol version of its own in its _meta, or is a request of
+// the stateless revision, 2026-07-28, which no session carries, and
+// reports whether it did: -32022 (server/discover excepted, which is
+// checked as without a session). A request whose _meta names an older
+// version is served at the session's revision (docs/deviations.md).
+func refuseMetaVersion(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	header := r.Header.Get("Mcp-Protocol-Version")
+	if !bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)) && !junction.ParseRevision(header).Stateless() {
+		return false
 	}
+	sdkBody, raw := sdkReadable(body)
+	msg, err := jsonrpc.DecodeMessage(sdkBody)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok {
+		return false // the connection refuses it (or takes an answer)
+	}
+	var meta struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	var metaVersion string
+	if len(req.Params) > 0 && decodeParams(req.Params, &meta) {
+		metaVersion, _ = meta.Meta[mcp.MetaKeyProtocolVersion].(string)
+	}
+	version := cmp.Or(header, "2025-03-26")
+	if !(req.IsCall() && junction.ParseRevision(version).Stateless()) && metaVersion == "" {
+		return false
+	}
+	var id []byte
+	if req.IsCall() {
+		id = sentID(body, raw)
+	}
+	var werr *jsonrpc.Error
+	switch {
+	case req.Method != "server/discover":
+		if !junction.ParseRevision(version).Stateless() && !junction.ParseRevision(metaVersion).Stateless() {
+			return false
+		}
+		data, _ := json.Marshal(&mcp.UnsupportedProtocolVersionData{Supported: legacyVersions(), Requested: version})
+		werr = &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: fmt.Sprintf("protocol version %q is not supported by this server", version), Data: data}
+	case header == "":
+		werr = &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("Mcp-Protocol-Version header is required for requests carrying %q", mcp.MetaKeyProtocolVersion)}
+	case metaVersion == "":
+		werr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyProtocolVersion)}
+	case metaVersion != header:
+		werr = &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("Mcp-Protocol-Version header %q does not match request %s %q", header, mcp.MetaKeyProtocolVersion, metaVersion)}
+	default:
+		return false
+	}
+	writeRefusal(w, id, werr)
+	return true
 }
 
 // serveGet serves the session's GET stream: what the session sends its
 // host outside a request, until the host goes away or the session ends.
 func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid string) {
 	if _, sseOK := accepts(r.Header.Values("Accept")); !sseOK {
-		http.Error(w, "Not Acceptable: client must accept text/event-stream", http.StatusNotAcceptable)
+		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
 		return
 	}
 	if sid == "" {
@@ -318,19 +393,22 @@ func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid str
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	w.Header().Set("Mcp-Session-Id", s.id)
-	if last := r.Header.Get("Last-Event-ID"); last != "" && h.store != nil {
-		h.resumeGet(w, r, s, last)
+	if len(r.Header.Values("Last-Event-ID")) > 0 {
+		h.resumeGet(w, r, s, r.Header.Get("Last-Event-ID"))
 		return
 	}
 	ps := newPostStream(w, false)
 	ps.standalone = true
 	if !s.out.setGet(ps) {
-		http.Error(w, "Conflict: Only one standalone SSE stream is allowed per session", http.StatusConflict)
+		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
 		return
 	}
 	defer s.out.dropGet(ps)
+	ps.mu.Lock()
 	ps.startSSE()
+	io.WriteString(w, ": ok\n\n") // so that a proxy sends the headers on at once, as go-sdk's stream begins
+	ps.flush()
+	ps.mu.Unlock()
 	ps.serve(r.Context(), s.done)
 }
 
@@ -341,7 +419,11 @@ func (h *planeSessions) resumeGet(w http.ResponseWriter, r *http.Request, s *pla
 	stream, index, ok := strings.Cut(last, "_")
 	idx, err := strconv.Atoi(index)
 	if !ok || err != nil || idx < 0 {
-		http.Error(w, "Bad Request: Last-Event-ID is not an event id of this session", http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("malformed Last-Event-ID %q", last), http.StatusBadRequest)
+		return
+	}
+	if h.store == nil {
+		http.Error(w, "stream replay unsupported", http.StatusBadRequest)
 		return
 	}
 	s.mu.Lock()
@@ -420,6 +502,9 @@ type fedLine struct {
 	post    *postStream // the POST waiting for its answer; nil for a notification or answer
 	taken   chan struct{}
 	refusal []byte // the connection's refusal of the line (an error with a null id)
+	// malformed is go-sdk's answer (HTTP 400, text) to a line that is not
+	// a JSON-RPC message it reads.
+	malformed string
 }
 
 func newSessionInput() *sessionInput {
@@ -469,6 +554,21 @@ func (in *sessionInput) refuse(line []byte) bool {
 	it.refusal = bytes.Clone(line)
 	if it.post != nil {
 		in.out.refused(it.post, it.refusal)
+	}
+	return true
+}
+
+// malformedLine takes the connection's reading of the line it is on as
+// no JSON-RPC message (err, go-sdk's decoder's): the POST that fed it is
+// answered as go-sdk's handler answers such a body.
+func (in *sessionInput) malformedLine(err error) bool {
+	it := in.cur
+	if it == nil {
+		return false
+	}
+	it.malformed = fmt.Sprintf("malformed payload: %v", err)
+	if it.post != nil {
+		it.post.fail(http.StatusBadRequest, it.malformed)
 	}
 	return true
 }
@@ -722,6 +822,9 @@ type postStream struct {
 	closed    bool // the session ended
 	answer    bool // the answer has been queued whole
 	answering bool // the answer has begun to be queued
+	failure   int  // an HTTP error to answer with (fail)
+	failText  string
+	ended     bool // the stream is over: nothing more goes on it
 	// released is closed when a tool closes the response (closeStream);
 	// nil once it has.
 	released chan struct{}
@@ -733,7 +836,6 @@ type postStream struct {
 	w     http.ResponseWriter // where events go now; nil: the host went away
 	over  chan struct{}       // closed once the stream is over
 	mode  int                 // streamNone, streamJSON or streamSSE
-	bad   bool                // the answer is an error
 	store *replayStore        // the session's event store, if the stream can be resumed
 	sid   string              // the session's id, in the store
 	id    string              // the stream's id, in the store
@@ -799,7 +901,7 @@ func (ps *postStream) pushCut(b []byte) {
 // request's SSE stream; false once the request has been answered.
 func (ps *postStream) pushLine(line []byte) bool {
 	ps.mu.Lock()
-	if ps.answering || ps.closed {
+	if ps.answering || ps.closed || ps.dropped || ps.ended {
 		ps.mu.Unlock()
 		return false
 	}
@@ -807,6 +909,15 @@ func (ps *postStream) pushLine(line []byte) bool {
 	ps.mu.Unlock()
 	ps.poke()
 	return true
+}
+
+// fail answers the request with an HTTP error: the connection could not
+// read it.
+func (ps *postStream) fail(status int, text string) {
+	ps.mu.Lock()
+	ps.failure, ps.failText = status, text
+	ps.mu.Unlock()
+	ps.poke()
 }
 
 // drop ends the stream without an answer: its request was cancelled.
@@ -822,13 +933,6 @@ func (ps *postStream) close() {
 	ps.closed = true
 	ps.mu.Unlock()
 	ps.poke()
-}
-
-// failed reports whether the request got no answer, or an error.
-func (ps *postStream) failed() bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.bad || !ps.answer
 }
 
 // startSSE begins the response as an SSE stream, primed with an event id
@@ -876,7 +980,6 @@ func (ps *postStream) writePiece(pc piece) bool {
 	if ps.mode == streamNone {
 		if pc.answer {
 			// The answer comes first: JSON.
-			ps.bad = isErrorLine(pc.b)
 			ps.mode = streamJSON
 			if pc.last {
 				writeJSONStatus(ps.w, http.StatusOK, [][]byte{pc.b})
@@ -959,6 +1062,10 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 		}
 		ps.flush()
 		switch {
+		case ps.failure != 0 && ps.mode == streamNone:
+			http.Error(ps.w, ps.failText, ps.failure)
+			ps.mode = streamJSON
+			return ps.over_()
 		case ps.dropped:
 			if ps.mode == streamNone {
 				ps.startSSE() // an empty stream
@@ -1000,7 +1107,7 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 // with mu held, which it releases.
 func (ps *postStream) over_() bool {
 	ps.flush()
-	ps.w = nil
+	ps.w, ps.ended = nil, true
 	ps.mu.Unlock()
 	close(ps.over)
 	if ps.onOver != nil {
@@ -1078,12 +1185,6 @@ func (ps *postStream) resume(w http.ResponseWriter, r *http.Request, index int) 
 		ps.w = nil
 	}
 	ps.mu.Unlock()
-}
-
-// isErrorLine reports whether line is an error answer.
-func isErrorLine(line []byte) bool {
-	_, _, ok := rawjson.Member(line, "error")
-	return ok
 }
 
 // postLink is the host link of a request on a session: what belongs to

@@ -128,7 +128,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	defer w.Flush()
 	c := newConn(w, p.onBadFrame)
 	if o.session != nil {
-		c.refuse = o.session.in.refuse
+		c.refuse, c.malformed = o.session.in.refuse, o.session.in.malformedLine
 	}
 	c.listens = &listens{c: c, v: p.v}
 	c.planeLists = p.raw
@@ -180,7 +180,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	if o.from != nil {
 		base = context.WithoutCancel(o.from.Context())
 	}
-	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy, countAs: "stdio", session: o.session}
+	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy || o.session != nil, countAs: "stdio", session: o.session}
 	if o.alone || o.session != nil {
 		s.countAs = "http"
 	}
@@ -1052,7 +1052,10 @@ type conn struct {
 	out    *wire.Writer
 	onBad  func(error)
 	refuse func(line []byte) bool // see lineConn.session; nil: none
-	sdk    bool                   // a go-sdk session reads the messages the plane does not take (Options.NoRaw)
+	// malformed, on an HTTP session, answers the POST of a line go-sdk's
+	// decoder does not read (err) as go-sdk's handler does; nil: none.
+	malformed func(err error) bool
+	sdk       bool // a go-sdk session reads the messages the plane does not take (Options.NoRaw)
 
 	incoming  chan jsonrpc.Message
 	closed    chan struct{}
@@ -1166,6 +1169,9 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	}
 	line, _ = c.ids.toSDK("", line)
 	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil && c.malformed != nil && c.malformed(err) {
+		return nil, false
+	}
 	if err != nil {
 		c.reject(jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 		return nil, false
