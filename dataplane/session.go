@@ -314,12 +314,16 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if !ps.serve(r.Context(), s.done) {
-		// The host went away before the answer: the request is
-		// cancelled, as if the host had cancelled it.
-		if s.out.unregister(string(id), ps) {
+	answered := ps.serve(r.Context(), s.done)
+	select {
+	case <-ps.over:
+		// The response is over. A request still waiting for its answer
+		// then is cancelled, as if the host had cancelled it: the host
+		// went away before the answer.
+		if s.out.unregister(string(id), ps) && !answered {
 			s.in.feed(cancelLine(id), nil)
 		}
+	default: // the stream goes on for a GET that resumes it
 	}
 }
 
