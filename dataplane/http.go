@@ -185,7 +185,6 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	}
 	raw := newHTTPRaw(p, o, store)
-	raw.planeSessions = sessions != nil
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sessions != nil {
 			if alone, _ := raw.sessionless(r); alone {

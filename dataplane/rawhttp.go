@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,10 +53,6 @@ type httpRaw struct {
 	// replays: a session's SSE streams are kept, so that a host can
 	// resume them (SEP-1699), go-sdk's and the raw path's (rawresume.go).
 	replays bool
-
-	// planeSessions: the plane serves stateful sessions (session.go),
-	// and takes here only the requests without a session.
-	planeSessions bool
 
 	streamSeq atomic.Uint64 // ids of resumable streams ("raw-N", see rawresume.go)
 	hears     bool          // the event store tells forget of closed sessions
@@ -132,19 +127,10 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		}
 		return true
 	}
-	if f.planeSessions {
-		return false // the plane's sessions take the rest (session.go)
+	if f.p.raw {
+		return false // a session's: the plane's sessions take it (session.go)
 	}
-	if f.takeBody(w, r, body) {
-		return true
-	}
-	if !f.p.raw {
-		return false
-	}
-	if c, ok := canonical(bytes.TrimSpace(body)); ok && f.takeBody(w, r, c) {
-		return true
-	}
-	return f.refuseOnSession(w, r, body)
+	return f.takeBody(w, r, body)
 }
 
 // takeBody is take for a body as it is.
@@ -164,101 +150,8 @@ func (f *httpRaw) takeBody(w http.ResponseWriter, r *http.Request, body []byte) 
 		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
 	case sid == "":
 		return f.mode == HTTPStateless && f.takeStateless(w, r, body)
-	case stateless:
-		return false // a session of a stateless revision (2026-07-28): go-sdk's to refuse
 	}
-	if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
-		id, ok := cancelledID(body)
-		return ok && f.cancel(w, sid, id)
-	}
-	if bytes.Contains(body, []byte(`"jh-`)) && f.reply(w, sid, body) {
-		return true
-	}
-	if !bytes.Contains(body, []byte(`"tools/call"`)) {
-		return f.takeRequest(w, r, body, sid, version, false)
-	}
-	tc, ok := parseToolCall(body)
-	if !ok {
-		return false
-	}
-	if mi := readMeta(tc.meta); !mi.ok || mi.rev.PerRequestMeta() {
-		return false
-	}
-	s := f.session(sid)
-	if s == nil {
-		return false
-	}
-	key := string(tc.id)
-	ctx, rc, cancel, ok := f.onSession(w, r, s, sid, version, key)
-	if !ok {
-		return false // a reused id: go-sdk answers it
-	}
-	hc, sink := &rc.hc, &rc.sink
-	resumable := rc.req != nil
-	call, src := f.p.v.BeginRaw(ctx, tc.name)
-	if call == nil && f.p.unwrap(&tc) {
-		call, src = f.p.v.BeginRaw(ctx, tc.name) // call_tool's call, made directly
-	}
-	if call == nil && f.p.v.OwnTool(tc.name) {
-		s.calls.finish(key, hc, nil)
-		cancel(nil)
-		hr, ok := ownToolRequest(tc) // a meta-tool's call
-		return ok && f.answerOnSession(w, r, s, sid, version, hr)
-	}
-	if call == nil {
-		// A tool the view does not serve now: wait, as go-sdk's handler
-		// would, for the sources still connecting; the error a tool still
-		// unknown then gets is the answer.
-		stop := func() bool { return false }
-		if rc.req != nil {
-			stop = context.AfterFunc(r.Context(), rc.dropped)
-		}
-		var werr *jsonrpc.Error
-		call, src, werr = f.p.v.AwaitRaw(ctx, tc.name)
-		stop()
-		if werr != nil {
-			defer cancel(nil)
-			f.answered(s, key, tc.id, rc, rawOutcome{werr: werr})
-			return true
-		}
-	}
-	if !call.Decoded() {
-		defer cancel(nil)
-		f.answerSession(s, key, call, src, tc, rc)
-		return true
-	}
-	// A tool called with its params decoded (a pack) gets what go-sdk's
-	// server would give it; where its stream can be resumed, it may close
-	// it and answer on the stream later, when the host has resumed it.
-	x := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header, CloseSSEStream: func(mcp.CloseSSEStreamArgs) {}}
-	if !resumable {
-		call.SetRequestExtra(x)
-		defer cancel(nil)
-		f.answerSession(s, key, call, src, tc, rc)
-		return true
-	}
-	closed := make(chan struct{})
-	sink.closed = closed
-	r.Header.Set(junction.ResumableStreamHeader, "1") // as the front sets it for go-sdk
-	x.CloseSSEStream = func(a mcp.CloseSSEStreamArgs) { sink.closeStream(a.RetryAfter) }
-	call.SetRequestExtra(x)
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		defer cancel(nil)
-		f.answerSession(s, key, call, src, tc, rc)
-	}()
-	for gone := r.Context().Done(); ; {
-		select {
-		case <-answered:
-			return true
-		case <-closed:
-			return true
-		case <-gone:
-			rc.dropped()
-			gone = nil
-		}
-	}
+	return false // a session's (session.go)
 }
 
 // answerSession makes the raw call of rc on session s, under key in the

@@ -838,6 +838,7 @@ type postStream struct {
 
 	// The writing side (serve, and a GET that resumes the stream).
 	w     http.ResponseWriter // where events go now; nil: the host went away
+	own   http.ResponseWriter // the response of the request (or GET) the stream began on
 	over  chan struct{}       // closed once the stream is over
 	mode  int                 // streamNone, streamJSON or streamSSE
 	store *replayStore        // the session's event store, if the stream can be resumed
@@ -862,7 +863,7 @@ type piece struct {
 }
 
 func newPostStream(w http.ResponseWriter, jsonOnly bool) *postStream {
-	return &postStream{w: w, jsonOnly: jsonOnly, wake: make(chan struct{}, 1), over: make(chan struct{}), released: make(chan struct{})}
+	return &postStream{w: w, own: w, jsonOnly: jsonOnly, wake: make(chan struct{}, 1), over: make(chan struct{}), released: make(chan struct{})}
 }
 
 // push queues b, part of a message, copied.
@@ -1092,7 +1093,9 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 		case <-gone:
 			ps.mu.Lock()
 			keep := ps.mode == streamSSE && ps.store != nil
-			ps.w = nil
+			if ps.w == ps.own {
+				ps.w = nil // (a GET may have resumed the stream already)
+			}
 			ps.mu.Unlock()
 			if !keep {
 				ps.mu.Lock()
