@@ -345,13 +345,12 @@ func (l *lineLink) Notify(method string, params mcp.Params) error {
 
 func (l *lineLink) LogLevel() (mcp.LoggingLevel, bool) { return l.level, true }
 
-// sinkLevel is what an HTTP raw call's response knows of the log level
-// its host wants: the level its request named (2026-07-28), or, on a
-// session, the one the session set, read when a message comes.
+// sinkLevel is what an HTTP raw call's response (of a request without a
+// session) knows of the log level its host wants: the level its request
+// named (2026-07-28), or none.
 type sinkLevel struct {
-	level   mcp.LoggingLevel
-	named   bool          // the request named level
-	session junction.Host // the call's session, if any
+	level mcp.LoggingLevel
+	named bool // the request named level
 }
 
 // Notify implements junction.HostLink: the notification goes on the
@@ -365,12 +364,8 @@ func (s *sseSink) Notify(method string, params mcp.Params) error {
 
 // LogLevel implements junction.HostLink.
 func (s *sseSink) LogLevel() (mcp.LoggingLevel, bool) {
-	switch l := &s.logLevel; {
-	case l.named:
+	if l := &s.logLevel; l.named {
 		return l.level, true
-	case l.session != nil:
-		level, _ := s.f.p.v.HostState(l.session) // the level the session set, as the hub keeps it
-		return level, true
 	}
 	return "", false
 }

@@ -184,7 +184,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Mode != HTTPStateful && !p.raw {
 		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	}
-	raw := newHTTPRaw(p, o, store)
+	raw := newHTTPRaw(p, o)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sessions != nil {
 			if alone, _ := raw.sessionless(r); alone {
@@ -198,7 +198,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		rev := junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version"))
 		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
-			endSessionCalls(sf, r, sid, calls, raw)
+			endSessionCalls(sf, r, sid, calls)
 		}
 		if alone, _ := raw.sessionless(r); alone {
 			// Not a POST, which the plane would have answered (alone.go):
@@ -226,12 +226,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 			r.Header.Set(junction.ResumableStreamHeader, "1")
 		}
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodGet {
-			if raw.resume(w, r) {
-				return // a raw call's stream, resumed while the call goes on
-			}
-			hs := &hostStream{ResponseWriter: w, ids: &calls.ids}
-			defer raw.standalone(sid, r, hs)()
-			w = hs
+			w = &hostStream{ResponseWriter: w, ids: &calls.ids}
 		}
 		sf.ServeHTTP(w, r)
 	})
@@ -264,11 +259,8 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 // call would hold up the DELETE and go on upstream with no host to answer.
 // A call go-sdk handles is cancelled as its host would cancel it, by a
 // notifications/cancelled on the session (sent with r's context, so that
-// go-sdk checks it is the session's own user); a raw call directly.
-func endSessionCalls(sf http.Handler, r *http.Request, sid string, calls *sdkCalls, raw *httpRaw) {
-	if raw != nil {
-		raw.endSession(sid)
-	}
+// go-sdk checks it is the session's own user).
+func endSessionCalls(sf http.Handler, r *http.Request, sid string, calls *sdkCalls) {
 	for _, id := range calls.endSession(sid) {
 		body := wire.AppendCancelled(nil, string(id), "the host ended its session")
 		req := r.Clone(r.Context())

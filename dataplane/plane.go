@@ -156,7 +156,6 @@ func New(v View, opts *Options) *Plane {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	v.Server().AddSendingMiddleware(divertToStream)
 	impl, _ := json.Marshal(v.Implementation()) // strings only: cannot fail
 	if o.Count == nil {
 		o.Count = func(string, string) {}

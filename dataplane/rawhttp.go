@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,76 +35,19 @@ import (
 // HTTPOptions.JSONResponse the answer is
 // always JSON, and log messages and requests go where go-sdk sends them in
 // that mode: the session's GET stream.
-//
-// A session is looked up among the view's live go-sdk sessions, so go-sdk
-// still creates, checks and deletes sessions (the plane's session front,
-// sessions.go, decides when they end or are parked). The raw path forgets
-// a session when go-sdk closes it: the handler's event store hears of it
-// (replayStore.onAnyClose), and, without a store, a goroutine per session
-// waits for it.
 
-// httpRaw is the raw path of one HTTP handler.
+// httpRaw is the raw path of one HTTP handler: the requests without a
+// session (a stateful session is a line connection: session.go).
 type httpRaw struct {
 	p        *Plane
-	jsonOnly bool // HTTPOptions.JSONResponse: answers are JSON, log messages go to go-sdk
+	jsonOnly bool // HTTPOptions.JSONResponse: answers are JSON
 	mode     HTTPMode
-	// replays: a session's SSE streams are kept, so that a host can
-	// resume them (SEP-1699), go-sdk's and the raw path's (rawresume.go).
-	replays bool
-
-	streamSeq atomic.Uint64 // ids of resumable streams ("raw-N", see rawresume.go)
-	hears     bool          // the event store tells forget of closed sessions
-	store     *replayStore  // with replays: where resumable streams are kept
-	asks      asks          // requests to hosts, by session id
-
-	mu       sync.Mutex
-	sessions map[string]*httpSession // by Mcp-Session-Id
-	streams  map[string]*sseSink     // resumable streams not over, by session id + "\x00" + stream id
-	alone    map[string]*hostStream  // sessions' standalone GET streams, by session id (see standalone)
-	closes   uint64                  // sessions forgotten so far (see session)
 }
 
-// httpSession is what the raw path keeps of one go-sdk session.
-type httpSession struct {
-	ss    *mcp.ServerSession
-	calls inflight
-}
-
-// newHTTPRaw returns the raw path of a handler whose stateful sessions
-// have the event store store (nil: none).
-func newHTTPRaw(p *Plane, o HTTPOptions, store *replayStore) *httpRaw {
+// newHTTPRaw returns the raw path of a handler.
+func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
 	p.v.OfferTasks() // the raw path takes the extension's requests (tasks.go)
-	f := &httpRaw{
-		p: p, jsonOnly: o.JSONResponse, mode: o.Mode, replays: store != nil && !o.JSONResponse,
-		sessions: make(map[string]*httpSession),
-		streams:  make(map[string]*sseSink), alone: make(map[string]*hostStream),
-	}
-	if f.replays {
-		f.store = store
-	}
-	if store != nil {
-		f.hears = true
-		store.onAnyClose(func(sid string) { f.forget(sid, nil) })
-	}
-	return f
-}
-
-// forget drops the raw path's record of session sid (only if it is s,
-// when s is not nil), and cancels its calls: go-sdk closed the session.
-func (f *httpRaw) forget(sid string, s *httpSession) {
-	f.mu.Lock()
-	cur := f.sessions[sid]
-	if cur != nil && (s == nil || cur == s) {
-		delete(f.sessions, sid)
-	} else {
-		cur = nil
-	}
-	f.closes++
-	f.mu.Unlock()
-	if cur != nil {
-		// A call whose stream can be resumed outlives its POST.
-		cur.calls.cancelAll()
-	}
+	return &httpRaw{p: p, jsonOnly: o.JSONResponse, mode: o.Mode}
 }
 
 // take answers the POST r, whose body is body, if it is for the raw
@@ -154,71 +95,6 @@ func (f *httpRaw) takeBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	return false // a session's (session.go)
 }
 
-// answerSession makes the raw call of rc on session s, under key in the
-// session's table, and answers it.
-func (f *httpRaw) answerSession(s *httpSession, key string, call *junction.Call, src junction.RawCaller, tc toolCall, rc *httpRawCall) {
-	o := f.call(call, src, rawParams(call.Local(), tc), rc, tc.id, nil)
-	f.answered(s, key, tc.id, rc, o)
-}
-
-// onSession begins the raw handling of the request whose id is key, on
-// session s (sid; version, its Mcp-Protocol-Version), answered on w: it
-// returns the request's context, which names the host and the request's
-// record, and the record, and reports false (having done nothing) if
-// the session has a raw request with that id in flight. The context's
-// cancel must be called once the request is answered. The request's
-// progress, log messages and requests to the host go on its response
-// (its sink, the context's host link; hostlink.go), unless answers are
-// JSON only, when they go where go-sdk puts them (the session's GET
-// stream). On a session whose streams can be resumed, the context is
-// not cancelled when the host goes away: whoever waits for the request
-// watches it (see httpRawCall.wait), as the stream, once begun, can be
-// resumed (rawresume.go).
-func (f *httpRaw) onSession(w http.ResponseWriter, r *http.Request, s *httpSession, sid, version, key string) (context.Context, *httpRawCall, context.CancelCauseFunc, bool) {
-	resumable := f.replays && junction.ParseRevision(version).ResumableStreams()
-	parent := r.Context()
-	if resumable {
-		parent = context.WithoutCancel(parent)
-	}
-	ctx, cancel := context.WithCancelCause(parent)
-	rc := &httpRawCall{hc: hostCall{cancel: cancel}, sink: sseSink{w: w, sid: sid, f: f, resumable: resumable}}
-	if resumable {
-		rc.req, rc.cancel = r, cancel
-	}
-	if !s.calls.add(key, &rc.hc) {
-		cancel(nil)
-		return nil, nil, nil, false
-	}
-	ctx = junction.WithHostSession(ctx, junction.SessionHost(s.ss))
-	if !f.jsonOnly {
-		rc.sink.logLevel = sinkLevel{session: junction.SessionHost(s.ss)}
-		ctx = junction.WithHostLink(ctx, &rc.sink)
-	}
-	// A long answer may go on while it arrives (see cutthrough.go): the
-	// hostCall in the call's context tells the source's reader where.
-	return withHostCall(ctx, &rc.hc), rc, cancel, true
-}
-
-// answered answers the raw call of rc on session s, under key in the
-// session's table, whose id the host sent as id, that ended as o.
-func (f *httpRaw) answered(s *httpSession, key string, id json.RawMessage, rc *httpRawCall, o rawOutcome) {
-	hc, sink := &rc.hc, &rc.sink
-	switch {
-	case !o.streamed:
-		if s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(id, o.res, o.werr)) }) {
-			sink.finish(nil) // JSON-RPC: no answer to a cancelled request
-		}
-	case o.cut == nil:
-		s.calls.finish(key, hc, nil)
-		sink.release()
-	case !hc.link.Stream.Begun:
-		s.calls.finish(key, hc, func() { sink.finish(wire.AnswerParts(id, o.res, o.werr)) })
-	default:
-		s.calls.finish(key, hc, nil)
-		sink.endCut(hc.link.Stream, o)
-	}
-}
-
 // endCut ends the response to a call whose answer, begun on it, was cut
 // short: o is how the call ended (see rawOutcome).
 func (s *sseSink) endCut(to *wire.StreamTo, o rawOutcome) {
@@ -245,7 +121,7 @@ type rawOutcome struct {
 	cut      error
 }
 
-// call makes the raw call of hr and waits for it (see wait). A source
+// call makes the raw call of hr and waits for it. A source
 // that starts calls ([junction.RawStarter]) may hand a long answer to the
 // sink while it arrives (hc.link.Stream), stamped for a host at 2026-07-28
 // or later (see Rewrite).
@@ -253,20 +129,12 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 	hc, sink := &hr.hc, &hr.sink
 	hc.link.Stamp = stamp
 	rs, ok := rc.(junction.RawStarter)
-	if !ok && (hr.req == nil || call.Decoded()) {
-		// Nothing to watch: the call is cancelled with its request, or
-		// (a pack's, on a stream that can be resumed) take watches it.
+	if !ok {
+		// The call is cancelled with its request.
 		res, werr := call.CallToolRaw(rc, params)
 		return rawOutcome{res: res, werr: werr}
 	}
 	out := make(chan rawOutcome, 2)
-	if !ok {
-		go func() {
-			res, werr := call.CallToolRaw(rc, params)
-			out <- rawOutcome{res: res, werr: werr}
-		}()
-		return hr.wait(out)
-	}
 	hc.link.Stream = &wire.StreamTo{ID: id, Out: sink, Done: func(size int, isError bool, err error) {
 		if err != nil {
 			res, werr := call.FinishRaw(nil, err)
@@ -281,42 +149,14 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 	call.StartToolRaw(rs, params, func(res json.RawMessage, werr *jsonrpc.Error) {
 		out <- rawOutcome{res: res, werr: werr}
 	})
-	return hr.wait(out)
+	return <-out
 }
 
 // httpRawCall is what take keeps of one raw call, in one allocation:
-// the session's record of it and its response.
+// its record and its response.
 type httpRawCall struct {
 	hc   hostCall
 	sink sseSink
-	// On a session whose streams can be resumed the call's context is not
-	// its request's: req is the request, and cancel ends the call when
-	// the host goes away before its stream has begun (dropped).
-	req    *http.Request
-	cancel context.CancelCauseFunc
-}
-
-// wait returns the call's outcome from out; on a stream that can be
-// resumed, it watches the request meanwhile (see dropped).
-func (hr *httpRawCall) wait(out <-chan rawOutcome) rawOutcome {
-	if hr.req == nil {
-		return <-out
-	}
-	select {
-	case o := <-out:
-		return o
-	case <-hr.req.Context().Done():
-		hr.dropped()
-		return <-out
-	}
-}
-
-// dropped is called when the host has gone away from the call's POST:
-// the call ends, unless its stream has begun, which the host can resume.
-func (hr *httpRawCall) dropped() {
-	if !hr.sink.streaming() {
-		hr.cancel(context.Cause(hr.req.Context()))
-	}
 }
 
 // takeStateless answers a tools/call of a client before protocol
@@ -519,120 +359,6 @@ func (f *httpRaw) acceptable(r *http.Request) bool {
 	return jsonOK && (sseOK || f.jsonOnly)
 }
 
-// session returns the raw path's record of the initialized go-sdk
-// session sid, or nil when the request should go to go-sdk instead: the
-// session is unknown or not initialized.
-func (f *httpRaw) session(sid string) *httpSession {
-	f.mu.Lock()
-	if s := f.sessions[sid]; s != nil {
-		f.mu.Unlock()
-		return s
-	}
-	closes := f.closes
-	f.mu.Unlock()
-	var ss *mcp.ServerSession
-	for c := range f.p.v.Server().Sessions() {
-		if c.ID() == sid {
-			ss = c
-			break
-		}
-	}
-	if ss == nil || ss.InitializeParams() == nil {
-		return nil
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s := f.sessions[sid]
-	if s == nil {
-		s = &httpSession{ss: ss}
-		f.sessions[sid] = s
-		// Forget the session when go-sdk closes it (DELETE, idle
-		// timeout, shutdown). The event store tells of it, but a
-		// session that closed since the lookup above was told of
-		// before it was entered here: then, and without a store, a
-		// goroutine waits for the close (at once, if it was this one).
-		if !f.hears || f.closes != closes {
-			go func() {
-				ss.Wait()
-				f.forget(sid, s)
-			}()
-		}
-	}
-	return s
-}
-
-// cancel handles a POSTed notifications/cancelled for a raw call of
-// session sid: the call is cancelled and the POST accepted. It reports
-// false (go-sdk's to handle) for any other request id.
-func (f *httpRaw) cancel(w http.ResponseWriter, sid string, id json.RawMessage) bool {
-	f.mu.Lock()
-	s := f.sessions[sid]
-	f.mu.Unlock()
-	if s == nil || !s.calls.cancel(string(id)) {
-		return false
-	}
-	w.WriteHeader(http.StatusAccepted)
-	return true
-}
-
-// endSession cancels the raw calls of session sid, whose host is ending
-// it.
-func (f *httpRaw) endSession(sid string) {
-	f.mu.Lock()
-	s := f.sessions[sid]
-	f.mu.Unlock()
-	if s != nil {
-		s.calls.cancelAll()
-	}
-}
-
-// reply takes a host's POSTed answer to a request sent on a raw call's
-// stream, and reports false for anything else.
-func (f *httpRaw) reply(w http.ResponseWriter, sid string, body []byte) bool {
-	if !f.asks.answer(sid, body) {
-		return false
-	}
-	w.WriteHeader(http.StatusAccepted)
-	return true
-}
-
-// divertToStream is the views' sending middleware (see [New]): a
-// sampling, elicitation or roots request sent to a host session with the
-// context of an HTTP raw call (see [junction.RawCaller]) goes on that
-// call's response instead of through go-sdk, which has no stream for a
-// request it did not see (it would use the session's GET stream, which
-// the host may not have opened). The call's log messages and progress
-// take the call's host link, the same response (hostlink.go).
-func divertToStream(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		s, ok := junction.HostLinkOf(ctx).(*sseSink)
-		if !ok {
-			return next(ctx, method, req)
-		}
-		var res mcp.Result
-		switch method {
-		case "elicitation/create":
-			res = &mcp.ElicitResult{}
-		case "roots/list":
-			res = &mcp.ListRootsResult{}
-		case "sampling/createMessage":
-			// go-sdk's CreateMessage and CreateMessageWithTools both
-			// expect this type back (CreateMessage converts it).
-			res = &mcp.CreateMessageWithToolsResult{}
-		default:
-			return next(ctx, method, req)
-		}
-		raw, err := s.request(ctx, method, req.GetParams())
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(raw, res); err != nil {
-			return nil, fmt.Errorf("%s: the host's result: %w", method, err)
-		}
-		return res, nil
-	}
-}
-
 // sseSink writes one HTTP raw call's response: JSON when the answer is
 // all there is, an SSE stream when log messages come first.
 //
@@ -641,23 +367,14 @@ func divertToStream(next mcp.MethodHandler) mcp.MethodHandler {
 // whichever response carries the stream now: the POST's, then that of
 // a GET that resumed it, or none between the two.
 type sseSink struct {
-	w   http.ResponseWriter
-	sid string
-	f   *httpRaw
+	w http.ResponseWriter
+	f *httpRaw
 
 	logLevel sinkLevel // see LogLevel
 
 	mu      sync.Mutex
 	started bool // the SSE stream has begun
 	done    bool // the answer is written (or there will be none)
-
-	resumable bool          // the stream can be resumed: see rawresume.go
-	stream    string        // its id in the event store, once started
-	next      int           // the index of its next event
-	line      []byte        // the answer's line, while written in parts on a resumable stream
-	inLine    bool          // a line is being written in parts on a resumable stream
-	over      chan struct{} // closed, then nil, when nothing more goes on the stream (resumable, once started)
-	closed    chan struct{} // closed when the tool closes the POST's response (see closeStream)
 }
 
 // notify sends a notification (a log message, progress) with params, as
@@ -678,68 +395,6 @@ func (s *sseSink) notify(method string, params mcp.Params) bool {
 	return true
 }
 
-// request sends a request to the host on the call's stream and waits
-// for the host to POST its answer (see httpRaw.reply), or for ctx.
-func (s *sseSink) request(ctx context.Context, method string, params mcp.Params) (json.RawMessage, error) {
-	k, err := s.f.asks.open(s.sid, method, params)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		k.forget()
-		return nil, fmt.Errorf("%s: the tool call it belongs to has ended", method)
-	}
-	s.startStream()
-	s.event(k.line)
-	s.mu.Unlock()
-	return k.wait(ctx, nil, s.tellCancelled)
-}
-
-// tellCancelled tells the host that the request id, which the raw path
-// sent it on the call's stream, is cancelled (the call has ended) with
-// why, as go-sdk tells of its own: on the session's standalone stream, or, when the host has
-// none open, on the call's stream. Without it, a host whose handler for
-// the request waits for its context would wait for ever.
-func (s *sseSink) tellCancelled(id string, why error) {
-	b, err := cancelledLine(id, why)
-	if err != nil {
-		return
-	}
-	s.f.mu.Lock()
-	hs := s.f.alone[s.sid]
-	s.f.mu.Unlock()
-	if hs != nil && hs.inject(append(append([]byte("event: message\ndata: "), b...), "\n\n"...)) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.done && s.started {
-		s.event(b)
-	}
-}
-
-// standalone records hs as the standalone stream of session sid while
-// the GET r lasts (one that resumes no stream of a call), and returns
-// the func that ends it, to call as the GET returns.
-func (f *httpRaw) standalone(sid string, r *http.Request, hs *hostStream) func() {
-	if last := r.Header.Get("Last-Event-ID"); last != "" && !strings.HasPrefix(last, "_") {
-		return hs.end // go-sdk's event ids of the standalone stream begin with "_"
-	}
-	f.mu.Lock()
-	f.alone[sid] = hs
-	f.mu.Unlock()
-	return func() {
-		hs.end()
-		f.mu.Lock()
-		if f.alone[sid] == hs {
-			delete(f.alone, sid)
-		}
-		f.mu.Unlock()
-	}
-}
-
 // finish writes answer (a JSON-RPC line), or ends the response without
 // one when answer is nil. The sink lets go of the response then: the
 // call's context, which holds the sink, may outlive the request (a
@@ -758,7 +413,6 @@ func (s *sseSink) finishStatus(status int, answer [][]byte) {
 	s.done = true
 	defer s.let()
 	if !s.started && answer != nil {
-		s.header()
 		writeJSONStatus(s.w, status, answer)
 		return
 	}
@@ -776,34 +430,17 @@ func (s *sseSink) finishStatus(status int, answer [][]byte) {
 func (s *sseSink) BeginLine() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done || s.w == nil && !s.inStore() {
+	if s.done || s.w == nil {
 		return errAnswered
 	}
 	s.done = true
-	switch {
-	case s.inStore():
-		// The event's id follows its data (EndLine): an answer cut short
-		// ends as an event without one (cutShort).
-		s.inLine = true
-		s.write([]byte("event: message\ndata: "))
-		return nil
-	case s.started:
+	if s.started {
 		_, err := s.w.Write([]byte("data: "))
 		return err
 	}
-	s.header().Set("Content-Type", "application/json")
+	s.w.Header().Set("Content-Type", "application/json")
 	s.w.WriteHeader(http.StatusOK)
 	return nil
-}
-
-// header returns the response's header, with the session's id if there
-// is a session.
-func (s *sseSink) header() http.Header {
-	h := s.w.Header()
-	if s.sid != "" {
-		h.Set("Mcp-Session-Id", s.sid)
-	}
-	return h
 }
 
 // errAnswered is the error of beginLine, and of a host link's Notify
@@ -812,29 +449,13 @@ var errAnswered = errors.New("the call has been answered")
 
 // LinePart writes a part of the line begun with BeginLine.
 func (s *sseSink) LinePart(p []byte) error {
-	if !s.inLine { // set before, by the goroutine that writes the parts
-		_, err := s.w.Write(p)
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.line = append(s.line, p...)
-	s.write(p)
-	return nil
+	_, err := s.w.Write(p)
+	return err
 }
 
 // EndLine ends the line begun with BeginLine (its last part ends in a
 // newline; an SSE event wants a blank line after it), and flushes it.
 func (s *sseSink) EndLine() {
-	if s.inLine {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.inLine = false
-		s.write([]byte("id: " + s.keep(bytes.TrimRight(s.line, "\n")) + "\n\n"))
-		s.line = nil
-		s.flush()
-		return
-	}
 	if s.started {
 		s.w.Write([]byte("\n"))
 	}
@@ -859,11 +480,6 @@ func (s *sseSink) release() {
 // stream. Called with mu held.
 func (s *sseSink) let() {
 	s.w = nil
-	if s.over != nil {
-		close(s.over)
-		s.over = nil
-		s.f.dropStream(s)
-	}
 }
 
 // cutShort ends an answer cut short, and lets go of the response. With
@@ -878,22 +494,17 @@ func (s *sseSink) cutShort(closer, answer []byte) bool {
 	defer s.mu.Unlock()
 	defer s.let()
 	switch {
-	case closer != nil && s.inLine:
-		s.line = append(s.line, closer...)
-		s.write(closer)
-		s.write([]byte("\nid: " + s.keep(s.line) + "\n\n"))
 	case closer != nil:
 		s.w.Write(closer)
 		if s.started {
 			s.w.Write([]byte("\n"))
 		}
 	case s.started:
-		s.write([]byte("\nevent: junction-cut\n\n"))
+		s.w.Write([]byte("\nevent: junction-cut\n\n"))
 		s.event(bytes.TrimRight(answer, "\n"))
 	default:
 		return false
 	}
-	s.inLine, s.line = false, nil
 	s.flush()
 	return true
 }
@@ -904,26 +515,21 @@ func (s *sseSink) startStream() {
 		return
 	}
 	s.started = true
-	h := s.header()
+	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	s.w.WriteHeader(http.StatusOK)
-	if s.resumable {
-		s.prime()
-	}
 }
 
 // event writes one SSE message event holding the JSON data (one line)
 // and flushes it; called with mu held.
 func (s *sseSink) event(data []byte) {
 	buf := make([]byte, 0, len(data)+64)
-	buf = append(buf, "event: message\n"...)
-	if s.inStore() {
-		buf = append(append(append(buf, "id: "...), s.keep(data)...), '\n')
-	}
-	buf = append(buf, "data: "...)
+	buf = append(buf, "event: message\ndata: "...)
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)
-	s.write(buf)
+	if s.w != nil {
+		s.w.Write(buf)
+	}
 	s.flush()
 }

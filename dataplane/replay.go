@@ -56,8 +56,7 @@ type replayStore struct {
 	size     int
 	sessions map[string]*replaySession // by session id
 	lru      replayLRU
-	atClose  map[string][]func()  // by session id: see onClose
-	closed   func(session string) // see onAnyClose
+	atClose  map[string][]func() // by session id: see onClose
 	// shared holds one copy of each answer to initialize (up to
 	// replaySharedMax of them), which every session keeps on the stream
 	// of its initialize POST: the answer is the same bytes for every
@@ -213,16 +212,6 @@ func (s *replayStore) onClose(session string, f func()) {
 	s.mu.Unlock()
 }
 
-// onAnyClose calls f with the id of every session that ends from now on
-// (go-sdk closes a session's transport, which tells its event store, when
-// the host deletes it, it times out or the handler shuts down). Unlike
-// onClose it costs nothing per session. Call it before the store serves.
-func (s *replayStore) onAnyClose(f func(session string)) {
-	s.mu.Lock()
-	s.closed = f
-	s.mu.Unlock()
-}
-
 // Open implements [mcp.EventStore].
 func (s *replayStore) Open(_ context.Context, session, stream string) error {
 	s.mu.Lock()
@@ -307,13 +296,9 @@ func (s *replayStore) SessionClosed(_ context.Context, session string) error {
 	delete(s.sessions, session)
 	fs := s.atClose[session]
 	delete(s.atClose, session)
-	closed := s.closed
 	s.mu.Unlock()
 	for _, f := range fs {
 		f()
-	}
-	if closed != nil {
-		closed(session)
 	}
 	return nil
 }

@@ -497,16 +497,7 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if modern && hr.name != "" && r.Header.Get("Mcp-Name") != hr.name {
 		return false // go-sdk checks the header against the body
 	}
-	var s *httpSession
-	if sid != "" {
-		if s = f.session(sid); s == nil {
-			return false
-		}
-	}
 	if hr.params != nil {
-		if s != nil {
-			return f.answerOnSession(w, r, s, sid, version, hr)
-		}
 		f.answerWithoutSession(w, r, hr, mi)
 		return true
 	}
@@ -539,85 +530,11 @@ func (f *httpRaw) refuseUnknown(w http.ResponseWriter, r *http.Request, body []b
 	if !ok || id != nil && mi.rev.PerRequestMeta() != modern || modern && (mi.version != version || r.Header.Get("Mcp-Method") != method) {
 		return false
 	}
-	if sid != "" && f.session(sid) == nil {
-		return false // go-sdk's: a session it does not know
-	}
 	if id == nil {
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
 	writeAnswer(w, modern, id, nil, methodNotFound(method))
-	return true
-}
-
-// refuseOnSession answers the POST r, whose body is body, on a session
-// the front knows (an older revision's), if go-sdk's server would refuse
-// or drop it, and reports whether it did: a request whose params go-sdk
-// would not take (paramsRefusal) gets go-sdk's error as JSON (200), and
-// a request of a method go-sdk knows sent without an id or with a null
-// one, which go-sdk reads as a notification, is accepted (202) and
-// dropped, as JSON-RPC asks. go-sdk's handler answers a request that
-// leaves out the params its method requires, and one without an id, with
-// a plain-text 400, which is no JSON-RPC answer (docs/deviations.md).
-func (f *httpRaw) refuseOnSession(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if !f.p.raw || sid == "" || junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).Stateless() || !f.acceptable(r) {
-		return false
-	}
-	body = bytes.TrimSpace(body)
-	if !json.Valid(body) || rawjson.Deeper(body, sdkMaxDepth) {
-		return false
-	}
-	msg, err := jsonrpc.DecodeMessage(body)
-	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok {
-		return false
-	}
-	if _, known := sdkMethodOf(req.Method); !known || f.session(sid) == nil {
-		return false
-	}
-	if !req.IsCall() {
-		w.WriteHeader(http.StatusAccepted)
-		return true
-	}
-	id, werr := refusedParams(body)
-	if werr == nil {
-		return false
-	}
-	writeAnswer(w, false, id, nil, werr)
-	return true
-}
-
-// answerOnSession answers hr, a prompts/get, resources/read or
-// completion/complete on session s, as a tools/call there is answered
-// (see onSession): what the source sends the host meanwhile (progress,
-// log messages, the questions of an input-required result, which go to
-// an older host as requests) goes on the request's response, which then
-// turns into an SSE stream; the host's POSTed answers to those requests
-// are taken by reply. It reports false, for go-sdk to answer, if the
-// session has a raw request with hr's id in flight.
-func (f *httpRaw) answerOnSession(w http.ResponseWriter, r *http.Request, s *httpSession, sid, version string, hr hostRequest) bool {
-	key := string(hr.id)
-	ctx, rc, cancel, ok := f.onSession(w, r, s, sid, version, key)
-	if !ok {
-		return false
-	}
-	defer cancel(nil)
-	f.p.count("http", hr.method)
-	extra := requestExtra(r)
-	run := func() rawOutcome {
-		res, werr := f.p.answer(ctx, hr, junction.SessionHost(s.ss), extra, false)
-		return rawOutcome{res: res, werr: werr}
-	}
-	var o rawOutcome
-	if rc.req == nil {
-		o = run() // cancelled with its request
-	} else {
-		out := make(chan rawOutcome, 1)
-		go func() { out <- run() }()
-		o = rc.wait(out)
-	}
-	f.answered(s, key, hr.id, rc, o)
 	return true
 }
 

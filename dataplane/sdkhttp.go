@@ -236,46 +236,14 @@ func (c *sdkCall) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // events are go-sdk's messages replayed from the store or sent live on a
 // resumed stream: they get what sdkCall gives a POST's, the host's id
 // where go-sdk has the plane's (kept for a stream that ended before its
-// answer) and no 2026-07-28 result members.
-//
-// The standalone stream (a GET that resumes none) is also where the raw
-// path tells the host that a request it sent during a call is cancelled
-// (see httpRaw.tellCancelled): go-sdk puts its own there.
+// answer) and no 2026-07-28 result members. (Only with the raw path off,
+// when go-sdk's handler serves stateful sessions.)
 type hostStream struct {
 	http.ResponseWriter
 	ids *idMap
-
-	mu   sync.Mutex // one message at a time: go-sdk's, or the raw path's
-	over bool       // the GET has ended: nothing more is written
-}
-
-// inject writes one SSE event of the raw path's on the stream, between
-// go-sdk's messages, and reports whether it could.
-func (h *hostStream) inject(event []byte) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.over {
-		return false
-	}
-	if _, err := h.ResponseWriter.Write(event); err != nil {
-		return false
-	}
-	if f, ok := h.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-	return true
-}
-
-// end marks the stream over, as its GET returns.
-func (h *hostStream) end() {
-	h.mu.Lock()
-	h.over = true
-	h.mu.Unlock()
 }
 
 func (h *hostStream) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	q := p
 	if bytes.Contains(p, planeIDPrefix) || bytes.Contains(p, cacheFields[0]) || bytes.Contains(p, cacheFields[1]) {
 		q = mapMessage(p, func(msg []byte) []byte { return hostMessage(h.ids, msg) })
@@ -287,9 +255,7 @@ func (h *hostStream) Write(p []byte) (int, error) {
 }
 
 func (h *hostStream) Flush() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if f, ok := h.ResponseWriter.(http.Flusher); ok && !h.over {
+	if f, ok := h.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
