@@ -24,8 +24,7 @@
 //	 (stdio line,           │   (id, name parsed;      (route,          (the source's own           (metrics,   │
 //	  HTTP POST)            │    arguments as bytes)   selection,       framing: an upstream's      errors,     │
 //	                        │                          timeout)         stdin, say)                 log)        │
-//	                        ├─ other requests ─▶ View.ListPage, GetPrompt, ReadResource, Initialize, … (requests.go)   │
-//	                        └─ over HTTP, the rest ─▶ go-sdk server ─▶ View's handlers ─▶ View.Begin ─▶ Call.CallTool ┤
+//	                        └─ other requests ─▶ View.ListPage, GetPrompt, ReadResource, Initialize, … (requests.go)   │
 //	host ◀──bytes── writer (lines coalesced: one write for the answers ready together) ◀──────────────────────────┘
 //
 // Every branch meets the core (package junction) through one small
@@ -41,14 +40,16 @@
 // than its own meta-tools: as bytes to a source that is a
 // [junction.RawCaller] and takes the call raw, through its CallTool to
 // any other (see [junction.Call.Decoded]; over HTTP not for an older
-// client without a session). On a stdio connection once initialize is
-// answered (or a 2026-07-28 request, which stands alone); over HTTP on a session go-sdk created before 2026-07-28, or
-// without a session for a 2026-07-28 request (one that asks for progress
-// or log messages only when answers may be SSE streams), and, in
-// stateless mode, an older client's (one that asks for progress on the
-// same condition). A 2026-07-28 request's own log level, and the
-// progress and log messages of a request without a session, reach the
-// host through a junction.HostLink (hostlink.go).
+// client without a session). On a stdio connection, a legacy HTTP+SSE
+// session and a Streamable HTTP session (each a line connection) once
+// initialize is answered (or a 2026-07-28 request, which stands alone);
+// over HTTP without a session for a 2026-07-28 request (one that asks
+// for progress or log messages only when answers may be SSE streams),
+// and, in stateless mode, an older client's (one that asks for progress
+// on the same condition). A 2026-07-28 request's own log level, every
+// request of a Streamable HTTP session, and the progress and log
+// messages of a request without a session reach the host through a
+// junction.HostLink (hostlink.go, session.go).
 // docs/design.md ("What takes the fast path") has the full list with the
 // reasons. [Options.NoRaw] sends everything through go-sdk, for
 // comparison.
@@ -58,13 +59,14 @@
 //	plane.go      Plane, Options
 //	stdio.go      ServeStdio: a stdio host's connection, every message it sends
 //	http.go       HTTPHandler (stateful, stateless, dual), body checks
-//	rawhttp.go    the raw path over HTTP: sessions, answers as JSON or SSE, requests to hosts
-//	hostlink.go   host links (a raw call's log messages and progress), and a stdio connection's Host
-//	asks.go       requests to hosts (sampling, elicitation, roots) and their answers, over stdio and HTTP
-//	rawresume.go  the raw path's SSE streams kept and resumed (Last-Event-ID)
-//	sse.go        the legacy HTTP+SSE endpoint: each session a stdio connection
-//	sdkhttp.go    go-sdk's HTTP handler wrapped: ids kept as sent, cancelled calls unanswered
-//	sessions.go   sealed sessions of the Streamable HTTP front
+//	session.go    a Streamable HTTP session: a line connection fed by its POSTs, its output routed to their responses and its GET stream, resumable streams
+//	alone.go      a request without a session over HTTP: refusals in go-sdk's order, and a connection of its own
+//	rawhttp.go    the raw path over HTTP without a session: answers as JSON or SSE
+//	hostlink.go   host links (a raw call's log messages and progress), and a line connection's Host
+//	asks.go       requests to hosts (sampling, elicitation, roots) and their answers
+//	sse.go        the legacy HTTP+SSE endpoint: each session a line connection
+//	sdkhttp.go    go-sdk's HTTP handler wrapped (with Options.NoRaw): ids kept as sent, cancelled calls unanswered
+//	sessions.go   the Streamable HTTP session front: timeouts, parking, sealed (portable) ids
 //	ledger.go     SessionLedger: ended sessions, shared by replicas
 //	replay.go     the event store that resumes a broken stream
 //	listen.go     subscriptions/listen streams, and a stdio connection's resource subscriptions and list changes

@@ -62,16 +62,15 @@ type HTTPOptions struct {
 	// [DefaultSessionTimeout]; negative means never.
 	SessionTimeout time.Duration
 	// SessionPark parks stateful sessions quiet for that long (no
-	// request being answered, no GET stream open): their go-sdk session
-	// is closed, and what it takes to make it anew (the host's
-	// initialize, the log level it set) is kept, in under a KiB of heap
-	// instead of the 15 to 20 KiB of memory a live session costs. The host
-	// does not see it: its next request, under the same session id, makes
-	// the go-sdk session anew first (0.6 to 1 ms on two cores). What a
-	// parked session does not keep: a stream it dropped cannot be resumed
-	// with Last-Event-ID. Sessions holding resource subscriptions are
-	// never parked. Zero means [DefaultSessionPark]; negative means
-	// never.
+	// request being answered, no GET stream open): their connection
+	// ends, and what it takes to make it anew (the host's initialize,
+	// the log level it set) is kept, in under a KiB of heap instead of
+	// the memory a live session costs. The host does not see it: its next
+	// request, under the same session id, makes the connection anew
+	// first. What a parked session does not keep: a stream it dropped
+	// cannot be resumed with Last-Event-ID. Sessions holding resource
+	// subscriptions are never parked. Zero means [DefaultSessionPark];
+	// negative means never.
 	SessionPark time.Duration
 	// MaxRequestBytes bounds a request body. Zero means
 	// [DefaultMaxRequestBytes].
@@ -83,10 +82,7 @@ type HTTPOptions struct {
 	// empty data). Zero means [DefaultReplayBytes]; negative means none
 	// are kept and streams cannot be resumed. Past the bound the streams
 	// least recently used are dropped whole (see replay.go). A resumed
-	// stream carries what the POST's would have: the host's own request
-	// ids, no 2026-07-28 result members (see hostStream). An idle session
-	// costs about 1 KiB of it (its GET stream's record and the answer to
-	// its initialize).
+	// stream carries what the POST's would have (see session.go).
 	ReplayBytes int
 	// SessionKey, if set (SessionKeySize bytes, shared by every replica
 	// behind one load balancer), makes stateful sessions portable: the
@@ -108,15 +104,14 @@ const (
 
 // HTTPHandler returns the plane's Streamable HTTP endpoint. A request
 // without a session (of a client of 2026-07-28 or later, or of any
-// client in HTTPStateless) is answered by the plane alone (alone.go). On
-// a stateful session go-sdk's handler creates, checks, expires and
-// deletes sessions, answers initialize and serves the session's GET
-// stream, and the plane answers the calls, the lists, prompts/get,
-// resources/read, completion/complete and ping (rawhttp.go,
-// requests.go). A body that is not JSON gets HTTP 400 and a JSON-RPC parse
-// error (id null), and the session stays usable. It does no
-// authentication and no Origin checks: the caller wraps it (see
-// internal/daemon).
+// client in HTTPStateless) is answered by the plane alone (alone.go). A
+// stateful session is a line connection of the plane's, as a stdio
+// host's is, fed by the session's POSTs (session.go); the session front
+// (sessions.go) ends and parks sessions and makes their ids portable. A
+// body that is not JSON gets HTTP 400 and a JSON-RPC parse error (id
+// null), and the session stays usable. With [Options.NoRaw] go-sdk's
+// handlers serve instead, for comparison. It does no authentication and
+// no Origin checks: the caller wraps it (see internal/daemon).
 func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -154,8 +149,8 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// would refuse them.
 		DisableLocalhostProtection: true,
 	}
-	// go-sdk's stateful sessions have no timeout of their own: the
-	// session front ends and parks them (sessions.go).
+	// Sessions have no timeout of their own: the session front ends and
+	// parks them (sessions.go).
 	stateful, stateless := base, base
 	if store != nil {
 		// Without sessions there is nothing to resume.

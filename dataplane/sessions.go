@@ -28,11 +28,11 @@ import (
 // Streamable HTTP session when a load balancer sends its requests to
 // different replicas, without sticky routing.
 //
-// The session id a host gets is not go-sdk's: it is a sealed token
+// The session id a host gets is not the handler's: it is a sealed token
 // (AES-256-GCM under a key every replica shares) that carries what the
 // host said in initialize (protocol version, capabilities, client info)
 // and when. A replica that receives a token it has no session for opens
-// it and sets up a go-sdk session of its own from the sealed initialize
+// it and sets up a session of its own from the sealed initialize
 // (as if the host had sent it there), then serves the request on it;
 // later requests with that token on that replica use the same session.
 // Responses carry the token, never a replica's own id. A token that does
@@ -165,10 +165,11 @@ func (s *sessionSealer) open(tok string, now time.Time) (*sealedSession, error) 
 // the plane parks it ([HTTPOptions.SessionPark]).
 const DefaultSessionPark = time.Minute
 
-// sessionFront stands between hosts and go-sdk's stateful handler, and
-// owns the lifetime of every session (see the comment on parking in
+// sessionFront stands between hosts and the handler of stateful sessions
+// (the plane's, session.go; go-sdk's with Options.NoRaw), and owns the
+// lifetime of every session (see the comment on parking in
 // HTTPOptions.SessionPark). The session id a host holds is the front's;
-// the go-sdk session behind it is made when the host initializes, closed
+// the handler's session behind it is made when the host initializes, ended
 // (parked) once the session has been quiet for the park delay, and made
 // anew from what the host said in initialize, and the log level it set,
 // when the host comes back. A session ends when the host deletes it or
@@ -179,7 +180,7 @@ const DefaultSessionPark = time.Minute
 //
 // A session is parked only when no request of it is being served (a
 // POST being answered, an open GET stream) and none has come for the
-// park delay. It ends, as go-sdk would end it, when no POST has come for
+// park delay. It ends, as go-sdk's handler ends its own, when no POST has come for
 // the session timeout: an open GET stream does not keep it alive. A
 // session holding resource subscriptions is never parked (they cannot be
 // made anew). A parked session costs its id, its initialize params and a
@@ -187,8 +188,8 @@ const DefaultSessionPark = time.Minute
 //
 // With a session key, ids are sealed tokens (see above); a token the
 // front does not know is taken up like a parked session of its own.
-// Without one, the id is go-sdk's for the session's first go-sdk
-// session, and later ones answer under it.
+// Without one, the id is the handler's for the session's first session
+// there, and later ones answer under it.
 type sessionFront struct {
 	inner  http.Handler   // the plane's sessions (or, with the raw path off, go-sdk's stateful handler)
 	table  sessionTable   // where the sessions inner makes live
@@ -208,7 +209,7 @@ type sessionFront struct {
 	// The ledger ids of the portable sessions being woken, and whether
 	// the ledger said meanwhile that they ended.
 	wakingKeys map[string]bool
-	waking     map[string]chan struct{} // ids whose go-sdk session is being made; closed when it is
+	waking     map[string]chan struct{} // ids whose handler's session is being made; closed when it is
 	sweeping   *time.Timer              // the next sweep, if one is due
 	armed      atomic.Bool              // sweeping is set (read without mu)
 }
@@ -216,7 +217,7 @@ type sessionFront struct {
 // frontSession is the front's record of one session.
 type frontSession struct {
 	id    string // the host's
-	local string // the go-sdk session's id; "" while parked
+	local string // the id of the handler's session; "" while parked
 	user  string // the authenticated user who initialized, if any
 	// A portable session's ledger id and its token's expiry; "" and zero
 	// for one that is not.
@@ -325,7 +326,7 @@ func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case e == nil:
 		// Every session is made through the front, so one it does not
-		// know has ended (or never was), though go-sdk may not have
+		// know has ended (or never was), though its handler may not have
 		// closed it yet.
 		WriteJSONRPCError(w, http.StatusNotFound, -32001, "session not found; send initialize without Mcp-Session-Id to start a new session")
 		return
@@ -405,7 +406,7 @@ func tokenExpiry(st *sealedSession) time.Time {
 
 // endedElsewhere ends the session of ledger id key, which the ledger
 // says has ended (another replica, or another front, served its
-// DELETE): the front forgets it, and closes its go-sdk session. An empty
+// DELETE): the front forgets it, and ends the handler's session. An empty
 // key means some may have been missed: every session held is looked up.
 func (f *sessionFront) endedElsewhere(key string) {
 	if key == "" {
@@ -419,7 +420,7 @@ func (f *sessionFront) endedElsewhere(key string) {
 	e := f.byKey[key]
 	if e == nil || f.deleting[key] > 0 {
 		f.mu.Unlock()
-		return // not held here, or this front's own DELETE, which go-sdk ends
+		return // not held here, or this front's own DELETE, which the handler ends
 	}
 	f.forgetLocked(e)
 	local := e.local
@@ -550,7 +551,7 @@ func (f *sessionFront) serveNew(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// acquire returns the record of session sid, with the id of its go-sdk
+// acquire returns the record of session sid, with the id of its handler's
 // session, counting r as served until release; a parked session (or a
 // portable one this replica has not served) is woken first. It returns a
 // nil record for an id the front does not know (ended, or never made), and
@@ -584,7 +585,7 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 			// Parked here, or (a portable session, whose end the
 			// ledger has recorded) not held here: nothing to wake.
 			// (While another request wakes it, the DELETE waits and
-			// then goes to go-sdk like any other.)
+			// then goes to the handler like any other.)
 			if e != nil {
 				f.forgetLocked(e)
 			}
@@ -612,7 +613,7 @@ func (f *sessionFront) acquire(r *http.Request, sid string) (*frontSession, stri
 	}
 }
 
-// wake makes a go-sdk session for session sid, parked here (e) or, with a
+// wake makes a handler's session for session sid, parked here (e) or, with a
 // session key, served elsewhere (e nil), for r of user, and returns it
 // acquired.
 func (f *sessionFront) wake(r *http.Request, sid, user string, e *frontSession) (*frontSession, string, error) {
@@ -774,7 +775,7 @@ func (f *sessionFront) sweep() {
 		local string
 	}
 	var park []due
-	var end []string // go-sdk sessions to close
+	var end []string // the handler's sessions to end
 	var uses []SessionUse
 	now := time.Now()
 	f.mu.Lock()
@@ -838,7 +839,7 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss junction.Host) 
 		return // in use again
 	}
 	if init == nil {
-		// go-sdk closed the session (the hub closed it, or it never
+		// The handler ended the session (the hub closed it, or it never
 		// initialized): it ends here too.
 		f.forgetLocked(e)
 	} else {
@@ -851,7 +852,7 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss junction.Host) 
 	}
 }
 
-// adopt makes a go-sdk session for a host that initialized before (on
+// adopt makes a handler's session for a host that initialized before (on
 // this replica or another): its initialize (params init, protocol
 // version), then notifications/initialized unless r is the host's own,
 // and logging/setLevel if it had set a level, through the handler, in
@@ -965,7 +966,7 @@ func peekBody(r *http.Request, v any) bool {
 const maxPeek = 64 << 10
 
 // sessionIDWriter replaces the Mcp-Session-Id of a response with
-// issue(the id go-sdk set).
+// issue(the id the handler set).
 type sessionIDWriter struct {
 	http.ResponseWriter
 	issue func(id string) string

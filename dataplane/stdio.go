@@ -196,7 +196,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 		p.v.SetHostLevel(front, "info")
 	}
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
-	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone && o.session == nil {
+	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone {
 		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
 	}
 
