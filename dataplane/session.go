@@ -21,6 +21,7 @@ import (
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // A stateful Streamable HTTP session is served as a stdio connection is
@@ -70,7 +71,14 @@ type planeSession struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the connection has ended
 	host   *stdioHost    // the connection's Host, once it has begun
-	ready  chan struct{} // closed once host is set
+	ready  chan struct{} // closed once host and conn are set
+
+	// conn is the connection, which takes the lines POSTs feed, one at a
+	// time (feedMu), as a stdio connection's reading goroutine would;
+	// ended is set once it takes no more.
+	feedMu sync.Mutex
+	conn   *stdioSession
+	ended  bool
 
 	mu      sync.Mutex
 	streams map[string]*postStream // resumable streams not over, by their id in the store
@@ -105,11 +113,55 @@ func (h *planeSessions) Close(id string) {
 	}
 }
 
-// started is given the connection's Host.
-func (s *planeSession) started(front *stdioHost) {
-	s.host = front
+// started is given the connection, once it can take lines; the func it
+// returns is called as the connection ends.
+func (s *planeSession) started(conn *stdioSession) func() {
+	s.host, s.conn = conn.front, conn
 	close(s.ready)
+	return func() {
+		s.feedMu.Lock()
+		s.ended = true
+		s.feedMu.Unlock()
+	}
 }
+
+// feed hands line, one message, to the connection, for post (nil for a
+// notification or an answer), and returns what the connection made of
+// it; false if the session has ended. The connection takes it as the
+// reading goroutine of a stdio connection takes a line: a request begins
+// (a call goes out to its server) before feed returns.
+func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
+	select {
+	case <-s.ready:
+	case <-s.done:
+		return fedLine{}, false
+	}
+	s.feedMu.Lock()
+	if s.ended {
+		s.feedMu.Unlock()
+		return fedLine{}, false
+	}
+	s.in.cur, s.in.on = fedLine{post: post}, true
+	c := s.conn
+	if !c.take(line) {
+		if msg, ok := c.c.decode(line); ok {
+			c.c.deliver(msg)
+		}
+	}
+	// What the line sent servers goes out after the lock, so that POSTs
+	// of the session do not wait for each other's writes.
+	b := batches.Get().(*wire.Batch)
+	c.batch.MoveTo(b)
+	it := s.in.cur
+	s.in.cur, s.in.on = fedLine{}, false
+	s.feedMu.Unlock()
+	b.Flush()
+	batches.Put(b)
+	return it, true
+}
+
+// batches are the batches that feed flushes its lines from.
+var batches = sync.Pool{New: func() any { return new(wire.Batch) }}
 
 // link returns the host link of the request key, nil if its POST is not
 // waiting for it.
@@ -120,7 +172,8 @@ func (s *planeSession) link(key string, front *stdioHost) junction.HostLink {
 	if ps == nil {
 		return nil
 	}
-	return &postLink{ps: ps, out: s.out, front: front}
+	ps.link = postLink{ps: ps, out: s.out, front: front}
+	return &ps.link
 }
 
 // requestExtra returns what a tool called with its params decoded by
@@ -238,15 +291,12 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case refuseMetaVersion(w, r, body):
 		return
 	}
-	// One line: a newline or carriage return in valid JSON is white space.
-	line := make([]byte, len(body)+1)
-	for i, c := range body {
-		if c == '\n' || c == '\r' {
-			c = ' '
-		}
-		line[i] = c
+	// One line: a newline or carriage return in valid JSON is white space
+	// (the body is this request's own).
+	line := body
+	for i := bytes.IndexAny(line, "\r\n"); i >= 0; i = bytes.IndexAny(line, "\r\n") {
+		line[i] = ' '
 	}
-	line[len(body)] = '\n'
 	id, isRequest := requestID(line)
 	opened := s == nil
 	if opened {
@@ -281,7 +331,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	item, ok := s.in.feed(line, ps)
+	item, ok := s.feed(line, ps)
 	if !ok {
 		if ps != nil {
 			s.out.unregister(string(id), ps)
@@ -290,12 +340,8 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ps == nil {
-		// A notification or an answer: accepted once the connection has
-		// taken it, unless it refused it.
-		select {
-		case <-item.taken:
-		case <-s.done:
-		}
+		// A notification or an answer: accepted, unless the connection
+		// refused it.
 		switch {
 		case item.malformed != "":
 			http.Error(w, item.malformed, http.StatusBadRequest)
@@ -321,7 +367,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// then is cancelled, as if the host had cancelled it: the host
 		// went away before the answer.
 		if s.out.unregister(string(id), ps) && !answered {
-			s.in.feed(cancelLine(id), nil)
+			s.feed(cancelLine(id), nil)
 		}
 	default: // the stream goes on for a GET that resumes it
 	}
@@ -482,79 +528,51 @@ func isInitializeLine(line []byte) bool {
 
 // cancelLine is the notifications/cancelled of the request id.
 func cancelLine(id []byte) []byte {
-	return append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...), `,"reason":"the host went away"}}`+"\n"...)
+	return append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...), `,"reason":"the host went away"}}`...)
 }
 
-// sessionInput is the input of a session's connection: the lines its
-// POSTs feed, one at a time, in order. The connection's reading goroutine
-// reads them; when it comes back for more, the line before has been
-// taken (answered, or begun to be), and a refusal of it has been noted.
+// sessionInput is the input of a session's connection: its POSTs feed
+// it their lines directly (planeSession.feed), so its reading goroutine
+// reads nothing, and ends with the session; and it knows the line the
+// connection is on, whose POST a refusal of it answers.
 type sessionInput struct {
-	out *sessionOut
-
-	items  chan *fedLine
+	out    *sessionOut
 	closed chan struct{}
 	once   sync.Once
-
-	cur  *fedLine // the reading goroutine's: the line it is on
-	rest []byte   // what is left of it to read
+	// The line being fed, and whether one is (under the session's
+	// feedMu).
+	cur fedLine
+	on  bool
 }
 
-// fedLine is one line fed to a session's connection.
+// fedLine is what the connection made of a line fed to it.
 type fedLine struct {
-	line    []byte
 	post    *postStream // the POST waiting for its answer; nil for a notification or answer
-	taken   chan struct{}
-	refusal []byte // the connection's refusal of the line (an error with a null id)
+	refusal []byte      // the connection's refusal of the line (an error with a null id)
 	// malformed is go-sdk's answer (HTTP 400, text) to a line that is not
 	// a JSON-RPC message it reads.
 	malformed string
 }
 
 func newSessionInput() *sessionInput {
-	return &sessionInput{items: make(chan *fedLine), closed: make(chan struct{})}
-}
-
-// feed hands line to the connection; false if the session has ended.
-func (in *sessionInput) feed(line []byte, post *postStream) (*fedLine, bool) {
-	it := &fedLine{line: line, post: post, taken: make(chan struct{})}
-	select {
-	case in.items <- it:
-		return it, true
-	case <-in.closed:
-		return nil, false
-	}
+	return &sessionInput{closed: make(chan struct{})}
 }
 
 func (in *sessionInput) close() { in.once.Do(func() { close(in.closed) }) }
 
-// Read gives the connection's line reader the lines fed, never more than
-// one line in a read.
-func (in *sessionInput) Read(p []byte) (int, error) {
-	if len(in.rest) == 0 {
-		if in.cur != nil {
-			close(in.cur.taken)
-			in.cur = nil
-		}
-		select {
-		case it := <-in.items:
-			in.cur, in.rest = it, it.line
-		case <-in.closed:
-			return 0, io.EOF
-		}
-	}
-	n := copy(p, in.rest)
-	in.rest = in.rest[n:]
-	return n, nil
+// Read waits for the end of the session.
+func (in *sessionInput) Read([]byte) (int, error) {
+	<-in.closed
+	return 0, io.EOF
 }
 
 // refuse takes the connection's refusal (an error answer with a null
 // id) of the line it is on: it answers the POST that fed it.
 func (in *sessionInput) refuse(line []byte) bool {
-	it := in.cur
-	if it == nil {
+	if !in.on {
 		return false
 	}
+	it := &in.cur
 	it.refusal = bytes.Clone(line)
 	if it.post != nil {
 		in.out.refused(it.post, it.refusal)
@@ -566,10 +584,10 @@ func (in *sessionInput) refuse(line []byte) bool {
 // no JSON-RPC message (err, go-sdk's decoder's): the POST that fed it is
 // answered as go-sdk's handler answers such a body.
 func (in *sessionInput) malformedLine(err error) bool {
-	it := in.cur
-	if it == nil {
+	if !in.on {
 		return false
 	}
+	it := &in.cur
 	it.malformed = fmt.Sprintf("malformed payload: %v", err)
 	if it.post != nil {
 		it.post.fail(http.StatusBadRequest, it.malformed)
@@ -834,6 +852,8 @@ type postStream struct {
 	released chan struct{}
 	req      *http.Request // the POST, for what its request's tools get of it (extra)
 	onOver   func()        // called once the stream is over
+	link     postLink      // the request's host link (planeSession.link)
+	qa       [2]piece      // q's first array
 	dropped  bool          // the request was cancelled: no answer comes
 
 	// The writing side (serve, and a GET that resumes the stream).
@@ -863,7 +883,9 @@ type piece struct {
 }
 
 func newPostStream(w http.ResponseWriter, jsonOnly bool) *postStream {
-	return &postStream{w: w, own: w, jsonOnly: jsonOnly, wake: make(chan struct{}, 1), over: make(chan struct{}), released: make(chan struct{})}
+	ps := &postStream{w: w, own: w, jsonOnly: jsonOnly, wake: make(chan struct{}, 1), over: make(chan struct{})}
+	ps.q = ps.qa[:0]
+	return ps
 }
 
 // push queues b, part of a message, copied.
@@ -1059,7 +1081,7 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 	for {
 		ps.mu.Lock()
 		q := ps.q
-		ps.q = nil
+		ps.q = ps.q[:0] // written under mu, before more can come
 		for _, pc := range q {
 			if ps.writePiece(pc) {
 				return ps.over_()
@@ -1148,6 +1170,11 @@ func (ps *postStream) closeStream(retry time.Duration) {
 // extra is what a tool called with its params decoded gets of the
 // request's POST r.
 func (ps *postStream) extra(r *http.Request) *mcp.RequestExtra {
+	ps.mu.Lock()
+	if ps.released == nil && !ps.ended {
+		ps.released = make(chan struct{})
+	}
+	ps.mu.Unlock()
 	return &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header, CloseSSEStream: func(a mcp.CloseSSEStreamArgs) { ps.closeStream(a.RetryAfter) }}
 }
 

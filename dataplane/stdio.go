@@ -155,9 +155,6 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 			defer p.stdioHosts.Delete(front)
 		}
 		host = front
-		if o.session != nil {
-			o.session.started(front)
-		}
 	} else {
 		var err error
 		if ss, err = p.v.Server().Connect(ctx, connTransport{c, o.legacy}, nil); err != nil {
@@ -185,6 +182,9 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 		s.countAs = "http"
 	}
 	c.listens.ctx, c.listens.host = s.base, host
+	if o.session != nil {
+		defer o.session.started(s)() // its POSTs feed it (planeSession.feed)
+	}
 	if o.older != nil && front != nil {
 		front.init.Store(o.older)
 		front.noAsk = true
@@ -223,7 +223,11 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	}
 	readErr := make(chan error, 1)
 	go func() {
-		err := readFrames(in, o.max, c, s.take, s.batch.Flush)
+		flush := s.batch.Flush
+		if o.session != nil {
+			flush = nil // the POSTs that feed the session flush the batch (planeSession.feed)
+		}
+		err := readFrames(in, o.max, c, s.take, flush)
 		c.hostGone()
 		readErr <- err
 	}()

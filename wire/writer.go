@@ -353,6 +353,14 @@ func (b *Batch) add(w *Writer) {
 	b.ws = append(b.ws, w)
 }
 
+// MoveTo moves the batch's writers to to, which must be empty: another
+// goroutine may flush them there while b takes more.
+func (b *Batch) MoveTo(to *Batch) {
+	to.ws = append(to.ws[:0], b.ws...)
+	clear(b.ws)
+	b.ws = b.ws[:0]
+}
+
 // flush writes the batch's lines.
 func (b *Batch) Flush() {
 	for i, w := range b.ws {
