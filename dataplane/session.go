@@ -454,11 +454,11 @@ func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid str
 		return
 	}
 	defer s.out.dropGet(ps)
-	ps.mu.Lock()
+	ps.wmu.Lock()
 	ps.startSSE()
 	io.WriteString(w, ": ok\n\n") // so that a proxy sends the headers on at once, as go-sdk's stream begins
 	ps.flush()
-	ps.mu.Unlock()
+	ps.wmu.Unlock()
 	ps.serve(r.Context(), s.done)
 }
 
@@ -775,20 +775,22 @@ func (o *sessionOut) send(part []byte, first, last bool) {
 // lineHead reads the head of a JSON-RPC line (the whole line, or its
 // first part): the id of an answer (a message with a result or an error
 // and no method), answer set; ok is false when head ends before that can
-// be told.
+// be told. (A line with a method and a result, which no JSON-RPC message
+// is, may be told by whichever comes first.)
 func lineHead(head []byte) (id []byte, answer, ok bool) {
 	i := rawjson.SkipSpace(head, 0)
 	if i >= len(head) || head[i] != '{' {
 		return nil, false, i < len(head)
 	}
 	i++
+	result := false
 	for {
 		i = rawjson.SkipSpace(head, i)
 		if i >= len(head) {
 			return nil, false, false
 		}
 		if head[i] == '}' {
-			return nil, false, true
+			return nil, false, true // no id, or no result
 		}
 		if head[i] == ',' {
 			i = rawjson.SkipSpace(head, i+1)
@@ -810,14 +812,19 @@ func lineHead(head []byte) (id []byte, answer, ok bool) {
 		case "method":
 			return nil, false, true
 		case "result", "error":
-			return id, id != nil, id != nil
+			if id != nil {
+				return id, true, true
+			}
+			result = true
 		}
 		ve := rawjson.SkipValue(head, i)
 		if ve < 0 || ve >= len(head) {
 			return nil, false, false
 		}
 		if string(key) == "id" {
-			id = head[i:ve]
+			if id = head[i:ve]; result {
+				return id, true, true
+			}
 		}
 		i = ve
 	}
@@ -838,28 +845,35 @@ type postStream struct {
 	jsonOnly   bool
 	standalone bool
 	wake       chan struct{}
+	over       chan struct{} // closed once the stream is over
+	req        *http.Request // the POST, for what its request's tools get of it (extra)
+	onOver     func()        // called once the stream is over
+	link       postLink      // the request's host link (planeSession.link)
 
+	// mu guards what the session's connection hands the stream, which
+	// never waits for a host: the queue, and what the stream's goroutine
+	// is told.
 	mu        sync.Mutex
-	q         []piece
-	closed    bool // the session ended
-	answer    bool // the answer has been queued whole
-	answering bool // the answer has begun to be queued
-	failure   int  // an HTTP error to answer with (fail)
+	q, spare  []piece
+	qa        [2]piece // q's and spare's first arrays
+	queued    int      // bytes in q
+	skip      bool     // the message being pushed in parts is dropped
+	answer    bool     // the answer has been queued whole
+	answering bool     // the answer has begun to be queued
+	closed    bool     // the session ended
+	dropped   bool     // the request was cancelled: no answer comes
+	failure   int      // an HTTP error to answer with (fail)
 	failText  string
 	ended     bool // the stream is over: nothing more goes on it
 	// released is closed when a tool closes the response (closeStream);
-	// nil once it has.
+	// nil before a tool may (extra), and once it has.
 	released chan struct{}
-	req      *http.Request // the POST, for what its request's tools get of it (extra)
-	onOver   func()        // called once the stream is over
-	link     postLink      // the request's host link (planeSession.link)
-	qa       [2]piece      // q's first array
-	dropped  bool          // the request was cancelled: no answer comes
 
-	// The writing side (serve, and a GET that resumes the stream).
+	// wmu guards the writing side: the stream's goroutine (serve) and a
+	// GET that resumes the stream write under it. Taken before mu.
+	wmu   sync.Mutex
 	w     http.ResponseWriter // where events go now; nil: the host went away
 	own   http.ResponseWriter // the response of the request (or GET) the stream began on
-	over  chan struct{}       // closed once the stream is over
 	mode  int                 // streamNone, streamJSON or streamSSE
 	store *replayStore        // the session's event store, if the stream can be resumed
 	sid   string              // the session's id, in the store
@@ -874,6 +888,13 @@ const (
 	streamSSE
 )
 
+// maxStreamQueue bounds the bytes of messages other than its answer that
+// wait for a stream's goroutine to write them: past it, such a message is
+// dropped (its host reads nothing, or far too slowly), so that a host
+// cannot make the hub hold without end what a session sends it. An
+// answer is never dropped.
+const maxStreamQueue = 4 << 20
+
 // piece is part of a message for a stream.
 type piece struct {
 	b           []byte
@@ -884,7 +905,7 @@ type piece struct {
 
 func newPostStream(w http.ResponseWriter, jsonOnly bool) *postStream {
 	ps := &postStream{w: w, own: w, jsonOnly: jsonOnly, wake: make(chan struct{}, 1), over: make(chan struct{})}
-	ps.q = ps.qa[:0]
+	ps.q, ps.spare = ps.qa[0:0:1], ps.qa[1:1:2]
 	return ps
 }
 
@@ -898,7 +919,16 @@ func (ps *postStream) push(b []byte, first, last, answer bool) {
 	answer = answer && !ps.standalone
 	if answer {
 		ps.answering = true // nothing more goes between its parts
+	} else {
+		if first {
+			ps.skip = ps.queued > maxStreamQueue // a host that does not read: see maxStreamQueue
+		}
+		if ps.skip {
+			ps.mu.Unlock()
+			return
+		}
 	}
+	ps.queued += len(b)
 	ps.q = append(ps.q, piece{b: bytes.Clone(b), first: first, last: last, answer: answer})
 	if answer && last {
 		ps.answer = true
@@ -932,6 +962,11 @@ func (ps *postStream) pushLine(line []byte) bool {
 		ps.mu.Unlock()
 		return false
 	}
+	if ps.queued > maxStreamQueue {
+		ps.mu.Unlock()
+		return true // dropped: see maxStreamQueue
+	}
+	ps.queued += len(line)
 	ps.q = append(ps.q, piece{b: line, first: true, last: true})
 	ps.mu.Unlock()
 	ps.poke()
@@ -963,7 +998,7 @@ func (ps *postStream) close() {
 }
 
 // startSSE begins the response as an SSE stream, primed with an event id
-// if it can be resumed. Called with mu held.
+// if it can be resumed. Called with wmu held.
 func (ps *postStream) startSSE() {
 	ps.mode = streamSSE
 	h := ps.w.Header()
@@ -979,7 +1014,7 @@ func (ps *postStream) startSSE() {
 }
 
 // keep appends data to the stream in the store and returns its event's
-// id. Called with mu held.
+// id. Called with wmu held.
 func (ps *postStream) keep(data []byte) string {
 	id := ps.id + "_" + strconv.Itoa(ps.next)
 	ps.next++
@@ -988,13 +1023,14 @@ func (ps *postStream) keep(data []byte) string {
 }
 
 // flush flushes what has been written, once the response has begun.
+// Called with wmu held.
 func (ps *postStream) flush() {
 	if f, ok := ps.w.(http.Flusher); ok && ps.mode != streamNone {
 		f.Flush()
 	}
 }
 
-// write writes p where the stream goes now. Called with mu held.
+// write writes p where the stream goes now. Called with wmu held.
 func (ps *postStream) write(p []byte) {
 	if ps.w != nil {
 		ps.w.Write(p)
@@ -1002,7 +1038,7 @@ func (ps *postStream) write(p []byte) {
 }
 
 // writePiece writes pc and reports whether the stream is over (its
-// answer has gone). Called with mu held.
+// answer has gone). Called with wmu held.
 func (ps *postStream) writePiece(pc piece) bool {
 	if ps.mode == streamNone {
 		if pc.answer {
@@ -1023,12 +1059,7 @@ func (ps *postStream) writePiece(pc piece) bool {
 			// A JSON body cut short where it cannot be closed: the
 			// response is broken off, so the host does not read half an
 			// answer as a whole one.
-			ps.w = nil
-			ps.mu.Unlock()
-			close(ps.over)
-			if ps.onOver != nil {
-				ps.onOver()
-			}
+			ps.overLocked()
 			panic(http.ErrAbortHandler)
 		}
 		// The event cut short ends as one the host's client skips; the
@@ -1072,7 +1103,8 @@ func (ps *postStream) writePiece(pc piece) bool {
 // resumed and has begun outlives its response (the host went away, or a
 // tool closed it: closeStream): its events go on to the store, for a GET
 // that resumes it (a goroutine keeps them), and the request is not
-// cancelled.
+// cancelled. Nothing is written to a host while mu is held, so the
+// connection never waits for a host.
 func (ps *postStream) serve(ctx context.Context, done <-chan struct{}) bool {
 	return ps.loop(ctx.Done(), done)
 }
@@ -1081,31 +1113,40 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 	for {
 		ps.mu.Lock()
 		q := ps.q
-		ps.q = ps.q[:0] // written under mu, before more can come
+		ps.q, ps.spare, ps.queued = ps.spare, nil, 0
+		failure, failText, dropped, closed, released := ps.failure, ps.failText, ps.dropped, ps.closed, ps.released
+		ps.mu.Unlock()
+		ps.wmu.Lock()
 		for _, pc := range q {
 			if ps.writePiece(pc) {
-				return ps.over_()
+				ps.overLocked()
+				return true
 			}
 		}
 		ps.flush()
 		switch {
-		case ps.failure != 0 && ps.mode == streamNone:
-			http.Error(ps.w, ps.failText, ps.failure)
+		case failure != 0 && ps.mode == streamNone:
+			http.Error(ps.w, failText, failure)
 			ps.mode = streamJSON
-			return ps.over_()
-		case ps.dropped:
+			ps.overLocked()
+			return true
+		case dropped:
 			if ps.mode == streamNone {
 				ps.startSSE() // an empty stream
 			}
-			return ps.over_()
-		case ps.closed:
+			ps.overLocked()
+			return true
+		case closed:
 			if ps.mode == streamNone && !ps.standalone {
 				ps.startSSE() // ended without an answer, as go-sdk ends it
 			}
-			ps.over_()
+			ps.overLocked()
 			return !ps.standalone
 		}
-		released := ps.released
+		ps.wmu.Unlock()
+		clear(q)
+		ps.mu.Lock()
+		ps.spare = q[:0]
 		ps.mu.Unlock()
 		select {
 		case <-ps.wake:
@@ -1113,17 +1154,16 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 			go ps.loop(nil, done) // the tool closed the response
 			return true
 		case <-gone:
-			ps.mu.Lock()
+			ps.wmu.Lock()
 			keep := ps.mode == streamSSE && ps.store != nil
 			if ps.w == ps.own {
 				ps.w = nil // (a GET may have resumed the stream already)
 			}
-			ps.mu.Unlock()
 			if !keep {
-				ps.mu.Lock()
-				ps.over_()
+				ps.overLocked()
 				return false
 			}
+			ps.wmu.Unlock()
 			go ps.loop(nil, done)
 			return true
 		case <-done:
@@ -1132,17 +1172,19 @@ func (ps *postStream) loop(gone, done <-chan struct{}) bool {
 	}
 }
 
-// over_ ends the stream: nothing more is written to a response. Called
-// with mu held, which it releases.
-func (ps *postStream) over_() bool {
+// overLocked ends the stream: nothing more is written to a response.
+// Called with wmu held, which it releases.
+func (ps *postStream) overLocked() {
 	ps.flush()
-	ps.w, ps.ended = nil, true
+	ps.w = nil
+	ps.wmu.Unlock()
+	ps.mu.Lock()
+	ps.ended = true
 	ps.mu.Unlock()
 	close(ps.over)
 	if ps.onOver != nil {
 		ps.onOver()
 	}
-	return true
 }
 
 // closeStream ends the request's response before its answer, asking the
@@ -1150,11 +1192,16 @@ func (ps *postStream) over_() bool {
 // a tool called with its params decoded. The stream begins first if it
 // has not, so that the host has an event id to resume from.
 func (ps *postStream) closeStream(retry time.Duration) {
+	ps.wmu.Lock()
+	defer ps.wmu.Unlock()
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.store == nil || ps.w == nil || ps.released == nil {
+	released := ps.released
+	if ps.store == nil || ps.w == nil || released == nil {
+		ps.mu.Unlock()
 		return
 	}
+	ps.released = nil
+	ps.mu.Unlock()
 	if ps.mode == streamNone {
 		ps.startSSE()
 	}
@@ -1163,8 +1210,7 @@ func (ps *postStream) closeStream(retry time.Duration) {
 	}
 	ps.flush()
 	ps.w = nil
-	close(ps.released)
-	ps.released = nil
+	close(released)
 }
 
 // extra is what a tool called with its params decoded gets of the
@@ -1182,11 +1228,11 @@ func (ps *postStream) extra(r *http.Request) *mcp.RequestExtra {
 // events after it, from the store, then the rest as it comes, until the
 // stream is over or the host goes away again.
 func (ps *postStream) resume(w http.ResponseWriter, r *http.Request, index int) {
-	ps.mu.Lock()
+	ps.wmu.Lock()
 	var events [][]byte
 	for data, err := range ps.store.After(r.Context(), ps.sid, ps.id, index) {
 		if err != nil {
-			ps.mu.Unlock()
+			ps.wmu.Unlock()
 			http.Error(w, "failed to replay events", http.StatusBadRequest)
 			return
 		}
@@ -1209,16 +1255,16 @@ func (ps *postStream) resume(w http.ResponseWriter, r *http.Request, index int) 
 	w.Write(buf)
 	ps.w = w // the response that carried the stream before gets no more
 	ps.flush()
-	ps.mu.Unlock()
+	ps.wmu.Unlock()
 	select {
 	case <-ps.over:
 	case <-r.Context().Done():
 	}
-	ps.mu.Lock()
+	ps.wmu.Lock()
 	if ps.w == w {
 		ps.w = nil
 	}
-	ps.mu.Unlock()
+	ps.wmu.Unlock()
 }
 
 // postLink is the host link of a request on a session: what belongs to
