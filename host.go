@@ -42,6 +42,29 @@ type Host interface {
 
 var _ Host = (*mcp.ServerSession)(nil)
 
+// An EndNotifier is a [Host] that can call a func once its session ends
+// (the data plane's connections are), so that no goroutine needs to wait
+// in Wait to learn of it: a hub with many sessions would keep one per
+// session and per thing that watches it.
+type EndNotifier interface {
+	// AfterEnd arranges for f to be called, on a goroutine of its own,
+	// once the session has ended (at once if it has).
+	AfterEnd(f func())
+}
+
+// AfterEnd calls f once host session h has ended: through h's
+// [EndNotifier] when it is one, else from a goroutine that waits in Wait.
+func AfterEnd(h Host, f func()) {
+	if n, ok := h.(EndNotifier); ok {
+		n.AfterEnd(f)
+		return
+	}
+	go func() {
+		h.Wait()
+		f()
+	}()
+}
+
 // SessionHost returns the [Host] that go-sdk's server session ss is: the
 // front's own one for it ([FrontHost]), else ss itself; nil for a nil ss.
 // An interface holding a nil pointer is not nil, so a session that may

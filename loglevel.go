@@ -67,8 +67,8 @@ const (
 	subscribedByFront                        // the front answered it (View.SubscribeHost)
 )
 
-// hostStateOf returns the record of host session ss, making it (and a
-// goroutine that forgets it when the session ends) if there is none.
+// hostStateOf returns the record of host session ss, making it (to be
+// forgotten when the session ends) if there is none.
 // Requires h.hostsMu.
 func (h *Hub) hostStateOf(ss Host) *hostState {
 	if st := h.hosts[ss]; st != nil {
@@ -79,16 +79,15 @@ func (h *Hub) hostStateOf(ss Host) *hostState {
 	}
 	st := &hostState{}
 	h.hosts[ss] = st
-	// The goroutine ends with the session; Close closes every host
-	// session, so none outlives the hub for long.
-	go func() {
-		ss.Wait()
+	// Forgotten when the session ends; Close closes every host session,
+	// so none outlives the hub for long.
+	AfterEnd(ss, func() {
 		h.hostsMu.Lock()
 		delete(h.hosts, ss)
 		h.hostsMu.Unlock()
 		h.updateSourceLevel()
 		h.updateSoleHosts()
-	}()
+	})
 	return st
 }
 

@@ -63,6 +63,8 @@ type stdioHost struct {
 	v     View
 	init  atomic.Pointer[mcp.InitializeParams] // the host's initialize, once the plane answered it
 	ended chan struct{}                        // closed when the connection ends
+	// endCtx is done when the connection ends (AfterEnd).
+	endCtx context.Context
 	// standalone is the version the first request of a host that does
 	// not initialize (2026-07-28 on) named (stdioSession.noteStandalone).
 	standalone atomic.Pointer[string]
@@ -78,6 +80,9 @@ var errNoAsk = errors.New("rejected by transport: stateless servers cannot make 
 // ID implements junction.Host: a stdio connection is its one session,
 // which has no id; an HTTP session's is its id.
 func (h *stdioHost) ID() string { return h.id }
+
+// AfterEnd implements junction.EndNotifier.
+func (h *stdioHost) AfterEnd(f func()) { context.AfterFunc(h.endCtx, f) }
 
 // Wait implements junction.Host: it returns when the connection ends.
 func (h *stdioHost) Wait() error {

@@ -370,8 +370,22 @@ func (ls *listens) fanOut(method, uri string) {
 // it has initialized. The notifications are written by a goroutine of
 // the connection's: the view's watchers run on the goroutine that changed
 // the lists (a reload, say), which a host that does not read must not
-// hold up. Changes that come while one is written are told once.
-func (c *conn) tellLists(ctx context.Context, v View, session bool) (stop func()) {
+// hold up. Changes that come while one is written are told once. With
+// direct (an HTTP session, whose output waits for no host: session.go)
+// they are written by the watcher itself, and the connection needs no
+// goroutine for them.
+func (c *conn) tellLists(ctx context.Context, v View, session, direct bool) (stop func()) {
+	tell := func(method string) {
+		if session && c.greeted.Load() {
+			if b, err := notification(method, &mcp.ToolListChangedParams{}); err == nil {
+				c.out.Write(append(b, '\n'))
+			}
+		}
+		c.listens.fanOut(method, "")
+	}
+	if direct {
+		return v.WatchLists(tell)
+	}
 	var mu sync.Mutex
 	var pending []string // methods to send, each once
 	kick := make(chan struct{}, 1)
@@ -403,12 +417,7 @@ func (c *conn) tellLists(ctx context.Context, v View, session bool) (stop func()
 			pending = nil
 			mu.Unlock()
 			for _, method := range send {
-				if session && c.greeted.Load() {
-					if b, err := notification(method, &mcp.ToolListChangedParams{}); err == nil {
-						c.out.Write(append(b, '\n'))
-					}
-				}
-				c.listens.fanOut(method, "")
+				tell(method)
 			}
 		}
 	}()

@@ -226,7 +226,7 @@ func (h *planeSessions) open(r *http.Request) *planeSession {
 				h.store.SessionClosed(context.Background(), s.id)
 			}
 		}()
-		err := h.p.serveLines(ctx, s.in, s.out, lineConn{max: h.max, from: r, session: s})
+		err := h.p.serveLines(ctx, nil, s.out, lineConn{max: h.max, from: r, session: s})
 		if err != nil && ctx.Err() == nil {
 			h.p.logger.Debug("an HTTP session's connection ended", "session", s.id, "error", err)
 		}
@@ -532,9 +532,9 @@ func cancelLine(id []byte) []byte {
 }
 
 // sessionInput is the input of a session's connection: its POSTs feed
-// it their lines directly (planeSession.feed), so its reading goroutine
-// reads nothing, and ends with the session; and it knows the line the
-// connection is on, whose POST a refusal of it answers.
+// it their lines directly (planeSession.feed), and it ends (closed) with
+// the session; it knows the line the connection is on, whose POST a
+// refusal of it answers.
 type sessionInput struct {
 	out    *sessionOut
 	closed chan struct{}
@@ -559,12 +559,6 @@ func newSessionInput() *sessionInput {
 }
 
 func (in *sessionInput) close() { in.once.Do(func() { close(in.closed) }) }
-
-// Read waits for the end of the session.
-func (in *sessionInput) Read([]byte) (int, error) {
-	<-in.closed
-	return 0, io.EOF
-}
 
 // refuse takes the connection's refusal (an error answer with a null
 // id) of the line it is on: it answers the POST that fed it.

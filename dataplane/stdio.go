@@ -145,10 +145,12 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	var host junction.Host
 	var ss *mcp.ServerSession
 	if p.raw {
-		front = &stdioHost{c: c, v: p.v, ended: make(chan struct{})}
+		endCtx, end := context.WithCancel(context.Background())
+		front = &stdioHost{c: c, v: p.v, ended: make(chan struct{}), endCtx: endCtx}
 		if o.session != nil {
 			front.id = o.session.id
 		}
+		defer end()
 		defer close(front.ended)
 		if !o.alone { // a request without a session is no session
 			p.stdioHosts.Store(front, struct{}{})
@@ -168,7 +170,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	// The host's listens hear of the view's list changes from the plane,
 	// and so does the host itself once it has initialized when the plane
 	// answers it; go-sdk's are not written then (conn.Write, planeLists).
-	stop := c.tellLists(ctx, p.v, p.raw)
+	stop := c.tellLists(ctx, p.v, p.raw, o.session != nil)
 	defer stop()
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
@@ -222,16 +224,30 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 		ended, viewEnded = nil, nil
 	}
 	readErr := make(chan error, 1)
-	go func() {
-		flush := s.batch.Flush
-		if o.session != nil {
-			flush = nil // the POSTs that feed the session flush the batch (planeSession.feed)
-		}
-		err := readFrames(in, o.max, c, s.take, flush)
-		c.hostGone()
-		readErr <- err
-	}()
+	var inputClosed <-chan struct{}
+	if o.session != nil {
+		// Nothing to read: the session's POSTs feed it (planeSession.feed),
+		// and its input ends with the session.
+		inputClosed = o.session.in.closed
+	} else {
+		go func() {
+			err := readFrames(in, o.max, c, s.take, s.batch.Flush)
+			c.hostGone()
+			readErr <- err
+		}()
+	}
 	defer s.endTasks()
+	inputEnded := func(rerr error) (err error) {
+		// The input ended: answer the raw calls in flight, then let go-sdk
+		// see the end, after it has answered its own.
+		s.calls.wait(DrainTimeout)
+		c.endInput(rerr)
+		if sdkErr != nil {
+			return <-sdkErr
+		}
+		c.Close()
+		return rerr
+	}
 
 	var err error
 	select {
@@ -248,16 +264,10 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 		cancel()
 		s.stop()
 	case rerr := <-readErr:
-		// The input ended: answer the raw calls in flight, then let go-sdk
-		// see the end, after it has answered its own.
-		s.calls.wait(DrainTimeout)
-		c.endInput(rerr)
-		if sdkErr != nil {
-			err = <-sdkErr
-		} else {
-			err = rerr
-			c.Close()
-		}
+		err = inputEnded(rerr)
+	case <-inputClosed:
+		c.hostGone()
+		err = inputEnded(io.EOF)
 	}
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		err = nil

@@ -276,7 +276,7 @@ func (s *Server) signInElicitation(ctx context.Context, req *mcp.CallToolRequest
 			t := time.NewTimer(signInWait)
 			defer t.Stop()
 			hostGone := make(chan struct{})
-			go func() { host.Wait(); close(hostGone) }()
+			junction.AfterEnd(host, func() { close(hostGone) })
 			select {
 			case <-done:
 				host.NotifyElicitationComplete(s.ctx, &mcp.ElicitationCompleteParams{ElicitationID: id})
@@ -359,7 +359,7 @@ func (s *Server) startOwn(key any, host junction.Host, caps []byte, cfg *Config)
 		go func() {
 			defer s.own.wg.Done()
 			done := make(chan struct{})
-			go func() { host.Wait(); close(done) }()
+			junction.AfterEnd(host, func() { close(done) })
 			select {
 			case <-done:
 			case <-s.ctx.Done():
