@@ -274,7 +274,7 @@ func TestReplaceMember(t *testing.T) {
 	}
 }
 
-func httptestServer(t *testing.T, h http.Handler) *httptest.Server {
+func httptestServer(t testing.TB, h http.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -226,3 +226,72 @@ func FuzzLineHead(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSessionWake: the request that wakes a parked session (the
+// session made anew from its initialize, then the request answered),
+// against one on a live session.
+func BenchmarkSessionWake(b *testing.B) {
+	for _, park := range []bool{true, false} {
+		name := "live"
+		if park {
+			name = "parked"
+		}
+		b.Run(name, func(b *testing.B) {
+			o := &HTTPOptions{SessionPark: -1}
+			if park {
+				o.SessionPark = time.Millisecond
+			}
+			p := New(viewOf(b, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil)
+			srv := httptestServer(b, p.HTTPHandler(o))
+			sid := benchSession(b, srv.URL)
+			ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+			for b.Loop() {
+				if park {
+					b.StopTimer()
+					waitFor(b, "the session to park", func() bool { return p.ParkedSessions() == 1 })
+					b.StartTimer()
+				}
+				req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(ping))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Mcp-Session-Id", sid)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("ping: %s", resp.Status)
+				}
+			}
+		})
+	}
+}
+
+// benchSession initializes a session on url and returns its id.
+func benchSession(b *testing.B, url string) string {
+	b.Helper()
+	var sid string
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	} {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if sid == "" {
+			sid = resp.Header.Get("Mcp-Session-Id")
+		}
+	}
+	return sid
+}
