@@ -38,9 +38,9 @@ type Options struct {
 // implementation; the methods below are documented there.
 //
 //   - Server and Implementation: the view's go-sdk server, which answers
-//     what the raw path does not take, and its serverInfo; KeepAlive, how
-//     often the plane pings a stdio host (go-sdk's server pings its own
-//     sessions), and Ended, the end of the view, which ends its stdio
+//     hosts only with Options.NoRaw, and its serverInfo; KeepAlive, how
+//     often the plane pings a host's connection (go-sdk's server pings its
+//     own sessions), and Ended, the end of the view, which ends its
 //     connections (go-sdk's server closes its own sessions).
 //   - BeginRaw and AwaitRaw: a tools/call the plane answers itself begins
 //     here, with the view's selection (AwaitRaw waits for the sources
@@ -114,11 +114,12 @@ type Plane struct {
 
 	parked atomic.Int64 // HTTP sessions parked (see HTTPOptions.SessionPark)
 
-	stdioHosts sync.Map // *stdioHost -> struct{}: the live stdio connections (and legacy SSE sessions) the plane answers
+	stdioHosts sync.Map // *stdioHost -> struct{}: the live line connections the plane answers (stdio, legacy SSE and Streamable HTTP sessions)
 }
 
-// StdioSessions calls fn with the protocol version of each live stdio
-// connection (or legacy HTTP+SSE session) the plane answers itself: the
+// StdioSessions calls fn with the protocol version of each live line
+// connection the plane answers itself (a stdio host's, a legacy HTTP+SSE
+// session, a Streamable HTTP session): the
 // one it negotiated in initialize, or, for a host that does not
 // initialize (2026-07-28 on), the one its first request named, as
 // go-sdk's server takes it; "" before either. With [Options.NoRaw] those
@@ -140,14 +141,10 @@ func (p *Plane) StdioSessions(fn func(version string)) {
 
 // ParkedSessions returns how many of the plane's Streamable HTTP sessions
 // are parked (see [HTTPOptions.SessionPark]): live to their hosts, but
-// without a go-sdk session, so not among the view's server's Sessions.
+// without their connection, so not among StdioSessions.
 func (p *Plane) ParkedSessions() int { return int(p.parked.Load()) }
 
-// New returns the plane of v. It installs on v's go-sdk server the
-// sending middleware that puts requests for a raw call's host (sampling,
-// elicitation, roots) on that call's own HTTP response (see
-// [Plane.HTTPHandler]); its log messages and progress go there through
-// its host link.
+// New returns the plane of v.
 func New(v View, opts *Options) *Plane {
 	var o Options
 	if opts != nil {

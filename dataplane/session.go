@@ -50,8 +50,9 @@ type planeSessions struct {
 	store    *replayStore // where SSE streams are kept to be resumed; nil: they cannot be
 	opened   atomic.Int64 // sessions made so far
 
-	mu   sync.Mutex
-	byID map[string]*planeSession
+	mu    sync.Mutex
+	byID  map[string]*planeSession
+	watch sync.Once // watchView
 }
 
 func newPlaneSessions(p *Plane, o HTTPOptions, store *replayStore) *planeSessions {
@@ -70,8 +71,7 @@ type planeSession struct {
 	in     *sessionInput
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the connection has ended
-	host   *stdioHost    // the connection's Host, once it has begun
-	ready  chan struct{} // closed once host and conn are set
+	host   *stdioHost    // the connection's Host
 
 	// conn is the connection, which takes the lines POSTs feed, one at a
 	// time (feedMu), as a stdio connection's reading goroutine would;
@@ -95,7 +95,6 @@ func (h *planeSessions) get(id string) *planeSession {
 // Host returns the Host of session id, nil if there is none.
 func (h *planeSessions) Host(id string) junction.Host {
 	if s := h.get(id); s != nil {
-		<-s.ready
 		return s.host
 	}
 	return nil
@@ -113,29 +112,12 @@ func (h *planeSessions) Close(id string) {
 	}
 }
 
-// started is given the connection, once it can take lines; the func it
-// returns is called as the connection ends.
-func (s *planeSession) started(conn *stdioSession) func() {
-	s.host, s.conn = conn.front, conn
-	close(s.ready)
-	return func() {
-		s.feedMu.Lock()
-		s.ended = true
-		s.feedMu.Unlock()
-	}
-}
-
 // feed hands line, one message, to the connection, for post (nil for a
 // notification or an answer), and returns what the connection made of
 // it; false if the session has ended. The connection takes it as the
 // reading goroutine of a stdio connection takes a line: a request begins
 // (a call goes out to its server) before feed returns.
 func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
-	select {
-	case <-s.ready:
-	case <-s.done:
-		return fedLine{}, false
-	}
 	s.feedMu.Lock()
 	if s.ended {
 		s.feedMu.Unlock()
@@ -190,48 +172,75 @@ func (s *planeSession) requestExtra(key string) *mcp.RequestExtra {
 
 // end ends the session: its calls are cancelled and waited for.
 func (s *planeSession) end() {
-	s.cancel()
-	s.in.close()
+	if s.cancel != nil {
+		s.cancel()
+	}
 	<-s.done
 }
 
-// open starts a new session whose first message is r's.
+// open starts a new session whose first message is r's. Its connection
+// has no goroutine of its own: its POSTs feed it, and it is closed on a
+// goroutine of context.AfterFunc's when it ends (end, or the view's end:
+// watchView).
 func (h *planeSessions) open(r *http.Request) *planeSession {
 	h.opened.Add(1)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	s := &planeSession{
 		id:      rand.Text(),
 		out:     &sessionOut{posts: make(map[string]*postStream), jsonOnly: h.jsonOnly},
-		in:      newSessionInput(),
-		cancel:  cancel,
+		in:      &sessionInput{},
 		done:    make(chan struct{}),
-		ready:   make(chan struct{}),
 		streams: make(map[string]*postStream),
 	}
 	s.in.out = s.out
+	conn, ctx, cancel, closeAll, err := h.p.openLines(context.WithoutCancel(r.Context()), s.out, lineConn{max: h.max, from: r, session: s})
+	if err != nil { // cannot be: only go-sdk's Connect fails, with NoRaw
+		h.p.logger.Error("an HTTP session could not be opened", "error", err)
+		close(s.done)
+		return s
+	}
+	s.conn, s.host, s.cancel = conn, conn.front, cancel
 	h.mu.Lock()
 	h.byID[s.id] = s
 	h.mu.Unlock()
-	go func() {
+	h.watchView()
+	context.AfterFunc(ctx, func() {
 		defer close(s.done)
-		defer func() {
+		s.feedMu.Lock()
+		s.ended = true // nothing more is fed
+		s.feedMu.Unlock()
+		conn.stop()
+		closeAll()
+		h.mu.Lock()
+		if h.byID[s.id] == s {
+			delete(h.byID, s.id)
+		}
+		h.mu.Unlock()
+		s.out.end()
+		if h.store != nil {
+			h.store.SessionClosed(context.Background(), s.id)
+		}
+	})
+	return s
+}
+
+// watchView ends every session when the view ends, as a stdio
+// connection ends then; one goroutine per handler, made with its first
+// session.
+func (h *planeSessions) watchView() {
+	h.watch.Do(func() {
+		go func() {
+			<-h.p.v.Ended()
 			h.mu.Lock()
-			if h.byID[s.id] == s {
-				delete(h.byID, s.id)
+			all := make([]*planeSession, 0, len(h.byID))
+			for _, s := range h.byID {
+				all = append(all, s)
 			}
 			h.mu.Unlock()
-			s.in.close() // the reading goroutine ends
-			s.out.end()
-			if h.store != nil {
-				h.store.SessionClosed(context.Background(), s.id)
+			for _, s := range all {
+				s.cancel()
 			}
 		}()
-		err := h.p.serveLines(ctx, nil, s.out, lineConn{max: h.max, from: r, session: s})
-		if err != nil && ctx.Err() == nil {
-			h.p.logger.Debug("an HTTP session's connection ended", "session", s.id, "error", err)
-		}
-	}()
-	return s
+	})
 }
 
 // ServeHTTP serves r, a request of a stateful session or one that starts
@@ -249,17 +258,10 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveGet(w, r, sid)
 		return
 	case http.MethodDelete:
-		if sid == "" {
-			http.Error(w, "Bad Request: DELETE requires an Mcp-Session-Id header", http.StatusBadRequest)
-			return
+		if s := h.sessionOf(w, r, sid); s != nil {
+			s.end()
+			w.WriteHeader(http.StatusNoContent)
 		}
-		s := h.get(sid)
-		if s == nil {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
-		}
-		s.end()
-		w.WriteHeader(http.StatusNoContent)
 		return
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -304,12 +306,8 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// it ends with the POST unless the host initialized there.
 		s = h.open(r)
 		defer func() {
-			select {
-			case <-s.ready:
-				if s.host.InitializeParams() == nil {
-					s.end()
-				}
-			case <-s.done:
+			if s.host == nil || s.host.InitializeParams() == nil {
+				s.end()
 			}
 		}()
 	}
@@ -434,13 +432,8 @@ func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid str
 		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
 		return
 	}
-	if sid == "" {
-		http.Error(w, "Bad Request: GET requires an Mcp-Session-Id header", http.StatusBadRequest)
-		return
-	}
-	s := h.get(sid)
+	s := h.sessionOf(w, r, sid)
 	if s == nil {
-		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
 	if len(r.Header.Values("Last-Event-ID")) > 0 {
@@ -460,6 +453,21 @@ func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid str
 	ps.flush()
 	ps.wmu.Unlock()
 	ps.serve(r.Context(), s.done)
+}
+
+// sessionOf returns session sid for the GET or DELETE r, or answers r as
+// go-sdk's handler does and returns nil: 400 without an id, 404 for one
+// it does not know.
+func (h *planeSessions) sessionOf(w http.ResponseWriter, r *http.Request, sid string) *planeSession {
+	if sid == "" {
+		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+		return nil
+	}
+	s := h.get(sid)
+	if s == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+	}
+	return s
 }
 
 // resumeGet serves a GET of session s that resumes a stream after its
@@ -531,14 +539,10 @@ func cancelLine(id []byte) []byte {
 	return append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...), `,"reason":"the host went away"}}`...)
 }
 
-// sessionInput is the input of a session's connection: its POSTs feed
-// it their lines directly (planeSession.feed), and it ends (closed) with
-// the session; it knows the line the connection is on, whose POST a
-// refusal of it answers.
+// sessionInput is what a session's connection knows of the line it is
+// fed (planeSession.feed): a refusal of it answers the POST that fed it.
 type sessionInput struct {
-	out    *sessionOut
-	closed chan struct{}
-	once   sync.Once
+	out *sessionOut
 	// The line being fed, and whether one is (under the session's
 	// feedMu).
 	cur fedLine
@@ -553,12 +557,6 @@ type fedLine struct {
 	// a JSON-RPC message it reads.
 	malformed string
 }
-
-func newSessionInput() *sessionInput {
-	return &sessionInput{closed: make(chan struct{})}
-}
-
-func (in *sessionInput) close() { in.once.Do(func() { close(in.closed) }) }
 
 // refuse takes the connection's refusal (an error answer with a null
 // id) of the line it is on: it answers the POST that fed it.

@@ -251,17 +251,7 @@ func BenchmarkSessionWake(b *testing.B) {
 					waitFor(b, "the session to park", func() bool { return p.ParkedSessions() == 1 })
 					b.StartTimer()
 				}
-				req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(ping))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("Mcp-Session-Id", sid)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
+				if resp := benchPost(b, srv.URL, sid, ping); resp.StatusCode != http.StatusOK {
 					b.Fatalf("ping: %s", resp.Status)
 				}
 			}
@@ -272,26 +262,24 @@ func BenchmarkSessionWake(b *testing.B) {
 // benchSession initializes a session on url and returns its id.
 func benchSession(b *testing.B, url string) string {
 	b.Helper()
-	var sid string
-	for _, body := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-	} {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if sid == "" {
-			sid = resp.Header.Get("Mcp-Session-Id")
-		}
-	}
+	sid := benchPost(b, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`).Header.Get("Mcp-Session-Id")
+	benchPost(b, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return sid
+}
+
+// benchPost POSTs body on session sid ("": none) and reads the answer.
+func benchPost(b *testing.B, url, sid, body string) *http.Response {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }

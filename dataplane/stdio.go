@@ -118,14 +118,93 @@ type lineConn struct {
 // serveLines serves a connection whose messages come as lines from in
 // and go as lines to out: a stdio host's (ServeStdio), a legacy HTTP+SSE
 // session's (sse.go), or one request without a session over HTTP
-// (serveAlone). See ServeStdio.
+// (serveAlone). See ServeStdio. (A Streamable HTTP session's connection
+// is opened the same way, but has no goroutine of its own: session.go.)
 func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o lineConn) error {
-	var pinger sync.WaitGroup
-	defer pinger.Wait() // after cancel
+	s, ctx, cancel, closeAll, err := p.openLines(ctx, out, o)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	c, ss := s.c, s.ss
+	// The connection ends with ctx or the view (which go-sdk's session,
+	// with NoRaw, ends with too, or when a write of its failed), or with
+	// its input.
+	ended, viewEnded := ctx.Done(), p.v.Ended()
+	var sdkErr chan error
+	if ss != nil {
+		sdkErr = make(chan error, 1)
+		go func() {
+			closed := make(chan error, 1)
+			go func() { closed <- ss.Wait() }()
+			select {
+			case <-ctx.Done():
+				ss.Close()
+				<-closed
+				sdkErr <- ctx.Err()
+			case err := <-closed:
+				sdkErr <- err
+			}
+		}()
+		ended, viewEnded = nil, nil
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		err := readFrames(in, o.max, c, s.take, s.batch.Flush)
+		c.hostGone()
+		readErr <- err
+	}()
+	inputEnded := func(rerr error) (err error) {
+		// The input ended: answer the raw calls in flight, then let go-sdk
+		// see the end, after it has answered its own.
+		s.calls.wait(DrainTimeout)
+		c.endInput(rerr)
+		if sdkErr != nil {
+			return <-sdkErr
+		}
+		c.Close()
+		return rerr
+	}
+
+	select {
+	case <-ended:
+		err = ctx.Err()
+		s.stop()
+	case <-viewEnded:
+		cancel()
+		s.stop()
+	case err = <-sdkErr:
+		// go-sdk's session ended (ctx done, or a write failed): stop. The
+		// read goroutine ends at the next line or at the end of in; a
+		// blocked read of os.Stdin cannot be interrupted.
+		cancel()
+		s.stop()
+	case rerr := <-readErr:
+		err = inputEnded(rerr)
+	}
+	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
+		err = nil
+	}
+	return err
+}
+
+// openLines sets up a connection whose output lines go to out (see
+// serveLines): it returns the connection, its context and that
+// context's cancel, and closeAll, which ends what it set up once the
+// connection is over (after stop, or the end of its input).
+func (p *Plane) openLines(ctx context.Context, out io.Writer, o lineConn) (*stdioSession, context.Context, context.CancelFunc, func(), error) {
+	var undo []func() // run in reverse by closeAll, as defers would be
+	pinger := new(sync.WaitGroup)
+	undo = append(undo, pinger.Wait) // after cancel
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	undo = append(undo, cancel)
 	w := wire.NewWriter(out)
-	defer w.Flush()
+	undo = append(undo, func() { w.Flush() })
+	closeAll := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
 	c := newConn(w, p.onBadFrame)
 	if o.session != nil {
 		c.refuse, c.malformed = o.session.in.refuse, o.session.in.malformedLine
@@ -150,28 +229,27 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 		if o.session != nil {
 			front.id = o.session.id
 		}
-		defer end()
-		defer close(front.ended)
+		undo = append(undo, end, func() { close(front.ended) })
 		if !o.alone { // a request without a session is no session
 			p.stdioHosts.Store(front, struct{}{})
-			defer p.stdioHosts.Delete(front)
+			undo = append(undo, func() { p.stdioHosts.Delete(front) })
 		}
 		host = front
 	} else {
 		var err error
 		if ss, err = p.v.Server().Connect(ctx, connTransport{c, o.legacy}, nil); err != nil {
-			return err
+			closeAll()
+			return nil, nil, nil, nil, err
 		}
 		// The hub's updates of the resources the listens name reach them
 		// through this Host (sdkFront.Notify).
 		host = &sdkFront{ServerSession: ss, ls: c.listens}
-		defer junction.FrontHost(ss, host)()
+		undo = append(undo, junction.FrontHost(ss, host))
 	}
 	// The host's listens hear of the view's list changes from the plane,
 	// and so does the host itself once it has initialized when the plane
 	// answers it; go-sdk's are not written then (conn.Write, planeLists).
-	stop := c.tellLists(ctx, p.v, p.raw, o.session != nil)
-	defer stop()
+	undo = append(undo, c.tellLists(ctx, p.v, p.raw, o.session != nil))
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
@@ -179,14 +257,11 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	if o.from != nil {
 		base = context.WithoutCancel(o.from.Context())
 	}
-	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy || o.session != nil, countAs: "stdio", session: o.session}
+	s := &stdioSession{p: p, c: c, ss: ss, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy || o.session != nil, countAs: "stdio", session: o.session}
 	if o.alone || o.session != nil {
 		s.countAs = "http"
 	}
 	c.listens.ctx, c.listens.host = s.base, host
-	if o.session != nil {
-		defer o.session.started(s)() // its POSTs feed it (planeSession.feed)
-	}
 	if o.older != nil && front != nil {
 		front.init.Store(o.older)
 		front.noAsk = true
@@ -201,78 +276,8 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone {
 		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
 	}
-
-	// The connection ends with ctx or the view (which go-sdk's session,
-	// with NoRaw, ends with too, or when a write of its failed), or with
-	// its input.
-	ended, viewEnded := ctx.Done(), p.v.Ended()
-	var sdkErr chan error
-	if ss != nil {
-		sdkErr = make(chan error, 1)
-		go func() {
-			closed := make(chan error, 1)
-			go func() { closed <- ss.Wait() }()
-			select {
-			case <-ctx.Done():
-				ss.Close()
-				<-closed
-				sdkErr <- ctx.Err()
-			case err := <-closed:
-				sdkErr <- err
-			}
-		}()
-		ended, viewEnded = nil, nil
-	}
-	readErr := make(chan error, 1)
-	var inputClosed <-chan struct{}
-	if o.session != nil {
-		// Nothing to read: the session's POSTs feed it (planeSession.feed),
-		// and its input ends with the session.
-		inputClosed = o.session.in.closed
-	} else {
-		go func() {
-			err := readFrames(in, o.max, c, s.take, s.batch.Flush)
-			c.hostGone()
-			readErr <- err
-		}()
-	}
-	defer s.endTasks()
-	inputEnded := func(rerr error) (err error) {
-		// The input ended: answer the raw calls in flight, then let go-sdk
-		// see the end, after it has answered its own.
-		s.calls.wait(DrainTimeout)
-		c.endInput(rerr)
-		if sdkErr != nil {
-			return <-sdkErr
-		}
-		c.Close()
-		return rerr
-	}
-
-	var err error
-	select {
-	case <-ended:
-		err = ctx.Err()
-		s.stop()
-	case <-viewEnded:
-		cancel()
-		s.stop()
-	case err = <-sdkErr:
-		// go-sdk's session ended (ctx done, or a write failed): stop. The
-		// read goroutine ends at the next line or at the end of in; a
-		// blocked read of os.Stdin cannot be interrupted.
-		cancel()
-		s.stop()
-	case rerr := <-readErr:
-		err = inputEnded(rerr)
-	case <-inputClosed:
-		c.hostGone()
-		err = inputEnded(io.EOF)
-	}
-	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
-		err = nil
-	}
-	return err
+	undo = append(undo, s.endTasks)
+	return s, ctx, cancel, closeAll, nil
 }
 
 // stop ends the connection at once: its raw calls are cancelled, and
@@ -291,8 +296,9 @@ func (p *Plane) onBadFrame(err error) {
 type stdioSession struct {
 	p     *Plane
 	c     *conn
-	front *stdioHost      // the connection's Host (nil with NoRaw: go-sdk's session is)
-	base  context.Context // the raw calls' parent: names the connection's Host (junction.HostSession)
+	ss    *mcp.ServerSession // go-sdk's session for the connection (only with NoRaw)
+	front *stdioHost         // the connection's Host (nil with NoRaw: go-sdk's session is)
+	base  context.Context    // the raw calls' parent: names the connection's Host (junction.HostSession)
 	calls inflight
 	// ready is set once the host has sent notifications/initialized
 	// after initialize was answered (a second one is logged). Owned by the

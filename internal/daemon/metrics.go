@@ -172,7 +172,7 @@ func (m *Metrics) watchSessions(d *Daemon) {
 				emit(float64(n), p)
 			}
 		})
-	m.Registry.GaugeFunc("junction_sessions_parked", "HTTP sessions of hosts that are parked: quiet for -session-park, kept in under a KiB of heap without a go-sdk session, made anew by their host's next request (not counted in junction_sessions).",
+	m.Registry.GaugeFunc("junction_sessions_parked", "HTTP sessions of hosts that are parked: quiet for -session-park, kept in under a KiB of heap without their connection, made anew by their host's next request (not counted in junction_sessions).",
 		nil, func(emit func(float64, ...string)) {
 			d.mu.Lock()
 			n := 0
