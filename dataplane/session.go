@@ -74,11 +74,12 @@ type planeSession struct {
 	host   *stdioHost    // the connection's Host
 
 	// conn is the connection, which takes the lines POSTs feed, one at a
-	// time (feedMu), as a stdio connection's reading goroutine would;
-	// ended is set once it takes no more.
+	// time (feedMu), as a stdio connection's reading goroutine would (a
+	// plain call without the lock: see feed); ended is set once it takes
+	// no more.
 	feedMu sync.Mutex
 	conn   *stdioSession
-	ended  bool
+	ended  atomic.Bool
 
 	mu      sync.Mutex
 	streams map[string]*postStream // resumable streams not over, by their id in the store
@@ -118,8 +119,22 @@ func (h *planeSessions) Close(id string) {
 // reading goroutine of a stdio connection takes a line: a request begins
 // (a call goes out to its server) before feed returns.
 func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
+	if s.ended.Load() {
+		return fedLine{}, false
+	}
+	if post != nil && bytes.Contains(line, []byte(`"tools/call"`)) {
+		// A plain call, the request most sent, is taken without the
+		// lock: POSTs of one session start their calls side by side.
+		if tc, ok := parseToolCall(line); ok && !bytes.Contains(tc.meta, []byte(junction.TasksExtension)) {
+			// No batch: the request goes to its server's writer at
+			// once, which joins it to the lines other POSTs write meanwhile.
+			if s.conn.takeCallIn(tc, nil) {
+				return fedLine{post: post}, true
+			}
+		}
+	}
 	s.feedMu.Lock()
-	if s.ended {
+	if s.ended.Load() {
 		s.feedMu.Unlock()
 		return fedLine{}, false
 	}
@@ -148,9 +163,9 @@ var batches = sync.Pool{New: func() any { return new(wire.Batch) }}
 // link returns the host link of the request key, nil if its POST is not
 // waiting for it.
 func (s *planeSession) link(key string, front *stdioHost) junction.HostLink {
-	s.out.mu.Lock()
+	s.out.pmu.Lock()
 	ps := s.out.posts[key]
-	s.out.mu.Unlock()
+	s.out.pmu.Unlock()
 	if ps == nil {
 		return nil
 	}
@@ -161,9 +176,9 @@ func (s *planeSession) link(key string, front *stdioHost) junction.HostLink {
 // requestExtra returns what a tool called with its params decoded by
 // request key gets of its POST, nil if the POST is not waiting for it.
 func (s *planeSession) requestExtra(key string) *mcp.RequestExtra {
-	s.out.mu.Lock()
+	s.out.pmu.Lock()
 	ps := s.out.posts[key]
-	s.out.mu.Unlock()
+	s.out.pmu.Unlock()
 	if ps == nil || ps.req == nil {
 		return nil
 	}
@@ -206,7 +221,7 @@ func (h *planeSessions) open(r *http.Request) *planeSession {
 	context.AfterFunc(ctx, func() {
 		defer close(s.done)
 		s.feedMu.Lock()
-		s.ended = true // nothing more is fed
+		s.ended.Store(true) // nothing more is fed
 		s.feedMu.Unlock()
 		conn.stop()
 		closeAll()
@@ -319,9 +334,9 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ps = newPostStream(w, h.jsonOnly)
 		ps.req = r
 		if h.store != nil && junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).ResumableStreams() {
-			ps.store, ps.sid = h.store, s.id
-			ps.id = s.addStream(ps)
-			ps.onOver = func() { s.dropStream(ps.id) }
+			// The stream gets its id in the store, under which a GET
+			// finds it, once it begins (startSSE).
+			ps.store, ps.sid, ps.streams = h.store, s.id, s
 			r.Header.Set(junction.ResumableStreamHeader, "1")
 		}
 		if !s.out.register(string(id), ps) {
@@ -364,7 +379,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The response is over. A request still waiting for its answer
 		// then is cancelled, as if the host had cancelled it: the host
 		// went away before the answer.
-		if s.out.unregister(string(id), ps) && !answered {
+		if !ps.routed() && s.out.unregister(string(id), ps) && !answered {
 			s.feed(cancelLine(id), nil)
 		}
 	default: // the stream goes on for a GET that resumes it
@@ -594,14 +609,17 @@ func (in *sessionInput) malformedLine(err error) bool {
 type sessionOut struct {
 	jsonOnly bool
 
-	mu    sync.Mutex
+	// pmu guards the streams: the POSTs register theirs, and the
+	// router takes them.
+	pmu   sync.Mutex
 	posts map[string]*postStream // by request id, as sent
 	get   *postStream            // the GET stream, nil if none is open
 	ended bool
 
-	// The line being routed: where it goes (nil: nowhere), whether it is
-	// an answer, whether it has begun to go, and the start of one whose
-	// head has not told yet.
+	// mu is the router's (Write's): the line being routed, where it goes
+	// (nil: nowhere), whether it is an answer, whether it has begun to
+	// go, and the start of one whose head has not told yet.
+	mu       sync.Mutex
 	to       *postStream
 	toAnswer bool
 	toID     string // the id of the answer being routed
@@ -613,8 +631,8 @@ type sessionOut struct {
 // register notes ps as the stream of request id; false if a request of
 // that id is in flight.
 func (o *sessionOut) register(id string, ps *postStream) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.pmu.Lock()
+	defer o.pmu.Unlock()
 	if o.posts[id] != nil || o.ended {
 		return false
 	}
@@ -625,8 +643,8 @@ func (o *sessionOut) register(id string, ps *postStream) bool {
 // unregister drops ps as request id's stream, and reports whether it
 // was still waiting for its answer.
 func (o *sessionOut) unregister(id string, ps *postStream) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.pmu.Lock()
+	defer o.pmu.Unlock()
 	if o.posts[id] != ps {
 		return false
 	}
@@ -637,16 +655,16 @@ func (o *sessionOut) unregister(id string, ps *postStream) bool {
 // take drops and returns the stream of request id, nil if it is not
 // waiting for its answer.
 func (o *sessionOut) take(id string) *postStream {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.pmu.Lock()
+	defer o.pmu.Unlock()
 	ps := o.posts[id]
 	delete(o.posts, id)
 	return ps
 }
 
 func (o *sessionOut) setGet(ps *postStream) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.pmu.Lock()
+	defer o.pmu.Unlock()
 	if o.get != nil || o.ended {
 		return false
 	}
@@ -655,8 +673,8 @@ func (o *sessionOut) setGet(ps *postStream) bool {
 }
 
 func (o *sessionOut) dropGet(ps *postStream) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.pmu.Lock()
+	defer o.pmu.Unlock()
 	if o.get == ps {
 		o.get = nil
 	}
@@ -664,22 +682,47 @@ func (o *sessionOut) dropGet(ps *postStream) {
 
 // refused answers ps with the refusal line of its request.
 func (o *sessionOut) refused(ps *postStream, line []byte) {
-	o.mu.Lock()
+	o.pmu.Lock()
 	for id, p := range o.posts {
 		if p == ps {
 			delete(o.posts, id)
 		}
 	}
-	o.mu.Unlock()
+	o.pmu.Unlock()
 	ps.push(line, true, true, true)
+}
+
+// answer gives the request id's stream, if it is waiting, its answer
+// line, which the stream keeps (an answer the connection's answerer made
+// for it, not written to the router).
+func (o *sessionOut) answer(id string, line []byte) {
+	o.pmu.Lock()
+	ps := o.posts[id]
+	delete(o.posts, id)
+	o.pmu.Unlock()
+	if ps != nil {
+		ps.pushAnswer(line)
+	}
+}
+
+// refuseID answers the request id, whose stream is waiting, with line,
+// the connection's refusal of it.
+func (o *sessionOut) refuseID(id string, line []byte) {
+	o.pmu.Lock()
+	ps := o.posts[id]
+	delete(o.posts, id)
+	o.pmu.Unlock()
+	if ps != nil {
+		ps.push(line, true, true, true)
+	}
 }
 
 // end ends every stream: the session is over.
 func (o *sessionOut) end() {
-	o.mu.Lock()
+	o.pmu.Lock()
 	posts, get := o.posts, o.get
 	o.posts, o.get, o.ended = map[string]*postStream{}, nil, true
-	o.mu.Unlock()
+	o.pmu.Unlock()
 	for _, ps := range posts {
 		ps.close()
 	}
@@ -729,11 +772,13 @@ func (o *sessionOut) route(head []byte) bool {
 	if !ok && bytes.IndexByte(head, '\n') < 0 {
 		return false
 	}
+	o.pmu.Lock()
 	o.to, o.toAnswer = o.get, false
 	if answer && string(id) != "null" {
 		o.to, o.toAnswer, o.toID = o.posts[string(id)], true, string(id) // nil: a request the host gave up on
 		delete(o.posts, string(id))
 	}
+	o.pmu.Unlock()
 	return true
 }
 
@@ -754,7 +799,9 @@ func (o *sessionOut) send(part []byte, first, last bool) {
 	if o.to != nil {
 		if last && o.cut {
 			o.to.pushCut(part)
+			o.pmu.Lock()
 			o.posts[o.toID] = o.to // for the answer that follows
+			o.pmu.Unlock()
 		} else {
 			o.to.push(part, first, last, o.toAnswer)
 		}
@@ -839,7 +886,7 @@ type postStream struct {
 	wake       chan struct{}
 	over       chan struct{} // closed once the stream is over
 	req        *http.Request // the POST, for what its request's tools get of it (extra)
-	onOver     func()        // called once the stream is over
+	streams    *planeSession // where a resumable stream is found by its id once it begins (nil: none)
 	link       postLink      // the request's host link (planeSession.link)
 
 	// mu guards what the session's connection hands the stream, which
@@ -936,6 +983,19 @@ func (ps *postStream) poke() {
 	}
 }
 
+// pushAnswer queues line, the whole answer, which the stream keeps.
+func (ps *postStream) pushAnswer(line []byte) {
+	ps.mu.Lock()
+	if ps.answer {
+		ps.mu.Unlock()
+		return
+	}
+	ps.answering, ps.answer = true, true
+	ps.q = append(ps.q, piece{b: line, first: true, last: true, answer: true})
+	ps.mu.Unlock()
+	ps.poke()
+}
+
 // pushCut queues b, the last part of an answer cut short: the answer
 // itself follows.
 func (ps *postStream) pushCut(b []byte) {
@@ -989,10 +1049,21 @@ func (ps *postStream) close() {
 	ps.poke()
 }
 
+// routed reports whether the router has taken the stream's answer (so
+// the session no longer has the stream under its request's id).
+func (ps *postStream) routed() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.answering
+}
+
 // startSSE begins the response as an SSE stream, primed with an event id
 // if it can be resumed. Called with wmu held.
 func (ps *postStream) startSSE() {
 	ps.mode = streamSSE
+	if ps.streams != nil && ps.id == "" {
+		ps.id = ps.streams.addStream(ps)
+	}
 	h := ps.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
@@ -1174,8 +1245,8 @@ func (ps *postStream) overLocked() {
 	ps.ended = true
 	ps.mu.Unlock()
 	close(ps.over)
-	if ps.onOver != nil {
-		ps.onOver()
+	if ps.id != "" && ps.streams != nil {
+		ps.streams.dropStream(ps.id)
 	}
 }
 
@@ -1281,9 +1352,9 @@ func (l *postLink) Notify(method string, params mcp.Params) error {
 // send writes line, a message of the request's, where it goes.
 func (l *postLink) send(line []byte) error {
 	if l.ps.jsonOnly {
-		l.out.mu.Lock()
+		l.out.pmu.Lock()
 		get := l.out.get
-		l.out.mu.Unlock()
+		l.out.pmu.Unlock()
 		if get != nil {
 			get.pushLine(line)
 		}
@@ -1293,9 +1364,9 @@ func (l *postLink) send(line []byte) error {
 		// The request's response is over: what still concerns it (a
 		// question's cancellation) goes where the session's other
 		// messages go.
-		l.out.mu.Lock()
+		l.out.pmu.Lock()
 		get := l.out.get
-		l.out.mu.Unlock()
+		l.out.pmu.Unlock()
 		if get == nil || !get.pushLine(line) {
 			return errAnswered
 		}

@@ -728,7 +728,13 @@ func (s *stdioSession) takeListen(line []byte) bool {
 
 // takeCall answers tc, a plain tools/call, on the raw path if it can, and
 // reports whether it did. Called by the reading goroutine.
-func (s *stdioSession) takeCall(tc toolCall) bool {
+func (s *stdioSession) takeCall(tc toolCall) bool { return s.takeCallIn(tc, &s.batch) }
+
+// takeCallIn is takeCall, its request to a server queued in batch b: the
+// reading goroutine's, or a POST's own on a Streamable HTTP session,
+// which takes its plain calls without the session's lock
+// (planeSession.feed).
+func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	mi := readMeta(tc.meta)
 	// Before initialize only a request of 2026-07-28 or later stands on
 	// its own.
@@ -742,7 +748,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 	call, rc := s.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
 		if s.p.unwrap(&tc) {
-			return s.takeCall(tc) // call_tool's call, made directly
+			return s.takeCallIn(tc, b) // call_tool's call, made directly
 		}
 		if s.p.v.OwnTool(tc.name) {
 			hr, ok := ownToolRequest(tc)
@@ -806,7 +812,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool {
 		// junction.RawStarter). The request queues with this read's. A
 		// cancellation from the host comes on this goroutine too, after
 		// StartToolRaw has returned the call's cancel func.
-		hc.link.From.Store(&s.batch)
+		hc.link.From.Store(b)
 		s.calls.setCancel(hc, call.StartToolRaw(rs, params, answer))
 		hc.link.From.Store(nil)
 		return true
@@ -912,7 +918,14 @@ func (s *stdioSession) refuseReused(id []byte) bool {
 	if s.calls.isClosing() {
 		return true
 	}
-	s.c.reject(jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %s is in use by a request still in flight; give each request an id of its own", id))
+	msg := fmt.Sprintf("request id %s is in use by a request still in flight; give each request an id of its own", id)
+	if s.session != nil {
+		// The POST that carried it waits under its id: it gets the
+		// refusal (session.go).
+		s.session.out.refuseID(string(id), wire.ErrorLine([]byte("null"), &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg}))
+		return true
+	}
+	s.c.reject(jsonrpc.CodeInvalidRequest, msg)
 	return true
 }
 
@@ -957,6 +970,11 @@ func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool,
 			res = wire.ModernResult(res, s.p.impl)
 		}
 		s.calls.finish(key, hc, func() {
+			if s.session != nil {
+				// Straight to the POST that waits for it (session.go).
+				s.session.out.answer(key, wire.AnswerLine(id, res, werr))
+				return
+			}
 			if werr == nil && len(res) > wire.BigWrite {
 				s.c.out.WriteAnswer(id, res) // not held back: no copy
 				return
