@@ -843,7 +843,16 @@ func (f *sessionFront) parkOne(e *frontSession, local string, ss junction.Host) 
 		// initialized): it ends here too.
 		f.forgetLocked(e)
 	} else {
-		e.local, e.init, e.version, e.level = "", init, version, level
+		// A fresh record, made among the other parked ones: the live
+		// one, made among its session's objects, would keep their pages
+		// of memory from going back to the system.
+		p := &frontSession{
+			id: strings.Clone(e.id), user: strings.Clone(e.user), key: strings.Clone(e.key), expires: e.expires, written: e.written,
+			init: init, version: strings.Clone(version), level: mcp.LoggingLevel(strings.Clone(string(level))),
+		}
+		p.used.Store(e.used.Load())
+		f.forgetLocked(e)
+		f.putLocked(p)
 		f.parked.Add(1)
 	}
 	f.mu.Unlock()
