@@ -25,10 +25,11 @@ import (
 )
 
 // A stateful Streamable HTTP session is served as a stdio connection is
-// (serveLines): the messages its POSTs carry are the connection's input
-// lines, fed in the order they come, and its output lines are routed by
-// what they answer (sessionOut): an answer goes on the response of the
-// POST that carried its request, as JSON when nothing came before it and
+// (openLines): the messages its POSTs carry are the connection's input
+// lines, fed by the POSTs' own goroutines (feed), and its output lines
+// are routed by what they answer (sessionOut; a call's answer goes
+// straight to its POST): an answer goes on the response of the POST that
+// carried its request, as JSON when nothing came before it and
 // otherwise as the last event of an SSE stream; a message that belongs
 // to a request (its progress, its log messages, a question to the host
 // a source asks while serving it) goes on that request's stream through
