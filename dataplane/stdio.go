@@ -111,7 +111,7 @@ type lineConn struct {
 	// session, for a stateful Streamable HTTP session (session.go), is
 	// its input and output: its requests' messages go on their POSTs'
 	// responses (postLink), and a refusal of a line answers the POST
-	// that fed it. started is given the connection's Host.
+	// that fed it.
 	session *planeSession
 }
 
