@@ -311,10 +311,29 @@ func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http
 			w, body, done = calls.around(w, r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Protocol-Version"), body)
 			defer done()
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &bodyRead{Reader: bytes.NewReader(body), b: body}
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyRead is a POST's body once checkJSONBody has read it: a handler
+// after it reads it again, or takes its bytes (heldBody).
+type bodyRead struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bodyRead) Close() error { return nil }
+
+// heldBody returns the body of the POST r, which checkJSONBody has read:
+// its bytes, not copied, if nothing has read them since.
+func heldBody(r *http.Request) []byte {
+	if b, ok := r.Body.(*bodyRead); ok && b.Len() == len(b.b) {
+		return b.b
+	}
+	body, _ := io.ReadAll(r.Body) // in memory
+	return body
 }
 
 // readBody reads r's body, at most max bytes (a longer one fails with an

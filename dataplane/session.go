@@ -297,8 +297,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if refuseLastEventID(w, r) {
 		return
 	}
-	body, _ := io.ReadAll(r.Body) // checkJSONBody's, in memory
-	body = bytes.TrimSpace(body)
+	body := bytes.TrimSpace(heldBody(r))
 	switch {
 	case len(body) == 0:
 		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
@@ -312,8 +311,12 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One line: a newline or carriage return in valid JSON is white space
 	// (the body is this request's own).
 	line := body
-	for i := bytes.IndexAny(line, "\r\n"); i >= 0; i = bytes.IndexAny(line, "\r\n") {
-		line[i] = ' '
+	if bytes.IndexAny(line, "\r\n") >= 0 {
+		for i, c := range line {
+			if c == '\n' || c == '\r' {
+				line[i] = ' '
+			}
+		}
 	}
 	id, isRequest := requestID(line)
 	opened := s == nil
@@ -381,7 +384,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// then is cancelled, as if the host had cancelled it: the host
 		// went away before the answer.
 		if !ps.routed() && s.out.unregister(string(id), ps) && !answered {
-			s.feed(cancelLine(id), nil)
+			s.feed(wire.AppendCancelled(nil, string(id), "the host went away"), nil)
 		}
 	default: // the stream goes on for a GET that resumes it
 	}
@@ -550,11 +553,6 @@ func isInitializeLine(line []byte) bool {
 	return ok && string(line[s:e]) == `"initialize"`
 }
 
-// cancelLine is the notifications/cancelled of the request id.
-func cancelLine(id []byte) []byte {
-	return append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...), `,"reason":"the host went away"}}`...)
-}
-
 // sessionInput is what a session's connection knows of the line it is
 // fed (planeSession.feed): a refusal of it answers the POST that fed it.
 type sessionInput struct {
@@ -694,8 +692,8 @@ func (o *sessionOut) refused(ps *postStream, line []byte) {
 }
 
 // answer gives the request id's stream, if it is waiting, its answer
-// line, which the stream keeps (an answer the connection's answerer made
-// for it, not written to the router).
+// line, which the stream keeps: one the connection made for it (a
+// call's answer, a refusal), not written to the router.
 func (o *sessionOut) answer(id string, line []byte) {
 	o.pmu.Lock()
 	ps := o.posts[id]
@@ -703,18 +701,6 @@ func (o *sessionOut) answer(id string, line []byte) {
 	o.pmu.Unlock()
 	if ps != nil {
 		ps.pushAnswer(line)
-	}
-}
-
-// refuseID answers the request id, whose stream is waiting, with line,
-// the connection's refusal of it.
-func (o *sessionOut) refuseID(id string, line []byte) {
-	o.pmu.Lock()
-	ps := o.posts[id]
-	delete(o.posts, id)
-	o.pmu.Unlock()
-	if ps != nil {
-		ps.push(line, true, true, true)
 	}
 }
 

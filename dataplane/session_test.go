@@ -283,3 +283,40 @@ func benchPost(b *testing.B, url, sid, body string) *http.Response {
 	resp.Body.Close()
 	return resp
 }
+
+// TestHTTPSessionKeepAlive: with the hub's keep-alive set, a session is
+// pinged on its GET stream and lives on while it answers; with no GET
+// stream open the ping reaches nobody and the session ends, as go-sdk's
+// failing ping ended its session.
+func TestHTTPSessionKeepAlive(t *testing.T) {
+	v := viewWith(t, &junction.Options{KeepAlive: 2 * time.Second}, &rawFake{tools: []string{"echo"}, raw: echoRaw})
+	srv := httptestServer(t, New(v, nil).HTTPHandler(nil))
+	sid := rawSession(t, srv.URL)
+	ctx, cancel := context.WithCancel(t.Context())
+	req := request(t, http.MethodGet, srv.URL, "", "Mcp-Session-Id", sid).WithContext(ctx)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	ev := newEventReader(stream.Body).next(t)
+	var ping struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal([]byte(ev.data), &ping) != nil || ping.Method != "ping" || ping.ID == nil {
+		t.Fatalf("the GET stream's event: %+v; want a ping", ev)
+	}
+	if resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":`+string(ping.ID)+`,"result":{}}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the ping's answer: %s, want 202", resp.Status)
+	}
+	if resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the answered ping: %s; want the session alive", resp.Status)
+	}
+	cancel() // no GET stream: the next ping reaches nobody
+	waitFor(t, "the session to end", func() bool {
+		resp := rawPost(t, srv.URL, sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode == http.StatusNotFound
+	})
+}

@@ -922,7 +922,7 @@ func (s *stdioSession) refuseReused(id []byte) bool {
 	if s.session != nil {
 		// The POST that carried it waits under its id: it gets the
 		// refusal (session.go).
-		s.session.out.refuseID(string(id), wire.ErrorLine([]byte("null"), &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg}))
+		s.session.out.answer(string(id), wire.ErrorLine([]byte("null"), &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg}))
 		return true
 	}
 	s.c.reject(jsonrpc.CodeInvalidRequest, msg)
