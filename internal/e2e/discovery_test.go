@@ -19,7 +19,7 @@ import (
 
 // TestDiscoverySearchMode serves the npm server-everything and
 // server-filesystem in the "search" discovery mode, over stdio and HTTP,
-// to hosts of both protocol eras, fast path on and off: tools/list holds
+// to hosts of both protocol eras: tools/list holds
 // the meta-tools and the pinned tools only, search_tools finds
 // everything__echo from what it does, call_tool and a direct call of the
 // unlisted tool both work, a profile without server-everything never
@@ -48,17 +48,15 @@ profiles:
 `, node, everything, node, fsScript, root))
 	audit := filepath.Join(dir, "audit.jsonl")
 	url := startServe(t, "-insecure-no-auth", "-config", cfg, "-audit", audit)
-	slowURL := startServe(t, "-insecure-no-auth", "-config", cfg, "-fast-path=false")
 
 	sessions := map[string]func(t *testing.T) *mcp.ClientSession{
-		"http-2026-07-28":      func(t *testing.T) *mcp.ClientSession { return connectHTTPEra(t, url, "") },
-		"http-2025-11-25":      func(t *testing.T) *mcp.ClientSession { return connectHTTPEra(t, url, "2025-11-25") },
-		"http-slow-2025-11-25": func(t *testing.T) *mcp.ClientSession { return connectHTTPEra(t, slowURL, "2025-11-25") },
+		"http-2026-07-28": func(t *testing.T) *mcp.ClientSession { return connectHTTPEra(t, url, "") },
+		"http-2025-11-25": func(t *testing.T) *mcp.ClientSession { return connectHTTPEra(t, url, "2025-11-25") },
 		"stdio-2026-07-28": func(t *testing.T) *mcp.ClientSession {
 			return connectStdioOpts(t, newClient(nil), newOutput(), nil, "-config", cfg)
 		},
-		"stdio-slow-2025-11-25": func(t *testing.T) *mcp.ClientSession {
-			return connectStdioOpts(t, newClient(nil), newOutput(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "-config", cfg, "-fast-path=false")
+		"stdio-2025-11-25": func(t *testing.T) *mcp.ClientSession {
+			return connectStdioOpts(t, newClient(nil), newOutput(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "-config", cfg)
 		},
 	}
 	for name, connect := range sessions {

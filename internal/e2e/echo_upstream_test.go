@@ -11,24 +11,24 @@ import (
 	"strings"
 )
 
-// The echo upstream of the differential and reload tests is this test
-// binary run again, by junction, as a stdio MCP server (2025-11-25, so
-// that plain calls to it take the fast path). Its tools show the caller
-// what reached the upstream:
+// The echo upstream of the corpus and reload tests is this test binary
+// run again, by junction, as a stdio MCP server (2025-11-25, so that
+// plain calls to it are forwarded raw). Its tools show the caller what
+// reached the upstream:
 //
 //   - echo: the call's arguments, as structured content (the bytes it
 //     read, verbatim, and in base64) and as text; its _meta with the
 //     hub's progress token replaced by "TOKEN" (the token is the hub's
-//     own, different on each path).
+//     own, chosen afresh).
 //   - fail: a tool error (isError).
 //   - rpcerr: a JSON-RPC error with data.
 //   - odd: a fixed result with what a hub could mangle: numbers beyond
 //     float64, exponents, lone surrogate escapes, invalid UTF-8, a
 //     content type nobody knows, extra members.
 //   - pid: its process id, for the reload test.
-//   - paths: how many calls it received from each of the hub's paths,
-//     "raw=N sdk=M": the fast path's requests have ids "jr-N", go-sdk's
-//     numbers.
+//   - paths: how many calls it received raw and through go-sdk's
+//     client, "raw=N sdk=M": the raw path's requests have ids "jr-N",
+//     go-sdk's client's numbers.
 //
 // Tool names with characters beyond [A-Za-z0-9_.-] ("é", "sp ace",
 // "quote\"", and control characters: tab, DEL, U+0001) test the hub's
@@ -59,7 +59,7 @@ const echoUpstreamTools = `{"tools":[` +
 	`{"name":"rpcerr","description":"A JSON-RPC error.","inputSchema":{"type":"object"}},` +
 	`{"name":"odd","description":"A result with odd values.","inputSchema":{"type":"object"}},` +
 	`{"name":"pid","description":"Its process id.","inputSchema":{"type":"object"}},` +
-	`{"name":"paths","description":"Calls received from each path.","inputSchema":{"type":"object"}},` +
+	`{"name":"paths","description":"How many calls came raw, and how many not.","inputSchema":{"type":"object"}},` +
 	`{"name":"\u00e9","description":"A name beyond ASCII.","inputSchema":{"type":"object"}},` +
 	`{"name":"sp ace","description":"A name with a space.","inputSchema":{"type":"object"}},` +
 	`{"name":"quote\"d","description":"A name with a quote.","inputSchema":{"type":"object"}},` +
@@ -77,7 +77,8 @@ var echoOddResult = []byte(`{"content":[` +
 	`"structuredContent":{"big":18446744073709551617,"exp":1e3,"neg0":-0,"frac":0.1000000000000000055511151231257827,"tiny":1e-320,"s":"\ud800"},` +
 	`"_meta":{"x-odd":true},"unknownMember":[1,2]}`)
 
-// echoCalls counts the calls the echo upstream received by path. Only
+// echoCalls counts the calls the echo upstream received, raw and
+// through go-sdk's client. Only
 // serveEchoUpstream's goroutine uses it.
 var echoCalls struct{ raw, sdk int }
 

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -16,11 +15,11 @@ import (
 
 // TestStdioHostHTTPUpstream: a stdio host calls a tool of a Streamable
 // HTTP upstream through "junction serve". The hub answers the call on its
-// own path (the upstream's CallTool behind the raw call, counted in
-// fast_path_calls), and everything the upstream does during the call
-// reaches the host, as on go-sdk's path: its progress under the host's
-// token, its log message, and its elicitation, whose answer goes back
-// to the upstream and into the result.
+// own path (the upstream's CallTool behind the raw call, counted in the
+// "hub stopped" line, stoppedLine), and everything the upstream does
+// during the call reaches the host: its progress under the host's token,
+// its log message, and its elicitation, whose answer goes back to the
+// upstream and into the result.
 func TestStdioHostHTTPUpstream(t *testing.T) {
 	t.Parallel()
 	up := mcp.NewServer(&mcp.Implementation{Name: "http-up", Version: "1"}, nil)
@@ -96,7 +95,7 @@ func TestStdioHostHTTPUpstream(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("closing: %v", err)
 	}
-	m := regexp.MustCompile(`msg="hub stopped".* fast_path_calls=(\d+)`).FindStringSubmatch(stderr.String())
+	m := stoppedLine.FindStringSubmatch(stderr.String())
 	if m == nil || m[1] == "0" {
 		t.Errorf("the call did not take the hub's own path (hub stopped line: %v)\n%s", m, stderr.String())
 	}

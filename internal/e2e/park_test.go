@@ -16,7 +16,7 @@ import (
 
 // TestServeParksQuietSessions: through junction serve -http, a go-sdk
 // host's quiet session is parked (junction_sessions_parked) and its next
-// requests, on the raw path and on go-sdk's, are answered under the same
+// requests, calls forwarded raw and others, are answered under the same
 // session as if nothing had happened: each must wake it to be answered.
 func TestServeParksQuietSessions(t *testing.T) {
 	cfg := echoConfig(t)

@@ -125,35 +125,31 @@ const initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // minute: with a Claude Desktop config holding the npm server-everything,
 // a host that calls a tool right after notifications/initialized, and
 // lists tools once, gets the call answered and the upstream's tools
-// listed, with the fast path on and off.
+// listed.
 func TestFirstListOverStdioHasUpstreamTools(t *testing.T) {
 	node, script := everythingCmd(t)
 	cfg := writeConfig(t, filepath.Join(t.TempDir(), "claude_desktop_config.json"),
 		fmt.Sprintf(`{"mcpServers":{"everything":{"command":%q,"args":[%q,"stdio"]}}}`, node, script))
-	for _, fast := range []bool{true, false} {
-		t.Run(fmt.Sprintf("fast-path=%v", fast), func(t *testing.T) {
-			h := startStdioHost(t, "serve", "-config", cfg, fmt.Sprintf("-fast-path=%v", fast))
-			h.send(initializeLine)
-			h.answers("1")
-			h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-			h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"everything__echo","arguments":{"message":"first"}}}`)
-			h.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-			got := h.answers("2", "3")
-			if call := string(got["2"]["result"]); !strings.Contains(call, "Echo: first") {
-				t.Errorf("tools/call sent right after initialized = %s %s, want the echo", got["2"]["result"], got["2"]["error"])
-			}
-			var list struct {
-				Tools []struct{ Name string }
-			}
-			json.Unmarshal(got["3"]["result"], &list)
-			var names []string
-			for _, tool := range list.Tools {
-				names = append(names, tool.Name)
-			}
-			if !strings.Contains(strings.Join(names, " "), "everything__echo") || len(names) < 10 {
-				t.Errorf("first tools/list = %v, want the core pack and server-everything's tools", names)
-			}
-		})
+	h := startStdioHost(t, "serve", "-config", cfg)
+	h.send(initializeLine)
+	h.answers("1")
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"everything__echo","arguments":{"message":"first"}}}`)
+	h.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	got := h.answers("2", "3")
+	if call := string(got["2"]["result"]); !strings.Contains(call, "Echo: first") {
+		t.Errorf("tools/call sent right after initialized = %s %s, want the echo", got["2"]["result"], got["2"]["error"])
+	}
+	var list struct {
+		Tools []struct{ Name string }
+	}
+	json.Unmarshal(got["3"]["result"], &list)
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "everything__echo") || len(names) < 10 {
+		t.Errorf("first tools/list = %v, want the core pack and server-everything's tools", names)
 	}
 }
 

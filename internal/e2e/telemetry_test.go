@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,12 +89,12 @@ const (
 // runTelemetry runs "junction serve" over stdio with the echo upstream,
 // an audit file and traces to recv, and makes three calls: echo (with a
 // traceparent), fail (a tool error) and rpcerr (a protocol error).
-func runTelemetry(t *testing.T, fastPath bool, recv *otlpReceiver) telemetryRun {
+func runTelemetry(t *testing.T, recv *otlpReceiver) telemetryRun {
 	t.Helper()
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	cfg := echoUpstreamConfig(t, "echo", "audit:\n  output: "+strconv.Quote(auditPath)+"\n")
-	cmd := exec.Command(junctionBin(t), "serve", "-no-default-packs", "-config", cfg, "-fast-path="+strconv.FormatBool(fastPath), "-audit-arguments")
+	cmd := exec.Command(junctionBin(t), "serve", "-no-default-packs", "-config", cfg, "-audit-arguments")
 	cmd.Env = append(childEnv(dir),
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL,
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
@@ -137,7 +139,7 @@ func runTelemetry(t *testing.T, fastPath bool, recv *otlpReceiver) telemetryRun 
 		t.Fatal("echo__rpcerr: no error, want a JSON-RPC error")
 	}
 	// Closing the session ends the process: it flushes its spans and
-	// logs how many calls took the fast path.
+	// logs how many calls it forwarded raw.
 	if err := cs.Close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		t.Logf("closing: %v", err)
 	}
@@ -176,55 +178,47 @@ func runTelemetry(t *testing.T, fastPath bool, recv *otlpReceiver) telemetryRun 
 	return run
 }
 
-// TestTelemetryBothPaths runs the built binary with an audit file and
-// traces to an OTLP receiver, once with the fast path and once without:
-// both must write the same audit lines (less time and duration); each
-// call is one span, and the traced one continues the host's trace and
-// passes the hub's span on to the upstream in its _meta.
-func TestTelemetryBothPaths(t *testing.T) {
+// TestTelemetry runs the built binary with an audit file and traces to
+// an OTLP receiver: calls are forwarded raw, each is one audit line and
+// one span, and the traced one continues the host's trace and passes the
+// hub's span on to the upstream in its _meta.
+func TestTelemetry(t *testing.T) {
 	t.Parallel()
-	runs := map[bool]telemetryRun{}
-	for _, fast := range []bool{true, false} {
-		recv := newOTLPReceiver(t)
-		run := runTelemetry(t, fast, recv)
-		runs[fast] = run
-		switch {
-		case fast && run.rawCalls == 0:
-			t.Errorf("-fast-path=true: no call took the fast path")
-		case !fast && run.rawCalls != 0:
-			t.Errorf("-fast-path=false: %d calls took the fast path", run.rawCalls)
+	run := runTelemetry(t, newOTLPReceiver(t))
+	if run.rawCalls == 0 {
+		t.Errorf("no call was forwarded raw")
+	}
+	if len(run.spans) != 3 {
+		t.Fatalf("%d spans exported, want 3 (one per call)", len(run.spans))
+	}
+	var traced *tracepb.Span
+	for _, s := range run.spans {
+		if s.Name == "tools/call echo__echo" {
+			traced = s
 		}
-
-		if len(run.spans) != 3 {
-			t.Fatalf("fast path %v: %d spans exported, want 3 (one per call)", fast, len(run.spans))
-		}
-		var traced *tracepb.Span
-		for _, s := range run.spans {
-			if s.Name == "tools/call echo__echo" {
-				traced = s
-			}
-			if s.Kind != tracepb.Span_SPAN_KIND_SERVER {
-				t.Errorf("span %q kind %v, want server", s.Name, s.Kind)
-			}
-		}
-		if traced == nil {
-			t.Fatalf("fast path %v: no span \"tools/call echo__echo\" among %v", fast, run.spans)
-		}
-		if got := hex.EncodeToString(traced.TraceId); got != e2eTraceID {
-			t.Errorf("fast path %v: span trace id %s, want the host's %s", fast, got, e2eTraceID)
-		}
-		if got := hex.EncodeToString(traced.ParentSpanId); got != e2eSpanID {
-			t.Errorf("fast path %v: span parent %s, want the host's span %s", fast, got, e2eSpanID)
-		}
-		want := "00-" + e2eTraceID + "-" + hex.EncodeToString(traced.SpanId) + "-01"
-		if got := run.upMeta["traceparent"]; got != want {
-			t.Errorf("fast path %v: the upstream got traceparent %v, want %s (the hub's span)", fast, got, want)
-		}
-		if got := run.upMeta["tracestate"]; got != "e2e=1" {
-			t.Errorf("fast path %v: the upstream got tracestate %v, want the host's e2e=1", fast, got)
+		if s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+			t.Errorf("span %q kind %v, want server", s.Name, s.Kind)
 		}
 	}
-	want := []map[string]any{
+	if traced == nil {
+		t.Fatalf("no span \"tools/call echo__echo\" among %v", run.spans)
+	}
+	if got := hex.EncodeToString(traced.TraceId); got != e2eTraceID {
+		t.Errorf("span trace id %s, want the host's %s", got, e2eTraceID)
+	}
+	if got := hex.EncodeToString(traced.ParentSpanId); got != e2eSpanID {
+		t.Errorf("span parent %s, want the host's span %s", got, e2eSpanID)
+	}
+	want := "00-" + e2eTraceID + "-" + hex.EncodeToString(traced.SpanId) + "-01"
+	if got := run.upMeta["traceparent"]; got != want {
+		t.Errorf("the upstream got traceparent %v, want %s (the hub's span)", got, want)
+	}
+	if got := run.upMeta["tracestate"]; got != "e2e=1" {
+		t.Errorf("the upstream got tracestate %v, want the host's e2e=1", got)
+	}
+
+	audit := run.audit // less time and duration
+	wantAudit := []map[string]any{
 		{"tool": "echo__echo", "source": "echo", "host": "junction-e2e", "outcome": "ok", "request_bytes": float64(len(`{"msg":"traced"}`)), "arguments": map[string]any{"msg": "traced"}},
 		{"tool": "echo__fail", "source": "echo", "host": "junction-e2e", "outcome": "tool_error", "request_bytes": float64(2), "arguments": map[string]any{},
 			"result_bytes": float64(len(`{"content":[{"type":"text","text":"it failed"}],"isError":true}`))},
@@ -232,83 +226,75 @@ func TestTelemetryBothPaths(t *testing.T) {
 	}
 	// The echo result's size depends on the span id in the _meta it
 	// echoes only by value, not by length; check it is there, then compare.
-	if n, _ := runs[true].audit[0]["result_bytes"].(float64); n < 100 {
-		t.Errorf("echo__echo result_bytes = %v, want the size of its result", runs[true].audit[0]["result_bytes"])
+	if len(audit) == 0 {
+		t.Fatal("no audit lines")
 	}
-	want[0]["result_bytes"] = runs[true].audit[0]["result_bytes"]
-	if diff := cmp.Diff(want, runs[true].audit); diff != "" {
-		t.Errorf("audit lines with the fast path (-want +got):\n%s", diff)
+	if n, _ := audit[0]["result_bytes"].(float64); n < 100 {
+		t.Errorf("echo__echo result_bytes = %v, want the size of its result", audit[0]["result_bytes"])
 	}
-	if diff := cmp.Diff(runs[true].audit, runs[false].audit); diff != "" {
-		t.Errorf("audit lines differ between the fast path and go-sdk's (-fast +sdk):\n%s", diff)
+	wantAudit[0]["result_bytes"] = audit[0]["result_bytes"]
+	if diff := cmp.Diff(wantAudit, audit); diff != "" {
+		t.Errorf("audit lines (-want +got):\n%s", diff)
 	}
 }
 
-// TestAuditHTTPBothPaths: over Streamable HTTP the audit lines name the
-// host's session, and the fast path and go-sdk's write the same lines.
-func TestAuditHTTPBothPaths(t *testing.T) {
+// TestAuditHTTP: over Streamable HTTP the audit lines name the host's
+// session (where it has one) and the host, and the calls are forwarded
+// raw.
+func TestAuditHTTP(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"stateful", "dual"} {
 		t.Run(mode, func(t *testing.T) { auditHTTP(t, mode) })
 	}
 }
 
-// auditHTTP is TestAuditHTTPBothPaths in one HTTP mode: stateful (the
+// auditHTTP is TestAuditHTTP in one HTTP mode: stateful (the
 // host has a session) or dual, where the e2e host, at 2026-07-28, makes
 // stateless requests that carry its client info in their _meta.
 func auditHTTP(t *testing.T, mode string) {
 	t.Parallel()
-	lines := map[bool][]map[string]any{}
-	for _, fast := range []bool{true, false} {
-		auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-		cfg := echoUpstreamConfig(t, "echo", "")
-		p := startServer(t, "-insecure-no-auth", "-no-default-packs", "-config", cfg, "-fast-path="+strconv.FormatBool(fast), "-audit", auditPath, "-http-mode", mode)
-		cs := connectHTTP(t, p.URL, "")
-		waitFor(t, "the echo upstream's tools", connectTimeout, func() bool { return hasName(toolNames(t, cs), "echo__echo") })
-		ctx, cancel := context.WithTimeout(t.Context(), connectTimeout)
-		defer cancel()
-		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__echo", Arguments: json.RawMessage(`{"msg":"over http"}`)}); err != nil || res.IsError {
-			t.Fatalf("echo__echo: %v, %v", res, err)
-		}
-		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__fail", Arguments: json.RawMessage(`{}`)}); err != nil || !res.IsError {
-			t.Fatalf("echo__fail = %v, %v; want a tool error", res, err)
-		}
-		// The line is written before the answer: the file has both now.
-		data, err := os.ReadFile(auditPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-			var line map[string]any
-			if err := json.Unmarshal([]byte(l), &line); err != nil {
-				t.Fatalf("audit line %q: %v", l, err)
-			}
-			switch {
-			case mode == "stateful" && (line["session"] != cs.ID() || cs.ID() == ""):
-				t.Errorf("fast path %v: audit line session %v, want the host's Mcp-Session-Id %q", fast, line["session"], cs.ID())
-			case mode == "dual" && line["session"] != nil:
-				t.Errorf("fast path %v: audit line session %v for a stateless request, want none", fast, line["session"])
-			}
-			if line["host"] != "junction-e2e" {
-				t.Errorf("fast path %v: audit line host %v, want the host's client name junction-e2e", fast, line["host"])
-			}
-			if _, ok := line["arguments"]; ok {
-				t.Errorf("fast path %v: audit line %s has the arguments without -audit-arguments", fast, l)
-			}
-			for _, k := range []string{"session", "time", "duration_us"} {
-				delete(line, k)
-			}
-			lines[fast] = append(lines[fast], line)
-		}
-		raw := rawCalls(t, p.URL, "")
-		if fast != (raw > 0) {
-			t.Errorf("-fast-path=%v: junction_tool_calls_raw_total = %d", fast, raw)
-		}
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg := echoUpstreamConfig(t, "echo", "")
+	p := startServer(t, "-insecure-no-auth", "-no-default-packs", "-config", cfg, "-audit", auditPath, "-http-mode", mode)
+	cs := connectHTTP(t, p.URL, "")
+	waitFor(t, "the echo upstream's tools", connectTimeout, func() bool { return hasName(toolNames(t, cs), "echo__echo") })
+	ctx, cancel := context.WithTimeout(t.Context(), connectTimeout)
+	defer cancel()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__echo", Arguments: json.RawMessage(`{"msg":"over http"}`)}); err != nil || res.IsError {
+		t.Fatalf("echo__echo: %v, %v", res, err)
 	}
-	if len(lines[true]) != 2 {
-		t.Fatalf("%d audit lines with the fast path, want 2: %v", len(lines[true]), lines[true])
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__fail", Arguments: json.RawMessage(`{}`)}); err != nil || !res.IsError {
+		t.Fatalf("echo__fail = %v, %v; want a tool error", res, err)
 	}
-	if diff := cmp.Diff(lines[true], lines[false]); diff != "" {
-		t.Errorf("audit lines over HTTP differ between the fast path and go-sdk's (-fast +sdk):\n%s", diff)
+	// The line is written before the answer: the file has both now.
+	data, err := os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		switch {
+		case mode == "stateful" && (line["session"] != cs.ID() || cs.ID() == ""):
+			t.Errorf("audit line session %v, want the host's Mcp-Session-Id %q", line["session"], cs.ID())
+		case mode == "dual" && line["session"] != nil:
+			t.Errorf("audit line session %v for a stateless request, want none", line["session"])
+		}
+		if line["host"] != "junction-e2e" {
+			t.Errorf("audit line host %v, want the host's client name junction-e2e", line["host"])
+		}
+		if _, ok := line["arguments"]; ok {
+			t.Errorf("audit line %s has the arguments without -audit-arguments", l)
+		}
+		calls = append(calls, fmt.Sprintf("%v %v %v", line["tool"], line["source"], line["outcome"]))
+	}
+	if want := []string{"echo__echo echo ok", "echo__fail echo tool_error"}; !slices.Equal(calls, want) {
+		t.Errorf("audit lines (tool, source, outcome): %q, want %q", calls, want)
+	}
+	if raw := rawCalls(t, p.URL, ""); raw == 0 {
+		t.Errorf("junction_tool_calls_raw_total = 0: no call was forwarded raw")
 	}
 }

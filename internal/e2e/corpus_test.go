@@ -1,11 +1,10 @@
 package e2e
 
-// The differential test: one corpus of frames sent to "junction serve"
-// with the fast path on (the default: plain tools/call requests are
-// forwarded as raw bytes) and off (-fast-path=false: everything goes
-// through go-sdk), over stdio and over Streamable HTTP (a stateful
-// session), with the echo upstream (echo_upstream_test.go) behind it. For
-// each front, the two paths must give the host the same answers:
+// The corpus test: golden answers of "junction serve" to one corpus of
+// frames, over stdio and over Streamable HTTP (a stateful session), with
+// the echo upstream (echo_upstream_test.go) behind it. Each case's
+// answers must be those of testdata/corpus/FRONT.txtar, compared in a
+// canonical form (canonMessage):
 //
 //   - request ids byte for byte, as they appear in the answers;
 //   - everything else by JSON meaning: object members in any order,
@@ -18,36 +17,41 @@ package e2e
 //     that is not JSON is compared as {"http": {"status", "body"}}.
 //
 // A case's answers are compared as a set (calls run concurrently, so
-// their answers may come in any order). notifications/*/list_changed are
-// left out (they depend on when the upstream connected).
+// their answers may come in any order): the golden file holds them
+// sorted, one per line, in a section named by the case (goldenLine says
+// how a line is written). notifications/*/list_changed are left out
+// (they depend on when the upstream connected).
 //
 // The corpus: the seeds of the fuzz targets at the host's frames
 // (dataplane's FuzzParseToolCall and FuzzStdioFrames, their f.Add seeds
 // and testdata/fuzz files, and TestParseToolCall's table), each also
 // aimed at the echo upstream's tool, and hand-written cases (see
-// handDiffCases).
+// handCorpusCases). A seed added there is a new case here: -update
+// writes its answers, to be reviewed like code.
 //
-// Each path must also echo the id of every well-formed request byte for
-// byte (see idsNotEchoed): a defect both paths share would not show as a
-// difference.
+// The answers must also carry the id of every well-formed request, byte
+// for byte (see idsNotEchoed), whatever the golden file says; and the
+// calls must have reached the echo upstream raw (its paths tool counts
+// them). Nothing in the answers varies from run to run (no time, port
+// or temporary path), so the canonical form needs no more than the
+// above: the one value the hub chooses that would show, its progress
+// token in what the echo tool echoes, the echo upstream writes as
+// "TOKEN".
 //
-// Differences found are either documented (diffDocumented: logged, and
-// the test fails if one goes away, so the list stays true) or defects
-// (diffPending: left out of TestDifferential, and run, failing, by
-// TestDifferentialPendingDefects with -pending). The differences the
-// documentation lists for the fast path over HTTP (docs/deviations.md: a
-// JSON body instead of a one-event SSE stream, events without ids) are
-// framing, which this comparison leaves out.
+// Where the answers differ from go-sdk's server in a way the
+// documentation describes, corpusNotes says so, and the golden file's
+// comment lists it.
 //
-//	go test ./internal/e2e -run TestDifferential                  # the corpus, less what is pending
-//	go test ./internal/e2e -run TestDifferential -pending         # and what is pending (fails)
-//	go test ./internal/e2e -run TestDifferential -diffcase '^id-' # some cases only
+//	go test ./internal/e2e -run TestCorpus                         # the corpus
+//	go test ./internal/e2e -run TestCorpus -update                 # rewrite testdata/corpus
+//	go test ./internal/e2e -run TestCorpus -corpuscase '^id-'      # some cases only
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"go/ast"
@@ -68,11 +72,13 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/tools/txtar"
 )
 
-// diffCase is one entry of the corpus: frames sent one after the other
+// corpusCase is one entry of the corpus: frames sent one after the other
 // (lines over stdio, POST bodies over HTTP).
-type diffCase struct {
+type corpusCase struct {
 	name   string
 	frames [][]byte
 	// httpOnly marks frames holding a newline: over stdio a newline ends
@@ -80,102 +86,72 @@ type diffCase struct {
 	httpOnly bool
 }
 
-// diffDocumented lists the cases whose answers differ between the paths
-// in a way the documentation describes, with where.
-var diffDocumented = map[string]string{}
-
-// diffPending lists the cases whose answers differ between the paths
-// because of a defect, with the defect. They are left out of
-// TestDifferential; TestDifferentialPendingDefects runs them with
-// -pending. Remove an entry when its fix lands.
-var diffPending = map[string]string{}
+// corpusNotes names, for the cases ("front/name") whose answers differ
+// from go-sdk's server's, the difference and where the documentation
+// describes it. The golden files' comments list them; an entry whose
+// case is gone fails the test.
+var corpusNotes = map[string]string{}
 
 func init() {
 	for _, c := range []string{"args-big-int", "args-float-precision", "args-huge-exp", "args-duplicate-keys", "result-odd"} {
 		for _, front := range []string{"stdio", "http"} {
-			diffDocumented[front+"/"+c] = "docs/performance.md, what -fast-path=false changes: go-sdk's server " +
-				"needs the result as Go values, so it is decoded and encoded again (numbers beyond float64 lose " +
-				"digits, 1e400 fails the call, duplicate keys collapse, unknown members of content blocks go)"
+			corpusNotes[front+"/"+c] = "the result is passed on as the upstream wrote it, where go-sdk's server " +
+				"decodes it and encodes it again (numbers beyond float64 lose digits, 1e400 fails the call, " +
+				"duplicate keys collapse, unknown members of content blocks go)"
 		}
 	}
-}
-
-func init() {
 	for _, front := range []string{"stdio", "http"} {
-		diffDocumented[front+"/resource-read-no-contents"] = "docs/deviations.md, errors without a code: the plane " +
+		corpusNotes[front+"/resource-read-no-contents"] = "docs/deviations.md, errors without a code: the hub " +
 			"answers -32603 (internal error), where go-sdk's server writes code 0"
+		corpusNotes[front+"/initialize-again"] = "docs/deviations.md, a request before initialize: the hub " +
+			"answers a second initialize -32600, where go-sdk's server writes code 0"
 	}
-}
-
-func init() {
 	for _, c := range []string{"notify-unknown", "unknown-method", "list-roots"} {
-		diffDocumented["http/"+c] = "docs/deviations.md, a method the hub does not serve: the plane answers " +
+		corpusNotes["http/"+c] = "docs/deviations.md, a method the hub does not serve: the hub answers " +
 			"-32601 as JSON (a notification: 202), where go-sdk's handler answers a plain-text 400"
 	}
-}
-
-func init() {
 	for _, c := range []string{"id-null-call", "id-null-ping", "notify-call", "list-id-null", "list-notification", "prompt-get-notification",
 		"fuzz-TestParseToolCall-74613e2d", "fuzz-TestParseToolCall-74613e2d-aimed", "fuzz-TestParseToolCall-26ab3a14", "fuzz-TestParseToolCall-26ab3a14-aimed"} {
-		diffDocumented["http/"+c] = "docs/deviations.md, requests go-sdk's handler refuses in plain text: on a session the plane " +
+		corpusNotes["http/"+c] = "docs/deviations.md, requests go-sdk's handler refuses in plain text: on a session the hub " +
 			"accepts a request sent without an id or with a null one (202) and drops it, where go-sdk's handler answers a plain-text 400"
 	}
-	diffDocumented["http/frame-params-missing"] = "docs/deviations.md, requests go-sdk's handler refuses in plain text: on a session " +
-		"the plane answers a request that leaves out the params its method requires with -32600 as JSON, where go-sdk's handler " +
+	corpusNotes["http/frame-params-missing"] = "docs/deviations.md, requests go-sdk's handler refuses in plain text: on a session " +
+		"the hub answers a request that leaves out the params its method requires with -32600 as JSON, where go-sdk's handler " +
 		"answers a plain-text 400"
 }
 
-func init() {
-	for _, front := range []string{"stdio", "http"} {
-		diffDocumented[front+"/initialize-again"] = "docs/deviations.md, a request before initialize: the plane " +
-			"answers a second initialize -32600, where go-sdk's server writes code 0"
-	}
-}
+var corpusCaseFilter = flag.String("corpuscase", "", "run only the corpus cases whose names match this regexp")
 
-var diffCaseFilter = flag.String("diffcase", "", "run only the differential cases whose names match this regexp")
+// corpusCaseTimeout bounds the wait for one case's answers.
+const corpusCaseTimeout = 5 * time.Second
 
-// diffCaseTimeout bounds the wait for one case's answers.
-const diffCaseTimeout = 5 * time.Second
-
-func TestDifferential(t *testing.T) {
-	runDifferential(t, false)
-}
-
-// TestDifferentialPendingDefects runs the cases of diffPending, which
-// fail until their defects are fixed; it is skipped without -pending.
-func TestDifferentialPendingDefects(t *testing.T) {
-	if !*pendingConversations {
-		t.Skipf("%d cases pending a fix; -pending runs them", len(diffPending))
-	}
-	runDifferential(t, true)
-}
-
-// runDifferential runs the corpus, less the cases pending a fix (or only
-// those), over both fronts, and checks each case.
-func runDifferential(t *testing.T, pending bool) {
-	corpus := diffCorpus(t)
+// TestCorpus runs the corpus over both fronts and compares each case's
+// answers with the front's golden file (-update rewrites it).
+func TestCorpus(t *testing.T) {
+	corpus := corpusCases(t)
 	names := map[string]bool{}
 	for _, c := range corpus {
 		names[c.name] = true
 	}
-	for _, m := range []map[string]string{diffPending, diffDocumented} {
-		for key := range m {
-			if _, name, _ := strings.Cut(key, "/"); !names[name] {
-				t.Errorf("%s is listed in diffPending or diffDocumented, but the corpus has no such case: remove the entry", key)
-			}
+	for key := range corpusNotes {
+		if _, name, _ := strings.Cut(key, "/"); !names[name] {
+			t.Errorf("corpusNotes has %s, but the corpus has no such case: remove the entry", key)
 		}
 	}
-	filter, err := regexp.Compile(*diffCaseFilter)
+	filter, err := regexp.Compile(*corpusCaseFilter)
 	if err != nil {
-		t.Fatalf("-diffcase: %v", err)
+		t.Fatalf("-corpuscase: %v", err)
 	}
 	for _, front := range []string{"stdio", "http"} {
 		t.Run(front, func(t *testing.T) {
 			t.Parallel()
-			var cases []diffCase
+			var all, cases []corpusCase
 			for _, c := range corpus {
-				_, isPending := diffPending[front+"/"+c.name]
-				if isPending == pending && !(c.httpOnly && front == "stdio") && filter.MatchString(c.name) {
+				if c.httpOnly && front == "stdio" {
+					continue
+				}
+				all = append(all, c)
+				if filter.MatchString(c.name) {
 					cases = append(cases, c)
 				}
 			}
@@ -183,103 +159,294 @@ func runDifferential(t *testing.T, pending bool) {
 				t.Skip("no cases")
 			}
 			start := time.Now()
-			fast, slow := runDiffPaths(t, front, cases)
+			got := runCorpusFront(t, front, cases)
+			golden := loadCorpusGolden(t, front)
 			for _, c := range cases {
-				key := front + "/" + c.name
-				problems := checkDiffCase(front, c, fast[c.name], slow[c.name])
-				doc, documented := diffDocumented[key]
-				switch {
-				case len(problems) > 0 && documented:
-					t.Logf("%s: documented difference (%s):\n%s", key, doc, strings.Join(problems, "\n"))
-				case len(problems) > 0 && pending:
-					t.Errorf("%s (pending: %s)\nframes:\n%s%s", key, diffPending[key], renderFrames(c.frames), strings.Join(problems, "\n"))
-				case len(problems) > 0:
-					t.Errorf("%s\nframes:\n%s%s", key, renderFrames(c.frames), strings.Join(problems, "\n"))
-				case documented:
-					t.Errorf("%s: listed in diffDocumented (%s), but the paths now answer the same: remove the entry", key, doc)
-				case pending:
-					t.Errorf("%s: listed in diffPending (%s), but passes now: remove the entry", key, diffPending[key])
+				if p := idsNotEchoed(front, c.frames, got[c.name]); p != "" {
+					t.Errorf("%s/%s: %s\nframes:\n%s", front, c.name, p, renderFrames(c.frames))
+				}
+				if *updateConversations {
+					continue
+				}
+				want, ok := golden.cases[c.name]
+				if !ok {
+					t.Errorf("%s/%s: %s has no section for the case; run go test ./internal/e2e -run TestCorpus -update",
+						front, c.name, golden.path)
+					continue
+				}
+				if diff := corpusAnswersDiff(want, got[c.name]); diff != "" {
+					t.Errorf("%s/%s: the answers are not those of %s\nframes:\n%s%s",
+						front, c.name, golden.path, renderFrames(c.frames), diff)
 				}
 			}
-			t.Logf("%d cases over %s, fast path on and off, in %v", len(cases), front, time.Since(start).Round(time.Millisecond))
+			switch {
+			case *updateConversations && !t.Failed():
+				golden.write(t, front, all, got)
+			case !*updateConversations && len(cases) == len(all):
+				golden.checkRest(t, front, all)
+			}
+			t.Logf("%d cases over %s in %v", len(cases), front, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }
 
-// checkDiffCase checks one case's answers on both paths: each path
-// echoes every well-formed request's id, and the paths answer the same.
-func checkDiffCase(front string, c diffCase, fast, slow []string) []string {
-	var problems []string
-	for _, run := range []struct {
-		path    string
-		answers []string
-	}{{"on", fast}, {"off", slow}} {
-		if p := idsNotEchoed(front, c.frames, run.answers); p != "" {
-			problems = append(problems, fmt.Sprintf("fast path %s: %s", run.path, p))
-		}
-	}
-	if diff := diffAnswers(fast, slow); diff != "" {
-		problems = append(problems, "the paths answer differently:\n"+diff)
-	}
-	return problems
-}
-
-// runDiffPaths runs cases through one front with the fast path on and
-// off, in parallel subtests, and returns each run's canonical answers by
-// case. A case that gets no answer in time (a defect: a call that hangs)
-// ends its junction process, and the cases after it run on a new one, so
-// that it cannot take the answers of the next.
-func runDiffPaths(t *testing.T, front string, cases []diffCase) (fast, slow map[string][]string) {
+// runCorpusFront runs cases through one front and returns each case's
+// canonical answers. A case that gets no answer in time (a defect: a
+// call that hangs) ends its junction process, and the cases after it
+// run on a new one, so that it cannot take the answers of the next.
+func runCorpusFront(t *testing.T, front string, cases []corpusCase) map[string][]string {
 	cfg := echoUpstreamConfig(t, "up", "")
-	t.Run("runs", func(t *testing.T) {
-		for _, on := range []bool{true, false} {
-			t.Run(fmt.Sprintf("fast-path=%v", on), func(t *testing.T) {
-				t.Parallel()
-				args := []string{"-no-default-packs", "-config", cfg, fmt.Sprintf("-fast-path=%v", on)}
-				got := map[string][]string{}
-				raw, sdk := 0, 0
-				for rest := cases; len(rest) > 0; {
-					var part map[string][]string
-					var done int
-					if front == "stdio" {
-						part, done = runDiffStdio(t, args, rest)
-					} else {
-						part, done = runDiffHTTP(t, args, rest)
-					}
-					// The last answer of each process: the echo upstream's
-					// count of the calls that came raw, so that the two runs
-					// do not test one path.
-					paths := part[diffPathsCase]
-					var r, s int
-					if len(paths) != 1 || !parseRawCount(paths[0], &r, &s) {
-						t.Fatalf("the echo upstream's paths tool answered %v", paths)
-					}
-					raw, sdk = raw+r, sdk+s
-					delete(part, diffPathsCase)
-					maps.Copy(got, part)
-					rest = rest[done:]
-				}
-				// A stdio upstream's calls take the raw path whichever way
-				// the host's came (-fast-path only chooses the host's side),
-				// so this only shows the run reached the upstream raw; that
-				// the host's side differs is checked in /metrics over HTTP
-				// (TestConformanceThroughHub) and in package dataplane.
-				if raw == 0 {
-					t.Errorf("no call reached the upstream through the raw path (%d through go-sdk's)", sdk)
-				}
-				t.Logf("calls that reached the upstream: %d raw, %d through go-sdk's client", raw, sdk)
-				if on {
-					fast = got
-				} else {
-					slow = got
-				}
-			})
+	args := []string{"-no-default-packs", "-config", cfg}
+	got := map[string][]string{}
+	raw, sdk := 0, 0
+	for rest := cases; len(rest) > 0; {
+		var part map[string][]string
+		var done int
+		if front == "stdio" {
+			part, done = runCorpusStdio(t, args, rest)
+		} else {
+			part, done = runCorpusHTTP(t, args, rest)
 		}
-	})
+		// The last answer of each process: the echo upstream's count of
+		// the calls that came raw.
+		paths := part[corpusPathsCase]
+		var r, s int
+		if len(paths) != 1 || !parseRawCount(paths[0], &r, &s) {
+			t.Fatalf("the echo upstream's paths tool answered %v", paths)
+		}
+		raw, sdk = raw+r, sdk+s
+		delete(part, corpusPathsCase)
+		maps.Copy(got, part)
+		rest = rest[done:]
+	}
+	// The hub calls a stdio upstream with raw bytes: the calls that
+	// reached it must show it. (That the host's calls took the raw path
+	// is checked in /metrics over HTTP, TestConformanceThroughHub, and
+	// in package dataplane.)
+	if raw == 0 {
+		t.Errorf("no call reached the upstream through the raw path (%d through go-sdk's client)", sdk)
+	}
+	t.Logf("calls that reached the upstream: %d raw, %d through go-sdk's client", raw, sdk)
 	if t.Failed() {
 		t.FailNow()
 	}
-	return fast, slow
+	return got
+}
+
+// corpusAnswersDiff compares a case's answers with the golden ones (as
+// golden lines, sorted: see goldenLine); it returns "" when they are the
+// same, else both, with what only one has marked.
+func corpusAnswersDiff(want, got []string) string {
+	got = goldenLines(got)
+	if slices.Equal(want, got) {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("want:\n")
+	for _, m := range want {
+		mark := " "
+		if !slices.Contains(got, m) {
+			mark = "-"
+		}
+		fmt.Fprintf(&sb, "  %s %s\n", mark, m)
+	}
+	sb.WriteString("got:\n")
+	for _, m := range got {
+		mark := " "
+		if !slices.Contains(want, m) {
+			mark = "+"
+		}
+		fmt.Fprintf(&sb, "  %s %s\n", mark, m)
+	}
+	return sb.String()
+}
+
+// goldenLines returns a case's answers as the lines of its section:
+// each as goldenLine writes it, sorted.
+func goldenLines(answers []string) []string {
+	lines := make([]string, len(answers))
+	for i, a := range answers {
+		lines[i] = goldenLine(a)
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// goldenLine returns a canonical answer as a line of a golden file. The
+// canonical form keeps a request id as it was sent, which may hold bytes
+// a text file should not (invalid UTF-8, control characters); those are
+// written as \!xNN, which JSON text cannot hold (the other strings of the
+// canonical form are written with their own escapes by writeCanonChars,
+// so this changes nothing else). A line longer than goldenLineMax (the
+// echo of args-long) is written as its first goldenLineHead bytes, its
+// length and its SHA-256, which still tell any change.
+func goldenLine(answer string) string {
+	var sb strings.Builder
+	for b := []byte(answer); len(b) > 0; {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 || r < 0x20 || r == 0x7f {
+			fmt.Fprintf(&sb, `\!x%02x`, b[0])
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	line := sb.String()
+	if len(line) <= goldenLineMax {
+		return line
+	}
+	head := line[:goldenLineHead]
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	return fmt.Sprintf(`%s\!… (%d bytes in all, SHA-256 %x)`, head, len(line), sha256.Sum256([]byte(line)))
+}
+
+// Bounds of a golden line (see goldenLine).
+const (
+	goldenLineMax  = 16 << 10
+	goldenLineHead = 512
+)
+
+// corpusGolden is a front's golden file, testdata/corpus/FRONT.txtar:
+// its comment, then a section per case, in corpus order, holding the
+// case's golden lines.
+type corpusGolden struct {
+	path    string
+	comment []byte
+	names   []string            // the sections' names, in order
+	cases   map[string][]string // the sections' lines, by case
+}
+
+// loadCorpusGolden reads a front's golden file; with -update, a missing
+// one is empty.
+func loadCorpusGolden(t *testing.T, front string) *corpusGolden {
+	t.Helper()
+	g := &corpusGolden{path: filepath.Join("testdata", "corpus", front+".txtar"), cases: map[string][]string{}}
+	data, err := os.ReadFile(g.path)
+	if errors.Is(err, os.ErrNotExist) && *updateConversations {
+		return g
+	}
+	if err != nil {
+		t.Fatalf("%v; go test ./internal/e2e -run TestCorpus -update writes it", err)
+	}
+	arch := txtar.Parse(data)
+	g.comment = arch.Comment
+	for _, f := range arch.Files {
+		if _, dup := g.cases[f.Name]; dup {
+			t.Fatalf("%s: two sections named %q", g.path, f.Name)
+		}
+		lines := []string{}
+		if len(f.Data) > 0 {
+			lines = strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n")
+		}
+		g.names = append(g.names, f.Name)
+		g.cases[f.Name] = lines
+	}
+	return g
+}
+
+// checkRest checks what a run of the whole corpus can: the file's
+// comment is the one -update writes (so that its notes are true), and
+// every section names a case of the corpus.
+func (g *corpusGolden) checkRest(t *testing.T, front string, all []corpusCase) {
+	t.Helper()
+	if want := corpusGoldenComment(front, all); string(g.comment) != string(want) {
+		t.Errorf("%s: the comment is not the one -update writes (corpusNotes changed?); run go test ./internal/e2e -run TestCorpus -update", g.path)
+	}
+	for _, name := range g.names {
+		if !slices.ContainsFunc(all, func(c corpusCase) bool { return c.name == name }) {
+			t.Errorf("%s: section %q names no case of the corpus; run go test ./internal/e2e -run TestCorpus -update", g.path, name)
+		}
+	}
+}
+
+// write rewrites the golden file: a section for each case of all, from
+// got for the cases that ran and from the file for the others (those
+// -corpuscase left out), in corpus order.
+func (g *corpusGolden) write(t *testing.T, front string, all []corpusCase, got map[string][]string) {
+	t.Helper()
+	arch := &txtar.Archive{Comment: corpusGoldenComment(front, all)}
+	for _, c := range all {
+		lines, ok := g.cases[c.name]
+		if answers, ran := got[c.name]; ran {
+			lines, ok = goldenLines(answers), true
+		}
+		if !ok {
+			continue
+		}
+		var data []byte
+		for _, l := range lines {
+			if strings.Contains(l, "\n") {
+				t.Fatalf("%s/%s: an answer holds a newline, which a golden line cannot: %q", front, c.name, l)
+			}
+			data = append(data, l+"\n"...)
+		}
+		arch.Files = append(arch.Files, txtar.File{Name: c.name, Data: data})
+	}
+	out := txtar.Format(arch)
+	if old, err := os.ReadFile(g.path); err == nil && bytes.Equal(old, out) {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(g.path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(g.path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("updated %s", g.path)
+}
+
+// corpusGoldenComment is the comment of a front's golden file: what it
+// holds, and the notes (corpusNotes) of its cases.
+func corpusGoldenComment(front string, all []corpusCase) []byte {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "The answers of \"junction serve\" over %s to the corpus of\n", front)
+	sb.WriteString("internal/e2e/corpus_test.go, with the echo upstream behind it: a\n")
+	sb.WriteString("section per case, holding its canonical answers (canonMessage,\n")
+	sb.WriteString("goldenLine), sorted, one per line. Written by\n")
+	sb.WriteString("go test ./internal/e2e -run TestCorpus -update; review the diff like code.\n")
+	// The notes, each once, with its cases, in corpus order.
+	var notes []string
+	cases := map[string][]string{}
+	for _, c := range all {
+		if n, ok := corpusNotes[front+"/"+c.name]; ok {
+			if cases[n] == nil {
+				notes = append(notes, n)
+			}
+			cases[n] = append(cases[n], c.name)
+		}
+	}
+	if len(notes) > 0 {
+		sb.WriteString("\nCases whose answers differ from go-sdk's server's (corpusNotes):\n\n")
+	}
+	for _, n := range notes {
+		sb.WriteString(wrapText("  - ", "    ", strings.Join(cases[n], ", ")+": "+n, 72))
+	}
+	sb.WriteString("\n")
+	return []byte(sb.String())
+}
+
+// wrapText breaks text into lines of at most width bytes (a longer
+// word stays whole): the first starts with first, the others with
+// indent, and each ends in a newline.
+func wrapText(first, indent, text string, width int) string {
+	var sb strings.Builder
+	line, empty := first, true
+	for _, w := range strings.Fields(text) {
+		switch {
+		case empty:
+			line += w
+		case len(line)+1+len(w) > width:
+			sb.WriteString(line + "\n")
+			line = indent + w
+		default:
+			line += " " + w
+		}
+		empty = false
+	}
+	sb.WriteString(line + "\n")
+	return sb.String()
 }
 
 // timedOut reports whether a case's answers say it got none in time.
@@ -289,12 +456,13 @@ func timedOut(answers []string) bool {
 	})
 }
 
-// diffPathsCase is the last exchange with a junction process, not a case:
-// it asks the echo upstream how many calls it got from each path (the
-// question is a call too, counted on the path that takes it).
-const diffPathsCase = "(paths)"
+// corpusPathsCase is the last exchange with a junction process, not a
+// case: it asks the echo upstream how many calls came raw and how many
+// through go-sdk's client (the question is a call too, counted with the
+// others).
+const corpusPathsCase = "(paths)"
 
-var diffPathsFrame = []byte(`{"jsonrpc":"2.0","id":"paths","method":"tools/call","params":{"name":"up__paths","arguments":{},"_meta":{"progressToken":"paths"}}}`)
+var corpusPathsFrame = []byte(`{"jsonrpc":"2.0","id":"paths","method":"tools/call","params":{"name":"up__paths","arguments":{},"_meta":{"progressToken":"paths"}}}`)
 
 // parseRawCount reads the paths tool's answer.
 func parseRawCount(answer string, raw, sdk *int) bool {
@@ -323,17 +491,17 @@ func echoUpstreamConfig(t *testing.T, name, extra string) string {
 // the echo upstream's tools are listed, then send each case's frames.
 
 const (
-	diffInitialize  = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"differential","version":"1"}}}`
-	diffInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
-	diffReadyTool   = "up__echo"
+	corpusInitialize  = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"corpus","version":"1"}}}`
+	corpusInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	corpusReadyTool   = "up__echo"
 )
 
-// runDiffStdio runs the cases over stdio, on one junction process, until
+// runCorpusStdio runs the cases over stdio, on one junction process, until
 // one times out: after each case's frames it sends a ping (a fence), and
 // takes every message up to the fence's answer and the answers to the
 // case's requests as the case's answers. It returns them, and how many
 // cases it ran.
-func runDiffStdio(t *testing.T, args []string, cases []diffCase) (map[string][]string, int) {
+func runCorpusStdio(t *testing.T, args []string, cases []corpusCase) (map[string][]string, int) {
 	h := startStdioHost(t, append([]string{"serve"}, args...)...)
 	write := func(b []byte) {
 		h.wmu.Lock()
@@ -380,11 +548,11 @@ func runDiffStdio(t *testing.T, args []string, cases []diffCase) (map[string][]s
 		write([]byte(`{"jsonrpc":"2.0","id":` + fence + `,"method":"ping"}`))
 		var got []string
 		fenced := false
-		deadline := time.Now().Add(diffCaseTimeout)
+		deadline := time.Now().Add(corpusCaseTimeout)
 		for !fenced || len(waiting) > 0 {
 			msg, ok := next(deadline)
 			if !ok {
-				got = append(got, fmt.Sprintf("(no answer within %v to the requests with ids %v)", diffCaseTimeout, waiting))
+				got = append(got, fmt.Sprintf("(no answer within %v to the requests with ids %v)", corpusCaseTimeout, waiting))
 				break
 			}
 			id, isResponse := responseID(msg)
@@ -403,13 +571,13 @@ func runDiffStdio(t *testing.T, args []string, cases []diffCase) (map[string][]s
 		}
 		return got
 	}
-	if got := exchange([][]byte{[]byte(diffInitialize), []byte(diffInitialized)}); len(got) != 1 || !strings.Contains(got[0], `"result"`) {
+	if got := exchange([][]byte{[]byte(corpusInitialize), []byte(corpusInitialized)}); len(got) != 1 || !strings.Contains(got[0], `"result"`) {
 		t.Fatalf("initialize over stdio: %v", got)
 	}
-	waitDiffReady(t, func(n int) []byte {
+	waitCorpusReady(t, func(n int) []byte {
 		msgs := exchange([][]byte{fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"ready-%d","method":"tools/list"}`, n)})
 		for _, m := range msgs {
-			if strings.Contains(m, diffReadyTool) {
+			if strings.Contains(m, corpusReadyTool) {
 				return []byte(m)
 			}
 		}
@@ -424,21 +592,21 @@ func runDiffStdio(t *testing.T, args []string, cases []diffCase) (map[string][]s
 			break
 		}
 	}
-	out[diffPathsCase] = exchange([][]byte{diffPathsFrame})
+	out[corpusPathsCase] = exchange([][]byte{corpusPathsFrame})
 	return out, done
 }
 
-// runDiffHTTP runs the cases over Streamable HTTP, on one junction process
+// runCorpusHTTP runs the cases over Streamable HTTP, on one junction process
 // and session, until one times out: every frame is a POST, and the
 // messages of its answer are the frame's answers. It returns them, and
 // how many cases it ran.
-func runDiffHTTP(t *testing.T, args []string, cases []diffCase) (map[string][]string, int) {
+func runCorpusHTTP(t *testing.T, args []string, cases []corpusCase) (map[string][]string, int) {
 	p := startServer(t, append([]string{"-insecure-no-auth"}, args...)...)
 	hc := httpClient("")
 	t.Cleanup(hc.CloseIdleConnections)
 	var session string
 	post := func(body []byte) []string {
-		ctx, cancel := context.WithTimeout(context.Background(), diffCaseTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), corpusCaseTimeout)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader(body))
 		if err != nil {
@@ -486,13 +654,13 @@ func runDiffHTTP(t *testing.T, args []string, cases []diffCase) (map[string][]st
 		}
 		return got
 	}
-	if got := post([]byte(diffInitialize)); len(got) != 1 || !strings.Contains(got[0], `"result"`) || session == "" {
+	if got := post([]byte(corpusInitialize)); len(got) != 1 || !strings.Contains(got[0], `"result"`) || session == "" {
 		t.Fatalf("initialize over HTTP: %v (session %q)", got, session)
 	}
-	post([]byte(diffInitialized))
-	waitDiffReady(t, func(n int) []byte {
+	post([]byte(corpusInitialized))
+	waitCorpusReady(t, func(n int) []byte {
 		for _, m := range post(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"ready-%d","method":"tools/list"}`, n)) {
-			if strings.Contains(m, diffReadyTool) {
+			if strings.Contains(m, corpusReadyTool) {
 				return []byte(m)
 			}
 		}
@@ -511,17 +679,17 @@ func runDiffHTTP(t *testing.T, args []string, cases []diffCase) (map[string][]st
 			break
 		}
 	}
-	out[diffPathsCase] = post(diffPathsFrame)
+	out[corpusPathsCase] = post(corpusPathsFrame)
 	return out, done
 }
 
-// waitDiffReady lists tools (list(n) returns the answer if it names the
+// waitCorpusReady lists tools (list(n) returns the answer if it names the
 // echo upstream's tool) until the upstream's tools are there. The first
 // tools/list of a session waits for the upstreams that are still
 // connecting (within the hub's startup budget), so this normally lists
 // once; should that regress, it polls, with a short capped backoff, for
 // at most 30 s, rather than fail a test about something else.
-func waitDiffReady(t *testing.T, list func(n int) []byte) {
+func waitCorpusReady(t *testing.T, list func(n int) []byte) {
 	t.Helper()
 	backoff := 5 * time.Millisecond
 	deadline := time.Now().Add(30 * time.Second)
@@ -581,8 +749,7 @@ func awaitedIDs(frame []byte) []string {
 //
 // Over HTTP an answer that is an HTTP error without a JSON-RPC body counts
 // as an answer: the transport allows a server that cannot accept a
-// message to answer 400 with no JSON-RPC response (go-sdk's handler does
-// so for unknown methods and missing params, on both paths).
+// message to answer 400 with no JSON-RPC response.
 func idsNotEchoed(front string, frames [][]byte, answers []string) string {
 	var got []string
 	for _, a := range answers {
@@ -682,33 +849,7 @@ func jsonMethod(msg []byte) string {
 	return m.Method
 }
 
-// diffAnswers compares two runs' answers to one case, as sets; it returns
-// "" when they are the same.
-func diffAnswers(fast, slow []string) string {
-	a, b := slices.Sorted(slices.Values(fast)), slices.Sorted(slices.Values(slow))
-	if slices.Equal(a, b) {
-		return ""
-	}
-	var sb strings.Builder
-	sb.WriteString("fast path on:\n")
-	for _, m := range a {
-		mark := " "
-		if !slices.Contains(b, m) {
-			mark = "-"
-		}
-		fmt.Fprintf(&sb, "  %s %s\n", mark, m)
-	}
-	sb.WriteString("fast path off:\n")
-	for _, m := range b {
-		mark := " "
-		if !slices.Contains(a, m) {
-			mark = "+"
-		}
-		fmt.Fprintf(&sb, "  %s %s\n", mark, m)
-	}
-	return sb.String()
-}
-
+// renderFrames lists frames, quoted, one a line, for a failure message.
 func renderFrames(frames [][]byte) string {
 	var sb strings.Builder
 	for _, f := range frames {
@@ -963,16 +1104,16 @@ func writeCanonChars(sb *strings.Builder, b []byte) {
 
 // The corpus.
 
-// diffCorpus returns every case: the fuzz seeds, then the hand-written
+// corpusCases returns every case: the fuzz seeds, then the hand-written
 // cases. Names are unique.
-func diffCorpus(t *testing.T) []diffCase {
+func corpusCases(t *testing.T) []corpusCase {
 	t.Helper()
-	var cases []diffCase
+	var cases []corpusCase
 	for _, f := range fuzzSeedFrames(t) {
 		// Named by content, so that adding a seed renames no case.
 		sum := sha256.Sum256(bytes.Join(f.frames, []byte("\n")))
 		name := fmt.Sprintf("fuzz-%s-%x", f.origin, sum[:4])
-		cases = append(cases, diffCase{name: name, frames: f.frames})
+		cases = append(cases, corpusCase{name: name, frames: f.frames})
 		// The same frames aimed at the echo upstream, so that they reach
 		// a source instead of ending as "unknown tool".
 		var aimed [][]byte
@@ -983,10 +1124,10 @@ func diffCorpus(t *testing.T) []diffCase {
 			aimed = append(aimed, a)
 		}
 		if changed {
-			cases = append(cases, diffCase{name: name + "-aimed", frames: aimed})
+			cases = append(cases, corpusCase{name: name + "-aimed", frames: aimed})
 		}
 	}
-	cases = append(cases, handDiffCases()...)
+	cases = append(cases, handCorpusCases()...)
 	seen := map[string]bool{}
 	for _, c := range cases {
 		if seen[c.name] {
@@ -1156,11 +1297,11 @@ func aimAtEcho(frame []byte) []byte {
 	return slices.Concat(frame[:j], []byte(`"up__echo"`), frame[k+1:])
 }
 
-// handDiffCases are the hand-written cases.
-func handDiffCases() []diffCase {
-	var cases []diffCase
+// handCorpusCases are the hand-written cases.
+func handCorpusCases() []corpusCase {
+	var cases []corpusCase
 	add := func(name string, frames ...string) {
-		c := diffCase{name: name}
+		c := corpusCase{name: name}
 		for _, f := range frames {
 			c.frames = append(c.frames, []byte(f))
 		}
@@ -1178,8 +1319,8 @@ func handDiffCases() []diffCase {
 		return strconv.Itoa(lastID)
 	}
 
-	// Request ids of every shape, each on a plain call (the raw path's)
-	// and on a ping (go-sdk's on both).
+	// Request ids of every shape, each on a plain call (forwarded raw)
+	// and on a ping.
 	for _, id := range []struct{ name, text string }{
 		{"int", `7`}, {"zero", `0`}, {"neg", `-1`}, {"neg-zero", `-0`},
 		{"int64-max", `9223372036854775807`}, {"int64-max-less-1", `9223372036854775806`},
@@ -1241,7 +1382,7 @@ func handDiffCases() []diffCase {
 	add("args-missing", call(nextID(), `"up__echo"`, ""))
 	// A pretty-printed body, as HTTP clients may send: newlines in the
 	// arguments (and elsewhere).
-	cases = append(cases, diffCase{name: "args-pretty", httpOnly: true, frames: [][]byte{[]byte(`{
+	cases = append(cases, corpusCase{name: "args-pretty", httpOnly: true, frames: [][]byte{[]byte(`{
   "jsonrpc": "2.0",
   "id": 1,
   "method": "tools/call",
@@ -1256,7 +1397,7 @@ func handDiffCases() []diffCase {
     }
   }
 }`)}})
-	cases = append(cases, diffCase{name: "args-crlf", httpOnly: true, frames: [][]byte{[]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"up__echo\",\"arguments\":{\"text\":\"x\",\r\n\"n\":1}}}")}})
+	cases = append(cases, corpusCase{name: "args-crlf", httpOnly: true, frames: [][]byte{[]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"up__echo\",\"arguments\":{\"text\":\"x\",\r\n\"n\":1}}}")}})
 
 	// The upstream's other answers: a tool error, a JSON-RPC error, odd
 	// values in a result.
@@ -1270,9 +1411,8 @@ func handDiffCases() []diffCase {
 		add("result-name-"+n.name, call(nextID(), n.text, args(`{}`)))
 	}
 
-	// Calls with _meta and other params: the raw path takes those of the
-	// shape it reads (a task member is read past, as go-sdk's server
-	// ignores it), go-sdk's path the others.
+	// Calls with _meta and other params (a task member is read past, as
+	// go-sdk's server ignores it).
 	for _, m := range []struct{ name, params string }{
 		{"progress-string", `"_meta":{"progressToken":"tok"}`},
 		{"progress-number", `"_meta":{"progressToken":7}`},
@@ -1320,12 +1460,12 @@ func handDiffCases() []diffCase {
 		add("frame-"+f.name, f.text)
 	}
 
-	// Notifications, responses, pings: nothing to answer, or go-sdk's
-	// answer on both paths.
+	// Notifications and responses, with nothing to answer; pings; a
+	// method the hub does not serve; a second initialize.
 	add("notify-call", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"up__echo","arguments":{}}}`)
 	add("notify-cancel-unknown", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}`)
 	add("notify-cancel-string", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\ud800"}}`)
-	add("notify-initialized-again", diffInitialized)
+	add("notify-initialized-again", corpusInitialized)
 	add("notify-unknown", `{"jsonrpc":"2.0","method":"notifications/whatever","params":{"x":1}}`)
 	add("notify-progress", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"nobody","progress":1}}`)
 	add("response-stray", `{"jsonrpc":"2.0","id":99,"result":{}}`)
@@ -1336,7 +1476,7 @@ func handDiffCases() []diffCase {
 	add("initialize-again", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 
 	// tools/list, which the plane answers where it takes calls: plain,
-	// paged with cursors good and bad, and shapes that go to go-sdk.
+	// paged with cursors good and bad, and odd shapes.
 	list := func(id, params string) string {
 		if params != "" {
 			params = `,"params":` + params
@@ -1368,9 +1508,8 @@ func handDiffCases() []diffCase {
 
 	// prompts/get, resources/read and completion/complete, which the plane
 	// answers over stdio (View.GetPrompt, ReadResource, Complete), of the
-	// echo upstream's prompt, resource and template; and shapes that go
-	// to go-sdk (a missing or misspelled member, a value of the wrong
-	// type).
+	// echo upstream's prompt, resource and template; and odd shapes (a
+	// missing or misspelled member, a value of the wrong type).
 	req := func(method, params string) string {
 		return `{"jsonrpc":"2.0","id":` + nextID() + `,"method":"` + method + `","params":` + params + `}`
 	}
@@ -1411,7 +1550,7 @@ func handDiffCases() []diffCase {
 
 	// server/discover (2026-07-28) and ping (before it), which the plane
 	// answers, each in the other revision too (method not found), and
-	// shapes that go to go-sdk.
+	// odd shapes.
 	modernMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"d","version":"1"}}`
 	add("discover-modern", req("server/discover", `{`+modernMeta+`}`))
 	add("discover-older", req("server/discover", `{}`))
@@ -1422,8 +1561,8 @@ func handDiffCases() []diffCase {
 	add("ping-params-null", req("ping", `null`))
 	add("ping-params-array", req("ping", `[]`))
 
-	// Several calls at once, on both paths, with a cancellation of one
-	// that is answered already.
+	// Several calls at once: plain, with a progress token, a tool error,
+	// an unknown tool, and a ping among them.
 	add("many-calls",
 		call(`"c1"`, `"up__echo"`, args(`{"n":1}`)),
 		call(`"c2"`, `"up__echo"`, args(`{"n":2}`)+`,"_meta":{"progressToken":"p2"}`),

@@ -54,11 +54,11 @@ func echoTool(t *testing.T, cs *mcp.ClientSession) string {
 	return name
 }
 
-// TestServeFastPathGoSDKClient: a go-sdk host sees the same hub with
-// -fast-path: lists, calls with and without _meta, and tool errors.
-func TestServeFastPathGoSDKClient(t *testing.T) {
+// TestServeGoSDKClient: a go-sdk host calls through the hub: lists,
+// calls with and without _meta, and tool errors.
+func TestServeGoSDKClient(t *testing.T) {
 	cfg := echoConfig(t)
-	cs := connectStdio(t, "-fast-path", "-no-default-packs", "-config", cfg)
+	cs := connectStdio(t, "-no-default-packs", "-config", cfg)
 	name := echoTool(t, cs)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -73,14 +73,14 @@ func TestServeFastPathGoSDKClient(t *testing.T) {
 			t.Errorf("CallTool(%s, %q) = %q (isError %v)", name, msg, got, res.IsError)
 		}
 	}
-	// With _meta (a progress token) the call goes the ordinary way.
+	// With _meta (a progress token).
 	params := &mcp.CallToolParams{Name: name, Arguments: map[string]any{"msg": "with meta"}}
 	params.SetProgressToken("tok")
 	res, err := cs.CallTool(ctx, params)
 	if err != nil || textContent(res) != "with meta" {
 		t.Errorf("CallTool with _meta = %v, %v", res, err)
 	}
-	// An unknown tool is still answered by the ordinary path.
+	// An unknown tool is an error.
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}); err == nil && !res.IsError {
 		t.Errorf("CallTool(no_such_tool) = %v, want an error", res)
 	}
@@ -96,13 +96,12 @@ func textContent(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-// TestServeFastPathRawClient drives "junction serve -fast-path" with a
-// raw JSON-RPC client: 200 tools/call sent at once, from 8 writers, must
+// TestServeRawClient drives "junction serve" with a raw JSON-RPC client: 200 tools/call sent at once, from 8 writers, must
 // get 200 answers, each with its own text, for a host and an upstream of
 // each protocol era: a result of 2026-07-28 names the hub (and not the
 // upstream) to a host of that revision, and nothing to one before it,
 // long results (forwarded while they arrive) included.
-func TestServeFastPathRawClient(t *testing.T) {
+func TestServeRawClient(t *testing.T) {
 	for _, up := range []string{"2025-11-25", "2026-07-28"} {
 		for _, host := range []string{"2025-11-25", "2026-07-28"} {
 			t.Run("upstream "+up+"/host "+host, func(t *testing.T) {
@@ -112,13 +111,13 @@ func TestServeFastPathRawClient(t *testing.T) {
 	}
 }
 
-// rawClientCalls is TestServeFastPathRawClient with an upstream speaking
+// rawClientCalls is TestServeRawClient with an upstream speaking
 // protocol up and a host at 2026-07-28 (modern) or 2025-11-25.
 func rawClientCalls(t *testing.T, up string, modern bool) {
 	cfg := echoConfig(t, "-protocol", up)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, junctionBin(t), "serve", "-fast-path", "-no-default-packs", "-config", cfg)
+	cmd := exec.CommandContext(ctx, junctionBin(t), "serve", "-no-default-packs", "-config", cfg)
 	cmd.Env = childEnv(t.TempDir())
 	cmd.WaitDelay = stopTimeout
 	var stderr bytes.Buffer
@@ -289,21 +288,16 @@ func rawClientCalls(t *testing.T, up string, modern bool) {
 	}
 }
 
-// TestFastPathRealUpstream: the npm server-everything (TypeScript SDK,
+// TestRawPathRealUpstream: the npm server-everything (TypeScript SDK,
 // protocol 2025-11-25) behind junction serve over HTTP, called by
-// inspector-cli (a TypeScript host): calls go through the fast path by
-// default (with sessions, and with -stateless) and answer the same with
-// -fast-path=false, which forwards none raw.
-func TestFastPathRealUpstream(t *testing.T) {
+// inspector-cli (a TypeScript host): calls are forwarded raw (with
+// sessions, and with -stateless).
+func TestRawPathRealUpstream(t *testing.T) {
 	node, everything := everythingCmd(t)
 	cfg := writeConfig(t, filepath.Join(t.TempDir(), "junction.yaml"), fmt.Sprintf("servers:\n  everything:\n    command: %q\n    args: [%q, stdio]\n", node, everything))
-	for _, tc := range []struct {
-		fast  bool
-		flags []string
-	}{{true, nil}, {false, nil}, {true, []string{"-stateless"}}} {
-		fast := tc.fast
-		t.Run(fmt.Sprintf("fast=%v%s", fast, strings.Join(tc.flags, "")), func(t *testing.T) {
-			url := startServe(t, append([]string{"-insecure-no-auth", "-config", cfg, fmt.Sprintf("-fast-path=%v", fast)}, tc.flags...)...)
+	for _, flags := range [][]string{nil, {"-stateless"}} {
+		t.Run("serve"+strings.Join(flags, ""), func(t *testing.T) {
+			url := startServe(t, append([]string{"-insecure-no-auth", "-config", cfg}, flags...)...)
 			waitForTool(t, url, "everything__echo")
 			for i := range 3 {
 				var res inspectorResult
@@ -318,9 +312,8 @@ func TestFastPathRealUpstream(t *testing.T) {
 			if len(sum.Content) != 1 || !strings.Contains(sum.Content[0].Text, "5") {
 				t.Errorf("everything__get-sum(2, 3) = %+v", sum)
 			}
-			n := rawCalls(t, url, "everything")
-			if fast && n != 4 || !fast && n != 0 {
-				t.Errorf("%d calls forwarded raw with -fast-path=%v", n, fast)
+			if n := rawCalls(t, url, "everything"); n != 4 {
+				t.Errorf("%d calls forwarded raw, want all 4", n)
 			}
 		})
 	}
