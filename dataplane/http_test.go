@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// startHTTPFast serves src (prefix "s__") over Streamable HTTP with the
-// fast path on.
+// startHTTPFast serves src (prefix "s__") over Streamable HTTP by the
+// plane (its default Options).
 func startHTTPFast(t testing.TB, src junction.Source, opts HTTPOptions) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(New(viewOf(t, src), nil).HTTPHandler(&opts))
@@ -736,44 +736,6 @@ func TestOlderResult(t *testing.T) {
 			t.Errorf("olderResult(%s) = %s, want %s", in, got, want)
 		}
 	}
-	ev := "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"ttlMs\":0,\"prompts\":[]}}\n\n"
-	if got := string(olderMessage([]byte(ev))); got != "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"prompts\":[]}}\n\n" {
-		t.Errorf("olderMessage(SSE event) = %q", got)
-	}
-}
-
-// TestStatelessStreamsCarryNoUntaggedListChanged: on the stream of a
-// 2026-07-28 request without a session, a list_changed notification that
-// names no listen stream is dropped (go-sdk's race, see
-// untaggedListChanged); a tagged one, other notifications and results
-// that only mention list_changed go through, and an older client's
-// stream keeps everything.
-func TestStatelessStreamsCarryNoUntaggedListChanged(t *testing.T) {
-	event := func(msg string) string { return "event: message\ndata: " + msg + "\n\n" }
-	untagged := event(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{}}`)
-	tagged := event(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`)
-	progress := event(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
-	mention := event(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"see notifications/tools/list_changed"}]}}`)
-	for _, c := range []struct {
-		sid, version string
-		want         string
-	}{
-		{"", "2026-07-28", tagged + progress + mention},
-		{"s1", "2025-11-25", untagged + tagged + progress + mention},
-	} {
-		var calls sdkCalls
-		rec := httptest.NewRecorder()
-		w, _, done := calls.around(rec, c.sid, c.version, []byte(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{}}`))
-		for _, ev := range []string{untagged, tagged, progress, mention} {
-			if n, err := w.Write([]byte(ev)); n != len(ev) || err != nil {
-				t.Fatalf("Write = %d, %v", n, err)
-			}
-		}
-		done()
-		if got := rec.Body.String(); got != c.want {
-			t.Errorf("session %q, version %s: the stream carried\n%s\nwant\n%s", c.sid, c.version, got, c.want)
-		}
-	}
 }
 
 // TestHTTPBodies: a body over MaxRequestBytes gets 413 and a JSON-RPC
@@ -871,36 +833,25 @@ func TestHTTPRefusesOnSession(t *testing.T) {
 }
 
 // TestHTTPSessionMetaVersion: on a session, a request whose _meta names a
-// protocol version is served by the plane at the session's revision;
-// go-sdk's stateful handler refuses it with -32022, naming the session's
-// own version as the one it does not support (docs/deviations.md). The
-// test fails if either changes.
+// protocol version is served by the plane at the session's revision
+// (go-sdk's stateful handler refused it with -32022, naming the
+// session's own version as the one it did not support:
+// docs/deviations.md).
 func TestHTTPSessionMetaVersion(t *testing.T) {
-	answers := func(opts *Options) []string {
-		f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
-		srv := httptest.NewServer(New(viewOf(t, f), opts).HTTPHandler(&HTTPOptions{}))
-		t.Cleanup(srv.Close)
-		sid := rawSession(t, srv.URL)
-		var out []string
-		for _, body := range []string{
-			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
-			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`,
-			`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
-		} {
-			resp := rawPost(t, srv.URL, sid, body)
-			b, _ := io.ReadAll(resp.Body)
-			out = append(out, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b)))
-		}
-		return out
-	}
-	for i, got := range answers(nil) {
+	f := &rawFake{tools: []string{"echo"}, raw: echoRaw}
+	srv := httptest.NewServer(New(viewOf(t, f), nil).HTTPHandler(&HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	sid := rawSession(t, srv.URL)
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+	} {
+		resp := rawPost(t, srv.URL, sid, body)
+		b, _ := io.ReadAll(resp.Body)
+		got := fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
 		if !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"result"`) {
-			t.Errorf("the plane, request %d: %s; want a result", i+1, got)
-		}
-	}
-	for i, got := range answers(&Options{NoRaw: true}) {
-		if !strings.HasPrefix(got, "400 ") || !strings.Contains(got, "-32022") {
-			t.Errorf("go-sdk's handler, request %d: %s; want -32022 (if go-sdk now serves it, docs/deviations.md is out of date)", i+1, got)
+			t.Errorf("request %d: %s; want a result", i+1, got)
 		}
 	}
 }

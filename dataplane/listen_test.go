@@ -23,9 +23,11 @@ type listeningHost struct {
 
 const listenMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 
-func startListenHost(t *testing.T, p *junction.Pack, opts *Options) *listeningHost {
+// startListenHost serves p to a listeningHost over stdio until the test
+// ends.
+func startListenHost(t *testing.T, p *junction.Pack) *listeningHost {
 	t.Helper()
-	h := &listeningHost{fastHost: startStdio(t, viewOf(t, p), opts), lines: make(chan []byte, 64)}
+	h := &listeningHost{fastHost: startStdio(t, viewOf(t, p), nil), lines: make(chan []byte, 64)}
 	go func() {
 		defer close(h.lines)
 		for {
@@ -101,17 +103,9 @@ func isAnswer(id string) func(listenMsg) bool {
 // subscriptions/listen streams leaves the others their list_changed and
 // resource subscriptions (go-sdk v1.8.0 alone drops them all); each
 // notification goes to each listen that asked for it, tagged with its id.
-// The plane answers the listens whether or not it answers the rest
-// (NoRaw), and, when it does, go-sdk's session is handed nothing.
+// The plane answers the listens, and go-sdk's session is handed nothing.
 func TestStdioListens(t *testing.T) {
-	t.Run("plane", func(t *testing.T) {
-		watchUntaken(t)
-		testListens(t, nil)
-	})
-	t.Run("go-sdk", func(t *testing.T) { testListens(t, &Options{NoRaw: true}) })
-}
-
-func testListens(t *testing.T, opts *Options) {
+	watchUntaken(t)
 	p := junction.NewPack("p")
 	p.AddResource(&mcp.Resource{URI: "r://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{}, nil
@@ -123,7 +117,7 @@ func testListens(t *testing.T, opts *Options) {
 			})
 	}
 	tool("one")
-	h := startListenHost(t, p, opts)
+	h := startListenHost(t, p)
 
 	h.sendf(t, `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["r://a"]},%s}}`)
 	ack := h.expect(t, "listen 1 acknowledged", isAck("1"))
@@ -193,7 +187,7 @@ func TestStdioListenBesideOwnSubscription(t *testing.T) {
 	p.AddResource(&mcp.Resource{URI: "r://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{}, nil
 	})
-	h := startListenHost(t, p, nil)
+	h := startListenHost(t, p)
 	h.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	h.expect(t, "the answer to initialize", isAnswer("0"))
 	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

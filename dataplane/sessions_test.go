@@ -170,7 +170,7 @@ func TestPortableSessionsSetUpOnce(t *testing.T) {
 		}
 		plain.ServeHTTP(w, r)
 	})
-	front, err := newSessionFront(counting, sdkSessions{v}, key, nil, time.Minute, 0, new(atomic.Int64), nil)
+	front, err := newSessionFront(counting, noSessions{}, key, nil, time.Minute, 0, new(atomic.Int64), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +193,14 @@ func TestPortableSessionsSetUpOnce(t *testing.T) {
 		t.Errorf("%d local sessions set up for one session id, want 1", n)
 	}
 }
+
+// noSessions is a sessionTable with no session in it: the front of a
+// handler whose sessions another front keeps.
+type noSessions struct{}
+
+func (noSessions) Host(string) junction.Host                        { return nil }
+func (noSessions) HostState(junction.Host) (mcp.LoggingLevel, bool) { return "", false }
+func (noSessions) Close(string)                                     {}
 
 // BenchmarkSessionToken is the cost a portable session adds: sealing a
 // token at initialize, and opening one on a replica that has no session

@@ -162,11 +162,12 @@ func openLegacy(t *testing.T, req *http.Request) (endpoint string, events *bufio
 }
 
 // TestSSEModernRequests: on a legacy HTTP+SSE session (initialized at
-// 2025-11-25) requests of 2026-07-28 are served as go-sdk's server
-// serves them, by the plane: a list, server/discover (listing only the
-// revisions the transport carries), a prompt, a call, a listen's
-// acknowledgement; go-sdk's session is handed nothing but the
-// initialize the plane hands it.
+// 2025-11-25) requests of 2026-07-28 are served by the plane as go-sdk's
+// server served them (its answers kept, byte for byte, in
+// testdata/TestSSEModernRequests.txtar: goldenWant): a list,
+// server/discover (listing only the revisions the transport carries), a
+// prompt, a call, a listen's acknowledgement; go-sdk's session is handed
+// nothing but the initialize the plane hands it.
 func TestSSEModernRequests(t *testing.T) {
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 	lines := []string{
@@ -179,8 +180,8 @@ func TestSSEModernRequests(t *testing.T) {
 		`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"},` + meta + `}}`,
 	}
-	run := func(opts *Options) (answers []string) {
-		srv := httptest.NewServer(New(viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), opts).SSEHandler(1 << 20))
+	run := func() (answers []string) {
+		srv := httptest.NewServer(New(viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil).SSEHandler(1 << 20))
 		t.Cleanup(srv.Close)
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/sse", nil)
 		endpoint, events, _ := openLegacy(t, req)
@@ -221,11 +222,11 @@ func TestSSEModernRequests(t *testing.T) {
 		return answers
 	}
 	check := watchUntaken(t)
-	got := run(nil)
+	got := run()
 	check()
-	want := run(&Options{NoRaw: true})
+	want := strings.Split(goldenWant(t, "answers", strings.Join(got, "\n")), "\n")
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", diff)
+		t.Errorf("the plane's answers differ from those expected (-want +plane):\n%s", diff)
 	}
 	if !strings.Contains(got[3], `"supportedVersions":["2025-11-25"`) || strings.Contains(got[3], "2026-07-28") {
 		t.Errorf("server/discover on a legacy session: %s; want only the revisions the transport carries", got[3])

@@ -25,7 +25,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/wire"
 )
 
 // rawFake is a RawCaller source; CallTool (the ordinary path) answers
@@ -1215,11 +1214,12 @@ func TestEnvelope(t *testing.T) {
 }
 
 // TestStdioInitializeOnPlane: over stdio the plane answers initialize
-// itself, with the same answer go-sdk's server gives (checked against a
-// plane that sends everything to go-sdk, NoRaw) for versions it speaks
-// and ones it does not; a pack's tool called at once finds what the host
-// sent in its Host (junction.RequestCapabilities too). No go-sdk session
-// is made for the connection; the plane refuses a second initialize.
+// itself, with the answer go-sdk's server gave (kept in
+// testdata/TestStdioInitializeOnPlane.txtar, compared as JSON values)
+// for versions it speaks and ones it does not; a pack's tool called at
+// once finds what the host sent in its Host
+// (junction.RequestCapabilities too). No go-sdk session is made for the
+// connection; the plane refuses a second initialize.
 func TestStdioInitializeOnPlane(t *testing.T) {
 	newView := func() *junction.View {
 		hub := junction.New(&junction.Options{Name: "hub", Version: "1.2.3", Instructions: "ask the hub"})
@@ -1259,12 +1259,9 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 			// The call comes with initialize, as a host that does not wait
 			// sends it.
 			h.send(t, initLine(version)+"\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__who","arguments":{}}}`)
-			got := h.recv(t)
-			ref := startStdio(t, newView(), &Options{NoRaw: true})
-			ref.send(t, initLine(version))
-			want := ref.recv(t)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("the plane's answer to initialize differs from go-sdk's (-go-sdk +plane):\n%s", diff)
+			got := sortedJSON(t, h.recv(t))
+			if want := goldenWant(t, fmt.Sprintf("version %q", version), got); got != want {
+				t.Errorf("the plane's answer to initialize:\n got  %s\n want %s", got, want)
 			}
 			if m := h.recv(t); text(m) != "host-"+version {
 				t.Errorf("a call right after initialize: %v; want its source to see the host's clientInfo (host-%s) and roots capability in its Host", m, version)
@@ -1286,9 +1283,9 @@ func TestStdioInitializeOnPlane(t *testing.T) {
 }
 
 // TestUnknownMethods: over stdio the plane answers a request of a method
-// go-sdk's server does not know as go-sdk does (-32601, its message),
-// and go-sdk never sees it; every method in sdkMethods is one go-sdk's
-// server knows.
+// go-sdk's server does not know as go-sdk did (-32601, its message),
+// and go-sdk never sees it; every method in sdkMethods is one the plane
+// knows, as go-sdk's server does.
 func TestUnknownMethods(t *testing.T) {
 	const modern = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	lines := []string{
@@ -1300,6 +1297,16 @@ func TestUnknownMethods(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/no/such"}`,
 		`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
 	}
+	// What go-sdk's server answered to the requests of lines, as
+	// sortedJSON writes it.
+	want := []string{
+		`{"error":{"code":-32601,"message":"method not found: \"no/such/method\""},"id":1,"jsonrpc":"2.0"}`,
+		`{"error":{"code":-32601,"message":"method not found: \"sampling/createMessage\""},"id":"two","jsonrpc":"2.0"}`,
+		`{"error":{"code":-32601,"message":"method not found: \"tasks/get\""},"id":3,"jsonrpc":"2.0"}`,
+		`{"error":{"code":-32601,"message":"method not found: \"Tools/List\""},"id":4,"jsonrpc":"2.0"}`,
+		`{"error":{"code":-32601,"message":"method not found: \"no/such/method\""},"id":5,"jsonrpc":"2.0"}`,
+		`{"id":6,"jsonrpc":"2.0","result":{}}`,
+	}
 	for _, m := range sdkMethods {
 		method := m.name
 		// Known to go-sdk: whatever it answers, it is not -32601, on the
@@ -1309,31 +1316,28 @@ func TestUnknownMethods(t *testing.T) {
 		lines = append(lines, `{"jsonrpc":"2.0","id":"known","method":"`+method+`","params":{}}`,
 			`{"jsonrpc":"2.0","id":"known","method":"`+method+`","params":{`+modern+`}}`)
 	}
-	run := func(opts *Options) (answers []map[string]any) {
-		h, hold, free := sdkHeld(t, opts)
-		h.initialize(t)
-		if opts == nil {
-			hold() // the answers can only be the plane's
+	h, hold, free := sdkHeld(t)
+	h.initialize(t)
+	hold() // the answers can only be the plane's
+	var got []map[string]any
+	for _, line := range lines[:6] {
+		h.send(t, line)
+		if strings.Contains(line, `"id"`) {
+			got = append(got, h.recvWithin(t, 10*time.Second))
 		}
-		for _, line := range lines[:6] {
-			h.send(t, line)
-			if strings.Contains(line, `"id"`) {
-				answers = append(answers, h.recvWithin(t, 10*time.Second))
-			}
-		}
-		free()
-		for _, line := range lines[6:] {
-			h.send(t, line)
-			answers = append(answers, h.recv(t))
-		}
-		return answers
 	}
-	got := run(nil)
-	want := run(&Options{NoRaw: true})
-	// The known methods' answers may differ where docs/deviations.md
-	// says (a logging/setLevel without a level).
-	if diff := cmp.Diff(want[:6], got[:6]); diff != "" {
-		t.Errorf("answers differ from go-sdk's (-go-sdk +plane):\n%s", diff)
+	free()
+	for _, line := range lines[6:] {
+		h.send(t, line)
+		got = append(got, h.recv(t))
+	}
+	// The known methods' answers are not compared: they may differ from
+	// go-sdk's where docs/deviations.md says (a logging/setLevel without
+	// a level).
+	for i, w := range want {
+		if g := sortedJSON(t, got[i]); g != w {
+			t.Errorf("answer %d:\n got  %s\n want %s", i+1, g, w)
+		}
 	}
 	for _, m := range got[:5] {
 		if errCode(m) != -32601 {
@@ -1344,7 +1348,7 @@ func TestUnknownMethods(t *testing.T) {
 		method := m.name
 		session, alone := got[6+2*i], got[7+2*i]
 		if errCode(session) == -32601 && errCode(alone) == -32601 {
-			t.Errorf("%s: go-sdk answered %v and %v; want a method it knows", method, session, alone)
+			t.Errorf("%s: the plane answered %v and %v; want a method it knows", method, session, alone)
 		}
 	}
 }
@@ -1718,49 +1722,12 @@ func TestStdioDropsAsSDK(t *testing.T) {
 	}
 }
 
-// TestSDKCancelled: with go-sdk's session answering the host (NoRaw), a
-// request handed to it is pending from the moment it is handed over, so
-// that the host's cancellation read next marks it, and its answer is not
-// written; it is pending no more.
-func TestSDKCancelled(t *testing.T) {
-	var out bytes.Buffer
-	c := newConn(wire.NewWriter(&out), nil)
-	c.sdk = true
-	id, _ := jsonrpc.MakeID(float64(5))
-	go func() {
-		for {
-			if _, err := c.Read(t.Context()); err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { c.Close() })
-	if !c.deliver(&jsonrpc.Request{ID: id, Method: "prompts/get", Params: json.RawMessage(`{"name":"p"}`)}) {
-		t.Fatal("closed")
-	}
-	msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`))
-	if err != nil || !c.deliver(msg) {
-		t.Fatal(err)
-	}
-	if err := c.Write(t.Context(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	c.out.Flush()
-	c.pendMu.Lock()
-	_, pending := c.pending[id]
-	c.pendMu.Unlock()
-	if out.Len() != 0 || pending {
-		t.Errorf("the answer of a cancelled request: %q written, pending %v; want none, and not pending", out.String(), pending)
-	}
-}
-
-// sdkHeld serves a view of one tool (s__echo) over stdio with opts.
-// From hold to free (or the end of the test) every message must be
-// taken or answered by the plane (watchUntaken); with NoRaw, go-sdk's
-// session answers them, and hold is not called.
-func sdkHeld(t *testing.T, opts *Options) (h *fastHost, hold, free func()) {
+// sdkHeld serves a view of one tool (s__echo) over stdio. From hold to
+// free (or the end of the test) every message must be taken or answered
+// by the plane (watchUntaken).
+func sdkHeld(t *testing.T) (h *fastHost, hold, free func()) {
 	t.Helper()
-	h = startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), opts)
+	h = startStdio(t, viewOf(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil)
 	check := func() {}
 	hold = func() { check = watchUntaken(t) }
 	free = func() { check() }
@@ -1797,10 +1764,10 @@ func watchUntaken(t *testing.T) (check func()) {
 }
 
 // answeredAsSDK sends each of lines, requests that go-sdk's server
-// refuses, to a stdio plane and to one that sends everything to go-sdk
-// (NoRaw), before initialize and after it (when, if given: false for
-// before, true for after), and checks that the plane answers each itself
-// (go-sdk's session is handed none of them) with go-sdk's error.
+// refused, to a stdio plane, before initialize and after it (when, if
+// given: false for before, true for after), and checks that the plane
+// answers each itself (go-sdk's session is handed none of them) with
+// go-sdk's error (servedAsSDK).
 func answeredAsSDK(t *testing.T, lines []string, when ...bool) {
 	t.Helper()
 	if len(when) == 0 {
@@ -1815,33 +1782,35 @@ func answeredAsSDK(t *testing.T, lines []string, when ...bool) {
 	}
 }
 
-// servedAsSDK sends each of lines to a stdio plane and to one that sends
-// everything to go-sdk (NoRaw), after initialize if initialize is set,
-// checks that the plane answers each itself (go-sdk's session is handed
-// none of them) as go-sdk does, and returns the plane's
-// answers.
+// servedAsSDK sends each of lines to a stdio plane, after initialize if
+// initialize is set, checks that the plane answers each itself (go-sdk's
+// session is handed none of them) as go-sdk's server answered it, and
+// returns the plane's answers. What go-sdk answered is kept in
+// testdata/TEST.txtar (goldenWant), in a section for before initialize
+// or after it: each line sent ("> " and the line), then its answer
+// as sortedJSON writes it (the answers are compared as JSON values).
 func servedAsSDK(t *testing.T, lines []string, initialize bool) []map[string]any {
 	t.Helper()
-	run := func(opts *Options) (answers []map[string]any) {
-		h, hold, free := sdkHeld(t, opts)
-		if initialize {
-			h.initialize(t)
-		}
-		if opts == nil {
-			hold() // the answers can only be the plane's
-		}
-		for _, line := range lines {
-			h.send(t, line)
-			answers = append(answers, h.recvWithin(t, 10*time.Second))
-		}
-		free()
-		return answers
+	h, hold, free := sdkHeld(t)
+	if initialize {
+		h.initialize(t)
 	}
-	got, want := run(nil), run(&Options{NoRaw: true})
+	hold() // the answers can only be the plane's
+	var answers []map[string]any
+	var got []string
+	for _, line := range lines {
+		h.send(t, line)
+		m := h.recvWithin(t, 10*time.Second)
+		answers = append(answers, m)
+		got = append(got, "> "+line, sortedJSON(t, m))
+	}
+	free()
+	section := map[bool]string{false: "before initialize", true: "after initialize"}[initialize]
+	want := strings.Split(goldenWant(t, section, strings.Join(got, "\n")), "\n")
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("initialized %v: the plane's answers differ from go-sdk's (-go-sdk +plane):\n%s", initialize, diff)
+		t.Errorf("%s: the plane's answers differ from those expected (-want +plane):\n%s", section, diff)
 	}
-	return got
+	return answers
 }
 
 // BenchmarkReadMeta reads the _meta a 2026-07-28 host sends with every
@@ -2021,13 +1990,13 @@ func FuzzStdioPlane(f *testing.F) {
 }
 
 // TestStdioSessionEnds: a stdio connection the plane answers is one of
-// its StdioSessions, with the revision it initialized with, or, for a
+// its Sessions, with the revision it initialized with, or, for a
 // host that does not initialize, the one its first request named; and it
 // ends when its view is removed or its hub closes, as the view's go-sdk
 // sessions are closed.
 func TestStdioSessionEnds(t *testing.T) {
 	versions := func(p *Plane) (vs []string) {
-		p.StdioSessions(func(v string) { vs = append(vs, v) })
+		p.Sessions(func(v string) { vs = append(vs, v) })
 		return vs
 	}
 	for _, end := range []string{"view removed", "hub closed"} {
@@ -2054,7 +2023,7 @@ func TestStdioSessionEnds(t *testing.T) {
 			got := versions(p)
 			slices.Sort(got)
 			if want := []string{"2025-11-25", "2026-07-28"}; !slices.Equal(got, want) {
-				t.Errorf("StdioSessions: %q; want %q", got, want)
+				t.Errorf("Sessions: %q; want %q", got, want)
 			}
 			if end == "view removed" {
 				hub.RemoveView(v)
@@ -2072,7 +2041,7 @@ func TestStdioSessionEnds(t *testing.T) {
 				}
 			}
 			if got := versions(p); len(got) != 0 {
-				t.Errorf("StdioSessions after the end: %q; want none", got)
+				t.Errorf("Sessions after the end: %q; want none", got)
 			}
 		})
 	}

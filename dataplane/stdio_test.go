@@ -3,43 +3,17 @@ package dataplane
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/junction-mcp/junction/wire"
 )
-
-// readMessages reads from c until EOF, with a bound, answering each
-// request so that the transport's drain at EOF does not wait.
-func readMessages(t *testing.T, c interface {
-	Read(context.Context) (jsonrpc.Message, error)
-	Write(context.Context, jsonrpc.Message) error
-}) []jsonrpc.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	var msgs []jsonrpc.Message
-	for {
-		m, err := c.Read(ctx)
-		if err != nil {
-			if err != io.EOF {
-				t.Fatalf("Read: %v", err)
-			}
-			return msgs
-		}
-		msgs = append(msgs, m)
-		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			c.Write(ctx, &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)})
-		}
-	}
-}
 
 type lockedBuffer struct {
 	ch chan []byte
@@ -69,18 +43,30 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// startConn is what serving a host over stdio does without the raw path:
-// a conn fed by readFrames, as go-sdk's server would read it.
-func startConn(in io.Reader, out io.Writer, max int, onBad func(error)) *conn {
+// readGood runs readFrames over in, as a line connection reads its
+// host, with a taker that takes what go-sdk's decoder reads as a
+// message: the messages it took are returned, and the rest is refused on
+// out (conn.decode).
+func readGood(in io.Reader, out io.Writer, max int, onBad func(error)) []jsonrpc.Message {
 	if max <= 0 {
 		max = DefaultMaxFrame
 	}
 	c := newConn(wire.NewWriter(out), onBad)
-	c.sdk = true
-	go func() { c.endInput(readFrames(in, max, c, nil, nil)) }()
-	return c
+	var msgs []jsonrpc.Message
+	take := func(line []byte) bool {
+		m, err := jsonrpc.DecodeMessage(line)
+		if err == nil && line[0] == '{' {
+			msgs = append(msgs, m)
+		}
+		return err == nil && line[0] == '{'
+	}
+	readFrames(in, max, c, take, func() { c.out.Flush() })
+	return msgs
 }
 
+// TestStdioRejectsBadFramesAndGoesOn: a frame that is not JSON, a batch,
+// one that is no JSON-RPC message and one over the longest line are each
+// answered with an error (id null) and reported, and reading goes on.
 func TestStdioRejectsBadFramesAndGoesOn(t *testing.T) {
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
@@ -94,117 +80,49 @@ func TestStdioRejectsBadFramesAndGoesOn(t *testing.T) {
 	}, "\n") + "\n"
 	out := &lockedBuffer{ch: make(chan []byte, 100)}
 	var bad []string
-	conn := startConn(strings.NewReader(in), out, 100, func(err error) { bad = append(bad, err.Error()) })
-	defer conn.Close()
-	msgs := readMessages(t, conn)
+	msgs := readGood(strings.NewReader(in), out, 100, func(err error) { bad = append(bad, err.Error()) })
 	if len(msgs) != 3 {
 		t.Fatalf("got %d messages, want the 3 good ones: %v", len(msgs), msgs)
 	}
 	close(out.ch)
 	var codes []int64
-	for line := range out.ch {
-		var resp struct {
-			ID    any `json:"id"`
-			Error struct {
-				Code int64 `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(bytes.TrimSpace(line), &resp); err != nil {
-			t.Fatalf("error response %q is not JSON: %v", line, err)
-		}
-		if resp.Error.Code != 0 && resp.ID != nil {
-			t.Errorf("error response id = %v, want null", resp.ID)
-		}
-		codes = append(codes, resp.Error.Code)
-	}
-	// Two answers to the good requests, then the four rejections (order
-	// between them is not fixed).
-	var errCodes []int64
-	for _, c := range codes {
-		if c != 0 {
-			errCodes = append(errCodes, c)
+	for chunk := range out.ch {
+		for line := range bytes.Lines(chunk) {
+			var resp struct {
+				ID    any `json:"id"`
+				Error struct {
+					Code int64 `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(bytes.TrimSpace(line), &resp); err != nil {
+				t.Fatalf("error response %q is not JSON: %v", line, err)
+			}
+			if resp.ID != nil {
+				t.Errorf("error response id = %v, want null", resp.ID)
+			}
+			codes = append(codes, resp.Error.Code)
 		}
 	}
-	codes = errCodes
 	want := []int64{-32700, -32600, -32600, -32600}
-	if len(codes) != len(want) {
-		t.Fatalf("error codes = %v, want %v", codes, want)
-	}
-	for i := range want {
-		if codes[i] != want[i] {
-			t.Errorf("error codes = %v, want %v", codes, want)
-			break
-		}
+	if !slices.Equal(codes, want) {
+		t.Errorf("error codes = %v, want %v", codes, want)
 	}
 	if len(bad) != 4 {
 		t.Errorf("OnBadFrame called %d times, want 4", len(bad))
 	}
 }
 
-func TestStdioDrainsBeforeEOF(t *testing.T) {
-	pr, pw := io.Pipe()
-	var out bytes.Buffer
-	conn := startConn(pr, &out, 0, nil)
-	defer conn.Close()
-	go func() {
-		io.WriteString(pw, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
-		pw.Close()
-	}()
-	ctx := t.Context()
-	msg, err := conn.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eof := make(chan error, 1)
-	go func() { _, err := conn.Read(ctx); eof <- err }()
-	select {
-	case err := <-eof:
-		t.Fatalf("Read returned %v before the pending request was answered", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	resp, _ := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}`))
-	if err := conn.Write(ctx, resp); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-eof:
-		if err != io.EOF {
-			t.Errorf("Read after drain = %v, want EOF", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Read did not return EOF after the last answer")
-	}
-	_ = msg
-}
-
-// FuzzStdioFrames feeds arbitrary input: the transport must never panic,
-// and must answer every non-blank frame it cannot deliver.
+// FuzzStdioFrames feeds arbitrary input: reading must never panic, must
+// write only JSON, and must take no more messages than there are
+// frames.
 func FuzzStdioFrames(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
 	f.Add([]byte("garbage\n{\"jsonrpc\":\"2.0\"}\n[]\n"))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"result":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out := &lockedBuffer{ch: make(chan []byte, 4096)}
-		conn := startConn(bytes.NewReader(data), out, 1<<10, nil)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		delivered := 0
-		for {
-			m, err := conn.Read(ctx)
-			if err != nil {
-				break
-			}
-			delivered++
-			// Answer requests so the drain at EOF does not wait.
-			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-				resp, _ := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-				resp.(*jsonrpc.Response).ID = req.ID
-				conn.Write(ctx, resp)
-			}
-		}
-		conn.Close()
-		close(out.ch)
-		for line := range out.ch {
+		var out bytes.Buffer
+		delivered := len(readGood(bytes.NewReader(data), &out, 1<<10, nil))
+		for line := range bytes.Lines(out.Bytes()) {
 			if !json.Valid(bytes.TrimSpace(line)) {
 				t.Fatalf("transport wrote invalid JSON %q", line)
 			}
