@@ -2,7 +2,6 @@ package junction
 
 import (
 	"context"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -65,54 +64,28 @@ func AfterEnd(h Host, f func()) {
 	}()
 }
 
-// SessionHost returns the [Host] that go-sdk's server session ss is: the
-// front's own one for it ([FrontHost]), else ss itself; nil for a nil ss.
-// An interface holding a nil pointer is not nil, so a session that may
-// be nil becomes a Host through SessionHost, never by assignment.
+// SessionHost returns the [Host] that go-sdk's server session ss is: ss
+// itself, or nil for a nil ss. An interface holding a nil pointer is not
+// nil, so a session that may be nil becomes a Host through SessionHost,
+// never by assignment.
+//
+// A front's own Host that answers the host's resource subscriptions
+// itself ([View.SubscribeHost]) has a method Notify(method string,
+// params mcp.Params) error, through which the hub sends it
+// notifications/resources/updated.
 func SessionHost(ss *mcp.ServerSession) Host {
 	if ss == nil {
 		return nil
 	}
-	if h, ok := frontHosts.Load(ss); ok {
-		return h.(Host)
-	}
 	return ss
-}
-
-// frontHosts holds the Hosts that fronts keep for go-sdk sessions
-// (FrontHost), by session.
-var frontHosts sync.Map // *mcp.ServerSession → Host
-
-// FrontHost records h as the Host that go-sdk's server session ss is,
-// until forget is called, as the session ends: a front that reaches its
-// host itself for some of what a Host does (the data plane's stdio
-// connection when go-sdk's session answers the host, whose
-// subscriptions/listen streams the plane still serves) wraps the
-// session, and [SessionHost] returns h for ss, so that the hub keys what
-// it keeps of the host by one value whichever path a request took. h
-// has a method SDKSession returning ss, which the go-sdk requests the
-// hub hands its sources carry as their Session.
-//
-// A front's Host that answers the host's resource subscriptions itself
-// ([View.SubscribeHost]) has a method Notify(method string, params
-// mcp.Params) error, through which the hub sends it
-// notifications/resources/updated.
-func FrontHost(ss *mcp.ServerSession, h Host) (forget func()) {
-	frontHosts.Store(ss, h)
-	return func() { frontHosts.CompareAndDelete(ss, h) }
 }
 
 // sdkSession returns the go-sdk session h is, or nil: what a go-sdk
 // request handed to a source names as its Session (sources read their
 // host from the context, [HostSession]).
 func sdkSession(h Host) *mcp.ServerSession {
-	switch h := h.(type) {
-	case *mcp.ServerSession:
-		return h
-	case interface{ SDKSession() *mcp.ServerSession }:
-		return h.SDKSession()
-	}
-	return nil
+	ss, _ := h.(*mcp.ServerSession)
+	return ss
 }
 
 // withRequestHost returns ctx naming the host a request from go-sdk's

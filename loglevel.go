@@ -58,8 +58,9 @@ type hostState struct {
 // A subscriber says who answered a session's resources/subscribe, and so
 // sends it the resource's notifications/resources/updated: go-sdk's
 // server (it keeps the subscription too) or the front itself, through
-// the session's Host (SubscribeHost, FrontHost). A session may hold both for one
-// URI (a stdio host's own subscription and one a listen of its makes).
+// the session's Host (SubscribeHost, and its Notify: see SessionHost). A
+// session may hold both for one URI (a host's own subscription and one a
+// listen of its makes).
 type subscriber uint8
 
 const (
@@ -145,10 +146,10 @@ func (h *Hub) setHostSubscribed(ss Host, uri string, on bool, by subscriber) {
 
 // SubscribeHost answers a host's resources/subscribe (on) or
 // resources/unsubscribe for a front that takes the request itself (the
-// data plane over stdio): the source that holds uri is told, as for
-// go-sdk's server, and the hub records the subscription, whose
+// data plane): the source that holds uri is told, as for go-sdk's
+// server, and the hub records the subscription, whose
 // notifications/resources/updated then go to the session through its
-// front's Host ([FrontHost]). go-sdk's session never hears of it.
+// Host's Notify (see [SessionHost]).
 func (v *View) SubscribeHost(ctx context.Context, ss Host, uri string, on bool) error {
 	h := v.hub
 	if !on {

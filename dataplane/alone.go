@@ -62,12 +62,12 @@ import (
 // (docs/deviations.md); transport errors (1, 2) stay plain text.
 
 // sessionless reports whether r is a request without a session that
-// the plane answers whole, with the raw path on: of a client at
+// the plane answers whole: of a client at
 // 2026-07-28 or later (modern) on a handler that serves such clients
 // (not HTTPStateful), or of an older one on a handler without sessions
 // (HTTPStateless).
 func (f *httpRaw) sessionless(r *http.Request) (ok, modern bool) {
-	if r.Header.Get("Mcp-Session-Id") != "" || !f.p.raw {
+	if r.Header.Get("Mcp-Session-Id") != "" {
 		return false, false
 	}
 	if junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).Stateless() {

@@ -5,10 +5,8 @@
 // connection's table of calls in flight with their cancellation, answers
 // the lists, prompts, resources, completions and the meta-tools' calls
 // through the view, and puts the log messages and requests a source has
-// for a host on the right stream. Over stdio (and legacy SSE) it
-// answers everything the host sends; over HTTP it hands what it does not
-// take (initialize, the session's own requests, the GET stream) to the
-// view's go-sdk server.
+// for a host on the right stream. It answers everything a host sends,
+// over every transport; go-sdk's server is not behind it.
 // It is the host front only: a stdio upstream's pipes, the line reader,
 // the coalescing writer and the answer envelopes are package wire's,
 // which the sources use too.
@@ -51,8 +49,7 @@
 // messages of a request without a session reach the host through a
 // junction.HostLink (hostlink.go, session.go).
 // docs/design.md ("What takes the fast path") has the full list with the
-// reasons. [Options.NoRaw] sends everything through go-sdk, for
-// comparison.
+// reasons. Every other request is answered from the view.
 //
 // # Files
 //
@@ -65,13 +62,12 @@
 //	hostlink.go   host links (a raw call's log messages and progress), and a line connection's Host
 //	asks.go       requests to hosts (sampling, elicitation, roots) and their answers
 //	sse.go        the legacy HTTP+SSE endpoint: each session a line connection
-//	sdkhttp.go    go-sdk's HTTP handler wrapped (with Options.NoRaw): ids kept as sent, cancelled calls unanswered
 //	sessions.go   the Streamable HTTP session front: timeouts, parking, sealed (portable) ids
 //	ledger.go     SessionLedger: ended sessions, shared by replicas
 //	replay.go     the event store that resumes a broken stream
 //	listen.go     subscriptions/listen streams, and a stdio connection's resource subscriptions and list changes
 //	tasks.go      the tasks extension's requests on the raw path
 //	envelope.go   reading a request's envelope
-//	ids.go        request ids kept byte for byte on go-sdk's path
+//	ids.go        request ids kept byte for byte where go-sdk's decoder reads a message
 //	inflight.go   a connection's calls in flight, for cancellation and draining; each carries its wire.Link
 package dataplane

@@ -234,8 +234,8 @@ type metaInfo struct {
 // revision with the per-request protocol fields (2026-07-28) must carry
 // what that revision asks for (client capabilities, an object; client
 // info, if any, an object) and name a revision go-sdk speaks exactly;
-// anything else goes to go-sdk, whose answer (an error) the raw path
-// would otherwise have to copy.
+// anything else is left to the typed reading (ok false), which answers
+// it with go-sdk's error.
 func readMeta(meta []byte) metaInfo {
 	m := wire.ReadMeta(meta, nil)
 	// A version that is not a string names no revision: go-sdk reads the

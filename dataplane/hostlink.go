@@ -96,7 +96,7 @@ func (h *stdioHost) InitializeParams() *mcp.InitializeParams { return h.init.Loa
 
 // Notify writes the notification of method with params as a line of the
 // connection; a resource's update (which the hub sends it, see
-// junction.FrontHost) goes as the connection's subscriptions say
+// junction.SessionHost) goes as the connection's subscriptions say
 // (listens.updated).
 func (h *stdioHost) Notify(method string, params mcp.Params) error {
 	if method == "notifications/resources/updated" {

@@ -11,10 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/wire"
 )
 
 // HTTPMode chooses how a view's Streamable HTTP endpoint keeps sessions.
@@ -109,8 +106,7 @@ const (
 // host's is, fed by the session's POSTs (session.go); the session front
 // (sessions.go) ends and parks sessions and makes their ids portable. A
 // body that is not JSON gets HTTP 400 and a JSON-RPC parse error (id
-// null), and the session stays usable. With [Options.NoRaw] go-sdk's
-// handlers serve instead, for comparison. It does no authentication and
+// null), and the session stays usable. It does no authentication and
 // no Origin checks: the caller wraps it (see internal/daemon).
 func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
@@ -130,71 +126,21 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	calls := &sdkCalls{}
+	var store *replayStore
 	if o.ReplayBytes >= 0 {
 		if o.ReplayBytes == 0 {
 			o.ReplayBytes = DefaultReplayBytes
 		}
-		calls.store = newReplayStore(o.ReplayBytes)
-	}
-	store := calls.store
-	server := p.v.Server()
-	getServer := func(*http.Request) *mcp.Server { return server }
-	base := mcp.StreamableHTTPOptions{
-		JSONResponse:        o.JSONResponse,
-		Logger:              o.Logger,
-		MaxRequestBodyBytes: o.MaxRequestBytes,
-		// Host and Origin are checked by the daemon's middleware, which
-		// knows the configured public names; go-sdk's loopback-only rule
-		// would refuse them.
-		DisableLocalhostProtection: true,
+		store = newReplayStore(o.ReplayBytes)
 	}
 	// Sessions have no timeout of their own: the session front ends and
 	// parks them (sessions.go).
-	stateful, stateless := base, base
-	if store != nil {
-		// Without sessions there is nothing to resume.
-		stateful.EventStore = store
-	}
-	stateless.Stateless = true
-	// A 2026-07-28 client's POST is the whole request lifecycle: cancel the
-	// handler when the client goes away.
-	stateless.PropagateRequestCancellation = true
-
-	// go-sdk's stateless handler is made only with the raw path off
-	// (Options.NoRaw): the plane answers every request without a session
-	// itself (alone.go).
-	//
-	// Stateful sessions are the plane's too (session.go), and go-sdk's
-	// stateful handler is made only with the raw path off.
-	var sf, sl http.Handler
 	var sessions *planeSessions
-	var table sessionTable = sdkSessions{p.v}
-	if o.Mode != HTTPStateless && p.raw {
+	if o.Mode != HTTPStateless {
 		sessions = newPlaneSessions(p, o, store)
-		table = sessions
-	} else if o.Mode != HTTPStateless {
-		sf = mcp.NewStreamableHTTPHandler(getServer, &stateful)
-	}
-	if o.Mode != HTTPStateful && !p.raw {
-		sl = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	}
 	raw := newHTTPRaw(p, o)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sessions != nil {
-			if alone, _ := raw.sessionless(r); alone {
-				// Not a POST, which the plane would have answered (alone.go).
-				w.Header().Set("Allow", "POST")
-				http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
-				return
-			}
-			sessions.ServeHTTP(w, r)
-			return
-		}
-		rev := junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version"))
-		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" && sf != nil {
-			endSessionCalls(sf, r, sid, calls)
-		}
 		if alone, _ := raw.sessionless(r); alone {
 			// Not a POST, which the plane would have answered (alone.go):
 			// a request without a session is one POST.
@@ -202,33 +148,18 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		if sf == nil || sl != nil && r.Header.Get("Mcp-Session-Id") == "" && rev.Stateless() {
-			if h := testHookSDKStateless.Load(); h != nil {
+		if sessions == nil {
+			// A POST the plane did not answer: a defect.
+			if h := testHookUnserved.Load(); h != nil {
 				(*h)(r)
 			}
-			if sl == nil {
-				// A POST the plane did not answer: a defect.
-				p.logger.Error("request without a session not served: the data plane took no path for it", "method", r.Method)
-				WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "internal error: the hub did not serve this request")
-				return
-			}
-			sl.ServeHTTP(w, r)
+			p.logger.Error("request without a session not served: the data plane took no path for it", "method", r.Method)
+			WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "internal error: the hub did not serve this request")
 			return
 		}
-		// go-sdk primes a stream with an event id, so that it can be
-		// resumed, from 2025-11-25 on, and only for SSE.
-		if store != nil && !o.JSONResponse && rev.ResumableStreams() {
-			r.Header.Set(junction.ResumableStreamHeader, "1")
-		}
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodGet {
-			w = &hostStream{ResponseWriter: w, ids: &calls.ids}
-		}
-		sf.ServeHTTP(w, r)
+		sessions.ServeHTTP(w, r)
 	})
-	if sessions != nil {
-		calls = nil // no go-sdk handler answers anything
-	}
-	body := checkJSONBody(next, calls, o.MaxRequestBytes, raw.take)
+	body := checkJSONBody(next, o.MaxRequestBytes, raw.take)
 	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
 		if o.Mode == HTTPStateless {
@@ -239,7 +170,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Mode == HTTPStateless {
 		return h
 	}
-	front, err := newSessionFront(h, table, o.SessionKey, o.SessionLedger, o.SessionTimeout, o.SessionPark, &p.parked, o.Logger)
+	front, err := newSessionFront(h, sessions, o.SessionKey, o.SessionLedger, o.SessionTimeout, o.SessionPark, &p.parked, o.Logger)
 	if err != nil {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			WriteJSONRPCError(w, http.StatusInternalServerError, -32603, "the hub's "+err.Error())
@@ -248,43 +179,11 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	return front
 }
 
-// endSessionCalls cancels the calls in flight on session sid, whose host
-// is ending it (r is its DELETE, which goes to go-sdk next). go-sdk's
-// session Close waits for its handlers without cancelling them, so a long
-// call would hold up the DELETE and go on upstream with no host to answer.
-// A call go-sdk handles is cancelled as its host would cancel it, by a
-// notifications/cancelled on the session (sent with r's context, so that
-// go-sdk checks it is the session's own user).
-func endSessionCalls(sf http.Handler, r *http.Request, sid string, calls *sdkCalls) {
-	for _, id := range calls.endSession(sid) {
-		body := wire.AppendCancelled(nil, string(id), "the host ended its session")
-		req := r.Clone(r.Context())
-		req.Method = http.MethodPost
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.ContentLength = int64(len(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		sf.ServeHTTP(discardResponse{header: make(http.Header)}, req)
-	}
-}
-
-// discardResponse is a ResponseWriter that keeps nothing: the answer to a
-// request the plane makes of go-sdk for itself.
-type discardResponse struct{ header http.Header }
-
-func (d discardResponse) Header() http.Header         { return d.header }
-func (d discardResponse) Write(p []byte) (int, error) { return len(p), nil }
-func (d discardResponse) WriteHeader(int)             {}
-
 // checkJSONBody answers a POST whose body is not JSON with 400 and a
 // JSON-RPC parse error, as JSON-RPC asks, rather than go-sdk's plain-text
 // 400. A valid body is offered to take (if not nil), and goes to next,
 // as it is, when take does not answer it.
-//
-// A request whose id go-sdk would not return as sent goes to go-sdk under
-// an id of the plane's, and the answer carries the host's id again; a
-// request its host cancelled gets no answer (see sdkhttp.go).
-func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
+func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -305,11 +204,6 @@ func checkJSONBody(next http.Handler, calls *sdkCalls, max int64, take func(http
 		}
 		if take != nil && take(w, r, body) {
 			return
-		}
-		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' && calls != nil {
-			var done func()
-			w, body, done = calls.around(w, r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Protocol-Version"), body)
-			defer done()
 		}
 		r.Body = &bodyRead{Reader: bytes.NewReader(body), b: body}
 		r.ContentLength = int64(len(body))
@@ -366,6 +260,6 @@ func WriteJSONRPCError(w http.ResponseWriter, status int, code int64, message st
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, msg)
 }
 
-// testHookSDKStateless, if set, sees every request handed to go-sdk's
-// stateless handler.
-var testHookSDKStateless atomic.Pointer[func(*http.Request)]
+// testHookUnserved, if set, sees every request without a session that
+// the plane did not answer (a defect; the request gets HTTP 500).
+var testHookUnserved atomic.Pointer[func(*http.Request)]

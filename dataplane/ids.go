@@ -1,29 +1,20 @@
 package dataplane
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
-	"sync"
-	"sync/atomic"
 
 	"github.com/junction-mcp/junction/internal/rawjson"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Request ids keep their identity. JSON-RPC lets a host choose any number
-// or string as a request id and expects it back as sent. The raw path
-// writes the host's bytes back; go-sdk decodes an id into an int64 or a
-// string and encodes it again, so some ids would come back changed:
+// or string as a request id and expects it back as sent, and the plane
+// writes the host's bytes back. Where it reads a message with go-sdk's
+// decoder, to check it as go-sdk's server would (answerRest), an id that
+// decoder would change (it decodes an id into an int64 or a string:
 // 18446744073709551616 overflows, 1.5 becomes 1 and 1e3 1000, "a\u0041"
-// becomes "aA", "<" becomes "\u003c". So a request whose id go-sdk would
-// not return byte for byte is handed to go-sdk under an id of the plane's
-// own, and the answer gets the host's id back, byte for byte; so does a
-// notifications/cancelled that names it. Ids that go-sdk returns as they
-// came (small integers, plain ASCII strings: nearly all) pass untouched.
-//
-// The plane's ids are strings that start with a NUL character, which no id
-// that passes untouched can contain.
+// becomes "aA", "<" becomes "\u003c") is replaced by one it reads as it
+// is (sdkReadable), and the answer carries the host's bytes (sentID).
 
 // sdkKeepsID reports whether go-sdk returns the JSON id as it came: an
 // integer written the shortest way that a float64 holds exactly (go-sdk
@@ -50,63 +41,6 @@ func sdkKeepsID(id []byte) bool {
 	return err == nil && string(id) == strconv.FormatInt(n, 10) && n <= maxExact && n >= -maxExact
 }
 
-// idMap is the ids a connection handed to go-sdk in place of a host's.
-type idMap struct {
-	seq atomic.Uint64
-
-	mu     sync.Mutex
-	hostOf map[string][]byte // by the plane's id (the string value): the host's id, as sent
-	ourOf  map[string]string // by the host's id as sent: the plane's id
-}
-
-// substitute returns the id go-sdk gets for the host's id raw, sent on
-// the connection or session scope.
-func (m *idMap) substitute(scope string, raw []byte) string {
-	ours := "\x00jid-" + strconv.FormatUint(m.seq.Add(1), 10)
-	m.mu.Lock()
-	if m.hostOf == nil {
-		m.hostOf = make(map[string][]byte)
-		m.ourOf = make(map[string]string)
-	}
-	m.hostOf[ours] = bytes.Clone(raw)
-	m.ourOf[scope+"\x00"+string(raw)] = ours
-	m.mu.Unlock()
-	return ours
-}
-
-// restore returns the host's id for the plane's id ours, and forgets
-// both.
-func (m *idMap) restore(scope, ours string) ([]byte, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	raw, ok := m.hostOf[ours]
-	if ok {
-		delete(m.hostOf, ours)
-		key := scope + "\x00" + string(raw)
-		if m.ourOf[key] == ours {
-			delete(m.ourOf, key)
-		}
-	}
-	return raw, ok
-}
-
-// hostID returns the host's id for the plane's id ours.
-func (m *idMap) hostID(ours string) ([]byte, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	raw, ok := m.hostOf[ours]
-	return raw, ok
-}
-
-// ours returns the plane's id for the host's id raw on scope, if it has
-// one.
-func (m *idMap) ours(scope string, raw []byte) (string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	id, ok := m.ourOf[scope+"\x00"+string(raw)]
-	return id, ok
-}
-
 // replaceMember returns msg with the value of its top-level member key
 // replaced by val (msg itself if it has no such member).
 func replaceMember(msg []byte, key string, val []byte) []byte {
@@ -118,52 +52,6 @@ func replaceMember(msg []byte, key string, val []byte) []byte {
 	out = append(out, msg[:s]...)
 	out = append(out, val...)
 	return append(out, msg[e:]...)
-}
-
-// ourJSON is the plane's id as JSON text.
-func ourJSON(ours string) []byte {
-	b, _ := json.Marshal(ours) // a string: cannot fail
-	return b
-}
-
-// cancelledRequestID returns the span of params.requestId in a
-// notifications/cancelled message.
-func cancelledRequestID(msg []byte) (start, end int, ok bool) {
-	ps, pe, found := rawjson.Member(msg, "params")
-	if !found {
-		return 0, 0, false
-	}
-	s, e, found := rawjson.Member(msg[ps:pe], "requestId")
-	return ps + s, ps + e, found
-}
-
-// toSDK rewrites, for go-sdk, one message a host sent on scope (a stdio
-// connection, an HTTP session): the id of a request that go-sdk would not
-// return as sent (ours is then the id go-sdk gets, for the answer), and
-// the requestId of a cancellation that names such a request. It returns
-// msg itself when nothing needs rewriting.
-func (m *idMap) toSDK(scope string, msg []byte) (out []byte, ours string) {
-	ms, me, hasMethod := rawjson.Member(msg, "method")
-	if !hasMethod {
-		return msg, "" // a response to go-sdk's own request: its id is go-sdk's
-	}
-	if string(msg[ms:me]) == `"notifications/cancelled"` {
-		if s, e, ok := cancelledRequestID(msg); ok {
-			if id, ok := m.ours(scope, msg[s:e]); ok {
-				out := make([]byte, 0, len(msg)+16)
-				out = append(out, msg[:s]...)
-				out = append(out, ourJSON(id)...)
-				return append(out, msg[e:]...), ""
-			}
-		}
-		return msg, ""
-	}
-	raw, ok := idToSubstitute(msg)
-	if !ok {
-		return msg, ""
-	}
-	ours = m.substitute(scope, raw)
-	return replaceMember(msg, "id", ourJSON(ours)), ours
 }
 
 // idToSubstitute returns the id of msg, a request, if go-sdk would not
@@ -182,8 +70,7 @@ func idToSubstitute(msg []byte) ([]byte, bool) {
 }
 
 // sdkReadable returns msg, a message a host sent, with the id of a
-// request that go-sdk would not return as sent (as toSDK would
-// substitute it) replaced by one it reads, so that it is read as go-sdk
+// request that go-sdk would not return as sent replaced by one it reads, so that it is read as go-sdk
 // reads what it is handed; nothing is noted. The raw id is returned too
 // (nil when none was replaced).
 func sdkReadable(msg []byte) ([]byte, []byte) {
@@ -195,12 +82,6 @@ func sdkReadable(msg []byte) ([]byte, []byte) {
 		return msg, nil
 	}
 	return replaceMember(msg, "id", []byte(`"\u0000id"`)), raw
-}
-
-// idFromSDK is the plane's id in a message go-sdk answered, if it is one.
-func idFromSDK(id jsonrpc.ID) (string, bool) {
-	s, ok := id.Raw().(string)
-	return s, ok && len(s) > 0 && s[0] == 0
 }
 
 // sentID returns the id of msg, a request go-sdk's decoder reads, as the

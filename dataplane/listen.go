@@ -82,27 +82,6 @@ type listen struct {
 	held  []string                      // resources it counts in listens.uris; guarded by listens.setup
 }
 
-// sdkFront is a stdio connection's Host when go-sdk's session answers
-// the host (Options.NoRaw): that session, which the plane's listens
-// still serve, so that the hub's updates of the resources they name
-// reach them (Notify). go-sdk's session sends those of the host's own
-// subscriptions.
-type sdkFront struct {
-	*mcp.ServerSession
-	ls *listens
-}
-
-// SDKSession returns the connection's go-sdk session (see
-// junction.FrontHost).
-func (h *sdkFront) SDKSession() *mcp.ServerSession { return h.ServerSession }
-
-// Notify takes the hub's notifications/resources/updated (see
-// junction.FrontHost), the one notification the hub sends it.
-func (h *sdkFront) Notify(method string, params mcp.Params) error {
-	h.ls.updated(method, params)
-	return nil
-}
-
 // hostSubscribe answers the host's own resources/subscribe (on) or
 // resources/unsubscribe of uri: the hub is told unless a listen holds
 // the resource (the host hears of its updates untagged from then on, or
@@ -365,18 +344,17 @@ func (ls *listens) fanOut(method, uri string) {
 
 // tellLists tells the connection of the view's list changes
 // (View.WatchLists) until stop is called or ctx is done: the host's
-// listens granted them (fanOut), and, with session set (the plane
-// answers the host's session: Options.NoRaw unset), the host itself once
-// it has initialized. The notifications are written by a goroutine of
+// listens granted them (fanOut), and the host itself once it has
+// initialized. The notifications are written by a goroutine of
 // the connection's: the view's watchers run on the goroutine that changed
 // the lists (a reload, say), which a host that does not read must not
 // hold up. Changes that come while one is written are told once. With
 // direct (an HTTP session, whose output waits for no host: session.go)
 // they are written by the watcher itself, and the connection needs no
 // goroutine for them.
-func (c *conn) tellLists(ctx context.Context, v View, session, direct bool) (stop func()) {
+func (c *conn) tellLists(ctx context.Context, v View, direct bool) (stop func()) {
 	tell := func(method string) {
-		if session && c.greeted.Load() {
+		if c.greeted.Load() {
 			if b, err := notification(method, &mcp.ToolListChangedParams{}); err == nil {
 				c.out.Write(append(b, '\n'))
 			}

@@ -15,11 +15,6 @@ import (
 
 // Options configure a [Plane]. A nil *Options is the same as a zero one.
 type Options struct {
-	// NoRaw sends every request through go-sdk's server, tools/call
-	// included: hosts get the same answers, at several times the cost
-	// (junction serve -fast-path=false). For comparison and as a way out.
-	NoRaw bool
-
 	// Logger receives the plane's records (frames from hosts that were
 	// rejected). Nil discards them.
 	Logger *slog.Logger
@@ -28,8 +23,7 @@ type Options struct {
 	// other than a tools/call (whose calls the hub observes), and of each
 	// notification of the host's session it takes over stdio
 	// (notifications/initialized, …/roots/list_changed, …/progress):
-	// front is "stdio" or "http". A go-sdk receiving middleware on the
-	// view's server counts the rest.
+	// front is "stdio" or "http".
 	Count func(front, method string)
 }
 
@@ -37,11 +31,9 @@ type Options struct {
 // between the core and the host front. [*junction.View] is the one
 // implementation; the methods below are documented there.
 //
-//   - Server and Implementation: the view's go-sdk server, which answers
-//     hosts only with Options.NoRaw, and its serverInfo; KeepAlive, how
-//     often the plane pings a host's connection (go-sdk's server pings its
-//     own sessions), and Ended, the end of the view, which ends its
-//     connections (go-sdk's server closes its own sessions).
+//   - Implementation: the view's serverInfo; KeepAlive, how often the
+//     plane pings a host's connection, and Ended, the end of the view,
+//     which ends its connections.
 //   - BeginRaw and AwaitRaw: a tools/call the plane answers itself begins
 //     here, with the view's selection (AwaitRaw waits for the sources
 //     still connecting, and gives the error of a tool still unknown); the
@@ -67,7 +59,6 @@ type Options struct {
 //     EndTasks, OfferTasks, TakesTaskCall, ServedTool): the requests of
 //     hosts that declare it, which go-sdk does not know.
 type View interface {
-	Server() *mcp.Server
 	Implementation() *mcp.Implementation
 	KeepAlive() time.Duration
 	Ended() <-chan struct{}
@@ -105,7 +96,6 @@ var _ View = (*junction.View)(nil)
 // is safe for concurrent use, and serves any number of connections.
 type Plane struct {
 	v      View
-	raw    bool
 	logger *slog.Logger
 	count  func(front, method string)
 	impl   []byte // the view's serverInfo as JSON, for results to hosts at 2026-07-28
@@ -117,15 +107,13 @@ type Plane struct {
 	stdioHosts sync.Map // *stdioHost -> struct{}: the live line connections the plane answers (stdio, legacy SSE and Streamable HTTP sessions)
 }
 
-// StdioSessions calls fn with the protocol version of each live line
+// Sessions calls fn with the protocol version of each live line
 // connection the plane answers itself (a stdio host's, a legacy HTTP+SSE
 // session, a Streamable HTTP session): the
 // one it negotiated in initialize, or, for a host that does not
 // initialize (2026-07-28 on), the one its first request named, as
-// go-sdk's server takes it; "" before either. With [Options.NoRaw] those
-// are go-sdk's sessions, among the view's server's Sessions, and none is
-// given here.
-func (p *Plane) StdioSessions(fn func(version string)) {
+// go-sdk's server takes it; "" before either.
+func (p *Plane) Sessions(fn func(version string)) {
 	p.stdioHosts.Range(func(k, _ any) bool {
 		h := k.(*stdioHost)
 		version := ""
@@ -141,7 +129,7 @@ func (p *Plane) StdioSessions(fn func(version string)) {
 
 // ParkedSessions returns how many of the plane's Streamable HTTP sessions
 // are parked (see [HTTPOptions.SessionPark]): live to their hosts, but
-// without their connection, so not among StdioSessions.
+// without their connection, so not among Sessions.
 func (p *Plane) ParkedSessions() int { return int(p.parked.Load()) }
 
 // New returns the plane of v.
@@ -157,7 +145,7 @@ func New(v View, opts *Options) *Plane {
 	if o.Count == nil {
 		o.Count = func(string, string) {}
 	}
-	return &Plane{v: v, raw: !o.NoRaw, logger: o.Logger, count: o.Count, impl: impl}
+	return &Plane{v: v, logger: o.Logger, count: o.Count, impl: impl}
 }
 
 // View returns the view the plane serves.

@@ -22,10 +22,11 @@ import (
 // from a client before protocol 2026-07-28 on a handler without sessions,
 // is answered by the plane itself, without go-sdk's HTTP transport and
 // JSON-RPC machinery, and so are a plain list request there and
-// prompts/get, resources/read and completion/complete (requests.go);
-// every other request on a session goes to go-sdk's handler. A client
-// of 2026-07-28 or later without a session is the plane's whatever it
-// sends (alone.go), and so is an older client's in HTTPStateless.
+// prompts/get, resources/read and completion/complete (requests.go). A
+// stateful session's requests are its line connection's (session.go). A
+// client of 2026-07-28 or later without a session is the plane's
+// whatever it sends (alone.go), and so is an older client's in
+// HTTPStateless.
 //
 // The answer is application/json, unless the upstream sends log messages
 // or requests (sampling, elicitation, roots) during the call: then the
@@ -52,9 +53,9 @@ func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
 
 // take answers the POST r, whose body is body, if it is for the raw
 // path, and reports whether it did: as the body is and, if it is of a
-// shape the plane does not read, in the shape it does (canonical). With
-// the plane's raw calls off, only the tasks extension's requests are for
-// it, as they are sent.
+// shape the plane does not read, in the shape it does (canonical). A
+// request of a session is not: the plane's sessions take it
+// (session.go).
 func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if alone, modern := f.sessionless(r); alone {
 		// The plane answers every such request (alone.go). An older
@@ -68,10 +69,7 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 		}
 		return true
 	}
-	if f.p.raw {
-		return false // a session's: the plane's sessions take it (session.go)
-	}
-	return f.takeBody(w, r, body)
+	return false
 }
 
 // takeBody is take for a body as it is.
@@ -79,20 +77,12 @@ func (f *httpRaw) takeBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	if !f.acceptable(r) {
 		return false
 	}
-	sid := r.Header.Get("Mcp-Session-Id")
 	version := r.Header.Get("Mcp-Protocol-Version")
-	stateless := junction.ParseRevision(version).Stateless()
-	switch {
-	case sid == "" && stateless && f.mode != HTTPStateful && f.takeTaskHTTP(w, r, body, version):
-		return true // the tasks extension (tasks.go)
-	case !f.p.raw:
-		return false // calls go to go-sdk (Options.Raw off); the tasks extension, which only the plane has, still is taken
-	case sid == "" && stateless:
-		return f.mode != HTTPStateful && f.takeModern(w, r, body, version)
-	case sid == "":
-		return f.mode == HTTPStateless && f.takeStateless(w, r, body)
+	if junction.ParseRevision(version).Stateless() {
+		// The tasks extension (tasks.go), or the rest.
+		return f.mode != HTTPStateful && (f.takeTaskHTTP(w, r, body, version) || f.takeModern(w, r, body, version))
 	}
-	return false // a session's (session.go)
+	return f.mode == HTTPStateless && f.takeStateless(w, r, body)
 }
 
 // endCut ends the response to a call whose answer, begun on it, was cut
@@ -232,7 +222,7 @@ func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction
 // call_tool becomes the direct call it stands for (tc changes). A tool
 // still unknown then gets its error answered here (taken, with no call);
 // a call of a meta-tool is not taken, for the caller to answer (through
-// View.CallOwnTool) or leave to go-sdk.
+// View.CallOwnTool).
 func (f *httpRaw) beginAlone(ctx context.Context, rc *httpRawCall, tc *toolCall, stamp []byte) (call *junction.Call, src junction.RawCaller, taken bool) {
 	if call, src = f.p.v.BeginRaw(ctx, tc.name); call != nil {
 		return call, src, true
@@ -274,8 +264,9 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // takeModern answers a tools/call of a client at 2026-07-28 or later,
 // which comes without a session: the request carries its protocol fields
 // in _meta and names its method and tool in headers (Mcp-Method,
-// Mcp-Name). It goes to go-sdk unless everything go-sdk checks holds as
-// it is (go-sdk's error is the answer then). Progress and log messages
+// Mcp-Name). It is not taken unless everything go-sdk checks holds as it
+// is: the rest of the plane answers it then, with go-sdk's error
+// (alone.go). Progress and log messages
 // the host asks for go on the call's response, through its host link
 // (with JSON answers only, nowhere: see linked). The result
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.

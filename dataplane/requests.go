@@ -246,7 +246,7 @@ func mayBeRequest(msg []byte) bool {
 //
 // A message nested deeper than go-sdk's decoder reads (sdkMaxDepth) is
 // not taken: it is refused as go-sdk refuses it (conn.decode). Anything
-// else goes to go-sdk, which answers it.
+// else is answered with go-sdk's error for it (answerRest).
 func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	id, rawMethod, params, ok := requestEnvelope(msg)
 	method, plain := rawjson.PlainString(rawMethod)
@@ -386,18 +386,17 @@ func parseMetaParams(hr hostRequest, params []byte, cursor bool) (hostRequest, b
 // (without that revision's members), or its error. ctx names the host
 // (junction.HostSession) and, over HTTP, its user.
 func (p *Plane) answer(ctx context.Context, hr hostRequest, host junction.Host, extra *mcp.RequestExtra, typed bool) (json.RawMessage, *jsonrpc.Error) {
-	ss, _ := host.(*mcp.ServerSession) // go-sdk's requests name go-sdk's session (an HTTP host's)
 	var res mcp.Result
 	var err error
 	switch params := hr.params.(type) {
 	case *mcp.GetPromptParams:
-		res, err = nonNil(p.v.GetPrompt(ctx, &mcp.GetPromptRequest{Session: ss, Params: params, Extra: extra}))
+		res, err = nonNil(p.v.GetPrompt(ctx, &mcp.GetPromptRequest{Params: params, Extra: extra}))
 	case *mcp.ReadResourceParams:
-		res, err = nonNil(p.v.ReadResource(ctx, &mcp.ReadResourceRequest{Session: ss, Params: params, Extra: extra}))
+		res, err = nonNil(p.v.ReadResource(ctx, &mcp.ReadResourceRequest{Params: params, Extra: extra}))
 	case *mcp.CompleteParams:
-		res, err = nonNil(p.v.Complete(ctx, &mcp.CompleteRequest{Session: ss, Params: params, Extra: extra}))
+		res, err = nonNil(p.v.Complete(ctx, &mcp.CompleteRequest{Params: params, Extra: extra}))
 	case *mcp.CallToolParamsRaw:
-		res, err = nonNil(p.v.CallOwnTool(ctx, &mcp.CallToolRequest{Session: ss, Params: params, Extra: extra}))
+		res, err = nonNil(p.v.CallOwnTool(ctx, &mcp.CallToolRequest{Params: params, Extra: extra}))
 	case *mcp.SetLoggingLevelParams:
 		if werr := p.v.SetHostLevel(host, params.Level); werr != nil {
 			return nil, werr

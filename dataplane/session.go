@@ -143,7 +143,7 @@ func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
 	c := s.conn
 	if !c.take(line) {
 		if msg, ok := c.c.decode(line); ok {
-			c.c.deliver(msg)
+			c.c.untaken(msg)
 		}
 	}
 	// What the line sent servers goes out after the lock, so that POSTs
@@ -208,12 +208,7 @@ func (h *planeSessions) open(r *http.Request) *planeSession {
 		streams: make(map[string]*postStream),
 	}
 	s.in.out = s.out
-	conn, ctx, cancel, closeAll, err := h.p.openLines(context.WithoutCancel(r.Context()), s.out, lineConn{max: h.max, from: r, session: s})
-	if err != nil { // cannot be: only go-sdk's Connect fails, with NoRaw
-		h.p.logger.Error("an HTTP session could not be opened", "error", err)
-		close(s.done)
-		return s
-	}
+	conn, ctx, cancel, closeAll := h.p.openLines(context.WithoutCancel(r.Context()), s.out, lineConn{max: h.max, from: r, session: s})
 	s.conn, s.host, s.cancel = conn, conn.front, cancel
 	h.mu.Lock()
 	h.byID[s.id] = s

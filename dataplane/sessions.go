@@ -166,7 +166,7 @@ func (s *sessionSealer) open(tok string, now time.Time) (*sealedSession, error) 
 const DefaultSessionPark = time.Minute
 
 // sessionFront stands between hosts and the handler of stateful sessions
-// (the plane's, session.go; go-sdk's with Options.NoRaw), and owns the
+// (the plane's, session.go), and owns the
 // lifetime of every session (see the comment on parking in
 // HTTPOptions.SessionPark). The session id a host holds is the front's;
 // the handler's session behind it is made when the host initializes, ended
@@ -180,8 +180,8 @@ const DefaultSessionPark = time.Minute
 //
 // A session is parked only when no request of it is being served (a
 // POST being answered, an open GET stream) and none has come for the
-// park delay. It ends, as go-sdk's handler ends its own, when no POST has come for
-// the session timeout: an open GET stream does not keep it alive. A
+// park delay. It ends, as go-sdk's handler ends its own, when no POST
+// has come for the session timeout: an open GET stream does not keep it alive. A
 // session holding resource subscriptions is never parked (they cannot be
 // made anew). A parked session costs its id, its initialize params and a
 // few words.
@@ -191,7 +191,7 @@ const DefaultSessionPark = time.Minute
 // Without one, the id is the handler's for the session's first session
 // there, and later ones answer under it.
 type sessionFront struct {
-	inner  http.Handler   // the plane's sessions (or, with the raw path off, go-sdk's stateful handler)
+	inner  http.Handler   // the plane's sessions, behind the body checks
 	table  sessionTable   // where the sessions inner makes live
 	sealer *sessionSealer // nil: ids are not portable
 	idle   time.Duration  // the session timeout; 0: never
@@ -471,27 +471,6 @@ type sessionTable interface {
 	HostState(junction.Host) (mcp.LoggingLevel, bool)
 	// Close ends session id, if it is live.
 	Close(id string)
-}
-
-// sdkSessions is the sessionTable of go-sdk's stateful handler (with the
-// raw path off).
-type sdkSessions struct{ View }
-
-func (t sdkSessions) Host(id string) junction.Host {
-	for ss := range t.Server().Sessions() {
-		if ss.ID() == id {
-			return junction.SessionHost(ss)
-		}
-	}
-	return nil
-}
-
-func (t sdkSessions) Close(id string) {
-	for ss := range t.Server().Sessions() {
-		if ss.ID() == id {
-			ss.Close()
-		}
-	}
 }
 
 // putLocked records e; forgetLocked forgets it, if it is still the

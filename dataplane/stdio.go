@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -59,9 +58,8 @@ const HostPipeSize = 1 << 20
 // tools/call for a tool whose source is a [junction.RawCaller] is
 // forwarded as bytes where it can be (see the package doc), and the
 // source's result written back as bytes; the other requests are answered
-// from the view (see docs/design.md, "The path of one call"). With
-// [Options.NoRaw] the view's go-sdk server answers all but the tasks
-// extension and subscriptions/listen instead. Answers go through one
+// from the view (see docs/design.md, "The path of one call"). Answers go
+// through one
 // writer that coalesces lines written together into one system call.
 // Bad input does not end the connection: a line that is
 // not JSON is answered with -32700, one that is not a JSON-RPC message, a
@@ -121,66 +119,28 @@ type lineConn struct {
 // (serveAlone). See ServeStdio. (A Streamable HTTP session's connection
 // is opened the same way, but has no goroutine of its own: session.go.)
 func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o lineConn) error {
-	s, ctx, cancel, closeAll, err := p.openLines(ctx, out, o)
-	if err != nil {
-		return err
-	}
+	s, ctx, cancel, closeAll := p.openLines(ctx, out, o)
 	defer closeAll()
-	c, ss := s.c, s.ss
-	// The connection ends with ctx or the view (which go-sdk's session,
-	// with NoRaw, ends with too, or when a write of its failed), or with
-	// its input.
-	ended, viewEnded := ctx.Done(), p.v.Ended()
-	var sdkErr chan error
-	if ss != nil {
-		sdkErr = make(chan error, 1)
-		go func() {
-			closed := make(chan error, 1)
-			go func() { closed <- ss.Wait() }()
-			select {
-			case <-ctx.Done():
-				ss.Close()
-				<-closed
-				sdkErr <- ctx.Err()
-			case err := <-closed:
-				sdkErr <- err
-			}
-		}()
-		ended, viewEnded = nil, nil
-	}
+	c := s.c
 	readErr := make(chan error, 1)
 	go func() {
 		err := readFrames(in, o.max, c, s.take, s.batch.Flush)
 		c.hostGone()
 		readErr <- err
 	}()
-	inputEnded := func(rerr error) (err error) {
-		// The input ended: answer the raw calls in flight, then let go-sdk
-		// see the end, after it has answered its own.
-		s.calls.wait(DrainTimeout)
-		c.endInput(rerr)
-		if sdkErr != nil {
-			return <-sdkErr
-		}
-		c.Close()
-		return rerr
-	}
-
+	// The connection ends with ctx or the view, or with its input.
+	var err error
 	select {
-	case <-ended:
+	case <-ctx.Done():
 		err = ctx.Err()
 		s.stop()
-	case <-viewEnded:
+	case <-p.v.Ended():
 		cancel()
 		s.stop()
-	case err = <-sdkErr:
-		// go-sdk's session ended (ctx done, or a write failed): stop. The
-		// read goroutine ends at the next line or at the end of in; a
-		// blocked read of os.Stdin cannot be interrupted.
-		cancel()
-		s.stop()
-	case rerr := <-readErr:
-		err = inputEnded(rerr)
+	case err = <-readErr:
+		// The input ended: answer the calls in flight first.
+		s.calls.wait(DrainTimeout)
+		c.Close()
 	}
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		err = nil
@@ -192,7 +152,7 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 // serveLines): it returns the connection, its context and that
 // context's cancel, and closeAll, which ends what it set up once the
 // connection is over (after stop, or the end of its input).
-func (p *Plane) openLines(ctx context.Context, out io.Writer, o lineConn) (*stdioSession, context.Context, context.CancelFunc, func(), error) {
+func (p *Plane) openLines(ctx context.Context, out io.Writer, o lineConn) (*stdioSession, context.Context, context.CancelFunc, func()) {
 	var undo []func() // run in reverse by closeAll, as defers would be
 	pinger := new(sync.WaitGroup)
 	undo = append(undo, pinger.Wait) // after cancel
@@ -210,46 +170,20 @@ func (p *Plane) openLines(ctx context.Context, out io.Writer, o lineConn) (*stdi
 		c.refuse, c.malformed = o.session.in.refuse, o.session.in.malformedLine
 	}
 	c.listens = &listens{c: c, v: p.v}
-	c.planeLists = p.raw
-	c.sdk = !p.raw
-	if o.from != nil {
-		// As a Streamable HTTP request's, the connection's requests carry
-		// the header and token of the request that opened it.
-		c.extra = &mcp.RequestExtra{Header: o.from.Header, TokenInfo: auth.TokenInfoFromContext(o.from.Context())}
+	// The connection's Host, which answers everything the host sends.
+	endCtx, end := context.WithCancel(context.Background())
+	front := &stdioHost{c: c, v: p.v, ended: make(chan struct{}), endCtx: endCtx}
+	if o.session != nil {
+		front.id = o.session.id
 	}
-	// The connection's Host: the plane's own, which answers everything
-	// the host sends; with NoRaw, go-sdk's session, which answers all but
-	// the tasks extension and the listens (tasks.go, listen.go).
-	var front *stdioHost
-	var host junction.Host
-	var ss *mcp.ServerSession
-	if p.raw {
-		endCtx, end := context.WithCancel(context.Background())
-		front = &stdioHost{c: c, v: p.v, ended: make(chan struct{}), endCtx: endCtx}
-		if o.session != nil {
-			front.id = o.session.id
-		}
-		undo = append(undo, end, func() { close(front.ended) })
-		if !o.alone { // a request without a session is no session
-			p.stdioHosts.Store(front, struct{}{})
-			undo = append(undo, func() { p.stdioHosts.Delete(front) })
-		}
-		host = front
-	} else {
-		var err error
-		if ss, err = p.v.Server().Connect(ctx, connTransport{c, o.legacy}, nil); err != nil {
-			closeAll()
-			return nil, nil, nil, nil, err
-		}
-		// The hub's updates of the resources the listens name reach them
-		// through this Host (sdkFront.Notify).
-		host = &sdkFront{ServerSession: ss, ls: c.listens}
-		undo = append(undo, junction.FrontHost(ss, host))
+	undo = append(undo, end, func() { close(front.ended) })
+	if !o.alone { // a request without a session is no session
+		p.stdioHosts.Store(front, struct{}{})
+		undo = append(undo, func() { p.stdioHosts.Delete(front) })
 	}
 	// The host's listens hear of the view's list changes from the plane,
-	// and so does the host itself once it has initialized when the plane
-	// answers it; go-sdk's are not written then (conn.Write, planeLists).
-	undo = append(undo, c.tellLists(ctx, p.v, p.raw, o.session != nil))
+	// and so does the host itself once it has initialized.
+	undo = append(undo, c.tellLists(ctx, p.v, o.session != nil))
 	// Raw calls are made for the connection's session; they are not
 	// children of ctx (each would register with it): ServeStdio cancels
 	// the ones in flight when it stops.
@@ -257,12 +191,12 @@ func (p *Plane) openLines(ctx context.Context, out io.Writer, o lineConn) (*stdi
 	if o.from != nil {
 		base = context.WithoutCancel(o.from.Context())
 	}
-	s := &stdioSession{p: p, c: c, ss: ss, front: front, base: junction.WithHostSession(base, host), legacy: o.legacy || o.session != nil, countAs: "stdio", session: o.session}
+	s := &stdioSession{p: p, c: c, front: front, base: junction.WithHostSession(base, front), legacy: o.legacy || o.session != nil, countAs: "stdio", session: o.session}
 	if o.alone || o.session != nil {
 		s.countAs = "http"
 	}
-	c.listens.ctx, c.listens.host = s.base, host
-	if o.older != nil && front != nil {
+	c.listens.ctx, c.listens.host = s.base, front
+	if o.older != nil {
 		front.init.Store(o.older)
 		front.noAsk = true
 		if !junction.ParseRevision(o.older.ProtocolVersion).TypedResults() {
@@ -273,11 +207,11 @@ func (p *Plane) openLines(ctx context.Context, out io.Writer, o lineConn) (*stdi
 		p.v.SetHostLevel(front, "info")
 	}
 	p.v.OfferTasks() // this connection takes the extension's requests (tasks.go)
-	if every := p.v.KeepAlive(); every > 0 && front != nil && !o.alone {
+	if every := p.v.KeepAlive(); every > 0 && !o.alone {
 		pinger.Go(func() { front.keepAlive(ctx, every, p.logger, cancel) })
 	}
 	undo = append(undo, s.endTasks)
-	return s, ctx, cancel, closeAll, nil
+	return s, ctx, cancel, closeAll
 }
 
 // stop ends the connection at once: its raw calls are cancelled, and
@@ -296,9 +230,8 @@ func (p *Plane) onBadFrame(err error) {
 type stdioSession struct {
 	p     *Plane
 	c     *conn
-	ss    *mcp.ServerSession // go-sdk's session for the connection (only with NoRaw)
-	front *stdioHost         // the connection's Host (nil with NoRaw: go-sdk's session is)
-	base  context.Context    // the raw calls' parent: names the connection's Host (junction.HostSession)
+	front *stdioHost      // the connection's Host
+	base  context.Context // the raw calls' parent: names the connection's Host (junction.HostSession)
 	calls inflight
 	// ready is set once the host has sent notifications/initialized
 	// after initialize was answered (a second one is logged). Owned by the
@@ -328,15 +261,11 @@ type stdioSession struct {
 
 // take answers line and reports whether it did: false only for a line
 // that is not a JSON-RPC message go-sdk's decoder reads (conn.decode
-// refuses it) or, with NoRaw, one go-sdk's session answers (conn.deliver).
-// A line of a shape the plane does not read is read again in the shape
+// refuses it). A line of a shape the plane does not read is read again in the shape
 // it does (canonical). Called by the reading goroutine.
 func (s *stdioSession) take(line []byte) bool {
 	if s.takeLine(line) {
 		return true
-	}
-	if !s.p.raw {
-		return false // go-sdk answers (NoRaw): no need to read the line again
 	}
 	if c, ok := canonical(line); ok && s.takeLine(c) {
 		return true
@@ -353,7 +282,7 @@ func (s *stdioSession) take(line []byte) bool {
 // the plane has no use for (one it does not know, or one of the
 // session's before initialize is answered) and an answer to no request
 // are dropped, as JSON-RPC asks; a request gets the error of restError.
-// go-sdk's session is handed nothing. Called by the reading goroutine.
+// Called by the reading goroutine.
 func (s *stdioSession) answerRest(line []byte) bool {
 	sdkLine, raw := sdkReadable(line)
 	msg, err := jsonrpc.DecodeMessage(sdkLine)
@@ -420,20 +349,6 @@ func (s *stdioSession) refuseParams(line []byte) bool {
 
 // takeLine is take for a line as it is.
 func (s *stdioSession) takeLine(line []byte) bool {
-	if !s.p.raw {
-		// Calls go to go-sdk. The tasks extension and the host's
-		// subscriptions/listen streams, which go-sdk has not (see tasks.go
-		// and listen.go), are the plane's either way.
-		if s.takeTask(line) {
-			return true
-		}
-		if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
-			if id, ok := cancelledID(line); ok && s.calls.cancel(string(id)) {
-				return true
-			}
-		}
-		return s.takeListen(line)
-	}
 	// A plain tools/call first, the line most read: it is no cancellation,
 	// and a request for the tasks extension only if its _meta names it,
 	// so the whole line is not searched for those.
@@ -715,17 +630,6 @@ func (s *stdioSession) takeNotification(line []byte) bool {
 // notifications/initialized.
 func (s *stdioSession) initialized() bool { return s.c.greeted.Load() }
 
-// takeListen takes the host's subscriptions/listen requests and their
-// cancellations, which the plane answers (see listen.go), and reports
-// whether it did.
-func (s *stdioSession) takeListen(line []byte) bool {
-	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
-		id, ok := cancelledID(line)
-		return ok && s.c.listens.cancel(id)
-	}
-	return bytes.Contains(line, []byte(`"subscriptions/listen"`)) && s.c.listens.take(line)
-}
-
 // takeCall answers tc, a plain tools/call, on the raw path if it can, and
 // reports whether it did. Called by the reading goroutine.
 func (s *stdioSession) takeCall(tc toolCall) bool { return s.takeCallIn(tc, &s.batch) }
@@ -897,7 +801,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 // noteStandalone notes the revision a request that stands alone (of
 // 2026-07-28 or later, whose _meta says mi, on a connection that did not
 // initialize) names, the first time one does: the connection's, as
-// go-sdk's server takes it (Plane.StdioSessions).
+// go-sdk's server takes it (Plane.Sessions).
 func (s *stdioSession) noteStandalone(mi metaInfo) {
 	if s.front != nil && mi.rev.PerRequestMeta() && s.front.standalone.Load() == nil && !s.initialized() {
 		v := mi.version
@@ -1021,10 +925,10 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 }
 
 // readFrames reads in line by line. A line take answers (nil: none) is
-// done with; any other is decoded and delivered to c, or answered with an
-// error if it is not a JSON-RPC message. flush (if not nil) runs before
-// each read of in. It returns the reader's error (io.EOF at the end), or
-// ErrConnectionClosed once c is closed.
+// done with; any other is answered with an error if it is not a JSON-RPC
+// message, and reported if it is (c.untaken). flush (if not nil) runs
+// before each read of in. It returns the reader's error (io.EOF at the
+// end).
 func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush func()) error {
 	r := wire.NewLineReader(in, max)
 	r.BeforeRead(flush)
@@ -1038,29 +942,14 @@ func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush fu
 		if tooLong {
 			c.reject(jsonrpc.CodeInvalidRequest, fmt.Sprintf("frame exceeds %d bytes", max))
 		} else if line = bytes.TrimSpace(line); len(line) > 0 && (take == nil || !take(line)) {
-			if msg, ok := c.decode(line); ok && !c.deliver(msg) {
-				return mcp.ErrConnectionClosed
+			if msg, ok := c.decode(line); ok {
+				c.untaken(msg)
 			}
 		}
 		if err != nil {
 			return err
 		}
 	}
-}
-
-// connTransport hands an existing conn to go-sdk's Server.Connect.
-type connTransport struct {
-	c      *conn
-	legacy bool // legacy HTTP+SSE: see SupportsProtocolVersion
-}
-
-func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
-
-// SupportsProtocolVersion implements [mcp.ProtocolVersionSupporter]: the
-// legacy HTTP+SSE transport has no binding in 2026-07-28, so a legacy
-// session negotiates an earlier revision, as go-sdk's SSE transport does.
-func (t connTransport) SupportsProtocolVersion(version string) bool {
-	return !t.legacy || legacyCarries(version)
 }
 
 // legacyCarries reports whether the legacy HTTP+SSE transport carries
@@ -1079,13 +968,9 @@ func legacyVersions() []string {
 	return out
 }
 
-// conn is a stdio connection as the plane keeps it: its writer, its
+// conn is a line connection as the plane keeps it: its writer, its
 // requests to the host (asks), its listens and what it knows of the
-// host's session. With NoRaw it is also go-sdk's side of the connection,
-// an [mcp.Connection] whose incoming messages come from the reading
-// goroutine and whose outgoing ones go to the writer; it tracks the
-// requests it has handed to go-sdk, so that at the end of the input it
-// can wait for their answers.
+// host's session.
 type conn struct {
 	out    *wire.Writer
 	onBad  func(error)
@@ -1093,34 +978,22 @@ type conn struct {
 	// malformed, on an HTTP session, answers the POST of a line go-sdk's
 	// decoder does not read (err) as go-sdk's handler does; nil: none.
 	malformed func(err error) bool
-	sdk       bool // a go-sdk session reads the messages the plane does not take (Options.NoRaw)
 
-	incoming  chan jsonrpc.Message
 	closed    chan struct{}
 	closeOnce sync.Once
-	inputEnd  chan struct{} // closed by endInput; readErr is set before
-	readErr   error
 
-	ids idMap // the hosts' ids go-sdk would change (see ids.go)
 	// older: the host negotiated a revision before 2026-07-28, so results
 	// go without that revision's members (olderResult).
 	older atomic.Bool
 	// listens are the host's subscriptions/listen streams, which the
 	// plane answers (see listen.go).
 	listens *listens
-	// extra is given to go-sdk with each request (legacy SSE), or nil.
-	extra *mcp.RequestExtra
 	// greeted: initialize has been answered (see
-	// stdioSession.initialized). Until then go-sdk's
-	// list_changed notifications, which it sends to every session it
-	// has, are not written: nothing reaches a host before it initializes
-	// (a 2026-07-28 host, which never does, gets them only on a
+	// stdioSession.initialized). Until then the host is told of no list
+	// change: nothing reaches a host before it initializes (a 2026-07-28
+	// host, which never does, hears of them only on a
 	// subscriptions/listen stream, tagged with its id).
 	greeted atomic.Bool
-	// planeLists: the plane tells the host of list changes itself (see
-	// serveLines), and go-sdk's untagged list_changed notifications are
-	// not written at all.
-	planeLists bool
 
 	// asks are the requests the plane sent the host (stdioHost), whose
 	// answers the reading goroutine takes; gone is closed when no answer
@@ -1128,70 +1001,28 @@ type conn struct {
 	asks     asks
 	gone     chan struct{}
 	goneOnce sync.Once
-
-	pendMu  sync.Mutex
-	pending map[jsonrpc.ID]bool // requests read and not yet answered: true once the host cancelled it
-	drained chan struct{}       // closed when pending empties after the end of the input; nil before
 }
 
 func newConn(out *wire.Writer, onBad func(error)) *conn {
-	c := &conn{
-		out:      out,
-		onBad:    onBad,
-		incoming: make(chan jsonrpc.Message),
-		closed:   make(chan struct{}),
-		inputEnd: make(chan struct{}),
-		gone:     make(chan struct{}),
-		pending:  make(map[jsonrpc.ID]bool),
+	return &conn{
+		out:    out,
+		onBad:  onBad,
+		closed: make(chan struct{}),
+		gone:   make(chan struct{}),
 	}
-	return c
 }
 
-// deliver hands msg, which the plane did not take, to go-sdk's session
-// (Options.NoRaw); false if the conn is closed. A request is noted as
-// pending (and a cancellation marks the request it names) before go-sdk
-// reads it, so that the answer of a request the host cancelled is not
-// written (Write). Without a go-sdk session every message is taken or
-// answered by the plane (stdioSession.answerRest): one that is not would
-// be a defect, and is reported as a bad frame and dropped.
-func (c *conn) deliver(msg jsonrpc.Message) bool {
+// untaken reports msg, a message go-sdk's decoder reads that no path of
+// the plane took or answered (stdioSession.answerRest answers every
+// request): a defect, reported as a bad frame; msg is dropped.
+func (c *conn) untaken(msg jsonrpc.Message) {
 	if h := testHookUntaken.Load(); h != nil {
 		(*h)(msg)
 	}
-	if !c.sdk {
-		if c.onBad != nil {
-			b, _ := jsonrpc.EncodeMessage(msg)
-			c.onBad(fmt.Errorf("no path of the plane took this message, which is dropped: %.200s", b))
-		}
-		return true
+	if c.onBad != nil {
+		b, _ := jsonrpc.EncodeMessage(msg)
+		c.onBad(fmt.Errorf("no path of the plane took this message, which is dropped: %.200s", b))
 	}
-	c.pendMu.Lock()
-	if m, ok := msg.(*jsonrpc.Request); ok {
-		if m.IsCall() {
-			c.pending[m.ID] = false
-		} else if id, ok := cancelledSDKID(m); ok {
-			if _, pending := c.pending[id]; pending {
-				c.pending[id] = true
-			}
-		}
-	}
-	c.pendMu.Unlock()
-	select {
-	case c.incoming <- msg:
-		return true
-	case <-c.closed:
-		return false
-	}
-}
-
-// endInput tells go-sdk the input has ended with err, once everything
-// read has been answered.
-func (c *conn) endInput(err error) {
-	if err == nil || errors.Is(err, io.EOF) {
-		err = io.EOF
-	}
-	c.readErr = err
-	close(c.inputEnd)
 }
 
 // decode parses one frame, answering it with an error if it is not a
@@ -1205,7 +1036,7 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.reject(jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
 		return nil, false
 	}
-	line, _ = c.ids.toSDK("", line)
+	line, _ = sdkReadable(line)
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil && c.malformed != nil && c.malformed(err) {
 		return nil, false
@@ -1218,7 +1049,7 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 }
 
 // testHookUntaken, if set, sees every message the plane neither took nor
-// answered over stdio (deliver; tests: what it leaves to go-sdk).
+// answered (untaken).
 var testHookUntaken atomic.Pointer[func(jsonrpc.Message)]
 
 // reject writes an error answer with a null id (on an HTTP session, the
@@ -1234,124 +1065,9 @@ func (c *conn) reject(code int64, message string) {
 	c.out.Write(line)
 }
 
-func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.closed:
-		return nil, io.EOF
-	case msg := <-c.incoming:
-		if req, ok := msg.(*jsonrpc.Request); ok && c.extra != nil {
-			req.Extra = c.extra
-		}
-		return msg, nil
-	case <-c.inputEnd:
-		c.waitDrained(ctx)
-		return nil, c.readErr
-	}
-}
-
-// waitDrained waits until every request read has been answered, so that
-// a host that writes its requests and closes its end still gets the
-// answers.
-func (c *conn) waitDrained(ctx context.Context) {
-	c.pendMu.Lock()
-	if c.drained == nil {
-		c.drained = make(chan struct{})
-		if len(c.pending) == 0 {
-			close(c.drained)
-		}
-	}
-	drained := c.drained
-	c.pendMu.Unlock()
-	t := time.NewTimer(DrainTimeout)
-	defer t.Stop()
-	select {
-	case <-drained:
-	case <-ctx.Done():
-	case <-c.closed:
-	case <-t.C:
-	}
-}
-
-func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	select {
-	case <-c.closed:
-		return mcp.ErrConnectionClosed
-	default:
-	}
-	b, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return err
-	}
-	resp, isResp := msg.(*jsonrpc.Response)
-	if isResp {
-		if ours, ok := idFromSDK(resp.ID); ok {
-			if host, ok := c.ids.restore("", ours); ok {
-				b = replaceMember(b, "id", host)
-			}
-		}
-		switch {
-		case c.older.Load():
-			b = olderResult(b)
-		case resp.Result != nil && bytes.Contains(resp.Result, []byte(`"protocolVersion"`)):
-			// The answer to initialize: a host before 2026-07-28 gets
-			// results without that revision's members from now on.
-			var init struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			if json.Unmarshal(resp.Result, &init) == nil && init.ProtocolVersion != "" {
-				c.greeted.Store(true)
-				if !junction.ParseRevision(init.ProtocolVersion).TypedResults() {
-					c.older.Store(true)
-				}
-			}
-		}
-	} else if (c.planeLists || !c.greeted.Load()) && untaggedListChanged(b) {
-		return nil
-	}
-	c.pendMu.Lock()
-	cancelled := isResp && c.pending[resp.ID]
-	c.pendMu.Unlock()
-	// JSON-RPC: a request the host cancelled gets no answer (go-sdk's
-	// handler ends with one; the raw path sends none).
-	if !cancelled {
-		_, err = c.out.Write(append(b, '\n'))
-	}
-	if isResp {
-		c.pendMu.Lock()
-		delete(c.pending, resp.ID)
-		if c.drained != nil && len(c.pending) == 0 {
-			select {
-			case <-c.drained:
-			default:
-				close(c.drained)
-			}
-		}
-		c.pendMu.Unlock()
-	}
-	return err
-}
-
-// cancelledSDKID returns the request id a notifications/cancelled names,
-// as go-sdk reads it.
-func cancelledSDKID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
-	if req.Method != "notifications/cancelled" {
-		return jsonrpc.ID{}, false
-	}
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(req.Params, &p) != nil {
-		return jsonrpc.ID{}, false
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	return id, err == nil && id.IsValid()
-}
-
-// Close stops delivering messages. The reading goroutine ends at the
-// next frame or at the end of the input: a blocked read of os.Stdin
-// cannot be interrupted.
+// Close ends the connection. The reading goroutine ends at the next
+// frame or at the end of the input: a blocked read of os.Stdin cannot be
+// interrupted.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	c.hostGone()
@@ -1361,5 +1077,3 @@ func (c *conn) Close() error {
 // hostGone marks the end of the host's answers: the input ended, or the
 // connection closed.
 func (c *conn) hostGone() { c.goneOnce.Do(func() { close(c.gone) }) }
-
-func (c *conn) SessionID() string { return "" }

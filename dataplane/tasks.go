@@ -24,10 +24,7 @@ import (
 // declare the extension are taken here, on stdio and over HTTP alike, and
 // answered by the view ([junction.View.CallToolTask],
 // [junction.View.TaskRequest]). tasks/result and tasks/list, which the
-// extension removed, go on to go-sdk, which answers -32601. With the
-// fast path off ([Options.NoRaw]) everything goes to go-sdk, tasks
-// included: the view then does not offer the extension
-// ([junction.View.OfferTasks]), and go-sdk answers tasks/* with -32601.
+// extension removed, are answered -32601, as go-sdk answers them.
 
 // taskRequest is what the data plane reads of a request that may be for
 // the tasks extension.

@@ -41,6 +41,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"tools"}, 2, "needs a subcommand"},
 		{[]string{"serve", "-no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
 		{[]string{"serve", "extra"}, 2, "serve takes no arguments"},
+		{[]string{"serve", "-fast-path=false"}, 2, "-fast-path is gone: junction has one call path"},
+		{[]string{"serve", "--fast-path"}, 2, "remove the flag"},
 		{[]string{"serve", "-token", "x"}, 2, "only apply with -http"},
 		{[]string{"tools", "call"}, 2, "exactly one tool name"},
 		{[]string{"tools", "call", "junction_version", "-args", "[1]"}, 2, "-args: not a JSON object"},

@@ -152,19 +152,12 @@ func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, ar
 			return nil, nil, err
 		}
 		f.built = d
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := d.View.Server().Connect(ctx, st, nil)
+		cs, closeSession, err := d.Connect(ctx, client)
 		if err != nil {
 			d.Close()
 			return nil, nil, err
 		}
-		cs, err := client.Connect(ctx, ct, nil)
-		if err != nil {
-			ss.Close()
-			d.Close()
-			return nil, nil, err
-		}
-		return cs, func() { cs.Close(); ss.Close(); d.Close() }, nil
+		return cs, func() { closeSession(); d.Close() }, nil
 	}
 }
 

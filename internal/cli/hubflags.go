@@ -34,9 +34,7 @@ type hubFlags struct {
 
 	// ignoreLock builds without the lock file (lock, selftest).
 	ignoreLock bool
-	// noRaw and startupBudget are serve's -fast-path=false and
-	// -startup-budget (see daemon.Spec).
-	noRaw         bool
+	// startupBudget is serve's -startup-budget (see daemon.Spec).
 	startupBudget time.Duration
 	// audit is serve's audit trail (-audit over the config file's).
 	audit config.Audit
@@ -176,7 +174,7 @@ func (f *hubFlags) build(ctx context.Context, env *Env, logger *slog.Logger, cfg
 	d, err := daemon.Build(ctx, daemon.Spec{
 		Packs: f.packs, NoDefaultPacks: f.noDefaultPacks, Config: cfg, ConfigPath: cfgPath,
 		Logger: logger, Getenv: env.Getenv, DataDir: f.dataDir, IgnoreLock: f.ignoreLock,
-		NoRaw: f.noRaw, StartupBudget: f.startupBudget, Audit: f.audit, AuditStderr: env.Stderr,
+		StartupBudget: f.startupBudget, Audit: f.audit, AuditStderr: env.Stderr,
 	})
 	if err != nil {
 		return nil, err

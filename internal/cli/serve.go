@@ -55,23 +55,15 @@ tool whose server is still connecting waits for it. junction logs "hub
 ready" once the hub is built and, as it stops, "hub stopped" with the
 number of tool calls it routed and of those the fast path took.
 
-The fast path: junction's own data plane answers everything a host sends
-over stdio and legacy SSE, and every request without a session over
-Streamable HTTP (a 2026-07-28 client's, or any with -http-mode
-stateless); on an HTTP session it answers tools/call, the lists,
-prompts/get, resources/read, completion/complete and ping. A call of a
-stdio upstream's tool is forwarded as raw bytes (several times the
-calls/s of go-sdk's server; docs/performance.md); a pack, a plugin or an
-HTTP upstream is called with the arguments decoded only for it. go-sdk's
-server answers the rest: on an HTTP session its initialize,
-logging/setLevel, resource subscriptions and GET stream.
--fast-path=false sends every host request through go-sdk but those of
-the tasks extension and, over stdio, the subscriptions/listen streams
-(junction still calls stdio upstreams with raw bytes).
+junction's own data plane answers everything a host sends, over stdio,
+Streamable HTTP (sessions and requests without one) and legacy SSE. A
+call of a stdio upstream's tool is forwarded as raw bytes (several times
+the calls/s of decoding it; docs/performance.md); a pack, a plugin or an
+HTTP upstream is called with the arguments decoded only for it.
 
 Examples:
   junction serve                                   # stdio, core pack
-  junction serve -config junction.yaml -fast-path=false  # every host request through go-sdk
+  junction serve -config junction.yaml              # stdio, the servers of a config file
   junction serve -admin 127.0.0.1:7332             # stdio, and the status page
   junction serve -http 127.0.0.1:7331              # HTTP, prints a token
   junction serve -http 127.0.0.1:7331 -pack conformance -insecure-no-auth
@@ -93,7 +85,6 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		replayBytes    = fs.Int("replay-bytes", def.ReplayBytes, "keep up to `n` bytes of HTTP sessions' SSE messages (all sessions together) so that hosts can resume dropped streams with Last-Event-ID; 0: keep none")
 		budget         = fs.Duration("startup-budget", 0, "a host's first lists wait at most this `duration` for upstream servers and plugins to connect (default 10s, or the config file's startup_budget; 0: do not wait)")
 		insecure       = fs.Bool("insecure-no-auth", false, "serve HTTP without a token (loopback addresses only)")
-		fastPath       = fs.Bool("fast-path", true, "forward hosts' tools/call requests for stdio upstreams as raw bytes, over stdio and HTTP; =false sends every host request through go-sdk, but those of the tasks extension, which go-sdk has not, and stdio's subscriptions/listen streams (docs/performance.md)")
 		tokenFile      = fs.String("token-file", "", "read HTTP tokens from `file`, one per line")
 		admin          = fs.String("admin", "", "also serve the status page, /status, /metrics, /healthz and /readyz on `host:port`, with -http's token rules; works in stdio mode too")
 		audit          = fs.String("audit", "", "write one JSON line per tool call to `output`: stderr, or a file rotated by size (docs/observability.md; default: the config file's audit.output, else none)")
@@ -107,6 +98,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.Var(&origins, "allowed-origin", "also accept this `origin` (scheme://host:port; repeatable)")
 	var guard guardFlags
 	guard.register(fs)
+	if err := refuseGoneFlags(args); err != nil {
+		return err
+	}
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -118,7 +112,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		Set: hf.set, LogLevel: hf.logLevel, LogFormat: hf.logFormat,
 		HTTP: *addr, HTTPMode: *mode, Stateless: *stateless, JSONResponse: *jsonResponse,
 		SessionTimeout: *sessionTimeout, SessionPark: *sessionPark, MaxRequestBytes: *maxBody,
-		ReplayBytes: *replayBytes, StartupBudget: *budget, InsecureNoAuth: *insecure, FastPath: *fastPath,
+		ReplayBytes: *replayBytes, StartupBudget: *budget, InsecureNoAuth: *insecure,
 		TokenFile: *tokenFile, Admin: *admin, Audit: *audit, AuditArguments: *auditArgs,
 		Tokens: tokens, AllowedHosts: hosts, AllowedOrigins: origins, Guard: guard.opts,
 	}
@@ -135,7 +129,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageErrorf("%v", err)
 	}
 	logger := s.Logger
-	hf.noRaw, hf.startupBudget, hf.audit = s.NoRaw, s.StartupBudget, s.Audit
+	hf.startupBudget, hf.audit = s.StartupBudget, s.Audit
 
 	var fromFile []string
 	if s.Admin != "" {
@@ -390,4 +384,22 @@ func readTokenFile(path string) ([]string, error) {
 		return nil, fmt.Errorf("-token-file %s: no tokens in file", path)
 	}
 	return out, nil
+}
+
+// refuseGoneFlags names a flag serve no longer has, with what to do,
+// rather than the flag package's "flag provided but not defined".
+func refuseGoneFlags(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "fast-path" {
+			return &UsageError{
+				msg:  "serve: -fast-path is gone: junction has one call path, which answers every host request; remove the flag",
+				hint: "Run \"junction serve -help\" for its flags.\n",
+			}
+		}
+	}
+	return nil
 }

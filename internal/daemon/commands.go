@@ -273,19 +273,12 @@ func (c *ServerCommand) Connect(ctx context.Context, client *mcp.Client) (*mcp.C
 		hub.Close()
 		return nil, nil, err
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
+	cs, closeSession, err := connectPlane(ctx, dataplane.New(view, nil), client)
 	if err != nil {
 		hub.Close()
 		return nil, nil, err
 	}
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		ss.Close()
-		hub.Close()
-		return nil, nil, err
-	}
-	return cs, func() { cs.Close(); ss.Close(); hub.Close() }, nil
+	return cs, func() { closeSession(); hub.Close() }, nil
 }
 
 // Close stops the server and reaps its process tree.

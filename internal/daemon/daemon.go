@@ -61,9 +61,6 @@ type Spec struct {
 	// IgnoreLock builds the hub without its lock file, so that no drift
 	// policy hides a tool: what "junction lock" and "selftest" need.
 	IgnoreLock bool
-	// NoRaw sends every request through go-sdk, tool calls included
-	// (junction serve -fast-path=false); see dataplane.Options.
-	NoRaw bool
 	// StartupBudget bounds how long hosts' first lists wait for upstreams
 	// and plugins to connect (junction.Options.StartupBudget): negative
 	// means no waiting; zero means the config file's startup_budget, or
@@ -489,8 +486,7 @@ func (d *Daemon) Plane(v *junction.View) *dataplane.Plane {
 	defer d.mu.Unlock()
 	p := d.planes[v]
 	if p == nil {
-		p = dataplane.New(v, &dataplane.Options{NoRaw: d.spec.NoRaw, Logger: d.logger, Count: d.Metrics.countRequest})
-		v.Server().AddReceivingMiddleware(d.Metrics.countMethods)
+		p = dataplane.New(v, &dataplane.Options{Logger: d.logger, Count: d.Metrics.countRequest})
 		d.planes[v] = p
 	}
 	return p

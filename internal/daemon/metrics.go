@@ -1,12 +1,9 @@
 package daemon
 
 import (
-	"context"
 	"maps"
 	"net/http"
 	"runtime"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
@@ -75,8 +72,8 @@ func (m *Metrics) ObserveCall(c junction.CallInfo) {
 	m.latency.WithLabelValues(c.Source, c.Tool).Observe(c.Duration.Seconds())
 	if c.Raw {
 		m.raw.WithLabelValues(c.Source).Inc()
-		// The fast path answers these requests without go-sdk, so
-		// countMethods does not see them.
+		// A host's tools/call, which the data plane leaves to this count
+		// (its Count hook is told of every other request).
 		m.methods.WithLabelValues(callFront(c), "tools/call").Inc()
 	}
 	if c.Outcome != "ok" {
@@ -106,21 +103,8 @@ func callFront(c junction.CallInfo) string {
 	return "stdio"
 }
 
-// countMethods is a go-sdk receiving middleware that counts the requests
-// and notifications hosts send to a view, by front and method.
-func (m *Metrics) countMethods(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		front := "stdio"
-		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-			front = "http"
-		}
-		m.countRequest(front, method)
-		return next(ctx, method, req)
-	}
-}
-
-// countRequest counts a request the data plane answered itself (its
-// Count hook), which countMethods does not see.
+// countRequest counts a request or notification a host sent, by front
+// and method: the data plane's Count hook.
 func (m *Metrics) countRequest(front, method string) {
 	m.methods.WithLabelValues(front, specMethod(method)).Inc()
 }
@@ -158,15 +142,8 @@ func (m *Metrics) watchSessions(d *Daemon) {
 			d.mu.Lock()
 			planes := maps.Clone(d.planes)
 			d.mu.Unlock()
-			for v, plane := range planes {
-				for ss := range v.Server().Sessions() {
-					version := ""
-					if p := ss.InitializeParams(); p != nil {
-						version = p.ProtocolVersion
-					}
-					count(version)
-				}
-				plane.StdioSessions(count) // the stdio connections the plane answers alone
+			for _, plane := range planes {
+				plane.Sessions(count)
 			}
 			for p, n := range counts {
 				emit(float64(n), p)

@@ -20,8 +20,9 @@ import (
 //
 // Both sit behind the same token check as /mcp.
 
-// plainInfo serves GET /mcp/info. The lists are read through an in-memory
-// MCP session with the default view, so they are exactly what a host sees.
+// plainInfo serves GET /mcp/info. The lists are read through an in-process
+// MCP session of the default view's data plane, so they are exactly what
+// a host sees.
 func (d *Daemon) plainInfo(cfg HTTPConfig) http.Handler {
 	authMethod := "bearer token (Authorization: Bearer) or X-API-Key header"
 	if cfg.InsecureNoAuth {
@@ -83,18 +84,12 @@ type plainResource struct {
 }
 
 func (d *Daemon) describe(ctx context.Context) (*plainInfoDoc, error) {
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := d.View.Server().Connect(ctx, st, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer ss.Close()
 	client := mcp.NewClient(&mcp.Implementation{Name: "junction-info", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, closeSession, err := d.Connect(ctx, client)
 	if err != nil {
 		return nil, err
 	}
-	defer cs.Close()
+	defer closeSession()
 	doc := &plainInfoDoc{
 		Endpoints: map[string]string{"messages": "/mcp/messages", "info": "/mcp/info", "mcp": "/mcp", "sse": "/sse"},
 		Tools:     []plainTool{},

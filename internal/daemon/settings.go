@@ -34,7 +34,6 @@ type ServeFlags struct {
 	ReplayBytes         int
 	StartupBudget       time.Duration
 	InsecureNoAuth      bool
-	FastPath            bool
 	TokenFile           string
 	Admin               string
 	Audit               string // -audit
@@ -82,9 +81,8 @@ type Settings struct {
 	// Auth is the config file's http.auth (zero without a file).
 	Auth  config.HTTPAuth
 	Guard httpguard.ServerOptions
-	// StartupBudget, NoRaw and Audit are for the daemon's Spec.
+	// StartupBudget and Audit are for the daemon's Spec.
 	StartupBudget time.Duration
-	NoRaw         bool
 	Audit         config.Audit
 }
 
@@ -124,7 +122,6 @@ func ServeSettings(f ServeFlags, cfg *config.Config, stderr io.Writer) (Settings
 		InsecureNoAuth: f.InsecureNoAuth,
 		TokenFile:      f.TokenFile,
 		Guard:          f.Guard,
-		NoRaw:          !f.FastPath,
 		MCP: dataplane.HTTPOptions{
 			JSONResponse:    f.JSONResponse,
 			SessionTimeout:  f.SessionTimeout,

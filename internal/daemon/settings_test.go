@@ -23,7 +23,6 @@ func serveDefaults() ServeFlags {
 		SessionPark:     dataplane.DefaultSessionPark,
 		MaxRequestBytes: dataplane.DefaultMaxRequestBytes,
 		ReplayBytes:     dataplane.DefaultReplayBytes,
-		FastPath:        true,
 		Guard: httpguard.ServerOptions{
 			ReadHeaderTimeout: httpguard.DefaultReadHeaderTimeout, ProgressTimeout: httpguard.DefaultProgressTimeout,
 			IdleTimeout: httpguard.DefaultIdleTimeout, MaxHeaderBytes: httpguard.DefaultMaxHeaderBytes,
@@ -221,13 +220,6 @@ func TestServeSettingsMerge(t *testing.T) {
 			file: func(c *config.Config) { c.Log.Format = "json" },
 			get:  func(s Settings) any { return s.LogFormat },
 			def:  "text", fromFile: "json", fromFlag: "text",
-		},
-		{
-			name: "fast path",
-			flag: func(f *ServeFlags) { f.FastPath = false; f.Set["fast-path"] = true },
-			file: func(*config.Config) {},
-			get:  func(s Settings) any { return s.NoRaw },
-			def:  false, fromFile: false, fromFlag: true,
 		},
 		{
 			name: "http auth",
