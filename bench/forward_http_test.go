@@ -250,8 +250,8 @@ var httpForwarders = []struct {
 	name string
 	new  func(testing.TB) *httpHost
 }{
-	{"fast", func(tb testing.TB) *httpHost { return newHTTPForwarder(tb, false) }},
-	{"fast/host-2026-07-28", func(tb testing.TB) *httpHost { return newHTTPForwarder(tb, true) }},
+	{"hub", func(tb testing.TB) *httpHost { return newHTTPForwarder(tb, false) }},
+	{"hub/host-2026-07-28", func(tb testing.TB) *httpHost { return newHTTPForwarder(tb, true) }},
 	{"direct", func(tb testing.TB) *httpHost { return newHTTPDirect(tb, false) }},
 	{"direct/host-2026-07-28", func(tb testing.TB) *httpHost { return newHTTPDirect(tb, true) }},
 }

@@ -55,21 +55,20 @@ const modernMeta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07
 
 // newForwarder builds a hub whose one source is the echo server as an
 // upstream process, and connects a pipeHost to it through
-// dataplane.Plane.ServeStdio: every call through go-sdk, or with fast,
-// tools/call on the raw path to package upstream's Server.CallToolRaw
-// (as junction serve builds it by default).
-func newForwarder(tb testing.TB, fast bool) *pipeHost {
-	return newForwarderAt(tb, fast, false, false)
+// dataplane.Plane.ServeStdio, as junction serve builds it: tools/call
+// goes to package upstream's Server.CallToolRaw.
+func newForwarder(tb testing.TB) *pipeHost {
+	return newForwarderAt(tb, false, false)
 }
 
 // newForwarderAt is newForwarder with a host (modernHost) or an upstream
 // (modernUp) at 2026-07-28.
-func newForwarderAt(tb testing.TB, fast, modernHost, modernUp bool) *pipeHost {
+func newForwarderAt(tb testing.TB, modernHost, modernUp bool) *pipeHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	view, stop := echoView(tb, ctx, modernUp)
 	run := func(ctx context.Context, in io.Reader, out io.Writer) error {
-		return dataplane.New(view, &dataplane.Options{NoRaw: !fast}).ServeStdio(ctx, in, out, nil)
+		return dataplane.New(view, nil).ServeStdio(ctx, in, out, nil)
 	}
 	if modernHost {
 		return serveModern(tb, ctx, cancel, run, stop)
@@ -112,17 +111,14 @@ func echoView(tb testing.TB, ctx context.Context, modern bool) (*junction.View, 
 	}
 }
 
-func hubForwarder(tb testing.TB) *pipeHost  { return newForwarder(tb, false) }
-func fastForwarder(tb testing.TB) *pipeHost { return newForwarder(tb, true) }
-func fastHost2026(tb testing.TB) *pipeHost  { return newForwarderAt(tb, true, true, false) }
-func fastUp2026(tb testing.TB) *pipeHost    { return newForwarderAt(tb, true, false, true) }
-func fastBoth2026(tb testing.TB) *pipeHost  { return newForwarderAt(tb, true, true, true) }
+func hubHost2026(tb testing.TB) *pipeHost { return newForwarderAt(tb, true, false) }
+func hubUp2026(tb testing.TB) *pipeHost   { return newForwarderAt(tb, false, true) }
+func hubBoth2026(tb testing.TB) *pipeHost { return newForwarderAt(tb, true, true) }
 
 // newPackHost builds a hub whose one source is a pack with the echo
 // server's tool, in process, and connects a pipeHost to it through
-// dataplane.Plane.ServeStdio: through go-sdk's server, or with fast on
-// the data plane's path, the pack's handler behind the raw call.
-func newPackHost(tb testing.TB, fast bool) *pipeHost {
+// dataplane.Plane.ServeStdio: the pack's handler behind the raw call.
+func newPackHost(tb testing.TB) *pipeHost {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	hub := junction.New(nil)
@@ -147,12 +143,9 @@ func newPackHost(tb testing.TB, fast bool) *pipeHost {
 		tb.Fatal(err)
 	}
 	return serve(tb, ctx, cancel, func(ctx context.Context, in io.Reader, out io.Writer) error {
-		return dataplane.New(view, &dataplane.Options{NoRaw: !fast}).ServeStdio(ctx, in, out, nil)
+		return dataplane.New(view, nil).ServeStdio(ctx, in, out, nil)
 	}, func() { hub.Close() })
 }
-
-func packHubHost(tb testing.TB) *pipeHost  { return newPackHost(tb, false) }
-func packFastHost(tb testing.TB) *pipeHost { return newPackHost(tb, true) }
 
 // newDirect connects a pipeHost straight to an in-process echo server:
 // the floor of the in-process benchmark.
@@ -241,8 +234,8 @@ func TestForward(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost},
-		{"fast-host2026", fastHost2026}, {"fast-up2026", fastUp2026}, {"fast-both2026", fastBoth2026}} {
+	}{{"hub", newForwarder}, {"direct", newDirect}, {"pack", newPackHost},
+		{"hub-host2026", hubHost2026}, {"hub-up2026", hubUp2026}, {"hub-both2026", hubBoth2026}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.new(t)
 			res := h.call(t, `{"msg":"hello \"hub\""}`)
@@ -259,15 +252,16 @@ func TestForward(t *testing.T) {
 
 // BenchmarkForward measures one tools/call through the hub (host pipe →
 // hub → upstream process → back), sequentially. Allocations are the hub
-// process's own: the upstream is another process. The pack cases call a
-// pack in the hub's process instead: through go-sdk's server
-// (pack-hub) and on the data plane's path (pack-fast).
+// process's own: the upstream is another process. direct is the floor:
+// the echo server in process, without the hub. The pack cases call a
+// pack in the hub's process instead of an upstream. The -2026 cases put
+// a host (host2026), the upstream (up2026) or both at 2026-07-28.
 func BenchmarkForward(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		new  func(testing.TB) *pipeHost
-	}{{"hub", hubForwarder}, {"fast", fastForwarder}, {"direct", newDirect}, {"pack-hub", packHubHost}, {"pack-fast", packFastHost},
-		{"fast-host2026", fastHost2026}, {"fast-up2026", fastUp2026}, {"fast-both2026", fastBoth2026}} {
+	}{{"hub", newForwarder}, {"direct", newDirect}, {"pack", newPackHost},
+		{"hub-host2026", hubHost2026}, {"hub-up2026", hubUp2026}, {"hub-both2026", hubBoth2026}} {
 		b.Run(tc.name+"/small", func(b *testing.B) {
 			h := tc.new(b)
 			b.ReportAllocs()

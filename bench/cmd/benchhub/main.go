@@ -2,14 +2,14 @@
 // over stdio or Streamable HTTP, for the benchmarks. It is the hub as
 // `junction serve` builds it (a junction.Hub, an upstream.Server source,
 // a dataplane.Plane serving the hub's view) without the daemon's config
-// file, auth and metrics, so that scripts/bench can run before and
-// independently of the config wiring.
+// file, auth and metrics, so that the hub alone can be measured and
+// profiled (docs/profiles/forward.md).
 //
-//	benchhub [-http 127.0.0.1:0] [-addr-file F] [-fast] -- COMMAND [ARGS...]
+//	benchhub [-http 127.0.0.1:0] [-addr-file F] [-cpuprofile F] [flags] -- COMMAND [ARGS...]
 //
-// -fast serves tools/call on the raw path (package upstream's raw calls,
-// Plane.ServeStdio on stdio, Plane.HTTPHandler over HTTP), as junction
-// serve does by default; without it every call goes through go-sdk.
+// It serves on the data plane's one call path, as junction serve does:
+// Plane.ServeStdio on stdio, Plane.HTTPHandler over HTTP, tools/call to
+// package upstream's raw calls.
 package main
 
 import (
@@ -48,7 +48,6 @@ func run(ctx context.Context, args []string) error {
 	jsonResp := fs.Bool("json-response", false, "answer POSTs with application/json instead of SSE")
 	name := fs.String("name", "echo", "source `name`; tools keep their upstream names")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
-	fast := fs.Bool("fast", false, "serve with the raw path (dataplane); without it every call goes through go-sdk")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,7 +91,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	plane := dataplane.New(view, &dataplane.Options{NoRaw: !*fast, Logger: logger})
+	plane := dataplane.New(view, &dataplane.Options{Logger: logger})
 	if *addr == "" {
 		err := plane.ServeStdio(ctx, os.Stdin, os.Stdout, nil)
 		if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
