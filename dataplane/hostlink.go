@@ -15,27 +15,26 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A raw call whose request needs what the host's go-sdk session cannot
-// carry gets a junction.HostLink in its context, through which sources
+// A raw call whose request needs what the connection's Host cannot carry
+// gets a junction.HostLink in its context, through which sources
 // send the host log messages and progress (junction.Log,
 // junction.NotifyProgress):
 //
-//   - over stdio, a 2026-07-28 request that names its own log level
-//     (go-sdk keeps that level in a context key of its own, which only
-//     its handlers get): lineLink; the other requests of the connection
-//     (and what a source sends the host outside a request) go through the
+//   - on a line connection, a 2026-07-28 request that names its own log
+//     level: lineLink; the other requests of the connection (and what a
+//     source sends the host outside a request) go through the
 //     connection's Host, stdioHost, which filters log messages by the
 //     level the host set;
-//   - over HTTP, the call's response (its sseSink, which becomes an SSE
-//     stream with the first notification): on a session, every call
-//     (unless answers are JSON only), its log messages filtered by the
-//     level the session set; without a session, a 2026-07-28 request
-//     that asks for progress or log messages, and every call of an older
-//     client in stateless mode, its log messages at info and above (the
-//     level of the session go-sdk's stateless handler makes for it).
-//     Requests to the host (sampling, elicitation, roots)
-//     the source makes through the session find the sink there too
-//     (divertToStream).
+//   - on a Streamable HTTP session, every request: its POST's response
+//     (postLink, session.go), its log messages filtered by the level the
+//     session set; requests to the host (sampling, elicitation, roots)
+//     go there too;
+//   - without a session, a 2026-07-28 request that asks for progress or
+//     log messages, and every call of an older client in stateless mode:
+//     the call's response (its sseSink, rawhttp.go, which becomes an SSE
+//     stream with the first notification), an older client's log
+//     messages at info and above (the level of the session go-sdk's
+//     stateless handler made for such a request).
 
 // notification returns the JSON-RPC notification of method with params.
 func notification(method string, params mcp.Params) ([]byte, error) {

@@ -19,9 +19,9 @@ type Options struct {
 	// rejected). Nil discards them.
 	Logger *slog.Logger
 
-	// Count, if set, is told of each request the plane answers itself
-	// other than a tools/call (whose calls the hub observes), and of each
-	// notification of the host's session it takes over stdio
+	// Count, if set, is told of each request the plane answers other
+	// than a tools/call (whose calls the hub observes), and of each
+	// notification of the host's session it takes
 	// (notifications/initialized, …/roots/list_changed, …/progress):
 	// front is "stdio" or "http".
 	Count func(front, method string)
@@ -107,12 +107,12 @@ type Plane struct {
 	stdioHosts sync.Map // *stdioHost -> struct{}: the live line connections the plane answers (stdio, legacy SSE and Streamable HTTP sessions)
 }
 
-// Sessions calls fn with the protocol version of each live line
-// connection the plane answers itself (a stdio host's, a legacy HTTP+SSE
-// session, a Streamable HTTP session): the
-// one it negotiated in initialize, or, for a host that does not
-// initialize (2026-07-28 on), the one its first request named, as
-// go-sdk's server takes it; "" before either.
+// Sessions calls fn with the protocol version of each live session of
+// the plane's (a stdio host's connection, a legacy HTTP+SSE session, a
+// Streamable HTTP session; a request without a session is none): the one
+// it negotiated in initialize, or, for a host that does not initialize
+// (2026-07-28 on), the one its first request named, as go-sdk's server
+// takes it; "" before either.
 func (p *Plane) Sessions(fn func(version string)) {
 	p.stdioHosts.Range(func(k, _ any) bool {
 		h := k.(*stdioHost)

@@ -29,13 +29,10 @@ import (
 // HTTPStateless.
 //
 // The answer is application/json, unless the upstream sends log messages
-// or requests (sampling, elicitation, roots) during the call: then the
-// response turns into an SSE stream that carries them and then the
-// result, as go-sdk's would (a host can resume it, see rawresume.go),
-// and the host's POSTed answers to those requests are taken here. With
-// HTTPOptions.JSONResponse the answer is
-// always JSON, and log messages and requests go where go-sdk sends them in
-// that mode: the session's GET stream.
+// or progress during the call: then the response turns into an SSE
+// stream that carries them and then the result, as go-sdk's would. With
+// HTTPOptions.JSONResponse the answer is always JSON, and the
+// notifications go nowhere (see linked).
 
 // httpRaw is the raw path of one HTTP handler: the requests without a
 // session (a stateful session is a line connection: session.go).
@@ -350,13 +347,9 @@ func (f *httpRaw) acceptable(r *http.Request) bool {
 	return jsonOK && (sseOK || f.jsonOnly)
 }
 
-// sseSink writes one HTTP raw call's response: JSON when the answer is
-// all there is, an SSE stream when log messages come first.
-//
-// On a session whose streams can be resumed (rawresume.go), the stream's
-// events carry ids and are kept in the handler's event store, and w is
-// whichever response carries the stream now: the POST's, then that of
-// a GET that resumed it, or none between the two.
+// sseSink writes the response of one HTTP raw call without a session:
+// JSON when the answer is all there is, an SSE stream when log messages
+// or progress come first.
 type sseSink struct {
 	w http.ResponseWriter
 	f *httpRaw

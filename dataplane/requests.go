@@ -61,12 +61,12 @@ type hostRequest struct {
 }
 
 // requestMethods are the methods besides the lists that the plane takes;
-// logging/setLevel and the resource subscriptions only over stdio (see
+// logging/setLevel and the resource subscriptions only on a session (see
 // stdioHost).
 var requestMethods = [...]string{"prompts/get", "resources/read", "completion/complete", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
 // sessionMethods are those of requestMethods that change the session's
-// own state, which over HTTP go-sdk's session keeps.
+// own state, which the session's Host keeps.
 var sessionMethods = [...]string{"logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
 // bareMethods are the methods the plane takes whose params hold nothing

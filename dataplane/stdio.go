@@ -140,7 +140,6 @@ func (p *Plane) serveLines(ctx context.Context, in io.Reader, out io.Writer, o l
 	case err = <-readErr:
 		// The input ended: answer the calls in flight first.
 		s.calls.wait(DrainTimeout)
-		c.Close()
 	}
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		err = nil
@@ -217,7 +216,7 @@ func (p *Plane) openLines(ctx context.Context, out io.Writer, o lineConn) (*stdi
 // stop ends the connection at once: its raw calls are cancelled, and
 // waited for (up to DrainTimeout).
 func (s *stdioSession) stop() {
-	s.c.Close()
+	s.c.hostGone()
 	s.calls.cancelAll()
 	s.calls.wait(DrainTimeout)
 }
@@ -979,9 +978,6 @@ type conn struct {
 	// decoder does not read (err) as go-sdk's handler does; nil: none.
 	malformed func(err error) bool
 
-	closed    chan struct{}
-	closeOnce sync.Once
-
 	// older: the host negotiated a revision before 2026-07-28, so results
 	// go without that revision's members (olderResult).
 	older atomic.Bool
@@ -1005,10 +1001,9 @@ type conn struct {
 
 func newConn(out *wire.Writer, onBad func(error)) *conn {
 	return &conn{
-		out:    out,
-		onBad:  onBad,
-		closed: make(chan struct{}),
-		gone:   make(chan struct{}),
+		out:   out,
+		onBad: onBad,
+		gone:  make(chan struct{}),
 	}
 }
 
@@ -1063,15 +1058,6 @@ func (c *conn) reject(code int64, message string) {
 		return
 	}
 	c.out.Write(line)
-}
-
-// Close ends the connection. The reading goroutine ends at the next
-// frame or at the end of the input: a blocked read of os.Stdin cannot be
-// interrupted.
-func (c *conn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
-	c.hostGone()
-	return nil
 }
 
 // hostGone marks the end of the host's answers: the input ended, or the
