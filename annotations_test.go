@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	junction "github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 )
 
 // recorder is a client-side connection that keeps the raw result of
@@ -74,17 +75,12 @@ func TestVerbatimAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := v.Server().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &recordingTransport{Transport: ct}
+	rt := &recordingTransport{Transport: dataplane.New(v, nil).Transport()}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), rt, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	t.Cleanup(func() { cs.Close() })
 
 	if _, err := cs.ListTools(t.Context(), nil); err != nil {
 		t.Fatal(err)

@@ -437,14 +437,12 @@ func (v *View) syncDeclarations(t *table) {
 		}
 	}
 	if len(drop) > 0 {
-		v.server.RemoveResources(drop...)
 		v.listChanged(listResources)
 	}
 	for uri, server := range want {
 		r := &mcp.Resource{URI: uri, Name: server + ".d.ts", Title: "TypeScript declarations of " + server + "'s tools in code mode",
 			Description: "The functions a code-mode script calls for the tools of " + server + ", with their argument and result types.",
 			MIMEType:    "text/plain"}
-		v.server.AddResource(r, v.ReadResource)
 		v.listChanged(listResources)
 		keep = append(keep, r)
 	}

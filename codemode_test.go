@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	junction "github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/codemode"
 )
 
@@ -291,16 +292,11 @@ func BenchmarkCodeModeCall(b *testing.B) {
 	})
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("script-%d", n), func(b *testing.B) {
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := v.Server().Connect(b.Context(), st, nil)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), dataplane.New(v, nil).Transport(), nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), ct, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { cs.Close(); ss.Wait() }()
+			defer cs.Close()
 			script := fmt.Sprintf("for (let i = 0; i < %d; i++) await p.echo({}); return 1", n)
 			for b.Loop() {
 				res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "run_script", Arguments: map[string]any{"script": script, "language": "javascript"}})

@@ -118,3 +118,32 @@ func TestDependencyDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestOneServerLoop keeps go-sdk's server out of what serves hosts: the
+// data plane answers every host request, so neither the core, nor the
+// host front, nor the daemon makes a go-sdk server or runs one of
+// go-sdk's server transports (sources and tests may: an upstream's
+// fake, say).
+func TestOneServerLoop(t *testing.T) {
+	banned := []string{"mcp.NewServer(", "mcp.NewStreamableHTTPHandler(", "mcp.NewSSEHandler(", ".Server().Connect("}
+	for _, dir := range []string{".", "dataplane", "wire", "internal/daemon", "internal/cli"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range banned {
+				if strings.Contains(string(b), s) {
+					t.Errorf("%s calls %s: a second server loop beside the data plane's (docs/design.md, \"A view has no go-sdk server\")", f, strings.TrimSuffix(s, "("))
+				}
+			}
+		}
+	}
+}

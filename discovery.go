@@ -187,9 +187,9 @@ type discoveryState struct {
 	d      Discovery
 	names  MetaToolNames // d.Names with defaults
 	active []metaName    // the meta-tools d serves (Discovery.active)
-	// meta are the meta-tools registered on the server now (nil with
-	// none active); searchDesc and scriptDesc are the search and script
-	// tools' descriptions they were registered with.
+	// meta are the meta-tools the view serves now (nil with none
+	// active); searchDesc and scriptDesc are the search and script
+	// tools' descriptions they were made with.
 	meta       []*mcp.Tool
 	searchDesc string
 	scriptDesc string
@@ -238,23 +238,13 @@ func (v *View) SetDiscovery(d Discovery) error {
 	v.mu.Lock()
 	old := v.disc
 	if !slices.Equal(old.active, active) {
-		// Tools the old meta-tools shadowed are registered again by sync.
-		var drop []string
-		for _, m := range old.meta {
-			drop = append(drop, m.Name)
-		}
-		if len(drop) > 0 {
-			v.server.RemoveTools(drop...)
+		// Tools the old meta-tools shadowed are taken in again by sync.
+		if len(old.meta) > 0 {
 			v.listChanged(listTools)
 		}
 		old.meta, old.searchDesc, old.scriptDesc = nil, "", ""
 	}
 	if !d.CodeMode && len(old.decls) > 0 {
-		uris := make([]string, len(old.decls))
-		for i, r := range old.decls {
-			uris[i] = r.URI
-		}
-		v.server.RemoveResources(uris...)
 		v.listChanged(listResources)
 		old.decls = nil
 	}
@@ -268,10 +258,8 @@ func (v *View) SetDiscovery(d Discovery) error {
 		return err
 	}
 	if d.Mode == DiscoverySearch && old.meta != nil && !slices.Equal(old.d.Pinned, d.Pinned) {
-		// The same registrations list other tools: tell hosts, by
-		// registering the search tool again.
+		// The same meta-tools list other tools: tell hosts.
 		if m := v.metaTool(names.Search); m != nil {
-			v.server.AddTool(m, v.CallOwnTool)
 			v.listChanged(listTools)
 			v.announceLists()
 		}
@@ -293,8 +281,8 @@ func (v *View) selects(t *table, e *toolEntry) bool {
 }
 
 // OwnTool reports whether name is one of the view's own tools (the
-// meta-tools of discovery and code mode), which the view's go-sdk server
-// answers rather than a source.
+// meta-tools of discovery and code mode), which the view answers
+// (CallOwnTool) rather than a source.
 func (v *View) OwnTool(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -336,15 +324,11 @@ func (v *View) syncMeta(t *table, pending int) {
 		ds.searchDesc, ds.scriptDesc, ds.meta = searchDesc, scriptDesc, nil
 		if ds.d.Mode == DiscoverySearch {
 			ds.meta = append(ds.meta, v.searchToolDef(searchDesc), v.describeToolDef(), v.callToolDef())
-			v.server.AddTool(ds.meta[0], v.CallOwnTool)
-			v.server.AddTool(ds.meta[1], v.CallOwnTool)
-			v.server.AddTool(ds.meta[2], v.CallOwnTool)
 			v.listChanged(listTools)
 		}
 		if ds.d.CodeMode {
 			m := v.scriptToolDef(scriptDesc)
 			ds.meta = append(ds.meta, m)
-			v.server.AddTool(m, v.CallOwnTool)
 			v.listChanged(listTools)
 		}
 	}
@@ -396,37 +380,6 @@ func (v *View) metaTool(name string) *mcp.Tool {
 		}
 	}
 	return nil
-}
-
-// listPages is a receiving middleware of the view's server: its lists
-// (IsListMethod) are answered by [View.ListPage], as the data plane's are.
-// Every tool stays registered with go-sdk, so that a tools/call of any of
-// them takes the usual path.
-func (v *View) listPages(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		var cursor string
-		switch p := req.GetParams().(type) {
-		case *mcp.ListToolsParams:
-			if p != nil {
-				cursor = p.Cursor
-			}
-		case *mcp.ListPromptsParams:
-			if p != nil {
-				cursor = p.Cursor
-			}
-		case *mcp.ListResourcesParams:
-			if p != nil {
-				cursor = p.Cursor
-			}
-		case *mcp.ListResourceTemplatesParams:
-			if p != nil {
-				cursor = p.Cursor
-			}
-		default:
-			return next(ctx, method, req)
-		}
-		return v.ListPage(ctx, method, cursor)
-	}
 }
 
 // listed returns the tools a view in DiscoverySearch lists (meta-tools

@@ -17,10 +17,10 @@
 //
 // # Overview
 //
-//	host ──stdio / HTTP──▶ View (a go-sdk *mcp.Server) ──▶ Hub ──▶ Source ─┬─ Pack (Go tools, in process)
-//	                              selection                names,          ├─ upstream.Server (an MCP server)
-//	                                                       routing,        └─ toolbox.Source (a plugin)
-//	                                                       errors, drift
+//	host ──stdio / HTTP──▶ data plane ──▶ View ──▶ Hub ──▶ Source ─┬─ Pack (Go tools, in process)
+//	                                      selection       names,          ├─ upstream.Server (an MCP server)
+//	                                                      routing,        └─ toolbox.Source (a plugin)
+//	                                                      errors, drift
 //
 // A [Source] is anything that offers MCP features: a [Pack] of Go
 // handlers, an upstream MCP server (package upstream), a toolbox plugin
@@ -30,15 +30,16 @@
 // with the source's own names.
 //
 // A [View] is what one kind of host sees: the hub narrowed by a
-// [Selection] (presets, tools, deny, sources), served by a go-sdk server
-// that the view keeps in line with the hub, so hosts get list_changed
-// notifications as sources come and go. Package dataplane serves a view
-// over stdio and HTTP (Streamable HTTP, stateful and stateless, and the
-// legacy SSE transport), forwarding tool calls as raw bytes where it can;
-// any go-sdk transport can serve [View.Server] too. What the data plane
-// needs of a view is one interface, dataplane.View, declared there: the
-// methods of View that only a host front calls ([View.BeginRaw],
-// [View.HostState] and the tasks extension's) are that contract.
+// [Selection] (presets, tools, deny, sources), kept in line with the hub,
+// so hosts get list_changed notifications as sources come and go
+// ([View.WatchLists]). Package dataplane serves a view over stdio and
+// HTTP (Streamable HTTP, stateful and stateless, and the legacy SSE
+// transport), forwarding tool calls as raw bytes where it can, and to a
+// go-sdk client in process (dataplane.Plane.Transport). What the data
+// plane needs of a view is one interface, dataplane.View, declared
+// there: the methods of View that only a host front calls
+// ([View.BeginRaw], [View.HostState] and the tasks extension's) are that
+// contract.
 //
 // # Calls
 //
@@ -48,9 +49,8 @@
 // source and finishes the call (timeout, error mapping, metrics, logs).
 // The data plane uses [View.BeginRaw] and [Call.CallToolRaw]: sources
 // that forward bytes ([RawCaller]) get the call as bytes, the others
-// through their CallTool, the params decoded for them. The view's go-sdk
-// handlers use [Call.CallTool]; packs that call other tools use
-// [Hub.Call] or [View.Call].
+// through their CallTool, the params decoded for them. Packs that call
+// other tools use [Hub.Call] or [View.Call].
 //
 // # Errors
 //

@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A hub with one pack of Go tools, served to a go-sdk client over
-// in-memory transports.
+// A hub with one pack of Go tools, served by the data plane to a go-sdk
+// client in process.
 func Example() {
 	ctx := context.Background()
 	hub := junction.New(&junction.Options{Name: "example"})
@@ -31,13 +32,9 @@ func Example() {
 		panic(err)
 	}
 
-	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, serverT, nil)
-	if err != nil {
-		panic(err)
-	}
-	defer ss.Wait()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, clientT, nil)
+	// The data plane serves the view to hosts; in process here, over
+	// stdio (ServeStdio) or HTTP (HTTPHandler) in a server.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, dataplane.New(view, nil).Transport(), nil)
 	if err != nil {
 		panic(err)
 	}

@@ -797,16 +797,8 @@ func (l *listener) CatalogChanged() {
 }
 
 func (l *listener) ResourceUpdated(uri string) {
-	l.h.mu.RLock()
-	views := slices.Clone(l.h.views)
-	l.h.mu.RUnlock()
 	p := &mcp.ResourceUpdatedNotificationParams{URI: uri}
-	for _, v := range views {
-		// Best effort: a session that has gone away is not an error.
-		_ = v.server.ResourceUpdated(l.h.life, p)
-	}
-	// The subscriptions a front answered itself, which go-sdk's server
-	// does not know.
+	// Best effort: a session that has gone away is not an error.
 	for _, ss := range l.h.frontSubscribers(uri) {
 		if n, ok := ss.(interface {
 			Notify(method string, params mcp.Params) error
@@ -863,7 +855,7 @@ func (h *Hub) loadCatalog(ctx context.Context, st *sourceState) {
 }
 
 // rebuild recomputes the name table from the cached catalogs and brings
-// every view's server in line with it. It returns once a rebuild that
+// every view in line with it. It returns once a rebuild that
 // began after the call has ended: callers at once (a few hundred
 // upstreams getting ready together) share rebuilds instead of each
 // waiting for its own, and each still sees its change made.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -43,15 +44,11 @@ func newPack(name string, tools ...string) *junction.Pack {
 	return p
 }
 
-// connect serves view v to a go-sdk client over in-memory transports.
+// connect serves view v to a go-sdk client in process, through a data
+// plane (dataplane.Plane.Transport).
 func connect(t *testing.T, v *junction.View, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ctx := t.Context()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := v.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	acked := make(chan struct{})
 	var ack sync.Once
@@ -63,14 +60,11 @@ func connect(t *testing.T, v *junction.View, opts *mcp.ClientOptions) *mcp.Clien
 			return next(ctx, method, req)
 		}
 	})
-	cs, err := c.Connect(ctx, ct, nil)
+	cs, err := c.Connect(ctx, dataplane.New(v, nil).Transport(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
+	t.Cleanup(func() { cs.Close() })
 	// A client of 2026-07-28 with a list-changed handler subscribes after
 	// Connect returns; a change before the server has the subscription is
 	// told to nobody, so wait for the server's acknowledgement.

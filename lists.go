@@ -16,8 +16,7 @@ import (
 
 // A host's tools/list, prompts/list, resources/list and
 // resources/templates/list are answered here, whichever path they came
-// on: the data plane calls [View.ListPage], and the view's go-sdk server
-// reaches it through the listPages middleware.
+// on: the data plane calls [View.ListPage].
 
 // IsListMethod reports whether method is one of the lists
 // [View.ListPage] answers: tools/list, prompts/list, resources/list and

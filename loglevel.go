@@ -29,44 +29,14 @@ var levelRank = map[mcp.LoggingLevel]int{
 // set a level: enough for the hub's own log of what upstreams say.
 const defaultSourceLevel mcp.LoggingLevel = "info"
 
-// trackLogLevel is the views' receiving middleware that notes the level
-// each host session sets.
-func (v *View) trackLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method != "logging/setLevel" || err != nil {
-			return res, err
-		}
-		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
-		ss, ok2 := req.GetSession().(*mcp.ServerSession)
-		if ok && ok2 && p != nil && ss != nil {
-			v.hub.setHostLevel(SessionHost(ss), p.Level)
-		}
-		return res, err
-	}
-}
-
 // hostState is what the hub keeps of one host session: the log level it
-// set ("" if none) and the resources it subscribes to; over HTTP go-sdk's
-// session keeps them too, over stdio they are the session's only record.
+// set ("" if none) and the resources it subscribes to, the session's only
+// record of them.
 type hostState struct {
 	level mcp.LoggingLevel
-	subs  map[string]subscriber // by URI: who made the subscription, and so delivers its updates
-	view  *View                 // set once the session has initialized (see hostGreeted)
+	subs  map[string]bool // the URIs it subscribes to (SubscribeHost), whose updates go to its Host's Notify
+	view  *View           // set once the session has initialized (see hostGreeted)
 }
-
-// A subscriber says who answered a session's resources/subscribe, and so
-// sends it the resource's notifications/resources/updated: go-sdk's
-// server (it keeps the subscription too) or the front itself, through
-// the session's Host (SubscribeHost, and its Notify: see SessionHost). A
-// session may hold both for one URI (a host's own subscription and one a
-// listen of its makes).
-type subscriber uint8
-
-const (
-	subscribedInSDK   subscriber = 1 << iota // go-sdk's server answered the subscription
-	subscribedByFront                        // the front answered it (View.SubscribeHost)
-)
 
 // hostStateOf returns the record of host session ss, making it (to be
 // forgotten when the session ends) if there is none.
@@ -96,7 +66,7 @@ func (h *Hub) hostStateOf(ss Host) *hostState {
 // the sources. The level is forgotten when the session ends.
 func (h *Hub) setHostLevel(ss Host, level mcp.LoggingLevel) {
 	if _, known := levelRank[level]; !known {
-		return // go-sdk has refused it already; nothing to pass on
+		return // refused already (SetHostLevel); nothing to pass on
 	}
 	h.hostsMu.Lock()
 	h.hostStateOf(ss).level = level
@@ -104,11 +74,10 @@ func (h *Hub) setHostLevel(ss Host, level mcp.LoggingLevel) {
 	h.updateSourceLevel()
 }
 
-// SetHostLevel answers a host's logging/setLevel for a front that takes
-// the request itself (the data plane over stdio): it records level as the
-// one host session ss asked for, which is then the session's only record
-// (go-sdk's session never sees the request), what the front filters log
-// messages by ([View.HostState]), and what the sources are told. A level
+// SetHostLevel answers a host's logging/setLevel for its front (the data
+// plane): it records level as the one host session ss asked for, what
+// the front filters log messages by ([View.HostState]), and what the
+// sources are told. A level
 // MCP does not name is refused with -32602, as the specification asks.
 func (v *View) SetHostLevel(ss Host, level mcp.LoggingLevel) *jsonrpc.Error {
 	if _, known := levelRank[level]; !known {
@@ -119,9 +88,9 @@ func (v *View) SetHostLevel(ss Host, level mcp.LoggingLevel) *jsonrpc.Error {
 	return nil
 }
 
-// setHostSubscribed records that host session ss subscribes to uri
-// through by (or no longer does).
-func (h *Hub) setHostSubscribed(ss Host, uri string, on bool, by subscriber) {
+// setHostSubscribed records that host session ss subscribes to uri (or
+// no longer does).
+func (h *Hub) setHostSubscribed(ss Host, uri string, on bool) {
 	if ss == nil {
 		return
 	}
@@ -129,48 +98,43 @@ func (h *Hub) setHostSubscribed(ss Host, uri string, on bool, by subscriber) {
 	defer h.hostsMu.Unlock()
 	if !on {
 		if st := h.hosts[ss]; st != nil {
-			if left := st.subs[uri] &^ by; left != 0 {
-				st.subs[uri] = left
-			} else {
-				delete(st.subs, uri)
-			}
+			delete(st.subs, uri)
 		}
 		return
 	}
 	st := h.hostStateOf(ss)
 	if st.subs == nil {
-		st.subs = make(map[string]subscriber)
+		st.subs = make(map[string]bool)
 	}
-	st.subs[uri] |= by
+	st.subs[uri] = true
 }
 
 // SubscribeHost answers a host's resources/subscribe (on) or
-// resources/unsubscribe for a front that takes the request itself (the
-// data plane): the source that holds uri is told, as for go-sdk's
-// server, and the hub records the subscription, whose
+// resources/unsubscribe for its front (the data plane): the source that
+// holds uri is told, and the hub records the subscription, whose
 // notifications/resources/updated then go to the session through its
 // Host's Notify (see [SessionHost]).
 func (v *View) SubscribeHost(ctx context.Context, ss Host, uri string, on bool) error {
 	h := v.hub
 	if !on {
-		h.setHostSubscribed(ss, uri, false, subscribedByFront)
+		h.setHostSubscribed(ss, uri, false)
 		return h.subscribe(WithHostSession(ctx, ss), uri, false)
 	}
 	if err := h.subscribe(WithHostSession(ctx, ss), uri, true); err != nil {
 		return err
 	}
-	h.setHostSubscribed(ss, uri, true, subscribedByFront)
+	h.setHostSubscribed(ss, uri, true)
 	return nil
 }
 
-// frontSubscribers returns the host sessions subscribed to uri through
-// their front (SubscribeHost).
+// frontSubscribers returns the host sessions subscribed to uri
+// (SubscribeHost).
 func (h *Hub) frontSubscribers(uri string) []Host {
 	h.hostsMu.Lock()
 	defer h.hostsMu.Unlock()
 	var out []Host
 	for ss, st := range h.hosts {
-		if st.subs[uri]&subscribedByFront != 0 {
+		if st.subs[uri] {
 			out = append(out, ss)
 		}
 	}

@@ -261,27 +261,14 @@ func (p *Pack) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	return h(ctx, req)
 }
 
-// checkToolSchema reports a tool the go-sdk server would refuse: no input
-// schema, or one whose root is not an object.
+// checkToolSchema reports a pack's tool that no view would serve: one
+// without a name, or one checkTool refuses.
 func checkToolSchema(t *mcp.Tool) error {
 	if t.Name == "" {
 		return fmt.Errorf("tool has no name")
 	}
-	if t.InputSchema == nil {
-		return fmt.Errorf("tool %q: missing input schema", t.Name)
-	}
-	var root struct {
-		Type any `json:"type"`
-	}
-	b, err := json.Marshal(t.InputSchema)
-	if err != nil {
-		return fmt.Errorf("tool %q: input schema: %v", t.Name, err)
-	}
-	if err := json.Unmarshal(b, &root); err != nil {
-		return fmt.Errorf("tool %q: input schema is not a JSON object", t.Name)
-	}
-	if root.Type != "object" {
-		return fmt.Errorf("tool %q: input schema type is %v, want \"object\"", t.Name, root.Type)
+	if err := checkTool(t); err != nil {
+		return fmt.Errorf("tool %q: %v", t.Name, err)
 	}
 	return nil
 }

@@ -3,8 +3,6 @@ package junction
 import (
 	"context"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Readiness. Sources that connect in the background ([Readier]: upstream
@@ -160,35 +158,4 @@ func (h *Hub) logBudgetOnce() {
 	}
 	h.logger.Warn("startup budget ran out; serving without the sources still connecting (their tools appear when they connect)",
 		"budget", h.opts.StartupBudget, "connecting", names)
-}
-
-// awaitReady is the views' receiving middleware for readiness: a
-// tools/call for a tool the view does not serve yet waits for sources
-// still connecting (go-sdk answers a name it has not registered itself,
-// so the wait must come before it). A host's lists wait in
-// [View.ListPage].
-func (v *View) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/call" {
-			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil && !v.serves(p.Name) {
-				// Wait as a call would, and say why a name is unknown.
-				c, err := v.hub.route(ctx, v, p.Name)
-				if err != nil {
-					return nil, err
-				}
-				// Only the wait was wanted here: the handler makes the call.
-				c.Release()
-			}
-		}
-		return next(ctx, method, req)
-	}
-}
-
-// serves reports whether name is registered on the view's server: a
-// tool of the hub's, or a meta-tool of DiscoverySearch.
-func (v *View) serves(name string) bool {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	_, ok := v.tools[name]
-	return ok || v.isMeta(name)
 }

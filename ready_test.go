@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,23 +41,17 @@ func (s *lateSource) Catalog(ctx context.Context) (*junction.Catalog, error) {
 
 var _ junction.Readier = (*lateSource)(nil)
 
-// connectIn is connect for a synctest bubble: it returns a func that
-// closes both ends, which the test must call before the bubble ends.
+// connectIn is connect for a synctest bubble, of a host at 2025-11-25
+// (one that initializes, and sets its log level on its session): it
+// returns a func that closes the session, which the test must call
+// before the bubble ends.
 func connectIn(t *testing.T, v *junction.View) (*mcp.ClientSession, func()) {
 	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := v.Server().Connect(t.Context(), st, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), dataplane.New(v, nil).Transport(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs, func() {
-		cs.Close()
-		ss.Wait()
-	}
+	return cs, func() { cs.Close() }
 }
 
 func toolNames(res *mcp.ListToolsResult) []string {

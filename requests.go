@@ -15,9 +15,7 @@ import (
 // A host's prompts/get, resources/read and completion/complete, and its
 // calls of the view's own tools, are answered here, whichever path they
 // came on: the data plane calls [View.GetPrompt], [View.ReadResource],
-// [View.Complete] and [View.CallOwnTool], and the view's go-sdk server
-// has them as the handlers of the prompts, resources and meta-tools it
-// registers and as its completion handler.
+// [View.Complete] and [View.CallOwnTool].
 //
 // Each answers only for what the view serves (its selection's sources;
 // code mode's declarations), calls the source under its own name for
@@ -83,26 +81,6 @@ func (v *View) capabilities(rev Revision) *mcp.ServerCapabilities {
 		c.AddExtension(TasksExtension, map[string]any{})
 	}
 	return c
-}
-
-// describeServer is a receiving middleware of the view's go-sdk server:
-// its server/discover result is [View.Discover]'s for the versions
-// go-sdk found the session's transport carries, and its initialize
-// result is [View.Initialize]'s for the revision go-sdk negotiated.
-func (v *View) describeServer(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if err != nil {
-			return res, err
-		}
-		switch r := res.(type) {
-		case *mcp.DiscoverResult:
-			return v.Discover(r.SupportedVersions), nil
-		case *mcp.InitializeResult:
-			return v.initializeResult(r.ProtocolVersion), nil
-		}
-		return res, err
-	}
 }
 
 // GetPrompt answers a host's prompts/get on v: the prompt of that name

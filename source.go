@@ -21,8 +21,8 @@ import (
 // The context of every request a source receives names the host that
 // caused it ([HostSession]), so a source can send it progress, log
 // messages ([Log], [NotifyProgress]), and sampling and elicitation
-// requests. The request's own Session is go-sdk's, set only when a
-// go-sdk server session carries the host; sources do not read it.
+// requests. The request's own Session is go-sdk's, which no front of
+// junction's sets; sources do not read it.
 //
 // A Source must be safe for concurrent use.
 type Source interface {

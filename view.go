@@ -1,7 +1,6 @@
 package junction
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,16 +8,18 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // A View is what one kind of host sees of a hub: the hub's tools narrowed
-// by a [Selection], served by its own go-sdk *mcp.Server. The default view
+// by a [Selection], with the answers to every request a host sends (the
+// lists, prompts, resources, completions, initialize, the tasks
+// extension), which a front serves (package dataplane). The default view
 // serves stdio and /mcp; HTTP profiles are further views.
 type View struct {
-	hub    *Hub
-	name   string
-	sel    Selection
-	server *mcp.Server
+	hub  *Hub
+	name string
+	sel  Selection
 
 	tasksOffered atomic.Bool // see OfferTasks
 
@@ -89,33 +90,6 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 		templates: make(map[string]*templateEntry),
 		ended:     make(chan struct{}),
 	}
-	impl := &mcp.Implementation{Name: h.opts.Name, Title: h.opts.Title, Version: h.opts.Version}
-	v.server = mcp.NewServer(impl, &mcp.ServerOptions{
-		Instructions:      h.opts.Instructions,
-		Logger:            sdkLogger(h.logger),
-		PageSize:          h.opts.PageSize,
-		KeepAlive:         h.opts.KeepAlive,
-		Capabilities:      v.capabilities(0),
-		CompletionHandler: v.Complete,
-		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
-			err := h.subscribe(WithHostSession(ctx, SessionHost(req.Session)), req.Params.URI, true)
-			if err == nil {
-				h.setHostSubscribed(SessionHost(req.Session), req.Params.URI, true, subscribedInSDK)
-			}
-			return err
-		},
-		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-			h.setHostSubscribed(SessionHost(req.Session), req.Params.URI, false, subscribedInSDK)
-			return h.subscribe(WithHostSession(ctx, SessionHost(req.Session)), req.Params.URI, false)
-		},
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
-			h.hostGreeted(v, SessionHost(req.Session))
-		},
-		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
-			h.hostRootsChanged(v, SessionHost(req.Session))
-		},
-	})
-	v.server.AddReceivingMiddleware(v.awaitReady, v.trackLogLevel, v.describeServer, v.listPages)
 	if err := v.sync(t); err != nil {
 		return nil, err
 	}
@@ -134,10 +108,7 @@ func (h *Hub) newView(name string, sel Selection, strict bool) (*View, error) {
 	return v, nil
 }
 
-// Server returns the go-sdk server of the view, for a transport to run.
-func (v *View) Server() *mcp.Server { return v.server }
-
-// Implementation returns what the view's server says about itself
+// Implementation returns what the view says about itself to hosts
 // (serverInfo): the hub's name, title and version.
 func (v *View) Implementation() *mcp.Implementation {
 	o := v.hub.opts
@@ -193,8 +164,8 @@ func (v *View) allows(name string) bool {
 	return v.active == nil || v.active[name]
 }
 
-// sync registers on the view's server what t has and the selection allows,
-// and removes the rest. Selection names that t no longer has (an upstream
+// sync takes into the view what t has and the selection allows, and
+// drops the rest. Selection names that t no longer has (an upstream
 // that went away) are dropped silently: the check for unknown names
 // happens once, in NewView.
 func (v *View) sync(t *table) error {
@@ -223,20 +194,14 @@ func (v *View) sync(t *table) error {
 	v.listsChanged()
 	v.active = active
 
-	var removeTools []string
 	for name, e := range v.tools {
 		if t.toolIndex[name] != e || (active != nil && !active[name]) {
-			// A tool that stays is replaced in place below (AddTool
-			// replaces), so hosts never see it missing mid-refresh.
+			// A tool that stays is replaced below.
 			if t.toolIndex[name] == nil || (active != nil && !active[name]) {
-				removeTools = append(removeTools, name)
+				v.listChanged(listTools)
 			}
 			delete(v.tools, name)
 		}
-	}
-	if len(removeTools) > 0 {
-		v.server.RemoveTools(removeTools...)
-		v.listChanged(listTools)
 	}
 	for _, e := range t.tools {
 		if active != nil && !active[e.name] {
@@ -257,18 +222,13 @@ func (v *View) sync(t *table) error {
 	}
 	v.syncMeta(t, pending)
 
-	var removePrompts []string
 	for name, e := range v.prompts {
 		if t.promptIdx[name] != e {
 			if t.promptIdx[name] == nil {
-				removePrompts = append(removePrompts, name)
+				v.listChanged(listPrompts)
 			}
 			delete(v.prompts, name)
 		}
-	}
-	if len(removePrompts) > 0 {
-		v.server.RemovePrompts(removePrompts...)
-		v.listChanged(listPrompts)
 	}
 	for _, e := range t.prompts {
 		if !v.fromSource(e.source) {
@@ -277,23 +237,17 @@ func (v *View) sync(t *table) error {
 		if v.prompts[e.name] == e {
 			continue
 		}
-		v.server.AddPrompt(e.prompt, v.GetPrompt)
 		v.listChanged(listPrompts)
 		v.prompts[e.name] = e
 	}
 
-	var removeRes []string
 	for uri, e := range v.resources {
 		if t.resIdx[uri] != e {
 			if t.resIdx[uri] == nil {
-				removeRes = append(removeRes, uri)
+				v.listChanged(listResources)
 			}
 			delete(v.resources, uri)
 		}
-	}
-	if len(removeRes) > 0 {
-		v.server.RemoveResources(removeRes...)
-		v.listChanged(listResources)
 	}
 	for _, e := range t.resources {
 		if !v.fromSource(e.source) {
@@ -302,7 +256,6 @@ func (v *View) sync(t *table) error {
 		if v.resources[e.resource.URI] == e {
 			continue
 		}
-		v.server.AddResource(e.resource, v.ReadResource)
 		v.listChanged(listResources)
 		v.resources[e.resource.URI] = e
 	}
@@ -311,18 +264,13 @@ func (v *View) sync(t *table) error {
 	for _, e := range t.templates {
 		current[e.template.URITemplate] = e
 	}
-	var removeTpl []string
 	for key, e := range v.templates {
 		if current[key] != e {
 			if current[key] == nil {
-				removeTpl = append(removeTpl, key)
+				v.listChanged(listResources)
 			}
 			delete(v.templates, key)
 		}
-	}
-	if len(removeTpl) > 0 {
-		v.server.RemoveResourceTemplates(removeTpl...)
-		v.listChanged(listResources)
 	}
 	for _, e := range t.templates {
 		if !v.fromSource(e.source) {
@@ -377,32 +325,21 @@ func (v *View) lenientActive(t *table) map[string]bool {
 	return active
 }
 
-// addTool registers e on the server, turning a go-sdk registration panic
-// (an odd upstream schema) into an error.
-func (v *View) addTool(e *toolEntry) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	v.server.AddTool(e.tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c, err := v.Begin(ctx, req.Params.Name)
-		if err != nil {
-			return nil, err
-		}
-		return c.CallTool(req)
-	})
+// addTool takes e into the view if its definition is one hosts can be
+// given (checkTool), telling them of the change.
+func (v *View) addTool(e *toolEntry) error {
+	if err := checkTool(e.tool); err != nil {
+		return err
+	}
 	v.listChanged(listTools)
 	return nil
 }
 
-func (v *View) addTemplate(e *templateEntry) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	v.server.AddResourceTemplate(e.template, v.ReadResource)
+// addTemplate takes e into the view if its URI template is valid.
+func (v *View) addTemplate(e *templateEntry) error {
+	if _, err := uritemplate.New(e.template.URITemplate); err != nil {
+		return fmt.Errorf("URI template %q is invalid: %w", e.template.URITemplate, err)
+	}
 	v.listChanged(listResources)
 	return nil
 }
@@ -417,16 +354,10 @@ func (h *Hub) RemoveView(v *View) {
 }
 
 // Ended is closed when v is removed ([Hub.RemoveView]) or its hub
-// closes: a front that keeps host sessions of its own (the data plane's
-// stdio connections) ends them then, as the view's go-sdk sessions are
-// closed.
+// closes: a front ends its host sessions then.
 func (v *View) Ended() <-chan struct{} { return v.ended }
 
-// end closes v's host sessions: its go-sdk server's, and those of fronts
-// that watch Ended.
+// end closes v's host sessions: those of the fronts that watch Ended.
 func (v *View) end() {
 	v.endOnce.Do(func() { close(v.ended) })
-	for ss := range v.server.Sessions() {
-		ss.Close()
-	}
 }

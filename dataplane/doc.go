@@ -62,6 +62,7 @@
 //	hostlink.go   host links (a raw call's log messages and progress), and a line connection's Host
 //	asks.go       requests to hosts (sampling, elicitation, roots) and their answers
 //	sse.go        the legacy HTTP+SSE endpoint: each session a line connection
+//	inprocess.go  Transport: a go-sdk client connected in process, as a stdio host
 //	sessions.go   the Streamable HTTP session front: timeouts, parking, sealed (portable) ids
 //	ledger.go     SessionLedger: ended sessions, shared by replicas
 //	replay.go     the event store that resumes a broken stream

@@ -37,7 +37,6 @@ func TestParamHeadersOnPlane(t *testing.T) {
 		return json.RawMessage(`{"content":[{"type":"text","text":"raw"}]}`), nil
 	}}
 	v := viewOf(t, boundFake{raw})
-	sdkCalls := sdkCounted(v, func(m string) bool { return m == "tools/call" })
 	srv := httptest.NewServer(New(v, nil).HTTPHandler(&HTTPOptions{}))
 	t.Cleanup(srv.Close)
 
@@ -97,11 +96,7 @@ func TestParamHeadersOnPlane(t *testing.T) {
 		}
 		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + params + `,"_meta":{` +
 			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-		before := sdkCalls.Load()
 		status, m := modernPost(t, srv.URL, "tools/call", "s__bound", "", body, c.headers...)
-		if n := sdkCalls.Load() - before; n != 0 {
-			t.Errorf("%s: go-sdk's server took the call", c.name)
-		}
 		var want any // no error
 		if c.want != "" {
 			want = map[string]any{"code": float64(mcp.CodeHeaderMismatch), "message": c.want}

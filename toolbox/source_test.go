@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/toolbox/plugin"
 )
 
@@ -101,12 +102,6 @@ func serveThroughHub(t *testing.T, name string, src junction.Source) *hubSession
 	if err != nil {
 		t.Fatalf("NewView: %v", err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatalf("server Connect: %v", err)
-	}
-	t.Cleanup(func() { ss.Close() })
 	h := &hubSession{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -115,7 +110,7 @@ func serveThroughHub(t *testing.T, name string, src junction.Source) *hubSession
 			h.mu.Unlock()
 		},
 	})
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, dataplane.New(view, nil).Transport(), nil)
 	if err != nil {
 		t.Fatalf("client Connect: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/toolbox/plugin"
 	toolboxv1 "github.com/junction-mcp/junction/toolbox/v1"
 )
@@ -87,13 +88,7 @@ func TestWatchForwardsChanges(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, dataplane.New(view, nil).Transport(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -709,19 +710,13 @@ func hostThroughHubOver(t *testing.T, ctx context.Context, name string, up *Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
 	var opts *mcp.ClientSessionOptions
 	if version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	var host mcp.Transport = ct
+	var host mcp.Transport = dataplane.New(view, nil).Transport()
 	if wrap != nil {
-		host = wrap(ct)
+		host = wrap(host)
 	}
 	cs, err := client.Connect(ctx, host, opts)
 	if err != nil {

@@ -152,12 +152,12 @@ func (f *targetFlags) dial(ctx context.Context, env *Env, client *mcp.Client, ar
 			return nil, nil, err
 		}
 		f.built = d
-		cs, closeSession, err := d.Connect(ctx, client)
+		cs, err := d.Connect(ctx, client)
 		if err != nil {
 			d.Close()
 			return nil, nil, err
 		}
-		return cs, func() { closeSession(); d.Close() }, nil
+		return cs, func() { cs.Close(); d.Close() }, nil
 	}
 }
 

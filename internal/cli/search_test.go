@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -61,7 +61,7 @@ func TestToolsSearchURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return v.Server() }, nil))
+	srv := httptest.NewServer(dataplane.New(v, nil).HTTPHandler(nil))
 	defer srv.Close()
 
 	_, errOut, code := run(t, nil, "tools", "search", "-url", srv.URL, "echo")

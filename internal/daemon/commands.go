@@ -273,12 +273,12 @@ func (c *ServerCommand) Connect(ctx context.Context, client *mcp.Client) (*mcp.C
 		hub.Close()
 		return nil, nil, err
 	}
-	cs, closeSession, err := connectPlane(ctx, dataplane.New(view, nil), client)
+	cs, err := client.Connect(ctx, dataplane.New(view, nil).Transport(), nil)
 	if err != nil {
 		hub.Close()
 		return nil, nil, err
 	}
-	return cs, func() { closeSession(); hub.Close() }, nil
+	return cs, func() { cs.Close(); hub.Close() }, nil
 }
 
 // Close stops the server and reaps its process tree.

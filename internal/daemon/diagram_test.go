@@ -34,22 +34,16 @@ func diagramDaemon(t *testing.T) (*Daemon, *mcp.ClientSession) {
 	return d, connectDaemon(t, d)
 }
 
-// connectDaemon connects a go-sdk client to d's default view over
-// in-memory transports, and closes both, then d, at cleanup.
+// connectDaemon connects a go-sdk client to d's default view in process
+// (Daemon.Connect), and closes the session, then d, at cleanup.
 func connectDaemon(t *testing.T, d *Daemon) *mcp.ClientSession {
 	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := d.View.Server().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := d.Connect(t.Context(), mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cs.Close()
-		ss.Wait()
 		if err := d.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}

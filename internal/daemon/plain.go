@@ -85,11 +85,11 @@ type plainResource struct {
 
 func (d *Daemon) describe(ctx context.Context) (*plainInfoDoc, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "junction-info", Version: "1"}, nil)
-	cs, closeSession, err := d.Connect(ctx, client)
+	cs, err := d.Connect(ctx, client)
 	if err != nil {
 		return nil, err
 	}
-	defer closeSession()
+	defer cs.Close()
 	doc := &plainInfoDoc{
 		Endpoints: map[string]string{"messages": "/mcp/messages", "info": "/mcp/info", "mcp": "/mcp", "sse": "/sse"},
 		Tools:     []plainTool{},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -91,13 +92,7 @@ func newHub(t *testing.T, opts *junction.Options, src junction.Source, name stri
 // connect connects a host called "test-host" to v's server in memory.
 func connect(t *testing.T, v *junction.View) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := v.Server().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(t.Context(), dataplane.New(v, nil).Transport(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

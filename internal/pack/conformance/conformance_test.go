@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -59,12 +60,7 @@ func connectWithClient(t *testing.T, client *mcp.Client, version string) *mcp.Cl
 	if err != nil {
 		t.Fatalf("NewView: %v", err)
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatalf("server connect: %v", err)
-	}
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(ctx, dataplane.New(view, nil).Transport(), &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("client connect: %v", err)
 	}
@@ -73,7 +69,6 @@ func connectWithClient(t *testing.T, client *mcp.Client, version string) *mcp.Cl
 	}
 	t.Cleanup(func() {
 		cs.Close()
-		ss.Wait()
 		hub.Close()
 	})
 	return cs

@@ -9,19 +9,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestTaskFixturesWithoutTasks checks what the task fixtures do when no
-// task can be started (served by go-sdk alone, without junction's data
-// plane, which is what takes a tasks/* request or a call that declares
-// the extension): tools that may run as tasks answer synchronously, tools
-// that must run as tasks are refused with -32021 naming the extension,
-// even for a client that declares it. Tasks themselves are tested in the
-// core (tasks_test.go) and end to end (TestConformanceRequirements).
+// TestTaskFixturesWithoutTasks checks what the task fixtures do for a
+// client that does not declare the tasks extension, so that no task can
+// be started: tools that may run as tasks answer synchronously, tools
+// that must run as tasks are refused with -32021 naming the extension.
+// Tasks themselves are tested in the core (tasks_test.go) and end to end
+// (TestConformanceRequirements).
 func TestTaskFixturesWithoutTasks(t *testing.T) {
-	declaring := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
-	declaring.AddExtension(TasksExtension, nil)
+	plain := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 	for _, version := range []string{legacy, modern} {
 		t.Run(version, func(t *testing.T) {
-			cs := connectVersion(t, &mcp.ClientOptions{Capabilities: declaring, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, version)
+			cs := connectVersion(t, &mcp.ClientOptions{Capabilities: plain, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, version)
 			res, err := callRound(t, cs, "greet", map[string]any{"name": "World"}, nil, "")
 			mustText(t, res, err, "Hello, World!")
 			res, err = callRound(t, cs, "slow_compute", map[string]any{"seconds": 0, "label": "now"}, nil, "")

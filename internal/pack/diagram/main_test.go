@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -111,20 +112,14 @@ func newEnv(t *testing.T, dir string, tweak func(*Options)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, dataplane.New(view, nil).Transport(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.cs = cs
 	t.Cleanup(func() {
 		cs.Close()
-		ss.Wait()
 		e.close(t)
 	})
 	return e

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -535,16 +536,11 @@ func TestToolNodesStayInsideTheHostsSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(ctx, st, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "narrow", Version: "1"}, nil).Connect(ctx, dataplane.New(view, nil).Transport(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "narrow", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cs.Close(); ss.Wait() }()
+	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_diagram", Arguments: map[string]any{
 		"diagram_content": shoutDiagram, "input_data": map[string]any{"name": "ada"},
 	}})

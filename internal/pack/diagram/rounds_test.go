@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/dataplane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,18 +21,12 @@ func connectHost(t *testing.T, env *testEnv, opts *mcp.ClientOptions) *mcp.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := view.Server().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, opts).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, opts).Connect(t.Context(), dataplane.New(view, nil).Transport(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cs.Close()
-		ss.Wait()
 	})
 	return cs
 }
