@@ -384,14 +384,24 @@ func (f *rawFlight) finish(res json.RawMessage, err error) {
 }
 
 // goSlow makes the call with params as CallToolRaw does, on a goroutine of
-// its own, and hands on its outcome.
+// its own, and hands on its outcome. That goroutine is no server's
+// reader, though a reader may be delivering to the call's link as it
+// answers (the reply that sent the call here, or the one that wakes it):
+// it clears the link's Via first, so that the answer to the host does
+// not queue in that reader's batch (see wire.Link).
 func (f *rawFlight) goSlow(params json.RawMessage) {
 	ctx := f.slowContext()
 	f.mu.Lock()
 	done := f.done
 	f.finished = true
 	f.mu.Unlock()
-	go func() { done(f.s.CallToolRaw(ctx, f.name, params)) }()
+	go func() {
+		res, err := f.s.CallToolRaw(ctx, f.name, params)
+		if l := wire.LinkOf(ctx); l != nil {
+			l.Via.Store(nil)
+		}
+		done(res, err)
+	}()
 }
 
 // slowContext is the context of the call going on as CallToolRaw: f.ctx,

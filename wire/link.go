@@ -20,7 +20,9 @@ type Link struct {
 	// code (a call finished elsewhere, on a timer say, writes at once).
 	// Only code that goroutine runs may use them: a RawStarter's done
 	// called within the delivery may, a goroutine that the delivery
-	// wakes (a caller blocked in CallToolRaw) must not.
+	// wakes (a caller blocked in CallToolRaw) must not; one that then
+	// answers the host for a started call clears Via first, as the host's
+	// side cannot tell which goroutine it runs on.
 	From, Via atomic.Pointer[Batch]
 
 	// Stream, if not nil, takes the call's answer while it arrives (see
