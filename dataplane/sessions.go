@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,6 +213,9 @@ type sessionFront struct {
 	waking     map[string]chan struct{} // ids whose handler's session is being made; closed when it is
 	sweeping   *time.Timer              // the next sweep, if one is due
 	armed      atomic.Bool              // sweeping is set (read without mu)
+	// freed is when a sweep last handed the memory of the sessions it
+	// parked back to the system (see giveBackAfter); owned by sweep.
+	freed time.Time
 }
 
 // frontSession is the front's record of one session.
@@ -791,10 +795,26 @@ func (f *sessionFront) sweep() {
 	for _, d := range park {
 		f.parkOne(d.e, d.local, f.table.Host(d.local))
 	}
+	if len(park) >= giveBackAfter && now.Sub(f.freed) >= f.park {
+		f.freed = now
+		freeOSMemory()
+	}
 	f.mu.Lock()
 	f.scheduleLocked()
 	f.mu.Unlock()
 }
+
+// giveBackAfter is how many sessions one sweep parks before it hands the
+// memory they held back to the system at once (freeOSMemory), at most
+// once per park delay. Left to the Go runtime, that memory goes back at
+// its own pace: on one machine 240 s after 1,000 sessions parked, the
+// hub still held 13.6 to 15.7 KiB for each, against 7.5 KiB when given
+// back at once (docs/performance.md). It costs one collection of the
+// heap, a few milliseconds, when many sessions go quiet together.
+const giveBackAfter = 64
+
+// freeOSMemory is debug.FreeOSMemory; tests count its calls.
+var freeOSMemory = debug.FreeOSMemory
 
 // parkOne parks session e, whose Host is ss (id local; nil if it has
 // ended), unless it came back meanwhile or holds subscriptions.

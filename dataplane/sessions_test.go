@@ -269,7 +269,6 @@ func (f *sessionFront) count() int {
 	return len(f.entries)
 }
 
-// liveSessions returns the go-sdk sessions of v's server.
 // liveSessions returns the Hosts of the plane's live connections: in
 // these tests, its HTTP sessions.
 func liveSessions(p *Plane) []junction.Host {
@@ -281,9 +280,9 @@ func liveSessions(p *Plane) []junction.Host {
 	return out
 }
 
-// TestSessionParks: a quiet session is parked (its go-sdk session
-// closed) and made anew, under the same id and with the log level it had
-// set, when its host comes back, on go-sdk's path and on the raw path;
+// TestSessionParks: a quiet session is parked (its connection closed)
+// and made anew, under the same id and with the log level it had set,
+// when its host comes back, for a list and for a call;
 // requests that come together wake it once; a parked session can be
 // deleted. What a woken session is like is looked at while one of its
 // calls is held in flight, so that it cannot park again meanwhile.
@@ -644,6 +643,78 @@ func TestSealedSessionKeepsRoots(t *testing.T) {
 			t.Errorf("%s through a token: roots %v (%s); want %v", tc.params, got, b, tc.roots)
 		} else if tc.roots && back.Capabilities.RootsV2.ListChanged != tc.listening {
 			t.Errorf("%s through a token: listChanged %v; want %v", tc.params, back.Capabilities.RootsV2.ListChanged, tc.listening)
+		}
+	}
+}
+
+// parkTable is a sessionTable whose every session is live, initialized
+// and holds no subscription: what the front parks.
+type parkTable struct{}
+
+func (parkTable) Host(string) junction.Host                        { return initedHost{} }
+func (parkTable) HostState(junction.Host) (mcp.LoggingLevel, bool) { return "", false }
+func (parkTable) Close(string)                                     {}
+
+// initedHost is a Host that has initialized; nothing else of it is used.
+type initedHost struct{ junction.Host }
+
+func (initedHost) InitializeParams() *mcp.InitializeParams {
+	return &mcp.InitializeParams{ProtocolVersion: "2025-11-25", ClientInfo: &mcp.Implementation{Name: "h", Version: "1"}}
+}
+
+// TestParkingGivesMemoryBack: a sweep that parks giveBackAfter sessions
+// or more hands the memory they held back to the system (freeOSMemory),
+// at most once per park delay; one that parks fewer leaves it to the
+// runtime.
+func TestParkingGivesMemoryBack(t *testing.T) {
+	calls := 0
+	old := freeOSMemory
+	freeOSMemory = func() { calls++ }
+	t.Cleanup(func() { freeOSMemory = old })
+	var parked atomic.Int64
+	front, err := newSessionFront(http.NotFoundHandler(), parkTable{}, nil, nil, 0, time.Hour, &parked, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		front.mu.Lock()
+		if front.sweeping != nil {
+			front.sweeping.Stop()
+		}
+		front.mu.Unlock()
+	})
+	// quiet adds n sessions quiet for longer than the park delay.
+	quiet := func(n int) {
+		front.mu.Lock()
+		defer front.mu.Unlock()
+		for range n {
+			k := fmt.Sprint(len(front.entries))
+			e := &frontSession{id: "s" + k, local: "l" + k}
+			e.used.Store(time.Now().Add(-2 * time.Hour).UnixNano())
+			front.putLocked(e)
+		}
+	}
+	for i, step := range []struct {
+		sessions  int
+		longAgo   bool // the last give-back was more than a park delay ago
+		wantCalls int
+	}{
+		{giveBackAfter - 1, false, 0},
+		{giveBackAfter, false, 1},
+		{giveBackAfter, false, 1}, // within the park delay of the last
+		{giveBackAfter, true, 2},
+	} {
+		if step.longAgo {
+			front.freed = time.Now().Add(-2 * time.Hour)
+		}
+		before := parked.Load()
+		quiet(step.sessions)
+		front.sweep()
+		if got := parked.Load() - before; got != int64(step.sessions) {
+			t.Fatalf("step %d: the sweep parked %d sessions, want %d", i, got, step.sessions)
+		}
+		if calls != step.wantCalls {
+			t.Errorf("step %d: memory given back %d times, want %d", i, calls, step.wantCalls)
 		}
 	}
 }
