@@ -214,7 +214,7 @@ type sessionFront struct {
 	sweeping   *time.Timer              // the next sweep, if one is due
 	armed      atomic.Bool              // sweeping is set (read without mu)
 	// freed is when a sweep last handed the memory of the sessions it
-	// parked back to the system (see giveBackAfter); owned by sweep.
+	// parked back to the system (see giveBackAfter); guarded by mu.
 	freed time.Time
 }
 
@@ -795,13 +795,16 @@ func (f *sessionFront) sweep() {
 	for _, d := range park {
 		f.parkOne(d.e, d.local, f.table.Host(d.local))
 	}
-	if len(park) >= giveBackAfter && now.Sub(f.freed) >= f.park {
-		f.freed = now
-		freeOSMemory()
-	}
 	f.mu.Lock()
+	giveBack := len(park) >= giveBackAfter && now.Sub(f.freed) >= f.park
+	if giveBack {
+		f.freed = now
+	}
 	f.scheduleLocked()
 	f.mu.Unlock()
+	if giveBack {
+		freeOSMemory()
+	}
 }
 
 // giveBackAfter is how many sessions one sweep parks before it hands the

@@ -705,7 +705,9 @@ func TestParkingGivesMemoryBack(t *testing.T) {
 		{giveBackAfter, true, 2},
 	} {
 		if step.longAgo {
+			front.mu.Lock()
 			front.freed = time.Now().Add(-2 * time.Hour)
+			front.mu.Unlock()
 		}
 		before := parked.Load()
 		quiet(step.sessions)
