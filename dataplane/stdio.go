@@ -59,9 +59,8 @@ const HostPipeSize = 1 << 20
 // forwarded as bytes where it can be (see the package doc), and the
 // source's result written back as bytes; the other requests are answered
 // from the view (see docs/design.md, "The path of one call"). Answers go
-// through one
-// writer that coalesces lines written together into one system call.
-// Bad input does not end the connection: a line that is
+// through one writer that coalesces lines written together into one
+// system call. Bad input does not end the connection: a line that is
 // not JSON is answered with -32700, one that is not a JSON-RPC message, a
 // batch or a line over MaxFrame with -32600 (id null), and reading goes
 // on.
