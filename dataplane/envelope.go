@@ -420,41 +420,11 @@ func cancelledID(msg []byte) (json.RawMessage, bool) {
 	return reqID, true
 }
 
-// cacheFields are the members a 2026-07-28 result has at its top level
-// that no earlier revision defines: go-sdk writes them to every client.
-var cacheFields = [][]byte{[]byte(`"ttlMs"`), []byte(`"cacheScope"`)}
-
-// mayHaveNewerMembers reports whether p may hold a member that
-// olderResult removes: false when it names none of them anywhere.
-func mayHaveNewerMembers(p []byte) bool {
-	return bytes.Contains(p, cacheFields[0]) || bytes.Contains(p, cacheFields[1]) ||
-		bytes.Contains(p, []byte(`"resultType"`)) || bytes.Contains(p, []byte(`"`+mcp.MetaKeyServerInfo+`"`))
-}
-
-// olderResult returns msg, a JSON-RPC message, for a client before
-// protocol 2026-07-28: its result as olderMembers leaves it, whatever the
-// method (a tools/call, prompts/get, resources/read or
-// completion/complete result alike). Anything else is returned as it is.
-func olderResult(msg []byte) []byte {
-	if !mayHaveNewerMembers(msg) {
-		return msg
-	}
-	s, e, ok := rawjson.Member(msg, "result")
-	if !ok || msg[s] != '{' {
-		return msg
-	}
-	res, changed := olderMembers(msg[s:e])
-	if !changed {
-		return msg
-	}
-	return replaceMember(msg, "result", res)
-}
-
-// olderMembers returns res, a result object, without the members
-// protocol 2026-07-28 added: its cacheFields, a resultType of "complete"
-// and the serverInfo in its _meta (see [wire.StripServerFields]); and
-// whether it took any out.
-func olderMembers(res []byte) ([]byte, bool) {
+// olderMembers returns res, a result object, for a client before
+// protocol 2026-07-28, without the members that revision added: ttlMs
+// and cacheScope, a resultType of "complete" and the serverInfo in its
+// _meta (see [wire.StripServerFields]).
+func olderMembers(res []byte) []byte {
 	kept := make([]byte, 0, len(res))
 	kept = append(kept, '{')
 	dropped := false
@@ -475,8 +445,7 @@ func olderMembers(res []byte) ([]byte, bool) {
 	if !dropped {
 		kept = res
 	}
-	stripped := wire.StripServerFields(kept)
-	return stripped, dropped || len(stripped) != len(res)
+	return wire.StripServerFields(kept)
 }
 
 // canonical returns msg, a JSON-RPC request or notification the plane

@@ -720,20 +720,23 @@ func TestOlderClientsGetOlderResults(t *testing.T) {
 	}
 }
 
-func TestOlderResult(t *testing.T) {
+// TestOlderMembers: a result for a client before 2026-07-28 loses the
+// members that revision added, at its top level only, whatever the
+// method; one without them is given back as it is.
+func TestOlderMembers(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":1,"result":{"ttlMs":0,"cacheScope":"public","tools":[{"name":"ttlMs"}]}}`: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"ttlMs"}]}}`,
-		`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`:                                       `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`,
-		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`:             `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"ttlMs\""}]}}`,
-		`{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`:                                            `{"jsonrpc":"2.0","method":"x","params":{"ttlMs":1}}`,
+		`{"ttlMs":0,"cacheScope":"public","tools":[{"name":"ttlMs"}]}`: `{"tools":[{"name":"ttlMs"}]}`,
+		`{"tools":[],"ttlMs":5}`:                                            `{"tools":[]}`,
+		`{"content":[{"type":"text","text":"\"ttlMs\""}]}`:                  `{"content":[{"type":"text","text":"\"ttlMs\""}]}`,
+		`{"content":[{"type":"text","text":"x","ttlMs":1}],"isError":true}`: `{"content":[{"type":"text","text":"x","ttlMs":1}],"isError":true}`,
 		// prompts/get, resources/read, completion/complete: no resultType,
 		// no server's serverInfo (an _meta left empty goes).
-		`{"jsonrpc":"2.0","id":2,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"messages":[],"resultType":"complete"}}`:   `{"jsonrpc":"2.0","id":2,"result":{"messages":[]}}`,
-		`{"jsonrpc":"2.0","id":3,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":1},"contents":[],"resultType":"complete","ttlMs":0}}`: `{"jsonrpc":"2.0","id":3,"result":{"_meta":{"k":1},"contents":[]}}`,
-		`{"jsonrpc":"2.0","id":4,"result":{"resultType":"complete","completion":{"values":[]}}}`:                                                                 `{"jsonrpc":"2.0","id":4,"result":{"completion":{"values":[]}}}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}},"messages":[],"resultType":"complete"}`:   `{"messages":[]}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":1},"contents":[],"resultType":"complete","ttlMs":0}`: `{"_meta":{"k":1},"contents":[]}`,
+		`{"resultType":"complete","completion":{"values":[]}}`:                                                                 `{"completion":{"values":[]}}`,
 	} {
-		if got := string(olderResult([]byte(in))); got != want {
-			t.Errorf("olderResult(%s) = %s, want %s", in, got, want)
+		if got := string(olderMembers([]byte(in))); got != want {
+			t.Errorf("olderMembers(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -427,8 +427,7 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, host junction.Host, 
 	if typed {
 		return wire.ModernResult(b, p.impl), nil
 	}
-	b, _ = olderMembers(b)
-	return b, nil
+	return olderMembers(b), nil
 }
 
 // wireError returns err, a view's error, as the protocol error the host

@@ -978,7 +978,7 @@ type conn struct {
 	malformed func(err error) bool
 
 	// older: the host negotiated a revision before 2026-07-28, so results
-	// go without that revision's members (olderResult).
+	// go without that revision's members (olderMembers).
 	older atomic.Bool
 	// listens are the host's subscriptions/listen streams, which the
 	// plane answers (see listen.go).

@@ -370,33 +370,38 @@ func (f *rawFlight) finish(res json.RawMessage, err error) {
 		return
 	case err == nil && !f.hm.rev.AsksInResults() && inputRequired(f.c.sess, res):
 		ctx := f.slowContext()
-		go func() {
+		carryOn(ctx, done, func() (json.RawMessage, error) {
 			retry, err := f.s.fulfilOnHost(ctx, junction.HostSession(ctx), f.params, res)
 			if err != nil {
-				done(nil, fmt.Errorf("upstream %q: %s: %w", f.s.name, toolWhat(f.name), err))
-				return
+				return nil, fmt.Errorf("upstream %q: %s: %w", f.s.name, toolWhat(f.name), err)
 			}
-			done(f.s.CallToolRaw(ctx, f.name, retry))
-		}()
+			return f.s.CallToolRaw(ctx, f.name, retry)
+		})
 		return
 	}
 	done(res, err)
 }
 
 // goSlow makes the call with params as CallToolRaw does, on a goroutine of
-// its own, and hands on its outcome. That goroutine is no server's
-// reader, though a reader may be delivering to the call's link as it
-// answers (the reply that sent the call here, or the one that wakes it):
-// it clears the link's Via first, so that the answer to the host does
-// not queue in that reader's batch (see wire.Link).
+// its own (carryOn), and hands on its outcome.
 func (f *rawFlight) goSlow(params json.RawMessage) {
 	ctx := f.slowContext()
 	f.mu.Lock()
 	done := f.done
 	f.finished = true
 	f.mu.Unlock()
+	carryOn(ctx, done, func() (json.RawMessage, error) { return f.s.CallToolRaw(ctx, f.name, params) })
+}
+
+// carryOn runs the rest of a started call, rest, on a goroutine of its
+// own, and hands its outcome to done. That goroutine is no server's
+// reader, though a reader may be delivering to the call's link (ctx's)
+// as it answers (the reply that sent the call on, or the one that wakes
+// it): it clears the link's Via first, so that the answer to the host
+// does not queue in that reader's batch (see wire.Link).
+func carryOn(ctx context.Context, done func(json.RawMessage, error), rest func() (json.RawMessage, error)) {
 	go func() {
-		res, err := f.s.CallToolRaw(ctx, f.name, params)
+		res, err := rest()
 		if l := wire.LinkOf(ctx); l != nil {
 			l.Via.Store(nil)
 		}
