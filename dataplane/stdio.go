@@ -644,7 +644,8 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 		return false
 	}
 	s.noteStandalone(mi)
-	key := string(tc.id)
+	// The closures below take id, not tc, which then stays on the stack.
+	id, key := tc.id, string(tc.id)
 	hc := &hostCall{}
 	ctx := withHostCall(s.linked(key, hc, mi), hc)
 	call, rc := s.p.v.BeginRaw(ctx, tc.name)
@@ -676,7 +677,7 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 		if cancelCtx != nil {
 			cancelCtx(nil)
 		}
-		return s.refuseReused(tc.id)
+		return s.refuseReused(id)
 	}
 	if s.session != nil && call.Decoded() {
 		call.SetRequestExtra(s.session.requestExtra(key))
@@ -686,12 +687,13 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	if typed {
 		hc.link.Stamp = s.p.impl
 	}
-	answer := s.answerer(key, hc, tc.id, typed, cancelCtx, starts)
+	answer := s.answerer(key, hc, id, typed, cancelCtx, starts)
 	if starts {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
 		// or later as wire.ModernResult rewrites it whole.
-		hc.link.Stream = &wire.StreamTo{ID: tc.id, Out: s.c.out}
+		hc.stream = wire.StreamTo{ID: id, Out: s.c.out}
+		hc.link.Stream = &hc.stream
 		hc.link.Stream.Done = func(size int, isError bool, err error) {
 			if err == nil {
 				call.FinishStreamed(size, isError)
@@ -706,7 +708,7 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 				s.calls.finish(key, hc, nil) // the line was closed as the answer
 				return
 			}
-			s.calls.finish(key, hc, func() { s.c.out.Write(wire.AnswerLine(tc.id, res, werr)) })
+			s.calls.finish(key, hc, func() { s.c.out.Write(wire.AnswerLine(id, res, werr)) })
 		}
 	}
 	if starts {
