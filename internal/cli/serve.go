@@ -17,6 +17,7 @@ import (
 	"github.com/junction-mcp/junction/internal/commalist"
 	"github.com/junction-mcp/junction/internal/config"
 	"github.com/junction-mcp/junction/internal/daemon"
+	"github.com/junction-mcp/junction/internal/gcfloor"
 	"github.com/junction-mcp/junction/internal/memtrim"
 )
 
@@ -171,7 +172,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		logger.Info("hub stopped", "tool_calls", calls, "fast_path_calls", raw)
 	}()
 	logger.Info("hub ready", "tools", len(d.View.ToolNames()), "sources", strings.Join(d.Hub.SourceNames(), ","))
-	defer releaseStartupPages(ctx, d.Hub, logger)()
+	defer afterStartup(ctx, d.Hub, logger)()
 
 	if cfgPath != "" {
 		stopWatch := watchConfig(ctx, cfgPath, fileCfg, env, d, logger)
@@ -274,19 +275,24 @@ func addrInUseHint(flagName, addr string) string {
 		flagName, net.JoinHostPort(host, "0"))
 }
 
-// releaseStartupPages gives back the pages of junction's own code and
-// read-only data that only its startup used (package memtrim), once every
-// source has connected or the startup budget has run out. stop ends the
-// wait, if it is still on.
-func releaseStartupPages(ctx context.Context, h *junction.Hub, logger *slog.Logger) (stop func()) {
+// afterStartup settles the process for serving once every source has
+// connected or the startup budget has run out: it gives back the pages
+// of junction's own code and read-only data that only its startup used
+// (package memtrim), and from then on raises the collector's heap goal
+// while calls come fast (package gcfloor; not during startup, whose
+// garbage would then stay resident). stop ends the wait, if it is still
+// on, and the collector's tuning.
+func afterStartup(ctx context.Context, h *junction.Hub, logger *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	stopFloor := func() {}
 	go func() {
 		defer close(done)
 		h.WaitStartup(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		stopFloor = gcfloor.Start(gcfloor.Options{})
 		n, err := memtrim.Release()
 		if err != nil {
 			logger.Warn("could not give back the startup pages; junction serves on, with them", "error", err)
@@ -297,6 +303,7 @@ func releaseStartupPages(ctx context.Context, h *junction.Hub, logger *slog.Logg
 	return func() {
 		cancel()
 		<-done
+		stopFloor()
 	}
 }
 

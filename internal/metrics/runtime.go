@@ -1,10 +1,9 @@
 package metrics
 
 import (
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
@@ -28,8 +27,8 @@ func (r *Registry) AddGoMetrics() {
 	r.GaugeFunc("go_sched_gomaxprocs_threads", "The current runtime.GOMAXPROCS setting, or the number of operating system threads that can execute user-level Go code simultaneously.", nil, func(emit func(float64, ...string)) {
 		emit(float64(runtime.GOMAXPROCS(0)))
 	})
-	r.GaugeFunc("go_gc_gogc_percent", "Heap size target percentage configured by the user, otherwise 100. This value is set by the GOGC environment variable (junction never calls runtime/debug.SetGCPercent).", nil, func(emit func(float64, ...string)) {
-		emit(gogc(os.Getenv("GOGC")))
+	r.GaugeFunc("go_gc_gogc_percent", "Heap size target percentage configured by the user, otherwise 100. This value is set by the GOGC environment variable, and the runtime/debug.SetGCPercent function.", nil, func(emit func(float64, ...string)) {
+		emit(gogc())
 	})
 	r.GaugeFunc("go_gc_gomemlimit_bytes", "Go runtime memory limit configured by the user, otherwise math.MaxInt64.", nil, func(emit func(float64, ...string)) {
 		emit(float64(debug.SetMemoryLimit(-1))) // a negative limit only reads it
@@ -97,16 +96,16 @@ var memStatsMetrics = []struct {
 	{"go_memstats_last_gc_time_seconds", "Number of seconds since 1970 of last garbage collection.", false, func(s *runtime.MemStats) float64 { return float64(s.LastGC) / 1e9 }},
 }
 
-// gogc reads GOGC as the runtime does: a percentage, "off" (-1 here, as
-// runtime/metrics reports it) or, unset or unparsable, 100.
-func gogc(env string) float64 {
-	if env == "off" {
-		return -1
+// gogc returns the GOGC the runtime runs with now: the environment's, or
+// what the process set since (junction serve raises it while calls come
+// fast: internal/gcfloor); -1 for "off", as runtime/metrics reports it.
+func gogc() float64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 100
 	}
-	if n, err := strconv.Atoi(env); err == nil {
-		return float64(n)
-	}
-	return 100
+	return float64(int64(s[0].Value.Uint64()))
 }
 
 // gcSummary is go_gc_duration_seconds: the quantiles of recent GC pauses,

@@ -1,0 +1,240 @@
+// Package gcfloor keeps a busy program with a small heap from spending
+// its time collecting garbage.
+//
+// Go's collector starts a cycle when the heap has grown by GOGC percent
+// (100 by default) over what the last cycle left live, and never below a
+// 4 MiB goal. A hub that forwards calls keeps little live (about 1 MiB)
+// and allocates a little per call, so at 100,000 calls a second it
+// collects some 60 times a second, and each cycle has a fixed cost (the
+// program's roots, the stacks, starting and ending the cycle) that does
+// not shrink with the heap.
+//
+// While the program allocates fast, [Start] raises the heap goal to a
+// floor (16 MiB by default) by raising GOGC, for heaps small enough that
+// the floor is above what GOGC 100 gives; a heap whose live part is half
+// the floor or more is left to the default. Once allocation slows down,
+// GOGC goes back to 100 and the memory is given back at once
+// (debug.FreeOSMemory). The cost is the floor's worth of resident memory
+// while the program is busy, and nothing while it is not: no timer runs
+// then.
+//
+// A program run with GOGC set in its environment is left alone: the
+// operator has chosen.
+package gcfloor
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// Options tune [Start]. The zero value is usable.
+type Options struct {
+	// Floor is the heap goal while busy; 16 MiB if zero.
+	Floor uint64
+	// Rate is the allocation rate, in bytes per second, from which the
+	// program counts as busy; 4 MiB/s if zero (a cycle a second at
+	// GOGC 100 on a small heap).
+	Rate uint64
+	// Tick is how often the rate is measured while the floor is up;
+	// 250 ms if zero.
+	Tick time.Duration
+
+	now     func() time.Time   // for tests; time.Now if nil
+	onCycle func(at time.Time) // for tests: called after each cycle is handled, with the clock's time then
+}
+
+// defaultPercent is the runtime's GOGC when the environment sets none.
+const defaultPercent = 100
+
+// minHeap is the runtime's smallest heap goal at GOGC 100 (its
+// defaultHeapMinimum); the goal's floor scales with GOGC.
+const minHeap = 4 << 20
+
+// Start watches the collector's cycles and the allocation rate, and sets
+// GOGC as the package doc says. It does nothing, and stop does nothing,
+// if the environment sets GOGC. stop puts GOGC back to 100 and stops
+// watching.
+func Start(opts Options) (stop func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	t := newTuner(opts)
+	t.arm()
+	return t.stop
+}
+
+// A tuner is the state of one Start.
+type tuner struct {
+	floor, rate uint64
+	tick        time.Duration
+	now         func() time.Time
+	onCycle     func(at time.Time)
+
+	mu      sync.Mutex
+	stopped bool
+	percent int         // the GOGC set last
+	timer   *time.Timer // measures the rate while the floor is up; nil when it is down
+	at      time.Time   // when allocs was read
+	allocs  uint64      // bytes allocated so far, read at at
+	samples [2]metrics.Sample
+}
+
+func newTuner(opts Options) *tuner {
+	t := &tuner{floor: opts.Floor, rate: opts.Rate, tick: opts.Tick, now: opts.now, onCycle: opts.onCycle, percent: defaultPercent}
+	if t.floor == 0 {
+		t.floor = 16 << 20
+	}
+	if t.rate == 0 {
+		t.rate = 4 << 20
+	}
+	if t.tick <= 0 {
+		t.tick = 250 * time.Millisecond
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	t.samples[0].Name = "/gc/heap/live:bytes"
+	t.samples[1].Name = "/gc/heap/allocs:bytes"
+	t.at = t.now()
+	t.read()
+	return t
+}
+
+// read reads the live heap and the bytes allocated so far, and returns
+// the live heap and whether the program allocated at t.rate or faster
+// since the last read. A read at the same instant as the last (a test's
+// clock) says nothing new: busy is then whether the floor is up. Called
+// with t.mu held (or before t is shared).
+func (t *tuner) read() (live uint64, busy bool) {
+	metrics.Read(t.samples[:])
+	live, allocs := uint64Of(t.samples[0]), uint64Of(t.samples[1])
+	now := t.now()
+	d := now.Sub(t.at)
+	if d <= 0 {
+		return live, t.percent != defaultPercent
+	}
+	busy = float64(allocs-t.allocs) >= float64(t.rate)*d.Seconds()
+	t.at, t.allocs = now, allocs
+	return live, busy
+}
+
+func uint64Of(s metrics.Sample) uint64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s.Value.Uint64()
+}
+
+// sentinel is an object nothing refers to: its finalizer runs after the
+// cycle that finds it unreachable, which is the next one. It holds a
+// pointer so that it is an allocation of its own: the runtime packs
+// small objects without pointers together, and finalizes such a block
+// only when all of it is unreachable.
+type sentinel struct{ _ *byte }
+
+// arm has the next cycle call cycle.
+func (t *tuner) arm() {
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { t.cycle() })
+}
+
+// cycle runs once a cycle has ended (on the runtime's finalizer
+// goroutine): busy, the floor goes up, or follows the live heap; quiet,
+// it comes down. It arms the next.
+func (t *tuner) cycle() {
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return
+	}
+	live, busy := t.read()
+	want := defaultPercent
+	if busy {
+		want = percentFor(live, t.floor)
+	}
+	give := t.setLocked(want)
+	t.arm()
+	at := t.at
+	t.mu.Unlock()
+	if give {
+		go debug.FreeOSMemory()
+	}
+	if t.onCycle != nil {
+		t.onCycle(at)
+	}
+}
+
+// check runs every tick while the floor is up: once the program
+// allocates slower than the busy rate, the floor comes down.
+func (t *tuner) check() {
+	t.mu.Lock()
+	if t.stopped || t.timer == nil {
+		t.mu.Unlock()
+		return
+	}
+	give := false
+	if _, busy := t.read(); busy {
+		t.timer.Reset(t.tick)
+	} else {
+		give = t.setLocked(defaultPercent)
+	}
+	t.mu.Unlock()
+	if give {
+		debug.FreeOSMemory()
+	}
+}
+
+// setLocked sets GOGC to percent, and the rate's timer to run while it
+// is above the default; it reports whether the floor came down, so that
+// the caller gives the memory back (outside t.mu: that runs a cycle).
+func (t *tuner) setLocked(percent int) (cameDown bool) {
+	if percent == t.percent {
+		return false
+	}
+	debug.SetGCPercent(percent)
+	t.percent = percent
+	switch {
+	case percent != defaultPercent && t.timer == nil:
+		t.timer = time.AfterFunc(t.tick, t.check)
+	case percent == defaultPercent && t.timer != nil:
+		t.timer.Stop()
+		t.timer = nil
+		return true
+	}
+	return false
+}
+
+// percentFor returns the GOGC that puts the heap goal near floor for a
+// heap with live bytes live after a cycle, and never below 100: the goal
+// is the larger of live × (1 + GOGC/100) and minHeap × GOGC/100.
+func percentFor(live, floor uint64) int {
+	if live >= floor/2 {
+		return defaultPercent // GOGC 100 gives a goal at the floor or above
+	}
+	p := floor * defaultPercent / minHeap // where the goal's own floor reaches floor
+	if live > 0 {
+		p = min(p, floor*defaultPercent/live-defaultPercent) // where the live heap's growth does
+	}
+	return int(max(p, defaultPercent))
+}
+
+// stop ends the watching and puts GOGC back.
+func (t *tuner) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	t.stopped = true
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	if t.percent != defaultPercent {
+		debug.SetGCPercent(defaultPercent)
+		t.percent = defaultPercent
+	}
+}

@@ -1,0 +1,194 @@
+package gcfloor
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPercentFor(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, floor uint64
+		want        int
+	}{
+		{0, 16 * mib, 400},       // the goal's own floor decides: 4 MiB × 4
+		{1 * mib, 16 * mib, 400}, // 1 MiB × 5 is below the floor; 4 MiB × 4 reaches it
+		{2 * mib, 16 * mib, 400},
+		{4 * mib, 16 * mib, 300}, // 4 MiB × (1 + 3) = 16 MiB
+		{6 * mib, 16 * mib, 166},
+		{8 * mib, 16 * mib, 100}, // GOGC 100 reaches the floor by itself
+		{100 * mib, 16 * mib, 100},
+		{1 * mib, 64 * mib, 1600},
+	} {
+		if got := percentFor(c.live, c.floor); got != c.want {
+			t.Errorf("percentFor(%d MiB live, %d MiB floor) = %d, want %d", c.live/mib, c.floor/mib, got, c.want)
+		}
+	}
+}
+
+// gogc is the GOGC the runtime runs with now.
+func gogc(t *testing.T) uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatal("no /gc/gogc:percent metric")
+	}
+	return s[0].Value.Uint64()
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// sink keeps what the tests allocate from being optimized away.
+var sink []byte
+
+// allocate allocates n bytes of garbage.
+func allocate(n int) {
+	sink = make([]byte, n)
+	sink = nil
+}
+
+// The floor goes up at a cycle while the program allocates fast, stays
+// up while it does, and comes down once it allocates slowly, at a tick
+// or at a cycle; stop puts GOGC back.
+func TestFloorFollowsRate(t *testing.T) {
+	if p := gogc(t); p != defaultPercent {
+		t.Skipf("the test runs with GOGC %d; it needs the default", p)
+	}
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	tn := newTuner(Options{
+		Floor: 64 << 20, Rate: 4 << 20,
+		Tick: time.Hour, // the test calls check itself
+		now:  clock.Now,
+	})
+	handled := make(chan time.Time, 64)
+	tn.onCycle = func(at time.Time) { handled <- at }
+	tn.arm()
+	// A small object without pointers, allocated next and kept: a
+	// sentinel that shared its block would never be finalized.
+	keep := new([8]byte)
+	defer runtime.KeepAlive(keep)
+	defer tn.stop()
+	percent := func() int {
+		tn.mu.Lock()
+		defer tn.mu.Unlock()
+		return tn.percent
+	}
+	// cycle runs a cycle and waits until the tuner has handled one at the
+	// clock's time now. (The runtime may run others, for the test's
+	// allocations: the first one handled at a new time decides, and
+	// later ones at that time change nothing.)
+	cycle := func() {
+		t.Helper()
+		runtime.GC()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case at := <-handled:
+				if at.Equal(clock.Now()) {
+					return
+				}
+			case <-timeout:
+				t.Fatal("no cycle was handled 10 s after runtime.GC")
+			}
+		}
+	}
+	// 16 MiB in one second: busy.
+	allocate(16 << 20)
+	clock.Add(time.Second)
+	cycle()
+	up := percent()
+	if up <= defaultPercent {
+		t.Fatalf("GOGC %d after 16 MiB in a second, want above %d (a small heap, a 64 MiB floor)", up, defaultPercent)
+	}
+	if got := gogc(t); got != uint64(up) {
+		t.Errorf("runtime GOGC %d, want %d", got, up)
+	}
+	// Still busy at the next tick.
+	allocate(16 << 20)
+	clock.Add(time.Second)
+	tn.check()
+	if p := percent(); p != up {
+		t.Errorf("GOGC %d at a busy tick, want %d kept", p, up)
+	}
+	// Quiet at a tick: the floor comes down, and the memory goes back.
+	clock.Add(time.Hour)
+	tn.check()
+	if p := percent(); p != defaultPercent {
+		t.Errorf("GOGC %d at a quiet tick, want %d", p, defaultPercent)
+	}
+	if got := gogc(t); got != defaultPercent {
+		t.Errorf("runtime GOGC %d after a quiet tick, want %d", got, defaultPercent)
+	}
+	// Up again, then quiet at a cycle.
+	allocate(16 << 20)
+	clock.Add(time.Second)
+	cycle()
+	if p := percent(); p <= defaultPercent {
+		t.Errorf("GOGC %d busy again, want above %d", p, defaultPercent)
+	}
+	clock.Add(time.Hour)
+	cycle()
+	if p := percent(); p != defaultPercent {
+		t.Errorf("GOGC %d at a quiet cycle, want %d", p, defaultPercent)
+	}
+	// Up, then stop: GOGC goes back, and no cycle is handled after.
+	allocate(16 << 20)
+	clock.Add(time.Second)
+	cycle()
+	tn.stop()
+	if got := gogc(t); got != defaultPercent {
+		t.Errorf("runtime GOGC %d after stop, want %d", got, defaultPercent)
+	}
+	for len(handled) > 0 {
+		<-handled
+	}
+	done := make(chan struct{})
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { close(done) })
+	runtime.GC()
+	runtime.GC()
+	<-done
+	select {
+	case <-handled:
+		t.Error("a cycle was handled after stop")
+	default:
+	}
+}
+
+// With GOGC in the environment, Start leaves the runtime alone.
+func TestEnvironmentChooses(t *testing.T) {
+	t.Setenv("GOGC", "100")
+	stop := Start(Options{Rate: 1})
+	defer stop()
+	done := make(chan struct{})
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { close(done) })
+	for range 2 {
+		runtime.GC()
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no finalizer ran 10 s after two cycles")
+	}
+	if got := gogc(t); got != defaultPercent {
+		t.Errorf("runtime GOGC %d with GOGC set in the environment, want %d", got, defaultPercent)
+	}
+}
