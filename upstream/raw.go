@@ -588,17 +588,18 @@ func (s *Server) rawResult(ctx context.Context, rc *wire.RawCall, c *call, name 
 	case r.Err != nil:
 		return nil, r.Err
 	}
-	res := r.Result
-	if fixed, n := wire.SanitizeContent(res); n > 0 {
-		s.logger.Warn("replaced content blocks of unknown type", "count", n)
-		res = fixed
-	}
+	// Only a server at 2026-07-28 or later names itself in results: an
+	// older one's results (a megabyte, say) are not scanned for that. For
+	// a host of that revision the hub's own name goes in, and content
+	// blocks of unknown types are looked for, in the same pass.
+	res, n := r.Result, 0
 	if c.sess.rev().TypedResults() {
-		// Only a server at 2026-07-28 or later names itself in results:
-		// an older one's results (a megabyte, say) are not scanned. For a
-		// host of that revision the hub's own name goes in with the same
-		// pass.
-		res = wire.ServerResult(res, wire.LinkOf(ctx))
+		res, n = wire.ServerResult(res, wire.LinkOf(ctx))
+	} else {
+		res, n = wire.SanitizeContent(res)
+	}
+	if n > 0 {
+		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 	}
 	if c.progress != nil {
 		s.drainProgress(c) // and the logs

@@ -61,6 +61,19 @@ func unknownTypes(b []byte) bool {
 	return end < 0 || unknown
 }
 
+// knownBlocks reports whether v, the value of a result's content member,
+// is an array of blocks of known types only (the check unknownTypes
+// makes of it).
+func knownBlocks(v []byte) bool {
+	return rawjson.WalkArray(v, 0, func(e int) int {
+		end, known := knownBlockAt(v, e)
+		if !known {
+			return -1
+		}
+		return end
+	}) >= 0
+}
+
 // knownBlockAt reports whether the value at b[i:] is an object whose type
 // (matched as encoding/json matches a field name) is a known content type,
 // and returns the index just past it (-1 if it is not well-formed).

@@ -37,6 +37,10 @@ type Rewrite struct {
 	// result without a resultType gets "complete". The data plane's
 	// front sets it.
 	stamp []byte
+	// content: the walk also looks for content blocks that
+	// SanitizeContent would replace (ServerResult), so that a result
+	// from a server is walked once.
+	content bool
 }
 
 // active reports whether rw changes anything.
@@ -48,11 +52,15 @@ type rewriteState struct {
 	meta     bool // an _meta object was written
 	typed    bool // a resultType was written
 	skipComm bool // the first member went: so does the comma after it
+	unknown  bool // with Rewrite.content: a content block may need replacing (see unknownTypes)
 }
 
 // member appends to dst the value of the result's member key (as sent):
 // val itself or val rewritten; keep is false if the member goes.
 func (rw *Rewrite) member(dst, key, val []byte, st *rewriteState) (out []byte, keep bool) {
+	if rw.content && !st.unknown {
+		st.unknown = bytes.IndexByte(key, '\\') >= 0 || isContentKey(key) && !knownBlocks(val)
+	}
 	switch string(key) {
 	case "resultType":
 		if rw.Strip && string(val) == `"complete"` {
@@ -150,9 +158,17 @@ func (rw *Rewrite) tail(st *rewriteState) []byte {
 // well-formed object. Its walk of the members is cutter.feed's at the
 // result's level, done over the whole result at once.
 func (rw *Rewrite) apply(res []byte) []byte {
+	out, _ := rw.walk(res)
+	return out
+}
+
+// walk is apply, and with rw.content it also reports whether a content
+// block may need replacing (as unknownTypes does; true too for a result
+// it cannot walk).
+func (rw *Rewrite) walk(res []byte) (_ []byte, unknown bool) {
 	i := rawjson.SkipSpace(res, 0)
 	if i >= len(res) || res[i] != '{' {
-		return res
+		return res, true
 	}
 	out := make([]byte, 0, len(res)+len(rw.stamp)+96)
 	out = append(out, res[:i+1]...)
@@ -163,19 +179,19 @@ func (rw *Rewrite) apply(res []byte) []byte {
 	for {
 		j := rawjson.SkipSpace(res, i)
 		if j >= len(res) {
-			return res
+			return res, true
 		}
 		switch res[j] {
 		case '}':
 			if sep == sepComma {
-				return res
+				return res, true
 			}
 			out = append(out, res[held:j]...)
 			out = append(out, rw.tail(&st)...)
-			return append(out, res[j:]...)
+			return append(out, res[j:]...), st.unknown
 		case ',':
 			if sep != sepValue {
-				return res
+				return res, true
 			}
 			sep, i = sepComma, j+1
 			if st.skipComm {
@@ -184,18 +200,18 @@ func (rw *Rewrite) apply(res []byte) []byte {
 			continue
 		case '"':
 			if sep == sepValue {
-				return res
+				return res, true
 			}
 		default:
-			return res
+			return res, true
 		}
 		key, v, ok := memberAt(res, j)
 		if !ok {
-			return res
+			return res, true
 		}
 		end := rawjson.SkipValue(res, v)
 		if end < 0 {
-			return res
+			return res, true
 		}
 		mark := len(out)
 		out = append(out, res[held:v]...)
@@ -228,14 +244,23 @@ func StripServerFields(res []byte) []byte {
 // 2026-07-28 or later as the host of the call l links reads it (l nil:
 // no host link): the server's own members out, as StripServerFields
 // takes them, and, for a host of that revision too (l.Stamp), the hub's
-// in, as ModernResult puts them, in one pass; it sets l.Stamped then.
-func ServerResult(res []byte, l *Link) []byte {
-	if l == nil || l.Stamp == nil {
-		return StripServerFields(res)
+// in, as ModernResult puts them; it sets l.Stamped then. Content blocks
+// of unknown types are replaced as SanitizeContent replaces them (the
+// count is returned), looked for in the same walk of the result. The two
+// rewrites touch different members, so their order does not matter.
+func ServerResult(res []byte, l *Link) ([]byte, int) {
+	rw := Rewrite{Strip: true, content: true}
+	if l != nil && l.Stamp != nil {
+		l.Stamped.Store(true)
+		rw.stamp = l.Stamp
+	} else if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(`"`+mcp.MetaKeyServerInfo+`"`)) {
+		return SanitizeContent(res) // nothing to strip
 	}
-	l.Stamped.Store(true)
-	rw := Rewrite{Strip: true, stamp: l.Stamp}
-	return rw.apply(res)
+	out, unknown := rw.walk(res)
+	if !unknown {
+		return out, 0
+	}
+	return sanitizeFull(out)
 }
 
 // ModernResult returns a tools/call result for a host at 2026-07-28 or

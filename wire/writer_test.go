@@ -158,9 +158,10 @@ func FuzzModernResult(f *testing.F) {
 
 // FuzzServerResult: a 2026-07-28 server's result rewritten for a host of
 // that revision in one pass (ServerResult, with the hub's stamp on the
-// link) reads byte for byte as it did in two (StripServerFields, then
-// ModernResult), and the link says it is stamped; without a stamp it is
-// StripServerFields' result.
+// link) reads byte for byte as it did in three (SanitizeContent,
+// StripServerFields, then ModernResult), with as many blocks replaced,
+// and the link says it is stamped; without a stamp it is
+// StripServerFields' result of SanitizeContent's.
 func FuzzServerResult(f *testing.F) {
 	for _, res := range []string{
 		`{"content":[]}`,
@@ -170,6 +171,10 @@ func FuzzServerResult(f *testing.F) {
 		"{ \"_meta\" : { } , \"isError\":true }",
 		`{"_meta":7,"resultType":"complete"}`,
 		`[1]`,
+		`{"content":[{"type":"text","text":"a"},{"type":"video","url":"v"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`,
+		`{"content":[{"type":"video"}]}`,
+		`{"cont\u0065nt":[{"type":"video"}],"resultType":"complete"}`,
+		`{"content":{"type":"video"},"resultType":"complete"}`,
 	} {
 		f.Add([]byte(res))
 	}
@@ -180,14 +185,16 @@ func FuzzServerResult(f *testing.F) {
 			// object without walking it (stampPlain).
 			return
 		}
-		want := ModernResult(StripServerFields(bytes.Clone(res)), testImpl)
+		sanitized, wantN := SanitizeContent(bytes.Clone(res))
+		want := ModernResult(StripServerFields(bytes.Clone(sanitized)), testImpl)
 		l := &Link{Stamp: testImpl}
-		if got := ServerResult(bytes.Clone(res), l); !bytes.Equal(got, want) || !l.Stamped.Load() {
-			t.Fatalf("ServerResult(%q) = %q (stamped %v), want %q", res, got, l.Stamped.Load(), want)
+		if got, n := ServerResult(bytes.Clone(res), l); !bytes.Equal(got, want) || n != wantN || !l.Stamped.Load() {
+			t.Fatalf("ServerResult(%q) = %q, %d replaced (stamped %v), want %q, %d", res, got, n, l.Stamped.Load(), want, wantN)
 		}
 		plain := &Link{}
-		if got, want := ServerResult(bytes.Clone(res), plain), StripServerFields(bytes.Clone(res)); !bytes.Equal(got, want) || plain.Stamped.Load() {
-			t.Fatalf("ServerResult(%q) with no stamp = %q, want %q", res, got, want)
+		want = StripServerFields(bytes.Clone(sanitized))
+		if got, n := ServerResult(bytes.Clone(res), plain); !bytes.Equal(got, want) || n != wantN || plain.Stamped.Load() {
+			t.Fatalf("ServerResult(%q) with no stamp = %q, %d replaced, want %q, %d", res, got, n, want, wantN)
 		}
 	})
 }
