@@ -28,6 +28,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,16 +57,26 @@ const minHeap = 4 << 20
 
 // Start watches the collector's cycles and the allocation rate, and sets
 // GOGC as the package doc says. It does nothing, and stop does nothing,
-// if the environment sets GOGC. stop puts GOGC back to 100 and stops
-// watching.
+// if the environment sets GOGC, or if another Start is watching (GOGC is
+// the process's: one watcher sets it). stop puts GOGC back to 100 and
+// stops watching.
 func Start(opts Options) (stop func()) {
-	if os.Getenv("GOGC") != "" {
+	if os.Getenv("GOGC") != "" || !running.CompareAndSwap(false, true) {
 		return func() {}
 	}
 	t := newTuner(opts)
 	t.arm()
-	return t.stop
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.stop()
+			running.Store(false)
+		})
+	}
 }
+
+// running is set while a Start is watching.
+var running atomic.Bool
 
 // A tuner is the state of one Start.
 type tuner struct {

@@ -173,6 +173,24 @@ func TestFloorFollowsRate(t *testing.T) {
 	}
 }
 
+// One Start watches at a time: GOGC is the process's.
+func TestOneWatcher(t *testing.T) {
+	stop := Start(Options{})
+	defer stop()
+	if !running.Load() {
+		t.Fatal("Start is not watching")
+	}
+	second := Start(Options{})
+	second() // a no-op: the first goes on
+	if !running.Load() {
+		t.Error("the second Start's stop ended the first's watch")
+	}
+	stop()
+	if running.Load() {
+		t.Error("still watching after stop")
+	}
+}
+
 // With GOGC in the environment, Start leaves the runtime alone.
 func TestEnvironmentChooses(t *testing.T) {
 	t.Setenv("GOGC", "100")
