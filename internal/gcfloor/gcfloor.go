@@ -9,10 +9,16 @@
 // program's roots, the stacks, starting and ending the cycle) that does
 // not shrink with the heap.
 //
-// While the program allocates fast, [Start] raises the heap goal to a
-// floor (16 MiB by default) by raising GOGC, for heaps small enough that
-// the floor is above what GOGC 100 gives; a heap whose live part is half
-// the floor or more is left to the default. Once allocation slows down,
+// While the program allocates fast and what it allocates dies young (the
+// live heap holds steady: calls forwarded, not sessions opened), [Start]
+// raises the heap goal to a floor (16 MiB by default) by raising GOGC,
+// for heaps small enough that the floor is above what GOGC 100 gives; a
+// heap whose live part is half the floor or more is left to the default.
+// Once the live heap has grown by an eighth (and half a MiB) since the
+// program became busy, the floor stays down until it is quiet again:
+// objects that stay, made while the heap is let grow, would end up
+// spread over more of it, and hold more of it once the rest is given
+// back. Once allocation slows down,
 // GOGC goes back to 100 and the memory is given back at once
 // (debug.FreeOSMemory). The cost is the floor's worth of resident memory
 // while the program is busy, and nothing while it is not: no timer runs
@@ -47,6 +53,10 @@ type Options struct {
 	now     func() time.Time   // for tests; time.Now if nil
 	onCycle func(at time.Time) // for tests: called after each cycle is handled, with the clock's time then
 }
+
+// growthSlack is how much the live heap may grow over a busy spell,
+// beside an eighth, and still count as steady.
+const growthSlack = 512 << 10
 
 // defaultPercent is the runtime's GOGC when the environment sets none.
 const defaultPercent = 100
@@ -88,6 +98,8 @@ type tuner struct {
 	mu      sync.Mutex
 	stopped bool
 	percent int         // the GOGC set last
+	base    uint64      // the live heap at the first cycle of this busy spell; 0: quiet
+	grown   bool        // the live heap grew past base: the floor stays down until quiet
 	timer   *time.Timer // measures the rate while the floor is up; nil when it is down
 	at      time.Time   // when allocs was read
 	allocs  uint64      // bytes allocated so far, read at at
@@ -110,28 +122,33 @@ func newTuner(opts Options) *tuner {
 	}
 	t.samples[0].Name = "/gc/heap/live:bytes"
 	t.samples[1].Name = "/gc/heap/allocs:bytes"
-	t.at = t.now()
+	t.at = t.now().Add(-window) // the first read measures from here
 	t.read()
 	return t
 }
 
 // read reads the live heap and the bytes allocated so far, and returns
 // the live heap and whether the program allocated at t.rate or faster
-// since the last read. A read at the same instant as the last (a test's
-// clock) says nothing new: busy is then whether the floor is up. Called
-// with t.mu held (or before t is shared).
-func (t *tuner) read() (live uint64, busy bool) {
+// since the last read. A rate over less than window says nothing (known
+// false: busy is then whether the floor is up), and the next read
+// measures from the same start: two cycles close together, one of them
+// the collection FreeOSMemory runs, do not judge the program by a few
+// milliseconds. Called with t.mu held (or before t is shared).
+func (t *tuner) read() (live uint64, busy, known bool) {
 	metrics.Read(t.samples[:])
 	live, allocs := uint64Of(t.samples[0]), uint64Of(t.samples[1])
 	now := t.now()
 	d := now.Sub(t.at)
-	if d <= 0 {
-		return live, t.percent != defaultPercent
+	if d < min(t.tick, window) {
+		return live, t.percent != defaultPercent, false
 	}
 	busy = float64(allocs-t.allocs) >= float64(t.rate)*d.Seconds()
 	t.at, t.allocs = now, allocs
-	return live, busy
+	return live, busy, true
 }
+
+// window is the shortest span a rate is measured over.
+const window = 200 * time.Millisecond
 
 func uint64Of(s metrics.Sample) uint64 {
 	if s.Value.Kind() != metrics.KindUint64 {
@@ -153,17 +170,28 @@ func (t *tuner) arm() {
 }
 
 // cycle runs once a cycle has ended (on the runtime's finalizer
-// goroutine): busy, the floor goes up, or follows the live heap; quiet,
-// it comes down. It arms the next.
+// goroutine): busy with a steady live heap, the floor goes up and
+// follows the live heap; quiet, or once the live heap has grown, it
+// comes down. It arms the next.
 func (t *tuner) cycle() {
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
 		return
 	}
-	live, busy := t.read()
+	live, busy, known := t.read()
 	want := defaultPercent
-	if busy {
+	switch {
+	case !busy:
+		if known {
+			t.base, t.grown = 0, false
+		}
+	case t.base == 0:
+		t.base = live
+	case live > t.base+t.base/8+growthSlack:
+		t.grown = true
+	}
+	if busy && !t.grown {
 		want = percentFor(live, t.floor)
 	}
 	give := t.setLocked(want)
@@ -187,9 +215,10 @@ func (t *tuner) check() {
 		return
 	}
 	give := false
-	if _, busy := t.read(); busy {
+	if _, busy, _ := t.read(); busy {
 		t.timer.Reset(t.tick)
 	} else {
+		t.base, t.grown = 0, false
 		give = t.setLocked(defaultPercent)
 	}
 	t.mu.Unlock()

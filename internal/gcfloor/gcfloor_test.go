@@ -57,6 +57,26 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// cycleAt runs a cycle and waits until the tuner has handled one at the
+// clock's time now. (The runtime may run others, for the test's
+// allocations: the first one handled at a new time decides, and later
+// ones at that time change nothing.)
+func cycleAt(t *testing.T, clock *fakeClock, handled <-chan time.Time) {
+	t.Helper()
+	runtime.GC()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case at := <-handled:
+			if at.Equal(clock.Now()) {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no cycle was handled 10 s after runtime.GC")
+		}
+	}
+}
+
 // sink keeps what the tests allocate from being optimized away.
 var sink []byte
 
@@ -80,7 +100,12 @@ func TestFloorFollowsRate(t *testing.T) {
 		now:  clock.Now,
 	})
 	handled := make(chan time.Time, 64)
-	tn.onCycle = func(at time.Time) { handled <- at }
+	tn.onCycle = func(at time.Time) {
+		select {
+		case handled <- at:
+		default: // never hold up the finalizer goroutine
+		}
+	}
 	tn.arm()
 	// A small object without pointers, allocated next and kept: a
 	// sentinel that shared its block would never be finalized.
@@ -92,25 +117,7 @@ func TestFloorFollowsRate(t *testing.T) {
 		defer tn.mu.Unlock()
 		return tn.percent
 	}
-	// cycle runs a cycle and waits until the tuner has handled one at the
-	// clock's time now. (The runtime may run others, for the test's
-	// allocations: the first one handled at a new time decides, and
-	// later ones at that time change nothing.)
-	cycle := func() {
-		t.Helper()
-		runtime.GC()
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case at := <-handled:
-				if at.Equal(clock.Now()) {
-					return
-				}
-			case <-timeout:
-				t.Fatal("no cycle was handled 10 s after runtime.GC")
-			}
-		}
-	}
+	cycle := func() { cycleAt(t, clock, handled) }
 	// 16 MiB in one second: busy.
 	allocate(16 << 20)
 	clock.Add(time.Second)
@@ -170,6 +177,54 @@ func TestFloorFollowsRate(t *testing.T) {
 	case <-handled:
 		t.Error("a cycle was handled after stop")
 	default:
+	}
+}
+
+// A live heap that grows over a busy spell (objects that stay, made
+// fast) brings the floor down and keeps it down, however fast the
+// program allocates, until it is quiet.
+func TestGrowingHeapKeepsDefault(t *testing.T) {
+	if p := gogc(t); p != defaultPercent {
+		t.Skipf("the test runs with GOGC %d; it needs the default", p)
+	}
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	tn := newTuner(Options{Floor: 64 << 20, Tick: time.Hour, now: clock.Now})
+	handled := make(chan time.Time, 64)
+	tn.onCycle = func(at time.Time) {
+		select {
+		case handled <- at:
+		default: // never hold up the finalizer goroutine
+		}
+	}
+	tn.arm()
+	defer tn.stop()
+	var kept [][]byte
+	for i := range 4 {
+		kept = append(kept, make([]byte, 4<<20)) // stays: the live heap grows by 4 MiB a second
+		clock.Add(time.Second)
+		cycleAt(t, clock, handled)
+		tn.mu.Lock()
+		p := tn.percent
+		tn.mu.Unlock()
+		// The first busy cycle sees the heap as it is; by the second it
+		// has grown by half or more.
+		if i > 0 && p != defaultPercent {
+			t.Fatalf("GOGC %d after %d s of a live heap growing 4 MiB a second, want %d", p, i+1, defaultPercent)
+		}
+	}
+	runtime.KeepAlive(kept)
+	// A quiet cycle (with the floor down no timer runs), then busy with
+	// garbage only: the floor goes up again.
+	clock.Add(time.Hour)
+	cycleAt(t, clock, handled)
+	allocate(16 << 20)
+	clock.Add(time.Second)
+	cycleAt(t, clock, handled)
+	tn.mu.Lock()
+	p := tn.percent
+	tn.mu.Unlock()
+	if p == defaultPercent {
+		t.Errorf("GOGC %d busy again after a quiet spell, want the floor up", p)
 	}
 }
 
