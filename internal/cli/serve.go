@@ -292,6 +292,8 @@ func afterStartup(ctx context.Context, h *junction.Hub, logger *slog.Logger) (st
 		if ctx.Err() != nil {
 			return
 		}
+		// Before the release: its own first steps (runtime/metrics' table)
+		// are among the startup pages given back.
 		stopFloor = gcfloor.Start(gcfloor.Options{})
 		n, err := memtrim.Release()
 		if err != nil {

@@ -9,13 +9,15 @@
 // program's roots, the stacks, starting and ending the cycle) that does
 // not shrink with the heap.
 //
-// While the program allocates fast and what it allocates dies young (the
-// live heap holds steady: calls forwarded, not sessions opened), [Start]
+// While the program allocates fast (over two windows of 200 ms or more
+// in a row) and what it allocates dies young (the live heap holds
+// steady: calls forwarded, not sessions opened), [Start]
 // raises the heap goal to a floor (16 MiB by default) by raising GOGC,
 // for heaps small enough that the floor is above what GOGC 100 gives; a
 // heap whose live part is half the floor or more is left to the default.
 // Once the live heap has grown by an eighth (and half a MiB) since the
-// program became busy, the floor stays down until it is quiet again:
+// program became busy, at two cycles in a row, the floor stays down
+// until it is quiet again:
 // objects that stay, made while the heap is let grow, would end up
 // spread over more of it, and hold more of it once the rest is given
 // back. Once allocation slows down,
@@ -99,7 +101,9 @@ type tuner struct {
 	stopped bool
 	percent int         // the GOGC set last
 	base    uint64      // the live heap at the first cycle of this busy spell; 0: quiet
-	grown   bool        // the live heap grew past base: the floor stays down until quiet
+	over    int         // cycles in a row that found the live heap past base (see cycle)
+	grown   bool        // it was found so twice: the floor stays down until quiet
+	spans   int         // windows measured busy in a row (the floor goes up at two)
 	timer   *time.Timer // measures the rate while the floor is up; nil when it is down
 	at      time.Time   // when allocs was read
 	allocs  uint64      // bytes allocated so far, read at at
@@ -122,7 +126,7 @@ func newTuner(opts Options) *tuner {
 	}
 	t.samples[0].Name = "/gc/heap/live:bytes"
 	t.samples[1].Name = "/gc/heap/allocs:bytes"
-	t.at = t.now().Add(-window) // the first read measures from here
+	t.at = t.now()
 	t.read()
 	return t
 }
@@ -180,18 +184,29 @@ func (t *tuner) cycle() {
 		return
 	}
 	live, busy, known := t.read()
-	want := defaultPercent
+	if known {
+		if busy {
+			t.spans++
+		} else {
+			t.spans, t.base, t.over, t.grown = 0, 0, 0, false
+		}
+	}
 	switch {
 	case !busy:
-		if known {
-			t.base, t.grown = 0, false
-		}
 	case t.base == 0:
 		t.base = live
 	case live > t.base+t.base/8+growthSlack:
-		t.grown = true
+		// Twice in a row: one cycle may find a large object live that
+		// is garbage by the next (a result on its way).
+		t.over++
+		t.grown = t.grown || t.over >= 2
+	default:
+		t.over = 0
 	}
-	if busy && !t.grown {
+	want := defaultPercent
+	if busy && !t.grown && (t.spans >= 2 || t.percent != defaultPercent) {
+		// Up after two windows busy in a row: a burst shorter than that
+		// (the end of startup) leaves the collector as it is.
 		want = percentFor(live, t.floor)
 	}
 	give := t.setLocked(want)
@@ -218,7 +233,7 @@ func (t *tuner) check() {
 	if _, busy, _ := t.read(); busy {
 		t.timer.Reset(t.tick)
 	} else {
-		t.base, t.grown = 0, false
+		t.spans, t.base, t.over, t.grown = 0, 0, 0, false
 		give = t.setLocked(defaultPercent)
 	}
 	t.mu.Unlock()
