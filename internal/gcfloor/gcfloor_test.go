@@ -118,6 +118,15 @@ func TestFloorFollowsRate(t *testing.T) {
 		return tn.percent
 	}
 	cycle := func() { cycleAt(t, clock, handled) }
+	// busy is two seconds of 16 MiB a second, a cycle after each: the
+	// floor goes up.
+	busy := func() {
+		for range 2 {
+			allocate(16 << 20)
+			clock.Add(time.Second)
+			cycle()
+		}
+	}
 	// 16 MiB in one second: busy, but one window is not enough.
 	allocate(16 << 20)
 	clock.Add(time.Second)
@@ -153,11 +162,7 @@ func TestFloorFollowsRate(t *testing.T) {
 		t.Errorf("runtime GOGC %d after a quiet tick, want %d", got, defaultPercent)
 	}
 	// Up again, then quiet at a cycle.
-	for range 2 {
-		allocate(16 << 20)
-		clock.Add(time.Second)
-		cycle()
-	}
+	busy()
 	if p := percent(); p <= defaultPercent {
 		t.Errorf("GOGC %d busy again, want above %d", p, defaultPercent)
 	}
@@ -167,11 +172,7 @@ func TestFloorFollowsRate(t *testing.T) {
 		t.Errorf("GOGC %d at a quiet cycle, want %d", p, defaultPercent)
 	}
 	// Up, then stop: GOGC goes back, and no cycle is handled after.
-	for range 2 {
-		allocate(16 << 20)
-		clock.Add(time.Second)
-		cycle()
-	}
+	busy()
 	if p := percent(); p <= defaultPercent {
 		t.Errorf("GOGC %d busy once more, want above %d", p, defaultPercent)
 	}
