@@ -57,6 +57,23 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// watching returns a tuner on clock with a 64 MiB floor, watching (and
+// stopped when the test ends), whose rate the test measures itself at
+// ticks (check), and the times it handled cycles at.
+func watching(t *testing.T, clock *fakeClock) (*tuner, <-chan time.Time) {
+	tn := newTuner(Options{Floor: 64 << 20, Tick: time.Hour, now: clock.Now})
+	handled := make(chan time.Time, 64)
+	tn.onCycle = func(at time.Time) {
+		select {
+		case handled <- at:
+		default: // never hold up the finalizer goroutine
+		}
+	}
+	tn.arm()
+	t.Cleanup(tn.stop)
+	return tn, handled
+}
+
 // cycleAt runs a cycle and waits until the tuner has handled one at the
 // clock's time now. (The runtime may run others, for the test's
 // allocations: the first one handled at a new time decides, and later
@@ -94,24 +111,11 @@ func TestFloorFollowsRate(t *testing.T) {
 		t.Skipf("the test runs with GOGC %d; it needs the default", p)
 	}
 	clock := &fakeClock{now: time.Unix(1e9, 0)}
-	tn := newTuner(Options{
-		Floor: 64 << 20, Rate: 4 << 20,
-		Tick: time.Hour, // the test calls check itself
-		now:  clock.Now,
-	})
-	handled := make(chan time.Time, 64)
-	tn.onCycle = func(at time.Time) {
-		select {
-		case handled <- at:
-		default: // never hold up the finalizer goroutine
-		}
-	}
-	tn.arm()
+	tn, handled := watching(t, clock)
 	// A small object without pointers, allocated next and kept: a
 	// sentinel that shared its block would never be finalized.
 	keep := new([8]byte)
 	defer runtime.KeepAlive(keep)
-	defer tn.stop()
 	percent := func() int {
 		tn.mu.Lock()
 		defer tn.mu.Unlock()
@@ -203,16 +207,7 @@ func TestGrowingHeapKeepsDefault(t *testing.T) {
 		t.Skipf("the test runs with GOGC %d; it needs the default", p)
 	}
 	clock := &fakeClock{now: time.Unix(1e9, 0)}
-	tn := newTuner(Options{Floor: 64 << 20, Tick: time.Hour, now: clock.Now})
-	handled := make(chan time.Time, 64)
-	tn.onCycle = func(at time.Time) {
-		select {
-		case handled <- at:
-		default: // never hold up the finalizer goroutine
-		}
-	}
-	tn.arm()
-	defer tn.stop()
+	tn, handled := watching(t, clock)
 	var kept [][]byte
 	for i := range 4 {
 		kept = append(kept, make([]byte, 4<<20)) // stays: the live heap grows by 4 MiB a second
