@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -24,15 +25,17 @@ const (
 
 // nodeFields lists, for each node type, the fields it may carry besides
 // id, type and description.
-var nodeFields = map[string][]string{
-	TypeStart:     nil,
-	TypeTool:      {"tool", "args", "timeout"},
-	TypeHTTP:      {"method", "url", "headers", "body", "json", "ignore_status", "timeout"},
-	TypeTemplate:  {"template", "format"},
-	TypeCondition: {"if"},
-	TypeEndpoint:  {"output"},
-	TypeCommand:   {"command", "stdin", "ignore_exit", "timeout"},
-}
+var nodeFields = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		TypeStart:     nil,
+		TypeTool:      {"tool", "args", "timeout"},
+		TypeHTTP:      {"method", "url", "headers", "body", "json", "ignore_status", "timeout"},
+		TypeTemplate:  {"template", "format"},
+		TypeCondition: {"if"},
+		TypeEndpoint:  {"output"},
+		TypeCommand:   {"command", "stdin", "ignore_exit", "timeout"},
+	}
+})
 
 // nodeTypes returns the known node types, in documentation order.
 func nodeTypes() []string {
@@ -309,5 +312,5 @@ func knownNodeField(typ, key string) bool {
 	case "id", "type", "description":
 		return true
 	}
-	return slices.Contains(nodeFields[typ], key)
+	return slices.Contains(nodeFields()[typ], key)
 }

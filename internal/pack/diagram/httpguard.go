@@ -33,8 +33,8 @@ type blockedRange struct {
 }
 
 // blockedRanges are refused by default. IPv4-mapped IPv6 addresses are
-// checked as the IPv4 address they carry.
-var blockedRanges = func() []blockedRange {
+// checked as the IPv4 address they carry. Made on first use.
+var blockedRanges = sync.OnceValue(func() []blockedRange {
 	var out []blockedRange
 	for rule, cidrs := range map[string][]string{
 		"unspecified": {"0.0.0.0/8", "::/128"},
@@ -50,7 +50,7 @@ var blockedRanges = func() []blockedRange {
 		}
 	}
 	return out
-}()
+})
 
 // nat64 is the well-known NAT64 prefix: its addresses reach the IPv4
 // address in their last four bytes, through a gateway.
@@ -65,7 +65,7 @@ func blockedRule(a netip.Addr) string {
 			return r + " (through NAT64)"
 		}
 	}
-	for _, br := range blockedRanges {
+	for _, br := range blockedRanges() {
 		if br.prefix.Contains(a) {
 			return br.rule
 		}

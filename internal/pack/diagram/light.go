@@ -31,29 +31,33 @@ const (
 )
 
 // lightProps lists the properties each supported node type may carry.
-var lightProps = map[string][]string{
-	LightStart:        {"trigger_mode", "custom_data", "hook_event", "hook_filters", "output_data_structure"},
-	LightEndpoint:     {"file_format", "save_to_file", "file_path", "file_name"},
-	LightCondition:    {"condition_type", "expression", "node_indices", "person", "judge_by", "judge_by_file", "memorize_to", "at_most", "skippable", "expose_index_as"},
-	LightTemplateJob:  {"engine", "template_content", "template", "template_path", "output_path", "variables"},
-	LightAPIJob:       {"url", "method", "headers", "body", "params", "timeout", "auth_type", "auth_config"},
-	LightDB:           {"operation", "sub_type", "file", "source_details", "serialize_json", "glob", "format", "data"},
-	LightCodeJob:      {"language", "code_type", "code", "filePath", "file_path", "functionName", "function_name", "timeout"},
-	LightPersonJob:    {"person", "default_prompt", "first_only_prompt", "prompt_file", "first_prompt_file", "max_iteration", "memorize_to", "at_most", "ignore_person", "tools", "text_format"},
-	LightUserResponse: {"prompt", "timeout", "validation_type"},
-	LightSubDiagram:   {"diagram_name", "diagram_format", "diagram_data", "batch", "batch_input_key", "batch_parallel", "passInputData", "pass_input_data", "ignoreIfSub", "ignore_if_sub", "output_mode", "result_key"},
-}
+var lightProps = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		LightStart:        {"trigger_mode", "custom_data", "hook_event", "hook_filters", "output_data_structure"},
+		LightEndpoint:     {"file_format", "save_to_file", "file_path", "file_name"},
+		LightCondition:    {"condition_type", "expression", "node_indices", "person", "judge_by", "judge_by_file", "memorize_to", "at_most", "skippable", "expose_index_as"},
+		LightTemplateJob:  {"engine", "template_content", "template", "template_path", "output_path", "variables"},
+		LightAPIJob:       {"url", "method", "headers", "body", "params", "timeout", "auth_type", "auth_config"},
+		LightDB:           {"operation", "sub_type", "file", "source_details", "serialize_json", "glob", "format", "data"},
+		LightCodeJob:      {"language", "code_type", "code", "filePath", "file_path", "functionName", "function_name", "timeout"},
+		LightPersonJob:    {"person", "default_prompt", "first_only_prompt", "prompt_file", "first_prompt_file", "max_iteration", "memorize_to", "at_most", "ignore_person", "tools", "text_format"},
+		LightUserResponse: {"prompt", "timeout", "validation_type"},
+		LightSubDiagram:   {"diagram_name", "diagram_format", "diagram_data", "batch", "batch_input_key", "batch_parallel", "passInputData", "pass_input_data", "ignoreIfSub", "ignore_if_sub", "output_mode", "result_key"},
+	}
+})
 
 // unsupportedLight are DiPeO node types junction does not run, with why.
-var unsupportedLight = map[string]string{
-	"hook":                  "use an api_job (webhooks) or a code_job (shell commands) instead",
-	"integrated_api":        "serve the provider's MCP server as an upstream and call it from junction's own format",
-	"json_schema_validator": "not available in the light format on junction",
-	"typescript_ast":        "DiPeO's TypeScript parser for its own code generation; not available on junction (a code_job can run a parser)",
-	"ir_builder":            "DiPeO's code-generation intermediate form; not available on junction",
-	"diff_patch":            "not available on junction",
-	"person_batch_job":      "not available on junction; use a person_job",
-}
+var unsupportedLight = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"hook":                  "use an api_job (webhooks) or a code_job (shell commands) instead",
+		"integrated_api":        "serve the provider's MCP server as an upstream and call it from junction's own format",
+		"json_schema_validator": "not available in the light format on junction",
+		"typescript_ast":        "DiPeO's TypeScript parser for its own code generation; not available on junction (a code_job can run a parser)",
+		"ir_builder":            "DiPeO's code-generation intermediate form; not available on junction",
+		"diff_patch":            "not available on junction",
+		"person_batch_job":      "not available on junction; use a person_job",
+	}
+})
 
 // lightDiagram is what a light document adds to a Diagram.
 type lightDiagram struct {
@@ -382,13 +386,13 @@ func checkLightNode(n *Node, path string, errf, warnf func(nodeID, field, format
 		errf(id, path+".type", "missing node type")
 		return
 	}
-	allowed, ok := lightProps[ln.typ]
+	allowed, ok := lightProps()[ln.typ]
 	if !ok {
-		if why, known := unsupportedLight[ln.typ]; known {
+		if why, known := unsupportedLight()[ln.typ]; known {
 			errf(id, path+".type", "DiPeO node type %q is not supported by junction: %s", ln.typ, why)
 		} else {
-			types := make([]string, 0, len(lightProps))
-			for t := range lightProps {
+			types := make([]string, 0, len(lightProps()))
+			for t := range lightProps() {
 				types = append(types, t)
 			}
 			sort.Strings(types)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -423,28 +424,30 @@ func (p *exprParser) postfix() (any, error) {
 	}
 }
 
-var exprFuncs = map[string]func(any) (any, error){
-	"len": func(v any) (any, error) {
-		switch x := v.(type) {
-		case string:
-			return float64(len([]rune(x))), nil
-		case []any:
-			return float64(len(x)), nil
-		case map[string]any:
-			return float64(len(x)), nil
-		}
-		return nil, rtErr("len() of %s", typeName(v))
-	},
-	"str":   func(v any) (any, error) { return textOf(v), nil },
-	"lower": func(v any) (any, error) { return strings.ToLower(textOf(v)), nil },
-	"upper": func(v any) (any, error) { return strings.ToUpper(textOf(v)), nil },
-	"bool":  func(v any) (any, error) { return truthy(v), nil },
-	"int": func(v any) (any, error) {
-		f, err := toNumber(v)
-		return math.Trunc(f), err
-	},
-	"float": func(v any) (any, error) { return toNumber(v) },
-}
+var exprFuncs = sync.OnceValue(func() map[string]func(any) (any, error) {
+	return map[string]func(any) (any, error){
+		"len": func(v any) (any, error) {
+			switch x := v.(type) {
+			case string:
+				return float64(len([]rune(x))), nil
+			case []any:
+				return float64(len(x)), nil
+			case map[string]any:
+				return float64(len(x)), nil
+			}
+			return nil, rtErr("len() of %s", typeName(v))
+		},
+		"str":   func(v any) (any, error) { return textOf(v), nil },
+		"lower": func(v any) (any, error) { return strings.ToLower(textOf(v)), nil },
+		"upper": func(v any) (any, error) { return strings.ToUpper(textOf(v)), nil },
+		"bool":  func(v any) (any, error) { return truthy(v), nil },
+		"int": func(v any) (any, error) {
+			f, err := toNumber(v)
+			return math.Trunc(f), err
+		},
+		"float": func(v any) (any, error) { return toNumber(v) },
+	}
+})
 
 func (p *exprParser) primary() (any, error) {
 	t := p.next()
@@ -462,7 +465,7 @@ func (p *exprParser) primary() (any, error) {
 		case "None", "null":
 			return nil, nil
 		}
-		if f, ok := exprFuncs[t.text]; ok && p.isOp("(") {
+		if f, ok := exprFuncs()[t.text]; ok && p.isOp("(") {
 			p.next()
 			arg, err := p.or()
 			if err != nil {

@@ -17,19 +17,21 @@ import (
 // fetch's output.
 
 // funcs are the functions templates may use besides text/template's own.
-var funcs = template.FuncMap{
-	"json": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
-	"lower":    strings.ToLower,
-	"upper":    strings.ToUpper,
-	"trim":     strings.TrimSpace,
-	"contains": strings.Contains,
-}
+var funcs = sync.OnceValue(func() template.FuncMap {
+	return template.FuncMap{
+		"json": func(v any) (string, error) {
+			b, err := json.Marshal(v)
+			return string(b), err
+		},
+		"lower":    strings.ToLower,
+		"upper":    strings.ToUpper,
+		"trim":     strings.TrimSpace,
+		"contains": strings.Contains,
+	}
+})
 
 func newTemplate(name, text string) (*template.Template, error) {
-	return template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
+	return template.New(name).Funcs(funcs()).Option("missingkey=error").Parse(text)
 }
 
 // wholeRef matches a string that is nothing but one field reference, such

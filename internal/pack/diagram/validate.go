@@ -103,7 +103,7 @@ func (v *validator) check() {
 			}
 			continue
 		}
-		if _, ok := nodeFields[n.Type]; !ok {
+		if _, ok := nodeFields()[n.Type]; !ok {
 			if n.Type == "" {
 				v.errorf(n.ID, path+".type", "missing node type (one of %s)", strings.Join(nodeTypes(), ", "))
 			} else {
@@ -113,7 +113,7 @@ func (v *validator) check() {
 		}
 		for _, k := range n.keys {
 			if !knownNodeField(n.Type, k) {
-				v.errorf(n.ID, path+"."+k, "unknown field for a %s node (allowed: %s)", n.Type, strings.Join(append([]string{"id", "type", "description"}, nodeFields[n.Type]...), ", "))
+				v.errorf(n.ID, path+"."+k, "unknown field for a %s node (allowed: %s)", n.Type, strings.Join(append([]string{"id", "type", "description"}, nodeFields()[n.Type]...), ", "))
 			}
 		}
 		switch n.Type {
