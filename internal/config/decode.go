@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -160,12 +161,12 @@ func (d *decoder) warn(line int, path, msg string) {
 	d.warns = append(d.warns, Warning{Line: line, Path: path, Msg: msg})
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // join appends a mapping key to a path: servers.github, or servers["my server"]
 // when the key is not a plain word.
 func join(path, key string) string {
-	if !plainKey.MatchString(key) {
+	if !plainKey().MatchString(key) {
 		return path + "[" + strconv.Quote(key) + "]"
 	}
 	if path == "" {
