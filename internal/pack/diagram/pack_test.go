@@ -345,6 +345,11 @@ func TestSearchFetchAndResources(t *testing.T) {
 		}
 	}
 
+	// The hub re-reads a pack's catalog in the background once the pack
+	// says it changed (the pushes above): have it done before listing.
+	if err := e.hub.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	var uris []string
 	for r, err := range e.cs.Resources(t.Context(), nil) {
 		if err != nil {
