@@ -2,6 +2,7 @@ package gcfloor
 
 import (
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"testing"
@@ -61,6 +62,10 @@ func (c *fakeClock) Add(d time.Duration) {
 // stopped when the test ends), whose rate the test measures itself at
 // ticks (check), and the times it handled cycles at.
 func watching(t *testing.T, clock *fakeClock) (*tuner, <-chan time.Time) {
+	// The tuner starts from the runtime's default, as Start does when the
+	// environment sets no GOGC; whatever the test runs with comes back after.
+	old := debug.SetGCPercent(defaultPercent)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
 	tn := newTuner(Options{Floor: 64 << 20, Tick: time.Hour, now: clock.Now})
 	handled := make(chan time.Time, 64)
 	tn.onCycle = func(at time.Time) {
@@ -107,9 +112,6 @@ func allocate(n int) {
 // up while it does, and comes down once it allocates slowly, at a tick
 // or at a cycle; stop puts GOGC back.
 func TestFloorFollowsRate(t *testing.T) {
-	if p := gogc(t); p != defaultPercent {
-		t.Skipf("the test runs with GOGC %d; it needs the default", p)
-	}
 	clock := &fakeClock{now: time.Unix(1e9, 0)}
 	tn, handled := watching(t, clock)
 	// A small object without pointers, allocated next and kept: a
@@ -203,9 +205,6 @@ func TestFloorFollowsRate(t *testing.T) {
 // fast) brings the floor down and keeps it down, however fast the
 // program allocates, until it is quiet.
 func TestGrowingHeapKeepsDefault(t *testing.T) {
-	if p := gogc(t); p != defaultPercent {
-		t.Skipf("the test runs with GOGC %d; it needs the default", p)
-	}
 	clock := &fakeClock{now: time.Unix(1e9, 0)}
 	tn, handled := watching(t, clock)
 	var kept [][]byte
@@ -242,6 +241,9 @@ func TestGrowingHeapKeepsDefault(t *testing.T) {
 
 // One Start watches at a time: GOGC is the process's.
 func TestOneWatcher(t *testing.T) {
+	t.Setenv("GOGC", "") // as when the environment sets none
+	old := debug.SetGCPercent(defaultPercent)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
 	stop := Start(Options{})
 	defer stop()
 	if !running.Load() {
@@ -261,8 +263,12 @@ func TestOneWatcher(t *testing.T) {
 // With GOGC in the environment, Start leaves the runtime alone.
 func TestEnvironmentChooses(t *testing.T) {
 	t.Setenv("GOGC", "100")
+	before := gogc(t)
 	stop := Start(Options{Rate: 1})
 	defer stop()
+	if running.Load() {
+		t.Fatal("Start watches with GOGC set in the environment")
+	}
 	done := make(chan struct{})
 	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { close(done) })
 	for range 2 {
@@ -273,7 +279,7 @@ func TestEnvironmentChooses(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no finalizer ran 10 s after two cycles")
 	}
-	if got := gogc(t); got != defaultPercent {
-		t.Errorf("runtime GOGC %d with GOGC set in the environment, want %d", got, defaultPercent)
+	if got := gogc(t); got != before {
+		t.Errorf("runtime GOGC %d with GOGC set in the environment, want it left at %d", got, before)
 	}
 }
