@@ -420,6 +420,9 @@ func TestDescribeTypeScript(t *testing.T) {
 		!strings.Contains(text, "Read the contents of a file") || !strings.Contains(text, `// nope: unknown tool "nope"`) {
 		t.Errorf("describe_tools typescript:\n%s", text)
 	}
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"errors":[{"error":"unknown tool \"nope\"","name":"nope"}],"tools":[{"name":"fs__read_file"}]}` {
+		t.Errorf("describe_tools typescript structuredContent = %s; want the names and errors, the declarations only in the text", got)
+	}
 	if err := v.SetDiscovery(junction.Discovery{Mode: junction.DiscoverySearch}); err != nil {
 		t.Fatal(err)
 	}

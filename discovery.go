@@ -811,11 +811,12 @@ func (v *View) describeHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 
 // describeTypeScript answers describe_tools in the typescript format:
 // each tool's code-mode declaration, with its documentation, as the text
-// a script is written against.
+// a script is written against. The structured content names the tools
+// declared and the errors, and leaves the declarations to the text: a
+// model that reads both pays for each declaration once.
 func (v *View) describeTypeScript(names []string) *mcp.CallToolResult {
 	type decl struct {
-		Name       string `json:"name"`
-		TypeScript string `json:"typescript"`
+		Name string `json:"name"`
 	}
 	out := struct {
 		Tools  []decl          `json:"tools"`
@@ -830,7 +831,7 @@ func (v *View) describeTypeScript(names []string) *mcp.CallToolResult {
 			fmt.Fprintf(&text, "// %s: %s\n", e.Name, e.Error)
 			continue
 		}
-		out.Tools = append(out.Tools, decl{Name: name, TypeScript: d})
+		out.Tools = append(out.Tools, decl{Name: name})
 		text.WriteString(d)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}, StructuredContent: out, IsError: len(out.Tools) == 0}
