@@ -4,8 +4,8 @@
 // method, tool name) and forward the rest untouched.
 //
 // The scanners delimit values; they do not validate them. A caller that
-// forwards a value must validate it (encoding/json.Valid) or trust its
-// producer.
+// forwards a value must validate it ([Valid], which says what
+// encoding/json.Valid says in one pass) or trust its producer.
 package rawjson
 
 import (

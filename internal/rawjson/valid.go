@@ -1,0 +1,224 @@
+package rawjson
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// MaxDepth is how deep [Valid] lets objects and arrays nest, as
+// encoding/json does.
+const MaxDepth = 10000
+
+// Valid reports whether b is one well-formed JSON value, white space
+// around it allowed, exactly as encoding/json.Valid does: strings may hold
+// invalid UTF-8 and lone surrogate escapes, an object may repeat a name,
+// and objects and arrays nest at most MaxDepth deep. It is the data
+// plane's check of what it forwards without decoding (a call's
+// arguments, a request's _meta): one pass over the bytes, with no
+// decoder to set up, and no allocation for values nested 64 deep or less.
+func Valid(b []byte) bool {
+	var small [64]byte
+	open := small[:0] // '{' or '[' for each object or array still open
+	i := SkipSpace(b, 0)
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '{', '[':
+			if len(open) == MaxDepth {
+				return false
+			}
+			kind := b[i]
+			i = SkipSpace(b, i+1)
+			if i < len(b) && b[i] == kind+2 { // '}' or ']': empty
+				i++
+				break
+			}
+			open = append(open, kind)
+			if kind == '{' {
+				if i = validKey(b, i); i < 0 {
+					return false
+				}
+			}
+			continue
+		case '"':
+			if i = validString(b, i+1); i < 0 {
+				return false
+			}
+		case 't':
+			if i = literal(b, i, "true"); i < 0 {
+				return false
+			}
+		case 'f':
+			if i = literal(b, i, "false"); i < 0 {
+				return false
+			}
+		case 'n':
+			if i = literal(b, i, "null"); i < 0 {
+				return false
+			}
+		default:
+			if i = validNumber(b, i); i < 0 {
+				return false
+			}
+		}
+		// A value ended at i: what follows closes what is open, or
+		// separates the next value.
+		for {
+			i = SkipSpace(b, i)
+			if len(open) == 0 {
+				return i == len(b)
+			}
+			if i >= len(b) {
+				return false
+			}
+			kind := open[len(open)-1]
+			if b[i] == kind+2 {
+				open = open[:len(open)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return false
+			}
+			i = SkipSpace(b, i+1)
+			if kind == '{' {
+				if i = validKey(b, i); i < 0 {
+					return false
+				}
+			}
+			break
+		}
+	}
+}
+
+// validKey checks the name and colon of an object member starting at i
+// and returns the index where its value starts, or -1.
+func validKey(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = validString(b, i+1); i < 0 {
+		return -1
+	}
+	i = SkipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return SkipSpace(b, i+1)
+}
+
+// validString checks the string whose contents start at i and returns
+// the index just past its closing quote, or -1: no control characters,
+// and only JSON's escapes.
+func validString(b []byte, i int) int {
+	for i < len(b) {
+		// Eight bytes at a time to the first that is a quote, a
+		// backslash or a control character.
+		for i+8 <= len(b) {
+			if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return -1
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+// stringStops returns x, eight bytes of a string, with the high bit set
+// in each byte that is a quote, a backslash or below 0x20, and perhaps in
+// bytes after the first such one; zero if there is none.
+func stringStops(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := x^(ones*'"'), x^(ones*'\\')
+	return ((x - ones*0x20) | (quote - ones) &^ quote | (backslash - ones) &^ backslash) &^ x & highs
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// literal checks that b holds word at i and returns the index past it, or
+// -1.
+func literal(b []byte, i int, word string) int {
+	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+		return -1
+	}
+	return i + len(word)
+}
+
+// validNumber checks the number starting at i and returns the index past
+// it, or -1: an optional minus, 0 or digits without a leading zero, then
+// an optional fraction and exponent, each with at least one digit.
+func validNumber(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		if i+1 >= len(b) || !isDigit(b[i+1]) {
+			return -1
+		}
+		i = digits(b, i+1)
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		i = digits(b, i)
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// digits returns the index past the digits starting at i.
+func digits(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,77 @@
+package rawjson
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+var validCases = []string{
+	``, ` `, `1`, ` 1 `, `01`, `-0`, `-`, `1.`, `1.5`, `.5`, `1e`, `1e+`, `1E-7`, `-12.5e+3`, `1x`,
+	`true`, `tru`, `truex`, `false`, `null`, `nul`, `"`, `""`, `"a`, `"\"`, `"\\"`, `"\u12"`, `"\u12g4"`,
+	`"\uD800"`, "\"\xff\"", "\"\x1f\"", "\"\x7f\"", `"\x"`, `"\/\b\f\n\r\t"`,
+	`{}`, `{ }`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1 "b":2}`, `{"a":1,"a":2}`, `{1:2}`, `{"a":1}}`,
+	`[]`, `[ ]`, `[1,]`, `[,1]`, `[1 2]`, `[1,[2,{"x":[]}]]`, `[1]]`, `[[`, `]`, `}`, `[}`, `{]`,
+	`{"a":[1,{"b":null}],"c":"d"} `, "\t{\n\"a\" : \r1 }\n", `1 2`, `"a" "b"`,
+}
+
+// TestValid: Valid agrees with encoding/json.Valid on hand-picked cases,
+// and at the nesting limit.
+func TestValid(t *testing.T) {
+	for _, s := range validCases {
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%q) = %v, encoding/json says %v", s, got, want)
+		}
+	}
+	for _, n := range []int{63, 64, 65, MaxDepth, MaxDepth + 1} {
+		for _, open := range []string{"[", `{"a":`} {
+			close := map[string]string{"[": "]", `{"a":`: "}"}[open]
+			s := []byte(strings.Repeat(open, n) + "1" + strings.Repeat(close, n))
+			if got, want := Valid(s), json.Valid(s); got != want {
+				t.Errorf("Valid of %d times %q = %v, encoding/json says %v", n, open, got, want)
+			}
+		}
+	}
+}
+
+// TestValidAllocates: a value nested 64 deep or less is checked without
+// allocating.
+func TestValidAllocates(t *testing.T) {
+	b := []byte(strings.Repeat("[", 64) + strings.Repeat("]", 64))
+	if n := testing.AllocsPerRun(100, func() { Valid(b) }); n != 0 {
+		t.Errorf("Valid allocates %v times", n)
+	}
+}
+
+// FuzzValid: Valid says what encoding/json.Valid says, on anything.
+func FuzzValid(f *testing.F) {
+	for _, s := range validCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
+		}
+	})
+}
+
+// A request's _meta as a 2026-07-28 host sends it with every call.
+var benchMeta = []byte(`{"progressToken":17,"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"mcpload","version":"1.0.0"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}},` +
+	`"io.modelcontextprotocol/logLevel":"info"}`)
+
+func BenchmarkValid(b *testing.B) {
+	b.Run("rawjson", func(b *testing.B) {
+		b.SetBytes(int64(len(benchMeta)))
+		for b.Loop() {
+			Valid(benchMeta)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(benchMeta)))
+		for b.Loop() {
+			json.Valid(benchMeta)
+		}
+	})
+}
