@@ -82,7 +82,7 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 		tc.name = name
 	}
 	for _, v := range []json.RawMessage{tc.args, tc.meta, tc.inputResponses, tc.requestState, task} {
-		if len(v) > 0 && !json.Valid(v) {
+		if len(v) > 0 && !rawjson.Valid(v) {
 			return toolCall{}, false
 		}
 	}
@@ -184,7 +184,7 @@ func mergedMeta(vals [][]byte) ([]byte, bool) {
 			keys, members = nil, nil
 			continue
 		}
-		if len(v) == 0 || v[0] != '{' || !json.Valid(v) {
+		if len(v) == 0 || v[0] != '{' || !rawjson.Valid(v) {
 			return nil, false
 		}
 		if members == nil {
@@ -217,7 +217,7 @@ func mergedMeta(vals [][]byte) ([]byte, bool) {
 // the raw path takes: a number or a string (not null), valid JSON.
 func validID(id []byte) bool {
 	c := id[0]
-	return (c == '"' || c == '-' || c >= '0' && c <= '9') && (plainInt(id) || json.Valid(id))
+	return (c == '"' || c == '-' || c >= '0' && c <= '9') && (plainInt(id) || rawjson.Valid(id))
 }
 
 // metaInfo is what a request's _meta says, for the raw path.
@@ -237,7 +237,15 @@ type metaInfo struct {
 // anything else is left to the typed reading (ok false), which answers
 // it with go-sdk's error.
 func readMeta(meta []byte) metaInfo {
-	m := wire.ReadMeta(meta, nil)
+	var hr wire.HostRequest
+	return readCallMeta(meta, &hr)
+}
+
+// readCallMeta is readMeta of a tools/call's _meta, which it keeps in hr
+// for the server's side (see forwardParams).
+func readCallMeta(meta []byte, hr *wire.HostRequest) metaInfo {
+	hr.Meta = wire.ReadMeta(meta, func(_, _ []byte) { hr.OtherMeta = true })
+	m := &hr.Meta
 	// A version that is not a string names no revision: go-sdk reads the
 	// request as one of the session's, as if it named none.
 	mi := metaInfo{ok: true, rev: m.Rev, version: m.Version, progress: m.ProgressToken != nil, logLevel: m.LogLevel != nil}
@@ -360,11 +368,35 @@ func (p *Plane) unwrap(tc *toolCall) bool {
 // the tool and the rest as the host sent it; arguments absent (or null)
 // become {}, as go-sdk's client sends them on the typed path.
 func rawParams(local string, tc toolCall) []byte {
+	params, _ := rawParamsAt(local, tc)
+	return params
+}
+
+// forwardParams returns the params of tc's call for its source
+// (rawParams), and, if tc has a _meta or answers input requests, their
+// record for the server's side (wire.Link's Request): hr, what
+// readCallMeta read of tc's _meta, with the params. A forwarded call has
+// its _meta read once.
+func forwardParams(local string, tc toolCall, hr *wire.HostRequest) ([]byte, *wire.HostRequest) {
+	params, at := rawParamsAt(local, tc)
+	retry := tc.inputResponses != nil || tc.requestState != nil
+	if tc.meta == nil && !retry {
+		return params, nil
+	}
+	r := new(wire.HostRequest)
+	*r = *hr
+	r.Params, r.MetaAt, r.Retry = params, at, retry
+	return params, r
+}
+
+// rawParamsAt is rawParams, also returning where the _meta member is in
+// them, its leading comma included (zero if none).
+func rawParamsAt(local string, tc toolCall) (params []byte, metaAt [2]int) {
 	args := tc.args
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	params := make([]byte, 0, len(args)+len(tc.meta)+len(tc.inputResponses)+len(tc.requestState)+len(local)+64)
+	params = make([]byte, 0, len(args)+len(tc.meta)+len(tc.inputResponses)+len(tc.requestState)+len(local)+64)
 	params = append(params, `{"name":`...)
 	params = appendString(params, local)
 	params = append(params, `,"arguments":`...)
@@ -374,13 +406,17 @@ func rawParams(local string, tc toolCall) []byte {
 		val json.RawMessage
 	}{{"_meta", tc.meta}, {"inputResponses", tc.inputResponses}, {"requestState", tc.requestState}} {
 		if len(m.val) > 0 {
+			start := len(params)
 			params = append(params, `,"`...)
 			params = append(params, m.key...)
 			params = append(params, `":`...)
 			params = append(params, m.val...)
+			if m.key == "_meta" {
+				metaAt = [2]int{start, len(params)}
+			}
 		}
 	}
-	return append(params, '}')
+	return append(params, '}'), metaAt
 }
 
 // appendString appends s as a JSON string.
@@ -414,7 +450,7 @@ func cancelledID(msg []byte) (json.RawMessage, bool) {
 		if string(key) == "requestId" {
 			reqID = val
 		}
-	}) || len(reqID) == 0 || !json.Valid(reqID) {
+	}) || len(reqID) == 0 || !rawjson.Valid(reqID) {
 		return nil, false
 	}
 	return reqID, true
@@ -473,7 +509,7 @@ func canonical(msg []byte) ([]byte, bool) {
 		Params  json.RawMessage `json:"params"`
 	}
 	var version, method string
-	if len(msg) == 0 || msg[0] != '{' || !json.Valid(msg) || !decodeParams(msg, &env) ||
+	if len(msg) == 0 || msg[0] != '{' || !rawjson.Valid(msg) || !decodeParams(msg, &env) ||
 		!decodeParams(env.JSONRPC, &version) || version != "2.0" ||
 		!decodeParams(env.Method, &method) || method == "" || env.ID != nil && !validID(env.ID) {
 		return nil, false

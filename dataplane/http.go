@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // HTTPMode chooses how a view's Streamable HTTP endpoint keeps sessions.
@@ -198,7 +199,7 @@ func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, 
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-		if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
+		if len(bytes.TrimSpace(body)) > 0 && !rawjson.Valid(body) {
 			WriteJSONRPCError(w, http.StatusBadRequest, -32700, "parse error: body is not valid JSON")
 			return
 		}

@@ -160,7 +160,8 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	if !ok {
 		return false
 	}
-	mi := readMeta(tc.meta)
+	var hr wire.HostRequest
+	mi := readCallMeta(tc.meta, &hr)
 	if !mi.ok || mi.rev.PerRequestMeta() {
 		return false
 	}
@@ -177,7 +178,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		call.Release()
 		return false
 	}
-	f.answerAlone(rc, call, src, tc, nil)
+	f.answerAlone(rc, call, src, tc, &hr, nil)
 	return true
 }
 
@@ -208,9 +209,12 @@ func (f *httpRaw) linked(ctx context.Context, rc *httpRawCall, mi metaInfo, olde
 // its answer: as it arrives, if it is long (see cutthrough.go), stamped
 // for a host at 2026-07-28 or later (stamp, see Rewrite), whose errors
 // also have their own HTTP status (modernErrorStatus). A client that
-// goes away cancels the call (its request's context).
-func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction.RawCaller, tc toolCall, stamp []byte) {
-	f.writeAlone(rc, tc, f.call(call, src, rawParams(call.Local(), tc), rc, tc.id, stamp), stamp)
+// goes away cancels the call (its request's context). hr is what
+// readCallMeta read of tc's _meta.
+func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction.RawCaller, tc toolCall, hr *wire.HostRequest, stamp []byte) {
+	var params []byte
+	params, rc.hc.link.Request = forwardParams(call.Local(), tc, hr)
+	f.writeAlone(rc, tc, f.call(call, src, params, rc, tc.id, stamp), stamp)
 }
 
 // beginAlone begins the raw call of tc for a POST without a session (ctx
@@ -275,7 +279,8 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if !ok || r.Header.Get("Mcp-Name") != tc.name {
 		return false
 	}
-	mi := readMeta(tc.meta)
+	var hr wire.HostRequest
+	mi := readCallMeta(tc.meta, &hr)
 	if !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version {
 		return false
 	}
@@ -299,7 +304,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 			return true
 		}
 	}
-	f.answerAlone(rc, call, src, tc, f.p.impl)
+	f.answerAlone(rc, call, src, tc, &hr, f.p.impl)
 	return true
 }
 

@@ -266,7 +266,7 @@ func parseRequest(msg []byte) (hr hostRequest, ok bool) {
 	if hr.meta, ok = paramsMeta(params); string(hr.meta) == "null" {
 		hr.meta = nil // go-sdk reads it as none
 	}
-	if !ok || hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
+	if !ok || hr.meta != nil && (hr.meta[0] != '{' || !rawjson.Valid(hr.meta)) {
 		return hostRequest{}, false
 	}
 	switch hr.method {
@@ -374,7 +374,7 @@ func parseMetaParams(hr hostRequest, params []byte, cursor bool) (hostRequest, b
 		}
 		hr.cursor = string(cursor)
 	}
-	if hr.meta != nil && (hr.meta[0] != '{' || !json.Valid(hr.meta)) {
+	if hr.meta != nil && (hr.meta[0] != '{' || !rawjson.Valid(hr.meta)) {
 		return hostRequest{}, false
 	}
 	return hr, true

@@ -268,7 +268,7 @@ func (s *stdioSession) take(line []byte) bool {
 	if c, ok := canonical(line); ok && s.takeLine(c) {
 		return true
 	}
-	if !json.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
+	if !rawjson.Valid(line) || rawjson.Deeper(line, sdkMaxDepth) {
 		return false // refused as not JSON, or too deep (conn.decode)
 	}
 	return s.refuseParams(line) || s.answerRest(line)
@@ -637,7 +637,8 @@ func (s *stdioSession) takeCall(tc toolCall) bool { return s.takeCallIn(tc, &s.b
 // which takes its plain calls without the session's lock
 // (planeSession.feed).
 func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
-	mi := readMeta(tc.meta)
+	var hr wire.HostRequest
+	mi := readCallMeta(tc.meta, &hr)
 	// Before initialize only a request of 2026-07-28 or later stands on
 	// its own.
 	if !mi.ok || !s.initialized() && !mi.rev.Stateless() {
@@ -682,7 +683,8 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	if s.session != nil && call.Decoded() {
 		call.SetRequestExtra(s.session.requestExtra(key))
 	}
-	params := rawParams(call.Local(), tc)
+	var params []byte
+	params, hc.link.Request = forwardParams(call.Local(), tc, &hr)
 	typed := mi.rev.TypedResults()
 	if typed {
 		hc.link.Stamp = s.p.impl
@@ -1024,7 +1026,7 @@ func (c *conn) untaken(msg jsonrpc.Message) {
 // decode parses one frame, answering it with an error if it is not a
 // JSON-RPC message.
 func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
-	if !json.Valid(line) {
+	if !rawjson.Valid(line) {
 		c.reject(jsonrpc.CodeParseError, "parse error: frame is not valid JSON")
 		return nil, false
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/wire"
 )
 
 // rawFake is a RawCaller source; CallTool (the ordinary path) answers
@@ -420,6 +421,49 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestForwardParams: the params a call is forwarded with record where
+// their _meta is, and what it says, for the server's side.
+func TestForwardParams(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		other bool // the _meta has members wire.Meta does not name
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1},"_meta":{"progressToken":7,"k":"v"},"requestState":"s"}}`, true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":7},"name":"a"}}`, false},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","arguments":{}}}`, false},
+	} {
+		line := c.line
+		tc, ok := parseToolCall([]byte(line))
+		if !ok {
+			t.Fatalf("parseToolCall(%s) refused it", line)
+		}
+		var read wire.HostRequest
+		readCallMeta(tc.meta, &read)
+		params, hr := forwardParams("local", tc, &read)
+		if string(params) != string(rawParams("local", tc)) {
+			t.Errorf("%s: forwardParams %s, want rawParams'", line, params)
+		}
+		if hr == nil {
+			if tc.meta != nil || tc.requestState != nil {
+				t.Errorf("%s: no record", line)
+			}
+			continue
+		}
+		if &hr.Params[0] != &params[0] {
+			t.Errorf("%s: the record's params are not those forwarded", line)
+		}
+		if got := hr.RawMeta(); string(got) != string(tc.meta) {
+			t.Errorf("%s: the record's _meta %s, want %s", line, got, tc.meta)
+		}
+		if hr.MetaAt != [2]int{} && string(params[hr.MetaAt[0]:hr.MetaAt[0]+9]) != `,"_meta":` {
+			t.Errorf("%s: _meta at %v of %s", line, hr.MetaAt, params)
+		}
+		if want := tc.requestState != nil; hr.Retry != want || hr.OtherMeta != c.other {
+			t.Errorf("%s: retry %v, other members %v", line, hr.Retry, hr.OtherMeta)
+		}
+	}
 }
 
 func TestParseToolCall(t *testing.T) {

@@ -474,7 +474,7 @@ func (s *Server) typedViaRaw(ctx context.Context, sess *session, req *mcp.CallTo
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: " + err.Error()}
 	}
-	hm := readHostMeta(params, junction.HostSession(ctx))
+	hm := readHostMeta(ctx, params, junction.HostSession(ctx))
 	hm.rev = max(hm.rev, callRevision(ctx, req))
 	res, err := s.rawOnce(ctx, sess, req.Params.Name, params, hm, timeout)
 	if err != nil {

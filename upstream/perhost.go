@@ -566,7 +566,7 @@ func (s *Server) routeRaw(ctx context.Context, params json.RawMessage) (*Server,
 		return s, noRelease, nil
 	}
 	host := junction.HostSession(ctx)
-	hm := readHostMeta(params, host)
+	hm := readHostMeta(ctx, params, host)
 	var state string
 	if hm.retry && bytes.Contains(params, []byte(`"requestState"`)) {
 		var p struct {

@@ -77,7 +77,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	hm := readHostMeta(params, junction.HostSession(ctx))
+	hm := readHostMeta(ctx, params, junction.HostSession(ctx))
 	res, err := s.callToolRaw(ctx, name, params, hm, timeout)
 	if s.learnOldAsks(ctx, res, err) {
 		return s.CallToolRaw(rerun(ctx), name, orig) // on the host's own session now
@@ -154,7 +154,7 @@ func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawM
 		return func(error) {}
 	}
 	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, timeout: timeout, done: done, async: true}
-	f.hm = readHostMeta(params, junction.HostSession(ctx))
+	f.hm = readHostMeta(ctx, params, junction.HostSession(ctx))
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
@@ -461,13 +461,23 @@ type hostMeta struct {
 
 // readHostMeta reads params' _meta, and whether the call is the retry of
 // one that asked for input. host is the host's session, if it has one.
-func readHostMeta(params json.RawMessage, host junction.Host) hostMeta {
+// What the host's side read of the same params (wire.RequestOf) is taken
+// as it read it.
+func readHostMeta(ctx context.Context, params json.RawMessage, host junction.Host) hostMeta {
 	var hm hostMeta
 	if host != nil {
 		hm.init = host.InitializeParams()
 		if p := hm.init; p != nil {
 			hm.rev = junction.ParseRevision(p.ProtocolVersion)
 		}
+	}
+	if hr := wire.RequestOf(ctx, params); hr != nil {
+		hm.retry = hr.Retry
+		if hr.OtherMeta {
+			wire.ReadMeta(hr.RawMeta(), hm.addExtra)
+		}
+		hm.takeMeta(&hr.Meta)
+		return hm
 	}
 	if !bytes.Contains(params, []byte(`"_meta"`)) && !bytes.Contains(params, []byte(`"request`)) && !bytes.Contains(params, []byte(`"input`)) {
 		return hm // the common case: a plain call
@@ -477,31 +487,39 @@ func readHostMeta(params json.RawMessage, host junction.Host) hostMeta {
 		case "inputResponses", "requestState":
 			hm.retry = true
 		case "_meta":
-			m := wire.ReadMeta(val, func(k, v []byte) {
-				// Members the hub does not read pass on as sent.
-				if len(hm.extra) > 0 {
-					hm.extra = append(hm.extra, ',')
-				}
-				hm.extra = append(hm.extra, '"')
-				hm.extra = append(hm.extra, k...)
-				hm.extra = append(hm.extra, `":`...)
-				hm.extra = append(hm.extra, v...)
-			})
-			if m.ProgressToken != nil {
-				var tok any
-				if json.Unmarshal(m.ProgressToken, &tok) == nil {
-					hm.token = tok
-				}
-			}
-			hm.rev = max(hm.rev, m.Rev)
-			hm.logLevel = m.LogLevel
-			hm.caps = m.Caps // for an upstream at 2026-07-28 (see rawMeta)
-			// The host's own connection (clientInfo, subscriptionId) is
-			// not passed on: the upstream gets junction's.
-			hm.traceParent, hm.traceState = m.TraceParent, m.TraceState
+			m := wire.ReadMeta(val, hm.addExtra)
+			hm.takeMeta(&m)
 		}
 	})
 	return hm
+}
+
+// addExtra adds a member of the host's _meta that the hub does not read:
+// it passes on as sent.
+func (hm *hostMeta) addExtra(k, v []byte) {
+	if len(hm.extra) > 0 {
+		hm.extra = append(hm.extra, ',')
+	}
+	hm.extra = append(hm.extra, '"')
+	hm.extra = append(hm.extra, k...)
+	hm.extra = append(hm.extra, `":`...)
+	hm.extra = append(hm.extra, v...)
+}
+
+// takeMeta takes what the hub reads of the host's _meta, m.
+func (hm *hostMeta) takeMeta(m *wire.Meta) {
+	if m.ProgressToken != nil {
+		var tok any
+		if json.Unmarshal(m.ProgressToken, &tok) == nil {
+			hm.token = tok
+		}
+	}
+	hm.rev = max(hm.rev, m.Rev)
+	hm.logLevel = m.LogLevel
+	hm.caps = m.Caps // for an upstream at 2026-07-28 (see rawMeta)
+	// The host's own connection (clientInfo, subscriptionId) is not
+	// passed on: the upstream gets junction's.
+	hm.traceParent, hm.traceState = m.TraceParent, m.TraceState
 }
 
 // rawMeta appends to b the _meta members of a raw call's request: junction's

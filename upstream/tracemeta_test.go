@@ -63,7 +63,7 @@ func TestTraceContextHTTP(t *testing.T) {
 // under in place of the host's, and the host's as sent without one.
 func TestRawTraceMeta(t *testing.T) {
 	t.Parallel()
-	hm := readHostMeta(json.RawMessage(`{"name":"x","arguments":{},"_meta":{"traceparent":"00-a-b-01","tracestate":"h=1","other":2}}`), nil)
+	hm := readHostMeta(t.Context(), json.RawMessage(`{"name":"x","arguments":{},"_meta":{"traceparent":"00-a-b-01","tracestate":"h=1","other":2}}`), nil)
 	for _, tc := range []struct {
 		tc   junction.TraceContext
 		want string

@@ -37,6 +37,53 @@ type Link struct {
 	// stamps a result only if it is not.
 	Stamp   []byte
 	Stamped atomic.Bool
+
+	// Request is what the host's side read of the host's request, so
+	// that the server's side need not read the params again (see
+	// RequestOf); nil if it kept nothing. Set before the call starts.
+	Request *HostRequest
+}
+
+// HostRequest is what the host's side read of a tools/call it forwards.
+// It holds for the params it was read from and no others: a layer on the
+// way that rewrites them (the tasks extension's members taken out, say)
+// hands on a copy, for which [RequestOf] finds none.
+type HostRequest struct {
+	// Params are the call's params as the host's side handed them on.
+	Params []byte
+	// Meta is their _meta (ReadMeta), and OtherMeta whether it has
+	// members Meta does not name. MetaAt, if not zero, is where the
+	// _meta member is in Params, its leading comma included.
+	Meta      Meta
+	OtherMeta bool
+	MetaAt    [2]int
+	// Retry: the params answer input requests (inputResponses,
+	// requestState).
+	Retry bool
+}
+
+// RawMeta returns the request's _meta as sent, or nil if it has none.
+func (r *HostRequest) RawMeta() []byte {
+	if r.MetaAt == [2]int{} {
+		return nil
+	}
+	return r.Params[r.MetaAt[0]+len(`,"_meta":`) : r.MetaAt[1]]
+}
+
+// RequestOf returns what the host's side read of the request whose
+// params a server's side was handed, from the Link ctx carries: nil if
+// there is none, or if params are not the Request's Params (the same
+// bytes, not an equal copy).
+func RequestOf(ctx context.Context, params []byte) *HostRequest {
+	l := LinkOf(ctx)
+	if l == nil || l.Request == nil {
+		return nil
+	}
+	r := l.Request
+	if len(params) == 0 || len(params) != len(r.Params) || &params[0] != &r.Params[0] {
+		return nil
+	}
+	return r
 }
 
 type linkKey struct{}
