@@ -373,20 +373,14 @@ func rawParams(local string, tc toolCall) []byte {
 }
 
 // forwardParams returns the params of tc's call for its source
-// (rawParams), and, if tc has a _meta or answers input requests, their
-// record for the server's side (wire.Link's Request): hr, what
-// readCallMeta read of tc's _meta, with the params. A forwarded call has
-// its _meta read once.
-func forwardParams(local string, tc toolCall, hr *wire.HostRequest) ([]byte, *wire.HostRequest) {
+// (rawParams), and records them in hc's link for the server's side
+// (wire.Link's Request), with what readCallMeta read of tc's _meta into
+// hc.req: a forwarded call has its _meta read once.
+func forwardParams(local string, tc toolCall, hc *hostCall) []byte {
 	params, at := rawParamsAt(local, tc)
-	retry := tc.inputResponses != nil || tc.requestState != nil
-	if tc.meta == nil && !retry {
-		return params, nil
-	}
-	r := new(wire.HostRequest)
-	*r = *hr
-	r.Params, r.MetaAt, r.Retry = params, at, retry
-	return params, r
+	hc.req.Params, hc.req.MetaAt, hc.req.Retry = params, at, tc.inputResponses != nil || tc.requestState != nil
+	hc.link.Request = &hc.req
+	return params
 }
 
 // rawParamsAt is rawParams, also returning where the _meta member is in

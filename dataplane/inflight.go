@@ -55,6 +55,9 @@ type hostCall struct {
 	cancelled bool              // the host cancelled it; guarded by inflight.mu
 
 	link wire.Link
+	// req is where link.Request points once the call's params are made
+	// (forwardParams; one allocation for both).
+	req wire.HostRequest
 	// stream is where link.Stream points for a call whose answer may be
 	// forwarded while it arrives (one allocation for both).
 	stream wire.StreamTo

@@ -160,12 +160,11 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 	if !ok {
 		return false
 	}
-	var hr wire.HostRequest
-	mi := readCallMeta(tc.meta, &hr)
+	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
+	mi := readCallMeta(tc.meta, &rc.hc.req)
 	if !mi.ok || mi.rev.PerRequestMeta() {
 		return false
 	}
-	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
 	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi, true), &rc.hc), rc, &tc, nil)
 	if call == nil {
 		return taken
@@ -178,7 +177,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		call.Release()
 		return false
 	}
-	f.answerAlone(rc, call, src, tc, &hr, nil)
+	f.answerAlone(rc, call, src, tc, nil)
 	return true
 }
 
@@ -209,12 +208,10 @@ func (f *httpRaw) linked(ctx context.Context, rc *httpRawCall, mi metaInfo, olde
 // its answer: as it arrives, if it is long (see cutthrough.go), stamped
 // for a host at 2026-07-28 or later (stamp, see Rewrite), whose errors
 // also have their own HTTP status (modernErrorStatus). A client that
-// goes away cancels the call (its request's context). hr is what
-// readCallMeta read of tc's _meta.
-func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction.RawCaller, tc toolCall, hr *wire.HostRequest, stamp []byte) {
-	var params []byte
-	params, rc.hc.link.Request = forwardParams(call.Local(), tc, hr)
-	f.writeAlone(rc, tc, f.call(call, src, params, rc, tc.id, stamp), stamp)
+// goes away cancels the call (its request's context). readCallMeta has
+// read tc's _meta into rc's call.
+func (f *httpRaw) answerAlone(rc *httpRawCall, call *junction.Call, src junction.RawCaller, tc toolCall, stamp []byte) {
+	f.writeAlone(rc, tc, f.call(call, src, forwardParams(call.Local(), tc, &rc.hc), rc, tc.id, stamp), stamp)
 }
 
 // beginAlone begins the raw call of tc for a POST without a session (ctx
@@ -279,12 +276,11 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 	if !ok || r.Header.Get("Mcp-Name") != tc.name {
 		return false
 	}
-	var hr wire.HostRequest
-	mi := readCallMeta(tc.meta, &hr)
+	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
+	mi := readCallMeta(tc.meta, &rc.hc.req)
 	if !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version {
 		return false
 	}
-	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
 	named := tc.name // the tool the headers are of, not the one a call_tool names
 	call, src, taken := f.beginAlone(withHostCall(f.linked(r.Context(), rc, mi, false), &rc.hc), rc, &tc, f.p.impl)
 	if call == nil && !taken && f.p.v.OwnTool(tc.name) {
@@ -304,7 +300,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 			return true
 		}
 	}
-	f.answerAlone(rc, call, src, tc, &hr, f.p.impl)
+	f.answerAlone(rc, call, src, tc, f.p.impl)
 	return true
 }
 

@@ -637,8 +637,8 @@ func (s *stdioSession) takeCall(tc toolCall) bool { return s.takeCallIn(tc, &s.b
 // which takes its plain calls without the session's lock
 // (planeSession.feed).
 func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
-	var hr wire.HostRequest
-	mi := readCallMeta(tc.meta, &hr)
+	hc := &hostCall{}
+	mi := readCallMeta(tc.meta, &hc.req)
 	// Before initialize only a request of 2026-07-28 or later stands on
 	// its own.
 	if !mi.ok || !s.initialized() && !mi.rev.Stateless() {
@@ -647,7 +647,6 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	s.noteStandalone(mi)
 	// The closures below take id, not tc, which then stays on the stack.
 	id, key := tc.id, string(tc.id)
-	hc := &hostCall{}
 	ctx := withHostCall(s.linked(key, hc, mi), hc)
 	call, rc := s.p.v.BeginRaw(ctx, tc.name)
 	if call == nil {
@@ -683,8 +682,7 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	if s.session != nil && call.Decoded() {
 		call.SetRequestExtra(s.session.requestExtra(key))
 	}
-	var params []byte
-	params, hc.link.Request = forwardParams(call.Local(), tc, &hr)
+	params := forwardParams(call.Local(), tc, hc)
 	typed := mi.rev.TypedResults()
 	if typed {
 		hc.link.Stamp = s.p.impl
