@@ -49,7 +49,8 @@ type Link struct {
 // way that rewrites them (the tasks extension's members taken out, say)
 // hands on a copy, for which [RequestOf] finds none.
 type HostRequest struct {
-	// Params are the call's params as the host's side handed them on.
+	// Params are the call's params as the host's side handed them on:
+	// an object whose first member is not _meta.
 	Params []byte
 	// Meta is their _meta (ReadMeta), and OtherMeta whether it has
 	// members Meta does not name. MetaAt, if not zero, is where the

@@ -5,21 +5,27 @@ import (
 	"testing"
 )
 
-// TestAppendParamsAt: a _meta member cut out where the host's side found
-// it gives the same request as one found by reading the params, with and
-// without a _meta of the hub's, and whatever follows it.
+// TestAppendParamsAt: params as the host's side read them (a _meta
+// member cut out where it found it, or none) give the same request as
+// params read again, with and without a _meta of the hub's, and whatever
+// follows.
 func TestAppendParamsAt(t *testing.T) {
 	for _, tc := range []struct{ head, meta, tail string }{
 		{`{"name":"echo","arguments":{"msg":"hi"}`, `,"_meta":{"progressToken":1,"x":{"y":"}"}}`, `}`},
 		{`{"name":"e\"cho","arguments":{}`, `,"_meta":{}`, `,"inputResponses":{"a":{}},"requestState":"s"}`},
 		{`{"name":"x","arguments":{"_meta":{"not":"this"}}`, `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, `,"requestState":"s"}`},
+		{`{"name":"echo","arguments":{"msg":"no _meta"}`, ``, `}`},
+		{`{"name":"echo"`, ``, `,"inputResponses":{}}`},
 	} {
 		params := []byte(tc.head + tc.meta + tc.tail)
-		at := [2]int{len(tc.head), len(tc.head) + len(tc.meta)}
+		hr := &HostRequest{Params: params}
+		if tc.meta != "" {
+			hr.MetaAt = [2]int{len(tc.head), len(tc.head) + len(tc.meta)}
+		}
 		for _, meta := range []string{"", `"progressToken":"junction-1"`} {
-			want := string(appendParams([]byte("<"), params, []byte(meta), [2]int{}))
-			if got := string(appendParams([]byte("<"), params, []byte(meta), at)); got != want {
-				t.Errorf("params %s, meta %q:\ncut at %v: %s\nread:      %s", params, meta, at, got, want)
+			want := string(appendParams([]byte("<"), params, []byte(meta), nil))
+			if got := string(appendParams([]byte("<"), params, []byte(meta), hr)); got != want {
+				t.Errorf("params %s, meta %q:\ncut at %v: %s\nread:      %s", params, meta, hr.MetaAt, got, want)
 			}
 		}
 	}

@@ -385,11 +385,7 @@ func (r *RawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	line = append(line, `,"method":"`...)
 	line = append(line, method...)
 	line = append(line, `","params":`...)
-	var metaAt [2]int
-	if hr := RequestOf(ctx, params); hr != nil {
-		metaAt = hr.MetaAt
-	}
-	line = appendParams(line, params, meta, metaAt)
+	line = appendParams(line, params, meta, RequestOf(ctx, params))
 	line = append(line, "}\n"...)
 	oneLine(line[:len(line)-1])
 	var err error
@@ -426,20 +422,23 @@ func oneLine(b []byte) {
 }
 
 // appendParams appends params with its _meta member replaced by one
-// holding meta (no _meta if meta is empty). metaAt, if not zero, is
-// where params' _meta member is, its leading comma included, as the
-// host's side found it (HostRequest): it is cut out without reading
-// params again.
-func appendParams(line []byte, params json.RawMessage, meta []byte, metaAt [2]int) []byte {
-	if metaAt != [2]int{} {
+// holding meta (no _meta if meta is empty). hr, if not nil, is what the
+// host's side read of params (RequestOf): its _meta member, if it has
+// one, is cut out where hr says, without reading params again.
+func appendParams(line []byte, params json.RawMessage, meta []byte, hr *HostRequest) []byte {
+	if hr != nil {
+		// params are an object whose first member is not _meta.
 		line = append(line, '{')
 		if len(meta) > 0 {
 			line = append(line, `"_meta":{`...)
 			line = append(line, meta...)
 			line = append(line, "},"...)
 		}
-		line = append(line, params[1:metaAt[0]]...)
-		return append(line, params[metaAt[1]:]...)
+		if at := hr.MetaAt; at != [2]int{} {
+			line = append(line, params[1:at[0]]...)
+			return append(line, params[at[1]:]...)
+		}
+		return append(line, params[1:]...)
 	}
 	params = bytes.TrimSpace(params)
 	if !bytes.Contains(params, []byte(`"_meta"`)) && len(params) >= 2 {
