@@ -379,6 +379,11 @@ func rawParams(local string, tc toolCall) []byte {
 func forwardParams(local string, tc toolCall, hc *hostCall) []byte {
 	params, at := rawParamsAt(local, tc)
 	hc.req.Params, hc.req.MetaAt, hc.req.Retry = params, at, tc.inputResponses != nil || tc.requestState != nil
+	if at != [2]int{} {
+		// What was read points into the host's message; the record keeps
+		// the params instead, which the call keeps anyway.
+		hc.req.Meta = hc.req.Meta.Moved(tc.meta, hc.req.RawMeta())
+	}
 	hc.link.Request = &hc.req
 	return params
 }

@@ -452,6 +452,9 @@ func TestForwardParams(t *testing.T) {
 		if got := hr.RawMeta(); string(got) != string(tc.meta) {
 			t.Errorf("%s: the record's _meta %s, want %s", line, got, tc.meta)
 		}
+		if p := hr.Meta.ProgressToken; p != nil && (string(p) != "7" || &p[0] == &tc.meta[bytes.Index(tc.meta, []byte("7"))]) {
+			t.Errorf("%s: the record's progress token %s points into the host's message, or is not its", line, p)
+		}
 		if hr.MetaAt != [2]int{} && string(params[hr.MetaAt[0]:hr.MetaAt[0]+9]) != `,"_meta":` {
 			t.Errorf("%s: _meta at %v of %s", line, hr.MetaAt, params)
 		}

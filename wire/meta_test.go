@@ -105,3 +105,31 @@ func FuzzReadMeta(f *testing.F) {
 		}
 	})
 }
+
+// TestMetaMoved: the values of a _meta read from one message, moved to a
+// copy of it, are the copy's bytes, equal to what was read.
+func TestMetaMoved(t *testing.T) {
+	line := []byte(`{"x":1,"_meta":{"progressToken":"p","traceparent":"00-a-b-01","k":[1],"io.modelcontextprotocol/logLevel":"info"}}`)
+	from := line[15 : len(line)-1]
+	m := ReadMeta(from, nil)
+	to := append([]byte(nil), from...)
+	moved := m.Moved(from, to)
+	for _, f := range []struct {
+		name      string
+		read, got []byte
+	}{{"progressToken", m.ProgressToken, moved.ProgressToken}, {"traceparent", m.TraceParent, moved.TraceParent}, {"logLevel", m.LogLevel, moved.LogLevel}} {
+		if string(f.got) != string(f.read) {
+			t.Errorf("%s moved = %s, want %s", f.name, f.got, f.read)
+		}
+		if len(f.got) > 0 && &f.got[0] == &f.read[0] {
+			t.Errorf("%s still points into the message", f.name)
+		}
+	}
+	if moved.Caps != nil || moved.Info != nil || moved.TraceState != nil {
+		t.Errorf("members that were absent are not nil: %+v", moved)
+	}
+	clear(line)
+	if string(moved.ProgressToken) != `"p"` {
+		t.Errorf("after the message changed, progressToken = %s", moved.ProgressToken)
+	}
+}
