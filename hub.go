@@ -296,6 +296,9 @@ type Hub struct {
 	levelSendMu sync.Mutex       // serialises updateSourceLevel
 	soleSendMu  sync.Mutex       // serialises updateSoleHosts; guards sourceState.sole
 
+	greeted     chan struct{} // closed once a host has finished its handshake (see Greeted)
+	greetedOnce sync.Once
+
 	dirty   chan struct{} // a source changed; capacity 1
 	done    chan struct{} // closed by Close
 	life    context.Context
@@ -347,7 +350,7 @@ func (c Collision) String() string {
 
 // New returns a hub with no sources.
 func New(opts *Options) *Hub {
-	h := &Hub{dirty: make(chan struct{}, 1), done: make(chan struct{})}
+	h := &Hub{dirty: make(chan struct{}, 1), done: make(chan struct{}), greeted: make(chan struct{})}
 	if opts != nil {
 		h.opts = *opts
 	}

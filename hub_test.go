@@ -656,3 +656,26 @@ func TestPointerOutputSchemaIsObject(t *testing.T) {
 		t.Errorf("call = %+v, %v", res, err)
 	}
 }
+
+// TestGreeted: the hub's Greeted channel closes when a host finishes its
+// handshake with a view, and not before.
+func TestGreeted(t *testing.T) {
+	h := junction.New(nil)
+	defer h.Close()
+	v, err := h.NewView("", junction.Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Greeted():
+		t.Fatal("Greeted is closed before any host greeted")
+	default:
+	}
+	v.HostInitialized(nil)
+	v.HostInitialized(nil) // a second host: no second close
+	select {
+	case <-h.Greeted():
+	default:
+		t.Fatal("Greeted is still open after a host's notifications/initialized")
+	}
+}

@@ -236,6 +236,7 @@ func (v *View) HostRootsChanged(ss Host) { v.hub.hostRootsChanged(v, ss) }
 // hostGreeted records that host session ss of v has initialized, and
 // tells the HostWatcher sources who their sole host is now.
 func (h *Hub) hostGreeted(v *View, ss Host) {
+	defer h.greetedOnce.Do(func() { close(h.greeted) })
 	if ss == nil {
 		return
 	}
@@ -244,6 +245,12 @@ func (h *Hub) hostGreeted(v *View, ss Host) {
 	h.hostsMu.Unlock()
 	h.updateSoleHosts()
 }
+
+// Greeted returns a channel that is closed once a host has finished its
+// handshake (its notifications/initialized) with one of the hub's views,
+// and the hub has taken it: for a hub that serves one stdio host, the
+// end of its start.
+func (h *Hub) Greeted() <-chan struct{} { return h.greeted }
 
 // hostRootsChanged tells the HostWatcher sources v serves that host
 // session ss's roots changed.

@@ -64,7 +64,7 @@ func runMCP(ctx context.Context, env *Env, args []string) error {
 	}
 	defer srv.Close()
 	logger.Info("diode mcp ready", "tools", len(srv.View.ToolNames()))
-	defer afterStartup(ctx, srv.Hub, logger)()
+	defer afterStartup(ctx, srv.Hub, true, logger)()
 	err = srv.ServeStdio(ctx, env.Stdin, env.Stdout)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("stdio: %w", err)

@@ -70,7 +70,7 @@ func runToolboxMCP(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("toolbox mcp: %w", err)
 	}
 	defer srv.Close()
-	defer afterStartup(ctx, srv.Hub, logger)()
+	defer afterStartup(ctx, srv.Hub, true, logger)()
 	err = srv.ServeStdio(ctx, env.Stdin, env.Stdout)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("toolbox mcp: stdio: %w", err)

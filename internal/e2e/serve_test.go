@@ -67,23 +67,36 @@ func TestStdioServe(t *testing.T) {
 // TestServeReleasesStartupPages: once its startup is over, junction serve
 // gives back the pages of its own code that only startup used (it says so
 // at debug level, with how many bytes were resident), and serves on from
-// the pages it maps again.
+// the pages it maps again. The start of a hub whose host has a handshake
+// (before 2026-07-28) ends with it; a 2026-07-28 host has none, and the
+// hub waits for it a few seconds only.
 func TestServeReleasesStartupPages(t *testing.T) {
-	stderr := newOutput()
-	cs := connectStdioWatched(t, newClient(nil), stderr, "-log-level", "debug")
-	released := regexp.MustCompile(`msg="startup pages released" bytes=([0-9]+)`)
-	var m []string
-	waitFor(t, "the startup pages released line", startTimeout, func() bool {
-		m = released.FindStringSubmatch(stderr.String())
-		return m != nil
-	})
-	if n, _ := strconv.Atoi(m[1]); n < 1<<20 {
-		t.Errorf("released %s bytes; want the startup's pages, megabytes", m[1])
+	for _, tc := range []struct {
+		version   string
+		handshake bool
+	}{{"2025-11-25", true}, {"", false}} {
+		t.Run(map[bool]string{true: "handshake", false: "no-handshake"}[tc.handshake], func(t *testing.T) {
+			t.Parallel()
+			stderr := newOutput()
+			cs := connectStdioOpts(t, newClient(nil), stderr, &mcp.ClientSessionOptions{ProtocolVersion: tc.version}, "-log-level", "debug")
+			released := regexp.MustCompile(`msg="startup pages released" bytes=([0-9]+) after_handshake=(true|false)`)
+			var m []string
+			waitFor(t, "the startup pages released line", startTimeout, func() bool {
+				m = released.FindStringSubmatch(stderr.String())
+				return m != nil
+			})
+			if n, _ := strconv.Atoi(m[1]); n < 1<<20 {
+				t.Errorf("released %s bytes; want the startup's pages, megabytes", m[1])
+			}
+			if m[2] != strconv.FormatBool(tc.handshake) {
+				t.Errorf("released with after_handshake=%s; want %v", m[2], tc.handshake)
+			}
+			if names := toolNames(t, cs); !hasName(names, "junction_version") {
+				t.Fatalf("tools after the release = %v, want junction_version among them", names)
+			}
+			callVersion(t, cs)
+		})
 	}
-	if names := toolNames(t, cs); !hasName(names, "junction_version") {
-		t.Fatalf("tools after the release = %v, want junction_version among them", names)
-	}
-	callVersion(t, cs)
 }
 
 // TestHTTPServeToken checks the HTTP path with a token: the right token
