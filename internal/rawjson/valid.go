@@ -161,7 +161,7 @@ func validString(b []byte, i int) int {
 func stringStops(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := x^(ones*'"'), x^(ones*'\\')
-	return ((x - ones*0x20) | (quote - ones) &^ quote | (backslash - ones) &^ backslash) &^ x & highs
+	return ((x - ones*0x20) | (quote-ones)&^quote | (backslash-ones)&^backslash) &^ x & highs
 }
 
 func isHex(c byte) bool {
