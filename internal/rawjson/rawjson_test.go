@@ -3,6 +3,7 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -195,6 +196,35 @@ func FuzzString(f *testing.F) {
 		}
 		if p, ok := PlainString(b); ok && (wantErr || string(p) != want || !Plain(string(p))) {
 			t.Fatalf("PlainString(%q) = %q; encoding/json %q, error %v", b, p, want, wantErr)
+		}
+	})
+}
+
+// skipStringByByte is SkipString one byte at a time: what it must say.
+func skipStringByByte(b []byte, start int) int {
+	for i := start; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
+// FuzzSkipString: SkipString finds the closing quote a byte-by-byte scan
+// finds, wherever the string starts, escapes and all.
+func FuzzSkipString(f *testing.F) {
+	for _, s := range []string{`abc"`, `a\"b"`, `\\"`, `\\\"x"`, strings.Repeat(`x`, 70) + `\"` + `"`, strings.Repeat(`\\`, 40) + `"`, "\\", `abcdefg\`, strings.Repeat("é", 40) + `"`} {
+		f.Add([]byte(s), 0)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, start int) {
+		if start < 0 || start > len(b) {
+			return
+		}
+		if got, want := SkipString(b, start), skipStringByByte(b, start); got != want {
+			t.Fatalf("SkipString(%q, %d) = %d, want %d", b, start, got, want)
 		}
 	})
 }

@@ -75,32 +75,3 @@ func BenchmarkValid(b *testing.B) {
 		}
 	})
 }
-
-// skipStringByByte is SkipString one byte at a time: what it must say.
-func skipStringByByte(b []byte, start int) int {
-	for i := start; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return -1
-}
-
-// FuzzSkipString: SkipString finds the closing quote a byte-by-byte scan
-// finds, wherever the string starts, escapes and all.
-func FuzzSkipString(f *testing.F) {
-	for _, s := range []string{`abc"`, `a\"b"`, `\\"`, `\\\"x"`, strings.Repeat(`x`, 70) + `\"` + `"`, strings.Repeat(`\\`, 40) + `"`, "\\", `abcdefg\`, strings.Repeat("é", 40) + `"`} {
-		f.Add([]byte(s), 0)
-	}
-	f.Fuzz(func(t *testing.T, b []byte, start int) {
-		if start < 0 || start > len(b) {
-			return
-		}
-		if got, want := SkipString(b, start), skipStringByByte(b, start); got != want {
-			t.Fatalf("SkipString(%q, %d) = %d, want %d", b, start, got, want)
-		}
-	})
-}
