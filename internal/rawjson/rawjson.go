@@ -240,9 +240,10 @@ func SkipString(b []byte, start int) int {
 	}
 }
 
-// quoteOrBackslash returns x, eight bytes of a string, with the high bit
-// set in each byte that is a quote or a backslash, and perhaps in bytes
-// after the first such one; zero if there is none.
+// quoteOrBackslash returns x, eight bytes of a string (little-endian),
+// with the high bit set in each byte that is a quote or a backslash, and
+// perhaps in bytes after the first such one (a borrow carries up); zero
+// if there is none. SkipString and Valid find a string's end with it.
 func quoteOrBackslash(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := x^(ones*'"'), x^(ones*'\\')

@@ -155,13 +155,11 @@ func validString(b []byte, i int) int {
 	return -1
 }
 
-// stringStops returns x, eight bytes of a string, with the high bit set
-// in each byte that is a quote, a backslash or below 0x20, and perhaps in
-// bytes after the first such one; zero if there is none.
+// stringStops is quoteOrBackslash that also marks the bytes below 0x20,
+// which a string may not hold as they are.
 func stringStops(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote, backslash := x^(ones*'"'), x^(ones*'\\')
-	return ((x - ones*0x20) | (quote-ones)&^quote | (backslash-ones)&^backslash) &^ x & highs
+	return quoteOrBackslash(x) | (x-ones*0x20)&^x&highs
 }
 
 func isHex(c byte) bool {
