@@ -50,8 +50,9 @@ type Call struct {
 	raw   bool
 	done  atomic.Bool
 	// answered: StartToolRaw's answer has been called (it is called
-	// once, whoever ends the call).
+	// once, whoever ends the call); answer is that answer.
 	answered atomic.Bool
+	answer   RawAnswer
 	// keepTasks: the call may come back as a task of its source's (see
 	// View.CallToolTask); other calls do not offer the source tasks.
 	keepTasks bool
@@ -314,15 +315,12 @@ func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessag
 // waiting: answer gets what the host receives (see [Call.FinishRaw]),
 // exactly once, from the goroutine that ends the call. It returns the
 // source's cancel func (see [RawStarter]); never nil.
-func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(json.RawMessage, *jsonrpc.Error)) (cancel func(error)) {
-	finish := func(res json.RawMessage, err error) {
-		if !c.answered.Swap(true) {
-			answer(c.FinishRaw(res, err))
-		}
-	}
+func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer RawAnswer) (cancel func(error)) {
+	c.answer = answer
+	done := (*startedCall)(c)
 	defer func() {
 		if r := recover(); r != nil {
-			finish(nil, recovered(r))
+			done.RawDone(nil, recovered(r))
 		}
 		if cancel == nil {
 			cancel = func(error) {}
@@ -330,7 +328,26 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer func(j
 	}()
 	params = withoutTasks(c.src, params)
 	c.startRaw(params)
-	return rs.StartToolRaw(c.ctx, c.local, params, finish)
+	return rs.StartToolRaw(c.ctx, c.local, params, done)
+}
+
+// A RawAnswer takes what the host receives of a call started with
+// [Call.StartToolRaw]: the JSON of its result, or a protocol error.
+type RawAnswer interface {
+	AnswerRaw(res json.RawMessage, werr *jsonrpc.Error)
+}
+
+// startedCall is a Call started with StartToolRaw, as the RawDone its
+// source ends it with: the call's record is its own callback.
+type startedCall Call
+
+// RawDone implements RawDone: it finishes the call with the source's
+// outcome and hands what the host receives to the call's answer, once.
+func (s *startedCall) RawDone(res json.RawMessage, err error) {
+	c := (*Call)(s)
+	if !c.answered.Swap(true) {
+		c.answer.AnswerRaw(c.FinishRaw(res, err))
+	}
 }
 
 // startRaw notes a raw call's params, for its CallInfo, and starts its

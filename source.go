@@ -177,17 +177,30 @@ type RawChooser interface {
 }
 
 // A RawStarter is a [RawCaller] that can also start a call and return at
-// once: StartToolRaw writes the call and calls done, exactly once, with
-// what CallToolRaw would return, from whichever goroutine ends the call
-// (typically the one reading the source's answers). It returns a func
-// that cancels the call, with the cause the source passes on (the host
-// cancelled); ctx's own cancellation, if it has any, cancels it too. The
-// data plane uses it where a host's connection would otherwise keep a
-// goroutine waiting per call. done must not block for long.
+// once: StartToolRaw writes the call and ends it through done, exactly
+// once, with what CallToolRaw would return, from whichever goroutine ends
+// the call (typically the one reading the source's answers). It returns
+// a func that cancels the call, with the cause the source passes on (the
+// host cancelled); ctx's own cancellation, if it has any, cancels it
+// too. The data plane uses it where a host's connection would otherwise
+// keep a goroutine waiting per call. done must not block for long.
 type RawStarter interface {
 	RawCaller
-	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(cause error))
+	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done RawDone) (cancel func(cause error))
 }
+
+// A RawDone takes the outcome of a call a [RawStarter] started. It is an
+// interface, not a func, so that whoever ends a call can be the record
+// it already has of it (a [Call] is one), with no closure made per call.
+type RawDone interface {
+	RawDone(res json.RawMessage, err error)
+}
+
+// RawDoneFunc is a func as a [RawDone].
+type RawDoneFunc func(res json.RawMessage, err error)
+
+// RawDone calls f.
+func (f RawDoneFunc) RawDone(res json.RawMessage, err error) { f(res, err) }
 
 type hostSessionKey struct{}
 

@@ -121,22 +121,14 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 		res, werr := call.CallToolRaw(rc, params)
 		return rawOutcome{res: res, werr: werr}
 	}
-	out := make(chan rawOutcome, 2)
-	hc.link.Stream = &wire.StreamTo{ID: id, Out: sink, Done: func(size int, isError bool, err error) {
-		if err != nil {
-			res, werr := call.FinishRaw(nil, err)
-			out <- rawOutcome{res: res, werr: werr, streamed: true, cut: err}
-			return
-		}
-		call.FinishStreamed(size, isError)
-		out <- rawOutcome{streamed: true}
-	}}
+	hr.out = make(chan rawOutcome, 2)
+	hr.call = call
+	hc.stream = wire.StreamTo{ID: id, Out: sink, Done: hr}
+	hc.link.Stream = &hc.stream
 	// The call's context is cancelled by the host (hc.cancel) and ends
 	// with the request: the source's cancel func is not needed.
-	call.StartToolRaw(rs, params, func(res json.RawMessage, werr *jsonrpc.Error) {
-		out <- rawOutcome{res: res, werr: werr}
-	})
-	return <-out
+	call.StartToolRaw(rs, params, hr)
+	return <-hr.out
 }
 
 // httpRawCall is what take keeps of one raw call, in one allocation:
@@ -144,6 +136,28 @@ func (f *httpRaw) call(call *junction.Call, rc junction.RawCaller, params json.R
 type httpRawCall struct {
 	hc   hostCall
 	sink sseSink
+	// For a started call (httpRaw.call): the call, and where its outcome
+	// goes, from AnswerRaw or StreamDone.
+	call *junction.Call
+	out  chan rawOutcome
+}
+
+// AnswerRaw implements junction.RawAnswer: the outcome goes to the
+// request's goroutine, which waits for it.
+func (hr *httpRawCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
+	hr.out <- rawOutcome{res: res, werr: werr}
+}
+
+// StreamDone implements wire.StreamDone: the source's reader wrote the
+// answer while it arrived (or cut it short with err).
+func (hr *httpRawCall) StreamDone(size int, isError bool, err error) {
+	if err != nil {
+		res, werr := hr.call.FinishRaw(nil, err)
+		hr.out <- rawOutcome{res: res, werr: werr, streamed: true, cut: err}
+		return
+	}
+	hr.call.FinishStreamed(size, isError)
+	hr.out <- rawOutcome{streamed: true}
 }
 
 // takeStateless answers a tools/call of a client before protocol

@@ -637,7 +637,8 @@ func (s *stdioSession) takeCall(tc toolCall) bool { return s.takeCallIn(tc, &s.b
 // which takes its plain calls without the session's lock
 // (planeSession.feed).
 func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
-	hc := &hostCall{}
+	sc := &stdioCall{}
+	hc := &sc.hostCall
 	mi := readCallMeta(tc.meta, &hc.req)
 	// Before initialize only a request of 2026-07-28 or later stands on
 	// its own.
@@ -687,42 +688,102 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	if typed {
 		hc.link.Stamp = s.p.impl
 	}
-	answer := s.answerer(key, hc, id, typed, cancelCtx, starts)
+	sc.answerAs(s, key, id, typed, cancelCtx, starts)
 	if starts {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
 		// or later as wire.ModernResult rewrites it whole.
-		hc.stream = wire.StreamTo{ID: id, Out: s.c.out}
+		sc.call = call
+		hc.stream = wire.StreamTo{ID: id, Out: s.c.out, Done: sc}
 		hc.link.Stream = &hc.stream
-		hc.link.Stream.Done = func(size int, isError bool, err error) {
-			if err == nil {
-				call.FinishStreamed(size, isError)
-				s.calls.finish(key, hc, nil)
-				return
-			}
-			res, werr := call.FinishRaw(nil, err)
-			if to := hc.link.Stream; s.session != nil && to.Begun && (!to.InText || werr != nil || wire.TextCloser(res) == nil) {
-				s.session.out.cutting() // the line ends broken, and the answer follows
-			}
-			if hc.link.Stream.EndCutLine(s.c.out, res, werr) {
-				s.calls.finish(key, hc, nil) // the line was closed as the answer
-				return
-			}
-			s.calls.finish(key, hc, func() { s.c.out.Write(wire.AnswerLine(id, res, werr)) })
-		}
-	}
-	if starts {
 		// No goroutine waits: the source's reader answers (see
 		// junction.RawStarter). The request queues with this read's. A
 		// cancellation from the host comes on this goroutine too, after
 		// StartToolRaw has returned the call's cancel func.
 		hc.link.From.Store(b)
-		s.calls.setCancel(hc, call.StartToolRaw(rs, params, answer))
+		s.calls.setCancel(hc, call.StartToolRaw(rs, params, sc))
 		hc.link.From.Store(nil)
 		return true
 	}
-	go func() { answer(call.CallToolRaw(rc, params)) }()
+	go func() { sc.AnswerRaw(call.CallToolRaw(rc, params)) }()
 	return true
+}
+
+// stdioCall is a raw call of a line connection (its hostCall) with what
+// it takes to answer the host: it is the call's junction.RawAnswer and,
+// for a call whose answer may go to the host while it arrives, its
+// wire.StreamDone, so that the answer needs no closure of its own.
+type stdioCall struct {
+	hostCall
+	s   *stdioSession
+	key string // the host's id as a key of the session's calls
+	id  []byte // the host's id as sent
+	// typed: a result for the host's revision of 2026-07-28 or later.
+	// started: the call was started (junction.RawStarter), so the answer
+	// may be given by a server's reading goroutine within its delivery,
+	// and then queues in that goroutine's batch (wire.Link's Via);
+	// otherwise it is given by a goroutine that waited for it, which must
+	// not touch the batch of a reader still delivering to it, and is
+	// written at once.
+	typed, started bool
+	done           context.CancelCauseFunc // called after the answer, if not nil
+	call           *junction.Call          // a started call's, for StreamDone
+}
+
+// answerAs sets how sc, the call of s with the host's id id (key as a
+// key of s's calls), is answered: see the fields of stdioCall.
+func (sc *stdioCall) answerAs(s *stdioSession, key string, id []byte, typed bool, done context.CancelCauseFunc, started bool) {
+	sc.s, sc.key, sc.id, sc.typed, sc.done, sc.started = s, key, id, typed, done, started
+}
+
+// AnswerRaw implements junction.RawAnswer: it answers the host with a
+// result for its revision, or a protocol error; not if the host
+// cancelled the call, as JSON-RPC asks. Then it calls sc.done, if set.
+func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
+	s, hc := sc.s, &sc.hostCall
+	if werr == nil && sc.typed && !hc.link.Stamped.Load() {
+		res = wire.ModernResult(res, s.p.impl)
+	}
+	s.calls.finish(sc.key, hc, func() {
+		if s.session != nil {
+			// Straight to the POST that waits for it (session.go).
+			s.session.out.answer(sc.key, wire.AnswerLine(sc.id, res, werr))
+			return
+		}
+		if werr == nil && len(res) > wire.BigWrite {
+			s.c.out.WriteAnswer(sc.id, res) // not held back: no copy
+			return
+		}
+		line := wire.AnswerLine(sc.id, res, werr)
+		if via := hc.link.Via.Load(); via != nil && sc.started {
+			s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
+		} else {
+			s.c.out.Write(line)
+		}
+	})
+	if sc.done != nil {
+		sc.done(nil)
+	}
+}
+
+// StreamDone implements wire.StreamDone for a started call whose answer
+// went to the host while it arrived.
+func (sc *stdioCall) StreamDone(size int, isError bool, err error) {
+	s, hc, call := sc.s, &sc.hostCall, sc.call
+	if err == nil {
+		call.FinishStreamed(size, isError)
+		s.calls.finish(sc.key, hc, nil)
+		return
+	}
+	res, werr := call.FinishRaw(nil, err)
+	if to := hc.link.Stream; s.session != nil && to.Begun && (!to.InText || werr != nil || wire.TextCloser(res) == nil) {
+		s.session.out.cutting() // the line ends broken, and the answer follows
+	}
+	if hc.link.Stream.EndCutLine(s.c.out, res, werr) {
+		s.calls.finish(sc.key, hc, nil) // the line was closed as the answer
+		return
+	}
+	s.calls.finish(sc.key, hc, func() { s.c.out.Write(wire.AnswerLine(sc.id, res, werr)) })
 }
 
 // takeRequest answers hr, a request other than tools/call (a list,
@@ -758,7 +819,8 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 		hr.versions = legacyVersions()
 	}
 	key := string(hr.id)
-	hc := &hostCall{}
+	sc := &stdioCall{}
+	hc := &sc.hostCall
 	parent, host := s.linked(key, hc, mi), junction.Host(s.front)
 	s.noteStandalone(mi)
 	if !s.initialized() && mi.rev.PerRequestMeta() {
@@ -781,20 +843,20 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	// A session that began with an older initialize gets that revision's
 	// results, whatever a request names, as from go-sdk (see conn.older).
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
-	answer := s.answerer(key, hc, hr.id, false, cancel, false)
+	sc.answerAs(s, key, hr.id, false, cancel, false)
 	if on := hr.method == "resources/subscribe"; on || hr.method == "resources/unsubscribe" {
 		// A resource subscription of the host's own: the connection
 		// keeps it with those of its listens (listen.go).
 		go func() {
 			if err := s.c.listens.hostSubscribe(ctx, hr.name, on); err != nil {
-				answer(nil, wireError(err))
+				sc.AnswerRaw(nil, wireError(err))
 				return
 			}
-			answer(json.RawMessage(`{}`), nil)
+			sc.AnswerRaw(json.RawMessage(`{}`), nil)
 		}()
 		return true
 	}
-	go func() { answer(s.p.answer(ctx, hr, host, nil, typed)) }()
+	go func() { sc.AnswerRaw(s.p.answer(ctx, hr, host, nil, typed)) }()
 	return true
 }
 
@@ -859,43 +921,6 @@ func (s *stdioSession) linked(key string, hc *hostCall, mi metaInfo) context.Con
 	return junction.WithHostLink(s.base, &lineLink{s: s, key: key, hc: hc, level: mcp.LoggingLevel(mi.level)})
 }
 
-// answerer returns the func that answers the raw call key, of the host
-// call hc, whose id the host sent as id: with a result for the host's
-// revision (typed: 2026-07-28 or later), or a protocol error; none if the
-// host cancelled it, as JSON-RPC asks. Then it calls done, if not nil.
-// With started (the call was started, junction.RawStarter), the answer
-// may be given by a server's reading goroutine within its delivery, and
-// then queues in that goroutine's batch (wire.Link's Via); otherwise it
-// is given by a goroutine that waited for it, which must not touch the
-// batch of a reader still delivering to it, and is written at once.
-func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool, done context.CancelCauseFunc, started bool) func(json.RawMessage, *jsonrpc.Error) {
-	return func(res json.RawMessage, werr *jsonrpc.Error) {
-		if werr == nil && typed && !hc.link.Stamped.Load() {
-			res = wire.ModernResult(res, s.p.impl)
-		}
-		s.calls.finish(key, hc, func() {
-			if s.session != nil {
-				// Straight to the POST that waits for it (session.go).
-				s.session.out.answer(key, wire.AnswerLine(id, res, werr))
-				return
-			}
-			if werr == nil && len(res) > wire.BigWrite {
-				s.c.out.WriteAnswer(id, res) // not held back: no copy
-				return
-			}
-			line := wire.AnswerLine(id, res, werr)
-			if via := hc.link.Via.Load(); via != nil && started {
-				s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
-			} else {
-				s.c.out.Write(line)
-			}
-		})
-		if done != nil {
-			done(nil)
-		}
-	}
-}
-
 // awaitCall answers tc, a call of a tool the view does not serve now, on
 // a goroutine of its own: it waits for the sources still connecting
 // (View.AwaitRaw) and makes the call, or answers the protocol error of a
@@ -904,7 +929,8 @@ func (s *stdioSession) answerer(key string, hc *hostCall, id []byte, typed bool,
 // the call among what it reads reaches it).
 func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 	key := string(tc.id)
-	hc := &hostCall{}
+	sc := &stdioCall{}
+	hc := &sc.hostCall
 	ctx, cancel := context.WithCancelCause(s.linked(key, hc, mi))
 	hc.cancel = cancel
 	ctx = withHostCall(ctx, hc)
@@ -912,14 +938,14 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 		cancel(nil)
 		return s.refuseReused(tc.id)
 	}
-	answer := s.answerer(key, hc, tc.id, mi.rev.TypedResults(), cancel, false)
+	sc.answerAs(s, key, tc.id, mi.rev.TypedResults(), cancel, false)
 	go func() {
 		call, rc, werr := s.p.v.AwaitRaw(ctx, tc.name)
 		if werr != nil {
-			answer(nil, werr)
+			sc.AnswerRaw(nil, werr)
 			return
 		}
-		answer(call.CallToolRaw(rc, rawParams(call.Local(), tc)))
+		sc.AnswerRaw(call.CallToolRaw(rc, rawParams(call.Local(), tc)))
 	}()
 	return true
 }

@@ -334,9 +334,9 @@ func (f *rawFlight) openBridge() *bridge {
 	}
 	f.ctx = context.WithoutCancel(f.ctx)
 	host := f.done
-	first := func(o outcome) { host(s.rawOutcome(b, o, f.name)) }
+	first := func(o outcome) { host.RawDone(s.rawOutcome(b, o, f.name)) }
 	b.waiter = &first
-	f.done = func(res json.RawMessage, err error) { b.finish(s, outcome{raw: res, err: err}) }
+	f.done = junction.RawDoneFunc(func(res json.RawMessage, err error) { b.finish(s, outcome{raw: res, err: err}) })
 	f.b = b
 	s.mu.Lock()
 	b.install(s, f.c)

@@ -132,7 +132,7 @@ type retryingStart struct {
 	ctx    context.Context
 	name   string
 	params json.RawMessage
-	done   func(json.RawMessage, error)
+	done   junction.RawDone
 
 	mu      sync.Mutex
 	cancel  func(error)
@@ -140,13 +140,15 @@ type retryingStart struct {
 	ended   error // the cancellation's cause, once cancelled
 }
 
-func (r *retryingStart) finish(res json.RawMessage, err error) {
+// RawDone implements junction.RawDone: it ends the call, or runs it
+// again on the host's own session.
+func (r *retryingStart) RawDone(res json.RawMessage, err error) {
 	r.mu.Lock()
 	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, res, err)
 	r.retried = r.retried || again
 	r.mu.Unlock()
 	if !again {
-		r.done(res, err)
+		r.done.RawDone(res, err)
 		return
 	}
 	c := r.s.StartToolRaw(rerun(r.ctx), r.name, r.params, r.done)

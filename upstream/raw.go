@@ -121,21 +121,21 @@ var _ junction.RawStarter = (*Server)(nil)
 // cancellation), so no goroutine waits for the answer. A call that must
 // wait for a session, resumes a bridge, or asks a host before 2026-07-28
 // for input, goes on as CallToolRaw on a goroutine of its own.
-func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(error)) {
+func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) (cancel func(error)) {
 	if t, release, err := s.routeRaw(ctx, params); err != nil {
-		done(nil, err)
+		done.RawDone(nil, err)
 		return func(error) {}
 	} else if t != s {
-		return t.StartToolRaw(ctx, name, params, func(res json.RawMessage, err error) {
+		return t.StartToolRaw(ctx, name, params, junction.RawDoneFunc(func(res json.RawMessage, err error) {
 			release()
-			done(res, s.userCallError(ctx, t, err))
-		})
+			done.RawDone(res, s.userCallError(ctx, t, err))
+		}))
 	}
 	if s.mayLearnOldAsks(ctx) {
 		// The call may have to run again, on the host's own session (see
 		// oldasks.go).
 		r := &retryingStart{s: s, ctx: ctx, name: name, params: params, done: done}
-		c := s.startToolRaw(ctx, name, params, r.finish)
+		c := s.startToolRaw(ctx, name, params, r)
 		r.mu.Lock()
 		if r.cancel == nil {
 			r.cancel = c
@@ -147,10 +147,10 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 }
 
 // startToolRaw is StartToolRaw on s's own session.
-func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawMessage, done func(json.RawMessage, error)) (cancel func(error)) {
+func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) (cancel func(error)) {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
-		done(nil, err)
+		done.RawDone(nil, err)
 		return func(error) {}
 	}
 	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, timeout: timeout, done: done, async: true}
@@ -191,7 +191,7 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 	}
 	ch := make(chan outcome, 1)
 	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, hm: hm, timeout: timeout, bridgeable: bridgeable(hm, sess),
-		done: func(res json.RawMessage, err error) { ch <- outcome{res, err} }}
+		done: junction.RawDoneFunc(func(res json.RawMessage, err error) { ch <- outcome{res, err} })}
 	f.start(sess)
 	o := <-ch
 	return o.res, o.err
@@ -218,7 +218,7 @@ type rawFlight struct {
 	bridgeable bool
 
 	mu       sync.Mutex // held while the call is set up; guards the fields below
-	done     func(json.RawMessage, error)
+	done     junction.RawDone
 	finished bool    // done has been called (or handed to a goroutine)
 	streams  bool    // the answer may go to the host while it arrives (CanStream)
 	b        *bridge // the bridge the call became, if it did
@@ -379,7 +379,7 @@ func (f *rawFlight) finish(res json.RawMessage, err error) {
 		})
 		return
 	}
-	done(res, err)
+	done.RawDone(res, err)
 }
 
 // goSlow makes the call with params as CallToolRaw does, on a goroutine of
@@ -399,13 +399,13 @@ func (f *rawFlight) goSlow(params json.RawMessage) {
 // as it answers (the reply that sent the call on, or the one that wakes
 // it): it clears the link's Via first, so that the answer to the host
 // does not queue in that reader's batch (see wire.Link).
-func carryOn(ctx context.Context, done func(json.RawMessage, error), rest func() (json.RawMessage, error)) {
+func carryOn(ctx context.Context, done junction.RawDone, rest func() (json.RawMessage, error)) {
 	go func() {
 		res, err := rest()
 		if l := wire.LinkOf(ctx); l != nil {
 			l.Via.Store(nil)
 		}
-		done(res, err)
+		done.RawDone(res, err)
 	}()
 }
 

@@ -88,11 +88,18 @@ type StreamTo struct {
 	// block, where closing it (TextCloser) makes the line whole again.
 	// Both are set before Done is called.
 	Begun, InText bool
-	// Done finishes the call once the answer's line is written: with
-	// err nil, the result had size bytes and that isError. Otherwise the
-	// answer was cut short, and err is how the call ends: Done ends the
-	// line, if it had begun, and gives the host the call's error.
-	Done func(size int, isError bool, err error)
+	// Done finishes the call once the answer's line is written.
+	Done StreamDone
+}
+
+// A StreamDone finishes a call whose answer went to the host while it
+// arrived (see [StreamTo]): with err nil, the result had size bytes and
+// that isError. Otherwise the answer was cut short, and err is how the
+// call ends: StreamDone ends the line, if it had begun, and gives the
+// host the call's error. The host's record of the call is typically its
+// own StreamDone, so that none is made per call.
+type StreamDone interface {
+	StreamDone(size int, isError bool, err error)
 }
 
 // A LineOut takes one line in parts: the host's stdio writer, or an HTTP
@@ -756,7 +763,7 @@ func (s *cutStream) abort(cause error) {
 	c := &s.cut
 	s.to.InText = c.stage == cutValue && c.parent == cutInBlock && c.inStr && c.depth == 0
 	s.mu.Unlock()
-	s.to.Done(0, false, s.fail(cause))
+	s.to.Done.StreamDone(0, false, s.fail(cause))
 }
 
 // finish ends the host's line after a whole answer and finishes the
@@ -774,10 +781,10 @@ func (s *cutStream) finish(c *ServerConn) {
 	if err != nil {
 		// The host's side failed to take the answer: its writer says so to
 		// every later write; the call ends with the failure.
-		s.to.Done(0, false, s.fail(err))
+		s.to.Done.StreamDone(0, false, s.fail(err))
 		return
 	}
-	s.to.Done(s.cut.size, s.cut.isError, nil)
+	s.to.Done.StreamDone(s.cut.size, s.cut.isError, nil)
 }
 
 // cutThrough forwards the answer whose head r returned, if it can, and
@@ -813,7 +820,7 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 	if err := s.to.Out.BeginLine(); err != nil {
 		r.Skip()
 		s.ended = true
-		s.to.Done(0, false, s.fail(err))
+		s.to.Done.StreamDone(0, false, s.fail(err))
 		return true, nil
 	}
 	s.to.Begun = true

@@ -77,12 +77,12 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 		// the call's answer (a tool error) where it can be.
 		w := NewWriter(lockedWriter{hostMu, host})
 		to := &StreamTo{ID: []byte(`7`), Out: w}
-		to.Done = func(size int, isError bool, err error) {
+		to.Done = streamDoneFunc(func(size int, isError bool, err error) {
 			if err != nil && !to.EndCutLine(w, []byte(cutFailed), nil) {
 				w.Write(AnswerLine(to.ID, []byte(cutFailed), nil))
 			}
 			ended <- streamed{size, isError, err}
-		}
+		})
 		link.Stream = to
 	}
 	rw := cc.rw
@@ -93,6 +93,11 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 	}
 	return rc, reply, ended
 }
+
+// streamDoneFunc is a func as a StreamDone.
+type streamDoneFunc func(size int, isError bool, err error)
+
+func (f streamDoneFunc) StreamDone(size int, isError bool, err error) { f(size, isError, err) }
 
 type lockedWriter struct {
 	mu *sync.Mutex
