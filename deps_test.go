@@ -1,6 +1,7 @@
 package junction_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -81,7 +82,7 @@ func TestDependencyDirection(t *testing.T) {
 	}
 	for p := range imports(t, "upstream") {
 		if p == module+"/dataplane" {
-			t.Errorf("package upstream imports the host front (dataplane); what it shares with it (ServerConn, LineReader, Rewrite, ...) is in package wire")
+			t.Errorf("package upstream imports the host front (dataplane); what it shares with it (LineReader, Writer, Rewrite, ...) is in package wire")
 		}
 	}
 	for p := range imports(t, "internal/seal") {
@@ -145,5 +146,33 @@ func TestOneServerLoop(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestWireIsALibrary keeps package wire a library of bytes that the host
+// path (dataplane) and the server path (upstream) call at their edges:
+// it starts no goroutine, so a connection, which needs a reader of its
+// own, lives in one of the layers (docs/design.md, "The path of one
+// call, package by package").
+func TestWireIsALibrary(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("wire", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s: package wire starts a goroutine; a connection and its reader belong to the host path (dataplane) or the server path (upstream)", fset.Position(g.Pos()))
+			}
+			return true
+		})
 	}
 }

@@ -85,7 +85,11 @@
 // before the result. Cancelling the call's context cancels the upstream
 // request (notifications/cancelled with the upstream's own request id).
 // To a stdio server every call is a raw call (see [Server.CallToolRaw]),
-// typed ones included. A tool error stays a result with IsError; a JSON-RPC error stays a
+// typed ones included. A stdio server's pipes are one connection
+// (serverconn.go): go-sdk's client connection, and the raw calls beside
+// its requests, with ids of their own and a table of calls in flight; its
+// one reader hands each answer to its call, and forwards a long one to
+// the host while it arrives (cutthrough.go). A tool error stays a result with IsError; a JSON-RPC error stays a
 // *jsonrpc.Error with its code; a timeout wraps context.DeadlineExceeded
 // and leaves the session up for other calls.
 //

@@ -50,7 +50,7 @@ func (p *progressCounter) keeps(token string) bool {
 }
 
 // observe counts a notification as it is read on a stream of no call in
-// particular (see wire.ServerConnOptions.Observe).
+// particular (see serverConnOptions.Observe).
 func (p *progressCounter) observe(method string, params json.RawMessage) {
 	p.observeStream("", method, params)
 }

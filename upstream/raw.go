@@ -21,7 +21,7 @@ import (
 
 // The raw call path: [Server.CallToolRaw] implements [junction.RawCaller]
 // for stdio upstreams of every protocol revision. The request goes out on
-// the session's stdin beside go-sdk's own (wire.RawCall), with a
+// the session's stdin beside go-sdk's own (rawCall), with a
 // _meta of junction's: its progress token (so the upstream's progress
 // restarts the call's no-progress timer and reaches the host under the
 // host's token), and, to an upstream at 2026-07-28 or later, the
@@ -200,7 +200,7 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 // A rawFlight is one raw call on its way: written to the server, and
 // ended by the server's answer, its no-progress timer, the session's
 // closing, or its context. Whichever comes first takes the call from the
-// connection's waiting ones (wire.RawCall.Take) and ends it, once.
+// connection's waiting ones (rawCall.Take) and ends it, once.
 type rawFlight struct {
 	s       *Server
 	ctx     context.Context // the host's; guarded by mu once the call is set up (openBridge detaches it)
@@ -208,7 +208,7 @@ type rawFlight struct {
 	params  json.RawMessage
 	hm      hostMeta
 	timeout time.Duration
-	rc      *wire.RawCall
+	rc      *rawCall
 	// async: a StartToolRaw call, which goes on by itself when nothing
 	// was sent (session gone) and when a host before 2026-07-28 must be
 	// asked for input; a CallToolRaw call loops over those itself.
@@ -269,9 +269,9 @@ func (f *rawFlight) start(sess *session) {
 	f.rc.Send(f.ctx, s.rawMeta(meta[:0], c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
 }
 
-// ReceiveRaw implements wire.RawReceiver: it ends the call with the
+// ReceiveRaw implements rawReceiver: it ends the call with the
 // connection's reply.
-func (f *rawFlight) ReceiveRaw(r wire.RawReply) {
+func (f *rawFlight) ReceiveRaw(r rawReply) {
 	f.mu.Lock()
 	c, stop, ctx := f.c, f.stop, f.ctx
 	f.mu.Unlock()
@@ -288,9 +288,9 @@ func (f *rawFlight) ReceiveRaw(r wire.RawReply) {
 	f.finish(res, err)
 }
 
-var _ wire.StreamReceiver = (*rawFlight)(nil)
+var _ streamReceiver = (*rawFlight)(nil)
 
-// CanStream implements wire.StreamReceiver: the result may go to
+// CanStream implements streamReceiver: the result may go to
 // the host while it arrives when the flight hands it on as the server
 // sent it, but for what wire.Rewrite does on the way (rawResult
 // also rewrites content blocks of unknown types, which the data plane
@@ -311,7 +311,7 @@ func (f *rawFlight) CanStream() (wire.Rewrite, bool) {
 	return wire.Rewrite{Strip: typed, OnlyComplete: typed && !f.hm.rev.AsksInResults()}, true
 }
 
-// ReceiveStream implements wire.StreamReceiver: the answer is on
+// ReceiveStream implements streamReceiver: the answer is on
 // its way to the host, so the call ends here as ReceiveRaw would end it
 // (the progress and log messages read before it go to the host first),
 // and a failure in the middle of the answer is named as rawError names
@@ -351,7 +351,7 @@ func (f *rawFlight) cancel(cause error) {
 		slow(cause)
 	case rc != nil && rc.Take():
 		rc.Cancel(cause)
-		f.ReceiveRaw(wire.RawReply{Fail: fmt.Errorf("%w: %w", context.Canceled, cause)})
+		f.ReceiveRaw(rawReply{Fail: fmt.Errorf("%w: %w", context.Canceled, cause)})
 	}
 }
 
@@ -592,7 +592,7 @@ func appendToken(b []byte, tok string) []byte {
 
 // rawResult turns the reply to a raw call into CallToolRaw's return
 // values.
-func (s *Server) rawResult(ctx context.Context, rc *wire.RawCall, c *call, name string, timeout time.Duration, r wire.RawReply) (json.RawMessage, error) {
+func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name string, timeout time.Duration, r rawReply) (json.RawMessage, error) {
 	switch {
 	case errors.Is(r.Fail, wire.ErrNotSent):
 		// The server's stdout had ended before the call was made: it may

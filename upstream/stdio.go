@@ -157,7 +157,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 			c.logger.Warn("no reaper for the server: it may outlive this program if the program is killed", "error", err)
 		}
 	}
-	c.ServerConn = wire.NewServerConn(stdinPipe{File: stdinW, broken: c.serverEnded}, stdoutR, &wire.ServerConnOptions{
+	c.serverConn = newServerConn(stdinPipe{File: stdinW, broken: c.serverEnded}, stdoutR, &serverConnOptions{
 		Logger:   c.logger,
 		MaxLine:  maxLineLength,
 		Observe:  t.progress.observe,
@@ -203,12 +203,12 @@ func cutEnv(kv string) (string, string, bool) {
 	return kv, "", false
 }
 
-// stdioConn is a mcp.Connection to a child process: the data plane's
-// [wire.ServerConn] on its pipes, and the process. It owns two
-// goroutines (stderr reader, process waiter) beside the ServerConn's
+// stdioConn is a mcp.Connection to a child process: its [serverConn] on
+// its pipes, and the process. It owns two
+// goroutines (stderr reader, process waiter) beside the connection's
 // stdout reader; Close stops the process group and waits for all three.
 type stdioConn struct {
-	*wire.ServerConn
+	*serverConn
 	box    *sandbox.Box // the sandbox's temporary directory and egress proxy; nil when not sandboxed
 	note   func(string) // records a sandbox event
 	logger *slog.Logger
@@ -374,7 +374,7 @@ func (p stdinPipe) Write(b []byte) (int, error) {
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
-		c.ServerConn.Close() // closes stdin
+		c.serverConn.Close() // closes stdin
 		c.closeErr = reaper.StopGroup(c.pgid, c.stop, c.logger, c.waitGroupGone, c.cmd.Process)
 		c.reaper.Release()
 		c.stdout.Close()
@@ -388,7 +388,7 @@ func (c *stdioConn) Close() error {
 		}
 		drained.Stop()
 		c.stderr.Close()
-		c.ServerConn.Wait()
+		c.serverConn.Wait()
 		c.wg.Wait()
 		c.box.Close()
 	})

@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
-	"github.com/junction-mcp/junction/wire"
 )
 
 // The tasks extension (io.modelcontextprotocol/tasks) through the hub.
@@ -88,9 +87,9 @@ func (s *Server) TaskRequest(ctx context.Context, method string, params json.Raw
 }
 
 // taskReply receives a tasks/* request's reply (capacity 1: one reply).
-type taskReply chan wire.RawReply
+type taskReply chan rawReply
 
-func (r taskReply) ReceiveRaw(reply wire.RawReply) { r <- reply }
+func (r taskReply) ReceiveRaw(reply rawReply) { r <- reply }
 
 // taskMeta is the _meta members of a tasks/* request to sess: its
 // protocol version, and client capabilities that declare the extension

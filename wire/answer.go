@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,4 +59,16 @@ func ErrorLine(id []byte, e *jsonrpc.Error) []byte {
 		buf = append(buf, e.Data...)
 	}
 	return append(buf, "}}\n"...)
+}
+
+// AppendCancelled appends to dst a notifications/cancelled for the
+// request id (JSON, as sent), with reason.
+func AppendCancelled(dst []byte, id, reason string) []byte {
+	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
+	dst = slices.Grow(dst, 96+len(id)+len(q))
+	dst = append(dst, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"reason":`...)
+	dst = append(dst, q...)
+	return append(dst, "}}"...)
 }

@@ -228,7 +228,8 @@ type ContentTransport struct {
 	// Warn, if not nil, is told how many blocks a response had replaced.
 	Warn func(n int)
 	// Observe, if not nil, sees every notification read from an event
-	// stream, before go-sdk does (see [ServerConnOptions.Observe]). stream
+	// stream, before go-sdk does, as a stdio server's reader observes them
+	// (package upstream). stream
 	// is the progress token of the request whose response the event
 	// stream is (a tools/call's, say), or "" for a stream that answers no
 	// request with one (the GET stream) or whose request's body was not

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestSSEFixer(t *testing.T) {
@@ -135,3 +137,41 @@ func TestStripServerFieldsAllocs(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func TestSanitizeContent(t *testing.T) {
+	t.Parallel()
+	in := json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"widget","x":1}],"isError":true}`)
+	out, n := SanitizeContent(in)
+	if n != 1 {
+		t.Fatalf("sanitizeContent replaced %d blocks, want 1", n)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("go-sdk cannot decode the sanitized result: %v", err)
+	}
+	if !res.IsError || len(res.Content) != 2 || res.Content[1].(*mcp.TextContent).Text != `[unsupported content type "widget"]` {
+		t.Errorf("sanitized result = %s", out)
+	}
+	ok := json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png"}]}`)
+	if out, n := SanitizeContent(ok); n != 0 || string(out) != string(ok) {
+		t.Errorf("sanitizeContent changed a valid result: %s", out)
+	}
+}
+
+// FuzzUnknownTypes checks that the quick scan never clears a result the
+// full check would rewrite.
+func FuzzUnknownTypes(f *testing.F) {
+	for _, s := range []string{`{"content":[{"type":"text","text":"x"}]}`, `{"content":[{"type":"widget"}]}`,
+		`{"content":[{"type" : "image","data":"","mimeType":"image/png"},{"text":"\"type\":\"x\"","type":"text"}]}`,
+		`{"content":[{"type":1}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if unknownTypes(b) {
+			return
+		}
+		if _, n := sanitizeFull(b); n > 0 {
+			t.Fatalf("unknownTypes(%q) = false, but %d blocks need rewriting", b, n)
+		}
+	})
+}

@@ -24,15 +24,15 @@ import (
 //
 // A line is cut through only when all of these hold, and otherwise is
 // read whole as before:
-//   - it has filled minLineBuf bytes without ending, in at most
+//   - it has filled LongLine bytes without ending, in at most
 //     maxHeadReads reads;
 //   - its head shows the id of a raw call in flight ("jr-N") before its
 //     "result", whose value is an object;
 //   - the call's host takes answers that way (Link.Stream) and the
-//     call's receiver can let it (StreamReceiver.CanStream: nothing it
-//     does to a result needs bytes not seen yet, but for what a Rewrite
-//     does to the result's members for a server or a host at 2026-07-28
-//     or later).
+//     call's receiver can let it: nothing it does to a result needs bytes
+//     not seen yet, but for what a Rewrite does to the result's members
+//     for a server or a host at 2026-07-28 or later (the server's reader,
+//     in package upstream, asks it).
 //
 // While it streams, bytes are held back only where a decision needs more
 // of them: a few at a chunk's end (an escape or a UTF-8 sequence cut in
@@ -58,25 +58,6 @@ const DefaultStreamStall = 10 * time.Second
 // whole. (A count rather than a time: on a busy machine a reader that
 // waits for the CPU finds more in the pipe, not less.)
 const maxHeadReads = 16
-
-// A StreamReceiver is a [RawReceiver] that can let a long answer be
-// forwarded to the host while it arrives (see cutthrough.go).
-type StreamReceiver interface {
-	RawReceiver
-	// CanStream reports whether nothing the receiver does to a result
-	// needs bytes not yet seen but what rw does (see Rewrite). It is
-	// called by the server's reader and must not block.
-	CanStream() (rw Rewrite, ok bool)
-	// ReceiveStream is ReceiveRaw for an answer that goes to the host as
-	// it arrives: the receiver's part of the call ends here (the host's
-	// side finishes it), except that fail turns the cause of a failure in
-	// the middle of the answer (the server stalled, ended, or sent a line
-	// too long or malformed) into the error the call ends with. stall,
-	// if positive, bounds a pause of the server in the middle of the
-	// answer where it is shorter than the connection's bound (the call's
-	// own no-progress timeout, say).
-	ReceiveStream() (fail func(cause error) error, stall time.Duration)
-}
 
 // A StreamTo is how a host connection takes a call's answer while it
 // arrives: set on the call's [Link] before the call starts.
@@ -739,19 +720,52 @@ func restOK(b []byte) bool {
 	}
 }
 
+// A Forward is one answer forwarded to the host while it arrives, as a
+// server's reader starts it once the call has let it: see the top of
+// this file.
+type Forward struct {
+	// Link is the call's: its Stream takes the answer, its Stamp goes
+	// in the result for a host at 2026-07-28 or later.
+	Link *Link
+	// Rewrite is what changes in the result's members on the way.
+	Rewrite Rewrite
+	// Fail turns the cause of a failure in the middle of the answer (the
+	// server stalled, ended, or sent a line too long or malformed) into
+	// the error the call ends with.
+	Fail func(cause error) error
+	// Stall bounds a pause of the server in the middle of the answer.
+	Stall time.Duration
+	// EndError says why the server's output ended, if it ends in the
+	// middle of the answer.
+	EndError func() error
+}
+
+// StreamHead reports whether the line r has begun to return as head (a
+// long line, not ended: LineReader.Partial) may be forwarded while it
+// arrives: its head came in at most maxHeadReads reads, and shows an id
+// before a "result" whose value is an object. It returns the id, as
+// sent, and where the result begins in head.
+func StreamHead(r *LineReader, head []byte) (id []byte, start int, ok bool) {
+	if r.HeadReads() > maxHeadReads {
+		return nil, 0, false
+	}
+	return streamHead(head)
+}
+
 // A cutStream is one answer being forwarded while it arrives: the
 // server's reader feeds it, and the stall timer may cut it short.
 type cutStream struct {
 	to   *StreamTo
 	fail func(error) error
 
-	mu    sync.Mutex // held while writing; guards the fields below
-	ended bool
-	cut   cutter
+	mu       sync.Mutex // held while writing; guards the fields below
+	ended    bool
+	cut      cutter
+	replaced int // content blocks replaced in a whole answer
 }
 
 // abort cuts the answer short, once, and fails the call with cause: the
-// host's side ends the line (see StreamTo.done).
+// host's side ends the line (see StreamTo.Done).
 func (s *cutStream) abort(cause error) {
 	s.mu.Lock()
 	if s.ended {
@@ -768,16 +782,14 @@ func (s *cutStream) abort(cause error) {
 
 // finish ends the host's line after a whole answer and finishes the
 // call. Called with s.mu held, which it releases.
-func (s *cutStream) finish(c *ServerConn) {
+func (s *cutStream) finish() {
 	s.ended = true
 	s.cut.raw([]byte("}\n"))
 	s.cut.flush()
 	err := s.cut.err
 	s.to.Out.EndLine()
+	s.replaced = s.cut.replaced
 	s.mu.Unlock()
-	if s.cut.replaced > 0 {
-		c.logger.Warn("replaced content blocks of unknown type", "count", s.cut.replaced)
-	}
 	if err != nil {
 		// The host's side failed to take the answer: its writer says so to
 		// every later write; the call ends with the failure.
@@ -787,44 +799,26 @@ func (s *cutStream) finish(c *ServerConn) {
 	s.to.Done.StreamDone(s.cut.size, s.cut.isError, nil)
 }
 
-// cutThrough forwards the answer whose head r returned, if it can, and
-// reports whether it did (else r reads the line whole). It returns r's
-// error if the input ended in the middle of the line.
-func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
-	id, start, ok := streamHead(head)
-	if !ok || r.HeadReads() > maxHeadReads {
-		return false, nil
-	}
-	c.rawMu.Lock()
-	call := c.raw[string(id)]
-	c.rawMu.Unlock()
-	if call == nil || call.link == nil || call.link.Stream == nil {
-		return false, nil
-	}
-	sr, ok := call.to.(StreamReceiver)
-	if !ok {
-		return false, nil
-	}
-	rw, ok := sr.CanStream()
-	if !ok || !call.Take() {
-		return false, nil
-	}
-	fail, stall := sr.ReceiveStream()
-	if stall <= 0 || stall > c.stall {
-		stall = c.stall
-	}
-	s := &cutStream{to: call.link.Stream, fail: fail}
-	rw.stamp = call.link.Stamp
+// Run forwards the answer whose head r returned (head[start:] is its
+// result, see StreamHead) to f.Link's Stream, and finishes the call
+// through it, however the answer ends. It returns the content blocks of
+// unknown types it replaced in a whole answer, for the caller's log, and
+// r's error if the input ended in the middle of the line.
+func (f *Forward) Run(r *LineReader, head []byte, start int) (replaced int, err error) {
+	s := &cutStream{to: f.Link.Stream, fail: f.Fail}
+	rw := f.Rewrite
+	rw.stamp = f.Link.Stamp
 	s.cut.rw = rw
 	s.cut.emitTo = s.to.Out.LinePart
 	if err := s.to.Out.BeginLine(); err != nil {
 		r.Skip()
 		s.ended = true
 		s.to.Done.StreamDone(0, false, s.fail(err))
-		return true, nil
+		return 0, nil
 	}
 	s.to.Begun = true
 	s.cut.raw(AnswerHead(s.to.ID))
+	stall := f.Stall
 	timer := time.AfterFunc(stall, func() {
 		s.abort(fmt.Errorf("%w: no bytes for %v", errStreamStalled, stall))
 	})
@@ -837,12 +831,12 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 			if !final {
 				r.Skip()
 			}
-			return true, nil
+			return s.replaced, nil
 		}
 		used, done, err := s.cut.feed(b, final)
 		if done {
-			s.finish(c)
-			return true, nil
+			s.finish()
+			return s.replaced, nil
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -850,7 +844,7 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 				r.Skip()
 			}
 			s.abort(err)
-			return true, nil
+			return 0, nil
 		}
 		timer.Reset(stall)
 		chunk, ended, rerr := r.Rest(off + used)
@@ -858,19 +852,19 @@ func (c *ServerConn) cutThrough(r *LineReader, head []byte) (bool, error) {
 		switch {
 		case errors.Is(rerr, errLineTooLong):
 			s.abort(fmt.Errorf("%w: its answer is longer than %d bytes", errStreamMalformed, r.limit))
-			return true, nil
+			return 0, nil
 		case rerr != nil && !ended:
 			// The input ended: what was read is all there is.
 			s.mu.Lock()
 			if !s.ended {
 				if _, done, _ := s.cut.feed(chunk, true); done {
-					s.finish(c)
-					return true, rerr
+					s.finish()
+					return s.replaced, rerr
 				}
 			}
 			s.mu.Unlock()
-			s.abort(c.endError())
-			return true, rerr
+			s.abort(f.EndError())
+			return 0, rerr
 		}
 		b, off, final = chunk, 0, ended
 	}

@@ -2,13 +2,11 @@ package wire
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,20 +15,6 @@ import (
 	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
-// cutReceiver is a raw call's receiver that lets its answer stream (when
-// its host side takes answers that way), rewritten as rw says, and names
-// failures as they come.
-type cutReceiver struct {
-	reply chan RawReply
-	rw    Rewrite
-}
-
-func (r cutReceiver) ReceiveRaw(reply RawReply)  { r.reply <- reply }
-func (r cutReceiver) CanStream() (Rewrite, bool) { return r.rw, true }
-func (r cutReceiver) ReceiveStream() (func(error) error, time.Duration) {
-	return func(err error) error { return err }, 0
-}
-
 // streamed is how a streamed call ended, as its host side learned it.
 type streamed struct {
 	size    int
@@ -38,38 +22,131 @@ type streamed struct {
 	err     error
 }
 
-// cutConn is a ServerConn whose server's stdout the test writes through
-// an io.Pipe, so that each write is one read (up to the reader's free
-// buffer): the test chooses where the answer's pieces end.
-type cutConn struct {
-	c   *ServerConn
-	out *io.PipeWriter
-	rw  Rewrite // how results are rewritten: the receiver's, and the host's stamp
+// cutReply is a call's answer read whole: its result, or why none came.
+type cutReply struct {
+	Result []byte
+	Fail   error
 }
 
-func newCutConn(t *testing.T, opts *ServerConnOptions) *cutConn {
+// cutOpts are a cutConn's bounds; zero means the default.
+type cutOpts struct {
+	stall   time.Duration
+	maxLine int
+}
+
+// cutConn is a server's reader in miniature, as a server connection
+// reads (package upstream has the real one): lines from a server's
+// stdout, which the test writes through an io.Pipe, so that each write is
+// one read (up to the reader's free buffer) and the test chooses where
+// the answer's pieces end. A long answer to a call whose host takes
+// answers while they arrive goes through a Forward; any other line is
+// its call's reply, by id.
+type cutConn struct {
+	out *io.PipeWriter
+	rw  Rewrite // how results are rewritten: the call's, and the host's stamp
+
+	mu    sync.Mutex
+	seq   int
+	calls map[string]*cutCall
+}
+
+type cutCall struct {
+	link  *Link
+	reply chan cutReply
+}
+
+func newCutConn(t *testing.T, opts *cutOpts) *cutConn {
 	t.Helper()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+	var o cutOpts
+	if opts != nil {
+		o = *opts
 	}
-	go io.Copy(io.Discard, inR) // the requests junction writes
+	if o.stall == 0 {
+		o.stall = DefaultStreamStall
+	}
+	if o.maxLine == 0 {
+		o.maxLine = DefaultMaxLine
+	}
 	outR, outW := io.Pipe()
-	c := NewServerConn(inW, outR, opts)
+	cc := &cutConn{out: outW, calls: map[string]*cutCall{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cc.read(outR, o)
+	}()
 	t.Cleanup(func() {
 		outW.Close()
-		c.Wait()
-		c.Close()
-		inR.Close()
+		<-done
 	})
-	return &cutConn{c: c, out: outW}
+	return cc
 }
 
-// call makes a raw call; with host set, its host side takes the answer
-// while it arrives, into host, and says how it ended on ended.
-func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*RawCall, chan RawReply, chan streamed) {
+// read is the reader's loop, as the server connection's.
+func (cc *cutConn) read(out io.Reader, o cutOpts) {
+	r := NewLineReader(out, o.maxLine)
+	r.SplitLong(LongLine)
+	for {
+		line, tooLong, err := r.Next()
+		if r.Partial() {
+			if id, start, ok := StreamHead(r, line); ok {
+				if call := cc.take(id, true); call != nil {
+					f := Forward{Link: call.link, Rewrite: cc.callRewrite(), Stall: o.stall,
+						Fail:     func(err error) error { return err },
+						EndError: func() error { return fmt.Errorf("server closed stdout: %w", io.EOF) }}
+					if _, err := f.Run(r, line, start); err != nil {
+						return
+					}
+				}
+			}
+			continue
+		}
+		if !tooLong && len(bytes.TrimSpace(line)) > 0 {
+			var id, result []byte
+			rawjson.EachMember(line, func(key, val []byte) {
+				switch string(key) {
+				case "id":
+					id = val
+				case "result":
+					result = val
+				}
+			})
+			if call := cc.take(id, false); call != nil {
+				call.reply <- cutReply{Result: result}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// callRewrite is how the call rewrites a result: cc.rw, but for the
+// host's stamp, which the host's side sets on the call's Link.
+func (cc *cutConn) callRewrite() Rewrite {
+	rw := cc.rw
+	rw.stamp = nil
+	return rw
+}
+
+// take takes the call whose id is id out of the waiting ones; with
+// stream, only if its host takes answers while they arrive.
+func (cc *cutConn) take(id []byte, stream bool) *cutCall {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	call := cc.calls[string(id)]
+	if call == nil || stream && call.link.Stream == nil {
+		return nil
+	}
+	delete(cc.calls, string(id))
+	return call
+}
+
+// call makes a call ("jr-1", then "jr-2", ...); with host set, its host
+// side takes the answer while it arrives, into host, and says how it
+// ended on ended.
+func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (chan cutReply, chan streamed) {
 	t.Helper()
-	reply := make(chan RawReply, 1)
+	reply := make(chan cutReply, 1)
 	ended := make(chan streamed, 1)
 	link := &Link{Stamp: cc.rw.stamp}
 	if host != nil {
@@ -85,13 +162,11 @@ func (cc *cutConn) call(t *testing.T, host *bytes.Buffer, hostMu *sync.Mutex) (*
 		})
 		link.Stream = to
 	}
-	rw := cc.rw
-	rw.stamp = nil // the host's side sets it
-	rc := cc.c.NewRawCall(cutReceiver{reply, rw})
-	if err := rc.Send(WithLink(context.Background(), link), nil, json.RawMessage(`{"name":"echo"}`)); err != nil {
-		t.Fatal(err)
-	}
-	return rc, reply, ended
+	cc.mu.Lock()
+	cc.seq++
+	cc.calls[fmt.Sprintf(`"jr-%d"`, cc.seq)] = &cutCall{link: link, reply: reply}
+	cc.mu.Unlock()
+	return reply, ended
 }
 
 // streamDoneFunc is a func as a StreamDone.
@@ -256,10 +331,10 @@ func TestCutThroughSameBytes(t *testing.T) {
 					// Read whole (the host takes no stream).
 					cc := newCutConn(t, nil)
 					cc.rw = tc.rw
-					_, reply, _ := cc.call(t, nil, nil)
+					reply, _ := cc.call(t, nil, nil)
 					cc.writeIn(t, line, sizes)
 					r := <-reply
-					if r.Fail != nil || r.Err != nil {
+					if r.Fail != nil || r.Result == nil {
 						t.Fatalf("whole: reply %+v", r)
 					}
 					if got, _, _ := wholeAnswer(r.Result, tc.rw); !bytes.Equal(got, want) {
@@ -271,7 +346,7 @@ func TestCutThroughSameBytes(t *testing.T) {
 					cc.rw = tc.rw
 					var host bytes.Buffer
 					var mu sync.Mutex
-					_, reply, ended := cc.call(t, &host, &mu)
+					reply, ended := cc.call(t, &host, &mu)
 					cc.writeIn(t, line, sizes)
 					var e streamed
 					select {
@@ -326,7 +401,7 @@ func TestCutThroughStreams(t *testing.T) {
 		cc := newCutConn(t, nil)
 		var host bytes.Buffer
 		var mu sync.Mutex
-		_, reply, ended := cc.call(t, &host, &mu)
+		reply, ended := cc.call(t, &host, &mu)
 		cc.writeIn(t, []byte(`{"jsonrpc":"2.0","id":"jr-1","result":`+res+"}\n"), func() int { return 8192 })
 		select {
 		case e := <-ended:
@@ -347,7 +422,7 @@ func TestCutThroughNotTrickled(t *testing.T) {
 	cc := newCutConn(t, nil)
 	var host bytes.Buffer
 	var mu sync.Mutex
-	_, reply, ended := cc.call(t, &host, &mu)
+	reply, ended := cc.call(t, &host, &mu)
 	cc.writeIn(t, []byte(`{"jsonrpc":"2.0","id":"jr-1","result":`+cutCorpus()["text"]+"}\n"), func() int { return 1024 })
 	select {
 	case r := <-reply:
@@ -408,7 +483,7 @@ func TestCutThroughFaults(t *testing.T) {
 	}
 	nextArrives := func(t *testing.T, cc *cutConn) {
 		t.Helper()
-		_, reply, _ := cc.call(t, nil, nil)
+		reply, _ := cc.call(t, nil, nil)
 		if _, err := io.WriteString(cc.out, next); err != nil {
 			t.Fatal(err)
 		}
@@ -419,11 +494,11 @@ func TestCutThroughFaults(t *testing.T) {
 
 	// start makes a call whose answer streams, and writes line (from a
 	// goroutine: a line longer than the pipe takes blocks its writer).
-	start := func(t *testing.T, opts *ServerConnOptions, line string) (*cutConn, *bytes.Buffer, *sync.Mutex, chan streamed) {
+	start := func(t *testing.T, opts *cutOpts, line string) (*cutConn, *bytes.Buffer, *sync.Mutex, chan streamed) {
 		cc := newCutConn(t, opts)
 		var host bytes.Buffer
 		var mu sync.Mutex
-		_, _, ended := cc.call(t, &host, &mu)
+		_, ended := cc.call(t, &host, &mu)
 		written := make(chan struct{})
 		go func() {
 			io.WriteString(cc.out, line)
@@ -435,7 +510,7 @@ func TestCutThroughFaults(t *testing.T) {
 
 	t.Run("stall", func(t *testing.T) {
 		t.Parallel()
-		cc, host, mu, ended := start(t, &ServerConnOptions{StreamStall: 50 * time.Millisecond}, head)
+		cc, host, mu, ended := start(t, &cutOpts{stall: 50 * time.Millisecond}, head)
 		check(t, cc, host, mu, ended, errStreamStalled)
 		// The server goes on, late: the rest of its line is skipped.
 		io.WriteString(cc.out, strings.Repeat("y", 200<<10)+`"}]}}`+"\n")
@@ -443,7 +518,7 @@ func TestCutThroughFaults(t *testing.T) {
 	})
 	t.Run("too long", func(t *testing.T) {
 		t.Parallel()
-		cc, host, mu, ended := start(t, &ServerConnOptions{MaxLine: 300 << 10}, head+strings.Repeat("y", 400<<10)+`"}]}}`+"\n")
+		cc, host, mu, ended := start(t, &cutOpts{maxLine: 300 << 10}, head+strings.Repeat("y", 400<<10)+`"}]}}`+"\n")
 		check(t, cc, host, mu, ended, errStreamMalformed)
 		nextArrives(t, cc)
 	})
@@ -458,7 +533,7 @@ func TestCutThroughFaults(t *testing.T) {
 		cc := newCutConn(t, nil)
 		var host bytes.Buffer
 		var mu sync.Mutex
-		_, _, ended := cc.call(t, &host, &mu)
+		_, ended := cc.call(t, &host, &mu)
 		io.WriteString(cc.out, head)
 		cc.out.Close()
 		check(t, cc, &host, &mu, ended, io.EOF)

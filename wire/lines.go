@@ -6,6 +6,16 @@ import (
 	"io"
 )
 
+// DefaultMaxLine bounds one line read from a server's stdout or a host's stdin. A longer
+// line is discarded (and logged) rather than buffered.
+const DefaultMaxLine = 16 << 20
+
+// LongLine is the length a line has reached, not ended, when a reader
+// that splits long lines (LineReader.SplitLong) returns its head: a
+// server's answer that long may be forwarded while it arrives
+// (cutthrough.go).
+const LongLine = minLineBuf
+
 // Buffer sizes of a LineReader: it starts with minLineBuf, grows (doubling)
 // to hold a long line, and keeps a grown buffer up to maxKeptLineBuf for
 // the next lines, so a server that answers with megabytes again and again

@@ -1,8 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"sync/atomic"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // A Link is what a host connection tells a server connection about one
@@ -109,4 +113,61 @@ func WithLink(ctx context.Context, l *Link) context.Context {
 func LinkOf(ctx context.Context) *Link {
 	l, _ := ctx.Value(linkKey{}).(*Link)
 	return l
+}
+
+// AppendParams appends params with its _meta member replaced by one
+// holding meta (no _meta if meta is empty). hr, if not nil, is what the
+// host's side read of params (RequestOf): its _meta member, if it has
+// one, is cut out where hr says, without reading params again.
+func AppendParams(line []byte, params json.RawMessage, meta []byte, hr *HostRequest) []byte {
+	if hr != nil {
+		// params are an object whose first member is not _meta.
+		line = append(line, '{')
+		if len(meta) > 0 {
+			line = append(line, `"_meta":{`...)
+			line = append(line, meta...)
+			line = append(line, "},"...)
+		}
+		if at := hr.MetaAt; at != [2]int{} {
+			line = append(line, params[1:at[0]]...)
+			return append(line, params[at[1]:]...)
+		}
+		return append(line, params[1:]...)
+	}
+	params = bytes.TrimSpace(params)
+	if !bytes.Contains(params, []byte(`"_meta"`)) && len(params) >= 2 {
+		// The common case: splice the _meta in front of the members.
+		if len(meta) == 0 {
+			return append(line, params...)
+		}
+		line = append(line, `{"_meta":{`...)
+		line = append(line, meta...)
+		line = append(line, '}')
+		if rest := bytes.TrimSpace(params[1:]); len(rest) > 0 && rest[0] != '}' {
+			line = append(line, ',')
+		}
+		return append(line, params[1:]...)
+	}
+	line = append(line, '{')
+	first := true
+	if len(meta) > 0 {
+		line = append(line, `"_meta":{`...)
+		line = append(line, meta...)
+		line = append(line, '}')
+		first = false
+	}
+	rawjson.ObjectSpans(params, func(key []byte, start, end int) {
+		if string(key) == "_meta" {
+			return
+		}
+		if !first {
+			line = append(line, ',')
+		}
+		first = false
+		line = append(line, '"')
+		line = append(line, key...)
+		line = append(line, `":`...)
+		line = append(line, params[start:end]...)
+	})
+	return append(line, '}')
 }

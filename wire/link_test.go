@@ -23,8 +23,8 @@ func TestAppendParamsAt(t *testing.T) {
 			hr.MetaAt = [2]int{len(tc.head), len(tc.head) + len(tc.meta)}
 		}
 		for _, meta := range []string{"", `"progressToken":"junction-1"`} {
-			want := string(appendParams([]byte("<"), params, []byte(meta), nil))
-			if got := string(appendParams([]byte("<"), params, []byte(meta), hr)); got != want {
+			want := string(AppendParams([]byte("<"), params, []byte(meta), nil))
+			if got := string(AppendParams([]byte("<"), params, []byte(meta), hr)); got != want {
 				t.Errorf("params %s, meta %q:\ncut at %v: %s\nread:      %s", params, meta, hr.MetaAt, got, want)
 			}
 		}

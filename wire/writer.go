@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -58,25 +59,44 @@ type Writer struct {
 	err      error  // sticky: once a write fails, w is done for
 }
 
+// ErrNotSent is wrapped by the reply of a raw call the server cannot
+// have read: one made after the connection ended, or whose line failed
+// to be written (the pipe's reader is gone: a server that has exited
+// reads nothing more). Such a call may go to the next session.
+var ErrNotSent = errors.New("not sent: the server's connection had ended")
+
+// NewWriter returns a Writer of lines to w.
 func NewWriter(w io.Writer) *Writer {
 	wr := &Writer{w: w}
 	wr.cond = sync.NewCond(&wr.mu)
 	return wr
 }
 
+// SetHooks gives wr, before its first write, what the writer of a
+// server's stdin needs: onFail learns the ids (see WriteLine) of the
+// lines of a round that could not be written, with the error, called
+// without wr's lock by the goroutine writing the round; busy reports
+// whether more writes are likely to come at once (calls in flight), and
+// then the writer yields once before writing, so that they join its
+// round. Either may be nil.
+func (wr *Writer) SetHooks(onFail func(ids []string, err error), busy func() bool) {
+	wr.onFail, wr.busy = onFail, busy
+}
+
 // Write writes one whole line (ending in '\n'), possibly after it
-// returns; see write.
+// returns; see WriteLine.
 func (wr *Writer) Write(line []byte) (int, error) {
-	if err := wr.write(line, "", false); err != nil {
+	if err := wr.WriteLine(line, "", false); err != nil {
 		return 0, err
 	}
 	return len(line), nil
 }
 
-// write writes one whole line. id names the line for onFail (empty:
-// none). With wait set, write returns once the line is written; without,
-// it may return as soon as the line is queued.
-func (wr *Writer) write(line []byte, id string, wait bool) error {
+// WriteLine writes one whole line. id names the line for the writer's
+// onFail (see SetHooks; empty: none). With wait set, WriteLine returns
+// once the line is written; without, it may return as soon as the line
+// is queued.
+func (wr *Writer) WriteLine(line []byte, id string, wait bool) error {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for {
@@ -304,7 +324,7 @@ func (wr *Writer) WriteDeferred(line []byte, id string, b *Batch) error {
 	if len(line) > BigWrite {
 		// Nothing to gain from holding a big line back, and a copy to
 		// save: it goes now, after the lines deferred before it.
-		return wr.write(line, id, false)
+		return wr.WriteLine(line, id, false)
 	}
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
@@ -392,11 +412,26 @@ func (wr *Writer) Flush() error {
 	return wr.err
 }
 
-// close makes every later write fail with mcp.ErrConnectionClosed, and
+// WriterStats is a snapshot of a Writer, for tests and diagnostics.
+type WriterStats struct {
+	Writing   bool   // a goroutine is writing a round
+	Queued    []byte // a copy of the lines queued for the next round
+	QueuedIDs int    // how many of them have an id (WriteLine)
+	Rounds    uint64 // rounds taken from the queue so far
+}
+
+// Stats returns a snapshot of wr.
+func (wr *Writer) Stats() WriterStats {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	return WriterStats{Writing: wr.writing, Queued: bytes.Clone(wr.queue), QueuedIDs: len(wr.queueIDs), Rounds: wr.taken}
+}
+
+// Close makes every later write fail with mcp.ErrConnectionClosed, and
 // runs fn (if not nil) holding the writer's lock: the place to close w,
 // so that no new write starts on it. A write under way (stuck on a peer
 // that does not read) fails when w closes.
-func (wr *Writer) close(fn func()) {
+func (wr *Writer) Close(fn func()) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	wr.closed = true

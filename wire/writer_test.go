@@ -199,15 +199,60 @@ func FuzzServerResult(f *testing.F) {
 	})
 }
 
-func TestOneLine(t *testing.T) {
-	in := []byte("{\n  \"a\": [1,\r\n 2],\n  \"b\": \"x\\ny\"\n}")
-	oneLine(in)
-	if bytes.ContainsAny(in, "\r\n") {
-		t.Fatalf("oneLine left a line break: %q", in)
+// gateWriter holds each Write until the test opens it, and says when
+// one has begun.
+type gateWriter struct {
+	begun chan struct{}
+	open  chan struct{}
+	mu    sync.Mutex
+	buf   bytes.Buffer
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	select {
+	case g.begun <- struct{}{}:
+	default:
 	}
-	var v map[string]any
-	if err := json.Unmarshal(in, &v); err != nil || v["b"] != "x\ny" {
-		t.Errorf("oneLine changed the meaning: %s (%v)", in, err)
+	<-g.open
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.buf.Write(p)
+}
+
+// TestWriteQueueBounded: behind a stuck write, a writer finding
+// maxQueuedWrite bytes queued waits for the round to go out.
+func TestWriteQueueBounded(t *testing.T) {
+	t.Parallel()
+	g := &gateWriter{begun: make(chan struct{}, 8), open: make(chan struct{})}
+	w := NewWriter(g)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	line := []byte(`{"x":"` + strings.Repeat("q", maxQueuedWrite) + `"}` + "\n")
+	wg.Add(1)
+	go func() { defer wg.Done(); w.WriteLine(line, "", false) }() // its own line: it writes, held by g
+	<-g.begun
+	if err := w.WriteLine(line, "", false); err != nil { // queued: returns at once
+		t.Fatal(err)
+	}
+	third := make(chan error, 1)
+	go func() { third <- w.WriteLine([]byte("{}\n"), "", false) }()
+	select {
+	case err := <-third:
+		t.Fatalf("a write beyond the queue bound returned (%v) while the queue was full", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(g.open) // everything goes out, in order
+	if err := <-third; err != nil {
+		t.Errorf("third write = %v", err)
+	}
+	wg.Wait()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if got, want := g.buf.String(), string(line)+string(line)+"{}\n"; got != want {
+		t.Fatalf("written: %d bytes, want %d, in order", len(got), len(want))
 	}
 }
 

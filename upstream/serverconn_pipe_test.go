@@ -1,4 +1,4 @@
-package wire
+package upstream
 
 import (
 	"bufio"
@@ -14,14 +14,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/junction-mcp/junction/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// pipeConn is a ServerConn on pipes, without a process: the test plays the
+// pipeConn is a serverConn on pipes, without a process: the test plays the
 // server on the other ends.
 type pipeConn struct {
-	c         *ServerConn
+	c         *serverConn
 	serverIn  *os.File // the server's stdin: what junction wrote
 	serverOut *os.File // the server's stdout: what junction reads
 }
@@ -36,7 +37,7 @@ func newPipeConn(t *testing.T) *pipeConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewServerConn(inW, outR, nil)
+	c := newServerConn(inW, outR, nil)
 	p := &pipeConn{c: c, serverIn: inR, serverOut: outW}
 	t.Cleanup(func() {
 		outW.Close() // the reader ends
@@ -48,18 +49,18 @@ func newPipeConn(t *testing.T) *pipeConn {
 	return p
 }
 
-// replies is a RawReceiver on a channel.
-type replies chan RawReply
+// replies is a rawReceiver on a channel.
+type replies chan rawReply
 
-func (r replies) ReceiveRaw(reply RawReply) { r <- reply }
+func (r replies) ReceiveRaw(reply rawReply) { r <- reply }
 
 // sentCall is a raw call and where its reply arrives.
 type sentCall struct {
-	*RawCall
+	*rawCall
 	reply replies
 }
 
-func (s sentCall) Reply() <-chan RawReply { return s.reply }
+func (s sentCall) Reply() <-chan rawReply { return s.reply }
 
 // sendRaw starts a raw call with progress token tok.
 func (p *pipeConn) sendRaw(tok string, params json.RawMessage) (sentCall, error) {
@@ -71,20 +72,7 @@ func (p *pipeConn) sendRaw(tok string, params json.RawMessage) (sentCall, error)
 
 // queued reports how many raw requests wait in the write queue.
 func (p *pipeConn) queued() int {
-	p.c.in.mu.Lock()
-	defer p.c.in.mu.Unlock()
-	return len(p.c.in.queueIDs)
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return p.c.in.Stats().QueuedIDs
 }
 
 // TestRawBurstInterleaved sends a burst of raw requests while the first
@@ -100,7 +88,7 @@ func TestRawBurstInterleaved(t *testing.T) {
 	big := strings.Repeat("b", 256<<10)
 	type sent struct {
 		id    string
-		reply <-chan RawReply
+		reply <-chan rawReply
 	}
 	results := make(chan sent, n)
 	errs := make(chan error, n)
@@ -117,15 +105,13 @@ func TestRawBurstInterleaved(t *testing.T) {
 		results <- sent{rc.id, rc.Reply()}
 	}
 	go send(0)
-	waitUntil(t, "the first write to block", func() bool {
-		p.c.in.mu.Lock()
-		defer p.c.in.mu.Unlock()
-		return p.c.in.writing
+	waitFor(t, "the first write to block", func() bool {
+		return p.c.in.Stats().Writing
 	})
 	for i := 1; i < n; i++ {
 		go send(i)
 	}
-	waitUntil(t, "the burst to queue", func() bool { return p.queued() == n-1 })
+	waitFor(t, "the burst to queue", func() bool { return p.queued() == n-1 })
 
 	// The server reads every request, then answers in reverse order.
 	sc := bufio.NewScanner(p.serverIn)
@@ -153,9 +139,7 @@ func TestRawBurstInterleaved(t *testing.T) {
 	if len(reqs) != n {
 		t.Fatalf("server read %d requests, want %d (%v)", len(reqs), n, sc.Err())
 	}
-	p.c.in.mu.Lock()
-	rounds := p.c.in.taken
-	p.c.in.mu.Unlock()
+	rounds := p.c.in.Stats().Rounds
 	if rounds >= n-1 {
 		t.Errorf("%d queued requests took %d rounds of writes, want them coalesced", n-1, rounds)
 	}
@@ -207,10 +191,8 @@ func TestWriteFailureReachesQueuedCalls(t *testing.T) {
 		_, err := p.sendRaw("t0", big)
 		firstErr <- err
 	}()
-	waitUntil(t, "the first write to block", func() bool {
-		p.c.in.mu.Lock()
-		defer p.c.in.mu.Unlock()
-		return p.c.in.writing
+	waitFor(t, "the first write to block", func() bool {
+		return p.c.in.Stats().Writing
 	})
 	rc1, err := p.sendRaw("t1", json.RawMessage(`{"name":"echo"}`))
 	reply := rc1.Reply()
@@ -225,10 +207,8 @@ func TestWriteFailureReachesQueuedCalls(t *testing.T) {
 	go func() {
 		sdkErr <- p.c.Write(t.Context(), &jsonrpc.Request{Method: "ping", ID: pingID})
 	}()
-	waitUntil(t, "the go-sdk write to queue", func() bool {
-		p.c.in.mu.Lock()
-		defer p.c.in.mu.Unlock()
-		return len(p.c.in.queue) > 0 && strings.Contains(string(p.c.in.queue), `"ping"`)
+	waitFor(t, "the go-sdk write to queue", func() bool {
+		return strings.Contains(string(p.c.in.Stats().Queued), `"ping"`)
 	})
 	select {
 	case err := <-sdkErr:
@@ -264,44 +244,6 @@ func TestWriteFailureReachesQueuedCalls(t *testing.T) {
 	}
 }
 
-// TestWriteQueueBounded: behind a stuck write, a writer finding
-// maxQueuedWrite bytes queued waits for the round to go out.
-func TestWriteQueueBounded(t *testing.T) {
-	t.Parallel()
-	p := newPipeConn(t)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	line := []byte(`{"x":"` + strings.Repeat("q", maxQueuedWrite) + `"}` + "\n")
-	wg.Add(1)
-	go func() { defer wg.Done(); p.c.in.write(line, "", false) }() // blocks in write: the pipe is smaller
-	waitUntil(t, "the first write to block", func() bool {
-		p.c.in.mu.Lock()
-		defer p.c.in.mu.Unlock()
-		return p.c.in.writing
-	})
-	if err := p.c.in.write(line, "", false); err != nil { // queued: returns at once
-		t.Fatal(err)
-	}
-	third := make(chan error, 1)
-	go func() { third <- p.c.in.write([]byte("{}\n"), "", false) }()
-	select {
-	case err := <-third:
-		t.Fatalf("a write beyond the queue bound returned (%v) while the queue was full", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	// The server reads: everything goes out, in order.
-	r := bufio.NewReaderSize(p.serverIn, 4<<20)
-	for i, want := range []string{string(line), string(line), "{}\n"} {
-		got, err := r.ReadString('\n')
-		if err != nil || got != want {
-			t.Fatalf("line %d: %d bytes (%v), want %d", i, len(got), err, len(want))
-		}
-	}
-	if err := <-third; err != nil {
-		t.Errorf("third write = %v", err)
-	}
-}
-
 // TestWriteFailureOwnLine: a writer whose own (queued) line fails gets the
 // error back, and its raw call is not left waiting.
 func TestWriteFailureOwnLine(t *testing.T) {
@@ -323,45 +265,45 @@ type lockingReceiver struct {
 	reply replies
 }
 
-func (l lockingReceiver) ReceiveRaw(r RawReply) {
+func (l lockingReceiver) ReceiveRaw(r rawReply) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reply <- r
 }
 
 // A raw call made after the server's stdout has ended is not sent, and
-// says so (ErrNotSent) through Send, not through NewRawCall: a caller may
+// says so (wire.ErrNotSent) through Send, not through NewRawCall: a caller may
 // hold what its receiver takes while it makes the call (it did, and the
 // call never ended).
 func TestRawCallAfterEnd(t *testing.T) {
 	t.Parallel()
 	p := newPipeConn(t)
 	p.serverOut.Close()
-	waitUntil(t, "the reader to end", func() bool {
+	waitFor(t, "the reader to end", func() bool {
 		p.c.rawMu.Lock()
 		defer p.c.rawMu.Unlock()
 		return p.c.readEnded
 	})
 	var mu sync.Mutex
 	rcv := lockingReceiver{&mu, make(replies, 1)}
-	done := make(chan *RawCall, 1)
+	done := make(chan *rawCall, 1)
 	go func() {
 		mu.Lock()
 		rc := p.c.NewRawCall(rcv)
 		mu.Unlock()
 		done <- rc
 	}()
-	var rc *RawCall
+	var rc *rawCall
 	select {
 	case rc = <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("NewRawCall after the end delivered its reply at once, into a receiver its caller holds")
 	}
-	if err := rc.Send(context.Background(), nil, json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, ErrNotSent) {
-		t.Errorf("Send after the end = %v, want ErrNotSent", err)
+	if err := rc.Send(context.Background(), nil, json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, wire.ErrNotSent) {
+		t.Errorf("Send after the end = %v, want wire.ErrNotSent", err)
 	}
-	if r := <-rcv.reply; !errors.Is(r.Fail, ErrNotSent) {
-		t.Errorf("reply = %+v, want a failure wrapping ErrNotSent", r)
+	if r := <-rcv.reply; !errors.Is(r.Fail, wire.ErrNotSent) {
+		t.Errorf("reply = %+v, want a failure wrapping wire.ErrNotSent", r)
 	}
 }
 
@@ -447,7 +389,7 @@ func TestRawCallNullIDError(t *testing.T) {
 
 // A raw call whose line cannot be written, because the server closed
 // its stdin (it exited), was not read by the server: its reply says so
-// (ErrNotSent), so that the call may go to the next session.
+// (wire.ErrNotSent), so that the call may go to the next session.
 func TestRawCallUnwritten(t *testing.T) {
 	t.Parallel()
 	p := newPipeConn(t)
@@ -457,8 +399,8 @@ func TestRawCallUnwritten(t *testing.T) {
 	rc.Send(context.Background(), nil, json.RawMessage(`{"name":"echo"}`))
 	select {
 	case r := <-rcv:
-		if !errors.Is(r.Fail, ErrNotSent) || !errors.Is(r.Fail, syscall.EPIPE) {
-			t.Errorf("reply = %+v, want a failure wrapping ErrNotSent and EPIPE", r)
+		if !errors.Is(r.Fail, wire.ErrNotSent) || !errors.Is(r.Fail, syscall.EPIPE) {
+			t.Errorf("reply = %+v, want a failure wrapping wire.ErrNotSent and EPIPE", r)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no reply within 10s for a call whose write failed")

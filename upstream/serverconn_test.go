@@ -1,11 +1,13 @@
-package wire
+package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction/wire"
 )
 
 func TestDecodeLineSkipsJunk(t *testing.T) {
@@ -24,26 +26,6 @@ func TestDecodeLineSkipsJunk(t *testing.T) {
 	}
 }
 
-func TestSanitizeContent(t *testing.T) {
-	t.Parallel()
-	in := json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"widget","x":1}],"isError":true}`)
-	out, n := SanitizeContent(in)
-	if n != 1 {
-		t.Fatalf("sanitizeContent replaced %d blocks, want 1", n)
-	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("go-sdk cannot decode the sanitized result: %v", err)
-	}
-	if !res.IsError || len(res.Content) != 2 || res.Content[1].(*mcp.TextContent).Text != `[unsupported content type "widget"]` {
-		t.Errorf("sanitized result = %s", out)
-	}
-	ok := json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png"}]}`)
-	if out, n := SanitizeContent(ok); n != 0 || string(out) != string(ok) {
-		t.Errorf("sanitizeContent changed a valid result: %s", out)
-	}
-}
-
 func FuzzDecodeLine(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"x"}]}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`))
@@ -54,7 +36,7 @@ func FuzzDecodeLine(f *testing.F) {
 			t.Fatal("nil message without error")
 		}
 		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
-			out, n := SanitizeContent(resp.Result)
+			out, n := wire.SanitizeContent(resp.Result)
 			if n > 0 && !json.Valid(out) {
 				t.Fatalf("sanitizeContent produced invalid JSON: %s", out)
 			}
@@ -62,31 +44,13 @@ func FuzzDecodeLine(f *testing.F) {
 	})
 }
 
-// FuzzUnknownTypes checks that the quick scan never clears a result the
-// full check would rewrite.
-func FuzzUnknownTypes(f *testing.F) {
-	for _, s := range []string{`{"content":[{"type":"text","text":"x"}]}`, `{"content":[{"type":"widget"}]}`,
-		`{"content":[{"type" : "image","data":"","mimeType":"image/png"},{"text":"\"type\":\"x\"","type":"text"}]}`,
-		`{"content":[{"type":1}]}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if unknownTypes(b) {
-			return
-		}
-		if _, n := sanitizeFull(b); n > 0 {
-			t.Fatalf("unknownTypes(%q) = false, but %d blocks need rewriting", b, n)
-		}
-	})
-}
-
 // TestDeliverRaw: only responses with a raw id go to raw calls; a request
 // of the upstream's own with the same id goes to go-sdk.
 func TestDeliverRaw(t *testing.T) {
-	c := &ServerConn{}
+	c := &serverConn{}
 	got := make(replies, 1)
-	r1 := &RawCall{c: c, id: `"jr-1"`, to: got}
-	c.raw = map[string]*RawCall{`"jr-1"`: r1}
+	r1 := &rawCall{c: c, id: `"jr-1"`, to: got}
+	c.raw = map[string]*rawCall{`"jr-1"`: r1}
 	c.rawPending.Store(1)
 
 	for _, line := range []string{
@@ -115,5 +79,17 @@ func TestDeliverRaw(t *testing.T) {
 	// A late reply to a call that gave up is dropped, not passed on.
 	if !c.deliverRaw([]byte(`{"jsonrpc":"2.0","id":"jr-9","error":{"code":1,"message":"late"}}`)) {
 		t.Error("deliverRaw(late reply) = false")
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	in := []byte("{\n  \"a\": [1,\r\n 2],\n  \"b\": \"x\\ny\"\n}")
+	oneLine(in)
+	if bytes.ContainsAny(in, "\r\n") {
+		t.Fatalf("oneLine left a line break: %q", in)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(in, &v); err != nil || v["b"] != "x\ny" {
+		t.Errorf("oneLine changed the meaning: %s (%v)", in, err)
 	}
 }

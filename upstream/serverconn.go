@@ -1,4 +1,4 @@
-package wire
+package upstream
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,20 +18,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction/internal/rawjson"
+	"github.com/junction-mcp/junction/wire"
 )
 
-// DefaultMaxLine bounds one line read from a server's stdout. A longer
-// line is discarded (and logged) rather than buffered.
-const DefaultMaxLine = 16 << 20
-
-// ServerConnOptions configure [NewServerConn]. A nil *ServerConnOptions
+// serverConnOptions configure [newServerConn]. A nil *serverConnOptions
 // is the same as a zero one.
-type ServerConnOptions struct {
+type serverConnOptions struct {
 	// Logger receives what the server does wrong on stdout (junk lines,
 	// over-long lines, unknown content types). Nil discards.
 	Logger *slog.Logger
 	// MaxLine bounds one line from the server; zero means
-	// [DefaultMaxLine].
+	// [wire.DefaultMaxLine].
 	MaxLine int
 	// Observe, if not nil, sees every notification the server sends, as
 	// it is read and before go-sdk handles it: go-sdk hands a response to
@@ -47,27 +43,27 @@ type ServerConnOptions struct {
 	EndError func() error
 	// StreamStall bounds a pause of the server in the middle of an answer
 	// forwarded while it arrives (see cutthrough.go); zero means
-	// [DefaultStreamStall].
+	// [wire.DefaultStreamStall].
 	StreamStall time.Duration
 }
 
-// A ServerConn is junction's side of the stdin and stdout of an MCP
+// A serverConn is junction's side of the stdin and stdout of an MCP
 // server it runs: newline-delimited JSON-RPC both ways, an
 // [mcp.Connection] for go-sdk's client, and raw tool calls beside
-// go-sdk's requests on the same pipes ([ServerConn.NewRawCall]).
+// go-sdk's requests on the same pipes ([serverConn.NewRawCall]).
 //
 // Lines on stdout that are not JSON-RPC messages (a banner, a stray
 // print) are logged and skipped, where go-sdk's own connection would end
 // the session; writes to stdin are coalesced (see writer.go). The process
 // itself belongs to the caller: it closes stdout once the process is gone,
-// which ends the reading goroutine ([ServerConn.Wait]).
-type ServerConn struct {
+// which ends the reading goroutine ([serverConn.Wait]).
+type serverConn struct {
 	logger   *slog.Logger
 	observe  func(string, json.RawMessage)
 	endError func() error
-	stall    time.Duration // see ServerConnOptions.StreamStall
+	stall    time.Duration // see serverConnOptions.StreamStall
 
-	in       *Writer
+	in       *wire.Writer
 	stdin    io.Closer
 	incoming chan jsonrpc.Message // from read; closed when it ends
 	readDone chan struct{}        // closed when read ends
@@ -78,7 +74,7 @@ type ServerConn struct {
 	rawSeq     atomic.Uint64
 	rawPending atomic.Int64 // len(raw), read by read without the lock
 	rawMu      sync.Mutex   // guards raw and readEnded
-	raw        map[string]*RawCall
+	raw        map[string]*rawCall
 	readEnded  bool // the reading goroutine has ended: no reply will come
 
 	// go-sdk's tools/list requests not answered yet, by id: their
@@ -89,15 +85,15 @@ type ServerConn struct {
 
 	// batch is the reading goroutine's: answers to hosts queue there while
 	// it handles what one read of stdout brought in (see writer.go).
-	batch Batch
+	batch wire.Batch
 }
 
-var _ mcp.Connection = (*ServerConn)(nil)
+var _ mcp.Connection = (*serverConn)(nil)
 
-// NewServerConn starts reading stdout, in one goroutine, and returns the
+// newServerConn starts reading stdout, in one goroutine, and returns the
 // connection.
-func NewServerConn(stdin io.WriteCloser, stdout io.Reader, opts *ServerConnOptions) *ServerConn {
-	var o ServerConnOptions
+func newServerConn(stdin io.WriteCloser, stdout io.Reader, opts *serverConnOptions) *serverConn {
+	var o serverConnOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -105,39 +101,38 @@ func NewServerConn(stdin io.WriteCloser, stdout io.Reader, opts *ServerConnOptio
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxLine <= 0 {
-		o.MaxLine = DefaultMaxLine
+		o.MaxLine = wire.DefaultMaxLine
 	}
 	if o.StreamStall <= 0 {
-		o.StreamStall = DefaultStreamStall
+		o.StreamStall = wire.DefaultStreamStall
 	}
 	if o.EndError == nil {
 		o.EndError = func() error { return fmt.Errorf("server closed stdout: %w", io.EOF) }
 	}
-	c := &ServerConn{
+	c := &serverConn{
 		logger:   o.Logger,
 		observe:  o.Observe,
 		endError: o.EndError,
 		stall:    o.StreamStall,
-		in:       NewWriter(stdin),
+		in:       wire.NewWriter(stdin),
 		stdin:    stdin,
 		incoming: make(chan jsonrpc.Message),
 		readDone: make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
-	c.in.onFail = func(ids []string, err error) {
+	c.in.SetHooks(func(ids []string, err error) {
 		for _, id := range ids {
 			c.fail(id, err)
 		}
-	}
-	c.in.busy = func() bool { return c.rawPending.Load() > 1 }
+	}, func() bool { return c.rawPending.Load() > 1 })
 	go c.read(stdout, o.MaxLine)
 	return c
 }
 
-func (c *ServerConn) SessionID() string { return "" }
+func (c *serverConn) SessionID() string { return "" }
 
 // Read implements [mcp.Connection]: the server's next message.
-func (c *ServerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (c *serverConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case msg, ok := <-c.incoming:
 		if !ok {
@@ -152,7 +147,7 @@ func (c *ServerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // Write implements [mcp.Connection]: it returns once msg is written.
-func (c *ServerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+func (c *serverConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "tools/list" && r.IsCall() {
 		c.listsMu.Lock()
 		if c.lists == nil {
@@ -168,34 +163,34 @@ func (c *ServerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	return c.in.write(append(b, '\n'), "", true)
+	return c.in.WriteLine(append(b, '\n'), "", true)
 }
 
 // Close implements [mcp.Connection]: it stops delivering messages and
 // closes the server's stdin, which tells a well-behaved server to exit.
-// It does not wait for the reading goroutine (see [ServerConn.Wait]).
-func (c *ServerConn) Close() error {
+// It does not wait for the reading goroutine (see [serverConn.Wait]).
+func (c *serverConn) Close() error {
 	c.close.Do(func() {
 		close(c.closed)
-		c.in.close(func() { c.stdin.Close() })
+		c.in.Close(func() { c.stdin.Close() })
 	})
 	return nil
 }
 
 // Wait waits until the reading goroutine has ended: stdout reached its
 // end (the process is gone, or its owner closed the pipe).
-func (c *ServerConn) Wait() { <-c.readDone }
+func (c *serverConn) Wait() { <-c.readDone }
 
 // read decodes one JSON-RPC message per line, hands responses to raw
 // calls to them and everything else to go-sdk. Lines that are not
 // JSON-RPC messages are logged and skipped.
-func (c *ServerConn) read(stdout io.Reader, max int) {
+func (c *serverConn) read(stdout io.Reader, max int) {
 	defer close(c.readDone)
 	defer close(c.incoming)
 	defer func() { c.failAll(c.endError()) }()
-	r := NewLineReader(stdout, max)
-	r.beforeRead = c.batch.Flush
-	r.SplitLong(minLineBuf)
+	r := wire.NewLineReader(stdout, max)
+	r.BeforeRead(c.batch.Flush)
+	r.SplitLong(wire.LongLine)
 	defer c.batch.Flush()
 	junk := 0
 	for {
@@ -220,9 +215,9 @@ func (c *ServerConn) read(stdout io.Reader, max int) {
 			switch m := msg.(type) {
 			case *jsonrpc.Response:
 				if c.listsPending.Load() > 0 && c.answersList(m.ID) {
-					m.Result, _ = KeepAnnotations(m.Result)
+					m.Result, _ = wire.KeepAnnotations(m.Result)
 				} else if m.Result != nil {
-					if fixed, n := SanitizeContent(m.Result); n > 0 {
+					if fixed, n := wire.SanitizeContent(m.Result); n > 0 {
 						c.logger.Warn("replaced content blocks of unknown type", "count", n)
 						m.Result = fixed
 					}
@@ -257,7 +252,7 @@ func (c *ServerConn) read(stdout io.Reader, max int) {
 
 // answersList reports whether id is a pending tools/list request of
 // go-sdk's, and forgets it.
-func (c *ServerConn) answersList(id jsonrpc.ID) bool {
+func (c *serverConn) answersList(id jsonrpc.ID) bool {
 	c.listsMu.Lock()
 	defer c.listsMu.Unlock()
 	if !c.lists[id.Raw()] {
@@ -290,38 +285,32 @@ func preview(b []byte) string {
 	return string(b)
 }
 
-// A RawCall is one tools/call made on a [ServerConn] without go-sdk: the
+// A rawCall is one tools/call made on a [serverConn] without go-sdk: the
 // request is written with an id of its own ("jr-N", a string, where
 // go-sdk's ids are numbers), and the response line with that id is handed
 // to the call undecoded. Notifications the server sends meanwhile
 // (progress, log messages) still go through go-sdk.
-type RawCall struct {
-	c      *ServerConn
-	link   *Link       // the host connection's link for the call, if it has one
+type rawCall struct {
+	c      *serverConn
+	link   *wire.Link  // the host connection's link for the call, if it has one
 	id     string      // as it appears on the wire, quotes included
-	to     RawReceiver // gets the reply, once
+	to     rawReceiver // gets the reply, once
 	unsent error       // the call was made after the connection ended: Send fails with it
 }
 
-// ErrNotSent is wrapped by the reply of a raw call the server cannot
-// have read: one made after the connection ended, or whose line failed
-// to be written (the pipe's reader is gone: a server that has exited
-// reads nothing more). Such a call may go to the next session.
-var ErrNotSent = errors.New("not sent: the server's connection had ended")
-
-// A RawReceiver gets a raw call's reply: the server's answer, a failure
-// to write the request, the cause given to [RawCall.Fail], or the end of
+// A rawReceiver gets a raw call's reply: the server's answer, a failure
+// to write the request, the cause given to [rawCall.Fail], or the end of
 // the server's stdout (an error wrapping io.EOF). ReceiveRaw is called
 // once, from whichever goroutine ends the call (the reading goroutine,
 // for the server's answer), and must not block for long: it holds up
 // reading.
-type RawReceiver interface {
-	ReceiveRaw(RawReply)
+type rawReceiver interface {
+	ReceiveRaw(rawReply)
 }
 
-// RawReply is how a raw call ended: the result member as the server sent
+// rawReply is how a raw call ended: the result member as the server sent
 // it, the server's error, or why there was no answer.
-type RawReply struct {
+type rawReply struct {
 	Result json.RawMessage
 	Err    *jsonrpc.Error
 	Fail   error
@@ -329,25 +318,25 @@ type RawReply struct {
 
 // NewRawCall returns a call whose reply goes to to. Its request is not
 // written yet: a caller that sets up timers that may fail it can do so
-// first ([RawCall.Send]).
-func (c *ServerConn) NewRawCall(to RawReceiver) *RawCall {
+// first ([rawCall.Send]).
+func (c *serverConn) NewRawCall(to rawReceiver) *rawCall {
 	return c.newRawCall(to)
 }
 
-func (c *ServerConn) newRawCall(to RawReceiver) *RawCall {
+func (c *serverConn) newRawCall(to rawReceiver) *rawCall {
 	n := c.rawSeq.Add(1)
 	var buf [32]byte
-	r := &RawCall{c: c, id: string(append(strconv.AppendUint(append(buf[:0], `"jr-`...), n, 10), '"')), to: to}
+	r := &rawCall{c: c, id: string(append(strconv.AppendUint(append(buf[:0], `"jr-`...), n, 10), '"')), to: to}
 	c.rawMu.Lock()
 	if c.readEnded {
 		// Nothing will be sent: Send says so (not here, where the
 		// caller may hold what its receiver takes).
 		c.rawMu.Unlock()
-		r.unsent = fmt.Errorf("%w: %w", ErrNotSent, c.endError())
+		r.unsent = fmt.Errorf("%w: %w", wire.ErrNotSent, c.endError())
 		return r
 	}
 	if c.raw == nil {
-		c.raw = make(map[string]*RawCall)
+		c.raw = make(map[string]*rawCall)
 	}
 	c.raw[r.id] = r
 	c.rawPending.Add(1)
@@ -360,18 +349,18 @@ func (c *ServerConn) newRawCall(to RawReceiver) *RawCall {
 // object's inside, without braces, such as
 // `"progressToken":"junction-1"`; empty for none). It may return before
 // the request is written: a failure to write arrives as the reply. ctx is
-// the call's: when it carries a [Link] (a host connection of package
+// the call's: when it carries a [wire.Link] (a host connection of package
 // dataplane makes one), the request and the answer are batched with that
 // connection's other traffic.
-func (r *RawCall) Send(ctx context.Context, meta []byte, params json.RawMessage) error {
+func (r *rawCall) Send(ctx context.Context, meta []byte, params json.RawMessage) error {
 	return r.SendRequest(ctx, "tools/call", meta, params)
 }
 
-// SendRequest is [RawCall.Send] for a request of another method (the
+// SendRequest is [rawCall.Send] for a request of another method (the
 // tasks extension's tasks/get, say); method must be a plain ASCII name.
-func (r *RawCall) SendRequest(ctx context.Context, method string, meta []byte, params json.RawMessage) error {
+func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, params json.RawMessage) error {
 	if r.unsent != nil {
-		r.deliver(RawReply{Fail: r.unsent})
+		r.deliver(rawReply{Fail: r.unsent})
 		return r.unsent
 	}
 	// JSON text must be UTF-8: a server may answer invalid bytes with a
@@ -385,18 +374,18 @@ func (r *RawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	line = append(line, `,"method":"`...)
 	line = append(line, method...)
 	line = append(line, `","params":`...)
-	line = appendParams(line, params, meta, RequestOf(ctx, params))
+	line = wire.AppendParams(line, params, meta, wire.RequestOf(ctx, params))
 	line = append(line, "}\n"...)
 	oneLine(line[:len(line)-1])
 	var err error
-	l := LinkOf(ctx)
+	l := wire.LinkOf(ctx)
 	if l != nil {
 		r.link = l
 	}
 	if b := hostBatch(l); b != nil {
 		err = r.c.in.WriteDeferred(line, r.id, b)
 	} else {
-		err = r.c.in.write(line, r.id, false)
+		err = r.c.in.WriteLine(line, r.id, false)
 	}
 	if err != nil {
 		r.c.fail(r.id, err) // the reply says so too
@@ -421,79 +410,22 @@ func oneLine(b []byte) {
 	}
 }
 
-// appendParams appends params with its _meta member replaced by one
-// holding meta (no _meta if meta is empty). hr, if not nil, is what the
-// host's side read of params (RequestOf): its _meta member, if it has
-// one, is cut out where hr says, without reading params again.
-func appendParams(line []byte, params json.RawMessage, meta []byte, hr *HostRequest) []byte {
-	if hr != nil {
-		// params are an object whose first member is not _meta.
-		line = append(line, '{')
-		if len(meta) > 0 {
-			line = append(line, `"_meta":{`...)
-			line = append(line, meta...)
-			line = append(line, "},"...)
-		}
-		if at := hr.MetaAt; at != [2]int{} {
-			line = append(line, params[1:at[0]]...)
-			return append(line, params[at[1]:]...)
-		}
-		return append(line, params[1:]...)
-	}
-	params = bytes.TrimSpace(params)
-	if !bytes.Contains(params, []byte(`"_meta"`)) && len(params) >= 2 {
-		// The common case: splice the _meta in front of the members.
-		if len(meta) == 0 {
-			return append(line, params...)
-		}
-		line = append(line, `{"_meta":{`...)
-		line = append(line, meta...)
-		line = append(line, '}')
-		if rest := bytes.TrimSpace(params[1:]); len(rest) > 0 && rest[0] != '}' {
-			line = append(line, ',')
-		}
-		return append(line, params[1:]...)
-	}
-	line = append(line, '{')
-	first := true
-	if len(meta) > 0 {
-		line = append(line, `"_meta":{`...)
-		line = append(line, meta...)
-		line = append(line, '}')
-		first = false
-	}
-	rawjson.ObjectSpans(params, func(key []byte, start, end int) {
-		if string(key) == "_meta" {
-			return
-		}
-		if !first {
-			line = append(line, ',')
-		}
-		first = false
-		line = append(line, '"')
-		line = append(line, key...)
-		line = append(line, `":`...)
-		line = append(line, params[start:end]...)
-	})
-	return append(line, '}')
-}
-
 // Fail ends the call, if it still waits, with cause as its reply. A nil
 // cause does nothing.
-func (r *RawCall) Fail(cause error) {
+func (r *rawCall) Fail(cause error) {
 	if cause != nil && r.Take() {
-		r.deliver(RawReply{Fail: cause})
+		r.deliver(rawReply{Fail: cause})
 	}
 }
 
 // Forget drops the call's waiter, if it is still there: a reply that
 // comes later is discarded.
-func (r *RawCall) Forget() { r.Take() }
+func (r *rawCall) Forget() { r.Take() }
 
 // Take takes the call out of the waiting ones and reports whether it was
 // still there: the caller that gets true is the one that ends it (and
 // delivers, if it delivers, the reply), so a call ends exactly once.
-func (r *RawCall) Take() bool {
+func (r *rawCall) Take() bool {
 	c := r.c
 	c.rawMu.Lock()
 	ok := c.raw[r.id] == r
@@ -506,35 +438,23 @@ func (r *RawCall) Take() bool {
 }
 
 // deliver hands the call its reply; called once, by whoever took it.
-func (r *RawCall) deliver(reply RawReply) { r.to.ReceiveRaw(reply) }
+func (r *rawCall) deliver(reply rawReply) { r.to.ReceiveRaw(reply) }
 
 // Cancel tells the server the call is cancelled (notifications/cancelled
 // with the call's id), with cause as the reason.
-func (r *RawCall) Cancel(cause error) {
+func (r *rawCall) Cancel(cause error) {
 	reason := "cancelled"
 	if cause != nil {
 		reason = cause.Error()
 	}
-	line := append(AppendCancelled(nil, r.id, reason), '\n')
-	if err := r.c.in.write(line, "", false); err != nil {
+	line := append(wire.AppendCancelled(nil, r.id, reason), '\n')
+	if err := r.c.in.WriteLine(line, "", false); err != nil {
 		r.c.logger.Debug("sending notifications/cancelled failed", "error", err)
 	}
 }
 
-// AppendCancelled appends to dst a notifications/cancelled for the
-// request id (JSON, as sent), with reason.
-func AppendCancelled(dst []byte, id, reason string) []byte {
-	q, _ := json.Marshal(reason) // strconv's quoting is not JSON's (\x01)
-	dst = slices.Grow(dst, 96+len(id)+len(q))
-	dst = append(dst, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
-	dst = append(dst, id...)
-	dst = append(dst, `,"reason":`...)
-	dst = append(dst, q...)
-	return append(dst, "}}"...)
-}
-
 // fail ends the raw call id, if it still waits, with cause.
-func (c *ServerConn) fail(id string, cause error) {
+func (c *serverConn) fail(id string, cause error) {
 	c.rawMu.Lock()
 	r, ok := c.raw[id]
 	if ok {
@@ -543,13 +463,13 @@ func (c *ServerConn) fail(id string, cause error) {
 	}
 	c.rawMu.Unlock()
 	if ok {
-		r.deliver(RawReply{Fail: cause})
+		r.deliver(rawReply{Fail: cause})
 	}
 }
 
 // loneRawCall returns the id of the one raw call waiting, or nil if there
 // are none or several.
-func (c *ServerConn) loneRawCall() []byte {
+func (c *serverConn) loneRawCall() []byte {
 	c.rawMu.Lock()
 	defer c.rawMu.Unlock()
 	if len(c.raw) != 1 {
@@ -563,10 +483,10 @@ func (c *ServerConn) loneRawCall() []byte {
 
 // failAll ends every raw call still waiting, with cause: the server's
 // stdout has ended, so no reply will come. Calls made later fail at once.
-func (c *ServerConn) failAll(cause error) {
+func (c *serverConn) failAll(cause error) {
 	c.rawMu.Lock()
 	c.readEnded = true
-	calls := make([]*RawCall, 0, len(c.raw))
+	calls := make([]*rawCall, 0, len(c.raw))
 	for id, r := range c.raw {
 		calls = append(calls, r)
 		delete(c.raw, id)
@@ -574,13 +494,13 @@ func (c *ServerConn) failAll(cause error) {
 	c.rawPending.Store(0)
 	c.rawMu.Unlock()
 	for _, r := range calls {
-		r.deliver(RawReply{Fail: cause})
+		r.deliver(rawReply{Fail: cause})
 	}
 }
 
 // deliverRaw hands line to the raw call waiting for it and reports
 // whether it was such a response. Called by read only.
-func (c *ServerConn) deliverRaw(line []byte) bool {
+func (c *serverConn) deliverRaw(line []byte) bool {
 	var id, result, errv []byte
 	method := false
 	if !rawjson.EachMember(line, func(key, val []byte) {
@@ -618,10 +538,10 @@ func (c *ServerConn) deliverRaw(line []byte) bool {
 	if !ok {
 		return true // a reply to a raw call that gave up: not go-sdk's either
 	}
-	var reply RawReply
+	var reply rawReply
 	switch {
 	case result != nil && errv == nil:
-		// The line is the reader's own copy (LineReader.Next allocates
+		// The line is the reader's own copy (wire.LineReader.Next allocates
 		// per line), so the result can be kept without a copy.
 		reply.Result = result
 	case errv != nil:
@@ -645,7 +565,7 @@ func (c *ServerConn) deliverRaw(line []byte) bool {
 
 // hostBatch is the batch a call's request queues in: the one of the host
 // connection's reading goroutine, while it starts the call.
-func hostBatch(l *Link) *Batch {
+func hostBatch(l *wire.Link) *wire.Batch {
 	if l == nil {
 		return nil
 	}
