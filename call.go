@@ -313,9 +313,9 @@ func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessag
 // StartToolRaw starts the call on rs (the call's source, as returned by
 // [View.BeginRaw]) with params, as [Call.CallToolRaw] does, without
 // waiting: answer gets what the host receives (see [Call.FinishRaw]),
-// exactly once, from the goroutine that ends the call. It returns the
-// source's cancel func (see [RawStarter]); never nil.
-func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer RawAnswer) (cancel func(error)) {
+// exactly once, from the goroutine that ends the call. It returns what
+// cancels the call at the source (see [RawStarter]); never nil.
+func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer RawAnswer) (cancel RawCancel) {
 	c.answer = answer
 	done := (*startedCall)(c)
 	defer func() {
@@ -323,7 +323,7 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer RawAns
 			done.RawDone(nil, recovered(r))
 		}
 		if cancel == nil {
-			cancel = func(error) {}
+			cancel = NoCancel
 		}
 	}()
 	params = withoutTasks(c.src, params)

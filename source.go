@@ -180,14 +180,30 @@ type RawChooser interface {
 // once: StartToolRaw writes the call and ends it through done, exactly
 // once, with what CallToolRaw would return, from whichever goroutine ends
 // the call (typically the one reading the source's answers). It returns
-// a func that cancels the call, with the cause the source passes on (the
-// host cancelled); ctx's own cancellation, if it has any, cancels it
-// too. The data plane uses it where a host's connection would otherwise
+// what cancels the call (never nil); ctx's own cancellation, if it has
+// any, cancels it too. The data plane uses it where a host's connection would otherwise
 // keep a goroutine waiting per call. done must not block for long.
 type RawStarter interface {
 	RawCaller
-	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done RawDone) (cancel func(cause error))
+	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done RawDone) RawCancel
 }
+
+// A RawCancel cancels a call a [RawStarter] started, with the cause the
+// source passes on (the host cancelled). Like [RawDone], it is an
+// interface so that the source's record of the call can be it.
+type RawCancel interface {
+	CancelRaw(cause error)
+}
+
+// RawCancelFunc is a func as a [RawCancel].
+type RawCancelFunc func(cause error)
+
+// CancelRaw calls f.
+func (f RawCancelFunc) CancelRaw(cause error) { f(cause) }
+
+// NoCancel is the RawCancel of a call that has nothing left to cancel
+// (it ended as it started).
+var NoCancel RawCancel = RawCancelFunc(func(error) {})
 
 // A RawDone takes the outcome of a call a [RawStarter] started. It is an
 // interface, not a func, so that whoever ends a call can be the record

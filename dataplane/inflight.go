@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/wire"
 )
 
@@ -51,8 +52,8 @@ type hostCall struct {
 	// both).
 	context.Context
 
-	cancel    func(cause error) // nil until set; guarded by inflight.mu
-	cancelled bool              // the host cancelled it; guarded by inflight.mu
+	cancel    junction.RawCancel // nil until set; guarded by inflight.mu
+	cancelled bool               // the host cancelled it; guarded by inflight.mu
 
 	link wire.Link
 	// req is where link.Request points once the call's params are made
@@ -136,15 +137,15 @@ func (t *inflight) finish(key string, c *hostCall, answer func()) (cancelled boo
 	return cancelled
 }
 
-// setCancel gives c the func that cancels it; a call cancelled before
-// that is cancelled at once.
-func (t *inflight) setCancel(c *hostCall, cancel func(error)) {
+// setCancel gives c what cancels it; a call cancelled before that is
+// cancelled at once.
+func (t *inflight) setCancel(c *hostCall, cancel junction.RawCancel) {
 	t.mu.Lock()
 	c.cancel = cancel
 	cancelled := c.cancelled
 	t.mu.Unlock()
 	if cancelled {
-		cancel(errHostCancelled)
+		cancel.CancelRaw(errHostCancelled)
 	}
 }
 
@@ -153,14 +154,14 @@ func (t *inflight) setCancel(c *hostCall, cancel func(error)) {
 func (t *inflight) cancel(key string) bool {
 	t.mu.Lock()
 	c := t.lookup(key)
-	var cancel func(error)
+	var cancel junction.RawCancel
 	if c != nil {
 		c.cancelled = true
 		cancel = c.cancel
 	}
 	t.mu.Unlock()
 	if cancel != nil {
-		cancel(errHostCancelled)
+		cancel.CancelRaw(errHostCancelled)
 	}
 	return c != nil
 }
@@ -175,7 +176,7 @@ var errHostCancelled = context.Canceled
 // or the session ended).
 func (t *inflight) cancelAll() {
 	t.mu.Lock()
-	var cancels []func(error)
+	var cancels []junction.RawCancel
 	mark := func(c *hostCall) {
 		c.cancelled = true // no answer now; and one still starting is cancelled by setCancel
 		if c.cancel != nil {
@@ -190,7 +191,7 @@ func (t *inflight) cancelAll() {
 	}
 	t.mu.Unlock()
 	for _, cancel := range cancels {
-		cancel(errHostCancelled)
+		cancel.CancelRaw(errHostCancelled)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/junction-mcp/junction"
 )
 
 // TestInflight: the table finds its calls by id whether it holds one or
@@ -18,7 +20,7 @@ func TestInflight(t *testing.T) {
 		if !tab.add(key, c) {
 			t.Fatalf("add(%s) refused", key)
 		}
-		tab.setCancel(c, func(err error) { cancelled[key] = err })
+		tab.setCancel(c, junction.RawCancelFunc(func(err error) { cancelled[key] = err }))
 		return c
 	}
 	c1 := newCall("1")

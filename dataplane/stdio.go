@@ -667,7 +667,7 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 		// call's context: begin again with one that can be.
 		call.Release()
 		ctx, cancelCtx = context.WithCancelCause(ctx)
-		hc.cancel = cancelCtx
+		hc.cancel = junction.RawCancelFunc(cancelCtx)
 		if call, rc = s.p.v.BeginRaw(ctx, tc.name); call == nil {
 			cancelCtx(nil)
 			return false
@@ -834,7 +834,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 		host = nil
 	}
 	ctx, cancel := context.WithCancelCause(parent)
-	hc.cancel = cancel
+	hc.cancel = junction.RawCancelFunc(cancel)
 	if !s.calls.add(key, hc) {
 		cancel(nil)
 		return s.refuseReused(hr.id)
@@ -932,7 +932,7 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 	sc := &stdioCall{}
 	hc := &sc.hostCall
 	ctx, cancel := context.WithCancelCause(s.linked(key, hc, mi))
-	hc.cancel = cancel
+	hc.cancel = junction.RawCancelFunc(cancel)
 	ctx = withHostCall(ctx, hc)
 	if !s.calls.add(key, hc) {
 		cancel(nil)

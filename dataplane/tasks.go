@@ -230,7 +230,7 @@ func (s *stdioSession) takeTask(line []byte) bool {
 	}
 	owner := s.taskOwner()
 	ctx, cancel := context.WithCancelCause(withHostCall(s.base, hc))
-	hc.cancel = cancel
+	hc.cancel = junction.RawCancelFunc(cancel)
 	// tr is passed, not captured: a capture would put it on the heap for
 	// every line read, tools/call or not.
 	go func(tr taskRequest) {

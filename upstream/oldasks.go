@@ -135,7 +135,7 @@ type retryingStart struct {
 	done   junction.RawDone
 
 	mu      sync.Mutex
-	cancel  func(error)
+	cancel  junction.RawCancel
 	retried bool
 	ended   error // the cancellation's cause, once cancelled
 }
@@ -157,11 +157,13 @@ func (r *retryingStart) RawDone(res json.RawMessage, err error) {
 	cause := r.ended
 	r.mu.Unlock()
 	if cause != nil {
-		c(cause)
+		c.CancelRaw(cause)
 	}
 }
 
-func (r *retryingStart) cancelFunc(cause error) {
+// CancelRaw implements junction.RawCancel: it cancels the attempt that
+// is running, and any that would follow.
+func (r *retryingStart) CancelRaw(cause error) {
 	r.mu.Lock()
 	if r.ended == nil {
 		r.ended = cause
@@ -172,6 +174,6 @@ func (r *retryingStart) cancelFunc(cause error) {
 	c := r.cancel
 	r.mu.Unlock()
 	if c != nil {
-		c(cause)
+		c.CancelRaw(cause)
 	}
 }

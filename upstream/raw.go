@@ -121,10 +121,10 @@ var _ junction.RawStarter = (*Server)(nil)
 // cancellation), so no goroutine waits for the answer. A call that must
 // wait for a session, resumes a bridge, or asks a host before 2026-07-28
 // for input, goes on as CallToolRaw on a goroutine of its own.
-func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) (cancel func(error)) {
+func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) junction.RawCancel {
 	if t, release, err := s.routeRaw(ctx, params); err != nil {
 		done.RawDone(nil, err)
-		return func(error) {}
+		return junction.NoCancel
 	} else if t != s {
 		return t.StartToolRaw(ctx, name, params, junction.RawDoneFunc(func(res json.RawMessage, err error) {
 			release()
@@ -141,17 +141,17 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 			r.cancel = c
 		}
 		r.mu.Unlock()
-		return r.cancelFunc
+		return r
 	}
 	return s.startToolRaw(ctx, name, params, done)
 }
 
 // startToolRaw is StartToolRaw on s's own session.
-func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) (cancel func(error)) {
+func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) junction.RawCancel {
 	params, timeout, err := s.rawCheck(name, params)
 	if err != nil {
 		done.RawDone(nil, err)
-		return func(error) {}
+		return junction.NoCancel
 	}
 	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, timeout: timeout, done: done, async: true}
 	f.hm = readHostMeta(ctx, params, junction.HostSession(ctx))
@@ -164,8 +164,11 @@ func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawM
 		f.bridgeable = bridgeable(f.hm, sess)
 		f.start(sess)
 	}
-	return f.cancel
+	return f
 }
+
+// CancelRaw implements junction.RawCancel: see cancel.
+func (f *rawFlight) CancelRaw(cause error) { f.cancel(cause) }
 
 // resumes reports whether a call is the retry, with answers, of a call
 // bridged to a host at 2026-07-28 or later (see bridge) by a server
