@@ -741,20 +741,21 @@ func (sc *stdioCall) answerAs(s *stdioSession, key string, id []byte, typed bool
 // cancelled the call, as JSON-RPC asks. Then it calls sc.done, if set.
 func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
 	s, hc := sc.s, &sc.hostCall
-	if werr == nil && sc.typed && !hc.link.Stamped.Load() {
-		res = wire.ModernResult(res, s.p.impl)
-	}
+	stamp := werr == nil && sc.typed && !hc.link.Stamped.Load()
 	s.calls.finish(sc.key, hc, func() {
 		if s.session != nil {
 			// Straight to the POST that waits for it (session.go).
-			s.session.out.answer(sc.key, wire.AnswerLine(sc.id, res, werr))
+			s.session.out.answer(sc.key, sc.line(res, werr, stamp))
 			return
 		}
 		if werr == nil && len(res) > wire.BigWrite {
+			if stamp {
+				res = wire.ModernResult(res, s.p.impl)
+			}
 			s.c.out.WriteAnswer(sc.id, res) // not held back: no copy
 			return
 		}
-		line := wire.AnswerLine(sc.id, res, werr)
+		line := sc.line(res, werr, stamp)
 		if via := hc.link.Via.Load(); via != nil && sc.started {
 			s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
 		} else {
@@ -764,6 +765,15 @@ func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
 	if sc.done != nil {
 		sc.done(nil)
 	}
+}
+
+// line is the host's answer line: res stamped for the host's revision
+// when stamp is set (wire.ModernAnswerLine), or werr.
+func (sc *stdioCall) line(res json.RawMessage, werr *jsonrpc.Error, stamp bool) []byte {
+	if stamp {
+		return wire.ModernAnswerLine(sc.id, res, sc.s.p.impl)
+	}
+	return wire.AnswerLine(sc.id, res, werr)
 }
 
 // StreamDone implements wire.StreamDone for a started call whose answer

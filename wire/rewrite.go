@@ -273,25 +273,44 @@ func ModernResult(res []byte, impl []byte) []byte {
 	return rw.apply(res)
 }
 
+// ModernAnswerLine is AnswerLine(id, ModernResult(res, impl), nil), the
+// answer line for a host at 2026-07-28 or later, made in one allocation
+// for the common result (see stampPlain).
+func ModernAnswerLine(id, res, impl []byte) []byte {
+	buf := appendAnswerHead(make([]byte, 0, len(id)+len(res)+len(impl)+stampRoom+40), id)
+	if out, ok := appendStampPlain(buf, res, impl); ok {
+		return append(out, "}\n"...)
+	}
+	return AnswerLine(id, ModernResult(res, impl), nil)
+}
+
+// stampRoom is what stampPlain adds to a result besides impl.
+const stampRoom = len(`,"_meta":{"` + mcp.MetaKeyServerInfo + `":},"resultType":"complete"`)
+
 // stampPlain is ModernResult for the common result, an object in which
 // neither "_meta" nor "resultType" appears at all: the two members go
 // before its closing brace, found from the end, without a walk of its
 // members. For a well-formed object the bytes are those of the walk
 // (apply); false for any other result, which the walk takes.
 func stampPlain(res, impl []byte) ([]byte, bool) {
+	return appendStampPlain(make([]byte, 0, len(res)+len(impl)+stampRoom), res, impl)
+}
+
+// appendStampPlain is stampPlain appending to dst; on false, dst is
+// returned as it was.
+func appendStampPlain(dst, res, impl []byte) ([]byte, bool) {
 	if bytes.Contains(res, []byte(`"_meta"`)) || bytes.Contains(res, []byte(`"resultType"`)) {
-		return nil, false
+		return dst, false
 	}
 	start, end := rawjson.SkipSpace(res, 0), len(res)
 	for end > start && rawjson.IsSpace(res[end-1]) {
 		end--
 	}
 	if end-start < 2 || res[start] != '{' || res[end-1] != '}' {
-		return nil, false
+		return dst, false
 	}
 	closing := end - 1
-	out := make([]byte, 0, len(res)+len(impl)+96)
-	out = append(out, res[:closing]...)
+	out := append(dst, res[:closing]...)
 	if rawjson.SkipSpace(res, start+1) < closing {
 		out = append(out, ',') // after the result's own members
 	}

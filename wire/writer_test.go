@@ -132,6 +132,9 @@ func TestModernResult(t *testing.T) {
 		if got := string(ModernResult([]byte(tc.in), impl)); got != tc.want {
 			t.Errorf("ModernResult(%s) = %s, want %s", tc.in, got, tc.want)
 		}
+		if got, want := string(ModernAnswerLine([]byte(`7`), []byte(tc.in), impl)), `{"jsonrpc":"2.0","id":7,"result":`+tc.want+"}\n"; got != want {
+			t.Errorf("ModernAnswerLine(%s) = %s, want %s", tc.in, got, want)
+		}
 	}
 }
 
@@ -152,6 +155,10 @@ func FuzzModernResult(f *testing.F) {
 		}
 		if ok && !json.Valid(got) {
 			t.Fatalf("stampPlain(%q) = %q, not JSON", res, got)
+		}
+		id := []byte(`"a-1"`)
+		if line, want := ModernAnswerLine(id, res, testImpl), AnswerLine(id, ModernResult(res, testImpl), nil); !bytes.Equal(line, want) {
+			t.Fatalf("ModernAnswerLine(%q) = %q, want %q", res, line, want)
 		}
 	})
 }
