@@ -87,17 +87,29 @@ func refuseTransport(w http.ResponseWriter, r *http.Request) bool {
 // names a revision the hub does not speak (one of 2026-07-28 or later is
 // checked with the request), and reports whether it did.
 func refuseVersion(w http.ResponseWriter, r *http.Request) bool {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && !junction.ParseRevision(v).Stateless() {
-		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(mcp.SupportedProtocolVersions(), ",")), http.StatusBadRequest)
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedVersions(), v) && !junction.ParseRevision(v).Stateless() {
+		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(supportedVersions(), ",")), http.StatusBadRequest)
 		return true
 	}
 	return false
 }
 
+// supportedVersions is go-sdk's list of the protocol versions it speaks,
+// made once (mcp.SupportedProtocolVersions makes a copy at each call).
+var supportedVersions = sync.OnceValue(mcp.SupportedProtocolVersions)
+
+// isJSONMediaType reports whether the Content-Type ct names
+// application/json (with parameters, say a charset), as go-sdk's check
+// reads it.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
 // refusePOSTHeaders answers the POST r with go-sdk's error if its
 // Content-Type or Accept will not do, and reports whether it did.
 func refusePOSTHeaders(w http.ResponseWriter, r *http.Request) bool {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
 		return true
 	}
