@@ -243,7 +243,7 @@ func (f *rawFlight) start(sess *session) {
 	// host's cancellation is ctx. Its reply may come before it is set up
 	// (the server's stdout ending): f.mu holds it back until then.
 	f.mu.Lock()
-	f.rc = sess.stdio().NewRawCall(f)
+	f.rc = sess.stdio().newRawCall(f)
 	c := s.registerIn(&f.rec, f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
 	if c == nil {
 		f.rc.Forget()

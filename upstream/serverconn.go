@@ -50,7 +50,7 @@ type serverConnOptions struct {
 // A serverConn is junction's side of the stdin and stdout of an MCP
 // server it runs: newline-delimited JSON-RPC both ways, an
 // [mcp.Connection] for go-sdk's client, and raw tool calls beside
-// go-sdk's requests on the same pipes ([serverConn.NewRawCall]).
+// go-sdk's requests on the same pipes ([serverConn.newRawCall]).
 //
 // Lines on stdout that are not JSON-RPC messages (a banner, a stray
 // print) are logged and skipped, where go-sdk's own connection would end
@@ -316,13 +316,9 @@ type rawReply struct {
 	Fail   error
 }
 
-// NewRawCall returns a call whose reply goes to to. Its request is not
+// newRawCall returns a call whose reply goes to to. Its request is not
 // written yet: a caller that sets up timers that may fail it can do so
 // first ([rawCall.Send]).
-func (c *serverConn) NewRawCall(to rawReceiver) *rawCall {
-	return c.newRawCall(to)
-}
-
 func (c *serverConn) newRawCall(to rawReceiver) *rawCall {
 	n := c.rawSeq.Add(1)
 	var buf [32]byte

@@ -65,7 +65,7 @@ func (s sentCall) Reply() <-chan rawReply { return s.reply }
 // sendRaw starts a raw call with progress token tok.
 func (p *pipeConn) sendRaw(tok string, params json.RawMessage) (sentCall, error) {
 	reply := make(replies, 1)
-	rc := p.c.NewRawCall(reply)
+	rc := p.c.newRawCall(reply)
 	err := rc.Send(context.Background(), []byte(`"progressToken":"`+tok+`"`), params)
 	return sentCall{rc, reply}, err
 }
@@ -272,7 +272,7 @@ func (l lockingReceiver) ReceiveRaw(r rawReply) {
 }
 
 // A raw call made after the server's stdout has ended is not sent, and
-// says so (wire.ErrNotSent) through Send, not through NewRawCall: a caller may
+// says so (wire.ErrNotSent) through Send, not through newRawCall: a caller may
 // hold what its receiver takes while it makes the call (it did, and the
 // call never ended).
 func TestRawCallAfterEnd(t *testing.T) {
@@ -289,7 +289,7 @@ func TestRawCallAfterEnd(t *testing.T) {
 	done := make(chan *rawCall, 1)
 	go func() {
 		mu.Lock()
-		rc := p.c.NewRawCall(rcv)
+		rc := p.c.newRawCall(rcv)
 		mu.Unlock()
 		done <- rc
 	}()
@@ -297,7 +297,7 @@ func TestRawCallAfterEnd(t *testing.T) {
 	select {
 	case rc = <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("NewRawCall after the end delivered its reply at once, into a receiver its caller holds")
+		t.Fatal("newRawCall after the end delivered its reply at once, into a receiver its caller holds")
 	}
 	if err := rc.Send(context.Background(), nil, json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, wire.ErrNotSent) {
 		t.Errorf("Send after the end = %v, want wire.ErrNotSent", err)
@@ -395,7 +395,7 @@ func TestRawCallUnwritten(t *testing.T) {
 	p := newPipeConn(t)
 	p.serverIn.Close() // the server is gone: nothing reads its stdin
 	rcv := make(replies, 1)
-	rc := p.c.NewRawCall(rcv)
+	rc := p.c.newRawCall(rcv)
 	rc.Send(context.Background(), nil, json.RawMessage(`{"name":"echo"}`))
 	select {
 	case r := <-rcv:

@@ -63,7 +63,7 @@ func (s *Server) TaskRequest(ctx context.Context, method string, params json.Raw
 		return nil, fmt.Errorf("upstream %q: %s: not connected: %w", s.name, method, junction.ErrSourceDown)
 	}
 	reply := make(taskReply, 1)
-	rc := sess.stdio().NewRawCall(reply)
+	rc := sess.stdio().newRawCall(reply)
 	rc.SendRequest(ctx, method, taskMeta(sess), params) // a failure to write is the reply
 	timer := time.NewTimer(taskRequestTimeout)
 	defer timer.Stop()
