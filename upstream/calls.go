@@ -41,10 +41,15 @@ type call struct {
 	lazy      *rawFlight      // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
 	sess      *session
-	caps      []byte        // the capabilities the host sent with the call (2026-07-28); nil if none. Guarded by Server.mu
-	cancel    failer        // ends the request; see register
-	handled   atomic.Int64  // progress notifications handled
-	progress  chan struct{} // capacity 1; signalled on each one
+	caps      []byte       // the capabilities the host sent with the call (2026-07-28); nil if none. Guarded by Server.mu
+	cancel    failer       // ends the request; see register
+	handled   atomic.Int64 // progress notifications handled
+	// progressRead counts the progress notifications read for the call,
+	// ownLogs is the number of the last log message read on its own
+	// response stream (see progress.go).
+	progressRead atomic.Int64
+	ownLogs      atomic.Int64
+	progress     chan struct{} // capacity 1; signalled on each one
 	// notify orders what goes to the host about the call: progress as it
 	// comes, and the progress its bridge held while no host request was
 	// open, which the next one gets first (setHost).
@@ -551,7 +556,7 @@ func stripServerFields(res *mcp.CallToolResult) *mcp.CallToolResult {
 // progressCounter).
 func (s *Server) drainProgress(c *call) {
 	s.drainLogs(c)
-	want := int64(s.progress.take(c.token))
+	want := c.progressRead.Load()
 	if c.handled.Load() >= want {
 		return
 	}
@@ -578,7 +583,7 @@ const drainWait = 5 * time.Second
 // upstream before c's result that c's host must see first have been
 // handled (forwarded to hosts): see progressCounter.
 func (s *Server) drainLogs(c *call) {
-	want := s.progress.logsBefore(c.token)
+	want := s.logsBefore(c)
 	if s.logsHandled.Load() >= want {
 		return
 	}
@@ -679,7 +684,6 @@ func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host ju
 	var buf [32]byte
 	c.token = string(strconv.AppendUint(append(buf[:0], "junction-"...), s.nextToken, 10))
 	s.calls[c.token] = c
-	s.progress.begin(c.token)
 	s.mu.Unlock()
 	return c
 }
@@ -701,7 +705,6 @@ func (c *call) noProgress() { c.cancel.Fail(errNoProgress) }
 // end ends a call registered by register.
 func (s *Server) end(c *call) {
 	c.cancel.Fail(nil)
-	s.progress.take(c.token) // forget its count
 	s.mu.Lock()
 	delete(s.calls, c.token)
 	if c.host != nil {

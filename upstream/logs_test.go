@@ -75,7 +75,7 @@ func TestHTTPCallLogsBeforeItsResult(t *testing.T) {
 	if !slices.Equal(seen, want) {
 		t.Errorf("the host read %q; want each call's %d log messages before its result", seen, n)
 	}
-	if read, free := up.progress.logs.Load(), up.progress.free.Load(); read != 3*n || free != 0 {
+	if read, free := up.logsRead.Load(), up.logsFree.Load(); read != 3*n || free != 0 {
 		t.Errorf("log messages read %d, the last one of no call number %d; want %d and 0 (all of them the calls' own)", read, free, 3*n)
 	}
 }

@@ -416,7 +416,7 @@ func TestDrainLogsSignalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := bareServer(t)
 		c := &call{token: "junction-1"}
-		s.progress.countLog("") // one message read, not yet handled
+		s.countLog("") // one message read, not yet handled
 		done := make(chan time.Duration)
 		go func() {
 			start := time.Now()
@@ -445,6 +445,7 @@ func TestDrainLogsOwnStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := bareServer(t)
 		quiet, chatty := &call{token: "junction-1"}, &call{token: "junction-2"}
+		s.calls[quiet.token], s.calls[chatty.token] = quiet, chatty // in flight
 		handle := func(n int) {
 			for range n {
 				s.onLog(t.Context(), &mcp.LoggingMessageRequest{Params: &mcp.LoggingMessageParams{Level: "info", Data: "x"}})
@@ -458,26 +459,26 @@ func TestDrainLogsOwnStream(t *testing.T) {
 			case <-done:
 				return false
 			default:
-				handle(int(s.progress.logs.Load() - s.logsHandled.Load()))
+				handle(int(s.logsRead.Load() - s.logsHandled.Load()))
 				<-done
 				return true
 			}
 		}
 		for range 3 {
-			s.progress.countLog(chatty.token) // read, not handled
+			s.countLog(chatty.token) // read, not handled
 		}
 		if waits(quiet) {
 			t.Error("a call without log messages waited for another call's")
 		}
 		for range 3 {
-			s.progress.countLog(chatty.token)
+			s.countLog(chatty.token)
 		}
-		s.progress.countLog(quiet.token)
+		s.countLog(quiet.token)
 		if !waits(quiet) {
 			t.Error("a call's result did not wait for its own log message")
 		}
-		s.progress.countLog(chatty.token)
-		s.progress.countLog("")
+		s.countLog(chatty.token)
+		s.countLog("")
 		if !waits(quiet) {
 			t.Error("a call's result did not wait for a log message of no call")
 		}

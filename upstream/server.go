@@ -78,7 +78,8 @@ type Server struct {
 	http          *http.Client                           // built on first use
 	ownTransport  *http.Transport                        // nil when Config.HTTPClient is set
 	nextToken     uint64
-	progress      progressCounter               // progress notifications read, for drainProgress
+	logsRead      atomic.Int64                  // log messages read (see progress.go)
+	logsFree      atomic.Int64                  // the number of the last one read on a stream of no call
 	logsHandled   atomic.Int64                  // log messages handled by onLog, for drainLogs
 	bridges       map[string]*bridge            // parked calls, by requestState (see bridge)
 	hostCaps      *mcp.ClientCapabilities       // a host's own session: the capabilities declared (see perhost.go)
@@ -872,7 +873,7 @@ func (s *Server) transport(cfg *Config, life context.Context, cancel context.Can
 	case TransportStreamableHTTP:
 		return &mcp.StreamableClientTransport{Endpoint: shownEndpoint(cfg.URL), HTTPClient: s.httpClient()}
 	}
-	return &commandTransport{cfg: *cfg, logger: s.logger, progress: &s.progress, note: s.sandboxNote}
+	return &commandTransport{cfg: *cfg, logger: s.logger, observe: s.observe, note: s.sandboxNote}
 }
 
 // stdio returns the session's stdio connection, or nil for other
@@ -927,7 +928,7 @@ func (s *Server) httpClient() *http.Client {
 	if cfg.Auth != nil {
 		rt = cfg.Auth.WrapTransport(rt)
 	}
-	c.Transport = withRealQuery(&wire.ContentTransport{Base: rt, Observe: s.progress.observeStream, Warn: func(n int) {
+	c.Transport = withRealQuery(&wire.ContentTransport{Base: rt, Observe: s.observeStream, Warn: func(n int) {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
 	}}, cfg.URL)
 	s.http = &c

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,11 +49,11 @@ var stdoutPipeSize = 256 << 10
 //     go-sdk's decoder ends the session on the first one;
 //   - sends the server's stderr to the logger line by line.
 type commandTransport struct {
-	cfg      Config
-	logger   *slog.Logger
-	progress *progressCounter
-	note     func(string) // records a sandbox event (Server.sandboxNote); nil: none
-	conn     *stdioConn   // set by Connect
+	cfg     Config
+	logger  *slog.Logger
+	observe func(method string, params json.RawMessage) // counts what the server sends about calls (Server.observe)
+	note    func(string)                                // records a sandbox event (Server.sandboxNote); nil: none
+	conn    *stdioConn                                  // set by Connect
 }
 
 // sandboxNote records a sandbox event, if the transport has somewhere to.
@@ -160,7 +161,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	c.serverConn = newServerConn(stdinPipe{File: stdinW, broken: c.serverEnded}, stdoutR, &serverConnOptions{
 		Logger:   c.logger,
 		MaxLine:  maxLineLength,
-		Observe:  t.progress.observe,
+		Observe:  t.observe,
 		EndError: func() error { c.serverEnded(); return c.endErr() },
 	})
 	t.conn = c
