@@ -181,8 +181,9 @@ type RawChooser interface {
 // once, with what CallToolRaw would return, from whichever goroutine ends
 // the call (typically the one reading the source's answers). It returns
 // what cancels the call (never nil); ctx's own cancellation, if it has
-// any, cancels it too. The data plane uses it where a host's connection would otherwise
-// keep a goroutine waiting per call. done must not block for long.
+// any, cancels it too. The data plane uses it where a host's connection
+// would otherwise keep a goroutine waiting per call. done must not block
+// for long.
 type RawStarter interface {
 	RawCaller
 	StartToolRaw(ctx context.Context, name string, params json.RawMessage, done RawDone) RawCancel
@@ -207,7 +208,8 @@ var NoCancel RawCancel = RawCancelFunc(func(error) {})
 
 // A RawDone takes the outcome of a call a [RawStarter] started. It is an
 // interface, not a func, so that whoever ends a call can be the record
-// it already has of it (a [Call] is one), with no closure made per call.
+// it already has of it (the core's record of a call started with
+// [Call.StartToolRaw] is), with no closure made per call.
 type RawDone interface {
 	RawDone(res json.RawMessage, err error)
 }
