@@ -327,7 +327,7 @@ func (f *rawFlight) openBridge() *bridge {
 	if f.b != nil || f.finished || f.streams || f.c == nil {
 		return f.b
 	}
-	b := newBridge(func() { f.cancel(context.Canceled) }, bridgeOwner(f.ctx, junction.HostSession(f.ctx)))
+	b := newBridge(func() { f.CancelRaw(context.Canceled) }, bridgeOwner(f.ctx, junction.HostSession(f.ctx)))
 	if f.stop != nil {
 		f.stop() // the host's request no longer ends the call
 		f.stop = nil

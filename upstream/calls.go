@@ -41,15 +41,15 @@ type call struct {
 	lazy      *rawFlight      // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
 	sess      *session
-	caps      []byte       // the capabilities the host sent with the call (2026-07-28); nil if none. Guarded by Server.mu
-	cancel    failer       // ends the request; see register
-	handled   atomic.Int64 // progress notifications handled
+	caps      []byte        // the capabilities the host sent with the call (2026-07-28); nil if none. Guarded by Server.mu
+	cancel    failer        // ends the request; see register
+	handled   atomic.Int64  // progress notifications handled
+	progress  chan struct{} // capacity 1; signalled on each one
 	// progressRead counts the progress notifications read for the call,
 	// ownLogs is the number of the last log message read on its own
 	// response stream (see progress.go).
 	progressRead atomic.Int64
 	ownLogs      atomic.Int64
-	progress     chan struct{} // capacity 1; signalled on each one
 	// notify orders what goes to the host about the call: progress as it
 	// comes, and the progress its bridge held while no host request was
 	// open, which the next one gets first (setHost).
@@ -553,7 +553,7 @@ func stripServerFields(res *mcp.CallToolResult) *mcp.CallToolResult {
 // drainProgress waits, briefly, until the progress notifications and log
 // messages the upstream sent before its result have been forwarded, so the
 // host sees them before the result, as the upstream sent them (see
-// progressCounter).
+// progress.go).
 func (s *Server) drainProgress(c *call) {
 	s.drainLogs(c)
 	want := c.progressRead.Load()
@@ -581,7 +581,7 @@ const drainWait = 5 * time.Second
 
 // drainLogs waits, at most drainWait, until the log messages read from the
 // upstream before c's result that c's host must see first have been
-// handled (forwarded to hosts): see progressCounter.
+// handled (forwarded to hosts): see progress.go.
 func (s *Server) drainLogs(c *call) {
 	want := s.logsBefore(c)
 	if s.logsHandled.Load() >= want {

@@ -167,9 +167,6 @@ func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawM
 	return f
 }
 
-// CancelRaw implements junction.RawCancel: see cancel.
-func (f *rawFlight) CancelRaw(cause error) { f.cancel(cause) }
-
 // resumes reports whether a call is the retry, with answers, of a call
 // bridged to a host at 2026-07-28 or later (see bridge) by a server
 // before it.
@@ -263,7 +260,7 @@ func (f *rawFlight) start(sess *session) {
 	}
 	f.c = c
 	if f.ctx.Done() != nil {
-		f.stop = context.AfterFunc(f.ctx, func() { f.cancel(context.Cause(f.ctx)) })
+		f.stop = context.AfterFunc(f.ctx, func() { f.CancelRaw(context.Cause(f.ctx)) })
 	}
 	f.mu.Unlock()
 	// A failure to write ends the call through ReceiveRaw. The _meta is
@@ -337,9 +334,9 @@ func (f *rawFlight) ReceiveStream() (func(error) error, time.Duration) {
 	return func(cause error) error { return f.s.rawError(ctx, f.name, f.timeout, cause) }, f.timeout
 }
 
-// cancel ends the call with cause (the host cancelled it, or its context
-// is done), and tells the server.
-func (f *rawFlight) cancel(cause error) {
+// CancelRaw implements junction.RawCancel: it ends the call with cause
+// (the host cancelled it, or its context is done), and tells the server.
+func (f *rawFlight) CancelRaw(cause error) {
 	if cause == nil {
 		cause = context.Canceled
 	}
@@ -413,7 +410,7 @@ func carryOn(ctx context.Context, done junction.RawDone, rest func() (json.RawMe
 }
 
 // slowContext is the context of the call going on as CallToolRaw: f.ctx,
-// cancelled also by f.cancel.
+// cancelled also by f.CancelRaw.
 func (f *rawFlight) slowContext() context.Context {
 	ctx, cancel := context.WithCancelCause(f.ctx)
 	f.mu.Lock()

@@ -6,8 +6,9 @@ import (
 	"io"
 )
 
-// DefaultMaxLine bounds one line read from a server's stdout or a host's stdin. A longer
-// line is discarded (and logged) rather than buffered.
+// DefaultMaxLine bounds one line read from a server's stdout or a
+// host's stdin. A longer line is discarded (and logged) rather than
+// buffered.
 const DefaultMaxLine = 16 << 20
 
 // LongLine is the length a line has reached, not ended, when a reader

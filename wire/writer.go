@@ -59,10 +59,10 @@ type Writer struct {
 	err      error  // sticky: once a write fails, w is done for
 }
 
-// ErrNotSent is wrapped by the reply of a raw call the server cannot
-// have read: one made after the connection ended, or whose line failed
-// to be written (the pipe's reader is gone: a server that has exited
-// reads nothing more). Such a call may go to the next session.
+// ErrNotSent is wrapped by the error of a write whose line the peer
+// cannot have read: the pipe's reader is gone (a server that has exited
+// reads nothing more), so that line and every later one were lost. A raw
+// call whose request was not sent may go to the server's next session.
 var ErrNotSent = errors.New("not sent: the server's connection had ended")
 
 // NewWriter returns a Writer of lines to w.
