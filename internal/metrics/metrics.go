@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -94,14 +95,25 @@ func (r *Registry) Handler() http.Handler {
 
 // labelled is the part every family with labels shares: its name, help,
 // label names and the series by label values.
+//
+// A series is looked up on every observation (a routed call makes four
+// lookups), from many goroutines at once, so a lookup takes no lock: it
+// reads read, a map that is never written once stored. A series not in it
+// is found or made in all, under mu; once as many lookups have missed
+// read as all holds, read is replaced by a copy of all. A new series thus
+// costs its copy once in a while, amortised over the lookups that missed,
+// and a family whose series are all made reads nothing but read.
 type labelled[S any] struct {
 	name, help, typ string
 	labels          []string
 	order           []int // label indexes sorted by label name
 	newSeries       func() *S
 
-	mu     sync.RWMutex
-	series map[string]*labelledSeries[S] // by label values, see get
+	read atomic.Pointer[map[string]*labelledSeries[S]] // by label values, see get
+
+	mu     sync.Mutex
+	all    map[string]*labelledSeries[S] // every series, read's and those made since
+	misses int                           // lookups that missed read since it was stored
 }
 
 type labelledSeries[S any] struct {
@@ -121,29 +133,37 @@ func (l *labelled[S]) get(values []string) *S {
 		key = binary.AppendUvarint(key, uint64(len(v)))
 		key = append(key, v...)
 	}
-	l.mu.RLock()
-	ls := l.series[string(key)]
-	l.mu.RUnlock()
-	if ls != nil {
+	if ls := (*l.read.Load())[string(key)]; ls != nil {
 		return ls.s
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ls = l.series[string(key)]; ls == nil {
+	ls := l.all[string(key)]
+	if ls == nil {
 		ls = &labelledSeries[S]{values: slices.Clone(values), s: l.newSeries()}
-		l.series[string(key)] = ls
+		l.all[string(key)] = ls
+	}
+	if l.misses++; l.misses >= len(l.all) {
+		read := maps.Clone(l.all)
+		l.read.Store(&read)
+		l.misses = 0
 	}
 	return ls.s
 }
 
+// each calls fn with every series, in no order.
+func (l *labelled[S]) each(fn func(*labelledSeries[S])) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.all {
+		fn(s)
+	}
+}
+
 // sorted returns the series ordered by label values.
 func (l *labelled[S]) sorted() []*labelledSeries[S] {
-	l.mu.RLock()
-	out := make([]*labelledSeries[S], 0, len(l.series))
-	for _, s := range l.series {
-		out = append(out, s)
-	}
-	l.mu.RUnlock()
+	var out []*labelledSeries[S]
+	l.each(func(s *labelledSeries[S]) { out = append(out, s) })
 	slices.SortFunc(out, func(a, b *labelledSeries[S]) int { return slices.Compare(a.values, b.values) })
 	return out
 }
@@ -189,8 +209,10 @@ func newLabelled[S any](name, help, typ string, labels []string) *labelled[S] {
 			panic(fmt.Sprintf("metrics: %s: invalid label name %q", name, l))
 		}
 	}
-	return &labelled[S]{name: name, help: help, typ: typ, labels: labels, order: sortedOrder(labels),
-		newSeries: func() *S { return new(S) }, series: map[string]*labelledSeries[S]{}}
+	l := &labelled[S]{name: name, help: help, typ: typ, labels: labels, order: sortedOrder(labels),
+		newSeries: func() *S { return new(S) }, all: map[string]*labelledSeries[S]{}}
+	l.read.Store(&map[string]*labelledSeries[S]{})
+	return l
 }
 
 // WithLabelValues returns the counter for the label values, in the order
@@ -199,12 +221,8 @@ func (v *CounterVec) WithLabelValues(values ...string) *Counter { return v.l.get
 
 // Sum returns the total of every series.
 func (v *CounterVec) Sum() uint64 {
-	v.l.mu.RLock()
-	defer v.l.mu.RUnlock()
 	var n uint64
-	for _, s := range v.l.series {
-		n += s.s.Value()
-	}
+	v.l.each(func(s *labelledSeries[Counter]) { n += s.s.Value() })
 	return n
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http/httptest"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -270,5 +271,49 @@ func BenchmarkObserve(b *testing.B) {
 	for b.Loop() {
 		c.WithLabelValues("echo", "echo__echo", "ok").Inc()
 		h.WithLabelValues("echo", "echo__echo").Observe(0.002)
+	}
+}
+
+// The same, from as many goroutines as there are processors: lookups take
+// no lock.
+func BenchmarkObserveParallel(b *testing.B) {
+	r := NewRegistry()
+	c := r.NewCounterVec("x_total", "X.", "source", "tool", "outcome")
+	h := r.NewHistogramVec("x_seconds", "X.", []float64{.001, .01, .1, 1}, "source", "tool")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.WithLabelValues("echo", "echo__echo", "ok").Inc()
+			h.WithLabelValues("echo", "echo__echo").Observe(0.002)
+		}
+	})
+}
+
+// Series made from many goroutines at once, while others count on the
+// ones already made, are each made once: every increment is in the total
+// and in its own series.
+func TestSeriesMadeConcurrently(t *testing.T) {
+	r := NewRegistry()
+	c := r.NewCounterVec("x_total", "X.", "n")
+	const workers, series, rounds = 8, 50, 20
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range series * rounds {
+				c.WithLabelValues(strconv.Itoa((i + w) % series)).Inc()
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := c.Sum(), uint64(workers*series*rounds); got != want {
+		t.Fatalf("Sum() = %d, want %d", got, want)
+	}
+	for i := range series {
+		if got, want := c.WithLabelValues(strconv.Itoa(i)).Value(), uint64(workers*rounds); got != want {
+			t.Errorf("series %d: %d, want %d", i, got, want)
+		}
+	}
+	if n := len(c.l.sorted()); n != series {
+		t.Errorf("%d series, want %d", n, series)
 	}
 }
