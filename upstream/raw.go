@@ -208,7 +208,8 @@ type rawFlight struct {
 	params  json.RawMessage
 	hm      hostMeta
 	timeout time.Duration
-	rc      *rawCall
+	rc      *rawCall // &raw while the call is raw; nil once it went on as CallToolRaw (slowContext)
+	raw     rawCall  // the call's record with the connection (rc)
 	// async: a StartToolRaw call, which goes on by itself when nothing
 	// was sent (session gone) and when a host before 2026-07-28 must be
 	// asked for input; a CallToolRaw call loops over those itself.
@@ -240,7 +241,8 @@ func (f *rawFlight) start(sess *session) {
 	// host's cancellation is ctx. Its reply may come before it is set up
 	// (the server's stdout ending): f.mu holds it back until then.
 	f.mu.Lock()
-	f.rc = sess.stdio().newRawCall(f)
+	sess.stdio().addRawCall(&f.raw, f)
+	f.rc = &f.raw
 	c := s.registerIn(&f.rec, f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
 	if c == nil {
 		f.rc.Forget()

@@ -320,16 +320,24 @@ type rawReply struct {
 // written yet: a caller that sets up timers that may fail it can do so
 // first ([rawCall.Send]).
 func (c *serverConn) newRawCall(to rawReceiver) *rawCall {
+	r := new(rawCall)
+	c.addRawCall(r, to)
+	return r
+}
+
+// addRawCall is newRawCall for a call whose record r, a zero rawCall, is
+// part of its caller's (a rawFlight's), so that a call is one allocation.
+func (c *serverConn) addRawCall(r *rawCall, to rawReceiver) {
 	n := c.rawSeq.Add(1)
 	var buf [32]byte
-	r := &rawCall{c: c, id: string(append(strconv.AppendUint(append(buf[:0], `"jr-`...), n, 10), '"')), to: to}
+	*r = rawCall{c: c, id: string(append(strconv.AppendUint(append(buf[:0], `"jr-`...), n, 10), '"')), to: to}
 	c.rawMu.Lock()
 	if c.readEnded {
 		// Nothing will be sent: Send says so (not here, where the
 		// caller may hold what its receiver takes).
 		c.rawMu.Unlock()
 		r.unsent = fmt.Errorf("%w: %w", wire.ErrNotSent, c.endError())
-		return r
+		return
 	}
 	if c.raw == nil {
 		c.raw = make(map[string]*rawCall)
@@ -337,7 +345,6 @@ func (c *serverConn) newRawCall(to rawReceiver) *rawCall {
 	c.raw[r.id] = r
 	c.rawPending.Add(1)
 	c.rawMu.Unlock()
-	return r
 }
 
 // Send writes the tools/call request with params (a params object whose
