@@ -41,14 +41,19 @@ const maxRefusalResult = 4 << 10
 // requests, and only until it has been learnt. It is cheap, for the
 // call path.
 func (s *Server) mayLearnOldAsks(ctx context.Context) bool {
-	host := junction.HostSession(ctx)
-	if host == nil || s.oldAsks.Load() || s.cfg.load().PerHost || hostRevision(nil, host).AsksInResults() || ctx.Value(rerunKey{}) != nil {
+	if s.oldAsks.Load() || s.cfg.load().PerHost {
 		return false
 	}
+	// The server's revision first: most are older, and the context is
+	// searched only for a call that may teach something.
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
-	return sess != nil && sess.rev().AsksInResults()
+	if sess == nil || !sess.rev().AsksInResults() {
+		return false
+	}
+	host := junction.HostSession(ctx)
+	return host != nil && !hostRevision(nil, host).AsksInResults() && ctx.Value(rerunKey{}) == nil
 }
 
 // perHost reports whether hosts get sessions of their own with s: it is
