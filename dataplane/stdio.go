@@ -755,11 +755,12 @@ func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
 			s.c.out.WriteAnswer(sc.id, res) // not held back: no copy
 			return
 		}
-		line := sc.line(res, werr, stamp)
+		// The line is made where it is queued (wire.Writer.AppendLine).
+		size, add := sc.lineSize(res, stamp), func(dst []byte) []byte { return sc.appendLine(dst, res, werr, stamp) }
 		if via := hc.link.Via.Load(); via != nil && sc.started {
-			s.c.out.WriteDeferred(line, "", via) // the server's reader flushes it
+			s.c.out.AppendDeferred(size, "", via, add) // the server's reader flushes it
 		} else {
-			s.c.out.Write(line)
+			s.c.out.AppendLine(size, "", add)
 		}
 	})
 	if sc.done != nil {
@@ -770,10 +771,23 @@ func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
 // line is the host's answer line: res stamped for the host's revision
 // when stamp is set (wire.ModernAnswerLine), or werr.
 func (sc *stdioCall) line(res json.RawMessage, werr *jsonrpc.Error, stamp bool) []byte {
+	return sc.appendLine(make([]byte, 0, sc.lineSize(res, stamp)), res, werr, stamp)
+}
+
+// appendLine appends line's line to dst.
+func (sc *stdioCall) appendLine(dst []byte, res json.RawMessage, werr *jsonrpc.Error, stamp bool) []byte {
 	if stamp {
-		return wire.ModernAnswerLine(sc.id, res, sc.s.p.impl)
+		return wire.AppendModernAnswer(dst, sc.id, res, sc.s.p.impl)
 	}
-	return wire.AnswerLine(sc.id, res, werr)
+	return wire.AppendAnswer(dst, sc.id, res, werr)
+}
+
+// lineSize is the length of line's line, about.
+func (sc *stdioCall) lineSize(res json.RawMessage, stamp bool) int {
+	if stamp {
+		return wire.ModernAnswerSize(sc.id, res, sc.s.p.impl)
+	}
+	return wire.AnswerSize(sc.id, res)
 }
 
 // StreamDone implements wire.StreamDone for a started call whose answer

@@ -371,24 +371,30 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	// would wait for its timeout. They become U+FFFD, as decoding would
 	// make them.
 	params = rawjson.FixText(params)
-	line := make([]byte, 0, len(params)+len(meta)+80)
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, r.id...)
-	line = append(line, `,"method":"`...)
-	line = append(line, method...)
-	line = append(line, `","params":`...)
-	line = wire.AppendParams(line, params, meta, wire.RequestOf(ctx, params))
-	line = append(line, "}\n"...)
-	oneLine(line[:len(line)-1])
+	req := wire.RequestOf(ctx, params)
+	// The line is made where it is queued (Writer.AppendLine), not in a
+	// buffer of its own.
+	size, add := len(params)+len(meta)+80, func(dst []byte) []byte {
+		start := len(dst)
+		dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+		dst = append(dst, r.id...)
+		dst = append(dst, `,"method":"`...)
+		dst = append(dst, method...)
+		dst = append(dst, `","params":`...)
+		dst = wire.AppendParams(dst, params, meta, req)
+		dst = append(dst, "}\n"...)
+		oneLine(dst[start : len(dst)-1])
+		return dst
+	}
 	var err error
 	l := wire.LinkOf(ctx)
 	if l != nil {
 		r.link = l
 	}
 	if b := hostBatch(l); b != nil {
-		err = r.c.in.WriteDeferred(line, r.id, b)
+		err = r.c.in.AppendDeferred(size, r.id, b, add)
 	} else {
-		err = r.c.in.WriteLine(line, r.id, false)
+		err = r.c.in.AppendLine(size, r.id, add)
 	}
 	if err != nil {
 		r.c.fail(r.id, err) // the reply says so too

@@ -18,10 +18,21 @@ func AnswerLine(id []byte, res json.RawMessage, werr *jsonrpc.Error) []byte {
 	if werr != nil {
 		return ErrorLine(id, werr)
 	}
-	buf := appendAnswerHead(make([]byte, 0, len(id)+len(res)+40), id)
-	buf = append(buf, res...)
-	return append(buf, "}\n"...)
+	return AppendAnswer(make([]byte, 0, AnswerSize(id, res)), id, res, nil)
 }
+
+// AppendAnswer appends AnswerLine's line to dst.
+func AppendAnswer(dst, id []byte, res json.RawMessage, werr *jsonrpc.Error) []byte {
+	if werr != nil {
+		return append(dst, ErrorLine(id, werr)...)
+	}
+	dst = appendAnswerHead(dst, id)
+	dst = append(dst, res...)
+	return append(dst, "}\n"...)
+}
+
+// AnswerSize is the length of AnswerLine's line for a result, about.
+func AnswerSize(id []byte, res json.RawMessage) int { return len(id) + len(res) + 40 }
 
 // AnswerParts is AnswerLine in parts, for writers that take them one
 // after the other: a big result is not copied, but written from where it

@@ -277,11 +277,22 @@ func ModernResult(res []byte, impl []byte) []byte {
 // answer line for a host at 2026-07-28 or later, made in one allocation
 // for the common result (see stampPlain).
 func ModernAnswerLine(id, res, impl []byte) []byte {
-	buf := appendAnswerHead(make([]byte, 0, len(id)+len(res)+len(impl)+stampRoom+40), id)
-	if out, ok := appendStampPlain(buf, res, impl); ok {
+	return AppendModernAnswer(make([]byte, 0, ModernAnswerSize(id, res, impl)), id, res, impl)
+}
+
+// AppendModernAnswer appends ModernAnswerLine's line to dst.
+func AppendModernAnswer(dst, id, res, impl []byte) []byte {
+	head := len(dst)
+	dst = appendAnswerHead(dst, id)
+	if out, ok := appendStampPlain(dst, res, impl); ok {
 		return append(out, "}\n"...)
 	}
-	return AnswerLine(id, ModernResult(res, impl), nil)
+	return AppendAnswer(dst[:head], id, ModernResult(res, impl), nil)
+}
+
+// ModernAnswerSize is the length of ModernAnswerLine's line, about.
+func ModernAnswerSize(id, res, impl []byte) int {
+	return AnswerSize(id, res) + len(impl) + stampRoom
 }
 
 // stampRoom is what stampPlain adds to a result besides impl.

@@ -97,6 +97,22 @@ func (wr *Writer) Write(line []byte) (int, error) {
 // once the line is written; without, it may return as soon as the line
 // is queued.
 func (wr *Writer) WriteLine(line []byte, id string, wait bool) error {
+	return wr.writeLine(line, nil, 0, id, wait)
+}
+
+// AppendLine is WriteLine, without waiting, for a line made where it is
+// queued, so that a line made for this write alone (a request, an
+// answer) needs no buffer of its own: add appends the whole line (ending
+// in '\n') to dst and returns it. It is called once, with the writer's
+// lock held, and must not use the writer. size is the line's length, or
+// about it.
+func (wr *Writer) AppendLine(size int, id string, add func(dst []byte) []byte) error {
+	return wr.writeLine(nil, add, size, id, false)
+}
+
+// writeLine writes line, or, if add is not nil, the line of size bytes
+// (about) that add makes (see AppendLine).
+func (wr *Writer) writeLine(line []byte, add func([]byte) []byte, size int, id string, wait bool) error {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for {
@@ -112,7 +128,7 @@ func (wr *Writer) WriteLine(line []byte, id string, wait bool) error {
 		wr.cond.Wait()
 	}
 	if wr.writing {
-		wr.queue = append(wr.queue, line...)
+		wr.queue = appendLine(wr.queue, line, add)
 		if id != "" {
 			wr.queueIDs = append(wr.queueIDs, id)
 		}
@@ -129,6 +145,9 @@ func (wr *Writer) WriteLine(line []byte, id string, wait bool) error {
 		return nil
 	}
 
+	if add != nil && size > BigWrite {
+		line, add = add(make([]byte, 0, size)), nil
+	}
 	if len(line) > BigWrite {
 		return wr.writeBig(line)
 	}
@@ -141,7 +160,7 @@ func (wr *Writer) WriteLine(line []byte, id string, wait bool) error {
 		// and they queue theirs behind this one (the queue is empty while
 		// no one writes), so one write carries them all. A lone call has
 		// nothing to wait for.
-		wr.queue = append(wr.queue, line...)
+		wr.queue = appendLine(wr.queue, line, add)
 		if id != "" {
 			wr.queueIDs = append(wr.queueIDs, id)
 		}
@@ -316,15 +335,25 @@ func (wr *Writer) drainLocked(mine uint64) (own error) {
 	return own
 }
 
-// writeDeferred queues one whole line without writing it: b's owner
+// WriteDeferred queues one whole line without writing it: b's owner
 // writes it, with whatever else it queued, when it flushes b (before its
 // reader waits for more input). A write under way by another goroutine
-// sends it anyway. id is as for write.
+// sends it anyway. id is as for WriteLine.
 func (wr *Writer) WriteDeferred(line []byte, id string, b *Batch) error {
-	if len(line) > BigWrite {
+	return wr.writeDeferred(line, nil, 0, id, b)
+}
+
+// AppendDeferred is WriteDeferred for a line made where it is queued, as
+// AppendLine makes it.
+func (wr *Writer) AppendDeferred(size int, id string, b *Batch, add func(dst []byte) []byte) error {
+	return wr.writeDeferred(nil, add, size, id, b)
+}
+
+func (wr *Writer) writeDeferred(line []byte, add func([]byte) []byte, size int, id string, b *Batch) error {
+	if len(line) > BigWrite || add != nil && size > BigWrite {
 		// Nothing to gain from holding a big line back, and a copy to
 		// save: it goes now, after the lines deferred before it.
-		return wr.WriteLine(line, id, false)
+		return wr.writeLine(line, add, size, id, false)
 	}
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
@@ -334,7 +363,7 @@ func (wr *Writer) WriteDeferred(line []byte, id string, b *Batch) error {
 	if wr.err != nil {
 		return wr.err
 	}
-	wr.queue = append(wr.queue, line...)
+	wr.queue = appendLine(wr.queue, line, add)
 	if id != "" {
 		wr.queueIDs = append(wr.queueIDs, id)
 	}
@@ -342,6 +371,14 @@ func (wr *Writer) WriteDeferred(line []byte, id string, b *Batch) error {
 		b.add(wr)
 	}
 	return nil
+}
+
+// appendLine appends line, or what add appends, to dst.
+func appendLine(dst, line []byte, add func([]byte) []byte) []byte {
+	if add != nil {
+		return add(dst)
+	}
+	return append(dst, line...)
 }
 
 // flushDeferred writes what writeDeferred queued, unless a write under way

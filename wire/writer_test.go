@@ -45,8 +45,14 @@ func TestWriter(t *testing.T) {
 			if i%50 == 0 {
 				line = fmt.Sprintf("line %d %s\n", i, big)
 			}
-			if _, err := b.Write([]byte(line)); err != nil {
-				t.Errorf("Write: %v", err)
+			var err error
+			if i%3 == 1 { // made where it is queued
+				err = b.AppendLine(len(line), "", func(dst []byte) []byte { return append(dst, line...) })
+			} else {
+				_, err = b.Write([]byte(line))
+			}
+			if err != nil {
+				t.Errorf("write: %v", err)
 			}
 		}()
 	}
@@ -88,7 +94,9 @@ func TestWriter(t *testing.T) {
 }
 
 // A big line, or a big answer, written while lines are deferred goes out
-// after them, whole, and without being copied into the queue.
+// after them, whole, and without being copied into the queue; so does a
+// big line made for the write (AppendDeferred), and a small one is
+// made in the queue.
 func TestWriterBigAfterDeferred(t *testing.T) {
 	sw := &slowWriter{}
 	w := NewWriter(sw)
@@ -105,6 +113,12 @@ func TestWriterBigAfterDeferred(t *testing.T) {
 	if err := w.WriteDeferred([]byte("big "+big+"\n"), "", &b); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.AppendDeferred(len(big)+8, "", &b, func(dst []byte) []byte { return append(append(append(dst, "made "...), big...), '\n') }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AppendDeferred(5, "", &b, func(dst []byte) []byte { return append(dst, "made\n"...) }); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.WriteDeferred([]byte("last\n"), "", &b); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +128,7 @@ func TestWriterBigAfterDeferred(t *testing.T) {
 	}
 	want := "deferred 0\ndeferred 1\ndeferred 2\n" +
 		`{"jsonrpc":"2.0","id":7,"result":"` + big + "\"}\n" +
-		"big " + big + "\nlast\n"
+		"big " + big + "\nmade " + big + "\nmade\nlast\n"
 	if got := sw.buf.String(); got != want {
 		t.Errorf("written:\n%.200q\nwant:\n%.200q", got, want)
 	}
