@@ -36,7 +36,7 @@ type call struct {
 	hostCtx   context.Context // the host handler's context, for routing on HTTP
 	hostToken any             // the host's progress token; nil if it asked for none
 	srv       *Server         // the server the call is registered with
-	due       time.Time       // when the no-progress timeout ends the call (see watchLocked); zero: never. Guarded by Server.mu
+	due       monoTime        // when the no-progress timeout ends the call (see watchLocked); zero: never. Guarded by Server.mu
 	bridge    *bridge         // non-nil for a call bridged to a 2026-07-28 host
 	lazy      *rawFlight      // a raw call that becomes a bridge if its upstream asks (rawFlight.openBridge)
 	timeout   time.Duration
@@ -64,7 +64,7 @@ func (c *call) reset() {
 	}
 	s := c.srv
 	s.mu.Lock()
-	c.due = time.Now().Add(c.timeout)
+	c.due = monoNow() + monoTime(c.timeout)
 	s.watchLocked(c.due)
 	s.mu.Unlock()
 }
@@ -75,7 +75,7 @@ func (c *call) reset() {
 func (c *call) hold() func() {
 	if c.timeout > 0 {
 		c.srv.mu.Lock()
-		c.due = time.Time{}
+		c.due = 0
 		c.srv.mu.Unlock()
 	}
 	return c.reset
@@ -88,37 +88,37 @@ func (c *call) hold() func() {
 // are and sets itself for the next. A call's progress only moves its due
 // time later, so the watchdog is set again only when it is idle or a
 // call is due before it. s.mu must be held.
-func (s *Server) watchLocked(due time.Time) {
-	if !s.watchDue.IsZero() && !due.Before(s.watchDue) {
+func (s *Server) watchLocked(due monoTime) {
+	if s.watchDue != 0 && due >= s.watchDue {
 		return
 	}
 	s.watchDue = due
 	if s.watch == nil {
-		s.watch = time.AfterFunc(time.Until(due), s.watchFire)
+		s.watch = time.AfterFunc(due.until(), s.watchFire)
 	} else {
-		s.watch.Reset(time.Until(due))
+		s.watch.Reset(due.until())
 	}
 }
 
 // watchFire ends the calls whose no-progress timeout has run out, and
 // sets the watchdog for the next one due.
 func (s *Server) watchFire() {
-	now := time.Now()
+	now := monoNow()
 	var over []*call
 	s.mu.Lock()
-	s.watchDue = time.Time{}
-	var next time.Time
+	s.watchDue = 0
+	var next monoTime
 	for _, c := range s.calls {
 		switch {
-		case c.due.IsZero():
-		case !now.Before(c.due):
-			c.due = time.Time{}
+		case c.due == 0:
+		case now >= c.due:
+			c.due = 0
 			over = append(over, c)
-		case next.IsZero() || c.due.Before(next):
+		case next == 0 || c.due < next:
 			next = c.due
 		}
 	}
-	if !next.IsZero() {
+	if next != 0 {
 		s.watchLocked(next)
 	}
 	s.mu.Unlock()
@@ -663,9 +663,9 @@ func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host ju
 	if drains {
 		c.progress = make(chan struct{}, 1)
 	}
-	var due time.Time
+	var due monoTime
 	if timeout > 0 {
-		due = time.Now().Add(timeout)
+		due = monoNow() + monoTime(timeout)
 	}
 	s.mu.Lock()
 	if s.sess != sess {
@@ -675,7 +675,7 @@ func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host ju
 		cancel.Fail(nil)
 		return nil
 	}
-	if !due.IsZero() {
+	if due != 0 {
 		c.due = due
 		s.watchLocked(due)
 	}
@@ -710,7 +710,7 @@ func (s *Server) end(c *call) {
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
-		s.recent[c.host] = recentHost{callCtx: c.hostCtx, until: time.Now().Add(recentHostGrace)}
+		s.recent[c.host] = recentHost{callCtx: c.hostCtx, until: monoNow() + monoTime(recentHostGrace)}
 		if s.recentSweep == nil {
 			s.recentSweep = time.AfterFunc(recentHostGrace, s.sweepRecent)
 		}
@@ -725,10 +725,10 @@ func (s *Server) end(c *call) {
 func (s *Server) sweepRecent() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := monoNow()
 	next := time.Duration(0)
 	for h, r := range s.recent {
-		if left := r.until.Sub(now); left <= 0 {
+		if left := time.Duration(r.until - now); left <= 0 {
 			delete(s.recent, h)
 		} else if next == 0 || left < next {
 			next = left
@@ -1220,13 +1220,28 @@ func (s *Server) sendLevels(sess *session) {
 	}
 }
 
+// A monoTime is a time read from the monotonic clock alone, as the time
+// since the process began (monoNow): one clock read where time.Now makes
+// two (the wall clock's and the monotonic one), for the deadlines every
+// call sets and the time every call ends.
+type monoTime time.Duration
+
+// processStart is monoNow's origin.
+var processStart = time.Now()
+
+// monoNow returns the time now.
+func monoNow() monoTime { return monoTime(time.Since(processStart)) }
+
+// until returns the time from now until t.
+func (t monoTime) until() time.Duration { return time.Duration(t - monoNow()) }
+
 // recentHostGrace is how long a host stays a destination for an
 // upstream's log messages after its last call on the server ended.
 const recentHostGrace = 2 * time.Second
 
 type recentHost struct {
 	callCtx context.Context // the context of the host's last call (see ctx)
-	until   time.Time
+	until   monoTime
 }
 
 // ctx is the context log messages go to the host with: that of its last
@@ -1247,9 +1262,9 @@ func (s *Server) logHosts() []hostRef {
 		seen[c.host] = true
 		out = append(out, hostRef{c.host, streamOf{c.hostCtx}})
 	}
-	now := time.Now()
+	now := monoNow()
 	for h, r := range s.recent {
-		if now.After(r.until) {
+		if now > r.until {
 			delete(s.recent, h)
 			continue
 		}

@@ -69,7 +69,7 @@ type Server struct {
 	info          *mcp.Implementation
 	calls         map[string]*call // in-flight calls by upstream progress token
 	watch         *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
-	watchDue      time.Time        // when watch fires; zero when it is not set
+	watchDue      monoTime         // when watch fires; zero when it is not set
 	recent        map[junction.Host]recentHost
 	sole          junction.Host                          // the hub's only host session, if it has one (see sole.go)
 	recentSweep   *time.Timer                            // runs sweepRecent while recent has hosts
