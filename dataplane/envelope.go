@@ -36,40 +36,50 @@ type toolCall struct {
 // checked to be valid JSON, since they are forwarded without being
 // decoded.
 func parseToolCall(msg []byte) (tc toolCall, ok bool) {
-	id, method, params, ok := requestEnvelope(msg)
-	if !ok || string(method) != `"tools/call"` || params == nil {
+	// One pass over the message: the envelope's walk walks the params
+	// too, and each member forwarded as sent is checked as it is skipped
+	// (rawjson.ValidValue).
+	var rawName []byte
+	var pseen [6]bool
+	id, method, params, ok := walkEnvelope(msg, func(v int) int {
+		return rawjson.WalkObject(msg, v, func(key []byte, v int) int {
+			k, end := -1, -1
+			switch string(key) {
+			case "name":
+				end = rawjson.SkipValue(msg, v)
+				k, rawName = 0, msg[v:max(end, v)]
+			case "arguments", "_meta", "inputResponses", "requestState",
+				// A task-augmented request of a revision before the
+				// tasks extension: the hub does not offer those tasks,
+				// so, as go-sdk's server does, the call is made as a
+				// plain one.
+				"task":
+				end = rawjson.ValidValue(msg, v)
+				val := msg[v:max(end, v)]
+				switch string(key) {
+				case "arguments":
+					k, tc.args = 1, val
+				case "_meta":
+					k, tc.meta = 2, val
+				case "inputResponses":
+					k, tc.inputResponses = 3, val
+				case "requestState":
+					k, tc.requestState = 4, val
+				default:
+					k = 5
+				}
+			}
+			if k < 0 || pseen[k] {
+				return -1
+			}
+			pseen[k] = true
+			return end
+		})
+	})
+	if !ok || id == nil || string(method) != `"tools/call"` || params == nil || !pseen[0] || rawName[0] != '"' {
 		return toolCall{}, false
 	}
 	tc.id = id
-	var rawName, task []byte
-	var pseen [6]bool
-	if rawjson.Object(params, func(key, val []byte) {
-		k := -1
-		switch string(key) {
-		case "name":
-			k, rawName = 0, val
-		case "arguments":
-			k, tc.args = 1, val
-		case "_meta":
-			k, tc.meta = 2, val
-		case "inputResponses":
-			k, tc.inputResponses = 3, val
-		case "requestState":
-			k, tc.requestState = 4, val
-		case "task":
-			// A task-augmented request of a revision before the tasks
-			// extension: the hub does not offer those tasks, so, as
-			// go-sdk's server does, the call is made as a plain one.
-			k, task = 5, val
-		}
-		if k < 0 || pseen[k] {
-			ok = false
-			return
-		}
-		pseen[k] = true
-	}) < 0 || !ok || !pseen[0] || rawName[0] != '"' {
-		return toolCall{}, false
-	}
 	if name, ok := rawjson.PlainString(rawName); ok {
 		tc.name = string(name)
 	} else {
@@ -80,11 +90,6 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 			return toolCall{}, false
 		}
 		tc.name = name
-	}
-	for _, v := range []json.RawMessage{tc.args, tc.meta, tc.inputResponses, tc.requestState, task} {
-		if len(v) > 0 && !rawjson.Valid(v) {
-			return toolCall{}, false
-		}
 	}
 	if len(tc.meta) > 0 && tc.meta[0] != '{' {
 		return toolCall{}, false
@@ -108,10 +113,26 @@ func requestEnvelope(msg []byte) (id, method, params []byte, ok bool) {
 // and params (nil when absent), each once and spelled exactly, no other
 // member, and nothing after the object. They are returned as sent.
 func envelope(msg []byte) (id, method, params []byte, ok bool) {
+	return walkEnvelope(msg, nil)
+}
+
+// walkEnvelope is envelope, with the params, if walk is not nil, walked
+// by walk: it gets the index in msg where they start and returns the
+// index just past them, or -1 to refuse the message.
+func walkEnvelope(msg []byte, walk func(v int) int) (id, method, params []byte, ok bool) {
 	var seen [4]bool
 	ok = true
-	end := rawjson.Object(msg, func(key, val []byte) {
-		k := -1
+	end := rawjson.WalkObject(msg, 0, func(key []byte, v int) int {
+		k, end := -1, -1
+		if string(key) == "params" && walk != nil {
+			end = walk(v)
+		} else {
+			end = rawjson.SkipValue(msg, v)
+		}
+		if end < 0 {
+			return -1
+		}
+		val := msg[v:end]
 		switch string(key) {
 		case "jsonrpc":
 			k, ok = 0, ok && string(val) == `"2.0"`
@@ -124,9 +145,10 @@ func envelope(msg []byte) (id, method, params []byte, ok bool) {
 		}
 		if k < 0 || seen[k] {
 			ok = false
-			return
+		} else {
+			seen[k] = true
 		}
-		seen[k] = true
+		return end
 	})
 	if !ok || end < 0 || !seen[0] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || seen[1] && !validID(id) {
 		return nil, nil, nil, false

@@ -2052,3 +2052,24 @@ func TestStdioSessionEnds(t *testing.T) {
 		})
 	}
 }
+
+// The envelope of a call as hosts send it, read once per call: a
+// 2025-11-25 host's, and a 2026-07-28 host's with its _meta.
+func BenchmarkParseToolCall(b *testing.B) {
+	for _, bc := range []struct{ name, msg string }{
+		{"2025", `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo__echo","arguments":{"msg":"hello, world! 0123"}}}`},
+		{"2026", `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo__echo","arguments":{"msg":"hello, world! 0123"},` +
+			`"_meta":{"progressToken":17,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"mcpload","version":"1.0.0"},` +
+			`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{"form":{}}}}}}`},
+	} {
+		msg := []byte(bc.msg)
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if _, ok := parseToolCall(msg); !ok {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}

@@ -17,18 +17,27 @@ const MaxDepth = 10000
 // arguments, a request's _meta): one pass over the bytes, with no
 // decoder to set up, and no allocation for values nested 64 deep or less.
 func Valid(b []byte) bool {
+	i := ValidValue(b, 0)
+	return i >= 0 && SkipSpace(b, i) == len(b)
+}
+
+// ValidValue checks the JSON value starting at b[i:] (after white space)
+// as [Valid] checks a whole text, and returns the index just past it, or
+// -1 if it is not well-formed: the check and the skip of a value in one
+// pass. What follows the value is not looked at.
+func ValidValue(b []byte, i int) int {
 	var small [64]byte
 	open := small[:0] // '{' or '[' for each object or array still open
-	i := SkipSpace(b, 0)
+	i = SkipSpace(b, i)
 	for {
 		// A value starts at i.
 		if i >= len(b) {
-			return false
+			return -1
 		}
 		switch b[i] {
 		case '{', '[':
 			if len(open) == MaxDepth {
-				return false
+				return -1
 			}
 			kind := b[i]
 			i = SkipSpace(b, i+1)
@@ -39,40 +48,40 @@ func Valid(b []byte) bool {
 			open = append(open, kind)
 			if kind == '{' {
 				if i = validKey(b, i); i < 0 {
-					return false
+					return -1
 				}
 			}
 			continue
 		case '"':
 			if i = validString(b, i+1); i < 0 {
-				return false
+				return -1
 			}
 		case 't':
 			if i = literal(b, i, "true"); i < 0 {
-				return false
+				return -1
 			}
 		case 'f':
 			if i = literal(b, i, "false"); i < 0 {
-				return false
+				return -1
 			}
 		case 'n':
 			if i = literal(b, i, "null"); i < 0 {
-				return false
+				return -1
 			}
 		default:
 			if i = validNumber(b, i); i < 0 {
-				return false
+				return -1
 			}
 		}
 		// A value ended at i: what follows closes what is open, or
 		// separates the next value.
 		for {
-			i = SkipSpace(b, i)
 			if len(open) == 0 {
-				return i == len(b)
+				return i
 			}
+			i = SkipSpace(b, i)
 			if i >= len(b) {
-				return false
+				return -1
 			}
 			kind := open[len(open)-1]
 			if b[i] == kind+2 {
@@ -81,12 +90,12 @@ func Valid(b []byte) bool {
 				continue
 			}
 			if b[i] != ',' {
-				return false
+				return -1
 			}
 			i = SkipSpace(b, i+1)
 			if kind == '{' {
 				if i = validKey(b, i); i < 0 {
-					return false
+					return -1
 				}
 			}
 			break

@@ -55,6 +55,25 @@ func FuzzValid(f *testing.F) {
 	})
 }
 
+// FuzzValidValue: what ValidValue takes for a value is one that
+// encoding/json finds valid, and it takes a value exactly where Valid
+// takes the whole text.
+func FuzzValidValue(f *testing.F) {
+	for _, s := range validCases {
+		f.Add([]byte(s))
+		f.Add([]byte(s + `,"x":1}`))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		end := ValidValue(b, 0)
+		if end >= 0 && !json.Valid(b[:end]) {
+			t.Fatalf("ValidValue(%q) = %d, but encoding/json refuses %q", b, end, b[:end])
+		}
+		if whole := end >= 0 && SkipSpace(b, end) == len(b); whole != Valid(b) {
+			t.Fatalf("ValidValue(%q) = %d, Valid = %v", b, end, Valid(b))
+		}
+	})
+}
+
 // A request's _meta as a 2026-07-28 host sends it with every call.
 var benchMeta = []byte(`{"progressToken":17,"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 	`"io.modelcontextprotocol/clientInfo":{"name":"mcpload","version":"1.0.0"},` +
