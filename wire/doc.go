@@ -8,7 +8,8 @@
 //   - [LineReader], the one line reader (hosts' stdio, servers' stdout
 //     and stderr), and [Writer], the one coalescing line writer (a host's
 //     stdout, a server's stdin), with the [Batch] of lines one reading
-//     goroutine queues.
+//     goroutine queues; a line made for one write is made in the
+//     writer's queue ([Writer.AppendLine]).
 //   - [Link]: what a host connection tells a server connection about one
 //     call (its batches, what it read of the request, and how the host
 //     takes a streamed answer), carried in the call's context.
@@ -20,8 +21,8 @@
 //     [ContentTransport] for HTTP servers), a server's own members of a
 //     2026-07-28 result ([Rewrite], [StripServerFields], [ModernResult]),
 //     tool annotations kept in tools/list ([KeepAnnotations]), and the
-//     envelopes written around bytes ([AnswerLine], [AppendParams],
-//     [AppendCancelled]).
+//     envelopes written around bytes ([AnswerLine], [AppendAnswer],
+//     [AppendParams], [AppendCancelled]).
 //
 // It imports the core (package junction) and internal/rawjson, nothing
 // else of junction's; the host front and the sources import it, and
