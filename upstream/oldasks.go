@@ -69,12 +69,13 @@ func (s *Server) perHost(cfg *Config) bool {
 // records that s asks the old way: the call is to be made again, and is
 // routed to the host's own session then.
 func (s *Server) learnOldAsks(ctx context.Context, res []byte, err error) bool {
-	host := junction.HostSession(ctx)
-	if host == nil || hostRevision(nil, host).AsksInResults() || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
+	// The refusal first, the one test of every call's outcome that reads
+	// no context: a short error (a long result is not searched).
+	if !(err != nil && strings.Contains(err.Error(), oldAskRefusal) || len(res) <= maxRefusalResult && bytes.Contains(res, []byte(oldAskRefusal))) {
 		return false
 	}
-	// The refusal is a short error: a long result is not searched.
-	if !(err != nil && strings.Contains(err.Error(), oldAskRefusal) || len(res) <= maxRefusalResult && bytes.Contains(res, []byte(oldAskRefusal))) {
+	host := junction.HostSession(ctx)
+	if host == nil || hostRevision(nil, host).AsksInResults() || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
 		return false
 	}
 	s.mu.Lock()
