@@ -688,12 +688,15 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	if typed {
 		hc.link.Stamp = s.p.impl
 	}
-	sc.answerAs(s, key, id, typed, cancelCtx, starts)
+	var started *junction.Call
+	if starts {
+		started = call
+	}
+	sc.answerAs(s, key, id, typed, cancelCtx, started)
 	if starts {
 		// A long answer may come to the host while it arrives (see
 		// cutthrough.go), rewritten on the way for a host at 2026-07-28
 		// or later as wire.ModernResult rewrites it whole.
-		sc.call = call
 		hc.stream = wire.StreamTo{ID: id, Out: s.c.out, Done: sc}
 		hc.link.Stream = &hc.stream
 		// No goroutine waits: the source's reader answers (see
@@ -715,25 +718,24 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 // wire.StreamDone, so that the answer needs no closure of its own.
 type stdioCall struct {
 	hostCall
-	s   *stdioSession
-	key string // the host's id as a key of the session's calls
-	id  []byte // the host's id as sent
-	// typed: a result for the host's revision of 2026-07-28 or later.
-	// started: the call was started (junction.RawStarter), so the answer
-	// may be given by a server's reading goroutine within its delivery,
-	// and then queues in that goroutine's batch (wire.Link's Via);
-	// otherwise it is given by a goroutine that waited for it, which must
-	// not touch the batch of a reader still delivering to it, and is
-	// written at once.
-	typed, started bool
-	done           context.CancelCauseFunc // called after the answer, if not nil
-	call           *junction.Call          // a started call's, for StreamDone
+	s     *stdioSession
+	key   string                  // the host's id as a key of the session's calls
+	id    []byte                  // the host's id as sent
+	typed bool                    // a result for the host's revision of 2026-07-28 or later
+	done  context.CancelCauseFunc // called after the answer, if not nil
+	// call is set for a call that was started (junction.RawStarter), for
+	// StreamDone: its answer may be given by a server's reading goroutine
+	// within its delivery, and then queues in that goroutine's batch
+	// (wire.Link's Via). Otherwise (nil) the answer is given by a
+	// goroutine that waited for it, which must not touch the batch of a
+	// reader still delivering to it, and is written at once.
+	call *junction.Call
 }
 
 // answerAs sets how sc, the call of s with the host's id id (key as a
 // key of s's calls), is answered: see the fields of stdioCall.
-func (sc *stdioCall) answerAs(s *stdioSession, key string, id []byte, typed bool, done context.CancelCauseFunc, started bool) {
-	sc.s, sc.key, sc.id, sc.typed, sc.done, sc.started = s, key, id, typed, done, started
+func (sc *stdioCall) answerAs(s *stdioSession, key string, id []byte, typed bool, done context.CancelCauseFunc, started *junction.Call) {
+	sc.s, sc.key, sc.id, sc.typed, sc.done, sc.call = s, key, id, typed, done, started
 }
 
 // AnswerRaw implements junction.RawAnswer: it answers the host with a
@@ -757,7 +759,7 @@ func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
 		}
 		// The line is made where it is queued (wire.Writer.AppendLine).
 		size, add := sc.lineSize(res, stamp), func(dst []byte) []byte { return sc.appendLine(dst, res, werr, stamp) }
-		if via := hc.link.Via.Load(); via != nil && sc.started {
+		if via := hc.link.Via.Load(); via != nil && sc.call != nil {
 			s.c.out.AppendDeferred(size, "", via, add) // the server's reader flushes it
 		} else {
 			s.c.out.AppendLine(size, "", add)
@@ -867,7 +869,7 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 	// A session that began with an older initialize gets that revision's
 	// results, whatever a request names, as from go-sdk (see conn.older).
 	typed := mi.rev.TypedResults() && !s.c.older.Load()
-	sc.answerAs(s, key, hr.id, false, cancel, false)
+	sc.answerAs(s, key, hr.id, false, cancel, nil)
 	if on := hr.method == "resources/subscribe"; on || hr.method == "resources/unsubscribe" {
 		// A resource subscription of the host's own: the connection
 		// keeps it with those of its listens (listen.go).
@@ -962,7 +964,7 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 		cancel(nil)
 		return s.refuseReused(tc.id)
 	}
-	sc.answerAs(s, key, tc.id, mi.rev.TypedResults(), cancel, false)
+	sc.answerAs(s, key, tc.id, mi.rev.TypedResults(), cancel, nil)
 	go func() {
 		call, rc, werr := s.p.v.AwaitRaw(ctx, tc.name)
 		if werr != nil {
