@@ -61,17 +61,28 @@ func unknownTypes(b []byte) bool {
 	return end < 0 || unknown
 }
 
-// knownBlocks reports whether v, the value of a result's content member,
-// is an array of blocks of known types only (the check unknownTypes
-// makes of it).
-func knownBlocks(v []byte) bool {
-	return rawjson.WalkArray(v, 0, func(e int) int {
-		end, known := knownBlockAt(v, e)
-		if !known {
-			return -1
+// contentAt reads the value at b[v] of a result's content member: it
+// returns where the value ends (-1 if it has no end) and whether it may
+// hold a block that SanitizeContent would replace (the check
+// unknownTypes makes of it: true too for a value that is not an array of
+// objects).
+func contentAt(b []byte, v int) (end int, unknown bool) {
+	if v < len(b) && b[v] == '[' {
+		end = rawjson.WalkArray(b, v, func(e int) int {
+			end, known := knownBlockAt(b, e)
+			if !known {
+				unknown = true
+				if end < 0 {
+					end = rawjson.SkipValue(b, e) // not an object
+				}
+			}
+			return end
+		})
+		if end >= 0 {
+			return end, unknown
 		}
-		return end
-	}) >= 0
+	}
+	return rawjson.SkipValue(b, v), true
 }
 
 // knownBlockAt reports whether the value at b[i:] is an object whose type

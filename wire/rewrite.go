@@ -58,28 +58,51 @@ type rewriteState struct {
 // member appends to dst the value of the result's member key (as sent):
 // val itself or val rewritten; keep is false if the member goes.
 func (rw *Rewrite) member(dst, key, val []byte, st *rewriteState) (out []byte, keep bool) {
-	if rw.content && !st.unknown {
-		st.unknown = bytes.IndexByte(key, '\\') >= 0 || isContentKey(key) && !knownBlocks(val)
+	out, _, keep = rw.memberAt(dst, key, val, 0, st)
+	return out, keep
+}
+
+// memberAt is member for the value that starts at b[v], read once: its
+// end (past it; -1 if it has none) is found by the walk that reads it.
+func (rw *Rewrite) memberAt(dst, key, b []byte, v int, st *rewriteState) (out []byte, end int, keep bool) {
+	if rw.content && !st.unknown && bytes.IndexByte(key, '\\') >= 0 {
+		st.unknown = true
 	}
 	switch string(key) {
 	case "resultType":
-		if rw.Strip && string(val) == `"complete"` {
-			return dst, false
+		if end = rawjson.SkipValue(b, v); end < 0 {
+			return dst, -1, false
+		}
+		if rw.Strip && string(b[v:end]) == `"complete"` {
+			return dst, end, false
 		}
 		st.typed = true
+		return append(dst, b[v:end]...), end, true
 	case "_meta":
-		if len(val) == 0 || val[0] != '{' {
+		if v >= len(b) || b[v] != '{' {
 			break // not an object: kept as it is
 		}
-		switch out, state := rw.meta(dst, val); state {
+		out, end, state := rw.meta(dst, b, v)
+		switch state {
 		case metaGone:
-			return dst, false
+			return dst, end, false
 		case metaKept:
 			st.meta = true
-			return out, true
+			return out, end, true
+		}
+	case "content":
+		if rw.content && !st.unknown {
+			end, st.unknown = contentAt(b, v)
+			if end < 0 {
+				return dst, -1, false
+			}
+			return append(dst, b[v:end]...), end, true
 		}
 	}
-	return append(dst, val...), true
+	if end = rawjson.SkipValue(b, v); end < 0 {
+		return dst, -1, false
+	}
+	return append(dst, b[v:end]...), end, true
 }
 
 // How meta leaves an _meta.
@@ -89,23 +112,28 @@ const (
 	metaMalformed
 )
 
-// meta appends to dst the object val, the value of a result's _meta,
-// without the server's serverInfo and with the hub's first (rw.stamp).
-// If the server's serverInfo was all it held, the member goes (metaGone),
-// and the hub's comes in tail, as it would after StripServerFields; if
-// val is not a well-formed object (metaMalformed), it is kept as it is.
-func (rw *Rewrite) meta(dst, val []byte) ([]byte, int) {
+// meta appends to dst the object at b[v], the value of a result's _meta,
+// without the server's serverInfo and with the hub's first (rw.stamp),
+// and returns where the object ends. If the server's serverInfo was all
+// it held, the member goes (metaGone), and the hub's comes in tail, as it
+// would after StripServerFields; if the value is not a well-formed object
+// (metaMalformed), it is kept as it is.
+func (rw *Rewrite) meta(dst, b []byte, v int) ([]byte, int, int) {
 	mark := len(dst)
 	out := append(dst, '{')
 	if rw.stamp != nil {
 		out = append(out, `"`+mcp.MetaKeyServerInfo+`":`...)
 		out = append(out, rw.stamp...)
 	}
-	n, had := 0, false // the members kept of val's; whether it named the server
-	if rawjson.Object(val, func(k, v []byte) {
+	n, had := 0, false // the members kept of the value's; whether it named the server
+	end := rawjson.WalkObject(b, v, func(k []byte, i int) int {
+		e := rawjson.SkipValue(b, i)
+		if e < 0 {
+			return -1
+		}
 		if string(k) == mcp.MetaKeyServerInfo {
 			had = true
-			return
+			return e
 		}
 		if n > 0 || rw.stamp != nil {
 			out = append(out, ',')
@@ -114,27 +142,31 @@ func (rw *Rewrite) meta(dst, val []byte) ([]byte, int) {
 		out = append(out, '"')
 		out = append(out, k...)
 		out = append(out, `":`...)
-		out = append(out, v...)
-	}) < 0 {
-		return out[:mark], metaMalformed
-	}
+		out = append(out, b[i:e]...)
+		return e
+	})
 	switch {
+	case end < 0:
+		return out[:mark], end, metaMalformed
 	case !had && rw.stamp == nil:
-		return append(out[:mark], val...), metaKept // nothing to change
+		return append(out[:mark], b[v:end]...), end, metaKept // nothing to change
 	case n == 0 && had && rw.Strip:
-		return out[:mark], metaGone
+		return out[:mark], end, metaGone
 	}
-	return append(out, '}'), metaKept
+	return append(out, '}'), end, metaKept
 }
 
 // tail returns the members the hub adds at the end of the result, after
 // st's members: for a host at 2026-07-28 or later, its serverInfo in an
 // _meta and a resultType of "complete" where the result has none.
-func (rw *Rewrite) tail(st *rewriteState) []byte {
+func (rw *Rewrite) tail(st *rewriteState) []byte { return rw.appendTail(nil, st) }
+
+// appendTail appends tail's members to dst.
+func (rw *Rewrite) appendTail(dst []byte, st *rewriteState) []byte {
 	if rw.stamp == nil || st.meta && st.typed {
-		return nil
+		return dst
 	}
-	var out []byte
+	out := dst
 	if !st.meta {
 		if st.members > 0 {
 			out = append(out, ',')
@@ -187,7 +219,7 @@ func (rw *Rewrite) walk(res []byte) (_ []byte, unknown bool) {
 				return res, true
 			}
 			out = append(out, res[held:j]...)
-			out = append(out, rw.tail(&st)...)
+			out = rw.appendTail(out, &st)
 			return append(out, res[j:]...), st.unknown
 		case ',':
 			if sep != sepValue {
@@ -209,14 +241,14 @@ func (rw *Rewrite) walk(res []byte) (_ []byte, unknown bool) {
 		if !ok {
 			return res, true
 		}
-		end := rawjson.SkipValue(res, v)
+		mark := len(out)
+		out = append(out, res[held:v]...)
+		var end int
+		var keep bool
+		out, end, keep = rw.memberAt(out, key, res, v, &st)
 		if end < 0 {
 			return res, true
 		}
-		mark := len(out)
-		out = append(out, res[held:v]...)
-		var keep bool
-		out, keep = rw.member(out, key, res[v:end], &st)
 		sep, i, held = sepValue, end, end
 		if !keep {
 			out = out[:mark]
@@ -249,12 +281,12 @@ func StripServerFields(res []byte) []byte {
 // count is returned), looked for in the same walk of the result. The two
 // rewrites touch different members, so their order does not matter.
 func ServerResult(res []byte, l *Link) ([]byte, int) {
+	// No quick look for the members to strip first, as StripServerFields
+	// makes: a server of that revision sends them in every result.
 	rw := Rewrite{Strip: true, content: true}
 	if l != nil && l.Stamp != nil {
 		l.Stamped.Store(true)
 		rw.stamp = l.Stamp
-	} else if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(`"`+mcp.MetaKeyServerInfo+`"`)) {
-		return SanitizeContent(res) // nothing to strip
 	}
 	out, unknown := rw.walk(res)
 	if !unknown {
