@@ -42,6 +42,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // ProtocolVersion is the revision answered when the client asks for one
@@ -138,7 +139,7 @@ type message struct {
 	p      params
 	pErr   error // decoding params failed
 	parsed bool  // the envelope was JSON
-	meta   meta  // params._meta, decoded by readMeta
+	meta   meta  // params._meta, decoded with the params by a Modern server
 }
 
 // params is every member of the params the server reads, for any method.
@@ -149,9 +150,16 @@ type params struct {
 		Size int             `json:"size"`
 	} `json:"arguments"`
 	// Raw, so that a server of 2025-11-25 reads only what it did before:
-	// initialize's protocolVersion, and _meta only in Modern.
+	// initialize's protocolVersion; _meta is read only in Modern
+	// (modernParams).
 	ProtocolVersion json.RawMessage `json:"protocolVersion"`
-	Meta            json.RawMessage `json:"_meta"`
+}
+
+// modernParams is params as a Modern server decodes them: the _meta of
+// 2026-07-28 with the rest, in the same pass.
+type modernParams struct {
+	*params
+	Meta *meta `json:"_meta"`
 }
 
 // meta is what a request's _meta says of 2026-07-28.
@@ -161,14 +169,30 @@ type meta struct {
 	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
 }
 
-func parse(line []byte) *message {
+// parse decodes line, and for a Modern server the params' _meta with the
+// params: each request is decoded once, whatever its revision, so that
+// the server's cost of a request of 2026-07-28 is what its longer line
+// costs, not a decode of its own.
+func parse(line []byte, modern bool) *message {
 	m := &message{}
 	if err := json.Unmarshal(line, m); err != nil {
 		return m
 	}
 	m.parsed = true
-	if len(m.Params) > 0 {
+	switch {
+	case len(m.Params) == 0:
+	case !modern:
 		m.pErr = json.Unmarshal(m.Params, &m.p)
+	default:
+		err := json.Unmarshal(m.Params, &modernParams{params: &m.p, Meta: &m.meta})
+		// A member of _meta of the wrong type (a protocolVersion that is
+		// not a string, an _meta that is not an object) names no
+		// revision (readMeta); the params are still read.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && (te.Field == "_meta" || strings.HasPrefix(te.Field, "_meta.")) {
+			err = nil
+		}
+		m.pErr = err
 	}
 	return m
 }
@@ -177,21 +201,10 @@ func parse(line []byte) *message {
 // notification or a response.
 func (m *message) request() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
 
-// readMeta decodes the request's _meta and returns the revision it
-// names, if it is 2026-07-28 or later; "" for a request of an earlier
-// revision (or one whose _meta is not an object).
+// readMeta returns the revision the request's _meta names (parse decoded
+// it, for a Modern server), if it is 2026-07-28 or later; "" for a
+// request of an earlier revision (or one whose _meta is not an object).
 func (m *message) readMeta() string {
-	if len(m.p.Meta) == 0 || m.p.Meta[0] != '{' {
-		return ""
-	}
-	if json.Unmarshal(m.p.Meta, &m.meta) != nil {
-		// A protocolVersion that is not a string names no revision.
-		var partial struct {
-			ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-		}
-		_ = json.Unmarshal(m.p.Meta, &partial)
-		m.meta = meta{ClientCapabilities: partial.ClientCapabilities}
-	}
 	if v := m.meta.ProtocolVersion; v >= ModernVersion {
 		return v
 	}
@@ -208,7 +221,7 @@ func (m *message) initVersion() string {
 // answer appends the response to line (with its newline) to out; nothing
 // for a notification.
 func (s *Server) answer(out, line []byte) []byte {
-	m := parse(line)
+	m := parse(line, s.Modern)
 	if !m.parsed {
 		return append(out, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`+"\n"...)
 	}

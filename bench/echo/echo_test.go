@@ -82,6 +82,8 @@ func TestServeModern(t *testing.T) {
 		`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"old"},"_meta":{"progressToken":1}}}`,
 		`{"jsonrpc":"2.0","id":10,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5,"io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"msg":"five"}}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":"x","name":"echo","arguments":{"msg":"x"}}}`,
 	}, "\n")
 	got := serveWith(t, &Server{Modern: true}, in)
 	want := []string{
@@ -95,6 +97,8 @@ func TestServeModern(t *testing.T) {
 		`{"jsonrpc":"2.0","id":8,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"echoserver","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"old"}]}}`,
 		`{"jsonrpc":"2.0","id":10,"result":{}}`,
+		`{"jsonrpc":"2.0","id":11,"result":{"content":[{"type":"text","text":"five"}]}}`,
+		`{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"x"}]}}`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers (-want +got):\n%s", diff)

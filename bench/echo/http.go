@@ -97,7 +97,7 @@ func (h *httpEcho) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusRequestEntityTooLarge, "body too large")
 		return
 	}
-	m := parse(buf.Bytes())
+	m := parse(buf.Bytes(), h.s.Modern)
 	if !m.parsed {
 		writeAnswer(w, http.StatusBadRequest, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`))
 		return
