@@ -212,7 +212,7 @@ func (s *Server) bridgedCall(ctx context.Context, sess *session, req *mcp.CallTo
 	br := bridged{host: junction.HostSession(ctx), caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
 		state: req.Params.RequestState, answers: req.Params.InputResponses, what: "tool " + strconv.Quote(name)}
 	o := s.bridge(ctx, sess, br, timeout, func(upCtx context.Context, c *call) (any, error) {
-		params.SetProgressToken(c.token)
+		params.SetProgressToken(c.token())
 		res, err := sess.cs.CallTool(upCtx, params)
 		if err == nil {
 			s.drainProgress(c)
@@ -235,7 +235,7 @@ func (s *Server) bridgedPrompt(ctx context.Context, sess *session, req *mcp.GetP
 	br := bridged{host: junction.HostSession(ctx), caps: metaCaps(req.Params.Meta), token: req.Params.GetProgressToken(),
 		state: req.Params.RequestState, answers: req.Params.InputResponses, what: "prompt " + strconv.Quote(req.Params.Name)}
 	o := s.bridge(ctx, sess, br, timeout, func(upCtx context.Context, c *call) (any, error) {
-		params.SetProgressToken(c.token)
+		params.SetProgressToken(c.token())
 		return sess.cs.GetPrompt(upCtx, &params)
 	})
 	if o.ask != nil {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,7 +32,6 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // token), so notifications and requests the upstream sends about the call
 // go back to the host that made it.
 type call struct {
-	token     string          // upstream progress token
 	host      junction.Host   // nil for calls made outside a host session
 	hostCtx   context.Context // the host handler's context, for routing on HTTP
 	hostToken any             // the host's progress token; nil if it asked for none
@@ -54,7 +54,54 @@ type call struct {
 	// comes, and the progress its bridge held while no host request was
 	// open, which the next one gets first (setHost).
 	notify sync.Mutex
-	seq    uint64 // order of registration (see better)
+	// seq is the call's number, in the order of registration (see
+	// better): its key in Server.calls, and its upstream progress token
+	// is "junction-<seq>" (token).
+	seq uint64
+}
+
+// tokenPrefix begins the progress token of every call junction makes to
+// an upstream; its number follows.
+const tokenPrefix = "junction-"
+
+// token returns the call's upstream progress token.
+func (c *call) token() string {
+	return tokenPrefix + strconv.FormatUint(c.seq, 10)
+}
+
+// appendToken appends the progress token of the call numbered seq to b,
+// as a JSON string (it needs no escaping).
+func appendToken(b []byte, seq uint64) []byte {
+	b = append(b, `"`+tokenPrefix...)
+	b = strconv.AppendUint(b, seq, 10)
+	return append(b, '"')
+}
+
+// tokenSeq returns the number of the call whose progress token is tok:
+// the token as junction writes it, with no sign or leading zero (so that
+// one number is named by one token only); false for any other.
+func tokenSeq(tok string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(tok, tokenPrefix)
+	if !ok || digits == "" || digits[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	seq, err := strconv.ParseUint(digits, 10, 64)
+	return seq, err == nil
+}
+
+// callLocked returns the call in flight whose upstream progress token is
+// tok, or nil. s.mu is held.
+func (s *Server) callLocked(tok string) *call {
+	seq, ok := tokenSeq(tok)
+	if !ok {
+		return nil
+	}
+	return s.calls[seq]
 }
 
 // reset restarts the call's no-progress timer.
@@ -454,7 +501,7 @@ func (s *Server) callTool(ctx context.Context, sess *session, req *mcp.CallToolR
 	if hostToken := req.Params.GetProgressToken(); hostToken != nil {
 		c.hostToken = hostToken
 	}
-	params.SetProgressToken(c.token)
+	params.SetProgressToken(c.token())
 
 	res, err := sess.cs.CallTool(callCtx, params)
 	if err == nil {
@@ -681,9 +728,7 @@ func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host ju
 	}
 	s.nextToken++
 	c.seq = s.nextToken
-	var buf [32]byte
-	c.token = string(strconv.AppendUint(append(buf[:0], "junction-"...), s.nextToken, 10))
-	s.calls[c.token] = c
+	s.calls[c.seq] = c
 	s.mu.Unlock()
 	return c
 }
@@ -706,7 +751,7 @@ func (c *call) noProgress() { c.cancel.Fail(errNoProgress) }
 func (s *Server) end(c *call) {
 	c.cancel.Fail(nil)
 	s.mu.Lock()
-	delete(s.calls, c.token)
+	delete(s.calls, c.seq)
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
@@ -1034,7 +1079,7 @@ func (s *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	}
 	token, _ := req.Params.ProgressToken.(string)
 	s.mu.Lock()
-	c := s.calls[token]
+	c := s.callLocked(token)
 	s.mu.Unlock()
 	if c == nil {
 		return

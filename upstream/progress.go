@@ -52,7 +52,7 @@ func (s *Server) countLog(stream string) {
 		return
 	}
 	s.mu.Lock()
-	c := s.calls[stream]
+	c := s.callLocked(stream)
 	s.mu.Unlock()
 	if c != nil {
 		c.ownLogs.Store(n)
@@ -73,7 +73,7 @@ func (s *Server) countProgress(params json.RawMessage) {
 		return
 	}
 	s.mu.Lock()
-	c := s.calls[tok]
+	c := s.callLocked(tok)
 	s.mu.Unlock()
 	if c != nil {
 		c.progressRead.Add(1)

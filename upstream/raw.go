@@ -268,7 +268,7 @@ func (f *rawFlight) start(sess *session) {
 	// A failure to write ends the call through ReceiveRaw. The _meta is
 	// copied into the request: its buffer can be this frame's.
 	var meta [512]byte
-	f.rc.Send(f.ctx, s.rawMeta(meta[:0], c.token, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
+	f.rc.Send(f.ctx, s.rawMeta(meta[:0], c.seq, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
 }
 
 // ReceiveRaw implements rawReceiver: it ends the call with the
@@ -524,16 +524,16 @@ func (hm *hostMeta) takeMeta(m *wire.Meta) {
 	hm.traceParent, hm.traceState = m.TraceParent, m.TraceState
 }
 
-// rawMeta appends to b the _meta members of a raw call's request: junction's
-// progress token; to an upstream at 2026-07-28 or later, the protocol
+// rawMeta appends to b the _meta members of a raw call's request: the
+// progress token of junction's call seq; to an upstream at 2026-07-28 or later, the protocol
 // fields go-sdk would send, with the host's capabilities in place of
 // junction's (see hostCapabilities), and the log level (the host's, or
 // the one the hub asked for); the host's other _meta members; and the
 // trace context: tc, the hub's span, if the call is traced (see
 // junction.Options.Trace), else the host's as sent.
-func (s *Server) rawMeta(b []byte, token string, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
+func (s *Server) rawMeta(b []byte, seq uint64, sess *session, hm hostMeta, tc junction.TraceContext) []byte {
 	b = append(b, `"progressToken":`...)
-	b = appendToken(b, token)
+	b = appendToken(b, seq)
 	if sess.rev().PerRequestMeta() {
 		if len(sess.meta) > 0 {
 			b = append(b, ',')
@@ -575,21 +575,6 @@ func appendTraceMeta(b []byte, hm hostMeta, tc junction.TraceContext) []byte {
 		b = append(b, hm.traceState...)
 	}
 	return b
-}
-
-// appendToken appends tok as a JSON string. Junction's own tokens
-// ("junction-N") need no escaping, so the general quoting is skipped for
-// them.
-func appendToken(b []byte, tok string) []byte {
-	for i := 0; i < len(tok); i++ {
-		if c := tok[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			q, _ := json.Marshal(tok) // strconv's quoting is not JSON's
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, tok...)
-	return append(b, '"')
 }
 
 // rawResult turns the reply to a raw call into CallToolRaw's return

@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,17 +12,26 @@ import (
 	"github.com/junction-mcp/junction"
 )
 
-func TestAppendToken(t *testing.T) {
+// A call's progress token is written as JSON, and read back to its
+// number only as junction writes it: one number, one token.
+func TestCallTokens(t *testing.T) {
 	t.Parallel()
-	for _, tok := range []string{"junction-17", "", "Upper", "quote\"d", "ctl\x01", "bad\xff", "<&>"} {
-		b := appendToken([]byte("x"), tok)
-		var got string
-		if err := json.Unmarshal(b[1:], &got); err != nil {
-			t.Errorf("appendToken(%q) = %s: not a JSON string: %v", tok, b[1:], err)
-			continue
+	for _, seq := range []uint64{1, 17, math.MaxUint64} {
+		b := appendToken([]byte("x"), seq)
+		var tok string
+		if err := json.Unmarshal(b[1:], &tok); err != nil {
+			t.Fatalf("appendToken(%d) = %s: not a JSON string: %v", seq, b[1:], err)
 		}
-		if tok != "bad\xff" && got != tok {
-			t.Errorf("appendToken(%q) decodes to %q", tok, got)
+		if want := (&call{seq: seq}).token(); tok != want {
+			t.Errorf("appendToken(%d) = %q, token() = %q", seq, tok, want)
+		}
+		if got, ok := tokenSeq(tok); !ok || got != seq {
+			t.Errorf("tokenSeq(%q) = %d, %v; want %d", tok, got, ok, seq)
+		}
+	}
+	for _, tok := range []string{"", "junction-", "junction-0", "junction-01", "junction-+1", "junction--1", "junction-1x", "junction-18446744073709551616", "Junction-1", "junction-bridge-1", " junction-1"} {
+		if seq, ok := tokenSeq(tok); ok {
+			t.Errorf("tokenSeq(%q) = %d: a token junction does not write", tok, seq)
 		}
 	}
 }

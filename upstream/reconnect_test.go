@@ -415,7 +415,7 @@ func TestLogLevelInMetaOfModernCalls(t *testing.T) {
 func TestDrainLogsSignalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := bareServer(t)
-		c := &call{token: "junction-1"}
+		c := &call{seq: 1}
 		s.countLog("") // one message read, not yet handled
 		done := make(chan time.Duration)
 		go func() {
@@ -444,8 +444,8 @@ func TestDrainLogsSignalled(t *testing.T) {
 func TestDrainLogsOwnStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := bareServer(t)
-		quiet, chatty := &call{token: "junction-1"}, &call{token: "junction-2"}
-		s.calls[quiet.token], s.calls[chatty.token] = quiet, chatty // in flight
+		quiet, chatty := &call{seq: 1}, &call{seq: 2}
+		s.calls[quiet.seq], s.calls[chatty.seq] = quiet, chatty // in flight
 		handle := func(n int) {
 			for range n {
 				s.onLog(t.Context(), &mcp.LoggingMessageRequest{Params: &mcp.LoggingMessageParams{Level: "info", Data: "x"}})
@@ -465,19 +465,19 @@ func TestDrainLogsOwnStream(t *testing.T) {
 			}
 		}
 		for range 3 {
-			s.countLog(chatty.token) // read, not handled
+			s.countLog(chatty.token()) // read, not handled
 		}
 		if waits(quiet) {
 			t.Error("a call without log messages waited for another call's")
 		}
 		for range 3 {
-			s.countLog(chatty.token)
+			s.countLog(chatty.token())
 		}
-		s.countLog(quiet.token)
+		s.countLog(quiet.token())
 		if !waits(quiet) {
 			t.Error("a call's result did not wait for its own log message")
 		}
-		s.countLog(chatty.token)
+		s.countLog(chatty.token())
 		s.countLog("")
 		if !waits(quiet) {
 			t.Error("a call's result did not wait for a log message of no call")

@@ -67,7 +67,7 @@ type Server struct {
 	connects      int
 	since         time.Time
 	info          *mcp.Implementation
-	calls         map[string]*call // in-flight calls by upstream progress token
+	calls         map[uint64]*call // in-flight calls by number (call.seq; their progress tokens say it)
 	watch         *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
 	watchDue      monoTime         // when watch fires; zero when it is not set
 	recent        map[junction.Host]recentHost
@@ -155,7 +155,7 @@ func start(name string, cfg Config, o Options, caps *mcp.ClientCapabilities, onI
 		relist:    make(chan struct{}, 1),
 		changed:   make(chan struct{}),
 		subs:      make(map[string]bool),
-		calls:     make(map[string]*call),
+		calls:     make(map[uint64]*call),
 		recent:    make(map[junction.Host]recentHost),
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
