@@ -760,9 +760,9 @@ func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
 		// The line is made where it is queued (wire.Writer.AppendLine).
 		size, add := sc.lineSize(res, stamp), func(dst []byte) []byte { return sc.appendLine(dst, res, werr, stamp) }
 		if via := hc.link.Via.Load(); via != nil && sc.call != nil {
-			s.c.out.AppendDeferred(size, "", via, add) // the server's reader flushes it
+			s.c.out.AppendDeferred(size, 0, via, add) // the server's reader flushes it
 		} else {
-			s.c.out.AppendLine(size, "", add)
+			s.c.out.AppendLine(size, 0, add)
 		}
 	})
 	if sc.done != nil {

@@ -39,8 +39,9 @@ func (c *serverConn) cutThrough(r *wire.LineReader, head []byte) (bool, error) {
 	if !ok {
 		return false, nil
 	}
+	n, _ := rawIDNum(id)
 	c.rawMu.Lock()
-	call := c.raw[string(id)]
+	call := c.raw[n]
 	c.rawMu.Unlock()
 	if call == nil || call.link == nil || call.link.Stream == nil {
 		return false, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -70,11 +71,11 @@ type serverConn struct {
 	closed   chan struct{}        // closed by Close
 	close    sync.Once
 
-	// Raw calls, by wire id ("\"jr-N\"").
+	// Raw calls, by number (rawCall.n; the id on the wire says it).
 	rawSeq     atomic.Uint64
 	rawPending atomic.Int64 // len(raw), read by read without the lock
 	rawMu      sync.Mutex   // guards raw and readEnded
-	raw        map[string]*rawCall
+	raw        map[uint64]*rawCall
 	readEnded  bool // the reading goroutine has ended: no reply will come
 
 	// go-sdk's tools/list requests not answered yet, by id: their
@@ -120,9 +121,9 @@ func newServerConn(stdin io.WriteCloser, stdout io.Reader, opts *serverConnOptio
 		readDone: make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
-	c.in.SetHooks(func(ids []string, err error) {
-		for _, id := range ids {
-			c.fail(id, err)
+	c.in.SetHooks(func(ids []uint64, err error) {
+		for _, n := range ids {
+			c.fail(n, err)
 		}
 	}, func() bool { return c.rawPending.Load() > 1 })
 	go c.read(stdout, o.MaxLine)
@@ -163,7 +164,7 @@ func (c *serverConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	return c.in.WriteLine(append(b, '\n'), "", true)
+	return c.in.WriteLine(append(b, '\n'), 0, true)
 }
 
 // Close implements [mcp.Connection]: it stops delivering messages and
@@ -207,7 +208,7 @@ func (c *serverConn) read(stdout io.Reader, max int) {
 		}
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", max)
-		} else if c.rawPending.Load() > 0 && (bytes.Contains(line, []byte(`"jr-`)) || bytes.Contains(line, []byte(`null`))) && c.deliverRaw(line) {
+		} else if c.rawPending.Load() > 0 && (bytes.Contains(line, []byte(rawIDPrefix)) || bytes.Contains(line, []byte(`null`))) && c.deliverRaw(line) {
 			// A response to a raw call, handed over undecoded (or an
 			// error with id null, for the one raw call waiting).
 		} else if len(bytes.TrimSpace(line)) > 0 {
@@ -287,13 +288,13 @@ func preview(b []byte) string {
 
 // A rawCall is one tools/call made on a [serverConn] without go-sdk: the
 // request is written with an id of its own ("jr-N", a string, where
-// go-sdk's ids are numbers), and the response line with that id is handed
-// to the call undecoded. Notifications the server sends meanwhile
+// go-sdk's ids are numbers; N is the call's number), and the response
+// line with that id is handed to the call undecoded. Notifications the server sends meanwhile
 // (progress, log messages) still go through go-sdk.
 type rawCall struct {
 	c      *serverConn
 	link   *wire.Link  // the host connection's link for the call, if it has one
-	id     string      // as it appears on the wire, quotes included
+	n      uint64      // the call's number, in its id on the wire (appendRawID)
 	to     rawReceiver // gets the reply, once
 	unsent error       // the call was made after the connection ended: Send fails with it
 }
@@ -316,6 +317,39 @@ type rawReply struct {
 	Fail   error
 }
 
+// rawIDPrefix begins the id of every raw call, after its quote.
+const rawIDPrefix = `"jr-`
+
+// appendRawID appends the id of the raw call numbered n to dst, as it
+// goes on the wire: a JSON string, quotes included.
+func appendRawID(dst []byte, n uint64) []byte {
+	dst = append(dst, rawIDPrefix...)
+	dst = strconv.AppendUint(dst, n, 10)
+	return append(dst, '"')
+}
+
+// rawIDNum returns the number of the raw call whose id (as sent, quotes
+// included) is id: the id as appendRawID writes it, with no sign or
+// leading zero, so that one number is named by one id only; false for
+// any other.
+func rawIDNum(id []byte) (uint64, bool) {
+	if !bytes.HasPrefix(id, []byte(rawIDPrefix)) || len(id) < len(rawIDPrefix)+2 || id[len(id)-1] != '"' {
+		return 0, false
+	}
+	digits := id[len(rawIDPrefix) : len(id)-1]
+	if digits[0] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for _, d := range digits {
+		if d < '0' || d > '9' || n > (math.MaxUint64-uint64(d-'0'))/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(d-'0')
+	}
+	return n, true
+}
+
 // newRawCall returns a call whose reply goes to to. Its request is not
 // written yet: a caller that sets up timers that may fail it can do so
 // first ([rawCall.Send]).
@@ -328,9 +362,7 @@ func (c *serverConn) newRawCall(to rawReceiver) *rawCall {
 // addRawCall is newRawCall for a call whose record r, a zero rawCall, is
 // part of its caller's (a rawFlight's), so that a call is one allocation.
 func (c *serverConn) addRawCall(r *rawCall, to rawReceiver) {
-	n := c.rawSeq.Add(1)
-	var buf [32]byte
-	*r = rawCall{c: c, id: string(append(strconv.AppendUint(append(buf[:0], `"jr-`...), n, 10), '"')), to: to}
+	*r = rawCall{c: c, n: c.rawSeq.Add(1), to: to}
 	c.rawMu.Lock()
 	if c.readEnded {
 		// Nothing will be sent: Send says so (not here, where the
@@ -340,9 +372,9 @@ func (c *serverConn) addRawCall(r *rawCall, to rawReceiver) {
 		return
 	}
 	if c.raw == nil {
-		c.raw = make(map[string]*rawCall)
+		c.raw = make(map[uint64]*rawCall)
 	}
-	c.raw[r.id] = r
+	c.raw[r.n] = r
 	c.rawPending.Add(1)
 	c.rawMu.Unlock()
 }
@@ -377,7 +409,7 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	size, add := len(params)+len(meta)+80, func(dst []byte) []byte {
 		start := len(dst)
 		dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-		dst = append(dst, r.id...)
+		dst = appendRawID(dst, r.n)
 		dst = append(dst, `,"method":"`...)
 		dst = append(dst, method...)
 		dst = append(dst, `","params":`...)
@@ -392,12 +424,12 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 		r.link = l
 	}
 	if b := hostBatch(l); b != nil {
-		err = r.c.in.AppendDeferred(size, r.id, b, add)
+		err = r.c.in.AppendDeferred(size, r.n, b, add)
 	} else {
-		err = r.c.in.AppendLine(size, r.id, add)
+		err = r.c.in.AppendLine(size, r.n, add)
 	}
 	if err != nil {
-		r.c.fail(r.id, err) // the reply says so too
+		r.c.fail(r.n, err) // the reply says so too
 		return err
 	}
 	return nil
@@ -437,9 +469,9 @@ func (r *rawCall) Forget() { r.Take() }
 func (r *rawCall) Take() bool {
 	c := r.c
 	c.rawMu.Lock()
-	ok := c.raw[r.id] == r
+	ok := c.raw[r.n] == r
 	if ok {
-		delete(c.raw, r.id)
+		delete(c.raw, r.n)
 		c.rawPending.Add(-1)
 	}
 	c.rawMu.Unlock()
@@ -456,18 +488,18 @@ func (r *rawCall) Cancel(cause error) {
 	if cause != nil {
 		reason = cause.Error()
 	}
-	line := append(wire.AppendCancelled(nil, r.id, reason), '\n')
-	if err := r.c.in.WriteLine(line, "", false); err != nil {
+	line := append(wire.AppendCancelled(nil, string(appendRawID(nil, r.n)), reason), '\n')
+	if err := r.c.in.WriteLine(line, 0, false); err != nil {
 		r.c.logger.Debug("sending notifications/cancelled failed", "error", err)
 	}
 }
 
-// fail ends the raw call id, if it still waits, with cause.
-func (c *serverConn) fail(id string, cause error) {
+// fail ends the raw call numbered n, if it still waits, with cause.
+func (c *serverConn) fail(n uint64, cause error) {
 	c.rawMu.Lock()
-	r, ok := c.raw[id]
+	r, ok := c.raw[n]
 	if ok {
-		delete(c.raw, id)
+		delete(c.raw, n)
 		c.rawPending.Add(-1)
 	}
 	c.rawMu.Unlock()
@@ -484,8 +516,8 @@ func (c *serverConn) loneRawCall() []byte {
 	if len(c.raw) != 1 {
 		return nil
 	}
-	for id := range c.raw {
-		return []byte(id)
+	for n := range c.raw {
+		return appendRawID(nil, n)
 	}
 	return nil
 }
@@ -496,9 +528,9 @@ func (c *serverConn) failAll(cause error) {
 	c.rawMu.Lock()
 	c.readEnded = true
 	calls := make([]*rawCall, 0, len(c.raw))
-	for id, r := range c.raw {
+	for n, r := range c.raw {
 		calls = append(calls, r)
-		delete(c.raw, id)
+		delete(c.raw, n)
 	}
 	c.rawPending.Store(0)
 	c.rawMu.Unlock()
@@ -532,15 +564,16 @@ func (c *serverConn) deliverRaw(line []byte) bool {
 		// logs it.
 		id = c.loneRawCall()
 	}
-	if !bytes.HasPrefix(id, []byte(`"jr-`)) {
+	if !bytes.HasPrefix(id, []byte(rawIDPrefix)) {
 		// Not a response to a raw call (a request of the server's own
 		// may use any id, "jr-1" included).
 		return false
 	}
+	n, _ := rawIDNum(id) // zero, which no call has, for one junction did not write
 	c.rawMu.Lock()
-	r, ok := c.raw[string(id)]
+	r, ok := c.raw[n]
 	if ok {
-		delete(c.raw, string(id))
+		delete(c.raw, n)
 		c.rawPending.Add(-1)
 	}
 	c.rawMu.Unlock()

@@ -102,7 +102,7 @@ func TestRawBurstInterleaved(t *testing.T) {
 			errs <- err
 			return
 		}
-		results <- sent{rc.id, rc.Reply()}
+		results <- sent{string(appendRawID(nil, rc.n)), rc.Reply()}
 	}
 	go send(0)
 	waitFor(t, "the first write to block", func() bool {
@@ -368,7 +368,7 @@ func TestRawCallNullIDError(t *testing.T) {
 	json.Unmarshal(line, &req)
 	p.serverOut.WriteString(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[]}}` + "\n")
 	answered, waiting := three, two
-	if string(req.ID) == two.id {
+	if string(req.ID) == string(appendRawID(nil, two.n)) {
 		answered, waiting = two, three
 	}
 	select {

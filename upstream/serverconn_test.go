@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,13 +46,33 @@ func FuzzDecodeLine(f *testing.F) {
 	})
 }
 
+// A raw call's id is written as JSON, and read back to its number only
+// as junction writes it: one number, one id.
+func TestRawIDs(t *testing.T) {
+	for _, n := range []uint64{1, 42, math.MaxUint64} {
+		id := appendRawID(nil, n)
+		var s string
+		if err := json.Unmarshal(id, &s); err != nil || s != "jr-"+strconv.FormatUint(n, 10) {
+			t.Errorf("appendRawID(%d) = %s (%v)", n, id, err)
+		}
+		if got, ok := rawIDNum(id); !ok || got != n {
+			t.Errorf("rawIDNum(%s) = %d, %v; want %d", id, got, ok, n)
+		}
+	}
+	for _, id := range []string{`"jr-"`, `"jr-0"`, `"jr-01"`, `"jr-+1"`, `"jr-1x"`, `"jr-18446744073709551616"`, `"jr-1`, `jr-1`, `"JR-1"`, `1`, `""`, `"`} {
+		if n, ok := rawIDNum([]byte(id)); ok {
+			t.Errorf("rawIDNum(%s) = %d: an id junction does not write", id, n)
+		}
+	}
+}
+
 // TestDeliverRaw: only responses with a raw id go to raw calls; a request
 // of the upstream's own with the same id goes to go-sdk.
 func TestDeliverRaw(t *testing.T) {
 	c := &serverConn{}
 	got := make(replies, 1)
-	r1 := &rawCall{c: c, id: `"jr-1"`, to: got}
-	c.raw = map[string]*rawCall{`"jr-1"`: r1}
+	r1 := &rawCall{c: c, n: 1, to: got}
+	c.raw = map[uint64]*rawCall{1: r1}
 	c.rawPending.Store(1)
 
 	for _, line := range []string{
@@ -79,6 +101,10 @@ func TestDeliverRaw(t *testing.T) {
 	// A late reply to a call that gave up is dropped, not passed on.
 	if !c.deliverRaw([]byte(`{"jsonrpc":"2.0","id":"jr-9","error":{"code":1,"message":"late"}}`)) {
 		t.Error("deliverRaw(late reply) = false")
+	}
+	// So is one whose id only looks like a raw call's: no call has it.
+	if !c.deliverRaw([]byte(`{"jsonrpc":"2.0","id":"jr-01","result":{}}`)) {
+		t.Error(`deliverRaw(reply to "jr-01") = false`)
 	}
 }
 

@@ -39,7 +39,7 @@ type Writer struct {
 	// onFail, if not nil, learns the ids (see write) of the lines of a
 	// round that could not be written, with the error; called without mu
 	// held, by the goroutine writing the round.
-	onFail func(ids []string, err error)
+	onFail func(ids []uint64, err error)
 	// busy, if not nil, reports whether more writes are likely to come at
 	// once (calls in flight): the writer then yields once before writing,
 	// so they join its round.
@@ -50,9 +50,9 @@ type Writer struct {
 	closed   bool
 	writing  bool     // a goroutine is writing (it owns the rounds)
 	queue    []byte   // lines queued for the next round
-	queueIDs []string // ids of the lines in queue that have one
+	queueIDs []uint64 // ids of the lines in queue that have one
 	spare    []byte   // a written round's buffer, for reuse
-	spareIDs []string
+	spareIDs []uint64
 	taken    uint64 // rounds taken from the queue; the queue is round taken+1
 	done     uint64 // rounds written (or failed)
 	failedAt uint64 // first round that failed; zero if none
@@ -79,24 +79,24 @@ func NewWriter(w io.Writer) *Writer {
 // whether more writes are likely to come at once (calls in flight), and
 // then the writer yields once before writing, so that they join its
 // round. Either may be nil.
-func (wr *Writer) SetHooks(onFail func(ids []string, err error), busy func() bool) {
+func (wr *Writer) SetHooks(onFail func(ids []uint64, err error), busy func() bool) {
 	wr.onFail, wr.busy = onFail, busy
 }
 
 // Write writes one whole line (ending in '\n'), possibly after it
 // returns; see WriteLine.
 func (wr *Writer) Write(line []byte) (int, error) {
-	if err := wr.WriteLine(line, "", false); err != nil {
+	if err := wr.WriteLine(line, 0, false); err != nil {
 		return 0, err
 	}
 	return len(line), nil
 }
 
 // WriteLine writes one whole line. id names the line for the writer's
-// onFail (see SetHooks; empty: none). With wait set, WriteLine returns
+// onFail (see SetHooks; zero: none). With wait set, WriteLine returns
 // once the line is written; without, it may return as soon as the line
 // is queued.
-func (wr *Writer) WriteLine(line []byte, id string, wait bool) error {
+func (wr *Writer) WriteLine(line []byte, id uint64, wait bool) error {
 	return wr.writeLine(line, nil, 0, id, wait)
 }
 
@@ -106,13 +106,13 @@ func (wr *Writer) WriteLine(line []byte, id string, wait bool) error {
 // in '\n') to dst and returns it. It is called once, with the writer's
 // lock held, and must not use the writer. size is the line's length, or
 // about it.
-func (wr *Writer) AppendLine(size int, id string, add func(dst []byte) []byte) error {
+func (wr *Writer) AppendLine(size int, id uint64, add func(dst []byte) []byte) error {
 	return wr.writeLine(nil, add, size, id, false)
 }
 
 // writeLine writes line, or, if add is not nil, the line of size bytes
 // (about) that add makes (see AppendLine).
-func (wr *Writer) writeLine(line []byte, add func([]byte) []byte, size int, id string, wait bool) error {
+func (wr *Writer) writeLine(line []byte, add func([]byte) []byte, size int, id uint64, wait bool) error {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for {
@@ -129,7 +129,7 @@ func (wr *Writer) writeLine(line []byte, add func([]byte) []byte, size int, id s
 	}
 	if wr.writing {
 		wr.queue = appendLine(wr.queue, line, add)
-		if id != "" {
+		if id != 0 {
 			wr.queueIDs = append(wr.queueIDs, id)
 		}
 		if !wait {
@@ -161,7 +161,7 @@ func (wr *Writer) writeLine(line []byte, add func([]byte) []byte, size int, id s
 		// no one writes), so one write carries them all. A lone call has
 		// nothing to wait for.
 		wr.queue = appendLine(wr.queue, line, add)
-		if id != "" {
+		if id != 0 {
 			wr.queueIDs = append(wr.queueIDs, id)
 		}
 		ownRound = wr.taken + 1
@@ -313,7 +313,7 @@ func (wr *Writer) drainLocked(mine uint64) (own error) {
 			if wr.onFail != nil && len(ids) > 0 {
 				// Outside the lock: ending a call may write again (a
 				// cancellation), which fails at once now.
-				failed, err := append([]string(nil), ids...), wr.err
+				failed, err := append([]uint64(nil), ids...), wr.err
 				wr.mu.Unlock()
 				wr.onFail(failed, err)
 				wr.mu.Lock()
@@ -339,17 +339,17 @@ func (wr *Writer) drainLocked(mine uint64) (own error) {
 // writes it, with whatever else it queued, when it flushes b (before its
 // reader waits for more input). A write under way by another goroutine
 // sends it anyway. id is as for WriteLine.
-func (wr *Writer) WriteDeferred(line []byte, id string, b *Batch) error {
+func (wr *Writer) WriteDeferred(line []byte, id uint64, b *Batch) error {
 	return wr.writeDeferred(line, nil, 0, id, b)
 }
 
 // AppendDeferred is WriteDeferred for a line made where it is queued, as
 // AppendLine makes it.
-func (wr *Writer) AppendDeferred(size int, id string, b *Batch, add func(dst []byte) []byte) error {
+func (wr *Writer) AppendDeferred(size int, id uint64, b *Batch, add func(dst []byte) []byte) error {
 	return wr.writeDeferred(nil, add, size, id, b)
 }
 
-func (wr *Writer) writeDeferred(line []byte, add func([]byte) []byte, size int, id string, b *Batch) error {
+func (wr *Writer) writeDeferred(line []byte, add func([]byte) []byte, size int, id uint64, b *Batch) error {
 	if len(line) > BigWrite || add != nil && size > BigWrite {
 		// Nothing to gain from holding a big line back, and a copy to
 		// save: it goes now, after the lines deferred before it.
@@ -364,7 +364,7 @@ func (wr *Writer) writeDeferred(line []byte, add func([]byte) []byte, size int, 
 		return wr.err
 	}
 	wr.queue = appendLine(wr.queue, line, add)
-	if id != "" {
+	if id != 0 {
 		wr.queueIDs = append(wr.queueIDs, id)
 	}
 	if !wr.writing {

@@ -47,7 +47,7 @@ func TestWriter(t *testing.T) {
 			}
 			var err error
 			if i%3 == 1 { // made where it is queued
-				err = b.AppendLine(len(line), "", func(dst []byte) []byte { return append(dst, line...) })
+				err = b.AppendLine(len(line), 0, func(dst []byte) []byte { return append(dst, line...) })
 			} else {
 				_, err = b.Write([]byte(line))
 			}
@@ -103,23 +103,23 @@ func TestWriterBigAfterDeferred(t *testing.T) {
 	var b Batch
 	big := strings.Repeat("r", BigWrite+1)
 	for i := range 3 {
-		if err := w.WriteDeferred([]byte(fmt.Sprintf("deferred %d\n", i)), "", &b); err != nil {
+		if err := w.WriteDeferred([]byte(fmt.Sprintf("deferred %d\n", i)), 0, &b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := w.WriteAnswer([]byte(`7`), json.RawMessage(`"`+big+`"`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.WriteDeferred([]byte("big "+big+"\n"), "", &b); err != nil {
+	if err := w.WriteDeferred([]byte("big "+big+"\n"), 0, &b); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AppendDeferred(len(big)+8, "", &b, func(dst []byte) []byte { return append(append(append(dst, "made "...), big...), '\n') }); err != nil {
+	if err := w.AppendDeferred(len(big)+8, 0, &b, func(dst []byte) []byte { return append(append(append(dst, "made "...), big...), '\n') }); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AppendDeferred(5, "", &b, func(dst []byte) []byte { return append(dst, "made\n"...) }); err != nil {
+	if err := w.AppendDeferred(5, 0, &b, func(dst []byte) []byte { return append(dst, "made\n"...) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.WriteDeferred([]byte("last\n"), "", &b); err != nil {
+	if err := w.WriteDeferred([]byte("last\n"), 0, &b); err != nil {
 		t.Fatal(err)
 	}
 	b.Flush()
@@ -250,13 +250,13 @@ func TestWriteQueueBounded(t *testing.T) {
 	defer wg.Wait()
 	line := []byte(`{"x":"` + strings.Repeat("q", maxQueuedWrite) + `"}` + "\n")
 	wg.Add(1)
-	go func() { defer wg.Done(); w.WriteLine(line, "", false) }() // its own line: it writes, held by g
+	go func() { defer wg.Done(); w.WriteLine(line, 0, false) }() // its own line: it writes, held by g
 	<-g.begun
-	if err := w.WriteLine(line, "", false); err != nil { // queued: returns at once
+	if err := w.WriteLine(line, 0, false); err != nil { // queued: returns at once
 		t.Fatal(err)
 	}
 	third := make(chan error, 1)
-	go func() { third <- w.WriteLine([]byte("{}\n"), "", false) }()
+	go func() { third <- w.WriteLine([]byte("{}\n"), 0, false) }()
 	select {
 	case err := <-third:
 		t.Fatalf("a write beyond the queue bound returned (%v) while the queue was full", err)
