@@ -30,7 +30,9 @@
 // server's info in _meta, as go-sdk's server writes them. initialize
 // offering 2026-07-28 is answered with it. Without Modern the server is
 // one of 2025-11-25 (the zero value): it knows nothing of _meta and
-// answers server/discover with -32601.
+// answers server/discover with -32601. Either way a request is decoded
+// once, _meta with the rest, so that what a request of 2026-07-28 costs
+// the server more is its longer line.
 package echo
 
 import (
