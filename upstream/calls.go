@@ -78,20 +78,13 @@ func appendToken(b []byte, seq uint64) []byte {
 }
 
 // tokenSeq returns the number of the call whose progress token is tok:
-// the token as junction writes it, with no sign or leading zero (so that
-// one number is named by one token only); false for any other.
+// the token as appendToken writes it; false for any other.
 func tokenSeq(tok string) (uint64, bool) {
 	digits, ok := strings.CutPrefix(tok, tokenPrefix)
-	if !ok || digits == "" || digits[0] == '0' {
+	if !ok {
 		return 0, false
 	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return 0, false
-		}
-	}
-	seq, err := strconv.ParseUint(digits, 10, 64)
-	return seq, err == nil
+	return seqNum(digits)
 }
 
 // callLocked returns the call in flight whose upstream progress token is

@@ -289,8 +289,9 @@ func preview(b []byte) string {
 // A rawCall is one tools/call made on a [serverConn] without go-sdk: the
 // request is written with an id of its own ("jr-N", a string, where
 // go-sdk's ids are numbers; N is the call's number), and the response
-// line with that id is handed to the call undecoded. Notifications the server sends meanwhile
-// (progress, log messages) still go through go-sdk.
+// line with that id is handed to the call undecoded. Notifications the
+// server sends meanwhile (progress, log messages) still go through
+// go-sdk.
 type rawCall struct {
 	c      *serverConn
 	link   *wire.Link  // the host connection's link for the call, if it has one
@@ -329,19 +330,25 @@ func appendRawID(dst []byte, n uint64) []byte {
 }
 
 // rawIDNum returns the number of the raw call whose id (as sent, quotes
-// included) is id: the id as appendRawID writes it, with no sign or
-// leading zero, so that one number is named by one id only; false for
-// any other.
+// included) is id: the id as appendRawID writes it; false for any other.
 func rawIDNum(id []byte) (uint64, bool) {
-	if !bytes.HasPrefix(id, []byte(rawIDPrefix)) || len(id) < len(rawIDPrefix)+2 || id[len(id)-1] != '"' {
+	if !bytes.HasPrefix(id, []byte(rawIDPrefix)) || len(id) < len(rawIDPrefix)+1 || id[len(id)-1] != '"' {
 		return 0, false
 	}
-	digits := id[len(rawIDPrefix) : len(id)-1]
-	if digits[0] == '0' {
+	return seqNum(id[len(rawIDPrefix) : len(id)-1])
+}
+
+// seqNum reads the number of one of junction's calls in its raw id or
+// progress token: decimal digits with no sign and no leading zero, so
+// that one number is written one way only; false for any other text, or
+// one out of range.
+func seqNum[T string | []byte](digits T) (uint64, bool) {
+	if len(digits) == 0 || digits[0] == '0' {
 		return 0, false
 	}
 	var n uint64
-	for _, d := range digits {
+	for i := 0; i < len(digits); i++ {
+		d := digits[i]
 		if d < '0' || d > '9' || n > (math.MaxUint64-uint64(d-'0'))/10 {
 			return 0, false
 		}
