@@ -49,14 +49,12 @@ func unknownTypes(b []byte) bool {
 		if string(key) != "content" {
 			return rawjson.SkipValue(b, v)
 		}
-		return rawjson.WalkArray(b, v, func(e int) int {
-			end, known := knownBlockAt(b, e)
-			if !known {
-				unknown = true
-				return -1
-			}
-			return end
-		})
+		end, u := contentAt(b, v)
+		if u {
+			unknown = true
+			return -1
+		}
+		return end
 	})
 	return end < 0 || unknown
 }
