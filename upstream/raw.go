@@ -703,7 +703,7 @@ func (s *Server) noteMeta(cs *mcp.ClientSession, m map[string]any) {
 }
 
 // rev returns the revision the session speaks.
-func (sess *session) rev() junction.Revision { return revisionOf(sess.cs) }
+func (sess *session) rev() junction.Revision { return sess.revision }
 
 // revisionOf returns the revision cs speaks.
 func revisionOf(cs *mcp.ClientSession) junction.Revision {

@@ -117,6 +117,9 @@ type session struct {
 	cancel    context.CancelFunc
 	meta      []byte // at 2026-07-28: the protocol members of each request's _meta (see captureMeta)
 	metaHead  []byte // meta without its capabilities member (see appendProtocolMeta)
+	// revision is the protocol revision cs negotiated, read once: a call
+	// asks it several times.
+	revision junction.Revision
 }
 
 var (
@@ -593,7 +596,7 @@ func (s *Server) connectWith(cfg *Config, protocol string, connected func()) (*s
 		sessCancel()
 		return nil, err
 	}
-	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel, meta: meta, metaHead: protocolMetaHead(meta)}
+	sess := &session{cs: cs, transport: transport, done: make(chan struct{}), cancel: sessCancel, meta: meta, metaHead: protocolMetaHead(meta), revision: revisionOf(cs)}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
