@@ -1,7 +1,6 @@
 package junction
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -509,7 +508,7 @@ func (c *Call) observe(outcome string) {
 // Values are skipped with the scanner, so a megabyte of text costs one
 // pass.
 func resultIsError(res []byte) bool {
-	if !bytes.Contains(res, []byte(`"isError"`)) {
+	if !rawjson.Contains(res, []byte(`"isError"`)) {
 		return false // most results: found without walking them
 	}
 	isErr, seen := false, false

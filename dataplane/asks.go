@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -117,7 +118,7 @@ func (r hostReply) answer() (json.RawMessage, error) {
 // answer takes msg, a message from the host of session sid, if it is the
 // answer to a request in the table, and reports whether it was.
 func (a *asks) answer(sid string, msg []byte) bool {
-	if !bytes.Contains(msg, []byte(`"`+askPrefix)) {
+	if !rawjson.Contains(msg, []byte(`"`+askPrefix)) {
 		return false
 	}
 	var m struct {

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,7 +41,7 @@ func (p *Plane) paramBindings(tool *mcp.Tool) []paramBinding {
 		return v.([]paramBinding)
 	}
 	var bs []paramBinding
-	if b, err := json.Marshal(tool.InputSchema); err == nil && bytes.Contains(b, []byte(`"x-mcp-header"`)) {
+	if b, err := json.Marshal(tool.InputSchema); err == nil && rawjson.Contains(b, []byte(`"x-mcp-header"`)) {
 		var s boundSchema
 		if decodeParams(b, &s) {
 			bs = s.collect(nil, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/wire"
 )
 
@@ -167,7 +168,7 @@ func (hr *httpRawCall) StreamDone(size int, isError bool, err error) {
 // host link (with JSON answers only, nowhere: see linked). A client that
 // goes away cancels the call.
 func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+	if !rawjson.Contains(body, []byte(`"tools/call"`)) {
 		return f.takeRequest(w, r, body, "", "", false)
 	}
 	tc, ok := parseToolCall(body)
@@ -283,7 +284,7 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // (with JSON answers only, nowhere: see linked). The result
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.
 func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
-	if r.Header.Get("Mcp-Method") != "tools/call" || !bytes.Contains(body, []byte(`"tools/call"`)) {
+	if r.Header.Get("Mcp-Method") != "tools/call" || !rawjson.Contains(body, []byte(`"tools/call"`)) {
 		return f.takeRequest(w, r, body, "", version, true)
 	}
 	tc, ok := parseToolCall(body)

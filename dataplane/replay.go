@@ -1,13 +1,13 @@
 package dataplane
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"iter"
 	"slices"
 	"sync"
 
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -193,7 +193,7 @@ func newReplayStore(max int) *replayStore {
 // share returns data, or the store's copy of the same bytes if data is
 // an answer to initialize (see shared). Requires s.mu.
 func (s *replayStore) share(data []byte) []byte {
-	if len(data) > replaySharedBytes || !bytes.Contains(data, []byte(`"serverInfo"`)) || !bytes.Contains(data, []byte(`"protocolVersion"`)) {
+	if len(data) > replaySharedBytes || !rawjson.Contains(data, []byte(`"serverInfo"`)) || !rawjson.Contains(data, []byte(`"protocolVersion"`)) {
 		return data
 	}
 	if c, ok := s.shared[string(data)]; ok {

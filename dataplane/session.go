@@ -123,7 +123,7 @@ func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
 	if s.ended.Load() {
 		return fedLine{}, false
 	}
-	if post != nil && bytes.Contains(line, []byte(`"tools/call"`)) {
+	if post != nil && rawjson.Contains(line, []byte(`"tools/call"`)) {
 		// A plain call, the request most sent, is taken without the
 		// lock: POSTs of one session start their calls side by side.
 		if tc, ok := parseToolCall(line); ok && !bytes.Contains(tc.meta, []byte(junction.TasksExtension)) {

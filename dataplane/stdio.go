@@ -350,7 +350,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 	// A plain tools/call first, the line most read: it is no cancellation,
 	// and a request for the tasks extension only if its _meta names it,
 	// so the whole line is not searched for those.
-	isCall := bytes.Contains(line, []byte(`"tools/call"`))
+	isCall := rawjson.Contains(line, []byte(`"tools/call"`))
 	if isCall {
 		if tc, ok := parseToolCall(line); ok {
 			if bytes.Contains(tc.meta, []byte(junction.TasksExtension)) && s.takeTask(line) {
@@ -373,11 +373,11 @@ func (s *stdioSession) takeLine(line []byte) bool {
 	if s.takeTask(line) {
 		return true
 	}
-	if bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
+	if rawjson.Contains(line, []byte(`"notifications/cancelled"`)) {
 		id, ok := cancelledID(line)
 		return ok && (s.c.listens.cancel(id) || s.calls.cancel(string(id)))
 	}
-	if bytes.Contains(line, []byte(`"subscriptions/listen"`)) {
+	if rawjson.Contains(line, []byte(`"subscriptions/listen"`)) {
 		return s.c.listens.take(line)
 	}
 	if !s.initialized() && s.refuseEarly(line) {
@@ -438,7 +438,7 @@ func (s *stdioSession) refuseUnknown(line []byte) bool {
 // with the decoder's error (answerRest), and leaves the connection
 // uninitialized. Called by the reading goroutine.
 func (s *stdioSession) takeInitialize(line []byte) bool {
-	if !bytes.Contains(line, []byte(`"initialize"`)) {
+	if !rawjson.Contains(line, []byte(`"initialize"`)) {
 		return false
 	}
 	id, method, params, ok := requestEnvelope(line)

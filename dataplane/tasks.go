@@ -50,7 +50,7 @@ func isTaskMethod(method string) bool {
 // tools/call request of that revision (a message that names neither a
 // tasks/ method nor the extension is not read at all).
 func readTaskRequest(msg []byte) (taskRequest, bool) {
-	if !bytes.Contains(msg, []byte(`"tasks/`)) && !bytes.Contains(msg, []byte(junction.TasksExtension)) {
+	if !rawjson.Contains(msg, []byte(`"tasks/`)) && !bytes.Contains(msg, []byte(junction.TasksExtension)) {
 		return taskRequest{}, false // the common case, without reading the message
 	}
 	var tr taskRequest

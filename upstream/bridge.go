@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -656,7 +655,7 @@ const maxInputRounds = 10
 // inputRequired reports whether the raw result res, from a server on
 // sess, asks for input (which only a server at 2026-07-28 or later does).
 func inputRequired(sess *session, res json.RawMessage) bool {
-	if !sess.rev().AsksInResults() || !bytes.Contains(res, []byte(`"input_required"`)) {
+	if !sess.rev().AsksInResults() || !rawjson.Contains(res, []byte(`"input_required"`)) {
 		return false
 	}
 	var v struct {

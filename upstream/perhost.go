@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -568,7 +568,7 @@ func (s *Server) routeRaw(ctx context.Context, params json.RawMessage) (*Server,
 	host := junction.HostSession(ctx)
 	hm := readHostMeta(ctx, params, host)
 	var state string
-	if hm.retry && bytes.Contains(params, []byte(`"requestState"`)) {
+	if hm.retry && rawjson.Contains(params, []byte(`"requestState"`)) {
 		var p struct {
 			RequestState string `json:"requestState"`
 		}

@@ -481,7 +481,7 @@ func readHostMeta(ctx context.Context, params json.RawMessage, host junction.Hos
 		hm.takeMeta(&hr.Meta)
 		return hm
 	}
-	if !bytes.Contains(params, []byte(`"_meta"`)) && !bytes.Contains(params, []byte(`"request`)) && !bytes.Contains(params, []byte(`"input`)) {
+	if !rawjson.Contains(params, []byte(`"_meta"`)) && !rawjson.Contains(params, []byte(`"request`)) && !rawjson.Contains(params, []byte(`"input`)) {
 		return hm // the common case: a plain call
 	}
 	rawjson.Object(params, func(key, val []byte) {

@@ -208,7 +208,7 @@ func (c *serverConn) read(stdout io.Reader, max int) {
 		}
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", max)
-		} else if c.rawPending.Load() > 0 && (bytes.Contains(line, []byte(rawIDPrefix)) || bytes.Contains(line, []byte(`null`))) && c.deliverRaw(line) {
+		} else if c.rawPending.Load() > 0 && (rawjson.Contains(line, []byte(rawIDPrefix)) || bytes.Contains(line, []byte(`null`))) && c.deliverRaw(line) {
 			// A response to a raw call, handed over undecoded (or an
 			// error with id null, for the one raw call waiting).
 		} else if len(bytes.TrimSpace(line)) > 0 {
@@ -271,7 +271,7 @@ func decodeLine(line []byte) (jsonrpc.Message, error) {
 	if len(line) == 0 || line[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	if !bytes.Contains(line, []byte(`"jsonrpc"`)) {
+	if !rawjson.Contains(line, []byte(`"jsonrpc"`)) {
 		return nil, errors.New("no jsonrpc member")
 	}
 	return jsonrpc.DecodeMessage(line)

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	junction "github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // Tool annotations, verbatim. go-sdk's client decodes a tool's
@@ -25,7 +26,7 @@ import (
 // With none marked, or a result it cannot read, result comes back as it
 // was.
 func KeepAnnotations(result json.RawMessage) (json.RawMessage, int) {
-	if !bytes.Contains(result, []byte(`"annotations"`)) {
+	if !rawjson.Contains(result, []byte(`"annotations"`)) {
 		return result, 0
 	}
 	var msg map[string]json.RawMessage

@@ -27,7 +27,7 @@ var knownContent = map[string]bool{"text": true, "image": true, "audio": true, "
 // result and how many blocks it replaced; with none replaced the result
 // is returned unchanged, after a scan that costs one pass over it.
 func SanitizeContent(result json.RawMessage) (json.RawMessage, int) {
-	if !bytes.Contains(result, []byte(`"content"`)) || !unknownTypes(result) {
+	if !rawjson.Contains(result, []byte(`"content"`)) || !unknownTypes(result) {
 		return result, 0
 	}
 	return sanitizeFull(result)
@@ -184,7 +184,7 @@ func replaceBlock(b []byte) ([]byte, bool) {
 // sanitizeMessage applies sanitizeContent to a JSON-RPC response (or a
 // batch of them) in wire form. ok is false when nothing changed.
 func sanitizeMessage(b []byte) (out []byte, n int) {
-	if !bytes.Contains(b, []byte(`"content"`)) {
+	if !rawjson.Contains(b, []byte(`"content"`)) {
 		return b, 0
 	}
 	trimmed := bytes.TrimSpace(b)
@@ -320,7 +320,7 @@ func isToolsList(req *http.Request) bool {
 	}
 	defer body.Close()
 	b, err := io.ReadAll(io.LimitReader(body, maxListRequest))
-	if err != nil || !bytes.Contains(b, []byte(`"tools/list"`)) {
+	if err != nil || !rawjson.Contains(b, []byte(`"tools/list"`)) {
 		return false
 	}
 	var msg struct {
@@ -333,7 +333,7 @@ func isToolsList(req *http.Request) bool {
 // keepAnnotationsMessage applies KeepAnnotations to the result of a
 // JSON-RPC response in wire form; n is how many tools it marked.
 func keepAnnotationsMessage(b []byte) (out []byte, n int) {
-	if !bytes.Contains(b, []byte(`"annotations"`)) {
+	if !rawjson.Contains(b, []byte(`"annotations"`)) {
 		return b, 0
 	}
 	var msg map[string]json.RawMessage
@@ -431,7 +431,7 @@ func (f *sseFixer) nextEvent() {
 		}
 	}
 	if _, joined := EventFields(raw.Bytes()); len(joined) > 0 && f.err == nil {
-		if f.observe != nil && bytes.Contains(joined, []byte(`"notifications/`)) {
+		if f.observe != nil && rawjson.Contains(joined, []byte(`"notifications/`)) {
 			var msg struct {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`

@@ -135,7 +135,7 @@ func AppendParams(line []byte, params json.RawMessage, meta []byte, hr *HostRequ
 		return append(line, params[1:]...)
 	}
 	params = bytes.TrimSpace(params)
-	if !bytes.Contains(params, []byte(`"_meta"`)) && len(params) >= 2 {
+	if !rawjson.Contains(params, []byte(`"_meta"`)) && len(params) >= 2 {
 		// The common case: splice the _meta in front of the members.
 		if len(meta) == 0 {
 			return append(line, params...)

@@ -265,7 +265,7 @@ func (rw *Rewrite) walk(res []byte) (_ []byte, unknown bool) {
 // 2026-07-28 or later as a host before it reads it (see [Rewrite.Strip]).
 // res is returned as it is when there is nothing to strip.
 func StripServerFields(res []byte) []byte {
-	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(`"`+mcp.MetaKeyServerInfo+`"`)) {
+	if !rawjson.Contains(res, []byte(`"resultType"`)) && !rawjson.Contains(res, []byte(`"`+mcp.MetaKeyServerInfo+`"`)) {
 		return res
 	}
 	rw := Rewrite{Strip: true}
@@ -342,7 +342,7 @@ func stampPlain(res, impl []byte) ([]byte, bool) {
 // appendStampPlain is stampPlain appending to dst; on false, dst is
 // returned as it was.
 func appendStampPlain(dst, res, impl []byte) ([]byte, bool) {
-	if bytes.Contains(res, []byte(`"_meta"`)) || bytes.Contains(res, []byte(`"resultType"`)) {
+	if rawjson.Contains(res, []byte(`"_meta"`)) || rawjson.Contains(res, []byte(`"resultType"`)) {
 		return dst, false
 	}
 	start, end := rawjson.SkipSpace(res, 0), len(res)

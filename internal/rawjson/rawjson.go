@@ -286,6 +286,29 @@ func String(b []byte) (string, bool) {
 	return v, true
 }
 
+// Contains reports whether b contains s, as bytes.Contains does. It is
+// the search for a quoted word in JSON text (`"tools/call"`, `"isError"`):
+// bytes.Contains looks for each place of a needle's first byte, and a
+// quote is the commonest byte of JSON, so for an s that begins with one
+// Contains looks for the rest of s, and then for the quote before it.
+func Contains(b, s []byte) bool {
+	if len(s) < 2 || s[0] != '"' {
+		return bytes.Contains(b, s)
+	}
+	rest := s[1:]
+	for i := 1; i < len(b); {
+		j := bytes.Index(b[i:], rest)
+		if j < 0 {
+			return false
+		}
+		if i += j; b[i-1] == '"' {
+			return true
+		}
+		i++
+	}
+	return false
+}
+
 // SkipSpace returns the index of the first byte at or after i that is not
 // JSON white space.
 func SkipSpace(b []byte, i int) int {

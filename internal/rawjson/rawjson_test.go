@@ -228,3 +228,57 @@ func FuzzSkipString(f *testing.F) {
 		}
 	})
 }
+
+func TestContains(t *testing.T) {
+	for _, tc := range []struct {
+		b, s string
+		want bool
+	}{
+		{`{"method":"tools/call"}`, `"tools/call"`, true},
+		{`{"method":"tools/call"}`, `"tools/list"`, false},
+		{`{"x":"mytools/call"}`, `"tools/call"`, false},
+		{`{"x":"mytools/call","method":"tools/call"}`, `"tools/call"`, true},
+		{`tools/call"`, `"tools/call"`, false}, // the rest at the very start: no quote before it
+		{`"tools/call`, `"tools/call"`, false},
+		{`""`, `""`, true},
+		{`"`, `""`, false},
+		{``, `"a`, false},
+		{`abc`, `b`, true}, // no quote first: bytes.Contains
+		{`abc`, ``, true},
+	} {
+		if got := Contains([]byte(tc.b), []byte(tc.s)); got != tc.want {
+			t.Errorf("Contains(%q, %q) = %v, want %v", tc.b, tc.s, got, tc.want)
+		}
+	}
+}
+
+// FuzzContains checks Contains against bytes.Contains.
+func FuzzContains(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), []byte(`"tools/call"`))
+	f.Add([]byte(`"a"a"`), []byte(`"a"`))
+	f.Add([]byte(`x"jr-1`), []byte(`"jr-`))
+	f.Fuzz(func(t *testing.T, b, s []byte) {
+		if got, want := Contains(b, s), bytes.Contains(b, s); got != want {
+			t.Fatalf("Contains(%q, %q) = %v, bytes.Contains says %v", b, s, got, want)
+		}
+	})
+}
+
+// BenchmarkContains compares Contains with bytes.Contains on a host's
+// tools/call line, for a word it holds and one it does not.
+func BenchmarkContains(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":12345,"method":"tools/call","params":{"name":"echo__echo","arguments":{"msg":"hello, hub"}}}`)
+	for _, tc := range []struct {
+		name string
+		f    func(b, s []byte) bool
+	}{{"rawjson", Contains}, {"bytes", bytes.Contains}} {
+		for _, word := range []string{`"tools/call"`, `"isError"`} {
+			b.Run(tc.name+"/"+word[1:len(word)-1], func(b *testing.B) {
+				s := []byte(word)
+				for b.Loop() {
+					tc.f(line, s)
+				}
+			})
+		}
+	}
+}
