@@ -126,7 +126,7 @@ func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
 	if post != nil && rawjson.Contains(line, []byte(`"tools/call"`)) {
 		// A plain call, the request most sent, is taken without the
 		// lock: POSTs of one session start their calls side by side.
-		if tc, ok := parseToolCall(line); ok && !bytes.Contains(tc.meta, []byte(junction.TasksExtension)) {
+		if tc, ok := parseToolCall(line); ok && !namesTasks(tc.meta) {
 			// No batch: the request goes to its server's writer at
 			// once, which joins it to the lines other POSTs write meanwhile.
 			if s.conn.takeCallIn(tc, nil) {

@@ -353,7 +353,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 	isCall := rawjson.Contains(line, []byte(`"tools/call"`))
 	if isCall {
 		if tc, ok := parseToolCall(line); ok {
-			if bytes.Contains(tc.meta, []byte(junction.TasksExtension)) && s.takeTask(line) {
+			if namesTasks(tc.meta) && s.takeTask(line) {
 				return true
 			}
 			return s.takeCall(tc) || !s.initialized() && s.refuseEarly(line) || s.refuseMeta(line)
