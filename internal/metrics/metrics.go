@@ -130,7 +130,11 @@ func (l *labelled[S]) get(values []string) *S {
 	var buf [128]byte
 	key := buf[:0]
 	for _, v := range values {
-		key = binary.AppendUvarint(key, uint64(len(v)))
+		if len(v) < 0x80 {
+			key = append(key, byte(len(v))) // its uvarint, without the call
+		} else {
+			key = binary.AppendUvarint(key, uint64(len(v)))
+		}
 		key = append(key, v...)
 	}
 	if ls := (*l.read.Load())[string(key)]; ls != nil {
