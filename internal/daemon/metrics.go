@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/buildinfo"
@@ -27,6 +28,9 @@ type Metrics struct {
 	// auditLines counts the audit trail's lines by result (see
 	// telemetry.AuditOptions.Lines).
 	auditLines *metrics.CounterVec
+	// toolCalls are the methods series of a host's tools/call over stdio
+	// and over HTTP, found once: every raw call counts in one.
+	toolCalls [2]atomic.Pointer[metrics.Counter]
 }
 
 // NewMetrics returns the hub metrics, with the Go and process metrics.
@@ -74,7 +78,7 @@ func (m *Metrics) ObserveCall(c junction.CallInfo) {
 		m.raw.WithLabelValues(c.Source).Inc()
 		// A host's tools/call, which the data plane leaves to this count
 		// (its Count hook is told of every other request).
-		m.methods.WithLabelValues(callFront(c), "tools/call").Inc()
+		m.toolCallCounter(callFront(c)).Inc()
 	}
 	if c.Outcome != "ok" {
 		m.errors.WithLabelValues(c.Source, c.Tool).Inc()
@@ -101,6 +105,20 @@ func callFront(c junction.CallInfo) string {
 		return "http"
 	}
 	return "stdio"
+}
+
+// toolCallCounter returns the methods series of tools/call on front.
+func (m *Metrics) toolCallCounter(front string) *metrics.Counter {
+	p := &m.toolCalls[0]
+	if front == "http" {
+		p = &m.toolCalls[1]
+	}
+	if c := p.Load(); c != nil {
+		return c
+	}
+	c := m.methods.WithLabelValues(front, "tools/call")
+	p.Store(c)
+	return c
 }
 
 // countRequest counts a request or notification a host sent, by front
