@@ -167,8 +167,12 @@ func SkipValue(b []byte, i int) int {
 		}
 		return -1
 	}
+	// A literal or number runs to the next delimiter, and stops too at a
+	// quote or an opening bracket, which none holds: so a walk of an
+	// object's members (WalkObject) ends where matching its brackets
+	// ends, even on text that is not JSON.
 	j := i
-	for j < len(b) && !IsSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+	for j < len(b) && !IsSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != '"' && b[j] != '{' && b[j] != '[' {
 		j++
 	}
 	if j == i {

@@ -282,3 +282,25 @@ func BenchmarkContains(b *testing.B) {
 		}
 	}
 }
+
+// TestSkipValueLiteral: a literal or number ends at a delimiter, and at a
+// quote or an opening bracket, which none holds, so that a walk of an
+// object agrees with a match of its brackets on text that is not JSON.
+func TestSkipValueLiteral(t *testing.T) {
+	for _, tc := range []struct {
+		b    string
+		want int
+	}{
+		{`12,`, 2}, {`true}`, 4}, {`null ]`, 4}, {`-1.5e3`, 6},
+		{`0"}`, 1}, {`true{}`, 4}, {`1[2]`, 1}, {`"`, -1}, {``, -1},
+	} {
+		if got := SkipValue([]byte(tc.b), 0); got != tc.want {
+			t.Errorf("SkipValue(%q) = %d, want %d", tc.b, got, tc.want)
+		}
+	}
+	// The walk and the match of brackets now end alike (they did not).
+	b := []byte(`{"0000000":0"}`)
+	if w, s := WalkObject(b, 0, func(_ []byte, v int) int { return SkipValue(b, v) }), SkipValue(b, 0); w != s {
+		t.Errorf("WalkObject(%q) = %d, SkipValue = %d", b, w, s)
+	}
+}
