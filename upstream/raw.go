@@ -600,7 +600,9 @@ func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name strin
 	res, n := r.Result, 0
 	if c.sess.rev().TypedResults() {
 		res, n = wire.ServerResult(res, wire.LinkOf(ctx))
-	} else {
+	} else if r.Unknown {
+		// The reader found blocks it may have to replace (a clean
+		// result was checked on the way: deliverRaw).
 		res, n = wire.SanitizeContent(res)
 	}
 	if n > 0 {

@@ -314,8 +314,12 @@ type rawReceiver interface {
 // it, the server's error, or why there was no answer.
 type rawReply struct {
 	Result json.RawMessage
-	Err    *jsonrpc.Error
-	Fail   error
+	// Unknown: the result may hold content blocks that SanitizeContent
+	// replaces (wire.ResultAt); false, it holds none, and is not looked
+	// at again for them.
+	Unknown bool
+	Err     *jsonrpc.Error
+	Fail    error
 }
 
 // rawIDPrefix begins the id of every raw call, after its quote.
@@ -550,19 +554,31 @@ func (c *serverConn) failAll(cause error) {
 // whether it was such a response. Called by read only.
 func (c *serverConn) deliverRaw(line []byte) bool {
 	var id, result, errv []byte
-	method := false
-	if !rawjson.EachMember(line, func(key, val []byte) {
+	method, unknown := false, false
+	if rawjson.WalkObject(line, 0, func(key []byte, v int) int {
+		if string(key) == "result" {
+			// Its content blocks' types are looked at on the way
+			// (SanitizeContent's check), so a clean one is read once.
+			end, u := wire.ResultAt(line, v)
+			if end >= 0 {
+				result, unknown = line[v:end], u
+			}
+			return end
+		}
+		end := rawjson.SkipValue(line, v)
+		if end < 0 {
+			return -1
+		}
 		switch string(key) {
 		case "id":
-			id = val
-		case "result":
-			result = val
+			id = line[v:end]
 		case "error":
-			errv = val
+			errv = line[v:end]
 		case "method":
 			method = true
 		}
-	}) || method || len(id) == 0 {
+		return end
+	}) < 0 || method || len(id) == 0 {
 		return false
 	}
 	if string(id) == "null" && errv != nil {
@@ -592,7 +608,7 @@ func (c *serverConn) deliverRaw(line []byte) bool {
 	case result != nil && errv == nil:
 		// The line is the reader's own copy (wire.LineReader.Next allocates
 		// per line), so the result can be kept without a copy.
-		reply.Result = result
+		reply.Result, reply.Unknown = result, unknown
 	case errv != nil:
 		var e jsonrpc.Error
 		if err := json.Unmarshal(errv, &e); err != nil {

@@ -33,6 +33,32 @@ func SanitizeContent(result json.RawMessage) (json.RawMessage, int) {
 	return sanitizeFull(result)
 }
 
+// ResultAt reads the value at b[i] (its first byte, past any white space)
+// as the result of a tools/call where
+// the reader of an answer line would skip it, and returns where the value
+// ends (-1: it has none) and whether SanitizeContent could change it. In
+// the one walk it finds the end and makes unknownTypes' check, so that a
+// result whose blocks are all of known types needs no second look: false
+// means SanitizeContent would return the result as it is; true (a block of
+// another type, or anything unusual) means it is to be run.
+func ResultAt(b []byte, i int) (end int, unknown bool) {
+	end = rawjson.WalkObject(b, i, func(key []byte, v int) int {
+		if string(key) != "content" {
+			if bytes.IndexByte(key, '\\') >= 0 {
+				unknown = true
+			}
+			return rawjson.SkipValue(b, v)
+		}
+		end, u := contentAt(b, v)
+		unknown = unknown || u
+		return end
+	})
+	if end < 0 {
+		return rawjson.SkipValue(b, i), true // not an object: SanitizeContent says
+	}
+	return end, unknown
+}
+
 // unknownTypes reports whether the result b may hold a content block
 // that sanitizeContent rewrites. It looks only at the blocks' members,
 // skipping string contents with IndexByte, and walks the content array

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -172,6 +174,31 @@ func FuzzUnknownTypes(f *testing.F) {
 		}
 		if _, n := sanitizeFull(b); n > 0 {
 			t.Fatalf("unknownTypes(%q) = false, but %d blocks need rewriting", b, n)
+		}
+	})
+}
+
+// FuzzResultAt checks ResultAt against what it stands for: the end
+// rawjson.SkipValue finds, and, when it says a result is clean, a
+// SanitizeContent that leaves the result as it is.
+func FuzzResultAt(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"hi"}]}`))
+	f.Add([]byte(`{"content":[{"type":"widget","x":1}],"isError":false}`))
+	f.Add([]byte(`{"content":[{"TYPE":"text","text":"hi"}],"structuredContent":{"a":[1,2]}}`))
+	f.Add([]byte(`{"content":[1 2]}`))
+	f.Add([]byte(`{"conte\u006et":[{"type":"widget"}]}`))
+	f.Add([]byte(`[{"content":[]}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		i := rawjson.SkipSpace(b, 0) // where a walk hands a value over
+		end, unknown := ResultAt(b, i)
+		if want := rawjson.SkipValue(b, i); end != want {
+			t.Fatalf("ResultAt(%q, %d) ends at %d, SkipValue at %d", b, i, end, want)
+		}
+		if end < 0 || unknown {
+			return
+		}
+		if out, n := SanitizeContent(b[i:end]); n != 0 || !bytes.Equal(out, b[i:end]) {
+			t.Fatalf("ResultAt(%q) says clean, SanitizeContent replaced %d blocks: %s", b, n, out)
 		}
 	})
 }
