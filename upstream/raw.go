@@ -599,7 +599,7 @@ func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name strin
 	// blocks of unknown types are looked for, in the same pass.
 	res, n := r.Result, 0
 	if c.sess.rev().TypedResults() {
-		res, n = wire.ServerResult(res, wire.LinkOf(ctx))
+		res, n = wire.ServerResult(res, wire.LinkOf(ctx), r.Unknown)
 	} else if r.Unknown {
 		// The reader found blocks it may have to replace (a clean
 		// result was checked on the way: deliverRaw).

@@ -280,10 +280,13 @@ func StripServerFields(res []byte) []byte {
 // of unknown types are replaced as SanitizeContent replaces them (the
 // count is returned), looked for in the same walk of the result. The two
 // rewrites touch different members, so their order does not matter.
-func ServerResult(res []byte, l *Link) ([]byte, int) {
+// unknown is whether the result may hold such blocks, as ResultAt tells
+// the reader of the answer line (true when not known): false skips the
+// look for them.
+func ServerResult(res []byte, l *Link, unknown bool) ([]byte, int) {
 	// No quick look for the members to strip first, as StripServerFields
 	// makes: a server of that revision sends them in every result.
-	rw := Rewrite{Strip: true, content: true}
+	rw := Rewrite{Strip: true, content: unknown}
 	if l != nil && l.Stamp != nil {
 		l.Stamped.Store(true)
 		rw.stamp = l.Stamp

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 // slowWriter records writes and takes a while with each, so concurrent
@@ -209,13 +211,20 @@ func FuzzServerResult(f *testing.F) {
 		sanitized, wantN := SanitizeContent(bytes.Clone(res))
 		want := ModernResult(StripServerFields(bytes.Clone(sanitized)), testImpl)
 		l := &Link{Stamp: testImpl}
-		if got, n := ServerResult(bytes.Clone(res), l); !bytes.Equal(got, want) || n != wantN || !l.Stamped.Load() {
+		if got, n := ServerResult(bytes.Clone(res), l, true); !bytes.Equal(got, want) || n != wantN || !l.Stamped.Load() {
 			t.Fatalf("ServerResult(%q) = %q, %d replaced (stamped %v), want %q, %d", res, got, n, l.Stamped.Load(), want, wantN)
 		}
 		plain := &Link{}
 		want = StripServerFields(bytes.Clone(sanitized))
-		if got, n := ServerResult(bytes.Clone(res), plain); !bytes.Equal(got, want) || n != wantN || plain.Stamped.Load() {
+		if got, n := ServerResult(bytes.Clone(res), plain, true); !bytes.Equal(got, want) || n != wantN || plain.Stamped.Load() {
 			t.Fatalf("ServerResult(%q) with no stamp = %q, %d replaced, want %q, %d", res, got, n, want, wantN)
+		}
+		// A result the reader found clean (ResultAt) is not looked at
+		// for unknown blocks, and comes out the same.
+		if end, unknown := ResultAt(res, rawjson.SkipSpace(res, 0)); end >= 0 && !unknown {
+			if got, n := ServerResult(bytes.Clone(res), plain, false); !bytes.Equal(got, want) || n != 0 {
+				t.Fatalf("ServerResult(%q) found clean = %q, %d replaced, want %q", res, got, n, want)
+			}
 		}
 	})
 }
@@ -284,14 +293,14 @@ func BenchmarkServerResult(b *testing.B) {
 	b.Run("strip", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			ServerResult(res, nil)
+			ServerResult(res, nil, true)
 		}
 	})
 	b.Run("stamp", func(b *testing.B) {
 		b.ReportAllocs()
 		l := &Link{Stamp: []byte(`{"name":"junction","version":"1.0.0"}`)}
 		for b.Loop() {
-			ServerResult(res, l)
+			ServerResult(res, l, true)
 		}
 	})
 }
