@@ -12,8 +12,15 @@ import (
 	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
-// knownContent are the content block types go-sdk's client decodes.
-var knownContent = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
+// knownContent reports whether t is a content block type go-sdk's client
+// decodes. A switch: it is asked of every block of every result.
+func knownContent[T string | []byte](t T) bool {
+	switch string(t) {
+	case "text", "image", "audio", "resource_link", "resource":
+		return true
+	}
+	return false
+}
 
 // Content blocks of types go-sdk does not know. go-sdk's client fails a
 // whole tool call on one such block, so results from servers are
@@ -125,7 +132,7 @@ func knownBlockAt(b []byte, i int) (int, bool) {
 		case bytes.EqualFold(key, []byte("type")):
 			seen = true
 			val := b[v:e]
-			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
+			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent(val[1:len(val)-1]) {
 				known = false
 			}
 		}
@@ -193,7 +200,7 @@ func replaceBlock(b []byte) ([]byte, bool) {
 	var head struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(b, &head) != nil || knownContent[head.Type] {
+	if json.Unmarshal(b, &head) != nil || knownContent(head.Type) {
 		return nil, false
 	}
 	text, err := json.Marshal(map[string]any{

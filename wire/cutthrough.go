@@ -670,7 +670,7 @@ func knownBlockHead(b []byte, i int) (int, bool) {
 				return 0, false
 			}
 			val := b[v:e]
-			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent[string(val[1:len(val)-1])] {
+			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent(val[1:len(val)-1]) {
 				return 0, false
 			}
 			known = true
