@@ -41,12 +41,12 @@ func SanitizeContent(result json.RawMessage) (json.RawMessage, int) {
 }
 
 // ResultAt reads the value at b[i] (its first byte, past any white space)
-// as the result of a tools/call where
-// the reader of an answer line would skip it, and returns where the value
-// ends (-1: it has none) and whether SanitizeContent could change it. In
-// the one walk it finds the end and makes unknownTypes' check, so that a
-// result whose blocks are all of known types needs no second look: false
-// means SanitizeContent would return the result as it is; true (a block of
+// as the result of a tools/call, where the reader of an answer line would
+// skip it. It returns where the value ends, as rawjson.SkipValue finds it
+// (-1: it has none), and whether SanitizeContent could change it: the one
+// walk finds the end and makes unknownTypes' check, so that a result whose
+// blocks are all of known types needs no second look. false means
+// SanitizeContent would return the result as it is; true (a block of
 // another type, or anything unusual) means it is to be run.
 func ResultAt(b []byte, i int) (end int, unknown bool) {
 	end = rawjson.WalkObject(b, i, func(key []byte, v int) int {
