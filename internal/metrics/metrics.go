@@ -96,7 +96,7 @@ func (r *Registry) Handler() http.Handler {
 // labelled is the part every family with labels shares: its name, help,
 // label names and the series by label values.
 //
-// A series is looked up on every observation (a routed call makes four
+// A series is looked up on every observation (a routed call makes three
 // lookups), from many goroutines at once, so a lookup takes no lock: it
 // reads read, a map that is never written once stored. A series not in it
 // is found or made in all, under mu; once as many lookups have missed
