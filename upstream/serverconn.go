@@ -350,12 +350,10 @@ func seqNum[T string | []byte](digits T) (uint64, bool) {
 	if len(digits) == 0 || digits[0] == '0' {
 		return 0, false
 	}
-	// Nineteen digits or fewer cannot overflow: no bound to check.
-	short := len(digits) <= 19
 	var n uint64
 	for i := 0; i < len(digits); i++ {
 		d := digits[i]
-		if d < '0' || d > '9' || !short && n > (math.MaxUint64-uint64(d-'0'))/10 {
+		if d < '0' || d > '9' || n > (math.MaxUint64-uint64(d-'0'))/10 {
 			return 0, false
 		}
 		n = n*10 + uint64(d-'0')
