@@ -73,23 +73,8 @@ func ResultAt(b []byte, i int) (end int, unknown bool) {
 // full check must run (it is also the answer for anything unusual: escapes
 // in keys, a block that is not an object, a result that does not parse).
 func unknownTypes(b []byte) bool {
-	unknown := false
-	end := rawjson.WalkObject(b, 0, func(key []byte, v int) int {
-		if bytes.IndexByte(key, '\\') >= 0 {
-			unknown = true
-			return -1
-		}
-		if string(key) != "content" {
-			return rawjson.SkipValue(b, v)
-		}
-		end, u := contentAt(b, v)
-		if u {
-			unknown = true
-			return -1
-		}
-		return end
-	})
-	return end < 0 || unknown
+	_, unknown := ResultAt(b, 0) // the reader's own check, on a result alone
+	return unknown
 }
 
 // contentAt reads the value at b[v] of a result's content member: it
