@@ -491,7 +491,7 @@ func (s *Server) sendHeld(b *bridge, ctx context.Context, host junction.Host, to
 func (s *Server) resumeBridge(ctx context.Context, b *bridge, answers mcp.InputResponseMap, host junction.Host, token any, what string) outcome {
 	s.mu.Lock()
 	var c *call
-	for _, x := range s.calls {
+	for _, x := range s.calls.all() {
 		if x.bridge == b {
 			c = x
 		}

@@ -94,7 +94,7 @@ func (s *Server) callLocked(tok string) *call {
 	if !ok {
 		return nil
 	}
-	return s.calls[seq]
+	return s.calls.get(seq)
 }
 
 // reset restarts the call's no-progress timer.
@@ -148,7 +148,7 @@ func (s *Server) watchFire() {
 	s.mu.Lock()
 	s.watchDue = 0
 	var next monoTime
-	for _, c := range s.calls {
+	for _, c := range s.calls.all() {
 		switch {
 		case c.due == 0:
 		case now >= c.due:
@@ -721,7 +721,7 @@ func (s *Server) registerIn(c *call, ctx context.Context, sess *session, host ju
 	}
 	s.nextToken++
 	c.seq = s.nextToken
-	s.calls[c.seq] = c
+	s.calls.put(c.seq, c)
 	s.mu.Unlock()
 	return c
 }
@@ -744,7 +744,7 @@ func (c *call) noProgress() { c.cancel.Fail(errNoProgress) }
 func (s *Server) end(c *call) {
 	c.cancel.Fail(nil)
 	s.mu.Lock()
-	delete(s.calls, c.seq)
+	s.calls.take(c.seq)
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
@@ -1316,7 +1316,7 @@ func (s *Server) logHosts() []hostRef {
 	}
 	// A request without a session (2026-07-28 over HTTP) may still have
 	// asked for log messages: its call's host link carries them.
-	for _, c := range s.calls {
+	for _, c := range s.calls.all() {
 		if c.host == nil && c.hostCtx != nil {
 			out = append(out, hostRef{nil, streamOf{c.hostCtx}})
 		}
@@ -1338,7 +1338,7 @@ func (s *Server) hostCalls() []*call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*call
-	for _, c := range s.calls {
+	for _, c := range s.calls.all() {
 		if c.bridge != nil || c.lazy != nil {
 			out = append(out, c)
 		}

@@ -41,7 +41,7 @@ func (c *serverConn) cutThrough(r *wire.LineReader, head []byte) (bool, error) {
 	}
 	n, _ := rawIDNum(id)
 	c.rawMu.Lock()
-	call := c.raw[n]
+	call := c.raw.get(n)
 	c.rawMu.Unlock()
 	if call == nil || call.link == nil || call.link.Stream == nil {
 		return false, nil

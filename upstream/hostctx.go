@@ -37,7 +37,7 @@ func (c streamOf) Value(key any) any {
 func (s *Server) hostsCalls(include func(*call) bool) []*call {
 	best := make(map[junction.Host]*call)
 	var order []junction.Host
-	for _, c := range s.calls {
+	for _, c := range s.calls.all() {
 		if c.host == nil || !include(c) {
 			continue
 		}

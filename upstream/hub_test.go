@@ -201,7 +201,7 @@ func testThroughHub(t *testing.T, transport Transport, version, hostVersion stri
 	waitFor(t, "hang call in flight upstream", func() bool {
 		up.mu.Lock()
 		defer up.mu.Unlock()
-		return len(up.calls) == 1
+		return up.calls.len() == 1
 	})
 	// Wait until the upstream itself runs the call: a cancellation that
 	// arrives before the upstream has seen the request may be ignored (the
@@ -438,7 +438,7 @@ func TestBridgeOutcomeWaitsForRetry(t *testing.T) {
 	waitFor(t, "the upstream call to end", func() bool {
 		up.mu.Lock()
 		defer up.mu.Unlock()
-		return len(up.calls) == 0
+		return up.calls.len() == 0
 	})
 	res, err := h.retry("up__elicit_then_done", id, state)
 	if err != nil || len(res.InputRequests) != 0 || resultText(t, res) != "run 1" {

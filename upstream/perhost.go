@@ -438,7 +438,7 @@ func (s *Server) ownIdle(o *ownSession) {
 func (s *Server) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.calls) == 0 && len(s.bridges) == 0
+	return s.calls.len() == 0 && len(s.bridges) == 0
 }
 
 // quiet reports whether s is idle and has no resource subscription
@@ -446,7 +446,7 @@ func (s *Server) idle() bool {
 func (s *Server) quiet() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.calls) == 0 && len(s.bridges) == 0 && len(s.subs) == 0
+	return s.calls.len() == 0 && len(s.bridges) == 0 && len(s.subs) == 0
 }
 
 // noteIdle tells the parent of an own session that it may be idle now:

@@ -12,7 +12,7 @@ import (
 func TestProgressCountedWhileInFlight(t *testing.T) {
 	s, _ := bareServer(t)
 	c := &call{seq: 1}
-	s.calls[c.seq] = c
+	s.calls.put(c.seq, c)
 	progress := json.RawMessage(`{"progressToken":"junction-1","progress":1}`)
 	s.observeStream("junction-1", "notifications/progress", progress)
 	s.observeStream("junction-1", "notifications/message", nil)
@@ -23,7 +23,7 @@ func TestProgressCountedWhileInFlight(t *testing.T) {
 	if n := c.progressRead.Load(); n != 1 {
 		t.Errorf("progress read = %d, want 1 (not another call's)", n)
 	}
-	delete(s.calls, c.seq) // the call ends (Server.end)
+	s.calls.take(c.seq) // the call ends (Server.end)
 	s.observeStream("junction-1", "notifications/progress", progress)
 	s.observeStream("junction-1", "notifications/message", nil)
 	if n, own := c.progressRead.Load(), c.ownLogs.Load(); n != 1 || own != 1 {

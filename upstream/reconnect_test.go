@@ -445,7 +445,8 @@ func TestDrainLogsOwnStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, _ := bareServer(t)
 		quiet, chatty := &call{seq: 1}, &call{seq: 2}
-		s.calls[quiet.seq], s.calls[chatty.seq] = quiet, chatty // in flight
+		s.calls.put(quiet.seq, quiet) // in flight
+		s.calls.put(chatty.seq, chatty)
 		handle := func(n int) {
 			for range n {
 				s.onLog(t.Context(), &mcp.LoggingMessageRequest{Params: &mcp.LoggingMessageParams{Level: "info", Data: "x"}})

@@ -67,9 +67,9 @@ type Server struct {
 	connects      int
 	since         time.Time
 	info          *mcp.Implementation
-	calls         map[uint64]*call // in-flight calls by number (call.seq; their progress tokens say it)
-	watch         *time.Timer      // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
-	watchDue      monoTime         // when watch fires; zero when it is not set
+	calls         numTable[call] // in-flight calls by number (call.seq; their progress tokens say it)
+	watch         *time.Timer    // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
+	watchDue      monoTime       // when watch fires; zero when it is not set
 	recent        map[junction.Host]recentHost
 	sole          junction.Host                          // the hub's only host session, if it has one (see sole.go)
 	recentSweep   *time.Timer                            // runs sweepRecent while recent has hosts
@@ -158,7 +158,6 @@ func start(name string, cfg Config, o Options, caps *mcp.ClientCapabilities, onI
 		relist:    make(chan struct{}, 1),
 		changed:   make(chan struct{}),
 		subs:      make(map[string]bool),
-		calls:     make(map[uint64]*call),
 		recent:    make(map[junction.Host]recentHost),
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
@@ -716,7 +715,7 @@ func (s *Server) endSession(sess *session) {
 		s.signal() // calls waiting for sess to end (sessionEnded)
 	}
 	var ending []*call
-	for _, c := range s.calls {
+	for _, c := range s.calls.all() {
 		if c.sess == sess {
 			ending = append(ending, c)
 		}

@@ -569,7 +569,7 @@ func TestCloseDuringHangingCall(t *testing.T) {
 		_, err := s.CallTool(t.Context(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "hang"}})
 		done <- err
 	}()
-	waitFor(t, "call in flight", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.calls) == 1 })
+	waitFor(t, "call in flight", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.calls.len() == 1 })
 	closed := make(chan error, 1)
 	go func() { closed <- r.Remove("c") }()
 	select {

@@ -75,7 +75,7 @@ type serverConn struct {
 	rawSeq     atomic.Uint64
 	rawPending atomic.Int64 // len(raw), read by read without the lock
 	rawMu      sync.Mutex   // guards raw and readEnded
-	raw        map[uint64]*rawCall
+	raw        numTable[rawCall]
 	readEnded  bool // the reading goroutine has ended: no reply will come
 
 	// go-sdk's tools/list requests not answered yet, by id: their
@@ -382,10 +382,7 @@ func (c *serverConn) addRawCall(r *rawCall, to rawReceiver) {
 		r.unsent = fmt.Errorf("%w: %w", wire.ErrNotSent, c.endError())
 		return
 	}
-	if c.raw == nil {
-		c.raw = make(map[uint64]*rawCall)
-	}
-	c.raw[r.n] = r
+	c.raw.put(r.n, r)
 	c.rawPending.Add(1)
 	c.rawMu.Unlock()
 }
@@ -480,9 +477,9 @@ func (r *rawCall) Forget() { r.Take() }
 func (r *rawCall) Take() bool {
 	c := r.c
 	c.rawMu.Lock()
-	ok := c.raw[r.n] == r
+	ok := c.raw.get(r.n) == r
 	if ok {
-		delete(c.raw, r.n)
+		c.raw.take(r.n)
 		c.rawPending.Add(-1)
 	}
 	c.rawMu.Unlock()
@@ -508,13 +505,12 @@ func (r *rawCall) Cancel(cause error) {
 // fail ends the raw call numbered n, if it still waits, with cause.
 func (c *serverConn) fail(n uint64, cause error) {
 	c.rawMu.Lock()
-	r, ok := c.raw[n]
-	if ok {
-		delete(c.raw, n)
+	r := c.raw.take(n)
+	if r != nil {
 		c.rawPending.Add(-1)
 	}
 	c.rawMu.Unlock()
-	if ok {
+	if r != nil {
 		r.deliver(rawReply{Fail: cause})
 	}
 }
@@ -524,10 +520,10 @@ func (c *serverConn) fail(n uint64, cause error) {
 func (c *serverConn) loneRawCall() []byte {
 	c.rawMu.Lock()
 	defer c.rawMu.Unlock()
-	if len(c.raw) != 1 {
+	if c.raw.len() != 1 {
 		return nil
 	}
-	for n := range c.raw {
+	for n := range c.raw.all() {
 		return appendRawID(nil, n)
 	}
 	return nil
@@ -538,10 +534,10 @@ func (c *serverConn) loneRawCall() []byte {
 func (c *serverConn) failAll(cause error) {
 	c.rawMu.Lock()
 	c.readEnded = true
-	calls := make([]*rawCall, 0, len(c.raw))
-	for n, r := range c.raw {
+	calls := make([]*rawCall, 0, c.raw.len())
+	for n, r := range c.raw.all() {
 		calls = append(calls, r)
-		delete(c.raw, n)
+		c.raw.take(n)
 	}
 	c.rawPending.Store(0)
 	c.rawMu.Unlock()
@@ -594,13 +590,12 @@ func (c *serverConn) deliverRaw(line []byte) bool {
 	}
 	n, _ := rawIDNum(id) // zero, which no call has, for one junction did not write
 	c.rawMu.Lock()
-	r, ok := c.raw[n]
-	if ok {
-		delete(c.raw, n)
+	r := c.raw.take(n)
+	if r != nil {
 		c.rawPending.Add(-1)
 	}
 	c.rawMu.Unlock()
-	if !ok {
+	if r == nil {
 		return true // a reply to a raw call that gave up: not go-sdk's either
 	}
 	var reply rawReply

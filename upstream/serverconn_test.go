@@ -72,7 +72,7 @@ func TestDeliverRaw(t *testing.T) {
 	c := &serverConn{}
 	got := make(replies, 1)
 	r1 := &rawCall{c: c, n: 1, to: got}
-	c.raw = map[uint64]*rawCall{1: r1}
+	c.raw.put(1, r1)
 	c.rawPending.Store(1)
 
 	for _, line := range []string{
@@ -95,8 +95,8 @@ func TestDeliverRaw(t *testing.T) {
 	default:
 		t.Fatal("no reply delivered")
 	}
-	if c.rawPending.Load() != 0 || len(c.raw) != 0 {
-		t.Errorf("after delivery: pending %d, map %v", c.rawPending.Load(), c.raw)
+	if c.rawPending.Load() != 0 || c.raw.len() != 0 {
+		t.Errorf("after delivery: pending %d, table holds %d", c.rawPending.Load(), c.raw.len())
 	}
 	// A late reply to a call that gave up is dropped, not passed on.
 	if !c.deliverRaw([]byte(`{"jsonrpc":"2.0","id":"jr-9","error":{"code":1,"message":"late"}}`)) {

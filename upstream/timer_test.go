@@ -19,7 +19,6 @@ func bareServer(t *testing.T) (*Server, *session) {
 	s := &Server{
 		name:      "bare",
 		logger:    slog.New(slog.DiscardHandler),
-		calls:     make(map[uint64]*call),
 		recent:    make(map[junction.Host]recentHost),
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
