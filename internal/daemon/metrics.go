@@ -31,6 +31,27 @@ type Metrics struct {
 	// toolCalls are the methods series of a host's tools/call over stdio
 	// and over HTTP, found once: every raw call counts in one.
 	toolCalls [2]atomic.Pointer[metrics.Counter]
+	// tools are the series each tool's calls count in, by source and
+	// tool: one lookup per call instead of one per family.
+	tools *metrics.Memo[toolSeries]
+}
+
+// toolSeries are the series the calls of one tool of one source count in,
+// the counters made by the first call that counts in them, so a family
+// lists only the series that counted.
+type toolSeries struct {
+	latency *metrics.Histogram
+	ok, raw atomic.Pointer[metrics.Counter]
+}
+
+// counter returns the counter p holds, storing make's first.
+func counter(p *atomic.Pointer[metrics.Counter], make func() *metrics.Counter) *metrics.Counter {
+	if c := p.Load(); c != nil {
+		return c
+	}
+	c := make()
+	p.Store(c)
+	return c
 }
 
 // NewMetrics returns the hub metrics, with the Go and process metrics.
@@ -61,6 +82,9 @@ func NewMetrics() *Metrics {
 			"Audit trail lines, by result: written; truncated (written without the arguments, the line being over the file's max_size_mb); dropped (not written: too long even so, or the write failed).",
 			"result"),
 	}
+	m.tools = metrics.NewMemo(func(v []string) *toolSeries {
+		return &toolSeries{latency: m.latency.WithLabelValues(v[0], v[1])}
+	}, "source", "tool")
 	r.GaugeFunc("junction_build_info", "1, labelled with the version, the Go version and the VCS revision junction was built from.",
 		[]string{"version", "go_version", "revision"}, func(emit func(float64, ...string)) {
 			emit(1, buildinfo.Version(), runtime.Version(), buildinfo.Revision())
@@ -72,16 +96,19 @@ func NewMetrics() *Metrics {
 
 // ObserveCall records one routed tool call; it is the hub's Observe hook.
 func (m *Metrics) ObserveCall(c junction.CallInfo) {
-	m.calls.WithLabelValues(c.Source, c.Tool, c.Outcome).Inc()
-	m.latency.WithLabelValues(c.Source, c.Tool).Observe(c.Duration.Seconds())
+	s := m.tools.Get(c.Source, c.Tool)
+	if c.Outcome == "ok" {
+		counter(&s.ok, func() *metrics.Counter { return m.calls.WithLabelValues(c.Source, c.Tool, "ok") }).Inc()
+	} else {
+		m.calls.WithLabelValues(c.Source, c.Tool, c.Outcome).Inc()
+		m.errors.WithLabelValues(c.Source, c.Tool).Inc()
+	}
+	s.latency.Observe(c.Duration.Seconds())
 	if c.Raw {
-		m.raw.WithLabelValues(c.Source).Inc()
+		counter(&s.raw, func() *metrics.Counter { return m.raw.WithLabelValues(c.Source) }).Inc()
 		// A host's tools/call, which the data plane leaves to this count
 		// (its Count hook is told of every other request).
 		m.toolCallCounter(callFront(c)).Inc()
-	}
-	if c.Outcome != "ok" {
-		m.errors.WithLabelValues(c.Source, c.Tool).Inc()
 	}
 }
 
@@ -113,12 +140,7 @@ func (m *Metrics) toolCallCounter(front string) *metrics.Counter {
 	if front == "http" {
 		p = &m.toolCalls[1]
 	}
-	if c := p.Load(); c != nil {
-		return c
-	}
-	c := m.methods.WithLabelValues(front, "tools/call")
-	p.Store(c)
-	return c
+	return counter(p, func() *metrics.Counter { return m.methods.WithLabelValues(front, "tools/call") })
 }
 
 // countRequest counts a request or notification a host sent, by front

@@ -96,18 +96,19 @@ func (r *Registry) Handler() http.Handler {
 // labelled is the part every family with labels shares: its name, help,
 // label names and the series by label values.
 //
-// A series is looked up on every observation (a routed call makes three
-// lookups), from many goroutines at once, so a lookup takes no lock: it
-// reads read, a map that is never written once stored. A series not in it
-// is found or made in all, under mu; once as many lookups have missed
-// read as all holds, read is replaced by a copy of all. A new series thus
-// costs its copy once in a while, amortised over the lookups that missed,
-// and a family whose series are all made reads nothing but read.
+// A series is looked up on every observation (a routed call makes one
+// lookup, in a Memo of its tool's series), from many goroutines at once,
+// so a lookup takes no lock: it reads read, a map that is never written
+// once stored. A series not in it is found or made in all, under mu; once
+// as many lookups have missed read as all holds, read is replaced by a
+// copy of all. A new series thus costs its copy once in a while,
+// amortised over the lookups that missed, and a family whose series are
+// all made reads nothing but read.
 type labelled[S any] struct {
 	name, help, typ string
 	labels          []string
-	order           []int // label indexes sorted by label name
-	newSeries       func() *S
+	order           []int                    // label indexes sorted by label name
+	newSeries       func(values []string) *S // makes the series of values (a copy the caller keeps)
 
 	read atomic.Pointer[map[string]*labelledSeries[S]] // by label values, see get
 
@@ -144,7 +145,8 @@ func (l *labelled[S]) get(values []string) *S {
 	defer l.mu.Unlock()
 	ls := l.all[string(key)]
 	if ls == nil {
-		ls = &labelledSeries[S]{values: slices.Clone(values), s: l.newSeries()}
+		kept := slices.Clone(values) // a variable of its own, so values does not escape
+		ls = &labelledSeries[S]{values: kept, s: l.newSeries(kept)}
 		l.all[string(key)] = ls
 	}
 	if l.misses++; l.misses >= len(l.all) {
@@ -154,6 +156,27 @@ func (l *labelled[S]) get(values []string) *S {
 	}
 	return ls.s
 }
+
+// A Memo keeps a value per combination of label values, made by its
+// make func on first use and found afterwards as a family finds its series
+// (see labelled): without a lock. It is for a caller that observes several
+// families with the same labels at once, such as the series a tool's calls
+// count in: one lookup in a Memo of them, not one per family. It is not
+// registered and not written.
+type Memo[S any] struct{ l *labelled[S] }
+
+// NewMemo returns an empty Memo whose values make makes, keyed by the
+// given labels' values.
+func NewMemo[S any](make func(values []string) *S, labels ...string) *Memo[S] {
+	l := newLabelled[S]("memo", "", "", labels)
+	l.newSeries = make
+	return &Memo[S]{l: l}
+}
+
+// Get returns the value for the label values, in the order the labels
+// were given, making it the first time. It panics on the wrong number of
+// values.
+func (m *Memo[S]) Get(values ...string) *S { return m.l.get(values) }
 
 // each calls fn with every series, in no order.
 func (l *labelled[S]) each(fn func(*labelledSeries[S])) {
@@ -214,7 +237,7 @@ func newLabelled[S any](name, help, typ string, labels []string) *labelled[S] {
 		}
 	}
 	l := &labelled[S]{name: name, help: help, typ: typ, labels: labels, order: sortedOrder(labels),
-		newSeries: func() *S { return new(S) }, all: map[string]*labelledSeries[S]{}}
+		newSeries: func([]string) *S { return new(S) }, all: map[string]*labelledSeries[S]{}}
 	l.read.Store(&map[string]*labelledSeries[S]{})
 	return l
 }
@@ -282,7 +305,7 @@ func (r *Registry) NewHistogramVec(name, help string, buckets []float64, labels 
 	}
 	bounds := slices.Clone(buckets)
 	l := newLabelled[Histogram](name, help, "histogram", labels)
-	l.newSeries = func() *Histogram {
+	l.newSeries = func([]string) *Histogram {
 		return &Histogram{counts: make([]atomic.Uint64, len(bounds)), bounds: bounds}
 	}
 	v := &HistogramVec{l: l, buckets: bounds}

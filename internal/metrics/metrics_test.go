@@ -317,3 +317,23 @@ func TestSeriesMadeConcurrently(t *testing.T) {
 		t.Errorf("%d series, want %d", n, series)
 	}
 }
+
+// A Memo makes a value once per combination of label values, and finds it
+// again without allocating.
+func TestMemo(t *testing.T) {
+	made := 0
+	m := NewMemo(func(v []string) *[2]string {
+		made++
+		return &[2]string{v[0], v[1]}
+	}, "a", "b")
+	first := m.Get("x", "y")
+	if *first != [2]string{"x", "y"} || m.Get("x", "y") != first || m.Get("xy", "") == first {
+		t.Fatalf("Get(x, y) = %v, then %v; Get(xy, \"\") the same value", first, m.Get("x", "y"))
+	}
+	if made != 2 {
+		t.Errorf("made %d values for two combinations", made)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.Get("x", "y") }); n != 0 {
+		t.Errorf("Get of a known combination allocates %v times", n)
+	}
+}
