@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -302,5 +303,36 @@ func TestSkipValueLiteral(t *testing.T) {
 	b := []byte(`{"0000000":0"}`)
 	if w, s := WalkObject(b, 0, func(_ []byte, v int) int { return SkipValue(b, v) }), SkipValue(b, 0); w != s {
 		t.Errorf("WalkObject(%q) = %d, SkipValue = %d", b, w, s)
+	}
+}
+
+// FuzzCleanText checks CleanText's one pass against its definition: valid
+// UTF-8 and no lone surrogate escape, each checked over the whole text.
+func FuzzCleanText(f *testing.F) {
+	for _, s := range []string{`"plain ascii text, longer than eight"`, `"a\ud800b"`, "\"0123456\xff\"", `"01234567\\ud83d\\ude00"`, "\"\u00e9t\u00e9\"", `"\\ud800\ud800"`, ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := CleanText(b), utf8.Valid(b) && !hasLoneSurrogate(b); got != want {
+			t.Fatalf("CleanText(%q) = %v, want %v", b, got, want)
+		}
+	})
+}
+
+// BenchmarkCleanText: the text of a small call's arguments and result,
+// and a long plain one.
+func BenchmarkCleanText(b *testing.B) {
+	for _, tc := range []struct{ name, text string }{
+		{"args", `{"msg":"hello, hub"}`},
+		{"result", `{"content":[{"type":"text","text":"hello, hub"}]}`},
+		{"4KiB", `{"text":"` + strings.Repeat("plain text ", 372) + `"}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			text := []byte(tc.text)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				CleanText(text)
+			}
+		})
 	}
 }
