@@ -143,11 +143,11 @@ func walkEnvelope(msg []byte, walk func(v int) int) (id, method, params []byte, 
 		case "params":
 			k, params = 3, val
 		}
-		if k < 0 || seen[k] {
+		if !ok || k < 0 || seen[k] {
 			ok = false
-		} else {
-			seen[k] = true
+			return -1 // refused: not read further
 		}
+		seen[k] = true
 		return end
 	})
 	if !ok || end < 0 || !seen[0] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || seen[1] && !validID(id) {

@@ -168,11 +168,11 @@ func (hr *httpRawCall) StreamDone(size int, isError bool, err error) {
 // host link (with JSON answers only, nowhere: see linked). A client that
 // goes away cancels the call.
 func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if !rawjson.Contains(body, []byte(`"tools/call"`)) {
-		return f.takeRequest(w, r, body, "", "", false)
-	}
 	tc, ok := parseToolCall(body)
 	if !ok {
+		if !rawjson.Contains(body, []byte(`"tools/call"`)) {
+			return f.takeRequest(w, r, body, "", "", false)
+		}
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
@@ -284,10 +284,13 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // (with JSON answers only, nowhere: see linked). The result
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.
 func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
-	if r.Header.Get("Mcp-Method") != "tools/call" || !rawjson.Contains(body, []byte(`"tools/call"`)) {
+	if r.Header.Get("Mcp-Method") != "tools/call" {
 		return f.takeRequest(w, r, body, "", version, true)
 	}
 	tc, ok := parseToolCall(body)
+	if !ok && !rawjson.Contains(body, []byte(`"tools/call"`)) {
+		return f.takeRequest(w, r, body, "", version, true)
+	}
 	if !ok || r.Header.Get("Mcp-Name") != tc.name {
 		return false
 	}

@@ -123,9 +123,11 @@ func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
 	if s.ended.Load() {
 		return fedLine{}, false
 	}
-	if post != nil && rawjson.Contains(line, []byte(`"tools/call"`)) {
+	if post != nil {
 		// A plain call, the request most sent, is taken without the
 		// lock: POSTs of one session start their calls side by side.
+		// (A line of another method is read only to its first member
+		// that a call does not have.)
 		if tc, ok := parseToolCall(line); ok && !namesTasks(tc.meta) {
 			// No batch: the request goes to its server's writer at
 			// once, which joins it to the lines other POSTs write meanwhile.

@@ -349,16 +349,16 @@ func (s *stdioSession) refuseParams(line []byte) bool {
 func (s *stdioSession) takeLine(line []byte) bool {
 	// A plain tools/call first, the line most read: it is no cancellation,
 	// and a request for the tasks extension only if its _meta names it,
-	// so the whole line is not searched for those.
-	isCall := rawjson.Contains(line, []byte(`"tools/call"`))
-	if isCall {
-		if tc, ok := parseToolCall(line); ok {
-			if namesTasks(tc.meta) && s.takeTask(line) {
-				return true
-			}
-			return s.takeCall(tc) || !s.initialized() && s.refuseEarly(line) || s.refuseMeta(line)
+	// so the whole line is not searched for those. It is read as one
+	// first, which most lines of another method stop at their first
+	// member that is not a call's; only then is it searched for the name.
+	if tc, ok := parseToolCall(line); ok {
+		if namesTasks(tc.meta) && s.takeTask(line) {
+			return true
 		}
+		return s.takeCall(tc) || !s.initialized() && s.refuseEarly(line) || s.refuseMeta(line)
 	}
+	isCall := rawjson.Contains(line, []byte(`"tools/call"`))
 	if !isCall && mayBeRequest(line) {
 		if hr, ok := parseRequest(line); ok && s.takeRequest(hr) {
 			return true
