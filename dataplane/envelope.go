@@ -228,7 +228,7 @@ func mergedMeta(vals [][]byte) ([]byte, bool) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendString(out, k)
+		out = rawjson.AppendString(out, k)
 		out = append(out, ':')
 		out = append(out, members[k]...)
 	}
@@ -419,7 +419,7 @@ func rawParamsAt(local string, tc toolCall) (params []byte, metaAt [2]int) {
 	}
 	params = make([]byte, 0, len(args)+len(tc.meta)+len(tc.inputResponses)+len(tc.requestState)+len(local)+64)
 	params = append(params, `{"name":`...)
-	params = appendString(params, local)
+	params = rawjson.AppendString(params, local)
 	params = append(params, `,"arguments":`...)
 	params = append(params, args...)
 	for _, m := range []struct {
@@ -438,17 +438,6 @@ func rawParamsAt(local string, tc toolCall) (params []byte, metaAt [2]int) {
 		}
 	}
 	return append(params, '}'), metaAt
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	if rawjson.Plain(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	q, _ := json.Marshal(s) // a string: cannot fail
-	return append(b, q...)
 }
 
 // cancelledID returns the requestId of a notifications/cancelled message,
@@ -578,12 +567,12 @@ func canonical(msg []byte) ([]byte, bool) {
 					if !decodeParams(v, &cursor) {
 						return nil, false
 					}
-					v = appendString(nil, cursor) // with no escape it need not have
+					v = rawjson.AppendString(nil, cursor) // with no escape it need not have
 				}
 				if len(params) > 1 {
 					params = append(params, ',')
 				}
-				params = appendString(params, k)
+				params = rawjson.AppendString(params, k)
 				params = append(params, ':')
 				params = append(params, v...)
 			}
@@ -597,7 +586,7 @@ func canonical(msg []byte) ([]byte, bool) {
 		out = append(out, env.ID...)
 	}
 	out = append(out, `,"method":`...)
-	out = appendString(out, method)
+	out = rawjson.AppendString(out, method)
 	if params != nil {
 		out = append(out, `,"params":`...)
 		out = append(out, params...)

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/wire"
 )
 
@@ -681,10 +682,10 @@ func TestModernHostLogLevel(t *testing.T) {
 
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"echo", "del\x7f", "ctl\x01", `q"uote`, `back\slash`, "é", "<&>", ""} {
-		b := appendString(nil, s)
+		b := rawjson.AppendString(nil, s)
 		var got string
 		if err := json.Unmarshal(b, &got); err != nil || got != s {
-			t.Errorf("appendString(%q) = %s: %q, %v", s, b, got, err)
+			t.Errorf("rawjson.AppendString(%q) = %s: %q, %v", s, b, got, err)
 		}
 	}
 }

@@ -543,7 +543,7 @@ func (s *Server) rawMeta(b []byte, seq uint64, sess *session, hm hostMeta, tc ju
 		if hm.logLevel != nil {
 			b = append(b, hm.logLevel...)
 		} else {
-			b = strconv.AppendQuote(b, string(s.LogLevel()))
+			b = rawjson.AppendString(b, string(s.LogLevel()))
 		}
 	}
 	if len(hm.extra) > 0 {

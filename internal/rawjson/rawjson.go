@@ -313,6 +313,19 @@ func Contains(b, s []byte) bool {
 	return false
 }
 
+// AppendString appends s to b as a JSON string: between quotes as it is
+// when it is Plain, which most names and levels are, else as encoding/json
+// writes it.
+func AppendString(b []byte, s string) []byte {
+	if Plain(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s) // a string: cannot fail
+	return append(b, q...)
+}
+
 // SkipSpace returns the index of the first byte at or after i that is not
 // JSON white space.
 func SkipSpace(b []byte, i int) int {

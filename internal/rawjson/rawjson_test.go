@@ -336,3 +336,22 @@ func BenchmarkCleanText(b *testing.B) {
 		})
 	}
 }
+
+// FuzzAppendString: what AppendString writes is a JSON string that
+// decodes to the text it was given (valid UTF-8; other bytes become
+// U+FFFD, as encoding/json writes them).
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"info", "", `q"uote`, `back\slash`, "new\nline", "ünïcode", "\x7f", "<html>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := AppendString([]byte("x"), s)
+		var got string
+		if err := json.Unmarshal(b[1:], &got); err != nil || b[0] != 'x' {
+			t.Fatalf("AppendString(%q) = %s: %v", s, b, err)
+		}
+		if utf8.ValidString(s) && got != s {
+			t.Fatalf("AppendString(%q) decodes to %q", s, got)
+		}
+	})
+}
