@@ -213,16 +213,17 @@ func SkipString(b []byte, start int) int {
 	// backslash: most strings of a message (names, types, ids) are short,
 	// and there a call of IndexByte costs more than the scan.
 	for end := min(len(b), start+64); i+8 <= end; {
-		m := quoteOrBackslash(binary.LittleEndian.Uint64(b[i:]))
+		w := b[i : i+8 : i+8] // eight, so that neither the load nor w[k&7] checks its bounds
+		m := quoteOrBackslash(binary.LittleEndian.Uint64(w))
 		if m == 0 {
 			i += 8
 			continue
 		}
-		i += bits.TrailingZeros64(m) / 8
-		if b[i] == '"' {
-			return i
+		k := bits.TrailingZeros64(m) >> 3
+		if w[k&7] == '"' {
+			return i + k
 		}
-		i += 2 // a backslash, and what it escapes
+		i += k + 2 // a backslash, and what it escapes
 	}
 	if i >= len(b) {
 		return -1

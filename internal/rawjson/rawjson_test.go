@@ -355,3 +355,21 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSkipString: the strings of a forwarded call's lines, keys and
+// short values mostly.
+func BenchmarkSkipString(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":"jr-12","result":{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxx"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"echoserver","version":"1"}}}}`)
+	var starts []int
+	for i := 0; i < len(line); i++ {
+		if line[i] == '"' {
+			starts = append(starts, i+1)
+			i = SkipString(line, i+1)
+		}
+	}
+	for b.Loop() {
+		for _, s := range starts {
+			SkipString(line, s)
+		}
+	}
+}

@@ -127,7 +127,9 @@ func validString(b []byte, i int) int {
 		// Eight bytes at a time to the first that is a quote, a
 		// backslash or a control character.
 		for i+8 <= len(b) {
-			if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			// A slice of eight, so that the load needs no bounds check of
+			// its own.
+			if m := stringStops(binary.LittleEndian.Uint64(b[i : i+8 : i+8])); m != 0 {
 				i += bits.TrailingZeros64(m) / 8
 				break
 			}

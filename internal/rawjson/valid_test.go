@@ -94,3 +94,12 @@ func BenchmarkValid(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkValidValue: the arguments of a forwarded call, which the data
+// plane checks as it reads them.
+func BenchmarkValidValue(b *testing.B) {
+	args := []byte(`{"msg":"xxxxxxxxxxxxxxxx","path":"/home/user/project/src/main.go","limit":20}`)
+	for b.Loop() {
+		ValidValue(args, 0)
+	}
+}
