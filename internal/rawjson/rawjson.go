@@ -330,7 +330,9 @@ func AppendString(b []byte, s string) []byte {
 // SkipSpace returns the index of the first byte at or after i that is not
 // JSON white space.
 func SkipSpace(b []byte, i int) int {
-	for i < len(b) && IsSpace(b[i]) {
+	// White space is at most ' ': most bytes are told apart with one
+	// comparison, not IsSpace's four.
+	for i < len(b) && b[i] <= ' ' && IsSpace(b[i]) {
 		i++
 	}
 	return i

@@ -373,3 +373,21 @@ func BenchmarkSkipString(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWalkObject: a tools/call answer's envelope and its result's
+// members, as the reader of an answer line walks them.
+func BenchmarkWalkObject(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":"jr-12","result":{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxx"}],"isError":false}}`)
+	var walk func(v int) int
+	walk = func(v int) int {
+		if line[v] == '{' {
+			return WalkObject(line, v, func(_ []byte, v int) int { return walk(v) })
+		}
+		return SkipValue(line, v)
+	}
+	for b.Loop() {
+		if walk(0) != len(line) {
+			b.Fatal("walk did not end at the line's end")
+		}
+	}
+}
