@@ -172,7 +172,7 @@ func SkipValue(b []byte, i int) int {
 	// object's members (WalkObject) ends where matching its brackets
 	// ends, even on text that is not JSON.
 	j := i
-	for j < len(b) && !IsSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != '"' && b[j] != '{' && b[j] != '[' {
+	for j < len(b) && !literalStops[b[j]] {
 		j++
 	}
 	if j == i {
@@ -180,6 +180,11 @@ func SkipValue(b []byte, i int) int {
 	}
 	return j
 }
+
+// literalStops are the bytes a literal or a number runs to (SkipValue):
+// white space, the delimiters after a value, a quote and the opening
+// brackets.
+var literalStops = [256]bool{' ': true, '\t': true, '\n': true, '\r': true, ',': true, '}': true, ']': true, '"': true, '{': true, '[': true}
 
 // Deeper reports whether the JSON text b nests objects and arrays more
 // than n deep, or has a string left open. Brackets inside strings do not
