@@ -225,7 +225,9 @@ func (h *Hub) tellLevel(src Source) {
 // a front that reads it itself (the data plane over stdio), as v's go-sdk
 // server does: the hub records that ss has initialized on v, and tells
 // the sources that watch hosts who their sole host is now
-// ([HostWatcher]).
+// ([HostWatcher]). A nil ss is a host that does not initialize (2026-07-28
+// on) and has made its first request, which ends its start as a
+// handshake would (see [Hub.Greeted]); there is no session to record.
 func (v *View) HostInitialized(ss Host) { v.hub.hostGreeted(v, ss) }
 
 // HostRootsChanged takes host session ss's
@@ -248,7 +250,8 @@ func (h *Hub) hostGreeted(v *View, ss Host) {
 
 // Greeted returns a channel that is closed once a host has finished its
 // handshake (its notifications/initialized) with one of the hub's views,
-// and the hub has taken it: for a hub that serves one stdio host, the
+// and the hub has taken it, or a host that does not initialize
+// (2026-07-28 on) has made its first request: for a hub that serves one stdio host, the
 // end of its start.
 func (h *Hub) Greeted() <-chan struct{} { return h.greeted }
 

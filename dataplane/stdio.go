@@ -889,11 +889,17 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 // noteStandalone notes the revision a request that stands alone (of
 // 2026-07-28 or later, whose _meta says mi, on a connection that did not
 // initialize) names, the first time one does: the connection's, as
-// go-sdk's server takes it (Plane.Sessions).
+// go-sdk's server takes it (Plane.Sessions). That first request is the
+// host's greeting too (View.HostInitialized with no session): a hub that
+// serves one stdio host settles once it has come (its startup pages given
+// back, its collector tuned for load), not after waiting for an
+// initialize that will not come.
 func (s *stdioSession) noteStandalone(mi metaInfo) {
 	if s.front != nil && mi.rev.PerRequestMeta() && s.front.standalone.Load() == nil && !s.initialized() {
 		v := mi.version
-		s.front.standalone.CompareAndSwap(nil, &v)
+		if s.front.standalone.CompareAndSwap(nil, &v) {
+			s.p.v.HostInitialized(nil)
+		}
 	}
 }
 

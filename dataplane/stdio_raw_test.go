@@ -2074,3 +2074,38 @@ func BenchmarkParseToolCall(b *testing.B) {
 		})
 	}
 }
+
+// TestStandaloneHostGreets: over stdio, the first request of a host that
+// does not initialize (2026-07-28 on) is its greeting, as an older host's
+// handshake is: the hub's Greeted closes, so a hub serving it settles
+// (gives back its startup pages, tunes its collector for load) without
+// waiting for an initialize that will not come.
+func TestStandaloneHostGreets(t *testing.T) {
+	hub, v := hubWith(t, nil, &rawFake{tools: []string{"echo"}, raw: echoRaw})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h := &fastHost{w: inW, r: bufio.NewReader(outR)}
+	done := make(chan error, 1)
+	go func() {
+		done <- New(v, nil).ServeStdio(context.Background(), inR, outW, nil)
+		outW.Close()
+	}()
+	select {
+	case <-hub.Greeted():
+		t.Fatal("Greeted is closed before the host sent anything")
+	default:
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if res := h.recv(t); res["result"] == nil {
+		t.Fatalf("tools/list answered %v", res)
+	}
+	select {
+	case <-hub.Greeted():
+	default:
+		t.Error("Greeted is still open after the first request of a host at 2026-07-28")
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdio = %v", err)
+	}
+}

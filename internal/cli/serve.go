@@ -284,7 +284,8 @@ func addrInUseHint(flagName, addr string) string {
 //
 // The start is over once every source has connected (or the startup
 // budget has run out), for a process that serves one stdio host (stdio)
-// that host has finished its handshake (or handshakeWait has passed),
+// that host has finished its handshake or, if it does not initialize
+// (2026-07-28 on), made its first request (or handshakeWait has passed),
 // and then startSettle has: a stdio hub's host greets it once in its
 // life, at once, and the sources' arrival sets off work of its own (the
 // name table rebuilt, list_changed sent). Pages released before those
