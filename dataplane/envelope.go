@@ -135,7 +135,7 @@ func walkEnvelope(msg []byte, walk func(v int) int) (id, method, params []byte, 
 		val := msg[v:end]
 		switch string(key) {
 		case "jsonrpc":
-			k, ok = 0, ok && string(val) == `"2.0"`
+			k, ok = 0, string(val) == `"2.0"` // ok until now: a refusal ends the walk
 		case "id":
 			k, id = 1, val
 		case "method":

@@ -44,14 +44,14 @@ type toolSeries struct {
 	ok, raw atomic.Pointer[metrics.Counter]
 }
 
-// counter returns the counter p holds, storing make's first. make returns
-// a family's series, the same one each time, so callers that race store
-// the same counter.
-func counter(p *atomic.Pointer[metrics.Counter], make func() *metrics.Counter) *metrics.Counter {
+// counter returns the counter p holds, storing series' first. series
+// returns a family's series, the same one each time, so callers that race
+// store the same counter.
+func counter(p *atomic.Pointer[metrics.Counter], series func() *metrics.Counter) *metrics.Counter {
 	if c := p.Load(); c != nil {
 		return c
 	}
-	c := make()
+	c := series()
 	p.Store(c)
 	return c
 }

@@ -158,18 +158,18 @@ func (l *labelled[S]) get(values []string) *S {
 }
 
 // A Memo keeps a value per combination of label values, made by its
-// make func on first use and found afterwards as a family finds its series
+// newValue func on first use and found afterwards as a family finds its series
 // (see labelled): without a lock. It is for a caller that observes several
 // families with the same labels at once, such as the series a tool's calls
 // count in: one lookup in a Memo of them, not one per family. It is not
 // registered and not written.
 type Memo[S any] struct{ l *labelled[S] }
 
-// NewMemo returns an empty Memo whose values make makes, keyed by the
-// given labels' values.
-func NewMemo[S any](make func(values []string) *S, labels ...string) *Memo[S] {
+// NewMemo returns an empty Memo whose values newValue makes, keyed by
+// the given labels' values.
+func NewMemo[S any](newValue func(values []string) *S, labels ...string) *Memo[S] {
 	l := newLabelled[S]("memo", "", "", labels)
-	l.newSeries = make
+	l.newSeries = newValue
 	return &Memo[S]{l: l}
 }
 
