@@ -594,13 +594,14 @@ func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name strin
 		return nil, r.Err
 	}
 	// Only a server at 2026-07-28 or later names itself in results: an
-	// older one's results (a megabyte, say) are not scanned for that. For
-	// a host of that revision the hub's own name goes in, and content
-	// blocks of unknown types are looked for, in the same pass.
+	// older one's results (a megabyte, say) are not scanned for that. Its
+	// members go out where the reader found them (r.Shape), or in one
+	// pass that also puts the hub's name in for a host of that revision
+	// and looks for content blocks of unknown types.
 	res, n := r.Result, 0
 	if c.sess.rev().TypedResults() {
-		res, n = wire.ServerResult(res, wire.LinkOf(ctx), r.Unknown)
-	} else if r.Unknown {
+		res, n = wire.ServerResult(res, wire.LinkOf(ctx), r.Shape)
+	} else if r.Shape.Unknown {
 		// The reader found blocks it may have to replace (a clean
 		// result was checked on the way: deliverRaw).
 		res, n = wire.SanitizeContent(res)

@@ -314,12 +314,14 @@ type rawReceiver interface {
 // it, the server's error, or why there was no answer.
 type rawReply struct {
 	Result json.RawMessage
-	// Unknown: the result may hold content blocks that SanitizeContent
-	// replaces (wire.ResultAt); false, it holds none, and is not looked
-	// at again for them.
-	Unknown bool
-	Err     *jsonrpc.Error
-	Fail    error
+	// Shape is what the reader learned of Result while it found its end
+	// (wire.ResultAt): whether it may hold content blocks that
+	// SanitizeContent replaces, and where a server's own members are.
+	// Result is the reader's own copy, which the rewrite for the host
+	// (wire.ServerResult) may change in place.
+	Shape wire.ResultShape
+	Err   *jsonrpc.Error
+	Fail  error
 }
 
 // rawIDPrefix begins the id of every raw call, after its quote.
@@ -550,14 +552,15 @@ func (c *serverConn) failAll(cause error) {
 // whether it was such a response. Called by read only.
 func (c *serverConn) deliverRaw(line []byte) bool {
 	var id, result, errv []byte
-	method, unknown := false, false
+	var shape wire.ResultShape
+	method := false
 	if rawjson.WalkObject(line, 0, func(key []byte, v int) int {
 		if string(key) == "result" {
 			// Its content blocks' types are looked at on the way
 			// (SanitizeContent's check), so a clean one is read once.
-			end, u := wire.ResultAt(line, v)
+			end, sh := wire.ResultAt(line, v)
 			if end >= 0 {
-				result, unknown = line[v:end], u
+				result, shape = line[v:end], sh
 			}
 			return end
 		}
@@ -603,7 +606,7 @@ func (c *serverConn) deliverRaw(line []byte) bool {
 	case result != nil && errv == nil:
 		// The line is the reader's own copy (wire.LineReader.Next allocates
 		// per line), so the result can be kept without a copy.
-		reply.Result, reply.Unknown = result, unknown
+		reply.Result, reply.Shape = result, shape
 	case errv != nil:
 		var e jsonrpc.Error
 		if err := json.Unmarshal(errv, &e); err != nil {

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
@@ -43,27 +45,130 @@ func SanitizeContent(result json.RawMessage) (json.RawMessage, int) {
 // ResultAt reads the value at b[i] (its first byte, past any white space)
 // as the result of a tools/call, where the reader of an answer line would
 // skip it. It returns where the value ends, as rawjson.SkipValue finds it
-// (-1: it has none), and whether SanitizeContent could change it: the one
-// walk finds the end and makes unknownTypes' check, so that a result whose
-// blocks are all of known types needs no second look. false means
-// SanitizeContent would return the result as it is; true (a block of
-// another type, or anything unusual) means it is to be run.
-func ResultAt(b []byte, i int) (end int, unknown bool) {
+// (-1: it has none), and the result's shape: what the one walk that finds
+// the end learned of it, so that the result needs no second one. Its
+// Unknown says whether SanitizeContent could change it; the rest is where
+// ServerResult finds the members a server of 2026-07-28 adds.
+func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 	end = rawjson.WalkObject(b, i, func(key []byte, v int) int {
-		if string(key) != "content" {
-			if bytes.IndexByte(key, '\\') >= 0 {
-				unknown = true
+		var end int
+		drop := false
+		switch string(key) {
+		case "content":
+			var u bool
+			end, u = contentAt(b, v)
+			shape.Unknown = shape.Unknown || u
+		case "resultType":
+			end = rawjson.SkipValue(b, v)
+			drop = end >= 0 && string(b[v:end]) == `"complete"`
+		case "_meta":
+			var mixed bool
+			end, drop, mixed = serverMetaAt(b, v)
+			if mixed {
+				shape.members = -1
 			}
-			return rawjson.SkipValue(b, v)
+		default:
+			if bytes.IndexByte(key, '\\') >= 0 {
+				shape.Unknown = true
+			}
+			end = rawjson.SkipValue(b, v)
 		}
-		end, u := contentAt(b, v)
-		unknown = unknown || u
+		shape.add(end-i, drop)
 		return end
 	})
 	if end < 0 {
-		return rawjson.SkipValue(b, i), true // not an object: SanitizeContent says
+		return rawjson.SkipValue(b, i), ResultShape{Unknown: true, members: -1} // not an object: SanitizeContent says
 	}
-	return end, unknown
+	return end, shape
+}
+
+// A ResultShape is what the reader of an answer line learned of a
+// tools/call result while it found the result's end (ResultAt).
+type ResultShape struct {
+	// Unknown: the result may hold content blocks that SanitizeContent
+	// replaces; false, it holds none, and is not looked at again.
+	Unknown bool
+	// members is how many of the result's members ends holds, in
+	// order; -1 when ServerResult must walk the result again (more
+	// members than that, or an _meta that holds more than the server's
+	// serverInfo).
+	members int8
+	// drop has bit k set when member k is one that Rewrite's Strip
+	// takes out: a resultType of "complete", or an _meta that holds the
+	// server's serverInfo and nothing else.
+	drop uint8
+	// ends[k] is where member k's value ends, from the result's start.
+	ends [6]int32
+}
+
+// UnknownShape is the shape of a result nothing is known of: ServerResult
+// walks it, and looks at its content blocks.
+var UnknownShape = ResultShape{Unknown: true, members: -1}
+
+// add records the next member of the result, whose value ends at end
+// (from the result's start; negative: the walk failed, and ResultAt
+// says so).
+func (s *ResultShape) add(end int, drop bool) {
+	switch k := s.members; {
+	case k < 0 || end < 0:
+	case int(k) == len(s.ends):
+		s.members = -1
+	default:
+		s.ends[k] = int32(end)
+		if drop {
+			s.drop |= 1 << k
+		}
+		s.members++
+	}
+}
+
+// strip returns res, the result s is the shape of, without the members
+// s.drop marks, as Rewrite{Strip: true} writes it: a member that goes
+// takes the comma before it with it, or, while no member was kept, the
+// comma after it. It moves the bytes in res, and returns a prefix of it.
+func (s *ResultShape) strip(res []byte) []byte {
+	if s.drop == 0 {
+		return res
+	}
+	open := rawjson.SkipSpace(res, 0) + 1
+	held, w, kept := open, open, false // res[held:] is still to go to res[w:]
+	for k := range int(s.members) {
+		end := int(s.ends[k])
+		if s.drop&(1<<k) == 0 {
+			w += copy(res[w:], res[held:end])
+			held, kept = end, true
+			continue
+		}
+		held = end
+		if !kept {
+			if c := rawjson.SkipSpace(res, end); res[c] == ',' {
+				held = c + 1
+			}
+		}
+	}
+	w += copy(res[w:], res[held:])
+	return res[:w]
+}
+
+// serverMetaAt reads the value at b[v] of a result's _meta member and
+// returns where it ends (-1: it has none), whether it is an object that
+// holds the server's serverInfo and nothing else (Rewrite's Strip takes
+// the member out), and whether it is one that holds that and more (the
+// Strip rewrites it).
+func serverMetaAt(b []byte, v int) (end int, gone, mixed bool) {
+	if v >= len(b) || b[v] != '{' {
+		return rawjson.SkipValue(b, v), false, false // not an object: kept as it is
+	}
+	had, others := false, false
+	end = rawjson.WalkObject(b, v, func(k []byte, i int) int {
+		if string(k) == mcp.MetaKeyServerInfo {
+			had = true
+		} else {
+			others = true
+		}
+		return rawjson.SkipValue(b, i)
+	})
+	return end, had && !others, had && others
 }
 
 // unknownTypes reports whether the result b may hold a content block
@@ -73,8 +178,8 @@ func ResultAt(b []byte, i int) (end int, unknown bool) {
 // full check must run (it is also the answer for anything unusual: escapes
 // in keys, a block that is not an object, a result that does not parse).
 func unknownTypes(b []byte) bool {
-	_, unknown := ResultAt(b, 0) // the reader's own check, on a result alone
-	return unknown
+	_, shape := ResultAt(b, 0) // the reader's own check, on a result alone
+	return shape.Unknown
 }
 
 // contentAt reads the value at b[v] of a result's content member: it

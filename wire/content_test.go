@@ -190,11 +190,11 @@ func FuzzResultAt(f *testing.F) {
 	f.Add([]byte(`[{"content":[]}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		i := rawjson.SkipSpace(b, 0) // where a walk hands a value over
-		end, unknown := ResultAt(b, i)
+		end, shape := ResultAt(b, i)
 		if want := rawjson.SkipValue(b, i); end != want {
 			t.Fatalf("ResultAt(%q, %d) ends at %d, SkipValue at %d", b, i, end, want)
 		}
-		if end < 0 || unknown {
+		if end < 0 || shape.Unknown {
 			return
 		}
 		if out, n := SanitizeContent(b[i:end]); n != 0 || !bytes.Equal(out, b[i:end]) {

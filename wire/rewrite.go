@@ -276,17 +276,22 @@ func StripServerFields(res []byte) []byte {
 // 2026-07-28 or later as the host of the call l links reads it (l nil:
 // no host link): the server's own members out, as StripServerFields
 // takes them, and, for a host of that revision too (l.Stamp), the hub's
-// in, as ModernResult puts them; it sets l.Stamped then. Content blocks
-// of unknown types are replaced as SanitizeContent replaces them (the
-// count is returned), looked for in the same walk of the result. The two
-// rewrites touch different members, so their order does not matter.
-// unknown is whether the result may hold such blocks, as ResultAt tells
-// the reader of the answer line (true when not known): false skips the
-// look for them.
-func ServerResult(res []byte, l *Link, unknown bool) ([]byte, int) {
-	// No quick look for the members to strip first, as StripServerFields
-	// makes: a server of that revision sends them in every result.
-	rw := Rewrite{Strip: true, content: unknown}
+// in, as ModernResult puts them. Content blocks of unknown types are
+// replaced as SanitizeContent replaces them (the count is returned). The
+// two rewrites touch different members, so their order does not matter.
+//
+// shape is what the reader of the answer line learned of res (ResultAt;
+// UnknownShape when nothing is). For the common result (no blocks to
+// replace, and an _meta that holds the server's serverInfo alone) the
+// server's members go in place, with the bytes of res moved, and no
+// walk; the hub's stamp is then left to the host's side, as for an older
+// server's result (ModernResult). Otherwise res is walked once, for all
+// three, and l.Stamped is set when the stamp went in.
+func ServerResult(res []byte, l *Link, shape ResultShape) ([]byte, int) {
+	if !shape.Unknown && shape.members >= 0 {
+		return shape.strip(res), 0
+	}
+	rw := Rewrite{Strip: true, content: shape.Unknown}
 	if l != nil && l.Stamp != nil {
 		l.Stamped.Store(true)
 		rw.stamp = l.Stamp

@@ -180,11 +180,13 @@ func FuzzModernResult(f *testing.F) {
 }
 
 // FuzzServerResult: a 2026-07-28 server's result rewritten for a host of
-// that revision in one pass (ServerResult, with the hub's stamp on the
-// link) reads byte for byte as it did in three (SanitizeContent,
-// StripServerFields, then ModernResult), with as many blocks replaced,
-// and the link says it is stamped; without a stamp it is
-// StripServerFields' result of SanitizeContent's.
+// that revision (ServerResult, with the hub's stamp on the link, and then
+// ModernResult on the host's side if the link is not stamped) reads byte
+// for byte as it did in three passes (SanitizeContent, StripServerFields,
+// then ModernResult), with as many blocks replaced; without a stamp it is
+// StripServerFields' result of SanitizeContent's. That holds for a result
+// nothing is known of (UnknownShape) and for one with the shape the
+// reader of its line found (ResultAt), which may be rewritten in place.
 func FuzzServerResult(f *testing.F) {
 	for _, res := range []string{
 		`{"content":[]}`,
@@ -192,6 +194,9 @@ func FuzzServerResult(f *testing.F) {
 		`{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"x":2},"content":[]}`,
 		`{"resultType":"input_required","inputRequests":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`,
 		"{ \"_meta\" : { } , \"isError\":true }",
+		"{ \"resultType\" : \"complete\" ,\n \"_meta\":{\"io.modelcontextprotocol/serverInfo\":{}} , \"content\":[] }",
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":1},"content":[],"resultType":"complete"}`,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"resultType":"complete","f":6}`,
 		`{"_meta":7,"resultType":"complete"}`,
 		`[1]`,
 		`{"content":[{"type":"text","text":"a"},{"type":"video","url":"v"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`,
@@ -208,22 +213,29 @@ func FuzzServerResult(f *testing.F) {
 			// object without walking it (stampPlain).
 			return
 		}
-		sanitized, wantN := SanitizeContent(bytes.Clone(res))
-		want := ModernResult(StripServerFields(bytes.Clone(sanitized)), testImpl)
-		l := &Link{Stamp: testImpl}
-		if got, n := ServerResult(bytes.Clone(res), l, true); !bytes.Equal(got, want) || n != wantN || !l.Stamped.Load() {
-			t.Fatalf("ServerResult(%q) = %q, %d replaced (stamped %v), want %q, %d", res, got, n, l.Stamped.Load(), want, wantN)
+		check := func(res []byte, shape ResultShape) {
+			t.Helper()
+			sanitized, wantN := SanitizeContent(bytes.Clone(res))
+			want := ModernResult(StripServerFields(bytes.Clone(sanitized)), testImpl)
+			l := &Link{Stamp: testImpl}
+			got, n := ServerResult(bytes.Clone(res), l, shape)
+			if !l.Stamped.Load() {
+				got = ModernResult(got, testImpl) // the host's side stamps it
+			}
+			if !bytes.Equal(got, want) || n != wantN {
+				t.Fatalf("ServerResult(%q, %+v) for a host of 2026-07-28 = %q, %d replaced (stamped %v), want %q, %d", res, shape, got, n, l.Stamped.Load(), want, wantN)
+			}
+			plain := &Link{}
+			want = StripServerFields(bytes.Clone(sanitized))
+			if got, n := ServerResult(bytes.Clone(res), plain, shape); !bytes.Equal(got, want) || n != wantN || plain.Stamped.Load() {
+				t.Fatalf("ServerResult(%q, %+v) with no stamp = %q, %d replaced, want %q, %d", res, shape, got, n, want, wantN)
+			}
 		}
-		plain := &Link{}
-		want = StripServerFields(bytes.Clone(sanitized))
-		if got, n := ServerResult(bytes.Clone(res), plain, true); !bytes.Equal(got, want) || n != wantN || plain.Stamped.Load() {
-			t.Fatalf("ServerResult(%q) with no stamp = %q, %d replaced, want %q, %d", res, got, n, want, wantN)
-		}
-		// A result the reader found clean (ResultAt) is not looked at
-		// for unknown blocks, and comes out the same.
-		if end, unknown := ResultAt(res, rawjson.SkipSpace(res, 0)); end >= 0 && !unknown {
-			if got, n := ServerResult(bytes.Clone(res), plain, false); !bytes.Equal(got, want) || n != 0 {
-				t.Fatalf("ServerResult(%q) found clean = %q, %d replaced, want %q", res, got, n, want)
+		check(res, UnknownShape)
+		// The reader hands over the result from its first byte to its end.
+		if i := rawjson.SkipSpace(res, 0); i < len(res) {
+			if end, shape := ResultAt(res, i); end >= 0 {
+				check(res[i:end], shape)
 			}
 		}
 	})
@@ -293,14 +305,14 @@ func BenchmarkServerResult(b *testing.B) {
 	b.Run("strip", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			ServerResult(res, nil, true)
+			ServerResult(res, nil, UnknownShape)
 		}
 	})
 	b.Run("stamp", func(b *testing.B) {
 		b.ReportAllocs()
 		l := &Link{Stamp: []byte(`{"name":"junction","version":"1.0.0"}`)}
 		for b.Loop() {
-			ServerResult(res, l, true)
+			ServerResult(res, l, UnknownShape)
 		}
 	})
 }
