@@ -24,6 +24,9 @@ type toolCall struct {
 	name string          // the tool's exposed name, decoded
 	// The other members of params, as sent (nil when absent).
 	args, meta, inputResponses, requestState json.RawMessage
+	// memo, if not nil, is the _meta read before that meta is the same
+	// bytes as (see metaMemo).
+	memo *metaMemo
 }
 
 // parseToolCall reads the one shape of message the raw path takes: a
@@ -48,7 +51,17 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 			case "name":
 				end = rawjson.SkipValue(msg, v)
 				k, rawName = 0, msg[v:max(end, v)]
-			case "arguments", "_meta", "inputResponses", "requestState",
+			case "_meta":
+				// Most hosts of 2026-07-28 send the same _meta with every
+				// request: the last one read is not checked again.
+				if m := lastMeta.Load(); m != nil && bytes.HasPrefix(msg[v:], m.raw) {
+					end = v + len(m.raw)
+					k, tc.meta, tc.memo = 2, msg[v:end], m
+				} else {
+					end = rawjson.ValidValue(msg, v)
+					k, tc.meta = 2, msg[v:max(end, v)]
+				}
+			case "arguments", "inputResponses", "requestState",
 				// A task-augmented request of a revision before the
 				// tasks extension: the hub does not offer those tasks,
 				// so, as go-sdk's server does, the call is made as a
@@ -59,8 +72,6 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 				switch string(key) {
 				case "arguments":
 					k, tc.args = 1, val
-				case "_meta":
-					k, tc.meta = 2, val
 				case "inputResponses":
 					k, tc.inputResponses = 3, val
 				case "requestState":
@@ -259,15 +270,36 @@ type metaInfo struct {
 // anything else is left to the typed reading (ok false), which answers
 // it with go-sdk's error.
 func readMeta(meta []byte) metaInfo {
-	var hr wire.HostRequest
-	return readCallMeta(meta, &hr)
+	m := wire.ReadMeta(meta, nil)
+	return metaInfoOf(&m)
 }
 
-// readCallMeta is readMeta of a tools/call's _meta, which it keeps in hr
-// for the server's side (see forwardParams).
-func readCallMeta(meta []byte, hr *wire.HostRequest) metaInfo {
-	hr.Meta = wire.ReadMeta(meta, func(_, _ []byte) { hr.OtherMeta = true })
-	m := &hr.Meta
+// readCallMeta is readMeta of tc's _meta, which parseToolCall checked
+// is valid JSON; it keeps what it read in hr for the server's side (see
+// forwardParams). The _meta that most hosts of 2026-07-28 send with every
+// request is read once (metaMemo).
+func readCallMeta(tc *toolCall, hr *wire.HostRequest) metaInfo {
+	if m := tc.memo; m != nil {
+		// The values stay the memo's bytes, equal to the request's, which
+		// nothing changes: the record need not keep the host's message.
+		hr.Meta, hr.OtherMeta = m.meta, false
+		return m.mi
+	}
+	hr.Meta = wire.ReadMeta(tc.meta, func(_, _ []byte) { hr.OtherMeta = true })
+	mi := metaInfoOf(&hr.Meta)
+	if m := &hr.Meta; mi.ok && mi.rev.PerRequestMeta() && !hr.OtherMeta &&
+		m.ProgressToken == nil && m.Subscription == nil && m.TraceParent == nil && m.TraceState == nil {
+		// Only the members that stay the same from one request to the
+		// next: a _meta with a progress token or a trace context is new
+		// each time, and is read each time.
+		raw := bytes.Clone(tc.meta)
+		lastMeta.Store(&metaMemo{raw: raw, meta: m.Moved(tc.meta, raw), mi: mi})
+	}
+	return mi
+}
+
+// metaInfoOf is what the _meta m was read from says, for the raw path.
+func metaInfoOf(m *wire.Meta) metaInfo {
 	// A version that is not a string names no revision: go-sdk reads the
 	// request as one of the session's, as if it named none.
 	mi := metaInfo{ok: true, rev: m.Rev, version: m.Version, progress: m.ProgressToken != nil, logLevel: m.LogLevel != nil}
@@ -279,6 +311,21 @@ func readCallMeta(meta []byte, hr *wire.HostRequest) metaInfo {
 	}
 	return mi
 }
+
+// A metaMemo is a tools/call's _meta of 2026-07-28 that go-sdk would take
+// (metaInfo.ok), holding only members that stay the same from request to
+// request (the protocol version, client info and capabilities, a log
+// level), with what readCallMeta read of it. The last one read is kept:
+// a request whose _meta is the same bytes is neither checked (it is
+// valid JSON) nor read again. Hosts that take turns with different ones
+// each store theirs, a copy of a few hundred bytes.
+type metaMemo struct {
+	raw  []byte    // the _meta object, as sent (a copy)
+	meta wire.Meta // read from raw
+	mi   metaInfo
+}
+
+var lastMeta atomic.Pointer[metaMemo]
 
 // clientMetaOK reports whether a request's client capabilities (caps,
 // required) and client info (info, nil when absent) decode as go-sdk's
@@ -401,7 +448,7 @@ func rawParams(local string, tc toolCall) []byte {
 func forwardParams(local string, tc toolCall, hc *hostCall) []byte {
 	params, at := rawParamsAt(local, tc)
 	hc.req.Params, hc.req.MetaAt, hc.req.Retry = params, at, tc.inputResponses != nil || tc.requestState != nil
-	if at != [2]int{} {
+	if at != [2]int{} && tc.memo == nil {
 		// What was read points into the host's message; the record keeps
 		// the params instead, which the call keeps anyway.
 		hc.req.Meta = hc.req.Meta.Moved(tc.meta, hc.req.RawMeta())

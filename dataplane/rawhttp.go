@@ -176,7 +176,7 @@ func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []b
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	mi := readCallMeta(tc.meta, &rc.hc.req)
+	mi := readCallMeta(&tc, &rc.hc.req)
 	if !mi.ok || mi.rev.PerRequestMeta() {
 		return false
 	}
@@ -295,7 +295,7 @@ func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
-	mi := readCallMeta(tc.meta, &rc.hc.req)
+	mi := readCallMeta(&tc, &rc.hc.req)
 	if !mi.ok || !mi.rev.PerRequestMeta() || mi.version != version {
 		return false
 	}

@@ -639,7 +639,7 @@ func (s *stdioSession) takeCall(tc toolCall) bool { return s.takeCallIn(tc, &s.b
 func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	sc := &stdioCall{}
 	hc := &sc.hostCall
-	mi := readCallMeta(tc.meta, &hc.req)
+	mi := readCallMeta(&tc, &hc.req)
 	// Before initialize only a request of 2026-07-28 or later stands on
 	// its own.
 	if !mi.ok || !s.initialized() && !mi.rev.Stateless() {

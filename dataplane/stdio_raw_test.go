@@ -441,7 +441,7 @@ func TestForwardParams(t *testing.T) {
 			t.Fatalf("parseToolCall(%s) refused it", line)
 		}
 		hc := &hostCall{}
-		readCallMeta(tc.meta, &hc.req)
+		readCallMeta(&tc, &hc.req)
 		params := forwardParams("local", tc, hc)
 		if string(params) != string(rawParams("local", tc)) {
 			t.Errorf("%s: forwardParams %s, want rawParams'", line, params)
@@ -505,6 +505,82 @@ func TestParseToolCall(t *testing.T) {
 	}
 }
 
+// checkMetaMemo reads tc's _meta (parsed from msg) twice, the second
+// time from what the first stored if it did (metaMemo), and fails t
+// unless both say what a fresh read says.
+func checkMetaMemo(t *testing.T, msg []byte, tc toolCall) {
+	t.Helper()
+	want := readMeta(tc.meta)
+	wantMeta := wire.ReadMeta(tc.meta, nil)
+	for range 2 {
+		tc, ok := parseToolCall(msg)
+		if !ok {
+			t.Fatalf("parseToolCall(%q) refused it the second time", msg)
+		}
+		var hr wire.HostRequest
+		if got := readCallMeta(&tc, &hr); got != want || !reflect.DeepEqual(hr.Meta, wantMeta) {
+			t.Fatalf("readCallMeta(%q) (memo %v) = %+v, %+v; want %+v, %+v", tc.meta, tc.memo != nil, got, hr.Meta, want, wantMeta)
+		}
+		// The values are bytes of the request's _meta, or of the memo's
+		// copy: not of another request's.
+		in := tc.meta
+		if tc.memo != nil {
+			in = tc.memo.raw
+		}
+		for _, v := range [][]byte{hr.Meta.Caps, hr.Meta.Info, hr.Meta.LogLevel} {
+			if v != nil && !inside(v, in) {
+				t.Fatalf("readCallMeta(%q): %q is not part of the request's _meta or the memo's", tc.meta, v)
+			}
+		}
+	}
+}
+
+// inside reports whether v is a part of b (the same bytes, not a copy).
+func inside(v, b []byte) bool {
+	return len(v) > 0 && len(b) > 0 && cap(v) <= cap(b) && &b[cap(b)-cap(v)] == &v[0]
+}
+
+// TestMetaMemo: the _meta a host of 2026-07-28 sends with every request
+// is read once; the next request with the same bytes is taken from the
+// memo, and reads the same. A _meta with a
+// progress token, or one go-sdk would refuse, is not kept.
+func TestMetaMemo(t *testing.T) {
+	call := func(id int, meta string) []byte {
+		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"a","_meta":%s}}`, id, meta))
+	}
+	const kept = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"h","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, c := range []struct {
+		meta string
+		memo bool // the second request is read from the memo
+	}{
+		{kept, true},
+		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1}`, false},
+		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"x":1}`, false},
+		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}`, false},
+		{`{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`, false},
+	} {
+		lastMeta.Store(nil)
+		first := call(1, c.meta)
+		tc, ok := parseToolCall(first)
+		if !ok {
+			t.Fatalf("parseToolCall(%s) refused it", first)
+		}
+		checkMetaMemo(t, first, tc)
+		second := call(2, c.meta)
+		if tc, _ := parseToolCall(second); (tc.memo != nil) != c.memo {
+			t.Errorf("%s: second request from the memo %v, want %v", c.meta, tc.memo != nil, c.memo)
+		}
+		checkMetaMemo(t, second, tc)
+	}
+	// A _meta that begins as the memo's and goes on is not taken for it.
+	lastMeta.Store(nil)
+	checkMetaMemo(t, call(1, kept), toolCall{meta: []byte(kept)})
+	longer := []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","_meta":` + kept[:len(kept)-1] + `,"progressToken":2}}}`)
+	if tc, ok := parseToolCall(longer); !ok || tc.memo != nil || wire.ReadMeta(tc.meta, nil).ProgressToken == nil {
+		t.Errorf("parseToolCall(%s) = memo %v, _meta %s", longer, tc.memo != nil, tc.meta)
+	}
+}
+
 // FuzzParseToolCall: whatever parseToolCall accepts is valid JSON that
 // encoding/json reads the same way, so the fast path never forwards what
 // the ordinary path would have refused as malformed.
@@ -512,11 +588,15 @@ func FuzzParseToolCall(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"}"]}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"\u00e9"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":007,"method":"tools/call","params":{"name":"a"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		tc, ok := parseToolCall(msg)
 		if !ok {
 			return
 		}
+		// Read twice, the second time maybe from the memo the first
+		// stored: the same as a fresh read.
+		checkMetaMemo(t, msg, tc)
 		id, name, args := tc.id, tc.name, tc.args
 		if !json.Valid(msg) {
 			t.Fatalf("accepted invalid JSON %q", msg)

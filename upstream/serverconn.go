@@ -411,9 +411,14 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	// JSON text must be UTF-8: a server may answer invalid bytes with a
 	// parse error it cannot address to the call (id null), and the call
 	// would wait for its timeout. They become U+FFFD, as decoding would
-	// make them.
-	params = rawjson.FixText(params)
+	// make them. Of params the host's side read (wire.RequestOf), the
+	// _meta member is not sent (meta is, made by the hub), so only the
+	// rest is looked at.
 	req := wire.RequestOf(ctx, params)
+	if req == nil || !cleanBeside(params, req.MetaAt) {
+		params = rawjson.FixText(params)
+		req = wire.RequestOf(ctx, params) // nil if FixText changed them
+	}
 	// The line is made where it is queued (Writer.AppendLine), not in a
 	// buffer of its own.
 	size, add := len(params)+len(meta)+80, func(dst []byte) []byte {
@@ -443,6 +448,15 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 		return err
 	}
 	return nil
+}
+
+// cleanBeside reports whether params, but for the span at (zero: none),
+// are clean text (rawjson.CleanText).
+func cleanBeside(params []byte, at [2]int) bool {
+	if at == [2]int{} {
+		return rawjson.CleanText(params)
+	}
+	return rawjson.CleanText(params[:at[0]]) && rawjson.CleanText(params[at[1]:])
 }
 
 // oneLine turns the line breaks in b, a JSON text, into spaces, so that

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -330,6 +331,40 @@ func TestRawCallFixesText(t *testing.T) {
 	}
 	if got := msg.Params.Arguments; got["text"] != "a\uFFFD\uFFFDb" || got["s"] != "\uFFFD" {
 		t.Errorf("arguments as the server read them: %q", got)
+	}
+}
+
+// Params the host's side read (a wire.Link's Request) go out with their
+// _meta member replaced, where the record says it is, and text that is
+// not UTF-8 before and after it reaches the server as U+FFFD too.
+func TestRawCallFixesTextBesideMeta(t *testing.T) {
+	t.Parallel()
+	for _, args := range []string{"{\"text\":\"a\xffb\"}", "{\"text\":\"ok\"}"} {
+		for _, after := range []string{"", ",\"requestState\":\"s\xfe\""} {
+			p := newPipeConn(t)
+			meta := `,"_meta":{"progressToken":"host","k":"v"}`
+			params := []byte(`{"name":"echo","arguments":` + args + meta + after + `}`)
+			at := bytes.Index(params, []byte(meta))
+			hr := &wire.HostRequest{Params: params, MetaAt: [2]int{at, at + len(meta)}}
+			ctx := wire.WithLink(context.Background(), &wire.Link{Request: hr})
+			rc := p.c.newRawCall(make(replies, 1))
+			if err := rc.Send(ctx, []byte(`"progressToken":"tok"`), params); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(p.serverIn).ReadBytes('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msg struct {
+				Params map[string]any `json:"params"`
+			}
+			if !utf8.Valid(line) || json.Unmarshal(line, &msg) != nil {
+				t.Fatalf("arguments %q, then %q: the server read %q, not clean JSON text", args, after, line)
+			}
+			if m, _ := msg.Params["_meta"].(map[string]any); len(m) != 1 || m["progressToken"] != "tok" {
+				t.Errorf("arguments %q, then %q: the server read _meta %v, want the hub's alone", args, after, msg.Params["_meta"])
+			}
+		}
 	}
 }
 

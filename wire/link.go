@@ -56,7 +56,8 @@ type HostRequest struct {
 	// Params are the call's params as the host's side handed them on:
 	// an object whose first member is not _meta.
 	Params []byte
-	// Meta is their _meta (ReadMeta), and OtherMeta whether it has
+	// Meta is their _meta (ReadMeta), its values bytes of Params or of
+	// an equal _meta that nothing changes, and OtherMeta whether it has
 	// members Meta does not name. MetaAt, if not zero, is where the
 	// _meta member is in Params, its leading comma included.
 	Meta      Meta

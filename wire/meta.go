@@ -80,13 +80,15 @@ func ReadMeta(meta []byte, other func(key, val []byte)) Meta {
 // Moved returns m, read from the _meta from, with its members' values
 // taken from to instead: a copy of from, byte for byte. A reader that
 // keeps m then keeps to, not from (and not the message from is part of).
+// Each value runs on to the end of to, as one ReadMeta returns runs on to
+// the end of the _meta it read, so what Moved returns moves again.
 func (m Meta) Moved(from, to []byte) Meta {
 	move := func(v []byte) []byte {
 		if v == nil {
 			return nil
 		}
 		at := cap(from) - cap(v) // v is from[at : at+len(v)]
-		return to[at : at+len(v) : at+len(v)]
+		return to[at : at+len(v)]
 	}
 	m.ProgressToken, m.LogLevel, m.Caps, m.Info = move(m.ProgressToken), move(m.LogLevel), move(m.Caps), move(m.Info)
 	m.Subscription, m.TraceParent, m.TraceState = move(m.Subscription), move(m.TraceParent), move(m.TraceState)

@@ -128,6 +128,13 @@ func TestMetaMoved(t *testing.T) {
 	if moved.Caps != nil || moved.Info != nil || moved.TraceState != nil {
 		t.Errorf("members that were absent are not nil: %+v", moved)
 	}
+	// What was moved moves again, to a copy of the copy, whose buffer is
+	// larger than the _meta.
+	again := append(make([]byte, 0, 2*len(to)), to...)
+	twice := moved.Moved(to, again)
+	if string(twice.TraceParent) != string(m.TraceParent) || &twice.TraceParent[0] != &again[bytes.Index(again, []byte(`"00-`))] {
+		t.Errorf("traceparent moved twice = %s, not where it is in the second copy", twice.TraceParent)
+	}
 	clear(line)
 	if string(moved.ProgressToken) != `"p"` {
 		t.Errorf("after the message changed, progressToken = %s", moved.ProgressToken)
