@@ -247,7 +247,7 @@ func (f *rawFlight) start(sess *session) {
 	if c == nil {
 		f.rc.Forget()
 		f.mu.Unlock()
-		f.finish(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone))
+		f.finish(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone), false)
 		return
 	}
 	if f.bridgeable || f.hm.token != nil {
@@ -287,7 +287,7 @@ func (f *rawFlight) ReceiveRaw(r rawReply) {
 	// quoted for messages only when there is one to write.
 	res, err := f.s.rawResult(ctx, f.rc, c, f.name, f.timeout, r)
 	f.s.end(c)
-	f.finish(res, err)
+	f.finish(res, err, r.Shape.MayAskInput())
 }
 
 var _ streamReceiver = (*rawFlight)(nil)
@@ -359,8 +359,10 @@ func (f *rawFlight) CancelRaw(cause error) {
 
 // finish hands the outcome on: to done, or, for a StartToolRaw call that
 // is not over (nothing sent; input to ask a host for), to a goroutine
-// that carries on as CallToolRaw would.
-func (f *rawFlight) finish(res json.RawMessage, err error) {
+// that carries on as CallToolRaw would. mayAsk is false when the reader
+// of the answer found that res cannot ask for input
+// (wire.ResultShape.MayAskInput).
+func (f *rawFlight) finish(res json.RawMessage, err error, mayAsk bool) {
 	f.mu.Lock()
 	done := f.done
 	f.finished = true
@@ -370,7 +372,7 @@ func (f *rawFlight) finish(res json.RawMessage, err error) {
 	case errors.Is(err, errSessionGone):
 		f.goSlow(f.params) // nothing was sent
 		return
-	case err == nil && !f.hm.rev.AsksInResults() && inputRequired(f.c.sess, res):
+	case err == nil && mayAsk && !f.hm.rev.AsksInResults() && inputRequired(f.c.sess, res):
 		ctx := f.slowContext()
 		carryOn(ctx, done, func() (json.RawMessage, error) {
 			retry, err := f.s.fulfilOnHost(ctx, junction.HostSession(ctx), f.params, res)

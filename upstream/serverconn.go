@@ -354,11 +354,12 @@ func seqNum[T string | []byte](digits T) (uint64, bool) {
 	}
 	var n uint64
 	for i := 0; i < len(digits); i++ {
-		d := digits[i]
-		if d < '0' || d > '9' || n > (math.MaxUint64-uint64(d-'0'))/10 {
+		d := uint64(digits[i] - '0')
+		// Nineteen digits fit; only a twentieth may not.
+		if d > 9 || i >= 19 && n > (math.MaxUint64-d)/10 {
 			return 0, false
 		}
-		n = n*10 + uint64(d-'0')
+		n = n*10 + d
 	}
 	return n, true
 }

@@ -59,6 +59,13 @@ func TestRawIDs(t *testing.T) {
 			t.Errorf("rawIDNum(%s) = %d, %v; want %d", id, got, ok, n)
 		}
 	}
+	// Numbers of nineteen digits and more read as strconv reads them.
+	for _, digits := range []string{"9999999999999999999", "10000000000000000000", "18446744073709551615", "18446744073709551616", "18446744073709551625", "19000000000000000000", "99999999999999999999", "100000000000000000000"} {
+		want, err := strconv.ParseUint(digits, 10, 64)
+		if got, ok := seqNum(digits); ok != (err == nil) || ok && got != want {
+			t.Errorf("seqNum(%s) = %d, %v; strconv: %d, %v", digits, got, ok, want, err)
+		}
+	}
 	for _, id := range []string{`"jr-"`, `"jr-0"`, `"jr-01"`, `"jr-+1"`, `"jr-1x"`, `"jr-18446744073709551616"`, `"jr-1`, `jr-1`, `"JR-1"`, `1`, `""`, `"`} {
 		if n, ok := rawIDNum([]byte(id)); ok {
 			t.Errorf("rawIDNum(%s) = %d: an id junction does not write", id, n)

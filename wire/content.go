@@ -73,6 +73,8 @@ func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 			}
 			end = rawjson.SkipValue(b, v)
 		}
+		// encoding/json takes a key for a field whatever its case.
+		shape.typed = shape.typed || len(key) == len("resultType") && bytes.EqualFold(key, []byte("resultType"))
 		shape.add(end-i, drop)
 		return end
 	})
@@ -99,7 +101,15 @@ type ResultShape struct {
 	drop uint8
 	// ends[k] is where member k's value ends, from the result's start.
 	ends [6]int32
+	// typed: a member's key is resultType, in any case (as
+	// encoding/json matches a field).
+	typed bool
 }
+
+// MayAskInput reports whether the result may be one that asks for input
+// (resultType "input_required"): false when it has no resultType member
+// at all, which a decoding of it would find.
+func (s ResultShape) MayAskInput() bool { return s.typed || s.Unknown }
 
 // UnknownShape is the shape of a result nothing is known of: ServerResult
 // walks it, and looks at its content blocks.

@@ -188,11 +188,21 @@ func FuzzResultAt(f *testing.F) {
 	f.Add([]byte(`{"content":[1 2]}`))
 	f.Add([]byte(`{"conte\u006et":[{"type":"widget"}]}`))
 	f.Add([]byte(`[{"content":[]}]`))
+	f.Add([]byte(`{"content":[],"RESULTtype":"input_required"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		i := rawjson.SkipSpace(b, 0) // where a walk hands a value over
 		end, shape := ResultAt(b, i)
 		if want := rawjson.SkipValue(b, i); end != want {
 			t.Fatalf("ResultAt(%q, %d) ends at %d, SkipValue at %d", b, i, end, want)
+		}
+		if end >= 0 && !shape.MayAskInput() {
+			// No member encoding/json would take for a resultType.
+			var v struct {
+				ResultType *string `json:"resultType"`
+			}
+			if json.Unmarshal(b[i:end], &v) == nil && v.ResultType != nil {
+				t.Fatalf("ResultAt(%q) says it cannot ask for input, and it has resultType %q", b, *v.ResultType)
+			}
 		}
 		if end < 0 || shape.Unknown {
 			return
