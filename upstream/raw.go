@@ -131,29 +131,27 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 			done.RawDone(res, s.userCallError(ctx, t, err))
 		}))
 	}
-	if s.mayLearnOldAsks(ctx) {
-		// The call may have to run again, on the host's own session (see
-		// oldasks.go).
-		r := &retryingStart{s: s, ctx: ctx, name: name, params: params, done: done}
-		c := s.startToolRaw(ctx, name, params, r)
-		r.mu.Lock()
-		if r.cancel == nil {
-			r.cancel = c
-		}
-		r.mu.Unlock()
-		return r
-	}
-	return s.startToolRaw(ctx, name, params, done)
+	// The call may have to run again, on the host's own session (see
+	// oldasks.go).
+	return s.startToolRaw(ctx, name, params, done, s.mayLearnOldAsks(ctx))
 }
 
-// startToolRaw is StartToolRaw on s's own session.
-func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) junction.RawCancel {
-	params, timeout, err := s.rawCheck(name, params)
+// startToolRaw is StartToolRaw on s's own session; with mayRetry, the
+// flight's outcome goes through its retryingStart.
+func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMessage, done junction.RawDone, mayRetry bool) junction.RawCancel {
+	params, timeout, err := s.rawCheck(name, sent)
 	if err != nil {
 		done.RawDone(nil, err)
 		return junction.NoCancel
 	}
 	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, timeout: timeout, done: done, async: true}
+	var cancel junction.RawCancel = f
+	if mayRetry {
+		// Part of the flight: a call that is not made again (nearly
+		// every one) makes no record of its own for it.
+		f.retry = retryingStart{s: s, ctx: ctx, name: name, params: sent, done: done, cancel: f}
+		f.done, cancel = &f.retry, &f.retry
+	}
 	f.hm = readHostMeta(ctx, params, junction.HostSession(ctx))
 	s.mu.Lock()
 	sess := s.sess
@@ -164,7 +162,7 @@ func (s *Server) startToolRaw(ctx context.Context, name string, params json.RawM
 		f.bridgeable = bridgeable(f.hm, sess)
 		f.start(sess)
 	}
-	return f
+	return cancel
 }
 
 // resumes reports whether a call is the retry, with answers, of a call
@@ -230,6 +228,10 @@ type rawFlight struct {
 	// (slowCancel), or the cause it was cancelled with first.
 	slowCancel  context.CancelCauseFunc
 	cancelledBy error
+
+	// retry: the call may have to run again on the host's own session
+	// (StartToolRaw's mayLearnOldAsks); done is then &retry.
+	retry retryingStart
 }
 
 // start writes the call on sess; f.done gets its outcome, once. An

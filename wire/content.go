@@ -61,6 +61,7 @@ func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 		case "resultType":
 			end = rawjson.SkipValue(b, v)
 			drop = end >= 0 && string(b[v:end]) == `"complete"`
+			shape.typed = true
 		case "_meta":
 			var mixed bool
 			end, drop, mixed = serverMetaAt(b, v)
@@ -71,10 +72,12 @@ func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 			if bytes.IndexByte(key, '\\') >= 0 {
 				shape.Unknown = true
 			}
+			// encoding/json takes a key for a field whatever its case.
+			if len(key) == len("resultType") && bytes.EqualFold(key, []byte("resultType")) {
+				shape.typed = true
+			}
 			end = rawjson.SkipValue(b, v)
 		}
-		// encoding/json takes a key for a field whatever its case.
-		shape.typed = shape.typed || len(key) == len("resultType") && bytes.EqualFold(key, []byte("resultType"))
 		shape.add(end-i, drop)
 		return end
 	})
