@@ -144,7 +144,8 @@ func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMes
 		done.RawDone(nil, err)
 		return junction.NoCancel
 	}
-	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, timeout: timeout, done: done, async: true}
+	host := junction.HostSession(ctx)
+	f := &rawFlight{s: s, ctx: ctx, host: host, name: name, params: params, timeout: timeout, done: done, async: true}
 	var cancel junction.RawCancel = f
 	if mayRetry {
 		// Part of the flight: a call that is not made again (nearly
@@ -152,7 +153,7 @@ func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMes
 		f.retry = retryingStart{s: s, ctx: ctx, name: name, params: sent, done: done, cancel: f}
 		f.done, cancel = &f.retry, &f.retry
 	}
-	f.hm = readHostMeta(ctx, params, junction.HostSession(ctx))
+	f.hm = readHostMeta(ctx, params, host)
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
@@ -188,7 +189,7 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 		err error
 	}
 	ch := make(chan outcome, 1)
-	f := &rawFlight{s: s, ctx: ctx, name: name, params: params, hm: hm, timeout: timeout, bridgeable: bridgeable(hm, sess),
+	f := &rawFlight{s: s, ctx: ctx, host: junction.HostSession(ctx), name: name, params: params, hm: hm, timeout: timeout, bridgeable: bridgeable(hm, sess),
 		done: junction.RawDoneFunc(func(res json.RawMessage, err error) { ch <- outcome{res, err} })}
 	f.start(sess)
 	o := <-ch
@@ -202,6 +203,7 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 type rawFlight struct {
 	s       *Server
 	ctx     context.Context // the host's; guarded by mu once the call is set up (openBridge detaches it)
+	host    junction.Host   // the host session ctx names (junction.HostSession), read once
 	name    string
 	params  json.RawMessage
 	hm      hostMeta
@@ -245,7 +247,7 @@ func (f *rawFlight) start(sess *session) {
 	f.mu.Lock()
 	sess.stdio().addRawCall(&f.raw, f)
 	f.rc = &f.raw
-	c := s.registerIn(&f.rec, f.ctx, sess, junction.HostSession(f.ctx), f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
+	c := s.registerIn(&f.rec, f.ctx, sess, f.host, f.hm.caps, f.timeout, f.rc, f.hm.token != nil)
 	if c == nil {
 		f.rc.Forget()
 		f.mu.Unlock()
@@ -604,7 +606,14 @@ func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name strin
 	// and looks for content blocks of unknown types.
 	res, n := r.Result, 0
 	if c.sess.rev().TypedResults() {
-		res, n = wire.ServerResult(res, wire.LinkOf(ctx), r.Shape)
+		var l *wire.Link
+		if rc != nil {
+			l = rc.link // ctx's, found when the request was sent
+		}
+		if l == nil {
+			l = wire.LinkOf(ctx)
+		}
+		res, n = wire.ServerResult(res, l, r.Shape)
 	} else if r.Shape.Unknown {
 		// The reader found blocks it may have to replace (a clean
 		// result was checked on the way: deliverRaw).

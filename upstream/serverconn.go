@@ -415,10 +415,11 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	// make them. Of params the host's side read (wire.RequestOf), the
 	// _meta member is not sent (meta is, made by the hub), so only the
 	// rest is looked at.
-	req := wire.RequestOf(ctx, params)
+	l := wire.LinkOf(ctx)
+	req := l.RequestFor(params)
 	if req == nil || !cleanBeside(params, req.MetaAt) {
 		params = rawjson.FixText(params)
-		req = wire.RequestOf(ctx, params) // nil if FixText changed them
+		req = l.RequestFor(params) // nil if FixText changed them
 	}
 	// The line is made where it is queued (Writer.AppendLine), not in a
 	// buffer of its own.
@@ -435,7 +436,6 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 		return dst
 	}
 	var err error
-	l := wire.LinkOf(ctx)
 	if l != nil {
 		r.link = l
 	}

@@ -81,7 +81,12 @@ func (r *HostRequest) RawMeta() []byte {
 // there is none, or if params are not the Request's Params (the same
 // bytes, not an equal copy).
 func RequestOf(ctx context.Context, params []byte) *HostRequest {
-	l := LinkOf(ctx)
+	return LinkOf(ctx).RequestFor(params)
+}
+
+// RequestFor is RequestOf for the Link l (nil: none), for a caller that
+// has it.
+func (l *Link) RequestFor(params []byte) *HostRequest {
 	if l == nil || l.Request == nil {
 		return nil
 	}
