@@ -287,7 +287,7 @@ func readCallMeta(tc *toolCall, hr *wire.HostRequest) metaInfo {
 	}
 	hr.Meta = wire.ReadMeta(tc.meta, func(_, _ []byte) { hr.OtherMeta = true })
 	mi := metaInfoOf(&hr.Meta)
-	if m := &hr.Meta; mi.ok && mi.rev.PerRequestMeta() && !hr.OtherMeta &&
+	if m := &hr.Meta; mi.ok && mi.rev.PerRequestMeta() && !hr.OtherMeta && len(tc.meta) <= maxMetaMemo &&
 		m.ProgressToken == nil && m.Subscription == nil && m.TraceParent == nil && m.TraceState == nil {
 		// Only the members that stay the same from one request to the
 		// next: a _meta with a progress token or a trace context is new
@@ -318,7 +318,8 @@ func metaInfoOf(m *wire.Meta) metaInfo {
 // level), with what readCallMeta read of it. The last one read is kept:
 // a request whose _meta is the same bytes is neither checked (it is
 // valid JSON) nor read again. Hosts that take turns with different ones
-// each store theirs, a copy of a few hundred bytes.
+// each store theirs, a copy of a few hundred bytes (a _meta over
+// maxMetaMemo is not kept).
 type metaMemo struct {
 	raw  []byte    // the _meta object, as sent (a copy)
 	meta wire.Meta // read from raw
@@ -326,6 +327,10 @@ type metaMemo struct {
 }
 
 var lastMeta atomic.Pointer[metaMemo]
+
+// maxMetaMemo bounds the _meta a metaMemo keeps: a host's protocol fields
+// take a few hundred bytes.
+const maxMetaMemo = 4 << 10
 
 // clientMetaOK reports whether a request's client capabilities (caps,
 // required) and client info (info, nil when absent) decode as go-sdk's

@@ -558,6 +558,7 @@ func TestMetaMemo(t *testing.T) {
 		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"x":1}`, false},
 		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}`, false},
 		{`{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`, false},
+		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"experimental":{"x":"` + strings.Repeat("y", maxMetaMemo) + `"}}}`, false},
 	} {
 		lastMeta.Store(nil)
 		first := call(1, c.meta)

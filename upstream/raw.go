@@ -614,7 +614,7 @@ func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name strin
 			l = wire.LinkOf(ctx)
 		}
 		res, n = wire.ServerResult(res, l, r.Shape)
-	} else if r.Shape.Unknown {
+	} else if r.Shape.Unknown() {
 		// The reader found blocks it may have to replace (a clean
 		// result was checked on the way: deliverRaw).
 		res, n = wire.SanitizeContent(res)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 
@@ -46,9 +47,9 @@ func SanitizeContent(result json.RawMessage) (json.RawMessage, int) {
 // as the result of a tools/call, where the reader of an answer line would
 // skip it. It returns where the value ends, as rawjson.SkipValue finds it
 // (-1: it has none), and the result's shape: what the one walk that finds
-// the end learned of it, so that the result needs no second one. Its
-// Unknown says whether SanitizeContent could change it; the rest is where
-// ServerResult finds the members a server of 2026-07-28 adds.
+// the end learned of it, so that the result needs no second one: whether
+// SanitizeContent could change it (Unknown), and where ServerResult finds
+// the members a server of 2026-07-28 adds.
 func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 	end = rawjson.WalkObject(b, i, func(key []byte, v int) int {
 		var end int
@@ -57,7 +58,7 @@ func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 		case "content":
 			var u bool
 			end, u = contentAt(b, v)
-			shape.Unknown = shape.Unknown || u
+			shape.unknown = shape.unknown || u
 		case "resultType":
 			end = rawjson.SkipValue(b, v)
 			drop = end >= 0 && string(b[v:end]) == `"complete"`
@@ -70,7 +71,7 @@ func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 			}
 		default:
 			if bytes.IndexByte(key, '\\') >= 0 {
-				shape.Unknown = true
+				shape.unknown = true
 			}
 			// encoding/json takes a key for a field whatever its case.
 			if len(key) == len("resultType") && bytes.EqualFold(key, []byte("resultType")) {
@@ -82,17 +83,22 @@ func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 		return end
 	})
 	if end < 0 {
-		return rawjson.SkipValue(b, i), ResultShape{Unknown: true, members: -1} // not an object: SanitizeContent says
+		return rawjson.SkipValue(b, i), UnknownShape // not an object: SanitizeContent says
 	}
+	shape.walked = true
 	return end, shape
 }
 
 // A ResultShape is what the reader of an answer line learned of a
-// tools/call result while it found the result's end (ResultAt).
+// tools/call result while it found the result's end (ResultAt). The zero
+// ResultShape knows nothing (UnknownShape).
 type ResultShape struct {
-	// Unknown: the result may hold content blocks that SanitizeContent
-	// replaces; false, it holds none, and is not looked at again.
-	Unknown bool
+	// walked: ResultAt walked the result, an object, to its end; the
+	// fields below say what it found.
+	walked bool
+	// unknown: the result may hold content blocks that SanitizeContent
+	// replaces.
+	unknown bool
 	// members is how many of the result's members ends holds, in
 	// order; -1 when ServerResult must walk the result again (more
 	// members than that, or an _meta that holds more than the server's
@@ -109,22 +115,28 @@ type ResultShape struct {
 	typed bool
 }
 
+// Unknown reports whether the result may hold content blocks that
+// SanitizeContent replaces; false: it holds none, and need not be looked
+// at again for them.
+func (s ResultShape) Unknown() bool { return !s.walked || s.unknown }
+
 // MayAskInput reports whether the result may be one that asks for input
 // (resultType "input_required"): false when it has no resultType member
 // at all, which a decoding of it would find.
-func (s ResultShape) MayAskInput() bool { return s.typed || s.Unknown }
+func (s ResultShape) MayAskInput() bool { return s.Unknown() || s.typed }
 
-// UnknownShape is the shape of a result nothing is known of: ServerResult
-// walks it, and looks at its content blocks.
-var UnknownShape = ResultShape{Unknown: true, members: -1}
+// UnknownShape is the shape of a result nothing is known of, the zero
+// ResultShape: ServerResult walks it, and looks at its content blocks.
+var UnknownShape ResultShape
 
 // add records the next member of the result, whose value ends at end
 // (from the result's start; negative: the walk failed, and ResultAt
-// says so).
+// says so). A seventh member, or an end past what ends holds, leaves the
+// result to ServerResult's walk.
 func (s *ResultShape) add(end int, drop bool) {
 	switch k := s.members; {
 	case k < 0 || end < 0:
-	case int(k) == len(s.ends):
+	case int(k) == len(s.ends) || end > math.MaxInt32:
 		s.members = -1
 	default:
 		s.ends[k] = int32(end)
@@ -192,7 +204,7 @@ func serverMetaAt(b []byte, v int) (end int, gone, mixed bool) {
 // in keys, a block that is not an object, a result that does not parse).
 func unknownTypes(b []byte) bool {
 	_, shape := ResultAt(b, 0) // the reader's own check, on a result alone
-	return shape.Unknown
+	return shape.Unknown()
 }
 
 // contentAt reads the value at b[v] of a result's content member: it

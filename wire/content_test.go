@@ -204,7 +204,7 @@ func FuzzResultAt(f *testing.F) {
 				t.Fatalf("ResultAt(%q) says it cannot ask for input, and it has resultType %q", b, *v.ResultType)
 			}
 		}
-		if end < 0 || shape.Unknown {
+		if end < 0 || shape.Unknown() {
 			return
 		}
 		if out, n := SanitizeContent(b[i:end]); n != 0 || !bytes.Equal(out, b[i:end]) {

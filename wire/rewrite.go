@@ -288,10 +288,10 @@ func StripServerFields(res []byte) []byte {
 // server's result (ModernResult). Otherwise res is walked once, for all
 // three, and l.Stamped is set when the stamp went in.
 func ServerResult(res []byte, l *Link, shape ResultShape) ([]byte, int) {
-	if !shape.Unknown && shape.members >= 0 {
+	if !shape.Unknown() && shape.members >= 0 {
 		return shape.strip(res), 0
 	}
-	rw := Rewrite{Strip: true, content: shape.Unknown}
+	rw := Rewrite{Strip: true, content: shape.Unknown()}
 	if l != nil && l.Stamp != nil {
 		l.Stamped.Store(true)
 		rw.stamp = l.Stamp
