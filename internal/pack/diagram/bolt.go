@@ -34,6 +34,7 @@ type BoltStore struct {
 	timeout time.Duration
 	logger  *slog.Logger
 	mu      sync.Mutex // serialises opens within this process
+	closed  bool       // Close was called: guarded by mu
 }
 
 var _ Store = (*BoltStore)(nil)
@@ -156,8 +157,13 @@ type handle struct {
 }
 
 // withDB opens the file, runs fn and closes the file. A panic in either
-// becomes a *CorruptError.
+// becomes a *CorruptError. Called with s.mu held.
 func (s *BoltStore) withDB(readOnly bool, fn func(*bolt.DB) error) error {
+	if s.closed {
+		// Opening would make the file again, after its owner may have
+		// removed it.
+		return fmt.Errorf("run store %s: %w", s.path, errStoreClosed)
+	}
 	h, err := s.openDB(readOnly)
 	if err != nil {
 		return err
@@ -399,6 +405,16 @@ func (s *BoltStore) RunningRuns(context.Context) ([]*Run, error) {
 	return out, err
 }
 
-// Close implements [Store]; the file is only open during transactions, so
-// there is nothing to release.
-func (s *BoltStore) Close() error { return nil }
+// Close implements [Store]. The file is only open during transactions,
+// so there is nothing to release: Close waits for the one under way, and
+// every call after it fails (errStoreClosed) without opening the file,
+// which would create it again.
+func (s *BoltStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// errStoreClosed is what a BoltStore's calls return after its Close.
+var errStoreClosed = errors.New("closed")

@@ -3,7 +3,9 @@ package diagram
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -346,5 +348,34 @@ func TestIndexRebuiltForOldStore(t *testing.T) {
 	}
 	if _, err := s.Run(t.Context(), ids[3]); err != nil {
 		t.Errorf("newest run after pruning: %v", err)
+	}
+}
+
+// TestBoltStoreClosed: after Close, a store's calls fail and leave its
+// file alone. A late call (a handler still finishing while its pack
+// closes) must not create the file again once its owner removed it.
+func TestBoltStoreClosed(t *testing.T) {
+	path, ids := storeWithRuns(t, t.TempDir(), 1, 10)
+	s, err := OpenBoltStore(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(t.Context(), ids[0]); !errors.Is(err, errStoreClosed) {
+		t.Errorf("Run after Close = %v, want errStoreClosed", err)
+	}
+	if err := s.PutRun(t.Context(), &Run{SessionID: NewRunID(), Diagram: "d", Status: StatusCompleted}); !errors.Is(err, errStoreClosed) {
+		t.Errorf("PutRun after Close = %v, want errStoreClosed", err)
+	}
+	if _, err := s.Prune(t.Context(), Retention{MaxRuns: 1}); !errors.Is(err, errStoreClosed) {
+		t.Errorf("Prune after Close = %v, want errStoreClosed", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the store's file after calls on the closed store: %v, want it gone", err)
 	}
 }
