@@ -564,11 +564,10 @@ func (s *Server) rawMeta(b []byte, seq uint64, sess *session, hm hostMeta, tc ju
 func appendTraceMeta(b []byte, hm hostMeta, tc junction.TraceContext) []byte {
 	if tc.Parent != "" {
 		b = append(b, `,"`+junction.MetaKeyTraceParent+`":`...)
-		b = strconv.AppendQuote(b, tc.Parent) // W3C: lowercase hex and dashes only
+		b = rawjson.AppendString(b, tc.Parent)
 		if tc.State != "" {
-			q, _ := json.Marshal(tc.State)
 			b = append(b, `,"`+junction.MetaKeyTraceState+`":`...)
-			b = append(b, q...)
+			b = rawjson.AppendString(b, tc.State)
 		}
 		return b
 	}
