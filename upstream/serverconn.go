@@ -87,6 +87,9 @@ type serverConn struct {
 	// batch is the reading goroutine's: answers to hosts queue there while
 	// it handles what one read of stdout brought in (see writer.go).
 	batch wire.Batch
+	// resultMeta is the reading goroutine's too: the server's last
+	// result _meta, recognised in the next result without a walk.
+	resultMeta wire.ServerMeta
 }
 
 var _ mcp.Connection = (*serverConn)(nil)
@@ -573,7 +576,7 @@ func (c *serverConn) deliverRaw(line []byte) bool {
 		if string(key) == "result" {
 			// Its content blocks' types are looked at on the way
 			// (SanitizeContent's check), so a clean one is read once.
-			end, sh := wire.ResultAt(line, v)
+			end, sh := wire.ResultAt(line, v, &c.resultMeta)
 			if end >= 0 {
 				result, shape = line[v:end], sh
 			}

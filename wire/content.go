@@ -49,8 +49,9 @@ func SanitizeContent(result json.RawMessage) (json.RawMessage, int) {
 // (-1: it has none), and the result's shape: what the one walk that finds
 // the end learned of it, so that the result needs no second one: whether
 // SanitizeContent could change it (Unknown), and where ServerResult finds
-// the members a server of 2026-07-28 adds.
-func ResultAt(b []byte, i int) (end int, shape ResultShape) {
+// the members a server of 2026-07-28 adds. seen, if not nil, is the
+// reader's memory of the server's _meta (see [ServerMeta]).
+func ResultAt(b []byte, i int, seen *ServerMeta) (end int, shape ResultShape) {
 	end = rawjson.WalkObject(b, i, func(key []byte, v int) int {
 		var end int
 		drop := false
@@ -64,10 +65,17 @@ func ResultAt(b []byte, i int) (end int, shape ResultShape) {
 			drop = end >= 0 && string(b[v:end]) == `"complete"`
 			shape.typed = true
 		case "_meta":
+			if n := seen.match(b[v:]); n > 0 {
+				end, drop = v+n, true
+				break
+			}
 			var mixed bool
 			end, drop, mixed = serverMetaAt(b, v)
 			if mixed {
 				shape.members = -1
+			}
+			if drop && end > v {
+				seen.keep(b[v:end])
 			}
 		default:
 			if bytes.IndexByte(key, '\\') >= 0 {
@@ -196,6 +204,41 @@ func serverMetaAt(b []byte, v int) (end int, gone, mixed bool) {
 	return end, had && !others, had && others
 }
 
+// A ServerMeta is what the reader of one server's answer lines
+// remembers of their results' _meta: the last one it found to hold the
+// server's serverInfo and nothing else (one ServerResult takes out). A
+// server of 2026-07-28 sends the same one with every result, and a value
+// that begins with the same bytes is that object, to its end, so
+// ResultAt takes it by comparison instead of walking it again. The zero
+// ServerMeta remembers nothing; a nil one is never used. It is the
+// reader's own: not safe for concurrent use.
+type ServerMeta struct {
+	last []byte
+}
+
+// maxServerMeta bounds the _meta a ServerMeta keeps: a serverInfo is a
+// name, a version and perhaps a title or a few icons.
+const maxServerMeta = 1 << 10
+
+// match returns the length of the _meta s remembers if b begins with it,
+// else 0.
+func (s *ServerMeta) match(b []byte) int {
+	if s == nil || len(s.last) == 0 || !bytes.HasPrefix(b, s.last) {
+		return 0
+	}
+	return len(s.last)
+}
+
+// keep remembers meta, an _meta that holds the server's serverInfo and
+// nothing else, in place of the one before (in a copy: meta is in a line
+// that ServerResult may move bytes in).
+func (s *ServerMeta) keep(meta []byte) {
+	if s == nil || len(meta) > maxServerMeta || bytes.Equal(meta, s.last) {
+		return
+	}
+	s.last = append(s.last[:0], meta...)
+}
+
 // unknownTypes reports whether the result b may hold a content block
 // that sanitizeContent rewrites. It looks only at the blocks' members,
 // skipping string contents with IndexByte, and walks the content array
@@ -203,7 +246,7 @@ func serverMetaAt(b []byte, v int) (end int, gone, mixed bool) {
 // full check must run (it is also the answer for anything unusual: escapes
 // in keys, a block that is not an object, a result that does not parse).
 func unknownTypes(b []byte) bool {
-	_, shape := ResultAt(b, 0) // the reader's own check, on a result alone
+	_, shape := ResultAt(b, 0, nil) // the reader's own check, on a result alone
 	return shape.Unknown()
 }
 

@@ -189,11 +189,25 @@ func FuzzResultAt(f *testing.F) {
 	f.Add([]byte(`{"conte\u006et":[{"type":"widget"}]}`))
 	f.Add([]byte(`[{"content":[]}]`))
 	f.Add([]byte(`{"content":[],"RESULTtype":"input_required"}`))
+	f.Add([]byte(`{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`))
+	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"x":1}`))
+	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}x`))
+	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"more":1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		i := rawjson.SkipSpace(b, 0) // where a walk hands a value over
-		end, shape := ResultAt(b, i)
+		end, shape := ResultAt(b, i, nil)
 		if want := rawjson.SkipValue(b, i); end != want {
 			t.Fatalf("ResultAt(%q, %d) ends at %d, SkipValue at %d", b, i, end, want)
+		}
+		// A reader that remembers the server's _meta reads the same:
+		// one that remembers another server's, and one that has just
+		// read this result (and remembers its _meta, if it could).
+		for _, seen := range []*ServerMeta{{last: []byte(`{"io.modelcontextprotocol/serverInfo":{"name":"up"}}`)}, {}} {
+			for range 2 {
+				if e, sh := ResultAt(b, i, seen); e != end || sh != shape {
+					t.Fatalf("ResultAt(%q, %d) remembering %q = %d, %+v, want %d, %+v", b, i, seen.last, e, sh, end, shape)
+				}
+			}
 		}
 		if end >= 0 && !shape.MayAskInput() {
 			// No member encoding/json would take for a resultType.

@@ -234,7 +234,7 @@ func FuzzServerResult(f *testing.F) {
 		check(res, UnknownShape)
 		// The reader hands over the result from its first byte to its end.
 		if i := rawjson.SkipSpace(res, 0); i < len(res) {
-			if end, shape := ResultAt(res, i); end >= 0 {
+			if end, shape := ResultAt(res, i, nil); end >= 0 {
 				check(res[i:end], shape)
 			}
 		}
