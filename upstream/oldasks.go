@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -64,8 +65,9 @@ func (s *Server) perHost(cfg *Config) bool {
 
 // learnOldAsks reports whether a call of an older host with a session
 // (ctx names it), not made again already, on s's shared 2026-07-28
-// session failed with its SDK's refusal
-// of an old-style request (in err, or in the raw result res), and if so
+// session failed with its SDK's refusal of an old-style request (in err,
+// or in res: a raw error result, rawErrorResult's, or a typed one's
+// text, typedResultText's), and if so
 // records that s asks the old way: the call is to be made again, and is
 // routed to the host's own session then.
 func (s *Server) learnOldAsks(ctx context.Context, res []byte, err error) bool {
@@ -115,6 +117,16 @@ func firstLine(err error, res []byte) string {
 	return string(res)
 }
 
+// rawErrorResult is res, a raw result, for learnOldAsks if it may be a
+// tool error, which has an isError member (a cheaper search than for
+// the refusal's words); else nil: a call that succeeded was not refused.
+func rawErrorResult(res []byte) []byte {
+	if len(res) > maxRefusalResult || !rawjson.Contains(res, []byte(`"isError"`)) {
+		return nil
+	}
+	return res
+}
+
 // typedResultText is res's error text, for learnOldAsks: the text of an
 // isError result.
 func typedResultText(res *mcp.CallToolResult) []byte {
@@ -150,7 +162,7 @@ type retryingStart struct {
 // again on the host's own session.
 func (r *retryingStart) RawDone(res json.RawMessage, err error) {
 	r.mu.Lock()
-	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, res, err)
+	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, rawErrorResult(res), err)
 	r.retried = r.retried || again
 	r.mu.Unlock()
 	if !again {

@@ -170,3 +170,30 @@ func TestPerHostSessionAtHostRevision(t *testing.T) {
 		})
 	}
 }
+
+// TestRawErrorResult: a raw result is searched for go-sdk's refusal of an
+// old-style request only if it may be a tool error (it has an isError
+// member) and is short; a call that succeeded, whatever its text says,
+// does not teach the hub that its server asks the old way.
+func TestRawErrorResult(t *testing.T) {
+	refused := `{"content":[{"type":"text","text":"calling \"sampling/createMessage\": ` + oldAskRefusal + ` \"2026-07-28\""}],"isError":true}`
+	quoted := `{"content":[{"type":"text","text":"the SDK says: ` + oldAskRefusal + `"}]}`
+	long := `{"content":[{"type":"text","text":"` + strings.Repeat("x", maxRefusalResult) + oldAskRefusal + `"}],"isError":true}`
+	for _, tc := range []struct {
+		name, res string
+		kept      bool
+	}{
+		{"refused", refused, true},
+		{"succeeded, quoting the refusal", quoted, false},
+		{"too long to search", long, false},
+		{"no result", "", false},
+	} {
+		got := rawErrorResult([]byte(tc.res))
+		if kept := got != nil; kept != tc.kept {
+			t.Errorf("%s: rawErrorResult kept it: %v, want %v", tc.name, kept, tc.kept)
+		}
+		if got != nil && string(got) != tc.res {
+			t.Errorf("%s: rawErrorResult = %q, want the result as it is", tc.name, got)
+		}
+	}
+}
