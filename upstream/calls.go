@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/junction-mcp/junction/wire"
 )
 
@@ -1185,6 +1186,8 @@ func (s *Server) SetLogLevel(level mcp.LoggingLevel) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.logLevel = level
+	meta := appendLevelMeta(nil, level)
+	s.levelMeta.Store(&meta)
 	s.pushLevel()
 	for _, o := range s.own.m {
 		o.srv.SetLogLevel(level)
@@ -1200,6 +1203,17 @@ func (s *Server) LogLevel() mcp.LoggingLevel {
 		return defaultLogLevel
 	}
 	return s.logLevel
+}
+
+// defaultLevelMeta is the _meta member naming defaultLogLevel.
+var defaultLevelMeta = appendLevelMeta(nil, defaultLogLevel)
+
+// appendLevelMeta appends to b the member of a request's _meta that asks
+// an upstream of 2026-07-28 for log messages at level and above, with
+// the comma before it.
+func appendLevelMeta(b []byte, level mcp.LoggingLevel) []byte {
+	b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
+	return rawjson.AppendString(b, string(level))
 }
 
 // takesSetLevel reports whether sess's upstream is asked for its log

@@ -118,10 +118,11 @@ func firstLine(err error, res []byte) string {
 }
 
 // rawErrorResult is res, a raw result, for learnOldAsks if it may be a
-// tool error, which has an isError member (a cheaper search than for
-// the refusal's words); else nil: a call that succeeded was not refused.
+// tool error that holds the refusal: longer than the refusal's words,
+// not too long to search, and with an isError member (a cheaper search
+// than for the words); else nil: a call that succeeded was not refused.
 func rawErrorResult(res []byte) []byte {
-	if len(res) > maxRefusalResult || !rawjson.Contains(res, []byte(`"isError"`)) {
+	if len(res) < len(oldAskRefusal) || len(res) > maxRefusalResult || !rawjson.Contains(res, []byte(`"isError"`)) {
 		return nil
 	}
 	return res

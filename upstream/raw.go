@@ -545,11 +545,14 @@ func (s *Server) rawMeta(b []byte, seq uint64, sess *session, hm hostMeta, tc ju
 			b = append(b, ',')
 			b = sess.appendProtocolMeta(b, s.hostCapabilities(hm.caps, hm.init))
 		}
-		b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
-		if hm.logLevel != nil {
+		switch level := s.levelMeta.Load(); {
+		case hm.logLevel != nil:
+			b = append(b, `,"`+mcp.MetaKeyLogLevel+`":`...)
 			b = append(b, hm.logLevel...)
-		} else {
-			b = rawjson.AppendString(b, string(s.LogLevel()))
+		case level != nil:
+			b = append(b, *level...)
+		default:
+			b = append(b, defaultLevelMeta...)
 		}
 	}
 	if len(hm.extra) > 0 {

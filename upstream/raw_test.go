@@ -440,6 +440,11 @@ func TestCallToolRawModernUpstream(t *testing.T) {
 	if !m.CanCallRaw("echo") {
 		t.Error("CanCallRaw on a 2026-07-28 stdio upstream = false")
 	}
+	// Until a level is set, the hub asks for info and above.
+	first, err := m.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{}}`))
+	if err != nil || !strings.Contains(string(first), `"io.modelcontextprotocol/logLevel":"info"`) {
+		t.Errorf("CallToolRaw before SetLogLevel = %s, %v; want the upstream asked for info", first, err)
+	}
 	m.SetLogLevel("debug")
 	raw, err := m.CallToolRaw(t.Context(), "echo", json.RawMessage(`{"name":"echo","arguments":{"a":1},"_meta":{"com.example/trace":"t1","io.modelcontextprotocol/clientInfo":{"name":"host","version":"9"}}}`))
 	if err != nil {

@@ -104,6 +104,10 @@ type Server struct {
 	logLevel     mcp.LoggingLevel
 	levelSent    mcp.LoggingLevel
 	levelPushing bool
+	// levelMeta is logLevel as the member of a request's _meta that
+	// names it for an upstream of 2026-07-28 (see rawMeta), made when the
+	// level is set; nil until then ("info").
+	levelMeta atomic.Pointer[[]byte]
 
 	logsMu     sync.Mutex    // guards logsSignal
 	logsSignal chan struct{} // nil unless drainLogs waits; closed when onLog handles a message
