@@ -749,7 +749,15 @@ func (s *Server) end(c *call) {
 	if c.host != nil {
 		// Log messages sent during the call may be handled just after
 		// its result: keep the host as a log destination for a moment.
-		s.recent[c.host] = recentHost{callCtx: c.hostCtx, until: monoNow() + monoTime(recentHostGrace)}
+		r := s.last
+		if r == nil || s.lastHost != c.host {
+			if r = s.recent[c.host]; r == nil {
+				r = new(recentHost)
+				s.recent[c.host] = r
+			}
+			s.lastHost, s.last = c.host, r
+		}
+		r.callCtx, r.until = c.hostCtx, monoNow()+monoTime(recentHostGrace)
 		if s.recentSweep == nil {
 			s.recentSweep = time.AfterFunc(recentHostGrace, s.sweepRecent)
 		}
@@ -768,7 +776,7 @@ func (s *Server) sweepRecent() {
 	next := time.Duration(0)
 	for h, r := range s.recent {
 		if left := time.Duration(r.until - now); left <= 0 {
-			delete(s.recent, h)
+			s.forgetRecent(h)
 		} else if next == 0 || left < next {
 			next = left
 		}
@@ -778,6 +786,14 @@ func (s *Server) sweepRecent() {
 		return
 	}
 	s.recentSweep.Reset(next)
+}
+
+// forgetRecent takes h out of the recent hosts. Called with s.mu held.
+func (s *Server) forgetRecent(h junction.Host) {
+	delete(s.recent, h)
+	if s.lastHost == h {
+		s.lastHost, s.last = nil, nil
+	}
 }
 
 // callError classifies the failure of a request to the upstream.
@@ -1299,7 +1315,7 @@ type recentHost struct {
 // ctx is the context log messages go to the host with: that of its last
 // call, without its cancellation. Made when a message needs it rather
 // than at the end of each call.
-func (r recentHost) ctx() context.Context {
+func (r *recentHost) ctx() context.Context {
 	return context.WithoutCancel(streamOf{r.callCtx})
 }
 
@@ -1317,7 +1333,7 @@ func (s *Server) logHosts() []hostRef {
 	now := monoNow()
 	for h, r := range s.recent {
 		if now > r.until {
-			delete(s.recent, h)
+			s.forgetRecent(h)
 			continue
 		}
 		if !seen[h] {

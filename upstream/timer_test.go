@@ -19,7 +19,7 @@ func bareServer(t *testing.T) (*Server, *session) {
 	s := &Server{
 		name:      "bare",
 		logger:    slog.New(slog.DiscardHandler),
-		recent:    make(map[junction.Host]recentHost),
+		recent:    make(map[junction.Host]*recentHost),
 		acked:     make(map[*mcp.ClientSession]map[string]bool),
 		ackSignal: make(chan struct{}),
 		changed:   make(chan struct{}),
@@ -172,6 +172,48 @@ func TestRecentHostsForgotten(t *testing.T) {
 		time.Sleep(recentHostGrace) // 4.25 s
 		if n := recent(); n != 0 {
 			t.Errorf("%d recent hosts after every grace ran out, want none", n)
+		}
+	})
+}
+
+// TestRecentHostKeptByItsNextCall: a host's next call on the server
+// moves its grace on (the entry its last call left is updated in place),
+// and a host forgotten is not held by that shortcut either.
+func TestRecentHostKeptByItsNextCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, sess := bareServer(t)
+		host, other := junction.SessionHost(&mcp.ServerSession{}), junction.SessionHost(&mcp.ServerSession{})
+		call := func(h junction.Host) {
+			_, _, end, err := s.begin(t.Context(), sess, h, 0, "tool")
+			if err != nil {
+				t.Fatal(err)
+			}
+			end()
+		}
+		has := func(h junction.Host) bool {
+			synctest.Wait()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.recent[h] != nil
+		}
+		call(host)                      // until 2 s
+		time.Sleep(recentHostGrace / 2) // 1 s
+		call(other)
+		call(host)                          // until 3 s, from another host's call in between
+		time.Sleep(recentHostGrace * 3 / 4) // 2.5 s
+		if !has(host) || !has(other) {
+			t.Errorf("at 2.5 s: host recent %v, other %v; want both (until 3 s)", has(host), has(other))
+		}
+		call(host)                          // until 4.5 s, its entry updated in place
+		time.Sleep(recentHostGrace * 3 / 4) // 4 s
+		if !has(host) {
+			t.Error("at 4 s the host is forgotten; its last call ended at 2.5 s")
+		}
+		time.Sleep(recentHostGrace) // 6 s
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.recent) != 0 || s.last != nil || s.lastHost != nil {
+			t.Errorf("after every grace ran out: %d recent hosts, last %v; want none", len(s.recent), s.lastHost)
 		}
 	})
 }
