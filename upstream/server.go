@@ -71,28 +71,25 @@ type Server struct {
 	watch         *time.Timer    // the calls' no-progress watchdog (see watchLocked); nil until a call has a timeout
 	watchDue      monoTime       // when watch fires; zero when it is not set
 	recent        map[junction.Host]*recentHost
-	// lastHost is the host whose call ended last, and last its entry in
-	// recent: a host's next call, most often, updates it without a map
-	// lookup. Both nil once that entry is gone.
-	lastHost     junction.Host
-	last         *recentHost
-	sole         junction.Host                          // the hub's only host session, if it has one (see sole.go)
-	recentSweep  *time.Timer                            // runs sweepRecent while recent has hosts
-	acked        map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
-	ackSignal    chan struct{}                          // closed and replaced on every acknowledgement
-	http         *http.Client                           // built on first use
-	ownTransport *http.Transport                        // nil when Config.HTTPClient is set
-	nextToken    uint64
-	logsRead     atomic.Int64                  // log messages read (see progress.go)
-	logsFree     atomic.Int64                  // the number of the last one read on a stream of no call
-	logsHandled  atomic.Int64                  // log messages handled by onLog, for drainLogs
-	bridges      map[string]*bridge            // parked calls, by requestState (see bridge)
-	hostCaps     *mcp.ClientCapabilities       // a host's own session: the capabilities declared (see perhost.go)
-	own          ownSessions                   // Config.PerHost: the hosts' own sessions
-	onIdle       func()                        // a host's own session: see start
-	noDiscover   atomic.Bool                   // the server failed the server/discover probe: offer legacyProtocol (see connect)
-	oldAsks      atomic.Bool                   // the server asks the old way on 2026-07-28 sessions (see oldasks.go)
-	metaOf       map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
+	lastHost      junction.Host                          // the host whose call ended last; nil once its entry in recent is gone
+	last          *recentHost                            // lastHost's entry in recent, which its next call updates without a lookup
+	sole          junction.Host                          // the hub's only host session, if it has one (see sole.go)
+	recentSweep   *time.Timer                            // runs sweepRecent while recent has hosts
+	acked         map[*mcp.ClientSession]map[string]bool // resource subscriptions acknowledged (2026-07-28)
+	ackSignal     chan struct{}                          // closed and replaced on every acknowledgement
+	http          *http.Client                           // built on first use
+	ownTransport  *http.Transport                        // nil when Config.HTTPClient is set
+	nextToken     uint64
+	logsRead      atomic.Int64                  // log messages read (see progress.go)
+	logsFree      atomic.Int64                  // the number of the last one read on a stream of no call
+	logsHandled   atomic.Int64                  // log messages handled by onLog, for drainLogs
+	bridges       map[string]*bridge            // parked calls, by requestState (see bridge)
+	hostCaps      *mcp.ClientCapabilities       // a host's own session: the capabilities declared (see perhost.go)
+	own           ownSessions                   // Config.PerHost: the hosts' own sessions
+	onIdle        func()                        // a host's own session: see start
+	noDiscover    atomic.Bool                   // the server failed the server/discover probe: offer legacyProtocol (see connect)
+	oldAsks       atomic.Bool                   // the server asks the old way on 2026-07-28 sessions (see oldasks.go)
+	metaOf        map[*mcp.ClientSession][]byte // per-request protocol _meta, until connect moves it to the session
 
 	// Withdrawal (see Config.WithdrawAfter). downSince is when the last
 	// session ended, zero while a session is up and before the first
