@@ -275,10 +275,15 @@ func readMeta(meta []byte) metaInfo {
 }
 
 // readCallMeta is readMeta of tc's _meta, which parseToolCall checked
-// is valid JSON; it keeps what it read in hr for the server's side (see
-// forwardParams). The _meta that most hosts of 2026-07-28 send with every
-// request is read once (metaMemo).
+// is valid JSON; it keeps what it read in hr, a new record, for the
+// server's side (see forwardParams). The _meta that most hosts of
+// 2026-07-28 send with every request is read once (metaMemo).
 func readCallMeta(tc *toolCall, hr *wire.HostRequest) metaInfo {
+	if len(tc.meta) == 0 {
+		// Most requests before 2026-07-28 have none: hr keeps its zero
+		// Meta, and what an empty one says is known.
+		return noMeta
+	}
 	if m := tc.memo; m != nil {
 		// The values stay the memo's bytes, equal to the request's, which
 		// nothing changes: the record need not keep the host's message.
@@ -297,6 +302,9 @@ func readCallMeta(tc *toolCall, hr *wire.HostRequest) metaInfo {
 	}
 	return mi
 }
+
+// noMeta is what a request without _meta says (readMeta of none).
+var noMeta = readMeta(nil)
 
 // metaInfoOf is what the _meta m was read from says, for the raw path.
 func metaInfoOf(m *wire.Meta) metaInfo {
