@@ -211,7 +211,7 @@ func (c *serverConn) read(stdout io.Reader, max int) {
 		}
 		if tooLong {
 			c.logger.Warn("skipped over-long line on stdout", "limit_bytes", max)
-		} else if c.rawPending.Load() > 0 && (rawjson.Contains(line, []byte(rawIDPrefix)) || bytes.Contains(line, []byte(`null`))) && c.deliverRaw(line) {
+		} else if c.rawPending.Load() > 0 && c.deliverRaw(line) {
 			// A response to a raw call, handed over undecoded (or an
 			// error with id null, for the one raw call waiting).
 		} else if len(bytes.TrimSpace(line)) > 0 {
@@ -567,11 +567,13 @@ func (c *serverConn) failAll(cause error) {
 }
 
 // deliverRaw hands line to the raw call waiting for it and reports
-// whether it was such a response. Called by read only.
+// whether it was such a response. A request or a notification is left
+// as soon as its method is read, so that most lines that are not such a
+// response cost little more than a look at their first members. Called
+// by read only.
 func (c *serverConn) deliverRaw(line []byte) bool {
 	var id, result, errv []byte
 	var shape wire.ResultShape
-	method := false
 	if rawjson.WalkObject(line, 0, func(key []byte, v int) int {
 		if string(key) == "result" {
 			// Its content blocks' types are looked at on the way
@@ -592,10 +594,10 @@ func (c *serverConn) deliverRaw(line []byte) bool {
 		case "error":
 			errv = line[v:end]
 		case "method":
-			method = true
+			return -1 // a request or a notification: not a response
 		}
 		return end
-	}) < 0 || method || len(id) == 0 {
+	}) < 0 || len(id) == 0 {
 		return false
 	}
 	if string(id) == "null" && errv != nil {

@@ -84,6 +84,8 @@ func TestDeliverRaw(t *testing.T) {
 
 	for _, line := range []string{
 		`{"jsonrpc":"2.0","id":"jr-1","method":"ping"}`,
+		`{"method":"ping","id":"jr-1","jsonrpc":"2.0","result":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"jr-1","progress":1}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{}}`,
 		`{"jsonrpc":"2.0","id":"jr-1","result":`, // cut short
 	} {
