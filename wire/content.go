@@ -63,7 +63,7 @@ func ResultAt(b []byte, i int, seen *ServerMeta) (end int, shape ResultShape) {
 		case "resultType":
 			end = rawjson.SkipValue(b, v)
 			drop = end >= 0 && string(b[v:end]) == `"complete"`
-			shape.typed = true
+			shape.typed = shape.typed || !drop
 		case "_meta":
 			if n := seen.match(b[v:]); n > 0 {
 				end, drop = v+n, true
@@ -81,11 +81,11 @@ func ResultAt(b []byte, i int, seen *ServerMeta) (end int, shape ResultShape) {
 			if bytes.IndexByte(key, '\\') >= 0 {
 				shape.unknown = true
 			}
+			end = rawjson.SkipValue(b, v)
 			// encoding/json takes a key for a field whatever its case.
-			if len(key) == len("resultType") && bytes.EqualFold(key, []byte("resultType")) {
+			if len(key) == len("resultType") && bytes.EqualFold(key, []byte("resultType")) && (end < 0 || string(b[v:end]) != `"complete"`) {
 				shape.typed = true
 			}
-			end = rawjson.SkipValue(b, v)
 		}
 		shape.add(end-i, drop)
 		return end
@@ -119,7 +119,7 @@ type ResultShape struct {
 	// ends[k] is where member k's value ends, from the result's start.
 	ends [6]int32
 	// typed: a member's key is resultType, in any case (as
-	// encoding/json matches a field).
+	// encoding/json matches a field), and its value is not "complete".
 	typed bool
 }
 
@@ -129,8 +129,10 @@ type ResultShape struct {
 func (s ResultShape) Unknown() bool { return !s.walked || s.unknown }
 
 // MayAskInput reports whether the result may be one that asks for input
-// (resultType "input_required"): false when it has no resultType member
-// at all, which a decoding of it would find.
+// (resultType "input_required"): false when no member that a decoding of
+// it would take for its resultType has a value other than "complete"
+// (the result of most calls of a 2026-07-28 server, and of every call of
+// an older one, which has none).
 func (s ResultShape) MayAskInput() bool { return s.Unknown() || s.typed }
 
 // UnknownShape is the shape of a result nothing is known of, the zero

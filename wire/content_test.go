@@ -189,6 +189,9 @@ func FuzzResultAt(f *testing.F) {
 	f.Add([]byte(`{"conte\u006et":[{"type":"widget"}]}`))
 	f.Add([]byte(`[{"content":[]}]`))
 	f.Add([]byte(`{"content":[],"RESULTtype":"input_required"}`))
+	f.Add([]byte(`{"resultType":"complete","content":[],"RESULTTYPE":"input_required"}`))
+	f.Add([]byte(`{"resultType":"complete","content":[],"resulttype":"complete"}`))
+	f.Add([]byte(`{"resultType":"complete","resultType":"input_required"}`))
 	f.Add([]byte(`{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`))
 	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"x":1}`))
 	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}x`))
@@ -210,11 +213,12 @@ func FuzzResultAt(f *testing.F) {
 			}
 		}
 		if end >= 0 && !shape.MayAskInput() {
-			// No member encoding/json would take for a resultType.
+			// No member encoding/json would take for a resultType, or
+			// only ones that say "complete".
 			var v struct {
 				ResultType *string `json:"resultType"`
 			}
-			if json.Unmarshal(b[i:end], &v) == nil && v.ResultType != nil {
+			if json.Unmarshal(b[i:end], &v) == nil && v.ResultType != nil && *v.ResultType != "complete" {
 				t.Fatalf("ResultAt(%q) says it cannot ask for input, and it has resultType %q", b, *v.ResultType)
 			}
 		}
