@@ -568,9 +568,9 @@ func (c *serverConn) failAll(cause error) {
 
 // deliverRaw hands line to the raw call waiting for it and reports
 // whether it was such a response. A request or a notification is left
-// as soon as its method is read, so that most lines that are not such a
-// response cost little more than a look at their first members. Called
-// by read only.
+// as soon as its method is read (most come with it among their first
+// members); a response to one of go-sdk's requests is read to its end,
+// as a raw call's is, before its id turns it away. Called by read only.
 func (c *serverConn) deliverRaw(line []byte) bool {
 	var id, result, errv []byte
 	var shape wire.ResultShape
