@@ -450,7 +450,7 @@ func (p *Plane) unwrap(tc *toolCall) bool {
 // the tool and the rest as the host sent it; arguments absent (or null)
 // become {}, as go-sdk's client sends them on the typed path.
 func rawParams(local string, tc toolCall) []byte {
-	params, _ := rawParamsAt(local, tc)
+	params, _ := rawParamsAt(nil, local, tc)
 	return params
 }
 
@@ -459,7 +459,7 @@ func rawParams(local string, tc toolCall) []byte {
 // (wire.Link's Request), with what readCallMeta read of tc's _meta into
 // hc.req: a forwarded call has its _meta read once.
 func forwardParams(local string, tc toolCall, hc *hostCall) []byte {
-	params, at := rawParamsAt(local, tc)
+	params, at := rawParamsAt(hc.params[:0], local, tc)
 	hc.req.Params, hc.req.MetaAt, hc.req.Retry = params, at, tc.inputResponses != nil || tc.requestState != nil
 	if at != [2]int{} && tc.memo == nil {
 		// What was read points into the host's message; the record keeps
@@ -471,13 +471,17 @@ func forwardParams(local string, tc toolCall, hc *hostCall) []byte {
 }
 
 // rawParamsAt is rawParams, also returning where the _meta member is in
-// them, its leading comma included (zero if none).
-func rawParamsAt(local string, tc toolCall) (params []byte, metaAt [2]int) {
+// them, its leading comma included (zero if none). They are made in buf
+// if they fit in its capacity, else in a buffer of their own.
+func rawParamsAt(buf []byte, local string, tc toolCall) (params []byte, metaAt [2]int) {
 	args := tc.args
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	params = make([]byte, 0, len(args)+len(tc.meta)+len(tc.inputResponses)+len(tc.requestState)+len(local)+64)
+	params = buf[:0]
+	if n := len(args) + len(tc.meta) + len(tc.inputResponses) + len(tc.requestState) + len(local) + 64; n > cap(buf) {
+		params = make([]byte, 0, n)
+	}
 	params = append(params, `{"name":`...)
 	params = rawjson.AppendString(params, local)
 	params = append(params, `,"arguments":`...)

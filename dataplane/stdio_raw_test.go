@@ -434,6 +434,8 @@ func TestForwardParams(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1},"_meta":{"progressToken":7,"k":"v"},"requestState":"s"}}`, true},
 		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":7},"name":"a"}}`, false},
 		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","arguments":{}}}`, false},
+		// Params longer than the call's own buffer for them.
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","arguments":{"text":"` + strings.Repeat("long ", 40) + `"}}}`, false},
 	} {
 		line := c.line
 		tc, ok := parseToolCall([]byte(line))
@@ -445,6 +447,10 @@ func TestForwardParams(t *testing.T) {
 		params := forwardParams("local", tc, hc)
 		if string(params) != string(rawParams("local", tc)) {
 			t.Errorf("%s: forwardParams %s, want rawParams'", line, params)
+		}
+		// Short params are made in the call's record, long ones not.
+		if inRecord := &params[0] == &hc.params[0]; inRecord != (len(params) < 100) {
+			t.Errorf("%s: %d bytes of params made in the call's record: %v", line, len(params), inRecord)
 		}
 		hr := wire.RequestOf(hc, params)
 		if hr == nil {
