@@ -287,9 +287,11 @@ func knownBlockAt(b []byte, i int) (int, bool) {
 			return -1
 		}
 		switch {
-		case bytes.IndexByte(key, '\\') >= 0:
+		case string(key) == "text":
+			// The commonest key besides type, told apart at once.
+		case string(key) != "type" && bytes.IndexByte(key, '\\') >= 0:
 			known = false
-		case bytes.EqualFold(key, []byte("type")):
+		case string(key) == "type" || bytes.EqualFold(key, []byte("type")):
 			seen = true
 			val := b[v:e]
 			if len(val) < 2 || val[0] != '"' || bytes.IndexByte(val, '\\') >= 0 || !knownContent(val[1:len(val)-1]) {
