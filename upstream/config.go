@@ -157,7 +157,12 @@ type Config struct {
 }
 
 // TransportKind returns the transport c uses, resolving the empty value.
-func (c Config) TransportKind() Transport {
+func (c Config) TransportKind() Transport { return c.transport() }
+
+// transport is TransportKind without a copy of c. Like the other methods
+// the configuration in force is asked on every call (liveConfig), it
+// takes a pointer: a Config is a few hundred bytes.
+func (c *Config) transport() Transport {
 	if c.Transport != "" {
 		return c.Transport
 	}
@@ -256,7 +261,7 @@ func (c Config) NeedsRestart(o Config) bool {
 }
 
 // allows reports whether the filters let tool through.
-func (c Config) allows(tool string) bool {
+func (c *Config) allows(tool string) bool {
 	if len(c.Allow) > 0 {
 		return slices.Contains(c.Allow, tool)
 	}
@@ -264,7 +269,7 @@ func (c Config) allows(tool string) bool {
 }
 
 // callTimeout returns the no-progress timeout for tool; zero means none.
-func (c Config) callTimeout(tool string) time.Duration {
+func (c *Config) callTimeout(tool string) time.Duration {
 	d, ok := c.ToolTimeouts[tool]
 	if !ok || d == 0 {
 		d = c.CallTimeout
@@ -278,14 +283,14 @@ func (c Config) callTimeout(tool string) time.Duration {
 	return d
 }
 
-func (c Config) connectTimeout() time.Duration {
+func (c *Config) connectTimeout() time.Duration {
 	if c.ConnectTimeout > 0 {
 		return c.ConnectTimeout
 	}
 	return DefaultConnectTimeout
 }
 
-func (c Config) stopTimeout() time.Duration {
+func (c *Config) stopTimeout() time.Duration {
 	if c.StopTimeout > 0 {
 		return c.StopTimeout
 	}
@@ -294,7 +299,7 @@ func (c Config) stopTimeout() time.Duration {
 
 // withdrawAfter returns how long the server may be without a session
 // before its catalog is withdrawn; negative means never.
-func (c Config) withdrawAfter() time.Duration {
+func (c *Config) withdrawAfter() time.Duration {
 	switch {
 	case c.WithdrawAfter == 0:
 		return DefaultWithdrawAfter
@@ -346,14 +351,14 @@ func (l *liveConfig) store(c Config) { l.p.Store(&c) }
 
 // The methods of Config that calls use, on the configuration in force.
 
-func (l *liveConfig) TransportKind() Transport              { return l.load().TransportKind() }
+func (l *liveConfig) TransportKind() Transport              { return l.load().transport() }
 func (l *liveConfig) allows(tool string) bool               { return l.load().allows(tool) }
 func (l *liveConfig) callTimeout(tool string) time.Duration { return l.load().callTimeout(tool) }
 func (l *liveConfig) connectTimeout() time.Duration         { return l.load().connectTimeout() }
 func (l *liveConfig) withdrawAfter() time.Duration          { return l.load().withdrawAfter() }
 
 // maxHostSessions returns MaxHostSessions, resolving zero.
-func (c Config) maxHostSessions() int {
+func (c *Config) maxHostSessions() int {
 	if c.MaxHostSessions == 0 {
 		return DefaultMaxHostSessions
 	}

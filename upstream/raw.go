@@ -435,10 +435,7 @@ func (f *rawFlight) slowContext() context.Context {
 func toolWhat(name string) string { return "tool " + strconv.Quote(name) }
 
 // rawCheck checks a raw call's transport, tool and params, and returns
-// the params trimmed and the tool's no-progress timeout. Not inlined: the
-// Config methods copy Config, which would swell CallToolRaw's frame.
-//
-//go:noinline
+// the params trimmed and the tool's no-progress timeout.
 func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage, time.Duration, error) {
 	if s.cfg.TransportKind() != TransportStdio {
 		return nil, 0, fmt.Errorf("upstream %q: %w", s.name, ErrRawUnsupported)

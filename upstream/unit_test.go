@@ -63,7 +63,7 @@ func TestConfigEqualAndTimeouts(t *testing.T) {
 			t.Errorf("callTimeout(%q) = %v, want %v", tool, got, want)
 		}
 	}
-	if got := (Config{}).callTimeout("x"); got != DefaultCallTimeout {
+	if got := (&Config{}).callTimeout("x"); got != DefaultCallTimeout {
 		t.Errorf("zero CallTimeout = %v, want %v", got, DefaultCallTimeout)
 	}
 }
