@@ -280,7 +280,15 @@ type Histogram struct {
 
 // Observe records one value.
 func (h *Histogram) Observe(v float64) {
-	if i, _ := slices.BinarySearch(h.bounds, v); i < len(h.bounds) {
+	// The first bound v is at or under, found from the first: a family
+	// has a few bounds, a scan of all of them costs less than
+	// slices.BinarySearch's steps for floats, and most observations fall
+	// in the first few.
+	i := 0
+	for i < len(h.bounds) && h.bounds[i] < v {
+		i++
+	}
+	if i < len(h.bounds) {
 		h.counts[i].Add(1)
 	}
 	for {
