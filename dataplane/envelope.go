@@ -27,6 +27,9 @@ type toolCall struct {
 	// memo, if not nil, is the _meta read before that meta is the same
 	// bytes as (see metaMemo).
 	memo *metaMemo
+	// plain: args, inputResponses and requestState are ASCII without
+	// escapes (rawjson.ValidPlainValue), as most calls' are.
+	plain bool
 }
 
 // parseToolCall reads the one shape of message the raw path takes: a
@@ -44,6 +47,7 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	// (rawjson.ValidValue).
 	var rawName []byte
 	var pseen [6]bool
+	tc.plain = true
 	id, method, params, ok := walkEnvelope(msg, func(v int) int {
 		return rawjson.WalkObject(msg, v, func(key []byte, v int) int {
 			k, end := -1, -1
@@ -67,7 +71,9 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 				// so, as go-sdk's server does, the call is made as a
 				// plain one.
 				"task":
-				end = rawjson.ValidValue(msg, v)
+				var plain bool
+				end, plain = rawjson.ValidPlainValue(msg, v)
+				tc.plain = tc.plain && (plain || string(key) == "task") // task is not forwarded
 				val := msg[v:max(end, v)]
 				switch string(key) {
 				case "arguments":
@@ -441,7 +447,7 @@ func plainInt(b []byte) bool {
 func (p *Plane) unwrap(tc *toolCall) bool {
 	name, args, ok := p.v.Unwrap(tc.name, tc.args)
 	if ok {
-		tc.name, tc.args = name, args
+		tc.name, tc.args, tc.plain = name, args, false // args not checked as the host's were
 	}
 	return ok
 }
@@ -461,6 +467,9 @@ func rawParams(local string, tc toolCall) []byte {
 func forwardParams(local string, tc toolCall, hc *hostCall) []byte {
 	params, at := rawParamsAt(hc.params[:0], local, tc)
 	hc.req.Params, hc.req.MetaAt, hc.req.Retry = params, at, tc.inputResponses != nil || tc.requestState != nil
+	// The tool's own name is written by rawjson.AppendString, whose text
+	// is clean whatever the name.
+	hc.req.Clean = tc.plain
 	if at != [2]int{} && tc.memo == nil {
 		// What was read points into the host's message; the record keeps
 		// the params instead, which the call keeps anyway.

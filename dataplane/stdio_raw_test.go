@@ -19,6 +19,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -436,6 +437,13 @@ func TestForwardParams(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","arguments":{}}}`, false},
 		// Params longer than the call's own buffer for them.
 		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","arguments":{"text":"` + strings.Repeat("long ", 40) + `"}}}`, false},
+		// Not plain: text to check on the server's side (upstream's
+		// SendRequest), in the arguments or in the other members sent.
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","arguments":{"x":"caf\u00e9"}}}`, false},
+		{"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"arguments\":{\"x\":\"café\"}}}", false},
+		{"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"requestState\":\"é\"}}", false},
+		// A _meta is not sent as it is: it has no say.
+		{"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"_meta\":{\"k\":\"é\"}}}", true},
 	} {
 		line := c.line
 		tc, ok := parseToolCall([]byte(line))
@@ -467,6 +475,13 @@ func TestForwardParams(t *testing.T) {
 		}
 		if want := tc.requestState != nil; hr.Retry != want || hr.OtherMeta != c.other {
 			t.Errorf("%s: retry %v, other members %v", line, hr.Retry, hr.OtherMeta)
+		}
+		// Clean when what is sent of the params is ASCII without escapes
+		// (rawjson.ValidPlainValue; clean text otherwise is checked on
+		// the server's side).
+		sent := append(append([]byte(nil), params[:hr.MetaAt[0]]...), params[hr.MetaAt[1]:]...)
+		if want := bytes.IndexByte(sent, '\\') < 0 && bytes.IndexFunc(sent, func(r rune) bool { return r >= utf8.RuneSelf }) < 0; hr.Clean != want {
+			t.Errorf("%s: the record says clean %v, want %v", line, hr.Clean, want)
 		}
 	}
 }

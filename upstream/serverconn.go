@@ -420,7 +420,7 @@ func (r *rawCall) SendRequest(ctx context.Context, method string, meta []byte, p
 	// rest is looked at.
 	l := wire.LinkOf(ctx)
 	req := l.RequestFor(params)
-	if req == nil || !cleanBeside(params, req.MetaAt) {
+	if req == nil || !req.Clean && !cleanBeside(params, req.MetaAt) {
 		params = rawjson.FixText(params)
 		req = l.RequestFor(params) // nil if FixText changed them
 	}

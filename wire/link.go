@@ -66,6 +66,10 @@ type HostRequest struct {
 	// Retry: the params answer input requests (inputResponses,
 	// requestState).
 	Retry bool
+	// Clean: Params, but for the _meta member at MetaAt, are clean text
+	// as they are (rawjson.CleanText), as the host's side learned while
+	// checking them.
+	Clean bool
 }
 
 // RawMeta returns the request's _meta as sent, or nil if it has none.

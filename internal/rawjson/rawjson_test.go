@@ -341,7 +341,7 @@ func BenchmarkCleanText(b *testing.B) {
 // decodes to the text it was given (valid UTF-8; other bytes become
 // U+FFFD, as encoding/json writes them).
 func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"info", "", `q"uote`, `back\slash`, "new\nline", "ünïcode", "\x7f", "<html>"} {
+	for _, s := range []string{"info", "", `q"uote`, `back\slash`, "new\nline", "ünïcode", "\x7f", "<html>", "a\xffb", "\u2028"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -352,6 +352,12 @@ func FuzzAppendString(f *testing.F) {
 		}
 		if utf8.ValidString(s) && got != s {
 			t.Fatalf("AppendString(%q) decodes to %q", s, got)
+		}
+		// Whatever s, the text written is clean: a forwarded call's
+		// params count on it for the tool's name (wire.HostRequest's
+		// Clean).
+		if !CleanText(b) {
+			t.Fatalf("AppendString(%q) = %q, not clean text", s, b)
 		}
 	})
 }

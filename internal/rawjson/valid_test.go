@@ -1,9 +1,11 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var validCases = []string{
@@ -71,7 +73,48 @@ func FuzzValidValue(f *testing.F) {
 		if whole := end >= 0 && SkipSpace(b, end) == len(b); whole != Valid(b) {
 			t.Fatalf("ValidValue(%q) = %d, Valid = %v", b, end, Valid(b))
 		}
+		// ValidPlainValue takes the same value; plain only if it is ASCII
+		// without a backslash (so CleanText), and plain whenever all of
+		// b is.
+		pend, plain := ValidPlainValue(b, 0)
+		if pend != end {
+			t.Fatalf("ValidPlainValue(%q) ends at %d, ValidValue at %d", b, pend, end)
+		}
+		if end < 0 {
+			return
+		}
+		asciiNoEscape := func(b []byte) bool {
+			return bytes.IndexByte(b, '\\') < 0 && bytes.IndexFunc(b, func(r rune) bool { return r >= utf8.RuneSelf }) < 0
+		}
+		if plain && !asciiNoEscape(b[:end]) || !plain && asciiNoEscape(b) {
+			t.Fatalf("ValidPlainValue(%q): plain %v, the value %q", b, plain, b[:end])
+		}
+		if plain && !CleanText(b[:end]) {
+			t.Fatalf("ValidPlainValue(%q): plain, but not CleanText", b)
+		}
 	})
+}
+
+func TestValidPlainValue(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		plain bool
+	}{
+		{`{"msg":"hello","n":[1,2.5e3,true,null]}`, true},
+		{`"plain"`, true},
+		{`12`, true},
+		{`{"msg":"caf\u00e9"}`, false}, // an escape
+		{`{"msg":"a\"b"}`, false},      // an escaped quote
+		{"{\"msg\":\"café\"}", false},  // UTF-8 in a long string's words
+		{"{\"é\":1}", false},           // in a key, read a byte at a time near the end
+		{"\"ab\"é12345", false},        // past the string, in the word read with it
+		{`{"a":{"b":["c","d",{"e":"fghijklmnopqrstuvwxyz"}]}}`, true},
+	} {
+		end, plain := ValidPlainValue([]byte(c.in), 0)
+		if end < 0 || plain != c.plain {
+			t.Errorf("ValidPlainValue(%s) = %d, %v; want plain %v", c.in, end, plain, c.plain)
+		}
+	}
 }
 
 // A request's _meta as a 2026-07-28 host sends it with every call.
