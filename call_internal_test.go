@@ -1,6 +1,7 @@
 package junction
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -50,6 +51,22 @@ func FuzzResultIsError(f *testing.F) {
 		}
 		if got, want := resultIsError([]byte(s)), m["isError"] == true; got != want {
 			t.Fatalf("resultIsError(%s) = %v, decoded isError = %v", s, got, want)
+		}
+	})
+}
+
+// FuzzNamesTasks: NamesTasks says what bytes.Contains says.
+func FuzzNamesTasks(f *testing.F) {
+	for _, s := range []string{
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","x":"/tasks"}`,
+		`io.modelcontextprotocol/task`, `/tasks`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := NamesTasks(b), bytes.Contains(b, []byte(TasksExtension)); got != want {
+			t.Fatalf("NamesTasks(%q) = %v, bytes.Contains says %v", b, got, want)
 		}
 	})
 }

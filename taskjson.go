@@ -106,10 +106,20 @@ func mustString(s string) []byte {
 // one. Params that do not name the extension are returned as they are,
 // unread.
 func withoutTasks(src Source, params json.RawMessage) json.RawMessage {
-	if ts, ok := src.(TaskSource); !ok || !ts.OffersTasks() || !bytes.Contains(params, []byte(TasksExtension)) {
+	if ts, ok := src.(TaskSource); !ok || !ts.OffersTasks() || !NamesTasks(params) {
 		return params
 	}
 	return withoutPath(params, "_meta", mcp.MetaKeyClientCapabilities, "extensions", TasksExtension)
+}
+
+// NamesTasks reports whether the JSON text b names the tasks extension
+// ([TasksExtension]), as bytes.Contains(b, TasksExtension) does. The
+// extension's name shares its first 24 bytes with each protocol member
+// of a 2026-07-28 request's _meta (io.modelcontextprotocol/...), where
+// bytes.Contains would compare them all: its last part is looked for
+// first.
+func NamesTasks(b []byte) bool {
+	return bytes.Contains(b, []byte("/tasks")) && bytes.Contains(b, []byte(TasksExtension))
 }
 
 // withoutPath returns the JSON object obj without the member at path (a

@@ -304,7 +304,7 @@ func readCallMeta(tc *toolCall, hr *wire.HostRequest) metaInfo {
 		// next: a _meta with a progress token or a trace context is new
 		// each time, and is read each time.
 		raw := bytes.Clone(tc.meta)
-		lastMeta.Store(&metaMemo{raw: raw, meta: m.Moved(tc.meta, raw), mi: mi})
+		lastMeta.Store(&metaMemo{raw: raw, meta: m.Moved(tc.meta, raw), mi: mi, tasks: junction.NamesTasks(raw)})
 	}
 	return mi
 }
@@ -335,9 +335,19 @@ func metaInfoOf(m *wire.Meta) metaInfo {
 // each store theirs, a copy of a few hundred bytes (a _meta over
 // maxMetaMemo is not kept).
 type metaMemo struct {
-	raw  []byte    // the _meta object, as sent (a copy)
-	meta wire.Meta // read from raw
-	mi   metaInfo
+	raw   []byte    // the _meta object, as sent (a copy)
+	meta  wire.Meta // read from raw
+	mi    metaInfo
+	tasks bool // raw names the tasks extension (junction.NamesTasks)
+}
+
+// namesTasks reports whether tc's _meta names the tasks extension
+// (junction.NamesTasks), as its memo learned if it has one.
+func (tc *toolCall) namesTasks() bool {
+	if tc.memo != nil {
+		return tc.memo.tasks
+	}
+	return junction.NamesTasks(tc.meta)
 }
 
 var lastMeta atomic.Pointer[metaMemo]

@@ -128,7 +128,7 @@ func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
 		// lock: POSTs of one session start their calls side by side.
 		// (A line of another method is read only to its first member
 		// that a call does not have.)
-		if tc, ok := parseToolCall(line); ok && !namesTasks(tc.meta) {
+		if tc, ok := parseToolCall(line); ok && !tc.namesTasks() {
 			// No batch: the request goes to its server's writer at
 			// once, which joins it to the lines other POSTs write meanwhile.
 			if s.conn.takeCallIn(tc, nil) {

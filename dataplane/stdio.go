@@ -353,7 +353,7 @@ func (s *stdioSession) takeLine(line []byte) bool {
 	// first, which most lines of another method stop at their first
 	// member that is not a call's; only then is it searched for the name.
 	if tc, ok := parseToolCall(line); ok {
-		if namesTasks(tc.meta) && s.takeTask(line) {
+		if tc.namesTasks() && s.takeTask(line) {
 			return true
 		}
 		return s.takeCall(tc) || !s.initialized() && s.refuseEarly(line) || s.refuseMeta(line)

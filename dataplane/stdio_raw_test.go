@@ -542,6 +542,9 @@ func checkMetaMemo(t *testing.T, msg []byte, tc toolCall) {
 		if got := readCallMeta(&tc, &hr); got != want || !reflect.DeepEqual(hr.Meta, wantMeta) {
 			t.Fatalf("readCallMeta(%q) (memo %v) = %+v, %+v; want %+v, %+v", tc.meta, tc.memo != nil, got, hr.Meta, want, wantMeta)
 		}
+		if got, want := tc.namesTasks(), bytes.Contains(tc.meta, []byte(junction.TasksExtension)); got != want {
+			t.Fatalf("%q (memo %v) names the tasks extension: %v, want %v", tc.meta, tc.memo != nil, got, want)
+		}
 		// The values are bytes of the request's _meta, or of the memo's
 		// copy: not of another request's.
 		in := tc.meta
@@ -575,6 +578,7 @@ func TestMetaMemo(t *testing.T) {
 		memo bool // the second request is read from the memo
 	}{
 		{kept, true},
+		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`, true},
 		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1}`, false},
 		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"x":1}`, false},
 		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}`, false},

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -40,15 +39,6 @@ type taskRequest struct {
 	tasks   bool // the request's client capabilities declare the extension
 }
 
-// namesTasks reports whether the JSON text b names the tasks extension,
-// as bytes.Contains(b, TasksExtension) does. The extension's name shares
-// its first 24 bytes with each protocol member of a 2026-07-28 request's
-// _meta (io.modelcontextprotocol/...), where bytes.Contains would compare
-// them all; its last part is looked for first.
-func namesTasks(b []byte) bool {
-	return bytes.Contains(b, []byte("/tasks")) && bytes.Contains(b, []byte(junction.TasksExtension))
-}
-
 // isTaskMethod reports whether method is one the extension defines.
 func isTaskMethod(method string) bool {
 	return method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel"
@@ -59,7 +49,7 @@ func isTaskMethod(method string) bool {
 // tools/call request of that revision (a message that names neither a
 // tasks/ method nor the extension is not read at all).
 func readTaskRequest(msg []byte) (taskRequest, bool) {
-	if !rawjson.Contains(msg, []byte(`"tasks/`)) && !namesTasks(msg) {
+	if !rawjson.Contains(msg, []byte(`"tasks/`)) && !junction.NamesTasks(msg) {
 		return taskRequest{}, false // the common case, without reading the message
 	}
 	var tr taskRequest
