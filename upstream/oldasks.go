@@ -37,11 +37,12 @@ const oldAskRefusal = "cannot be sent while serving a request on protocol versio
 const maxRefusalResult = 4 << 10
 
 // mayLearnOldAsks reports whether a call of a host before 2026-07-28
-// with a session (ctx names it) on s's shared session might teach
-// learnOldAsks anything: only a 2026-07-28 session refuses old-style
-// requests, and only until it has been learnt. It is cheap, for the
-// call path.
-func (s *Server) mayLearnOldAsks(ctx context.Context) bool {
+// with a session (host, whose session's revision is hostRev) on s's
+// shared session might teach learnOldAsks anything: only a 2026-07-28
+// session refuses old-style requests, and only until it has been learnt;
+// a call made again (ctx says) teaches nothing more. It is cheap, for
+// the call path.
+func (s *Server) mayLearnOldAsks(ctx context.Context, host junction.Host, hostRev junction.Revision) bool {
 	if s.oldAsks.Load() || s.cfg.load().PerHost {
 		return false
 	}
@@ -53,8 +54,7 @@ func (s *Server) mayLearnOldAsks(ctx context.Context) bool {
 	if sess == nil || !sess.rev().AsksInResults() {
 		return false
 	}
-	host := junction.HostSession(ctx)
-	return host != nil && !hostRevision(nil, host).AsksInResults() && ctx.Value(rerunKey{}) == nil
+	return host != nil && !hostRev.AsksInResults() && ctx.Value(rerunKey{}) == nil
 }
 
 // perHost reports whether hosts get sessions of their own with s: it is

@@ -131,14 +131,11 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 			done.RawDone(res, s.userCallError(ctx, t, err))
 		}))
 	}
-	// The call may have to run again, on the host's own session (see
-	// oldasks.go).
-	return s.startToolRaw(ctx, name, params, done, s.mayLearnOldAsks(ctx))
+	return s.startToolRaw(ctx, name, params, done)
 }
 
-// startToolRaw is StartToolRaw on s's own session; with mayRetry, the
-// flight's outcome goes through its retryingStart.
-func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMessage, done junction.RawDone, mayRetry bool) junction.RawCancel {
+// startToolRaw is StartToolRaw on s's own session.
+func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMessage, done junction.RawDone) junction.RawCancel {
 	params, timeout, err := s.rawCheck(name, sent)
 	if err != nil {
 		done.RawDone(nil, err)
@@ -146,14 +143,17 @@ func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMes
 	}
 	host := junction.HostSession(ctx)
 	f := &rawFlight{s: s, ctx: ctx, host: host, name: name, params: params, timeout: timeout, done: done, async: true}
+	f.hm = readHostMeta(ctx, params, host)
 	var cancel junction.RawCancel = f
-	if mayRetry {
-		// Part of the flight: a call that is not made again (nearly
-		// every one) makes no record of its own for it.
+	if s.mayLearnOldAsks(ctx, host, f.hm.sessRev) {
+		// The call may have to run again, on the host's own session (see
+		// oldasks.go): its outcome goes through the flight's
+		// retryingStart, part of the flight, so that a call that is not
+		// made again (nearly every one) makes no record of its own for
+		// it.
 		f.retry = retryingStart{s: s, ctx: ctx, name: name, params: sent, done: done, cancel: f}
 		f.done, cancel = &f.retry, &f.retry
 	}
-	f.hm = readHostMeta(ctx, params, host)
 	s.mu.Lock()
 	sess := s.sess
 	s.mu.Unlock()
@@ -454,6 +454,7 @@ func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage,
 type hostMeta struct {
 	token    any                   // the host's progress token; nil if it asked for none
 	rev      junction.Revision     // the host's revision: the later of its session's and the one the _meta names
+	sessRev  junction.Revision     // its session's, from init (RevisionUnknown without one)
 	retry    bool                  // the params answer input requests (inputResponses, requestState)
 	logLevel []byte                // the host's own log level for the call, as sent; nil if none
 	caps     []byte                // the host's capabilities for the call, as sent (2026-07-28); nil if none
@@ -473,7 +474,8 @@ func readHostMeta(ctx context.Context, params json.RawMessage, host junction.Hos
 	if host != nil {
 		hm.init = host.InitializeParams()
 		if p := hm.init; p != nil {
-			hm.rev = junction.ParseRevision(p.ProtocolVersion)
+			hm.sessRev = junction.ParseRevision(p.ProtocolVersion)
+			hm.rev = hm.sessRev
 		}
 	}
 	if hr := wire.RequestOf(ctx, params); hr != nil {
