@@ -306,7 +306,8 @@ func (c *Call) CallToolRaw(rc RawCaller, params json.RawMessage) (json.RawMessag
 	}
 	c.startRaw(params)
 	res, err := safeRawCall(c.ctx, rc, c.local, params)
-	return c.FinishRaw(res, err)
+	res, _, werr := c.FinishRaw(res, 0, err)
+	return res, werr
 }
 
 // StartToolRaw starts the call on rs (the call's source, as returned by
@@ -319,7 +320,7 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer RawAns
 	done := (*startedCall)(c)
 	defer func() {
 		if r := recover(); r != nil {
-			done.RawDone(nil, recovered(r))
+			done.RawDone(nil, 0, recovered(r))
 		}
 		if cancel == nil {
 			cancel = NoCancel
@@ -331,9 +332,10 @@ func (c *Call) StartToolRaw(rs RawStarter, params json.RawMessage, answer RawAns
 }
 
 // A RawAnswer takes what the host receives of a call started with
-// [Call.StartToolRaw]: the JSON of its result, or a protocol error.
+// [Call.StartToolRaw]: the JSON of its result, with what the source
+// learned of it (see [ResultFacts]), or a protocol error.
 type RawAnswer interface {
-	AnswerRaw(res json.RawMessage, werr *jsonrpc.Error)
+	AnswerRaw(res json.RawMessage, facts ResultFacts, werr *jsonrpc.Error)
 }
 
 // startedCall is a Call started with StartToolRaw, as the RawDone its
@@ -342,10 +344,10 @@ type startedCall Call
 
 // RawDone implements RawDone: it finishes the call with the source's
 // outcome and hands what the host receives to the call's answer, once.
-func (s *startedCall) RawDone(res json.RawMessage, err error) {
+func (s *startedCall) RawDone(res json.RawMessage, facts ResultFacts, err error) {
 	c := (*Call)(s)
 	if !c.answered.Swap(true) {
-		c.answer.AnswerRaw(c.FinishRaw(res, err))
+		c.answer.AnswerRaw(c.FinishRaw(res, facts, err))
 	}
 }
 
@@ -389,15 +391,16 @@ func (c *Call) Finish(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, 
 }
 
 // FinishRaw is [Call.Finish] for the raw path: res is the JSON of the
-// source's result object, and the answer is the JSON of the result the
-// host receives, or a protocol error. Invalid UTF-8 and lone surrogate
-// escapes in res become U+FFFD, as they do when the typed path decodes a
-// result, so both paths give the host the same text.
-func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *jsonrpc.Error) {
+// source's result object, with what the source learned of it (zero if
+// nothing), and the answer is the JSON of the result the host receives,
+// with the facts that hold of it, or a protocol error. Invalid UTF-8 and
+// lone surrogate escapes in res become U+FFFD, as they do when the typed
+// path decodes a result, so both paths give the host the same text.
+func (c *Call) FinishRaw(res json.RawMessage, facts ResultFacts, err error) (json.RawMessage, ResultFacts, *jsonrpc.Error) {
 	if !c.end() {
 		var werr *jsonrpc.Error
 		errors.As(err, &werr)
-		return res, werr
+		return res, facts, werr
 	}
 	if err == nil && len(res) == 0 {
 		err = &ToolError{Code: CodeInternal, Message: "source returned no result"}
@@ -405,26 +408,31 @@ func (c *Call) FinishRaw(res json.RawMessage, err error) (json.RawMessage, *json
 	if err != nil {
 		werr, te := c.fail(err)
 		if werr != nil {
-			return nil, werr
+			return nil, 0, werr
 		}
 		b, merr := json.Marshal(te.Result())
 		if merr != nil { // cannot happen: strings and a bool
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
+			return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
 		}
 		c.resJSON = b
 		c.observe(strings.ToLower(te.Code))
-		return b, nil
+		return b, 0, nil
+	}
+	isError := facts.Has(ResultIsError)
+	if facts&ResultRead == 0 {
+		isError = resultIsError(res) // the source did not say
 	}
 	outcome := "ok"
-	if resultIsError(res) {
+	if isError {
 		outcome = "tool_error"
 	}
 	// Text the typed path would decode to U+FFFD (invalid UTF-8, lone
-	// surrogate escapes) reads the same on this path.
+	// surrogate escapes) reads the same on this path. That changes no
+	// key into another, so the facts still hold.
 	res = rawjson.FixText(res)
 	c.resJSON = res
 	c.observe(outcome)
-	return res, nil
+	return res, facts, nil
 }
 
 // FinishStreamed is [Call.FinishRaw] for a result the data plane wrote

@@ -179,3 +179,79 @@ func TestCallInfoArgumentsAbsent(t *testing.T) {
 		}
 	}
 }
+
+// factSource starts each call and ends it at once with its result and
+// the facts it says it learned of it (see junction.ResultFacts).
+type factSource struct {
+	failingSource
+	result string
+	facts  junction.ResultFacts
+}
+
+func (s *factSource) CallToolRaw(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(s.result), nil
+}
+
+func (s *factSource) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) junction.RawCancel {
+	done.RawDone(json.RawMessage(s.result), s.facts, nil)
+	return junction.NoCancel
+}
+
+// answered is a junction.RawAnswer that keeps what it is handed.
+type answered struct {
+	res   json.RawMessage
+	facts junction.ResultFacts
+	werr  *jsonrpc.Error
+}
+
+func (a *answered) AnswerRaw(res json.RawMessage, facts junction.ResultFacts, werr *jsonrpc.Error) {
+	a.res, a.facts, a.werr = res, facts, werr
+}
+
+// TestStartedCallFacts: a started call's outcome is told by the facts its
+// source learned of the result where it learned them, and by a search of
+// the result where it says nothing; the answer gets the facts on.
+func TestStartedCallFacts(t *testing.T) {
+	const plain, failed = `{"content":[]}`, `{"content":[],"isError":true}`
+	read := junction.ResultRead
+	for _, tc := range []struct {
+		name    string
+		result  string
+		facts   junction.ResultFacts
+		outcome string
+	}{
+		{"nothing said, no error", plain, 0, "ok"},
+		{"nothing said, an error", failed, 0, "tool_error"},
+		{"read, no error", plain, read | junction.ResultUntyped, "ok"},
+		{"read, an error", failed, read | junction.ResultIsError, "tool_error"},
+		// The source's word is taken: the result is not searched again.
+		{"read, an error its reader found", plain, read | junction.ResultIsError, "tool_error"},
+		{"read, no error its reader found", failed, read, "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			infos := make(chan junction.CallInfo, 1)
+			h := junction.New(&junction.Options{Observe: func(ci junction.CallInfo) { infos <- ci }})
+			defer h.Close()
+			if err := h.Add(t.Context(), "src", &factSource{result: tc.result, facts: tc.facts}, nil); err != nil {
+				t.Fatal(err)
+			}
+			v, err := h.NewView("", junction.Selection{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, rc := v.BeginRaw(t.Context(), "src__op")
+			rs, ok := rc.(junction.RawStarter)
+			if c == nil || !ok {
+				t.Fatal("BeginRaw: the source starts raw calls, but the call was not taken raw")
+			}
+			var a answered
+			c.StartToolRaw(rs, json.RawMessage(`{"name":"op"}`), &a)
+			if ci := <-infos; ci.Outcome != tc.outcome {
+				t.Errorf("outcome %q, want %q", ci.Outcome, tc.outcome)
+			}
+			if string(a.res) != tc.result || a.facts != tc.facts || a.werr != nil {
+				t.Errorf("answered %s (facts %b, error %v), want %s (facts %b)", a.res, a.facts, a.werr, tc.result, tc.facts)
+			}
+		})
+	}
+}

@@ -206,19 +206,45 @@ func (f RawCancelFunc) CancelRaw(cause error) { f(cause) }
 // (it ended as it started).
 var NoCancel RawCancel = RawCancelFunc(func(error) {})
 
-// A RawDone takes the outcome of a call a [RawStarter] started. It is an
-// interface, not a func, so that whoever ends a call can be the record
-// it already has of it (the core's record of a call started with
-// [Call.StartToolRaw] is), with no closure made per call.
+// A RawDone takes the outcome of a call a [RawStarter] started: the
+// result, with what the source learned of it while reading it, or an
+// error. It is an interface, not a func, so that whoever ends a call can
+// be the record it already has of it (the core's record of a call
+// started with [Call.StartToolRaw] is), with no closure made per call.
 type RawDone interface {
-	RawDone(res json.RawMessage, err error)
+	RawDone(res json.RawMessage, facts ResultFacts, err error)
 }
 
 // RawDoneFunc is a func as a [RawDone].
-type RawDoneFunc func(res json.RawMessage, err error)
+type RawDoneFunc func(res json.RawMessage, facts ResultFacts, err error)
 
 // RawDone calls f.
-func (f RawDoneFunc) RawDone(res json.RawMessage, err error) { f(res, err) }
+func (f RawDoneFunc) RawDone(res json.RawMessage, facts ResultFacts, err error) { f(res, facts, err) }
+
+// ResultFacts is what a source learned of a tools/call result object
+// while it read it, so that the hub does not search the result again
+// for them. The zero value knows nothing, and the hub then reads the
+// result itself.
+type ResultFacts uint8
+
+const (
+	// ResultRead: the source read the result's members; the facts below
+	// hold, and the absence of one is a fact too.
+	ResultRead ResultFacts = 1 << iota
+	// ResultIsError: the result's first member whose key, as sent, is
+	// isError has the value true.
+	ResultIsError
+	// ResultUntyped: no member's key, as sent, is _meta or resultType,
+	// and none is written with an escape. For a host at 2026-07-28 or
+	// later, both are added at the result's end.
+	ResultUntyped
+)
+
+// Has reports whether the source read the result and found want (one
+// of the facts after ResultRead).
+func (f ResultFacts) Has(want ResultFacts) bool {
+	return f&ResultRead != 0 && f&want != 0
+}
 
 type hostSessionKey struct{}
 

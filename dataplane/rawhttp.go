@@ -104,6 +104,7 @@ func (s *sseSink) endCut(to *wire.StreamTo, o rawOutcome) {
 // error answer).
 type rawOutcome struct {
 	res      json.RawMessage
+	facts    junction.ResultFacts // what holds of res (see junction.RawAnswer)
 	werr     *jsonrpc.Error
 	streamed bool
 	cut      error
@@ -145,15 +146,15 @@ type httpRawCall struct {
 
 // AnswerRaw implements junction.RawAnswer: the outcome goes to the
 // request's goroutine, which waits for it.
-func (hr *httpRawCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
-	hr.out <- rawOutcome{res: res, werr: werr}
+func (hr *httpRawCall) AnswerRaw(res json.RawMessage, facts junction.ResultFacts, werr *jsonrpc.Error) {
+	hr.out <- rawOutcome{res: res, facts: facts, werr: werr}
 }
 
 // StreamDone implements wire.StreamDone: the source's reader wrote the
 // answer while it arrived (or cut it short with err).
 func (hr *httpRawCall) StreamDone(size int, isError bool, err error) {
 	if err != nil {
-		res, werr := hr.call.FinishRaw(nil, err)
+		res, _, werr := hr.call.FinishRaw(nil, 0, err)
 		hr.out <- rawOutcome{res: res, werr: werr, streamed: true, cut: err}
 		return
 	}
@@ -266,7 +267,7 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 		rc.sink.endCut(rc.hc.link.Stream, o)
 	case stamp != nil:
 		if o.werr == nil && !rc.hc.link.Stamped.Load() {
-			o.res = wire.ModernResult(o.res, stamp)
+			o.res = wire.ModernResult(o.res, stamp, o.facts)
 		}
 		rc.sink.finishStatus(modernErrorStatus(o.werr), wire.AnswerParts(tc.id, o.res, o.werr))
 	default:

@@ -425,7 +425,7 @@ func (p *Plane) answer(ctx context.Context, hr hostRequest, host junction.Host, 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: hr.method + ": " + err.Error()}
 	}
 	if typed {
-		return wire.ModernResult(b, p.impl), nil
+		return wire.ModernResult(b, p.impl, 0), nil
 	}
 	return olderMembers(b), nil
 }

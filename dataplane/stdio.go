@@ -708,7 +708,10 @@ func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 		hc.link.From.Store(nil)
 		return true
 	}
-	go func() { sc.AnswerRaw(call.CallToolRaw(rc, params)) }()
+	go func() {
+		res, werr := call.CallToolRaw(rc, params)
+		sc.AnswerRaw(res, 0, werr)
+	}()
 	return true
 }
 
@@ -741,24 +744,24 @@ func (sc *stdioCall) answerAs(s *stdioSession, key string, id []byte, typed bool
 // AnswerRaw implements junction.RawAnswer: it answers the host with a
 // result for its revision, or a protocol error; not if the host
 // cancelled the call, as JSON-RPC asks. Then it calls sc.done, if set.
-func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
+func (sc *stdioCall) AnswerRaw(res json.RawMessage, facts junction.ResultFacts, werr *jsonrpc.Error) {
 	s, hc := sc.s, &sc.hostCall
 	stamp := werr == nil && sc.typed && !hc.link.Stamped.Load()
 	s.calls.finish(sc.key, hc, func() {
 		if s.session != nil {
 			// Straight to the POST that waits for it (session.go).
-			s.session.out.answer(sc.key, sc.line(res, werr, stamp))
+			s.session.out.answer(sc.key, sc.line(res, facts, werr, stamp))
 			return
 		}
 		if werr == nil && len(res) > wire.BigWrite {
 			if stamp {
-				res = wire.ModernResult(res, s.p.impl)
+				res = wire.ModernResult(res, s.p.impl, facts)
 			}
 			s.c.out.WriteAnswer(sc.id, res) // not held back: no copy
 			return
 		}
 		// The line is made where it is queued (wire.Writer.AppendLine).
-		size, add := sc.lineSize(res, stamp), func(dst []byte) []byte { return sc.appendLine(dst, res, werr, stamp) }
+		size, add := sc.lineSize(res, stamp), func(dst []byte) []byte { return sc.appendLine(dst, res, facts, werr, stamp) }
 		if via := hc.link.Via.Load(); via != nil && sc.call != nil {
 			s.c.out.AppendDeferred(size, 0, via, add) // the server's reader flushes it
 		} else {
@@ -772,14 +775,14 @@ func (sc *stdioCall) AnswerRaw(res json.RawMessage, werr *jsonrpc.Error) {
 
 // line is the host's answer line: res stamped for the host's revision
 // when stamp is set (wire.ModernAnswerLine), or werr.
-func (sc *stdioCall) line(res json.RawMessage, werr *jsonrpc.Error, stamp bool) []byte {
-	return sc.appendLine(make([]byte, 0, sc.lineSize(res, stamp)), res, werr, stamp)
+func (sc *stdioCall) line(res json.RawMessage, facts junction.ResultFacts, werr *jsonrpc.Error, stamp bool) []byte {
+	return sc.appendLine(make([]byte, 0, sc.lineSize(res, stamp)), res, facts, werr, stamp)
 }
 
-// appendLine appends line's line to dst.
-func (sc *stdioCall) appendLine(dst []byte, res json.RawMessage, werr *jsonrpc.Error, stamp bool) []byte {
+// appendLine appends line's line to dst; facts are what holds of res.
+func (sc *stdioCall) appendLine(dst []byte, res json.RawMessage, facts junction.ResultFacts, werr *jsonrpc.Error, stamp bool) []byte {
 	if stamp {
-		return wire.AppendModernAnswer(dst, sc.id, res, sc.s.p.impl)
+		return wire.AppendModernAnswer(dst, sc.id, res, sc.s.p.impl, facts)
 	}
 	return wire.AppendAnswer(dst, sc.id, res, werr)
 }
@@ -801,7 +804,7 @@ func (sc *stdioCall) StreamDone(size int, isError bool, err error) {
 		s.calls.finish(sc.key, hc, nil)
 		return
 	}
-	res, werr := call.FinishRaw(nil, err)
+	res, _, werr := call.FinishRaw(nil, 0, err)
 	if to := hc.link.Stream; s.session != nil && to.Begun && (!to.InText || werr != nil || wire.TextCloser(res) == nil) {
 		s.session.out.cutting() // the line ends broken, and the answer follows
 	}
@@ -875,14 +878,17 @@ func (s *stdioSession) takeRequest(hr hostRequest) bool {
 		// keeps it with those of its listens (listen.go).
 		go func() {
 			if err := s.c.listens.hostSubscribe(ctx, hr.name, on); err != nil {
-				sc.AnswerRaw(nil, wireError(err))
+				sc.AnswerRaw(nil, 0, wireError(err))
 				return
 			}
-			sc.AnswerRaw(json.RawMessage(`{}`), nil)
+			sc.AnswerRaw(json.RawMessage(`{}`), 0, nil)
 		}()
 		return true
 	}
-	go func() { sc.AnswerRaw(s.p.answer(ctx, hr, host, nil, typed)) }()
+	go func() {
+		res, werr := s.p.answer(ctx, hr, host, nil, typed)
+		sc.AnswerRaw(res, 0, werr)
+	}()
 	return true
 }
 
@@ -974,10 +980,11 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 	go func() {
 		call, rc, werr := s.p.v.AwaitRaw(ctx, tc.name)
 		if werr != nil {
-			sc.AnswerRaw(nil, werr)
+			sc.AnswerRaw(nil, 0, werr)
 			return
 		}
-		sc.AnswerRaw(call.CallToolRaw(rc, rawParams(call.Local(), tc)))
+		res, werr := call.CallToolRaw(rc, rawParams(call.Local(), tc))
+		sc.AnswerRaw(res, 0, werr)
 	}()
 	return true
 }

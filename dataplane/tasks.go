@@ -180,7 +180,7 @@ func (f *httpRaw) takeTaskHTTP(w http.ResponseWriter, r *http.Request, body []by
 // 2026-07-28 gets it (resultType, serverInfo), or werr.
 func (f *httpRaw) writeTaskAnswer(w http.ResponseWriter, status int, id, res json.RawMessage, werr *jsonrpc.Error) {
 	if werr == nil {
-		res = wire.ModernResult(res, f.p.impl)
+		res = wire.ModernResult(res, f.p.impl, 0)
 	}
 	line := wire.AnswerLine(id, res, werr)
 	h := w.Header()
@@ -245,7 +245,7 @@ func (s *stdioSession) takeTask(line []byte) bool {
 			res, werr = v.TaskRequest(ctx, owner, tr.method, tr.params)
 		}
 		if werr == nil {
-			res = wire.ModernResult(res, s.p.impl)
+			res = wire.ModernResult(res, s.p.impl, 0)
 		}
 		s.calls.finish(key, hc, func() { s.c.out.Write(wire.AnswerLine(tr.id, res, werr)) })
 	}(tr)

@@ -333,9 +333,12 @@ func (f *rawFlight) openBridge() *bridge {
 	}
 	f.ctx = context.WithoutCancel(f.ctx)
 	host := f.done
-	first := func(o outcome) { host.RawDone(s.rawOutcome(b, o, f.name)) }
+	first := func(o outcome) {
+		res, err := s.rawOutcome(b, o, f.name)
+		host.RawDone(res, 0, err)
+	}
 	b.waiter = &first
-	f.done = junction.RawDoneFunc(func(res json.RawMessage, err error) { b.finish(s, outcome{raw: res, err: err}) })
+	f.done = junction.RawDoneFunc(func(res json.RawMessage, _ junction.ResultFacts, err error) { b.finish(s, outcome{raw: res, err: err}) })
 	f.b = b
 	s.mu.Lock()
 	b.install(s, f.c)

@@ -493,7 +493,7 @@ func TestBridgeRaw(t *testing.T) {
 				err error
 			}
 			ch := make(chan result, 1)
-			up.StartToolRaw(t.Context(), "elicit2", p, junction.RawDoneFunc(func(raw json.RawMessage, err error) { ch <- result{raw, err} }))
+			up.StartToolRaw(t.Context(), "elicit2", p, junction.RawDoneFunc(func(raw json.RawMessage, _ junction.ResultFacts, err error) { ch <- result{raw, err} }))
 			res := <-ch
 			return res.raw, res.err
 		},

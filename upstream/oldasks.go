@@ -119,10 +119,18 @@ func firstLine(err error, res []byte) string {
 
 // rawErrorResult is res, a raw result, for learnOldAsks if it may be a
 // tool error that holds the refusal: longer than the refusal's words,
-// not too long to search, and with an isError member (a cheaper search
-// than for the words); else nil: a call that succeeded was not refused.
-func rawErrorResult(res []byte) []byte {
-	if len(res) < len(oldAskRefusal) || len(res) > maxRefusalResult || !rawjson.Contains(res, []byte(`"isError"`)) {
+// not too long to search, and an error as far as facts say, or with an
+// isError member (a cheaper search than for the words) where they say
+// nothing; else nil: a call that succeeded was not refused.
+func rawErrorResult(res []byte, facts junction.ResultFacts) []byte {
+	switch {
+	case len(res) < len(oldAskRefusal) || len(res) > maxRefusalResult:
+		return nil
+	case facts&junction.ResultRead != 0:
+		if !facts.Has(junction.ResultIsError) {
+			return nil
+		}
+	case !rawjson.Contains(res, []byte(`"isError"`)):
 		return nil
 	}
 	return res
@@ -161,13 +169,13 @@ type retryingStart struct {
 
 // RawDone implements junction.RawDone: it ends the call, or runs it
 // again on the host's own session.
-func (r *retryingStart) RawDone(res json.RawMessage, err error) {
+func (r *retryingStart) RawDone(res json.RawMessage, facts junction.ResultFacts, err error) {
 	r.mu.Lock()
-	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, rawErrorResult(res), err)
+	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, rawErrorResult(res, facts), err)
 	r.retried = r.retried || again
 	r.mu.Unlock()
 	if !again {
-		r.done.RawDone(res, err)
+		r.done.RawDone(res, facts, err)
 		return
 	}
 	c := r.s.StartToolRaw(rerun(r.ctx), r.name, r.params, r.done)

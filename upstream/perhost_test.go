@@ -173,22 +173,28 @@ func TestPerHostSessionAtHostRevision(t *testing.T) {
 
 // TestRawErrorResult: a raw result is searched for go-sdk's refusal of an
 // old-style request only if it may be a tool error (it has an isError
-// member) and is short; a call that succeeded, whatever its text says,
-// does not teach the hub that its server asks the old way.
+// member, or its reader found it true) and is short; a call that
+// succeeded, whatever its text says, does not teach the hub that its
+// server asks the old way.
 func TestRawErrorResult(t *testing.T) {
 	refused := `{"content":[{"type":"text","text":"calling \"sampling/createMessage\": ` + oldAskRefusal + ` \"2026-07-28\""}],"isError":true}`
 	quoted := `{"content":[{"type":"text","text":"the SDK says: ` + oldAskRefusal + `"}]}`
 	long := `{"content":[{"type":"text","text":"` + strings.Repeat("x", maxRefusalResult) + oldAskRefusal + `"}],"isError":true}`
+	read := junction.ResultRead
 	for _, tc := range []struct {
 		name, res string
+		facts     junction.ResultFacts
 		kept      bool
 	}{
-		{"refused", refused, true},
-		{"succeeded, quoting the refusal", quoted, false},
-		{"too long to search", long, false},
-		{"no result", "", false},
+		{"refused", refused, 0, true},
+		{"refused, as its reader found", refused, read | junction.ResultIsError, true},
+		{"succeeded, quoting the refusal", quoted, 0, false},
+		{"succeeded, as its reader found", refused, read, false},
+		{"too long to search", long, 0, false},
+		{"too long, though an error", long, read | junction.ResultIsError, false},
+		{"no result", "", 0, false},
 	} {
-		got := rawErrorResult([]byte(tc.res))
+		got := rawErrorResult([]byte(tc.res), tc.facts)
 		if kept := got != nil; kept != tc.kept {
 			t.Errorf("%s: rawErrorResult kept it: %v, want %v", tc.name, kept, tc.kept)
 		}

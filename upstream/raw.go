@@ -79,7 +79,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 	}
 	hm := readHostMeta(ctx, params, junction.HostSession(ctx))
 	res, err := s.callToolRaw(ctx, name, params, hm, timeout)
-	if s.learnOldAsks(ctx, rawErrorResult(res), err) {
+	if s.learnOldAsks(ctx, rawErrorResult(res, 0), err) {
 		return s.CallToolRaw(rerun(ctx), name, orig) // on the host's own session now
 	}
 	return res, err
@@ -123,12 +123,12 @@ var _ junction.RawStarter = (*Server)(nil)
 // for input, goes on as CallToolRaw on a goroutine of its own.
 func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawMessage, done junction.RawDone) junction.RawCancel {
 	if t, release, err := s.routeRaw(ctx, params); err != nil {
-		done.RawDone(nil, err)
+		done.RawDone(nil, 0, err)
 		return junction.NoCancel
 	} else if t != s {
-		return t.StartToolRaw(ctx, name, params, junction.RawDoneFunc(func(res json.RawMessage, err error) {
+		return t.StartToolRaw(ctx, name, params, junction.RawDoneFunc(func(res json.RawMessage, facts junction.ResultFacts, err error) {
 			release()
-			done.RawDone(res, s.userCallError(ctx, t, err))
+			done.RawDone(res, facts, s.userCallError(ctx, t, err))
 		}))
 	}
 	return s.startToolRaw(ctx, name, params, done)
@@ -138,7 +138,7 @@ func (s *Server) StartToolRaw(ctx context.Context, name string, params json.RawM
 func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMessage, done junction.RawDone) junction.RawCancel {
 	params, timeout, err := s.rawCheck(name, sent)
 	if err != nil {
-		done.RawDone(nil, err)
+		done.RawDone(nil, 0, err)
 		return junction.NoCancel
 	}
 	host := junction.HostSession(ctx)
@@ -190,7 +190,7 @@ func (s *Server) callRaw(ctx context.Context, sess *session, name string, params
 	}
 	ch := make(chan outcome, 1)
 	f := &rawFlight{s: s, ctx: ctx, host: junction.HostSession(ctx), name: name, params: params, hm: hm, timeout: timeout, bridgeable: bridgeable(hm, sess),
-		done: junction.RawDoneFunc(func(res json.RawMessage, err error) { ch <- outcome{res, err} })}
+		done: junction.RawDoneFunc(func(res json.RawMessage, _ junction.ResultFacts, err error) { ch <- outcome{res, err} })}
 	f.start(sess)
 	o := <-ch
 	return o.res, o.err
@@ -251,7 +251,7 @@ func (f *rawFlight) start(sess *session) {
 	if c == nil {
 		f.rc.Forget()
 		f.mu.Unlock()
-		f.finish(nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone), false)
+		f.finish(nil, 0, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(f.name), junction.ErrSourceDown, errSessionGone), false)
 		return
 	}
 	if f.bridgeable || f.hm.token != nil {
@@ -289,9 +289,9 @@ func (f *rawFlight) ReceiveRaw(r rawReply) {
 	}
 	// The rare outcomes are in functions of their own; the tool's name is
 	// quoted for messages only when there is one to write.
-	res, err := f.s.rawResult(ctx, f.rc, c, f.name, f.timeout, r)
+	res, facts, err := f.s.rawResult(ctx, f.rc, c, f.name, f.timeout, r)
 	f.s.end(c)
-	f.finish(res, err, r.Shape.MayAskInput())
+	f.finish(res, facts, err, r.Shape.MayAskInput())
 }
 
 var _ streamReceiver = (*rawFlight)(nil)
@@ -365,8 +365,9 @@ func (f *rawFlight) CancelRaw(cause error) {
 // is not over (nothing sent; input to ask a host for), to a goroutine
 // that carries on as CallToolRaw would. mayAsk is false when the reader
 // of the answer found that res cannot ask for input
-// (wire.ResultShape.MayAskInput).
-func (f *rawFlight) finish(res json.RawMessage, err error, mayAsk bool) {
+// (wire.ResultShape.MayAskInput). facts are what holds of res
+// (junction.ResultFacts).
+func (f *rawFlight) finish(res json.RawMessage, facts junction.ResultFacts, err error, mayAsk bool) {
 	f.mu.Lock()
 	done := f.done
 	f.finished = true
@@ -387,7 +388,7 @@ func (f *rawFlight) finish(res json.RawMessage, err error, mayAsk bool) {
 		})
 		return
 	}
-	done.RawDone(res, err)
+	done.RawDone(res, facts, err)
 }
 
 // goSlow makes the call with params as CallToolRaw does, on a goroutine of
@@ -413,7 +414,7 @@ func carryOn(ctx context.Context, done junction.RawDone, rest func() (json.RawMe
 		if l := wire.LinkOf(ctx); l != nil {
 			l.Via.Store(nil)
 		}
-		done.RawDone(res, err)
+		done.RawDone(res, 0, err)
 	}()
 }
 
@@ -585,27 +586,28 @@ func appendTraceMeta(b []byte, hm hostMeta, tc junction.TraceContext) []byte {
 }
 
 // rawResult turns the reply to a raw call into CallToolRaw's return
-// values.
-func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name string, timeout time.Duration, r rawReply) (json.RawMessage, error) {
+// values, with the facts the reader of the answer learned of the result
+// (junction.ResultFacts).
+func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name string, timeout time.Duration, r rawReply) (json.RawMessage, junction.ResultFacts, error) {
 	switch {
 	case errors.Is(r.Fail, wire.ErrNotSent):
 		// The server's stdout had ended before the call was made: it may
 		// go on the next session.
-		return nil, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone)
+		return nil, 0, fmt.Errorf("upstream %q: %s: %w: %w", s.name, toolWhat(name), junction.ErrSourceDown, errSessionGone)
 	case r.Fail != nil:
 		if errors.Is(r.Fail, errNoProgress) || errors.Is(r.Fail, errSessionClosing) {
 			rc.Cancel(r.Fail) // junction gave up: tell the upstream
 		}
-		return nil, s.rawError(ctx, name, timeout, r.Fail)
+		return nil, 0, s.rawError(ctx, name, timeout, r.Fail)
 	case r.Err != nil:
-		return nil, r.Err
+		return nil, 0, r.Err
 	}
 	// Only a server at 2026-07-28 or later names itself in results: an
 	// older one's results (a megabyte, say) are not scanned for that. Its
 	// members go out where the reader found them (r.Shape), or in one
 	// pass that also puts the hub's name in for a host of that revision
 	// and looks for content blocks of unknown types.
-	res, n := r.Result, 0
+	res, n, facts := r.Result, 0, r.Shape.Facts(false)
 	if c.sess.rev().TypedResults() {
 		var l *wire.Link
 		if rc != nil {
@@ -614,11 +616,12 @@ func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name strin
 		if l == nil {
 			l = wire.LinkOf(ctx)
 		}
-		res, n = wire.ServerResult(res, l, r.Shape)
+		res, n, facts = wire.ServerResult(res, l, r.Shape)
 	} else if r.Shape.Unknown() {
 		// The reader found blocks it may have to replace (a clean
 		// result was checked on the way: deliverRaw).
 		res, n = wire.SanitizeContent(res)
+		facts = 0
 	}
 	if n > 0 {
 		s.logger.Warn("replaced content blocks of unknown type", "count", n)
@@ -628,7 +631,7 @@ func (s *Server) rawResult(ctx context.Context, rc *rawCall, c *call, name strin
 	} else {
 		s.drainLogs(c)
 	}
-	return res, nil
+	return res, facts, nil
 }
 
 // rawError classifies the failure of a raw call: err is the cause it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
@@ -64,7 +65,14 @@ func ResultAt(b []byte, i int, seen *ServerMeta) (end int, shape ResultShape) {
 			end = rawjson.SkipValue(b, v)
 			drop = end >= 0 && string(b[v:end]) == `"complete"`
 			shape.typed = shape.typed || !drop
+			shape.named, shape.namedKept = true, shape.namedKept || !drop
+		case "isError":
+			end = rawjson.SkipValue(b, v)
+			if !shape.sawIsError && end >= 0 {
+				shape.sawIsError, shape.isError = true, string(b[v:end]) == "true"
+			}
 		case "_meta":
+			shape.named = true
 			if n := seen.match(b[v:]); n > 0 {
 				end, drop = v+n, true
 				break
@@ -77,9 +85,11 @@ func ResultAt(b []byte, i int, seen *ServerMeta) (end int, shape ResultShape) {
 			if drop && end > v {
 				seen.keep(b[v:end])
 			}
+			shape.namedKept = shape.namedKept || !drop
 		default:
 			if bytes.IndexByte(key, '\\') >= 0 {
 				shape.unknown = true
+				shape.named, shape.namedKept = true, true
 			}
 			end = rawjson.SkipValue(b, v)
 			// encoding/json takes a key for a field whatever its case.
@@ -121,6 +131,29 @@ type ResultShape struct {
 	// typed: a member's key is resultType, in any case (as
 	// encoding/json matches a field), and its value is not "complete".
 	typed bool
+	// isError: the first member whose key is isError, as sent, is true
+	// (sawIsError: there is one).
+	isError, sawIsError bool
+	// named: a member's key is _meta or resultType as sent, or has an
+	// escape; namedKept: one of those is not a member strip takes out.
+	named, namedKept bool
+}
+
+// Facts returns what the walk learned of the result (see
+// junction.ResultFacts), or of what strip makes of it when stripped is
+// set.
+func (s ResultShape) Facts(stripped bool) junction.ResultFacts {
+	if !s.walked {
+		return 0
+	}
+	f := junction.ResultRead
+	if s.isError {
+		f |= junction.ResultIsError
+	}
+	if stripped && !s.namedKept || !stripped && !s.named {
+		f |= junction.ResultUntyped
+	}
+	return f
 }
 
 // Unknown reports whether the result may hold content blocks that
@@ -170,7 +203,10 @@ func (s *ResultShape) strip(res []byte) []byte {
 	for k := range int(s.members) {
 		end := int(s.ends[k])
 		if s.drop&(1<<k) == 0 {
-			w += copy(res[w:], res[held:end])
+			if w != held { // members before the first that goes stay where they are
+				copy(res[w:], res[held:end])
+			}
+			w += end - held
 			held, kept = end, true
 			continue
 		}
@@ -181,8 +217,10 @@ func (s *ResultShape) strip(res []byte) []byte {
 			}
 		}
 	}
-	w += copy(res[w:], res[held:])
-	return res[:w]
+	if w != held {
+		copy(res[w:], res[held:])
+	}
+	return res[:w+len(res)-held]
 }
 
 // serverMetaAt reads the value at b[v] of a result's _meta member and

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junction-mcp/junction/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/junction-mcp/junction"
+	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
 func TestSSEFixer(t *testing.T) {
@@ -178,9 +180,36 @@ func FuzzUnknownTypes(f *testing.F) {
 	})
 }
 
+// checkFacts checks facts, which a reader learned of res, a result
+// object, against res read member by member.
+func checkFacts(t *testing.T, res []byte, facts junction.ResultFacts) {
+	t.Helper()
+	if facts&junction.ResultRead == 0 {
+		return // nothing said
+	}
+	isError, seen, untyped := false, false, true
+	if rawjson.Object(res, func(key, val []byte) {
+		if !seen && string(key) == "isError" {
+			seen, isError = true, string(val) == "true"
+		}
+		if string(key) == "_meta" || string(key) == "resultType" || bytes.IndexByte(key, '\\') >= 0 {
+			untyped = false
+		}
+	}) < 0 {
+		t.Fatalf("facts %b said of %q, which is not an object", facts, res)
+	}
+	if got := facts.Has(junction.ResultIsError); got != isError {
+		t.Fatalf("facts of %q say isError %v, the result %v", res, got, isError)
+	}
+	if got := facts.Has(junction.ResultUntyped); got && !untyped {
+		t.Fatalf("facts of %q say it has no _meta or resultType member; it has", res)
+	}
+}
+
 // FuzzResultAt checks ResultAt against what it stands for: the end
-// rawjson.SkipValue finds, and, when it says a result is clean, a
-// SanitizeContent that leaves the result as it is.
+// rawjson.SkipValue finds, the facts it learned (checkFacts), and, when
+// it says a result is clean, a SanitizeContent that leaves the result as
+// it is.
 func FuzzResultAt(f *testing.F) {
 	f.Add([]byte(`{"content":[{"type":"text","text":"hi"}]}`))
 	f.Add([]byte(`{"content":[{"type":"widget","x":1}],"isError":false}`))
@@ -221,6 +250,9 @@ func FuzzResultAt(f *testing.F) {
 			if json.Unmarshal(b[i:end], &v) == nil && v.ResultType != nil && *v.ResultType != "complete" {
 				t.Fatalf("ResultAt(%q) says it cannot ask for input, and it has resultType %q", b, *v.ResultType)
 			}
+		}
+		if end >= 0 {
+			checkFacts(t, b[i:end], shape.Facts(false))
 		}
 		if end < 0 || shape.Unknown() {
 			return

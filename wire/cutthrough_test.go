@@ -217,7 +217,7 @@ func wholeAnswer(res []byte, rw Rewrite) (line []byte, size int, isError bool) {
 		}
 	})
 	if rw.stamp != nil {
-		res = ModernResult(res, rw.stamp)
+		res = ModernResult(res, rw.stamp, 0)
 	}
 	return AnswerLine([]byte(`7`), res, nil), len(res), isError
 }

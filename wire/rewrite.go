@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
@@ -286,10 +287,11 @@ func StripServerFields(res []byte) []byte {
 // server's members go in place, with the bytes of res moved, and no
 // walk; the hub's stamp is then left to the host's side, as for an older
 // server's result (ModernResult). Otherwise res is walked once, for all
-// three, and l.Stamped is set when the stamp went in.
-func ServerResult(res []byte, l *Link, shape ResultShape) ([]byte, int) {
+// three, and l.Stamped is set when the stamp went in. The facts are
+// those that hold of what it returns (zero after a walk).
+func ServerResult(res []byte, l *Link, shape ResultShape) ([]byte, int, junction.ResultFacts) {
 	if !shape.Unknown() && shape.members >= 0 {
-		return shape.strip(res), 0
+		return shape.strip(res), 0, shape.Facts(true)
 	}
 	rw := Rewrite{Strip: true, content: shape.Unknown()}
 	if l != nil && l.Stamp != nil {
@@ -298,15 +300,17 @@ func ServerResult(res []byte, l *Link, shape ResultShape) ([]byte, int) {
 	}
 	out, unknown := rw.walk(res)
 	if !unknown {
-		return out, 0
+		return out, 0, 0
 	}
-	return sanitizeFull(out)
+	out, n := sanitizeFull(out)
+	return out, n, 0
 }
 
 // ModernResult returns a tools/call result for a host at 2026-07-28 or
 // later: with impl, the hub's serverInfo, in its _meta, and a resultType.
-func ModernResult(res []byte, impl []byte) []byte {
-	if out, ok := stampPlain(res, impl); ok {
+// facts are what the source learned of res (zero: nothing).
+func ModernResult(res []byte, impl []byte, facts junction.ResultFacts) []byte {
+	if out, ok := stampPlain(res, impl, facts); ok {
 		return out
 	}
 	rw := Rewrite{stamp: impl}
@@ -316,18 +320,18 @@ func ModernResult(res []byte, impl []byte) []byte {
 // ModernAnswerLine is AnswerLine(id, ModernResult(res, impl), nil), the
 // answer line for a host at 2026-07-28 or later, made in one allocation
 // for the common result (see stampPlain).
-func ModernAnswerLine(id, res, impl []byte) []byte {
-	return AppendModernAnswer(make([]byte, 0, ModernAnswerSize(id, res, impl)), id, res, impl)
+func ModernAnswerLine(id, res, impl []byte, facts junction.ResultFacts) []byte {
+	return AppendModernAnswer(make([]byte, 0, ModernAnswerSize(id, res, impl)), id, res, impl, facts)
 }
 
 // AppendModernAnswer appends ModernAnswerLine's line to dst.
-func AppendModernAnswer(dst, id, res, impl []byte) []byte {
+func AppendModernAnswer(dst, id, res, impl []byte, facts junction.ResultFacts) []byte {
 	head := len(dst)
 	dst = appendAnswerHead(dst, id)
-	if out, ok := appendStampPlain(dst, res, impl); ok {
+	if out, ok := appendStampPlain(dst, res, impl, facts); ok {
 		return append(out, "}\n"...)
 	}
-	return AppendAnswer(dst[:head], id, ModernResult(res, impl), nil)
+	return AppendAnswer(dst[:head], id, ModernResult(res, impl, 0), nil)
 }
 
 // ModernAnswerSize is the length of ModernAnswerLine's line, about.
@@ -339,18 +343,19 @@ func ModernAnswerSize(id, res, impl []byte) int {
 const stampRoom = len(`,"_meta":{"` + mcp.MetaKeyServerInfo + `":},"resultType":"complete"`)
 
 // stampPlain is ModernResult for the common result, an object in which
-// neither "_meta" nor "resultType" appears at all: the two members go
-// before its closing brace, found from the end, without a walk of its
-// members. For a well-formed object the bytes are those of the walk
-// (apply); false for any other result, which the walk takes.
-func stampPlain(res, impl []byte) ([]byte, bool) {
-	return appendStampPlain(make([]byte, 0, len(res)+len(impl)+stampRoom), res, impl)
+// neither "_meta" nor "resultType" appears at all, or, as its source
+// found (junction.ResultUntyped), none of whose members is named so: the
+// two members go before its closing brace, found from the end, without
+// a walk of its members. For a well-formed object the bytes are those
+// of the walk (apply); false for any other result, which the walk takes.
+func stampPlain(res, impl []byte, facts junction.ResultFacts) ([]byte, bool) {
+	return appendStampPlain(make([]byte, 0, len(res)+len(impl)+stampRoom), res, impl, facts)
 }
 
 // appendStampPlain is stampPlain appending to dst; on false, dst is
 // returned as it was.
-func appendStampPlain(dst, res, impl []byte) ([]byte, bool) {
-	if rawjson.Contains(res, []byte(`"_meta"`)) || rawjson.Contains(res, []byte(`"resultType"`)) {
+func appendStampPlain(dst, res, impl []byte, facts junction.ResultFacts) ([]byte, bool) {
+	if !facts.Has(junction.ResultUntyped) && (rawjson.Contains(res, []byte(`"_meta"`)) || rawjson.Contains(res, []byte(`"resultType"`))) {
 		return dst, false
 	}
 	start, end := rawjson.SkipSpace(res, 0), len(res)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
@@ -145,36 +146,49 @@ func TestModernResult(t *testing.T) {
 		{`{"content":[]}`, `{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"}},"resultType":"complete"}`},
 		{`{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"x":2}}`, `{"resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"junction","version":"1"},"x":2}}`},
 	} {
-		if got := string(ModernResult([]byte(tc.in), impl)); got != tc.want {
+		if got := string(ModernResult([]byte(tc.in), impl, 0)); got != tc.want {
 			t.Errorf("ModernResult(%s) = %s, want %s", tc.in, got, tc.want)
 		}
-		if got, want := string(ModernAnswerLine([]byte(`7`), []byte(tc.in), impl)), `{"jsonrpc":"2.0","id":7,"result":`+tc.want+"}\n"; got != want {
+		if got, want := string(ModernAnswerLine([]byte(`7`), []byte(tc.in), impl, 0)), `{"jsonrpc":"2.0","id":7,"result":`+tc.want+"}\n"; got != want {
 			t.Errorf("ModernAnswerLine(%s) = %s, want %s", tc.in, got, want)
 		}
 	}
 }
 
 // FuzzModernResult: a result with neither _meta nor resultType, stamped
-// without a walk (stampPlain), reads byte for byte as the walk writes it.
+// without a walk (stampPlain), reads byte for byte as the walk writes it:
+// one in which neither appears at all, and one whose reader found no
+// member named so (junction.ResultUntyped), though they may appear
+// deeper.
 func FuzzModernResult(f *testing.F) {
-	for _, res := range []string{`{"content":[]}`, `{}`, " { } ", "{ \"a\" : [1, {\"b\":\"}\"}] }\n", `{"content":[{"type":"text","text":"x"}],"isError":true}`} {
+	for _, res := range []string{`{"content":[]}`, `{}`, " { } ", "{ \"a\" : [1, {\"b\":\"}\"}] }\n", `{"content":[{"type":"text","text":"x"}],"isError":true}`,
+		`{"structuredContent":{"_meta":{},"resultType":"x"},"content":[]}`, `{"content":[],"_meta":{"a":1}}`, `{"content":[],"resultTyp\u0065":"complete"}`} {
 		f.Add([]byte(res))
 	}
 	f.Fuzz(func(t *testing.T, res []byte) {
 		if !json.Valid(res) {
 			return
 		}
-		got, ok := stampPlain(res, testImpl)
+		var facts []junction.ResultFacts
+		if i := rawjson.SkipSpace(res, 0); i < len(res) {
+			if end, shape := ResultAt(res, i, nil); end >= 0 && rawjson.SkipSpace(res, end) == len(res) {
+				facts = append(facts, shape.Facts(false))
+			}
+		}
 		walk := Rewrite{stamp: testImpl}
-		if want := walk.apply(res); ok && !bytes.Equal(got, want) {
-			t.Fatalf("stampPlain(%q) = %q, want the walk's %q", res, got, want)
-		}
-		if ok && !json.Valid(got) {
-			t.Fatalf("stampPlain(%q) = %q, not JSON", res, got)
-		}
+		want := walk.apply(res)
 		id := []byte(`"a-1"`)
-		if line, want := ModernAnswerLine(id, res, testImpl), AnswerLine(id, ModernResult(res, testImpl), nil); !bytes.Equal(line, want) {
-			t.Fatalf("ModernAnswerLine(%q) = %q, want %q", res, line, want)
+		for _, fs := range append(facts, 0) {
+			got, ok := stampPlain(res, testImpl, fs)
+			if ok && !bytes.Equal(got, want) {
+				t.Fatalf("stampPlain(%q, %b) = %q, want the walk's %q", res, fs, got, want)
+			}
+			if ok && !json.Valid(got) {
+				t.Fatalf("stampPlain(%q, %b) = %q, not JSON", res, fs, got)
+			}
+			if line, want := ModernAnswerLine(id, res, testImpl, fs), AnswerLine(id, ModernResult(res, testImpl, fs), nil); !bytes.Equal(line, want) {
+				t.Fatalf("ModernAnswerLine(%q, %b) = %q, want %q", res, fs, line, want)
+			}
 		}
 	})
 }
@@ -216,18 +230,19 @@ func FuzzServerResult(f *testing.F) {
 		check := func(res []byte, shape ResultShape) {
 			t.Helper()
 			sanitized, wantN := SanitizeContent(bytes.Clone(res))
-			want := ModernResult(StripServerFields(bytes.Clone(sanitized)), testImpl)
+			want := ModernResult(StripServerFields(bytes.Clone(sanitized)), testImpl, 0)
 			l := &Link{Stamp: testImpl}
-			got, n := ServerResult(bytes.Clone(res), l, shape)
+			got, n, facts := ServerResult(bytes.Clone(res), l, shape)
+			checkFacts(t, got, facts)
 			if !l.Stamped.Load() {
-				got = ModernResult(got, testImpl) // the host's side stamps it
+				got = ModernResult(got, testImpl, facts) // the host's side stamps it
 			}
 			if !bytes.Equal(got, want) || n != wantN {
 				t.Fatalf("ServerResult(%q, %+v) for a host of 2026-07-28 = %q, %d replaced (stamped %v), want %q, %d", res, shape, got, n, l.Stamped.Load(), want, wantN)
 			}
 			plain := &Link{}
 			want = StripServerFields(bytes.Clone(sanitized))
-			if got, n := ServerResult(bytes.Clone(res), plain, shape); !bytes.Equal(got, want) || n != wantN || plain.Stamped.Load() {
+			if got, n, _ := ServerResult(bytes.Clone(res), plain, shape); !bytes.Equal(got, want) || n != wantN || plain.Stamped.Load() {
 				t.Fatalf("ServerResult(%q, %+v) with no stamp = %q, %d replaced, want %q, %d", res, shape, got, n, want, wantN)
 			}
 		}
