@@ -265,14 +265,17 @@ func (f *rawFlight) start(sess *session) {
 		s.mu.Unlock()
 	}
 	f.c = c
-	if f.ctx.Done() != nil {
-		f.stop = context.AfterFunc(f.ctx, func() { f.CancelRaw(context.Cause(f.ctx)) })
+	// From here on the call may become a bridge (openBridge), which puts
+	// a context of its own in f.ctx: what follows uses the one read now.
+	ctx := f.ctx
+	if ctx.Done() != nil {
+		f.stop = context.AfterFunc(ctx, func() { f.CancelRaw(context.Cause(ctx)) })
 	}
 	f.mu.Unlock()
 	// A failure to write ends the call through ReceiveRaw. The _meta is
 	// copied into the request: its buffer can be this frame's.
 	var meta [512]byte
-	f.rc.Send(f.ctx, s.rawMeta(meta[:0], c.seq, sess, f.hm, junction.TraceContextOf(f.ctx)), f.params)
+	f.rc.Send(ctx, s.rawMeta(meta[:0], c.seq, sess, f.hm, junction.TraceContextOf(ctx)), f.params)
 }
 
 // ReceiveRaw implements rawReceiver: it ends the call with the
