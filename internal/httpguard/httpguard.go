@@ -36,10 +36,12 @@ const ProgressBytes = 64 << 10
 // zero value is the defaults.
 //
 // Bodies and responses get a progress deadline, not a total one: each
-// [ProgressBytes] that move buy another ProgressTimeout, so a transfer of
-// any size at any reasonable speed completes, while a client that trickles
-// a body (or stops reading a response) is cut off once a window passes
-// with less than ProgressBytes moved. The deadlines are set on the
+// [ProgressBytes] that move buy another ProgressTimeout (for a response,
+// at least seven eighths of one: its deadline is moved at most once per
+// eighth of a window, not at every write), so a transfer of any size at
+// any reasonable speed completes, while a client that trickles a body
+// (or stops reading a response) is cut off once a window passes with
+// less than ProgressBytes moved. The deadlines are set on the
 // connection through [http.ResponseController], so they end reads and
 // writes that are already blocked.
 //
@@ -169,7 +171,7 @@ func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
 		// net/http flushes the rest of the response after the handler
 		// returns, which may be long after the last write (a deploy runs
 		// its command first): give that flush a window of its own.
-		rc.SetWriteDeadline(time.Now().Add(progress))
+		g.w.extend()
 	})
 }
 
@@ -216,9 +218,21 @@ type progressWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	set     time.Time // when extend last set the deadline (zero: not yet)
 }
 
-func (w *progressWriter) extend() { w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+// extend sets the write deadline a window from now, unless it set it less
+// than an eighth of a window ago: what is written next then still has
+// seven eighths of a window, and a response of a few writes and flushes
+// (an MCP answer) moves the connection's deadline, a timer of the
+// runtime's, once instead of at each of them.
+func (w *progressWriter) extend() {
+	if !w.set.IsZero() && time.Since(w.set) < w.timeout/8 {
+		return
+	}
+	w.set = time.Now()
+	w.rc.SetWriteDeadline(w.set.Add(w.timeout))
+}
 
 func (w *progressWriter) Write(p []byte) (int, error) {
 	written := 0
