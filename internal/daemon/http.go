@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-mcp/junction"
@@ -332,11 +333,17 @@ func cookiePath(path string) bool {
 // to, or whose Origin is a foreign site: the DNS-rebinding defence the MCP
 // specification asks of local servers.
 func checkHostOrigin(next http.Handler, listenHost string, extraHosts, extraOrigins []string) http.Handler {
+	// A client sends the same Host with each of its requests: the last
+	// one allowed is recognised by comparison, not parsed again.
+	var allowed atomic.Pointer[string]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := hostOnly(r.Host)
-		if !hostAllowed(host, listenHost, extraHosts) {
-			http.Error(w, fmt.Sprintf("forbidden: Host %q is not allowed (see -allowed-host)", r.Host), http.StatusForbidden)
-			return
+		if last := allowed.Load(); last == nil || *last != r.Host {
+			if !hostAllowed(hostOnly(r.Host), listenHost, extraHosts) {
+				http.Error(w, fmt.Sprintf("forbidden: Host %q is not allowed (see -allowed-host)", r.Host), http.StatusForbidden)
+				return
+			}
+			host := r.Host
+			allowed.Store(&host)
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, r.Host, extraOrigins) {
 			http.Error(w, fmt.Sprintf("forbidden: Origin %q is not allowed (see -allowed-origin)", origin), http.StatusForbidden)

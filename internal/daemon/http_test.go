@@ -12,32 +12,36 @@ import (
 func TestHostOriginChecks(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	h := checkHostOrigin(ok, "10.0.0.5", []string{"hub.example.com"}, []string{"https://app.example.com"})
-	for _, tc := range []struct {
-		host, origin string
-		want         int
-	}{
-		{"127.0.0.1:7331", "", 200},
-		{"localhost:7331", "http://localhost:3000", 200},
-		{"[::1]:7331", "", 200},
-		{"10.0.0.5:7331", "", 200},                                      // the listen host
-		{"hub.example.com", "https://app.example.com", 200},             // -allowed-host, -allowed-origin
-		{"hub.example.com", "https://hub.example.com", 200},             // same origin as the request
-		{"evil.example.com", "", 403},                                   // DNS rebinding
-		{"hub.example.com", "https://evil.example.com", 403},            // foreign origin
-		{"127.0.0.1:7331", "null", 403},                                 // opaque origin
-		{"127.0.0.1.evil.example.com", "", 403},                         // looks loopback, is not
-		{"hub.example.com.", "", 403},                                   // not the configured name
-		{"127.0.0.1:7331", "http://127.0.0.1.evil.example.com:80", 403}, // origin that only looks loopback
-	} {
-		r := httptest.NewRequest("POST", "/mcp", nil)
-		r.Host = tc.host
-		if tc.origin != "" {
-			r.Header.Set("Origin", tc.origin)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		if rec.Code != tc.want {
-			t.Errorf("Host %q Origin %q: HTTP %d, want %d", tc.host, tc.origin, rec.Code, tc.want)
+	// Twice: the handler remembers the last Host it allowed, so the second
+	// pass meets each case with another one's Host remembered.
+	for pass := range 2 {
+		for _, tc := range []struct {
+			host, origin string
+			want         int
+		}{
+			{"127.0.0.1:7331", "", 200},
+			{"localhost:7331", "http://localhost:3000", 200},
+			{"[::1]:7331", "", 200},
+			{"10.0.0.5:7331", "", 200},                                      // the listen host
+			{"hub.example.com", "https://app.example.com", 200},             // -allowed-host, -allowed-origin
+			{"hub.example.com", "https://hub.example.com", 200},             // same origin as the request
+			{"evil.example.com", "", 403},                                   // DNS rebinding
+			{"hub.example.com", "https://evil.example.com", 403},            // foreign origin
+			{"127.0.0.1:7331", "null", 403},                                 // opaque origin
+			{"127.0.0.1.evil.example.com", "", 403},                         // looks loopback, is not
+			{"hub.example.com.", "", 403},                                   // not the configured name
+			{"127.0.0.1:7331", "http://127.0.0.1.evil.example.com:80", 403}, // origin that only looks loopback
+		} {
+			r := httptest.NewRequest("POST", "/mcp", nil)
+			r.Host = tc.host
+			if tc.origin != "" {
+				r.Header.Set("Origin", tc.origin)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != tc.want {
+				t.Errorf("pass %d: Host %q Origin %q: HTTP %d, want %d", pass, tc.host, tc.origin, rec.Code, tc.want)
+			}
 		}
 	}
 }
