@@ -67,10 +67,10 @@ import (
 // (not HTTPStateful), or of an older one on a handler without sessions
 // (HTTPStateless).
 func (f *httpRaw) sessionless(r *http.Request) (ok, modern bool) {
-	if r.Header.Get("Mcp-Session-Id") != "" {
+	if header(r.Header, hdrSessionID) != "" {
 		return false, false
 	}
-	if junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).Stateless() {
+	if junction.ParseRevision(header(r.Header, hdrProtocolVersion)).Stateless() {
 		return f.mode != HTTPStateful, true
 	}
 	return f.mode == HTTPStateless, false
@@ -87,7 +87,7 @@ func refuseTransport(w http.ResponseWriter, r *http.Request) bool {
 // names a revision the hub does not speak (one of 2026-07-28 or later is
 // checked with the request), and reports whether it did.
 func refuseVersion(w http.ResponseWriter, r *http.Request) bool {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedVersions(), v) && !junction.ParseRevision(v).Stateless() {
+	if v := header(r.Header, hdrProtocolVersion); v != "" && !slices.Contains(supportedVersions(), v) && !junction.ParseRevision(v).Stateless() {
 		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(supportedVersions(), ",")), http.StatusBadRequest)
 		return true
 	}
@@ -109,11 +109,11 @@ func isJSONMediaType(ct string) bool {
 // refusePOSTHeaders answers the POST r with go-sdk's error if its
 // Content-Type or Accept will not do, and reports whether it did.
 func refusePOSTHeaders(w http.ResponseWriter, r *http.Request) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
+	if ct := header(r.Header, hdrContentType); ct != "application/json" && !isJSONMediaType(ct) {
 		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
 		return true
 	}
-	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
+	if jsonOK, sseOK := accepts(r.Header[hdrAccept]); !jsonOK || !sseOK {
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
 		return true
 	}
@@ -123,7 +123,7 @@ func refusePOSTHeaders(w http.ResponseWriter, r *http.Request) bool {
 // refuseLastEventID answers a POST that names a Last-Event-ID, which only
 // a GET may, as go-sdk does, and reports whether it did.
 func refuseLastEventID(w http.ResponseWriter, r *http.Request) bool {
-	if len(r.Header.Values("Last-Event-ID")) > 0 {
+	if len(r.Header[hdrLastEventID]) > 0 {
 		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
 		return true
 	}
@@ -134,7 +134,7 @@ func refuseLastEventID(w http.ResponseWriter, r *http.Request) bool {
 // 2026-07-28 or later (modern) or an older one, whose body no taker took
 // (2 to 7 above).
 func (f *httpRaw) answerRestAlone(w http.ResponseWriter, r *http.Request, body []byte, modern bool) {
-	version := r.Header.Get("Mcp-Protocol-Version")
+	version := header(r.Header, hdrProtocolVersion)
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
@@ -284,7 +284,7 @@ func (f *httpRaw) headerError(h http.Header, req *jsonrpc.Request) *jsonrpc.Erro
 	mismatch := func(format string, args ...any) *jsonrpc.Error {
 		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf(format, args...)}
 	}
-	method := h.Get("Mcp-Method")
+	method := header(h, hdrMethod)
 	switch {
 	case method == "":
 		return mismatch("missing required Mcp-Method header")
@@ -301,7 +301,7 @@ func (f *httpRaw) headerError(h http.Header, req *jsonrpc.Request) *jsonrpc.Erro
 	default:
 		return nil
 	}
-	name := h.Get("Mcp-Name")
+	name := header(h, hdrName)
 	if name == "" {
 		return mismatch("missing required Mcp-Name header for method %q", req.Method)
 	}
@@ -349,17 +349,24 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 	for _, a := range values {
 		for part := range strings.SplitSeq(a, ",") {
 			mt, _, _ := strings.Cut(part, ";")
-			switch strings.ToLower(strings.TrimSpace(mt)) {
-			case "application/json", "application/*":
+			switch mt = strings.TrimSpace(mt); {
+			case mediaIs(mt, "application/json"), mediaIs(mt, "application/*"):
 				jsonOK = true
-			case "text/event-stream", "text/*":
+			case mediaIs(mt, "text/event-stream"), mediaIs(mt, "text/*"):
 				sseOK = true
-			case "*/*":
+			case mt == "*/*":
 				jsonOK, sseOK = true, true
 			}
 		}
 	}
 	return jsonOK, sseOK
+}
+
+// mediaIs reports whether the media type mt is want, which is in lower
+// case: media types are case-insensitive, but most clients spell them as
+// want does, so the comparison of bytes comes first.
+func mediaIs(mt, want string) bool {
+	return len(mt) == len(want) && (mt == want || strings.EqualFold(mt, want))
 }
 
 // serveAlone serves msg, a request without a session (its id, as
@@ -454,9 +461,9 @@ func (o *oneOut) Write(p []byte) (int, error) {
 			writeJSONStatus(o.w, status, [][]byte{line})
 		case o.sse == nil:
 			h := o.w.Header()
-			h.Set("Cache-Control", "no-cache, no-transform")
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Connection", "keep-alive")
+			setHeader(h, hdrCacheControl, "no-cache, no-transform")
+			setHeader(h, hdrContentType, "text/event-stream")
+			setHeader(h, hdrConnection, "keep-alive")
 			o.w.WriteHeader(http.StatusOK)
 			o.sse = &sseLines{w: o.w}
 			fallthrough

@@ -145,7 +145,7 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 		if alone, _ := raw.sessionless(r); alone {
 			// Not a POST, which the plane would have answered (alone.go):
 			// a request without a session is one POST.
-			w.Header().Set("Allow", "POST")
+			setHeader(w.Header(), hdrAllow, "POST")
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
@@ -255,7 +255,7 @@ const preallocBody = 4 << 10
 
 // WriteJSONRPCError writes a JSON-RPC error response with a null id.
 func WriteJSONRPCError(w http.ResponseWriter, status int, code int64, message string) {
-	w.Header().Set("Content-Type", "application/json")
+	setHeader(w.Header(), hdrContentType, "application/json")
 	w.WriteHeader(status)
 	msg, _ := json.Marshal(message) // %q is Go's quoting, not JSON's
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, msg)

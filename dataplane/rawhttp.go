@@ -75,7 +75,7 @@ func (f *httpRaw) takeBody(w http.ResponseWriter, r *http.Request, body []byte) 
 	if !f.acceptable(r) {
 		return false
 	}
-	version := r.Header.Get("Mcp-Protocol-Version")
+	version := header(r.Header, hdrProtocolVersion)
 	if junction.ParseRevision(version).Stateless() {
 		// The tasks extension (tasks.go), or the rest.
 		return f.mode != HTTPStateful && (f.takeTaskHTTP(w, r, body, version) || f.takeModern(w, r, body, version))
@@ -285,14 +285,14 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // (with JSON answers only, nowhere: see linked). The result
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.
 func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
-	if r.Header.Get("Mcp-Method") != "tools/call" {
+	if header(r.Header, hdrMethod) != "tools/call" {
 		return f.takeRequest(w, r, body, "", version, true)
 	}
 	tc, ok := parseToolCall(body)
 	if !ok && !rawjson.Contains(body, []byte(`"tools/call"`)) {
 		return f.takeRequest(w, r, body, "", version, true)
 	}
-	if !ok || r.Header.Get("Mcp-Name") != tc.name {
+	if !ok || header(r.Header, hdrName) != tc.name {
 		return false
 	}
 	rc := &httpRawCall{sink: sseSink{w: w, f: f}}
@@ -349,8 +349,8 @@ func writeJSONStatus(w http.ResponseWriter, status int, answer [][]byte) {
 		n += len(p)
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(n))
+	setHeader(h, hdrContentType, "application/json")
+	setHeader(h, hdrContentLength, strconv.Itoa(n))
 	w.WriteHeader(status)
 	for _, p := range answer {
 		w.Write(p)
@@ -360,10 +360,10 @@ func writeJSONStatus(w http.ResponseWriter, status int, answer [][]byte) {
 // acceptable reports whether r is a POST go-sdk would take: JSON in, and
 // both JSON and SSE accepted (JSON alone with JSONResponse).
 func (f *httpRaw) acceptable(r *http.Request) bool {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+	if ct := header(r.Header, hdrContentType); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
 		return false
 	}
-	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
+	jsonOK, sseOK := accepts(r.Header[hdrAccept])
 	return jsonOK && (sseOK || f.jsonOnly)
 }
 
@@ -442,7 +442,7 @@ func (s *sseSink) BeginLine() error {
 		_, err := s.w.Write([]byte("data: "))
 		return err
 	}
-	s.w.Header().Set("Content-Type", "application/json")
+	setHeader(s.w.Header(), hdrContentType, "application/json")
 	s.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -520,8 +520,8 @@ func (s *sseSink) startStream() {
 	}
 	s.started = true
 	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache, no-transform")
+	setHeader(h, hdrContentType, "text/event-stream")
+	setHeader(h, hdrCacheControl, "no-cache, no-transform")
 	s.w.WriteHeader(http.StatusOK)
 }
 

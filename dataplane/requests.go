@@ -473,7 +473,7 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if !ok {
 		return f.refuseUnknown(w, r, body, sid, version, modern)
 	}
-	if modern && r.Header.Get("Mcp-Method") != hr.method {
+	if modern && header(r.Header, hdrMethod) != hr.method {
 		return false
 	}
 	mi := readMeta(hr.meta)
@@ -492,7 +492,7 @@ func (f *httpRaw) takeRequest(w http.ResponseWriter, r *http.Request, body []byt
 	if hr.params != nil && sid == "" && !modern {
 		return false // no session to ask
 	}
-	if modern && hr.name != "" && r.Header.Get("Mcp-Name") != hr.name {
+	if modern && hr.name != "" && header(r.Header, hdrName) != hr.name {
 		return false // go-sdk checks the header against the body
 	}
 	if hr.params != nil {
@@ -525,7 +525,7 @@ func writeAnswer(w http.ResponseWriter, modern bool, id []byte, res json.RawMess
 // plain-text 400, which is no JSON-RPC answer (docs/deviations.md).
 func (f *httpRaw) refuseUnknown(w http.ResponseWriter, r *http.Request, body []byte, sid, version string, modern bool) bool {
 	id, method, mi, ok := unknownMethod(body)
-	if !ok || id != nil && mi.rev.PerRequestMeta() != modern || modern && (mi.version != version || r.Header.Get("Mcp-Method") != method) {
+	if !ok || id != nil && mi.rev.PerRequestMeta() != modern || modern && (mi.version != version || header(r.Header, hdrMethod) != method) {
 		return false
 	}
 	if id == nil {

@@ -264,7 +264,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if refuseVersion(w, r) {
 		return
 	}
-	sid := r.Header.Get("Mcp-Session-Id")
+	sid := header(r.Header, hdrSessionID)
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodGet:
@@ -277,7 +277,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
+		setHeader(w.Header(), hdrAllow, "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
@@ -300,7 +300,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
 		return
 	case body[0] == '[':
-		refuseBatch(w, body, r.Header.Get("Mcp-Protocol-Version"))
+		refuseBatch(w, body, header(r.Header, hdrProtocolVersion))
 		return
 	case refuseMetaVersion(w, r, body):
 		return
@@ -308,7 +308,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One line: a newline or carriage return in valid JSON is white space
 	// (the body is this request's own).
 	line := body
-	if bytes.IndexAny(line, "\r\n") >= 0 {
+	if bytes.IndexByte(line, '\n') >= 0 || bytes.IndexByte(line, '\r') >= 0 { // not IndexAny, which goes a byte at a time
 		for i, c := range line {
 			if c == '\n' || c == '\r' {
 				line[i] = ' '
@@ -328,13 +328,13 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	if !opened || isInitializeLine(line) {
-		w.Header().Set("Mcp-Session-Id", s.id)
+		setHeader(w.Header(), hdrSessionID, s.id)
 	}
 	var ps *postStream
 	if isRequest {
 		ps = newPostStream(w, h.jsonOnly)
 		ps.req = r
-		if h.store != nil && junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).ResumableStreams() {
+		if h.store != nil && junction.ParseRevision(header(r.Header, hdrProtocolVersion)).ResumableStreams() {
 			// The stream gets its id in the store, under which a GET
 			// finds it, once it begins (startSSE).
 			ps.store, ps.sid, ps.streams = h.store, s.id, s
@@ -395,8 +395,8 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // checked as without a session). A request whose _meta names an older
 // version is served at the session's revision (docs/deviations.md).
 func refuseMetaVersion(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	header := r.Header.Get("Mcp-Protocol-Version")
-	if !bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)) && !junction.ParseRevision(header).Stateless() {
+	sent := header(r.Header, hdrProtocolVersion)
+	if !bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)) && !junction.ParseRevision(sent).Stateless() {
 		return false
 	}
 	sdkBody, raw := sdkReadable(body)
@@ -412,7 +412,7 @@ func refuseMetaVersion(w http.ResponseWriter, r *http.Request, body []byte) bool
 	if len(req.Params) > 0 && decodeParams(req.Params, &meta) {
 		metaVersion, _ = meta.Meta[mcp.MetaKeyProtocolVersion].(string)
 	}
-	version := cmp.Or(header, "2025-03-26")
+	version := cmp.Or(sent, "2025-03-26")
 	if !(req.IsCall() && junction.ParseRevision(version).Stateless()) && metaVersion == "" {
 		return false
 	}
@@ -428,12 +428,12 @@ func refuseMetaVersion(w http.ResponseWriter, r *http.Request, body []byte) bool
 		}
 		data, _ := json.Marshal(&mcp.UnsupportedProtocolVersionData{Supported: legacyVersions(), Requested: version})
 		werr = &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: fmt.Sprintf("protocol version %q is not supported by this server", version), Data: data}
-	case header == "":
+	case sent == "":
 		werr = &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("Mcp-Protocol-Version header is required for requests carrying %q", mcp.MetaKeyProtocolVersion)}
 	case metaVersion == "":
 		werr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyProtocolVersion)}
-	case metaVersion != header:
-		werr = &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("Mcp-Protocol-Version header %q does not match request %s %q", header, mcp.MetaKeyProtocolVersion, metaVersion)}
+	case metaVersion != sent:
+		werr = &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("Mcp-Protocol-Version header %q does not match request %s %q", sent, mcp.MetaKeyProtocolVersion, metaVersion)}
 	default:
 		return false
 	}
@@ -444,7 +444,7 @@ func refuseMetaVersion(w http.ResponseWriter, r *http.Request, body []byte) bool
 // serveGet serves the session's GET stream: what the session sends its
 // host outside a request, until the host goes away or the session ends.
 func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid string) {
-	if _, sseOK := accepts(r.Header.Values("Accept")); !sseOK {
+	if _, sseOK := accepts(r.Header[hdrAccept]); !sseOK {
 		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
 		return
 	}
@@ -452,8 +452,8 @@ func (h *planeSessions) serveGet(w http.ResponseWriter, r *http.Request, sid str
 	if s == nil {
 		return
 	}
-	if len(r.Header.Values("Last-Event-ID")) > 0 {
-		h.resumeGet(w, r, s, r.Header.Get("Last-Event-ID"))
+	if len(r.Header[hdrLastEventID]) > 0 {
+		h.resumeGet(w, r, s, header(r.Header, hdrLastEventID))
 		return
 	}
 	ps := newPostStream(w, false)
@@ -1049,9 +1049,9 @@ func (ps *postStream) startSSE() {
 		ps.id = ps.streams.addStream(ps)
 	}
 	h := ps.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Connection", "keep-alive")
+	setHeader(h, hdrContentType, "text/event-stream")
+	setHeader(h, hdrCacheControl, "no-cache, no-transform")
+	setHeader(h, hdrConnection, "keep-alive")
 	ps.w.WriteHeader(http.StatusOK)
 	if ps.store != nil {
 		ps.store.Open(context.Background(), ps.sid, ps.id)
@@ -1095,7 +1095,7 @@ func (ps *postStream) writePiece(pc piece) bool {
 				writeJSONStatus(ps.w, http.StatusOK, [][]byte{pc.b})
 				return true
 			}
-			ps.w.Header().Set("Content-Type", "application/json")
+			setHeader(ps.w.Header(), hdrContentType, "application/json")
 			ps.w.WriteHeader(http.StatusOK)
 		} else {
 			ps.startSSE()
@@ -1286,8 +1286,8 @@ func (ps *postStream) resume(w http.ResponseWriter, r *http.Request, index int) 
 		events = append(events, data)
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache, no-transform")
+	setHeader(h, hdrContentType, "text/event-stream")
+	setHeader(h, hdrCacheControl, "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
 	var buf []byte
 	for _, data := range events {

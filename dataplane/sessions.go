@@ -307,7 +307,7 @@ var errSessionDeleted = errors.New("session deleted")
 var errLedger = errors.New("the session store cannot be reached")
 
 func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get("Mcp-Session-Id")
+	sid := header(r.Header, hdrSessionID)
 	if sid == "" {
 		f.serveNew(w, r)
 		return
@@ -340,7 +340,7 @@ func (f *sessionFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.inner.ServeHTTP(w, r)
 		return
 	}
-	r.Header.Set("Mcp-Session-Id", local)
+	setHeader(r.Header, hdrSessionID, local)
 	sw := &sessionIDWriter{ResponseWriter: w, issue: func(string) string { return sid }}
 	f.inner.ServeHTTP(sw, r)
 	sw.fix() // a handler that wrote nothing: net/http writes the header now
@@ -873,7 +873,7 @@ func (f *sessionFront) adopt(r *http.Request, init []byte, version string, level
 	rec := &headerRecorder{h: http.Header{}}
 	f.inner.ServeHTTP(rec, syntheticPOST(r, "", version,
 		fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"junction-adopt","method":"initialize","params":%s}`, init)))
-	id := rec.h.Get("Mcp-Session-Id")
+	id := header(rec.h, hdrSessionID)
 	if rec.status != http.StatusOK || id == "" {
 		return "", fmt.Errorf("setting up the session again failed (HTTP %d)", rec.status)
 	}
@@ -909,13 +909,13 @@ func userID(r *http.Request) string {
 
 func syntheticPOST(r *http.Request, sid, version string, body []byte) *http.Request {
 	req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(), bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	setHeader(req.Header, hdrContentType, "application/json")
+	setHeader(req.Header, hdrAccept, "application/json, text/event-stream")
 	if version != "" {
-		req.Header.Set("Mcp-Protocol-Version", version)
+		setHeader(req.Header, hdrProtocolVersion, version)
 	}
 	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
+		setHeader(req.Header, hdrSessionID, sid)
 	}
 	req.RemoteAddr = r.RemoteAddr
 	return req
@@ -924,7 +924,7 @@ func syntheticPOST(r *http.Request, sid, version string, body []byte) *http.Requ
 // initializeParams returns the params of a POST whose body is an
 // initialize request, or nil.
 func initializeParams(r *http.Request) *mcp.InitializeParams {
-	if junction.ParseRevision(r.Header.Get("Mcp-Protocol-Version")).Stateless() {
+	if junction.ParseRevision(header(r.Header, hdrProtocolVersion)).Stateless() {
 		return nil
 	}
 	var msg struct {
@@ -989,8 +989,8 @@ func (w *sessionIDWriter) fix() {
 		return
 	}
 	w.done = true
-	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-		w.Header().Set("Mcp-Session-Id", w.issue(id))
+	if id := header(w.Header(), hdrSessionID); id != "" {
+		setHeader(w.Header(), hdrSessionID, w.issue(id))
 	}
 }
 

@@ -61,7 +61,7 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		h.post(w, r)
 	default:
-		w.Header().Set("Allow", "GET, POST")
+		setHeader(w.Header(), hdrAllow, "GET, POST")
 		http.Error(w, "method not allowed: GET opens a session's stream, POST sends it a message", http.StatusMethodNotAllowed)
 	}
 }
@@ -87,9 +87,9 @@ func (h *sseHandler) open(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("Connection", "keep-alive")
+	setHeader(hdr, hdrContentType, "text/event-stream")
+	setHeader(hdr, hdrCacheControl, "no-cache")
+	setHeader(hdr, hdrConnection, "keep-alive")
 	w.WriteHeader(http.StatusOK)
 	out := &sseLines{w: w}
 	defer out.close()
@@ -108,7 +108,7 @@ func (h *sseHandler) open(w http.ResponseWriter, r *http.Request) {
 // post takes one message for a session: its line goes to the session's
 // connection, and its answer comes on the session's stream.
 func (h *sseHandler) post(w http.ResponseWriter, r *http.Request) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if mt, _, err := mime.ParseMediaType(header(r.Header, hdrContentType)); err != nil || mt != "application/json" {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}

@@ -138,8 +138,8 @@ func (f *httpRaw) takeTaskHTTP(w http.ResponseWriter, r *http.Request, body []by
 	}
 	v := f.p.v
 	if tr.method == "tools/call" {
-		if !tr.tasks || !tr.meta.ok || tr.meta.version != version || r.Header.Get("Mcp-Method") != "tools/call" ||
-			strings.TrimSpace(r.Header.Get("Mcp-Name")) != tr.name {
+		if !tr.tasks || !tr.meta.ok || tr.meta.version != version || header(r.Header, hdrMethod) != "tools/call" ||
+			strings.TrimSpace(header(r.Header, hdrName)) != tr.name {
 			return false // an ordinary call, or go-sdk's error to give
 		}
 		tool := v.ServedTool(tr.name)
@@ -158,10 +158,10 @@ func (f *httpRaw) takeTaskHTTP(w http.ResponseWriter, r *http.Request, body []by
 		return true
 	}
 	switch {
-	case r.Header.Get("Mcp-Method") != tr.method:
+	case header(r.Header, hdrMethod) != tr.method:
 		f.writeTaskAnswer(w, http.StatusBadRequest, tr.id, nil, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
 			Message: "the Mcp-Method header does not match the request's method " + tr.method})
-	case tr.hasTask && strings.TrimSpace(r.Header.Get("Mcp-Name")) != tr.taskID:
+	case tr.hasTask && strings.TrimSpace(header(r.Header, hdrName)) != tr.taskID:
 		f.writeTaskAnswer(w, http.StatusBadRequest, tr.id, nil, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
 			Message: "the Mcp-Name header does not match params.taskId"})
 	case !tr.meta.ok || tr.meta.version != version:
@@ -184,7 +184,7 @@ func (f *httpRaw) writeTaskAnswer(w http.ResponseWriter, status int, id, res jso
 	}
 	line := wire.AnswerLine(id, res, werr)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	setHeader(h, hdrContentType, "application/json")
 	w.WriteHeader(status)
 	w.Write(line)
 }
