@@ -393,10 +393,10 @@ func (v *View) finishScript(ctx context.Context, req *mcp.CallToolRequest, start
 // viaKey marks the context of a call a meta-tool makes for its caller
 // (a code-mode script's inner call): the value is the meta-tool's name,
 // reported as [CallInfo.Via].
-type viaKey struct{}
+var viaKey rareKey[string]
 
 func withVia(ctx context.Context, metaTool string) context.Context {
-	return context.WithValue(ctx, viaKey{}, metaTool)
+	return viaKey.with(ctx, metaTool)
 }
 
 // viaOf returns the meta-tool that made the call of ctx, or "".
@@ -404,8 +404,7 @@ func viaOf(ctx context.Context) string {
 	if ctx == nil {
 		return ""
 	}
-	name, _ := ctx.Value(viaKey{}).(string)
-	return name
+	return viaKey.of(ctx)
 }
 
 // DeclarationsURI is the URI of the resource that holds code mode's

@@ -267,7 +267,7 @@ func HostSession(ctx context.Context) Host {
 	return ss
 }
 
-type userKey struct{}
+var userKey rareKey[string]
 
 // WithUser returns ctx naming the authenticated user of the request a
 // call belongs to: the name of a static token, or an OAuth token's
@@ -276,15 +276,14 @@ type userKey struct{}
 // tasks, the request state of a question asked on a call's behalf), so
 // another user's credential cannot reach it (docs/security.md).
 func WithUser(ctx context.Context, user string) context.Context {
-	return context.WithValue(ctx, userKey{}, user)
+	return userKey.with(ctx, user)
 }
 
 // User returns the authenticated user ctx names (see [WithUser]): ""
 // for a request no front authenticated (stdio, a hub that asks for no
 // credential), and for a pack's [Hub.Call].
 func User(ctx context.Context) string {
-	u, _ := ctx.Value(userKey{}).(string)
-	return u
+	return userKey.of(ctx)
 }
 
 // Errors a hub reports. Sources may return them too, wrapped.

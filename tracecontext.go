@@ -23,21 +23,20 @@ const (
 	MetaKeyTraceState  = "tracestate"
 )
 
-type traceContextKey struct{}
+var traceContextKey rareKey[TraceContext]
 
 // WithTraceContext returns a context naming tc as the trace context a
 // tool call runs under: a source that forwards the call (an upstream)
 // sends it in its request's _meta in place of the host's. A tracer sets
 // it from [Options.Trace] to its own span's.
 func WithTraceContext(ctx context.Context, tc TraceContext) context.Context {
-	return context.WithValue(ctx, traceContextKey{}, tc)
+	return traceContextKey.with(ctx, tc)
 }
 
 // TraceContextOf returns the trace context ctx names (see
 // [WithTraceContext]), or the zero one.
 func TraceContextOf(ctx context.Context) TraceContext {
-	tc, _ := ctx.Value(traceContextKey{}).(TraceContext)
-	return tc
+	return traceContextKey.of(ctx)
 }
 
 // metaTraceContext reads the trace context of a typed request's _meta.
