@@ -1,6 +1,10 @@
 package dataplane
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/junction-mcp/junction"
+)
 
 // The HTTP headers the front reads and writes, in canonical form (as
 // net/http stores a request's headers, and as http.Header.Set stores
@@ -19,6 +23,7 @@ const (
 	hdrMethod          = "Mcp-Method"
 	hdrName            = "Mcp-Name"
 	hdrProtocolVersion = "Mcp-Protocol-Version"
+	hdrResumableStream = junction.ResumableStreamHeader
 	hdrSessionID       = "Mcp-Session-Id"
 )
 

@@ -12,7 +12,7 @@ import (
 // so each must be spelled as net/http stores it, or a lookup would miss.
 func TestHeaderKeysCanonical(t *testing.T) {
 	keys := []string{hdrAccept, hdrAllow, hdrCacheControl, hdrConnection, hdrContentLength, hdrContentType,
-		hdrLastEventID, hdrMethod, hdrName, hdrProtocolVersion, hdrSessionID}
+		hdrLastEventID, hdrMethod, hdrName, hdrProtocolVersion, hdrResumableStream, hdrSessionID}
 	for _, k := range keys {
 		if c := textproto.CanonicalMIMEHeaderKey(k); c != k {
 			t.Errorf("header key %q is not canonical: net/http stores it as %q", k, c)

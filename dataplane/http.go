@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junction-mcp/junction"
 	"github.com/junction-mcp/junction/internal/rawjson"
 )
 
@@ -162,9 +161,9 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 	})
 	body := checkJSONBody(next, o.MaxRequestBytes, raw.take)
 	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Del(junction.ResumableStreamHeader) // the front's to set
+		delete(r.Header, hdrResumableStream) // the front's to set
 		if o.Mode == HTTPStateless {
-			r.Header.Del("Mcp-Session-Id") // no sessions: an id means nothing, as go-sdk ignores it
+			delete(r.Header, hdrSessionID) // no sessions: an id means nothing, as go-sdk ignores it
 		}
 		body.ServeHTTP(w, r)
 	}))

@@ -338,7 +338,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// The stream gets its id in the store, under which a GET
 			// finds it, once it begins (startSSE).
 			ps.store, ps.sid, ps.streams = h.store, s.id, s
-			r.Header.Set(junction.ResumableStreamHeader, "1")
+			setHeader(r.Header, hdrResumableStream, "1")
 		}
 		if !s.out.register(string(id), ps) {
 			WriteJSONRPCError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "request id "+string(id)+" is in use by a request still in flight; give each request an id of its own")

@@ -79,8 +79,10 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	profiles := &profileHandlers{d: d, opts: mcpOpts, handlers: map[*junction.View]http.Handler{}}
 	defaultMCP := d.Plane(d.View).HTTPHandler(&mcpOpts)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if name := r.Header.Get(ProfileHeader); name != "" {
-			profiles.serve(w, r, name)
+		// By its canonical key, as net/http stores it: Get would
+		// canonicalize ProfileHeader again on every request.
+		if name := r.Header[ProfileHeader]; len(name) > 0 && name[0] != "" {
+			profiles.serve(w, r, name[0])
 			return
 		}
 		defaultMCP.ServeHTTP(w, r)

@@ -3,6 +3,7 @@ package daemon
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"testing"
 
 	"github.com/junction-mcp/junction/internal/httpguard"
@@ -75,5 +76,12 @@ func TestRequireToken(t *testing.T) {
 		if rec.Code == 401 && rec.Header().Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: 401 without WWW-Authenticate", tc.name)
 		}
+	}
+}
+
+// The /mcp handler reads ProfileHeader by map key, as net/http stores it.
+func TestProfileHeaderCanonical(t *testing.T) {
+	if c := textproto.CanonicalMIMEHeaderKey(ProfileHeader); c != ProfileHeader {
+		t.Fatalf("ProfileHeader %q is not canonical: net/http stores it as %q", ProfileHeader, c)
 	}
 }
