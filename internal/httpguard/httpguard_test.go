@@ -239,6 +239,30 @@ func TestLongHandlerKeepsItsContext(t *testing.T) {
 	}
 }
 
+// TestStreamIdlesBetweenWrites: a response that writes a burst of small
+// flushed pieces (whose deadline moves at most once per eighth of a
+// window), then idles for several windows, then writes again, is not cut
+// off: the write after the idle gets a fresh window of its own.
+func TestStreamIdlesBetweenWrites(t *testing.T) {
+	t.Parallel()
+	progress := 100 * time.Millisecond
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := w.(http.Flusher)
+		for range 200 {
+			fmt.Fprint(w, "a")
+			f.Flush()
+		}
+		<-time.After(3 * progress) // quiet for three windows, as an event stream may be
+		fmt.Fprint(w, "end")
+		f.Flush()
+	}))
+	c := filestest.DialBounded(t, addr)
+	fmt.Fprint(c, "GET /f HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, msg := filestest.MustAnswer(t, c); code != 200 || msg != strings.Repeat("a", 200)+"end" {
+		t.Errorf("stream answered %d %q, want 200 and 200 pieces then end", code, msg)
+	}
+}
+
 func TestHeaderAndIdleLimits(t *testing.T) {
 	t.Parallel()
 	const window = 200 * time.Millisecond
