@@ -167,7 +167,7 @@ func walkEnvelope(msg []byte, walk func(v int) int) (id, method, params []byte, 
 		seen[k] = true
 		return end
 	})
-	if !ok || end < 0 || !seen[0] || !seen[2] || len(bytes.TrimSpace(msg[end:])) > 0 || seen[1] && !validID(id) {
+	if !ok || end < 0 || !seen[0] || !seen[2] || rawjson.SkipSpace(msg, end) < len(msg) || seen[1] && !validID(id) {
 		return nil, nil, nil, false
 	}
 	return id, method, params, true

@@ -37,7 +37,27 @@ func header(h http.Header, key string) string {
 }
 
 // setHeader sets h's header key, which is in canonical form (one of the
-// hdr constants), to value alone: h.Set(key, value).
+// hdr constants), to value alone: h.Set(key, value). The values the front
+// sets most are not copied into a slice of their own for each response:
+// every header set to one shares its slice. That is safe because a
+// header's values are only read once set (net/http writes them; Set and
+// Add give the header a new slice), and the front never changes one in
+// place.
 func setHeader(h http.Header, key, value string) {
-	h[key] = []string{value}
+	switch value {
+	case "application/json":
+		h[key] = jsonValues
+	case "text/event-stream":
+		h[key] = sseValues
+	case "no-cache, no-transform":
+		h[key] = noCacheValues
+	default:
+		h[key] = []string{value}
+	}
 }
+
+var (
+	jsonValues    = []string{"application/json"}
+	sseValues     = []string{"text/event-stream"}
+	noCacheValues = []string{"no-cache, no-transform"}
+)

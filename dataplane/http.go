@@ -182,8 +182,11 @@ func (p *Plane) HTTPHandler(opts *HTTPOptions) http.Handler {
 // checkJSONBody answers a POST whose body is not JSON with 400 and a
 // JSON-RPC parse error, as JSON-RPC asks, rather than go-sdk's plain-text
 // 400. A valid body is offered to take (if not nil), and goes to next,
-// as it is, when take does not answer it.
-func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
+// as it is, when take does not answer it. The body is read as a
+// tools/call once, here (readPost): what parseToolCall takes it has
+// checked member by member, so such a body, the commonest, is not
+// checked again as a whole.
+func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, *http.Request, *post) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -198,36 +201,54 @@ func checkJSONBody(next http.Handler, max int64, take func(http.ResponseWriter, 
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-		if len(bytes.TrimSpace(body)) > 0 && !rawjson.Valid(body) {
+		held := &bodyRead{post: readPost(body)}
+		if !held.isCall && len(bytes.TrimSpace(body)) > 0 && !rawjson.Valid(body) {
 			WriteJSONRPCError(w, http.StatusBadRequest, -32700, "parse error: body is not valid JSON")
 			return
 		}
-		if take != nil && take(w, r, body) {
+		if take != nil && take(w, r, &held.post) {
 			return
 		}
-		r.Body = &bodyRead{Reader: bytes.NewReader(body), b: body}
+		held.Reset(body)
+		r.Body = held
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }
 
+// post is a POST's body as the front read it: its bytes and, when they
+// are a tools/call the raw path takes, that call (its members are spans
+// of body).
+type post struct {
+	body   []byte
+	call   toolCall
+	isCall bool
+}
+
+// readPost reads body, a POST's, as a tools/call (parseToolCall).
+func readPost(body []byte) post {
+	tc, ok := parseToolCall(body)
+	return post{body: body, call: tc, isCall: ok}
+}
+
 // bodyRead is a POST's body once checkJSONBody has read it: a handler
-// after it reads it again, or takes its bytes (heldBody).
+// after it reads it again, or takes it as read (heldPost).
 type bodyRead struct {
-	*bytes.Reader
-	b []byte
+	bytes.Reader
+	post
 }
 
 func (*bodyRead) Close() error { return nil }
 
-// heldBody returns the body of the POST r, which checkJSONBody has read:
-// its bytes, not copied, if nothing has read them since.
-func heldBody(r *http.Request) []byte {
-	if b, ok := r.Body.(*bodyRead); ok && b.Len() == len(b.b) {
-		return b.b
+// heldPost returns the body of the POST r, which checkJSONBody has read,
+// as it read it: its bytes, not copied, if nothing has read them since.
+func heldPost(r *http.Request) *post {
+	if b, ok := r.Body.(*bodyRead); ok && b.Len() == len(b.body) {
+		return &b.post
 	}
 	body, _ := io.ReadAll(r.Body) // in memory
-	return body
+	p := readPost(body)
+	return &p
 }
 
 // readBody reads r's body, at most max bytes (a longer one fails with an

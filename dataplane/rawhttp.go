@@ -49,20 +49,23 @@ func newHTTPRaw(p *Plane, o HTTPOptions) *httpRaw {
 	return &httpRaw{p: p, jsonOnly: o.JSONResponse, mode: o.Mode}
 }
 
-// take answers the POST r, whose body is body, if it is for the raw
-// path, and reports whether it did: as the body is and, if it is of a
-// shape the plane does not read, in the shape it does (canonical). A
-// request of a session is not: the plane's sessions take it
-// (session.go).
-func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// take answers the POST r, whose body checkJSONBody read as p, if it is
+// for the raw path, and reports whether it did: as the body is and, if it
+// is of a shape the plane does not read, in the shape it does
+// (canonical). A request of a session is not: the plane's sessions take
+// it (session.go).
+func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, p *post) bool {
 	if alone, modern := f.sessionless(r); alone {
 		// The plane answers every such request (alone.go). An older
 		// client's that names a version in its _meta is checked first:
 		// the takers read that version as the request's own.
-		named := !modern && bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion))
-		if !refuseTransport(w, r) && (named || !f.takeBody(w, r, body)) {
-			if c, ok := canonical(bytes.TrimSpace(body)); named || !ok || !f.takeBody(w, r, c) {
-				f.answerRestAlone(w, r, body, modern)
+		named := !modern && bytes.Contains(p.body, []byte(mcp.MetaKeyProtocolVersion))
+		if !refuseTransport(w, r) && (named || !f.takeBody(w, r, p)) {
+			c, ok := canonical(bytes.TrimSpace(p.body))
+			if named || !ok {
+				f.answerRestAlone(w, r, p.body, modern)
+			} else if cp := readPost(c); !f.takeBody(w, r, &cp) {
+				f.answerRestAlone(w, r, p.body, modern)
 			}
 		}
 		return true
@@ -71,16 +74,18 @@ func (f *httpRaw) take(w http.ResponseWriter, r *http.Request, body []byte) bool
 }
 
 // takeBody is take for a body as it is.
-func (f *httpRaw) takeBody(w http.ResponseWriter, r *http.Request, body []byte) bool {
+func (f *httpRaw) takeBody(w http.ResponseWriter, r *http.Request, p *post) bool {
 	if !f.acceptable(r) {
 		return false
 	}
 	version := header(r.Header, hdrProtocolVersion)
 	if junction.ParseRevision(version).Stateless() {
-		// The tasks extension (tasks.go), or the rest.
-		return f.mode != HTTPStateful && (f.takeTaskHTTP(w, r, body, version) || f.takeModern(w, r, body, version))
+		// The tasks extension (tasks.go), or the rest. A plain call whose
+		// _meta does not name the extension is none of its.
+		plain := p.isCall && !p.call.namesTasks()
+		return f.mode != HTTPStateful && (!plain && f.takeTaskHTTP(w, r, p.body, version) || f.takeModern(w, r, p, version))
 	}
-	return f.mode == HTTPStateless && f.takeStateless(w, r, body)
+	return f.mode == HTTPStateless && f.takeStateless(w, r, p)
 }
 
 // endCut ends the response to a call whose answer, begun on it, was cut
@@ -168,8 +173,8 @@ func (hr *httpRawCall) StreamDone(size int, isError bool, err error) {
 // requests to; progress it asks for goes on its response, through its
 // host link (with JSON answers only, nowhere: see linked). A client that
 // goes away cancels the call.
-func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	tc, ok := parseToolCall(body)
+func (f *httpRaw) takeStateless(w http.ResponseWriter, r *http.Request, p *post) bool {
+	body, tc, ok := p.body, p.call, p.isCall
 	if !ok {
 		if !rawjson.Contains(body, []byte(`"tools/call"`)) {
 			return f.takeRequest(w, r, body, "", "", false)
@@ -284,11 +289,11 @@ func (f *httpRaw) writeAlone(rc *httpRawCall, tc toolCall, o rawOutcome, stamp [
 // the host asks for go on the call's response, through its host link
 // (with JSON answers only, nowhere: see linked). The result
 // gets "resultType" and the hub's serverInfo, as go-sdk's does.
-func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, body []byte, version string) bool {
+func (f *httpRaw) takeModern(w http.ResponseWriter, r *http.Request, p *post, version string) bool {
+	body, tc, ok := p.body, p.call, p.isCall
 	if header(r.Header, hdrMethod) != "tools/call" {
 		return f.takeRequest(w, r, body, "", version, true)
 	}
-	tc, ok := parseToolCall(body)
 	if !ok && !rawjson.Contains(body, []byte(`"tools/call"`)) {
 		return f.takeRequest(w, r, body, "", version, true)
 	}

@@ -68,6 +68,7 @@ func newPlaneSessions(p *Plane, o HTTPOptions, store *replayStore) *planeSession
 // output, and its end.
 type planeSession struct {
 	id     string
+	idVals []string // []string{id}: the Mcp-Session-Id of its responses, one slice for all
 	out    *sessionOut
 	in     *sessionInput
 	cancel context.CancelFunc
@@ -116,24 +117,21 @@ func (h *planeSessions) Close(id string) {
 
 // feed hands line, one message, to the connection, for post (nil for a
 // notification or an answer), and returns what the connection made of
-// it; false if the session has ended. The connection takes it as the
-// reading goroutine of a stdio connection takes a line: a request begins
-// (a call goes out to its server) before feed returns.
-func (s *planeSession) feed(line []byte, post *postStream) (fedLine, bool) {
+// it; false if the session has ended. call is line read as a tools/call
+// (parseToolCall) if it is one, nil otherwise. The connection takes it
+// as the reading goroutine of a stdio connection takes a line: a request
+// begins (a call goes out to its server) before feed returns.
+func (s *planeSession) feed(line []byte, post *postStream, call *toolCall) (fedLine, bool) {
 	if s.ended.Load() {
 		return fedLine{}, false
 	}
-	if post != nil {
+	if post != nil && call != nil && !call.namesTasks() {
 		// A plain call, the request most sent, is taken without the
-		// lock: POSTs of one session start their calls side by side.
-		// (A line of another method is read only to its first member
-		// that a call does not have.)
-		if tc, ok := parseToolCall(line); ok && !tc.namesTasks() {
-			// No batch: the request goes to its server's writer at
-			// once, which joins it to the lines other POSTs write meanwhile.
-			if s.conn.takeCallIn(tc, nil) {
-				return fedLine{post: post}, true
-			}
+		// lock: POSTs of one session start their calls side by side. No
+		// batch: the request goes to its server's writer at once, which
+		// joins it to the lines other POSTs write meanwhile.
+		if s.conn.takeCallIn(*call, nil) {
+			return fedLine{post: post}, true
 		}
 	}
 	s.feedMu.Lock()
@@ -202,8 +200,10 @@ func (s *planeSession) end() {
 // watchView).
 func (h *planeSessions) open(r *http.Request) *planeSession {
 	h.opened.Add(1)
+	id := rand.Text()
 	s := &planeSession{
-		id:      rand.Text(),
+		id:      id,
+		idVals:  []string{id},
 		out:     &sessionOut{posts: make(map[string]*postStream), jsonOnly: h.jsonOnly},
 		in:      &sessionInput{},
 		done:    make(chan struct{}),
@@ -294,7 +294,8 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if refuseLastEventID(w, r) {
 		return
 	}
-	body := bytes.TrimSpace(heldBody(r))
+	held := heldPost(r)
+	body := bytes.TrimSpace(held.body)
 	switch {
 	case len(body) == 0:
 		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
@@ -302,7 +303,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case body[0] == '[':
 		refuseBatch(w, body, header(r.Header, hdrProtocolVersion))
 		return
-	case refuseMetaVersion(w, r, body):
+	case refuseMetaVersion(w, r, body, held):
 		return
 	}
 	// One line: a newline or carriage return in valid JSON is white space
@@ -315,7 +316,15 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	id, isRequest := requestID(line)
+	// A tools/call as checkJSONBody read it (its spans see the line ends
+	// above made spaces, which were white space).
+	var call *toolCall
+	id, isRequest := held.call.id, held.isCall
+	if isRequest {
+		call = &held.call
+	} else {
+		id, isRequest = requestID(line)
+	}
 	opened := s == nil
 	if opened {
 		// A POST without a session makes one, as go-sdk's handler does;
@@ -328,7 +337,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	if !opened || isInitializeLine(line) {
-		setHeader(w.Header(), hdrSessionID, s.id)
+		w.Header()[hdrSessionID] = s.idVals // read only: see setHeader
 	}
 	var ps *postStream
 	if isRequest {
@@ -345,7 +354,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	item, ok := s.feed(line, ps)
+	item, ok := s.feed(line, ps, call)
 	if !ok {
 		if ps != nil {
 			s.out.unregister(string(id), ps)
@@ -381,7 +390,7 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// then is cancelled, as if the host had cancelled it: the host
 		// went away before the answer.
 		if !ps.routed() && s.out.unregister(string(id), ps) && !answered {
-			s.feed(wire.AppendCancelled(nil, string(id), "the host went away"), nil)
+			s.feed(wire.AppendCancelled(nil, string(id), "the host went away"), nil, nil)
 		}
 	default: // the stream goes on for a GET that resumes it
 	}
@@ -394,9 +403,15 @@ func (h *planeSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reports whether it did: -32022 (server/discover excepted, which is
 // checked as without a session). A request whose _meta names an older
 // version is served at the session's revision (docs/deviations.md).
-func refuseMetaVersion(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// held is the body as checkJSONBody read it: a tools/call's _meta is all
+// that can name a version.
+func refuseMetaVersion(w http.ResponseWriter, r *http.Request, body []byte, held *post) bool {
 	sent := header(r.Header, hdrProtocolVersion)
-	if !bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)) && !junction.ParseRevision(sent).Stateless() {
+	names := body
+	if held.isCall {
+		names = held.call.meta
+	}
+	if !bytes.Contains(names, []byte(mcp.MetaKeyProtocolVersion)) && !junction.ParseRevision(sent).Stateless() {
 		return false
 	}
 	sdkBody, raw := sdkReadable(body)

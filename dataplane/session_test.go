@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,6 +116,50 @@ func TestHTTPSessionRefusals(t *testing.T) {
 		if resp.StatusCode != c.status || !strings.Contains(string(b), c.want) {
 			t.Errorf("%s: %s %s; want %d and %q", c.name, resp.Status, bytes.TrimSpace(b), c.status, c.want)
 		}
+	}
+}
+
+// TestHTTPSessionCallBodies: a tools/call's body is read once, before the
+// session sees it (checkJSONBody), and that reading is the body's check
+// as JSON: one spread over lines is served, one followed by a byte that
+// is not JSON white space is refused as not JSON, and a protocol version
+// is looked for in the call's _meta, not in its arguments.
+func TestHTTPSessionCallBodies(t *testing.T) {
+	for _, mode := range []HTTPMode{HTTPDual, HTTPStateless} {
+		srv := startHTTPFast(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}, HTTPOptions{Mode: mode})
+		hdrs := []string{"Mcp-Protocol-Version", "2025-11-25"}
+		if mode != HTTPStateless {
+			hdrs = append(hdrs, "Mcp-Session-Id", rawSession(t, srv.URL))
+		}
+		for _, c := range []struct {
+			name, body string
+			status     int
+			want       string
+		}{
+			{"over lines", "{\"jsonrpc\":\"2.0\",\r\n \"id\":2,\n \"method\":\"tools/call\",\n \"params\":{\"name\":\"s__echo\",\n  \"arguments\":{\"msg\":\n \"hi\"}}}\n",
+				200, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}]}}`},
+			{"a form feed after it", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"}}}` + "\f",
+				400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: body is not valid JSON"}}`},
+			{"a no-break space after it", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"}}}` + "\u00a0",
+				400, `"code":-32700`},
+			{"a version in its arguments", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"io.modelcontextprotocol/protocolVersion"}}}`,
+				200, `"text":"io.modelcontextprotocol/protocolVersion"`},
+		} {
+			resp := postWith(t, srv.URL, c.body, hdrs...)
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != c.status || !strings.Contains(string(b), c.want) {
+				t.Errorf("mode %v, %s: %s %s; want %d and %s", mode, c.name, resp.Status, bytes.TrimSpace(b), c.status, c.want)
+			}
+		}
+	}
+	// On a session, a call of 2026-07-28 is refused as such: its _meta is
+	// read for the version.
+	srv := startHTTPFast(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}, HTTPOptions{})
+	resp := postWith(t, srv.URL, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		"Mcp-Session-Id", rawSession(t, srv.URL), "Mcp-Protocol-Version", "2025-11-25")
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"id":5,"error":{"code":-32022`) {
+		t.Errorf("a call of 2026-07-28 on a session: %s %s; want 400 and -32022", resp.Status, bytes.TrimSpace(b))
 	}
 }
 
@@ -319,4 +364,33 @@ func TestHTTPSessionKeepAlive(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode == http.StatusNotFound
 	})
+}
+
+// BenchmarkHTTPSessionCall: a tools/call on a live session, through the
+// plane's HTTP handler alone (no connection): what the front spends on a
+// POST around its call.
+func BenchmarkHTTPSessionCall(b *testing.B) {
+	h := New(viewOf(b, &rawFake{tools: []string{"echo"}, raw: echoRaw}), nil).HTTPHandler(&HTTPOptions{SessionPark: -1})
+	post := func(sid, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK && rec.Code != http.StatusAccepted {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		return rec
+	}
+	sid := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header().Get("Mcp-Session-Id")
+	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":"hello"}}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		post(sid, call)
+	}
 }

@@ -614,6 +614,9 @@ func FuzzParseToolCall(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1,"}"]}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"\u00e9"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":007,"method":"tools/call","params":{"name":"a"}}`))
+	// After the object, white space of Unicode's that JSON's is not.
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\"}}\f"))
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\"}}\u0085"))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		tc, ok := parseToolCall(msg)
