@@ -78,7 +78,7 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	mux := http.NewServeMux()
 	profiles := &profileHandlers{d: d, opts: mcpOpts, handlers: map[*junction.View]http.Handler{}}
 	defaultMCP := d.Plane(d.View).HTTPHandler(&mcpOpts)
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mcp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// By its canonical key, as net/http stores it: Get would
 		// canonicalize ProfileHeader again on every request.
 		if name := r.Header[ProfileHeader]; len(name) > 0 && name[0] != "" {
@@ -86,7 +86,8 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 			return
 		}
 		defaultMCP.ServeHTTP(w, r)
-	}))
+	})
+	mux.Handle("/mcp", mcp)
 	mux.HandleFunc("/mcp/p/{profile}", func(w http.ResponseWriter, r *http.Request) {
 		profiles.serve(w, r, r.PathValue("profile"))
 	})
@@ -99,16 +100,29 @@ func (d *Daemon) Handler(cfg HTTPConfig, listenHost string) http.Handler {
 	mux.HandleFunc("/auth/tokens", d.tokensHandler)
 	mux.HandleFunc("/auth/tokens/{server}", d.tokensHandler)
 	mux.HandleFunc("/", d.page(!cfg.InsecureNoAuth, frontIndex))
-	return d.protect(mux, cfg, listenHost)
+	return d.protect(byPath("/mcp", mcp, mux), cfg, listenHost)
 }
 
-// protect puts in front of mux what every listener has: the token check
-// (a header, or for the status page, /status and /metrics the browser
-// session cookie of the login form), the login and logout, the page's
-// stylesheet, /healthz and /readyz without auth, the Host and Origin
-// checks, and the request counts.
-func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) http.Handler {
-	var protected http.Handler = mux
+// byPath serves the requests for path with h, where mux sends them, and
+// all others with mux. Nearly every request is for the MCP endpoint:
+// they skip the mux's cleaning of their path and walk of its patterns.
+func byPath(path string, h http.Handler, mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path && r.URL.RawPath == "" && r.Method != http.MethodConnect {
+			h.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// protect puts in front of routes what every listener has: the token
+// check (a header, or for the status page, /status and /metrics the
+// browser session cookie of the login form), the login and logout, the
+// page's stylesheet, /healthz and /readyz without auth, the Host and
+// Origin checks, and the request counts.
+func (d *Daemon) protect(routes http.Handler, cfg HTTPConfig, listenHost string) http.Handler {
+	protected := routes
 	root := http.NewServeMux()
 	if cfg.OAuth != nil {
 		cfg.OAuth.seen = d.frontTokens.remember
@@ -125,7 +139,7 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 		login := statuspage.NewAuth(tokens, cfg.AllowedOrigins...)
 		login.Logger = d.logger
 		protected = requireToken(protected, tokens, login)
-		protected = cfg.OAuth.front(protected, mux, cfg.Tokens, d.logger)
+		protected = cfg.OAuth.front(protected, routes, cfg.Tokens, d.logger)
 		root.HandleFunc("/login", login.Login)
 		root.HandleFunc("/logout", login.Logout)
 	}
@@ -137,7 +151,7 @@ func (d *Daemon) protect(mux *http.ServeMux, cfg HTTPConfig, listenHost string) 
 	root.HandleFunc("/auth/callback", d.signInCallback)
 	root.HandleFunc("/readyz", d.readyz)
 	root.Handle("/", protected)
-	return d.Metrics.countRequests(checkHostOrigin(root, listenHost, cfg.AllowedHosts, cfg.AllowedOrigins))
+	return d.Metrics.countRequests(checkHostOrigin(byPath("/mcp", protected, root), listenHost, cfg.AllowedHosts, cfg.AllowedOrigins))
 }
 
 // failedSources returns the upstreams in state failed, and how many

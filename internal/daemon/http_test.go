@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -83,5 +84,30 @@ func TestRequireToken(t *testing.T) {
 func TestProfileHeaderCanonical(t *testing.T) {
 	if c := textproto.CanonicalMIMEHeaderKey(ProfileHeader); c != ProfileHeader {
 		t.Fatalf("ProfileHeader %q is not canonical: net/http stores it as %q", ProfileHeader, c)
+	}
+}
+
+// TestByPath: the MCP endpoint's requests reach its handler without the
+// mux, and every other request, one whose path only looks like it
+// (escaped, or with more after it) among them, goes through the mux as
+// before.
+func TestByPath(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "mux /mcp") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "mux /") })
+	h := byPath("/mcp", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "direct") }), mux)
+	for _, c := range []struct{ method, target, want string }{
+		{http.MethodPost, "/mcp", "direct"},
+		{http.MethodGet, "/mcp?x=1", "direct"},
+		{http.MethodPost, "/%6Dcp", "mux /mcp"},
+		{http.MethodPost, "/mcp/", "mux /"},
+		{http.MethodPost, "/mcpx", "mux /"},
+		{http.MethodPost, "/", "mux /"},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(c.method, c.target, nil))
+		if got := w.Body.String(); got != c.want {
+			t.Errorf("%s %s: served by %q, want %q", c.method, c.target, got, c.want)
+		}
 	}
 }
