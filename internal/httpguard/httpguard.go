@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -149,7 +150,8 @@ func IsStalled(err error) bool {
 // ProgressHandler wraps next so that a request body must deliver, and the
 // client accept, [ProgressBytes] of the response per progress window. A
 // stalled body's Read returns a [*StalledError]; a stalled response's
-// Write fails.
+// Write fails. Each response gets its Date header here, formatted once a
+// second rather than by net/http for each response.
 func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
 	if progress <= 0 {
 		progress = DefaultProgressTimeout
@@ -158,11 +160,13 @@ func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
 		// One allocation per request for the controller and both wrappers.
 		g := &guarded{rc: *http.NewResponseController(w)}
 		rc := &g.rc
+		now := time.Now()
+		w.Header()["Date"] = dateOf(now)
 		if r.Body != nil && r.Body != http.NoBody {
 			// A request without a body is left alone: net/http keeps a read
 			// pending on its connection while the handler runs, and a
 			// deadline on that read would cancel the request's context.
-			rc.SetReadDeadline(time.Now().Add(progress))
+			rc.SetReadDeadline(now.Add(progress))
 			g.body = progressBody{ReadCloser: r.Body, rc: rc, timeout: progress}
 			r.Body = &g.body
 		}
@@ -173,6 +177,28 @@ func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
 		// its command first): give that flush a window of its own.
 		g.w.extend()
 	})
+}
+
+// httpDate is a Date header's value, for the second sec (Unix time).
+type httpDate struct {
+	sec int64
+	v   []string
+}
+
+var lastDate atomic.Pointer[httpDate]
+
+// dateOf returns the Date header of a response begun at now. net/http
+// formats one for each response that has none; ProgressHandler gives
+// each the one made for its second, shared, which a handler replaces
+// rather than changes (http.Header's Set and Add make a new slice).
+func dateOf(now time.Time) []string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.v
+	}
+	d := &httpDate{sec: sec, v: []string{now.UTC().Format(http.TimeFormat)}}
+	lastDate.Store(d)
+	return d.v
 }
 
 // guarded is what ProgressHandler keeps of one request.

@@ -312,3 +312,37 @@ func TestServerOptionsWithDefaults(t *testing.T) {
 		t.Errorf("WithDefaults() = %+v, want %+v", got, want)
 	}
 }
+
+// TestResponsesCarryDate: a response gets a Date header of the second it
+// began in (made once a second and shared), and a handler's own Date
+// replaces it without touching the one the next response gets.
+func TestResponsesCarryDate(t *testing.T) {
+	t.Parallel()
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/own" {
+			w.Header().Set("Date", "Mon, 02 Jan 2006 15:04:05 GMT")
+		}
+		io.WriteString(w, "ok")
+	}))
+	for _, path := range []string{"/", "/own", "/", "/"} {
+		before := time.Now().Truncate(time.Second)
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		after := time.Now()
+		got := resp.Header.Values("Date")
+		if path == "/own" {
+			if len(got) != 1 || got[0] != "Mon, 02 Jan 2006 15:04:05 GMT" {
+				t.Errorf("%s: Date %q, want the handler's own", path, got)
+			}
+			continue
+		}
+		d, err := http.ParseTime(resp.Header.Get("Date"))
+		if len(got) != 1 || err != nil || d.Before(before) || d.After(after) {
+			t.Errorf("%s: Date %q (%v), want one between %v and %v", path, got, err, before, after)
+		}
+	}
+}
