@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -989,9 +988,10 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 	return true
 }
 
-// readFrames reads in line by line. A line take answers (nil: none) is
-// done with; any other is answered with an error if it is not a JSON-RPC
-// message, and reported if it is (c.untaken). flush (if not nil) runs
+// readFrames reads in line by line, each without the JSON white space
+// around it. A line take answers (nil: none) is done with; any other is
+// answered with an error if it is not a JSON-RPC message, and reported
+// if it is (c.untaken). flush (if not nil) runs
 // before each read of in. It returns the reader's error (io.EOF at the
 // end).
 func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush func()) error {
@@ -1006,7 +1006,7 @@ func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush fu
 		line, tooLong, err := r.Next()
 		if tooLong {
 			c.reject(jsonrpc.CodeInvalidRequest, fmt.Sprintf("frame exceeds %d bytes", max))
-		} else if line = bytes.TrimSpace(line); len(line) > 0 && (take == nil || !take(line)) {
+		} else if line = rawjson.TrimSpace(line); len(line) > 0 && (take == nil || !take(line)) {
 			if msg, ok := c.decode(line); ok {
 				c.untaken(msg)
 			}

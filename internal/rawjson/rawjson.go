@@ -343,6 +343,17 @@ func SkipSpace(b []byte, i int) int {
 	return i
 }
 
+// TrimSpace returns b without the JSON white space around it: a JSON
+// text's own, where bytes.TrimSpace also takes Unicode's (a form feed,
+// U+0085, a no-break space), which JSON does not allow there.
+func TrimSpace(b []byte) []byte {
+	b = b[SkipSpace(b, 0):]
+	for len(b) > 0 && IsSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // IsSpace reports whether c is JSON white space.
 func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 

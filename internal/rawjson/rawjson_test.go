@@ -397,3 +397,22 @@ func BenchmarkWalkObject(b *testing.B) {
 		}
 	}
 }
+
+// TestTrimSpace: JSON's white space goes, Unicode's other spaces stay.
+func TestTrimSpace(t *testing.T) {
+	for in, want := range map[string]string{
+		"":               "",
+		" \t\r\n":        "",
+		" {} \r":         "{}",
+		"\r\n[1, 2]\t":   "[1, 2]",
+		"{}\f":           "{}\f",
+		"\v{}":           "\v{}",
+		"{}\u0085":       "{}\u0085",
+		"\u00a0{}\u00a0": "\u00a0{}\u00a0",
+		" \"a b\" ":      "\"a b\"",
+	} {
+		if got := string(TrimSpace([]byte(in))); got != want {
+			t.Errorf("TrimSpace(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
