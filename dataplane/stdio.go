@@ -991,9 +991,8 @@ func (s *stdioSession) awaitCall(tc toolCall, mi metaInfo) bool {
 // readFrames reads in line by line, each without the JSON white space
 // around it. A line take answers (nil: none) is done with; any other is
 // answered with an error if it is not a JSON-RPC message, and reported
-// if it is (c.untaken). flush (if not nil) runs
-// before each read of in. It returns the reader's error (io.EOF at the
-// end).
+// if it is (c.untaken). flush (if not nil) runs before each read of in.
+// It returns the reader's error (io.EOF at the end).
 func readFrames(in io.Reader, max int, c *conn, take func([]byte) bool, flush func()) error {
 	r := wire.NewLineReader(in, max)
 	r.BeforeRead(flush)
