@@ -46,10 +46,16 @@ const ProgressBytes = 64 << 10
 // connection through [http.ResponseController], so they end reads and
 // writes that are already blocked.
 //
-// A total http.Server.ReadTimeout is deliberately not used: net/http
-// applies it to the read it keeps pending while a handler runs, and its
-// expiry cancels the request's context, which would end a long handler
-// (a deploy command, a tool call) that has already read its body.
+// A body's first window, and a response's, are the ones net/http sets
+// as it reads the request ([NewServer] sets http.Server's ReadTimeout
+// and WriteTimeout to ProgressTimeout). A body's begins when its request
+// began to arrive, so a request whose headers were slow (up to
+// ReadHeaderTimeout) has that much less of its body's first window.
+// net/http lifts the read deadline itself when the body has ended (at
+// once for a request without one), as it begins the read it keeps
+// pending on the connection while the handler runs: the expiry of a
+// deadline on that read would cancel the request's context, and end a
+// long handler (a deploy command, a tool call) that has read its body.
 type ServerOptions struct {
 	// ReadHeaderTimeout bounds the request line and headers.
 	ReadHeaderTimeout time.Duration
@@ -89,11 +95,14 @@ func orDefault[T int | time.Duration](v *T, def T) {
 func NewServer(h http.Handler, o ServerOptions) *http.Server {
 	o = o.WithDefaults()
 	return &http.Server{
-		Handler:           ProgressHandler(h, o.ProgressTimeout),
+		Handler:           progressHandler(h, o.ProgressTimeout, true),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		// The write deadline each request starts with (also for the
-		// answers net/http writes itself, such as 431); ProgressHandler
-		// extends it as the response moves.
+		// The read deadline of each request's body and the write deadline
+		// of its response (also for the answers net/http writes itself,
+		// such as 431), set by net/http as it reads the request: the
+		// first window of each, which ProgressHandler extends as they
+		// move instead of setting it again.
+		ReadTimeout:    o.ProgressTimeout,
 		WriteTimeout:   o.ProgressTimeout,
 		IdleTimeout:    o.IdleTimeout,
 		MaxHeaderBytes: o.MaxHeaderBytes,
@@ -153,6 +162,14 @@ func IsStalled(err error) bool {
 // Write fails. Each response gets its Date header here, formatted once a
 // second rather than by net/http for each response.
 func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
+	return progressHandler(next, progress, false)
+}
+
+// progressHandler is ProgressHandler. serverSet says that the server set
+// both deadlines a window from when it read the request (NewServer), so
+// that their first windows are left as they are: moving a deadline
+// changes a timer of the runtime's, under its locks.
+func progressHandler(next http.Handler, progress time.Duration, serverSet bool) http.Handler {
 	if progress <= 0 {
 		progress = DefaultProgressTimeout
 	}
@@ -166,11 +183,16 @@ func ProgressHandler(next http.Handler, progress time.Duration) http.Handler {
 			// A request without a body is left alone: net/http keeps a read
 			// pending on its connection while the handler runs, and a
 			// deadline on that read would cancel the request's context.
-			rc.SetReadDeadline(now.Add(progress))
+			if !serverSet {
+				rc.SetReadDeadline(now.Add(progress))
+			}
 			g.body = progressBody{ReadCloser: r.Body, rc: rc, timeout: progress}
 			r.Body = &g.body
 		}
 		g.w = progressWriter{ResponseWriter: w, rc: rc, timeout: progress}
+		if serverSet {
+			g.w.set = now // net/http set it as it read the request, just before
+		}
 		next.ServeHTTP(&g.w, r)
 		// net/http flushes the rest of the response after the handler
 		// returns, which may be long after the last write (a deploy runs
@@ -209,29 +231,27 @@ type guarded struct {
 }
 
 // progressBody extends the connection's read deadline as the body
-// arrives. It is read by the handler's goroutine only.
+// arrives. It is read by the handler's goroutine only. When the body
+// ends, net/http lifts the deadline itself (see ServerOptions on the
+// pending read): it returns io.EOF with the body's last bytes, and
+// begins its pending read then.
 type progressBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
 	timeout time.Duration
-	moved   int  // bytes since the deadline was last extended
-	done    bool // EOF seen, deadline lifted
+	moved   int // bytes since the deadline was last extended
 }
 
 func (b *progressBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.moved += n
-	if b.moved >= ProgressBytes {
-		b.moved = 0
-		b.rc.SetReadDeadline(time.Now().Add(b.timeout))
-	}
 	switch {
-	case err == io.EOF && !b.done:
-		// The body is complete: the handler may now run as long as it
-		// needs (see ServerOptions on the pending read).
-		b.done = true
-		b.rc.SetReadDeadline(time.Time{})
-	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+	case err == nil:
+		if b.moved >= ProgressBytes {
+			b.moved = 0
+			b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+		}
+	case err != io.EOF && errors.Is(err, os.ErrDeadlineExceeded):
 		err = &StalledError{Timeout: b.timeout}
 	}
 	return n, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -212,30 +213,104 @@ func TestSlowReaderCompletes(t *testing.T) {
 	t.Logf("a %d MiB download read at a steady pace took %v (progress timeout %v)", size>>20, time.Since(begin).Round(time.Millisecond), progress)
 }
 
-// TestLongHandlerKeepsItsContext: once the body is read (or for a
-// request without one), a handler may run for many progress windows
-// without its context being cancelled.
-func TestLongHandlerKeepsItsContext(t *testing.T) {
-	t.Parallel()
-	progress := 100 * time.Millisecond
-	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+// longHandler reads the body, to its end (/copy) or exactly as long as
+// its Content-Length (/full: the handler sees no EOF of its own), then
+// works for five progress windows, and answers "done" unless its
+// context was cancelled meanwhile.
+func longHandler(progress time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/full" {
+			io.ReadFull(r.Body, make([]byte, r.ContentLength))
+		} else {
+			io.Copy(io.Discard, r.Body)
+		}
 		select {
 		case <-r.Context().Done():
 			http.Error(w, "context cancelled", http.StatusInternalServerError)
 		case <-time.After(5 * progress): // the handler's work, for five windows
 			fmt.Fprint(w, "done")
 		}
-	}))
-	for _, req := range []string{
-		"PUT /f HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
-		"GET /f HTTP/1.1\r\nHost: x\r\n\r\n",
-	} {
+	})
+}
+
+// longRequests are what longHandler is asked: bodies read in each way,
+// chunked or not, and none.
+var longRequests = []string{
+	"PUT /copy HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+	"PUT /full HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+	"PUT /copy HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+	"GET /copy HTTP/1.1\r\nHost: x\r\n\r\n",
+}
+
+// TestLongHandlerKeepsItsContext: once the body is read (or for a
+// request without one), a handler may run for many progress windows
+// without its context being cancelled.
+func TestLongHandlerKeepsItsContext(t *testing.T) {
+	t.Parallel()
+	progress := 100 * time.Millisecond
+	addr := filestest.StartGuarded(t, httpguard.ServerOptions{ProgressTimeout: progress}, longHandler(progress))
+	for _, req := range longRequests {
 		c := filestest.DialBounded(t, addr)
 		fmt.Fprint(c, req)
 		if code, msg := filestest.MustAnswer(t, c); code != 200 || msg != "done" {
-			t.Errorf("%s: long handler answered %d %q, want 200 done", strings.Fields(req)[0], code, msg)
+			t.Errorf("%.40q: long handler answered %d %q, want 200 done", req, code, msg)
 		}
+	}
+}
+
+// TestProgressHandlerAlone: ProgressHandler on a server of its caller's,
+// without the timeouts NewServer sets, sets the first windows itself: a
+// stalled body gets 408, a client that stops reading is cut off, and a
+// long handler keeps its context.
+func TestProgressHandlerAlone(t *testing.T) {
+	t.Parallel()
+	progress := 100 * time.Millisecond
+	const size = 256 << 20 // more than loopback socket buffers hold
+	wrote := make(chan error, 1)
+	mux := http.NewServeMux()
+	mux.Handle("PUT /stall", drain)
+	mux.HandleFunc("GET /big", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		buf := make([]byte, 1<<20)
+		for range size / len(buf) {
+			if _, err := w.Write(buf); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	})
+	mux.Handle("/", longHandler(progress))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpguard.ProgressHandler(mux, progress)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	addr := ln.Addr().String()
+
+	c := filestest.DialBounded(t, addr)
+	fmt.Fprintf(c, "PUT /stall HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
+	if code, msg := filestest.MustAnswer(t, c); code != http.StatusRequestTimeout || !strings.Contains(msg, "request body stalled") {
+		t.Errorf("stalled PUT = %d %q, want 408", code, msg)
+	}
+	for _, req := range longRequests {
+		c := filestest.DialBounded(t, addr)
+		fmt.Fprint(c, req)
+		if code, msg := filestest.MustAnswer(t, c); code != 200 || msg != "done" {
+			t.Errorf("%.40q: long handler answered %d %q, want 200 done", req, code, msg)
+		}
+	}
+	c = filestest.DialBounded(t, addr)
+	fmt.Fprintf(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Errorf("%d MiB to a client that reads nothing went whole", size>>20)
+		}
+	case <-time.After(filestest.Bound):
+		t.Errorf("a write to a client that stopped reading still blocked after %v", filestest.Bound)
 	}
 }
 
