@@ -347,20 +347,36 @@ func modernErrorStatus(err *jsonrpc.Error) int {
 }
 
 // writeJSONStatus writes answer as an application/json response with the
-// given status.
-func writeJSONStatus(w http.ResponseWriter, status int, answer [][]byte) {
+// given status, and reports whether it left the Content-Length to
+// net/http: then the response must not be flushed before its handler
+// returns (see heldLength).
+func writeJSONStatus(w http.ResponseWriter, status int, answer [][]byte) (held bool) {
 	n := 0
 	for _, p := range answer {
 		n += len(p)
 	}
 	h := w.Header()
 	setHeader(h, hdrContentType, "application/json")
-	setHeader(h, hdrContentLength, strconv.Itoa(n))
+	held = n <= heldLength
+	if !held {
+		setHeader(h, hdrContentLength, strconv.Itoa(n))
+	}
 	w.WriteHeader(status)
 	for _, p := range answer {
 		w.Write(p)
 	}
+	return held
 }
+
+// heldLength is the longest JSON response whose Content-Length is left
+// to net/http: it holds the first 2 KiB of a response until the handler
+// returns or flushes, and sets the length of a body that all fits there
+// when the handler returns, writing the header itself, which costs less
+// than a header of the handler's own (net/http copies, sorts and checks
+// those). A response flushed before then is sent chunked: correct, but
+// a second write. Most answers are this short; a longer one gets its
+// length from here.
+const heldLength = 2 << 10
 
 // acceptable reports whether r is a POST go-sdk would take: JSON in, and
 // both JSON and SSE accepted (JSON alone with JSONResponse).

@@ -918,6 +918,10 @@ type postStream struct {
 	id    string              // the stream's id, in the store
 	next  int                 // the index of the stream's next event
 	part  []byte              // the message being written in parts, so far
+	// held: the answer went whole as JSON on the request's own response,
+	// whose length net/http sets when the handler returns
+	// (writeJSONStatus): nothing flushes it before.
+	held bool
 }
 
 const (
@@ -1087,6 +1091,9 @@ func (ps *postStream) keep(data []byte) string {
 // flush flushes what has been written, once the response has begun.
 // Called with wmu held.
 func (ps *postStream) flush() {
+	if ps.held {
+		return
+	}
 	if f, ok := ps.w.(http.Flusher); ok && ps.mode != streamNone {
 		f.Flush()
 	}
@@ -1107,7 +1114,9 @@ func (ps *postStream) writePiece(pc piece) bool {
 			// The answer comes first: JSON.
 			ps.mode = streamJSON
 			if pc.last {
-				writeJSONStatus(ps.w, http.StatusOK, [][]byte{pc.b})
+				// The POST's own response ends with its handler, which
+				// returns once the stream is over: not flushed before.
+				ps.held = writeJSONStatus(ps.w, http.StatusOK, [][]byte{pc.b}) && ps.w == ps.own
 				return true
 			}
 			setHeader(ps.w.Header(), hdrContentType, "application/json")

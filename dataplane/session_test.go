@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -160,6 +161,27 @@ func TestHTTPSessionCallBodies(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"id":5,"error":{"code":-32022`) {
 		t.Errorf("a call of 2026-07-28 on a session: %s %s; want 400 and -32022", resp.Status, bytes.TrimSpace(b))
+	}
+}
+
+// TestHTTPAnswerLength: a JSON answer, short or longer than what
+// net/http holds back (heldLength), goes with its Content-Length and is
+// not chunked, with a session and without one.
+func TestHTTPAnswerLength(t *testing.T) {
+	for _, mode := range []HTTPMode{HTTPDual, HTTPStateless} {
+		srv := startHTTPFast(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}, HTTPOptions{Mode: mode})
+		hdrs := []string{"Mcp-Protocol-Version", "2025-11-25"}
+		if mode != HTTPStateless {
+			hdrs = append(hdrs, "Mcp-Session-Id", rawSession(t, srv.URL))
+		}
+		for i, msg := range []string{"hi", strings.Repeat("x", heldLength-80), strings.Repeat("x", heldLength), strings.Repeat("x", 3*heldLength)} {
+			resp := postWith(t, srv.URL, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":%q}}}`, i+10, msg), hdrs...)
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || !strings.Contains(string(b), msg) || resp.ContentLength != int64(len(b)) || len(resp.TransferEncoding) > 0 {
+				t.Errorf("mode %v, a result of %d bytes: %s, Content-Length %d, Transfer-Encoding %q, %d bytes; want 200, not chunked, the body's length",
+					mode, len(msg), resp.Status, resp.ContentLength, resp.TransferEncoding, len(b))
+			}
+		}
 	}
 }
 
