@@ -120,6 +120,19 @@ func TestHTTPSessionRefusals(t *testing.T) {
 	}
 }
 
+// echoCallServer starts a plane over HTTP in mode with the echo tool
+// (s__echo), and returns it with the headers of a 2025-11-25 host's
+// calls: with a session's id, unless mode is stateless.
+func echoCallServer(t *testing.T, mode HTTPMode) (*httptest.Server, []string) {
+	t.Helper()
+	srv := startHTTPFast(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}, HTTPOptions{Mode: mode})
+	hdrs := []string{"Mcp-Protocol-Version", "2025-11-25"}
+	if mode != HTTPStateless {
+		hdrs = append(hdrs, "Mcp-Session-Id", rawSession(t, srv.URL))
+	}
+	return srv, hdrs
+}
+
 // TestHTTPSessionCallBodies: a tools/call's body is read once, before the
 // session sees it (checkJSONBody), and that reading is the body's check
 // as JSON: one spread over lines is served, one followed by a byte that
@@ -127,11 +140,7 @@ func TestHTTPSessionRefusals(t *testing.T) {
 // is looked for in the call's _meta, not in its arguments.
 func TestHTTPSessionCallBodies(t *testing.T) {
 	for _, mode := range []HTTPMode{HTTPDual, HTTPStateless} {
-		srv := startHTTPFast(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}, HTTPOptions{Mode: mode})
-		hdrs := []string{"Mcp-Protocol-Version", "2025-11-25"}
-		if mode != HTTPStateless {
-			hdrs = append(hdrs, "Mcp-Session-Id", rawSession(t, srv.URL))
-		}
+		srv, hdrs := echoCallServer(t, mode)
 		for _, c := range []struct {
 			name, body string
 			status     int
@@ -169,11 +178,7 @@ func TestHTTPSessionCallBodies(t *testing.T) {
 // not chunked, with a session and without one.
 func TestHTTPAnswerLength(t *testing.T) {
 	for _, mode := range []HTTPMode{HTTPDual, HTTPStateless} {
-		srv := startHTTPFast(t, &rawFake{tools: []string{"echo"}, raw: echoRaw}, HTTPOptions{Mode: mode})
-		hdrs := []string{"Mcp-Protocol-Version", "2025-11-25"}
-		if mode != HTTPStateless {
-			hdrs = append(hdrs, "Mcp-Session-Id", rawSession(t, srv.URL))
-		}
+		srv, hdrs := echoCallServer(t, mode)
 		for i, msg := range []string{"hi", strings.Repeat("x", heldLength-80), strings.Repeat("x", heldLength), strings.Repeat("x", 3*heldLength)} {
 			resp := postWith(t, srv.URL, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"s__echo","arguments":{"msg":%q}}}`, i+10, msg), hdrs...)
 			b, _ := io.ReadAll(resp.Body)
