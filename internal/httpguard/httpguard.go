@@ -233,8 +233,9 @@ type guarded struct {
 // progressBody extends the connection's read deadline as the body
 // arrives. It is read by the handler's goroutine only. When the body
 // ends, net/http lifts the deadline itself (see ServerOptions on the
-// pending read): it returns io.EOF with the body's last bytes, and
-// begins its pending read then.
+// pending read): it begins its pending read where it returns io.EOF,
+// with the last bytes of a body of known length, or with the end of a
+// chunked one.
 type progressBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
