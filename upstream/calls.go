@@ -416,7 +416,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 			s.awaitSessionEnd(ctx, sess, deadline)
 			continue // nothing was sent: wait for the next session
 		}
-		if s.learnOldAsks(ctx, typedResultText(res), err) {
+		if s.learnOldAsks(ctx, callRevision(ctx, req), typedResultText(res), err) {
 			return s.CallTool(rerun(ctx), req) // on the host's own session now
 		}
 		return res, err

@@ -37,11 +37,11 @@ const oldAskRefusal = "cannot be sent while serving a request on protocol versio
 const maxRefusalResult = 4 << 10
 
 // mayLearnOldAsks reports whether a call of a host before 2026-07-28
-// with a session (host, whose session's revision is hostRev) on s's
-// shared session might teach learnOldAsks anything: only a 2026-07-28
-// session refuses old-style requests, and only until it has been learnt;
-// a call made again (ctx says) teaches nothing more. It is cheap, for
-// the call path.
+// with a session (host; hostRev is the call's revision, as route takes
+// it) on s's shared session might teach learnOldAsks anything: only a
+// 2026-07-28 session refuses old-style requests, and only until it has
+// been learnt; a call made again (ctx says) teaches nothing more. It is
+// cheap, for the call path.
 func (s *Server) mayLearnOldAsks(ctx context.Context, host junction.Host, hostRev junction.Revision) bool {
 	if s.oldAsks.Load() || s.cfg.load().PerHost {
 		return false
@@ -64,20 +64,22 @@ func (s *Server) perHost(cfg *Config) bool {
 }
 
 // learnOldAsks reports whether a call of an older host with a session
-// (ctx names it), not made again already, on s's shared 2026-07-28
-// session failed with its SDK's refusal of an old-style request (in err,
-// or in res: a raw error result, rawErrorResult's, or a typed one's
-// text, typedResultText's), and if so
-// records that s asks the old way: the call is to be made again, and is
-// routed to the host's own session then.
-func (s *Server) learnOldAsks(ctx context.Context, res []byte, err error) bool {
+// (ctx names it; hostRev is the call's revision, as route takes it), not
+// made again already, on s's shared 2026-07-28 session failed with its
+// SDK's refusal of an old-style request (in err, or in res: a raw error
+// result, rawErrorResult's, or a typed one's text, typedResultText's),
+// and if so records that s asks the old way: the call is to be made
+// again, and is routed to the host's own session then. A host at
+// 2026-07-28 (its requests name it; it has no initialize) teaches
+// nothing: it could not be asked that way directly either, and route
+// keeps its calls on the shared session.
+func (s *Server) learnOldAsks(ctx context.Context, hostRev junction.Revision, res []byte, err error) bool {
 	// The refusal first, the one test of every call's outcome that reads
 	// no context: a short error (a long result is not searched).
 	if !(err != nil && strings.Contains(err.Error(), oldAskRefusal) || len(res) <= maxRefusalResult && bytes.Contains(res, []byte(oldAskRefusal))) {
 		return false
 	}
-	host := junction.HostSession(ctx)
-	if host == nil || hostRevision(nil, host).AsksInResults() || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
+	if junction.HostSession(ctx) == nil || hostRev.AsksInResults() || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
 		return false
 	}
 	s.mu.Lock()
@@ -157,6 +159,7 @@ func typedResultText(res *mcp.CallToolResult) []byte {
 type retryingStart struct {
 	s      *Server
 	ctx    context.Context
+	rev    junction.Revision // the call's host revision (hostMeta.rev)
 	name   string
 	params json.RawMessage
 	done   junction.RawDone
@@ -171,7 +174,7 @@ type retryingStart struct {
 // again on the host's own session.
 func (r *retryingStart) RawDone(res json.RawMessage, facts junction.ResultFacts, err error) {
 	r.mu.Lock()
-	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, rawErrorResult(res, facts), err)
+	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, r.rev, rawErrorResult(res, facts), err)
 	r.retried = r.retried || again
 	r.mu.Unlock()
 	if !again {

@@ -171,6 +171,40 @@ func TestPerHostSessionAtHostRevision(t *testing.T) {
 	}
 }
 
+// TestModernHostTeachesNothing: a host at 2026-07-28 could not be asked
+// the old way directly either, so its call that the server's SDK refuses
+// on the shared session is not taken for a sign that the server asks the
+// old way: the host gets the refusal, the call does not run again, and
+// hosts before 2026-07-28 keep the shared session until one of theirs is
+// refused. The host's revision is the one its requests name, as it has
+// no initialize.
+func TestModernHostTeachesNothing(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", fakeConfig(t, "server", nil))
+	ctx := ctxTimeout(t, 30*time.Second)
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "pong"}}, nil
+		},
+	})
+	cs := hostThroughHub(t, ctx, "up", up, client, "2026-07-28")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
+	got := fmt.Sprint(err)
+	if err == nil {
+		got = resultText(t, res)
+	}
+	if !strings.Contains(got, oldAskRefusal) {
+		t.Errorf("sample_legacy from a 2026-07-28 host: %q; want the server's refusal", got)
+	}
+	if up.oldAsks.Load() {
+		t.Error("a 2026-07-28 host's refused call taught the hub that the server asks the old way")
+	}
+	if n := up.Snapshot().Own; n != 0 {
+		t.Errorf("own sessions: %d, want 0", n)
+	}
+}
+
 // TestRawErrorResult: a raw result is searched for go-sdk's refusal of an
 // old-style request only if it may be a tool error (it has an isError
 // member, or its reader found it true) and is short; a call that

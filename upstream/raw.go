@@ -79,7 +79,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 	}
 	hm := readHostMeta(ctx, params, junction.HostSession(ctx))
 	res, err := s.callToolRaw(ctx, name, params, hm, timeout)
-	if s.learnOldAsks(ctx, rawErrorResult(res, 0), err) {
+	if s.learnOldAsks(ctx, hm.rev, rawErrorResult(res, 0), err) {
 		return s.CallToolRaw(rerun(ctx), name, orig) // on the host's own session now
 	}
 	return res, err
@@ -145,13 +145,13 @@ func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMes
 	f := &rawFlight{s: s, ctx: ctx, host: host, name: name, params: params, timeout: timeout, done: done, async: true}
 	f.hm = readHostMeta(ctx, params, host)
 	var cancel junction.RawCancel = f
-	if s.mayLearnOldAsks(ctx, host, f.hm.sessRev) {
+	if s.mayLearnOldAsks(ctx, host, f.hm.rev) {
 		// The call may have to run again, on the host's own session (see
 		// oldasks.go): its outcome goes through the flight's
 		// retryingStart, part of the flight, so that a call that is not
 		// made again (nearly every one) makes no record of its own for
 		// it.
-		f.retry = retryingStart{s: s, ctx: ctx, name: name, params: sent, done: done, cancel: f}
+		f.retry = retryingStart{s: s, ctx: ctx, rev: f.hm.rev, name: name, params: sent, done: done, cancel: f}
 		f.done, cancel = &f.retry, &f.retry
 	}
 	s.mu.Lock()
@@ -458,7 +458,6 @@ func (s *Server) rawCheck(name string, params json.RawMessage) (json.RawMessage,
 type hostMeta struct {
 	token    any                   // the host's progress token; nil if it asked for none
 	rev      junction.Revision     // the host's revision: the later of its session's and the one the _meta names
-	sessRev  junction.Revision     // its session's, from init (RevisionUnknown without one)
 	retry    bool                  // the params answer input requests (inputResponses, requestState)
 	logLevel []byte                // the host's own log level for the call, as sent; nil if none
 	caps     []byte                // the host's capabilities for the call, as sent (2026-07-28); nil if none
@@ -478,8 +477,7 @@ func readHostMeta(ctx context.Context, params json.RawMessage, host junction.Hos
 	if host != nil {
 		hm.init = host.InitializeParams()
 		if p := hm.init; p != nil {
-			hm.sessRev = junction.ParseRevision(p.ProtocolVersion)
-			hm.rev = hm.sessRev
+			hm.rev = junction.ParseRevision(p.ProtocolVersion)
 		}
 	}
 	if hr := wire.RequestOf(ctx, params); hr != nil {
