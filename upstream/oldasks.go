@@ -159,14 +159,14 @@ func typedResultText(res *mcp.CallToolResult) []byte {
 type retryingStart struct {
 	s      *Server
 	ctx    context.Context
-	rev    junction.Revision // the call's host revision (hostMeta.rev)
 	name   string
 	params json.RawMessage
 	done   junction.RawDone
+	rev    junction.Revision // the call's host revision (hostMeta.rev); beside retried, in one word
 
 	mu      sync.Mutex
-	cancel  junction.RawCancel
 	retried bool
+	cancel  junction.RawCancel
 	ended   error // the cancellation's cause, once cancelled
 }
 

@@ -210,22 +210,26 @@ type rawFlight struct {
 	timeout time.Duration
 	rc      *rawCall // &raw while the call is raw; nil once it went on as CallToolRaw (slowContext)
 	raw     rawCall  // the call's record with the connection (rc)
+
+	mu       sync.Mutex // held while the call is set up; guards the fields below, but async and bridgeable
+	done     junction.RawDone
+	finished bool // done has been called (or handed to a goroutine)
+	streams  bool // the answer may go to the host while it arrives (CanStream)
 	// async: a StartToolRaw call, which goes on by itself when nothing
 	// was sent (session gone) and when a host before 2026-07-28 must be
-	// asked for input; a CallToolRaw call loops over those itself.
+	// asked for input; a CallToolRaw call loops over those itself. Set
+	// before the call starts. (The four flags share a word: a flight is
+	// allocated for every call, and it is 696 bytes, which with the
+	// runtime's 8-byte header of a large object that holds pointers is
+	// the size class of 704; one word more takes it to 768.)
 	async bool
 	// bridgeable: the call becomes a bridge if the server asks for input
-	// (see bridgeable, openBridge).
+	// (see bridgeable, openBridge). Set before the call starts.
 	bridgeable bool
-
-	mu       sync.Mutex // held while the call is set up; guards the fields below
-	done     junction.RawDone
-	finished bool    // done has been called (or handed to a goroutine)
-	streams  bool    // the answer may go to the host while it arrives (CanStream)
-	b        *bridge // the bridge the call became, if it did
-	c        *call   // &rec once registered; nil: setting up failed, and start ends the call
-	rec      call    // the call's record with the server (see registerIn)
-	stop     func() bool
+	b          *bridge // the bridge the call became, if it did
+	c          *call   // &rec once registered; nil: setting up failed, and start ends the call
+	rec        call    // the call's record with the server (see registerIn)
+	stop       func() bool
 	// For a call that went on as CallToolRaw: cancels its context
 	// (slowCancel), or the cause it was cancelled with first.
 	slowCancel  context.CancelCauseFunc
