@@ -38,23 +38,16 @@ const maxRefusalResult = 4 << 10
 
 // mayLearnOldAsks reports whether a call of a host before 2026-07-28
 // with a session (host; hostRev is the call's revision, as route takes
-// it) on s's shared session might teach learnOldAsks anything: only a
-// 2026-07-28 session refuses old-style requests, and only until it has
-// been learnt; a call made again (ctx says) teaches nothing more. It is
-// cheap, for the call path.
-func (s *Server) mayLearnOldAsks(ctx context.Context, host junction.Host, hostRev junction.Revision) bool {
-	if s.oldAsks.Load() || s.cfg.load().PerHost {
+// it) on sess, s's shared session (nil: none yet), might teach
+// learnOldAsks anything: only a 2026-07-28 session refuses old-style
+// requests, and only until it has been learnt; a call made again (ctx
+// says) teaches nothing more. It is cheap, for the call path: the
+// context is searched last, only for a call that may teach something.
+func (s *Server) mayLearnOldAsks(ctx context.Context, host junction.Host, hostRev junction.Revision, sess *session) bool {
+	if host == nil || hostRev.AsksInResults() || sess == nil || !sess.rev().AsksInResults() {
 		return false
 	}
-	// The server's revision first: most are older, and the context is
-	// searched only for a call that may teach something.
-	s.mu.Lock()
-	sess := s.sess
-	s.mu.Unlock()
-	if sess == nil || !sess.rev().AsksInResults() {
-		return false
-	}
-	return host != nil && !hostRev.AsksInResults() && ctx.Value(rerunKey{}) == nil
+	return !s.oldAsks.Load() && !s.cfg.load().PerHost && ctx.Value(rerunKey{}) == nil
 }
 
 // perHost reports whether hosts get sessions of their own with s: it is

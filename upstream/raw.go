@@ -145,7 +145,10 @@ func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMes
 	f := &rawFlight{s: s, ctx: ctx, host: host, name: name, params: params, timeout: timeout, done: done, async: true}
 	f.hm = readHostMeta(ctx, params, host)
 	var cancel junction.RawCancel = f
-	if s.mayLearnOldAsks(ctx, host, f.hm.rev) {
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if s.mayLearnOldAsks(ctx, host, f.hm.rev, sess) {
 		// The call may have to run again, on the host's own session (see
 		// oldasks.go): its outcome goes through the flight's
 		// retryingStart, part of the flight, so that a call that is not
@@ -154,9 +157,6 @@ func (s *Server) startToolRaw(ctx context.Context, name string, sent json.RawMes
 		f.retry = retryingStart{s: s, ctx: ctx, rev: f.hm.rev, name: name, params: sent, done: done, cancel: f}
 		f.done, cancel = &f.retry, &f.retry
 	}
-	s.mu.Lock()
-	sess := s.sess
-	s.mu.Unlock()
 	if sess == nil || resumes(f.hm, sess) {
 		f.goSlow(params)
 	} else {
