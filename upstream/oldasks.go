@@ -68,8 +68,8 @@ func (s *Server) perHost(cfg *Config) bool {
 // keeps its calls on the shared session.
 func (s *Server) learnOldAsks(ctx context.Context, hostRev junction.Revision, res []byte, err error) bool {
 	// The refusal first, the one test of every call's outcome that reads
-	// no context: a short error (a long result is not searched).
-	if !(err != nil && strings.Contains(err.Error(), oldAskRefusal) || len(res) <= maxRefusalResult && bytes.Contains(res, []byte(oldAskRefusal))) {
+	// no context.
+	if !refused(res, err) {
 		return false
 	}
 	if junction.HostSession(ctx) == nil || hostRev.AsksInResults() || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
@@ -87,6 +87,15 @@ func (s *Server) learnOldAsks(ctx context.Context, hostRev junction.Revision, re
 			"set sessions: per_host to have that from the start", "error", firstLine(err, res))
 	}
 	return true
+}
+
+// refused reports whether a call's outcome is its server's SDK's refusal
+// of an old-style request: err, or res (a short error result,
+// rawErrorResult's, or a typed one's text; a long result is not
+// searched), names it.
+func refused(res []byte, err error) bool {
+	return err != nil && strings.Contains(err.Error(), oldAskRefusal) ||
+		len(res) >= len(oldAskRefusal) && len(res) <= maxRefusalResult && bytes.Contains(res, []byte(oldAskRefusal))
 }
 
 // rerunKey marks the context of a call made again by learnOldAsks: it is
@@ -166,8 +175,13 @@ type retryingStart struct {
 // RawDone implements junction.RawDone: it ends the call, or runs it
 // again on the host's own session.
 func (r *retryingStart) RawDone(res json.RawMessage, facts junction.ResultFacts, err error) {
+	errRes := rawErrorResult(res, facts)
+	if !refused(errRes, err) { // nearly every call: nothing to learn, nothing to hold
+		r.done.RawDone(res, facts, err)
+		return
+	}
 	r.mu.Lock()
-	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, r.rev, rawErrorResult(res, facts), err)
+	again := !r.retried && r.ended == nil && r.s.learnOldAsks(r.ctx, r.rev, errRes, err)
 	r.retried = r.retried || again
 	r.mu.Unlock()
 	if !again {
