@@ -101,3 +101,40 @@ func TestPerHostSubscription(t *testing.T) {
 		}
 	}
 }
+
+// TestPerHostSubscriptionModernHost: with PerHost, a 2026-07-28 host over
+// stdio (a session without initialize) subscribes where its calls go, to
+// the shared session: the update of the resource its call touched
+// reaches it, and no session of its own is started.
+func TestPerHostSubscriptionModernHost(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig(t, "server", nil)
+	cfg.PerHost = true
+	r, _ := newRegistry(t, nil)
+	up := addReady(t, r, "up", cfg)
+	ctx := ctxTimeout(t, 30*time.Second)
+	var mu sync.Mutex
+	var updated []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			mu.Lock()
+			updated = append(updated, req.Params.URI)
+			mu.Unlock()
+		},
+	})
+	cs := hostThroughHub(t, ctx, "up", up, client, "2026-07-28")
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fake://r"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := up.Snapshot().Own; n != 0 {
+		t.Errorf("own sessions after the subscription: %d, want 0 (the shared session serves a 2026-07-28 host)", n)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__touch"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the update of the resource the host's call touched", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(updated, "fake://r")
+	})
+}

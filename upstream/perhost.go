@@ -532,16 +532,23 @@ func (s *Server) routeCall(ctx context.Context, req *mcp.CallToolRequest) (*Serv
 // the session its calls go to: a host with a session before 2026-07-28
 // to its own (see route); anything else (no host, a 2026-07-28 host,
 // whose calls may each have a session that ends with the call) to the
-// shared session.
+// shared session. A 2026-07-28 host over stdio has a session but no
+// initialize: its revision is known only from its requests' _meta, and
+// its subscriptions go where its calls that name it do, to the shared
+// session.
 func (s *Server) routeSubscribe(ctx context.Context) (*Server, func(), error) {
 	host := junction.HostSession(ctx)
 	if cfg := s.cfg.load(); cfg.UserAuth != nil {
 		return s.route(junction.User(ctx), host, junction.RevisionUnknown, "", nil)
 	}
-	if !s.perHost(s.cfg.load()) || host == nil || hostRevision(nil, host).AsksInResults() {
+	if !s.perHost(s.cfg.load()) || host == nil {
 		return s, noRelease, nil
 	}
-	return s.route(junction.User(ctx), host, junction.RevisionUnknown, "", nil)
+	rev := hostRevision(nil, host)
+	if rev == junction.RevisionUnknown || rev.AsksInResults() {
+		return s, noRelease, nil
+	}
+	return s.route(junction.User(ctx), host, rev, "", nil)
 }
 
 // ownListener is an own session's listener: its resource updates go to
