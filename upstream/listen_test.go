@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,35 +60,14 @@ func TestListChangedAfterUnsubscribe(t *testing.T) {
 // its tool call reaches it.
 func TestPerHostSubscription(t *testing.T) {
 	t.Parallel()
-	cfg := fakeConfig(t, "server", nil)
-	cfg.PerHost = true
-	r, _ := newRegistry(t, nil)
-	up := addReady(t, r, "up", cfg)
-	ctx := ctxTimeout(t, 30*time.Second)
-	var mu sync.Mutex
-	var updated []string
-	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			mu.Lock()
-			updated = append(updated, req.Params.URI)
-			mu.Unlock()
-		},
-	})
-	cs := hostThroughHub(t, ctx, "up", up, client, "2025-11-25")
-	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fake://r"}); err != nil {
-		t.Fatal(err)
-	}
+	up, ctx, cs, heard := perHostSubscriber(t, "2025-11-25")
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__touch"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := up.Snapshot().Own; n != 1 {
 		t.Errorf("own sessions: %d, want 1 (the host's)", n)
 	}
-	waitFor(t, "the update of the resource the host's call touched", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Contains(updated, "fake://r")
-	})
+	waitFor(t, "the update of the resource the host's call touched", func() bool { return heard("fake://r") })
 	// Unsubscribing goes there too: the own session holds nothing more.
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "fake://r"}); err != nil {
 		t.Fatal(err)
@@ -108,6 +88,22 @@ func TestPerHostSubscription(t *testing.T) {
 // reaches it, and no session of its own is started.
 func TestPerHostSubscriptionModernHost(t *testing.T) {
 	t.Parallel()
+	up, ctx, cs, heard := perHostSubscriber(t, "2026-07-28")
+	if n := up.Snapshot().Own; n != 0 {
+		t.Errorf("own sessions after the subscription: %d, want 0 (the shared session serves a 2026-07-28 host)", n)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__touch"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the update of the resource the host's call touched", func() bool { return heard("fake://r") })
+}
+
+// perHostSubscriber starts a fake server with PerHost and a host of
+// version through a hub, subscribed to its resource fake://r: it returns
+// the server, a context for the test, the host's session, and whether
+// the host has heard of an update of a resource.
+func perHostSubscriber(t *testing.T, version string) (*Server, context.Context, *mcp.ClientSession, func(uri string) bool) {
+	t.Helper()
 	cfg := fakeConfig(t, "server", nil)
 	cfg.PerHost = true
 	r, _ := newRegistry(t, nil)
@@ -122,19 +118,35 @@ func TestPerHostSubscriptionModernHost(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	cs := hostThroughHub(t, ctx, "up", up, client, "2026-07-28")
+	// Under 2026-07-28 go-sdk's Subscribe returns before the hub has
+	// subscribed: the hub's acknowledgement says it has.
+	acked := make(chan struct{}, 1)
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && slices.Contains(p.Notifications.ResourceSubscriptions, "fake://r") {
+				select {
+				case acked <- struct{}{}:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cs := hostThroughHub(t, ctx, "up", up, client, version)
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fake://r"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := up.Snapshot().Own; n != 0 {
-		t.Errorf("own sessions after the subscription: %d, want 0 (the shared session serves a 2026-07-28 host)", n)
+	if junction.ParseRevision(version).ListenSubscriptions() {
+		select {
+		case <-acked:
+		case <-ctx.Done():
+			t.Fatal("the hub never acknowledged the subscription")
+		}
 	}
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__touch"}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the update of the resource the host's call touched", func() bool {
+	heard := func(uri string) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Contains(updated, "fake://r")
-	})
+		return slices.Contains(updated, uri)
+	}
+	return up, ctx, cs, heard
 }

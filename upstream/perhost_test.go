@@ -143,17 +143,7 @@ func TestPerHostSessionAtHostRevision(t *testing.T) {
 			r, _ := newRegistry(t, nil)
 			up := addReady(t, r, "up", cfg)
 			ctx := ctxTimeout(t, 30*time.Second)
-			client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
-				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "pong"}}, nil
-				},
-			})
-			cs := hostThroughHub(t, ctx, "up", up, client, "2025-11-25")
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
-			got := fmt.Sprint(err)
-			if err == nil {
-				got = resultText(t, res)
-			}
+			cs, got := sampleLegacy(t, ctx, up, "2025-11-25")
 			// Without PerHost the hub learns from the first call's refusal
 			// that the server asks the old way: that call runs again on
 			// the host's own session, as later ones do.
@@ -163,12 +153,31 @@ func TestPerHostSessionAtHostRevision(t *testing.T) {
 			if n := up.Snapshot().Own; n != 1 {
 				t.Errorf("own sessions: %d, want 1 (the host's, at 2025-11-25)", n)
 			}
-			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
 			if err != nil || resultText(t, res) != "sampled: pong" {
 				t.Errorf("sample_legacy again: %v, %v; want the host's answer", res, err)
 			}
 		})
 	}
+}
+
+// sampleLegacy connects a host of version, which answers sampling
+// requests with "pong", to up through a hub, and calls up's
+// sample_legacy: it returns the host's session and the call's text, or
+// its error's.
+func sampleLegacy(t *testing.T, ctx context.Context, up *Server, version string) (*mcp.ClientSession, string) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "pong"}}, nil
+		},
+	})
+	cs := hostThroughHub(t, ctx, "up", up, client, version)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
+	if err != nil {
+		return cs, err.Error()
+	}
+	return cs, resultText(t, res)
 }
 
 // TestModernHostTeachesNothing: a host at 2026-07-28 could not be asked
@@ -182,18 +191,7 @@ func TestModernHostTeachesNothing(t *testing.T) {
 	t.Parallel()
 	r, _ := newRegistry(t, nil)
 	up := addReady(t, r, "up", fakeConfig(t, "server", nil))
-	ctx := ctxTimeout(t, 30*time.Second)
-	client := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "pong"}}, nil
-		},
-	})
-	cs := hostThroughHub(t, ctx, "up", up, client, "2026-07-28")
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sample_legacy"})
-	got := fmt.Sprint(err)
-	if err == nil {
-		got = resultText(t, res)
-	}
+	_, got := sampleLegacy(t, ctxTimeout(t, 30*time.Second), up, "2026-07-28")
 	if !strings.Contains(got, oldAskRefusal) {
 		t.Errorf("sample_legacy from a 2026-07-28 host: %q; want the server's refusal", got)
 	}
