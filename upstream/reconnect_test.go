@@ -115,12 +115,19 @@ func TestToolsStayWhileReconnecting(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fakeConfig(t, "server", map[string]string{"FAKE_FIX_FILE": fix})
-	cfg.ConnectTimeout = 300 * time.Millisecond
 	cfg.CallTimeout = 20 * time.Second
 	s := addReady(t, r, "crash", cfg)
 	l := &recListener{}
 	s.SetListener(l)
 	want := s.Snapshot().Tools
+	// A short connect timeout while the attempts fail, and only then: a
+	// first connection or the reconnect at the end under a loaded
+	// machine's -race may take longer than it to start the server.
+	short := cfg
+	short.ConnectTimeout = 300 * time.Millisecond
+	if _, err := s.Update(short); err != nil {
+		t.Fatal(err)
+	}
 
 	// From now on the process exits at start: reconnecting fails until
 	// the file is back.
@@ -160,7 +167,10 @@ func TestToolsStayWhileReconnecting(t *testing.T) {
 	select {
 	case err := <-done:
 		t.Fatalf("the call ended while the server was reconnecting: %v", err)
-	case <-time.After(time.Until(start.Add(2 * cfg.ConnectTimeout))):
+	case <-time.After(time.Until(start.Add(2 * short.ConnectTimeout))):
+	}
+	if _, err := s.Update(cfg); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(fix, nil, 0o644); err != nil {
 		t.Fatal(err)
