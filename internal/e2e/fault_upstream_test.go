@@ -45,9 +45,10 @@ import (
 //   - crashloop: prints an error on stderr and exits at once;
 //   - mute: reads stdin and never answers, not even initialize;
 //   - stubborn: starts two grandchildren that ignore SIGTERM (like a
-//     wrapper's children), writes "leader child child" to the file in
-//     envFaultPidfile, then serves as serve does;
-//   - sleeper: the grandchild: ignores SIGTERM, sleeps faultSleeperLife.
+//     wrapper's children), waits until both do, writes "leader child
+//     child" to the file in envFaultPidfile, then serves as serve does;
+//   - sleeper: the grandchild: ignores SIGTERM, says so on its file 3,
+//     sleeps faultSleeperLife.
 const (
 	envFaultUpstream = "JUNCTION_E2E_FAULT_UPSTREAM"
 	envFaultPidfile  = "JUNCTION_E2E_FAULT_PIDFILE"
@@ -65,6 +66,10 @@ func init() {
 		return
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM)
+		if ready := os.NewFile(3, "ready"); ready != nil { // startSleepers waits for this byte
+			ready.Write([]byte{1})
+			ready.Close()
+		}
 		time.Sleep(faultSleeperLife)
 		os.Exit(0)
 	default:
@@ -99,15 +104,30 @@ func runFaultUpstream(mode string) int {
 }
 
 // startSleepers starts two sleeper grandchildren sharing stdout and
-// stderr, as a wrapper's children do, and writes the pids to pidfile.
+// stderr, as a wrapper's children do, waits until each ignores SIGTERM
+// (a byte on a pipe: a SIGTERM before that would end it, and the test
+// would find nothing left to kill), and writes the pids to pidfile.
 func startSleepers(pidfile string) error {
 	pids := []int{os.Getpid()}
 	for range 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
 		c := exec.Command(os.Args[0])
 		c.Env = append(os.Environ(), envFaultUpstream+"=sleeper")
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
-		if err := c.Start(); err != nil {
+		c.ExtraFiles = []*os.File{w}
+		err = c.Start()
+		w.Close()
+		if err != nil {
+			r.Close()
 			return err
+		}
+		_, err = r.Read(make([]byte, 1))
+		r.Close()
+		if err != nil {
+			return fmt.Errorf("sleeper %d did not say it ignores SIGTERM: %w", c.Process.Pid, err)
 		}
 		pids = append(pids, c.Process.Pid)
 	}
