@@ -416,7 +416,7 @@ func (s *Server) CallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 			s.awaitSessionEnd(ctx, sess, deadline)
 			continue // nothing was sent: wait for the next session
 		}
-		if s.learnOldAsks(ctx, callRevision(ctx, req), typedResultText(res), err) {
+		if text := typedResultText(res); refused(text, err) && s.learnOldAsks(ctx, callRevision(ctx, req), text, err) {
 			return s.CallTool(rerun(ctx), req) // on the host's own session now
 		}
 		return res, err

@@ -56,22 +56,19 @@ func (s *Server) perHost(cfg *Config) bool {
 	return cfg.PerHost || s.oldAsks.Load()
 }
 
-// learnOldAsks reports whether a call of an older host with a session
-// (ctx names it; hostRev is the call's revision, as route takes it), not
-// made again already, on s's shared 2026-07-28 session failed with its
-// SDK's refusal of an old-style request (in err, or in res: a raw error
+// learnOldAsks, given a call that failed with its server's SDK's refusal
+// of an old-style request (refused(res, err), which the caller checks
+// first, so that every other call reads no context; res is a raw error
 // result, rawErrorResult's, or a typed one's text, typedResultText's),
-// and if so records that s asks the old way: the call is to be made
-// again, and is routed to the host's own session then. A host at
-// 2026-07-28 (its requests name it; it has no initialize) teaches
-// nothing: it could not be asked that way directly either, and route
-// keeps its calls on the shared session.
+// reports whether the call was one of an older host with a session (ctx
+// names it; hostRev is the call's revision, as route takes it), not made
+// again already, on s's shared 2026-07-28 session, and if so records
+// that s asks the old way: the call is to be made again, and is routed
+// to the host's own session then. A host at 2026-07-28 (its requests
+// name it; it has no initialize) teaches nothing: it could not be asked
+// that way directly either, and route keeps its calls on the shared
+// session.
 func (s *Server) learnOldAsks(ctx context.Context, hostRev junction.Revision, res []byte, err error) bool {
-	// The refusal first, the one test of every call's outcome that reads
-	// no context.
-	if !refused(res, err) {
-		return false
-	}
 	if junction.HostSession(ctx) == nil || hostRev.AsksInResults() || s.cfg.load().PerHost || ctx.Value(rerunKey{}) != nil {
 		return false
 	}
@@ -164,7 +161,7 @@ type retryingStart struct {
 	name   string
 	params json.RawMessage
 	done   junction.RawDone
-	rev    junction.Revision // the call's host revision (hostMeta.rev); beside retried, in one word
+	rev    junction.Revision // the call's host revision (hostMeta.rev); rev, mu and retried share two words
 
 	mu      sync.Mutex
 	retried bool

@@ -79,7 +79,7 @@ func (s *Server) CallToolRaw(ctx context.Context, name string, params json.RawMe
 	}
 	hm := readHostMeta(ctx, params, junction.HostSession(ctx))
 	res, err := s.callToolRaw(ctx, name, params, hm, timeout)
-	if s.learnOldAsks(ctx, hm.rev, rawErrorResult(res, 0), err) {
+	if errRes := rawErrorResult(res, 0); refused(errRes, err) && s.learnOldAsks(ctx, hm.rev, errRes, err) {
 		return s.CallToolRaw(rerun(ctx), name, orig) // on the host's own session now
 	}
 	return res, err
