@@ -203,12 +203,16 @@ servers:
       env: [JUNCTION_E2E_DECLARED]
       limits: {procs: 64, memory: 256MiB}
 `, hostile, rw, allowedAddr))
-	hub := startServerEnv(t, []string{
+	// The hub's own temporary directory, where its boxes' directories go.
+	tmp := t.TempDir()
+	hubEnv := []string{
 		"HOME=" + home,
+		"TMPDIR=" + tmp,
 		"JUNCTION_OAUTH_DIR=" + oauthDir,
 		"JUNCTION_E2E_SANDBOX_SECRET=" + envSecret,
 		"JUNCTION_E2E_DECLARED=declared-" + tag,
-	}, "-insecure-no-auth", "-config", cfg)
+	}
+	hub := startServerEnv(t, hubEnv, "-insecure-no-auth", "-config", cfg)
 	hubPID := hub.cmd.Process.Pid
 	_, hubPort, _ := net.SplitHostPort(hub.Addr)
 	cs := connectHTTP(t, hub.URL, "")
@@ -429,6 +433,38 @@ servers:
 	waitFor(t, fmt.Sprintf("the sandbox's processes %v to end after the hub was killed", sandboxed), 10*time.Second, func() bool {
 		return !slices.ContainsFunc(sandboxed, alive)
 	})
+
+	// What a killed hub cannot remove, its box's directories (the
+	// private temporary one and the egress proxy's), the next hub's first
+	// box does.
+	if left := boxDirs(t, tmp, hubPID); len(left) != 2 {
+		t.Errorf("the killed hub (pid %d) left %q in %s; want its two box directories", hubPID, left, tmp)
+	}
+	again := startServerEnv(t, hubEnv, "-insecure-no-auth", "-config", cfg)
+	cs = connectHTTP(t, again.URL, "")
+	waitFor(t, "the hostile server's tools, from a hub started again", 60*time.Second, func() bool {
+		return hasName(toolNames(t, cs), "hostile__env")
+	})
+	if left := boxDirs(t, tmp, hubPID); len(left) > 0 {
+		t.Errorf("the killed hub's box directories %q are still in %s after another hub started a sandboxed server", left, tmp)
+	}
+	if made := boxDirs(t, tmp, again.cmd.Process.Pid); len(made) != 2 {
+		t.Errorf("the hub started again has %q in %s; want its two box directories", made, tmp)
+	}
+}
+
+// boxDirs lists the box directories of the junction process pid in dir.
+func boxDirs(t *testing.T, dir string, pid int) []string {
+	t.Helper()
+	var out []string
+	for _, prefix := range []string{"junction-sandbox-tmp-", "junction-egress-"} {
+		m, err := filepath.Glob(filepath.Join(dir, prefix+strconv.Itoa(pid)+"-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m...)
+	}
+	return out
 }
 
 // childPIDs lists pid's children (all its threads').

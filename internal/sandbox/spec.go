@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -215,7 +216,8 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		b.Close()
 		return nil, nil, err
 	}
-	if b.tmp, err = os.MkdirTemp("", "junction-sandbox-tmp-"); err != nil {
+	sweep.Do(func() { removeStale(os.TempDir(), logger) })
+	if b.tmp, err = boxDir(tmpPrefix); err != nil {
 		return fail(fmt.Errorf("sandbox: %w", err))
 	}
 	p.TempDir = b.tmp
@@ -224,7 +226,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		if err != nil {
 			return fail(fmt.Errorf("sandbox network: %w", err))
 		}
-		if b.sock, err = os.MkdirTemp("", "junction-egress-"); err != nil {
+		if b.sock, err = boxDir(egressPrefix); err != nil {
 			return fail(fmt.Errorf("sandbox: %w", err))
 		}
 		path := filepath.Join(b.sock, "proxy.sock")
@@ -251,6 +253,27 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		return fail(err)
 	}
 	return cmd, b, nil
+}
+
+// The box directories' names: a prefix, the id of the process that made
+// them and a random part (boxDir). The id tells a later junction
+// process that the directories of one that was killed, and so never
+// closed its boxes, may go (removeStale).
+const (
+	tmpPrefix    = "junction-sandbox-tmp-"
+	egressPrefix = "junction-egress-"
+)
+
+var boxPrefixes = []string{tmpPrefix, egressPrefix}
+
+// sweep removes, once per process, what processes that ended left
+// (removeStale), before the process's first box.
+var sweep sync.Once
+
+// boxDir makes a box directory in the temporary directory, named with
+// prefix and this process's id.
+func boxDir(prefix string) (string, error) {
+	return os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
 }
 
 // Close stops the proxy and removes the box's directories. It is safe to

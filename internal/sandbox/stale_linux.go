@@ -1,0 +1,75 @@
+package sandbox
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// removeStale removes the directories that boxes of junction processes
+// no longer running left in dir, the temporary directory: a process
+// killed outright (SIGKILL, the OOM killer, a power cut) never closes
+// its boxes, and each would leave its private temporary directory and
+// its egress proxy's socket directory behind. Their names carry the
+// process's id (boxDir); one is removed only when it is a directory,
+// not a link, owned by this user, and no process has that id. A name
+// without an id (made by a junction before ids were in the names) is
+// left alone, as is one of a process that is running, whichever
+// program that is now. It is called once per process, before its first
+// box (sweep).
+func removeStale(dir string, logger *slog.Logger) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	self, uid := os.Getpid(), os.Getuid()
+	for _, e := range entries {
+		pid, ok := boxPID(e.Name())
+		if !ok || pid == self || !e.IsDir() || running(pid) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(path)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+			continue
+		}
+		if err := os.RemoveAll(path); err != nil {
+			logger.Warn("sandbox: removing a directory a junction process that ended left behind", "dir", path, "error", err)
+			continue
+		}
+		logger.Debug("sandbox: removed a directory a junction process that ended left behind", "dir", path, "pid", pid)
+	}
+}
+
+// boxPID returns the process id in name, a box directory's name as
+// boxDir makes it, and false for any other name.
+func boxPID(name string) (int, bool) {
+	for _, prefix := range boxPrefixes {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		id, _, ok := strings.Cut(rest, "-")
+		if !ok {
+			return 0, false
+		}
+		pid, err := strconv.Atoi(id)
+		return pid, err == nil && pid > 0 && strconv.Itoa(pid) == id
+	}
+	return 0, false
+}
+
+// running reports whether a process with id pid exists (a zombie
+// counts): signal 0 is refused with ESRCH only when none does.
+func running(pid int) bool {
+	return !errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+}
