@@ -182,6 +182,9 @@ func TestStatusPageBrowser(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium's singleton socket goes in its temporary directory,
+		// which it leaves when it is killed: the test's, not /tmp.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.WindowSize(pageWidth, 900),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
