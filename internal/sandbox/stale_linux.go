@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,7 +20,8 @@ import (
 // its boxes, and each would leave its private temporary directory and
 // its egress proxy's socket directory behind. Their names carry the
 // process's id (boxDir); one is removed only when it is a directory,
-// not a link, owned by this user, and no process has that id. A name
+// not a link, owned by this user, and no process with that id is
+// running (one that has exited but is not yet reaped is not). A name
 // without an id (made by a junction before ids were in the names) is
 // left alone, as is one of a process that is running, whichever
 // program that is now. It is called once per process, before its first
@@ -68,8 +71,20 @@ func boxPID(name string) (int, bool) {
 	return 0, false
 }
 
-// running reports whether a process with id pid exists (a zombie
-// counts): signal 0 is refused with ESRCH only when none does.
+// running reports whether the process with id pid is running: false
+// when there is none (signal 0 is refused with ESRCH only then) and when
+// it has exited and waits to be reaped (a zombie: it will never close
+// its boxes); true when that cannot be told.
 func running(pid int) bool {
-	return !errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+	if errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	// The state follows the command's name, which is in parentheses and
+	// may hold any byte: it is the first field after the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRemoveStale: the box directories of a process that ended go, with
@@ -19,6 +21,18 @@ func TestRemoveStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := strconv.Itoa(ended.Process.Pid)
+	// A process that has exited and is not reaped yet (a zombie) will not
+	// close its boxes either.
+	exited := exec.Command("true")
+	if err := exited.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer exited.Wait()
+	zombie := strconv.Itoa(exited.Process.Pid)
+	var info unix.Siginfo // waits for the exit, and leaves the process unreaped
+	if err := unix.Waitid(unix.P_PID, exited.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
 	live := strconv.Itoa(os.Getppid())
 	self := strconv.Itoa(os.Getpid())
 
@@ -34,6 +48,7 @@ func TestRemoveStale(t *testing.T) {
 	gone := []string{
 		tmpPrefix + dead + "-123",
 		egressPrefix + dead + "-456",
+		tmpPrefix + zombie + "-789",
 	}
 	for _, name := range gone {
 		p := mkdir(name)
@@ -73,7 +88,7 @@ func TestRemoveStale(t *testing.T) {
 	}
 	for _, name := range gone {
 		if slices.Contains(left, name) {
-			t.Errorf("%s, of process %s that ended, is still there", name, dead)
+			t.Errorf("%s, of a process that ended, is still there", name)
 		}
 	}
 	for _, name := range kept {
