@@ -128,7 +128,7 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 	if s.opts.UnixSocket || confined {
 		// A sandboxed plugin's loopback is its own: only a socket in a
 		// directory both sides see reaches it.
-		d, err := os.MkdirTemp("", "junction-toolbox-")
+		d, err := sandbox.PrivateDir("toolbox", s.logger)
 		if err != nil {
 			return fmt.Errorf("socket directory: %w", err)
 		}

@@ -216,8 +216,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		b.Close()
 		return nil, nil, err
 	}
-	sweep.Do(func() { removeStale(os.TempDir(), logger) })
-	if b.tmp, err = boxDir(tmpPrefix); err != nil {
+	if b.tmp, err = PrivateDir("sandbox-tmp", logger); err != nil {
 		return fail(fmt.Errorf("sandbox: %w", err))
 	}
 	p.TempDir = b.tmp
@@ -226,7 +225,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		if err != nil {
 			return fail(fmt.Errorf("sandbox network: %w", err))
 		}
-		if b.sock, err = boxDir(egressPrefix); err != nil {
+		if b.sock, err = PrivateDir("egress", logger); err != nil {
 			return fail(fmt.Errorf("sandbox: %w", err))
 		}
 		path := filepath.Join(b.sock, "proxy.sock")
@@ -255,26 +254,28 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 	return cmd, b, nil
 }
 
-// The box directories' names: a prefix, the id of the process that made
-// them and a random part (boxDir). The id tells a later junction
-// process that the directories of one that was killed, and so never
-// closed its boxes, may go (removeStale).
-const (
-	tmpPrefix    = "junction-sandbox-tmp-"
-	egressPrefix = "junction-egress-"
-)
+// PrivateDir makes a directory of this process's own in the temporary
+// directory (TMPDIR, else /tmp), for what lives as long as the process
+// uses it: a box's, or a plugin's socket. Its name is
+// junction-KIND-PID-RANDOM, PID this process's id, so that what a
+// junction killed outright could not remove, the next junction to make
+// such a directory removes first (removeStale, once per process; logger,
+// nil for none, gets what it removed). The caller removes the directory
+// when it is done with it.
+func PrivateDir(kind string, logger *slog.Logger) (string, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	sweep.Do(func() { removeStale(os.TempDir(), logger) })
+	return os.MkdirTemp("", privatePrefix+kind+"-"+strconv.Itoa(os.Getpid())+"-")
+}
 
-var boxPrefixes = []string{tmpPrefix, egressPrefix}
+// privatePrefix begins the name of every directory PrivateDir makes.
+const privatePrefix = "junction-"
 
 // sweep removes, once per process, what processes that ended left
-// (removeStale), before the process's first box.
+// (removeStale), before the process's first private directory.
 var sweep sync.Once
-
-// boxDir makes a box directory in the temporary directory, named with
-// prefix and this process's id.
-func boxDir(prefix string) (string, error) {
-	return os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
-}
 
 // Close stops the proxy and removes the box's directories. It is safe to
 // call more than once, on a partly built box and on nil.

@@ -14,18 +14,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// removeStale removes the directories that boxes of junction processes
-// no longer running left in dir, the temporary directory: a process
-// killed outright (SIGKILL, the OOM killer, a power cut) never closes
-// its boxes, and each would leave its private temporary directory and
-// its egress proxy's socket directory behind. Their names carry the
-// process's id (boxDir); one is removed only when it is a directory,
-// not a link, owned by this user, and no process with that id is
-// running (one that has exited but is not yet reaped is not). A name
-// without an id (made by a junction before ids were in the names) is
-// left alone, as is one of a process that is running, whichever
-// program that is now. It is called once per process, before its first
-// box (sweep).
+// removeStale removes the directories that junction processes no longer
+// running left in dir, the temporary directory: a process killed
+// outright (SIGKILL, the OOM killer, a power cut) never removes its
+// private directories (PrivateDir). Their names carry the process's id;
+// one is removed only when it is a directory, not a link, owned by this
+// user, and no process with that id is running (one that has exited but
+// is not yet reaped is not). A name without an id (made by a junction
+// before ids were in the names, or by junction's commands for what a
+// person may still be editing) is left alone, as is one of a process
+// that is running, whichever program that is now.
 func removeStale(dir string, logger *slog.Logger) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -33,7 +31,7 @@ func removeStale(dir string, logger *slog.Logger) {
 	}
 	self, uid := os.Getpid(), os.Getuid()
 	for _, e := range entries {
-		pid, ok := boxPID(e.Name())
+		pid, ok := privatePID(e.Name())
 		if !ok || pid == self || !e.IsDir() || running(pid) {
 			continue
 		}
@@ -53,22 +51,38 @@ func removeStale(dir string, logger *slog.Logger) {
 	}
 }
 
-// boxPID returns the process id in name, a box directory's name as
-// boxDir makes it, and false for any other name.
-func boxPID(name string) (int, bool) {
-	for _, prefix := range boxPrefixes {
-		rest, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			continue
-		}
-		id, _, ok := strings.Cut(rest, "-")
-		if !ok {
-			return 0, false
-		}
-		pid, err := strconv.Atoi(id)
-		return pid, err == nil && pid > 0 && strconv.Itoa(pid) == id
+// privatePID returns the process id in name, a directory's name as
+// PrivateDir makes it (junction-KIND-PID-RANDOM, each of PID and RANDOM
+// decimal digits), and false for any other name.
+func privatePID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, privatePrefix)
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	head, random, ok := cutLast(rest, "-")
+	if !ok || !digits(random) {
+		return 0, false
+	}
+	kind, id, ok := cutLast(head, "-")
+	if !ok || kind == "" || !digits(id) || id[0] == '0' {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(id)
+	return pid, err == nil
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// digits reports whether s is one or more decimal digits.
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // running reports whether the process with id pid is running: false

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -46,9 +47,9 @@ func TestRemoveStale(t *testing.T) {
 		return p
 	}
 	gone := []string{
-		tmpPrefix + dead + "-123",
-		egressPrefix + dead + "-456",
-		tmpPrefix + zombie + "-789",
+		"junction-sandbox-tmp-" + dead + "-123",
+		"junction-egress-" + dead + "-456",
+		"junction-toolbox-" + zombie + "-789",
 	}
 	for _, name := range gone {
 		p := mkdir(name)
@@ -57,24 +58,28 @@ func TestRemoveStale(t *testing.T) {
 		}
 	}
 	kept := []string{
-		tmpPrefix + live + "-1",
-		egressPrefix + self + "-2",
-		egressPrefix + "1408655476", // no id: an older junction's
-		tmpPrefix + "0" + dead + "-3",
-		tmpPrefix + "x-4",
-		"junction-other-" + dead + "-5",
+		"junction-sandbox-tmp-" + live + "-1",
+		"junction-egress-" + self + "-2",
+		"junction-egress-1408655476", // no id: an older junction's
+		"junction-edit-" + dead,      // nor one of junction's commands
+		"junction-sandbox-tmp-0" + dead + "-3",
+		"junction-sandbox-tmp-x-4",
+		"junction-egress-" + dead + "-x",
+		"junction--" + dead + "-5",
+		"other-egress-" + dead + "-6",
 	}
 	for _, name := range kept {
 		mkdir(name)
 	}
-	if err := os.WriteFile(filepath.Join(dir, tmpPrefix+dead+"-file"), nil, 0o600); err != nil {
+	file := "junction-sandbox-tmp-" + dead + "-7"
+	if err := os.WriteFile(filepath.Join(dir, file), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	link := egressPrefix + dead + "-link"
+	link := "junction-egress-" + dead + "-8"
 	if err := os.Symlink(elsewhere, filepath.Join(dir, link)); err != nil {
 		t.Fatal(err)
 	}
-	kept = append(kept, tmpPrefix+dead+"-file", link)
+	kept = append(kept, file, link)
 
 	removeStale(dir, slog.New(slog.DiscardHandler))
 
@@ -101,17 +106,21 @@ func TestRemoveStale(t *testing.T) {
 	}
 }
 
-// TestBoxDir: a box directory's name carries the process's id, which
-// boxPID reads back.
-func TestBoxDir(t *testing.T) {
+// TestPrivateDir: a private directory's name carries its kind and the
+// process's id, which privatePID reads back.
+func TestPrivateDir(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	for _, prefix := range boxPrefixes {
-		d, err := boxDir(prefix)
+	for _, kind := range []string{"sandbox-tmp", "egress", "toolbox"} {
+		d, err := PrivateDir(kind, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pid, ok := boxPID(filepath.Base(d)); !ok || pid != os.Getpid() {
-			t.Errorf("boxPID(%s) = %d, %v; want %d", filepath.Base(d), pid, ok, os.Getpid())
+		name := filepath.Base(d)
+		if !strings.HasPrefix(name, "junction-"+kind+"-") {
+			t.Errorf("PrivateDir(%q) made %s", kind, name)
+		}
+		if pid, ok := privatePID(name); !ok || pid != os.Getpid() {
+			t.Errorf("privatePID(%s) = %d, %v; want %d", name, pid, ok, os.Getpid())
 		}
 	}
 }

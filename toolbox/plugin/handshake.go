@@ -17,7 +17,7 @@ import (
 // for example
 //
 //	JUNCTION_TOOLBOX|1|tcp|127.0.0.1:41234|grpc
-//	JUNCTION_TOOLBOX|1|unix|/tmp/junction-toolbox-1234/plugin.sock|connect
+//	JUNCTION_TOOLBOX|1|unix|/tmp/junction-toolbox-4242-1234/plugin.sock|connect
 //
 // network is tcp (a loopback address) or unix (an absolute socket path);
 // protocol is the Connect-RPC protocol the hub should speak: connect (the
