@@ -132,9 +132,9 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 		if err != nil {
 			return fmt.Errorf("socket directory: %w", err)
 		}
-		sockDir = d
-		defer os.RemoveAll(d)
-		hubEnv = append(hubEnv, plugin.EnvUnixDir+"="+d)
+		sockDir = d.Path
+		defer d.Remove()
+		hubEnv = append(hubEnv, plugin.EnvUnixDir+"="+sockDir)
 	}
 	var c *exec.Cmd
 	if confined {

@@ -40,5 +40,9 @@ func runInit()  { syscall.Exit(2) }
 func runExec()  { syscall.Exit(2) }
 func runProbe() { syscall.Exit(2) }
 
-// removeStale has nothing to remove where there are no boxes.
+// removeStale is Linux's: elsewhere what a killed junction's private
+// directories (PrivateDir) held stays in the temporary directory.
 func removeStale(string, *slog.Logger) {}
+
+// hold is Linux's: elsewhere a private directory is not locked.
+func hold(string) (*os.File, error) { return nil, nil }

@@ -184,8 +184,8 @@ func ArgPaths(args []string, dir string) []string {
 // egress proxy on a unix socket. Close releases them once the process is
 // gone. A nil *Box is valid and holds nothing.
 type Box struct {
-	tmp   string        // the directory the sandbox mounts its tmpfs over
-	sock  string        // the proxy's socket directory, or ""
+	tmp   *Private      // the directory the sandbox mounts its tmpfs over
+	sock  *Private      // the proxy's socket directory; nil without network
 	proxy *egress.Proxy // nil without network
 	done  chan struct{} // closed when the proxy's Serve returns
 	once  sync.Once
@@ -219,7 +219,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 	if b.tmp, err = PrivateDir("sandbox-tmp", logger); err != nil {
 		return fail(fmt.Errorf("sandbox: %w", err))
 	}
-	p.TempDir = b.tmp
+	p.TempDir = b.tmp.Path
 	if len(s.Network) > 0 {
 		allow, err := egress.ParseAllowlist(s.Network)
 		if err != nil {
@@ -228,7 +228,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		if b.sock, err = PrivateDir("egress", logger); err != nil {
 			return fail(fmt.Errorf("sandbox: %w", err))
 		}
-		path := filepath.Join(b.sock, "proxy.sock")
+		path := filepath.Join(b.sock.Path, "proxy.sock")
 		l, err := net.Listen("unix", path)
 		if err != nil {
 			return fail(fmt.Errorf("sandbox: egress proxy: %w", err))
@@ -245,7 +245,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 			b.proxy.Serve(l)
 		}()
 		p.ProxySocket = path
-		p.ReadWrite = append(p.ReadWrite, b.sock)
+		p.ReadWrite = append(p.ReadWrite, b.sock.Path)
 	}
 	cmd, err := Command(p, command, args, dir)
 	if err != nil {
@@ -254,20 +254,49 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 	return cmd, b, nil
 }
 
-// PrivateDir makes a directory of this process's own in the temporary
-// directory (TMPDIR, else /tmp), for what lives as long as the process
-// uses it: a box's, or a plugin's socket. Its name is
-// junction-KIND-PID-RANDOM, PID this process's id, so that what a
-// junction killed outright could not remove, the next junction to make
-// such a directory removes first (removeStale, once per process; logger,
-// nil for none, gets what it removed). The caller removes the directory
-// when it is done with it.
-func PrivateDir(kind string, logger *slog.Logger) (string, error) {
+// A Private is a directory of this process's own that PrivateDir made,
+// for what lives as long as the process uses it: a box's, or a plugin's
+// socket. Remove removes it.
+type Private struct {
+	Path string
+	held *os.File // the directory, open and locked while it is in use (Linux; nil elsewhere)
+}
+
+// PrivateDir makes a Private in the temporary directory (TMPDIR, else
+// /tmp), named junction-KIND-PID-RANDOM, PID this process's id. On Linux
+// the process holds a lock on it until Remove, which the kernel lets go
+// when the process ends however it ends: what a junction killed outright
+// could not remove, the next junction to make such a directory removes
+// first (removeStale, once per process; logger, nil for none, gets what
+// it removed).
+func PrivateDir(kind string, logger *slog.Logger) (*Private, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	sweep.Do(func() { removeStale(os.TempDir(), logger) })
-	return os.MkdirTemp("", privatePrefix+kind+"-"+strconv.Itoa(os.Getpid())+"-")
+	path, err := os.MkdirTemp("", privatePrefix+kind+"-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, err
+	}
+	held, err := hold(path)
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return &Private{Path: path, held: held}, nil
+}
+
+// Remove removes the directory and what it holds, and lets its lock go.
+// It is safe on nil.
+func (d *Private) Remove() error {
+	if d == nil {
+		return nil
+	}
+	err := os.RemoveAll(d.Path)
+	if d.held != nil {
+		d.held.Close()
+	}
+	return err
 }
 
 // privatePrefix begins the name of every directory PrivateDir makes.
@@ -288,11 +317,9 @@ func (b *Box) Close() {
 			b.proxy.Close()
 			<-b.done
 		}
-		for _, d := range []string{b.sock, b.tmp} {
-			if d != "" {
-				if err := os.RemoveAll(d); err != nil {
-					slog.Debug("sandbox: removing a private directory", "dir", d, "error", err)
-				}
+		for _, d := range []*Private{b.sock, b.tmp} {
+			if err := d.Remove(); err != nil {
+				slog.Debug("sandbox: removing a private directory", "dir", d.Path, "error", err)
 			}
 		}
 	})

@@ -17,13 +17,17 @@ import (
 // removeStale removes the directories that junction processes no longer
 // running left in dir, the temporary directory: a process killed
 // outright (SIGKILL, the OOM killer, a power cut) never removes its
-// private directories (PrivateDir). Their names carry the process's id;
-// one is removed only when it is a directory, not a link, owned by this
-// user, and no process with that id is running (one that has exited but
-// is not yet reaped is not). A name without an id (made by a junction
-// before ids were in the names, or by junction's commands for what a
-// person may still be editing) is left alone, as is one of a process
-// that is running, whichever program that is now.
+// private directories (PrivateDir). One is removed only when it is a
+// directory, not a link, owned by this user; no process with the id in
+// its name is running (one that has exited but is not yet reaped is
+// not); and no process holds its lock, which its maker held until it
+// removed it or ended: that tells a directory of a junction in another
+// PID namespace that shares the temporary directory (where the id names
+// another process, or none), which must stay, and the id tells one that
+// a process has just made and not yet locked. A name without an id (made
+// by a junction before ids were in the names, or by junction's commands
+// for what a person may still be editing) is left alone, as is one of a
+// process that is running, whichever program that is now.
 func removeStale(dir string, logger *slog.Logger) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -43,12 +47,32 @@ func removeStale(dir string, logger *slog.Logger) {
 		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
 			continue
 		}
-		if err := os.RemoveAll(path); err != nil {
+		held, err := hold(path)
+		if err != nil {
+			continue // in use, or gone
+		}
+		err = os.RemoveAll(path)
+		held.Close()
+		if err != nil {
 			logger.Warn("sandbox: removing a directory a junction process that ended left behind", "dir", path, "error", err)
 			continue
 		}
 		logger.Debug("sandbox: removed a directory a junction process that ended left behind", "dir", path, "pid", pid)
 	}
+}
+
+// hold opens the directory path, not following a link, and takes its
+// lock without waiting: an error when another open file holds it.
+func hold(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "flock", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // privatePID returns the process id in name, a directory's name as

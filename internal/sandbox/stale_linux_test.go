@@ -80,6 +80,15 @@ func TestRemoveStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept = append(kept, file, link)
+	// A directory whose lock is held: a junction's in another PID
+	// namespace, where the id names no process here.
+	locked := "junction-egress-" + dead + "-9"
+	held, err := hold(mkdir(locked))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	kept = append(kept, locked)
 
 	removeStale(dir, slog.New(slog.DiscardHandler))
 
@@ -107,7 +116,7 @@ func TestRemoveStale(t *testing.T) {
 }
 
 // TestPrivateDir: a private directory's name carries its kind and the
-// process's id, which privatePID reads back.
+// process's id, which privatePID reads back; it is locked until Remove.
 func TestPrivateDir(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	for _, kind := range []string{"sandbox-tmp", "egress", "toolbox"} {
@@ -115,12 +124,22 @@ func TestPrivateDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := filepath.Base(d)
+		name := filepath.Base(d.Path)
 		if !strings.HasPrefix(name, "junction-"+kind+"-") {
 			t.Errorf("PrivateDir(%q) made %s", kind, name)
 		}
 		if pid, ok := privatePID(name); !ok || pid != os.Getpid() {
 			t.Errorf("privatePID(%s) = %d, %v; want %d", name, pid, ok, os.Getpid())
+		}
+		if f, err := hold(d.Path); err == nil {
+			f.Close()
+			t.Errorf("%s is not locked", d.Path)
+		}
+		if err := d.Remove(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(d.Path); err == nil {
+			t.Errorf("%s is still there after Remove", d.Path)
 		}
 	}
 }
