@@ -154,6 +154,11 @@ type Config struct {
 	// Otherwise Deny lists tools never served. Setting both is an error.
 	Allow []string
 	Deny  []string
+
+	// maxLine bounds one line from a stdio server; zero means
+	// maxLineLength. Tests set it lower, so that a line over it is not
+	// 16 MiB long.
+	maxLine int
 }
 
 // TransportKind returns the transport c uses, resolving the empty value.

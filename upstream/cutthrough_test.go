@@ -22,6 +22,10 @@ import (
 // cutText is the text of the fake's long results: escapes, a surrogate
 // pair, a lone surrogate and bytes that are not UTF-8, which the hub
 // rewrites on the way.
+// cutLineLimit is the line limit of the cut fake's connection (cutView):
+// its long answer goes past it, and the others, 1 MiB, stay within it.
+const cutLineLimit = 4 << 20
+
 var cutText = strings.Repeat(`plain \" \\ \u00e9 \ud83d\ude00 \ud800 `+"\xff€ ", 1<<20/40)
 
 // runCutServer is a stdio server (2025-06-18) whose tools answer with
@@ -105,7 +109,7 @@ func runCutServer() {
 				os.Exit(5)
 			case "long":
 				out.WriteString(head)
-				for range 17 {
+				for range cutLineLimit>>20 + 1 { // past the limit cutView sets
 					out.WriteString(cutText)
 				}
 				out.WriteString(tail)
@@ -134,6 +138,7 @@ type cutHost struct {
 func cutView(t *testing.T, ctx context.Context, cfg Config, hubOpts *junction.Options, opts *junction.SourceOptions) (*junction.View, string) {
 	t.Helper()
 	cfg = cloneConfig(cfg)
+	cfg.maxLine = cutLineLimit
 	resume := filepath.Join(t.TempDir(), "resume")
 	cfg.Env["FAKE_RESUME"] = resume
 	r, _ := newRegistry(t, nil)

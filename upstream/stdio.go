@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,7 +161,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	c.serverConn = newServerConn(stdinPipe{File: stdinW, broken: c.serverEnded}, stdoutR, &serverConnOptions{
 		Logger:   c.logger,
-		MaxLine:  maxLineLength,
+		MaxLine:  cmp.Or(t.cfg.maxLine, maxLineLength),
 		Observe:  t.observe,
 		EndError: func() error { c.serverEnded(); return c.endErr() },
 	})
