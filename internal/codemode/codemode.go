@@ -20,8 +20,10 @@
 // as tools["exact listed name"].
 //
 // Scripts run in QuickJS (modernc.org/quickjs, pure Go; docs/design.md, "Code mode", has the
-// measurements that chose it), one fresh engine per script, with a hard
-// memory cap, an interrupt for CPU, wall time and cancellation, and nothing
+// measurements that chose it), one fresh engine per script in a process of
+// its own (this program started again, see process.go), with a hard memory
+// cap, an interrupt for CPU, wall time and cancellation, the end of its
+// process for a built-in that does not stop for the interrupt, and nothing
 // of the host reachable: no file system, network, process, timers,
 // performance clock, modules or Go objects. Date stays (tool results hold
 // dates and scripts compute "a week ago"); it gives only the wall clock at

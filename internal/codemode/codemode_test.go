@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,7 +19,45 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	engineStarted = engines.add
+	goleak.VerifyTestMain(engines.check(m))
+}
+
+// engines are the engine processes the tests started: each must have
+// ended, and been waited for, by the time its Run returned.
+var engines processes
+
+type processes struct {
+	mu sync.Mutex
+	ps []*os.Process
+}
+
+func (p *processes) add(proc *os.Process) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ps = append(p.ps, proc)
+}
+
+// check runs the tests, then fails them for any engine process left.
+func (p *processes) check(m *testing.M) goleak.TestingM { return checked{m, p} }
+
+type checked struct {
+	m *testing.M
+	p *processes
+}
+
+func (c checked) Run() int {
+	code := c.m.Run()
+	dropIdle()
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	for _, proc := range c.p.ps {
+		if err := proc.Signal(syscall.Signal(0)); !errors.Is(err, os.ErrProcessDone) {
+			fmt.Fprintf(os.Stderr, "engine process %d was left running or unwaited (signal 0: %v)\n", proc.Pid, err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // Generous limits: tests that do not test a limit must not trip one on a
@@ -209,22 +251,74 @@ func TestCancelMidCall(t *testing.T) {
 	}
 }
 
+// TestCancelDuringLoop: cancelling ends a script that is looping, in
+// JavaScript or inside a built-in that never looks at the interrupt.
 func TestCancelDuringLoop(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	started := make(chan struct{})
-	env := Env{Funcs: testFuncs, Call: func(ctx context.Context, tool string, args json.RawMessage) (CallResult, error) {
-		close(started)
-		return CallResult{Structured: json.RawMessage(`1`)}, nil
+	for _, loop := range []string{`for(;;){}`, stuckBuiltin} {
+		t.Run(loop, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			started := make(chan struct{})
+			env := Env{Funcs: testFuncs, Call: func(ctx context.Context, tool string, args json.RawMessage) (CallResult, error) {
+				close(started)
+				return CallResult{Structured: json.RawMessage(`1`)}, nil
+			}}
+			done := make(chan error, 1)
+			go func() {
+				_, err := Run(ctx, Script{Source: `await github.create_issue({}); ` + loop}, env, Limits{Wall: time.Hour, CPU: time.Hour})
+				done <- err
+			}()
+			<-started
+			cancel()
+			if err := <-done; !errors.Is(err, ErrCancelled) {
+				t.Errorf("err = %v, want ErrCancelled", err)
+			}
+		})
+	}
+}
+
+// stuckBuiltin loops inside a built-in for days without running a line
+// of JavaScript, so without looking at the engine's interrupt.
+const stuckBuiltin = `return Array.prototype.includes.call({length: 2 ** 53 - 1}, 1)`
+
+// TestStuckBuiltinWall: such a built-in is ended with its process at the
+// wall limit too (the CPU limit is TestEscape's).
+func TestStuckBuiltinWall(t *testing.T) {
+	_, err := runTest(t, stuckBuiltin, Env{}, Limits{Wall: 300 * time.Millisecond, CPU: time.Hour})
+	wantLimit(t, err, LimitWall)
+	if !strings.Contains(err.Error(), "built-in") {
+		t.Errorf("err = %v, want it to say a built-in did not stop", err)
+	}
+}
+
+// TestEngineProcess: the engine's process refuses to run without a start
+// message, and saying so; the hub's environment does not reach it.
+func TestEngineProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, engineArg)
+	cmd.Env = []string{engineEnv + "=1"}
+	cmd.Stdin = strings.NewReader("not json\n")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "start message") {
+		t.Errorf("engine without a start message: err %v, output %q", err, out)
+	}
+	if runtime.GOOS != "linux" {
+		return // the environment check reads /proc
+	}
+	t.Setenv("JUNCTION_TEST_SECRET", "s3cret")
+	var environ []byte
+	env := Env{Funcs: testFuncs, Call: func(context.Context, string, json.RawMessage) (CallResult, error) {
+		engines.mu.Lock()
+		pid := engines.ps[len(engines.ps)-1].Pid
+		engines.mu.Unlock()
+		environ, err = os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return CallResult{Structured: json.RawMessage(`1`)}, err
 	}}
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, Script{Source: `await github.create_issue({}); for(;;){}`}, env, roomy)
-		done <- err
-	}()
-	<-started
-	cancel()
-	if err := <-done; !errors.Is(err, ErrCancelled) {
-		t.Errorf("err = %v, want ErrCancelled", err)
+	mustRun(t, `return await github.create_issue({})`, env, roomy)
+	if !strings.Contains(string(environ), engineEnv+"=1") || strings.Contains(string(environ), "s3cret") {
+		t.Errorf("the engine's environment is %q: want %s=1 and nothing of the hub's", environ, engineEnv)
 	}
 }
 
@@ -367,6 +461,8 @@ func TestEscape(t *testing.T) {
 		"infinite loop": true, "catching the interrupt": true, "self-feeding microtasks": true,
 		"recursion after catching stack overflow": true, "catching out of memory": true,
 		"array join bomb": true, "catastrophic regexp": true, "toJSON loops": true,
+		"array method over a huge length": true, "set of a huge sparse array": true,
+		"proxy lying about its length": true, "huge length behind a getter": true,
 		"proxy result loops": true, "thrown getter loops": true,
 	}
 	tests := []struct {
@@ -390,6 +486,12 @@ func TestEscape(t *testing.T) {
 		{"array join bomb", `return new Array(1e7).join('abcdefgh').length`, limit(LimitMemory, LimitCPU)},
 		{"deeply nested result", `let a: any = []; for (let i = 0; i < 1e6; i++) a = [a]; return a`, anyError},
 		{"catastrophic regexp", `return /(a+)+$/.test('a'.repeat(40) + 'b')`, limit(LimitCPU)},
+		// Built-ins that loop over a length without running JavaScript do
+		// not look at the interrupt: the engine's process is ended.
+		{"array method over a huge length", stuckBuiltin, limit(LimitCPU)},
+		{"set of a huge sparse array", `return new Set(new Array(2 ** 32 - 1)).size`, limit(LimitCPU)},
+		{"proxy lying about its length", `return Array.prototype.indexOf.call(new Proxy([], {get: (t, k) => k === 'length' ? 2 ** 53 - 1 : undefined}), 1)`, limit(LimitCPU)},
+		{"huge length behind a getter", `return Array.prototype.lastIndexOf.call({get length() { return 2 ** 53 - 1 }}, 1)`, limit(LimitCPU)},
 		{"thousands of pending promises", `const ps = []; for (let i = 0; i < 10000; i++) ps.push(new Promise(() => {})); await Promise.race(ps)`, scriptErr("will ever settle")},
 		{"a million pending promises", `const ps = []; for (let i = 0; i < 1e6; i++) ps.push(new Promise(() => {})); await Promise.race(ps)`, limit(LimitMemory)},
 		{"breaking out of the function wrapper", "}); (async function () {", func(*testing.T, *Result, error) {}},

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,15 +17,22 @@ import (
 //go:embed prelude.js
 var preludeJS string
 
-// Why the engine was interrupted; the first reason wins.
+// Why the engine was interrupted; the first reason wins. (Cancelling is
+// Run's: it ends the engine's process.)
 const (
 	stopNone int32 = iota
 	stopWall
-	stopCancel
 	stopCalls
 	stopOutput
 	stopArgsMemory
 )
+
+// stuckGrace is how long the engine may run on past a limit that has
+// interrupted it before its process gives up on it: QuickJS looks for the
+// interrupt between instructions of JavaScript, not inside a built-in,
+// and a built-in can loop over an array-like's length (up to 2^53) without
+// running a line of the script.
+const stuckGrace = time.Second
 
 // maxStackSlots bounds JavaScript recursion (QuickJS stack slots, about
 // one per call frame) so that deep recursion throws a RangeError-like
@@ -36,25 +43,24 @@ const (
 // script overruns its CPU limit. Orchestration scripts need little depth.
 const maxStackSlots = 1000
 
-// completion is one finished inner call, sent from its goroutine to the
+// completion is one finished inner call, as Run sends it to the engine's
 // loop, which alone touches the engine.
 type completion struct {
-	id      int
-	tool    string
-	ok      bool
-	payload string // the value's JSON, or the error's {message, code, tool}
+	ID      int    `json:"id"`
+	OK      bool   `json:"ok"`
+	Payload string `json:"payload"` // the value's JSON, or the error's {message, code, tool}
 }
 
-// run is the state of one script.
+// run is the state of one script in the engine's process.
 type run struct {
-	vm     *quickjs.VM
-	env    Env
-	lim    Limits
-	ctx    context.Context // cancelled when the script ends: inner calls use it
-	parent context.Context // the caller's: done means cancelled, not the wall limit
-	start  time.Time
+	vm    *quickjs.VM
+	funcs []Func
+	lim   Limits
+	ctx   context.Context // done when the wall time is up
+	out   *engineOut
 
 	reason   atomic.Int32
+	turnEnd  atomic.Int64 // while the engine runs, when its CPU budget is spent (Unix ns)
 	cpuUsed  time.Duration
 	console  strings.Builder
 	calls    int
@@ -62,90 +68,90 @@ type run struct {
 	nextID   int
 	inflight int
 	done     chan completion
-	sem      chan struct{}
-	wg       sync.WaitGroup
 
 	finished bool
 	ok       bool
 	payload  string
-	hostErr  error // a Go-side failure inside a host function
+	skipped  string // namespaces not bound
 }
 
-// Run runs one script to completion and returns its result. The error is
-// a *ScriptError (the script's own fault), a *LimitError (it went over a
-// limit), ErrCancelled wrapping ctx's cause, or another error for a
-// failure of the engine itself. See Result for when it is non-nil.
-func Run(ctx context.Context, s Script, env Env, lim Limits) (*Result, error) {
-	lim = lim.withDefaults()
-	start := time.Now()
+// runScript runs one script in this process (the engine's, see
+// process.go) and returns what it reports to Run.
+func runScript(s Script, funcs []Func, lim Limits, out *engineOut, done chan completion) *doneMsg {
 	c, err := compile(s)
 	if err != nil {
-		return nil, err
-	}
-	if env.Call == nil {
-		env.Call = func(context.Context, string, json.RawMessage) (CallResult, error) {
-			return CallResult{}, errors.New("no tools are available")
-		}
+		return doneWith(nil, err)
 	}
 	vm, err := quickjs.NewVM()
 	if err != nil {
-		return nil, fmt.Errorf("code mode: starting the engine: %w", err)
+		return doneWith(nil, fmt.Errorf("code mode: starting the engine: %w", err))
 	}
-	runCtx, cancel := context.WithTimeout(ctx, lim.Wall)
-	r := &run{
-		vm: vm, env: env, lim: lim, ctx: runCtx, parent: ctx, start: start,
-		done: make(chan completion, lim.Calls),
-		sem:  make(chan struct{}, lim.Concurrent),
-	}
-	// Stop the engine when the wall time is up or the caller cancels.
-	// Interrupt is sticky only while Go is inside JavaScript, so it is
-	// repeated until the loop notices (the loop also checks between turns).
+	runCtx, cancel := context.WithTimeout(context.Background(), lim.Wall)
+	defer cancel()
+	r := &run{vm: vm, funcs: funcs, lim: lim, ctx: runCtx, out: out, done: done}
 	watchDone := make(chan struct{})
 	watchExit := make(chan struct{})
-	go func() {
-		defer close(watchExit)
-		select {
-		case <-runCtx.Done():
-		case <-watchDone:
-			return
-		}
-		if ctx.Err() != nil {
-			r.stop(stopCancel)
-		} else {
-			r.stop(stopWall)
-		}
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-watchDone:
-				return
-			case <-t.C:
-				vm.Interrupt()
-			}
-		}
-	}()
+	go r.watch(watchDone, watchExit)
 
 	value, err := r.exec(c)
 
-	// Tear down: cancel the inner calls, wait for them, stop the watcher,
-	// and only then close the engine (nothing else touches it).
-	cancel()
-	r.wg.Wait()
+	// Stop the watcher, and only then close the engine (nothing else
+	// touches it).
 	close(watchDone)
 	<-watchExit
 	vm.Close()
 
-	res := &Result{Value: value, Console: r.console.String(), Calls: r.calls, Duration: time.Since(start)}
-	if err != nil {
-		res.Value = nil
-		return res, err
+	if err == nil && len(value)+r.console.Len() > lim.Output {
+		value, err = nil, r.limitError(LimitOutput, fmt.Sprintf("the return value is %d bytes and the console output %d", len(value), r.console.Len()))
 	}
-	if len(value)+r.console.Len() > lim.Output {
-		res.Value = nil
-		return res, r.limitError(LimitOutput, fmt.Sprintf("the return value is %d bytes and the console output %d", len(value), r.console.Len()))
+	m := doneWith(value, err)
+	m.Started = true
+	m.Console = r.console.String()
+	m.Skipped = r.skipped
+	return m
+}
+
+// watch stops the engine when the wall time is up, and ends this process
+// when a limit has interrupted the engine and it has not stopped within
+// stuckGrace (a built-in that never looks at the interrupt). Interrupt is
+// sticky only while Go is inside JavaScript, so it is repeated until the
+// loop notices (the loop also checks between turns).
+func (r *run) watch(done, exit chan struct{}) {
+	defer close(exit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	wall := r.ctx.Done()
+	var wallAt time.Time
+	for {
+		select {
+		case <-done:
+			return
+		case <-wall:
+			wall = nil
+			wallAt = time.Now()
+			r.stop(stopWall)
+		case now := <-tick.C:
+			if !wallAt.IsZero() {
+				r.vm.Interrupt()
+				if now.Sub(wallAt) > stuckGrace {
+					r.abandon(LimitWall)
+				}
+			}
+			if end := r.turnEnd.Load(); end != 0 && now.UnixNano() > end+int64(stuckGrace) {
+				r.abandon(LimitCPU)
+			}
+		}
 	}
-	return res, nil
+}
+
+// abandon reports that the engine went over limit and did not stop, and
+// ends the process, which is the only way to stop a built-in mid-loop.
+// What the script printed and made is the engine's goroutine's, which
+// is still running: it is left out.
+func (r *run) abandon(limit string) {
+	r.out.send(fromEngine{Done: &doneMsg{Started: true, Ended: true,
+		Limit: r.limitError(limit, "the engine was inside a built-in that does not stop for limits (such as an array method over a huge length), so its process was ended")}})
+	os.Exit(0)
 }
 
 // stop records why the engine must stop and interrupts it.
@@ -171,7 +177,7 @@ func (r *run) exec(c *compiled) (json.RawMessage, error) {
 			return nil, fmt.Errorf("code mode: registering %s: %w", name, err)
 		}
 	}
-	funcs, err := json.Marshal(append([]Func{}, r.env.Funcs...))
+	funcs, err := json.Marshal(append([]Func{}, r.funcs...))
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +204,8 @@ func (r *run) exec(c *compiled) (json.RawMessage, error) {
 	if err != nil {
 		return nil, r.engineError("starting the script", err)
 	}
-	if s, _ := skipped.(string); s != "" && r.env.Logger != nil {
-		r.env.Logger.Warn("code mode: namespaces not bound, as they would hide a global of the engine; their tools are in tools[...]", "namespaces", s)
-	}
+	r.skipped, _ = skipped.(string)
 
-	completed := 0
 	for {
 		err := r.turn(func() error {
 			_, err := r.vm.ExecutePendingJobs()
@@ -210,9 +213,6 @@ func (r *run) exec(c *compiled) (json.RawMessage, error) {
 		})
 		if err != nil && !strings.HasPrefix(err.Error(), "quickjs: aborted draining") {
 			return nil, r.engineError("running the script", err)
-		}
-		if r.hostErr != nil {
-			return nil, r.hostErr
 		}
 		if r.finished {
 			return r.outcome(c)
@@ -231,24 +231,16 @@ func (r *run) exec(c *compiled) (json.RawMessage, error) {
 		select {
 		case comp = <-r.done:
 		case <-r.ctx.Done():
-			if r.parent.Err() != nil {
-				r.reason.CompareAndSwap(stopNone, stopCancel)
-			} else {
-				r.reason.CompareAndSwap(stopNone, stopWall)
-			}
+			r.reason.CompareAndSwap(stopNone, stopWall)
 			return nil, r.stopError(nil)
 		}
 		r.inflight--
-		completed++
 		err = r.turn(func() error {
-			_, err := dispatch.Call(quickjs.UndefinedValue, "settle", comp.id, comp.ok, comp.payload)
+			_, err := dispatch.Call(quickjs.UndefinedValue, "settle", comp.ID, comp.OK, comp.Payload)
 			return err
 		})
 		if err != nil {
 			return nil, r.engineError("settling a call", err)
-		}
-		if r.env.Progress != nil {
-			r.env.Progress(completed, comp.tool+" done")
 		}
 	}
 }
@@ -307,7 +299,7 @@ func (r *run) hint(se *ScriptError) {
 	case se.Name == "ReferenceError" && strings.HasSuffix(se.Message, "is not defined"):
 		ns := map[string]bool{}
 		var names []string
-		for _, f := range r.env.Funcs {
+		for _, f := range r.funcs {
 			if f.Namespace != "" && !ns[f.Namespace] {
 				ns[f.Namespace] = true
 				names = append(names, f.Namespace)
@@ -349,9 +341,6 @@ func (r *run) scriptError(c *compiled, err error) error {
 // engineError is an error from the plumbing: a limit that struck while it
 // ran, or a failure of the engine.
 func (r *run) engineError(what string, err error) error {
-	if r.hostErr != nil {
-		return r.hostErr
-	}
 	if r.reason.Load() != stopNone || isInterrupted(err) {
 		return r.stopError(err)
 	}
@@ -393,75 +382,8 @@ func (r *run) hostCall(args []any) (any, error) {
 	id := r.nextID
 	r.nextID++
 	r.inflight++
-	r.wg.Add(1)
-	go r.callTool(id, tool, json.RawMessage(body))
+	r.out.send(fromEngine{Call: &callMsg{ID: id, Tool: tool, Args: json.RawMessage(body)}})
 	return id, nil
-}
-
-// callTool runs one inner call on its own goroutine, waiting its turn
-// under the concurrency limit, and hands the outcome to the loop.
-func (r *run) callTool(id int, tool string, args json.RawMessage) {
-	defer r.wg.Done()
-	comp := completion{id: id, tool: tool}
-	select {
-	case r.sem <- struct{}{}:
-		res, err := r.env.Call(r.ctx, tool, args)
-		<-r.sem
-		comp.ok, comp.payload = callPayload(tool, res, err)
-	case <-r.ctx.Done():
-		comp.payload = errPayload(tool, -32603, "cancelled: "+context.Cause(r.ctx).Error())
-	}
-	r.done <- comp // buffered for every call: never blocks
-}
-
-// callPayload is what the script's await gets: the structured content,
-// else the content blocks, or the error.
-func callPayload(tool string, res CallResult, err error) (bool, string) {
-	if err != nil {
-		code := -32603
-		var ec interface{ ErrorCode() int }
-		if errors.As(err, &ec) {
-			code = ec.ErrorCode()
-		}
-		return false, errPayload(tool, code, err.Error())
-	}
-	if res.IsError {
-		msg := res.Message
-		if msg == "" {
-			msg = contentText(res.Content)
-		}
-		if msg == "" {
-			msg = "the tool reported an error"
-		}
-		return false, errPayload(tool, res.Code, msg)
-	}
-	if len(res.Structured) > 0 {
-		return true, string(res.Structured)
-	}
-	if len(res.Content) > 0 {
-		return true, string(res.Content)
-	}
-	return true, "[]"
-}
-
-func errPayload(tool string, code int, msg string) string {
-	b, _ := json.Marshal(map[string]any{"message": msg, "code": code, "tool": tool})
-	return string(b)
-}
-
-// contentText joins the text blocks of a content array.
-func contentText(content json.RawMessage) string {
-	var blocks []struct{ Type, Text string }
-	if json.Unmarshal(content, &blocks) != nil {
-		return ""
-	}
-	var parts []string
-	for _, b := range blocks {
-		if b.Type == "text" && b.Text != "" {
-			parts = append(parts, b.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // hostLog is __cm_hostLog(level, text): console output, bounded by the
@@ -526,7 +448,9 @@ func (r *run) turn(f func() error) error {
 	}
 	r.vm.SetEvalTimeout(left)
 	t := time.Now()
+	r.turnEnd.Store(t.Add(left).UnixNano())
 	err := f()
+	r.turnEnd.Store(0)
 	r.cpuUsed += time.Since(t)
 	return err
 }
@@ -535,8 +459,6 @@ func (r *run) turn(f func() error) error {
 // is what the engine reported, if anything.
 func (r *run) stopError(err error) error {
 	switch r.reason.Load() {
-	case stopCancel:
-		return fmt.Errorf("%w: %w", ErrCancelled, context.Cause(r.ctx))
 	case stopWall:
 		return r.limitError(LimitWall, "")
 	case stopCalls:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -118,4 +119,94 @@ return {sum: sum[0].text, echoed: echoed[0].text, sampled: JSON.stringify(sample
 		}
 		return false
 	})
+}
+
+// TestCodeModeStuckBuiltin: a script stuck inside a built-in that never
+// looks at the engine's interrupt (an array method over a length of 2^53)
+// ends at its CPU limit with a tool error, through the real binary, which
+// goes on running scripts; the engine's process that was stuck is gone,
+// not left spinning.
+func TestCodeModeStuckBuiltin(t *testing.T) {
+	cfg := writeConfig(t, filepath.Join(t.TempDir(), "junction.yaml"), `
+code_mode:
+  enabled: true
+  limits: {cpu: 1s, wall: 20s}
+`)
+	cs := connectStdioOpts(t, newClient(nil), newOutput(), nil, "-config", cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	text, failed := callText(ctx, cs, "run_script", map[string]any{"script": `return Array.prototype.includes.call({length: 2 ** 53 - 1}, 1)`})
+	if !failed || !strings.Contains(text, "cpu limit") || !strings.Contains(text, "built-in") {
+		t.Fatalf("stuck script: %q (failed %v), want a tool error at the cpu limit naming the built-in", text, failed)
+	}
+	text, failed = callText(ctx, cs, "run_script", map[string]any{"script": `return [1, 2, 3].includes(2)`})
+	if failed || !strings.Contains(text, "true") {
+		t.Fatalf("the next script: %q (failed %v)", text, failed)
+	}
+	// Engines are the hub's children, so this test process's
+	// grandchildren; an idle one has used a few
+	// milliseconds of processor, the stuck one seconds if it still ran.
+	// The hub keeps the engine of the script that ended well for the
+	// next one: seeing it shows the list is read right.
+	var engines []engineProc
+	waitFor(t, "the hub's idle engine process", 20*time.Second, func() bool {
+		engines = engineGrandchildren(t)
+		return len(engines) > 0
+	})
+	for _, e := range engines {
+		if e.cpu >= time.Second {
+			t.Errorf("engine process %d has used %v of processor: the stuck script's engine is still running", e.pid, e.cpu)
+		}
+	}
+}
+
+type engineProc struct {
+	pid int
+	cpu time.Duration
+}
+
+// engineGrandchildren lists the script engine processes whose parent is a
+// child of this process, with the processor time each has used.
+func engineGrandchildren(t *testing.T) []engineProc {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []engineProc
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.HasSuffix(string(cmdline), "\x00junction-script-engine\x00") {
+			continue
+		}
+		ppid, ticks := procStat(pid)
+		if pp, _ := procStat(ppid); pp != os.Getpid() {
+			continue
+		}
+		out = append(out, engineProc{pid, time.Duration(ticks) * 10 * time.Millisecond})
+	}
+	return out
+}
+
+// procStat reads a process's parent and its user and system time in
+// clock ticks (100 a second on Linux); zeros if it is gone.
+func procStat(pid int) (ppid, ticks int) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0
+	}
+	// The fields after the command, which is in parentheses and may hold
+	// anything: state ppid ... utime (14th field) stime (15th).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return ppid, ut + st
 }

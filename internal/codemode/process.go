@@ -1,0 +1,546 @@
+package codemode
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Scripts run in engine processes: this program started again (its
+// package init sees engineArg and engineEnv and serves scripts on
+// standard input and output), one script at a time each, a fresh engine
+// for each script. A limit interrupts the engine, which stops within an
+// instruction of JavaScript; a built-in that loops without running any
+// (an array method over an array-like of length 2^53) does not look at
+// the interrupt, and only ending its process stops it. The engine's
+// process ends itself stuckGrace after such a limit (run.watch), and Run
+// kills it when it has not answered by its wall time and three times
+// that grace, or when the caller cancels. A process whose script ended
+// well serves the next one: up to maxIdle wait for work.
+//
+// The protocol is one JSON object a line. Run sends {"start": ...} and
+// then {"settle": ...} as each inner call completes; the engine sends
+// {"call": ...} for each inner call and ends with {"done": ...}. The
+// inner calls run in Run's process, which holds the hub: the engine's
+// process has the script and nothing else.
+const (
+	engineArg = "junction-script-engine"
+	engineEnv = "JUNCTION_SCRIPT_ENGINE"
+)
+
+func init() {
+	if len(os.Args) == 2 && os.Args[1] == engineArg && os.Getenv(engineEnv) == "1" {
+		os.Exit(serveEngine(os.Stdin, os.Stdout))
+	}
+}
+
+type toEngine struct {
+	Start  *startMsg   `json:"start,omitempty"`
+	Settle *completion `json:"settle,omitempty"`
+}
+
+type startMsg struct {
+	Script Script `json:"script"`
+	Funcs  []Func `json:"funcs"`
+	Limits Limits `json:"limits"`
+}
+
+type fromEngine struct {
+	Call *callMsg `json:"call,omitempty"`
+	Done *doneMsg `json:"done,omitempty"`
+}
+
+type callMsg struct {
+	ID   int             `json:"id"`
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+}
+
+// doneMsg is how the script ended: a value, or one of the errors Run
+// returns (a limit, the script's own error, or a failure of the engine).
+type doneMsg struct {
+	Started bool            `json:"started,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Console string          `json:"console,omitempty"`
+	Skipped string          `json:"skipped,omitempty"`
+	Limit   *LimitError     `json:"limit,omitempty"`
+	Script  *ScriptError    `json:"script,omitempty"`
+	Failure string          `json:"failure,omitempty"`
+	// Ended: the process is ending (the engine did not stop).
+	Ended bool `json:"ended,omitempty"`
+}
+
+func doneWith(value json.RawMessage, err error) *doneMsg {
+	m := &doneMsg{Value: value}
+	var le *LimitError
+	var se *ScriptError
+	switch {
+	case err == nil:
+	case errors.As(err, &le):
+		m.Limit = le
+	case errors.As(err, &se):
+		m.Script = se
+	default:
+		m.Failure = err.Error()
+	}
+	return m
+}
+
+func (m *doneMsg) err() error {
+	switch {
+	case m.Limit != nil:
+		return m.Limit
+	case m.Script != nil:
+		return m.Script
+	case m.Failure != "":
+		return errors.New(m.Failure)
+	}
+	return nil
+}
+
+// engineOut writes the engine's messages; the watchdog writes too.
+type engineOut struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+// send writes one message. Run gone means nobody wants the script: the
+// process ends.
+func (o *engineOut) send(m fromEngine) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enc.Encode(m); err != nil {
+		os.Exit(1)
+	}
+}
+
+// serveEngine is the engine's process: it runs the scripts sent on in,
+// one at a time, and reports on out, until in ends.
+func serveEngine(in io.Reader, out io.Writer) int {
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 64<<10))
+	type job struct {
+		st   *startMsg
+		done chan completion
+	}
+	jobs := make(chan job)
+	first := make(chan error, 1)
+	go func() {
+		// Starts and settles, in order: a settle belongs to the script
+		// started last. When in ends, junction has gone or has no more
+		// work for this process; nobody wants what is running.
+		var cur chan completion
+		for n := 0; ; n++ {
+			var m toEngine
+			err := dec.Decode(&m)
+			if n == 0 && (err != nil || m.Start == nil) {
+				if err == nil {
+					err = errors.New("the first message is not a start")
+				}
+				first <- err
+				return
+			}
+			if err != nil {
+				os.Exit(0)
+			}
+			switch {
+			case m.Start != nil:
+				m.Start.Limits = m.Start.Limits.withDefaults()
+				cur = make(chan completion, m.Start.Limits.Calls)
+				jobs <- job{m.Start, cur}
+			case m.Settle != nil && cur != nil:
+				select {
+				case cur <- *m.Settle:
+				default: // more settles than calls: not from Run
+				}
+			}
+		}
+	}()
+	w := &engineOut{enc: json.NewEncoder(out)}
+	for {
+		select {
+		case err := <-first:
+			if errors.Is(err, io.EOF) {
+				return 0 // an idle engine whose hub has gone
+			}
+			fmt.Fprintf(os.Stderr, "%s: this process runs code-mode scripts for junction, which starts it; it reads a start message on standard input (%v)\n", engineArg, err)
+			return 2
+		case j := <-jobs:
+			w.send(fromEngine{Done: runScript(j.st.Script, j.st.Funcs, j.st.Limits, w, j.done)})
+		}
+	}
+}
+
+// Run runs one script to completion and returns its result. The error is
+// a *ScriptError (the script's own fault), a *LimitError (it went over a
+// limit), ErrCancelled wrapping ctx's cause, or another error for a
+// failure of the engine itself. See Result for when it is non-nil.
+func Run(ctx context.Context, s Script, env Env, lim Limits) (*Result, error) {
+	lim = lim.withDefaults()
+	start := time.Now()
+	if env.Call == nil {
+		env.Call = func(context.Context, string, json.RawMessage) (CallResult, error) {
+			return CallResult{}, errors.New("no tools are available")
+		}
+	}
+	e, err := takeEngine(startMsg{Script: s, Funcs: env.Funcs, Limits: lim})
+	if err != nil {
+		return nil, err
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	sc := &script{env: env, lim: lim, ctx: callCtx,
+		sem:     make(chan struct{}, lim.Concurrent),
+		settled: make(chan settled, lim.Calls),
+	}
+	m, err := sc.serve(ctx, e)
+	// Cancel the inner calls and wait for them: none outlives the script.
+	cancel()
+	sc.wg.Wait()
+	e.release()
+
+	if m == nil {
+		m = &doneMsg{Started: true}
+	}
+	if m.Skipped != "" && env.Logger != nil {
+		env.Logger.Warn("code mode: namespaces not bound, as they would hide a global of the engine; their tools are in tools[...]", "namespaces", m.Skipped)
+	}
+	if err == nil {
+		err = m.err()
+	}
+	if !m.Started {
+		return nil, err
+	}
+	res := &Result{Value: m.Value, Console: m.Console, Calls: sc.calls, Duration: time.Since(start)}
+	if err != nil {
+		res.Value = nil
+	}
+	return res, err
+}
+
+// engineStarted sees each engine process started (tests check that each
+// has ended when they have).
+var engineStarted = func(*os.Process) {}
+
+// maxIdle is how many engine processes wait for work. Each holds about
+// 25 MiB; one is enough for a host that runs one script at a time.
+const maxIdle = 2
+
+// idle are the engine processes waiting for a script.
+var idle struct {
+	mu sync.Mutex
+	es []*engine
+}
+
+// engine is one engine process, as Run holds it. While it runs a script
+// a goroutine reads its output (read); an idle engine has none.
+type engine struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	enc  *json.Encoder
+	dec  *json.Decoder
+	errs *os.File // its standard error, read when it has failed
+	dead bool     // killed, or ending: not to be given another script
+
+	msgs chan fromEngine // closed when the reader stops
+	quit chan struct{}   // closed when Run stops reading
+	read chan struct{}   // closed when the reader has returned
+}
+
+// takeEngine gives an engine process that has taken the script: an idle
+// one, or a new one.
+func takeEngine(st startMsg) (*engine, error) {
+	start := toEngine{Start: &st}
+	for {
+		idle.mu.Lock()
+		var e *engine
+		if n := len(idle.es); n > 0 {
+			e, idle.es = idle.es[n-1], idle.es[:n-1]
+		}
+		idle.mu.Unlock()
+		if e == nil {
+			break
+		}
+		if e.enc.Encode(start) == nil {
+			e.listen()
+			return e, nil
+		}
+		e.discard() // it died while idle
+	}
+	e, err := startEngine()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.enc.Encode(start); err != nil {
+		e.discard()
+		return nil, fmt.Errorf("code mode: the script engine did not take the script: %w", err)
+	}
+	e.listen()
+	return e, nil
+}
+
+// release gives the engine back after its script: to wait for the next
+// one, or to end.
+func (e *engine) release() {
+	close(e.quit)
+	if !e.dead {
+		idle.mu.Lock()
+		if len(idle.es) < maxIdle {
+			idle.es = append(idle.es, e)
+			e = nil
+		}
+		idle.mu.Unlock()
+	}
+	if e != nil {
+		e.discard()
+	}
+}
+
+// dropIdle ends the idle engine processes.
+func dropIdle() {
+	idle.mu.Lock()
+	es := idle.es
+	idle.es = nil
+	idle.mu.Unlock()
+	for _, e := range es {
+		e.discard()
+	}
+}
+
+// startEngine starts this program again as an engine.
+func startEngine() (*engine, error) {
+	self := "/proc/self/exe"
+	if runtime.GOOS != "linux" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("code mode: finding this program to run the script engine: %w", err)
+		}
+		self = exe
+	}
+	cmd := exec.Command(self, engineArg)
+	// The engine's process needs nothing of the hub's environment, and
+	// gets none of its secrets: only the Go runtime's settings.
+	cmd.Env = []string{engineEnv + "=1"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k == "GOCOVERDIR" || k == "GODEBUG" || k == "GOMAXPROCS" || k == "GORACE" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	// Standard error is a pipe of its own, read only after the process
+	// has failed, so that an engine holds no goroutine while idle.
+	errs, errw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("code mode: starting the script engine: %w", err)
+	}
+	defer errw.Close()
+	cmd.Stderr = errw
+	e := &engine{cmd: cmd, errs: errs}
+	var out io.Reader
+	if e.in, err = cmd.StdinPipe(); err == nil {
+		out, err = cmd.StdoutPipe()
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		errs.Close()
+		return nil, fmt.Errorf("code mode: starting the script engine (%s): %w", self, err)
+	}
+	e.enc = json.NewEncoder(e.in)
+	e.dec = json.NewDecoder(bufio.NewReaderSize(out, 64<<10))
+	engineStarted(cmd.Process)
+	return e, nil
+}
+
+// listen starts reading what the engine writes for one script, up to
+// its done.
+func (e *engine) listen() {
+	e.msgs, e.quit, e.read = make(chan fromEngine), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(e.read)
+		defer close(e.msgs)
+		for {
+			var m fromEngine
+			if e.dec.Decode(&m) != nil {
+				return
+			}
+			select {
+			case e.msgs <- m:
+			case <-e.quit:
+				return
+			}
+			if m.Done != nil {
+				return
+			}
+		}
+	}()
+}
+
+// failure is what a process that ended without an answer wrote on its
+// standard error (the last few KiB).
+func (e *engine) failure() string {
+	e.kill()
+	e.cmd.Wait()
+	b, _ := io.ReadAll(io.LimitReader(e.errs, 1<<20))
+	if len(b) > 4<<10 {
+		b = b[len(b)-4<<10:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// kill ends the process; the reader, if any, then sees its output end.
+func (e *engine) kill() {
+	e.dead = true
+	e.in.Close()
+	e.cmd.Process.Kill()
+}
+
+// discard ends the process and waits for it.
+func (e *engine) discard() {
+	e.kill()
+	if e.read != nil {
+		<-e.read
+	}
+	e.cmd.Wait()
+	e.errs.Close()
+}
+
+// script is Run's side of one script: the inner calls.
+type script struct {
+	env     Env
+	lim     Limits
+	ctx     context.Context // the inner calls'
+	sem     chan struct{}
+	settled chan settled
+	wg      sync.WaitGroup
+	calls   int
+}
+
+type settled struct {
+	completion
+	tool string
+}
+
+// serve sends the script to the engine and serves its calls until it is
+// done. An error is Run's own (cancelled, or the engine failed); the
+// script's outcome is in the message.
+func (sc *script) serve(ctx context.Context, e *engine) (*doneMsg, error) {
+	// The engine stops itself at its wall limit, and its process ends
+	// stuckGrace later if the engine did not; this is for a process that
+	// does neither.
+	hard := time.NewTimer(sc.lim.Wall + 3*stuckGrace)
+	defer hard.Stop()
+	completed := 0
+	for {
+		select {
+		case m, ok := <-e.msgs:
+			switch {
+			case !ok:
+				<-e.read
+				err := fmt.Errorf("code mode: the script engine's process ended without an answer")
+				if out := e.failure(); out != "" {
+					err = fmt.Errorf("%w; it wrote: %s", err, out)
+				}
+				return nil, err
+			case m.Done != nil:
+				<-e.read
+				e.dead = e.dead || m.Done.Ended
+				return m.Done, nil
+			case m.Call != nil:
+				sc.calls++
+				sc.wg.Add(1)
+				go sc.call(m.Call)
+			}
+		case c := <-sc.settled:
+			completed++
+			// An engine that has ended reads no more; its end is in msgs.
+			_ = e.enc.Encode(toEngine{Settle: &c.completion})
+			if sc.env.Progress != nil {
+				sc.env.Progress(completed, c.tool+" done")
+			}
+		case <-ctx.Done():
+			e.kill()
+			return nil, fmt.Errorf("%w: %w", ErrCancelled, context.Cause(ctx))
+		case <-hard.C:
+			e.kill()
+			return &doneMsg{Started: true, Limit: &LimitError{Limit: LimitWall, Max: sc.lim.Wall.String(),
+				Detail: "the script engine's process did not stop at the limit, so it was killed"}}, nil
+		}
+	}
+}
+
+// call runs one inner call on its own goroutine, waiting its turn under
+// the concurrency limit, and hands the outcome to serve.
+func (sc *script) call(m *callMsg) {
+	defer sc.wg.Done()
+	c := settled{completion: completion{ID: m.ID}, tool: m.Tool}
+	select {
+	case sc.sem <- struct{}{}:
+		res, err := sc.env.Call(sc.ctx, m.Tool, m.Args)
+		<-sc.sem
+		c.OK, c.Payload = callPayload(m.Tool, res, err)
+	case <-sc.ctx.Done():
+		c.Payload = errPayload(m.Tool, -32603, "cancelled: "+context.Cause(sc.ctx).Error())
+	}
+	select {
+	case sc.settled <- c: // room for every call the limit allows
+	default:
+	}
+}
+
+// callPayload is what the script's await gets: the structured content,
+// else the content blocks, or the error.
+func callPayload(tool string, res CallResult, err error) (bool, string) {
+	if err != nil {
+		code := -32603
+		var ec interface{ ErrorCode() int }
+		if errors.As(err, &ec) {
+			code = ec.ErrorCode()
+		}
+		return false, errPayload(tool, code, err.Error())
+	}
+	if res.IsError {
+		msg := res.Message
+		if msg == "" {
+			msg = contentText(res.Content)
+		}
+		if msg == "" {
+			msg = "the tool reported an error"
+		}
+		return false, errPayload(tool, res.Code, msg)
+	}
+	if len(res.Structured) > 0 {
+		return true, string(res.Structured)
+	}
+	if len(res.Content) > 0 {
+		return true, string(res.Content)
+	}
+	return true, "[]"
+}
+
+func errPayload(tool string, code int, msg string) string {
+	b, _ := json.Marshal(map[string]any{"message": msg, "code": code, "tool": tool})
+	return string(b)
+}
+
+// contentText joins the text blocks of a content array.
+func contentText(content json.RawMessage) string {
+	var blocks []struct{ Type, Text string }
+	if json.Unmarshal(content, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" && b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
