@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -291,7 +292,8 @@ func TestStuckBuiltinWall(t *testing.T) {
 }
 
 // TestEngineProcess: the engine's process refuses to run without a start
-// message, and saying so; the hub's environment does not reach it.
+// message, and says so; it gets the hub's time zone and nothing else of
+// its environment, and it is confined to computing.
 func TestEngineProcess(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -308,17 +310,28 @@ func TestEngineProcess(t *testing.T) {
 		return // the environment check reads /proc
 	}
 	t.Setenv("JUNCTION_TEST_SECRET", "s3cret")
-	var environ []byte
+	t.Setenv("TZ", "Asia/Kolkata")
+	var environ, status []byte
 	env := Env{Funcs: testFuncs, Call: func(context.Context, string, json.RawMessage) (CallResult, error) {
 		engines.mu.Lock()
 		pid := engines.ps[len(engines.ps)-1].Pid
 		engines.mu.Unlock()
 		environ, err = os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil {
+			status, err = os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		}
 		return CallResult{Structured: json.RawMessage(`1`)}, err
 	}}
-	mustRun(t, `return await github.create_issue({})`, env, roomy)
+	res := mustRun(t, `await github.create_issue({}); return new Date(0).getTimezoneOffset()`, env, roomy)
 	if !strings.Contains(string(environ), engineEnv+"=1") || strings.Contains(string(environ), "s3cret") {
 		t.Errorf("the engine's environment is %q: want %s=1 and nothing of the hub's", environ, engineEnv)
+	}
+	// Confined (sandbox.Compute): a seccomp filter, and no new privileges.
+	if !regexp.MustCompile(`(?m)^Seccomp:\s+2$`).Match(status) || !regexp.MustCompile(`(?m)^NoNewPrivs:\s+1$`).Match(status) {
+		t.Errorf("the engine's process is not confined; its status:\n%s", status)
+	}
+	if string(res.Value) != "-330" {
+		t.Errorf("the time zone offset in a script is %s minutes, want the hub's TZ (Asia/Kolkata, -330)", res.Value)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/junction-mcp/junction/internal/sandbox"
 )
 
 // Scripts run in engine processes: this program started again (its
@@ -77,6 +79,8 @@ type doneMsg struct {
 	Failure string          `json:"failure,omitempty"`
 	// Ended: the process is ending (the engine did not stop).
 	Ended bool `json:"ended,omitempty"`
+	// Unconfined says why the process could not confine itself.
+	Unconfined string `json:"unconfined,omitempty"`
 }
 
 func doneWith(value json.RawMessage, err error) *doneMsg {
@@ -126,6 +130,14 @@ func (o *engineOut) send(m fromEngine) {
 // serveEngine is the engine's process: it runs the scripts sent on in,
 // one at a time, and reports on out, until in ends.
 func serveEngine(in io.Reader, out io.Writer) int {
+	// Confined before it reads a script: the process can compute on its
+	// pipes and nothing else (no file, socket, program or other process).
+	// The time zone is read first, as Date needs it.
+	warmEngine()
+	unconfined := ""
+	if err := sandbox.Compute(); err != nil {
+		unconfined = err.Error()
+	}
 	dec := json.NewDecoder(bufio.NewReaderSize(in, 64<<10))
 	type job struct {
 		st   *startMsg
@@ -174,7 +186,9 @@ func serveEngine(in io.Reader, out io.Writer) int {
 			fmt.Fprintf(os.Stderr, "%s: this process runs code-mode scripts for junction, which starts it; it reads a start message on standard input (%v)\n", engineArg, err)
 			return 2
 		case j := <-jobs:
-			w.send(fromEngine{Done: runScript(j.st.Script, j.st.Funcs, j.st.Limits, w, j.done)})
+			m := runScript(j.st.Script, j.st.Funcs, j.st.Limits, w, j.done)
+			m.Unconfined = unconfined
+			w.send(fromEngine{Done: m})
 		}
 	}
 }
@@ -209,6 +223,11 @@ func Run(ctx context.Context, s Script, env Env, lim Limits) (*Result, error) {
 	if m == nil {
 		m = &doneMsg{Started: true}
 	}
+	if m.Unconfined != "" && env.Logger != nil {
+		unconfinedOnce.Do(func() {
+			env.Logger.Warn("code mode: the script engine's process could not confine itself; scripts still run, with the limits, but a flaw in the engine would have this user's rights", "error", m.Unconfined)
+		})
+	}
 	if m.Skipped != "" && env.Logger != nil {
 		env.Logger.Warn("code mode: namespaces not bound, as they would hide a global of the engine; their tools are in tools[...]", "namespaces", m.Skipped)
 	}
@@ -224,6 +243,9 @@ func Run(ctx context.Context, s Script, env Env, lim Limits) (*Result, error) {
 	}
 	return res, err
 }
+
+// unconfinedOnce: that engines run unconfined is said once.
+var unconfinedOnce sync.Once
 
 // engineStarted sees each engine process started (tests check that each
 // has ended when they have).
@@ -326,10 +348,12 @@ func startEngine() (*engine, error) {
 	}
 	cmd := exec.Command(self, engineArg)
 	// The engine's process needs nothing of the hub's environment, and
-	// gets none of its secrets: only the Go runtime's settings.
+	// gets none of its secrets: only the time zone (a script's Date
+	// shows local time as the hub's would) and the Go runtime's settings.
 	cmd.Env = []string{engineEnv + "=1"}
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k == "GOCOVERDIR" || k == "GODEBUG" || k == "GOMAXPROCS" || k == "GORACE" {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "TZ", "GOCOVERDIR", "GODEBUG", "GOMAXPROCS", "GORACE":
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

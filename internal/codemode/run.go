@@ -75,6 +75,18 @@ type run struct {
 	skipped  string // namespaces not bound
 }
 
+// warmEngine runs the engine once before the process is confined, so
+// that what it reads from files on first use (the time zone's rules) is
+// read while it can be.
+func warmEngine() {
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return
+	}
+	vm.Eval(`new Date(0).getTimezoneOffset()`, quickjs.EvalGlobal)
+	vm.Close()
+}
+
 // runScript runs one script in this process (the engine's, see
 // process.go) and returns what it reports to Run.
 func runScript(s Script, funcs []Func, lim Limits, out *engineOut, done chan completion) *doneMsg {

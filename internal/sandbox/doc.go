@@ -2,6 +2,8 @@
 // binary) that junction starts, from junction's one binary: no root, no
 // setuid helper, no container engine, no bubblewrap. It works for an
 // ordinary user through unprivileged user namespaces, and for root.
+// [Compute] confines the calling process itself instead, with seccomp
+// alone, to computing on what it has (code mode's engine process).
 //
 //	func main() {
 //		sandbox.Enable() // first: in a sandbox stage this does its work and never returns

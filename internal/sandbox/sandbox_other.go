@@ -46,3 +46,8 @@ func removeStale(string, *slog.Logger) {}
 
 // hold is Linux's: elsewhere a private directory is not locked.
 func hold(string) (*os.File, error) { return nil, nil }
+
+// Compute is Linux's: elsewhere a process cannot confine itself so.
+func Compute() error {
+	return fmt.Errorf("%w on %s", ErrUnsupported, runtime.GOOS)
+}

@@ -4,6 +4,8 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"unsafe"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -35,12 +37,26 @@ var deniedSyscalls = []string{
 const namespaceCloneFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
 
+// A filter is what a seccomp program denies beyond deniedSyscalls.
+type filter struct {
+	deny []string // more system calls that fail with EPERM
+	// self, when not zero, is the process's id: clone then makes threads
+	// only, and the calls in selfOnly work on this process only.
+	self int
+}
+
+// selfOnly are the system calls whose first argument names a process;
+// with filter.self they fail with EPERM for any other. The value is
+// another argument that also means the process itself: 0 for prlimit64;
+// none for kill, where 0 is the whole process group.
+var selfOnly = map[string]int{"kill": -1, "tgkill": -1, "prlimit64": 0}
+
 // seccompProgram assembles the filter: another architecture's system
 // calls (and x32's) fail with ENOSYS; the denied ones and clone with
 // namespace flags with EPERM; clone3, whose flags a filter cannot see,
 // with ENOSYS (libc then falls back to clone); everything else is
 // allowed.
-func seccompProgram() ([]unix.SockFilter, error) {
+func seccompProgram(f filter) ([]unix.SockFilter, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, err
@@ -61,7 +77,7 @@ func seccompProgram() ([]unix.SockFilter, error) {
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(arch.X32.SeccompMask), SkipFalse: 1},
 			bpf.RetConstant{Val: enosys})
 	}
-	for _, name := range deniedSyscalls {
+	for _, name := range append(deniedSyscalls[:len(deniedSyscalls):len(deniedSyscalls)], f.deny...) {
 		nr, ok := info.SyscallNames[name]
 		if !ok {
 			continue
@@ -69,6 +85,28 @@ func seccompProgram() ([]unix.SockFilter, error) {
 		p = append(p,
 			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
 			bpf.RetConstant{Val: eperm})
+	}
+	// The first argument's low 32 bits: a pid, or clone's flags.
+	arg0 := uint32(16) // seccomp_data.args[0]
+	if !littleEndian() {
+		arg0 += 4
+	}
+	if f.self != 0 {
+		for _, name := range slices.Sorted(maps.Keys(selfOnly)) {
+			nr, ok := info.SyscallNames[name]
+			if !ok {
+				continue
+			}
+			// The accumulator holds the argument only on the way to a
+			// return.
+			p = append(p,
+				bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(nr), SkipTrue: 5},
+				bpf.LoadAbsolute{Off: arg0, Size: 4},
+				bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(f.self), SkipTrue: 2},
+				bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(selfOnly[name]), SkipTrue: 1},
+				bpf.RetConstant{Val: eperm},
+				bpf.RetConstant{Val: allow})
+		}
 	}
 	if nr, ok := info.SyscallNames["clone3"]; ok {
 		p = append(p,
@@ -79,15 +117,22 @@ func seccompProgram() ([]unix.SockFilter, error) {
 		// The flags are clone's first argument on the architectures
 		// junction ships for (amd64, arm64); their low 32 bits hold
 		// every namespace flag.
-		off := uint32(16) // seccomp_data.args[0]
-		if !littleEndian() {
-			off += 4
+		// With filter.self, a thread of this process, not a new process.
+		// This is the last check: the accumulator holds the flags after it.
+		skip := uint8(3)
+		if f.self != 0 {
+			skip = 5
 		}
 		p = append(p,
-			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(nr), SkipTrue: 3},
-			bpf.LoadAbsolute{Off: off, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(nr), SkipTrue: skip},
+			bpf.LoadAbsolute{Off: arg0, Size: 4},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: namespaceCloneFlags, SkipFalse: 1},
 			bpf.RetConstant{Val: eperm})
+		if f.self != 0 {
+			p = append(p,
+				bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_THREAD, SkipTrue: 1},
+				bpf.RetConstant{Val: eperm})
+		}
 	}
 	p = append(p, bpf.RetConstant{Val: allow})
 	raw, err := bpf.Assemble(p)
@@ -109,7 +154,7 @@ func littleEndian() bool {
 // loadSeccomp loads the filter on the calling thread (no_new_privs must
 // be set); threads are not synchronised: the caller execs next.
 func loadSeccomp() error {
-	f, err := seccompProgram()
+	f, err := seccompProgram(filter{})
 	if err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
