@@ -97,8 +97,9 @@ type Env struct {
 	// the script like a tool error, with .code from an ErrorCode() int
 	// method if the error has one, else -32603.
 	Call func(ctx context.Context, tool string, args json.RawMessage) (CallResult, error)
-	// Progress, if set, is called (on Run's goroutine) each time an inner
-	// call completes, with the number completed so far.
+	// Progress, if set, is called each time an inner call completes, with
+	// the number completed so far: from that call's goroutine, one call
+	// at a time, in order.
 	Progress func(calls int, msg string)
 	// Logger, if set, gets debug records of the run and warnings about
 	// bindings that were skipped.

@@ -129,3 +129,14 @@ func BenchmarkEngineStartupPackage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRunCalls: a script awaiting 100 tool calls one after another,
+// each a round trip between the engine's process and the hub's.
+func BenchmarkRunCalls(b *testing.B) {
+	env := Env{Funcs: []Func{{Namespace: "gh", Name: "x", Tool: "gh__x"}}, Call: echoCall}
+	for b.Loop() {
+		if _, err := Run(b.Context(), Script{Source: `for (let i = 0; i < 100; i++) await gh.x({i}); return 1`}, env, Limits{Calls: 100}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -29,11 +29,12 @@ import (
 // that grace, or when the caller cancels. A process whose script ended
 // well serves the next one: up to maxIdle wait for work.
 //
-// The protocol is one JSON object a line. Run sends {"start": ...} and
-// then {"settle": ...} as each inner call completes; the engine sends
-// {"call": ...} for each inner call and ends with {"done": ...}. The
-// inner calls run in Run's process, which holds the hub: the engine's
-// process has the script and nothing else.
+// The protocol is one JSON object a line. Run sends {"start": ...},
+// then {"settle": ...} as each inner call completes, and {"stop": true}
+// when the wall time is up; the engine sends {"call": ...} for each
+// inner call and ends with {"done": ...}. The inner calls run in Run's
+// process, which holds the hub: the engine's process has the script and
+// nothing else.
 const (
 	engineArg = "junction-script-engine"
 	engineEnv = "JUNCTION_SCRIPT_ENGINE"
@@ -48,6 +49,10 @@ func init() {
 type toEngine struct {
 	Start  *startMsg   `json:"start,omitempty"`
 	Settle *completion `json:"settle,omitempty"`
+	// Stop: the wall time is up. The engine's own clock ends a script
+	// that is running; this ends one that is waiting for its calls,
+	// as the engine's reads of its input have no deadline.
+	Stop bool `json:"stop,omitempty"`
 }
 
 type startMsg struct {
@@ -127,9 +132,46 @@ func (o *engineOut) send(m fromEngine) {
 	}
 }
 
+// engineIn is what the engine's process reads: Run's messages.
+type engineIn struct {
+	dec *json.Decoder
+	err error // once a read has failed, the input is not read again
+}
+
+// next reads the next message.
+func (in *engineIn) next() (toEngine, error) {
+	var m toEngine
+	if in.err == nil {
+		in.err = in.dec.Decode(&m)
+	}
+	return m, in.err
+}
+
+// errStop is Run's stop: the script's wall time is up.
+var errStop = errors.New("stopped at the wall limit")
+
+// settle reads up to the next settle, or Run's stop. Its input at an
+// end (junction has gone, or closed it), nobody wants the script: the
+// process ends.
+func (in *engineIn) settle() (completion, error) {
+	for {
+		m, err := in.next()
+		switch {
+		case err != nil:
+			os.Exit(0)
+		case m.Stop:
+			return completion{}, errStop
+		case m.Settle != nil:
+			return *m.Settle, nil
+		}
+	}
+}
+
 // serveEngine is the engine's process: it runs the scripts sent on in,
-// one at a time, and reports on out, until in ends.
-func serveEngine(in io.Reader, out io.Writer) int {
+// one at a time, and reports on out, until in ends. It reads its input
+// itself, between turns of the engine, so that a settle reaches the
+// engine without a hand-off.
+func serveEngine(r io.Reader, out io.Writer) int {
 	// Confined before it reads a script: the process can compute on its
 	// pipes and nothing else (no file, socket, program or other process).
 	// The time zone is read first, as Date needs it.
@@ -138,57 +180,30 @@ func serveEngine(in io.Reader, out io.Writer) int {
 	if err := sandbox.Compute(); err != nil {
 		unconfined = err.Error()
 	}
-	dec := json.NewDecoder(bufio.NewReaderSize(in, 64<<10))
-	type job struct {
-		st   *startMsg
-		done chan completion
-	}
-	jobs := make(chan job)
-	first := make(chan error, 1)
-	go func() {
-		// Starts and settles, in order: a settle belongs to the script
-		// started last. When in ends, junction has gone or has no more
-		// work for this process; nobody wants what is running.
-		var cur chan completion
-		for n := 0; ; n++ {
-			var m toEngine
-			err := dec.Decode(&m)
-			if n == 0 && (err != nil || m.Start == nil) {
-				if err == nil {
-					err = errors.New("the first message is not a start")
-				}
-				first <- err
-				return
-			}
-			if err != nil {
-				os.Exit(0)
-			}
-			switch {
-			case m.Start != nil:
-				m.Start.Limits = m.Start.Limits.withDefaults()
-				cur = make(chan completion, m.Start.Limits.Calls)
-				jobs <- job{m.Start, cur}
-			case m.Settle != nil && cur != nil:
-				select {
-				case cur <- *m.Settle:
-				default: // more settles than calls: not from Run
-				}
-			}
-		}
-	}()
+	in := &engineIn{dec: json.NewDecoder(bufio.NewReaderSize(r, 64<<10))}
 	w := &engineOut{enc: json.NewEncoder(out)}
-	for {
-		select {
-		case err := <-first:
-			if errors.Is(err, io.EOF) {
-				return 0 // an idle engine whose hub has gone
+	for first := true; ; first = false {
+		m, err := in.next()
+		if first && (err != nil && !errors.Is(err, io.EOF) || err == nil && m.Start == nil) {
+			if err == nil {
+				err = errors.New("the first message is not a start")
 			}
 			fmt.Fprintf(os.Stderr, "%s: this process runs code-mode scripts for junction, which starts it; it reads a start message on standard input (%v)\n", engineArg, err)
 			return 2
-		case j := <-jobs:
-			m := runScript(j.st.Script, j.st.Funcs, j.st.Limits, w, j.done)
-			m.Unconfined = unconfined
-			w.send(fromEngine{Done: m})
+		}
+		if err != nil {
+			return 0 // junction has gone, or has no more work for this process
+		}
+		if m.Start == nil {
+			continue // a settle or a stop for the last script, which has ended
+		}
+		st := m.Start
+		st.Limits = st.Limits.withDefaults()
+		d := runScript(st.Script, st.Funcs, st.Limits, in, w)
+		d.Unconfined = unconfined
+		w.send(fromEngine{Done: d})
+		if d.Ended {
+			return 0
 		}
 	}
 }
@@ -210,13 +225,13 @@ func Run(ctx context.Context, s Script, env Env, lim Limits) (*Result, error) {
 		return nil, err
 	}
 	callCtx, cancel := context.WithCancel(ctx)
-	sc := &script{env: env, lim: lim, ctx: callCtx,
-		sem:     make(chan struct{}, lim.Concurrent),
-		settled: make(chan settled, lim.Calls),
-	}
+	sc := &script{env: env, lim: lim, ctx: callCtx, sem: make(chan struct{}, lim.Concurrent)}
+	e.listen(sc)
 	m, err := sc.serve(ctx, e)
-	// Cancel the inner calls and wait for them: none outlives the script.
+	// Cancel the inner calls and wait for them: none outlives the script,
+	// and none writes to the engine once it may have another.
 	cancel()
+	<-e.read
 	sc.wg.Wait()
 	e.release()
 
@@ -262,18 +277,18 @@ var idle struct {
 }
 
 // engine is one engine process, as Run holds it. While it runs a script
-// a goroutine reads its output (read); an idle engine has none.
+// a goroutine reads its output (listen); an idle engine has none.
 type engine struct {
 	cmd  *exec.Cmd
-	in   io.WriteCloser
-	enc  *json.Encoder
+	in   *os.File
+	out  *os.File
+	enc  *json.Encoder // Run's messages; the script's calls share it (script.mu)
 	dec  *json.Decoder
 	errs *os.File // its standard error, read when it has failed
 	dead bool     // killed, or ending: not to be given another script
 
-	msgs chan fromEngine // closed when the reader stops
-	quit chan struct{}   // closed when Run stops reading
-	read chan struct{}   // closed when the reader has returned
+	done chan *doneMsg // the script's end, if the engine told it
+	read chan struct{} // closed when the reader has returned
 }
 
 // takeEngine gives an engine process that has taken the script: an idle
@@ -291,7 +306,6 @@ func takeEngine(st startMsg) (*engine, error) {
 			break
 		}
 		if e.enc.Encode(start) == nil {
-			e.listen()
 			return e, nil
 		}
 		e.discard() // it died while idle
@@ -304,14 +318,12 @@ func takeEngine(st startMsg) (*engine, error) {
 		e.discard()
 		return nil, fmt.Errorf("code mode: the script engine did not take the script: %w", err)
 	}
-	e.listen()
 	return e, nil
 }
 
 // release gives the engine back after its script: to wait for the next
 // one, or to end.
 func (e *engine) release() {
-	close(e.quit)
 	if !e.dead {
 		idle.mu.Lock()
 		if len(idle.es) < maxIdle {
@@ -357,51 +369,62 @@ func startEngine() (*engine, error) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	// Standard error is a pipe of its own, read only after the process
-	// has failed, so that an engine holds no goroutine while idle.
-	errs, errw, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("code mode: starting the script engine: %w", err)
-	}
-	defer errw.Close()
-	cmd.Stderr = errw
-	e := &engine{cmd: cmd, errs: errs}
-	var out io.Reader
-	if e.in, err = cmd.StdinPipe(); err == nil {
-		out, err = cmd.StdoutPipe()
+	// Standard input and output block (see pipe); standard error is read
+	// only after the process has failed, so that an engine holds no
+	// goroutine while idle.
+	var fs [6]*os.File // stdin's ends, stdout's, stderr's
+	var err error
+	for i := 0; i < 6 && err == nil; i += 2 {
+		if i < 4 {
+			fs[i], fs[i+1], err = pipe()
+		} else {
+			fs[i], fs[i+1], err = os.Pipe()
+		}
 	}
 	if err == nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = fs[0], fs[3], fs[5]
 		err = cmd.Start()
 	}
+	// The process has its own copies of its ends.
+	for _, f := range []*os.File{fs[0], fs[3], fs[5]} {
+		if f != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
-		errs.Close()
+		for _, f := range []*os.File{fs[1], fs[2], fs[4]} {
+			if f != nil {
+				f.Close()
+			}
+		}
 		return nil, fmt.Errorf("code mode: starting the script engine (%s): %w", self, err)
 	}
+	e := &engine{cmd: cmd, in: fs[1], out: fs[2], errs: fs[4]}
 	e.enc = json.NewEncoder(e.in)
-	e.dec = json.NewDecoder(bufio.NewReaderSize(out, 64<<10))
+	e.dec = json.NewDecoder(bufio.NewReaderSize(e.out, 64<<10))
 	engineStarted(cmd.Process)
 	return e, nil
 }
 
-// listen starts reading what the engine writes for one script, up to
-// its done.
-func (e *engine) listen() {
-	e.msgs, e.quit, e.read = make(chan fromEngine), make(chan struct{}), make(chan struct{})
+// listen reads what the engine writes for one script, up to its end: it
+// starts each call the script makes.
+func (e *engine) listen(sc *script) {
+	e.done, e.read = make(chan *doneMsg, 1), make(chan struct{})
 	go func() {
 		defer close(e.read)
-		defer close(e.msgs)
 		for {
 			var m fromEngine
 			if e.dec.Decode(&m) != nil {
 				return
 			}
-			select {
-			case e.msgs <- m:
-			case <-e.quit:
+			switch {
+			case m.Done != nil:
+				e.done <- m.Done
 				return
-			}
-			if m.Done != nil {
-				return
+			case m.Call != nil:
+				sc.calls++
+				sc.wg.Add(1)
+				go sc.call(e, m.Call)
 			}
 		}
 	}()
@@ -429,66 +452,60 @@ func (e *engine) kill() {
 // discard ends the process and waits for it.
 func (e *engine) discard() {
 	e.kill()
-	if e.read != nil {
-		<-e.read
-	}
 	e.cmd.Wait()
+	e.out.Close()
 	e.errs.Close()
 }
 
 // script is Run's side of one script: the inner calls.
 type script struct {
-	env     Env
-	lim     Limits
-	ctx     context.Context // the inner calls'
-	sem     chan struct{}
-	settled chan settled
-	wg      sync.WaitGroup
-	calls   int
+	env   Env
+	lim   Limits
+	ctx   context.Context // the inner calls'
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	calls int // the engine's reader's until it returns
+
+	mu        sync.Mutex // writing to the engine, and the count
+	completed int
+	progress  sync.Mutex // Progress, in the order of the count
 }
 
-type settled struct {
-	completion
-	tool string
-}
-
-// serve sends the script to the engine and serves its calls until it is
-// done. An error is Run's own (cancelled, or the engine failed); the
-// script's outcome is in the message.
+// serve waits for the script's end. An error is Run's own (cancelled,
+// or the engine failed); the script's outcome is in the message.
 func (sc *script) serve(ctx context.Context, e *engine) (*doneMsg, error) {
 	// The engine stops itself at its wall limit, and its process ends
 	// stuckGrace later if the engine did not; this is for a process that
 	// does neither.
 	hard := time.NewTimer(sc.lim.Wall + 3*stuckGrace)
 	defer hard.Stop()
-	completed := 0
+	wall := time.NewTimer(sc.lim.Wall)
+	defer wall.Stop()
 	for {
 		select {
-		case m, ok := <-e.msgs:
-			switch {
-			case !ok:
-				<-e.read
-				err := fmt.Errorf("code mode: the script engine's process ended without an answer")
-				if out := e.failure(); out != "" {
-					err = fmt.Errorf("%w; it wrote: %s", err, out)
-				}
-				return nil, err
-			case m.Done != nil:
-				<-e.read
-				e.dead = e.dead || m.Done.Ended
-				return m.Done, nil
-			case m.Call != nil:
-				sc.calls++
-				sc.wg.Add(1)
-				go sc.call(m.Call)
+		case <-wall.C:
+			// The engine's own clock stops a script that is running;
+			// one waiting for its calls waits on its input. The write
+			// waits for a settle being written, which waits for the
+			// engine to read: not serve, which must see the rest.
+			sc.wg.Go(func() {
+				sc.mu.Lock()
+				defer sc.mu.Unlock()
+				_ = e.enc.Encode(toEngine{Stop: true})
+			})
+			continue
+		case <-e.read:
+			select {
+			case d := <-e.done:
+				e.dead = e.dead || d.Ended
+				return d, nil
+			default:
 			}
-		case c := <-sc.settled:
-			completed++
-			// An engine that has ended reads no more; its end is in msgs.
-			_ = e.enc.Encode(toEngine{Settle: &c.completion})
-			if sc.env.Progress != nil {
-				sc.env.Progress(completed, c.tool+" done")
+			err := fmt.Errorf("code mode: the script engine's process ended without an answer")
+			if out := e.failure(); out != "" {
+				err = fmt.Errorf("%w; it wrote: %s", err, out)
 			}
+			return nil, err
 		case <-ctx.Done():
 			e.kill()
 			return nil, fmt.Errorf("%w: %w", ErrCancelled, context.Cause(ctx))
@@ -501,10 +518,10 @@ func (sc *script) serve(ctx context.Context, e *engine) (*doneMsg, error) {
 }
 
 // call runs one inner call on its own goroutine, waiting its turn under
-// the concurrency limit, and hands the outcome to serve.
-func (sc *script) call(m *callMsg) {
+// the concurrency limit, and sends the engine its outcome.
+func (sc *script) call(e *engine, m *callMsg) {
 	defer sc.wg.Done()
-	c := settled{completion: completion{ID: m.ID}, tool: m.Tool}
+	c := completion{ID: m.ID}
 	select {
 	case sc.sem <- struct{}{}:
 		res, err := sc.env.Call(sc.ctx, m.Tool, m.Args)
@@ -513,9 +530,16 @@ func (sc *script) call(m *callMsg) {
 	case <-sc.ctx.Done():
 		c.Payload = errPayload(m.Tool, -32603, "cancelled: "+context.Cause(sc.ctx).Error())
 	}
-	select {
-	case sc.settled <- c: // room for every call the limit allows
-	default:
+	sc.mu.Lock()
+	sc.completed++
+	n := sc.completed
+	// An engine that has ended reads no more; its end is the reader's.
+	_ = e.enc.Encode(toEngine{Settle: &c})
+	sc.progress.Lock()
+	sc.mu.Unlock()
+	defer sc.progress.Unlock()
+	if sc.env.Progress != nil {
+		sc.env.Progress(n, m.Tool+" done")
 	}
 }
 

@@ -67,7 +67,7 @@ type run struct {
 	argBytes int64
 	nextID   int
 	inflight int
-	done     chan completion
+	in       *engineIn
 
 	finished bool
 	ok       bool
@@ -89,7 +89,7 @@ func warmEngine() {
 
 // runScript runs one script in this process (the engine's, see
 // process.go) and returns what it reports to Run.
-func runScript(s Script, funcs []Func, lim Limits, out *engineOut, done chan completion) *doneMsg {
+func runScript(s Script, funcs []Func, lim Limits, in *engineIn, out *engineOut) *doneMsg {
 	c, err := compile(s)
 	if err != nil {
 		return doneWith(nil, err)
@@ -100,7 +100,7 @@ func runScript(s Script, funcs []Func, lim Limits, out *engineOut, done chan com
 	}
 	runCtx, cancel := context.WithTimeout(context.Background(), lim.Wall)
 	defer cancel()
-	r := &run{vm: vm, funcs: funcs, lim: lim, ctx: runCtx, out: out, done: done}
+	r := &run{vm: vm, funcs: funcs, lim: lim, ctx: runCtx, in: in, out: out}
 	watchDone := make(chan struct{})
 	watchExit := make(chan struct{})
 	go r.watch(watchDone, watchExit)
@@ -143,7 +143,8 @@ func (r *run) watch(done, exit chan struct{}) {
 			wallAt = time.Now()
 			r.stop(stopWall)
 		case now := <-tick.C:
-			if !wallAt.IsZero() {
+			// Waiting for its calls, the engine reads Run's stop.
+			if !wallAt.IsZero() && r.turnEnd.Load() != 0 {
 				r.vm.Interrupt()
 				if now.Sub(wallAt) > stuckGrace {
 					r.abandon(LimitWall)
@@ -239,10 +240,9 @@ func (r *run) exec(c *compiled) (json.RawMessage, error) {
 			return nil, &ScriptError{Kind: KindStalled, Name: "Error",
 				Message: "the script is awaiting a promise that nothing will ever settle (no tool call is running); await only tool calls and promises built from them"}
 		}
-		var comp completion
-		select {
-		case comp = <-r.done:
-		case <-r.ctx.Done():
+		comp, err := r.in.settle()
+		if err != nil {
+			// The wall limit struck while the script awaited its calls.
 			r.reason.CompareAndSwap(stopNone, stopWall)
 			return nil, r.stopError(nil)
 		}
