@@ -1,6 +1,6 @@
 // Package codemode runs the scripts of code mode: the model sends one short
 // TypeScript or JavaScript script to the run_script meta-tool, the script
-// calls many of the hub's tools in-process, and only its return value (and
+// calls many of the hub's tools, and only its return value (and
 // what it printed) goes back to the model.
 //
 // The script is the BODY of an async function: top-level await and return
