@@ -42,9 +42,17 @@ const (
 
 func init() {
 	if len(os.Args) == 2 && os.Args[1] == engineArg && os.Getenv(engineEnv) == "1" {
-		os.Exit(serveEngine(os.Stdin, os.Stdout))
+		os.Exit(engineMain(os.Stdin, os.Stdout))
 	}
 }
+
+// engineMain is what an engine process runs; the tests put engines that
+// break the protocol in its place (and engineTestEnv in their
+// environment) to check that Run holds its limits against them too.
+var (
+	engineMain    = serveEngine
+	engineTestEnv []string
+)
 
 type toEngine struct {
 	Start  *startMsg   `json:"start,omitempty"`
@@ -286,6 +294,7 @@ type engine struct {
 	dec  *json.Decoder
 	errs *os.File // its standard error, read when it has failed
 	dead bool     // killed, or ending: not to be given another script
+	left budget   // what it may still write for its script
 
 	done chan *doneMsg // the script's end, if the engine told it
 	read chan struct{} // closed when the reader has returned
@@ -369,6 +378,7 @@ func startEngine() (*engine, error) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, engineTestEnv...)
 	// Standard input and output block (see pipe); standard error is read
 	// only after the process has failed, so that an engine holds no
 	// goroutine while idle.
@@ -401,20 +411,32 @@ func startEngine() (*engine, error) {
 	}
 	e := &engine{cmd: cmd, in: fs[1], out: fs[2], errs: fs[4]}
 	e.enc = json.NewEncoder(e.in)
-	e.dec = json.NewDecoder(bufio.NewReaderSize(e.out, 64<<10))
+	e.left.r = e.out
+	e.dec = json.NewDecoder(bufio.NewReaderSize(&e.left, 64<<10))
 	engineStarted(cmd.Process)
 	return e, nil
 }
 
 // listen reads what the engine writes for one script, up to its end: it
 // starts each call the script makes.
+//
+// The engine is held to the script's limits here too, so that not even
+// an engine that a flaw has put in a script's hands can pass them: it
+// may ask for no more calls than the calls limit, and write no more than
+// the arguments, the answer and the console can take (engineBudget).
+// An engine that tries is killed.
 func (e *engine) listen(sc *script) {
 	e.done, e.read = make(chan *doneMsg, 1), make(chan struct{})
+	e.left.n = engineBudget(sc.lim)
 	go func() {
 		defer close(e.read)
 		for {
 			var m fromEngine
-			if e.dec.Decode(&m) != nil {
+			if err := e.dec.Decode(&m); err != nil {
+				if errors.Is(err, errOverBudget) {
+					sc.broke = fmt.Sprintf("it wrote more than the script's limits allow (%s)", byteSize(engineBudget(sc.lim)))
+					e.kill()
+				}
 				return
 			}
 			switch {
@@ -422,12 +444,46 @@ func (e *engine) listen(sc *script) {
 				e.done <- m.Done
 				return
 			case m.Call != nil:
+				if sc.calls == sc.lim.Calls {
+					sc.broke = fmt.Sprintf("it asked for more calls than the calls limit (%d)", sc.lim.Calls)
+					e.kill()
+					return
+				}
 				sc.calls++
 				sc.wg.Add(1)
 				go sc.call(e, m.Call)
 			}
 		}
 	}()
+}
+
+// engineBudget is the most an engine may write for one script within
+// lim: its calls' arguments (the memory limit counts them), the answer
+// and the console (the output limit, the console as JSON at worst six
+// bytes a byte), and the messages' own members.
+func engineBudget(lim Limits) int64 {
+	return lim.Memory + 7*int64(lim.Output) + int64(lim.Calls)*256 + 64<<10
+}
+
+// errOverBudget: the engine wrote more than its budget.
+var errOverBudget = errors.New("over budget")
+
+// budget is a reader that fails once n bytes have been read.
+type budget struct {
+	r io.Reader
+	n int64
+}
+
+func (b *budget) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, errOverBudget
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= int64(n)
+	return n, err
 }
 
 // failure is what a process that ended without an answer wrote on its
@@ -464,7 +520,8 @@ type script struct {
 	ctx   context.Context // the inner calls'
 	sem   chan struct{}
 	wg    sync.WaitGroup
-	calls int // the engine's reader's until it returns
+	calls int    // the engine's reader's until it returns
+	broke string // what the engine did against the protocol; the reader's until it returns
 
 	mu        sync.Mutex // writing to the engine, and the count
 	completed int
@@ -500,6 +557,10 @@ func (sc *script) serve(ctx context.Context, e *engine) (*doneMsg, error) {
 				e.dead = e.dead || d.Ended
 				return d, nil
 			default:
+			}
+			if sc.broke != "" {
+				e.failure()
+				return nil, fmt.Errorf("code mode: the script engine's process was ended: %s", sc.broke)
 			}
 			err := fmt.Errorf("code mode: the script engine's process ended without an answer")
 			if out := e.failure(); out != "" {
