@@ -435,7 +435,7 @@ func (e *engine) listen(sc *script) {
 			if err := e.dec.Decode(&m); err != nil {
 				if errors.Is(err, errOverBudget) {
 					sc.broke = fmt.Sprintf("it wrote more than the script's limits allow (%s)", byteSize(engineBudget(sc.lim)))
-					e.kill()
+					e.cmd.Process.Kill() // serve, seeing the reader end, marks it dead
 				}
 				return
 			}
@@ -446,7 +446,7 @@ func (e *engine) listen(sc *script) {
 			case m.Call != nil:
 				if sc.calls == sc.lim.Calls {
 					sc.broke = fmt.Sprintf("it asked for more calls than the calls limit (%d)", sc.lim.Calls)
-					e.kill()
+					e.cmd.Process.Kill()
 					return
 				}
 				sc.calls++
