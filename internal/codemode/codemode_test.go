@@ -316,11 +316,12 @@ func TestEngineProcess(t *testing.T) {
 		engines.mu.Lock()
 		pid := engines.ps[len(engines.ps)-1].Pid
 		engines.mu.Unlock()
-		environ, err = os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err == nil {
-			status, err = os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		var rerr error
+		environ, rerr = os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if rerr == nil {
+			status, rerr = os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		}
-		return CallResult{Structured: json.RawMessage(`1`)}, err
+		return CallResult{Structured: json.RawMessage(`1`)}, rerr
 	}}
 	res := mustRun(t, `await github.create_issue({}); return new Date(0).getTimezoneOffset()`, env, roomy)
 	if !strings.Contains(string(environ), engineEnv+"=1") || strings.Contains(string(environ), "s3cret") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -209,4 +210,46 @@ func procStat(pid int) (ppid, ticks int) {
 	ut, _ := strconv.Atoi(f[11])
 	st, _ := strconv.Atoi(f[12])
 	return ppid, ut + st
+}
+
+// TestCodeModeEnginesEndWithHub: killed outright, the hub leaves no
+// script engine behind: an idle one reads its input from the hub, whose
+// end the kernel closes, and one running a script ends at the script's
+// limits at the latest, when it has no one to answer.
+func TestCodeModeEnginesEndWithHub(t *testing.T) {
+	cfg := writeConfig(t, filepath.Join(t.TempDir(), "junction.yaml"), `
+code_mode:
+  enabled: true
+  limits: {cpu: 5s, wall: 20s}
+`)
+	hub := startServerEnv(t, nil, "-insecure-no-auth", "-config", cfg)
+	cs := connectHTTP(t, hub.URL, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var engines []int
+	waitEngines := func(n int) {
+		waitFor(t, fmt.Sprintf("%d engine processes", n), 20*time.Second, func() bool {
+			engines = engines[:0]
+			for _, pid := range childPIDs(hub.cmd.Process.Pid) {
+				if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasSuffix(string(cmdline), "\x00junction-script-engine\x00") {
+					engines = append(engines, pid)
+				}
+			}
+			return len(engines) == n
+		})
+	}
+	// One engine runs a loop; a script beside it needs a second, which
+	// then waits for work.
+	go callText(ctx, cs, "run_script", map[string]any{"script": `for (;;) {}`})
+	waitEngines(1)
+	if text, failed := callText(ctx, cs, "run_script", map[string]any{"script": `return 1`}); failed {
+		t.Fatalf("run_script: %s", text)
+	}
+	waitEngines(2)
+	hub.killed = true
+	hub.cmd.Process.Kill()
+	<-hub.exited
+	waitFor(t, fmt.Sprintf("the engine processes %v to end after the hub was killed", engines), 20*time.Second, func() bool {
+		return !slices.ContainsFunc(engines, alive)
+	})
 }

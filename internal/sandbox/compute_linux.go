@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,10 +37,6 @@ func Compute() error {
 	if !seccompSupported() {
 		return fmt.Errorf("seccomp: %w", ErrUnsupported)
 	}
-	f, err := seccompProgram(filter{deny: computeDenied, self: os.Getpid()})
-	if err != nil {
-		return fmt.Errorf("seccomp: %w", err)
-	}
 	// no_new_privs and the filter on one thread; TSYNC then gives both to
 	// every other thread.
 	runtime.LockOSThread()
@@ -49,13 +44,5 @@ func Compute() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	tid, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
-	switch {
-	case e != 0:
-		return fmt.Errorf("seccomp: %w", e)
-	case tid != 0:
-		return fmt.Errorf("seccomp: thread %d could not take the filter", tid)
-	}
-	return nil
+	return loadSeccomp(filter{deny: computeDenied, self: os.Getpid()}, unix.SECCOMP_FILTER_FLAG_TSYNC)
 }

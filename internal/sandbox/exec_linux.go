@@ -87,7 +87,7 @@ func execMain() int {
 	if !seccompSupported() {
 		need("seccomp", errors.New("unavailable: dangerous system calls are not blocked"))
 	} else {
-		need("seccomp", loadSeccomp())
+		need("seccomp", loadSeccomp(filter{}, 0))
 	}
 	if ls.failed {
 		return exitSetup

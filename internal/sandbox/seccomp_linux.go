@@ -151,17 +151,22 @@ func littleEndian() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }
 
-// loadSeccomp loads the filter on the calling thread (no_new_privs must
-// be set); threads are not synchronised: the caller execs next.
-func loadSeccomp() error {
-	f, err := seccompProgram(filter{})
+// loadSeccomp loads f's program on the calling thread (no_new_privs must
+// be set), with the seccomp flags given: with SECCOMP_FILTER_FLAG_TSYNC
+// on every thread of the process, else on this one only (the sandbox's
+// exec stage execs next).
+func loadSeccomp(f filter, flags uintptr) error {
+	prog, err := seccompProgram(f)
 	if err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
-	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog)))
-	if e != 0 {
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	tid, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	switch {
+	case e != 0:
 		return fmt.Errorf("seccomp: %w", e)
+	case tid != 0: // TSYNC's answer when a thread could not take it
+		return fmt.Errorf("seccomp: thread %d could not take the filter", tid)
 	}
 	return nil
 }
