@@ -30,6 +30,12 @@ type toolCall struct {
 	// plain: args, inputResponses and requestState are ASCII without
 	// escapes (rawjson.ValidPlainValue), as most calls' are.
 	plain bool
+	// nameEnd, when not zero, is where the name's value ends in params,
+	// the params object of the host's message: params are laid out as
+	// rawParams lays out a source's (see forwardParams), so the source's
+	// own can be written over them.
+	nameEnd int32
+	params  []byte
 }
 
 // parseToolCall reads the one shape of message the raw path takes: a
@@ -48,7 +54,18 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	var rawName []byte
 	var pseen [6]bool
 	tc.plain = true
+	// Whether the params are laid out as rawParams lays out the ones it
+	// makes, so that forwardParams can make them over these (see
+	// toolCall.nameEnd): the name first, then the arguments, then
+	// whichever of _meta, inputResponses and requestState are present, in
+	// that order, and each value right after its key, which is right
+	// after the previous value (the params' opening brace for the first):
+	// `,"key":` or `{"key":` between them, len(key)+4 bytes, no white
+	// space. start is where the params begin, last and lastEnd the kind
+	// and end of the member before.
+	laidOut, start, last, lastEnd, nameEnd := true, 0, -1, 0, 0
 	id, method, params, ok := walkEnvelope(msg, func(v int) int {
+		start, lastEnd = v, v
 		return rawjson.WalkObject(msg, v, func(key []byte, v int) int {
 			k, end := -1, -1
 			switch string(key) {
@@ -90,6 +107,12 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 				return -1
 			}
 			pseen[k] = true
+			// name (0), arguments (1), then 2 to 4 in order; not task (5).
+			laidOut = laidOut && k > last && (k == last+1 || last >= 1) && k < 5 && v == lastEnd+len(key)+4
+			if k == 0 {
+				nameEnd = end
+			}
+			last, lastEnd = k, end
 			return end
 		})
 	})
@@ -111,8 +134,17 @@ func parseToolCall(msg []byte) (tc toolCall, ok bool) {
 	if len(tc.meta) > 0 && tc.meta[0] != '{' {
 		return toolCall{}, false
 	}
+	if laidOut && last >= 1 && lastEnd+1 == start+len(params) && string(tc.args) != "null" {
+		// last >= 1: the arguments are there; the params end after the
+		// last member (white space after them is the message's).
+		tc.params, tc.nameEnd = params, int32(nameEnd-start)
+	}
 	return tc, true
 }
+
+// spanAt returns where v, a slice of the same message as b that begins
+// at or after b's start, begins in b.
+func spanAt(b, v []byte) int { return cap(b) - cap(v) }
 
 // requestEnvelope reads the members of a JSON-RPC request as the raw
 // path takes them (see envelope): a request has an id.
@@ -458,6 +490,7 @@ func (p *Plane) unwrap(tc *toolCall) bool {
 	name, args, ok := p.v.Unwrap(tc.name, tc.args)
 	if ok {
 		tc.name, tc.args, tc.plain = name, args, false // args not checked as the host's were
+		tc.params, tc.nameEnd = nil, 0
 	}
 	return ok
 }
@@ -473,20 +506,69 @@ func rawParams(local string, tc toolCall) []byte {
 // forwardParams returns the params of tc's call for its source
 // (rawParams), and records them in hc's link for the server's side
 // (wire.Link's Request), with what readCallMeta read of tc's _meta into
-// hc.req: a forwarded call has its _meta read once.
+// hc.req: a forwarded call has its _meta read once. The params are made
+// over the host's own where they can be (paramsInPlace): the host's
+// message is not read again once the call is taken.
 func forwardParams(local string, tc toolCall, hc *hostCall) []byte {
-	params, at := rawParamsAt(hc.params[:0], local, tc)
+	params, at, inPlace := paramsInPlace(local, tc, hc)
+	if !inPlace {
+		params, at = rawParamsAt(hc.params[:0], local, tc)
+	}
 	hc.req.Params, hc.req.MetaAt, hc.req.Retry = params, at, tc.inputResponses != nil || tc.requestState != nil
 	// The tool's own name is written by rawjson.AppendString, whose text
 	// is clean whatever the name.
 	hc.req.Clean = tc.plain
-	if at != [2]int{} && tc.memo == nil {
+	if at != [2]int{} && tc.memo == nil && !inPlace {
 		// What was read points into the host's message; the record keeps
-		// the params instead, which the call keeps anyway.
+		// the params instead, which the call keeps anyway (params made in
+		// place are in that message).
 		hc.req.Meta = hc.req.Meta.Moved(tc.meta, hc.req.RawMeta())
 	}
 	hc.link.Request = &hc.req
 	return params
+}
+
+// paramsInPlace makes the params rawParamsAt would make for tc's call
+// over its params in the host's message, when they are laid out as those
+// are (see toolCall.nameEnd) and the source's name for the tool takes no more
+// room than the host's: only the head of the object, up to the name's
+// end, is written. It reports false when it cannot. That saves most
+// calls a copy of their params, and those of a host of 2026-07-28, whose
+// _meta is a few hundred bytes, an allocation too.
+//
+// The host's message must be the call's own, read by nothing once the
+// call is taken: a line of a line connection (wire.LineReader gives each
+// its own bytes) or a POST's body. Its id is outside the bytes written.
+func paramsInPlace(local string, tc toolCall, hc *hostCall) (params []byte, metaAt [2]int, ok bool) {
+	if tc.nameEnd == 0 {
+		return nil, metaAt, false
+	}
+	const head = `{"name":`
+	if rawjson.Plain(local) {
+		// Most names: quoted as they are.
+		start := int(tc.nameEnd) - len(head) - len(local) - 2
+		if start < 0 {
+			return nil, metaAt, false // the source's name is the longer
+		}
+		params = tc.params[start:]
+		n := copy(params, head)
+		params[n] = '"'
+		n += 1 + copy(params[n+1:], local)
+		params[n] = '"'
+	} else {
+		name := rawjson.AppendString(hc.params[:0], local)
+		start := int(tc.nameEnd) - len(head) - len(name)
+		if start < 0 {
+			return nil, metaAt, false
+		}
+		params = tc.params[start:]
+		copy(params[copy(params, head):], name)
+	}
+	if tc.meta != nil {
+		at := spanAt(params, tc.meta)
+		metaAt = [2]int{at - len(`,"_meta":`), at + len(tc.meta)}
+	}
+	return params, metaAt, true
 }
 
 // rawParamsAt is rawParams, also returning where the _meta member is in

@@ -634,7 +634,8 @@ func (s *stdioSession) takeCall(tc toolCall) bool { return s.takeCallIn(tc, &s.b
 // takeCallIn is takeCall, its request to a server queued in batch b: the
 // reading goroutine's, or a POST's own on a Streamable HTTP session,
 // which takes its plain calls without the session's lock
-// (planeSession.feed).
+// (planeSession.feed). A call taken owns the message tc was read from:
+// its params may be written over (forwardParams).
 func (s *stdioSession) takeCallIn(tc toolCall, b *wire.Batch) bool {
 	sc := &stdioCall{}
 	hc := &sc.hostCall

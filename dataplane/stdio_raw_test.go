@@ -429,59 +429,94 @@ func mustJSON(t *testing.T, v any) string {
 // their _meta is, and what it says, for the server's side.
 func TestForwardParams(t *testing.T) {
 	for _, c := range []struct {
-		line  string
-		other bool // the _meta has members wire.Meta does not name
+		line    string
+		other   bool // the _meta has members wire.Meta does not name
+		inPlace bool // laid out as the params made for the source are
 	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1},"_meta":{"progressToken":7,"k":"v"},"requestState":"s"}}`, true},
-		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":7},"name":"a"}}`, false},
-		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","arguments":{}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1},"_meta":{"progressToken":7,"k":"v"},"requestState":"s"}}`, true, true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":7},"name":"a"}}`, false, false},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a","arguments":{}}}`, false, true},
 		// Params longer than the call's own buffer for them.
-		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","arguments":{"text":"` + strings.Repeat("long ", 40) + `"}}}`, false},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","arguments":{"text":"` + strings.Repeat("long ", 40) + `"}}}`, false, true},
 		// Not plain: text to check on the server's side (upstream's
 		// SendRequest), in the arguments or in the other members sent.
-		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","arguments":{"x":"caf\u00e9"}}}`, false},
-		{"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"arguments\":{\"x\":\"café\"}}}", false},
-		{"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"requestState\":\"é\"}}", false},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","arguments":{"x":"caf\u00e9"}}}`, false, true},
+		{"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"arguments\":{\"x\":\"café\"}}}", false, true},
+		{"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"requestState\":\"é\"}}", false, false},
 		// A _meta is not sent as it is: it has no say.
-		{"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"_meta\":{\"k\":\"é\"}}}", true},
+		{"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"_meta\":{\"k\":\"é\"}}}", true, false},
+		// A host of 2026-07-28: its _meta read once, then recognised.
+		{`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"a","arguments":{"x":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"h","version":"1"}}}}`, false, true},
+		// Laid out otherwise: the params are made as ever.
+		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"a", "arguments":{}}}`, false, false},
+		{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"arguments":{},"name":"a"}}`, false, false},
+		{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"a","arguments":null}}`, false, false},
+		{`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"a","task":{"ttl":1},"arguments":{}}}`, false, false},
+		{`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"a","arguments":{} }}`, false, false},
+		{`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"a","arguments":{},"task":{"ttl":1}}}`, false, false},
+		{`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"a","arguments":{},"requestState":"s","_meta":{}}}`, false, false},
+		// White space outside the params is no matter.
+		{`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"a","arguments":{}} }`, false, true},
 	} {
-		line := c.line
-		tc, ok := parseToolCall([]byte(line))
-		if !ok {
-			t.Fatalf("parseToolCall(%s) refused it", line)
-		}
-		hc := &hostCall{}
-		readCallMeta(&tc, &hc.req)
-		params := forwardParams("local", tc, hc)
-		if string(params) != string(rawParams("local", tc)) {
-			t.Errorf("%s: forwardParams %s, want rawParams'", line, params)
-		}
-		// Short params are made in the call's record, long ones not.
-		if inRecord := &params[0] == &hc.params[0]; inRecord != (len(params) < 100) {
-			t.Errorf("%s: %d bytes of params made in the call's record: %v", line, len(params), inRecord)
-		}
-		hr := wire.RequestOf(hc, params)
-		if hr == nil {
-			t.Fatalf("%s: no record for the params forwarded", line)
-		}
-		if got := hr.RawMeta(); string(got) != string(tc.meta) {
-			t.Errorf("%s: the record's _meta %s, want %s", line, got, tc.meta)
-		}
-		if p := hr.Meta.ProgressToken; p != nil && (string(p) != "7" || &p[0] == &tc.meta[bytes.Index(tc.meta, []byte("7"))]) {
-			t.Errorf("%s: the record's progress token %s points into the host's message, or is not its", line, p)
-		}
-		if hr.MetaAt != [2]int{} && string(params[hr.MetaAt[0]:hr.MetaAt[0]+9]) != `,"_meta":` {
-			t.Errorf("%s: _meta at %v of %s", line, hr.MetaAt, params)
-		}
-		if want := tc.requestState != nil; hr.Retry != want || hr.OtherMeta != c.other {
-			t.Errorf("%s: retry %v, other members %v", line, hr.Retry, hr.OtherMeta)
-		}
-		// Clean when what is sent of the params is ASCII without escapes
-		// (rawjson.ValidPlainValue; clean text otherwise is checked on
-		// the server's side).
-		sent := append(append([]byte(nil), params[:hr.MetaAt[0]]...), params[hr.MetaAt[1]:]...)
-		if want := bytes.IndexByte(sent, '\\') < 0 && bytes.IndexFunc(sent, func(r rune) bool { return r >= utf8.RuneSelf }) < 0; hr.Clean != want {
-			t.Errorf("%s: the record says clean %v, want %v", line, hr.Clean, want)
+		// The source's name for the tool longer than the host's, and
+		// shorter: the params are then made over the host's, when those
+		// are laid out as the params made are.
+		for _, local := range []string{"local", ""} {
+			line := c.line
+			msg := []byte(line)
+			tc, ok := parseToolCall(msg)
+			if !ok {
+				t.Fatalf("parseToolCall(%s) refused it", line)
+			}
+			hc := &hostCall{}
+			readCallMeta(&tc, &hc.req)
+			want := rawParams(local, tc)
+			_, _, hostParams, _ := requestEnvelope(msg)
+			orig := string(hostParams)
+			params := forwardParams(local, tc, hc)
+			if string(params) != string(want) {
+				t.Errorf("%s: forwardParams %s, want rawParams' %s", line, params, want)
+			}
+			inMsg := &params[len(params)-1] == &hostParams[len(hostParams)-1]
+			if wantIn := local == "" && c.inPlace; inMsg != wantIn {
+				t.Errorf("%s: params made over the host's: %v, want %v", line, inMsg, wantIn)
+			}
+			if inMsg {
+				// Only the head of the host's params, up to the name's end,
+				// is written: the rest of the message is as it was.
+				at := strings.Index(line, orig)
+				if string(msg[:at]) != line[:at] || string(msg[at+len(orig):]) != line[at+len(orig):] || string(params[len(`{"name":""`):]) != orig[len(`{"name":"a"`):] {
+					t.Errorf("%s: the message became %s", line, msg)
+				}
+			} else if inRecord := &params[0] == &hc.params[0]; inRecord != (len(params) < 100) {
+				// Short params are made in the call's record, long ones not.
+				t.Errorf("%s: %d bytes of params made in the call's record: %v", line, len(params), inRecord)
+			}
+			hr := wire.RequestOf(hc, params)
+			if hr == nil {
+				t.Fatalf("%s: no record for the params forwarded", line)
+			}
+			if got := hr.RawMeta(); string(got) != string(tc.meta) {
+				t.Errorf("%s: the record's _meta %s, want %s", line, got, tc.meta)
+			}
+			// The record's _meta is read from the params it keeps, which
+			// may be the host's message, not from what that message was.
+			if p := hr.Meta.ProgressToken; p != nil && (string(p) != "7" || &p[0] != &params[hr.MetaAt[0]+bytes.Index(params[hr.MetaAt[0]:], []byte("7"))]) {
+				t.Errorf("%s: the record's progress token %s is not the one in the params forwarded", line, p)
+			}
+			if hr.MetaAt != [2]int{} && string(params[hr.MetaAt[0]:hr.MetaAt[0]+9]) != `,"_meta":` {
+				t.Errorf("%s: _meta at %v of %s", line, hr.MetaAt, params)
+			}
+			if want := tc.requestState != nil; hr.Retry != want || hr.OtherMeta != c.other {
+				t.Errorf("%s: retry %v, other members %v", line, hr.Retry, hr.OtherMeta)
+			}
+			// Clean when what is sent of the params is ASCII without escapes
+			// (rawjson.ValidPlainValue; clean text otherwise is checked on
+			// the server's side).
+			sent := append(append([]byte(nil), params[:hr.MetaAt[0]]...), params[hr.MetaAt[1]:]...)
+			if want := bytes.IndexByte(sent, '\\') < 0 && bytes.IndexFunc(sent, func(r rune) bool { return r >= utf8.RuneSelf }) < 0; hr.Clean != want {
+				t.Errorf("%s: the record says clean %v, want %v", line, hr.Clean, want)
+			}
 		}
 	}
 }
@@ -643,6 +678,21 @@ func FuzzParseToolCall(f *testing.F) {
 		}
 		if m.Method != "tools/call" || m.Params.Name != name || !bytes.Equal(bytes.TrimSpace(m.ID), id) || !bytes.Equal(bytes.TrimSpace(m.Params.Arguments), bytes.TrimSpace(args)) {
 			t.Fatalf("%q: got id %s name %q args %s; encoding/json: %s %q %s", msg, id, name, args, m.ID, m.Params.Name, m.Params.Arguments)
+		}
+		// The params forwarded, made over the host's message where they
+		// can be, are those made anew, and its id stays as it was.
+		for _, local := range []string{"", "b", "local name"} {
+			own := bytes.Clone(msg)
+			tc, _ := parseToolCall(own)
+			want := rawParams(local, tc)
+			hc := &hostCall{}
+			readCallMeta(&tc, &hc.req)
+			if got := forwardParams(local, tc, hc); !bytes.Equal(got, want) || !bytes.Equal(tc.id, id) {
+				t.Fatalf("%q: forwardParams(%q) %s, id %s; want %s, %s", msg, local, got, tc.id, want, id)
+			}
+			if hr := &hc.req; hr.MetaAt != [2]int{} && !bytes.Equal(hr.RawMeta(), tc.meta) {
+				t.Fatalf("%q: the record's _meta %s, want %s", msg, hr.RawMeta(), tc.meta)
+			}
 		}
 	})
 }
