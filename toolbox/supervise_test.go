@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -98,22 +99,10 @@ func TestProcessGroupReaped(t *testing.T) {
 		src.Close()
 		t.Fatal(err)
 	}
-	if !alive(helper) {
+	if !reaper.Alive(helper) {
 		src.Close()
 		t.Fatalf("helper %d not running before Close", helper)
 	}
 	src.Close()
-	waitFor(t, 5*time.Second, "the helper to die", func() bool { return !alive(helper) })
-}
-
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+	waitFor(t, 5*time.Second, "the helper to die", func() bool { return !reaper.Alive(helper) })
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -250,6 +251,6 @@ code_mode:
 	hub.cmd.Process.Kill()
 	<-hub.exited
 	waitFor(t, fmt.Sprintf("the engine processes %v to end after the hub was killed", engines), 20*time.Second, func() bool {
-		return !slices.ContainsFunc(engines, alive)
+		return !slices.ContainsFunc(engines, reaper.Alive)
 	})
 }

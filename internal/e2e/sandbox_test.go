@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -431,7 +432,7 @@ servers:
 	hub.cmd.Process.Kill()
 	<-hub.exited
 	waitFor(t, fmt.Sprintf("the sandbox's processes %v to end after the hub was killed", sandboxed), 10*time.Second, func() bool {
-		return !slices.ContainsFunc(sandboxed, alive)
+		return !slices.ContainsFunc(sandboxed, reaper.Alive)
 	})
 
 	// What a killed hub cannot remove, its box's directories (the
@@ -480,18 +481,6 @@ func childPIDs(pid int) []int {
 		}
 	}
 	return out
-}
-
-// alive reports whether pid is a process that has not exited (a zombie
-// has).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
 }
 
 // intField reads "name=N" from a tool's answer.

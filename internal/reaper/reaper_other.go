@@ -5,6 +5,7 @@ package reaper
 import (
 	"errors"
 	"os"
+	"syscall"
 )
 
 // supported: outside Linux there are no reapers (see the package doc).
@@ -27,3 +28,14 @@ func run([]string) { os.Exit(2) }
 
 // GroupMembers needs /proc; it fails with errors.ErrUnsupported here.
 func GroupMembers(int) ([]int, error) { return nil, errors.ErrUnsupported }
+
+// Alive reports whether pid is a process that signal 0 reaches. Without
+// /proc a zombie is not told from a live process, and where signals are
+// not supported (Windows) no process is reported alive.
+func Alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscall.Signal(0)) == nil
+}
