@@ -16,6 +16,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/junction-mcp/junction/internal/privdir"
 	"github.com/junction-mcp/junction/internal/reaper"
 	"github.com/junction-mcp/junction/internal/sandbox"
 	"github.com/junction-mcp/junction/toolbox/plugin"
@@ -128,7 +129,7 @@ func (s *Source) runOnce(ctx context.Context, cmd Command) error {
 	if s.opts.UnixSocket || confined {
 		// A sandboxed plugin's loopback is its own: only a socket in a
 		// directory both sides see reaches it.
-		d, err := sandbox.PrivateDir("toolbox", s.logger)
+		d, err := privdir.Make("toolbox", s.logger)
 		if err != nil {
 			return fmt.Errorf("socket directory: %w", err)
 		}

@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -39,13 +38,6 @@ func Check() Support {
 func runInit()  { syscall.Exit(2) }
 func runExec()  { syscall.Exit(2) }
 func runProbe() { syscall.Exit(2) }
-
-// removeStale is Linux's: elsewhere what a killed junction's private
-// directories (PrivateDir) held stays in the temporary directory.
-func removeStale(string, *slog.Logger) {}
-
-// hold is Linux's: elsewhere a private directory is not locked.
-func hold(string) (*os.File, error) { return nil, nil }
 
 // Compute is Linux's: elsewhere a process cannot confine itself so.
 func Compute() error {

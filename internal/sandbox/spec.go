@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/junction-mcp/junction/internal/egress"
+	"github.com/junction-mcp/junction/internal/privdir"
 )
 
 // Spec is a sandbox as a user declares it (docs/sandbox.md): files,
@@ -184,8 +184,8 @@ func ArgPaths(args []string, dir string) []string {
 // egress proxy on a unix socket. Close releases them once the process is
 // gone. A nil *Box is valid and holds nothing.
 type Box struct {
-	tmp   *Private      // the directory the sandbox mounts its tmpfs over
-	sock  *Private      // the proxy's socket directory; nil without network
+	tmp   *privdir.Dir  // the directory the sandbox mounts its tmpfs over
+	sock  *privdir.Dir  // the proxy's socket directory; nil without network
 	proxy *egress.Proxy // nil without network
 	done  chan struct{} // closed when the proxy's Serve returns
 	once  sync.Once
@@ -216,7 +216,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		b.Close()
 		return nil, nil, err
 	}
-	if b.tmp, err = PrivateDir("sandbox-tmp", logger); err != nil {
+	if b.tmp, err = privdir.Make("sandbox-tmp", logger); err != nil {
 		return fail(fmt.Errorf("sandbox: %w", err))
 	}
 	p.TempDir = b.tmp.Path
@@ -225,7 +225,7 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 		if err != nil {
 			return fail(fmt.Errorf("sandbox network: %w", err))
 		}
-		if b.sock, err = PrivateDir("egress", logger); err != nil {
+		if b.sock, err = privdir.Make("egress", logger); err != nil {
 			return fail(fmt.Errorf("sandbox: %w", err))
 		}
 		path := filepath.Join(b.sock.Path, "proxy.sock")
@@ -254,58 +254,6 @@ func (s *Spec) Command(command string, args []string, dir string, env map[string
 	return cmd, b, nil
 }
 
-// A Private is a directory of this process's own that PrivateDir made,
-// for what lives as long as the process uses it: a box's, or a plugin's
-// socket. Remove removes it.
-type Private struct {
-	Path string
-	held *os.File // the directory, open and locked while it is in use (Linux; nil elsewhere)
-}
-
-// PrivateDir makes a Private in the temporary directory (TMPDIR, else
-// /tmp), named junction-KIND-PID-RANDOM, PID this process's id. On Linux
-// the process holds a lock on it until Remove, which the kernel lets go
-// when the process ends however it ends: what a junction killed outright
-// could not remove, the next junction to make such a directory removes
-// first (removeStale, once per process; logger, nil for none, gets what
-// it removed).
-func PrivateDir(kind string, logger *slog.Logger) (*Private, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	sweep.Do(func() { removeStale(os.TempDir(), logger) })
-	path, err := os.MkdirTemp("", privatePrefix+kind+"-"+strconv.Itoa(os.Getpid())+"-")
-	if err != nil {
-		return nil, err
-	}
-	held, err := hold(path)
-	if err != nil {
-		os.Remove(path)
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return &Private{Path: path, held: held}, nil
-}
-
-// Remove removes the directory and what it holds, and lets its lock go.
-// It is safe on nil.
-func (d *Private) Remove() error {
-	if d == nil {
-		return nil
-	}
-	err := os.RemoveAll(d.Path)
-	if d.held != nil {
-		d.held.Close()
-	}
-	return err
-}
-
-// privatePrefix begins the name of every directory PrivateDir makes.
-const privatePrefix = "junction-"
-
-// sweep removes, once per process, what processes that ended left
-// (removeStale), before the process's first private directory.
-var sweep sync.Once
-
 // Close stops the proxy and removes the box's directories. It is safe to
 // call more than once, on a partly built box and on nil.
 func (b *Box) Close() {
@@ -317,7 +265,7 @@ func (b *Box) Close() {
 			b.proxy.Close()
 			<-b.done
 		}
-		for _, d := range []*Private{b.sock, b.tmp} {
+		for _, d := range []*privdir.Dir{b.sock, b.tmp} {
 			if err := d.Remove(); err != nil {
 				slog.Debug("sandbox: removing a private directory", "dir", d.Path, "error", err)
 			}

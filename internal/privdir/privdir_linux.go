@@ -1,4 +1,4 @@
-package sandbox
+package privdir
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // removeStale removes the directories that junction processes no longer
 // running left in dir, the temporary directory: a process killed
 // outright (SIGKILL, the OOM killer, a power cut) never removes its
-// private directories (PrivateDir). One is removed only when it is a
+// directories (Make). One is removed only when it is a
 // directory, not a link, owned by this user; no process with the id in
 // its name is running (one that has exited but is not yet reaped is
 // not); and no process holds its lock, which its maker held until it
@@ -35,7 +35,7 @@ func removeStale(dir string, logger *slog.Logger) {
 	}
 	self, uid := os.Getpid(), os.Getuid()
 	for _, e := range entries {
-		pid, ok := privatePID(e.Name())
+		pid, ok := pidOf(e.Name())
 		if !ok || pid == self || !e.IsDir() || running(pid) {
 			continue
 		}
@@ -54,10 +54,10 @@ func removeStale(dir string, logger *slog.Logger) {
 		err = os.RemoveAll(path)
 		held.Close()
 		if err != nil {
-			logger.Warn("sandbox: removing a directory a junction process that ended left behind", "dir", path, "error", err)
+			logger.Warn("removing a directory a junction process that ended left behind", "dir", path, "error", err)
 			continue
 		}
-		logger.Debug("sandbox: removed a directory a junction process that ended left behind", "dir", path, "pid", pid)
+		logger.Debug("removed a directory a junction process that ended left behind", "dir", path, "pid", pid)
 	}
 }
 
@@ -75,11 +75,11 @@ func hold(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// privatePID returns the process id in name, a directory's name as
-// PrivateDir makes it (junction-KIND-PID-RANDOM, each of PID and RANDOM
+// pidOf returns the process id in name, a directory's name as
+// Make makes it (junction-KIND-PID-RANDOM, each of PID and RANDOM
 // decimal digits), and false for any other name.
-func privatePID(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, privatePrefix)
+func pidOf(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return 0, false
 	}
@@ -112,7 +112,7 @@ func digits(s string) bool {
 // running reports whether the process with id pid is running: false
 // when there is none (signal 0 is refused with ESRCH only then) and when
 // it has exited and waits to be reaped (a zombie: it will never close
-// its boxes); true when that cannot be told.
+// its directories); true when that cannot be told.
 func running(pid int) bool {
 	if errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
 		return false

@@ -1,4 +1,4 @@
-package sandbox
+package privdir
 
 import (
 	"log/slog"
@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestRemoveStale: the box directories of a process that ended go, with
+// TestRemoveStale: the directories of a process that ended go, with
 // what they hold; those of running processes, names without an id,
 // links and files stay.
 func TestRemoveStale(t *testing.T) {
@@ -23,7 +23,7 @@ func TestRemoveStale(t *testing.T) {
 	}
 	dead := strconv.Itoa(ended.Process.Pid)
 	// A process that has exited and is not reaped yet (a zombie) will not
-	// close its boxes either.
+	// remove its directories either.
 	exited := exec.Command("true")
 	if err := exited.Start(); err != nil {
 		t.Fatal(err)
@@ -115,21 +115,21 @@ func TestRemoveStale(t *testing.T) {
 	}
 }
 
-// TestPrivateDir: a private directory's name carries its kind and the
-// process's id, which privatePID reads back; it is locked until Remove.
-func TestPrivateDir(t *testing.T) {
+// TestMake: a directory's name carries its kind and the process's id,
+// which pidOf reads back; it is locked until Remove.
+func TestMake(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	for _, kind := range []string{"sandbox-tmp", "egress", "toolbox"} {
-		d, err := PrivateDir(kind, nil)
+		d, err := Make(kind, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		name := filepath.Base(d.Path)
 		if !strings.HasPrefix(name, "junction-"+kind+"-") {
-			t.Errorf("PrivateDir(%q) made %s", kind, name)
+			t.Errorf("Make(%q) made %s", kind, name)
 		}
-		if pid, ok := privatePID(name); !ok || pid != os.Getpid() {
-			t.Errorf("privatePID(%s) = %d, %v; want %d", name, pid, ok, os.Getpid())
+		if pid, ok := pidOf(name); !ok || pid != os.Getpid() {
+			t.Errorf("pidOf(%s) = %d, %v; want %d", name, pid, ok, os.Getpid())
 		}
 		if f, err := hold(d.Path); err == nil {
 			f.Close()
