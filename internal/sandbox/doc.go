@@ -89,8 +89,9 @@
 // When a limit ends the server, the init writes one line to stderr
 // (which junction logs): "sandbox: server ended by the CPU limit (1m0s)",
 // or "sandbox: server ended, probably by the memory limit (4 GiB): it had
-// reached 3 GiB" (a heuristic: the server's peak RSS against the limit,
-// since an allocation failure looks to the init like any other exit). A
+// reached 3 GiB" (a heuristic: a server that fails after its peak RSS
+// reached half the limit, since an allocation failure looks to the init
+// like any other exit, and a runtime maps memory before it touches it). A
 // process limit makes fork fail with EAGAIN; what the server then does is
 // its own affair.
 //
