@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"mime"
 	"net/http"
 
@@ -197,6 +198,13 @@ func (s *ResultShape) add(end int, drop bool) {
 func (s *ResultShape) strip(res []byte) []byte {
 	if s.drop == 0 {
 		return res
+	}
+	// The common case, a 2026-07-28 server's: the members that go are
+	// the last ones, after one that stays. They go with the comma before
+	// the first of them, and the rest (the closing brace) moves up.
+	if j := bits.TrailingZeros8(s.drop); j > 0 && int(s.drop>>j)+1 == 1<<(int(s.members)-j) {
+		w, held := int(s.ends[j-1]), int(s.ends[s.members-1])
+		return res[:w+copy(res[w:], res[held:])]
 	}
 	open := rawjson.SkipSpace(res, 0) + 1
 	held, w, kept := open, open, false // res[held:] is still to go to res[w:]
