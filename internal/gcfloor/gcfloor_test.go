@@ -79,23 +79,56 @@ func watching(t *testing.T, clock *fakeClock) (*tuner, <-chan time.Time) {
 	return tn, handled
 }
 
-// cycleAt runs a cycle and waits until the tuner has handled one at the
-// clock's time now. (The runtime may run others, for the test's
-// allocations: the first one handled at a new time decides, and later
-// ones at that time change nothing.)
-func cycleAt(t *testing.T, clock *fakeClock, handled <-chan time.Time) {
+// cycleAfter moves the clock on by d, runs a cycle, and waits until the
+// tuner has handled one at the clock's new time: the first one handled
+// at a new time measures the rate and decides. The runtime runs other
+// cycles too (for the test's allocations), and the tuner handles each on
+// the finalizer goroutine, whenever that gets to it. So:
+//   - a cycle runs before the clock moves, so that whatever cycle is
+//     handled at the new time reads a live heap marked after the test's
+//     last allocation, not one of before it (which once made a heap
+//     growing 4 MiB a second look steady);
+//   - a cycle handled at the old time may still be arming the next when
+//     the one after the clock moved starts, and that one then finds the
+//     new sentinel alive: the cycles go on until one is handled at the
+//     new time.
+func cycleAfter(t *testing.T, clock *fakeClock, d time.Duration, handled <-chan time.Time) {
 	t.Helper()
 	runtime.GC()
-	timeout := time.After(10 * time.Second)
+	clock.Add(d)
+	now := clock.Now()
+	deadline := time.After(10 * time.Second)
 	for {
-		select {
-		case at := <-handled:
-			if at.Equal(clock.Now()) {
-				return
+		runtime.GC()
+		again := time.After(50 * time.Millisecond)
+	wait:
+		for {
+			select {
+			case at := <-handled:
+				if at.Equal(now) {
+					return
+				}
+			case <-again:
+				break wait
+			case <-deadline:
+				t.Fatal("no cycle was handled at the new time in 10 s of cycles")
 			}
-		case <-timeout:
-			t.Fatal("no cycle was handled 10 s after runtime.GC")
 		}
+	}
+}
+
+// finalized returns once a finalizer queued after two cycles from now
+// has run, and so every finalizer queued before it.
+func finalized(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { close(done) })
+	runtime.GC()
+	runtime.GC()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no finalizer ran 10 s after two cycles")
 	}
 }
 
@@ -123,27 +156,24 @@ func TestFloorFollowsRate(t *testing.T) {
 		defer tn.mu.Unlock()
 		return tn.percent
 	}
-	cycle := func() { cycleAt(t, clock, handled) }
+	cycle := func(d time.Duration) { cycleAfter(t, clock, d, handled) }
 	// busy is two seconds of 16 MiB a second, a cycle after each: the
 	// floor goes up.
 	busy := func() {
 		for range 2 {
 			allocate(16 << 20)
-			clock.Add(time.Second)
-			cycle()
+			cycle(time.Second)
 		}
 	}
 	// 16 MiB in one second: busy, but one window is not enough.
 	allocate(16 << 20)
-	clock.Add(time.Second)
-	cycle()
+	cycle(time.Second)
 	if p := percent(); p != defaultPercent {
 		t.Fatalf("GOGC %d after one busy second, want %d until a second one", p, defaultPercent)
 	}
 	// Another: the floor goes up.
 	allocate(16 << 20)
-	clock.Add(time.Second)
-	cycle()
+	cycle(time.Second)
 	up := percent()
 	if up <= defaultPercent {
 		t.Fatalf("GOGC %d after 16 MiB in a second, want above %d (a small heap, a 64 MiB floor)", up, defaultPercent)
@@ -172,8 +202,7 @@ func TestFloorFollowsRate(t *testing.T) {
 	if p := percent(); p <= defaultPercent {
 		t.Errorf("GOGC %d busy again, want above %d", p, defaultPercent)
 	}
-	clock.Add(time.Hour)
-	cycle()
+	cycle(time.Hour)
 	if p := percent(); p != defaultPercent {
 		t.Errorf("GOGC %d at a quiet cycle, want %d", p, defaultPercent)
 	}
@@ -186,14 +215,13 @@ func TestFloorFollowsRate(t *testing.T) {
 	if got := gogc(t); got != defaultPercent {
 		t.Errorf("runtime GOGC %d after stop, want %d", got, defaultPercent)
 	}
+	// A cycle handled while stop ran may still be sending: finalizers
+	// run one after another, so once a later one has run it has sent.
+	finalized(t)
 	for len(handled) > 0 {
 		<-handled
 	}
-	done := make(chan struct{})
-	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { close(done) })
-	runtime.GC()
-	runtime.GC()
-	<-done
+	finalized(t)
 	select {
 	case <-handled:
 		t.Error("a cycle was handled after stop")
@@ -210,8 +238,7 @@ func TestGrowingHeapKeepsDefault(t *testing.T) {
 	var kept [][]byte
 	for i := range 4 {
 		kept = append(kept, make([]byte, 4<<20)) // stays: the live heap grows by 4 MiB a second
-		clock.Add(time.Second)
-		cycleAt(t, clock, handled)
+		cycleAfter(t, clock, time.Second, handled)
 		tn.mu.Lock()
 		p := tn.percent
 		tn.mu.Unlock()
@@ -224,12 +251,10 @@ func TestGrowingHeapKeepsDefault(t *testing.T) {
 	runtime.KeepAlive(kept)
 	// A quiet cycle (with the floor down no timer runs), then busy with
 	// garbage only: the floor goes up again.
-	clock.Add(time.Hour)
-	cycleAt(t, clock, handled)
+	cycleAfter(t, clock, time.Hour, handled)
 	for range 2 {
 		allocate(16 << 20)
-		clock.Add(time.Second)
-		cycleAt(t, clock, handled)
+		cycleAfter(t, clock, time.Second, handled)
 	}
 	tn.mu.Lock()
 	p := tn.percent
@@ -269,16 +294,7 @@ func TestEnvironmentChooses(t *testing.T) {
 	if running.Load() {
 		t.Fatal("Start watches with GOGC set in the environment")
 	}
-	done := make(chan struct{})
-	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { close(done) })
-	for range 2 {
-		runtime.GC()
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no finalizer ran 10 s after two cycles")
-	}
+	finalized(t) // any cycle Start watched would have been handled
 	if got := gogc(t); got != before {
 		t.Errorf("runtime GOGC %d with GOGC set in the environment, want it left at %d", got, before)
 	}
