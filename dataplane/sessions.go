@@ -214,8 +214,10 @@ type sessionFront struct {
 	sweeping   *time.Timer              // the next sweep, if one is due
 	armed      atomic.Bool              // sweeping is set (read without mu)
 	// freed is when a sweep last handed the memory of the sessions it
-	// parked back to the system (see giveBackAfter); guarded by mu.
-	freed time.Time
+	// parked back to the system, and unfreed how many sessions sweeps
+	// have parked since (see giveBackAfter); guarded by mu.
+	freed   time.Time
+	unfreed int
 }
 
 // frontSession is the front's record of one session.
@@ -796,9 +798,10 @@ func (f *sessionFront) sweep() {
 		f.parkOne(d.e, d.local, f.table.Host(d.local))
 	}
 	f.mu.Lock()
-	giveBack := len(park) >= giveBackAfter && now.Sub(f.freed) >= f.park
+	f.unfreed += len(park)
+	giveBack := f.unfreed >= giveBackAfter && now.Sub(f.freed) >= f.park
 	if giveBack {
-		f.freed = now
+		f.freed, f.unfreed = now, 0
 	}
 	f.scheduleLocked()
 	f.mu.Unlock()
@@ -807,13 +810,17 @@ func (f *sessionFront) sweep() {
 	}
 }
 
-// giveBackAfter is how many sessions one sweep parks before it hands the
+// giveBackAfter is how many sessions sweeps park before one hands the
 // memory they held back to the system at once (freeOSMemory), at most
 // once per park delay. Left to the Go runtime, that memory goes back at
 // its own pace: on one machine 240 s after 1,000 sessions parked, the
 // hub still held 13.6 to 15.7 KiB for each, against 7.5 KiB when given
 // back at once (docs/performance.md). It costs one collection of the
-// heap, a few milliseconds, when many sessions go quiet together.
+// heap, a few milliseconds, when many sessions go quiet together. The
+// count runs across sweeps: sessions opened together can go quiet over
+// two sweeps, and those that the second one parks, within a park delay
+// of the first one's give-back, are given back by the first sweep a
+// park delay after it, not left to the runtime.
 const giveBackAfter = 64
 
 // freeOSMemory is debug.FreeOSMemory; tests count its calls.

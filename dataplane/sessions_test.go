@@ -662,10 +662,11 @@ func (initedHost) InitializeParams() *mcp.InitializeParams {
 	return &mcp.InitializeParams{ProtocolVersion: "2025-11-25", ClientInfo: &mcp.Implementation{Name: "h", Version: "1"}}
 }
 
-// TestParkingGivesMemoryBack: a sweep that parks giveBackAfter sessions
-// or more hands the memory they held back to the system (freeOSMemory),
-// at most once per park delay; one that parks fewer leaves it to the
-// runtime.
+// TestParkingGivesMemoryBack: once sweeps have parked giveBackAfter
+// sessions or more, one hands the memory they held back to the system
+// (freeOSMemory), at most once per park delay; sessions parked within a
+// park delay of the last give-back are given back by the first sweep
+// after it, even one that parks none.
 func TestParkingGivesMemoryBack(t *testing.T) {
 	calls := 0
 	old := freeOSMemory
@@ -699,10 +700,12 @@ func TestParkingGivesMemoryBack(t *testing.T) {
 		longAgo   bool // the last give-back was more than a park delay ago
 		wantCalls int
 	}{
-		{giveBackAfter - 1, false, 0},
-		{giveBackAfter, false, 1},
-		{giveBackAfter, false, 1}, // within the park delay of the last
-		{giveBackAfter, true, 2},
+		{giveBackAfter - 1, false, 0}, // too few yet
+		{1, false, 1},                 // enough, over two sweeps
+		{giveBackAfter, false, 1},     // within the park delay of the last
+		{0, true, 2},                  // those, a park delay later
+		{0, true, 2},                  // none parked since
+		{giveBackAfter, true, 3},
 	} {
 		if step.longAgo {
 			front.mu.Lock()
